@@ -1,0 +1,77 @@
+"""SQL for tenants and user accounts; runs inside the tenant-scoped transaction."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.accounts.models import UserAccount
+from service.auth.principal import AccountClaims
+
+ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
+"""Provision the tenant row on first use; a no-op afterwards."""
+
+TOUCH_END_USER_SQL = text(
+    """
+    INSERT INTO user_account AS u (tenant_id, id, name, email, avatar, socials, last_seen_at)
+    VALUES (:tenant_id, :user_id, :name, :email, :avatar, CAST(:socials AS jsonb), now())
+    ON CONFLICT (tenant_id, id) DO UPDATE
+       SET name = EXCLUDED.name, email = EXCLUDED.email, avatar = EXCLUDED.avatar,
+           socials = EXCLUDED.socials,
+           updated_at = CASE WHEN (u.name, u.email, u.avatar, u.socials)
+                                  IS DISTINCT FROM
+                                  (EXCLUDED.name, EXCLUDED.email, EXCLUDED.avatar, EXCLUDED.socials)
+                             THEN now() ELSE u.updated_at END,
+           last_seen_at = now()
+     WHERE (u.name, u.email, u.avatar, u.socials)
+               IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.email, EXCLUDED.avatar, EXCLUDED.socials)
+        OR u.last_seen_at IS NULL
+        OR u.last_seen_at < now() - interval '5 minutes'
+    """
+)
+"""Record an end user and its auth overlay. Writes only when something changed or the
+last-seen mark is older than five minutes, so steady traffic does not rewrite the row."""
+
+ENSURE_USER_SQL = text(
+    """
+    INSERT INTO user_account (tenant_id, id) VALUES (:tenant_id, :user_id)
+    ON CONFLICT (tenant_id, id) DO NOTHING
+    """
+)
+
+
+class AccountRepository:
+    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+    async def ensure_tenant(self) -> None:
+        await self._session.execute(ENSURE_TENANT_SQL, {"tenant_id": self._tenant_id})
+
+    async def ensure_user(self, user_id: str) -> None:
+        await self.ensure_tenant()
+        await self._session.execute(
+            ENSURE_USER_SQL, {"tenant_id": self._tenant_id, "user_id": user_id}
+        )
+
+    async def touch_end_user(self, user_id: str, account: AccountClaims) -> None:
+        await self.ensure_tenant()
+        await self._session.execute(
+            TOUCH_END_USER_SQL,
+            {
+                "tenant_id": self._tenant_id,
+                "user_id": user_id,
+                "name": account.name,
+                "email": account.email,
+                "avatar": account.avatar,
+                "socials": json.dumps(list(account.socials)),
+            },
+        )
+
+    async def get_user(self, user_id: str) -> UserAccount | None:
+        statement = select(UserAccount).where(
+            UserAccount.tenant_id == self._tenant_id, UserAccount.id == user_id
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()

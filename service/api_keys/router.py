@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, status
+
+from service.api_keys.repository import ApiKeyRepository
+from service.api_keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
+from service.api_keys.service import ApiKeyService
+from service.audit.service import AuditTrail
+from service.dependencies import AdminPrincipal, Session
+from service.errors import problem_responses
+from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+
+router = APIRouter(prefix="/v1/admin/api-keys", tags=["admin"])
+
+
+def get_api_key_service(session: Session, principal: AdminPrincipal) -> ApiKeyService:
+    return ApiKeyService(
+        ApiKeyRepository(session, principal.tenant_id), AuditTrail(session, principal), principal
+    )
+
+
+ApiKeySvc = Annotated[ApiKeyService, Depends(get_api_key_service)]
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=ApiKeyCreated,
+    summary="Create an API key",
+    responses=problem_responses(401, 403, 422, 429),
+)
+async def create_api_key(body: ApiKeyCreate, api_keys: ApiKeySvc) -> ApiKeyCreated:
+    """Create a service credential for this tenant. The full key is returned once, here;
+    only its hash is stored."""
+    return await api_keys.create(body)
+
+
+@router.get(
+    "",
+    response_model=Page[ApiKeyRead],
+    summary="List API keys",
+    responses=problem_responses(401, 403, 422, 429),
+)
+async def list_api_keys(
+    api_keys: ApiKeySvc,
+    cursor: Annotated[str | None, Query(description="From a previous page's next_cursor.")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    include_revoked: bool = False,
+) -> Page[ApiKeyRead]:
+    """This tenant's API keys, newest first. Secrets are never shown again."""
+    return await api_keys.list(cursor=cursor, limit=limit, include_revoked=include_revoked)
+
+
+@router.delete(
+    "/{key_id}",
+    response_model=ApiKeyRead,
+    summary="Revoke an API key",
+    responses=problem_responses(401, 403, 404, 422, 429),
+)
+async def revoke_api_key(key_id: uuid.UUID, api_keys: ApiKeySvc) -> ApiKeyRead:
+    """Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless."""
+    return await api_keys.revoke(key_id)

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ApiKeyRole = Literal["admin"]
+
+
+class ApiKeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, description="What the key is for.")
+    roles: list[ApiKeyRole] = Field(
+        default_factory=list, description="`admin` lets the key call /v1/admin endpoints."
+    )
+    expires_at: datetime | None = Field(default=None, description="Optional expiry (UTC).")
+
+
+class ApiKeyRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    name: str
+    display_prefix: str
+    roles: list[str]
+    created_by: str
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+class ApiKeyCreated(ApiKeyRead):
+    key: str = Field(description="The full key. It is shown only in this response; store it now.")

@@ -1,0 +1,62 @@
+"""Who is calling: the principal every request acts as, derived only from its credential."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+PrincipalKind = Literal["user", "service"]
+CredentialKind = Literal["jwt", "api_key"]
+
+# Tenant and user ids come from token claims and appear in URLs: printable, no separators
+# that would break a path, bounded.
+IDENTIFIER_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@|+=-]{0,255}$")
+TENANT_ID_MAX = 128
+
+ME = "me"
+
+
+@dataclass(frozen=True)
+class AccountClaims:
+    """The auth overlay the token carries about its user (seed 000): never tokens or ids."""
+
+    name: str | None = None
+    email: str | None = None
+    avatar: str | None = None
+    socials: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller. A model or a request body can never change any of this."""
+
+    tenant_id: str
+    subject: str
+    kind: PrincipalKind
+    credential: CredentialKind
+    roles: frozenset[str] = field(default_factory=frozenset)
+    is_admin: bool = False
+    account: AccountClaims | None = None
+
+    @property
+    def is_service(self) -> bool:
+        return self.kind == "service"
+
+    def resolve_user(self, user_id: str) -> str | None:
+        """The user a path addresses, or None when this principal may not see that user.
+
+        `me` is the caller itself. An end user may address only itself; a service may address
+        any user of its own tenant (the tenant is fixed by the credential, so "its own" holds).
+        """
+        if user_id == ME:
+            return None if self.is_service else self.subject
+        if not is_valid_identifier(user_id):
+            return None
+        if self.is_service or user_id == self.subject:
+            return user_id
+        return None
+
+
+def is_valid_identifier(value: str, max_length: int = 256) -> bool:
+    return len(value) <= max_length and IDENTIFIER_PATTERN.match(value) is not None

@@ -1,0 +1,193 @@
+"""Bearer JWT verification (HS256 secret and RS256/ES256 via JWKS) and dev token minting.
+
+PyJWT does the cryptography and claim checks; its `PyJWKClient` caches the JWKS and refetches
+it when a token names a `kid` it has not seen (key rotation), so we do not hand-roll either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import jwt
+from jwt import PyJWKClient
+
+from service.auth.principal import (
+    TENANT_ID_MAX,
+    AccountClaims,
+    Principal,
+    is_valid_identifier,
+)
+from service.config import Settings
+from service.errors import ServiceUnavailable, Unauthenticated
+
+ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
+# Linked-account providers that are not OAuth identities (seed 000: email+password is not a
+# "linked account" and must not be shown as one).
+PASSWORD_PROVIDERS = frozenset({"credential", "password", "pwd", "email"})
+
+
+class TokenVerifier:
+    """Verifies bearer JWTs and turns their claims into a `Principal`."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        secret = settings.jwt_hs256_secret
+        self._hs256_secret = secret.get_secret_value() if secret is not None else None
+        self._jwks: PyJWKClient | None = (
+            PyJWKClient(
+                settings.jwks_url,
+                cache_keys=True,
+                lifespan=max(settings.jwks_cache_seconds, 1),
+                timeout=5,
+            )
+            if settings.jwks_url
+            else None
+        )
+
+    async def verify(self, token: str) -> Principal:
+        claims = await self.decode(token)
+        return self.principal_from_claims(claims)
+
+    async def decode(self, token: str) -> dict[str, Any]:
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated("The bearer token is not a well-formed JWT.") from exc
+        algorithm = header.get("alg")
+        if algorithm not in self._settings.jwt_algorithms:
+            raise Unauthenticated(f"Tokens signed with {algorithm!r} are not accepted.")
+
+        key: Any
+        if algorithm == "HS256":
+            if self._hs256_secret is None:
+                raise Unauthenticated("HS256 tokens are not accepted by this deployment.")
+            key = self._hs256_secret
+        elif algorithm in ASYMMETRIC_ALGORITHMS:
+            key = await self._signing_key(token)
+        else:
+            raise Unauthenticated(f"Tokens signed with {algorithm!r} are not accepted.")
+
+        settings = self._settings
+        try:
+            return jwt.decode(
+                token,
+                key,
+                algorithms=[algorithm],
+                audience=settings.jwt_audience,
+                issuer=settings.jwt_issuer,
+                leeway=settings.jwt_leeway_seconds,
+                options={
+                    "require": ["exp", "iat"],
+                    "verify_aud": settings.jwt_audience is not None,
+                },
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise Unauthenticated("The bearer token has expired.") from exc
+        except jwt.ImmatureSignatureError as exc:
+            raise Unauthenticated("The bearer token is not valid yet (nbf/iat).") from exc
+        except jwt.InvalidAudienceError as exc:
+            raise Unauthenticated("The bearer token was issued for another audience.") from exc
+        except jwt.InvalidIssuerError as exc:
+            raise Unauthenticated("The bearer token comes from an untrusted issuer.") from exc
+        except jwt.MissingRequiredClaimError as exc:
+            raise Unauthenticated(f"The bearer token lacks the {exc.claim!r} claim.") from exc
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated("The bearer token's signature or claims are invalid.") from exc
+
+    async def _signing_key(self, token: str) -> Any:
+        if self._jwks is None:
+            raise Unauthenticated("Asymmetric tokens need MNEME_JWKS_URL, which is not set.")
+        jwks = self._jwks
+        try:
+            # PyJWKClient fetches over blocking urllib: keep it off the event loop.
+            signing_key = await asyncio.to_thread(jwks.get_signing_key_from_jwt, token)
+        except jwt.PyJWKClientConnectionError as exc:
+            raise ServiceUnavailable("The identity provider's key set is unreachable.") from exc
+        except (jwt.PyJWKClientError, jwt.DecodeError) as exc:
+            raise Unauthenticated("The token's signing key is not in the trusted key set.") from exc
+        return signing_key.key
+
+    def principal_from_claims(self, claims: dict[str, Any]) -> Principal:
+        settings = self._settings
+        tenant_id = claims.get(settings.tenant_claim)
+        if not isinstance(tenant_id, str) or not is_valid_identifier(tenant_id, TENANT_ID_MAX):
+            raise Unauthenticated(f"The token has no valid tenant claim {settings.tenant_claim!r}.")
+        subject = claims.get(settings.user_claim)
+        if not isinstance(subject, str) or not is_valid_identifier(subject):
+            raise Unauthenticated(f"The token has no valid user claim {settings.user_claim!r}.")
+        roles = frozenset(_string_list(claims.get(settings.roles_claim)))
+        scopes = frozenset(_string_list(claims.get(settings.scope_claim)))
+        is_service = settings.service_scope in scopes
+        return Principal(
+            tenant_id=tenant_id,
+            subject=subject,
+            kind="service" if is_service else "user",
+            credential="jwt",
+            roles=roles,
+            is_admin=settings.admin_role in roles,
+            account=None if is_service else account_claims(claims),
+        )
+
+
+def account_claims(claims: dict[str, Any]) -> AccountClaims:
+    """The auth overlay from OIDC standard claims; linked providers from `amr`/`identities`."""
+    providers: list[str] = []
+    for identity in claims.get("identities") or []:
+        if isinstance(identity, dict) and isinstance(identity.get("provider"), str):
+            providers.append(identity["provider"])
+    providers.extend(_string_list(claims.get("amr")) if not providers else [])
+    socials = tuple(dict.fromkeys(p for p in providers if p.lower() not in PASSWORD_PROVIDERS))
+    return AccountClaims(
+        name=_optional_str(claims.get("name")),
+        email=_optional_str(claims.get("email")),
+        avatar=_optional_str(claims.get("picture")),
+        socials=socials,
+    )
+
+
+def mint_dev_token(
+    settings: Settings,
+    *,
+    tenant_id: str,
+    user_id: str,
+    admin: bool = False,
+    service: bool = False,
+    ttl_seconds: int | None = None,
+    extra_claims: dict[str, Any] | None = None,
+) -> str:
+    """An HS256 token for local development, signed with the configured dev secret."""
+    if settings.jwt_hs256_secret is None:
+        raise RuntimeError("no HS256 secret is configured (MNEME_JWT_HS256_SECRET)")
+    if not is_valid_identifier(tenant_id, TENANT_ID_MAX) or not is_valid_identifier(user_id):
+        raise ValueError("tenant and user ids must be 1-256 printable characters without '/'")
+    now = int(time.time())
+    claims: dict[str, Any] = {
+        settings.user_claim: user_id,
+        settings.tenant_claim: tenant_id,
+        "iat": now,
+        "exp": now + (ttl_seconds or settings.dev_token_ttl_seconds),
+    }
+    if admin:
+        claims[settings.roles_claim] = [settings.admin_role]
+    if service:
+        claims[settings.scope_claim] = settings.service_scope
+    if settings.jwt_issuer:
+        claims["iss"] = settings.jwt_issuer
+    if settings.jwt_audience:
+        claims["aud"] = settings.jwt_audience
+    claims.update(extra_claims or {})
+    return jwt.encode(claims, settings.jwt_hs256_secret.get_secret_value(), algorithm="HS256")
+
+
+def _string_list(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [part for part in value.split() if part]
+    if isinstance(value, list | tuple):
+        return [item for item in value if isinstance(item, str)]
+    return []
+
+
+def _optional_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

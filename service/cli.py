@@ -1,0 +1,113 @@
+"""The `mneme` command: serve, migrate, token."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from service.config import get_settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mneme", description="Mneme memory service")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the HTTP service (migrates first)")
+    serve.add_argument("--host", default=None, help="bind address (MNEME_HOST)")
+    serve.add_argument("--port", type=int, default=None, help="port (MNEME_PORT)")
+    serve.add_argument(
+        "--workers", type=int, default=1, help="worker processes (use 1 with the embedded database)"
+    )
+
+    migrate = commands.add_parser("migrate", help="apply (or revert) schema migrations")
+    migrate.add_argument(
+        "revision", nargs="?", default="head", help="target revision (default head)"
+    )
+    migrate.add_argument(
+        "--downgrade", action="store_true", help="move down to REVISION (e.g. base) instead of up"
+    )
+
+    token = commands.add_parser("token", help="mint a dev HS256 token")
+    token.add_argument("--tenant", required=True)
+    token.add_argument("--user", required=True)
+    token.add_argument("--admin", action="store_true", help="grant the admin role")
+    token.add_argument(
+        "--service",
+        action="store_true",
+        help="a service principal (may address any user of the tenant)",
+    )
+    token.add_argument("--ttl", type=int, default=None, help="lifetime in seconds")
+
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args.host, args.port, args.workers)
+    if args.command == "migrate":
+        return asyncio.run(_migrate(args.revision, args.downgrade))
+    return _token(args)
+
+
+def _serve(host: str | None, port: int | None, workers: int) -> int:
+    import uvicorn
+
+    settings = get_settings()
+    uvicorn.run(
+        "service.main:create_app",
+        factory=True,
+        host=host or settings.host,
+        port=port or settings.port,
+        workers=workers,
+        log_level=settings.log_level,
+        proxy_headers=True,
+    )
+    return 0
+
+
+async def _migrate(revision: str, downgrade: bool) -> int:
+    from service import db_migrations
+    from service.db import create_engine, open_database_target
+
+    settings = get_settings()
+    target = await open_database_target(settings)
+    engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
+    try:
+        if downgrade:
+            await db_migrations.downgrade(engine, settings, revision)
+        else:
+            await db_migrations.upgrade(engine, settings, revision)
+        current = await db_migrations.current_revision(engine)
+    finally:
+        await engine.dispose()
+        target.close()
+    sys.stdout.write(f"schema at revision {current or 'base'}\n")
+    return 0
+
+
+def _token(args: argparse.Namespace) -> int:
+    from service.auth.tokens import mint_dev_token
+
+    settings = get_settings()
+    if settings.jwt_hs256_secret is None:
+        sys.stderr.write("mneme token: no HS256 secret is configured (MNEME_JWT_HS256_SECRET)\n")
+        return 2
+    if not settings.is_dev:
+        sys.stderr.write("mneme token: dev tokens are minted only with MNEME_ENV=dev\n")
+        return 2
+    try:
+        token = mint_dev_token(
+            settings,
+            tenant_id=args.tenant,
+            user_id=args.user,
+            admin=args.admin,
+            service=args.service,
+            ttl_seconds=args.ttl,
+        )
+    except ValueError as exc:
+        sys.stderr.write(f"mneme token: {exc}\n")
+        return 2
+    sys.stdout.write(token + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,107 @@
+"""Runtime configuration: every setting is an environment variable with the MNEME_ prefix."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# A secret that ships in the repository can never protect production tokens.
+DEV_DEFAULT_SECRET = "mneme-dev-secret-not-for-production-use"  # noqa: S105 - the documented dev default
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("mneme"))
+
+
+class Settings(BaseSettings):
+    """All of Mneme's settings; see README.md § Configuration for what each one does."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MNEME_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    # --- runtime mode -----------------------------------------------------------------------
+    env: Literal["dev", "prod"] = "dev"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    log_level: str = "info"
+
+    # --- database ---------------------------------------------------------------------------
+    # Runtime connection (the non-owner role under RLS). Unset → embedded Postgres.
+    database_url: SecretStr | None = None
+    # Owner connection used for migrations; defaults to database_url.
+    migration_database_url: SecretStr | None = None
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    db_runtime_role: str = Field(default="mneme_app", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    db_pool_size: int = Field(default=10, ge=1)
+    db_max_overflow: int = Field(default=10, ge=0)
+    db_statement_timeout_ms: int = Field(default=15_000, ge=0)
+    migrate_on_start: bool = True
+
+    # --- identity ---------------------------------------------------------------------------
+    jwt_hs256_secret: SecretStr | None = SecretStr(DEV_DEFAULT_SECRET)
+    jwks_url: str | None = None
+    jwks_cache_seconds: int = Field(default=300, ge=0)
+    jwt_algorithms: list[str] = ["HS256", "RS256", "ES256"]
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_leeway_seconds: int = Field(default=30, ge=0)
+    tenant_claim: str = "org_id"
+    user_claim: str = "sub"
+    roles_claim: str = "roles"
+    scope_claim: str = "scope"
+    admin_role: str = "admin"
+    service_scope: str = "mneme:service"
+    dev_token_ttl_seconds: int = Field(default=3600, ge=60)
+
+    # --- memory model -----------------------------------------------------------------------
+    embedding_dims: int = Field(default=384, ge=1, le=16000)
+
+    # --- http ---------------------------------------------------------------------------------
+    rate_limit_default: str = "600/minute"
+    rate_limit_enabled: bool = True
+    rate_limit_storage_uri: str = "memory://"
+
+    # --- telemetry ----------------------------------------------------------------------------
+    otel_exporter: Literal["none", "console"] = "none"
+    otel_service_name: str = "mneme"
+
+    @field_validator("jwt_hs256_secret", "database_url", "migration_database_url", mode="before")
+    @classmethod
+    def _empty_means_unset(cls, value: object) -> object:
+        # `MNEME_JWT_HS256_SECRET=` in an env file must switch the feature off, not set "".
+        return None if value == "" else value
+
+    @property
+    def uses_embedded_database(self) -> bool:
+        return self.database_url is None
+
+    @property
+    def is_dev(self) -> bool:
+        return self.env == "dev"
+
+    @model_validator(mode="after")
+    def _refuse_default_secrets_outside_dev(self) -> Settings:
+        if self.env == "dev":
+            return self
+        secret = self.jwt_hs256_secret.get_secret_value() if self.jwt_hs256_secret else None
+        if secret is not None and (secret == DEV_DEFAULT_SECRET or len(secret) < 32):
+            raise ValueError(
+                "MNEME_JWT_HS256_SECRET is the dev default or shorter than 32 characters; "
+                "set a strong secret or unset it (MNEME_JWT_HS256_SECRET=) and use MNEME_JWKS_URL"
+            )
+        if secret is None and self.jwks_url is None:
+            raise ValueError(
+                "outside dev mode set MNEME_JWKS_URL or a strong MNEME_JWT_HS256_SECRET"
+            )
+        return self
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,143 @@
+"""Database access: engine and session factories, the tenant-scoped transaction, ORM base.
+
+Every statement the API runs goes through `tenant_transaction`, which sets
+`app.tenant_id` for that transaction only. Row-level security (FORCE'd on every tenant
+table) turns that setting into the only rows the statement can see or write.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import MetaData, text
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.orm import DeclarativeBase
+
+from service.config import Settings
+from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap, start_cluster
+
+logger = logging.getLogger("mneme.db")
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+SET_TENANT_SQL = text("SELECT set_config('app.tenant_id', :tenant_id, true)")
+"""Scope the current transaction to one tenant; `true` = local to the transaction."""
+
+RUNTIME_ROLE_PRIVILEGES_SQL = text(
+    """
+    SELECT r.rolsuper, r.rolbypassrls,
+           (SELECT count(*) FROM pg_tables t
+             WHERE t.schemaname = 'public' AND t.tableowner = current_user) AS owned_tables
+      FROM pg_roles r
+     WHERE r.rolname = current_user
+    """
+)
+"""The runtime role's dangerous attributes: any of them would let a query escape RLS."""
+
+
+@dataclass(frozen=True)
+class DatabaseUrls:
+    """Where the service connects at runtime (RLS-bound role) and where migrations run."""
+
+    runtime: str
+    owner: str
+
+
+def as_async_url(url: str) -> str:
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+asyncpg://" + url[len(prefix) :]
+    return url
+
+
+@dataclass
+class DatabaseTarget:
+    urls: DatabaseUrls
+    cluster: EmbeddedCluster | None
+
+    def close(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+
+
+async def open_database_target(settings: Settings) -> DatabaseTarget:
+    """Resolve connection URLs; without a configured URL, start and bootstrap the embedded one."""
+    import asyncio
+
+    if settings.database_url is not None:
+        runtime = as_async_url(settings.database_url.get_secret_value())
+        owner_secret = settings.migration_database_url or settings.database_url
+        owner = as_async_url(owner_secret.get_secret_value())
+        return DatabaseTarget(urls=DatabaseUrls(runtime=runtime, owner=owner), cluster=None)
+
+    cluster = await asyncio.to_thread(start_cluster, settings.data_dir)
+    await bootstrap(cluster)
+    urls = DatabaseUrls(
+        runtime=cluster.url(settings.db_runtime_role), owner=cluster.url(OWNER_ROLE)
+    )
+    return DatabaseTarget(urls=urls, cluster=cluster)
+
+
+def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine:
+    options: dict[str, Any] = {
+        "pool_size": settings.db_pool_size,
+        "max_overflow": settings.db_max_overflow,
+        "pool_pre_ping": True,
+        "connect_args": {
+            "server_settings": {
+                "application_name": "mneme",
+                "statement_timeout": str(settings.db_statement_timeout_ms),
+            }
+        },
+    }
+    options.update(overrides)
+    return create_async_engine(url, **options)
+
+
+def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    # expire_on_commit=False: responses are built from objects after the commit.
+    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+
+
+@asynccontextmanager
+async def tenant_transaction(
+    sessionmaker: async_sessionmaker[AsyncSession], tenant_id: str
+) -> AsyncIterator[AsyncSession]:
+    """One transaction scoped to `tenant_id`; commits on success, rolls back on error."""
+    async with sessionmaker() as session, session.begin():
+        await session.execute(SET_TENANT_SQL, {"tenant_id": tenant_id})
+        yield session
+
+
+class PrivilegedRuntimeRole(RuntimeError):
+    """The runtime role could bypass row-level security; refusing to serve."""
+
+
+async def assert_runtime_role_is_unprivileged(engine: AsyncEngine) -> None:
+    async with engine.connect() as connection:
+        row = (await connection.execute(RUNTIME_ROLE_PRIVILEGES_SQL)).one()
+    if row.rolsuper or row.rolbypassrls or row.owned_tables:
+        raise PrivilegedRuntimeRole(
+            "the runtime database role is a superuser, has BYPASSRLS or owns tables; "
+            "connect MNEME_DATABASE_URL as the non-owner runtime role (see README § Database)"
+        )

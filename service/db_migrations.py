@@ -1,0 +1,58 @@
+"""Run the Alembic migrations from inside the service (start-up, `mneme migrate`, tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.config import Settings
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def alembic_config(settings: Settings) -> Config:
+    config = Config(str(PROJECT_ROOT / "alembic.ini"))
+    config.set_main_option("script_location", str(PROJECT_ROOT / "migrations"))
+    config.attributes["runtime_role"] = settings.db_runtime_role
+    config.attributes["embedding_dims"] = settings.embedding_dims
+    return config
+
+
+def head_revision(settings: Settings) -> str | None:
+    return ScriptDirectory.from_config(alembic_config(settings)).get_current_head()
+
+
+async def upgrade(owner_engine: AsyncEngine, settings: Settings, revision: str = "head") -> None:
+    config = alembic_config(settings)
+
+    def run(connection: Connection) -> None:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+    async with owner_engine.begin() as connection:
+        await connection.run_sync(run)
+
+
+async def downgrade(owner_engine: AsyncEngine, settings: Settings, revision: str) -> None:
+    config = alembic_config(settings)
+
+    def run(connection: Connection) -> None:
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+    async with owner_engine.begin() as connection:
+        await connection.run_sync(run)
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    def read(connection: Connection) -> str | None:
+        return MigrationContext.configure(connection).get_current_revision()
+
+    async with engine.connect() as connection:
+        return await connection.run_sync(read)

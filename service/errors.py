@@ -1,0 +1,246 @@
+"""Domain errors and their RFC 9457 problem+json rendering.
+
+Services raise `DomainError`s; the handlers here turn them (and framework errors) into
+`application/problem+json` with a stable machine `code`. Unknown exceptions become a generic
+500 carrying only a trace id, never the exception text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any, ClassVar
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service.observability import current_trace_id
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+PROBLEM_TYPE_BASE = "https://mneme.dev/problems/"
+
+logger = logging.getLogger("mneme.errors")
+
+
+class DomainError(Exception):
+    """A failure the client can act on; subclasses fix status, title and code."""
+
+    status: ClassVar[int] = 400
+    title: ClassVar[str] = "Bad request"
+    code: ClassVar[str] = "BAD_REQUEST"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        **extensions: Any,
+    ) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.headers = dict(headers or {})
+        self.extensions = extensions
+
+
+class Unauthenticated(DomainError):
+    status = 401
+    title = "Authentication required"
+    code = "UNAUTHENTICATED"
+
+    def __init__(self, detail: str | None = None, *, error: str = "invalid_token") -> None:
+        # RFC 6750 §3: tell the client which scheme to use and why the token was refused.
+        description = (detail or self.title).replace('"', "'")
+        super().__init__(
+            detail,
+            headers={
+                "WWW-Authenticate": f'Bearer realm="mneme", error="{error}", '
+                f'error_description="{description}"'
+            },
+        )
+
+
+class Forbidden(DomainError):
+    status = 403
+    title = "Forbidden"
+    code = "FORBIDDEN"
+
+
+class NotFound(DomainError):
+    status = 404
+    title = "Not found"
+    code = "NOT_FOUND"
+
+
+class Conflict(DomainError):
+    status = 409
+    title = "Conflict"
+    code = "CONFLICT"
+
+
+class ValidationFailed(DomainError):
+    status = 422
+    title = "Validation failed"
+    code = "VALIDATION_FAILED"
+
+
+class RateLimited(DomainError):
+    status = 429
+    title = "Too many requests"
+    code = "RATE_LIMITED"
+
+
+class ServiceUnavailable(DomainError):
+    status = 503
+    title = "Service unavailable"
+    code = "SERVICE_UNAVAILABLE"
+
+
+# Stable codes for errors raised by the framework rather than by our services.
+_HTTP_STATUS_CODES: dict[int, str] = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHENTICATED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    406: "NOT_ACCEPTABLE",
+    409: "CONFLICT",
+    412: "PRECONDITION_FAILED",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    422: "VALIDATION_FAILED",
+    429: "RATE_LIMITED",
+    500: "INTERNAL_ERROR",
+    503: "SERVICE_UNAVAILABLE",
+}
+
+
+class FieldError(BaseModel):
+    """One invalid input: where it is and what is wrong with it."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, as every error response of this API is shaped."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(examples=[PROBLEM_TYPE_BASE + "not-found"])
+    title: str
+    status: int
+    detail: str
+    instance: str
+    code: str = Field(description="Stable machine-readable error code.")
+    trace_id: str | None = None
+    errors: list[FieldError] | None = Field(
+        default=None, description="Present on validation failures: one entry per invalid input."
+    )
+
+
+def problem_response(
+    request: Request,
+    *,
+    status: int,
+    code: str,
+    title: str | None = None,
+    detail: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **extensions: Any,
+) -> JSONResponse:
+    phrase = title or HTTPStatus(status).phrase
+    body: dict[str, Any] = {
+        "type": PROBLEM_TYPE_BASE + code.lower().replace("_", "-"),
+        "title": phrase,
+        "status": status,
+        "detail": detail or phrase,
+        "instance": request.url.path,
+        "code": code,
+        "trace_id": current_trace_id() or getattr(request.state, "trace_id", None),
+    }
+    body.update({k: v for k, v in extensions.items() if k not in body})
+    return JSONResponse(
+        body, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_CONTENT_TYPE
+    )
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` entries declaring that a route may answer these problems."""
+    return {
+        status: {
+            "model": Problem,
+            "description": HTTPStatus(status).phrase,
+            "content": {PROBLEM_CONTENT_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+        for status in statuses
+    }
+
+
+async def _handle_domain_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DomainError)
+    return problem_response(
+        request,
+        status=exc.status,
+        code=exc.code,
+        title=exc.title,
+        detail=exc.detail,
+        headers=exc.headers,
+        **exc.extensions,
+    )
+
+
+async def _handle_http_exception(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    code = _HTTP_STATUS_CODES.get(status, f"HTTP_{status}")
+    detail = exc.detail if isinstance(exc.detail, str) else None
+    if status == 404 and detail == "Not Found":
+        detail = "No resource at this path."
+    elif status == 405:
+        detail = f"Method {request.method} is not allowed on this path."
+    return problem_response(request, status=status, code=code, detail=detail, headers=exc.headers)
+
+
+async def _handle_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {
+            "loc": [
+                str(part) if not isinstance(part, int) else part for part in err.get("loc", ())
+            ],
+            "msg": str(err.get("msg", "")),
+            "type": str(err.get("type", "")),
+        }
+        for err in exc.errors()
+    ]
+    return problem_response(
+        request,
+        status=422,
+        code="VALIDATION_FAILED",
+        title="Validation failed",
+        detail=f"{len(errors)} invalid input(s); see `errors`.",
+        errors=errors,
+    )
+
+
+async def _handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.exception("unhandled error on %s %s", request.method, request.url.path)
+    return problem_response(
+        request,
+        status=500,
+        code="INTERNAL_ERROR",
+        title="Internal server error",
+        detail="An unexpected error occurred; quote the trace id when reporting it.",
+    )
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(DomainError, _handle_domain_error)
+    app.add_exception_handler(StarletteHTTPException, _handle_http_exception)
+    app.add_exception_handler(RequestValidationError, _handle_validation_error)
+    app.add_exception_handler(Exception, _handle_unexpected)

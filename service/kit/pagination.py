@@ -1,0 +1,47 @@
+"""Opaque keyset cursors: the last row's sort key, base64url-encoded JSON."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, Field
+
+from service.errors import ValidationFailed
+
+ItemT = TypeVar("ItemT")
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+
+
+class Page(BaseModel, Generic[ItemT]):
+    items: list[ItemT]
+    next_cursor: str | None = Field(
+        default=None, description="Pass as `cursor` to fetch the next page; null on the last page."
+    )
+
+
+def encode_cursor(values: list[Any]) -> str:
+    raw = json.dumps(values, separators=(",", ":"), default=str).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, *, arity: int) -> list[Any]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        values = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+        raise _bad_cursor() from exc
+    if not isinstance(values, list) or len(values) != arity:
+        raise _bad_cursor()
+    return values
+
+
+def _bad_cursor() -> ValidationFailed:
+    return ValidationFailed(
+        "The cursor is not one this API issued.",
+        errors=[{"loc": ["query", "cursor"], "msg": "unknown cursor", "type": "cursor"}],
+    )

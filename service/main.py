@@ -1,0 +1,94 @@
+"""Application factory: `create_app()` wires routers, errors, telemetry and the lifespan."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from service import db_migrations
+from service.accounts.router import router as accounts_router
+from service.api_keys.router import router as api_keys_router
+from service.auth.authenticator import Authenticator
+from service.auth.tokens import TokenVerifier
+from service.config import Settings, get_settings
+from service.db import (
+    assert_runtime_role_is_unprivileged,
+    create_engine,
+    create_sessionmaker,
+    open_database_target,
+)
+from service.dependencies import AppState
+from service.errors import install_problem_handlers
+from service.observability import Metrics, TelemetryMiddleware, configure_tracing
+from service.ops import router as ops
+from service.rate_limits import install_rate_limits
+
+logger = logging.getLogger("mneme")
+
+API_DESCRIPTION = """
+Long-term memory for LLM agents. Identity comes from the bearer token (a JWT or a Mneme API
+key); every error is an RFC 9457 `application/problem+json` document with a stable `code`.
+"""
+
+
+def _operation_id(route: APIRoute) -> str:
+    # SDK generators turn operationIds into method names: keep them the verb_noun function names.
+    return route.name
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        configure_tracing(settings.otel_service_name, settings.otel_exporter)
+        target = await open_database_target(settings)
+        try:
+            if settings.migrate_on_start:
+                owner_engine = create_engine(
+                    target.urls.owner, settings, pool_size=1, max_overflow=0
+                )
+                try:
+                    await db_migrations.upgrade(owner_engine, settings)
+                finally:
+                    await owner_engine.dispose()
+            engine = create_engine(target.urls.runtime, settings)
+            try:
+                await assert_runtime_role_is_unprivileged(engine)
+                sessionmaker = create_sessionmaker(engine)
+                app.state.mneme = AppState(
+                    settings=settings,
+                    engine=engine,
+                    sessionmaker=sessionmaker,
+                    authenticator=Authenticator(
+                        TokenVerifier(settings), sessionmaker, settings.admin_role, metrics
+                    ),
+                    metrics=metrics,
+                    schema_head=db_migrations.head_revision(settings),
+                )
+                logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
+                yield
+            finally:
+                await engine.dispose()
+        finally:
+            target.close()
+
+    app = FastAPI(
+        title="Mneme",
+        version="0.1.0",
+        description=API_DESCRIPTION,
+        lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
+    )
+    install_problem_handlers(app)
+    install_rate_limits(app, settings, exempt=[ops.get_health, ops.get_readiness, ops.get_metrics])
+    app.add_middleware(TelemetryMiddleware, metrics=metrics)
+    app.include_router(ops.router)
+    app.include_router(accounts_router)
+    app.include_router(api_keys_router)
+    return app

@@ -1,0 +1,60 @@
+"""Operational endpoints: liveness, readiness and Prometheus metrics. No authentication."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+from sqlalchemy import text
+
+from service import db_migrations
+from service.dependencies import State
+from service.errors import ServiceUnavailable, problem_responses
+
+router = APIRouter(tags=["ops"])
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    status: Literal["ready"]
+    schema_revision: str
+
+
+@router.get("/healthz", response_model=Health, summary="Liveness")
+async def get_health() -> Health:
+    """The process is up. Says nothing about its dependencies (see /readyz)."""
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    summary="Readiness",
+    responses=problem_responses(503),
+)
+async def get_readiness(state: State) -> Readiness:
+    """Ready to serve: the database answers and its schema is at this code's head revision."""
+    try:
+        async with state.engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+        revision = await db_migrations.current_revision(state.engine)
+    except Exception as exc:
+        raise ServiceUnavailable("The database is unreachable.") from exc
+    head = state.schema_head
+    if revision != head:
+        raise ServiceUnavailable(
+            f"The database schema is at {revision!r}, this code expects {head!r}; "
+            "run `mneme migrate`."
+        )
+    return Readiness(status="ready", schema_revision=revision or "")
+
+
+@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+async def get_metrics(state: State) -> Response:
+    """Prometheus text exposition of the service's metrics."""
+    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
