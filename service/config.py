@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     jwt_hs256_secret: SecretStr | None = SecretStr(DEV_DEFAULT_SECRET)
     jwks_url: str | None = None
     jwks_cache_seconds: int = Field(default=300, ge=0)
+    # Minimum gap between forced JWKS refetches for unknown key ids (a flood of random kids
+    # must not become a flood of requests to the identity provider).
+    jwks_refresh_cooldown_seconds: float = Field(default=30, ge=0)
     jwt_algorithms: list[str] = ["HS256", "RS256", "ES256"]
     jwt_issuer: str | None = None
     jwt_audience: str | None = None

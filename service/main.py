@@ -25,7 +25,7 @@ from service.dependencies import AppState
 from service.errors import install_problem_handlers
 from service.observability import Metrics, TelemetryMiddleware, configure_tracing
 from service.ops import router as ops
-from service.rate_limits import install_rate_limits
+from service.rate_limits import RateLimitMiddleware
 
 logger = logging.getLogger("mneme")
 
@@ -86,7 +86,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=_operation_id,
     )
     install_problem_handlers(app)
-    install_rate_limits(app, settings, exempt=[ops.get_health, ops.get_readiness, ops.get_metrics])
+    if settings.rate_limit_enabled:
+        app.add_middleware(
+            RateLimitMiddleware,
+            limit=settings.rate_limit_default,
+            storage_uri=settings.rate_limit_storage_uri,
+        )
     app.add_middleware(TelemetryMiddleware, metrics=metrics)
     app.include_router(ops.router)
     app.include_router(accounts_router)

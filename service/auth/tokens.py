@@ -41,6 +41,7 @@ class TokenVerifier:
                 cache_keys=True,
                 lifespan=max(settings.jwks_cache_seconds, 1),
                 timeout=5,
+                cooldown_duration=settings.jwks_refresh_cooldown_seconds,
             )
             if settings.jwks_url
             else None

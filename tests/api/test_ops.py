@@ -1,0 +1,86 @@
+"""Operational endpoints and the OpenAPI document SDKs are generated from."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi import FastAPI
+from httpx import AsyncClient
+
+from service.config import Settings
+from tests.conftest import assert_problem, bearer
+
+
+async def test_health_and_readiness(client: AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["schema_revision"]
+
+
+async def test_readiness_fails_when_schema_is_behind_the_code(
+    app: FastAPI, client: AsyncClient
+) -> None:
+    state = app.state.mneme
+    real_head = state.schema_head
+    state.schema_head = "a-newer-revision"
+    try:
+        body = assert_problem(await client.get("/readyz"), 503, "SERVICE_UNAVAILABLE")
+        assert "mneme migrate" in body["detail"]
+    finally:
+        state.schema_head = real_head
+
+
+async def test_metrics_count_requests_by_route_template(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    await client.get("/v1/users/me", headers=bearer(settings, tenant, "metric-user"))
+    exposition = (await client.get("/metrics")).text
+    assert re.search(
+        r'mneme_http_requests_total\{method="GET",route="/v1/users/\{user_id\}",status="200"\} '
+        r"[1-9]",
+        exposition,
+    )
+    assert "metric-user" not in exposition
+
+
+async def test_request_id_is_echoed_or_generated(client: AsyncClient) -> None:
+    echoed = await client.get("/healthz", headers={"X-Request-ID": "abc-123"})
+    assert echoed.headers["x-request-id"] == "abc-123"
+    generated = await client.get("/healthz", headers={"X-Request-ID": "bad id with spaces"})
+    assert re.fullmatch(r"[0-9a-f]{32}", generated.headers["x-request-id"])
+
+
+async def test_openapi_operation_ids_are_stable_verb_noun_names(client: AsyncClient) -> None:
+    document = (await client.get("/openapi.json")).json()
+    operations = [op for path in document["paths"].values() for op in path.values()]
+    ids = [op["operationId"] for op in operations]
+    assert len(ids) == len(set(ids))
+    assert {
+        "get_user",
+        "create_api_key",
+        "list_api_keys",
+        "revoke_api_key",
+        "get_health",
+        "get_readiness",
+        "get_metrics",
+    } <= set(ids)
+    assert all(re.fullmatch(r"[a-z]+(_[a-z]+)+", op_id) for op_id in ids)
+    assert all(op.get("tags") for op in operations)
+
+
+async def test_openapi_declares_problem_responses(client: AsyncClient) -> None:
+    document = (await client.get("/openapi.json")).json()
+    get_user = document["paths"]["/v1/users/{user_id}"]["get"]
+    for status in ("401", "404", "422"):
+        assert "application/problem+json" in get_user["responses"][status]["content"]
+    assert "Problem" in document["components"]["schemas"]
+    assert any(
+        scheme.get("scheme") == "bearer"
+        for scheme in document["components"]["securitySchemes"].values()
+    )
+
+
+async def test_docs_page_is_served(client: AsyncClient) -> None:
+    response = await client.get("/docs")
+    assert response.status_code == 200 and "swagger" in response.text.lower()

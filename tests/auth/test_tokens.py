@@ -1,0 +1,290 @@
+"""JWT authentication: HS256 with the dev secret, RS256/ES256 against a JWKS, and every
+way a token can be refused (each a 401 problem with WWW-Authenticate)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+import jwt
+import pytest
+from asgi_lifespan import LifespanManager
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from httpx import ASGITransport, AsyncClient
+
+from service.auth.tokens import TokenVerifier
+from service.config import Settings
+from service.embedded_postgres import EmbeddedCluster
+from service.errors import Unauthenticated
+from service.main import create_app
+from tests.conftest import TEST_SECRET, assert_problem, bearer, make_settings
+
+ISSUER = "https://idp.example.test/"
+AUDIENCE = "mneme-api"
+
+
+class JwksServer:
+    """A loopback identity provider publishing a key set that tests can rotate."""
+
+    def __init__(self) -> None:
+        self.keys: list[dict[str, Any]] = []
+        self.fetches = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.fetches += 1
+                body = json.dumps({"keys": outer.keys}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/.well-known/jwks.json"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def publish(self, kid: str, public_key: Any, algorithm: str) -> None:
+        if algorithm.startswith("RS"):
+            jwk = jwt.algorithms.RSAAlgorithm.to_jwk(public_key, as_dict=True)
+        else:
+            jwk = jwt.algorithms.ECAlgorithm.to_jwk(public_key, as_dict=True)
+        self.keys.append({**jwk, "kid": kid, "alg": algorithm, "use": "sig"})
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def jwks() -> Iterator[JwksServer]:
+    server = JwksServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def rsa_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture(scope="module")
+def oidc_settings(cluster: EmbeddedCluster, jwks: JwksServer, settings: Settings) -> Settings:
+    return make_settings(
+        cluster,
+        jwks_url=jwks.url,
+        jwt_issuer=ISSUER,
+        jwt_audience=AUDIENCE,
+        jwks_refresh_cooldown_seconds=0,
+        migrate_on_start=False,
+    )
+
+
+@pytest.fixture(scope="module")
+async def oidc_client(oidc_settings: Settings) -> AsyncIterator[AsyncClient]:
+    application = create_app(oidc_settings)
+    async with (
+        LifespanManager(application),
+        AsyncClient(
+            transport=ASGITransport(app=application), base_url="http://mneme.test"
+        ) as client,
+    ):
+        yield client
+
+
+def claims(tenant: str, user: str, **extra: Any) -> dict[str, Any]:
+    now = int(time.time())
+    return {
+        "sub": user,
+        "org_id": tenant,
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "iat": now,
+        "exp": now + 300,
+        **extra,
+    }
+
+
+def sign(payload: dict[str, Any], key: Any, algorithm: str, kid: str | None = None) -> str:
+    headers = {"kid": kid} if kid else None
+    return jwt.encode(payload, key, algorithm=algorithm, headers=headers)
+
+
+async def test_rs256_token_from_the_jwks_authenticates(
+    oidc_client: AsyncClient, jwks: JwksServer, rsa_key: rsa.RSAPrivateKey, tenant: str
+) -> None:
+    jwks.publish("rsa-1", rsa_key.public_key(), "RS256")
+    token = sign(claims(tenant, "alice"), rsa_key, "RS256", kid="rsa-1")
+    response = await oidc_client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    assert (response.json()["id"], response.json()["tenant_id"]) == ("alice", tenant)
+
+
+async def test_es256_token_from_the_jwks_authenticates(
+    oidc_client: AsyncClient, jwks: JwksServer, tenant: str
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    jwks.publish("ec-1", key.public_key(), "ES256")
+    token = sign(claims(tenant, "bob"), key, "ES256", kid="ec-1")
+    response = await oidc_client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+
+
+async def test_rotated_key_is_fetched_when_an_unknown_kid_arrives(
+    oidc_client: AsyncClient, jwks: JwksServer, rsa_key: rsa.RSAPrivateKey, tenant: str
+) -> None:
+    jwks.publish("rsa-1", rsa_key.public_key(), "RS256")
+    warm = sign(claims(tenant, "carol"), rsa_key, "RS256", kid="rsa-1")
+    assert (
+        await oidc_client.get("/v1/users/me", headers={"Authorization": f"Bearer {warm}"})
+    ).status_code == 200
+    rotated = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwks.publish("rsa-rotated", rotated.public_key(), "RS256")
+    fetches_before = jwks.fetches
+    token = sign(claims(tenant, "carol"), rotated, "RS256", kid="rsa-rotated")
+    response = await oidc_client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200, response.text
+    assert jwks.fetches > fetches_before
+
+
+async def test_token_signed_by_a_key_outside_the_jwks_is_refused(
+    oidc_client: AsyncClient, jwks: JwksServer, rsa_key: rsa.RSAPrivateKey, tenant: str
+) -> None:
+    jwks.publish("rsa-1", rsa_key.public_key(), "RS256")
+    impostor = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    token = sign(claims(tenant, "mallory"), impostor, "RS256", kid="rsa-1")
+    response = await oidc_client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert_problem(response, 401, "UNAUTHENTICATED")
+    assert response.headers["www-authenticate"].startswith("Bearer ")
+
+
+@pytest.mark.parametrize(
+    ("override", "reason"),
+    [
+        ({"aud": "someone-else"}, "audience"),
+        ({"iss": "https://evil.example/"}, "issuer"),
+        ({"exp": int(time.time()) - 3600}, "expired"),
+        ({"nbf": int(time.time()) + 3600}, "not valid yet"),
+        ({"org_id": None}, "tenant claim"),
+        ({"sub": "../etc"}, "user claim"),
+    ],
+)
+async def test_token_with_bad_claims_is_refused(
+    oidc_client: AsyncClient,
+    jwks: JwksServer,
+    rsa_key: rsa.RSAPrivateKey,
+    tenant: str,
+    override: dict[str, Any],
+    reason: str,
+) -> None:
+    jwks.publish("rsa-1", rsa_key.public_key(), "RS256")
+    payload = {k: v for k, v in {**claims(tenant, "dave"), **override}.items() if v is not None}
+    token = sign(payload, rsa_key, "RS256", kid="rsa-1")
+    response = await oidc_client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    body = assert_problem(response, 401, "UNAUTHENTICATED")
+    assert reason in body["detail"]
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+
+
+async def test_hs256_dev_token_authenticates(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    response = await client.get("/v1/users/me", headers=bearer(settings, tenant, "erin"))
+    assert response.status_code == 200
+
+
+async def test_hs256_token_with_the_wrong_secret_is_refused(
+    client: AsyncClient, tenant: str
+) -> None:
+    token = sign(claims(tenant, "erin"), "a-different-secret-of-sufficient-length!!", "HS256")
+    response = await client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert_problem(response, 401, "UNAUTHENTICATED")
+
+
+async def test_unsigned_token_is_refused(client: AsyncClient, tenant: str) -> None:
+    token = jwt.encode(claims(tenant, "erin"), key=None, algorithm="none")
+    response = await client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    body = assert_problem(response, 401, "UNAUTHENTICATED")
+    assert "not accepted" in body["detail"]
+
+
+@pytest.mark.parametrize(
+    ("header", "error"),
+    [
+        (None, "invalid_request"),
+        ("Basic dXNlcjpwdw==", "invalid_request"),
+        ("Bearer not-a-jwt", "invalid_token"),
+    ],
+)
+async def test_missing_or_malformed_credentials_are_refused(
+    client: AsyncClient, header: str | None, error: str
+) -> None:
+    headers = {"Authorization": header} if header else {}
+    response = await client.get("/v1/users/me", headers=headers)
+    assert_problem(response, 401, "UNAUTHENTICATED")
+    assert f'error="{error}"' in response.headers["www-authenticate"]
+
+
+async def test_asymmetric_token_without_a_configured_jwks_is_refused(
+    client: AsyncClient, rsa_key: rsa.RSAPrivateKey, tenant: str
+) -> None:
+    token = sign(claims(tenant, "frank"), rsa_key, "RS256", kid="rsa-1")
+    response = await client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert_problem(response, 401, "UNAUTHENTICATED")
+
+
+def test_claims_map_to_a_principal_with_configured_claim_names() -> None:
+    settings = Settings(
+        _env_file=None,
+        jwt_hs256_secret=TEST_SECRET,
+        tenant_claim="tid",
+        roles_claim="groups",
+        admin_role="mneme-admins",
+    )
+    verifier = TokenVerifier(settings)
+    principal = verifier.principal_from_claims(
+        {
+            "sub": "svc-1",
+            "tid": "acme",
+            "groups": ["mneme-admins"],
+            "scope": "openid mneme:service",
+        }
+    )
+    assert (principal.tenant_id, principal.subject) == ("acme", "svc-1")
+    assert principal.is_admin and principal.is_service
+    assert principal.account is None
+
+
+def test_account_overlay_drops_the_password_provider() -> None:
+    verifier = TokenVerifier(Settings(_env_file=None, jwt_hs256_secret=TEST_SECRET))
+    principal = verifier.principal_from_claims(
+        {
+            "sub": "u1",
+            "org_id": "acme",
+            "name": "Ada",
+            "email": "ada@example.test",
+            "picture": "https://img.example/ada.png",
+            "identities": [
+                {"provider": "github"},
+                {"provider": "credential"},
+                {"provider": "google"},
+            ],
+        }
+    )
+    assert principal.kind == "user"
+    assert principal.account is not None
+    assert principal.account.socials == ("github", "google")
+    assert principal.account.name == "Ada"
+
+
+def test_unauthenticated_error_carries_a_bearer_challenge() -> None:
+    error = Unauthenticated("expired")
+    assert error.headers["WWW-Authenticate"].startswith('Bearer realm="mneme"')

@@ -1,0 +1,142 @@
+"""Shared fixtures: one embedded Postgres per test session, schema built by the migrations.
+
+Tests isolate themselves by using fresh random tenant ids rather than by truncating tables,
+so they can share one migrated database and stay fast.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+from httpx import ASGITransport, AsyncClient
+from pydantic import SecretStr
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service import db_migrations
+from service.auth.tokens import mint_dev_token
+from service.config import Settings
+from service.db import create_engine
+from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap, start_cluster
+from service.main import create_app
+
+TEST_DATABASE = "mneme_test"
+TEST_SECRET = "test-secret-that-is-long-enough-for-hs256-0123456789"
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
+    data_dir: Path = tmp_path_factory.mktemp("pg")
+    started = start_cluster(data_dir)
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="session")
+async def base_settings(cluster: EmbeddedCluster) -> Settings:
+    await bootstrap(cluster, TEST_DATABASE)
+    settings = make_settings(cluster)
+    engine = create_engine(settings.migration_url_for_tests, settings, pool_size=1, max_overflow=0)
+    try:
+        await db_migrations.upgrade(engine, settings)
+    finally:
+        await engine.dispose()
+    return settings
+
+
+class _TestSettings(Settings):
+    @property
+    def migration_url_for_tests(self) -> str:
+        assert self.migration_database_url is not None
+        return self.migration_database_url.get_secret_value()
+
+
+def make_settings(cluster: EmbeddedCluster, **overrides: Any) -> _TestSettings:
+    values: dict[str, Any] = {
+        "database_url": SecretStr(cluster.url("mneme_app", TEST_DATABASE)),
+        "migration_database_url": SecretStr(cluster.url(OWNER_ROLE, TEST_DATABASE)),
+        "jwt_hs256_secret": SecretStr(TEST_SECRET),
+        "rate_limit_default": "10000/minute",
+        "db_pool_size": 5,
+    }
+    values.update(overrides)
+    return _TestSettings(_env_file=None, **values)
+
+
+@pytest.fixture(scope="session")
+def settings(base_settings: Settings) -> Settings:
+    return base_settings
+
+
+@pytest.fixture(scope="session")
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    application = create_app(settings)
+    async with LifespanManager(application):
+        yield application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[AsyncClient]:
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://mneme.test") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+async def owner_engine(settings: _TestSettings) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(settings.migration_url_for_tests, settings, pool_size=2)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+async def runtime_engine(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    assert settings.database_url is not None
+    engine = create_engine(settings.database_url.get_secret_value(), settings, pool_size=2)
+    yield engine
+    await engine.dispose()
+
+
+def new_tenant() -> str:
+    return "t-" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture
+def tenant() -> str:
+    return new_tenant()
+
+
+def bearer(
+    settings: Settings,
+    tenant_id: str,
+    user_id: str,
+    *,
+    admin: bool = False,
+    service: bool = False,
+    **claims: Any,
+) -> dict[str, str]:
+    token = mint_dev_token(
+        settings,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        admin=admin,
+        service=service,
+        extra_claims=claims or None,
+    )
+    return {"Authorization": f"Bearer {token}"}
+
+
+def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
+    """The response is an RFC 9457 problem with this status and stable code."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body: dict[str, Any] = response.json()
+    assert body["status"] == status
+    assert body["code"] == code
+    for field in ("type", "title", "detail", "instance"):
+        assert isinstance(body[field], str) and body[field]
+    return body

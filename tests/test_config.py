@@ -1,0 +1,45 @@
+"""Settings refuse to run production with a guessable signing secret."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from service.config import DEV_DEFAULT_SECRET, Settings
+
+
+def test_dev_mode_accepts_the_documented_default_secret() -> None:
+    settings = Settings(_env_file=None)
+    assert settings.jwt_hs256_secret is not None
+    assert settings.jwt_hs256_secret.get_secret_value() == DEV_DEFAULT_SECRET
+
+
+@pytest.mark.parametrize("secret", [DEV_DEFAULT_SECRET, "short-secret"])
+def test_prod_mode_refuses_default_or_weak_secrets(secret: str) -> None:
+    with pytest.raises(ValidationError, match="MNEME_JWT_HS256_SECRET"):
+        Settings(_env_file=None, env="prod", jwt_hs256_secret=secret)
+
+
+def test_prod_mode_refuses_to_run_without_any_token_verification() -> None:
+    with pytest.raises(ValidationError, match="MNEME_JWKS_URL"):
+        Settings(_env_file=None, env="prod", jwt_hs256_secret="")
+
+
+def test_prod_mode_accepts_a_strong_secret_or_a_jwks_url() -> None:
+    assert Settings(_env_file=None, env="prod", jwt_hs256_secret="x" * 40).env == "prod"
+    jwks_only = Settings(_env_file=None, env="prod", jwt_hs256_secret="",
+                         jwks_url="https://idp.example/jwks")
+    assert jwks_only.jwt_hs256_secret is None
+
+
+def test_settings_come_from_mneme_prefixed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEME_TENANT_CLAIM", "tid")
+    monkeypatch.setenv("MNEME_DATABASE_URL", "postgresql://app@db/mneme")
+    settings = Settings(_env_file=None)
+    assert settings.tenant_claim == "tid"
+    assert not settings.uses_embedded_database
+
+
+def test_secrets_are_not_printed() -> None:
+    settings = Settings(_env_file=None, database_url="postgresql://app:pw-123@db/mneme")
+    assert "pw-123" not in repr(settings)
