@@ -92,6 +92,11 @@ class Settings(BaseSettings):
     def _refuse_default_secrets_outside_dev(self) -> Settings:
         if self.env == "dev":
             return self
+        if self.database_url is None:
+            # A pod that lost its URL must not quietly start a private, throwaway database.
+            raise ValueError(
+                "outside dev mode set MNEME_DATABASE_URL; the embedded database is for dev"
+            )
         secret = self.jwt_hs256_secret.get_secret_value() if self.jwt_hs256_secret else None
         if secret is not None and (secret == DEV_DEFAULT_SECRET or len(secret) < 32):
             raise ValueError(

@@ -22,8 +22,9 @@ def fresh_settings() -> Iterator[None]:
     get_settings.cache_clear()
 
 
-def test_token_mints_a_verifiable_dev_token(monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_token_mints_a_verifiable_dev_token(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
     assert main(["token", "--tenant", "acme", "--user", "ada", "--admin", "--service"]) == 0
     token = capsys.readouterr().out.strip()
@@ -33,16 +34,19 @@ def test_token_mints_a_verifiable_dev_token(monkeypatch: pytest.MonkeyPatch,
     assert claims["exp"] > claims["iat"]
 
 
-def test_token_refuses_without_a_dev_secret(monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_token_refuses_without_a_dev_secret(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", "")
     assert main(["token", "--tenant", "acme", "--user", "ada"]) == 2
     assert "no HS256 secret" in capsys.readouterr().err
 
 
-def test_token_refuses_outside_dev_mode(monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_token_refuses_outside_dev_mode(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("MNEME_ENV", "prod")
+    monkeypatch.setenv("MNEME_DATABASE_URL", "postgresql://mneme_app@db/mneme")
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", "p" * 40)
     assert main(["token", "--tenant", "acme", "--user", "ada"]) == 2
     assert "MNEME_ENV=dev" in capsys.readouterr().err

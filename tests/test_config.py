@@ -7,6 +7,8 @@ from pydantic import ValidationError
 
 from service.config import DEV_DEFAULT_SECRET, Settings
 
+PROD = {"env": "prod", "database_url": "postgresql://mneme_app@db/mneme"}
+
 
 def test_dev_mode_accepts_the_documented_default_secret() -> None:
     settings = Settings(_env_file=None)
@@ -17,18 +19,19 @@ def test_dev_mode_accepts_the_documented_default_secret() -> None:
 @pytest.mark.parametrize("secret", [DEV_DEFAULT_SECRET, "short-secret"])
 def test_prod_mode_refuses_default_or_weak_secrets(secret: str) -> None:
     with pytest.raises(ValidationError, match="MNEME_JWT_HS256_SECRET"):
-        Settings(_env_file=None, env="prod", jwt_hs256_secret=secret)
+        Settings(_env_file=None, **PROD, jwt_hs256_secret=secret)
 
 
 def test_prod_mode_refuses_to_run_without_any_token_verification() -> None:
     with pytest.raises(ValidationError, match="MNEME_JWKS_URL"):
-        Settings(_env_file=None, env="prod", jwt_hs256_secret="")
+        Settings(_env_file=None, **PROD, jwt_hs256_secret="")
 
 
 def test_prod_mode_accepts_a_strong_secret_or_a_jwks_url() -> None:
-    assert Settings(_env_file=None, env="prod", jwt_hs256_secret="x" * 40).env == "prod"
-    jwks_only = Settings(_env_file=None, env="prod", jwt_hs256_secret="",
-                         jwks_url="https://idp.example/jwks")
+    assert Settings(_env_file=None, **PROD, jwt_hs256_secret="x" * 40).env == "prod"
+    jwks_only = Settings(
+        _env_file=None, **PROD, jwt_hs256_secret="", jwks_url="https://idp.example/jwks"
+    )
     assert jwks_only.jwt_hs256_secret is None
 
 
@@ -43,3 +46,8 @@ def test_settings_come_from_mneme_prefixed_environment(monkeypatch: pytest.Monke
 def test_secrets_are_not_printed() -> None:
     settings = Settings(_env_file=None, database_url="postgresql://app:pw-123@db/mneme")
     assert "pw-123" not in repr(settings)
+
+
+def test_prod_mode_refuses_the_embedded_database() -> None:
+    with pytest.raises(ValidationError, match="MNEME_DATABASE_URL"):
+        Settings(_env_file=None, env="prod", jwt_hs256_secret="x" * 40)
