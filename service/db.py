@@ -7,6 +7,7 @@ table) turns that setting into the only rows the statement can see or write.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -82,8 +83,6 @@ class DatabaseTarget:
 
 async def open_database_target(settings: Settings) -> DatabaseTarget:
     """Resolve connection URLs; without a configured URL, start and bootstrap the embedded one."""
-    import asyncio
-
     if settings.database_url is not None:
         runtime = as_async_url(settings.database_url.get_secret_value())
         owner_secret = settings.migration_database_url or settings.database_url

@@ -65,9 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     settings=settings,
                     engine=engine,
                     sessionmaker=sessionmaker,
-                    authenticator=Authenticator(
-                        TokenVerifier(settings), sessionmaker, settings.admin_role, metrics
-                    ),
+                    authenticator=Authenticator(TokenVerifier(settings), sessionmaker, metrics),
                     metrics=metrics,
                     schema_head=db_migrations.head_revision(settings),
                 )

@@ -14,7 +14,7 @@ router = APIRouter(prefix="/v1/users", tags=["users"])
 
 
 def get_account_service(session: Session, principal: CurrentPrincipal) -> AccountService:
-    return AccountService(AccountRepository(session, principal.tenant_id), principal)
+    return AccountService(AccountRepository(session, principal.tenant_id))
 
 
 AccountSvc = Annotated[AccountService, Depends(get_account_service)]

@@ -5,6 +5,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, status
 
+from service.accounts.repository import AccountRepository
+from service.accounts.service import AccountService
 from service.api_keys.repository import ApiKeyRepository
 from service.api_keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
 from service.api_keys.service import ApiKeyService
@@ -18,7 +20,10 @@ router = APIRouter(prefix="/v1/admin/api-keys", tags=["admin"])
 
 def get_api_key_service(session: Session, principal: AdminPrincipal) -> ApiKeyService:
     return ApiKeyService(
-        ApiKeyRepository(session, principal.tenant_id), AuditTrail(session, principal), principal
+        ApiKeyRepository(session, principal.tenant_id),
+        AccountService(AccountRepository(session, principal.tenant_id)),
+        AuditTrail(session, principal),
+        principal,
     )
 
 

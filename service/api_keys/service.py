@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+from service.accounts.service import AccountService
 from service.api_keys.credential import (
     ParsedApiKey,
     display_prefix,
@@ -23,8 +24,15 @@ SERVICE_SUBJECT_PREFIX = "api-key:"
 
 
 class ApiKeyService:
-    def __init__(self, repository: ApiKeyRepository, audit: AuditTrail, principal: Principal):
+    def __init__(
+        self,
+        repository: ApiKeyRepository,
+        accounts: AccountService,
+        audit: AuditTrail,
+        principal: Principal,
+    ) -> None:
         self._repository = repository
+        self._accounts = accounts
         self._audit = audit
         self._principal = principal
 
@@ -34,6 +42,8 @@ class ApiKeyService:
                 "expires_at must be in the future.",
                 errors=[{"loc": ["body", "expires_at"], "msg": "in the past", "type": "value"}],
             )
+        # A service admin may be the tenant's first caller: the key needs its tenant row.
+        await self._accounts.ensure_tenant()
         key_id = uuid.uuid4()
         full_key, secret_hash = new_api_key(self._principal.tenant_id, key_id)
         key = await self._repository.add(

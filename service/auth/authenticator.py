@@ -20,12 +20,10 @@ class Authenticator:
         self,
         verifier: TokenVerifier,
         sessionmaker: async_sessionmaker[AsyncSession],
-        admin_role: str,
         metrics: Metrics,
     ) -> None:
         self._verifier = verifier
         self._sessionmaker = sessionmaker
-        self._admin_role = admin_role
         self._metrics = metrics
 
     async def authenticate(self, authorization: str | None) -> Principal:

@@ -189,3 +189,14 @@ async def test_key_changes_are_audited(
         ("api_key.create", "root"),
         ("api_key.revoke", "root"),
     ]
+
+
+async def test_service_admin_can_create_the_first_key_of_a_new_tenant(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    response = await client.post(
+        "/v1/admin/api-keys",
+        json={"name": "bootstrap"},
+        headers=bearer(settings, tenant, "provisioner", admin=True, service=True),
+    )
+    assert response.status_code == 201, response.text
