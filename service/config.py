@@ -66,6 +66,7 @@ class Settings(BaseSettings):
     embedding_dims: int = Field(default=384, ge=1, le=16000)
 
     # --- http ---------------------------------------------------------------------------------
+    max_request_bytes: int = Field(default=1_048_576, ge=1024)
     rate_limit_default: str = "600/minute"
     rate_limit_enabled: bool = True
     rate_limit_storage_uri: str = "memory://"

@@ -23,6 +23,7 @@ from service.db import (
 )
 from service.dependencies import AppState
 from service.errors import install_problem_handlers
+from service.kit.body_limit import BodySizeLimitMiddleware
 from service.observability import Metrics, TelemetryMiddleware, configure_tracing
 from service.ops import router as ops
 from service.rate_limits import RateLimitMiddleware
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             limit=settings.rate_limit_default,
             storage_uri=settings.rate_limit_storage_uri,
         )
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(TelemetryMiddleware, metrics=metrics)
     app.include_router(ops.router)
     app.include_router(accounts_router)

@@ -129,3 +129,28 @@ async def test_problem_carries_the_request_trace_id(client: AsyncClient) -> None
     body = assert_problem(response, 401, "UNAUTHENTICATED")
     assert body["trace_id"] and len(body["trace_id"]) == 32
     assert response.headers["x-request-id"]
+
+
+async def test_oversized_body_is_a_413_problem_and_changes_nothing(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    huge = b'{"name": "' + b"x" * (settings.max_request_bytes + 10) + b'"}'
+    declared = await client.post(
+        "/v1/admin/api-keys", content=huge, headers={**admin, "content-type": "application/json"}
+    )
+    body = assert_problem(declared, 413, "PAYLOAD_TOO_LARGE")
+    assert body["max_bytes"] == settings.max_request_bytes
+
+    async def streamed() -> AsyncIterator[bytes]:
+        for start in range(0, len(huge), 65536):
+            yield huge[start : start + 65536]
+
+    chunked = await client.post(
+        "/v1/admin/api-keys",
+        content=streamed(),
+        headers={**admin, "content-type": "application/json"},
+    )
+    assert_problem(chunked, 413, "PAYLOAD_TOO_LARGE")
+    listing = await client.get("/v1/admin/api-keys", headers=admin)
+    assert listing.json()["items"] == []
