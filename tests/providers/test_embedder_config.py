@@ -1,0 +1,60 @@
+"""Building an embedder config from the settings, and refusing nonsense configs."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from pydantic import SecretStr
+
+from service.config import Settings
+from service.providers import EmbedderConfig, embedder_config_from_settings
+
+
+def test_settings_fields_named_embedding_something_fill_the_config() -> None:
+    settings = SimpleNamespace(
+        embedding_provider="openai",
+        embedding_dims=1536,
+        embedding_openai_api_key=SecretStr("sk-test"),
+        embedding_openai_model="text-embedding-3-large",
+        embedding_openai_batch_size=64,
+        unrelated_setting=True,
+    )
+    config = embedder_config_from_settings(settings)
+
+    assert config == EmbedderConfig(
+        provider="openai",
+        dims=1536,
+        openai_api_key=SecretStr("sk-test"),
+        openai_model="text-embedding-3-large",
+        openai_batch_size=64,
+    )
+
+
+def test_settings_without_embedding_fields_give_the_default_config() -> None:
+    assert embedder_config_from_settings(SimpleNamespace()) == EmbedderConfig()
+
+
+def test_the_real_settings_embedding_dims_reach_the_config() -> None:
+    config = embedder_config_from_settings(Settings(_env_file=None, embedding_dims=768))
+    assert config.dims == 768
+
+
+def test_the_api_key_is_not_shown_in_the_config_repr() -> None:
+    assert "sk-secret" not in repr(EmbedderConfig(openai_api_key=SecretStr("sk-secret")))
+
+
+@pytest.mark.parametrize(
+    "invalid",
+    [
+        {"provider": "word2vec"},
+        {"dims": 0},
+        {"local_threads": 0},
+        {"openai_batch_size": 0},
+        {"openai_timeout_seconds": 0},
+        {"openai_max_retries": -1},
+    ],
+)
+def test_nonsense_configs_are_refused(invalid: dict[str, object]) -> None:
+    with pytest.raises(ValueError):  # noqa: PT011 - the message varies by field
+        EmbedderConfig(**invalid)  # type: ignore[arg-type]
