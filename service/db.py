@@ -106,6 +106,10 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
             "server_settings": {
                 "application_name": "mneme",
                 "statement_timeout": str(settings.db_statement_timeout_ms),
+                # pgvector ≥0.8: keep scanning the HNSW graph until enough rows pass the
+                # tenant/user filter, in exact distance order, instead of post-filtering.
+                "hnsw.iterative_scan": "strict_order",
+                "hnsw.ef_search": str(settings.hnsw_ef_search),
             }
         },
     }

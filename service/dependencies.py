@@ -16,6 +16,9 @@ from service.auth.principal import Principal
 from service.config import Settings
 from service.db import tenant_transaction
 from service.errors import Forbidden, NotFound
+from service.kit.idempotency import IdempotencyStore
+from service.kit.post_commit import BackgroundRunner, PostCommitTasks
+from service.memories.embedding import EmbeddingBackfill
 from service.observability import Metrics
 
 
@@ -29,6 +32,8 @@ class AppState:
     authenticator: Authenticator
     metrics: Metrics
     schema_head: str | None
+    embedding_backfill: EmbeddingBackfill
+    background: BackgroundRunner
 
 
 def get_state(request: Request) -> AppState:
@@ -55,11 +60,21 @@ async def get_principal(
 CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
 
 
-async def get_session(state: State, principal: CurrentPrincipal) -> AsyncIterator[AsyncSession]:
+def get_post_commit_tasks() -> PostCommitTasks:
+    return PostCommitTasks()
+
+
+PostCommit = Annotated[PostCommitTasks, Depends(get_post_commit_tasks)]
+
+
+async def get_session(
+    state: State, principal: CurrentPrincipal, post_commit: PostCommit
+) -> AsyncIterator[AsyncSession]:
     """The request's one transaction, scoped to the caller's tenant.
 
     Used with scope="function": the commit runs after the endpoint returns and before the
-    response is sent, so a failed commit is a 5xx and never a 2xx.
+    response is sent, so a failed commit is a 5xx and never a 2xx. Work registered in
+    `PostCommit` starts only once the commit succeeded.
     """
     async with tenant_transaction(state.sessionmaker, principal.tenant_id) as session:
         if principal.account is not None:
@@ -67,9 +82,21 @@ async def get_session(state: State, principal: CurrentPrincipal) -> AsyncIterato
                 principal.subject, principal.account
             )
         yield session
+    for job in post_commit.take():
+        state.background.start(job)
 
 
 Session = Annotated[AsyncSession, Depends(get_session, scope="function")]
+
+
+async def get_idempotency_store(session: Session, principal: CurrentPrincipal) -> IdempotencyStore:
+    # The record references the tenant row, which a service's first request may not have made.
+    await AccountRepository(session, principal.tenant_id).ensure_tenant()
+    # Keys are per principal; the kind keeps a service and a user sharing a `sub` apart.
+    return IdempotencyStore(session, principal.tenant_id, f"{principal.kind}:{principal.subject}")
+
+
+Idempotency = Annotated[IdempotencyStore, Depends(get_idempotency_store)]
 
 
 def resolve_addressed_user(

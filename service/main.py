@@ -24,8 +24,13 @@ from service.db import (
 from service.dependencies import AppState
 from service.errors import install_problem_handlers
 from service.kit.body_limit import BodySizeLimitMiddleware
+from service.kit.post_commit import BackgroundRunner
+from service.memories.embedding import EmbeddingBackfill
+from service.memories.router import org_router as org_memories_router
+from service.memories.router import user_router as user_memories_router
 from service.observability import Metrics, TelemetryMiddleware, configure_tracing
 from service.ops import router as ops
+from service.providers import build_embedder, embedder_config_from_settings
 from service.rate_limits import RateLimitMiddleware
 
 logger = logging.getLogger("mneme")
@@ -59,9 +64,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 finally:
                     await owner_engine.dispose()
             engine = create_engine(target.urls.runtime, settings)
+            embedder = build_embedder(embedder_config_from_settings(settings))
+            background = BackgroundRunner()
             try:
                 await assert_runtime_role_is_unprivileged(engine)
                 sessionmaker = create_sessionmaker(engine)
+                # The local model loads now rather than on the first request (API embedders
+                # have nothing to load and are not called at start-up).
+                load_model = getattr(embedder, "load", None)
+                if load_model is not None:
+                    await load_model()
                 app.state.mneme = AppState(
                     settings=settings,
                     engine=engine,
@@ -69,10 +81,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     authenticator=Authenticator(TokenVerifier(settings), sessionmaker, metrics),
                     metrics=metrics,
                     schema_head=db_migrations.head_revision(settings),
+                    embedding_backfill=EmbeddingBackfill(embedder, sessionmaker),
+                    background=background,
                 )
                 logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
                 yield
+                await background.drain()
             finally:
+                await embedder.aclose()
                 await engine.dispose()
         finally:
             target.close()
@@ -96,4 +112,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(ops.router)
     app.include_router(accounts_router)
     app.include_router(api_keys_router)
+    app.include_router(user_memories_router)
+    app.include_router(org_memories_router)
     return app

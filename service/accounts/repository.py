@@ -35,6 +35,15 @@ TOUCH_END_USER_SQL = text(
 last-seen mark is older than five minutes, so steady traffic does not rewrite the row."""
 
 
+ENSURE_USER_SQL = text(
+    """
+    INSERT INTO user_account (tenant_id, id) VALUES (:tenant_id, :user_id)
+    ON CONFLICT (tenant_id, id) DO NOTHING
+    """
+)
+"""Provision a user a service writes for before the user ever signed in."""
+
+
 class AccountRepository:
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self._session = session
@@ -42,6 +51,12 @@ class AccountRepository:
 
     async def ensure_tenant(self) -> None:
         await self._session.execute(ENSURE_TENANT_SQL, {"tenant_id": self._tenant_id})
+
+    async def ensure_user(self, user_id: str) -> None:
+        await self.ensure_tenant()
+        await self._session.execute(
+            ENSURE_USER_SQL, {"tenant_id": self._tenant_id, "user_id": user_id}
+        )
 
     async def touch_end_user(self, user_id: str, account: AccountClaims) -> None:
         await self.ensure_tenant()

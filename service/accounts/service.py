@@ -20,3 +20,7 @@ class AccountService:
     async def ensure_tenant(self) -> None:
         """Provision the caller's tenant row (tenants are created on first use)."""
         await self._repository.ensure_tenant()
+
+    async def ensure_user(self, user_id: str) -> None:
+        """Provision the tenant and user rows a service's writes for `user_id` need."""
+        await self._repository.ensure_user(user_id)

@@ -23,6 +23,7 @@ TENANT_TABLES = (
     "memory",
     "memory_event",
     "audit_log",
+    "idempotency_record",
 )
 
 
@@ -52,6 +53,8 @@ async def seed_every_table(engine: AsyncEngine, tenant_id: str) -> None:
         "VALUES (:t, :memory, 'u1', 'add', 'likes tea', 'u1')",
         "INSERT INTO audit_log (tenant_id, actor_kind, actor_id, action, target_type) "
         "VALUES (:t, 'user', 'u1', 'test', 'none')",
+        "INSERT INTO idempotency_record (tenant_id, principal, key, method, path, request_hash) "
+        "VALUES (:t, 'u1', 'k1', 'POST', '/v1/things', 'h')",
     ]
     async with engine.begin() as connection:
         await _as_tenant(connection, tenant_id)

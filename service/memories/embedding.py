@@ -1,0 +1,83 @@
+"""Keeping memory embeddings present and current, without ever failing a write for it.
+
+A write embeds inline; if the embedder is down the memory is stored with a NULL embedding
+(still found lexically) and `EmbeddingBackfill` retries after the commit, with backoff. Rows
+that still lack an embedding, or carry another model's, are caught by `mneme reembed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.db import tenant_transaction
+from service.memories.models import Memory
+from service.memories.repository import MemoryRepository
+from service.providers import Embedder, EmbedderUnavailable
+
+logger = logging.getLogger("mneme.embedding")
+
+
+async def embed_or_none(embedder: Embedder, texts: Sequence[str]) -> list[list[float]] | None:
+    """Vectors for `texts`, or None when the embedder is unavailable (the write goes on)."""
+    if not texts:
+        return []
+    try:
+        return await embedder.embed(texts)
+    except EmbedderUnavailable:
+        logger.warning("embedder unavailable; storing %d memories without vectors", len(texts))
+        return None
+
+
+class EmbeddingBackfill:
+    def __init__(
+        self,
+        embedder: Embedder,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        retry_delays_seconds: Sequence[float] = (1.0, 5.0, 30.0),
+    ) -> None:
+        self.embedder = embedder
+        self._sessionmaker = sessionmaker
+        self.retry_delays = tuple(retry_delays_seconds)
+
+    async def retry(self, tenant_id: str, memory_ids: list[uuid.UUID]) -> None:
+        """Embed these memories, retrying with backoff while the embedder stays down."""
+        pending = list(memory_ids)
+        for delay in (0.0, *self.retry_delays):
+            if delay:
+                await asyncio.sleep(delay)
+            try:
+                pending = await self.embed_missing(tenant_id, pending)
+            except EmbedderUnavailable:
+                continue
+            if not pending:
+                return
+        logger.warning(
+            "%d memories still unembedded; `mneme reembed` will pick them up", len(pending)
+        )
+
+    async def embed_missing(self, tenant_id: str, memory_ids: list[uuid.UUID]) -> list[uuid.UUID]:
+        """Embed those of `memory_ids` that still lack a vector; returns the ones left over."""
+        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+            rows = (
+                await session.execute(
+                    select(Memory.id, Memory.text).where(
+                        Memory.tenant_id == tenant_id,
+                        Memory.id.in_(memory_ids),
+                        Memory.embedding.is_(None),
+                    )
+                )
+            ).all()
+        if not rows:
+            return []
+        vectors = await self.embedder.embed([row.text for row in rows])
+        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+            repository = MemoryRepository(session, tenant_id)
+            for row, vector in zip(rows, vectors, strict=True):
+                await repository.set_embedding(row.id, vector, self.embedder.model_name, row.text)
+        return []

@@ -1,0 +1,229 @@
+"""Request and response models of the memories API."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+
+MemoryKind = Literal["semantic", "episodic", "procedural"]
+MemoryScope = Literal["user", "org"]
+Lifecycle = Literal["proposed", "confirmed", "superseded"]
+SearchMode = Literal["hybrid", "lexical", "vector"]
+FusionMethod = Literal["rrf", "linear"]
+ProcedureSlot = Literal["style", "workflow", "safety", "task_policies"]
+
+MEMORY_TEXT_MAX = 4000
+BATCH_MAX = 100
+CATEGORY_PATTERN = r"^[a-z][a-z0-9_.-]{0,63}$"
+
+
+class MemoryCreate(BaseModel):
+    """One memory to remember. Identity and tenant come from the token, never from here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: MemoryKind = "semantic"
+    text: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
+    scope: MemoryScope = Field(
+        default="user", description="`org` stores organization-shared memory (admins only)."
+    )
+    category: str | None = Field(default=None, pattern=CATEGORY_PATTERN, examples=["preference"])
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    lifecycle: Literal["proposed", "confirmed"] = "confirmed"
+    needs_review: bool = False
+    event_at: AwareDatetime | None = Field(
+        default=None, description="When it happened or became true (record time is automatic)."
+    )
+    source_thread_id: uuid.UUID | None = None
+    source_message_ids: list[uuid.UUID] = Field(default_factory=list, max_length=100)
+    evidence: str | None = Field(default=None, max_length=2000)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    expires_at: AwareDatetime | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text must contain something besides whitespace")
+        return value.strip()
+
+
+class MemoryBatchCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX)
+
+
+class MemoryUpdate(BaseModel):
+    """Fields to change; absent fields stay as they are."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(default=None, min_length=1, max_length=MEMORY_TEXT_MAX)
+    category: str | None = Field(default=None, pattern=CATEGORY_PATTERN)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    lifecycle: Lifecycle | None = None
+    needs_review: bool | None = None
+    event_at: AwareDatetime | None = None
+    metadata: dict[str, Any] | None = None
+    expires_at: AwareDatetime | None = None
+
+
+class MemoryRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    scope: MemoryScope
+    user_id: str | None
+    kind: MemoryKind
+    category: str | None
+    text: str
+    confidence: float
+    lifecycle: Lifecycle
+    needs_review: bool
+    superseded_by: uuid.UUID | None
+    source_thread_id: uuid.UUID | None
+    source_message_ids: list[uuid.UUID]
+    evidence: str | None
+    event_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    invalid_at: datetime | None
+    expires_at: datetime | None
+    embedding_model: str | None = Field(
+        description="Model of the stored embedding; null while it awaits embedding."
+    )
+    metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
+
+
+class MemoryWritten(MemoryRead):
+    duplicate: bool = Field(
+        description="True when an identical memory already existed and was returned instead."
+    )
+
+
+class MemoryBatchWritten(BaseModel):
+    items: list[MemoryWritten]
+
+
+class MemoryEventRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    memory_id: uuid.UUID
+    action: Literal["add", "update", "supersede", "delete"]
+    old_text: str | None
+    new_text: str | None
+    changes: dict[str, Any]
+    actor: str
+    created_at: datetime
+
+
+class MemoryHistory(BaseModel):
+    items: list[MemoryEventRead]
+
+
+class MemoriesDeleted(BaseModel):
+    deleted: int
+
+
+class MemoryFilter(BaseModel):
+    """Filters shared by list, delete-by-filter and search."""
+
+    kinds: list[MemoryKind] | None = None
+    categories: list[str] | None = None
+    lifecycles: list[Lifecycle] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    event_after: datetime | None = None
+    event_before: datetime | None = None
+
+
+def _both_scopes() -> list[MemoryScope]:
+    return ["user", "org"]
+
+
+def _live_lifecycles() -> list[Lifecycle]:
+    return ["proposed", "confirmed"]
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
+    kinds: list[MemoryKind] | None = None
+    scopes: list[MemoryScope] = Field(default_factory=_both_scopes, min_length=1)
+    categories: list[str] | None = None
+    lifecycles: list[Lifecycle] = Field(
+        default_factory=_live_lifecycles,
+        description="Superseded memories are excluded unless asked for.",
+    )
+    event_after: AwareDatetime | None = None
+    event_before: AwareDatetime | None = None
+    limit: int = Field(default=10, ge=1, le=100)
+    mode: SearchMode = "hybrid"
+    fusion: FusionMethod = "rrf"
+    rrf_k: int | None = Field(default=None, ge=1, le=1000)
+    linear_lexical_weight: float | None = Field(default=None, ge=0, le=1)
+    recency_weight: float | None = Field(default=None, ge=0, le=1)
+    confidence_weight: float | None = Field(default=None, ge=0, le=1)
+    mmr_lambda: float | None = Field(
+        default=None, ge=0, le=1, description="Set to diversify the results (1 = relevance only)."
+    )
+
+
+class ComponentScores(BaseModel):
+    """Why a memory ranked where it did, exactly as the fusion query computed it."""
+
+    lexical_rank: int | None
+    lexical_score: float | None
+    vector_rank: int | None
+    vector_cosine: float | None
+    fused_score: float
+    recency_factor: float
+    confidence_factor: float
+    final_score: float
+    mmr_score: float | None = None
+
+
+class SearchHit(BaseModel):
+    memory: MemoryRead
+    scores: ComponentScores
+
+
+class SearchResponse(BaseModel):
+    hits: list[SearchHit]
+    mode: SearchMode
+    fusion: FusionMethod
+    query_embedded: bool = Field(
+        description="False when the embedder was unavailable and only lexical search ran."
+    )
+
+
+class ProcedureSlotRead(BaseModel):
+    text: str
+    memory_id: uuid.UUID
+    updated_at: datetime
+
+
+class Procedures(BaseModel):
+    """Standing instructions for the agent, as typed slots (seed 003)."""
+
+    style: ProcedureSlotRead | None = None
+    workflow: ProcedureSlotRead | None = None
+    safety: ProcedureSlotRead | None = None
+    task_policies: ProcedureSlotRead | None = None
+
+
+class ProceduresUpdate(BaseModel):
+    """Slots to set; an empty string clears a slot, an absent slot is left alone."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    style: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
+    workflow: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
+    safety: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
+    task_policies: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)

@@ -1,0 +1,318 @@
+"""Hybrid retrieval: one SQL statement fusing full-text and vector candidates, with honest
+component scores, and a filtered HNSW path that agrees with an exact scan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi import FastAPI
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.config import Settings
+from service.db import create_sessionmaker, tenant_transaction
+from service.memories.repository import MemoryRepository, SearchParams
+from tests.conftest import bearer, new_tenant
+
+CORPUS = [
+    "I adore hiking in the alps every summer",
+    "The quarterly tax report is due on the fifteenth",
+    "Database migrations run every night at two",
+    "Invoice for the Rotterdam warehouse lease, reference ZX-4471-QR, paid in March",
+    "Shipment XZ-4417-RQ cancelled",
+    "Order AB-1200-KL was delivered to the front desk",
+    "Package tracking numbers arrive by email",
+    "Prefers window seats on long flights",
+    "Allergic to shellfish and peanuts",
+]
+
+
+async def seed(client: AsyncClient, headers: dict[str, str]) -> dict[str, str]:
+    response = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={"items": [{"text": t} for t in CORPUS]},
+    )
+    assert response.status_code == 201, response.text
+    return {item["text"]: item["id"] for item in response.json()["items"]}
+
+
+async def search(client: AsyncClient, headers: dict[str, str], **body: Any) -> dict[str, Any]:
+    response = await client.post("/v1/users/me/memories/search", headers=headers, json=body)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def ids(result: dict[str, Any]) -> list[str]:
+    return [hit["memory"]["id"] for hit in result["hits"]]
+
+
+async def test_hybrid_finds_a_paraphrase_only_the_vector_side_finds(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    corpus = await seed(client, headers)
+    target = corpus["I adore hiking in the alps every summer"]
+    query = "Which outdoor activity does she love?"
+    assert ids(await search(client, headers, query=query, mode="lexical")) == []
+    assert ids(await search(client, headers, query=query, mode="vector", limit=1)) == [target]
+    assert ids(await search(client, headers, query=query, limit=1)) == [target]
+
+
+async def test_hybrid_finds_an_exact_rare_token_the_vector_side_misses(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    corpus = await seed(client, headers)
+    target = corpus[
+        "Invoice for the Rotterdam warehouse lease, reference ZX-4471-QR, paid in March"
+    ]
+    # A look-alike code (no shared lexeme) is nearer in embedding space than the real one.
+    query = "order ZX-4471-QR"
+    lexical = await search(client, headers, query=query, mode="lexical", limit=1)
+    assert ids(lexical) == [target]
+    vector = await search(client, headers, query=query, mode="vector", limit=1)
+    assert ids(vector) != [target]
+    assert ids(await search(client, headers, query=query, limit=1)) == [target]
+
+
+async def test_component_scores_are_the_ones_the_sql_computed(
+    app: FastAPI,
+    client: AsyncClient,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await seed(client, headers)
+    query = "when is the tax report due"
+    result = await search(
+        client, headers, query=query, recency_weight=0, confidence_weight=0, limit=8
+    )
+    embedder = app.state.mneme.embedding_backfill.embedder
+    query_vector = np.asarray(await embedder.embed_query(query))
+    k = settings.search_rrf_k
+    async with runtime_engine.begin() as connection:
+        await connection.execute(
+            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
+        )
+        for hit in result["hits"]:
+            scores, memory = hit["scores"], hit["memory"]
+            stored = np.asarray((await embedder.embed([memory["text"]]))[0])
+            assert scores["vector_cosine"] == pytest.approx(float(stored @ query_vector), abs=1e-4)
+            expected_rrf = sum(
+                1.0 / (k + rank) for rank in (scores["lexical_rank"], scores["vector_rank"]) if rank
+            )
+            assert scores["fused_score"] == pytest.approx(expected_rrf)
+            assert scores["final_score"] == pytest.approx(scores["fused_score"])
+            if scores["lexical_rank"] is not None:
+                rank_cd = (
+                    await connection.execute(
+                        text(
+                            "SELECT ts_rank_cd(tsv, to_tsquery('english', 'tax | report | due')) "
+                            "FROM memory WHERE id = :id"
+                        ),
+                        {"id": memory["id"]},
+                    )
+                ).scalar_one()
+                assert scores["lexical_score"] == pytest.approx(rank_cd)
+    top = result["hits"][0]
+    assert top["memory"]["text"] == "The quarterly tax report is due on the fifteenth"
+    assert top["scores"]["lexical_rank"] == 1
+    finals = [hit["scores"]["final_score"] for hit in result["hits"]]
+    assert finals == sorted(finals, reverse=True)
+
+
+async def test_linear_fusion_rewards_a_strong_vector_match(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await seed(client, headers)
+    result = await search(
+        client,
+        headers,
+        query="Prefers window seats on long flights",
+        fusion="linear",
+        linear_lexical_weight=0.5,
+        recency_weight=0,
+        confidence_weight=0,
+    )
+    top = result["hits"][0]["scores"]
+    assert top["vector_cosine"] == pytest.approx(1.0, abs=1e-3)
+    assert top["fused_score"] == pytest.approx(0.5 * 1.0 + 0.5 * top["vector_cosine"], abs=1e-6)
+
+
+async def test_recency_and_confidence_factors_follow_kind_and_settings(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={
+            "items": [
+                {
+                    "text": "Visited the aquarium with the kids",
+                    "kind": "episodic",
+                    "event_at": "2020-01-01T00:00:00Z",
+                    "confidence": 0.5,
+                },
+                {
+                    "text": "Always be concise at the aquarium desk",
+                    "kind": "procedural",
+                    "event_at": "2020-01-01T00:00:00Z",
+                },
+            ]
+        },
+    )
+    result = await search(
+        client, headers, query="aquarium", recency_weight=0.5, confidence_weight=0.4
+    )
+    by_kind = {hit["memory"]["kind"]: hit["scores"] for hit in result["hits"]}
+    assert by_kind["episodic"]["recency_factor"] == pytest.approx(0.5, abs=1e-3)  # long decayed
+    assert by_kind["procedural"]["recency_factor"] == pytest.approx(1.0)  # never fades
+    assert by_kind["episodic"]["confidence_factor"] == pytest.approx(0.6 + 0.4 * 0.5)
+    for scores in by_kind.values():
+        assert scores["final_score"] == pytest.approx(
+            scores["fused_score"] * scores["recency_factor"] * scores["confidence_factor"]
+        )
+
+
+async def test_superseded_and_filtered_out_memories_do_not_come_back(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    corpus = await seed(client, headers)
+    target = corpus["Allergic to shellfish and peanuts"]
+    await client.patch(
+        f"/v1/users/me/memories/{target}", headers=headers, json={"lifecycle": "superseded"}
+    )
+    assert target not in ids(await search(client, headers, query="peanut allergy"))
+    asked = await search(client, headers, query="peanut allergy", lifecycles=["superseded"])
+    assert ids(asked) == [target]
+    episodic_only = await search(client, headers, query="peanut allergy", kinds=["episodic"])
+    assert episodic_only["hits"] == []
+
+
+async def test_mmr_drops_near_duplicates(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={
+            "items": [
+                {"text": "Loves Italian food, especially pasta"},
+                {"text": "Loves Italian food, pasta above all"},
+                {"text": "Really loves Italian food and pasta"},
+                {"text": "Enjoys Japanese ramen on cold days"},
+            ]
+        },
+    )
+    plain = await search(client, headers, query="favourite food", limit=2)
+    diverse = await search(client, headers, query="favourite food", limit=2, mmr_lambda=0.3)
+    plain_texts = [hit["memory"]["text"] for hit in plain["hits"]]
+    diverse_texts = [hit["memory"]["text"] for hit in diverse["hits"]]
+    assert all("Italian" in t for t in plain_texts)
+    assert any("ramen" in t for t in diverse_texts)
+    assert all(hit["scores"]["mmr_score"] is not None for hit in diverse["hits"])
+
+
+async def test_filtered_hnsw_search_matches_an_exact_scan(
+    app: FastAPI, runtime_engine: AsyncEngine
+) -> None:
+    """Many users share the global HNSW index; one user's nearest neighbours must still be
+    exactly those of a brute-force scan over that user's rows."""
+    embedder = app.state.mneme.embedding_backfill.embedder
+    tenant = new_tenant()
+    rng = np.random.default_rng(7)
+    topics = ["travel", "food", "work", "music", "sport", "family", "health", "money"]
+    texts = [
+        f"{rng.choice(topics)} note {i}: " + " ".join(rng.choice(topics, 6)) for i in range(240)
+    ]
+    vectors = await embedder.embed(texts)
+    sessionmaker = create_sessionmaker(runtime_engine)
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        await session.execute(text("INSERT INTO tenant (id) VALUES (:t)"), {"t": tenant})
+        for index, (memory_text, vector) in enumerate(zip(texts, vectors, strict=True)):
+            owner = f"user-{index % 12}"
+            await session.execute(
+                text(
+                    "INSERT INTO user_account (tenant_id, id) VALUES (:t, :u) "
+                    "ON CONFLICT DO NOTHING"
+                ),
+                {"t": tenant, "u": owner},
+            )
+            await session.execute(
+                text(
+                    "INSERT INTO memory (tenant_id, scope, user_id, kind, text, embedding) "
+                    "VALUES (:t, 'user', :u, 'semantic', :text, CAST(:v AS vector))"
+                ),
+                {"t": tenant, "u": owner, "text": memory_text, "v": str(vector)},
+            )
+    query = await embedder.embed_query("music and sport")
+    params = SearchParams(
+        user_id="user-3",
+        include_user=True,
+        include_org=False,
+        query="music and sport",
+        query_embedding=query,
+        kinds=None,
+        categories=None,
+        lifecycles=["confirmed"],
+        event_after=None,
+        event_before=None,
+        use_lexical=False,
+        use_vector=True,
+        pool=10,
+        limit=10,
+        fusion="rrf",
+        rrf_k=5,
+        lexical_weight=0.5,
+        recency_weight=0,
+        confidence_weight=0,
+        half_life_semantic=0,
+        half_life_episodic=0,
+        half_life_procedural=0,
+        with_embeddings=False,
+    )
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        # Force the index path the planner would take on a large table.
+        await session.execute(text("SET LOCAL enable_seqscan = off"))
+        await session.execute(text("SET LOCAL enable_bitmapscan = off"))
+        await session.execute(text("SET LOCAL enable_sort = off"))
+        plan = "\n".join(
+            (
+                await session.execute(
+                    text(
+                        "EXPLAIN SELECT id FROM memory WHERE tenant_id = :t AND user_id = 'user-3' "
+                        "AND embedding IS NOT NULL "
+                        "ORDER BY embedding <=> CAST(:v AS vector) LIMIT 10"
+                    ),
+                    {"t": tenant, "v": str(query)},
+                )
+            ).scalars()
+        )
+        via_index = await MemoryRepository(session, tenant).search(params)
+    assert "ix_memory_embedding_hnsw" in plan
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        exact = (
+            (
+                await session.execute(
+                    text(
+                        "SELECT id FROM memory WHERE user_id = 'user-3' "
+                        "ORDER BY (embedding <=> CAST(:v AS vector)) + 0 LIMIT 10"
+                    ),
+                    {"v": str(query)},
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert [row.id for row in via_index] == list(exact)
+    assert len(exact) == 10
