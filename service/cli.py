@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
         "--downgrade", action="store_true", help="move down to REVISION (e.g. base) instead of up"
     )
 
+    reembed = commands.add_parser(
+        "reembed", help="embed memories that lack a vector or carry another model's"
+    )
+    reembed.add_argument("--batch-size", type=int, default=64)
+
     token = commands.add_parser("token", help="mint a dev HS256 token")
     token.add_argument("--tenant", required=True)
     token.add_argument("--user", required=True)
@@ -44,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args.host, args.port, args.workers)
     if args.command == "migrate":
         return asyncio.run(_migrate(args.revision, args.downgrade))
+    if args.command == "reembed":
+        return asyncio.run(_reembed(args.batch_size))
     return _token(args)
 
 
@@ -80,6 +87,33 @@ async def _migrate(revision: str, downgrade: bool) -> int:
         await engine.dispose()
         target.close()
     sys.stdout.write(f"schema at revision {current or 'base'}\n")
+    return 0
+
+
+async def _reembed(batch_size: int) -> int:
+    from tqdm import tqdm
+
+    from service.db import create_engine, open_database_target
+    from service.memories.reembed import ReembedRefused, reembed
+    from service.providers import build_embedder, embedder_config_from_settings
+
+    settings = get_settings()
+    target = await open_database_target(settings)
+    engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
+    embedder = build_embedder(embedder_config_from_settings(settings))
+    try:
+        with tqdm(desc="re-embedding", unit="memories", file=sys.stderr) as progress:
+            report = await reembed(
+                engine, embedder, batch_size=batch_size, on_progress=progress.update
+            )
+    except ReembedRefused as exc:
+        sys.stderr.write(f"mneme reembed: {exc}\n")
+        return 2
+    finally:
+        await embedder.aclose()
+        await engine.dispose()
+        target.close()
+    sys.stdout.write(f"re-embedded {report.embedded} memories with {embedder.model_name}\n")
     return 0
 
 

@@ -76,7 +76,6 @@ class Settings(BaseSettings):
     embedding_openai_max_retries: int = Field(default=2, ge=0)
 
     # --- memories and retrieval ---------------------------------------------------------------
-    memory_batch_max: int = Field(default=100, ge=1, le=1000)
     # RRF's k: seed 004 measured k=5 better than the literature's 60 on this workload.
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)

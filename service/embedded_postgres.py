@@ -58,10 +58,11 @@ async def bootstrap(cluster: EmbeddedCluster, database: str = DATABASE_NAME) -> 
     admin = await asyncpg.connect(host=str(cluster.socket_dir), user=SUPERUSER, database="postgres")
     try:
         if not await admin.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", OWNER_ROLE):
-            # CREATEROLE lets the migrations create the runtime role; nothing more.
-            await admin.execute(
-                f'CREATE ROLE "{OWNER_ROLE}" LOGIN CREATEROLE NOSUPERUSER NOBYPASSRLS'
-            )
+            await admin.execute(f'CREATE ROLE "{OWNER_ROLE}" LOGIN NOSUPERUSER')
+        # CREATEROLE lets the migrations create the runtime role. BYPASSRLS lets maintenance
+        # commands that span tenants (`mneme reembed`) run as the owner; the service itself
+        # never connects as the owner at request time.
+        await admin.execute(f'ALTER ROLE "{OWNER_ROLE}" CREATEROLE BYPASSRLS')
         if not await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database):
             await admin.execute(f'CREATE DATABASE "{database}" OWNER "{OWNER_ROLE}"')
     finally:

@@ -16,6 +16,7 @@ from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import db_migrations
@@ -140,3 +141,8 @@ def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
     for field in ("type", "title", "detail", "instance"):
         assert isinstance(body[field], str) and body[field]
     return body
+
+
+async def as_tenant(connection: Any, tenant_id: str) -> None:
+    """Scope a raw test connection's transaction to one tenant, as the service does."""
+    await connection.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant_id})

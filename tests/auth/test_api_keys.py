@@ -7,7 +7,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
-from tests.conftest import assert_problem, bearer, new_tenant
+from tests.conftest import as_tenant, assert_problem, bearer, new_tenant
 
 
 async def create_key(
@@ -51,9 +51,7 @@ async def test_secret_is_shown_once_and_only_its_hash_is_stored(
     [item] = listing.json()["items"]
     assert "key" not in item and secret not in listing.text
     async with runtime_engine.begin() as connection:
-        await connection.execute(
-            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
-        )
+        await as_tenant(connection, tenant)
         stored = (
             await connection.execute(
                 text("SELECT secret_hash FROM api_key WHERE id = :id"), {"id": created["id"]}
@@ -99,9 +97,7 @@ async def test_expired_key_is_refused_and_past_expiry_is_rejected(
     assert_problem(past, 422, "VALIDATION_FAILED")
     created = await create_key(client, settings, tenant, expires_at="2999-01-01T00:00:00Z")
     async with runtime_engine.begin() as connection:
-        await connection.execute(
-            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
-        )
+        await as_tenant(connection, tenant)
         await connection.execute(
             text("UPDATE api_key SET expires_at = now() - interval '1 second' WHERE id = :id"),
             {"id": created["id"]},
@@ -173,9 +169,7 @@ async def test_key_changes_are_audited(
         f"/v1/admin/api-keys/{created['id']}", headers=bearer(settings, tenant, "root", admin=True)
     )
     async with runtime_engine.begin() as connection:
-        await connection.execute(
-            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
-        )
+        await as_tenant(connection, tenant)
         actions = (
             await connection.execute(
                 text(

@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service import db_migrations
 from service.db import create_engine
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
-from tests.conftest import make_settings
+from tests.conftest import as_tenant, make_settings
 
 SCHEMA_SNAPSHOT_SQL = text(
     """
@@ -68,9 +68,7 @@ async def test_generated_search_columns_are_computed_by_postgres(
     runtime_engine: AsyncEngine, tenant: str
 ) -> None:
     async with runtime_engine.begin() as connection:
-        await connection.execute(
-            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
-        )
+        await as_tenant(connection, tenant)
         await connection.execute(text("INSERT INTO tenant (id) VALUES (:t)"), {"t": tenant})
         row = (
             await connection.execute(

@@ -8,9 +8,9 @@ import uuid
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.conftest import new_tenant
+from tests.conftest import as_tenant, new_tenant
 
 TENANT_TABLES = (
     "tenant",
@@ -25,10 +25,6 @@ TENANT_TABLES = (
     "audit_log",
     "idempotency_record",
 )
-
-
-async def _as_tenant(connection: AsyncConnection, tenant_id: str) -> None:
-    await connection.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant_id})
 
 
 async def seed_every_table(engine: AsyncEngine, tenant_id: str) -> None:
@@ -57,7 +53,7 @@ async def seed_every_table(engine: AsyncEngine, tenant_id: str) -> None:
         "VALUES (:t, 'u1', 'k1', 'POST', '/v1/things', 'h')",
     ]
     async with engine.begin() as connection:
-        await _as_tenant(connection, tenant_id)
+        await as_tenant(connection, tenant_id)
         for statement in statements:
             await connection.execute(text(statement), params)
 
@@ -77,7 +73,7 @@ async def test_unfiltered_select_sees_only_the_current_tenant(
     tenant_a, tenant_b = two_tenants
     column = "id" if table == "tenant" else "tenant_id"
     async with runtime_engine.begin() as connection:
-        await _as_tenant(connection, tenant_a)
+        await as_tenant(connection, tenant_a)
         owners = (await connection.execute(text(f"SELECT {column} FROM {table}"))).scalars().all()
     assert tenant_a in owners
     assert tenant_b not in owners
@@ -99,7 +95,7 @@ async def test_insert_with_another_tenants_id_is_refused(
     tenant_a, tenant_b = two_tenants
     with pytest.raises(DBAPIError, match="row-level security"):
         async with runtime_engine.begin() as connection:
-            await _as_tenant(connection, tenant_a)
+            await as_tenant(connection, tenant_a)
             await connection.execute(
                 text(
                     "INSERT INTO memory (tenant_id, scope, kind, text) "
@@ -115,7 +111,7 @@ async def test_update_cannot_move_a_row_to_another_tenant(
     tenant_a, tenant_b = two_tenants
     with pytest.raises(DBAPIError, match="row-level security"):
         async with runtime_engine.begin() as connection:
-            await _as_tenant(connection, tenant_a)
+            await as_tenant(connection, tenant_a)
             await connection.execute(text("UPDATE audit_log SET tenant_id = :b"), {"b": tenant_b})
 
 
@@ -126,10 +122,10 @@ async def test_unfiltered_delete_leaves_other_tenants_untouched(
     await seed_every_table(runtime_engine, tenant_a)
     await seed_every_table(runtime_engine, tenant_b)
     async with runtime_engine.begin() as connection:
-        await _as_tenant(connection, tenant_a)
+        await as_tenant(connection, tenant_a)
         await connection.execute(text("DELETE FROM memory"))
     async with runtime_engine.begin() as connection:
-        await _as_tenant(connection, tenant_b)
+        await as_tenant(connection, tenant_b)
         remaining = (await connection.execute(text("SELECT count(*) FROM memory"))).scalar_one()
     assert remaining == 1
 

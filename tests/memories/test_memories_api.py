@@ -425,8 +425,11 @@ async def test_idempotent_retry_replays_instead_of_writing_twice(
     assert retry.json() == first.json()
     assert retry.headers.get("idempotent-replayed") == "true"
     assert all(item["duplicate"] is False for item in retry.json()["items"])
-    other = await client.post("/v1/users/dana/memories/batch", headers=headers,
-                              json={"items": [{"text": "Something else"}]})
+    other = await client.post(
+        "/v1/users/dana/memories/batch",
+        headers=headers,
+        json={"items": [{"text": "Something else"}]},
+    )
     assert_problem(other, 409, "IDEMPOTENCY_KEY_REUSED")
     items = await listing(client, headers, "/v1/users/dana/memories")
     assert sorted(m["text"] for m in items) == ["Dana adopted a dog", "Dana moved to Porto"]

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.memories.repository import MemoryRepository, SearchParams
-from tests.conftest import bearer, new_tenant
+from tests.conftest import as_tenant, bearer, new_tenant
 
 CORPUS = [
     "I adore hiking in the alps every summer",
@@ -97,9 +97,7 @@ async def test_component_scores_are_the_ones_the_sql_computed(
     query_vector = np.asarray(await embedder.embed_query(query))
     k = settings.search_rrf_k
     async with runtime_engine.begin() as connection:
-        await connection.execute(
-            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
-        )
+        await as_tenant(connection, tenant)
         for hit in result["hits"]:
             scores, memory = hit["scores"], hit["memory"]
             stored = np.asarray((await embedder.embed([memory["text"]]))[0])

@@ -3,7 +3,8 @@
 -- The image's entrypoint runs this file once, with psql, as the superuser (POSTGRES_USER), and
 -- only when the data directory is empty. It does what needs a superuser and nothing more:
 --   * mneme_owner: owns the database and runs the migrations (CREATEROLE so the first
---     migration could create the runtime role; not a superuser, no BYPASSRLS);
+--     migration could create the runtime role; BYPASSRLS so cross-tenant maintenance such as
+--     `mneme reembed` can run as the owner; not a superuser);
 --   * mneme_app: the runtime role the service connects as. The first migration creates it
 --     only if missing (without a password), so it is created here with one; the migration
 --     then grants it table privileges and nothing else;
@@ -26,7 +27,7 @@ DO $$ BEGIN RAISE EXCEPTION 'MNEME_OWNER_PASSWORD is not set in the postgres con
 DO $$ BEGIN RAISE EXCEPTION 'MNEME_APP_PASSWORD is not set in the postgres container'; END $$;
 \endif
 
-CREATE ROLE mneme_owner LOGIN CREATEROLE NOSUPERUSER NOCREATEDB NOBYPASSRLS
+CREATE ROLE mneme_owner LOGIN CREATEROLE NOSUPERUSER NOCREATEDB BYPASSRLS
     PASSWORD :'owner_password';
 CREATE ROLE mneme_app LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS
     PASSWORD :'app_password';
