@@ -18,7 +18,7 @@ from service.api_keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
 from service.audit.service import AuditTrail
 from service.auth.principal import Principal
 from service.errors import NotFound, ValidationFailed
-from service.kit.pagination import Page, decode_cursor, encode_cursor
+from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
 
 SERVICE_SUBJECT_PREFIX = "api-key:"
 
@@ -69,22 +69,12 @@ class ApiKeyService:
     async def list(
         self, *, cursor: str | None, limit: int, include_revoked: bool
     ) -> Page[ApiKeyRead]:
-        after = None
-        if cursor is not None:
-            created_at, key_id = decode_cursor(cursor, arity=2)
-            try:
-                after = (datetime.fromisoformat(created_at), uuid.UUID(key_id))
-            except (TypeError, ValueError) as exc:
-                raise ValidationFailed("The cursor is not one this API issued.") from exc
+        after = decode_newest_first_cursor(cursor)
         keys = await self._repository.list_page(
             after=after, limit=limit + 1, include_revoked=include_revoked
         )
         items = [ApiKeyRead.model_validate(key) for key in keys[:limit]]
-        next_cursor = None
-        if len(keys) > limit:
-            last = keys[limit - 1]
-            next_cursor = encode_cursor([last.created_at.isoformat(), str(last.id)])
-        return Page[ApiKeyRead](items=items, next_cursor=next_cursor)
+        return Page[ApiKeyRead](items=items, next_cursor=newest_first_cursor(keys, limit))
 
     async def revoke(self, key_id: uuid.UUID) -> ApiKeyRead:
         key = await self._repository.revoke(key_id)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field
@@ -38,6 +41,25 @@ def decode_cursor(cursor: str, *, arity: int) -> list[Any]:
     if not isinstance(values, list) or len(values) != arity:
         raise _bad_cursor()
     return values
+
+
+def decode_newest_first_cursor(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
+    """The (created_at, id) position of a newest-first listing's cursor, or None."""
+    if cursor is None:
+        return None
+    created_at, row_id = decode_cursor(cursor, arity=2)
+    try:
+        return datetime.fromisoformat(created_at), uuid.UUID(row_id)
+    except (TypeError, ValueError) as exc:
+        raise _bad_cursor() from exc
+
+
+def newest_first_cursor(rows: Sequence[Any], limit: int) -> str | None:
+    """The cursor after `rows[limit - 1]` when a page fetched `limit + 1` rows, else None."""
+    if len(rows) <= limit:
+        return None
+    last = rows[limit - 1]
+    return encode_cursor([last.created_at.isoformat(), str(last.id)])
 
 
 def _bad_cursor() -> ValidationFailed:

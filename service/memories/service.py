@@ -13,7 +13,7 @@ from service.accounts.service import AccountService
 from service.auth.principal import Principal
 from service.config import Settings
 from service.errors import ValidationFailed
-from service.kit.pagination import Page, decode_cursor, encode_cursor
+from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
 from service.kit.post_commit import PostCommitTasks
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
 from service.memories.errors import (
@@ -232,13 +232,7 @@ class MemoryService:
     async def list_page(
         self, user_id: str | None, filters: MemoryFilter, *, cursor: str | None, limit: int
     ) -> Page[MemoryRead]:
-        after = None
-        if cursor is not None:
-            created_at, memory_id = decode_cursor(cursor, arity=2)
-            try:
-                after = (datetime.fromisoformat(created_at), uuid.UUID(memory_id))
-            except (TypeError, ValueError) as exc:
-                raise ValidationFailed("The cursor is not one this API issued.") from exc
+        after = decode_newest_first_cursor(cursor)
         rows = await self._repository.list_page(
             self.owner_for(user_id),
             kinds=filters.kinds,
@@ -251,13 +245,9 @@ class MemoryService:
             after=after,
             limit=limit + 1,
         )
-        next_cursor = None
-        if len(rows) > limit:
-            last = rows[limit - 1]
-            next_cursor = encode_cursor([last.created_at.isoformat(), str(last.id)])
         return Page[MemoryRead](
             items=[MemoryRead.model_validate(row) for row in rows[:limit]],
-            next_cursor=next_cursor,
+            next_cursor=newest_first_cursor(rows, limit),
         )
 
     async def history(self, user_id: str | None, memory_id: uuid.UUID) -> MemoryHistory:
