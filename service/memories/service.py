@@ -270,7 +270,7 @@ class MemoryService:
             values["metadata_"] = change.metadata or {}
         if change.expires_at is not None and change.expires_at <= datetime.now(UTC):
             raise ValidationFailed("expires_at must be in the future.")
-        for field in ("text", "lifecycle", "confidence"):
+        for field in ("text", "lifecycle", "confidence", "needs_review"):
             if field in values and values[field] is None:
                 raise ValidationFailed(f"{field} cannot be null.")
 

@@ -433,3 +433,14 @@ async def test_idempotent_retry_replays_instead_of_writing_twice(
     assert_problem(other, 409, "IDEMPOTENCY_KEY_REUSED")
     items = await listing(client, headers, "/v1/users/dana/memories")
     assert sorted(m["text"] for m in items) == ["Dana adopted a dog", "Dana moved to Porto"]
+
+
+async def test_patch_with_null_for_a_required_field_is_a_422(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = user(settings, tenant)
+    memory = await remember(client, headers, text="Plays chess")
+    for field in ("text", "lifecycle", "confidence", "needs_review"):
+        response = await client.patch(f"/v1/users/me/memories/{memory['id']}", headers=headers,
+                                      json={field: None})
+        assert_problem(response, 422, "VALIDATION_FAILED")
