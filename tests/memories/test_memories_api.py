@@ -441,6 +441,7 @@ async def test_patch_with_null_for_a_required_field_is_a_422(
     headers = user(settings, tenant)
     memory = await remember(client, headers, text="Plays chess")
     for field in ("text", "lifecycle", "confidence", "needs_review"):
-        response = await client.patch(f"/v1/users/me/memories/{memory['id']}", headers=headers,
-                                      json={field: None})
+        response = await client.patch(
+            f"/v1/users/me/memories/{memory['id']}", headers=headers, json={field: None}
+        )
         assert_problem(response, 422, "VALIDATION_FAILED")
