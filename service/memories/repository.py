@@ -11,11 +11,13 @@ from typing import Any
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     Boolean,
+    ColumnElement,
     DateTime,
     Float,
     Integer,
     Select,
     Text,
+    and_,
     bindparam,
     delete,
     func,
@@ -208,15 +210,19 @@ class MemoryRepository:
         self._session = session
         self._tenant_id = tenant_id
 
-    def _owned(self, owner: Owner) -> Select[Memory]:
-        statement = select(Memory).where(
+    def _owned(self, *owners: Owner) -> Select[Memory]:
+        """Live (unexpired) memories of any of `owners` in this tenant."""
+        return select(Memory).where(
             Memory.tenant_id == self._tenant_id,
-            Memory.scope == owner.scope,
+            or_(*(self._owner_clause(owner) for owner in owners)),
             or_(Memory.expires_at.is_(None), Memory.expires_at > func.now()),
         )
-        if owner.user_id is not None:
-            statement = statement.where(Memory.user_id == owner.user_id)
-        return statement
+
+    @staticmethod
+    def _owner_clause(owner: Owner) -> ColumnElement[bool]:
+        if owner.user_id is None:
+            return Memory.scope == owner.scope
+        return and_(Memory.scope == owner.scope, Memory.user_id == owner.user_id)
 
     async def insert_unless_duplicate(self, values: dict[str, Any]) -> Memory | None:
         """Insert a memory; None when a live memory with the same owner/kind/text exists."""
@@ -265,7 +271,7 @@ class MemoryRepository:
 
     async def list_page(
         self,
-        owner: Owner,
+        owners: Sequence[Owner],
         *,
         kinds: Sequence[str] | None,
         categories: Sequence[str] | None,
@@ -278,7 +284,7 @@ class MemoryRepository:
         limit: int,
     ) -> list[Memory]:
         statement = self._filtered(
-            self._owned(owner),
+            self._owned(*owners),
             kinds=kinds,
             categories=categories,
             lifecycles=lifecycles,

@@ -32,6 +32,7 @@ from service.memories.schemas import (
     MemoryHistory,
     MemoryKind,
     MemoryRead,
+    MemoryScope,
     MemoryUpdate,
     MemoryWritten,
     Procedures,
@@ -65,6 +66,10 @@ MemorySvc = Annotated[MemoryService, Depends(get_memory_service)]
 
 
 def memory_filter(
+    scope: Annotated[
+        list[MemoryScope] | None,
+        Query(description="On a user's listing: `user` (default), `org`, or both."),
+    ] = None,
     kind: Annotated[list[MemoryKind] | None, Query()] = None,
     category: Annotated[list[str] | None, Query()] = None,
     lifecycle: Annotated[
@@ -77,6 +82,7 @@ def memory_filter(
     event_before: datetime | None = None,
 ) -> MemoryFilter:
     return MemoryFilter(
+        scopes=scope,
         kinds=kind,
         categories=category,
         lifecycles=lifecycle,

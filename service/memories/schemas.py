@@ -133,6 +133,7 @@ class MemoriesDeleted(BaseModel):
 class MemoryFilter(BaseModel):
     """Filters shared by list, delete-by-filter and search."""
 
+    scopes: list[MemoryScope] | None = None
     kinds: list[MemoryKind] | None = None
     categories: list[str] | None = None
     lifecycles: list[Lifecycle] | None = None

@@ -233,8 +233,12 @@ class MemoryService:
         self, user_id: str | None, filters: MemoryFilter, *, cursor: str | None, limit: int
     ) -> Page[MemoryRead]:
         after = decode_newest_first_cursor(cursor)
+        owners = [self.owner_for(user_id)]
+        if user_id is not None and filters.scopes:
+            # On a user's listing, `scope` may add (or choose) the org-shared memories.
+            owners = [Owner.user(user_id) if s == "user" else Owner.org() for s in filters.scopes]
         rows = await self._repository.list_page(
-            self.owner_for(user_id),
+            owners,
             kinds=filters.kinds,
             categories=filters.categories,
             lifecycles=filters.lifecycles or ["proposed", "confirmed"],
@@ -324,6 +328,11 @@ class MemoryService:
     ) -> int:
         if user_id is None:
             self._require_org_writer()
+        if user_id is not None and filters.scopes and set(filters.scopes) != {"user"}:
+            raise ValidationFailed(
+                "Org memories are deleted through /v1/org/memories, not a user's route.",
+                errors=[{"loc": ["query", "scope"], "msg": "only `user` here", "type": "value"}],
+            )
         unfiltered = not any(
             (
                 filters.kinds,

@@ -445,3 +445,28 @@ async def test_patch_with_null_for_a_required_field_is_a_422(
             f"/v1/users/me/memories/{memory['id']}", headers=headers, json={field: None}
         )
         assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_user_listing_can_include_org_memories(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    await client.post("/v1/org/memories", headers=admin, json={"text": "Office closes at six"})
+    headers = user(settings, tenant)
+    await remember(client, headers, text="Works remotely on Fridays")
+    own = await listing(client, headers)
+    both = await listing(client, headers, "/v1/users/me/memories?scope=user&scope=org")
+    org_only = await listing(client, headers, "/v1/users/me/memories?scope=org")
+    assert [m["text"] for m in own] == ["Works remotely on Fridays"]
+    assert sorted(m["text"] for m in both) == ["Office closes at six", "Works remotely on Fridays"]
+    assert [m["text"] for m in org_only] == ["Office closes at six"]
+
+
+async def test_user_route_never_deletes_org_memories(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    await client.post("/v1/org/memories", headers=admin, json={"text": "Office closes at six"})
+    response = await client.delete("/v1/users/root/memories?scope=org&all=true", headers=admin)
+    assert_problem(response, 422, "VALIDATION_FAILED")
+    assert len(await listing(client, admin, "/v1/org/memories")) == 1
