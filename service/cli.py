@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 
+from service.bench.cli import add_bench_parser, run_bench
 from service.config import get_settings
 
 
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     reembed.add_argument("--batch-size", type=int, default=64)
 
+    add_bench_parser(commands)
+
     token = commands.add_parser("token", help="mint a dev HS256 token")
     token.add_argument("--tenant", required=True)
     token.add_argument("--user", required=True)
@@ -51,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_migrate(args.revision, args.downgrade))
     if args.command == "reembed":
         return asyncio.run(_reembed(args.batch_size))
+    if args.command == "bench":
+        return run_bench(args)
     return _token(args)
 
 

@@ -1,0 +1,262 @@
+"""The retrieval benchmark: store each conversation through the API, ask every question in
+every search mode, score each ranking against the question's gold turns.
+
+Only the HTTP API is used, on an app built by `create_app` and run in-process (httpx over ASGI,
+with the app's lifespan), so what is measured is what a client gets: token checks, validation,
+embedding, the fusion statement and serialisation included. Every conversation gets a fresh
+tenant, so conversations never see each other's memories.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgi_lifespan import LifespanManager
+from httpx import ASGITransport, AsyncClient, Response
+from tqdm import tqdm
+
+from service.auth.tokens import mint_dev_token
+from service.bench.datasets import Conversation, Dataset, Turn
+from service.bench.metrics import score_ranking
+from service.bench.modes import SearchMode
+from service.config import Settings
+from service.main import create_app
+from service.memories.schemas import BATCH_MAX
+
+BENCH_USER = "bench-user"
+# The principal that loads and searches: a service may address any user of its tenant.
+BENCH_SERVICE = "mneme-bench"
+
+
+class BenchmarkError(RuntimeError):
+    """The service answered a benchmark request with something other than success."""
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    modes: tuple[SearchMode, ...]
+    with_decay: bool = False
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class ModeOutcome:
+    scores: dict[str, float]
+    first_relevant: int | None
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class QuestionOutcome:
+    conversation_id: str
+    question_id: str
+    category: str
+    gold: frozenset[str]
+    by_mode: dict[str, ModeOutcome]
+
+
+@dataclass
+class LoadStats:
+    """What the service made of the turns it was given."""
+
+    stored: int = 0
+    # Turns identical to one already stored: the service returned the existing memory.
+    merged_duplicates: int = 0
+    # Turns refused by the secret/PII rules, by rule name (never stored, never findable).
+    refused: Counter[str] = field(default_factory=Counter)
+    embedding_models: Counter[str] = field(default_factory=Counter)
+    stored_without_embedding: int = 0
+
+
+@dataclass
+class RetrievalRun:
+    questions: list[QuestionOutcome]
+    load: LoadStats
+    # Searches answered without a query embedding (the embedder failed: lexical only).
+    not_embedded: Counter[str]
+    load_seconds: float
+    search_seconds: float
+
+
+def _service_headers(settings: Settings, tenant_id: str) -> dict[str, str]:
+    token = mint_dev_token(settings, tenant_id=tenant_id, user_id=BENCH_SERVICE, service=True)
+    return {"Authorization": f"Bearer {token}"}
+
+
+def _expect(response: Response, status: int) -> dict[str, Any]:
+    if response.status_code != status:
+        raise BenchmarkError(
+            f"{response.request.method} {response.request.url.path} answered "
+            f"{response.status_code}, expected {status}: {response.text[:500]}"
+        )
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _memory_item(turn: Turn) -> dict[str, Any]:
+    return {
+        "kind": "episodic",
+        "text": turn.text,
+        "event_at": turn.event_at.isoformat(),
+        "metadata": {"dia_id": turn.dia_id},
+    }
+
+
+def _refused_index(response: Response) -> tuple[int, str] | None:
+    """Which batch item the secret/PII rules refused, and the rule; None for other errors."""
+    if response.status_code != 422:
+        return None
+    problem: dict[str, Any] = response.json()
+    if problem.get("code") != "SECRET_REFUSED":
+        return None
+    location = (problem.get("errors") or [{}])[0].get("loc") or []
+    if len(location) < 3 or location[:2] != ["body", "items"] or not isinstance(location[2], int):
+        return None
+    return location[2], str(problem.get("rule", "unknown"))
+
+
+async def load_conversation(
+    client: AsyncClient,
+    headers: dict[str, str],
+    conversation: Conversation,
+    stats: LoadStats,
+    advance: Callable[[int], object],
+) -> dict[str, set[str]]:
+    """Store every turn as an episodic memory, `BATCH_MAX` per request. Returns, by memory id,
+    the turns the service merged into an existing identical memory (their metadata is lost)."""
+    merged: dict[str, set[str]] = {}
+    url = f"/v1/users/{BENCH_USER}/memories/batch"
+    for start in range(0, len(conversation.turns), BATCH_MAX):
+        batch = list(conversation.turns[start : start + BATCH_MAX])
+        while batch:
+            response = await client.post(
+                url, headers=headers, json={"items": [_memory_item(turn) for turn in batch]}
+            )
+            refused = _refused_index(response)
+            if refused is not None:
+                # All or nothing per batch: leave the refused turn out and send the rest again.
+                index, rule = refused
+                if not 0 <= index < len(batch):
+                    raise BenchmarkError(f"a refusal names item {index} of {len(batch)}")
+                stats.refused[rule] += 1
+                del batch[index]
+                advance(1)
+                continue
+            items = _expect(response, 201)["items"]
+            for turn, item in zip(batch, items, strict=True):
+                if item["duplicate"]:
+                    stats.merged_duplicates += 1
+                    merged.setdefault(item["id"], set()).add(turn.dia_id)
+                else:
+                    stats.stored += 1
+                model = item["embedding_model"]
+                if model is None:
+                    stats.stored_without_embedding += 1
+                else:
+                    stats.embedding_models[model] += 1
+            advance(len(batch))
+            break
+    return merged
+
+
+def _hit_turns(hit: dict[str, Any], merged: dict[str, set[str]]) -> frozenset[str]:
+    """The turn ids a hit stands for: its own (metadata) and any merged into it."""
+    own = hit["memory"]["metadata"].get("dia_id")
+    turns = set(merged.get(hit["memory"]["id"], ()))
+    if isinstance(own, str):
+        turns.add(own)
+    return frozenset(turns)
+
+
+def _first_relevant(ranking: list[frozenset[str]], gold: frozenset[str]) -> int | None:
+    return next((rank for rank, hit in enumerate(ranking, start=1) if hit & gold), None)
+
+
+async def run_retrieval(
+    client: AsyncClient, settings: Settings, dataset: Dataset, options: RetrievalOptions
+) -> RetrievalRun:
+    """Load every conversation of `dataset`, then search each question in every mode."""
+    run_tag = uuid.uuid4().hex[:10]
+    tenants = [f"bench-{run_tag}-{n}" for n in range(len(dataset.conversations))]
+    stats = LoadStats()
+    merged_by_conversation: list[dict[str, set[str]]] = []
+
+    started = time.perf_counter()
+    with tqdm(
+        total=dataset.turn_count,
+        desc="storing turns",
+        unit="turn",
+        file=sys.stderr,
+        disable=not options.progress,
+    ) as bar:
+        for tenant, conversation in zip(tenants, dataset.conversations, strict=True):
+            headers = _service_headers(settings, tenant)
+            merged_by_conversation.append(
+                await load_conversation(client, headers, conversation, stats, bar.update)
+            )
+    load_seconds = time.perf_counter() - started
+
+    outcomes: list[QuestionOutcome] = []
+    not_embedded: Counter[str] = Counter()
+    url = f"/v1/users/{BENCH_USER}/memories/search"
+    started = time.perf_counter()
+    with tqdm(
+        total=dataset.question_count * len(options.modes),
+        desc="searching",
+        unit="search",
+        file=sys.stderr,
+        disable=not options.progress,
+    ) as bar:
+        for tenant, conversation, merged in zip(
+            tenants, dataset.conversations, merged_by_conversation, strict=True
+        ):
+            # Minted per conversation: a long run must not outlive its tokens.
+            headers = _service_headers(settings, tenant)
+            for question in conversation.questions:
+                by_mode: dict[str, ModeOutcome] = {}
+                # Modes interleave per question so each sees the same state of the caches.
+                for mode in options.modes:
+                    body = mode.request(question.text, with_decay=options.with_decay)
+                    sent = time.perf_counter()
+                    response = await client.post(url, headers=headers, json=body)
+                    latency_ms = (time.perf_counter() - sent) * 1000
+                    result = _expect(response, 200)
+                    if mode.mode != "lexical" and not result["query_embedded"]:
+                        not_embedded[mode.name] += 1
+                    ranking = [_hit_turns(hit, merged) for hit in result["hits"]]
+                    by_mode[mode.name] = ModeOutcome(
+                        scores=score_ranking(ranking, question.gold),
+                        first_relevant=_first_relevant(ranking, question.gold),
+                        latency_ms=latency_ms,
+                    )
+                    bar.update(1)
+                outcomes.append(
+                    QuestionOutcome(
+                        conversation_id=conversation.conversation_id,
+                        question_id=question.question_id,
+                        category=question.category,
+                        gold=question.gold,
+                        by_mode=by_mode,
+                    )
+                )
+    search_seconds = time.perf_counter() - started
+    return RetrievalRun(outcomes, stats, not_embedded, load_seconds, search_seconds)
+
+
+async def benchmark_app(
+    settings: Settings, dataset: Dataset, options: RetrievalOptions
+) -> RetrievalRun:
+    """Run the benchmark against a fresh app built from `settings`, in-process."""
+    app = create_app(settings)
+    # Start-up loads the embedding model and may migrate: more than the default 5 s budget.
+    async with (
+        LifespanManager(app, startup_timeout=300, shutdown_timeout=60),
+        AsyncClient(transport=ASGITransport(app=app), base_url="http://mneme.bench") as client,
+    ):
+        return await run_retrieval(client, settings, dataset, options)

@@ -1,0 +1,165 @@
+"""The harness end to end on the synthetic conversation: through the real app's HTTP API,
+against the test database, and from the command line (external and throwaway databases)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.bench.cli import main
+from service.bench.datasets import load_dataset
+from service.bench.metrics import METRIC_NAMES
+from service.bench.modes import DEFAULT_MODES, parse_modes
+from service.bench.report import build_report, render_markdown
+from service.bench.retrieval import RetrievalOptions, benchmark_app
+from service.config import Settings
+from tests.bench_harness.conftest import EVALUATED
+
+MODES = [mode.name for mode in parse_modes(DEFAULT_MODES)]
+
+
+async def test_every_question_is_searched_in_every_mode_through_the_api(
+    settings: Settings, locomo_file: Path
+) -> None:
+    dataset = load_dataset(locomo_file, "locomo")
+    options = RetrievalOptions(modes=parse_modes(DEFAULT_MODES), progress=False)
+
+    run = await benchmark_app(settings, dataset, options)
+
+    assert [q.question_id for q in run.questions] == EVALUATED
+    assert all(list(q.by_mode) == MODES for q in run.questions)
+    outcomes = {q.question_id: q.by_mode for q in run.questions}
+    # Hits map back to gold turns through their metadata: an exact lexical match ranks first.
+    assert outcomes["conv-x#q1"]["lexical"].first_relevant == 1
+    assert outcomes["conv-x#q1"]["lexical"].scores["R@1"] == 1.0
+    # Only the appended image caption says "brick wall".
+    assert outcomes["conv-x#q9"]["lexical"].first_relevant == 1
+    # D2:4 was merged into D1:4's identical memory; finding that memory finds D2:4.
+    assert outcomes["conv-x#q7"]["lexical"].first_relevant == 1
+    # Nine turns are in the conversation: the refused SSN turn is never stored.
+    assert run.load.stored == 7
+    assert run.load.merged_duplicates == 1
+    assert run.load.refused == {"ssn": 1}
+    assert run.load.stored_without_embedding == 0
+    assert sum(run.load.embedding_models.values()) == 8
+    assert not run.not_embedded
+    assert all(o.latency_ms > 0 for q in run.questions for o in q.by_mode.values())
+
+    report = build_report(
+        dataset=dataset,
+        run=run,
+        options=options,
+        settings=settings,
+        database="external",
+        limits={"conversations": None, "questions": None},
+        wall_seconds=1.0,
+    )
+    json.dumps(report)
+    lexical = report["results"]["lexical"]
+    assert lexical["questions"] == 6
+    assert lexical["overall"]["R@30"] == pytest.approx(
+        sum(outcomes[q]["lexical"].scores["R@30"] for q in EVALUATED) / 6
+    )
+    assert lexical["by_category"]["4 single-hop"]["questions"] == 4
+    assert report["config"]["modes"]["hybrid-rrf"]["rrf_k"] == settings.search_rrf_k
+    assert report["config"]["search"]["recency_weight"] == 0.0
+    assert report["data"]["turns_refused_by_service"] == {"ssn": 1}
+    markdown = render_markdown(report)
+    for mode in MODES:
+        assert f"| {mode} |" in markdown
+    assert f"{lexical['overall']['R@10']:.3f}" in markdown
+
+
+def test_the_command_writes_json_and_prints_the_tables(
+    settings: Settings,
+    locomo_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert settings.database_url is not None
+    assert settings.migration_database_url is not None
+    out = tmp_path / "results" / "run.json"
+    code = main(
+        [
+            "retrieval",
+            "--dataset",
+            str(locomo_file),
+            "--database-url",
+            settings.database_url.get_secret_value(),
+            "--migration-database-url",
+            settings.migration_database_url.get_secret_value(),
+            "--modes",
+            "lexical,hybrid-rrf-k60",
+            "--limit-questions",
+            "3",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert (
+        report["config"]["dataset"]["sha256"]
+        == hashlib.sha256(locomo_file.read_bytes()).hexdigest()
+    )
+    assert list(report["results"]) == ["lexical", "hybrid-rrf-k60"]
+    assert report["data"]["questions_evaluated"] == 3
+    assert [q["id"] for q in report["questions"]] == EVALUATED[:3]
+    assert set(report["questions"][0]["modes"]["lexical"]) >= set(METRIC_NAMES)
+    assert report["config"]["database"] == "external"
+    assert report["machine"]["cpu_count"]
+    printed = capsys.readouterr().out
+    assert "| lexical |" in printed
+    assert "| hybrid-rrf-k60 | rrf k=60 |" in printed
+
+
+def test_by_default_a_throwaway_database_is_started_and_deleted(
+    locomo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    made: list[Path] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args: Any, **kwargs: Any) -> str:
+        made.append(Path(mkdtemp(*args, **kwargs)))
+        return str(made[-1])
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+    out = tmp_path / "run.json"
+    code = main(
+        [
+            "retrieval",
+            "--dataset",
+            str(locomo_file),
+            "--modes",
+            "lexical",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["config"]["database"] == "throwaway embedded"
+    assert report["results"]["lexical"]["questions"] == len(EVALUATED)
+    # The cluster lived in its own temporary directory, which is gone.
+    [workdir] = made
+    assert workdir.parent == scratch
+    assert not workdir.exists()
+
+
+def test_the_command_refuses_a_bad_dataset_or_mode_list(
+    tmp_path: Path, locomo_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["retrieval", "--dataset", str(tmp_path / "absent.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["retrieval", "--dataset", str(locomo_file), "--modes", "bm25"]) == 2
+    assert "unknown search mode" in capsys.readouterr().err
