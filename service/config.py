@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     roles_claim: str = "roles"
     scope_claim: str = "scope"
     admin_role: str = "admin"
+    # Auth overlay claims (seed 000): recorded per end user, never the tokens themselves.
+    name_claim: str = "name"
+    email_claim: str = "email"
+    avatar_claim: str = "picture"
+    socials_claim: str = "identities"
     service_scope: str = "mneme:service"
     dev_token_ttl_seconds: int = Field(default=3600, ge=60)
 
@@ -87,6 +92,10 @@ class Settings(BaseSettings):
     half_life_episodic_days: float = Field(default=30, ge=0)
     half_life_procedural_days: float = Field(default=0, ge=0)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
+
+    # --- profiles -----------------------------------------------------------------------------
+    # Largest stored profile document, in bytes of its compact UTF-8 JSON (seed 000: 8 KB).
+    profile_max_bytes: int = Field(default=8192, ge=2)
 
     # --- http ---------------------------------------------------------------------------------
     max_request_bytes: int = Field(default=1_048_576, ge=1024)

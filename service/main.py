@@ -30,6 +30,8 @@ from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
 from service.observability import Metrics, TelemetryMiddleware, configure_tracing
 from service.ops import router as ops
+from service.profile.router import org_router as org_profile_router
+from service.profile.router import user_router as user_profile_router
 from service.providers import build_embedder, embedder_config_from_settings
 from service.rate_limits import RateLimitMiddleware
 
@@ -114,4 +116,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api_keys_router)
     app.include_router(user_memories_router)
     app.include_router(org_memories_router)
+    app.include_router(user_profile_router)
+    app.include_router(org_profile_router)
     return app

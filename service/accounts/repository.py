@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.accounts.models import UserAccount
@@ -34,6 +35,18 @@ TOUCH_END_USER_SQL = text(
 """Record an end user and its auth overlay. Writes only when something changed or the
 last-seen mark is older than five minutes, so steady traffic does not rewrite the row."""
 
+MARK_END_USER_SEEN_SQL = text(
+    """
+    INSERT INTO user_account AS u (tenant_id, id, last_seen_at)
+    VALUES (:tenant_id, :user_id, now())
+    ON CONFLICT (tenant_id, id) DO UPDATE
+       SET last_seen_at = now()
+     WHERE u.last_seen_at IS NULL OR u.last_seen_at < now() - interval '5 minutes'
+    """
+)
+"""Record an end user whose token carries no account claims at all. Its overlay (perhaps set
+by a service) stays as it is; the last-seen mark is refreshed at most every five minutes."""
+
 
 ENSURE_USER_SQL = text(
     """
@@ -60,6 +73,11 @@ class AccountRepository:
 
     async def touch_end_user(self, user_id: str, account: AccountClaims) -> None:
         await self.ensure_tenant()
+        if account == AccountClaims():
+            await self._session.execute(
+                MARK_END_USER_SEEN_SQL, {"tenant_id": self._tenant_id, "user_id": user_id}
+            )
+            return
         await self._session.execute(
             TOUCH_END_USER_SQL,
             {
@@ -72,8 +90,30 @@ class AccountRepository:
             },
         )
 
-    async def get_user(self, user_id: str) -> UserAccount | None:
+    async def get_user(self, user_id: str, *, for_update: bool = False) -> UserAccount | None:
         statement = select(UserAccount).where(
             UserAccount.tenant_id == self._tenant_id, UserAccount.id == user_id
         )
+        if for_update:
+            statement = statement.with_for_update()
         return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def set_overlay(self, user_id: str, account: AccountClaims) -> UserAccount:
+        """Create the user with this overlay, or replace the overlay it has."""
+        values = {
+            "name": account.name,
+            "email": account.email,
+            "avatar": account.avatar,
+            "socials": list(account.socials),
+        }
+        inserted = pg_insert(UserAccount).values(tenant_id=self._tenant_id, id=user_id, **values)
+        statement = (
+            inserted.on_conflict_do_update(
+                index_elements=[UserAccount.tenant_id, UserAccount.id],
+                set_={**values, "updated_at": func.now()},
+            )
+            .returning(UserAccount)
+            # The row may already sit in the identity map: refresh it from what was written.
+            .execution_options(populate_existing=True)
+        )
+        return (await self._session.execute(statement)).scalar_one()

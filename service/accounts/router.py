@@ -4,9 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
+from service.accounts.overlay import AccountOverlayUpdate
 from service.accounts.repository import AccountRepository
 from service.accounts.schemas import UserRead
 from service.accounts.service import AccountService
+from service.audit.service import AuditTrail
 from service.dependencies import AddressedUserId, CurrentPrincipal, Session
 from service.errors import problem_responses
 
@@ -14,7 +16,11 @@ router = APIRouter(prefix="/v1/users", tags=["users"])
 
 
 def get_account_service(session: Session, principal: CurrentPrincipal) -> AccountService:
-    return AccountService(AccountRepository(session, principal.tenant_id))
+    return AccountService(
+        AccountRepository(session, principal.tenant_id),
+        audit=AuditTrail(session, principal),
+        principal=principal,
+    )
 
 
 AccountSvc = Annotated[AccountService, Depends(get_account_service)]
@@ -30,3 +36,25 @@ async def get_user(user_id: AddressedUserId, accounts: AccountSvc) -> UserRead:
     """The account Mneme knows for a user: its id and the details its identity provider shared
     (the auth overlay). `me` is the caller."""
     return await accounts.get_user(user_id)
+
+
+@router.put(
+    "/{user_id}/account",
+    response_model=UserRead,
+    summary="Set a user's account details",
+    responses=problem_responses(401, 403, 404, 422, 429),
+)
+async def set_user_account(
+    user_id: AddressedUserId, body: AccountOverlayUpdate, accounts: AccountSvc
+) -> UserRead:
+    """Set the auth overlay (name, email, avatar, linked providers) of a user of the tenant,
+    creating the user if Mneme has not seen it. For service principals (an agent backend that
+    holds the user's session); an end user gets 403 `ACCOUNT_WRITE_FORBIDDEN`, because its
+    overlay is recorded from its token's claims on each request. A later end-user request whose
+    token carries account claims replaces what was set here; one without any keeps it.
+
+    The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
+    `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
+    type is `credential_refused`; nothing is stored. The password `credential` provider is
+    dropped from `socials`."""
+    return await accounts.set_overlay(user_id, body)

@@ -2,19 +2,73 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from service.accounts.errors import AccountWriteForbidden
+from service.accounts.models import UserAccount
+from service.accounts.overlay import AccountOverlayUpdate
 from service.accounts.repository import AccountRepository
 from service.accounts.schemas import UserRead
+from service.audit.service import AuditTrail
+from service.auth.principal import AccountClaims, Principal
 from service.errors import NotFound
 
 
 class AccountService:
-    def __init__(self, repository: AccountRepository) -> None:
+    """Reading accounts needs only the repository; setting an overlay also needs the caller
+    and the audit trail, which the accounts router passes."""
+
+    def __init__(
+        self,
+        repository: AccountRepository,
+        *,
+        audit: AuditTrail | None = None,
+        principal: Principal | None = None,
+    ) -> None:
         self._repository = repository
+        self._audit = audit
+        self._principal = principal
 
     async def get_user(self, user_id: str) -> UserRead:
         user = await self._repository.get_user(user_id)
         if user is None:
             raise NotFound(f"User {user_id!r} is not known in this tenant.")
+        return UserRead.model_validate(user)
+
+    async def overlay(self, user_id: str) -> AccountClaims:
+        """The user's auth overlay; empty for a user Mneme has not seen."""
+        user = await self._repository.get_user(user_id)
+        return AccountClaims() if user is None else _claims(user)
+
+    async def set_overlay(self, user_id: str, update: AccountOverlayUpdate) -> UserRead:
+        """Replace a user's overlay (creating the user if needed). Only service principals may:
+        an end user's overlay is recorded from its own token on every request."""
+        principal, audit = self._principal, self._audit
+        if principal is None or audit is None:
+            raise RuntimeError("setting an overlay needs the caller and the audit trail")
+        if not principal.is_service:
+            raise AccountWriteForbidden(
+                "An end user's name, email, avatar and linked accounts are taken from its "
+                "token's claims; only a service principal may set them here."
+            )
+        await self._repository.ensure_tenant()
+        current = await self._repository.get_user(user_id, for_update=True)
+        wanted = AccountClaims(
+            name=update.name,
+            email=update.email,
+            avatar=update.avatar,
+            socials=tuple(update.socials),
+        )
+        if current is not None and _claims(current) == wanted:
+            return UserRead.model_validate(current)
+        before = None if current is None else _overlay_detail(_claims(current))
+        user = await self._repository.set_overlay(user_id, wanted)
+        await audit.record(
+            "account.overlay_set",
+            target_type="user",
+            target_id=user_id,
+            detail={"before": before, "after": _overlay_detail(wanted)},
+        )
         return UserRead.model_validate(user)
 
     async def ensure_tenant(self) -> None:
@@ -24,3 +78,17 @@ class AccountService:
     async def ensure_user(self, user_id: str) -> None:
         """Provision the tenant and user rows a service's writes for `user_id` need."""
         await self._repository.ensure_user(user_id)
+
+
+def _claims(user: UserAccount) -> AccountClaims:
+    socials = tuple(item for item in user.socials or [] if isinstance(item, str))
+    return AccountClaims(name=user.name, email=user.email, avatar=user.avatar, socials=socials)
+
+
+def _overlay_detail(claims: AccountClaims) -> dict[str, Any]:
+    return {
+        "name": claims.name,
+        "email": claims.email,
+        "avatar": claims.avatar,
+        "socials": list(claims.socials),
+    }

@@ -128,22 +128,28 @@ class TokenVerifier:
             credential="jwt",
             roles=roles,
             is_admin=settings.admin_role in roles,
-            account=None if is_service else account_claims(claims),
+            account=None if is_service else account_claims(claims, settings),
         )
 
 
-def account_claims(claims: dict[str, Any]) -> AccountClaims:
-    """The auth overlay from OIDC standard claims; linked providers from `amr`/`identities`."""
+def account_claims(claims: dict[str, Any], settings: Settings) -> AccountClaims:
+    """The auth overlay from the token (claim names are settings; OIDC standard by default).
+
+    Linked providers come from the socials claim — a list of provider names or of
+    `{"provider": …}` objects — or, failing that, from `amr`.
+    """
     providers: list[str] = []
-    for identity in claims.get("identities") or []:
+    for identity in claims.get(settings.socials_claim) or []:
         if isinstance(identity, dict) and isinstance(identity.get("provider"), str):
             providers.append(identity["provider"])
+        elif isinstance(identity, str):
+            providers.append(identity)
     providers.extend(_string_list(claims.get("amr")) if not providers else [])
     socials = tuple(dict.fromkeys(p for p in providers if p.lower() not in PASSWORD_PROVIDERS))
     return AccountClaims(
-        name=_optional_str(claims.get("name")),
-        email=_optional_str(claims.get("email")),
-        avatar=_optional_str(claims.get("picture")),
+        name=_optional_str(claims.get(settings.name_claim)),
+        email=_optional_str(claims.get(settings.email_claim)),
+        avatar=_optional_str(claims.get(settings.avatar_claim)),
         socials=socials,
     )
 

@@ -285,6 +285,27 @@ def test_account_overlay_drops_the_password_provider() -> None:
     assert principal.account.name == "Ada"
 
 
+def test_overlay_claim_names_are_settings() -> None:
+    settings = Settings(
+        _env_file=None,
+        jwt_hs256_secret=TEST_SECRET,
+        avatar_claim="avatar_url",
+        socials_claim="linked",
+    )
+    principal = TokenVerifier(settings).principal_from_claims(
+        {
+            "sub": "u1",
+            "org_id": "acme",
+            "avatar_url": "https://img.example/a.png",
+            "picture": "https://ignored.example/p.png",
+            "linked": ["gitlab", "credential"],
+        }
+    )
+    assert principal.account is not None
+    assert principal.account.avatar == "https://img.example/a.png"
+    assert principal.account.socials == ("gitlab",)
+
+
 def test_unauthenticated_error_carries_a_bearer_challenge() -> None:
     error = Unauthenticated("expired")
     assert error.headers["WWW-Authenticate"].startswith('Bearer realm="mneme"')

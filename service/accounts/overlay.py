@@ -1,0 +1,116 @@
+"""What a user's auth overlay may hold, and the body a service sets it with.
+
+The overlay is what the identity provider shares about a user (seed 000): name, email, avatar
+and the linked OAuth providers. It is rendered into every prompt the profile reaches, so it
+never holds tokens (access, refresh, id) or the provider's account ids, and a body that tries
+to set them is refused rather than silently trimmed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from service.auth.tokens import PASSWORD_PROVIDERS
+
+PROVIDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+# Shapes of bearer credentials: JWTs (every id token, many access tokens), Google and GitHub
+# OAuth access tokens, and anything presented as "Bearer <token>".
+_TOKEN_SHAPES = re.compile(
+    r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"
+    r"|\bya29\.[0-9A-Za-z_-]{20,}"
+    r"|\bgh[oupsr]_[A-Za-z0-9]{30,}"
+    r"|\bBearer\s+[A-Za-z0-9._~+/-]{20,}",
+)
+_NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9]")
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a field name means a token or a provider account id, however it is spelled
+    (`access_token`, `refreshToken`, `id-token`, `providerAccountId`, …)."""
+    normalized = _NOT_ALPHANUMERIC.sub("", name.lower())
+    return normalized.endswith(("token", "tokens", "accountid"))
+
+
+def looks_like_token(value: str) -> bool:
+    return _TOKEN_SHAPES.search(value) is not None
+
+
+def find_credential(value: object) -> tuple[str | int, ...] | None:
+    """Where in a JSON value a credential sits (a credential-named key or a token-shaped
+    string), as a location path; None when there is none."""
+    pending: list[tuple[tuple[str | int, ...], object]] = [((), value)]
+    while pending:
+        location, item = pending.pop()
+        if isinstance(item, str):
+            if looks_like_token(item):
+                return location
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if is_credential_name(str(key)):
+                    return (*location, str(key))
+                pending.append(((*location, str(key)), child))
+        elif isinstance(item, list):
+            pending.extend(((*location, index), child) for index, child in enumerate(item))
+    return None
+
+
+def linked_providers(providers: list[str] | tuple[str, ...]) -> list[str]:
+    """Linked OAuth providers, deduplicated, without the email+password "credential" one
+    (seed 000: it is not a linked account and must not be shown as one)."""
+    return list(dict.fromkeys(p for p in providers if p.lower() not in PASSWORD_PROVIDERS))
+
+
+def credential_refused(field: str) -> PydanticCustomError:
+    return PydanticCustomError(
+        "credential_refused",
+        "{field} looks like a token or an account id; Mneme never stores those",
+        {"field": field},
+    )
+
+
+class AccountOverlayUpdate(BaseModel):
+    """The account details a service sets for a user. It replaces the whole overlay: an
+    omitted field is cleared."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, max_length=256)
+    email: str | None = Field(default=None, max_length=320)
+    avatar: str | None = Field(default=None, max_length=2048, description="A picture URL.")
+    socials: list[Annotated[str, Field(pattern=PROVIDER_PATTERN)]] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Linked OAuth providers (e.g. `github`); the password `credential` "
+        "provider is dropped.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_credential_fields(cls, data: Any) -> Any:
+        # Checked before `extra="forbid"` so the refusal names the real reason.
+        if isinstance(data, dict):
+            for key in data:
+                if isinstance(key, str) and is_credential_name(key):
+                    raise credential_refused(key)
+        return data
+
+    @field_validator("name", "email", "avatar")
+    @classmethod
+    def _plain_text(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if "\x00" in value:
+            raise PydanticCustomError("string_nul", "must not contain NUL characters")
+        if looks_like_token(value):
+            raise credential_refused("the value")
+        return value
+
+    @field_validator("socials")
+    @classmethod
+    def _linked_only(cls, value: list[str]) -> list[str]:
+        return linked_providers(value)

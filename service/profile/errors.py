@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from service.errors import Conflict, DomainError, Forbidden, NotFound
+
+
+class PatchFailed(Conflict):
+    title = "Patch does not apply"
+    code = "PATCH_FAILED"
+
+
+class KeyFromAccount(Conflict):
+    title = "This key comes from the user's account"
+    code = "KEY_FROM_ACCOUNT"
+
+
+class ProfileKeyNotFound(NotFound):
+    title = "Profile key not found"
+
+
+class ProfileTooLarge(DomainError):
+    status = 413
+    title = "Profile too large"
+    code = "PROFILE_TOO_LARGE"
+
+
+class ProfileChanged(DomainError):
+    status = 412
+    title = "The profile changed since it was read"
+    code = "PRECONDITION_FAILED"
+
+
+class UnsupportedPatchMediaType(DomainError):
+    status = 415
+    title = "Unsupported patch media type"
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+class OrgProfileWriteForbidden(Forbidden):
+    title = "The organization profile is admin-only"
+    code = "ORG_WRITE_FORBIDDEN"

@@ -1,0 +1,83 @@
+"""All SQL of the profile domain; every statement runs in the tenant-scoped transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, func, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.profile.models import Profile
+
+ENSURE_PROFILE_SQL = text(
+    """
+    INSERT INTO profile (tenant_id, scope, user_id, version)
+    VALUES (:tenant_id, :scope, :user_id, 0)
+    ON CONFLICT DO NOTHING
+    """
+)
+"""Create the owner's empty profile row so there is a row to lock; a no-op when it exists.
+Version 0 is the state a missing row reports, so an ETag read before the row existed still
+matches. No conflict target: each scope has its own partial unique index."""
+
+
+@dataclass(frozen=True)
+class ProfileOwner:
+    """Whose profile a statement touches: one user's, or the tenant's organization profile."""
+
+    scope: str
+    user_id: str | None
+
+    @classmethod
+    def user(cls, user_id: str) -> ProfileOwner:
+        return cls("user", user_id)
+
+    @classmethod
+    def org(cls) -> ProfileOwner:
+        return cls("org", None)
+
+
+class ProfileRepository:
+    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+    def _owned(self, owner: ProfileOwner) -> Select[Profile]:
+        statement = select(Profile).where(
+            Profile.tenant_id == self._tenant_id, Profile.scope == owner.scope
+        )
+        if owner.user_id is not None:
+            statement = statement.where(Profile.user_id == owner.user_id)
+        return statement
+
+    async def get(self, owner: ProfileOwner, *, for_update: bool = False) -> Profile | None:
+        """The owner's profile row; with `for_update`, locked until the transaction ends, so
+        concurrent writers apply their patches one after another."""
+        statement = self._owned(owner)
+        if for_update:
+            statement = statement.with_for_update()
+        # Another statement of this request may have loaded the row before it was locked.
+        statement = statement.execution_options(populate_existing=True)
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def lock_or_create(self, owner: ProfileOwner) -> Profile:
+        """The owner's profile row, created empty if missing, locked for this transaction."""
+        await self._session.execute(
+            ENSURE_PROFILE_SQL,
+            {"tenant_id": self._tenant_id, "scope": owner.scope, "user_id": owner.user_id},
+        )
+        profile = await self.get(owner, for_update=True)
+        assert profile is not None, "the row was just ensured"
+        return profile
+
+    async def save(self, profile: Profile, document: dict[str, Any]) -> Profile:
+        """Store a new document and bump the version."""
+        statement = (
+            update(Profile)
+            .where(Profile.tenant_id == self._tenant_id, Profile.id == profile.id)
+            .values(document=document, version=Profile.version + 1, updated_at=func.now())
+            .returning(Profile)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        return (await self._session.execute(statement)).scalar_one()

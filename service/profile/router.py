@@ -1,0 +1,230 @@
+"""HTTP routes for a user's profile document and the organization's."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response
+
+from service.accounts.repository import AccountRepository
+from service.accounts.service import AccountService
+from service.audit.service import AuditTrail
+from service.dependencies import AddressedUserId, CurrentPrincipal, Session, State
+from service.errors import problem_responses
+from service.profile.errors import UnsupportedPatchMediaType
+from service.profile.repository import ProfileRepository
+from service.profile.schemas import (
+    JSON_PATCH_MEDIA_TYPE,
+    KEY_PATTERN,
+    MAX_KEY_LENGTH,
+    ProfilePatch,
+    ProfilePatchResult,
+    ProfileRead,
+)
+from service.profile.service import ProfileService, Tagged
+
+user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["profile"])
+org_router = APIRouter(prefix="/v1/org", tags=["org profile"])
+
+PATCH_MEDIA_TYPES = frozenset({JSON_PATCH_MEDIA_TYPE, "application/json"})
+
+_ETAG_HEADER = {
+    "ETag": {
+        "description": "Version of the profile state in this response; send it back in "
+        "`If-Match` to write only if nobody changed the profile meanwhile.",
+        "schema": {"type": "string"},
+    }
+}
+
+
+def _ok_with_etag(description: str, *problems: int) -> dict[int | str, dict[str, Any]]:
+    return {
+        200: {"description": description, "headers": _ETAG_HEADER},
+        **problem_responses(*problems),
+    }
+
+
+# The body is declared with both media types so a generated client can send either.
+_PATCH_BODY_OPENAPI: dict[str, Any] = {
+    "requestBody": {
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ProfilePatch"}}}
+    }
+}
+
+
+def get_profile_service(
+    session: Session, principal: CurrentPrincipal, state: State
+) -> ProfileService:
+    return ProfileService(
+        ProfileRepository(session, principal.tenant_id),
+        AccountService(AccountRepository(session, principal.tenant_id)),
+        AuditTrail(session, principal),
+        state.settings,
+        principal,
+    )
+
+
+ProfileSvc = Annotated[ProfileService, Depends(get_profile_service)]
+
+
+def require_patch_media_type(request: Request) -> None:
+    """RFC 5789: a patch document in a format the server does not apply is a 415."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";", 1)[0].strip().lower() not in PATCH_MEDIA_TYPES:
+        raise UnsupportedPatchMediaType(
+            f"Send the patch as {JSON_PATCH_MEDIA_TYPE} (or application/json).",
+            headers={"Accept-Patch": JSON_PATCH_MEDIA_TYPE},
+        )
+
+
+PatchMediaType = Annotated[None, Depends(require_patch_media_type)]
+PatchBody = Annotated[
+    ProfilePatch,
+    Body(
+        media_type=JSON_PATCH_MEDIA_TYPE,
+        examples=[
+            [
+                {"op": "add", "path": "/city", "value": "Lisbon"},
+                {"op": "replace", "path": "/name", "value": "Ada L."},
+                {"op": "remove", "path": "/employer"},
+            ]
+        ],
+    ),
+]
+IfMatch = Annotated[
+    str | None,
+    Header(
+        description="An ETag from a previous read or write: the write happens only if the "
+        "profile is still in that state (412 `PRECONDITION_FAILED` otherwise).",
+    ),
+]
+ProfileKeyPath = Annotated[
+    str, Path(pattern=KEY_PATTERN, max_length=MAX_KEY_LENGTH, description="A stored key.")
+]
+
+
+def _send(response: Response, tagged: Tagged[Any]) -> None:
+    response.headers["ETag"] = tagged.etag
+
+
+# --- a user's profile -----------------------------------------------------------------------
+
+
+@user_router.get(
+    "/profile",
+    response_model=ProfileRead,
+    summary="Get a user's profile",
+    responses=_ok_with_etag("The merged profile.", 401, 404, 422, 429),
+)
+async def get_profile(
+    user_id: AddressedUserId, profiles: ProfileSvc, response: Response
+) -> ProfileRead:
+    """The stored profile merged with the user's account details (name, email, avatar,
+    socials fill keys the profile lacks), each key labelled `memory` or `account`."""
+    tagged = await profiles.read(user_id)
+    _send(response, tagged)
+    response.headers["Accept-Patch"] = JSON_PATCH_MEDIA_TYPE
+    return tagged.body
+
+
+@user_router.patch(
+    "/profile",
+    response_model=ProfilePatchResult,
+    summary="Change a user's profile",
+    responses=_ok_with_etag("What the patch did.", 401, 404, 409, 412, 413, 415, 422, 429),
+    openapi_extra=_PATCH_BODY_OPENAPI,
+)
+async def patch_profile(
+    user_id: AddressedUserId,
+    _media_type: PatchMediaType,
+    body: PatchBody,
+    profiles: ProfileSvc,
+    response: Response,
+    if_match: IfMatch = None,
+) -> ProfilePatchResult:
+    """Apply a JSON Patch (`add`, `replace`, `remove` of top-level keys) to the merged view,
+    all or nothing. `replace` works on a key from the account (the profile then stores an
+    override); account keys a patch does not touch are never copied into the profile.
+
+    Errors: `replace`/`remove` of a key the view lacks → 409 `PATCH_FAILED`; `remove` of a
+    key that only the account provides → 409 `KEY_FROM_ACCOUNT`; a stored document over
+    `max_bytes` → 413 `PROFILE_TOO_LARGE` (with `attempted_bytes`, `max_bytes`); a stale
+    `If-Match` → 412; other ops (`move`, `copy`, `test`), nested or array paths, and values
+    naming tokens or account ids → 422. Each applied operation echoes `old_value`, the value
+    just before it ran. Concurrent patches are applied one after another, never lost."""
+    tagged = await profiles.patch(user_id, body.root, if_match)
+    _send(response, tagged)
+    return tagged.body
+
+
+@user_router.delete(
+    "/profile/{key}",
+    response_model=ProfilePatchResult,
+    summary="Delete a key from a user's profile",
+    responses=_ok_with_etag("The key was removed.", 401, 404, 409, 412, 422, 429),
+)
+async def delete_profile_key(
+    user_id: AddressedUserId,
+    key: ProfileKeyPath,
+    profiles: ProfileSvc,
+    response: Response,
+    if_match: IfMatch = None,
+) -> ProfilePatchResult:
+    """Remove one stored key (404 if the profile does not store it). A key that only comes
+    from the user's account cannot be deleted here: 409 `KEY_FROM_ACCOUNT`."""
+    tagged = await profiles.delete_key(user_id, key, if_match)
+    _send(response, tagged)
+    return tagged.body
+
+
+# --- the organization's profile ---------------------------------------------------------------
+
+
+@org_router.get(
+    "/profile",
+    response_model=ProfileRead,
+    summary="Get the organization profile",
+    responses=_ok_with_etag("The organization profile.", 401, 422, 429),
+)
+async def get_org_profile(profiles: ProfileSvc, response: Response) -> ProfileRead:
+    """The profile shared by every user of the tenant; readable by all of them."""
+    tagged = await profiles.read(None)
+    _send(response, tagged)
+    response.headers["Accept-Patch"] = JSON_PATCH_MEDIA_TYPE
+    return tagged.body
+
+
+@org_router.patch(
+    "/profile",
+    response_model=ProfilePatchResult,
+    summary="Change the organization profile",
+    responses=_ok_with_etag("What the patch did.", 401, 403, 409, 412, 413, 415, 422, 429),
+    openapi_extra=_PATCH_BODY_OPENAPI,
+)
+async def patch_org_profile(
+    _media_type: PatchMediaType,
+    body: PatchBody,
+    profiles: ProfileSvc,
+    response: Response,
+    if_match: IfMatch = None,
+) -> ProfilePatchResult:
+    """Same rules as a user's profile, without account details; admins only (403
+    `ORG_WRITE_FORBIDDEN`)."""
+    tagged = await profiles.patch(None, body.root, if_match)
+    _send(response, tagged)
+    return tagged.body
+
+
+@org_router.delete(
+    "/profile/{key}",
+    response_model=ProfilePatchResult,
+    summary="Delete a key from the organization profile",
+    responses=_ok_with_etag("The key was removed.", 401, 403, 404, 412, 422, 429),
+)
+async def delete_org_profile_key(
+    key: ProfileKeyPath, profiles: ProfileSvc, response: Response, if_match: IfMatch = None
+) -> ProfilePatchResult:
+    """Remove one stored key of the organization profile; admins only."""
+    tagged = await profiles.delete_key(None, key, if_match)
+    _send(response, tagged)
+    return tagged.body

@@ -1,0 +1,198 @@
+"""Profile I/O: the JSON Patch operations a write may use, the merged view, patch results."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    RootModel,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from service.accounts.overlay import credential_refused, find_credential, is_credential_name
+
+JSON_PATCH_MEDIA_TYPE = "application/json-patch+json"
+KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
+# RFC 6901 pointer to one top-level key: no array indices, no nesting, no `~` escapes.
+PATH_PATTERN = r"^/[A-Za-z_][A-Za-z0-9_-]*$"
+MAX_KEY_LENGTH = 128
+MAX_PATCH_OPERATIONS = 100
+MAX_VALUE_DEPTH = 32
+
+ProfileSource = Literal["memory", "account"]
+
+ProfileKey = Annotated[
+    str,
+    Field(
+        pattern=KEY_PATTERN,
+        max_length=MAX_KEY_LENGTH,
+        description="A top-level profile key.",
+        examples=["city"],
+    ),
+]
+
+
+def _refuse_unstorable(value: JsonValue) -> None:
+    """Refuse what Postgres' jsonb cannot hold (NUL, lone surrogates, NaN/Infinity) and
+    documents nested too deeply to be a flat profile value."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > MAX_VALUE_DEPTH:
+            raise PydanticCustomError(
+                "json_too_deep", "nested deeper than {max_depth} levels", {"max_depth": depth - 1}
+            )
+        if isinstance(item, str):
+            _refuse_unstorable_text(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise PydanticCustomError("json_number", "NaN and Infinity are not JSON numbers")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                _refuse_unstorable_text(str(key))
+                pending.append((child, depth + 1))
+        elif isinstance(item, list):
+            pending.extend((child, depth + 1) for child in item)
+
+
+def _refuse_unstorable_text(text: str) -> None:
+    if "\x00" in text:
+        raise PydanticCustomError("string_nul", "strings must not contain NUL characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PydanticCustomError("string_unicode", "strings must be valid Unicode") from exc
+
+
+def _storable(value: JsonValue) -> JsonValue:
+    _refuse_unstorable(value)
+    location = find_credential(value)
+    if location is not None:
+        raise credential_refused("/".join(str(part) for part in ("value", *location)))
+    return value
+
+
+StorableJson = Annotated[JsonValue, AfterValidator(_storable)]
+
+
+class _Operation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    op: str
+    path: str = Field(
+        pattern=PATH_PATTERN,
+        max_length=MAX_KEY_LENGTH + 1,
+        description="A JSON Pointer to one top-level key.",
+        examples=["/city"],
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _not_a_credential(cls, path: str, info: ValidationInfo) -> str:
+        # Removing such a key stays possible, so a profile can always be cleaned up.
+        if info.data.get("op") != "remove" and is_credential_name(path[1:]):
+            raise credential_refused(path)
+        return path
+
+    @property
+    def key(self) -> str:
+        return self.path[1:]
+
+
+class PatchAdd(_Operation):
+    """Set a key, whether or not the profile has it."""
+
+    op: Literal["add"]
+    value: StorableJson
+
+
+class PatchReplace(_Operation):
+    """Change a key the merged view has (a key from the account included)."""
+
+    op: Literal["replace"]
+    value: StorableJson
+
+
+class PatchRemove(_Operation):
+    """Remove a stored key."""
+
+    op: Literal["remove"]
+
+
+PatchOperation = Annotated[PatchAdd | PatchReplace | PatchRemove, Field(discriminator="op")]
+
+
+class ProfilePatch(RootModel[list[PatchOperation]]):
+    """An RFC 6902 JSON Patch limited to `add`, `replace` and `remove` of top-level keys,
+    applied in order, all or nothing."""
+
+    root: Annotated[list[PatchOperation], Field(max_length=MAX_PATCH_OPERATIONS)]
+
+
+class ProfileRead(BaseModel):
+    """A profile as the Memory tab shows it: the merged view and where each key comes from."""
+
+    profile: dict[str, JsonValue] = Field(
+        description="The merged view: the stored document, plus account details (name, "
+        "email, avatar, socials) for keys the document lacks. Account keys come first, then "
+        "stored keys alphabetically."
+    )
+    sources: dict[str, ProfileSource] = Field(
+        description="Per key: `memory` (stored in the profile) or `account` (from the "
+        "user's identity provider, read-only here)."
+    )
+    stored_keys: list[str] = Field(description="The keys of the stored document, sorted.")
+    key_count: int = Field(description="How many keys the stored document has.")
+    bytes: int = Field(description="Size of the stored document as compact UTF-8 JSON.")
+    max_bytes: int = Field(description="The largest stored document a write may produce.")
+    version: int = Field(description="Grows by one with each change; 0 before the first.")
+    updated_at: datetime | None = None
+
+
+class AppliedAdd(BaseModel):
+    op: Literal["add"]
+    path: str
+    value: JsonValue
+    old_value: JsonValue = Field(
+        description="The key's value just before this operation; null if it had none."
+    )
+
+
+class AppliedReplace(BaseModel):
+    op: Literal["replace"]
+    path: str
+    value: JsonValue
+    old_value: JsonValue = Field(description="The key's value just before this operation.")
+
+
+class AppliedRemove(BaseModel):
+    op: Literal["remove"]
+    path: str
+    old_value: JsonValue = Field(description="The key's value just before this operation.")
+
+
+AppliedPatch = Annotated[AppliedAdd | AppliedReplace | AppliedRemove, Field(discriminator="op")]
+
+
+class ProfilePatchResult(BaseModel):
+    """What a write did, shaped for a before/after diff."""
+
+    ok: Literal[True] = True
+    changed: bool = Field(description="False when the patch left the stored document as it was.")
+    bytes: int = Field(description="Size of the stored document after the write.")
+    key_count: int = Field(description="Keys in the stored document after the write.")
+    version: int
+    before: dict[str, JsonValue] = Field(description="The merged view before the write.")
+    after: dict[str, JsonValue] = Field(description="The merged view after the write.")
+    sources: dict[str, ProfileSource] = Field(description="Where each key of `after` comes from.")
+    patches: list[AppliedPatch] = Field(
+        description="Each operation as applied, in order, with the value it replaced."
+    )

@@ -1,0 +1,209 @@
+"""The auth overlay behind a profile: set by services, recorded from end users' tokens, and
+never holding tokens or account ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.config import Settings
+from tests.conftest import assert_problem, bearer
+from tests.profile.conftest import account_row_text, audit_entries
+
+ID_TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJkYW5hIiwiZW1haWwiOiJkQHguZXgifQ.c2lnbmF0dXJl"
+
+
+async def set_account(
+    client: AsyncClient, headers: dict[str, str], user_id: str, body: Any
+) -> dict[str, Any]:
+    response = await client.put(f"/v1/users/{user_id}/account", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def profile_of(client: AsyncClient, headers: dict[str, str], user_id: str) -> dict[str, Any]:
+    response = await client.get(f"/v1/users/{user_id}/profile", headers=headers)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def test_a_service_sets_a_users_overlay_and_the_profile_shows_it(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    service = bearer(settings, tenant, "agent", service=True)
+    account = await set_account(
+        client,
+        service,
+        "dana",
+        {
+            "name": "Dana",
+            "email": "dana@example.test",
+            "avatar": "https://img.example/d.png",
+            "socials": ["google", "credential", "github", "google"],
+        },
+    )
+    assert (account["id"], account["name"], account["socials"]) == (
+        "dana",
+        "Dana",
+        ["google", "github"],
+    )
+    profile = await profile_of(client, service, "dana")
+    assert profile["profile"] == {
+        "name": "Dana",
+        "email": "dana@example.test",
+        "avatar": "https://img.example/d.png",
+        "socials": ["google", "github"],
+    }
+    assert set(profile["sources"].values()) == {"account"}
+    [entry] = await audit_entries(runtime_engine, tenant, "account.")
+    assert (entry["action"], entry["actor_id"], entry["target_id"]) == (
+        "account.overlay_set",
+        "agent",
+        "dana",
+    )
+    assert entry["detail"]["before"] is None
+    assert entry["detail"]["after"]["email"] == "dana@example.test"
+
+
+async def test_put_replaces_the_whole_overlay_and_an_unchanged_put_writes_nothing(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    service = bearer(settings, tenant, "agent", service=True)
+    await set_account(client, service, "dana", {"name": "Dana", "email": "d@example.test"})
+    await set_account(client, service, "dana", {"name": "Dana D."})
+    again = await set_account(client, service, "dana", {"name": "Dana D."})
+    assert (again["name"], again["email"], again["socials"]) == ("Dana D.", None, [])
+    profile = await profile_of(client, service, "dana")
+    assert profile["profile"] == {"name": "Dana D."}
+    entries = await audit_entries(runtime_engine, tenant, "account.")
+    assert len(entries) == 2
+    assert entries[1]["detail"]["before"]["email"] == "d@example.test"
+    assert entries[1]["detail"]["after"]["email"] is None
+
+
+async def test_an_end_user_cannot_set_its_overlay_here(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    user = bearer(settings, tenant, "eve", name="Eve")
+    refused = await client.put("/v1/users/me/account", json={"name": "Mallory"}, headers=user)
+    body = assert_problem(refused, 403, "ACCOUNT_WRITE_FORBIDDEN")
+    assert "token" in body["detail"]
+    other = await client.put("/v1/users/frank/account", json={"name": "F"}, headers=user)
+    assert_problem(other, 404, "NOT_FOUND")
+    admin = bearer(settings, tenant, "eve", admin=True, name="Eve")
+    assert_problem(
+        await client.put("/v1/users/me/account", json={"name": "M"}, headers=admin),
+        403,
+        "ACCOUNT_WRITE_FORBIDDEN",
+    )
+    assert (await client.get("/v1/users/me", headers=user)).json()["name"] == "Eve"
+    assert await audit_entries(runtime_engine, tenant, "account.") == []
+
+
+async def test_a_token_with_account_claims_replaces_a_set_overlay_and_one_without_keeps_it(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    service = bearer(settings, tenant, "agent", service=True)
+    await set_account(client, service, "gus", {"name": "Gus", "socials": ["github"]})
+    bare_token = bearer(settings, tenant, "gus")
+    assert (await profile_of(client, bare_token, "me"))["profile"] == {
+        "name": "Gus",
+        "socials": ["github"],
+    }
+    with_claims = bearer(settings, tenant, "gus", name="Gustav", email="g@example.test")
+    assert (await profile_of(client, with_claims, "me"))["profile"] == {
+        "name": "Gustav",
+        "email": "g@example.test",
+    }
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"name": "Dana", "access_token": "opaque-access"},
+        {"name": "Dana", "refresh_token": "opaque-refresh"},
+        {"name": "Dana", "id_token": ID_TOKEN},
+        {"name": "Dana", "accountId": "110248495921238986420"},
+        {"name": "Dana", "provider_account_id": "110248495921238986420"},
+        {"name": ID_TOKEN},
+        {"avatar": f"https://img.example/a.png?token={ID_TOKEN}"},
+        {"socials": [{"provider": "google", "access_token": "opaque-access"}]},
+        {"name": "Dana", "nickname": "D"},
+    ],
+)
+async def test_tokens_and_account_ids_are_refused_and_never_stored(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    runtime_engine: AsyncEngine,
+    body: dict[str, Any],
+) -> None:
+    service = bearer(settings, tenant, "agent", service=True)
+    await set_account(client, service, "dana", {"name": "Dana"})
+    response = await client.put("/v1/users/dana/account", json=body, headers=service)
+    assert_problem(response, 422, "VALIDATION_FAILED")
+    row = await account_row_text(runtime_engine, tenant, "dana")
+    assert '"name":"Dana"' in row
+    for secret in (
+        "opaque-access",
+        "opaque-refresh",
+        "110248495921238986420",
+        ID_TOKEN,
+        "nickname",
+    ):
+        assert secret not in row
+
+
+async def test_credential_fields_are_named_in_the_refusal(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    service = bearer(settings, tenant, "agent", service=True)
+    response = await client.put(
+        "/v1/users/dana/account", json={"access_token": "opaque-access"}, headers=service
+    )
+    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert body["errors"][0]["type"] == "credential_refused"
+    assert "access_token" in body["errors"][0]["msg"]
+    assert "opaque-access" not in response.text
+
+
+async def test_token_claims_are_recorded_without_tokens_or_the_password_provider(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    headers = bearer(
+        settings,
+        tenant,
+        "hana",
+        name="Hana",
+        picture="https://img.example/h.png",
+        identities=[
+            {"provider": "credential", "access_token": "opaque-access", "accountId": "4242424242"},
+            {"provider": "github", "refresh_token": "opaque-refresh"},
+        ],
+        id_token=ID_TOKEN,
+    )
+    profile = await profile_of(client, headers, "me")
+    assert profile["profile"] == {
+        "name": "Hana",
+        "avatar": "https://img.example/h.png",
+        "socials": ["github"],
+    }
+    row = await account_row_text(runtime_engine, tenant, "hana")
+    assert '"name":"Hana"' in row
+    for secret in ("opaque-access", "opaque-refresh", "4242424242", ID_TOKEN, "credential"):
+        assert secret not in row
+
+
+async def test_openapi_declares_the_account_route(client: AsyncClient) -> None:
+    spec = (await client.get("/openapi.json")).json()
+    operation = spec["paths"]["/v1/users/{user_id}/account"]["put"]
+    assert operation["operationId"] == "set_user_account"
+    assert {"403", "404", "422"} <= set(operation["responses"])
+    body = spec["components"]["schemas"]["AccountOverlayUpdate"]
+    assert set(body["properties"]) == {"name", "email", "avatar", "socials"}
+    assert body["additionalProperties"] is False
