@@ -69,6 +69,13 @@ class Forbidden(DomainError):
     code = "FORBIDDEN"
 
 
+class OrgWriteForbidden(Forbidden):
+    """Organization-shared data is written only by admins (from the token's roles)."""
+
+    title = "Organization data is admin-only"
+    code = "ORG_WRITE_FORBIDDEN"
+
+
 class NotFound(DomainError):
     status = 404
     title = "Not found"

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from service.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from service.errors import Conflict, NotFound, OrgWriteForbidden, ValidationFailed
 
 
 class SecretRefused(ValidationFailed):
@@ -12,9 +12,8 @@ class MemoryNotFound(NotFound):
     title = "Memory not found"
 
 
-class OrgMemoryWriteForbidden(Forbidden):
+class OrgMemoryWriteForbidden(OrgWriteForbidden):
     title = "Organization memory is admin-only"
-    code = "ORG_WRITE_FORBIDDEN"
 
 
 class DuplicateMemory(Conflict):

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from service.errors import Conflict, DomainError, Forbidden, NotFound
+from service.errors import Conflict, DomainError, NotFound, OrgWriteForbidden
 
 
 class PatchFailed(Conflict):
@@ -35,6 +35,5 @@ class UnsupportedPatchMediaType(DomainError):
     code = "UNSUPPORTED_MEDIA_TYPE"
 
 
-class OrgProfileWriteForbidden(Forbidden):
+class OrgProfileWriteForbidden(OrgWriteForbidden):
     title = "The organization profile is admin-only"
-    code = "ORG_WRITE_FORBIDDEN"
