@@ -97,6 +97,23 @@ class Settings(BaseSettings):
     # Largest stored profile document, in bytes of its compact UTF-8 JSON (seed 000: 8 KB).
     profile_max_bytes: int = Field(default=8192, ge=2)
 
+    # --- LLM (summaries, extraction): any OpenAI-compatible chat endpoint; unset = off -------
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout_seconds: float = Field(default=30, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0)
+
+    # --- threads --------------------------------------------------------------------------------
+    # K of seed 000: summarise in windows of K messages; below 1 switches summaries off.
+    thread_summary_keep_recent: int = 10
+    # Human turns always kept raw at the end of a prompt window.
+    thread_messages_buffer_recent_turns: int = Field(default=5, ge=0)
+
+    # --- background jobs --------------------------------------------------------------------------
+    jobs_enabled: bool = True
+    job_max_attempts: int = Field(default=5, ge=1)
+
     # --- http ---------------------------------------------------------------------------------
     max_request_bytes: int = Field(default=1_048_576, ge=1024)
     rate_limit_default: str = "600/minute"
@@ -112,6 +129,8 @@ class Settings(BaseSettings):
         "database_url",
         "migration_database_url",
         "embedding_openai_api_key",
+        "llm_api_key",
+        "llm_base_url",
         mode="before",
     )
     @classmethod
@@ -122,6 +141,10 @@ class Settings(BaseSettings):
     @property
     def uses_embedded_database(self) -> bool:
         return self.database_url is None
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.llm_base_url is not None or self.llm_api_key is not None
 
     @property
     def is_dev(self) -> bool:
