@@ -34,6 +34,7 @@ from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
 from service.providers import build_embedder, embedder_config_from_settings
 from service.rate_limits import RateLimitMiddleware
+from service.threads.router import router as threads_router
 
 logger = logging.getLogger("mneme")
 
@@ -118,4 +119,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(org_memories_router)
     app.include_router(user_profile_router)
     app.include_router(org_profile_router)
+    app.include_router(threads_router)
     return app

@@ -54,12 +54,14 @@ def decode_newest_first_cursor(cursor: str | None) -> tuple[datetime, uuid.UUID]
         raise _bad_cursor() from exc
 
 
-def newest_first_cursor(rows: Sequence[Any], limit: int) -> str | None:
+def newest_first_cursor(
+    rows: Sequence[Any], limit: int, *, time_field: str = "created_at"
+) -> str | None:
     """The cursor after `rows[limit - 1]` when a page fetched `limit + 1` rows, else None."""
     if len(rows) <= limit:
         return None
     last = rows[limit - 1]
-    return encode_cursor([last.created_at.isoformat(), str(last.id)])
+    return encode_cursor([getattr(last, time_field).isoformat(), str(last.id)])
 
 
 def _bad_cursor() -> ValidationFailed:

@@ -358,6 +358,12 @@ class MemoryService:
         await self._forget(memories)
         return len(memories)
 
+    async def forget_thread(self, user_id: str, thread_id: uuid.UUID) -> int:
+        """Forget the user's memories that came from this thread (with history)."""
+        memories = await self._repository.from_thread(Owner.user(user_id), thread_id)
+        await self._forget(memories)
+        return len(memories)
+
     async def _forget(self, memories: list[Memory]) -> None:
         await self._repository.add_events(
             [self._event(m, "delete", old_text=m.text, new_text=None) for m in memories]

@@ -1,0 +1,166 @@
+"""All SQL of the threads domain; every statement runs in the tenant-scoped transaction."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.threads.models import Message, Thread
+
+MESSAGES_WITH_LABELS_SQL = text(
+    """
+    SELECT id, label FROM (
+        SELECT id, seq, role,
+               count(*) FILTER (WHERE role = 'user') OVER (ORDER BY seq) AS label
+          FROM message
+         WHERE tenant_id = :tenant_id AND thread_id = :thread_id
+    ) AS numbered
+     WHERE role = 'user' AND seq = ANY(CAST(:seqs AS bigint[]))
+    """
+)
+"""Human-turn labels (`#N`, counted from 1 over the thread) of the given user messages."""
+
+TURNS_BY_LABEL_SQL = text(
+    """
+    SELECT id FROM (
+        SELECT id, seq,
+               count(*) FILTER (WHERE role = 'user') OVER (ORDER BY seq) AS label
+          FROM message
+         WHERE tenant_id = :tenant_id AND thread_id = :thread_id
+    ) AS numbered
+     WHERE label = ANY(CAST(:labels AS bigint[]))
+     ORDER BY seq
+    """
+)
+"""The messages of the given human turns: turn #N is its human message and every message
+after it up to the next human message."""
+
+
+class ThreadRepository:
+    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+    async def add(self, thread: Thread) -> Thread:
+        self._session.add(thread)
+        await self._session.flush()
+        await self._session.refresh(thread)
+        return thread
+
+    async def get(self, user_id: str, thread_id: uuid.UUID, *, lock: bool = False) -> Thread | None:
+        statement = select(Thread).where(
+            Thread.tenant_id == self._tenant_id,
+            Thread.user_id == user_id,
+            Thread.id == thread_id,
+        )
+        if lock:
+            statement = statement.with_for_update()
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def list_page(
+        self, user_id: str, *, after: tuple[datetime, uuid.UUID] | None, limit: int
+    ) -> list[Thread]:
+        statement = select(Thread).where(
+            Thread.tenant_id == self._tenant_id, Thread.user_id == user_id
+        )
+        if after is not None:
+            statement = statement.where(
+                func.row(Thread.updated_at, Thread.id) < func.row(after[0], after[1])
+            )
+        statement = statement.order_by(Thread.updated_at.desc(), Thread.id.desc()).limit(limit)
+        return list((await self._session.execute(statement)).scalars())
+
+    async def update(self, thread_id: uuid.UUID, values: dict[str, Any]) -> Thread:
+        statement = (
+            update(Thread)
+            .where(Thread.tenant_id == self._tenant_id, Thread.id == thread_id)
+            .values(updated_at=func.now(), **values)
+            .returning(Thread)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        return (await self._session.execute(statement)).scalar_one()
+
+    async def delete(self, thread_id: uuid.UUID) -> None:
+        # Messages and summaries go with it (ON DELETE CASCADE).
+        await self._session.execute(
+            delete(Thread)
+            .where(Thread.tenant_id == self._tenant_id, Thread.id == thread_id)
+            .execution_options(synchronize_session=False)
+        )
+
+    async def next_seq(self, thread_id: uuid.UUID) -> int:
+        """The next free position; call with the thread row locked."""
+        statement = select(func.coalesce(func.max(Message.seq), -1) + 1).where(
+            Message.tenant_id == self._tenant_id, Message.thread_id == thread_id
+        )
+        return int((await self._session.execute(statement)).scalar_one())
+
+    async def messages_by_client_ids(
+        self, thread_id: uuid.UUID, client_ids: list[str]
+    ) -> dict[str, Message]:
+        if not client_ids:
+            return {}
+        statement = select(Message).where(
+            Message.tenant_id == self._tenant_id,
+            Message.thread_id == thread_id,
+            Message.client_message_id.in_(client_ids),
+        )
+        return {
+            m.client_message_id: m
+            for m in (await self._session.execute(statement)).scalars()
+            if m.client_message_id is not None
+        }
+
+    async def insert_messages(self, rows: list[dict[str, Any]]) -> list[Message]:
+        statement = (
+            pg_insert(Message).values([{"tenant_id": self._tenant_id, **row} for row in rows])
+        ).returning(Message)
+        inserted = list((await self._session.execute(statement)).scalars())
+        return sorted(inserted, key=lambda message: message.seq)
+
+    async def list_messages(
+        self, thread_id: uuid.UUID, *, after_seq: int | None, limit: int
+    ) -> list[Message]:
+        statement = select(Message).where(
+            Message.tenant_id == self._tenant_id, Message.thread_id == thread_id
+        )
+        if after_seq is not None:
+            statement = statement.where(Message.seq > after_seq)
+        statement = statement.order_by(Message.seq).limit(limit)
+        return list((await self._session.execute(statement)).scalars())
+
+    async def messages_of_turns(self, thread_id: uuid.UUID, labels: list[int]) -> list[Message]:
+        ids = (
+            (
+                await self._session.execute(
+                    TURNS_BY_LABEL_SQL,
+                    {"tenant_id": self._tenant_id, "thread_id": thread_id, "labels": labels},
+                )
+            )
+            .scalars()
+            .all()
+        )
+        if not ids:
+            return []
+        statement = (
+            select(Message)
+            .where(Message.tenant_id == self._tenant_id, Message.id.in_(list(ids)))
+            .order_by(Message.seq)
+        )
+        return list((await self._session.execute(statement)).scalars())
+
+    async def labels_for(self, thread_id: uuid.UUID, seqs: list[int]) -> dict[uuid.UUID, int]:
+        if not seqs:
+            return {}
+        rows = (
+            await self._session.execute(
+                MESSAGES_WITH_LABELS_SQL,
+                {"tenant_id": self._tenant_id, "thread_id": thread_id, "seqs": seqs},
+            )
+        ).all()
+        return {row.id: int(row.label) for row in rows}

@@ -1,0 +1,101 @@
+"""Request and response models of the threads API."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+StoredRole = Literal["user", "assistant", "tool", "system"]
+# Clients speak both vocabularies (OpenAI's and LangChain's); we store one.
+ROLE_ALIASES: dict[str, StoredRole] = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "tool": "tool",
+    "system": "system",
+}
+MESSAGE_CONTENT_MAX = 100_000
+APPEND_MAX = 100
+
+
+class ThreadCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(default=None, max_length=500)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ThreadUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(default=None, max_length=500)
+    metadata: dict[str, Any] | None = None
+
+
+class ThreadRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    user_id: str
+    title: str | None
+    metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
+    created_at: datetime
+    updated_at: datetime
+    last_message_at: datetime | None
+
+
+class MessageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "human", "assistant", "ai", "tool", "system"]
+    content: str = Field(max_length=MESSAGE_CONTENT_MAX)
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=128)
+    client_message_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Your id for this message; appending it again returns the stored one.",
+    )
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("role")
+    @classmethod
+    def _normalise_role(cls, value: str) -> str:
+        return ROLE_ALIASES[value]
+
+
+class MessagesAppend(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[MessageIn] = Field(min_length=1, max_length=APPEND_MAX)
+
+
+class MessageRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    thread_id: uuid.UUID
+    seq: int = Field(description="0-based position in the thread.")
+    role: StoredRole
+    content: str
+    tool_calls: list[dict[str, Any]] | None
+    client_message_id: str | None
+    metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
+    created_at: datetime
+    label: str | None = Field(
+        default=None, description="`#N` for the N-th human turn (what summary refs cite)."
+    )
+
+
+class MessagesAppended(BaseModel):
+    items: list[MessageRead]
+    duplicates: int = Field(description="Messages whose client_message_id was already stored.")
+
+
+class MessagePage(BaseModel):
+    items: list[MessageRead]
+    next_cursor: str | None = None

@@ -1,0 +1,184 @@
+"""Thread use cases: conversations and their ordered, never-lost messages."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.accounts.service import AccountService
+from service.kit.pagination import (
+    Page,
+    decode_cursor,
+    decode_newest_first_cursor,
+    encode_cursor,
+    newest_first_cursor,
+)
+from service.memories.service import MemoryService
+from service.threads.errors import ThreadNotFound
+from service.threads.models import Message, Thread
+from service.threads.repository import ThreadRepository
+from service.threads.schemas import (
+    MessageIn,
+    MessagePage,
+    MessageRead,
+    MessagesAppended,
+    ThreadCreate,
+    ThreadRead,
+    ThreadUpdate,
+)
+
+# Called in the append's transaction, so follow-up work commits (or not) with the messages.
+AppendHook = Callable[[AsyncSession, str, uuid.UUID], Awaitable[None]]
+
+
+class ThreadService:
+    def __init__(
+        self,
+        session: AsyncSession,
+        repository: ThreadRepository,
+        accounts: AccountService,
+        memories: MemoryService,
+        tenant_id: str,
+        on_append: AppendHook | None = None,
+    ) -> None:
+        self._session = session
+        self._repository = repository
+        self._accounts = accounts
+        self._memories = memories
+        self._tenant_id = tenant_id
+        self._on_append = on_append
+
+    async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
+        await self._accounts.ensure_user(user_id)
+        thread = await self._repository.add(
+            Thread(
+                tenant_id=self._tenant_id,
+                user_id=user_id,
+                title=request.title,
+                metadata_=request.metadata,
+            )
+        )
+        return ThreadRead.model_validate(thread)
+
+    async def load(self, user_id: str, thread_id: uuid.UUID, *, lock: bool = False) -> Thread:
+        thread = await self._repository.get(user_id, thread_id, lock=lock)
+        if thread is None:
+            raise ThreadNotFound(f"No thread {thread_id} here.")
+        return thread
+
+    async def get(self, user_id: str, thread_id: uuid.UUID) -> ThreadRead:
+        return ThreadRead.model_validate(await self.load(user_id, thread_id))
+
+    async def list_page(self, user_id: str, *, cursor: str | None, limit: int) -> Page[ThreadRead]:
+        # Most recent activity first: the cursor holds (updated_at, id).
+        threads = await self._repository.list_page(
+            user_id, after=decode_newest_first_cursor(cursor), limit=limit + 1
+        )
+        return Page[ThreadRead](
+            items=[ThreadRead.model_validate(t) for t in threads[:limit]],
+            next_cursor=newest_first_cursor(threads, limit, time_field="updated_at"),
+        )
+
+    async def update(self, user_id: str, thread_id: uuid.UUID, change: ThreadUpdate) -> ThreadRead:
+        await self.load(user_id, thread_id, lock=True)
+        values: dict[str, Any] = {}
+        if "title" in change.model_fields_set:
+            values["title"] = change.title
+        if "metadata" in change.model_fields_set:
+            values["metadata_"] = change.metadata or {}
+        return ThreadRead.model_validate(await self._repository.update(thread_id, values))
+
+    async def delete(self, user_id: str, thread_id: uuid.UUID, *, with_memories: bool) -> None:
+        await self.load(user_id, thread_id, lock=True)
+        if with_memories:
+            await self._memories.forget_thread(user_id, thread_id)
+        await self._repository.delete(thread_id)
+
+    async def append(
+        self, user_id: str, thread_id: uuid.UUID, messages: list[MessageIn]
+    ) -> MessagesAppended:
+        """Store messages in order, in this request's transaction, before anything else.
+
+        The thread row lock serialises appends, so positions stay gap-free. A message whose
+        client_message_id is already stored is not stored again: the stored one comes back.
+        """
+        await self.load(user_id, thread_id, lock=True)
+        client_ids = [m.client_message_id for m in messages if m.client_message_id]
+        known = await self._repository.messages_by_client_ids(thread_id, client_ids)
+        next_seq = await self._repository.next_seq(thread_id)
+        rows: list[dict[str, Any]] = []
+        seen_in_request: set[str] = set()
+        for message in messages:
+            client_id = message.client_message_id
+            if client_id is not None and (client_id in known or client_id in seen_in_request):
+                continue
+            if client_id is not None:
+                seen_in_request.add(client_id)
+            rows.append(
+                {
+                    "thread_id": thread_id,
+                    "user_id": user_id,
+                    "seq": next_seq + len(rows),
+                    "role": message.role,
+                    "content": message.content,
+                    "tool_calls": message.tool_calls,
+                    "client_message_id": client_id,
+                    "metadata_": message.metadata,
+                }
+            )
+        inserted = await self._repository.insert_messages(rows) if rows else []
+        by_client_id = {
+            **known,
+            **{m.client_message_id: m for m in inserted if m.client_message_id},
+        }
+        fresh = iter(inserted)
+        result: list[Message] = []
+        for message in messages:
+            if message.client_message_id is not None:
+                result.append(by_client_id[message.client_message_id])
+            else:
+                result.append(next(fresh))
+        if inserted:
+            await self._repository.update(thread_id, {"last_message_at": inserted[-1].created_at})
+            if self._on_append is not None:
+                await self._on_append(self._session, self._tenant_id, thread_id)
+        return MessagesAppended(
+            items=await self._with_labels(thread_id, result),
+            duplicates=len(messages) - len(inserted),
+        )
+
+    async def messages(
+        self,
+        user_id: str,
+        thread_id: uuid.UUID,
+        *,
+        cursor: str | None,
+        limit: int,
+        labels: list[int] | None,
+    ) -> MessagePage:
+        await self.load(user_id, thread_id)
+        if labels:
+            turns = await self._repository.messages_of_turns(thread_id, labels)
+            return MessagePage(items=await self._with_labels(thread_id, turns))
+        after_seq = int(decode_cursor(cursor, arity=1)[0]) if cursor is not None else None
+        rows = await self._repository.list_messages(thread_id, after_seq=after_seq, limit=limit + 1)
+        next_cursor = encode_cursor([rows[limit - 1].seq]) if len(rows) > limit else None
+        return MessagePage(
+            items=await self._with_labels(thread_id, rows[:limit]), next_cursor=next_cursor
+        )
+
+    async def _with_labels(
+        self, thread_id: uuid.UUID, messages: list[Message]
+    ) -> list[MessageRead]:
+        labels = await self._repository.labels_for(
+            thread_id, [m.seq for m in messages if m.role == "user"]
+        )
+        return [
+            MessageRead.model_validate(m).model_copy(
+                update={"label": f"#{labels[m.id]}" if m.id in labels else None}
+            )
+            for m in messages
+        ]

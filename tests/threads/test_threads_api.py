@@ -1,0 +1,245 @@
+"""Threads and messages: ordered, never lost, idempotent, labelled, private, deletable."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from httpx import AsyncClient
+
+from service.config import Settings
+from tests.conftest import assert_problem, bearer, new_tenant
+
+
+async def start_thread(client: AsyncClient, headers: dict[str, str], **body: Any) -> str:
+    response = await client.post("/v1/users/me/threads", headers=headers, json=body)
+    assert response.status_code == 201, response.text
+    thread_id: str = response.json()["id"]
+    return thread_id
+
+
+async def append(
+    client: AsyncClient, headers: dict[str, str], thread_id: str, *messages: dict[str, Any]
+) -> dict[str, Any]:
+    response = await client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={"messages": list(messages)},
+    )
+    assert response.status_code == 201, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def turn(role: str, content: str, **extra: Any) -> dict[str, Any]:
+    return {"role": role, "content": content, **extra}
+
+
+async def test_thread_lifecycle(client: AsyncClient, settings: Settings, tenant: str) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers, title="Trip planning", metadata={"app": "x"})
+    got = (await client.get(f"/v1/users/me/threads/{thread_id}", headers=headers)).json()
+    assert (got["title"], got["metadata"], got["user_id"]) == (
+        "Trip planning",
+        {"app": "x"},
+        "alice",
+    )
+    renamed = await client.patch(
+        f"/v1/users/me/threads/{thread_id}", headers=headers, json={"title": "Lisbon trip"}
+    )
+    assert renamed.json()["title"] == "Lisbon trip"
+    assert (
+        await client.delete(f"/v1/users/me/threads/{thread_id}", headers=headers)
+    ).status_code == 204
+    assert_problem(
+        await client.get(f"/v1/users/me/threads/{thread_id}", headers=headers), 404, "NOT_FOUND"
+    )
+
+
+async def test_threads_list_most_recent_activity_first(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    first = await start_thread(client, headers, title="first")
+    second = await start_thread(client, headers, title="second")
+    await append(client, headers, first, turn("user", "bump"))
+    page = (await client.get("/v1/users/me/threads?limit=1", headers=headers)).json()
+    assert [t["id"] for t in page["items"]] == [first]
+    rest = (
+        await client.get(
+            f"/v1/users/me/threads?limit=1&cursor={page['next_cursor']}", headers=headers
+        )
+    ).json()
+    assert [t["id"] for t in rest["items"]] == [second]
+    assert rest["next_cursor"] is None
+
+
+async def test_messages_keep_order_roles_and_human_turn_labels(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    appended = await append(
+        client,
+        headers,
+        thread_id,
+        turn("system", "be nice"),
+        turn("human", "hi"),
+        turn("ai", "hello!"),
+        turn("user", "book a table"),
+        turn("assistant", "", tool_calls=[{"id": "c1", "name": "book", "arguments": "{}"}]),
+        turn("tool", "booked"),
+        turn("assistant", "done"),
+    )
+    items = appended["items"]
+    assert [m["seq"] for m in items] == list(range(7))
+    assert [m["role"] for m in items] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert [m["label"] for m in items] == [None, "#1", None, "#2", None, None, None]
+    assert items[4]["tool_calls"][0]["name"] == "book"
+    more = await append(client, headers, thread_id, turn("user", "thanks"))
+    assert (more["items"][0]["seq"], more["items"][0]["label"]) == (7, "#3")
+    second_turn = (
+        await client.get(f"/v1/users/me/threads/{thread_id}/messages?label=2", headers=headers)
+    ).json()["items"]
+    assert [m["content"] for m in second_turn] == ["book a table", "", "booked", "done"]
+    page = (
+        await client.get(f"/v1/users/me/threads/{thread_id}/messages?limit=3", headers=headers)
+    ).json()
+    rest = (
+        await client.get(
+            f"/v1/users/me/threads/{thread_id}/messages?cursor={page['next_cursor']}",
+            headers=headers,
+        )
+    ).json()
+    assert [m["seq"] for m in page["items"] + rest["items"]] == list(range(8))
+
+
+async def test_appends_are_idempotent_by_client_id_and_by_key(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    first = await append(
+        client,
+        headers,
+        thread_id,
+        turn("user", "a", client_message_id="m1"),
+        turn("assistant", "b", client_message_id="m2"),
+    )
+    again = await append(
+        client,
+        headers,
+        thread_id,
+        turn("user", "a", client_message_id="m1"),
+        turn("assistant", "b", client_message_id="m2"),
+        turn("user", "c", client_message_id="m3"),
+    )
+    assert again["duplicates"] == 2
+    assert [m["id"] for m in again["items"][:2]] == [m["id"] for m in first["items"]]
+    assert again["items"][2]["seq"] == 2
+    keyed = {**headers, "Idempotency-Key": "append-1"}
+    url = f"/v1/users/me/threads/{thread_id}/messages"
+    body = {"messages": [turn("user", "d")]}
+    one = await client.post(url, headers=keyed, json=body)
+    two = await client.post(url, headers=keyed, json=body)
+    assert one.json() == two.json()
+    listed = (await client.get(url, headers=headers)).json()["items"]
+    assert [m["content"] for m in listed] == ["a", "b", "c", "d"]
+
+
+async def test_concurrent_appends_get_gap_free_positions(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    await asyncio.gather(
+        *(
+            append(client, headers, thread_id, turn("user", f"m{i}"), turn("assistant", f"r{i}"))
+            for i in range(6)
+        )
+    )
+    listed = (
+        await client.get(f"/v1/users/me/threads/{thread_id}/messages", headers=headers)
+    ).json()["items"]
+    assert [m["seq"] for m in listed] == list(range(12))
+    for user_message, reply in zip(listed[::2], listed[1::2], strict=True):
+        assert reply["content"] == "r" + user_message["content"][1:]
+
+
+async def test_bad_messages_are_refused_and_nothing_is_stored(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    url = f"/v1/users/me/threads/{thread_id}/messages"
+    refused = await client.post(
+        url, headers=headers, json={"messages": [turn("user", "fine"), turn("wizard", "nope")]}
+    )
+    assert_problem(refused, 422, "VALIDATION_FAILED")
+    assert (await client.get(url, headers=headers)).json()["items"] == []
+
+
+async def test_cascade_delete_forgets_memories_from_the_thread_only(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    other_thread = await start_thread(client, headers)
+    for text, source in (
+        ("From the thread", thread_id),
+        ("From elsewhere", other_thread),
+        ("No provenance", None),
+    ):
+        body: dict[str, Any] = {"text": text}
+        if source:
+            body["source_thread_id"] = source
+        assert (
+            await client.post("/v1/users/me/memories", headers=headers, json=body)
+        ).status_code == 201
+    plain = await client.delete(f"/v1/users/me/threads/{other_thread}", headers=headers)
+    assert plain.status_code == 204
+    cascaded = await client.delete(
+        f"/v1/users/me/threads/{thread_id}?cascade=memories", headers=headers
+    )
+    assert cascaded.status_code == 204
+    remaining = (await client.get("/v1/users/me/memories", headers=headers)).json()["items"]
+    assert sorted(m["text"] for m in remaining) == ["From elsewhere", "No provenance"]
+    bad = await client.delete(
+        f"/v1/users/me/threads/{other_thread}?cascade=everything", headers=headers
+    )
+    assert_problem(bad, 422, "VALIDATION_FAILED")
+
+
+async def test_other_users_and_tenants_get_404(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    owner = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, owner)
+    await append(client, owner, thread_id, turn("user", "secret plans"))
+    base = f"/v1/users/alice/threads/{thread_id}"
+    calls = [
+        ("GET", base, None),
+        ("PATCH", base, {"title": "x"}),
+        ("DELETE", base, None),
+        ("GET", f"{base}/messages", None),
+        ("POST", f"{base}/messages", {"messages": [turn("user", "planted")]}),
+    ]
+    bob = bearer(settings, tenant, "bob")
+    foreign_service = bearer(settings, new_tenant(), "agent", service=True)
+    for headers in (bob, foreign_service):
+        for method, url, body in calls:
+            assert_problem(
+                await client.request(method, url, json=body, headers=headers), 404, "NOT_FOUND"
+            )
+    assert_problem(await client.get("/v1/users/alice/threads", headers=bob), 404, "NOT_FOUND")
+    service = bearer(settings, tenant, "agent", service=True)
+    messages = (await client.get(f"{base}/messages", headers=service)).json()["items"]
+    assert [m["content"] for m in messages] == ["secret plans"]
