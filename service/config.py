@@ -104,6 +104,9 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(default=30, gt=0)
     llm_max_retries: int = Field(default=2, ge=0)
 
+    # --- context ---------------------------------------------------------------------------------
+    context_budget_tokens: int = Field(default=1200, ge=32, le=32_000)
+
     # --- threads --------------------------------------------------------------------------------
     # K of seed 000: summarise in windows of K messages; below 1 switches summaries off.
     thread_summary_keep_recent: int = 10

@@ -15,6 +15,7 @@ from service.api_keys.router import router as api_keys_router
 from service.auth.authenticator import Authenticator
 from service.auth.tokens import TokenVerifier
 from service.config import Settings, get_settings
+from service.context.router import router as context_router
 from service.db import (
     assert_runtime_role_is_unprivileged,
     create_engine,
@@ -120,4 +121,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(user_profile_router)
     app.include_router(org_profile_router)
     app.include_router(threads_router)
+    app.include_router(context_router)
     return app

@@ -453,15 +453,25 @@ class MemoryService:
 
     # --- search ------------------------------------------------------------------------------
 
-    async def search(self, user_id: str, request: SearchRequest) -> SearchResponse:
+    async def embed_query(self, query: str) -> list[float] | None:
+        """The query's vector, or None when the embedder is down (search goes lexical)."""
+        with tracer.start_as_current_span("memories.embed_query"):
+            try:
+                return await self._embedder.embed_query(query)
+            except EmbedderUnavailable:
+                return None
+
+    async def search(
+        self,
+        user_id: str,
+        request: SearchRequest,
+        *,
+        query_embedding: list[float] | None = None,
+    ) -> SearchResponse:
+        """Hybrid search; pass `query_embedding` to reuse one embedding across searches."""
         settings = self._settings
-        query_embedding: list[float] | None = None
-        if request.mode != "lexical":
-            with tracer.start_as_current_span("memories.embed_query"):
-                try:
-                    query_embedding = await self._embedder.embed_query(request.query)
-                except EmbedderUnavailable:
-                    query_embedding = None
+        if request.mode != "lexical" and query_embedding is None:
+            query_embedding = await self.embed_query(request.query)
         use_vector = request.mode != "lexical" and query_embedding is not None
         use_lexical = request.mode != "vector" or query_embedding is None
         with_mmr = request.mmr_lambda is not None and use_vector

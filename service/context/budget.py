@@ -1,0 +1,113 @@
+"""Fitting memory into a token budget: sections with ceilings, whole items, nothing over.
+
+Pure functions over rendered lines, so the rules can be tested apart from retrieval:
+- every section gets a ceiling proportional to its weight among the sections that still have
+  candidates, so what an empty (or modest) section leaves flows on to the ones after it;
+- a second pass offers what is still unspent to items skipped in the first, in section order;
+- items are taken whole or not at all, best first (or newest first, for a conversation);
+- the final text is counted again and trimmed until it fits, because a BPE tokenizer's count of
+  a joined text need not equal the sum of its parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+ItemT = TypeVar("ItemT")
+
+
+@dataclass
+class Candidate(Generic[ItemT]):
+    line: str
+    item: ItemT
+    # Position in the rendered section (e.g. a message's seq); selection order is list order.
+    render_key: float = 0.0
+
+
+@dataclass
+class SectionDraft(Generic[ItemT]):
+    name: str
+    title: str
+    weight: float
+    candidates: list[Candidate[ItemT]]
+    # Optional wrapper lines around the items (e.g. "<memory>" … "</memory>").
+    opening: str | None = None
+    closing: str | None = None
+    chosen: list[Candidate[ItemT]] = field(default_factory=list)
+
+    def render(self) -> str:
+        if not self.chosen:
+            return ""
+        lines = [f"## {self.title}"]
+        if self.opening:
+            lines.append(self.opening)
+        lines.extend(c.line for c in sorted(self.chosen, key=lambda c: c.render_key))
+        if self.closing:
+            lines.append(self.closing)
+        return "\n".join(lines)
+
+    @property
+    def omitted(self) -> int:
+        return len(self.candidates) - len(self.chosen)
+
+
+def render_block(header: str, sections: list[SectionDraft[ItemT]]) -> str:
+    parts = [section.render() for section in sections]
+    body = "\n\n".join(part for part in parts if part)
+    return f"{header}\n\n{body}" if body else ""
+
+
+def fit(
+    header: str,
+    sections: list[SectionDraft[ItemT]],
+    budget: int,
+    count: Callable[[str], int],
+) -> str:
+    """Choose items into `sections` (in place) and return the rendered text (≤ budget tokens)."""
+    separator = count("\n\n")
+    remaining = budget - count(header) - separator
+    if remaining <= 0:
+        return ""
+
+    def overhead(section: SectionDraft[ItemT]) -> int:
+        wrappers = [w for w in (section.opening, section.closing) if w]
+        return count(f"## {section.title}") + sum(count(w) + 1 for w in wrappers) + separator
+
+    def take(section: SectionDraft[ItemT], allowance: int) -> int:
+        spent = 0
+        taken = {id(chosen) for chosen in section.chosen}
+        for candidate in section.candidates:
+            if id(candidate) in taken:
+                continue
+            cost = count(candidate.line) + 1  # its newline
+            if not section.chosen:
+                cost += overhead(section)
+            if spent + cost <= allowance:
+                section.chosen.append(candidate)
+                spent += cost
+        return spent
+
+    live = [s for s in sections if s.candidates]
+    weight_left = sum(s.weight for s in live)
+    for section in live:
+        ceiling = int(remaining * section.weight / weight_left) if weight_left else remaining
+        weight_left -= section.weight
+        remaining -= take(section, ceiling)
+    for section in live:
+        remaining -= take(section, remaining)
+
+    text = render_block(header, sections)
+    while text and count(text) > budget:
+        _drop_least_valuable(sections)
+        text = render_block(header, sections)
+    return text
+
+
+def _drop_least_valuable(sections: list[SectionDraft[ItemT]]) -> None:
+    """Drop the last-chosen item of the last section that has any (the lowest priority)."""
+    for section in reversed(sections):
+        if section.chosen:
+            section.chosen.pop()
+            return

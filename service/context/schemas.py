@@ -1,0 +1,75 @@
+"""Request and response models of the context endpoint."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.memories.schemas import ComponentScores
+
+SectionName = Literal["org", "profile", "procedures", "facts", "episodes", "thread"]
+ALL_SECTIONS: tuple[SectionName, ...] = (
+    "org",
+    "profile",
+    "procedures",
+    "facts",
+    "episodes",
+    "thread",
+)
+
+
+class ContextRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(
+        min_length=1, max_length=4000, description="Usually the user's latest message."
+    )
+    thread_id: uuid.UUID | None = Field(
+        default=None, description="Adds the thread's summaries and its recent raw window."
+    )
+    budget_tokens: int | None = Field(
+        default=None, ge=32, le=32_000, description="Default: MNEME_CONTEXT_BUDGET_TOKENS."
+    )
+    k_user: int = Field(default=4, ge=0, le=50, description="Relevant user facts to consider.")
+    k_episodic: int = Field(default=4, ge=0, le=50, description="Episodic hints to consider.")
+    k_org: int = Field(default=4, ge=0, le=50, description="Organization memories to consider.")
+    include: list[SectionName] = Field(default_factory=lambda: list(ALL_SECTIONS))
+    format: Literal["text", "json", "both"] = "both"
+    encoding: str = Field(default="cl100k_base", max_length=64, description="tiktoken encoding.")
+    include_proposed: bool = Field(
+        default=False, description="Also use facts still awaiting review (lifecycle proposed)."
+    )
+    mmr_lambda: float = Field(
+        default=0.7, ge=0, le=1, description="Relevance vs. diversity when picking memories."
+    )
+
+
+class ContextItem(BaseModel):
+    id: str | None = Field(description="Memory or message id; null for profile keys.")
+    kind: str
+    text: str
+    tokens: int
+    scores: ComponentScores | None = None
+
+
+class ContextSection(BaseModel):
+    name: SectionName
+    title: str
+    items: list[ContextItem]
+    omitted: int = Field(description="Candidates left out for budget reasons.")
+
+
+class ContextResponse(BaseModel):
+    text: str | None = Field(
+        description="One block ready for a system message; null if format=json."
+    )
+    sections: list[ContextSection] | None = Field(description="Null if format=text.")
+    token_count: int
+    budget_tokens: int
+    encoding: str
+    omitted: dict[str, int] = Field(description="Per section, candidates left out for budget.")
+    summarization: Literal["on", "off"] | None = Field(
+        default=None, description="With a thread: whether its older turns are being summarised."
+    )

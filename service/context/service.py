@@ -1,0 +1,286 @@
+"""The context block: what an agent puts in its prompt before each model call.
+
+Sections, in priority order: organization memory, the user's profile, procedural
+instructions (the user's slot over the org's), relevant facts, episodic hints and — with a
+thread — its summaries and recent raw turns. Each retrieves its own candidates (hybrid search
+with MMR; one query embedding shared by all), then `budget.fit` chooses whole items within the
+token budget. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from service.context.budget import Candidate, SectionDraft, fit
+from service.context.schemas import (
+    ContextItem,
+    ContextRequest,
+    ContextResponse,
+    ContextSection,
+    SectionName,
+)
+from service.kit.token_counting import count_tokens, encoding_for
+from service.memories.schemas import ComponentScores, SearchRequest
+from service.memories.service import PROCEDURE_SLOTS, MemoryService
+from service.observability import tracer
+from service.profile.service import ProfileService
+
+HEADER = (
+    "You have long-term memory about this user and earlier conversations. Use it when it is "
+    "relevant; do not mention it unless asked, and prefer what the user says now over it."
+)
+
+# Share of the budget each section may claim (leftovers flow to later sections).
+SECTION_WEIGHTS: dict[SectionName, float] = {
+    "org": 1.0,
+    "profile": 1.0,
+    "procedures": 1.0,
+    "facts": 2.0,
+    "episodes": 1.5,
+    "thread": 3.0,
+}
+TITLES: dict[SectionName, str] = {
+    "org": "Organization",
+    "profile": "User profile",
+    "procedures": "Instructions",
+    "facts": "Relevant facts about the user",
+    "episodes": "Earlier episodes",
+    "thread": "Earlier in this conversation",
+}
+# Seed 001: bullets for facts, en dashes for episodes, so the model sees the difference.
+EPISODE_DASH = "\u2013"
+SLOT_TITLES = {
+    "style": "Style",
+    "workflow": "Workflow",
+    "safety": "Safety",
+    "task_policies": "Task policies",
+}
+
+
+class ContextItemSource:
+    """What a candidate line stands for, kept for the structured response."""
+
+    def __init__(
+        self, id: str | None, kind: str, text: str, scores: ComponentScores | None = None
+    ) -> None:
+        self.id = id
+        self.kind = kind
+        self.text = text
+        self.scores = scores
+
+
+class ContextBuilder:
+    def __init__(
+        self,
+        memories: MemoryService,
+        profiles: ProfileService,
+        default_budget: int,
+    ) -> None:
+        self._memories = memories
+        self._profiles = profiles
+        self._default_budget = default_budget
+
+    async def build(self, user_id: str, request: ContextRequest) -> ContextResponse:
+        budget = request.budget_tokens or self._default_budget
+        encoding = encoding_for(request.encoding).name
+
+        def count(text: str) -> int:
+            return count_tokens(text, request.encoding)
+
+        wanted = set(request.include)
+        drafts: list[SectionDraft[ContextItemSource]] = []
+        with tracer.start_as_current_span("context.retrieve"):
+            needs_search = wanted & {"org", "facts", "episodes"}
+            query_embedding = (
+                await self._memories.embed_query(request.query) if needs_search else None
+            )
+            if "org" in wanted:
+                drafts.append(await self._org(user_id, request, query_embedding))
+            if "profile" in wanted:
+                drafts.append(await self._profile(user_id))
+            if "procedures" in wanted:
+                drafts.append(await self._procedures(user_id))
+            if "facts" in wanted:
+                drafts.append(
+                    await self._memory_section(
+                        "facts",
+                        user_id,
+                        request,
+                        query_embedding,
+                        "semantic",
+                        request.k_user,
+                        bullet="•",
+                    )
+                )
+            if "episodes" in wanted:
+                drafts.append(
+                    await self._memory_section(
+                        "episodes",
+                        user_id,
+                        request,
+                        query_embedding,
+                        "episodic",
+                        request.k_episodic,
+                        bullet=EPISODE_DASH,
+                    )
+                )
+        with tracer.start_as_current_span("context.assemble") as span:
+            text = fit(HEADER, drafts, budget, count)
+            token_count = count(text) if text else 0
+            span.set_attribute("mneme.context.tokens", token_count)
+            span.set_attribute("mneme.context.budget", budget)
+
+        sections = [
+            ContextSection(
+                name=_section_name(draft.name),
+                title=draft.title,
+                items=[
+                    ContextItem(
+                        id=c.item.id,
+                        kind=c.item.kind,
+                        text=c.item.text,
+                        tokens=count(c.line),
+                        scores=c.item.scores,
+                    )
+                    for c in sorted(draft.chosen, key=lambda c: c.render_key)
+                ],
+                omitted=draft.omitted,
+            )
+            for draft in drafts
+            if draft.chosen
+        ]
+        return ContextResponse(
+            text=text if request.format in ("text", "both") else None,
+            sections=sections if request.format in ("json", "both") else None,
+            token_count=token_count,
+            budget_tokens=budget,
+            encoding=encoding,
+            omitted={draft.name: draft.omitted for draft in drafts if draft.omitted},
+        )
+
+    async def _search(
+        self,
+        user_id: str,
+        request: ContextRequest,
+        query_embedding: list[float] | None,
+        *,
+        scopes: list[str],
+        kinds: list[str],
+        limit: int,
+    ) -> list[Any]:
+        if limit == 0:
+            return []
+        lifecycles = ["confirmed", "proposed"] if request.include_proposed else ["confirmed"]
+        search = SearchRequest.model_validate(
+            {
+                "query": request.query,
+                "scopes": scopes,
+                "kinds": kinds,
+                "lifecycles": lifecycles,
+                "limit": limit,
+                "mmr_lambda": request.mmr_lambda,
+            }
+        )
+        result = await self._memories.search(user_id, search, query_embedding=query_embedding)
+        return list(result.hits)
+
+    async def _org(
+        self, user_id: str, request: ContextRequest, query_embedding: list[float] | None
+    ) -> SectionDraft[ContextItemSource]:
+        candidates: list[Candidate[ContextItemSource]] = []
+        org_profile = (await self._profiles.read(None)).body.profile
+        for key, value in org_profile.items():
+            text = f"{key}: {_compact(value)}"
+            candidates.append(Candidate(f"• {text}", ContextItemSource(None, "profile", text)))
+        hits = await self._search(
+            user_id,
+            request,
+            query_embedding,
+            scopes=["org"],
+            kinds=["semantic"],
+            limit=request.k_org,
+        )
+        candidates.extend(_hit_candidates(hits, "•", offset=len(candidates)))
+        return SectionDraft("org", TITLES["org"], SECTION_WEIGHTS["org"], candidates)
+
+    async def _profile(self, user_id: str) -> SectionDraft[ContextItemSource]:
+        profile = (await self._profiles.read(user_id)).body.profile
+        candidates = [
+            Candidate(
+                f"{key}: {_compact(value)}",
+                ContextItemSource(None, "profile", f"{key}: {_compact(value)}"),
+                render_key=index,
+            )
+            for index, (key, value) in enumerate(profile.items())
+        ]
+        return SectionDraft(
+            "profile",
+            TITLES["profile"],
+            SECTION_WEIGHTS["profile"],
+            candidates,
+            opening="<memory>",
+            closing="</memory>",
+        )
+
+    async def _procedures(self, user_id: str) -> SectionDraft[ContextItemSource]:
+        own = await self._memories.procedures(user_id)
+        org = await self._memories.procedures(None)
+        candidates: list[Candidate[ContextItemSource]] = []
+        for index, slot in enumerate(PROCEDURE_SLOTS):
+            chosen = getattr(own, slot) or getattr(org, slot)
+            if chosen is None:
+                continue
+            text = f"{SLOT_TITLES[slot]}: {chosen.text}"
+            candidates.append(
+                Candidate(
+                    f"- {text}",
+                    ContextItemSource(str(chosen.memory_id), "procedural", text),
+                    render_key=index,
+                )
+            )
+        return SectionDraft(
+            "procedures", TITLES["procedures"], SECTION_WEIGHTS["procedures"], candidates
+        )
+
+    async def _memory_section(
+        self,
+        name: SectionName,
+        user_id: str,
+        request: ContextRequest,
+        query_embedding: list[float] | None,
+        kind: str,
+        limit: int,
+        *,
+        bullet: str,
+    ) -> SectionDraft[ContextItemSource]:
+        hits = await self._search(
+            user_id, request, query_embedding, scopes=["user"], kinds=[kind], limit=limit
+        )
+        return SectionDraft(
+            name, TITLES[name], SECTION_WEIGHTS[name], _hit_candidates(hits, bullet)
+        )
+
+
+def _hit_candidates(
+    hits: list[Any], bullet: str, offset: int = 0
+) -> list[Candidate[ContextItemSource]]:
+    return [
+        Candidate(
+            f"{bullet} {hit.memory.text}",
+            ContextItemSource(str(hit.memory.id), hit.memory.kind, hit.memory.text, hit.scores),
+            render_key=offset + rank,
+        )
+        for rank, hit in enumerate(hits)
+    ]
+
+
+def _compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _section_name(name: str) -> SectionName:
+    for candidate in TITLES:
+        if candidate == name:
+            return candidate
+    raise ValueError(name)

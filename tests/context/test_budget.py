@@ -1,0 +1,77 @@
+"""The budget rules on their own: ceilings, leftovers flowing on, whole items, never over."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from service.context.budget import Candidate, SectionDraft, fit
+from service.kit.token_counting import count_tokens
+
+HEADER = "You have memory."
+
+
+def section(name: str, lines: list[str], weight: float = 1.0) -> SectionDraft[str]:
+    return SectionDraft(
+        name,
+        name.title(),
+        weight,
+        [Candidate(line, line, render_key=i) for i, line in enumerate(lines)],
+    )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_budgets_and_corpora_never_exceed_the_budget(seed: int) -> None:
+    rng = random.Random(seed)
+    words = ["tea", "lisbon", "ünïcode", "42", "hiking", "🙂", "the", "meeting", "<memory>"]
+    sections = [
+        section(
+            f"s{i}",
+            [" ".join(rng.choices(words, k=rng.randint(1, 40))) for _ in range(rng.randint(0, 12))],
+            weight=rng.uniform(0.5, 3),
+        )
+        for i in range(rng.randint(1, 6))
+    ]
+    budget = rng.randint(8, 600)
+    text = fit(HEADER, sections, budget, count_tokens)
+    assert count_tokens(text) <= budget
+    for draft in sections:
+        chosen_lines = {c.line for c in draft.chosen}
+        for line in chosen_lines:
+            assert line in text  # whole items only
+        if not draft.chosen:
+            assert f"## {draft.title}\n" not in text  # empty sections vanish
+
+
+def test_leftover_of_an_empty_or_small_section_flows_to_the_next() -> None:
+    small = section("small", ["one short fact"])
+    big = section("big", [f"a longer remembered episode number {i}" for i in range(30)])
+    alone = section("big", [f"a longer remembered episode number {i}" for i in range(30)])
+    fit(HEADER, [section("empty", []), small, big], 200, count_tokens)
+    fit(HEADER, [alone], 200, count_tokens)
+    assert len(small.chosen) == 1
+    assert len(big.chosen) >= len(alone.chosen) - 2
+
+
+def test_items_are_taken_best_first_and_rendered_in_render_order() -> None:
+    draft = SectionDraft(
+        "thread",
+        "Thread",
+        1.0,
+        [
+            Candidate("newest turn", "c", render_key=3),
+            Candidate("older turn", "b", render_key=2),
+            Candidate("oldest turn " * 40, "a", render_key=1),
+        ],
+    )
+    text = fit(HEADER, [draft], 40, count_tokens)
+    assert [c.item for c in draft.chosen] == ["c", "b"]
+    assert text.index("older turn") < text.index("newest turn")
+    assert draft.omitted == 1
+
+
+def test_a_budget_smaller_than_the_header_yields_nothing() -> None:
+    draft = section("facts", ["likes tea"])
+    assert fit(HEADER, [draft], 3, count_tokens) == ""
+    assert draft.chosen == []

@@ -1,0 +1,202 @@
+"""The context endpoint: the right sections, within budget, explained, and nothing leaked."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from httpx import AsyncClient
+
+from service.config import Settings
+from service.kit.token_counting import count_tokens
+from tests.conftest import assert_problem, bearer, new_tenant
+
+
+async def context(
+    client: AsyncClient, headers: dict[str, str], user: str = "me", **body: Any
+) -> dict[str, Any]:
+    response = await client.post(f"/v1/users/{user}/context", headers=headers, json=body)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def remember(
+    client: AsyncClient, headers: dict[str, str], *items: dict[str, Any], org: bool = False
+) -> list[dict[str, Any]]:
+    path = "/v1/org/memories/batch" if org else "/v1/users/me/memories/batch"
+    response = await client.post(path, headers=headers, json={"items": list(items)})
+    assert response.status_code == 201, response.text
+    created: list[dict[str, Any]] = response.json()["items"]
+    return created
+
+
+def section(result: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((s for s in result["sections"] if s["name"] == name), None)
+
+
+async def test_a_new_user_gets_an_empty_block(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    result = await context(client, bearer(settings, tenant, "nobody-yet"), query="hello")
+    assert result["text"] == "" and result["sections"] == [] and result["token_count"] == 0
+
+
+async def test_sections_render_with_scores_and_ids(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    await remember(
+        client, admin, {"text": "Support hours are 9 to 17 CET", "category": "policy"}, org=True
+    )
+    headers = bearer(settings, tenant, "alice", name="Alice")
+    facts = await remember(
+        client,
+        headers,
+        {"text": "Alice is vegetarian"},
+        {"text": "Had dinner at a ramen place in Kyoto", "kind": "episodic"},
+    )
+    await client.patch(
+        "/v1/users/me/profile",
+        headers={**headers, "Content-Type": "application/json-patch+json"},
+        json=[{"op": "add", "path": "/timezone", "value": "Europe/Lisbon"}],
+    )
+    await client.put("/v1/org/procedures", headers=admin, json={"style": "Be formal"})
+    await client.put("/v1/users/me/procedures", headers=headers, json={"style": "Be brief"})
+    result = await context(client, headers, query="what should we eat for dinner")
+    text = result["text"]
+    assert text.startswith("You have long-term memory")
+    assert "## Organization\n• Support hours are 9 to 17 CET" in text
+    assert "<memory>\nname: Alice\ntimezone: Europe/Lisbon\n</memory>" in text
+    assert "- Style: Be brief" in text and "Be formal" not in text  # the user's slot wins
+    assert "• Alice is vegetarian" in text
+    assert "\u2013 Had dinner at a ramen place in Kyoto" in text
+    fact_item = section(result, "facts")["items"][0]  # type: ignore[index]
+    assert fact_item["id"] == facts[0]["id"]
+    assert fact_item["scores"]["final_score"] > 0
+    assert result["token_count"] == count_tokens(text) <= result["budget_tokens"] == 1200
+
+
+async def test_budget_is_never_exceeded_and_items_are_whole(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    rng = random.Random(3)
+    topics = ["coffee", "travel", "work", "music", "family", "sport"]
+    await remember(
+        client,
+        headers,
+        *[
+            {
+                "text": f"{rng.choice(topics)} note {i}: " + " ".join(rng.choices(topics, k=12)),
+                "kind": rng.choice(["semantic", "episodic"]),
+            }
+            for i in range(40)
+        ],
+    )
+    for budget in [32, 50, 80, 120, 200, 333, 500, 900]:
+        result = await context(
+            client,
+            headers,
+            query="coffee and travel",
+            budget_tokens=budget,
+            k_user=10,
+            k_episodic=10,
+        )
+        assert count_tokens(result["text"]) == result["token_count"] <= budget
+        for item in (i for s in result["sections"] for i in s["items"]):
+            assert item["text"] in result["text"]
+        if budget < 120:
+            assert sum(result["omitted"].values()) > 0
+
+
+async def test_org_memory_reaches_every_user_of_the_tenant_but_no_other_tenant(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    await remember(client, admin, {"text": "Refunds are accepted within 30 days"}, org=True)
+    for user in ("alice", "bob"):
+        result = await context(client, bearer(settings, tenant, user), query="refund policy")
+        assert "Refunds are accepted within 30 days" in result["text"]
+    stranger = await context(client, bearer(settings, new_tenant(), "alice"), query="refund policy")
+    assert "Refunds" not in stranger["text"]
+
+
+async def test_superseded_and_proposed_facts_are_left_out_unless_asked(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    old, _proposed = await remember(
+        client,
+        headers,
+        {"text": "Lives in Lisbon"},
+        {"text": "Might be moving to Berlin", "lifecycle": "proposed", "needs_review": True},
+    )
+    await client.patch(
+        f"/v1/users/me/memories/{old['id']}", headers=headers, json={"lifecycle": "superseded"}
+    )
+    plain = await context(client, headers, query="where does she live")
+    assert "Lisbon" not in plain["text"] and "Berlin" not in plain["text"]
+    asked = await context(client, headers, query="where does she live", include_proposed=True)
+    assert "Might be moving to Berlin" in asked["text"] and "Lisbon" not in asked["text"]
+
+
+async def test_mmr_keeps_near_duplicates_from_filling_the_block(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await remember(
+        client,
+        headers,
+        {"text": "Loves Italian food, especially pasta"},
+        {"text": "Loves Italian food, pasta above all"},
+        {"text": "Really loves Italian food and pasta"},
+        {"text": "Enjoys Japanese ramen on cold days"},
+    )
+    result = await context(
+        client, headers, query="favourite food", k_user=2, mmr_lambda=0.3, include=["facts"]
+    )
+    texts = [i["text"] for i in section(result, "facts")["items"]]  # type: ignore[index]
+    assert len(texts) == 2 and any("ramen" in t for t in texts)
+
+
+async def test_include_and_format_shape_the_response(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await remember(
+        client,
+        headers,
+        {"text": "Plays the cello"},
+        {"text": "Went to a concert", "kind": "episodic"},
+    )
+    only_facts = await context(client, headers, query="music", include=["facts"], format="json")
+    assert only_facts["text"] is None
+    assert [s["name"] for s in only_facts["sections"]] == ["facts"]
+    text_only = await context(client, headers, query="music", format="text")
+    assert text_only["sections"] is None and "Plays the cello" in text_only["text"]
+
+
+async def test_context_is_read_only(client: AsyncClient, settings: Settings, tenant: str) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await remember(client, headers, {"text": "Plays the cello"})
+    before = (await client.get("/v1/users/me/memories", headers=headers)).json()
+    await context(client, headers, query="music")
+    after = (await client.get("/v1/users/me/memories", headers=headers)).json()
+    assert before == after
+
+
+async def test_other_users_and_tenants_get_404(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    await remember(client, bearer(settings, tenant, "alice"), {"text": "Alice's secret"})
+    response = await client.post(
+        "/v1/users/alice/context", json={"query": "secret"}, headers=bearer(settings, tenant, "bob")
+    )
+    assert_problem(response, 404, "NOT_FOUND")
+    foreign = await client.post(
+        "/v1/users/alice/context",
+        json={"query": "secret"},
+        headers=bearer(settings, new_tenant(), "svc", service=True),
+    )
+    assert foreign.status_code == 200 and "secret" not in foreign.json()["text"]
