@@ -353,9 +353,7 @@ class MemoryRepository:
 
     async def from_thread(self, owner: Owner, thread_id: uuid.UUID) -> list[Memory]:
         """The owner's memories whose provenance is the thread, locked for deletion."""
-        statement = (
-            self._owned(owner).where(Memory.source_thread_id == thread_id).with_for_update()
-        )
+        statement = self._owned(owner).where(Memory.source_thread_id == thread_id).with_for_update()
         return list((await self._session.execute(statement)).scalars())
 
     async def update(self, memory_id: uuid.UUID, values: dict[str, Any]) -> Memory:
