@@ -20,6 +20,7 @@ from service.kit.idempotency import IdempotencyStore
 from service.kit.post_commit import BackgroundRunner, PostCommitTasks
 from service.memories.embedding import EmbeddingBackfill
 from service.observability import Metrics
+from service.providers.llm import ChatModel
 
 
 @dataclass
@@ -34,6 +35,7 @@ class AppState:
     schema_head: str | None
     embedding_backfill: EmbeddingBackfill
     background: BackgroundRunner
+    chat_model: ChatModel | None
 
 
 def get_state(request: Request) -> AppState:

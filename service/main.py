@@ -24,6 +24,7 @@ from service.db import (
 )
 from service.dependencies import AppState
 from service.errors import install_problem_handlers
+from service.jobs import THREAD_SUMMARY_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
@@ -34,8 +35,10 @@ from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
 from service.providers import build_embedder, embedder_config_from_settings
+from service.providers.llm import build_chat_model
 from service.rate_limits import RateLimitMiddleware
 from service.threads.router import router as threads_router
+from service.threads.summaries import thread_summary_job
 
 logger = logging.getLogger("mneme")
 
@@ -69,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     await owner_engine.dispose()
             engine = create_engine(target.urls.runtime, settings)
             embedder = build_embedder(embedder_config_from_settings(settings))
+            chat_model = build_chat_model(settings)
             background = BackgroundRunner()
             try:
                 await assert_runtime_role_is_unprivileged(engine)
@@ -87,11 +91,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     schema_head=db_migrations.head_revision(settings),
                     embedding_backfill=EmbeddingBackfill(embedder, sessionmaker),
                     background=background,
+                    chat_model=chat_model,
                 )
+                jobs = JobWorker(
+                    settings,
+                    engine,
+                    {THREAD_SUMMARY_JOB: thread_summary_job(sessionmaker, chat_model, settings)},
+                )
+                await jobs.start()
                 logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
-                yield
+                try:
+                    yield
+                finally:
+                    await jobs.stop()
                 await background.drain()
             finally:
+                if chat_model is not None:
+                    await chat_model.aclose()
                 await embedder.aclose()
                 await engine.dispose()
         finally:

@@ -64,6 +64,9 @@ def make_settings(cluster: EmbeddedCluster, **overrides: Any) -> _TestSettings:
         "jwt_hs256_secret": SecretStr(TEST_SECRET),
         "rate_limit_default": "10000/minute",
         "db_pool_size": 5,
+        # Apps under test run no job worker unless a test asks for one: a worker of another
+        # app sharing the database would otherwise take that test's jobs.
+        "jobs_enabled": False,
     }
     values.update(overrides)
     return _TestSettings(_env_file=None, **values)

@@ -11,3 +11,8 @@ class SummarizationDisabled(ServiceUnavailable):
     status = 409
     title = "Summarization is off"
     code = "SUMMARIZATION_DISABLED"
+
+
+class SummarizerUnavailable(ServiceUnavailable):
+    title = "The summarization model is unavailable"
+    code = "LLM_UNAVAILABLE"

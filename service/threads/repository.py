@@ -10,7 +10,7 @@ from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.threads.models import Message, Thread
+from service.threads.models import Message, Thread, ThreadSummary
 
 MESSAGES_WITH_LABELS_SQL = text(
     """
@@ -164,3 +164,48 @@ class ThreadRepository:
             )
         ).all()
         return {row.id: int(row.label) for row in rows}
+
+    async def summaries(self, thread_id: uuid.UUID) -> list[ThreadSummary]:
+        statement = (
+            select(ThreadSummary)
+            .where(ThreadSummary.tenant_id == self._tenant_id, ThreadSummary.thread_id == thread_id)
+            .order_by(ThreadSummary.sequence)
+        )
+        return list((await self._session.execute(statement)).scalars())
+
+    async def delete_summaries(self, thread_id: uuid.UUID) -> int:
+        statement = (
+            delete(ThreadSummary)
+            .where(ThreadSummary.tenant_id == self._tenant_id, ThreadSummary.thread_id == thread_id)
+            .returning(ThreadSummary.id)
+            .execution_options(synchronize_session=False)
+        )
+        return len((await self._session.execute(statement)).all())
+
+    async def nth_latest_human_seq(self, thread_id: uuid.UUID, n: int) -> int | None:
+        """The position of the n-th most recent human message (n ≥ 1), if there are n."""
+        statement = (
+            select(Message.seq)
+            .where(
+                Message.tenant_id == self._tenant_id,
+                Message.thread_id == thread_id,
+                Message.role == "user",
+            )
+            .order_by(Message.seq.desc())
+            .offset(n - 1)
+            .limit(1)
+        )
+        value = (await self._session.execute(statement)).scalar_one_or_none()
+        return None if value is None else int(value)
+
+    async def messages_from(self, thread_id: uuid.UUID, seq: int) -> list[Message]:
+        statement = (
+            select(Message)
+            .where(
+                Message.tenant_id == self._tenant_id,
+                Message.thread_id == thread_id,
+                Message.seq >= seq,
+            )
+            .order_by(Message.seq)
+        )
+        return list((await self._session.execute(statement)).scalars())

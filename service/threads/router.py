@@ -10,8 +10,9 @@ from pydantic import Field
 
 from service.accounts.repository import AccountRepository
 from service.accounts.service import AccountService
-from service.dependencies import AddressedUserId, CurrentPrincipal, Idempotency, Session
+from service.dependencies import AddressedUserId, CurrentPrincipal, Idempotency, Session, State
 from service.errors import problem_responses
+from service.jobs import enqueue_thread_summary
 from service.kit.idempotency import IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
 from service.memories.router import MemorySvc
@@ -20,11 +21,15 @@ from service.threads.schemas import (
     MessagePage,
     MessagesAppend,
     MessagesAppended,
+    SummariesDeleted,
+    SummarizeResult,
+    SummaryList,
     ThreadCreate,
     ThreadRead,
     ThreadUpdate,
+    ThreadWindow,
 )
-from service.threads.service import ThreadService
+from service.threads.service import Summarizer, ThreadService
 
 router = APIRouter(prefix="/v1/users/{user_id}/threads", tags=["threads"])
 
@@ -33,14 +38,19 @@ WRITE_PROBLEMS = problem_responses(401, 404, 409, 413, 422, 429)
 
 
 def get_thread_service(
-    session: Session, principal: CurrentPrincipal, memories: MemorySvc
+    session: Session, principal: CurrentPrincipal, memories: MemorySvc, state: State
 ) -> ThreadService:
+    summarizer = Summarizer(state.sessionmaker, state.chat_model, state.settings)
+    # Appends queue a summary pass (in their own transaction) only when one could run.
+    summarize_after_append = summarizer.status.enabled and state.settings.jobs_enabled
     return ThreadService(
         session,
         ThreadRepository(session, principal.tenant_id),
         AccountService(AccountRepository(session, principal.tenant_id)),
         memories,
         principal.tenant_id,
+        summarizer,
+        on_append=enqueue_thread_summary if summarize_after_append else None,
     )
 
 
@@ -170,3 +180,62 @@ async def list_messages(
 ) -> MessagePage:
     """Messages in order, oldest first; or the turns a summary's refs cite."""
     return await threads.messages(user_id, thread_id, cursor=cursor, limit=limit, labels=label)
+
+
+@router.get(
+    "/{thread_id}/summaries",
+    response_model=SummaryList,
+    summary="List the thread's summaries",
+    responses=READ_PROBLEMS,
+)
+async def list_summaries(
+    user_id: AddressedUserId, thread_id: uuid.UUID, threads: ThreadSvc
+) -> SummaryList:
+    """Every summary pass, oldest first: entries `{question, answer, refs}` with refs mapped to
+    message ids, the window it covers and token counts before and after."""
+    return await threads.summaries(user_id, thread_id)
+
+
+@router.delete(
+    "/{thread_id}/summaries",
+    response_model=SummariesDeleted,
+    summary="Delete the thread's summaries",
+    responses=WRITE_PROBLEMS,
+)
+async def delete_summaries(
+    user_id: AddressedUserId, thread_id: uuid.UUID, threads: ThreadSvc
+) -> SummariesDeleted:
+    """Forget the summaries; the next pass writes them again from the messages."""
+    return await threads.delete_summaries(user_id, thread_id)
+
+
+@router.post(
+    "/{thread_id}/summarize",
+    response_model=SummarizeResult,
+    summary="Summarize now",
+    responses=problem_responses(401, 404, 409, 422, 429, 503),
+)
+async def summarize_thread_now(
+    user_id: AddressedUserId, thread_id: uuid.UUID, threads: ThreadSvc
+) -> SummarizeResult:
+    """Run a summary pass now over every complete turn not yet summarised (without waiting for
+    K new turns). 409 `SUMMARIZATION_DISABLED` when no LLM is configured; 503 when it fails."""
+    return await threads.summarize_now(user_id, thread_id)
+
+
+@router.get(
+    "/{thread_id}/window",
+    response_model=ThreadWindow,
+    summary="The thread as a prompt should carry it",
+    responses=READ_PROBLEMS,
+)
+async def get_thread_window(
+    user_id: AddressedUserId, thread_id: uuid.UUID, threads: ThreadSvc, state: State
+) -> ThreadWindow:
+    """The summaries (oldest first, formatted for an `<earlier_conversation>` block) and the raw
+    messages after the last summarised window, keeping at least
+    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw. `summarization` says
+    whether summaries are being written at all."""
+    return await threads.window(
+        user_id, thread_id, state.settings.thread_messages_buffer_recent_turns
+    )

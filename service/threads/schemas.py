@@ -99,3 +99,49 @@ class MessagesAppended(BaseModel):
 class MessagePage(BaseModel):
     items: list[MessageRead]
     next_cursor: str | None = None
+
+
+class SummaryRead(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: uuid.UUID
+    sequence: int
+    start_index: int = Field(description="First message position (seq) the pass compressed.")
+    end_index: int = Field(description="Position after the last message it compressed.")
+    message_ids: list[uuid.UUID]
+    entries: list[dict[str, Any]] = Field(description="{question, answer, refs, message_ids}")
+    tokens_before: int | None
+    tokens_after: int | None
+    model: str | None
+    created_at: datetime
+
+
+class SummaryList(BaseModel):
+    items: list[SummaryRead]
+    text: str = Field(description="All passes formatted for a prompt, oldest first.")
+
+
+class SummariesDeleted(BaseModel):
+    deleted: int
+
+
+class Summarization(BaseModel):
+    enabled: bool
+    reason: str | None = Field(default=None, description="Why summarization is off.")
+
+
+class SummarizeResult(BaseModel):
+    status: Literal["written", "not_due", "empty", "superseded"]
+    summary: SummaryRead | None = None
+
+
+class ThreadWindow(BaseModel):
+    """What a prompt should carry for this thread: the summaries, then the raw recent turns."""
+
+    summarization: Summarization
+    summaries: list[SummaryRead]
+    summary_text: str = Field(
+        description="Formatted summaries for an <earlier_conversation> block."
+    )
+    start_index: int = Field(description="Position of the first raw message.")
+    messages: list[MessageRead]

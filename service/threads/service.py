@@ -6,9 +6,10 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.accounts.service import AccountService
+from service.config import Settings
 from service.kit.pagination import (
     Page,
     decode_cursor,
@@ -17,7 +18,8 @@ from service.kit.pagination import (
     newest_first_cursor,
 )
 from service.memories.service import MemoryService
-from service.threads.errors import ThreadNotFound
+from service.providers.llm import ChatModel, LLMUnavailable
+from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
 from service.threads.models import Message, Thread
 from service.threads.repository import ThreadRepository
 from service.threads.schemas import (
@@ -25,13 +27,53 @@ from service.threads.schemas import (
     MessagePage,
     MessageRead,
     MessagesAppended,
+    SummariesDeleted,
+    Summarization,
+    SummarizeResult,
+    SummaryList,
+    SummaryRead,
     ThreadCreate,
     ThreadRead,
     ThreadUpdate,
+    ThreadWindow,
+)
+from service.threads.summaries import (
+    SummaryPassResult,
+    format_summaries_for_prompt,
+    summarize_thread,
+    window_start_index,
 )
 
 # Called in the append's transaction, so follow-up work commits (or not) with the messages.
 AppendHook = Callable[[AsyncSession, str, uuid.UUID], Awaitable[None]]
+
+
+class Summarizer:
+    """Runs a summary pass now (POST …/summarize) with the service's model and settings."""
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        chat_model: ChatModel | None,
+        settings: Settings,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._chat_model = chat_model
+        self._settings = settings
+        self.status = summarization_status(settings, chat_model)
+
+    async def run(self, tenant_id: str, thread_id: uuid.UUID) -> SummaryPassResult:
+        return await summarize_thread(
+            self._sessionmaker, self._chat_model, self._settings, tenant_id, thread_id, force=True
+        )
+
+
+def summarization_status(settings: Settings, chat_model: ChatModel | None) -> Summarization:
+    if settings.thread_summary_keep_recent < 1:
+        return Summarization(enabled=False, reason="MNEME_THREAD_SUMMARY_KEEP_RECENT is below 1")
+    if chat_model is None:
+        return Summarization(enabled=False, reason="no LLM configured (MNEME_LLM_*)")
+    return Summarization(enabled=True)
 
 
 class ThreadService:
@@ -42,6 +84,7 @@ class ThreadService:
         accounts: AccountService,
         memories: MemoryService,
         tenant_id: str,
+        summarization: Summarizer,
         on_append: AppendHook | None = None,
     ) -> None:
         self._session = session
@@ -49,6 +92,7 @@ class ThreadService:
         self._accounts = accounts
         self._memories = memories
         self._tenant_id = tenant_id
+        self._summarizer = summarization
         self._on_append = on_append
 
     async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
@@ -168,6 +212,64 @@ class ThreadService:
         next_cursor = encode_cursor([rows[limit - 1].seq]) if len(rows) > limit else None
         return MessagePage(
             items=await self._with_labels(thread_id, rows[:limit]), next_cursor=next_cursor
+        )
+
+    # --- summaries ------------------------------------------------------------------------------
+
+    async def summaries(self, user_id: str, thread_id: uuid.UUID) -> SummaryList:
+        await self.load(user_id, thread_id)
+        summaries = await self._repository.summaries(thread_id)
+        return SummaryList(
+            items=[SummaryRead.model_validate(s) for s in summaries],
+            text=format_summaries_for_prompt(summaries),
+        )
+
+    async def delete_summaries(self, user_id: str, thread_id: uuid.UUID) -> SummariesDeleted:
+        """Forget the summaries; the next pass re-writes them from the messages."""
+        await self.load(user_id, thread_id, lock=True)
+        return SummariesDeleted(deleted=await self._repository.delete_summaries(thread_id))
+
+    async def summarize_now(self, user_id: str, thread_id: uuid.UUID) -> SummarizeResult:
+        await self.load(user_id, thread_id)
+        status = self._summarizer.status
+        if not status.enabled:
+            raise SummarizationDisabled(f"Summarization is off: {status.reason}.")
+        try:
+            result = await self._summarizer.run(self._tenant_id, thread_id)
+        except LLMUnavailable as exc:
+            raise SummarizerUnavailable("The summarization model did not answer; retry.") from exc
+        if result.status == "written" and result.summary is not None:
+            return SummarizeResult(
+                status="written", summary=SummaryRead.model_validate(result.summary)
+            )
+        if result.status in ("not_due", "empty", "superseded"):
+            return SummarizeResult(status=result.status)
+        if result.status == "thread_not_found":
+            raise ThreadNotFound(f"No thread {thread_id} here.")
+        raise SummarizationDisabled(f"Summarization is off ({result.status}).")
+
+    async def window(self, user_id: str, thread_id: uuid.UUID, buffer_turns: int) -> ThreadWindow:
+        """Summaries oldest first, then the raw messages after the last summarised window,
+        always keeping the `buffer_turns` most recent human turns raw."""
+        await self.load(user_id, thread_id)
+        summaries = await self._repository.summaries(thread_id)
+        first_needed = 0
+        if summaries:
+            first_needed = max(s.end_index for s in summaries)
+            if buffer_turns > 0:
+                nth_human = await self._repository.nth_latest_human_seq(thread_id, buffer_turns)
+                if nth_human is None:  # fewer human turns than the buffer: all of them
+                    nth_human = 0
+                first_needed = min(first_needed, nth_human)
+        suffix = await self._repository.messages_from(thread_id, first_needed)
+        start = window_start_index(summaries, suffix, buffer_turns)
+        raw = [m for m in suffix if m.seq >= start]
+        return ThreadWindow(
+            summarization=self._summarizer.status,
+            summaries=[SummaryRead.model_validate(s) for s in summaries],
+            summary_text=format_summaries_for_prompt(summaries),
+            start_index=start,
+            messages=await self._with_labels(thread_id, raw),
         )
 
     async def _with_labels(

@@ -386,7 +386,8 @@ async def test_embedder_failure_still_stores_and_a_later_pass_embeds(
 ) -> None:
     backfill = app.state.mneme.embedding_backfill
     real_embedder, real_delays = backfill.embedder, backfill.retry_delays
-    backfill.embedder, backfill.retry_delays = FailingEmbedder(), (0.05,)
+    # Generous retry gaps: the embedder is back long before the second attempt.
+    backfill.embedder, backfill.retry_delays = FailingEmbedder(), (0.5, 1.0, 2.0)
     headers = user(settings, tenant)
     try:
         created = await remember(client, headers, text="Speaks Portuguese fluently")

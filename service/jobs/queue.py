@@ -1,0 +1,121 @@
+"""The durable job queue: pgqueuer's tables in our database, jobs enqueued in the caller's
+transaction.
+
+A job is a row of `pgqueuer` written by the same transaction as the data it works on, so it
+exists exactly when that data was committed. Its payload holds a tenant id and row ids only,
+never tenant content: the queue tables are shared by all tenants and not under row-level
+security.
+
+pgqueuer's object names are fixed here rather than read from its `PGQUEUER_*` (and legacy bare
+`QUEUE_TABLE`, `CHANNEL`, …) environment variables, so an unrelated variable cannot point the
+service at other tables. They must match migration `20261129_1500`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
+from pgqueuer.adapters.persistence.qb import (
+    QueryBuilderEnvironment,
+    QueryQueueBuilder,
+    QuerySchedulerBuilder,
+)
+from pgqueuer.adapters.persistence.queries import Queries
+from pgqueuer.domain.settings import DBSettings, Durability
+from pgqueuer.domain.types import Channel
+from pgqueuer.ports.driver import Driver
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+QUEUE_SETTINGS = DBSettings(
+    prefix="",
+    db_schema=None,
+    channel=Channel("ch_pgqueuer"),
+    function="fn_pgqueuer_changed",
+    statistics_table="pgqueuer_statistics",
+    queue_status_type="pgqueuer_status",
+    queue_table="pgqueuer",
+    queue_table_log="pgqueuer_log",
+    trigger="tg_pgqueuer_changed",
+    schedules_table="pgqueuer_schedules",
+    durability=Durability.durable,
+    widen_id=False,
+)
+
+PENDING_JOB_SQL = text(
+    """
+    SELECT id FROM pgqueuer
+     WHERE entrypoint = :entrypoint AND payload = :payload AND status = 'queued'
+     LIMIT 1
+       FOR SHARE
+    """
+)
+"""A job of the same kind and payload that has not started yet, share-locked until the caller's
+transaction ends. pgqueuer's dequeue claims rows with FOR UPDATE SKIP LOCKED, so it cannot pick
+this job before the caller's data is committed: the waiting job is sure to see that data, and a
+second job would add nothing. A job already running is not a match (it may have read the
+thread before this transaction's data), so that case enqueues a new job."""
+
+
+def queries_for(driver: Driver) -> Queries:
+    """pgqueuer's query layer over `driver`, bound to our object names."""
+    return Queries(
+        driver,
+        qbe=QueryBuilderEnvironment(QUEUE_SETTINGS),
+        qbq=QueryQueueBuilder(QUEUE_SETTINGS),
+        qbs=QuerySchedulerBuilder(QUEUE_SETTINGS),
+    )
+
+
+def encode_payload(values: Mapping[str, str]) -> bytes:
+    """Canonical bytes (sorted keys, no spaces): equal payloads are equal bytes, for dedupe."""
+    return json.dumps(dict(values), sort_keys=True, separators=(",", ":")).encode()
+
+
+class PayloadError(ValueError):
+    """A job's payload is not what `encode_payload` writes."""
+
+
+def decode_payload(raw: bytes | None) -> dict[str, str]:
+    """The payload `encode_payload` wrote; `PayloadError` for anything else."""
+    try:
+        values = json.loads(raw or b"")
+    except ValueError:
+        raise PayloadError("job payload is not JSON") from None
+    if not isinstance(values, dict) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in values.items()
+    ):
+        raise PayloadError("job payload is not an object of strings")
+    return values
+
+
+async def enqueue_job(
+    session: AsyncSession,
+    entrypoint: str,
+    payload: Mapping[str, str],
+    *,
+    dedupe: bool = False,
+) -> int | None:
+    """Add a job in `session`'s open transaction; it commits or rolls back with the caller.
+
+    With `dedupe`, a job of the same kind and payload that has not started yet makes this a
+    no-op (returns None); otherwise returns the new job's id.
+    """
+    encoded = encode_payload(payload)
+    if dedupe:
+        pending = await session.execute(
+            PENDING_JOB_SQL, {"entrypoint": entrypoint, "payload": encoded}
+        )
+        if pending.first() is not None:
+            return None
+    connection = await session.connection()
+    raw = await connection.get_raw_connection()
+    driver_connection = raw.driver_connection
+    # SQLAlchemy begins the asyncpg transaction lazily, on the first statement; a job written
+    # outside it would commit on its own and could outlive rolled-back data.
+    if driver_connection is None or not driver_connection.is_in_transaction():
+        raise RuntimeError("enqueue_job needs a transaction that has already run a statement")
+    (job_id,) = await queries_for(AsyncpgDriver(driver_connection)).enqueue(entrypoint, encoded)
+    return int(job_id)

@@ -1,0 +1,261 @@
+"""The job worker that runs inside the service process, on pgqueuer's `QueueManager`.
+
+Delivery is at least once: a job is deleted only after its handler returned, so handlers must be
+idempotent. What happens to a job:
+
+* its handler returns → done (moved to `pgqueuer_log`);
+* its handler raises → re-queued with exponential backoff (`RetryPolicy`) until
+  `max_attempts` runs have failed, then dropped and logged as an exception;
+* the process dies mid-run → the row stays `picked` and stops heart-beating; any worker picks it
+  up again once `heartbeat_timeout` has passed;
+* `stop()` runs out of patience → the handler is cancelled and the job is handed back to the
+  queue at once (pgqueuer would otherwise log a cancelled job as done and delete it).
+
+What reaches pgqueuer's log is the exception type only: its tables are not tenant-scoped, and an
+exception's text or cause can quote tenant content (a model's reply, a database row). The full
+exception goes to the service log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
+from typing import cast
+
+import asyncpg
+from pgqueuer.adapters.drivers.asyncpg import AsyncpgPoolDriver
+from pgqueuer.core.executors import (
+    AbstractEntrypointExecutor,
+    AsyncEntrypoint,
+    EntrypointExecutorParameters,
+)
+from pgqueuer.core.qm import QueueManager
+from pgqueuer.domain.errors import RetryRequested
+from pgqueuer.domain.models import Context, Job
+from pgqueuer.domain.types import Channel
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.config import Settings
+from service.jobs.queue import QUEUE_SETTINGS, PayloadError, decode_payload, queries_for
+
+logger = logging.getLogger("mneme.jobs")
+
+JobHandler = Callable[[Mapping[str, str]], Awaitable[None]]
+"""Does one job's work from its payload; must be idempotent (a job may run more than once)."""
+
+PRUNE_QUEUE_LOG_SQL = """
+    DELETE FROM pgqueuer_log WHERE created < now() - make_interval(days => $1)
+"""
+"""Forget job history older than the retention (pgqueuer keeps it forever)."""
+
+PRUNE_STATISTICS_SQL = """
+    DELETE FROM pgqueuer_statistics WHERE created < now() - make_interval(days => $1)
+"""
+"""Forget per-second job counts older than the retention."""
+
+
+PRUNE_INTERVAL = timedelta(hours=1)
+
+
+class JobFailed(Exception):
+    """A job failed for good; the message names the exception type, never its text."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """How often a failing job runs and how long it waits between runs."""
+
+    max_attempts: int = 5
+    initial_delay: timedelta = timedelta(seconds=2)
+    max_delay: timedelta = timedelta(minutes=5)
+    multiplier: float = 2.0
+
+    def delay_after(self, attempt: int) -> timedelta:
+        """The wait after failed run number `attempt` (1-based): initial * multiplier^(n-1)."""
+        return min(self.initial_delay * self.multiplier ** (attempt - 1), self.max_delay)
+
+
+def _entrypoint(handler: JobHandler) -> AsyncEntrypoint:
+    async def run(job: Job) -> None:
+        await handler(decode_payload(job.payload))
+
+    return run
+
+
+class _HandlerExecutor(AbstractEntrypointExecutor):
+    """Runs one entrypoint's handler, turning failures into backed-off retries."""
+
+    def __init__(self, handler: JobHandler, retry: RetryPolicy) -> None:
+        super().__init__(
+            EntrypointExecutorParameters(concurrency_limit=0, func=_entrypoint(handler))
+        )
+        self._run = cast(AsyncEntrypoint, self.parameters.func)
+        self._retry = retry
+
+    async def execute(self, job: Job, context: Context) -> None:
+        attempt = job.attempts + 1
+        try:
+            await self._run(job)
+        except asyncio.CancelledError:
+            logger.warning("job %s (%s) interrupted by shutdown; re-queued", job.id, job.entrypoint)
+            raise RetryRequested(delay=timedelta(0), reason="worker stopped") from None
+        except PayloadError:
+            logger.exception("job %s (%s) has an unreadable payload", job.id, job.entrypoint)
+            raise JobFailed(f"{job.entrypoint} job has an unreadable payload") from None
+        except Exception as exc:
+            if attempt >= self._retry.max_attempts:
+                logger.error(
+                    "job %s (%s) failed for good after %d attempts",
+                    job.id,
+                    job.entrypoint,
+                    attempt,
+                    exc_info=exc,
+                )
+                raise JobFailed(
+                    f"{job.entrypoint} failed after {attempt} attempts ({type(exc).__name__})"
+                ) from None
+            delay = self._retry.delay_after(attempt)
+            logger.warning(
+                "job %s (%s) attempt %d failed; retrying in %s",
+                job.id,
+                job.entrypoint,
+                attempt,
+                delay,
+                exc_info=exc,
+            )
+            raise RetryRequested(
+                delay=delay, reason=f"attempt {attempt} failed ({type(exc).__name__})"
+            ) from None
+
+
+class JobWorker:
+    """Runs the registered job handlers in this process until `stop()`.
+
+    Every replica may run one: pgqueuer claims jobs with FOR UPDATE SKIP LOCKED. The worker has
+    its own small asyncpg pool (one connection LISTENs for new jobs); handlers open their own
+    sessions. If the queue loop dies (the database went away), it is restarted after
+    `restart_delay`.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        engine: AsyncEngine,
+        handlers: Mapping[str, JobHandler],
+        *,
+        retry: RetryPolicy | None = None,
+        concurrency: int = 4,
+        heartbeat_timeout: timedelta = timedelta(seconds=30),
+        poll_interval: timedelta = timedelta(seconds=10),
+        stop_timeout: timedelta = timedelta(seconds=20),
+        restart_delay: timedelta = timedelta(seconds=5),
+        log_retention_days: int = 7,
+    ) -> None:
+        if concurrency < 2:
+            raise ValueError("concurrency must be at least 2")
+        self._enabled = settings.jobs_enabled
+        self._handlers = dict(handlers)
+        self._retry = retry or RetryPolicy(max_attempts=settings.job_max_attempts)
+        # pgqueuer caps the jobs a worker holds at twice its batch size or more.
+        self._batch_size = concurrency // 2
+        self._max_tasks = self._batch_size * 2
+        self._heartbeat_timeout = heartbeat_timeout
+        self._poll_interval = poll_interval
+        self._stop_timeout = stop_timeout
+        self._restart_delay = restart_delay
+        self._log_retention_days = log_retention_days
+        # The same connection parameters SQLAlchemy derives from the runtime URL.
+        _, self._connect_kwargs = engine.dialect.create_connect_args(engine.url)
+        self._server_settings = {
+            "application_name": "mneme-jobs",
+            "statement_timeout": str(settings.db_statement_timeout_ms),
+        }
+        self._pool: asyncpg.Pool | None = None
+        self._manager: QueueManager | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._pruner: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def start(self) -> None:
+        """Start working the queue in the background; returns at once."""
+        if not self._enabled:
+            logger.info("background jobs are off (MNEME_JOBS_ENABLED=false)")
+            return
+        if self._task is not None:
+            raise RuntimeError("the job worker was started already")
+        self._pool = await asyncpg.create_pool(
+            min_size=1,
+            max_size=self._max_tasks,
+            server_settings=self._server_settings,
+            **self._connect_kwargs,
+        )
+        self._stopping.clear()
+        self._task = asyncio.create_task(self._supervise(), name="mneme-job-worker")
+        self._pruner = asyncio.create_task(self._prune_history(), name="mneme-job-pruner")
+
+    async def stop(self) -> None:
+        """Let running jobs finish (up to `stop_timeout`, then hand them back) and stop."""
+        task, self._task = self._task, None
+        self._stopping.set()
+        if self._pruner is not None:
+            self._pruner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pruner
+            self._pruner = None
+        if self._manager is not None:
+            self._manager.shutdown.set()
+        if task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(task), self._stop_timeout.total_seconds())
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    def _new_manager(self, pool: asyncpg.Pool) -> QueueManager:
+        manager = QueueManager(
+            queries_for(AsyncpgPoolDriver(pool)), channel=Channel(QUEUE_SETTINGS.channel)
+        )
+        for entrypoint, handler in self._handlers.items():
+            manager.register_executor(entrypoint, _HandlerExecutor(handler, self._retry))
+        return manager
+
+    async def _supervise(self) -> None:
+        assert self._pool is not None
+        pool = self._pool
+        while not self._stopping.is_set():
+            self._manager = self._new_manager(pool)
+            try:
+                await self._manager.run(
+                    dequeue_timeout=self._poll_interval,
+                    batch_size=self._batch_size,
+                    max_concurrent_tasks=self._max_tasks,
+                    heartbeat_timeout=self._heartbeat_timeout,
+                )
+            except Exception:
+                logger.exception("job worker loop failed; restarting in %s", self._restart_delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self._restart_delay.total_seconds())
+
+    async def _prune_history(self) -> None:
+        assert self._pool is not None
+        pool = self._pool
+        while True:
+            try:
+                async with pool.acquire() as connection:
+                    await connection.execute(PRUNE_QUEUE_LOG_SQL, self._log_retention_days)
+                    await connection.execute(PRUNE_STATISTICS_SQL, self._log_retention_days)
+            except (OSError, asyncpg.PostgresError):
+                logger.warning("could not prune the job history", exc_info=True)
+            await asyncio.sleep(PRUNE_INTERVAL.total_seconds())

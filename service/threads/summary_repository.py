@@ -1,0 +1,77 @@
+"""SQL of the summary pipeline; every statement runs in the tenant-scoped transaction."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.threads.models import Message, Thread, ThreadSummary
+
+SUMMARY_WRITER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+"""Serialise summary writers of one thread until the transaction ends (appends are not
+blocked: they never take this lock)."""
+
+
+class SummaryRepository:
+    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+    async def thread_exists(self, thread_id: uuid.UUID) -> bool:
+        statement = select(Thread.id).where(
+            Thread.tenant_id == self._tenant_id, Thread.id == thread_id
+        )
+        return (await self._session.execute(statement)).first() is not None
+
+    async def lock_writers(self, thread_id: uuid.UUID) -> None:
+        await self._session.execute(
+            SUMMARY_WRITER_LOCK_SQL, {"key": f"thread_summary:{self._tenant_id}:{thread_id}"}
+        )
+
+    async def last_compressed_end(self, thread_id: uuid.UUID) -> int | None:
+        """The largest `end_index` of the thread's summaries (None without summaries)."""
+        statement = select(func.max(ThreadSummary.end_index)).where(
+            ThreadSummary.tenant_id == self._tenant_id, ThreadSummary.thread_id == thread_id
+        )
+        value = (await self._session.execute(statement)).scalar_one()
+        return None if value is None else int(value)
+
+    async def latest_sequence(self, thread_id: uuid.UUID) -> int | None:
+        statement = select(func.max(ThreadSummary.sequence)).where(
+            ThreadSummary.tenant_id == self._tenant_id, ThreadSummary.thread_id == thread_id
+        )
+        value = (await self._session.execute(statement)).scalar_one()
+        return None if value is None else int(value)
+
+    async def count_human_messages_before(self, thread_id: uuid.UUID, seq: int) -> int:
+        statement = select(func.count()).where(
+            Message.tenant_id == self._tenant_id,
+            Message.thread_id == thread_id,
+            Message.role == "user",
+            Message.seq < seq,
+        )
+        return int((await self._session.execute(statement)).scalar_one())
+
+    async def messages_from(self, thread_id: uuid.UUID, seq: int) -> list[Message]:
+        """The thread's messages from position `seq` on, in order."""
+        statement = (
+            select(Message)
+            .where(
+                Message.tenant_id == self._tenant_id,
+                Message.thread_id == thread_id,
+                Message.seq >= seq,
+            )
+            .order_by(Message.seq)
+        )
+        return list((await self._session.execute(statement)).scalars())
+
+    async def add(self, summary: ThreadSummary) -> ThreadSummary:
+        """Insert the summary; it comes back detached, so it stays readable after the commit
+        whatever the sessionmaker's `expire_on_commit`."""
+        self._session.add(summary)
+        await self._session.flush()
+        await self._session.refresh(summary)
+        self._session.expunge(summary)
+        return summary

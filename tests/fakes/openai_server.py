@@ -1,0 +1,178 @@
+"""A small OpenAI-compatible `/v1/chat/completions` server on 127.0.0.1, run in a thread.
+
+The real `openai` client talks to it over HTTP, so its whole code path (request building,
+retries, timeouts, response parsing) runs in tests. By default it answers Structured Outputs
+requests for thread summaries with one entry per transcript line; `mode` switches to other
+answers, `fail_next` makes the next requests fail first, `hold` keeps replies back until
+`release()`, and `reply` overrides everything for one test. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+API_KEY = "test-llm-key"
+MODEL = "fake-chat-model"
+
+Mode = Literal[
+    "summarize",  # one entry per JSONL line: the user's words, the replies, refs ["#N"]
+    "empty",  # {"entries": []}
+    "malformed",  # content that is not JSON
+    "schema_violation",  # JSON with an unknown field and a missing one
+    "refusal",  # a Structured Outputs refusal
+    "truncated",  # finish_reason "length"
+    "fail",  # HTTP 500
+    "hang",  # no answer until released (or 30 s)
+]
+Reply = tuple[int, dict[str, Any]]
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    @property
+    def system(self) -> str:
+        return str(self.body["messages"][0]["content"])
+
+    @property
+    def user(self) -> str:
+        return str(self.body["messages"][-1]["content"])
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """The JSONL transcript of a summary request, one dict per line."""
+        return [json.loads(line) for line in self.user.splitlines()]
+
+
+def completion(
+    content: str | None, *, finish_reason: str = "stop", refusal: str | None = None
+) -> Reply:
+    """A 200 chat completion carrying `content`."""
+    return 200, {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": refusal},
+                "finish_reason": finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def summary_entries(request: RecordedRequest) -> list[dict[str, Any]]:
+    """The default summary: per turn, the user's words as question, the replies as answer."""
+    entries = []
+    for line in request.transcript():
+        messages = line["messages"]
+        question = " ".join(m["content"] for m in messages if m["role"] == "user")
+        answer = " ".join(m["content"] for m in messages if m["role"] != "user")
+        entries.append({"question": question, "answer": answer, "refs": [line["id"]]})
+    return entries
+
+
+@dataclass
+class FakeOpenAIServer:
+    """Behaviour switches are read per request, so a test may flip them at any time."""
+
+    mode: Mode = "summarize"
+    fail_next: int = 0
+    hold: bool = False
+    reply: Callable[[RecordedRequest], Reply] | None = None
+    requests: list[RecordedRequest] = field(default_factory=list)
+    _released: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> None:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
+
+    def stop(self) -> None:
+        self._released.set()
+        assert self._httpd is not None
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def release(self) -> None:
+        """Let held (and hanging) requests answer."""
+        self.hold = False
+        self._released.set()
+
+    def respond(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            failing = self.fail_next > 0
+            self.fail_next = max(self.fail_next - 1, 0)
+        if self.hold or self.mode == "hang":
+            self._released.wait(timeout=30)
+        if request.headers.get("authorization") != f"Bearer {API_KEY}":
+            return 401, {"error": {"message": "Incorrect API key", "type": "invalid_request"}}
+        if failing or self.mode == "fail":
+            return 500, {"error": {"message": "The server had an error", "type": "server_error"}}
+        if self.reply is not None:
+            return self.reply(request)
+        match self.mode:
+            case "empty":
+                return completion(json.dumps({"entries": []}))
+            case "malformed":
+                return completion('{"entries": [{"question": "unterminated')
+            case "schema_violation":
+                return completion(
+                    json.dumps({"entries": [{"question": "q", "answer": "a", "extra": 1}]})
+                )
+            case "refusal":
+                return completion(None, refusal="I can't help with that.")
+            case "truncated":
+                return completion('{"entries": [', finish_reason="length")
+            case _:
+                return completion(json.dumps({"entries": summary_entries(request)}))
+
+
+def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            if self.path != "/v1/chat/completions":
+                status, payload = 404, {"error": {"message": "no such route"}}
+            else:
+                status, payload = server.respond(RecordedRequest(self.path, headers, body))
+            encoded = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(encoded)))
+            # Lets the client's retries proceed at once instead of backing off for seconds.
+            self.send_header("retry-after-ms", "1")
+            self.end_headers()
+            # The client may have given up waiting (the timeout tests).
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(encoded)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Keep test output quiet."""
+
+    return Handler

@@ -1,0 +1,456 @@
+"""The durable job queue: transactional enqueue, dedupe, the worker, retries and restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
+from pgqueuer.domain.types import QueueManagerId
+from pgqueuer.ports.repository import EntrypointExecutionParameter
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from service.config import Settings
+from service.db import tenant_transaction
+from service.jobs import (
+    THREAD_SUMMARY_JOB,
+    JobHandler,
+    JobWorker,
+    RetryPolicy,
+    enqueue_job,
+    enqueue_thread_summary,
+)
+from service.jobs.queue import encode_payload, queries_for
+from service.providers.llm import OpenAIChatModel
+from service.threads.models import Message, Thread
+from service.threads.summaries import thread_summary_job
+from tests.conftest import new_tenant
+from tests.fakes.openai_server import API_KEY, MODEL, FakeOpenAIServer
+
+Sessions = async_sessionmaker[AsyncSession]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+FAST_RETRY = RetryPolicy(
+    max_attempts=3, initial_delay=timedelta(milliseconds=10), max_delay=timedelta(seconds=1)
+)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, seconds: float = 15) -> None:
+    """Wait until `check()` holds (bounded); fail the test otherwise."""
+    for _ in range(int(seconds / 0.02)):
+        if await check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not reached")
+
+
+def entrypoint() -> str:
+    """A job kind of the test's own, so no other test's worker or jobs interfere."""
+    return "test_" + uuid.uuid4().hex[:12]
+
+
+async def jobs_of(engine: AsyncEngine, kind: str) -> list[Any]:
+    async with engine.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT id, status::text AS status, attempts, payload FROM pgqueuer "
+                "WHERE entrypoint = :kind ORDER BY id"
+            ),
+            {"kind": kind},
+        )
+        return list(rows)
+
+
+async def log_of(engine: AsyncEngine, kind: str) -> list[Any]:
+    async with engine.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT status::text AS status, traceback FROM pgqueuer_log "
+                "WHERE entrypoint = :kind ORDER BY id"
+            ),
+            {"kind": kind},
+        )
+        return list(rows)
+
+
+async def enqueue(sessions: Sessions, kind: str, payload: Mapping[str, str], **kw: Any) -> Any:
+    async with tenant_transaction(sessions, payload.get("tenant_id", "t-jobs")) as session:
+        return await enqueue_job(session, kind, payload, **kw)
+
+
+@pytest.fixture
+async def make_worker(
+    jobs_settings: Settings, jobs_engine: AsyncEngine
+) -> AsyncIterator[Callable[..., JobWorker]]:
+    started: list[JobWorker] = []
+
+    def make(handlers: Mapping[str, JobHandler], **overrides: Any) -> JobWorker:
+        options: dict[str, Any] = {
+            "retry": FAST_RETRY,
+            "poll_interval": timedelta(seconds=0.1),
+            "heartbeat_timeout": timedelta(seconds=5),
+            "stop_timeout": timedelta(seconds=5),
+        }
+        options.update(overrides)
+        worker = JobWorker(jobs_settings, jobs_engine, handlers, **options)
+        started.append(worker)
+        return worker
+
+    yield make
+    for worker in started:
+        await worker.stop()
+
+
+async def test_a_job_commits_or_rolls_back_with_the_enqueuing_transaction(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine
+) -> None:
+    kind = entrypoint()
+    with pytest.raises(RuntimeError, match="rolled back"):
+        async with tenant_transaction(jobs_sessions, "t-jobs") as session:
+            await enqueue_job(session, kind, {"n": "1"})
+            raise RuntimeError("rolled back")
+    assert await jobs_of(jobs_engine, kind) == []
+
+    job_id = await enqueue(jobs_sessions, kind, {"n": "2"})
+
+    (job,) = await jobs_of(jobs_engine, kind)
+    assert (job.id, job.status, job.attempts) == (job_id, "queued", 0)
+    assert json.loads(job.payload) == {"n": "2"}
+
+
+async def test_a_burst_of_appends_queues_one_summary_pass_per_thread(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine
+) -> None:
+    tenant, thread_a, thread_b = new_tenant(), uuid.uuid4(), uuid.uuid4()
+    for _ in range(100):
+        async with tenant_transaction(jobs_sessions, tenant) as session:
+            await enqueue_thread_summary(session, tenant, thread_a)
+    async with tenant_transaction(jobs_sessions, tenant) as session:
+        await enqueue_thread_summary(session, tenant, thread_b)
+
+    async with jobs_engine.begin() as connection:
+        rows = await connection.execute(
+            text("DELETE FROM pgqueuer WHERE entrypoint = :kind RETURNING payload"),
+            {"kind": THREAD_SUMMARY_JOB},
+        )
+        payloads = sorted(json.loads(row.payload)["thread_id"] for row in rows)
+    assert payloads == sorted([str(thread_a), str(thread_b)])
+
+
+async def test_a_running_job_does_not_absorb_a_new_enqueue(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine
+) -> None:
+    kind, payload = entrypoint(), {"thread_id": "x"}
+    await enqueue(jobs_sessions, kind, payload, dedupe=True)
+    async with jobs_engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE pgqueuer SET status = 'picked' WHERE entrypoint = :kind"),
+            {"kind": kind},
+        )
+
+    # The running job may have read the thread before this enqueue's data: a new job is due.
+    assert await enqueue(jobs_sessions, kind, payload, dedupe=True) is not None
+    assert await enqueue(jobs_sessions, kind, payload, dedupe=True) is None
+    assert [job.status for job in await jobs_of(jobs_engine, kind)] == ["picked", "queued"]
+
+
+async def test_a_waiting_job_cannot_start_before_the_enqueuing_transaction_commits(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine
+) -> None:
+    kind, payload = entrypoint(), {"thread_id": "y"}
+    await enqueue(jobs_sessions, kind, payload, dedupe=True)
+    _, connect = jobs_engine.dialect.create_connect_args(jobs_engine.url)
+    raw = await asyncpg.connect(**connect)
+    queries = queries_for(AsyncpgDriver(raw))
+
+    async def dequeue() -> list[Any]:
+        return await queries.dequeue(
+            batch_size=10,
+            entrypoints={kind: EntrypointExecutionParameter(concurrency_limit=0)},
+            queue_manager_id=QueueManagerId(uuid.uuid4()),
+            global_concurrency_limit=None,
+            heartbeat_timeout=timedelta(seconds=30),
+        )
+
+    try:
+        async with tenant_transaction(jobs_sessions, "t-jobs") as session:
+            assert await enqueue_job(session, kind, payload, dedupe=True) is None
+            assert await dequeue() == []
+        (job,) = await dequeue()
+        assert job.payload == encode_payload(payload)
+    finally:
+        await raw.close()
+
+
+async def test_the_worker_runs_a_job_once_and_removes_it(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, make_worker: Callable[..., JobWorker]
+) -> None:
+    kind, seen = entrypoint(), []
+
+    async def handle(payload: Mapping[str, str]) -> None:
+        seen.append(dict(payload))
+
+    worker = make_worker({kind: handle})
+    await worker.start()
+    await enqueue(jobs_sessions, kind, {"tenant_id": "t1", "thread_id": "abc"})
+
+    async def done() -> bool:
+        return not await jobs_of(jobs_engine, kind) and len(seen) == 1
+
+    await eventually(done)
+    assert seen == [{"tenant_id": "t1", "thread_id": "abc"}]
+    await eventually(
+        lambda: _has_status(jobs_engine, kind, "successful"),
+    )
+
+
+async def _has_status(engine: AsyncEngine, kind: str, status: str) -> bool:
+    return status in [row.status for row in await log_of(engine, kind)]
+
+
+async def test_jobs_wait_for_a_worker_and_survive_its_restart(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, make_worker: Callable[..., JobWorker]
+) -> None:
+    kind, seen = entrypoint(), []
+
+    async def handle(payload: Mapping[str, str]) -> None:
+        seen.append(payload["n"])
+
+    first = make_worker({kind: handle})
+    await first.start()
+    await first.stop()
+    assert not first.running
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+    await enqueue(jobs_sessions, kind, {"n": "2"})
+
+    second = make_worker({kind: handle})
+    await second.start()
+
+    async def done() -> bool:
+        return not await jobs_of(jobs_engine, kind)
+
+    await eventually(done)
+    assert sorted(seen) == ["1", "2"]
+
+
+async def test_a_job_interrupted_by_shutdown_is_handed_back_and_finished_by_the_next_worker(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, make_worker: Callable[..., JobWorker]
+) -> None:
+    kind, started, finished = entrypoint(), asyncio.Event(), []
+
+    async def never_ends(payload: Mapping[str, str]) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    async def finishes(payload: Mapping[str, str]) -> None:
+        finished.append(payload["n"])
+
+    first = make_worker({kind: never_ends}, stop_timeout=timedelta(seconds=0.1))
+    await first.start()
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+    await asyncio.wait_for(started.wait(), 15)
+    await first.stop()
+
+    (job,) = await jobs_of(jobs_engine, kind)
+    assert job.status == "queued"
+
+    second = make_worker({kind: finishes})
+    await second.start()
+
+    async def done() -> bool:
+        return not await jobs_of(jobs_engine, kind)
+
+    await eventually(done)
+    assert finished == ["1"]
+
+
+async def test_a_job_whose_process_died_is_picked_up_again(
+    jobs_sessions: Sessions,
+    jobs_settings: Settings,
+    jobs_engine: AsyncEngine,
+    make_worker: Callable[..., JobWorker],
+    tmp_path: Path,
+) -> None:
+    kind, finished, marker = entrypoint(), [], tmp_path / "started.json"
+    assert jobs_settings.database_url is not None
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.jobs.worker_process",
+        jobs_settings.database_url.get_secret_value(),
+        kind,
+        str(marker),
+        cwd=PROJECT_ROOT,
+    )
+    try:
+        await enqueue(jobs_sessions, kind, {"n": "1"})
+
+        async def started() -> bool:
+            return marker.exists()
+
+        await eventually(started, seconds=60)
+    finally:
+        process.kill()
+        await process.wait()
+    assert json.loads(marker.read_text()) == {"n": "1"}
+    (job,) = await jobs_of(jobs_engine, kind)
+    assert job.status == "picked"
+
+    async def finishes(payload: Mapping[str, str]) -> None:
+        finished.append(payload["n"])
+
+    # The dead worker's heartbeat stops; once it is older than this, the job is taken over.
+    survivor = make_worker({kind: finishes}, heartbeat_timeout=timedelta(seconds=1))
+    await survivor.start()
+
+    async def done() -> bool:
+        return not await jobs_of(jobs_engine, kind)
+
+    await eventually(done)
+    assert finished == ["1"]
+
+
+async def test_failures_are_retried_with_backoff_until_max_attempts(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, make_worker: Callable[..., JobWorker]
+) -> None:
+    kind, attempts = entrypoint(), []
+
+    async def always_fails(payload: Mapping[str, str]) -> None:
+        attempts.append(payload["n"])
+        raise RuntimeError("tenant words: my PIN is 4321")
+
+    worker = make_worker({kind: always_fails})
+    await worker.start()
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+
+    async def given_up() -> bool:
+        return await _has_status(jobs_engine, kind, "exception")
+
+    await eventually(given_up)
+    assert attempts == ["1", "1", "1"]
+    assert await jobs_of(jobs_engine, kind) == []
+    log = await log_of(jobs_engine, kind)
+    retries = [row.traceback for row in log if row.status == "queued" and row.traceback]
+    assert [r["additional_context"]["retry_delay"] for r in retries] == [
+        str(timedelta(milliseconds=10)),
+        str(timedelta(milliseconds=20)),
+    ]
+    (final,) = [row.traceback for row in log if row.status == "exception"]
+    assert final["exception_type"] == "JobFailed"
+    assert "after 3 attempts (RuntimeError)" in final["exception_message"]
+    # The queue's tables are not tenant-scoped: no exception text may reach them.
+    assert "4321" not in json.dumps([row.traceback for row in log])
+
+
+async def test_a_transient_failure_is_retried_and_then_succeeds(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, make_worker: Callable[..., JobWorker]
+) -> None:
+    kind, attempts = entrypoint(), []
+
+    async def fails_once(payload: Mapping[str, str]) -> None:
+        attempts.append(payload["n"])
+        if len(attempts) == 1:
+            raise ConnectionError("flaky")
+
+    worker = make_worker({kind: fails_once})
+    await worker.start()
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+
+    async def succeeded() -> bool:
+        return await _has_status(jobs_engine, kind, "successful")
+
+    await eventually(succeeded)
+    assert attempts == ["1", "1"]
+
+
+async def test_the_migrated_schema_is_what_pgqueuer_expects(jobs_engine: AsyncEngine) -> None:
+    _, connect = jobs_engine.dialect.create_connect_args(jobs_engine.url)
+    raw = await asyncpg.connect(**connect)
+    try:
+        plan = await queries_for(AsyncpgDriver(raw)).plan_upgrade()
+    finally:
+        await raw.close()
+    assert list(plan.statements) == []
+
+
+# --- the thread-summary job end to end --------------------------------------------------------
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_an_append_queues_a_summary_pass_that_survives_a_model_outage(
+    jobs_sessions: Sessions,
+    jobs_settings: Settings,
+    jobs_engine: AsyncEngine,
+    make_worker: Callable[..., JobWorker],
+    llm_server: FakeOpenAIServer,
+) -> None:
+    tenant = new_tenant()
+    settings = jobs_settings.model_copy(update={"thread_summary_keep_recent": 3})
+    chat_model = OpenAIChatModel(
+        model=MODEL, base_url=llm_server.base_url, api_key=API_KEY, timeout_seconds=5, max_retries=0
+    )
+    llm_server.fail_next = 2  # the first two passes meet a model outage
+    try:
+        async with tenant_transaction(jobs_sessions, tenant) as session:
+            await session.execute(text("INSERT INTO tenant (id) VALUES (:t)"), {"t": tenant})
+            await session.execute(
+                text("INSERT INTO user_account (tenant_id, id) VALUES (:t, 'u1')"), {"t": tenant}
+            )
+            thread = Thread(tenant_id=tenant, user_id="u1")
+            session.add(thread)
+            await session.flush()
+            for seq in range(6):
+                role = "user" if seq % 2 == 0 else "assistant"
+                session.add(
+                    Message(
+                        tenant_id=tenant,
+                        thread_id=thread.id,
+                        user_id="u1",
+                        seq=seq,
+                        role=role,
+                        content=f"{role} {seq}",
+                    )
+                )
+            await session.flush()
+            await enqueue_thread_summary(session, tenant, thread.id)
+
+        worker = make_worker(
+            {THREAD_SUMMARY_JOB: thread_summary_job(jobs_sessions, chat_model, settings)}
+        )
+        await worker.start()
+
+        async def summarised() -> bool:
+            async with tenant_transaction(jobs_sessions, tenant) as session:
+                count = await session.execute(
+                    text("SELECT count(*) FROM thread_summary WHERE thread_id = :id"),
+                    {"id": thread.id},
+                )
+                return bool(count.scalar_one())
+
+        await eventually(summarised)
+    finally:
+        await chat_model.aclose()
+
+    assert len(llm_server.requests) == 3
+    async with tenant_transaction(jobs_sessions, tenant) as session:
+        summary = (
+            await session.execute(
+                text("SELECT * FROM thread_summary WHERE thread_id = :id"), {"id": thread.id}
+            )
+        ).one()
+    assert (summary.sequence, summary.start_index, summary.end_index) == (1, 0, 6)
