@@ -12,12 +12,21 @@ from service.dependencies import AddressedUserId, State
 from service.errors import problem_responses
 from service.memories.router import MemorySvc
 from service.profile.router import ProfileSvc
+from service.threads.router import ThreadSvc
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["context"])
 
 
-def get_context_builder(memories: MemorySvc, profiles: ProfileSvc, state: State) -> ContextBuilder:
-    return ContextBuilder(memories, profiles, state.settings.context_budget_tokens)
+def get_context_builder(
+    memories: MemorySvc, profiles: ProfileSvc, threads: ThreadSvc, state: State
+) -> ContextBuilder:
+    return ContextBuilder(
+        memories,
+        profiles,
+        threads,
+        state.settings.context_budget_tokens,
+        state.settings.thread_messages_buffer_recent_turns,
+    )
 
 
 ContextSvc = Annotated[ContextBuilder, Depends(get_context_builder)]

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.memories.schemas import ComponentScores
 
-SectionName = Literal["org", "profile", "procedures", "facts", "episodes", "thread"]
+SectionName = Literal["org", "profile", "procedures", "facts", "episodes", "thread", "recent"]
 ALL_SECTIONS: tuple[SectionName, ...] = (
     "org",
     "profile",
@@ -17,6 +17,7 @@ ALL_SECTIONS: tuple[SectionName, ...] = (
     "facts",
     "episodes",
     "thread",
+    "recent",
 )
 
 
@@ -27,7 +28,8 @@ class ContextRequest(BaseModel):
         min_length=1, max_length=4000, description="Usually the user's latest message."
     )
     thread_id: uuid.UUID | None = Field(
-        default=None, description="Adds the thread's summaries and its recent raw window."
+        default=None,
+        description="Adds the thread's summaries (`thread`) and its recent raw turns (`recent`).",
     )
     budget_tokens: int | None = Field(
         default=None, ge=32, le=32_000, description="Default: MNEME_CONTEXT_BUDGET_TOKENS."

@@ -25,6 +25,9 @@ from service.memories.schemas import ComponentScores, SearchRequest
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
 from service.observability import tracer
 from service.profile.service import ProfileService
+from service.threads.schemas import ThreadWindow
+from service.threads.service import ThreadService
+from service.threads.summaries import format_summary_entries
 
 HEADER = (
     "You have long-term memory about this user and earlier conversations. Use it when it is "
@@ -38,7 +41,8 @@ SECTION_WEIGHTS: dict[SectionName, float] = {
     "procedures": 1.0,
     "facts": 2.0,
     "episodes": 1.5,
-    "thread": 3.0,
+    "thread": 2.0,
+    "recent": 3.0,
 }
 TITLES: dict[SectionName, str] = {
     "org": "Organization",
@@ -47,6 +51,7 @@ TITLES: dict[SectionName, str] = {
     "facts": "Relevant facts about the user",
     "episodes": "Earlier episodes",
     "thread": "Earlier in this conversation",
+    "recent": "Recent messages",
 }
 # Seed 001: bullets for facts, en dashes for episodes, so the model sees the difference.
 EPISODE_DASH = "\u2013"
@@ -75,11 +80,15 @@ class ContextBuilder:
         self,
         memories: MemoryService,
         profiles: ProfileService,
+        threads: ThreadService,
         default_budget: int,
+        buffer_recent_turns: int,
     ) -> None:
         self._memories = memories
         self._profiles = profiles
+        self._threads = threads
         self._default_budget = default_budget
+        self._buffer_recent_turns = buffer_recent_turns
 
     async def build(self, user_id: str, request: ContextRequest) -> ContextResponse:
         budget = request.budget_tokens or self._default_budget
@@ -90,6 +99,7 @@ class ContextBuilder:
 
         wanted = set(request.include)
         drafts: list[SectionDraft[ContextItemSource]] = []
+        summarization: str | None = None
         with tracer.start_as_current_span("context.retrieve"):
             needs_search = wanted & {"org", "facts", "episodes"}
             query_embedding = (
@@ -125,6 +135,15 @@ class ContextBuilder:
                         bullet=EPISODE_DASH,
                     )
                 )
+            if request.thread_id is not None:
+                window = await self._threads.window(
+                    user_id, request.thread_id, self._buffer_recent_turns
+                )
+                summarization = "on" if window.summarization.enabled else "off"
+                if "thread" in wanted:
+                    drafts.append(_summary_section(window))
+                if "recent" in wanted:
+                    drafts.append(_recent_section(window))
         with tracer.start_as_current_span("context.assemble") as span:
             text = fit(HEADER, drafts, budget, count)
             token_count = count(text) if text else 0
@@ -157,6 +176,7 @@ class ContextBuilder:
             budget_tokens=budget,
             encoding=encoding,
             omitted={draft.name: draft.omitted for draft in drafts if draft.omitted},
+            summarization="on" if summarization == "on" else "off" if summarization else None,
         )
 
     async def _search(
@@ -273,6 +293,48 @@ def _hit_candidates(
         )
         for rank, hit in enumerate(hits)
     ]
+
+
+def _summary_section(window: ThreadWindow) -> SectionDraft[ContextItemSource]:
+    """One item per summary entry; the newest are kept first when the budget is short."""
+    entries = [
+        (summary.sequence, index, entry)
+        for summary in window.summaries
+        for index, entry in enumerate(summary.entries)
+        if isinstance(entry.get("question"), str) and isinstance(entry.get("answer"), str)
+    ]
+    candidates = []
+    for order, (sequence, index, entry) in enumerate(reversed(entries)):
+        text = format_summary_entries([entry])
+        candidates.append(
+            Candidate(
+                text,
+                ContextItemSource(f"summary:{sequence}:{index}", "summary", text),
+                render_key=len(entries) - order,
+            )
+        )
+    return SectionDraft(
+        "thread",
+        TITLES["thread"],
+        SECTION_WEIGHTS["thread"],
+        candidates,
+        opening="<earlier_conversation>",
+        closing="</earlier_conversation>",
+    )
+
+
+def _recent_section(window: ThreadWindow) -> SectionDraft[ContextItemSource]:
+    """The raw turns after the summaries; trimmed from the oldest end."""
+    candidates = [
+        Candidate(
+            f"{message.role}: {message.content}",
+            ContextItemSource(str(message.id), f"message:{message.role}", message.content),
+            render_key=message.seq,
+        )
+        for message in reversed(window.messages)
+        if message.role != "system" and message.content
+    ]
+    return SectionDraft("recent", TITLES["recent"], SECTION_WEIGHTS["recent"], candidates)
 
 
 def _compact(value: Any) -> str:

@@ -200,3 +200,41 @@ async def test_other_users_and_tenants_get_404(
         headers=bearer(settings, new_tenant(), "svc", service=True),
     )
     assert foreign.status_code == 200 and "secret" not in foreign.json()["text"]
+
+
+async def test_thread_window_is_included_newest_turns_first_when_trimmed(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
+    messages = [
+        {"role": role, "content": f"{role} turn {n}: " + "words " * 20}
+        for n in range(1, 9)
+        for role in ("user", "assistant")
+    ]
+    await client.post(
+        f"/v1/users/me/threads/{thread_id}/messages", headers=headers, json={"messages": messages}
+    )
+    full = await context(client, headers, query="hi", thread_id=thread_id, budget_tokens=4000)
+    recent = section(full, "recent")
+    assert recent is not None and len(recent["items"]) == 16
+    assert full["summarization"] == "off"
+    assert "## Recent messages\nuser: user turn 1" in full["text"]
+    trimmed = await context(client, headers, query="hi", thread_id=thread_id, budget_tokens=150)
+    kept = [item["text"] for item in section(trimmed, "recent")["items"]]  # type: ignore[index]
+    assert 0 < len(kept) < 16
+    assert kept[-1].startswith("assistant turn 8")  # the newest survive, in order
+    assert trimmed["token_count"] <= 150 and trimmed["omitted"]["recent"] == 16 - len(kept)
+
+
+async def test_another_users_thread_is_a_404(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    alice = bearer(settings, tenant, "alice")
+    thread_id = (await client.post("/v1/users/me/threads", headers=alice, json={})).json()["id"]
+    response = await client.post(
+        "/v1/users/me/context",
+        headers=bearer(settings, tenant, "bob"),
+        json={"query": "hi", "thread_id": thread_id},
+    )
+    assert_problem(response, 404, "NOT_FOUND")

@@ -175,3 +175,23 @@ async def test_summaries_of_another_users_thread_are_404(
             method, f"/v1/users/alice/threads/{thread_id}/{suffix}", headers=bob
         )
         assert_problem(response, 404, "NOT_FOUND")
+
+
+async def test_context_carries_the_summaries_and_the_recent_turns(
+    llm_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(llm_client, headers)
+    for n in range(1, 4):
+        await exchange(llm_client, headers, thread_id, n)
+    await wait_for_summaries(llm_client, headers, thread_id, 1)
+    response = await llm_client.post(
+        "/v1/users/me/context",
+        headers=headers,
+        json={"query": "what did we discuss", "thread_id": thread_id},
+    )
+    result = response.json()
+    assert result["summarization"] == "on"
+    assert "<earlier_conversation>\nQ: " in result["text"]
+    assert "## Recent messages\nuser: question 3\nassistant: answer 3" in result["text"]
+    assert "question 1\nassistant" not in result["text"]  # summarised turns are not raw
