@@ -404,7 +404,7 @@ async def summarize_thread(
             return SummaryPassResult("thread_not_found", window=window)
         if await repository.last_compressed_end(thread_id) != last_end:
             return SummaryPassResult("superseded", window=window)
-        summary = await repository.add(
+        summary = await repository.add_summary(
             ThreadSummary(
                 tenant_id=tenant_id,
                 thread_id=thread_id,

@@ -5,19 +5,17 @@ from __future__ import annotations
 import uuid
 
 from sqlalchemy import func, select, text
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.threads.models import Message, Thread, ThreadSummary
+from service.threads.repository import ThreadRepository
 
 SUMMARY_WRITER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 """Serialise summary writers of one thread until the transaction ends (appends are not
 blocked: they never take this lock)."""
 
 
-class SummaryRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
+class SummaryRepository(ThreadRepository):
+    """The thread queries a summary pass needs on top of the thread repository's."""
 
     async def thread_exists(self, thread_id: uuid.UUID) -> bool:
         statement = select(Thread.id).where(
@@ -54,20 +52,7 @@ class SummaryRepository:
         )
         return int((await self._session.execute(statement)).scalar_one())
 
-    async def messages_from(self, thread_id: uuid.UUID, seq: int) -> list[Message]:
-        """The thread's messages from position `seq` on, in order."""
-        statement = (
-            select(Message)
-            .where(
-                Message.tenant_id == self._tenant_id,
-                Message.thread_id == thread_id,
-                Message.seq >= seq,
-            )
-            .order_by(Message.seq)
-        )
-        return list((await self._session.execute(statement)).scalars())
-
-    async def add(self, summary: ThreadSummary) -> ThreadSummary:
+    async def add_summary(self, summary: ThreadSummary) -> ThreadSummary:
         """Insert the summary; it comes back detached, so it stays readable after the commit
         whatever the sessionmaker's `expire_on_commit`."""
         self._session.add(summary)
