@@ -1,9 +1,12 @@
-"""`mneme bench retrieval`: retrieval quality on LoCoMo or LongMemEval, in one command.
+"""`mneme bench retrieval` (retrieval quality on LoCoMo or LongMemEval) and `mneme bench load`
+(latency, throughput, ingest and recall at 10k-1M memories), one command each.
 
 By default a throwaway embedded Postgres is started in a temporary directory, migrated, used
-and deleted; `--database-url` points the run at an existing server instead (each run then adds
-its own `bench-…` tenants there). Settings come from the environment (MNEME_*, .env) as for the
-service, except that rate limiting is off and tokens are signed with a per-run secret.
+and deleted; for `retrieval`, `--database-url` points the run at an existing server instead
+(each run then adds its own `bench-…` tenants there). `load` always uses a throwaway database:
+its bulk path drops and rebuilds the HNSW index. Settings come from the environment (MNEME_*,
+.env) as for the service, except that rate limiting is off and tokens are signed with a per-run
+secret.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr, ValidationError
 
@@ -24,6 +27,9 @@ from service.bench.datasets import DATASET_FORMATS, DatasetError, load_dataset
 from service.bench.modes import DEFAULT_MODES, MODE_GRAMMAR, parse_modes
 from service.config import Settings
 from service.db_migrations import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from service.bench.load import LoadOptions
 
 DEFAULT_DATASET = PROJECT_ROOT.parent / "shared" / "bench" / "locomo10.json"
 RESULTS_DIR = PROJECT_ROOT / "bench-results"
@@ -41,7 +47,10 @@ def add_bench_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentPa
     bench = subcommands.add_parser(
         "bench",
         help="benchmark the service through its HTTP API",
-        description="Benchmarks that drive the real service in-process through its HTTP API.",
+        description=(
+            "Benchmarks that drive the real service through its HTTP API: in-process "
+            "(retrieval) or under uvicorn on loopback (load)."
+        ),
     )
     add_bench_commands(bench)
 
@@ -118,11 +127,140 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
         help="no progress bars on stderr",
     )
 
+    _add_load_parser(benchmarks)
+
+
+def _add_load_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    load = benchmarks.add_parser(
+        "load",
+        help="search latency/throughput (HTTP vs raw SQL), ingest rate and HNSW recall at scale",
+        description=(
+            "Grow a synthetic corpus (N tenants x M users x K memories) through a bulk COPY path "
+            "in a throwaway embedded Postgres, and at each size measure search latency through "
+            "the HTTP service (uvicorn on 127.0.0.1) and through the same fusion statement on "
+            "asyncpg, at several client counts; recall@10 of the filtered vector path against "
+            "an exact scan; and ingest through POST …/memories/batch. Prints markdown tables "
+            "and writes every number, with the configuration, to a JSON file."
+        ),
+    )
+    load.add_argument(
+        "--sizes",
+        default="10k,100k,1m",
+        help="corpus sizes in user memories, grown in this order (default: %(default)s)",
+    )
+    load.add_argument(
+        "--memories-per-user",
+        type=_positive,
+        default=250,
+        metavar="K",
+        help="memories of every user; sizes must be multiples of it (default: %(default)s)",
+    )
+    load.add_argument(
+        "--users-per-tenant",
+        type=_positive,
+        default=10,
+        metavar="M",
+        help="users per tenant (default: %(default)s)",
+    )
+    load.add_argument(
+        "--org-memories-per-tenant",
+        type=_non_negative,
+        default=20,
+        metavar="N",
+        help="org-shared memories per tenant, on top of the sizes (default: %(default)s)",
+    )
+    load.add_argument("--seed", type=int, default=4, help="corpus seed (default: %(default)s)")
+    load.add_argument(
+        "--pool-size",
+        type=_positive,
+        default=4096,
+        help="distinct sentences embedded with the configured embedder (default: %(default)s)",
+    )
+    load.add_argument(
+        "--vector-noise",
+        type=float,
+        default=0.15,
+        help="norm of the Gaussian noise added to a pool vector per row; 0.15 keeps a row as "
+        "close to its pool sentence as its true embedding is (default: %(default)s)",
+    )
+    load.add_argument(
+        "--concurrency",
+        default="1,8,32",
+        help="concurrent clients per measurement (default: %(default)s)",
+    )
+    load.add_argument(
+        "--requests",
+        type=_positive,
+        default=1000,
+        help="searches per client count and path (default: %(default)s)",
+    )
+    load.add_argument(
+        "--level-seconds",
+        type=float,
+        default=30.0,
+        help="stop a client count's measurement after this long (default: %(default)s)",
+    )
+    load.add_argument(
+        "--queries",
+        type=_positive,
+        default=200,
+        help="distinct questions sampled per size (default: %(default)s)",
+    )
+    load.add_argument(
+        "--recall-queries",
+        type=_positive,
+        default=100,
+        help="questions whose recall@10 is measured per size (default: %(default)s)",
+    )
+    load.add_argument(
+        "--api-rows",
+        type=_non_negative,
+        default=2000,
+        help="memories stored through POST …/memories/batch per size; 0 skips (default: "
+        "%(default)s)",
+    )
+    load.add_argument(
+        "--load-connections",
+        type=_positive,
+        default=2,
+        help="parallel COPY connections (default: %(default)s)",
+    )
+    load.add_argument(
+        "--maintenance-work-mem",
+        default="4GB",
+        help="maintenance_work_mem for the HNSW build (default: %(default)s)",
+    )
+    load.add_argument(
+        "--index-workers",
+        type=_non_negative,
+        default=1,
+        help="max_parallel_maintenance_workers for the HNSW build (default: %(default)s)",
+    )
+    load.add_argument(
+        "--out",
+        type=Path,
+        help="JSON results file (default: bench-results/load-<UTC time>.json in the project)",
+    )
+    load.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="no progress on stderr"
+    )
+    # The bulk path drops and rebuilds an index: only ever in a throwaway database.
+    load.set_defaults(database_url=None, migration_database_url=None)
+
+
+def _non_negative(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, not {number}")
+    return number
+
 
 def run_bench(args: argparse.Namespace) -> int:
     """Run the benchmark the parsed arguments name; returns the process exit code."""
     if args.bench_command == "retrieval":
         return _run_retrieval(args)
+    if args.bench_command == "load":
+        return _run_load(args)
     raise ValueError(f"unknown benchmark {args.bench_command!r}")
 
 
@@ -203,6 +341,83 @@ def _run_retrieval(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     sys.stdout.write(render_markdown(report))
+    sys.stderr.write(f"results written to {out}\n")
+    return 0
+
+
+def _load_options(args: argparse.Namespace) -> LoadOptions:
+    from service.bench.corpus import CorpusShape
+    from service.bench.load import LoadOptions, parse_concurrency, parse_sizes
+
+    shape = CorpusShape(
+        memories_per_user=args.memories_per_user,
+        users_per_tenant=args.users_per_tenant,
+        org_memories_per_tenant=args.org_memories_per_tenant,
+        seed=args.seed,
+    )
+    sizes = parse_sizes(args.sizes)
+    for size in sizes:
+        shape.users_for(size)
+    if args.vector_noise < 0:
+        raise ValueError("--vector-noise must be at least 0")
+    if max(shape.memories_per_user, shape.org_memories_per_tenant) > args.pool_size:
+        raise ValueError("--pool-size must be at least the memories of one user (or org)")
+    return LoadOptions(
+        sizes=sizes,
+        shape=shape,
+        pool_size=args.pool_size,
+        vector_noise=args.vector_noise,
+        concurrency=parse_concurrency(args.concurrency),
+        requests=args.requests,
+        level_seconds=args.level_seconds,
+        queries=args.queries,
+        recall_queries=min(args.recall_queries, args.queries),
+        api_rows=args.api_rows,
+        load_connections=args.load_connections,
+        maintenance_work_mem=args.maintenance_work_mem,
+        parallel_workers=args.index_workers,
+        progress=args.progress,
+    )
+
+
+def _run_load(args: argparse.Namespace) -> int:
+    try:
+        from service.bench.bulk import BulkLoadRefused
+        from service.bench.database import throwaway_database
+        from service.bench.load import LoadBenchmarkError, LoadRun, run_load
+        from service.bench.load_report import build_load_report, render_load_markdown
+        from service.bench.server import ServerFailed
+    except ModuleNotFoundError as exc:
+        return _fail(f"{exc.name} is missing; install the dev extras: pip install -e '.[dev]'")
+    try:
+        options = _load_options(args)
+        settings = _settings(args)
+    except ValueError as exc:
+        return _fail(str(exc))
+    except ValidationError as exc:
+        return _fail(f"invalid settings: {exc}")
+
+    async def measure() -> tuple[Settings, LoadRun]:
+        async with throwaway_database(settings) as database_settings:
+            return database_settings, await run_load(database_settings, options)
+
+    started = time.perf_counter()
+    try:
+        used_settings, run = asyncio.run(measure())
+    except (LoadBenchmarkError, BulkLoadRefused, ServerFailed) as exc:
+        return _fail(str(exc), code=1)
+    report = build_load_report(
+        run=run,
+        options=options,
+        settings=used_settings,
+        wall_seconds=time.perf_counter() - started,
+    )
+    out: Path = args.out or RESULTS_DIR / (
+        f"load-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    sys.stdout.write(render_load_markdown(report))
     sys.stderr.write(f"results written to {out}\n")
     return 0
 

@@ -1,0 +1,333 @@
+"""The load benchmark's bulk path: COPY synthetic memories straight into the memory table.
+
+The rows skip the API (no embedding, no history events, no dedupe check: the corpus has no
+duplicates by construction) and are written with `COPY … FROM STDIN (FORMAT binary)` through
+asyncpg. COPY into a table under row-level security is refused to roles the policy applies to,
+so this path connects as the schema owner, which the embedded bootstrap gives BYPASSRLS; the
+service never does that at request time.
+
+The HNSW index is dropped before each load and rebuilt afterwards with its exact definition
+(read back from the catalogue) and a large `maintenance_work_mem`: building the graph once is
+many times faster than inserting a million vectors into it. That is only ever done in the
+benchmark's own throwaway database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.bench.corpus import Corpus, MemoryRow, noisy_vectors
+from service.bench.rawsql import asyncpg_connection
+
+HNSW_INDEX = "ix_memory_embedding_hnsw"
+MEMORY_COLUMNS = (
+    "tenant_id",
+    "id",
+    "scope",
+    "user_id",
+    "kind",
+    "category",
+    "text",
+    "embedding",
+    "embedding_model",
+    "confidence",
+    "lifecycle",
+    "needs_review",
+    "event_at",
+    "created_at",
+    "updated_at",
+)
+# Users per COPY statement (one transaction each).
+USERS_PER_CHUNK = 40
+
+OWNER_PRIVILEGES_SQL = "SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user"
+"""Whether the connected role escapes row-level security (COPY needs that)."""
+INDEX_DEFINITION_SQL = (
+    "SELECT indexdef FROM pg_indexes WHERE tablename = 'memory' AND indexname = $1"
+)
+"""The CREATE INDEX statement of one index of the memory table, as the migrations made it."""
+RELATION_SIZES_SQL = """
+SELECT c.relname AS name, pg_relation_size(c.oid) AS bytes
+  FROM pg_class c
+ WHERE c.oid = 'memory'::regclass
+    OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'memory'::regclass)
+ ORDER BY c.relname
+"""
+"""The memory table and each of its indexes, in bytes."""
+
+
+class BulkLoadRefused(RuntimeError):
+    """The owner connection cannot bypass row-level security, so COPY would be refused."""
+
+
+@dataclass
+class BulkStep:
+    """One growth of the corpus to `total_rows`."""
+
+    user_memories: int
+    total_rows: int
+    rows_added: int
+    tenants_added: int
+    users_added: int
+    copy_seconds: float = 0.0
+    vacuum_analyze_seconds: float = 0.0
+    index_seconds: float = 0.0
+    relation_bytes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        return self.copy_seconds + self.vacuum_analyze_seconds + self.index_seconds
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "user_memories": self.user_memories,
+            "total_rows": self.total_rows,
+            "rows_added": self.rows_added,
+            "tenants_added": self.tenants_added,
+            "users_added": self.users_added,
+            "copy_seconds": self.copy_seconds,
+            "copy_rows_per_second": _rate(self.rows_added, self.copy_seconds),
+            "vacuum_analyze_seconds": self.vacuum_analyze_seconds,
+            "hnsw_build_seconds": self.index_seconds,
+            "seconds": self.seconds,
+            "rows_per_second_with_index_build": _rate(self.rows_added, self.seconds),
+            "relation_bytes": self.relation_bytes,
+        }
+
+
+def _rate(rows: int, seconds: float) -> float | None:
+    return rows / seconds if seconds > 0 else None
+
+
+def vector_payloads(vectors: npt.NDArray[np.float32]) -> list[bytes]:
+    """pgvector's binary wire format (dims, unused, big-endian float4s) for each row."""
+    header = struct.pack(">HH", vectors.shape[1], 0)
+    big_endian = vectors.astype(">f4")
+    return [header + row.tobytes() for row in big_endian]
+
+
+@dataclass(frozen=True)
+class BulkSettings:
+    connections: int
+    maintenance_work_mem: str
+    parallel_workers: int
+    vector_noise: float
+    embedding_model: str
+
+
+class BulkLoader:
+    """Grows the corpus user by user; remembers how far it got."""
+
+    def __init__(
+        self,
+        owner_engine: AsyncEngine,
+        corpus: Corpus,
+        pool_vectors: npt.NDArray[np.float32],
+        settings: BulkSettings,
+    ) -> None:
+        self._engine = owner_engine
+        self._corpus = corpus
+        self._pool_vectors = pool_vectors
+        self._settings = settings
+        self.users_loaded = 0
+        self.tenants_loaded = 0
+        self.rows_loaded = 0
+        self._index_definition: str | None = None
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        """A raw asyncpg connection of the owner engine, with vectors sent as bytes. It is
+        closed afterwards, never handed back to the pool with this codec and timeout."""
+        async with self._engine.connect() as connection:
+            try:
+                driver = await asyncpg_connection(connection)
+                # Loads and index builds take minutes, far beyond the service's timeout.
+                await driver.execute("SET statement_timeout = 0")
+                await driver.set_type_codec(
+                    "vector", encoder=bytes, decoder=bytes, format="binary", schema="public"
+                )
+                yield driver
+            finally:
+                await connection.invalidate()
+
+    async def check_privileges(self) -> None:
+        async with self._connection() as connection:
+            if not await connection.fetchval(OWNER_PRIVILEGES_SQL):
+                raise BulkLoadRefused(
+                    "the owner role has no BYPASSRLS, so COPY into the memory table (under "
+                    "row-level security) would be refused"
+                )
+
+    def derived_vectors(self, rows: Sequence[MemoryRow], key: str) -> npt.NDArray[np.float32]:
+        """The vectors the bulk path stores for one owner's rows (`key` names the owner)."""
+        base = self._pool_vectors[[row.pool_index for row in rows]]
+        return noisy_vectors(base, self._settings.vector_noise, key, self._corpus.shape.seed)
+
+    def owner_records(self, rows: Sequence[MemoryRow], key: str) -> list[tuple[Any, ...]]:
+        """COPY records for one owner's rows."""
+        payloads = vector_payloads(self.derived_vectors(rows, key))
+        model = self._settings.embedding_model
+        return [
+            (
+                row.tenant_id,
+                row.id,
+                "user" if row.user_id is not None else "org",
+                row.user_id,
+                row.kind,
+                row.category,
+                row.text,
+                payload,
+                model,
+                row.confidence,
+                row.lifecycle,
+                row.lifecycle == "proposed",
+                row.event_at,
+                row.created_at,
+                row.created_at,
+            )
+            for row, payload in zip(rows, payloads, strict=True)
+        ]
+
+    def _chunks(self, users: range, tenants: range) -> list[tuple[range, range]]:
+        """Consecutive user ranges, each with the tenants that first appear in it."""
+        chunks = []
+        per_tenant = self._corpus.shape.users_per_tenant
+        for start in range(users.start, users.stop, USERS_PER_CHUNK):
+            chunk = range(start, min(start + USERS_PER_CHUNK, users.stop))
+            first = max(tenants.start, -(-chunk.start // per_tenant))
+            last = min(tenants.stop, (chunk.stop - 1) // per_tenant + 1)
+            chunks.append((chunk, range(first, max(first, last))))
+        return chunks
+
+    def _chunk_records(self, users: range, tenants: range) -> list[tuple[Any, ...]]:
+        records: list[tuple[Any, ...]] = []
+        for tenant in tenants:
+            records += self.owner_records(self._corpus.org_rows(tenant), f"org-{tenant}")
+        for user in users:
+            records += self.owner_records(self._corpus.user_rows(user), f"user-{user}")
+        return records
+
+    async def grow_to(
+        self, user_memories: int, progress: Callable[[int], object] = lambda _: None
+    ) -> BulkStep:
+        """Add users (and their tenants) until the corpus holds `user_memories` user memories,
+        then vacuum, analyse and rebuild the HNSW index."""
+        shape = self._corpus.shape
+        users_wanted = shape.users_for(user_memories)
+        tenants_wanted = shape.tenants_for(users_wanted)
+        if users_wanted < self.users_loaded:
+            raise ValueError("the corpus only grows; give sizes in increasing order")
+        users = range(self.users_loaded, users_wanted)
+        tenants = range(self.tenants_loaded, tenants_wanted)
+        step = BulkStep(
+            user_memories=user_memories,
+            total_rows=shape.total_rows(user_memories),
+            rows_added=shape.total_rows(user_memories) - self.rows_loaded,
+            tenants_added=len(tenants),
+            users_added=len(users),
+        )
+
+        started = time.perf_counter()
+        await self._drop_hnsw_index()
+        await self._insert_owners(users, tenants)
+        await self._copy(self._chunks(users, tenants), progress)
+        step.copy_seconds = time.perf_counter() - started
+
+        started = time.perf_counter()
+        async with self._connection() as connection:
+            # Sets hint bits and the visibility map now rather than during the measurements.
+            await connection.execute("VACUUM (ANALYZE) memory")
+            await connection.execute("ANALYZE tenant, user_account")
+        step.vacuum_analyze_seconds = time.perf_counter() - started
+
+        started = time.perf_counter()
+        await self._create_hnsw_index()
+        step.index_seconds = time.perf_counter() - started
+
+        self.users_loaded, self.tenants_loaded = users_wanted, tenants_wanted
+        self.rows_loaded = step.total_rows
+        step.relation_bytes = await self.relation_sizes()
+        return step
+
+    async def delete_tenants(self, tenants: Sequence[str]) -> None:
+        """Delete whole tenants; their users, memories and history go with them (cascade)."""
+        async with self._connection() as connection:
+            await connection.execute("DELETE FROM tenant WHERE id = ANY($1::text[])", list(tenants))
+
+    async def relation_sizes(self) -> dict[str, int]:
+        async with self._connection() as connection:
+            return {row["name"]: row["bytes"] for row in await connection.fetch(RELATION_SIZES_SQL)}
+
+    async def _insert_owners(self, users: range, tenants: range) -> None:
+        shape = self._corpus.shape
+        async with self._connection() as connection, connection.transaction():
+            await connection.copy_records_to_table(
+                "tenant", records=[(shape.tenant_id(t),) for t in tenants], columns=["id"]
+            )
+            await connection.copy_records_to_table(
+                "user_account",
+                records=[(shape.owner_of(u), shape.user_id(u)) for u in users],
+                columns=["tenant_id", "id"],
+            )
+
+    async def _copy(
+        self, chunks: list[tuple[range, range]], progress: Callable[[int], object]
+    ) -> None:
+        queue: asyncio.Queue[list[tuple[Any, ...]] | None] = asyncio.Queue(
+            maxsize=self._settings.connections
+        )
+
+        async def produce() -> None:
+            for users, tenants in chunks:
+                # Generated off the event loop so COPY streams keep flowing meanwhile.
+                records = await asyncio.to_thread(self._chunk_records, users, tenants)
+                await queue.put(records)
+            for _ in range(self._settings.connections):
+                await queue.put(None)
+
+        async def consume() -> None:
+            async with self._connection() as connection:
+                await connection.execute("SET synchronous_commit = off")
+                while (records := await queue.get()) is not None:
+                    await connection.copy_records_to_table(
+                        "memory", records=records, columns=MEMORY_COLUMNS
+                    )
+                    progress(len(records))
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(produce())
+            for _ in range(self._settings.connections):
+                group.create_task(consume())
+
+    async def _drop_hnsw_index(self) -> None:
+        async with self._connection() as connection:
+            definition = await connection.fetchval(INDEX_DEFINITION_SQL, HNSW_INDEX)
+            if definition is not None:
+                self._index_definition = definition
+                await connection.execute(f"DROP INDEX {HNSW_INDEX}")
+            elif self._index_definition is None:
+                raise RuntimeError(f"the migrations made no {HNSW_INDEX}; cannot rebuild it")
+
+    async def _create_hnsw_index(self) -> None:
+        if self._index_definition is None:
+            raise RuntimeError(f"{HNSW_INDEX} was never dropped; nothing to rebuild")
+        async with self._connection() as connection:
+            await connection.execute(
+                "SELECT set_config('maintenance_work_mem', $1, false), "
+                "set_config('max_parallel_maintenance_workers', $2, false)",
+                self._settings.maintenance_work_mem,
+                str(self._settings.parallel_workers),
+            )
+            await connection.execute(self._index_definition)
+            await connection.execute("RESET maintenance_work_mem")
+            await connection.execute("RESET max_parallel_maintenance_workers")

@@ -1,0 +1,230 @@
+"""The service's fusion statement run straight through asyncpg: the load benchmark's baseline,
+and its recall probe.
+
+Nothing here restates the SQL or the parameters. The statement is the repository's own,
+compiled by the runtime engine's dialect, so the text Postgres prepares is byte for byte what
+the service sends; the parameters are what `MemoryService.search` builds for a request (it is
+run with a repository that records them instead of querying).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
+
+from service.accounts.repository import AccountRepository
+from service.accounts.service import AccountService
+from service.auth.principal import Principal
+from service.config import Settings
+from service.db import SET_TENANT_SQL
+from service.kit.post_commit import PostCommitTasks
+from service.memories.embedding import EmbeddingBackfill
+from service.memories.repository import (
+    _SEARCH_STATEMENT,
+    MemoryRepository,
+    SearchParams,
+    SearchRow,
+)
+from service.memories.schemas import SearchRequest
+from service.memories.service import MemoryService
+
+
+async def asyncpg_connection(connection: AsyncConnection) -> Any:
+    """The asyncpg connection under a SQLAlchemy one, with the engine's server settings."""
+    driver = (await connection.get_raw_connection()).driver_connection
+    if driver is None:
+        raise RuntimeError("the connection has no asyncpg connection under it")
+    return driver
+
+
+class _RecordingRepository(MemoryRepository):
+    """Keeps the parameters `MemoryService.search` would send and runs nothing."""
+
+    def __init__(self, tenant_id: str) -> None:
+        super().__init__(AsyncSession(), tenant_id)
+        self.params: SearchParams | None = None
+
+    async def search(self, params: SearchParams) -> list[SearchRow]:
+        self.params = params
+        return []
+
+    async def get_many(self, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, Any]:
+        return {}
+
+
+class _PrecomputedEmbedder:
+    """Answers `embed_query` with a vector computed beforehand."""
+
+    def __init__(self, vector: list[float], model_name: str) -> None:
+        self._vector = vector
+        self.model_name = model_name
+        self.dims = len(vector)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self._vector for _ in texts]
+
+    async def embed_query(self, text: str) -> list[float]:
+        return self._vector
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+async def service_search_params(
+    settings: Settings,
+    tenant_id: str,
+    user_id: str,
+    request: SearchRequest,
+    query_embedding: list[float],
+) -> SearchParams:
+    """The fusion statement's parameters for `request`, exactly as the service builds them."""
+    repository = _RecordingRepository(tenant_id)
+    principal = Principal(
+        tenant_id=tenant_id, subject="mneme-bench", kind="service", credential="jwt"
+    )
+    service = MemoryService(
+        repository,
+        AccountService(AccountRepository(AsyncSession(), tenant_id)),
+        EmbeddingBackfill(
+            _PrecomputedEmbedder(query_embedding, "precomputed"), async_sessionmaker()
+        ),
+        PostCommitTasks(),
+        settings,
+        principal,
+    )
+    await service.search(user_id, request)
+    if repository.params is None:
+        raise RuntimeError("MemoryService.search ran no fusion statement")
+    return repository.params
+
+
+Processors = list[tuple[str, Callable[[Any], Any] | None]]
+
+
+def _compiled(statement: ClauseElement, dialect: Dialect) -> tuple[str, Processors]:
+    """The statement's SQL as `dialect` renders it, and each positional parameter's name and
+    value conversion (the bind processing SQLAlchemy would apply)."""
+    compiled = statement.compile(dialect=dialect)
+    if not isinstance(compiled, SQLCompiler):
+        raise TypeError(f"{type(compiled).__name__} is not a SQL statement compiler")
+    order = compiled.positiontup or []
+    processors: Processors = []
+    for name in order:
+        processor = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+        processors.append((name, processor))
+    return compiled.string, processors
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    """Which scans a plan uses, and what it cost when run once."""
+
+    scans: tuple[str, ...]
+    execution_ms: float | None
+
+    def uses(self, index: str) -> bool:
+        return any(index in scan for scan in self.scans)
+
+
+def _scans(node: Mapping[str, Any], found: list[str]) -> None:
+    node_type = str(node.get("Node Type", ""))
+    if "Scan" in node_type:
+        target = node.get("Index Name") or node.get("Relation Name") or ""
+        entry = f"{node_type} {target}".strip()
+        if entry not in found:
+            found.append(entry)
+    for child in node.get("Plans", ()):
+        _scans(child, found)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The statement run with some planner settings changed for its transaction."""
+
+    name: str
+    settings: tuple[str, ...]
+
+
+AS_PLANNED = Variant("as planned", ())
+"""The statement exactly as the service runs it: the planner chooses."""
+EXACT = Variant("exact", ("SET LOCAL enable_indexscan = off",))
+"""HNSW answers only index scans, so this sorts the filtered rows by their true distance."""
+FORCED_HNSW = Variant("forced HNSW", ("SET LOCAL enable_sort = off",))
+"""Only the HNSW index delivers rows in distance order without a sort, so the planner takes the
+filtered HNSW path (iterative scan) even where it would rather sort the user's own rows."""
+
+
+class FusionStatement:
+    """The fusion statement as asyncpg SQL, with its parameters in positional order."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.sql, self._processors = _compiled(_SEARCH_STATEMENT, dialect)
+        self.set_tenant_sql, _ = _compiled(SET_TENANT_SQL, dialect)
+
+    def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
+        values = {"tenant_id": tenant_id, **params.__dict__}
+        return [
+            value if processor is None else processor(value)
+            for name, processor in self._processors
+            for value in (values[name],)
+        ]
+
+    def text(self, variant: Variant) -> str:
+        """The SQL for `variant`. Variants get their own text, so each is prepared (and gets
+        its generic plan) apart from the statement the service runs, under its own settings."""
+        if not variant.settings:
+            return self.sql
+        return f"/* mneme bench: {variant.name} */\n{self.sql}"
+
+    async def ids(
+        self,
+        connection: Any,
+        tenant_id: str,
+        arguments: Sequence[Any],
+        variant: Variant = AS_PLANNED,
+    ) -> list[uuid.UUID]:
+        """The statement in a tenant-scoped transaction, as the service runs it; hit ids."""
+        async with connection.transaction():
+            for setting in variant.settings:
+                await connection.execute(setting)
+            await connection.execute(self.set_tenant_sql, tenant_id)
+            rows = await connection.fetch(self.text(variant), *arguments)
+        return [row["id"] for row in rows]
+
+    async def explain(
+        self,
+        connection: Any,
+        tenant_id: str,
+        arguments: Sequence[Any],
+        variant: Variant = AS_PLANNED,
+    ) -> PlanSummary:
+        """EXPLAIN ANALYZE of one execution (a custom plan, for these parameter values)."""
+        async with connection.transaction():
+            for setting in variant.settings:
+                await connection.execute(setting)
+            await connection.execute(self.set_tenant_sql, tenant_id)
+            document = await connection.fetchval(
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + self.text(variant), *arguments
+            )
+        plan = (json.loads(document) if isinstance(document, str) else document)[0]
+        found: list[str] = []
+        _scans(plan["Plan"], found)
+        return PlanSummary(tuple(found), plan.get("Execution Time"))
+
+    async def plan_counts(self, connection: Any) -> tuple[int, int]:
+        """How often this connection ran the prepared statement with a generic / custom plan."""
+        row = await connection.fetchrow(
+            "SELECT coalesce(sum(generic_plans), 0) AS generic, "
+            "coalesce(sum(custom_plans), 0) AS custom "
+            "FROM pg_prepared_statements WHERE statement = $1",
+            self.sql,
+        )
+        return int(row["generic"]), int(row["custom"])

@@ -1,0 +1,114 @@
+"""`mneme bench load` end to end, at toy sizes, in its own throwaway database: the corpus grows
+through the bulk path, the real service answers over loopback HTTP exactly as the bare
+statement does, and the report carries every figure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from service.bench.cli import main
+from service.bench.server import settings_environment
+from service.config import Settings
+
+TOY = [
+    "load",
+    "--sizes",
+    "120,240",
+    "--memories-per-user",
+    "30",
+    "--users-per-tenant",
+    "2",
+    "--org-memories-per-tenant",
+    "3",
+    "--pool-size",
+    "60",
+    "--concurrency",
+    "1,3",
+    "--requests",
+    "9",
+    "--queries",
+    "6",
+    "--recall-queries",
+    "3",
+    "--api-rows",
+    "30",
+    "--maintenance-work-mem",
+    "64MB",
+    "--no-progress",
+]
+
+
+def test_the_command_grows_the_corpus_and_measures_every_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "load.json"
+
+    assert main([*TOY, "--out", str(out)]) == 0
+
+    report = json.loads(out.read_text())
+    assert report["benchmark"] == "load"
+    assert report["config"]["sizes"] == [120, 240]
+    assert report["config"]["corpus"]["seed"] == 4
+    assert report["config"]["postgres"]["hnsw.iterative_scan"] == "strict_order"
+    first, second = report["sizes"]
+    # 120 user memories = 4 users in 2 tenants, plus 3 org memories per tenant.
+    assert first["bulk"]["total_rows"] == 126
+    assert second["bulk"]["rows_added"] == 126
+    assert second["bulk"]["total_rows"] == 252
+    assert second["bulk"]["relation_bytes"]["ix_memory_embedding_hnsw"] > 0
+    for size in (first, second):
+        for clients in ("1", "3"):
+            level = size["search"][clients]
+            for path in ("service", "raw_sql"):
+                assert level[path]["errors"] == 0, level[path]["first_error"]
+                assert level[path]["requests"] == 9
+                assert level[path]["latency_ms"]["p99"] >= level[path]["latency_ms"]["p50"] > 0
+            assert level["service_over_raw_p50"] > 0
+        # The bare statement ranked every query exactly as the HTTP service did.
+        agreement = size["agreement"]
+        assert agreement["identical_top10"] == agreement["compared"] == 9
+        recall = size["recall"]
+        assert recall["exact"]["recall_at_10"] == 1.0
+        assert 0 <= recall["forced HNSW"]["recall_at_10"] <= 1
+        assert any("ix_memory_embedding_hnsw" in s for s in recall["forced HNSW"]["plan"]["scans"])
+        api = size["api_ingest"]
+        assert api["stored"] == 30 and api["duplicates"] == 0
+        assert api["stored_without_embedding"] == 0
+    printed = capsys.readouterr().out
+    assert "| 126 | 1 |" in printed
+    assert "| 252 | 3 |" in printed
+    assert "### Vector-mode recall" in printed
+
+
+def test_the_command_refuses_sizes_it_cannot_build(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["load", "--sizes", "1000", "--memories-per-user", "300"]) == 2
+    assert "not a multiple of 300" in capsys.readouterr().err
+    assert main(["load", "--sizes", "lots"]) == 2
+    assert "cannot read corpus size" in capsys.readouterr().err
+    assert main(["load", "--sizes", "600", "--memories-per-user", "300", "--pool-size", "200"]) == 2
+    assert "--pool-size" in capsys.readouterr().err
+
+
+def test_the_server_process_gets_exactly_the_benchmarks_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings(
+        _env_file=None,
+        database_url=SecretStr("postgresql://app@/db?host=/tmp"),
+        jwt_hs256_secret=SecretStr("s" * 40),
+        rate_limit_enabled=False,
+        jwt_algorithms=["HS256"],
+    )
+    monkeypatch.setenv("MNEME_JWKS_URL", "https://stale.invalid/jwks")
+
+    environment = settings_environment(settings)
+
+    for name in [n for n in environment if n.startswith("MNEME_")]:
+        monkeypatch.setenv(name, environment[name])
+    monkeypatch.delenv("MNEME_JWKS_URL")
+    assert "MNEME_JWKS_URL" not in environment
+    assert Settings(_env_file=None) == settings
