@@ -154,6 +154,8 @@ class SizeResult:
     plans: dict[str, Any]
     agreement: dict[str, Any]
     api_ingest: dict[str, Any] | None
+    # POST …/context at one client: what an agent waits for before each model call.
+    context: LevelResult
     seconds: float
     # 1/5/15-minute load averages around the searches: the only hint, in the results, that
     # something else shared the machine.
@@ -334,6 +336,36 @@ class SearchBench:
                 if not body["query_embedded"]:
                     raise LoadBenchmarkError("the service searched without a query embedding")
                 return [hit["memory"]["id"] for hit in body["hits"]]
+
+            warm_up = LevelResult(clients)
+            await drive(clients, clients * WARM_UP_PER_CLIENT, 60.0, call, warm_up, record=False)
+            await drive(clients, options.requests, options.level_seconds, call, result, record=True)
+        return result
+
+    async def context_level(self, base_url: str, clients: int) -> LevelResult:
+        """The context call an agent makes before each model turn (default budget, every
+        section; no thread), over the same questions."""
+        options = self._options
+        result = LevelResult(clients)
+        self._tokens.clear()
+        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+        async with httpx.AsyncClient(
+            base_url=base_url, limits=limits, timeout=REQUEST_TIMEOUT_SECONDS
+        ) as client:
+
+            async def call(_: int, n: int) -> list[str]:
+                query = self._queries[n % len(self._queries)]
+                response = await client.post(
+                    f"/v1/users/{query.user_id}/context",
+                    headers=self._headers(query.tenant_id),
+                    json={"query": query.text},
+                )
+                if response.status_code != 200:
+                    raise LoadBenchmarkError(f"{response.status_code}: {response.text[:300]}")
+                body = response.json()
+                if body["token_count"] > body["budget_tokens"]:
+                    raise LoadBenchmarkError("the context block exceeded its budget")
+                return [item["id"] for section in body["sections"] for item in section["items"]]
 
             warm_up = LevelResult(clients)
             await drive(clients, clients * WARM_UP_PER_CLIENT, 60.0, call, warm_up, record=False)
@@ -710,6 +742,8 @@ async def _measure_size(
             levels[clients] = {"service": service, "raw_sql": raw}
             plans[f"raw_prepared_plans_{clients}_clients"] = {"generic": generic, "custom": custom}
         load_average["after_search"] = os.getloadavg()
+        _say(options, f"{label}: the context call, 1 client")
+        context = await bench.context_level(server.base_url, 1)
         if options.api_rows:
             _say(options, f"{label}: {options.api_rows} memories through POST …/memories/batch")
             api, tenants = await api_ingest(
@@ -738,6 +772,7 @@ async def _measure_size(
         plans=plans,
         agreement=_agreement(levels[first]["service"], levels[first]["raw_sql"], queries),
         api_ingest=api,
+        context=context,
         seconds=time.perf_counter() - size_started,
         load_average=load_average,
     )

@@ -64,6 +64,7 @@ def _size_json(result: SizeResult) -> dict[str, Any]:
         "queries": result.queries,
         "query_embedding_ms": result.query_embedding_ms,
         "search": levels,
+        "context": _level_json(result.context),
         "agreement": result.agreement,
         "recall": result.recall,
         "plans": result.plans,
@@ -300,6 +301,26 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
                     _number(forced["candidates_mean"], 1),
                     _number(forced["ms"]["p50"]),
                     _number(exact["ms"]["p50"]),
+                ]
+            )
+        )
+    lines += [
+        "",
+        "### The context call (POST …/context, default budget, 1 client)",
+        "",
+        _row(["corpus", "context p50 ms", "p95 ms", "p99 ms", "of which query embedding p50 ms"]),
+        _row(["---", "---:", "---:", "---:", "---:"]),
+    ]
+    for size in sizes:
+        latency = size["context"]["latency_ms"]
+        lines.append(
+            _row(
+                [
+                    f"{size['bulk']['total_rows']:,}",
+                    _number(latency["p50"]),
+                    _number(latency["p95"]),
+                    _number(latency["p99"]),
+                    _number(size["query_embedding_ms"]["p50"]),
                 ]
             )
         )

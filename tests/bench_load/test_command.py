@@ -75,6 +75,9 @@ def test_the_command_grows_the_corpus_and_measures_every_size(
         assert recall["exact"]["recall_at_10"] == 1.0
         assert 0 <= recall["forced HNSW"]["recall_at_10"] <= 1
         assert any("ix_memory_embedding_hnsw" in s for s in recall["forced HNSW"]["plan"]["scans"])
+        context = size["context"]
+        assert context["errors"] == 0, context["first_error"]
+        assert context["requests"] == 9 and context["latency_ms"]["p50"] > 0
         api = size["api_ingest"]
         assert api["stored"] == 30 and api["duplicates"] == 0
         assert api["stored_without_embedding"] == 0
