@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -9,6 +10,10 @@ from typing import Literal
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Categories the write path itself gives episodic memories; extracted facts cannot use them.
+RESERVED_CATEGORIES = frozenset({"turn", "episode"})
+_CATEGORY = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 
 # A secret that ships in the repository can never protect production tokens.
 DEV_DEFAULT_SECRET = "mneme-dev-secret-not-for-production-use"  # noqa: S105 - the documented dev default
@@ -116,6 +121,54 @@ class Settings(BaseSettings):
     # --- background jobs --------------------------------------------------------------------------
     jobs_enabled: bool = True
     job_max_attempts: int = Field(default=5, ge=1)
+    # Wait after a job's first failed run; it doubles after each further failure (≤ 5 minutes).
+    job_retry_initial_delay_seconds: float = Field(default=2, gt=0)
+    # New jobs wake the worker at once (LISTEN/NOTIFY); retries that waited out their backoff
+    # are found by polling this often.
+    job_poll_interval_seconds: float = Field(default=10, gt=0)
+
+    # --- extraction (the write path: memories from conversation turns) ------------------------
+    # Switches the automatic write path off (LLM extraction, or turn storage without an LLM).
+    extraction_enabled: bool = True
+    # Seed 003's memory-manager sync strategies: when a thread's new turns are worth a pass.
+    extraction_strategy: Literal["every_turn", "interval", "farewell", "both"] = "interval"
+    # `interval`: a pass once this many human turns arrived since the last pass.
+    extraction_interval_turns: int = Field(default=5, ge=1)
+    # `farewell`: a pass when a new human message contains one of these (case-insensitive).
+    extraction_farewell_phrases: list[str] = [
+        "goodbye",
+        "that's all for now",
+        "talk later",
+        "see you",
+        "catch you later",
+    ]
+    # No pass over fewer characters of conversation than this (they wait for more).
+    extraction_min_conversation_chars: int = Field(default=20, ge=0)
+    # Seed 001: at most 3 facts per human turn.
+    extraction_max_facts_per_turn: int = Field(default=3, ge=0)
+    # Seed 003: below 0.7 a fact is dropped, below 0.82 it waits for review (`proposed`).
+    extraction_fact_confidence_threshold: float = Field(default=0.7, ge=0, le=1)
+    extraction_quarantine_confidence: float = Field(default=0.82, ge=0, le=1)
+    # A fact this close (cosine) to a live one of the same owner is the same fact again.
+    extraction_near_duplicate_cosine: float = Field(default=0.92, gt=0, le=1)
+    # The fixed category set and how a new fact combines with older ones of its category.
+    extraction_category_modes: dict[str, Literal["replace", "merge", "accumulate"]] = {
+        "preference": "replace",
+        "behavior": "replace",
+        "correction": "replace",
+        "goal": "merge",
+        "knowledge": "merge",
+        "context": "accumulate",
+        "policy": "replace",
+    }
+    # Categories an organization-wide fact may have (seed 003's org allowlist).
+    extraction_org_categories: list[str] = ["policy", "knowledge", "context"]
+    # Current facts (hybrid search) the model sees, so it can refer to them by id.
+    extraction_context_facts: int = Field(default=20, ge=0, le=100)
+    # Most messages one model call reads; a longer backlog is processed in several calls.
+    extraction_max_window_messages: int = Field(default=40, ge=2, le=500)
+    # Most facts one compaction reads.
+    compaction_max_facts: int = Field(default=200, ge=2, le=500)
 
     # --- http ---------------------------------------------------------------------------------
     max_request_bytes: int = Field(default=1_048_576, ge=1024)
@@ -152,6 +205,31 @@ class Settings(BaseSettings):
     @property
     def is_dev(self) -> bool:
         return self.env == "dev"
+
+    @model_validator(mode="after")
+    def _extraction_settings_agree(self) -> Settings:
+        if self.extraction_quarantine_confidence < self.extraction_fact_confidence_threshold:
+            raise ValueError(
+                "MNEME_EXTRACTION_QUARANTINE_CONFIDENCE must not be below "
+                "MNEME_EXTRACTION_FACT_CONFIDENCE_THRESHOLD"
+            )
+        categories = set(self.extraction_category_modes)
+        invalid = sorted(
+            c for c in categories | set(self.extraction_org_categories) if not _CATEGORY.match(c)
+        )
+        if invalid or categories & RESERVED_CATEGORIES:
+            raise ValueError(
+                "MNEME_EXTRACTION_CATEGORY_MODES: categories are lower-case names "
+                f"(not {sorted(RESERVED_CATEGORIES)}); invalid: {invalid}"
+            )
+        if not categories:
+            raise ValueError("MNEME_EXTRACTION_CATEGORY_MODES needs at least one category")
+        unknown = sorted(set(self.extraction_org_categories) - categories)
+        if unknown:
+            raise ValueError(
+                f"MNEME_EXTRACTION_ORG_CATEGORIES names categories that do not exist: {unknown}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _refuse_default_secrets_outside_dev(self) -> Settings:

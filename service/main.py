@@ -24,7 +24,11 @@ from service.db import (
 )
 from service.dependencies import AppState
 from service.errors import install_problem_handlers
-from service.jobs import THREAD_SUMMARY_JOB, JobWorker
+from service.extraction.health import JobFailureRecorder
+from service.extraction.pipeline import WritePath, memory_extraction_job, turn_memories_job
+from service.extraction.router import admin_router as write_path_admin_router
+from service.extraction.router import user_router as write_path_router
+from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
@@ -82,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 load_model = getattr(embedder, "load", None)
                 if load_model is not None:
                     await load_model()
+                backfill = EmbeddingBackfill(embedder, sessionmaker)
                 app.state.mneme = AppState(
                     settings=settings,
                     engine=engine,
@@ -89,14 +94,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     authenticator=Authenticator(TokenVerifier(settings), sessionmaker, metrics),
                     metrics=metrics,
                     schema_head=db_migrations.head_revision(settings),
-                    embedding_backfill=EmbeddingBackfill(embedder, sessionmaker),
+                    embedding_backfill=backfill,
                     background=background,
                     chat_model=chat_model,
                 )
+                write_path = WritePath(sessionmaker, chat_model, settings, backfill, background)
                 jobs = JobWorker(
                     settings,
                     engine,
-                    {THREAD_SUMMARY_JOB: thread_summary_job(sessionmaker, chat_model, settings)},
+                    {
+                        THREAD_SUMMARY_JOB: thread_summary_job(sessionmaker, chat_model, settings),
+                        MEMORY_EXTRACTION_JOB: memory_extraction_job(write_path),
+                        TURN_MEMORIES_JOB: turn_memories_job(write_path),
+                    },
+                    on_failure=JobFailureRecorder(sessionmaker),
                 )
                 await jobs.start()
                 logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
@@ -133,9 +144,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(accounts_router)
     app.include_router(api_keys_router)
     app.include_router(user_memories_router)
+    app.include_router(write_path_router)
     app.include_router(org_memories_router)
     app.include_router(user_profile_router)
     app.include_router(org_profile_router)
     app.include_router(threads_router)
     app.include_router(context_router)
+    app.include_router(write_path_admin_router)
     return app

@@ -26,3 +26,44 @@ async def enqueue_thread_summary(
         {"tenant_id": tenant_id, "thread_id": str(thread_id)},
         dedupe=True,
     )
+
+
+MEMORY_EXTRACTION_JOB = "memory_extraction"
+"""Evaluate the thread's extraction trigger and, when due, extract memories from its new turns
+with the LLM and reconcile them with what is known."""
+
+TURN_MEMORIES_JOB = "turn_memories"
+"""Without an LLM: store the thread's new human turns as episodic memories."""
+
+WRITE_PATH_JOBS = (MEMORY_EXTRACTION_JOB, TURN_MEMORIES_JOB)
+
+
+async def enqueue_memory_extraction(
+    session: AsyncSession, tenant_id: str, thread_id: uuid.UUID, *, org_writes: bool
+) -> None:
+    """Queue an extraction pass for the thread in the caller's transaction (deduplicated like
+    summary passes). `org_writes` is whether the appending principal is an admin: it comes from
+    the principal's roles, never from a model or a request body, and is the only thing that
+    lets the pass write organization memory."""
+    await enqueue_job(
+        session,
+        MEMORY_EXTRACTION_JOB,
+        {
+            "tenant_id": tenant_id,
+            "thread_id": str(thread_id),
+            "org_writes": "true" if org_writes else "false",
+        },
+        dedupe=True,
+    )
+
+
+async def enqueue_turn_memories(
+    session: AsyncSession, tenant_id: str, thread_id: uuid.UUID
+) -> None:
+    """Queue turn storage for the thread in the caller's transaction (deduplicated)."""
+    await enqueue_job(
+        session,
+        TURN_MEMORIES_JOB,
+        {"tenant_id": tenant_id, "thread_id": str(thread_id)},
+        dedupe=True,
+    )

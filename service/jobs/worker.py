@@ -13,7 +13,8 @@ idempotent. What happens to a job:
 
 What reaches pgqueuer's log is the exception type only: its tables are not tenant-scoped, and an
 exception's text or cause can quote tenant content (a model's reply, a database row). The full
-exception goes to the service log.
+exception goes to the service log, and every failed run to the `on_failure` hook, which can
+record it where its tenant can see it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,23 @@ logger = logging.getLogger("mneme.jobs")
 
 JobHandler = Callable[[Mapping[str, str]], Awaitable[None]]
 """Does one job's work from its payload; must be idempotent (a job may run more than once)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class JobFailure:
+    """One failed run of a job, as the failure hook sees it."""
+
+    entrypoint: str
+    payload: Mapping[str, str]
+    attempt: int
+    final: bool
+    error: Exception
+
+
+FailureHook = Callable[[JobFailure], Awaitable[None]]
+"""Told about every failed run (`final` when no retry follows), e.g. to make failures visible
+per tenant; pgqueuer's own log is shared by all tenants and keeps no payload. Its own errors
+are logged and never change what happens to the job."""
 
 PRUNE_QUEUE_LOG_SQL = """
     DELETE FROM pgqueuer_log WHERE created < now() - make_interval(days => $1)
@@ -89,12 +107,24 @@ def _entrypoint(handler: JobHandler) -> AsyncEntrypoint:
 class _HandlerExecutor(AbstractEntrypointExecutor):
     """Runs one entrypoint's handler, turning failures into backed-off retries."""
 
-    def __init__(self, handler: JobHandler, retry: RetryPolicy) -> None:
+    def __init__(
+        self, handler: JobHandler, retry: RetryPolicy, on_failure: FailureHook | None = None
+    ) -> None:
         super().__init__(
             EntrypointExecutorParameters(concurrency_limit=0, func=_entrypoint(handler))
         )
         self._run = cast(AsyncEntrypoint, self.parameters.func)
         self._retry = retry
+        self._on_failure = on_failure
+
+    async def _tell(self, job: Job, attempt: int, final: bool, exc: Exception) -> None:
+        if self._on_failure is None:
+            return
+        try:
+            failure = JobFailure(job.entrypoint, decode_payload(job.payload), attempt, final, exc)
+            await self._on_failure(failure)
+        except Exception:
+            logger.exception("job %s (%s): the failure hook failed", job.id, job.entrypoint)
 
     async def execute(self, job: Job, context: Context) -> None:
         attempt = job.attempts + 1
@@ -107,6 +137,7 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
             logger.exception("job %s (%s) has an unreadable payload", job.id, job.entrypoint)
             raise JobFailed(f"{job.entrypoint} job has an unreadable payload") from None
         except Exception as exc:
+            await self._tell(job, attempt, attempt >= self._retry.max_attempts, exc)
             if attempt >= self._retry.max_attempts:
                 logger.error(
                     "job %s (%s) failed for good after %d attempts",
@@ -148,9 +179,10 @@ class JobWorker:
         handlers: Mapping[str, JobHandler],
         *,
         retry: RetryPolicy | None = None,
+        on_failure: FailureHook | None = None,
         concurrency: int = 4,
         heartbeat_timeout: timedelta = timedelta(seconds=30),
-        poll_interval: timedelta = timedelta(seconds=10),
+        poll_interval: timedelta | None = None,
         stop_timeout: timedelta = timedelta(seconds=20),
         restart_delay: timedelta = timedelta(seconds=5),
         log_retention_days: int = 7,
@@ -159,12 +191,16 @@ class JobWorker:
             raise ValueError("concurrency must be at least 2")
         self._enabled = settings.jobs_enabled
         self._handlers = dict(handlers)
-        self._retry = retry or RetryPolicy(max_attempts=settings.job_max_attempts)
+        self._retry = retry or RetryPolicy(
+            max_attempts=settings.job_max_attempts,
+            initial_delay=timedelta(seconds=settings.job_retry_initial_delay_seconds),
+        )
+        self._on_failure = on_failure
         # pgqueuer caps the jobs a worker holds at twice its batch size or more.
         self._batch_size = concurrency // 2
         self._max_tasks = self._batch_size * 2
         self._heartbeat_timeout = heartbeat_timeout
-        self._poll_interval = poll_interval
+        self._poll_interval = poll_interval or timedelta(seconds=settings.job_poll_interval_seconds)
         self._stop_timeout = stop_timeout
         self._restart_delay = restart_delay
         self._log_retention_days = log_retention_days
@@ -228,7 +264,9 @@ class JobWorker:
             queries_for(AsyncpgPoolDriver(pool)), channel=Channel(QUEUE_SETTINGS.channel)
         )
         for entrypoint, handler in self._handlers.items():
-            manager.register_executor(entrypoint, _HandlerExecutor(handler, self._retry))
+            manager.register_executor(
+                entrypoint, _HandlerExecutor(handler, self._retry, self._on_failure)
+            )
         return manager
 
     async def _supervise(self) -> None:

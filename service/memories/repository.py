@@ -148,6 +148,12 @@ _SEARCH_STATEMENT = (
 )
 
 
+WRITER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+"""Serialise the derived writes (extraction passes, turn storage, compaction) to one owner's
+memories until the transaction ends. Explicit API writes do not take it: they never read a
+snapshot to reconcile against."""
+
+
 @dataclass(frozen=True)
 class SearchParams:
     user_id: str | None
@@ -245,23 +251,78 @@ class MemoryRepository:
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def find_live_duplicate(self, owner: Owner, kind: str, text_value: str) -> Memory | None:
-        content_hash = func.md5(
-            func.lower(func.regexp_replace(func.btrim(text_value), r"\s+", " ", "g"))
-        )
         statement = self._owned(owner).where(
             Memory.kind == kind,
-            Memory.content_hash == content_hash,
+            Memory.content_hash == _content_hash(text_value),
             Memory.lifecycle != "superseded",
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def lock_writers(self, owner: Owner) -> None:
+        key = f"memory_writes:{self._tenant_id}:{owner.scope}:{owner.user_id or ''}"
+        await self._session.execute(WRITER_LOCK_SQL, {"key": key})
+
+    async def related_live(
+        self,
+        owner: Owner,
+        kind: str,
+        *,
+        text_value: str,
+        vector: list[float] | None,
+        categories: Sequence[str],
+        nearest: int,
+    ) -> list[tuple[Memory, float | None]]:
+        """The owner's live memories of `kind` a new one must be reconciled with: the `nearest`
+        by cosine to `vector`, those in `categories` and an exact duplicate of `text_value`,
+        each with its cosine to `vector` (None without vectors)."""
+        live = self._owned(owner).where(Memory.kind == kind, Memory.lifecycle != "superseded")
+        conditions: list[ColumnElement[bool]] = [
+            Memory.content_hash == _content_hash(text_value),
+        ]
+        if categories:
+            conditions.append(Memory.category.in_(list(categories)))
+        cosine: ColumnElement[Any] = literal_column("NULL")
+        if vector is not None:
+            distance = Memory.embedding.cosine_distance(vector)
+            nearest_ids = (
+                live.with_only_columns(Memory.id)
+                .where(Memory.embedding.is_not(None))
+                .order_by(distance)
+                .limit(nearest)
+            )
+            conditions.append(Memory.id.in_(nearest_ids.scalar_subquery()))
+            cosine = 1 - distance
+        statement = live.add_columns(cosine.label("cosine")).where(or_(*conditions))
+        rows = (await self._session.execute(statement)).all()
+        return [(row[0], None if row[1] is None else float(row[1])) for row in rows]
+
+    async def live_owned(self, owner: Owner, kind: str, *, limit: int) -> list[Memory]:
+        """The owner's live memories of `kind`, oldest first."""
+        statement = (
+            self._owned(owner)
+            .where(Memory.kind == kind, Memory.lifecycle != "superseded")
+            .order_by(Memory.created_at, Memory.id)
+            .limit(limit)
+        )
+        return list((await self._session.execute(statement)).scalars())
 
     async def get(
         self, owner: Owner, memory_id: uuid.UUID, *, for_update: bool = False
     ) -> Memory | None:
         statement = self._owned(owner).where(Memory.id == memory_id)
         if for_update:
-            statement = statement.with_for_update()
+            # The locked row is the truth: refresh a copy the session may hold from earlier.
+            statement = statement.with_for_update().execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def reload_many(self, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
+        """Memories by id as stored now, refreshing copies the session holds from earlier."""
+        statement = (
+            select(Memory)
+            .where(Memory.tenant_id == self._tenant_id, Memory.id.in_(memory_ids))
+            .execution_options(populate_existing=True)
+        )
+        return {memory.id: memory for memory in (await self._session.execute(statement)).scalars()}
 
     async def get_many(self, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
         statement = select(Memory).where(
@@ -433,3 +494,8 @@ class MemoryRepository:
             )
             for row in rows
         ]
+
+
+def _content_hash(text_value: str) -> ColumnElement[str]:
+    """The `content_hash` a memory with this text has (the generated column's expression)."""
+    return func.md5(func.lower(func.regexp_replace(func.btrim(text_value), r"\s+", " ", "g")))

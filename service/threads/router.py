@@ -12,6 +12,7 @@ from service.accounts.repository import AccountRepository
 from service.accounts.service import AccountService
 from service.dependencies import AddressedUserId, CurrentPrincipal, Idempotency, Session, State
 from service.errors import problem_responses
+from service.extraction.hooks import chain, write_path_hook
 from service.jobs import enqueue_thread_summary
 from service.kit.idempotency import IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
@@ -41,8 +42,13 @@ def get_thread_service(
     session: Session, principal: CurrentPrincipal, memories: MemorySvc, state: State
 ) -> ThreadService:
     summarizer = Summarizer(state.sessionmaker, state.chat_model, state.settings)
-    # Appends queue a summary pass (in their own transaction) only when one could run.
+    # Appends queue a summary pass and a write-path pass (in their own transaction) only when
+    # one could run. Org extraction is allowed by the appending principal's roles, nothing else.
     summarize_after_append = summarizer.status.enabled and state.settings.jobs_enabled
+    on_append = chain(
+        enqueue_thread_summary if summarize_after_append else None,
+        write_path_hook(state.settings, state.chat_model, org_writes=principal.is_admin),
+    )
     return ThreadService(
         session,
         ThreadRepository(session, principal.tenant_id),
@@ -50,7 +56,7 @@ def get_thread_service(
         memories,
         principal.tenant_id,
         summarizer,
-        on_append=enqueue_thread_summary if summarize_after_append else None,
+        on_append=on_append,
     )
 
 

@@ -24,6 +24,7 @@ TENANT_TABLES = (
     "memory_event",
     "audit_log",
     "idempotency_record",
+    "extraction_cursor",
 )
 
 # pgqueuer's job queue (migration 20261129_1500): shared by all tenants and holding no tenant
@@ -55,6 +56,7 @@ async def seed_every_table(engine: AsyncEngine, tenant_id: str) -> None:
         "VALUES (:t, 'user', 'u1', 'test', 'none')",
         "INSERT INTO idempotency_record (tenant_id, principal, key, method, path, request_hash) "
         "VALUES (:t, 'u1', 'k1', 'POST', '/v1/things', 'h')",
+        "INSERT INTO extraction_cursor (tenant_id, thread_id, through_seq) VALUES (:t, :thread, 0)",
     ]
     async with engine.begin() as connection:
         await as_tenant(connection, tenant_id)

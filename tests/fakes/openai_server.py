@@ -2,7 +2,8 @@
 
 The real `openai` client talks to it over HTTP, so its whole code path (request building,
 retries, timeouts, response parsing) runs in tests. By default it answers Structured Outputs
-requests for thread summaries with one entry per transcript line; `mode` switches to other
+requests for thread summaries with one entry per transcript line, and extraction and compaction
+requests (told apart by their schema name) with an empty proposal; `mode` switches to other
 answers, `fail_next` makes the next requests fail first, `hold` keeps replies back until
 `release()`, and `reply` overrides everything for one test. Every request is recorded.
 """
@@ -47,6 +48,13 @@ class RecordedRequest:
     def user(self) -> str:
         return str(self.body["messages"][-1]["content"])
 
+    @property
+    def schema_name(self) -> str | None:
+        """The name of the requested Structured Outputs schema, if any."""
+        response_format = self.body.get("response_format") or {}
+        name = (response_format.get("json_schema") or {}).get("name")
+        return str(name) if name is not None else None
+
     def transcript(self) -> list[dict[str, Any]]:
         """The JSONL transcript of a summary request, one dict per line."""
         return [json.loads(line) for line in self.user.splitlines()]
@@ -71,6 +79,29 @@ def completion(
         ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
+
+
+EMPTY_EXTRACTION: dict[str, Any] = {"facts": [], "remove": [], "episode": None, "profile": []}
+
+
+def extraction(
+    facts: list[dict[str, Any]] | None = None,
+    *,
+    remove: list[str] | None = None,
+    episode: str | None = None,
+    profile: list[dict[str, Any]] | None = None,
+) -> Reply:
+    """A completion carrying an extraction proposal."""
+    return completion(
+        json.dumps(
+            {
+                "facts": facts or [],
+                "remove": remove or [],
+                "episode": episode,
+                "profile": profile or [],
+            }
+        )
+    )
 
 
 def summary_entries(request: RecordedRequest) -> list[dict[str, Any]]:
@@ -116,6 +147,11 @@ class FakeOpenAIServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
+    def hold_back(self) -> None:
+        """Keep replies back from now until `release()` (also after an earlier release)."""
+        self._released.clear()
+        self.hold = True
+
     def release(self) -> None:
         """Let held (and hanging) requests answer."""
         self.hold = False
@@ -147,6 +183,10 @@ class FakeOpenAIServer:
                 return completion(None, refusal="I can't help with that.")
             case "truncated":
                 return completion('{"entries": [', finish_reason="length")
+            case _ if request.schema_name == "memory_extraction":
+                return completion(json.dumps(EMPTY_EXTRACTION))
+            case _ if request.schema_name == "memory_compaction":
+                return completion(json.dumps({"facts": []}))
             case _:
                 return completion(json.dumps({"entries": summary_entries(request)}))
 

@@ -1,0 +1,185 @@
+"""The write path's health: failed job runs made visible per tenant, and what an operator sees.
+
+pgqueuer logs a failed job without its payload in a table all tenants share, so a failure could
+not be told apart per tenant or user there. The worker's failure hook records each failed run
+in the tenant's audit trail instead (`job.failed`: kind, thread, attempt, whether a retry
+follows, the error's type), next to the `extraction.pass` entries of the passes that finished.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.config import Settings
+from service.db import tenant_transaction
+from service.extraction.repository import FAILURE_ACTION, PASS_ACTION, ExtractionRepository
+from service.extraction.schemas import (
+    JobCountRead,
+    JobFailureRead,
+    PassRead,
+    PendingJobRead,
+    TenantJobs,
+    UserJobs,
+    WritePathMode,
+)
+from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB
+from service.jobs.status import JobStatusRepository, PendingJob
+from service.jobs.worker import JobFailure
+from service.providers.llm import ChatModel, LLMUnavailable
+
+logger = logging.getLogger("mneme.extraction.health")
+
+JOBS_ACTOR = "mneme:jobs"
+REPORTED_KINDS = (MEMORY_EXTRACTION_JOB, TURN_MEMORIES_JOB, THREAD_SUMMARY_JOB)
+LIST_LIMIT = 50
+
+
+class JobFailureRecorder:
+    """The worker's failure hook: one `job.failed` audit entry per failed run of a job that
+    works on a thread (the kinds in `REPORTED_KINDS`)."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+        self._sessionmaker = sessionmaker
+
+    async def __call__(self, failure: JobFailure) -> None:
+        tenant_id = failure.payload.get("tenant_id")
+        raw_thread = failure.payload.get("thread_id")
+        if failure.entrypoint not in REPORTED_KINDS or not tenant_id or not raw_thread:
+            return
+        thread_id = uuid.UUID(raw_thread)
+        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+            repository = ExtractionRepository(session, tenant_id)
+            user_id = await repository.thread_owner(thread_id)
+            if user_id is None:  # the thread is gone: nothing left to fail for
+                return
+            await repository.record(
+                FAILURE_ACTION,
+                JOBS_ACTOR,
+                thread_id,
+                {
+                    "user_id": user_id,
+                    "kind": failure.entrypoint,
+                    "attempt": failure.attempt,
+                    "final": failure.final,
+                    "error": describe(failure.error),
+                },
+            )
+
+
+def describe(error: Exception) -> str:
+    """The error's type, and for model errors their message (which never quotes content)."""
+    name = type(error).__name__
+    if isinstance(error, LLMUnavailable):
+        return f"{name}: {error}"
+    return name
+
+
+def write_path_mode(settings: Settings, chat_model: ChatModel | None) -> WritePathMode:
+    if not (settings.extraction_enabled and settings.jobs_enabled):
+        return "off"
+    return "turns" if chat_model is None else "llm"
+
+
+class WritePathHealth:
+    """Reads what the queue holds and what the audit trail recorded, for one tenant: the
+    principal's (the queue's tables are shared, so the tenant is always passed explicitly)."""
+
+    def __init__(
+        self,
+        jobs: JobStatusRepository,
+        passes: ExtractionRepository,
+        settings: Settings,
+        chat_model: ChatModel | None,
+    ) -> None:
+        self._jobs = jobs
+        self._passes = passes
+        self._mode = write_path_mode(settings, chat_model)
+        self._strategy = settings.extraction_strategy
+
+    async def for_user(self, user_id: str) -> UserJobs:
+        pending = await self._jobs.pending(REPORTED_KINDS, user_id=user_id, limit=LIST_LIMIT)
+        failures = await self._passes.recent(FAILURE_ACTION, user_id=user_id, limit=LIST_LIMIT)
+        passes = await self._passes.recent(PASS_ACTION, user_id=user_id, limit=LIST_LIMIT)
+        return UserJobs(
+            extraction=self._mode,
+            strategy=self._strategy,
+            pending=[_pending(job) for job in pending],
+            failures=[_failure(e.target_id, e.detail, e.created_at) for e in failures],
+            passes=[_pass(e.target_id, e.detail, e.created_at) for e in passes],
+        )
+
+    async def for_tenant(self) -> TenantJobs:
+        counts = await self._jobs.counts(REPORTED_KINDS)
+        pending = await self._jobs.pending(REPORTED_KINDS, user_id=None, limit=LIST_LIMIT)
+        failures = await self._passes.recent(FAILURE_ACTION, user_id=None, limit=LIST_LIMIT)
+        return TenantJobs(
+            extraction=self._mode,
+            strategy=self._strategy,
+            counts=[
+                JobCountRead(
+                    kind=c.kind,
+                    status=c.status,
+                    jobs=c.jobs,
+                    retrying=c.retrying,
+                    oldest_created_at=c.oldest_created_at,
+                )
+                for c in counts
+            ],
+            pending=[_pending(job) for job in pending],
+            failures=[_failure(e.target_id, e.detail, e.created_at) for e in failures],
+        )
+
+
+def _pending(job: PendingJob) -> PendingJobRead:
+    return PendingJobRead(
+        id=job.id,
+        kind=job.kind,
+        status=job.status,
+        attempts=job.attempts,
+        thread_id=job.thread_id,
+        user_id=job.user_id,
+        created_at=job.created_at,
+        execute_after=job.execute_after,
+    )
+
+
+def _thread(target_id: str | None) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(target_id) if target_id else None
+    except ValueError:
+        return None
+
+
+def _failure(target_id: str | None, detail: dict[str, Any], at: Any) -> JobFailureRead:
+    return JobFailureRead(
+        kind=str(detail.get("kind", "")),
+        thread_id=_thread(target_id),
+        user_id=detail.get("user_id"),
+        attempt=int(detail.get("attempt", 0)),
+        final=bool(detail.get("final", False)),
+        error=str(detail.get("error", "")),
+        failed_at=at,
+    )
+
+
+def _pass(target_id: str | None, detail: dict[str, Any], at: Any) -> PassRead:
+    return PassRead(
+        thread_id=_thread(target_id),
+        user_id=detail.get("user_id"),
+        mode=detail.get("mode", "llm"),
+        trigger=str(detail.get("trigger", "")),
+        model=detail.get("model"),
+        from_seq=int(detail.get("from_seq", 0)),
+        through_seq=int(detail.get("through_seq", -1)),
+        written=[uuid.UUID(i) for i in detail.get("written", [])],
+        superseded=int(detail.get("superseded", 0)),
+        reconfirmed=int(detail.get("reconfirmed", 0)),
+        removed=int(detail.get("removed", 0)),
+        profile_keys=list(detail.get("profile_keys", [])),
+        dropped=dict(detail.get("dropped", {})),
+        finished_at=at,
+    )

@@ -1,0 +1,376 @@
+"""Deterministic resolution: what an extraction proposal changes in what is known.
+
+Pure functions over plain data (no model, no database), so every rule is unit-tested apart
+from the LLM. The pipeline gathers the inputs — the proposal, the live facts it may touch and
+the cosine of each candidate to each of them — and applies the result.
+
+Rules, applied to candidates from the most to the least confident:
+
+1. **Validation** (as the API does): empty text is dropped; text over 4000 characters, or text
+   or evidence that looks like a secret (`find_secret`), is refused.
+2. **Scope**: an org-scoped fact needs `org_writes` (the appending principal was an admin — a
+   model's say-so never authorizes it) and one of the org categories.
+3. **Confidence**: below `min_confidence` (0.7) dropped; below `quarantine_confidence` (0.82)
+   written as `proposed` with `needs_review`; otherwise `confirmed`.
+4. **Limit**: at most `max_facts` (3 per human turn) facts are accepted per pass.
+5. **Duplicates**: the same normalised text as a live fact of the same owner, or a cosine of at
+   least `near_duplicate_cosine` to one (facts it explicitly replaces excepted), is no new row:
+   that fact is re-confirmed (`last_confirmed_at`), and a proposed one is confirmed by a
+   confident candidate. A repeat within the pass is dropped.
+6. **Supersession**, by confirmed candidates only (a proposed one keeps its `supersedes` for
+   the reviewer): explicit ids of live facts the candidate's owner owns (the user's own facts;
+   org facts only for an org fact), then the category's combine mode —
+   `replace`: older facts of the category whose subject is the same or unknown;
+   `merge`: older facts of the category with the same (known) subject;
+   `accumulate`: none. A fact is superseded by at most one candidate, and never one re-confirmed
+   in the same pass.
+7. **Removal**: `remove` ids of live facts the user owns (org facts only with `org_writes`) are
+   superseded without a replacement.
+
+Supersession never deletes; the pipeline marks the old fact `superseded` with `superseded_by`,
+`invalid_at` and a history event.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from service.accounts.overlay import is_credential_name
+from service.memories.schemas import MEMORY_TEXT_MAX
+from service.memories.validation import find_secret
+from service.profile.service import OVERLAY_KEYS
+
+Scope = Literal["user", "org"]
+CombineMode = Literal["replace", "merge", "accumulate"]
+SupersedeReason = Literal["explicit", "replace", "merge"]
+
+EVIDENCE_MAX = 2000
+PROFILE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,127}$")
+PROFILE_VALUE_MAX = 500
+# Keys the identity provider fills (the auth overlay): the model never overrides them.
+ACCOUNT_KEYS = frozenset(OVERLAY_KEYS)
+_WHITESPACE = re.compile(r"\s+")
+
+
+def normalise_text(text: str) -> str:
+    """The text as exact-duplicate detection compares it (as the `content_hash` column does)."""
+    return _WHITESPACE.sub(" ", text.strip()).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class KnownFact:
+    """A live fact a candidate may duplicate or supersede."""
+
+    id: uuid.UUID
+    scope: str
+    user_id: str | None
+    category: str | None
+    subject: str | None
+    text: str
+    lifecycle: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A fact the model proposed; `supersedes` holds memory ids (pass-local ids resolved)."""
+
+    index: int
+    text: str
+    category: str
+    subject: str | None
+    scope: Scope
+    confidence: float
+    evidence: str
+    supersedes: tuple[uuid.UUID, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResolverRules:
+    min_confidence: float
+    quarantine_confidence: float
+    near_duplicate_cosine: float
+    max_facts: int
+    category_modes: Mapping[str, CombineMode]
+    org_categories: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the pass knows: whose memory it is, whether org facts may change, the live facts
+    that matter and the cosine of candidate `index` to fact `id` (absent: unknown)."""
+
+    user_id: str
+    org_writes: bool
+    facts: Mapping[uuid.UUID, KnownFact]
+    cosine: Mapping[tuple[int, uuid.UUID], float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    fact_id: uuid.UUID
+    reason: SupersedeReason
+
+
+@dataclass(frozen=True, slots=True)
+class NewFact:
+    candidate: Candidate
+    lifecycle: Literal["proposed", "confirmed"]
+    supersedes: tuple[Supersession, ...]
+    # A proposed fact's explicit targets, kept for whoever reviews it.
+    proposed_supersedes: tuple[uuid.UUID, ...] = ()
+
+    @property
+    def needs_review(self) -> bool:
+        return self.lifecycle == "proposed"
+
+
+@dataclass(frozen=True, slots=True)
+class Reconfirmation:
+    fact_id: uuid.UUID
+    candidate_index: int
+    promote: bool
+    confidence: float
+    cosine: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    reason: str
+    candidate_index: int | None = None
+    fact_id: uuid.UUID | None = None
+
+
+@dataclass(slots=True)
+class Resolution:
+    new_facts: list[NewFact] = field(default_factory=list)
+    reconfirmations: list[Reconfirmation] = field(default_factory=list)
+    removals: list[uuid.UUID] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+
+    def drop_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for drop in self.dropped:
+            counts[drop.reason] = counts.get(drop.reason, 0) + 1
+        return counts
+
+
+def owns(fact: KnownFact, scope: str, user_id: str) -> bool:
+    """Whether a fact belongs to the owner a `scope` candidate of `user_id` writes to."""
+    if scope == "user":
+        return fact.scope == "user" and fact.user_id == user_id
+    return fact.scope == "org"
+
+
+def refusal(text: str, evidence: str = "") -> str | None:
+    """Why the API would refuse this text (and evidence), or None: the same rules."""
+    if not text.strip():
+        return "empty"
+    if len(text.strip()) > MEMORY_TEXT_MAX:
+        return "too_long"
+    if find_secret(text) is not None or (evidence and find_secret(evidence) is not None):
+        return "secret"
+    return None
+
+
+def resolve(
+    candidates: Sequence[Candidate],
+    removals: Sequence[uuid.UUID],
+    known: Known,
+    rules: ResolverRules,
+) -> Resolution:
+    """Decide what the candidates and removals change (see the module docstring)."""
+    result = Resolution()
+    # Facts this resolution already decided on: re-confirmed ones, and superseded or removed.
+    reconfirmed: set[uuid.UUID] = set()
+    claimed: set[uuid.UUID] = set()
+    seen: set[tuple[str, str]] = set()
+    accepted = 0
+    for candidate in sorted(candidates, key=lambda c: (-_finite(c.confidence), c.index)):
+        reason = _rejection(candidate, known, rules)
+        if reason is None and accepted >= rules.max_facts:
+            reason = "over_limit"
+        key = (candidate.scope, normalise_text(candidate.text))
+        if reason is None and key in seen:
+            reason = "duplicate_in_pass"
+        if reason is not None:
+            result.dropped.append(Dropped(reason, candidate.index))
+            continue
+        confirmed = candidate.confidence >= rules.quarantine_confidence
+        mine = [f for f in known.facts.values() if owns(f, candidate.scope, known.user_id)]
+        explicit: list[uuid.UUID] = []
+        for fact_id in dict.fromkeys(candidate.supersedes):
+            fact = known.facts.get(fact_id)
+            if fact is None or not owns(fact, candidate.scope, known.user_id):
+                result.dropped.append(Dropped("supersede_not_owned", candidate.index, fact_id))
+            elif fact_id not in claimed and fact_id not in reconfirmed:
+                explicit.append(fact_id)
+        duplicate = _duplicate_of(candidate, key[1], mine, explicit, known, rules)
+        if duplicate is not None:
+            fact, cosine = duplicate
+            if fact.id in claimed or fact.id in reconfirmed:
+                # A more confident candidate already replaced (or repeated) this fact.
+                reason = "conflict" if fact.id in claimed else "duplicate_in_pass"
+                result.dropped.append(Dropped(reason, candidate.index, fact.id))
+                continue
+            accepted += 1
+            seen.add(key)
+            reconfirmed.add(fact.id)
+            result.reconfirmations.append(
+                Reconfirmation(
+                    fact_id=fact.id,
+                    candidate_index=candidate.index,
+                    promote=confirmed and fact.lifecycle == "proposed",
+                    confidence=candidate.confidence,
+                    cosine=cosine,
+                )
+            )
+            continue
+        accepted += 1
+        seen.add(key)
+        if not confirmed:
+            result.new_facts.append(NewFact(candidate, "proposed", (), tuple(explicit)))
+            continue
+        supersedes = [Supersession(fact_id, "explicit") for fact_id in explicit]
+        mode = rules.category_modes.get(candidate.category, "accumulate")
+        for fact in mine:
+            if (
+                fact.id in explicit
+                or fact.id in claimed
+                or fact.id in reconfirmed
+                or fact.category != candidate.category
+            ):
+                continue
+            same_subject = fact.subject is not None and fact.subject == candidate.subject
+            unknown_subject = fact.subject is None or candidate.subject is None
+            if mode == "replace" and (same_subject or unknown_subject):
+                supersedes.append(Supersession(fact.id, "replace"))
+            elif mode == "merge" and same_subject:
+                supersedes.append(Supersession(fact.id, "merge"))
+        claimed.update(s.fact_id for s in supersedes)
+        result.new_facts.append(NewFact(candidate, "confirmed", tuple(supersedes)))
+    for fact_id in dict.fromkeys(removals):
+        fact = known.facts.get(fact_id)
+        if fact is None or not (
+            owns(fact, "user", known.user_id) or (known.org_writes and owns(fact, "org", ""))
+        ):
+            result.dropped.append(Dropped("remove_not_owned", fact_id=fact_id))
+        elif fact_id in claimed or fact_id in reconfirmed:
+            result.dropped.append(Dropped("remove_conflict", fact_id=fact_id))
+        else:
+            claimed.add(fact_id)
+            result.removals.append(fact_id)
+    return result
+
+
+def _rejection(candidate: Candidate, known: Known, rules: ResolverRules) -> str | None:
+    reason = refusal(candidate.text, candidate.evidence)
+    if reason is not None:
+        return reason
+    if candidate.scope == "org":
+        if not known.org_writes:
+            return "org_not_allowed"
+        if candidate.category not in rules.org_categories:
+            return "org_category"
+    if candidate.category not in rules.category_modes:
+        return "unknown_category"
+    if not 0.0 <= _finite(candidate.confidence) <= 1.0:
+        return "invalid_confidence"
+    if candidate.confidence < rules.min_confidence:
+        return "low_confidence"
+    return None
+
+
+def _duplicate_of(
+    candidate: Candidate,
+    normalised: str,
+    mine: Sequence[KnownFact],
+    explicit: Sequence[uuid.UUID],
+    known: Known,
+    rules: ResolverRules,
+) -> tuple[KnownFact, float | None] | None:
+    """The live fact the candidate repeats: same text first, then the nearest above the
+    near-duplicate cosine (a fact the candidate explicitly replaces is not a repeat)."""
+    for fact in mine:
+        if normalise_text(fact.text) == normalised:
+            return fact, None
+    best: tuple[KnownFact, float] | None = None
+    for fact in mine:
+        if fact.id in explicit:
+            continue
+        cosine = known.cosine.get((candidate.index, fact.id))
+        if (
+            cosine is not None
+            and cosine >= rules.near_duplicate_cosine
+            and (best is None or cosine > best[1])
+        ):
+            best = (fact, cosine)
+    return best
+
+
+def _finite(value: float) -> float:
+    return value if math.isfinite(value) else -1.0
+
+
+# --- the episode and profile parts of a proposal ----------------------------------------------
+
+
+def resolve_episode(episode: str | None) -> tuple[str | None, str | None]:
+    """(text to store, on one line, None) or (None, why not); (None, None) without one."""
+    if episode is None or not episode.strip():
+        return None, None
+    reason = refusal(episode)
+    if reason is not None:
+        return None, reason
+    return " ".join(episode.split()), None
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileProposalIn:
+    key: str
+    value: str
+    confidence: float
+    evidence: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileChange:
+    key: str
+    value: str
+
+
+def resolve_profile(
+    proposals: Sequence[ProfileProposalIn], rules: ResolverRules
+) -> tuple[list[ProfileChange], list[Dropped]]:
+    """Profile attributes to set on the user's profile: only confident ones (a profile key has
+    no review state), valid keys that are neither account keys nor credential names, short
+    values, no secrets; the most confident of a repeated key; at most `max_facts`."""
+    changes: list[ProfileChange] = []
+    dropped: list[Dropped] = []
+    keys: set[str] = set()
+    ordered = sorted(enumerate(proposals), key=lambda p: (-_finite(p[1].confidence), p[0]))
+    for index, proposal in ordered:
+        key, value = proposal.key.strip(), proposal.value.strip()
+        reason: str | None = None
+        if not PROFILE_KEY.match(key) or key in ACCOUNT_KEYS or is_credential_name(key):
+            reason = "profile_key"
+        elif not value or len(value) > PROFILE_VALUE_MAX:
+            reason = "profile_value"
+        elif find_secret(value) is not None or find_secret(proposal.evidence) is not None:
+            reason = "secret"
+        elif not rules.quarantine_confidence <= _finite(proposal.confidence) <= 1.0:
+            reason = "low_confidence"
+        elif key in keys:
+            reason = "duplicate_in_pass"
+        elif len(changes) >= rules.max_facts:
+            reason = "over_limit"
+        if reason is not None:
+            dropped.append(Dropped(f"profile:{reason}", index))
+            continue
+        keys.add(key)
+        changes.append(ProfileChange(key, value))
+    return changes, dropped

@@ -1,0 +1,106 @@
+"""Request and response models of the write-path endpoints: compaction and job health."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.memories.schemas import CATEGORY_PATTERN, MemoryRead
+
+WritePathMode = Literal["llm", "turns", "off"]
+
+
+class CompactRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    categories: list[Annotated[str, Field(pattern=CATEGORY_PATTERN)]] | None = Field(
+        default=None,
+        max_length=50,
+        description="Only facts of these categories (default: every semantic fact).",
+    )
+
+
+class CompactResult(BaseModel):
+    status: Literal["compacted", "unchanged", "nothing_to_compact"]
+    read: int = Field(description="How many live facts the model was shown.")
+    written: list[MemoryRead] = Field(description="The consolidated facts written.")
+    superseded: list[uuid.UUID] = Field(
+        description="Facts folded into a consolidated one: superseded (with history), not deleted."
+    )
+    dropped: dict[str, int] = Field(
+        description="Proposed facts not written, by reason (e.g. `no_sources`, `secret`)."
+    )
+
+
+class PendingJobRead(BaseModel):
+    id: int
+    kind: str = Field(examples=["memory_extraction"])
+    status: Literal["queued", "picked"] = Field(description="`picked`: running now.")
+    attempts: int = Field(description="Runs that failed so far (it is retried with backoff).")
+    thread_id: uuid.UUID | None
+    user_id: str | None
+    created_at: datetime
+    execute_after: datetime = Field(description="Not run before this (backoff after failures).")
+
+
+class JobFailureRead(BaseModel):
+    kind: str
+    thread_id: uuid.UUID | None
+    user_id: str | None
+    attempt: int
+    final: bool = Field(description="No retry follows; the next append's pass catches up.")
+    error: str = Field(description="The error's type and, for model errors, what went wrong.")
+    failed_at: datetime
+
+
+class PassRead(BaseModel):
+    """One finished write-path pass over a thread's window of messages."""
+
+    thread_id: uuid.UUID | None
+    user_id: str | None
+    mode: Literal["llm", "turns"]
+    trigger: str
+    model: str | None
+    from_seq: int
+    through_seq: int
+    written: list[uuid.UUID]
+    superseded: int
+    reconfirmed: int
+    removed: int
+    profile_keys: list[str]
+    dropped: dict[str, int]
+    finished_at: datetime
+
+
+class JobCountRead(BaseModel):
+    kind: str
+    status: Literal["queued", "picked"]
+    jobs: int
+    retrying: int = Field(description="Of them, jobs that failed at least once already.")
+    oldest_created_at: datetime
+
+
+class UserJobs(BaseModel):
+    """The write path's health for one user: what waits, what failed, what ran."""
+
+    extraction: WritePathMode = Field(
+        description="`llm`: extraction with the model; `turns`: no LLM, human turns are stored "
+        "as episodic memories; `off`: nothing runs after appends."
+    )
+    strategy: str
+    pending: list[PendingJobRead]
+    failures: list[JobFailureRead]
+    passes: list[PassRead]
+
+
+class TenantJobs(BaseModel):
+    """The background jobs of the whole tenant (admins)."""
+
+    extraction: WritePathMode
+    strategy: str
+    counts: list[JobCountRead]
+    pending: list[PendingJobRead]
+    failures: list[JobFailureRead]

@@ -1,0 +1,135 @@
+"""What the queue holds for one tenant: the jobs that wait or run, read from pgqueuer's tables.
+
+Those tables are shared by all tenants and not under row-level security, so every statement
+here filters by the tenant id the caller passes — always the authenticated principal's, never a
+value from a request.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import ARRAY, Text, bindparam, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+_TENANT_JOBS = """
+    -- Decode only the payloads of the kinds asked for (other kinds may hold anything).
+    WITH decoded AS MATERIALIZED (
+        SELECT id, entrypoint, status::text AS status, attempts, created, execute_after,
+               CASE WHEN entrypoint = ANY(:kinds)
+                    THEN convert_from(payload, 'UTF8')::jsonb END AS body
+          FROM pgqueuer
+         WHERE entrypoint = ANY(:kinds)
+    ),
+    tenant_jobs AS (
+        SELECT id, entrypoint, status, attempts, created, execute_after,
+               body ->> 'thread_id' AS thread_id
+          FROM decoded
+         WHERE body ->> 'tenant_id' = :tenant_id
+    )
+"""
+
+PENDING_JOBS_SQL = text(
+    f"""{_TENANT_JOBS}
+    SELECT j.id, j.entrypoint, j.status, j.attempts, j.created, j.execute_after, j.thread_id,
+           t.user_id
+      FROM tenant_jobs j
+      LEFT JOIN thread t ON t.tenant_id = :tenant_id AND t.id::text = j.thread_id
+     WHERE CAST(:user_id AS text) IS NULL OR t.user_id = :user_id
+     ORDER BY j.created, j.id
+     LIMIT :limit
+    """  # noqa: S608 - interpolates only the constant CTE above
+).bindparams(bindparam("kinds", type_=ARRAY(Text)))
+"""The tenant's queued and running jobs of the given kinds, oldest first, each with its thread
+and the thread's user (read under the tenant's row-level security); only `user_id`'s threads
+when it is given."""
+
+JOB_COUNTS_SQL = text(
+    f"""{_TENANT_JOBS}
+    SELECT entrypoint, status, count(*) AS jobs, count(*) FILTER (WHERE attempts > 0) AS retrying,
+           min(created) AS oldest
+      FROM tenant_jobs
+     GROUP BY entrypoint, status
+     ORDER BY entrypoint, status
+    """  # noqa: S608 - interpolates only the constant CTE above
+).bindparams(bindparam("kinds", type_=ARRAY(Text)))
+"""Per kind and status (`queued`, `picked`): how many of the tenant's jobs, how many of them
+failed at least once already, and when the oldest was enqueued."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJob:
+    id: int
+    kind: str
+    status: str
+    attempts: int
+    created_at: datetime
+    execute_after: datetime
+    thread_id: uuid.UUID | None
+    user_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobCount:
+    kind: str
+    status: str
+    jobs: int
+    retrying: int
+    oldest_created_at: datetime
+
+
+class JobStatusRepository:
+    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+    async def pending(
+        self, kinds: Sequence[str], *, user_id: str | None, limit: int
+    ) -> list[PendingJob]:
+        rows = await self._session.execute(
+            PENDING_JOBS_SQL,
+            {
+                "kinds": list(kinds),
+                "tenant_id": self._tenant_id,
+                "user_id": user_id,
+                "limit": limit,
+            },
+        )
+        return [
+            PendingJob(
+                id=int(row.id),
+                kind=row.entrypoint,
+                status=row.status,
+                attempts=int(row.attempts),
+                created_at=row.created,
+                execute_after=row.execute_after,
+                thread_id=_uuid_or_none(row.thread_id),
+                user_id=row.user_id,
+            )
+            for row in rows
+        ]
+
+    async def counts(self, kinds: Sequence[str]) -> list[JobCount]:
+        rows = await self._session.execute(
+            JOB_COUNTS_SQL, {"kinds": list(kinds), "tenant_id": self._tenant_id}
+        )
+        return [
+            JobCount(
+                kind=row.entrypoint,
+                status=row.status,
+                jobs=int(row.jobs),
+                retrying=int(row.retrying),
+                oldest_created_at=row.oldest,
+            )
+            for row in rows
+        ]
+
+
+def _uuid_or_none(value: str | None) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value) if value else None
+    except ValueError:
+        return None

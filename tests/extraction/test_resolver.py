@@ -1,0 +1,396 @@
+"""The deterministic resolver, apart from the LLM: validation, confidence, duplicates, combine
+modes, supersession, removal and org permissions."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from service.extraction.resolver import (
+    Candidate,
+    Dropped,
+    Known,
+    KnownFact,
+    ProfileChange,
+    ProfileProposalIn,
+    Reconfirmation,
+    ResolverRules,
+    Supersession,
+    resolve,
+    resolve_episode,
+    resolve_profile,
+)
+
+RULES = ResolverRules(
+    min_confidence=0.7,
+    quarantine_confidence=0.82,
+    near_duplicate_cosine=0.92,
+    max_facts=3,
+    category_modes={
+        "preference": "replace",
+        "knowledge": "merge",
+        "context": "accumulate",
+        "policy": "replace",
+    },
+    org_categories=frozenset({"policy", "knowledge"}),
+)
+USER = "alice"
+
+
+def fact(
+    text: str,
+    category: str | None = "preference",
+    *,
+    subject: str | None = None,
+    scope: str = "user",
+    user_id: str | None = USER,
+    lifecycle: str = "confirmed",
+) -> KnownFact:
+    return KnownFact(
+        id=uuid.uuid4(),
+        scope=scope,
+        user_id=None if scope == "org" else user_id,
+        category=category,
+        subject=subject,
+        text=text,
+        lifecycle=lifecycle,
+    )
+
+
+def candidate(text: str, index: int = 0, **overrides: Any) -> Candidate:
+    values: dict[str, Any] = {
+        "index": index,
+        "text": text,
+        "category": "preference",
+        "subject": None,
+        "scope": "user",
+        "confidence": 0.95,
+        "evidence": "",
+        "supersedes": (),
+    }
+    values.update(overrides)
+    return Candidate(**values)
+
+
+def known(
+    *facts: KnownFact, org_writes: bool = False, cosine: dict[Any, float] | None = None
+) -> Known:
+    return Known(
+        user_id=USER, org_writes=org_writes, facts={f.id: f for f in facts}, cosine=cosine or {}
+    )
+
+
+def test_new_facts_on_an_empty_profile_are_confirmed_quarantined_or_dropped_by_confidence() -> None:
+    result = resolve(
+        [
+            candidate("User works on fraud detection.", 0, category="knowledge", confidence=0.9),
+            candidate("User might like jazz.", 1, category="context", confidence=0.75),
+            candidate("User may live in Berlin.", 2, category="context", confidence=0.5),
+        ],
+        [],
+        known(),
+        RULES,
+    )
+    assert [(n.candidate.index, n.lifecycle, n.needs_review) for n in result.new_facts] == [
+        (0, "confirmed", False),
+        (1, "proposed", True),
+    ]
+    assert result.dropped == [Dropped("low_confidence", 2)]
+    assert result.reconfirmations == [] and result.removals == []
+
+
+def test_the_quarantine_edges_are_inclusive_of_the_thresholds() -> None:
+    result = resolve(
+        [
+            candidate("User rides a bike.", 0, category="context", confidence=0.82),
+            candidate("User owns a cat.", 1, category="context", confidence=0.7),
+            candidate("User owns a dog.", 2, category="context", confidence=0.6999),
+        ],
+        [],
+        known(),
+        RULES,
+    )
+    assert [n.lifecycle for n in result.new_facts] == ["confirmed", "proposed"]
+    assert result.dropped == [Dropped("low_confidence", 2)]
+
+
+def test_an_explicit_supersede_replaces_the_users_own_fact() -> None:
+    dark = fact("User wants the product UI in dark mode only.")
+    result = resolve(
+        [candidate("User wants light mode everywhere.", supersedes=(dark.id,))],
+        [],
+        known(dark),
+        RULES,
+    )
+    [new] = result.new_facts
+    assert new.supersedes == (Supersession(dark.id, "explicit"),)
+
+
+def test_supersede_ids_of_facts_the_user_does_not_own_are_ignored() -> None:
+    bobs = fact("Bob likes tea.", user_id="bob")
+    org = fact("Prices may change without notice.", "policy", scope="org")
+    unknown = uuid.uuid4()
+    result = resolve(
+        [
+            candidate(
+                "User likes coffee.", category="context", supersedes=(bobs.id, org.id, unknown)
+            )
+        ],
+        [],
+        known(bobs, org, org_writes=True),
+        RULES,
+    )
+    [new] = result.new_facts
+    assert new.supersedes == ()
+    assert {(d.reason, d.fact_id) for d in result.dropped} == {
+        ("supersede_not_owned", bobs.id),
+        ("supersede_not_owned", org.id),
+        ("supersede_not_owned", unknown),
+    }
+
+
+def test_a_replace_category_fact_supersedes_its_subject_and_facts_of_unknown_subject() -> None:
+    theme = fact("User prefers dark mode.", subject="ui_theme")
+    legacy = fact("User wants the UI dark.")  # written through the API: no subject
+    style = fact("User prefers terse answers.", subject="answer_style")
+    elsewhere = fact("User lives in Berlin.", "context", subject="ui_theme")
+    result = resolve(
+        [candidate("User prefers light mode.", subject="ui_theme")],
+        [],
+        known(theme, legacy, style, elsewhere),
+        RULES,
+    )
+    [new] = result.new_facts
+    assert set(new.supersedes) == {
+        Supersession(theme.id, "replace"),
+        Supersession(legacy.id, "replace"),
+    }
+
+
+def test_a_replace_category_fact_without_a_subject_replaces_the_whole_category() -> None:
+    a, b = fact("User prefers tea.", subject="drink"), fact("User likes metric units.")
+    result = resolve([candidate("User prefers light mode.")], [], known(a, b), RULES)
+    assert {s.fact_id for s in result.new_facts[0].supersedes} == {a.id, b.id}
+
+
+def test_merge_supersedes_only_the_same_known_subject_and_accumulate_nothing() -> None:
+    python = fact("User knows Python.", "knowledge", subject="python")
+    anonymous = fact("User knows SQL.", "knowledge")
+    channel = fact("User's team channel is #ops.", "context", subject="team_channel")
+    result = resolve(
+        [
+            candidate("User knows Python and Rust.", 0, category="knowledge", subject="python"),
+            candidate(
+                "User's on-call channel is #fraud-ops.",
+                1,
+                category="context",
+                subject="team_channel",
+            ),
+        ],
+        [],
+        known(python, anonymous, channel),
+        RULES,
+    )
+    merged, accumulated = result.new_facts
+    assert merged.supersedes == (Supersession(python.id, "merge"),)
+    assert accumulated.supersedes == ()
+
+
+def test_quarantined_facts_supersede_nothing_but_keep_their_targets_for_review() -> None:
+    dark = fact("User prefers dark mode.", subject="ui_theme")
+    result = resolve(
+        [
+            candidate(
+                "User prefers light mode.",
+                subject="ui_theme",
+                confidence=0.75,
+                supersedes=(dark.id,),
+            )
+        ],
+        [],
+        known(dark),
+        RULES,
+    )
+    [new] = result.new_facts
+    assert (new.lifecycle, new.supersedes, new.proposed_supersedes) == (
+        "proposed",
+        (),
+        (dark.id,),
+    )
+
+
+def test_an_exact_duplicate_reconfirms_and_a_confident_one_confirms_a_proposed_fact() -> None:
+    confirmed = fact("User prefers dark mode.")
+    proposed = fact("User likes jazz.", "context", lifecycle="proposed")
+    result = resolve(
+        [
+            candidate("  user prefers   DARK mode. ", 0),
+            candidate("User likes jazz.", 1, category="context", confidence=0.9),
+        ],
+        [],
+        known(confirmed, proposed),
+        RULES,
+    )
+    assert result.new_facts == []
+    assert result.reconfirmations == [
+        Reconfirmation(confirmed.id, 0, promote=False, confidence=0.95, cosine=None),
+        Reconfirmation(proposed.id, 1, promote=True, confidence=0.9, cosine=None),
+    ]
+
+
+def test_a_near_duplicate_by_cosine_is_no_new_fact_unless_explicitly_replaced() -> None:
+    dark = fact("User prefers dark mode.", subject="ui_theme")
+    near = {(0, dark.id): 0.95}
+    result = resolve([candidate("The user likes dark mode.")], [], known(dark, cosine=near), RULES)
+    assert result.new_facts == []
+    assert result.reconfirmations == [Reconfirmation(dark.id, 0, False, 0.95, 0.95)]
+
+    below = {(0, dark.id): 0.91}
+    result = resolve(
+        [candidate("User prefers light mode.", subject="ui_theme")],
+        [],
+        known(dark, cosine=below),
+        RULES,
+    )
+    assert result.new_facts[0].supersedes == (Supersession(dark.id, "replace"),)
+
+    replaced = resolve(
+        [candidate("The user likes dark mode.", supersedes=(dark.id,))],
+        [],
+        known(dark, cosine=near),
+        RULES,
+    )
+    assert replaced.reconfirmations == []
+    assert replaced.new_facts[0].supersedes == (Supersession(dark.id, "explicit"),)
+
+
+def test_at_most_max_facts_are_accepted_most_confident_first() -> None:
+    candidates = [
+        candidate(f"User fact number {n}.", n, category="context", confidence=0.8 + n / 100)
+        for n in range(5)
+    ]
+    result = resolve(candidates, [], known(), RULES)
+    assert [n.candidate.index for n in result.new_facts] == [4, 3, 2]
+    assert sorted(d.candidate_index or 0 for d in result.dropped) == [0, 1]
+    assert {d.reason for d in result.dropped} == {"over_limit"}
+
+
+@pytest.mark.parametrize(
+    ("text", "evidence", "reason"),
+    [
+        ("   ", "", "empty"),
+        ("x" * 4001, "", "too_long"),
+        ("User's API key is sk-abcdefghijklmnopqrstuvwx", "", "secret"),
+        ("User's card is on file.", "my card is 4111 1111 1111 1111", "secret"),
+        ("User's SSN is 123-45-6789.", "", "secret"),
+    ],
+)
+def test_candidates_the_api_would_refuse_are_dropped(text: str, evidence: str, reason: str) -> None:
+    result = resolve([candidate(text, category="context", evidence=evidence)], [], known(), RULES)
+    assert result.new_facts == []
+    assert result.dropped == [Dropped(reason, 0)]
+
+
+def test_org_facts_need_the_appending_principals_admin_flag_and_an_org_category() -> None:
+    policy = candidate(
+        "Pricing answers end with 'Prices may change.'", scope="org", category="policy"
+    )
+    refused = resolve([policy], [], known(org_writes=False), RULES)
+    assert refused.new_facts == [] and refused.dropped == [Dropped("org_not_allowed", 0)]
+
+    allowed = resolve([policy], [], known(org_writes=True), RULES)
+    assert allowed.new_facts[0].candidate.scope == "org"
+
+    wrong_category = resolve(
+        [candidate("Everyone likes tea.", scope="org", category="preference")],
+        [],
+        known(org_writes=True),
+        RULES,
+    )
+    assert wrong_category.dropped == [Dropped("org_category", 0)]
+
+
+def test_an_org_fact_replaces_org_facts_and_never_the_users_own() -> None:
+    old_policy = fact("Prices are final.", "policy", scope="org", subject="pricing")
+    user_policy = fact("User's own pricing note.", "policy", subject="pricing")
+    result = resolve(
+        [
+            candidate(
+                "Prices may change without notice.",
+                scope="org",
+                category="policy",
+                subject="pricing",
+            )
+        ],
+        [],
+        known(old_policy, user_policy, org_writes=True),
+        RULES,
+    )
+    assert result.new_facts[0].supersedes == (Supersession(old_policy.id, "replace"),)
+
+
+def test_removals_are_honoured_only_for_what_the_user_owns() -> None:
+    mine = fact("User is vegetarian.", "context")
+    bobs = fact("Bob is vegan.", "context", user_id="bob")
+    org = fact("Office closes at six.", "knowledge", scope="org")
+    result = resolve([], [mine.id, bobs.id, org.id, mine.id], known(mine, bobs, org), RULES)
+    assert result.removals == [mine.id]
+    assert [(d.reason, d.fact_id) for d in result.dropped] == [
+        ("remove_not_owned", bobs.id),
+        ("remove_not_owned", org.id),
+    ]
+    with_admin = resolve([], [org.id], known(org, org_writes=True), RULES)
+    assert with_admin.removals == [org.id]
+
+
+def test_one_fact_is_decided_once_per_pass() -> None:
+    dark = fact("User prefers dark mode.", subject="ui_theme")
+    result = resolve(
+        [
+            candidate("User prefers light mode.", 0, subject="ui_theme", supersedes=(dark.id,)),
+            candidate("User prefers dark mode.", 1, confidence=0.9),
+            candidate("User prefers light mode.", 2, confidence=0.85),
+        ],
+        [dark.id],
+        known(dark),
+        RULES,
+    )
+    assert [n.candidate.index for n in result.new_facts] == [0]
+    assert result.dropped == [
+        Dropped("conflict", 1, dark.id),
+        Dropped("duplicate_in_pass", 2),
+        Dropped("remove_conflict", fact_id=dark.id),
+    ]
+
+
+def test_episodes_follow_the_api_text_rules() -> None:
+    assert resolve_episode(None) == (None, None)
+    assert resolve_episode("  ") == (None, None)
+    assert resolve_episode(" Alex asked\nabout  Lisbon. ") == ("Alex asked about Lisbon.", None)
+    assert resolve_episode("Shared the key AKIAABCDEFGHIJKLMNOP") == (None, "secret")
+
+
+def test_profile_attributes_need_confidence_a_valid_key_and_no_secret() -> None:
+    proposals = [
+        ProfileProposalIn("home_city", "Berlin", 0.95, "I live in Berlin"),
+        ProfileProposalIn("home_city", "Lisbon", 0.9, "maybe Lisbon"),
+        ProfileProposalIn("diet", "vegetarian", 0.75, "I mostly eat veggies"),
+        ProfileProposalIn("email", "alex@example.com", 0.99, "mail me"),
+        ProfileProposalIn("access_token", "abc", 0.99, ""),
+        ProfileProposalIn("bad key!", "x", 0.99, ""),
+        ProfileProposalIn("api", "password: hunter2hunter2", 0.99, ""),
+    ]
+    changes, dropped = resolve_profile(proposals, RULES)
+    assert changes == [ProfileChange("home_city", "Berlin")]
+    assert sorted(d.reason for d in dropped) == sorted(
+        [
+            "profile:duplicate_in_pass",
+            "profile:low_confidence",
+            "profile:profile_key",
+            "profile:profile_key",
+            "profile:profile_key",
+            "profile:secret",
+        ]
+    )

@@ -1,0 +1,83 @@
+"""Without an LLM the write path still works: every human turn becomes an episodic memory of
+category `turn` (through the durable queue), so search and context find it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from httpx import AsyncClient
+
+from service.config import Settings
+from service.embedded_postgres import EmbeddedCluster
+from service.main import create_app
+from tests.conftest import bearer
+from tests.extraction.conftest import (
+    jobs,
+    memories,
+    remember,
+    say,
+    serve,
+    start_thread,
+    wait_for_passes,
+    write_path_settings,
+)
+
+
+@pytest.fixture(scope="module")
+async def turns_client(cluster: EmbeddedCluster, settings: Settings) -> AsyncIterator[AsyncClient]:
+    async for client in serve(create_app(write_path_settings(cluster))):
+        yield client
+
+
+async def test_each_human_turn_is_stored_as_an_episodic_turn_memory(
+    turns_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread_id = await start_thread(turns_client, headers)
+    first, _ = await say(
+        turns_client, headers, thread_id, "We adopted a greyhound called Comet.", "Congrats!"
+    )
+    await wait_for_passes(turns_client, headers, 1)
+    # A question nobody answered yet is stored at once: no model waits for the reply here.
+    await say(turns_client, headers, thread_id, "Comet loves the beach.", None)
+    passes = await wait_for_passes(turns_client, headers, 2)
+
+    assert [(p["mode"], p["from_seq"], p["through_seq"]) for p in reversed(passes)] == [
+        ("turns", 0, 1),
+        ("turns", 2, 2),
+    ]
+    turns = await memories(turns_client, headers, kind="episodic", category="turn")
+    by_text = {m["text"]: m for m in turns}
+    assert set(by_text) == {"We adopted a greyhound called Comet.", "Comet loves the beach."}
+    adopted = by_text["We adopted a greyhound called Comet."]
+    assert adopted["source_thread_id"] == thread_id
+    assert adopted["source_message_ids"] == [first["id"]]
+    assert adopted["event_at"] == first["created_at"]
+    assert adopted["metadata"] == {"origin": "turn", "seq": 0}
+    assert (await jobs(turns_client, headers))["extraction"] == "turns"
+
+    found = await turns_client.post(
+        "/v1/users/me/memories/search", headers=headers, json={"query": "what is the dog called?"}
+    )
+    assert found.json()["hits"][0]["memory"]["text"] == "We adopted a greyhound called Comet."
+    context = await turns_client.post(
+        "/v1/users/me/context", headers=headers, json={"query": "the greyhound"}
+    )
+    assert "We adopted a greyhound called Comet." in context.json()["text"]
+
+
+async def test_secrets_in_turns_are_not_stored_and_explicit_writes_still_work(
+    turns_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread_id = await start_thread(turns_client, headers)
+    await say(turns_client, headers, thread_id, "my key is sk-abcdefghijklmnopqrstuvwxyz123")
+    await say(turns_client, headers, thread_id, "I water the plants on Sundays.")
+    passes = await wait_for_passes(turns_client, headers, 1)
+    assert sum(p["dropped"].get("secret", 0) for p in passes) == 1
+    assert [m["text"] for m in await memories(turns_client, headers)] == [
+        "I water the plants on Sundays."
+    ]
+    written = await remember(turns_client, headers, text="User prefers tea.")
+    assert written["duplicate"] is False
