@@ -5,8 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, status
 
-from service.accounts.repository import AccountRepository
-from service.accounts.service import AccountService
+from service.accounts.router import AccountSvc
 from service.api_keys.repository import ApiKeyRepository
 from service.api_keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
 from service.api_keys.service import ApiKeyService
@@ -18,10 +17,12 @@ from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
 router = APIRouter(prefix="/v1/admin/api-keys", tags=["admin"])
 
 
-def get_api_key_service(session: Session, principal: AdminPrincipal) -> ApiKeyService:
+def get_api_key_service(
+    session: Session, principal: AdminPrincipal, accounts: AccountSvc
+) -> ApiKeyService:
     return ApiKeyService(
         ApiKeyRepository(session, principal.tenant_id),
-        AccountService(AccountRepository(session, principal.tenant_id)),
+        accounts,
         AuditTrail(session, principal),
         principal,
     )

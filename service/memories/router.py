@@ -8,8 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 
-from service.accounts.repository import AccountRepository
-from service.accounts.service import AccountService
+from service.accounts.router import AccountSvc
 from service.dependencies import (
     AddressedUserId,
     CurrentPrincipal,
@@ -50,11 +49,15 @@ WRITE_PROBLEMS = problem_responses(401, 403, 404, 409, 413, 422, 429)
 
 
 def get_memory_service(
-    session: Session, principal: CurrentPrincipal, state: State, post_commit: PostCommit
+    session: Session,
+    principal: CurrentPrincipal,
+    state: State,
+    post_commit: PostCommit,
+    accounts: AccountSvc,
 ) -> MemoryService:
     return MemoryService(
         MemoryRepository(session, principal.tenant_id),
-        AccountService(AccountRepository(session, principal.tenant_id)),
+        accounts,
         state.embedding_backfill,
         post_commit,
         state.settings,

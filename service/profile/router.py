@@ -6,8 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response
 
-from service.accounts.repository import AccountRepository
-from service.accounts.service import AccountService
+from service.accounts.router import AccountSvc
 from service.audit.service import AuditTrail
 from service.dependencies import AddressedUserId, CurrentPrincipal, Session, State
 from service.errors import problem_responses
@@ -53,11 +52,11 @@ _PATCH_BODY_OPENAPI: dict[str, Any] = {
 
 
 def get_profile_service(
-    session: Session, principal: CurrentPrincipal, state: State
+    session: Session, principal: CurrentPrincipal, state: State, accounts: AccountSvc
 ) -> ProfileService:
     return ProfileService(
         ProfileRepository(session, principal.tenant_id),
-        AccountService(AccountRepository(session, principal.tenant_id)),
+        accounts,
         AuditTrail(session, principal),
         state.settings,
         principal,

@@ -8,8 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 from pydantic import Field
 
-from service.accounts.repository import AccountRepository
-from service.accounts.service import AccountService
+from service.accounts.router import AccountSvc
 from service.dependencies import AddressedUserId, CurrentPrincipal, Idempotency, Session, State
 from service.errors import problem_responses
 from service.extraction.hooks import chain, write_path_hook
@@ -39,7 +38,11 @@ WRITE_PROBLEMS = problem_responses(401, 404, 409, 413, 422, 429)
 
 
 def get_thread_service(
-    session: Session, principal: CurrentPrincipal, memories: MemorySvc, state: State
+    session: Session,
+    principal: CurrentPrincipal,
+    memories: MemorySvc,
+    state: State,
+    accounts: AccountSvc,
 ) -> ThreadService:
     summarizer = Summarizer(state.sessionmaker, state.chat_model, state.settings)
     # Appends queue a summary pass and a write-path pass (in their own transaction) only when
@@ -52,7 +55,7 @@ def get_thread_service(
     return ThreadService(
         session,
         ThreadRepository(session, principal.tenant_id),
-        AccountService(AccountRepository(session, principal.tenant_id)),
+        accounts,
         memories,
         principal.tenant_id,
         summarizer,
