@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -29,22 +30,25 @@ def head_revision(settings: Settings) -> str | None:
 
 
 async def upgrade(owner_engine: AsyncEngine, settings: Settings, revision: str = "head") -> None:
-    config = alembic_config(settings)
-
-    def run(connection: Connection) -> None:
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
-
-    async with owner_engine.begin() as connection:
-        await connection.run_sync(run)
+    await _run(owner_engine, settings, command.upgrade, revision)
 
 
 async def downgrade(owner_engine: AsyncEngine, settings: Settings, revision: str) -> None:
+    await _run(owner_engine, settings, command.downgrade, revision)
+
+
+async def _run(
+    owner_engine: AsyncEngine,
+    settings: Settings,
+    alembic_command: Callable[[Config, str], None],
+    revision: str,
+) -> None:
+    """Run an Alembic command on one owner connection, in one transaction."""
     config = alembic_config(settings)
 
     def run(connection: Connection) -> None:
         config.attributes["connection"] = connection
-        command.downgrade(config, revision)
+        alembic_command(config, revision)
 
     async with owner_engine.begin() as connection:
         await connection.run_sync(run)

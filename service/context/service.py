@@ -10,7 +10,7 @@ token budget. Nothing here writes.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from service.context.budget import Candidate, SectionDraft, fit
 from service.context.schemas import (
@@ -152,7 +152,8 @@ class ContextBuilder:
 
         sections = [
             ContextSection(
-                name=_section_name(draft.name),
+                # Drafts are only ever built with section names; pydantic checks it again.
+                name=cast(SectionName, draft.name),
                 title=draft.title,
                 items=[
                     ContextItem(
@@ -339,10 +340,3 @@ def _recent_section(window: ThreadWindow) -> SectionDraft[ContextItemSource]:
 
 def _compact(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _section_name(name: str) -> SectionName:
-    for candidate in TITLES:
-        if candidate == name:
-            return candidate
-    raise ValueError(name)

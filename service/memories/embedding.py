@@ -47,22 +47,20 @@ class EmbeddingBackfill:
 
     async def retry(self, tenant_id: str, memory_ids: list[uuid.UUID]) -> None:
         """Embed these memories, retrying with backoff while the embedder stays down."""
-        pending = list(memory_ids)
         for delay in (0.0, *self.retry_delays):
             if delay:
                 await asyncio.sleep(delay)
             try:
-                pending = await self.embed_missing(tenant_id, pending)
+                await self.embed_missing(tenant_id, memory_ids)
             except EmbedderUnavailable:
                 continue
-            if not pending:
-                return
+            return
         logger.warning(
-            "%d memories still unembedded; `mneme reembed` will pick them up", len(pending)
+            "%d memories still unembedded; `mneme reembed` will pick them up", len(memory_ids)
         )
 
-    async def embed_missing(self, tenant_id: str, memory_ids: list[uuid.UUID]) -> list[uuid.UUID]:
-        """Embed those of `memory_ids` that still lack a vector; returns the ones left over."""
+    async def embed_missing(self, tenant_id: str, memory_ids: list[uuid.UUID]) -> None:
+        """Embed those of `memory_ids` that still lack a vector (raises EmbedderUnavailable)."""
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
             rows = (
                 await session.execute(
@@ -74,10 +72,9 @@ class EmbeddingBackfill:
                 )
             ).all()
         if not rows:
-            return []
+            return
         vectors = await self.embedder.embed([row.text for row in rows])
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
             repository = MemoryRepository(session, tenant_id)
             for row, vector in zip(rows, vectors, strict=True):
                 await repository.set_embedding(row.id, vector, self.embedder.model_name, row.text)
-        return []
