@@ -1,26 +1,39 @@
-"""The request's injectables, as `Annotated` aliases routers declare in their signatures."""
+"""The request's cross-cutting injectables, as `Annotated` aliases routers declare.
+
+Only what every domain shares lives here: the process state, the caller, its one
+transaction, the user or organization a route addresses, idempotency. Each domain wires its
+own services in its `dependencies.py`; nothing here imports a domain.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Annotated
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from service.accounts.repository import AccountRepository
 from service.auth.authenticator import Authenticator
+from service.auth.owner import Owner, authorize_write
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import tenant_transaction
 from service.errors import Forbidden, NotFound
 from service.kit.idempotency import IdempotencyStore
 from service.kit.post_commit import BackgroundRunner, PostCommitTasks
-from service.memories.embedding import EmbeddingBackfill
 from service.observability import Metrics
 from service.providers.llm import ChatModel
+
+if TYPE_CHECKING:
+    from service.memories.embedding import EmbeddingBackfill
+
+TransactionHook = Callable[[AsyncSession, Principal], Awaitable[None]]
+"""Runs at the start of every request transaction (e.g. recording the caller's account)."""
+
+TenantRegistrar = Callable[[AsyncSession, str], Awaitable[None]]
+"""Makes sure the tenant's row exists (records that reference it need it)."""
 
 
 @dataclass
@@ -36,6 +49,8 @@ class AppState:
     embedding_backfill: EmbeddingBackfill
     background: BackgroundRunner
     chat_model: ChatModel | None
+    ensure_tenant: TenantRegistrar
+    transaction_hooks: Sequence[TransactionHook] = field(default_factory=tuple)
 
 
 def get_state(request: Request) -> AppState:
@@ -79,10 +94,8 @@ async def get_session(
     `PostCommit` starts only once the commit succeeded.
     """
     async with tenant_transaction(state.sessionmaker, principal.tenant_id) as session:
-        if principal.account is not None:
-            await AccountRepository(session, principal.tenant_id).touch_end_user(
-                principal.subject, principal.account
-            )
+        for hook in state.transaction_hooks:
+            await hook(session, principal)
         yield session
     for job in post_commit.take():
         state.background.start(job)
@@ -91,9 +104,11 @@ async def get_session(
 Session = Annotated[AsyncSession, Depends(get_session, scope="function")]
 
 
-async def get_idempotency_store(session: Session, principal: CurrentPrincipal) -> IdempotencyStore:
+async def get_idempotency_store(
+    session: Session, principal: CurrentPrincipal, state: State
+) -> IdempotencyStore:
     # The record references the tenant row, which a service's first request may not have made.
-    await AccountRepository(session, principal.tenant_id).ensure_tenant()
+    await state.ensure_tenant(session, principal.tenant_id)
     # Keys are per principal; the kind keeps a service and a user sharing a `sub` apart.
     return IdempotencyStore(session, principal.tenant_id, f"{principal.kind}:{principal.subject}")
 
@@ -129,3 +144,24 @@ def require_admin(principal: CurrentPrincipal) -> Principal:
 
 
 AdminPrincipal = Annotated[Principal, Depends(require_admin)]
+
+
+def user_owner(user_id: AddressedUserId) -> Owner:
+    return Owner.user(user_id)
+
+
+def org_owner(_principal: CurrentPrincipal) -> Owner:
+    """Every user of the tenant reads the organization's data."""
+    return Owner.org()
+
+
+def org_writer(principal: CurrentPrincipal) -> Owner:
+    """Only admins (by their credential's roles, never a request body) write it."""
+    owner = Owner.org()
+    authorize_write(principal, owner)
+    return owner
+
+
+UserOwner = Annotated[Owner, Depends(user_owner)]
+OrgOwner = Annotated[Owner, Depends(org_owner)]
+OrgWriter = Annotated[Owner, Depends(org_writer)]

@@ -10,7 +10,9 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from service import db_migrations
+from service.accounts.dependencies import ensure_tenant, record_end_user
 from service.accounts.router import router as accounts_router
+from service.api_keys.authentication import ApiKeyAuthenticator
 from service.api_keys.router import router as api_keys_router
 from service.auth.authenticator import Authenticator
 from service.auth.tokens import TokenVerifier
@@ -91,12 +93,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     settings=settings,
                     engine=engine,
                     sessionmaker=sessionmaker,
-                    authenticator=Authenticator(TokenVerifier(settings), sessionmaker, metrics),
+                    authenticator=Authenticator(
+                        TokenVerifier(settings), ApiKeyAuthenticator(sessionmaker), metrics
+                    ),
                     metrics=metrics,
                     schema_head=db_migrations.head_revision(settings),
                     embedding_backfill=backfill,
                     background=background,
                     chat_model=chat_model,
+                    ensure_tenant=ensure_tenant,
+                    transaction_hooks=(record_end_user,),
                 )
                 write_path = WritePath(sessionmaker, chat_model, settings, backfill, background)
                 jobs = JobWorker(

@@ -1,29 +1,16 @@
+"""HTTP routes for the accounts (users) Mneme knows in the caller's tenant."""
+
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Depends
-
+from service.accounts.dependencies import AccountSvc
 from service.accounts.overlay import AccountOverlayUpdate
-from service.accounts.repository import AccountRepository
 from service.accounts.schemas import UserRead
-from service.accounts.service import AccountService
-from service.audit.service import AuditTrail
-from service.dependencies import AddressedUserId, CurrentPrincipal, Session
+from service.dependencies import AddressedUserId
 from service.errors import problem_responses
 
 router = APIRouter(prefix="/v1/users", tags=["users"])
-
-
-def get_account_service(session: Session, principal: CurrentPrincipal) -> AccountService:
-    return AccountService(
-        AccountRepository(session, principal.tenant_id),
-        audit=AuditTrail(session, principal),
-        principal=principal,
-    )
-
-
-AccountSvc = Annotated[AccountService, Depends(get_account_service)]
 
 
 @router.get(

@@ -1,34 +1,18 @@
+"""HTTP routes for the tenant's API keys (admins only)."""
+
 from __future__ import annotations
 
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, status
+from fastapi import APIRouter, Query, status
 
-from service.accounts.router import AccountSvc
-from service.api_keys.repository import ApiKeyRepository
+from service.api_keys.dependencies import ApiKeySvc
 from service.api_keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
-from service.api_keys.service import ApiKeyService
-from service.audit.service import AuditTrail
-from service.dependencies import AdminPrincipal, Session
 from service.errors import problem_responses
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
 
 router = APIRouter(prefix="/v1/admin/api-keys", tags=["admin"])
-
-
-def get_api_key_service(
-    session: Session, principal: AdminPrincipal, accounts: AccountSvc
-) -> ApiKeyService:
-    return ApiKeyService(
-        ApiKeyRepository(session, principal.tenant_id),
-        accounts,
-        AuditTrail(session, principal),
-        principal,
-    )
-
-
-ApiKeySvc = Annotated[ApiKeyService, Depends(get_api_key_service)]
 
 
 @router.post(

@@ -2,28 +2,33 @@
 
 from __future__ import annotations
 
-from opentelemetry import trace
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from typing import Protocol
 
-from service.api_keys.credential import looks_like_api_key, parse_api_key
-from service.api_keys.repository import ApiKeyRepository
-from service.api_keys.service import SERVICE_SUBJECT_PREFIX, authenticate_api_key
+from opentelemetry import trace
+
 from service.auth.principal import Principal
 from service.auth.tokens import TokenVerifier
-from service.db import tenant_transaction
 from service.errors import Unauthenticated
 from service.observability import Metrics, tracer
+
+
+class CredentialAuthenticator(Protocol):
+    """A kind of bearer credential other than a JWT (API keys), recognised by its shape."""
+
+    def accepts(self, token: str) -> bool: ...
+
+    async def authenticate(self, token: str) -> Principal: ...
 
 
 class Authenticator:
     def __init__(
         self,
         verifier: TokenVerifier,
-        sessionmaker: async_sessionmaker[AsyncSession],
+        api_keys: CredentialAuthenticator,
         metrics: Metrics,
     ) -> None:
         self._verifier = verifier
-        self._sessionmaker = sessionmaker
+        self._api_keys = api_keys
         self._metrics = metrics
 
     async def authenticate(self, authorization: str | None) -> Principal:
@@ -47,23 +52,6 @@ class Authenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise Unauthenticated("Only the Bearer scheme is accepted.", error="invalid_request")
-        if looks_like_api_key(token):
-            return await self._authenticate_api_key(token)
+        if self._api_keys.accepts(token):
+            return await self._api_keys.authenticate(token)
         return await self._verifier.verify(token)
-
-    async def _authenticate_api_key(self, token: str) -> Principal:
-        parsed = parse_api_key(token)
-        if parsed is None:
-            raise Unauthenticated("The API key is malformed.")
-        async with tenant_transaction(self._sessionmaker, parsed.tenant_id) as session:
-            key = await authenticate_api_key(ApiKeyRepository(session, parsed.tenant_id), parsed)
-        if key is None:
-            raise Unauthenticated("The API key is unknown, revoked or expired.")
-        return Principal(
-            tenant_id=key.tenant_id,
-            subject=SERVICE_SUBJECT_PREFIX + str(key.id),
-            kind="service",
-            credential="api_key",
-            roles=frozenset(key.roles),
-            is_admin="admin" in key.roles,
-        )

@@ -3,8 +3,7 @@ and its recall probe.
 
 Nothing here restates the SQL or the parameters. The statement is the repository's own,
 compiled by the runtime engine's dialect, so the text Postgres prepares is byte for byte what
-the service sends; the parameters are what `MemoryService.search` builds for a request (it is
-run with a repository that records them instead of querying).
+the service sends; the parameters are what `MemorySearch.params` builds for a request.
 """
 
 from __future__ import annotations
@@ -16,25 +15,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
-from service.accounts.repository import AccountRepository
-from service.accounts.service import AccountService
-from service.auth.principal import Principal
+from service.auth.owner import Owner
 from service.config import Settings
 from service.db import SET_TENANT_SQL
-from service.kit.post_commit import PostCommitTasks
-from service.memories.embedding import EmbeddingBackfill
 from service.memories.repository import (
-    _SEARCH_STATEMENT,
     MemoryRepository,
     SearchParams,
-    SearchRow,
+    hybrid_search_statement,
 )
 from service.memories.schemas import SearchRequest
-from service.memories.service import MemoryService
+from service.memories.search import MemorySearch
 
 
 async def asyncpg_connection(connection: AsyncConnection) -> Any:
@@ -43,21 +37,6 @@ async def asyncpg_connection(connection: AsyncConnection) -> Any:
     if driver is None:
         raise RuntimeError("the connection has no asyncpg connection under it")
     return driver
-
-
-class _RecordingRepository(MemoryRepository):
-    """Keeps the parameters `MemoryService.search` would send and runs nothing."""
-
-    def __init__(self, tenant_id: str) -> None:
-        super().__init__(AsyncSession(), tenant_id)
-        self.params: SearchParams | None = None
-
-    async def search(self, params: SearchParams) -> list[SearchRow]:
-        self.params = params
-        return []
-
-    async def get_many(self, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, Any]:
-        return {}
 
 
 class _PrecomputedEmbedder:
@@ -86,24 +65,12 @@ async def service_search_params(
     query_embedding: list[float],
 ) -> SearchParams:
     """The fusion statement's parameters for `request`, exactly as the service builds them."""
-    repository = _RecordingRepository(tenant_id)
-    principal = Principal(
-        tenant_id=tenant_id, subject="mneme-bench", kind="service", credential="jwt"
-    )
-    service = MemoryService(
-        repository,
-        AccountService(AccountRepository(AsyncSession(), tenant_id)),
-        EmbeddingBackfill(
-            _PrecomputedEmbedder(query_embedding, "precomputed"), async_sessionmaker()
-        ),
-        PostCommitTasks(),
+    search = MemorySearch(
+        MemoryRepository(AsyncSession(), tenant_id),
+        _PrecomputedEmbedder(query_embedding, "precomputed"),
         settings,
-        principal,
     )
-    await service.search(user_id, request)
-    if repository.params is None:
-        raise RuntimeError("MemoryService.search ran no fusion statement")
-    return repository.params
+    return search.params(Owner.user(user_id), request, query_embedding)
 
 
 Processors = list[tuple[str, Callable[[Any], Any] | None]]
@@ -163,17 +130,26 @@ filtered HNSW path (iterative scan) even where it would rather sort the user's o
 
 
 class FusionStatement:
-    """The fusion statement as asyncpg SQL, with its parameters in positional order."""
+    """The fusion statement as asyncpg SQL, with its parameters in positional order.
+
+    The statement's text depends on which filter conditions a search sets; a benchmark runs
+    searches of one shape, so the first `arguments()` call fixes `sql`."""
 
     def __init__(self, dialect: Dialect) -> None:
-        self.sql, self._processors = _compiled(_SEARCH_STATEMENT, dialect)
+        self._dialect = dialect
+        self.sql = ""
         self.set_tenant_sql, _ = _compiled(SET_TENANT_SQL, dialect)
 
     def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
-        values = {"tenant_id": tenant_id, **params.__dict__}
+        statement = hybrid_search_statement(tenant_id, params)
+        sql, processors = _compiled(statement, self._dialect)
+        if self.sql and sql != self.sql:
+            raise ValueError("searches of different filter shapes need their own statement")
+        self.sql = sql
+        values = statement.compile(dialect=self._dialect).params
         return [
             value if processor is None else processor(value)
-            for name, processor in self._processors
+            for name, processor in processors
             for value in (values[name],)
         ]
 

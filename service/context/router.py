@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Depends
-
+from service.context.dependencies import ContextSvc
 from service.context.schemas import ContextRequest, ContextResponse
-from service.context.service import ContextBuilder
-from service.dependencies import AddressedUserId, State
+from service.dependencies import AddressedUserId
 from service.errors import problem_responses
-from service.memories.router import MemorySvc
-from service.profile.router import ProfileSvc
-from service.threads.router import ThreadSvc
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["context"])
-
-
-def get_context_builder(
-    memories: MemorySvc, profiles: ProfileSvc, threads: ThreadSvc, state: State
-) -> ContextBuilder:
-    return ContextBuilder(
-        memories,
-        profiles,
-        threads,
-        state.settings.context_budget_tokens,
-        state.settings.thread_messages_buffer_recent_turns,
-    )
-
-
-ContextSvc = Annotated[ContextBuilder, Depends(get_context_builder)]
 
 
 @router.post(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from service.auth.owner import Owner
 from service.context.budget import Candidate, SectionDraft, fit
 from service.context.schemas import (
     ContextItem,
@@ -21,7 +22,8 @@ from service.context.schemas import (
     SectionName,
 )
 from service.kit.token_counting import count_tokens, encoding_for
-from service.memories.schemas import ComponentScores, SearchRequest
+from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
+from service.memories.search import MemorySearch
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
 from service.observability import tracer
 from service.profile.service import ProfileService
@@ -53,7 +55,7 @@ TITLES: dict[SectionName, str] = {
     "thread": "Earlier in this conversation",
     "recent": "Recent messages",
 }
-# Seed 001: bullets for facts, en dashes for episodes, so the model sees the difference.
+# Bullets for facts, en dashes for episodes, so the model sees the difference.
 EPISODE_DASH = "\u2013"
 SLOT_TITLES = {
     "style": "Style",
@@ -78,12 +80,14 @@ class ContextItemSource:
 class ContextBuilder:
     def __init__(
         self,
+        search: MemorySearch,
         memories: MemoryService,
         profiles: ProfileService,
         threads: ThreadService,
         default_budget: int,
         buffer_recent_turns: int,
     ) -> None:
+        self._search_service = search
         self._memories = memories
         self._profiles = profiles
         self._threads = threads
@@ -103,7 +107,7 @@ class ContextBuilder:
         with tracer.start_as_current_span("context.retrieve"):
             needs_search = wanted & {"org", "facts", "episodes"}
             query_embedding = (
-                await self._memories.embed_query(request.query) if needs_search else None
+                await self._search_service.embed_query(request.query) if needs_search else None
             )
             if "org" in wanted:
                 drafts.append(await self._org(user_id, request, query_embedding))
@@ -189,7 +193,7 @@ class ContextBuilder:
         scopes: list[str],
         kinds: list[str],
         limit: int,
-    ) -> list[Any]:
+    ) -> list[SearchHit]:
         if limit == 0:
             return []
         lifecycles = ["confirmed", "proposed"] if request.include_proposed else ["confirmed"]
@@ -203,14 +207,16 @@ class ContextBuilder:
                 "mmr_lambda": request.mmr_lambda,
             }
         )
-        result = await self._memories.search(user_id, search, query_embedding=query_embedding)
+        result = await self._search_service.search(
+            Owner.user(user_id), search, query_embedding=query_embedding
+        )
         return list(result.hits)
 
     async def _org(
         self, user_id: str, request: ContextRequest, query_embedding: list[float] | None
     ) -> SectionDraft[ContextItemSource]:
         candidates: list[Candidate[ContextItemSource]] = []
-        org_profile = (await self._profiles.read(None)).body.profile
+        org_profile = await self._profiles.merged_document(Owner.org())
         for key, value in org_profile.items():
             text = f"{key}: {_compact(value)}"
             candidates.append(Candidate(f"• {text}", ContextItemSource(None, "profile", text)))
@@ -226,7 +232,7 @@ class ContextBuilder:
         return SectionDraft("org", TITLES["org"], SECTION_WEIGHTS["org"], candidates)
 
     async def _profile(self, user_id: str) -> SectionDraft[ContextItemSource]:
-        profile = (await self._profiles.read(user_id)).body.profile
+        profile = await self._profiles.merged_document(Owner.user(user_id))
         candidates = [
             Candidate(
                 f"{key}: {_compact(value)}",
@@ -245,8 +251,8 @@ class ContextBuilder:
         )
 
     async def _procedures(self, user_id: str) -> SectionDraft[ContextItemSource]:
-        own = await self._memories.procedures(user_id)
-        org = await self._memories.procedures(None)
+        own = await self._memories.procedures(Owner.user(user_id))
+        org = await self._memories.procedures(Owner.org())
         candidates: list[Candidate[ContextItemSource]] = []
         for index, slot in enumerate(PROCEDURE_SLOTS):
             chosen = getattr(own, slot) or getattr(org, slot)
@@ -284,7 +290,7 @@ class ContextBuilder:
 
 
 def _hit_candidates(
-    hits: list[Any], bullet: str, offset: int = 0
+    hits: list[SearchHit], bullet: str, offset: int = 0
 ) -> list[Candidate[ContextItemSource]]:
     return [
         Candidate(

@@ -21,6 +21,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, create_model
 
+from service.auth.owner import Owner
 from service.config import Settings
 from service.extraction.errors import CompactionDisabled, CompactorUnavailable
 from service.extraction.prompt import normalise_subject
@@ -28,9 +29,8 @@ from service.extraction.resolver import normalise_text, refusal
 from service.extraction.schemas import CompactRequest, CompactResult
 from service.memories.embedding import embed_or_none
 from service.memories.models import Memory
-from service.memories.repository import Owner
 from service.memories.schemas import MemoryCreate, MemoryRead
-from service.memories.service import DerivedMemory, MemoryService
+from service.memories.writer import DerivedMemory, DerivedMemoryWriter
 from service.providers import Embedder
 from service.providers.llm import ChatModel, LLMUnavailable
 
@@ -144,7 +144,7 @@ class CompactionService:
 
     def __init__(
         self,
-        memories: MemoryService,
+        memories: DerivedMemoryWriter,
         chat_model: ChatModel | None,
         embedder: Embedder,
         settings: Settings,

@@ -7,7 +7,7 @@ Appends enqueue a job per thread in their own transaction (`hooks.py`); a worker
   facts (hybrid search), ask it once per window for a proposal under a strict JSON schema, embed
   the candidates, then — in one transaction holding the owner's write lock — check that no other
   pass moved the cursor meanwhile, gather the live facts the candidates may touch, let the
-  deterministic resolver decide, apply its decisions through `MemoryService` (history events
+  deterministic resolver decide, apply its decisions through `DerivedMemoryWriter` (history events
   included) and record the pass. The model is called outside any transaction. A model failure
   (down, timeout, malformed or schema-violating reply) raises before anything is written, so the
   job is retried with backoff and the cursor stays where it was: the next pass — the retry, or
@@ -34,9 +34,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.accounts.repository import AccountRepository
-from service.accounts.service import AccountService
-from service.audit.service import AuditTrail
+from service.auth.owner import Owner
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import tenant_transaction
@@ -70,13 +68,14 @@ from service.extraction.resolver import (
 from service.extraction.triggers import HUMAN_ROLE, TriggerRules, decide, windows
 from service.jobs import JobHandler
 from service.kit.post_commit import BackgroundRunner, PostCommitTasks
+from service.memories.dependencies import build_memory_recorder, build_memory_search
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
 from service.memories.models import Memory
-from service.memories.repository import MemoryRepository, Owner
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, SearchRequest
-from service.memories.service import DerivedMemory, MemoryService
+from service.memories.search import MemorySearch
+from service.memories.writer import DerivedMemory, DerivedMemoryWriter
 from service.observability import tracer
-from service.profile.repository import ProfileRepository
+from service.profile.dependencies import build_profile_service
 from service.profile.schemas import PatchAdd
 from service.profile.service import ProfileService
 from service.providers.llm import ChatModel
@@ -139,7 +138,8 @@ class _Unit:
 
     session: AsyncSession
     repository: ExtractionRepository
-    memories: MemoryService
+    memories: DerivedMemoryWriter
+    search: MemorySearch
     profiles: ProfileService
 
 
@@ -198,25 +198,14 @@ class WritePath:
         post_commit = PostCommitTasks()
         principal = writer_principal(tenant_id, actor, org_writes=org_writes)
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
-            accounts = AccountService(AccountRepository(session, tenant_id))
             yield _Unit(
                 session=session,
                 repository=ExtractionRepository(session, tenant_id),
-                memories=MemoryService(
-                    MemoryRepository(session, tenant_id),
-                    accounts,
-                    self._backfill,
-                    post_commit,
-                    self._settings,
-                    principal,
+                memories=DerivedMemoryWriter(
+                    build_memory_recorder(session, principal, self._backfill, post_commit)
                 ),
-                profiles=ProfileService(
-                    ProfileRepository(session, tenant_id),
-                    accounts,
-                    AuditTrail(session, principal),
-                    self._settings,
-                    principal,
-                ),
+                search=build_memory_search(session, principal, self._backfill, self._settings),
+                profiles=build_profile_service(session, principal, self._settings),
             )
         for task in post_commit.take():
             self._background.start(task)
@@ -306,7 +295,7 @@ class WritePath:
         query = "\n".join(m.content for m in humans).strip()[:MEMORY_TEXT_MAX] or "user"
 
         async with self._unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
-            shown = await self._current_facts(unit.memories, user_id, query)
+            shown = await self._current_facts(unit.search, user_id, query)
 
         categories = tuple(settings.extraction_category_modes)
         with tracer.start_as_current_span("extraction.model") as span:
@@ -407,15 +396,15 @@ class WritePath:
         return result
 
     async def _current_facts(
-        self, memories: MemoryService, user_id: str, query: str
+        self, search: MemorySearch, user_id: str, query: str
     ) -> list[ShownFact]:
         """The user's (and the org's) live facts most relevant to the window, by hybrid
         search, under pass-local ids."""
         limit = self._settings.extraction_context_facts
         if limit == 0:
             return []
-        found = await memories.search(
-            user_id,
+        found = await search.search(
+            Owner.user(user_id),
             SearchRequest(query=query, kinds=["semantic"], scopes=["user", "org"], limit=limit),
         )
         return alias_facts(
@@ -434,7 +423,7 @@ class WritePath:
 
     async def _known(
         self,
-        memories: MemoryService,
+        memories: DerivedMemoryWriter,
         user_id: str,
         candidates: Sequence[Candidate],
         vectors: Mapping[int, list[float] | None],
@@ -579,7 +568,7 @@ class WritePath:
                 continue
             try:
                 async with unit.session.begin_nested():
-                    result = await unit.profiles.patch(user_id, [operation], None)
+                    result = await unit.profiles.patch(Owner.user(user_id), [operation], None)
             except DomainError as exc:
                 logger.info("profile attribute %r not set: %s", change.key, exc.code)
                 continue

@@ -13,13 +13,13 @@ from service.extraction.health import WritePathHealth
 from service.extraction.repository import ExtractionRepository
 from service.extraction.schemas import CompactRequest, CompactResult, TenantJobs, UserJobs
 from service.jobs.status import JobStatusRepository
-from service.memories.router import MemorySvc
+from service.memories.dependencies import MemoryWriterSvc
 
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["memories"])
 admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
 
 
-def get_compaction_service(memories: MemorySvc, state: State) -> CompactionService:
+def get_compaction_service(memories: MemoryWriterSvc, state: State) -> CompactionService:
     return CompactionService(
         memories, state.chat_model, state.embedding_backfill.embedder, state.settings
     )

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from service.errors import Conflict, NotFound, OrgWriteForbidden, ValidationFailed
+from service.errors import Conflict, NotFound, ValidationFailed
 
 
 class SecretRefused(ValidationFailed):
@@ -10,10 +10,6 @@ class SecretRefused(ValidationFailed):
 
 class MemoryNotFound(NotFound):
     title = "Memory not found"
-
-
-class OrgMemoryWriteForbidden(OrgWriteForbidden):
-    title = "Organization memory is admin-only"
 
 
 class DuplicateMemory(Conflict):

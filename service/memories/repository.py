@@ -6,18 +6,18 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     Boolean,
     ColumnElement,
-    DateTime,
     Float,
     Integer,
     Select,
     Text,
-    and_,
+    TextualSelect,
     bindparam,
     delete,
     func,
@@ -27,29 +27,20 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
+from sqlalchemy.types import TypeEngine
 
+from service.auth.owner import Owner
+from service.memories.filters import MemoryFilter
 from service.memories.models import Memory, MemoryEvent
+from service.memories.schemas import ComponentScores, MemoryRead
 
-# The filters every candidate set shares. Owner: the user's own memories and/or the tenant's
-# org memories. Expired memories are invisible everywhere.
-_CANDIDATE_FILTER = """
-        m.tenant_id = :tenant_id
-    AND ((:include_user AND m.scope = 'user' AND m.user_id = :user_id)
-         OR (:include_org AND m.scope = 'org'))
-    AND (CAST(:kinds AS text[]) IS NULL OR m.kind = ANY(CAST(:kinds AS text[])))
-    AND (CAST(:categories AS text[]) IS NULL OR m.category = ANY(CAST(:categories AS text[])))
-    AND m.lifecycle = ANY(CAST(:lifecycles AS text[]))
-    AND (m.expires_at IS NULL OR m.expires_at > now())
-    AND (CAST(:event_after AS timestamptz) IS NULL
-         OR coalesce(m.event_at, m.created_at) >= CAST(:event_after AS timestamptz))
-    AND (CAST(:event_before AS timestamptz) IS NULL
-         OR coalesce(m.event_at, m.created_at) < CAST(:event_before AS timestamptz))
-"""
+M = aliased(Memory, name="m")
+"""`memory AS m`: the alias `MemoryFilter.where()` predicates are written against."""
 
-HYBRID_SEARCH_SQL = f"""
+HYBRID_SEARCH_SQL = """
 WITH query_terms AS (
     -- An OR over the question's lexemes (stop words dropped by the english config);
     -- plainto_tsquery would AND them and a natural question would match almost nothing.
@@ -62,7 +53,7 @@ lexical_hits AS (
       FROM (SELECT m.id, ts_rank_cd(m.tsv, q.tsq) AS score
               FROM memory m CROSS JOIN query_terms q
              WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
-               AND {_CANDIDATE_FILTER}
+               AND {candidate_filter}
              ORDER BY score DESC, m.id
              LIMIT :pool) AS ranked
 ),
@@ -73,7 +64,7 @@ vector_hits AS (
       FROM (SELECT m.id, m.embedding <=> :query_embedding AS distance
               FROM memory m
              WHERE :use_vector AND m.embedding IS NOT NULL
-               AND {_CANDIDATE_FILTER}
+               AND {candidate_filter}
              ORDER BY m.embedding <=> :query_embedding
              LIMIT :pool) AS nearest
 ),
@@ -90,82 +81,75 @@ fused AS (
       FROM lexical_hits l FULL OUTER JOIN vector_hits v ON v.id = l.id
 ),
 scored AS (
-    SELECT f.*,
+    SELECT f.lexical_rank, f.lexical_score, f.vector_rank, f.vector_cosine, f.fused_score, m.*,
            (1 - :recency_weight) + :recency_weight * decay.factor AS recency_factor,
            (1 - :confidence_weight) + :confidence_weight * m.confidence AS confidence_factor
       FROM fused f
       JOIN memory m ON m.tenant_id = :tenant_id AND m.id = f.id
       CROSS JOIN LATERAL (
+          -- Half-lives elapsed since the memory happened (or was last confirmed), capped:
+          -- 0.5^1000 is already 0 for ranking, and a larger exponent would make power()
+          -- fail with an underflow error for a memory from long ago.
           SELECT CASE WHEN half_life.days <= 0 THEN 1.0
-                      ELSE power(0.5, greatest(extract(epoch FROM now() - greatest(
+                      ELSE power(0.5, least(greatest(extract(epoch FROM now() - greatest(
                                coalesce(m.event_at, m.created_at),
                                coalesce(m.last_confirmed_at, '-infinity'))), 0)
-                           / 86400.0 / half_life.days)
+                           / 86400.0 / half_life.days, 1000))
                  END AS factor
             FROM (SELECT CASE m.kind WHEN 'semantic' THEN :half_life_semantic
                                      WHEN 'episodic' THEN :half_life_episodic
                                      ELSE :half_life_procedural END AS days) AS half_life
       ) AS decay
 )
-SELECT s.id, s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
+SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
+       s.needs_review, s.superseded_by, s.source_thread_id, s.source_message_ids, s.evidence,
+       s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
+       s.embedding_model, s.metadata,
+       s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
        s.recency_factor, s.confidence_factor,
        s.fused_score * s.recency_factor * s.confidence_factor AS final_score,
-       CASE WHEN :with_embeddings THEN m.embedding END AS embedding
+       CASE WHEN :with_embeddings THEN s.embedding END AS embedding
   FROM scored s
-  JOIN memory m ON m.tenant_id = :tenant_id AND m.id = s.id
  ORDER BY final_score DESC, s.id
  LIMIT :limit
-"""  # noqa: S608 - interpolates only the constant filter above, never input
+"""
 """One statement: lexical (GIN tsvector, OR query, ts_rank_cd) and vector (HNSW cosine)
-candidate sets, fused (RRF or linear), decayed by kind-aware recency and confidence. Returns
-each hit's id and every component score, best first."""
+candidate sets under the same `MemoryFilter` (`{candidate_filter}`), fused (RRF or linear),
+decayed by kind-aware recency and confidence. Returns, best first, each hit's memory columns
+(everything a response shows) and every component score, so no second query is needed."""
 
-_SEARCH_STATEMENT = (
-    text(HYBRID_SEARCH_SQL)
-    .bindparams(
-        bindparam("query_embedding", type_=Vector()),
-        bindparam("kinds", type_=ARRAY(Text)),
-        bindparam("categories", type_=ARRAY(Text)),
-        bindparam("lifecycles", type_=ARRAY(Text)),
-        bindparam("event_after", type_=DateTime(timezone=True)),
-        bindparam("event_before", type_=DateTime(timezone=True)),
-        bindparam("include_user", type_=Boolean()),
-        bindparam("include_org", type_=Boolean()),
-        bindparam("use_lexical", type_=Boolean()),
-        bindparam("use_vector", type_=Boolean()),
-        bindparam("with_embeddings", type_=Boolean()),
-        bindparam("pool", type_=Integer()),
-        bindparam("limit", type_=Integer()),
-        bindparam("rrf_k", type_=Integer()),
-        bindparam("lexical_weight", type_=Float()),
-        bindparam("recency_weight", type_=Float()),
-        bindparam("confidence_weight", type_=Float()),
-        bindparam("half_life_semantic", type_=Float()),
-        bindparam("half_life_episodic", type_=Float()),
-        bindparam("half_life_procedural", type_=Float()),
-    )
-    .columns(embedding=Vector())
-)
+_RANKING_TYPES: dict[str, TypeEngine[Any]] = {
+    "query": Text(),
+    "query_embedding": Vector(),
+    "use_lexical": Boolean(),
+    "use_vector": Boolean(),
+    "with_embeddings": Boolean(),
+    "pool": Integer(),
+    "limit": Integer(),
+    "fusion": Text(),
+    "rrf_k": Integer(),
+    "lexical_weight": Float(),
+    "recency_weight": Float(),
+    "confidence_weight": Float(),
+    "half_life_semantic": Float(),
+    "half_life_episodic": Float(),
+    "half_life_procedural": Float(),
+}
 
 
-WRITER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
-"""Serialise the derived writes (extraction passes, turn storage, compaction) to one owner's
-memories until the transaction ends. Explicit API writes do not take it: they never read a
-snapshot to reconcile against."""
+@lru_cache(maxsize=128)
+def _search_template(candidate_filter: str) -> str:
+    # Cached per filter shape: the same text (and so asyncpg's prepared statement) is reused.
+    return HYBRID_SEARCH_SQL.replace("{candidate_filter}", candidate_filter)
 
 
 @dataclass(frozen=True)
 class SearchParams:
-    user_id: str | None
-    include_user: bool
-    include_org: bool
+    """What one search asks: which memories (`filter`) and how to rank them."""
+
+    filter: MemoryFilter
     query: str
     query_embedding: list[float] | None
-    kinds: Sequence[str] | None
-    categories: Sequence[str] | None
-    lifecycles: list[str]
-    event_after: datetime | None
-    event_before: datetime | None
     use_lexical: bool
     use_vector: bool
     pool: int
@@ -183,32 +167,32 @@ class SearchParams:
 
 @dataclass(frozen=True)
 class SearchRow:
-    id: uuid.UUID
-    lexical_rank: int | None
-    lexical_score: float | None
-    vector_rank: int | None
-    vector_cosine: float | None
-    fused_score: float
-    recency_factor: float
-    confidence_factor: float
-    final_score: float
+    """One hit as the fusion statement returns it: the memory, why it ranked, its vector
+    (only when asked for, for MMR)."""
+
+    memory: MemoryRead
+    scores: ComponentScores
     embedding: list[float] | None
 
 
-@dataclass(frozen=True)
-class Owner:
-    """Whose memories a statement touches: one user's, or the tenant's org-shared ones."""
+def hybrid_search_statement(tenant_id: str, params: SearchParams) -> TextualSelect:
+    """`HYBRID_SEARCH_SQL` for these parameters, every value bound."""
+    predicate = params.filter.where(tenant_id)
+    ranking = [
+        bindparam(name, getattr(params, name), type_=type_)
+        for name, type_ in _RANKING_TYPES.items()
+    ]
+    return (
+        text(_search_template(predicate.sql))
+        .bindparams(*predicate.binds, *ranking, bindparam("tenant_id", tenant_id, type_=Text()))
+        .columns(embedding=Vector())
+    )
 
-    scope: str
-    user_id: str | None
 
-    @classmethod
-    def user(cls, user_id: str) -> Owner:
-        return cls("user", user_id)
-
-    @classmethod
-    def org(cls) -> Owner:
-        return cls("org", None)
+WRITER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+"""Serialise the derived writes (extraction passes, turn storage, compaction) to one owner's
+memories until the transaction ends. Explicit API writes do not take it: they never read a
+snapshot to reconcile against."""
 
 
 class MemoryRepository:
@@ -216,19 +200,13 @@ class MemoryRepository:
         self._session = session
         self._tenant_id = tenant_id
 
-    def _owned(self, *owners: Owner) -> Select[Memory]:
-        """Live (unexpired) memories of any of `owners` in this tenant."""
-        return select(Memory).where(
-            Memory.tenant_id == self._tenant_id,
-            or_(*(self._owner_clause(owner) for owner in owners)),
-            or_(Memory.expires_at.is_(None), Memory.expires_at > func.now()),
-        )
+    def _matching(self, memory_filter: MemoryFilter) -> Select[Memory]:
+        """The memories `memory_filter` selects (the one place a filter becomes SQL)."""
+        return select(M).where(memory_filter.where(self._tenant_id).clause)
 
-    @staticmethod
-    def _owner_clause(owner: Owner) -> ColumnElement[bool]:
-        if owner.user_id is None:
-            return Memory.scope == owner.scope
-        return and_(Memory.scope == owner.scope, Memory.user_id == owner.user_id)
+    def _owned(self, *owners: Owner) -> Select[Memory]:
+        """Live (unexpired) memories of any of `owners` in this tenant, any lifecycle."""
+        return self._matching(MemoryFilter.build(owners))
 
     async def insert_unless_duplicate(self, values: dict[str, Any]) -> Memory | None:
         """Insert a memory; None when a live memory with the same owner/kind/text exists."""
@@ -252,14 +230,14 @@ class MemoryRepository:
 
     async def find_live_duplicate(self, owner: Owner, kind: str, text_value: str) -> Memory | None:
         statement = self._owned(owner).where(
-            Memory.kind == kind,
-            Memory.content_hash == _content_hash(text_value),
-            Memory.lifecycle != "superseded",
+            M.kind == kind,
+            M.content_hash == _content_hash(text_value),
+            M.lifecycle != "superseded",
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def lock_writers(self, owner: Owner) -> None:
-        key = f"memory_writes:{self._tenant_id}:{owner.scope}:{owner.user_id or ''}"
+        key = f"memory_writes:{self._tenant_id}:{owner.lock_key}"
         await self._session.execute(WRITER_LOCK_SQL, {"key": key})
 
     async def related_live(
@@ -275,22 +253,22 @@ class MemoryRepository:
         """The owner's live memories of `kind` a new one must be reconciled with: the `nearest`
         by cosine to `vector`, those in `categories` and an exact duplicate of `text_value`,
         each with its cosine to `vector` (None without vectors)."""
-        live = self._owned(owner).where(Memory.kind == kind, Memory.lifecycle != "superseded")
+        live = self._owned(owner).where(M.kind == kind, M.lifecycle != "superseded")
         conditions: list[ColumnElement[bool]] = [
-            Memory.content_hash == _content_hash(text_value),
+            M.content_hash == _content_hash(text_value),
         ]
         if categories:
-            conditions.append(Memory.category.in_(list(categories)))
+            conditions.append(M.category.in_(list(categories)))
         cosine: ColumnElement[Any] = literal_column("NULL")
         if vector is not None:
-            distance = Memory.embedding.cosine_distance(vector)
+            distance = M.embedding.cosine_distance(vector)
             nearest_ids = (
-                live.with_only_columns(Memory.id)
-                .where(Memory.embedding.is_not(None))
+                live.with_only_columns(M.id)
+                .where(M.embedding.is_not(None))
                 .order_by(distance)
                 .limit(nearest)
             )
-            conditions.append(Memory.id.in_(nearest_ids.scalar_subquery()))
+            conditions.append(M.id.in_(nearest_ids.scalar_subquery()))
             cosine = 1 - distance
         statement = live.add_columns(cosine.label("cosine")).where(or_(*conditions))
         rows = (await self._session.execute(statement)).all()
@@ -300,8 +278,8 @@ class MemoryRepository:
         """The owner's live memories of `kind`, oldest first."""
         statement = (
             self._owned(owner)
-            .where(Memory.kind == kind, Memory.lifecycle != "superseded")
-            .order_by(Memory.created_at, Memory.id)
+            .where(M.kind == kind, M.lifecycle != "superseded")
+            .order_by(M.created_at, M.id)
             .limit(limit)
         )
         return list((await self._session.execute(statement)).scalars())
@@ -309,7 +287,7 @@ class MemoryRepository:
     async def get(
         self, owner: Owner, memory_id: uuid.UUID, *, for_update: bool = False
     ) -> Memory | None:
-        statement = self._owned(owner).where(Memory.id == memory_id)
+        statement = self._owned(owner).where(M.id == memory_id)
         if for_update:
             # The locked row is the truth: refresh a copy the session may hold from earlier.
             statement = statement.with_for_update().execution_options(populate_existing=True)
@@ -324,97 +302,38 @@ class MemoryRepository:
         )
         return {memory.id: memory for memory in (await self._session.execute(statement)).scalars()}
 
-    async def get_many(self, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
-        statement = select(Memory).where(
-            Memory.tenant_id == self._tenant_id, Memory.id.in_(memory_ids)
-        )
-        return {memory.id: memory for memory in (await self._session.execute(statement)).scalars()}
-
     async def list_page(
         self,
-        owners: Sequence[Owner],
+        memory_filter: MemoryFilter,
         *,
-        kinds: Sequence[str] | None,
-        categories: Sequence[str] | None,
-        lifecycles: Sequence[str],
-        created_after: datetime | None,
-        created_before: datetime | None,
-        event_after: datetime | None,
-        event_before: datetime | None,
         after: tuple[datetime, uuid.UUID] | None,
         limit: int,
     ) -> list[Memory]:
-        statement = self._filtered(
-            self._owned(*owners),
-            kinds=kinds,
-            categories=categories,
-            lifecycles=lifecycles,
-            created_after=created_after,
-            created_before=created_before,
-            event_after=event_after,
-            event_before=event_before,
-        )
+        """Newest first, after the keyset position `after`."""
+        statement = self._matching(memory_filter)
         if after is not None:
-            statement = statement.where(
-                func.row(Memory.created_at, Memory.id) < func.row(after[0], after[1])
-            )
-        statement = statement.order_by(Memory.created_at.desc(), Memory.id.desc()).limit(limit)
+            statement = statement.where(func.row(M.created_at, M.id) < func.row(after[0], after[1]))
+        statement = statement.order_by(M.created_at.desc(), M.id.desc()).limit(limit)
         return list((await self._session.execute(statement)).scalars())
 
-    @staticmethod
-    def _filtered(
-        statement: Select[Memory],
-        *,
-        kinds: Sequence[str] | None,
-        categories: Sequence[str] | None,
-        lifecycles: Sequence[str] | None,
-        created_after: datetime | None,
-        created_before: datetime | None,
-        event_after: datetime | None,
-        event_before: datetime | None,
-    ) -> Select[Memory]:
-        if kinds:
-            statement = statement.where(Memory.kind.in_(kinds))
-        if categories:
-            statement = statement.where(Memory.category.in_(categories))
-        if lifecycles:
-            statement = statement.where(Memory.lifecycle.in_(lifecycles))
-        if created_after is not None:
-            statement = statement.where(Memory.created_at >= created_after)
-        if created_before is not None:
-            statement = statement.where(Memory.created_at < created_before)
-        event_time = func.coalesce(Memory.event_at, Memory.created_at)
-        if event_after is not None:
-            statement = statement.where(event_time >= event_after)
-        if event_before is not None:
-            statement = statement.where(event_time < event_before)
-        return statement
+    async def count(self, memory_filter: MemoryFilter) -> int:
+        statement = (
+            select(func.count()).select_from(M).where(memory_filter.where(self._tenant_id).clause)
+        )
+        return int((await self._session.execute(statement)).scalar_one())
 
-    async def matching_for_delete(
-        self,
-        owner: Owner,
-        *,
-        kinds: Sequence[str] | None,
-        categories: Sequence[str] | None,
-        lifecycles: Sequence[str] | None,
-        created_after: datetime | None,
-        created_before: datetime | None,
-    ) -> list[Memory]:
-        statement = self._filtered(
-            self._owned(owner),
-            kinds=kinds,
-            categories=categories,
-            lifecycles=lifecycles,
-            created_after=created_after,
-            created_before=created_before,
-            event_after=None,
-            event_before=None,
-        ).with_for_update()
+    async def lock_matching(self, memory_filter: MemoryFilter) -> list[Memory]:
+        """Every memory the filter selects, newest first, locked until the transaction ends."""
+        statement = (
+            self._matching(memory_filter)
+            .order_by(M.created_at.desc(), M.id.desc())
+            .with_for_update()
+        )
         return list((await self._session.execute(statement)).scalars())
 
     async def from_thread(self, owner: Owner, thread_id: uuid.UUID) -> list[Memory]:
         """The owner's memories whose provenance is the thread, locked for deletion."""
-        statement = self._owned(owner).where(Memory.source_thread_id == thread_id).with_for_update()
+        statement = self._owned(owner).where(M.source_thread_id == thread_id).with_for_update()
         return list((await self._session.execute(statement)).scalars())
 
     async def update(self, memory_id: uuid.UUID, values: dict[str, Any]) -> Memory:
@@ -471,26 +390,26 @@ class MemoryRepository:
         return list((await self._session.execute(statement)).scalars())
 
     async def live_procedures(self, owner: Owner) -> list[Memory]:
-        statement = self._owned(owner).where(
-            Memory.kind == "procedural", Memory.lifecycle != "superseded"
-        )
+        statement = self._owned(owner).where(M.kind == "procedural", M.lifecycle != "superseded")
         return list((await self._session.execute(statement)).scalars())
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
-        values = {"tenant_id": self._tenant_id, **params.__dict__}
-        rows = (await self._session.execute(_SEARCH_STATEMENT, values)).all()
+        statement = hybrid_search_statement(self._tenant_id, params)
+        rows = (await self._session.execute(statement)).mappings().all()
         return [
             SearchRow(
-                id=row.id,
-                lexical_rank=row.lexical_rank,
-                lexical_score=row.lexical_score,
-                vector_rank=row.vector_rank,
-                vector_cosine=row.vector_cosine,
-                fused_score=float(row.fused_score),
-                recency_factor=float(row.recency_factor),
-                confidence_factor=float(row.confidence_factor),
-                final_score=float(row.final_score),
-                embedding=None if row.embedding is None else list(row.embedding),
+                memory=MemoryRead.model_validate(row),
+                scores=ComponentScores(
+                    lexical_rank=row["lexical_rank"],
+                    lexical_score=row["lexical_score"],
+                    vector_rank=row["vector_rank"],
+                    vector_cosine=row["vector_cosine"],
+                    fused_score=float(row["fused_score"]),
+                    recency_factor=float(row["recency_factor"]),
+                    confidence_factor=float(row["confidence_factor"]),
+                    final_score=float(row["final_score"]),
+                ),
+                embedding=None if row["embedding"] is None else list(row["embedding"]),
             )
             for row in rows
         ]

@@ -8,26 +8,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 
-from service.accounts.router import AccountSvc
-from service.dependencies import (
-    AddressedUserId,
-    CurrentPrincipal,
-    Idempotency,
-    PostCommit,
-    Session,
-    State,
-)
-from service.errors import problem_responses
+from service.auth.owner import Owner
+from service.dependencies import Idempotency, OrgOwner, OrgWriter, UserOwner
+from service.errors import ValidationFailed, problem_responses
 from service.kit.idempotency import IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
-from service.memories.repository import MemoryRepository
+from service.memories.dependencies import MemorySearchSvc, MemorySvc
+from service.memories.filters import MemoryFilter
 from service.memories.schemas import (
     Lifecycle,
     MemoriesDeleted,
     MemoryBatchCreate,
     MemoryBatchWritten,
     MemoryCreate,
-    MemoryFilter,
     MemoryHistory,
     MemoryKind,
     MemoryRead,
@@ -48,73 +41,105 @@ READ_PROBLEMS = problem_responses(401, 404, 422, 429)
 WRITE_PROBLEMS = problem_responses(401, 403, 404, 409, 413, 422, 429)
 
 
-def get_memory_service(
-    session: Session,
-    principal: CurrentPrincipal,
-    state: State,
-    post_commit: PostCommit,
-    accounts: AccountSvc,
-) -> MemoryService:
-    return MemoryService(
-        MemoryRepository(session, principal.tenant_id),
-        accounts,
-        state.embedding_backfill,
-        post_commit,
-        state.settings,
-        principal,
-    )
+class FilterQuery:
+    """The memory filter's query parameters, shared by list and delete on both routes."""
+
+    def __init__(
+        self,
+        kind: Annotated[list[MemoryKind] | None, Query()] = None,
+        category: Annotated[list[str] | None, Query()] = None,
+        lifecycle: Annotated[
+            list[Lifecycle] | None,
+            Query(description="Default: proposed and confirmed (not superseded)."),
+        ] = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        event_after: datetime | None = None,
+        event_before: datetime | None = None,
+    ) -> None:
+        self.kinds = kind
+        self.categories = category
+        self.lifecycles = lifecycle
+        self.created_after = created_after
+        self.created_before = created_before
+        self.event_after = event_after
+        self.event_before = event_before
+
+    def for_owners(self, owners: list[Owner]) -> MemoryFilter:
+        return MemoryFilter.build(
+            owners,
+            kinds=self.kinds,
+            categories=self.categories,
+            lifecycles=self.lifecycles,
+            created_after=self.created_after,
+            created_before=self.created_before,
+            event_after=self.event_after,
+            event_before=self.event_before,
+        )
 
 
-MemorySvc = Annotated[MemoryService, Depends(get_memory_service)]
-
-
-def memory_filter(
-    scope: Annotated[
-        list[MemoryScope] | None,
-        Query(description="On a user's listing: `user` (default), `org`, or both."),
-    ] = None,
-    kind: Annotated[list[MemoryKind] | None, Query()] = None,
-    category: Annotated[list[str] | None, Query()] = None,
-    lifecycle: Annotated[
-        list[Lifecycle] | None,
-        Query(description="Default for listing: proposed and confirmed (not superseded)."),
-    ] = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
-    event_after: datetime | None = None,
-    event_before: datetime | None = None,
-) -> MemoryFilter:
-    return MemoryFilter(
-        scopes=scope,
-        kinds=kind,
-        categories=category,
-        lifecycles=lifecycle,
-        created_after=created_after,
-        created_before=created_before,
-        event_after=event_after,
-        event_before=event_before,
-    )
-
-
-Filters = Annotated[MemoryFilter, Depends(memory_filter)]
-Cursor = Annotated[str | None, Query(description="From a previous page's next_cursor.")]
-Limit = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
-Everything = Annotated[
-    bool, Query(alias="all", description="Required to delete without any filter.")
+ScopeQuery = Annotated[
+    list[MemoryScope] | None,
+    Query(description="On a user's route: `user` (default), `org`, or both."),
 ]
 
 
-async def _create_one(
-    memories: MemoryService, user_id: str | None, body: MemoryCreate
-) -> MemoryWritten:
-    [written] = await memories.create(user_id, [body])
+def user_filter(
+    owner: UserOwner, scope: ScopeQuery = None, *, query: Annotated[FilterQuery, Depends()]
+) -> MemoryFilter:
+    """On a user's route, `scope` may add (or choose) the organization's memories."""
+    scopes = scope or ["user"]
+    return query.for_owners([owner if s == "user" else Owner.org() for s in scopes])
+
+
+def user_delete_filter(
+    owner: UserOwner, scope: ScopeQuery = None, *, query: Annotated[FilterQuery, Depends()]
+) -> MemoryFilter:
+    """A user's route never deletes organization memories (that is the org route, admins)."""
+    if scope and set(scope) != {"user"}:
+        raise ValidationFailed(
+            "Org memories are deleted through /v1/org/memories, not a user's route.",
+            errors=[{"loc": ["query", "scope"], "msg": "only `user` here", "type": "value"}],
+        )
+    return query.for_owners([owner])
+
+
+def org_filter(owner: OrgOwner, query: Annotated[FilterQuery, Depends()]) -> MemoryFilter:
+    return query.for_owners([owner])
+
+
+def org_delete_filter(owner: OrgWriter, query: Annotated[FilterQuery, Depends()]) -> MemoryFilter:
+    return query.for_owners([owner])
+
+
+UserFilter = Annotated[MemoryFilter, Depends(user_filter)]
+UserDeleteFilter = Annotated[MemoryFilter, Depends(user_delete_filter)]
+OrgFilter = Annotated[MemoryFilter, Depends(org_filter)]
+OrgDeleteFilter = Annotated[MemoryFilter, Depends(org_delete_filter)]
+Cursor = Annotated[str | None, Query(description="From a previous page's next_cursor.")]
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
+Everything = Annotated[
+    bool,
+    Query(
+        alias="all",
+        description="Required to delete without any filter; then superseded memories go too.",
+    ),
+]
+DryRun = Annotated[
+    bool,
+    Query(description="Only count what would be deleted (and name the first ids); change nothing."),
+]
+
+
+async def _create_one(memories: MemoryService, owner: Owner, body: MemoryCreate) -> MemoryWritten:
+    [written] = await memories.create(owner, [body])
     return written
 
 
 async def _create_batch(
-    memories: MemoryService, user_id: str | None, body: MemoryBatchCreate
+    memories: MemoryService, owner: Owner, body: MemoryBatchCreate
 ) -> MemoryBatchWritten:
-    return MemoryBatchWritten(items=await memories.create(user_id, body.items))
+    return MemoryBatchWritten(items=await memories.create(owner, body.items))
 
 
 # --- a user's memories -------------------------------------------------------------------------
@@ -128,7 +153,7 @@ async def _create_batch(
     responses=WRITE_PROBLEMS,
 )
 async def create_memory(
-    user_id: AddressedUserId,
+    owner: UserOwner,
     body: MemoryCreate,
     memories: MemorySvc,
     request: Request,
@@ -143,7 +168,7 @@ async def create_memory(
         idempotency_key,
         request,
         body,
-        lambda: _create_one(memories, user_id, body),
+        lambda: _create_one(memories, owner, body),
         status_code=status.HTTP_201_CREATED,
     )
 
@@ -156,7 +181,7 @@ async def create_memory(
     responses=WRITE_PROBLEMS,
 )
 async def create_memories(
-    user_id: AddressedUserId,
+    owner: UserOwner,
     body: MemoryBatchCreate,
     memories: MemorySvc,
     request: Request,
@@ -168,7 +193,7 @@ async def create_memories(
         idempotency_key,
         request,
         body,
-        lambda: _create_batch(memories, user_id, body),
+        lambda: _create_batch(memories, owner, body),
         status_code=status.HTTP_201_CREATED,
     )
 
@@ -180,14 +205,13 @@ async def create_memories(
     responses=READ_PROBLEMS,
 )
 async def list_memories(
-    user_id: AddressedUserId,
     memories: MemorySvc,
-    filters: Filters,
+    filters: UserFilter,
     cursor: Cursor = None,
     limit: Limit = DEFAULT_PAGE_SIZE,
 ) -> Page[MemoryRead]:
     """The user's memories, newest first, filtered and paged by cursor."""
-    return await memories.list_page(user_id, filters, cursor=cursor, limit=limit)
+    return await memories.list_page(filters, cursor=cursor, limit=limit)
 
 
 @user_router.delete(
@@ -197,13 +221,16 @@ async def list_memories(
     responses=WRITE_PROBLEMS,
 )
 async def delete_memories(
-    user_id: AddressedUserId, memories: MemorySvc, filters: Filters, everything: Everything = False
+    memories: MemorySvc,
+    filters: UserDeleteFilter,
+    everything: Everything = False,
+    dry_run: DryRun = False,
 ) -> MemoriesDeleted:
-    """Delete every memory of the user matching the filters (e.g. `kind=episodic`);
-    `all=true` with no filter forgets everything. Each deletion is kept in the history."""
-    return MemoriesDeleted(
-        deleted=await memories.delete_matching(user_id, filters, everything=everything)
-    )
+    """Delete exactly the memories the same filters list (e.g. `kind=episodic`; live ones
+    unless `lifecycle` says otherwise); `all=true` with no filter forgets everything. The
+    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
+    history."""
+    return await memories.delete_matching(filters, everything=everything, dry_run=dry_run)
 
 
 @user_router.post(
@@ -213,11 +240,11 @@ async def delete_memories(
     responses=READ_PROBLEMS,
 )
 async def search_memories(
-    user_id: AddressedUserId, body: SearchRequest, memories: MemorySvc
+    owner: UserOwner, body: SearchRequest, search: MemorySearchSvc
 ) -> SearchResponse:
     """Hybrid search (full-text OR query + vector similarity, fused in one SQL statement)
     over the user's and the organization's memories. Every hit carries its component scores."""
-    return await memories.search(user_id, body)
+    return await search.search(owner, body)
 
 
 @user_router.get(
@@ -226,10 +253,8 @@ async def search_memories(
     summary="Get a memory",
     responses=READ_PROBLEMS,
 )
-async def get_memory(
-    user_id: AddressedUserId, memory_id: uuid.UUID, memories: MemorySvc
-) -> MemoryRead:
-    return await memories.get(user_id, memory_id)
+async def get_memory(owner: UserOwner, memory_id: uuid.UUID, memories: MemorySvc) -> MemoryRead:
+    return await memories.get(owner, memory_id)
 
 
 @user_router.patch(
@@ -239,11 +264,11 @@ async def get_memory(
     responses=WRITE_PROBLEMS,
 )
 async def update_memory(
-    user_id: AddressedUserId, memory_id: uuid.UUID, body: MemoryUpdate, memories: MemorySvc
+    owner: UserOwner, memory_id: uuid.UUID, body: MemoryUpdate, memories: MemorySvc
 ) -> MemoryRead:
     """Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
     memory), review flag, event time, metadata or expiry. Recorded in the history."""
-    return await memories.update(user_id, memory_id, body)
+    return await memories.update(owner, memory_id, body)
 
 
 @user_router.delete(
@@ -253,10 +278,8 @@ async def update_memory(
     summary="Forget a memory",
     responses=WRITE_PROBLEMS,
 )
-async def delete_memory(
-    user_id: AddressedUserId, memory_id: uuid.UUID, memories: MemorySvc
-) -> None:
-    await memories.delete(user_id, memory_id)
+async def delete_memory(owner: UserOwner, memory_id: uuid.UUID, memories: MemorySvc) -> None:
+    await memories.delete(owner, memory_id)
 
 
 @user_router.get(
@@ -266,11 +289,11 @@ async def delete_memory(
     responses=READ_PROBLEMS,
 )
 async def get_memory_history(
-    user_id: AddressedUserId, memory_id: uuid.UUID, memories: MemorySvc
+    owner: UserOwner, memory_id: uuid.UUID, memories: MemorySvc
 ) -> MemoryHistory:
     """Every add / update / supersede / delete of the memory, oldest first, with old and new
     text. Still available after the memory was deleted."""
-    return await memories.history(user_id, memory_id)
+    return await memories.history(owner, memory_id)
 
 
 @user_router.get(
@@ -279,8 +302,8 @@ async def get_memory_history(
     summary="Get the user's procedural instructions",
     responses=READ_PROBLEMS,
 )
-async def get_procedures(user_id: AddressedUserId, memories: MemorySvc) -> Procedures:
-    return await memories.procedures(user_id)
+async def get_procedures(owner: UserOwner, memories: MemorySvc) -> Procedures:
+    return await memories.procedures(owner)
 
 
 @user_router.put(
@@ -290,11 +313,11 @@ async def get_procedures(user_id: AddressedUserId, memories: MemorySvc) -> Proce
     responses=WRITE_PROBLEMS,
 )
 async def set_procedures(
-    user_id: AddressedUserId, body: ProceduresUpdate, memories: MemorySvc
+    owner: UserOwner, body: ProceduresUpdate, memories: MemorySvc
 ) -> Procedures:
     """Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
     A replaced instruction is superseded, with history, not deleted."""
-    return await memories.set_procedures(user_id, body)
+    return await memories.set_procedures(owner, body)
 
 
 # --- the organization's shared memories --------------------------------------------------------
@@ -308,6 +331,7 @@ async def set_procedures(
     responses=WRITE_PROBLEMS,
 )
 async def create_org_memory(
+    owner: OrgWriter,
     body: MemoryCreate,
     memories: MemorySvc,
     request: Request,
@@ -319,7 +343,7 @@ async def create_org_memory(
         idempotency_key,
         request,
         body,
-        lambda: _create_one(memories, None, body),
+        lambda: _create_one(memories, owner, body),
         status_code=status.HTTP_201_CREATED,
     )
 
@@ -332,6 +356,7 @@ async def create_org_memory(
     responses=WRITE_PROBLEMS,
 )
 async def create_org_memories(
+    owner: OrgWriter,
     body: MemoryBatchCreate,
     memories: MemorySvc,
     request: Request,
@@ -342,7 +367,7 @@ async def create_org_memories(
         idempotency_key,
         request,
         body,
-        lambda: _create_batch(memories, None, body),
+        lambda: _create_batch(memories, owner, body),
         status_code=status.HTTP_201_CREATED,
     )
 
@@ -354,9 +379,9 @@ async def create_org_memories(
     responses=READ_PROBLEMS,
 )
 async def list_org_memories(
-    memories: MemorySvc, filters: Filters, cursor: Cursor = None, limit: Limit = DEFAULT_PAGE_SIZE
+    memories: MemorySvc, filters: OrgFilter, cursor: Cursor = None, limit: Limit = DEFAULT_PAGE_SIZE
 ) -> Page[MemoryRead]:
-    return await memories.list_page(None, filters, cursor=cursor, limit=limit)
+    return await memories.list_page(filters, cursor=cursor, limit=limit)
 
 
 @org_router.delete(
@@ -366,11 +391,12 @@ async def list_org_memories(
     responses=WRITE_PROBLEMS,
 )
 async def delete_org_memories(
-    memories: MemorySvc, filters: Filters, everything: Everything = False
+    memories: MemorySvc,
+    filters: OrgDeleteFilter,
+    everything: Everything = False,
+    dry_run: DryRun = False,
 ) -> MemoriesDeleted:
-    return MemoriesDeleted(
-        deleted=await memories.delete_matching(None, filters, everything=everything)
-    )
+    return await memories.delete_matching(filters, everything=everything, dry_run=dry_run)
 
 
 @org_router.get(
@@ -379,8 +405,8 @@ async def delete_org_memories(
     summary="Get an organization memory",
     responses=READ_PROBLEMS,
 )
-async def get_org_memory(memory_id: uuid.UUID, memories: MemorySvc) -> MemoryRead:
-    return await memories.get(None, memory_id)
+async def get_org_memory(owner: OrgOwner, memory_id: uuid.UUID, memories: MemorySvc) -> MemoryRead:
+    return await memories.get(owner, memory_id)
 
 
 @org_router.patch(
@@ -390,9 +416,9 @@ async def get_org_memory(memory_id: uuid.UUID, memories: MemorySvc) -> MemoryRea
     responses=WRITE_PROBLEMS,
 )
 async def update_org_memory(
-    memory_id: uuid.UUID, body: MemoryUpdate, memories: MemorySvc
+    owner: OrgWriter, memory_id: uuid.UUID, body: MemoryUpdate, memories: MemorySvc
 ) -> MemoryRead:
-    return await memories.update(None, memory_id, body)
+    return await memories.update(owner, memory_id, body)
 
 
 @org_router.delete(
@@ -402,8 +428,8 @@ async def update_org_memory(
     summary="Forget an organization memory",
     responses=WRITE_PROBLEMS,
 )
-async def delete_org_memory(memory_id: uuid.UUID, memories: MemorySvc) -> None:
-    await memories.delete(None, memory_id)
+async def delete_org_memory(owner: OrgWriter, memory_id: uuid.UUID, memories: MemorySvc) -> None:
+    await memories.delete(owner, memory_id)
 
 
 @org_router.get(
@@ -412,8 +438,10 @@ async def delete_org_memory(memory_id: uuid.UUID, memories: MemorySvc) -> None:
     summary="An organization memory's change history",
     responses=READ_PROBLEMS,
 )
-async def get_org_memory_history(memory_id: uuid.UUID, memories: MemorySvc) -> MemoryHistory:
-    return await memories.history(None, memory_id)
+async def get_org_memory_history(
+    owner: OrgOwner, memory_id: uuid.UUID, memories: MemorySvc
+) -> MemoryHistory:
+    return await memories.history(owner, memory_id)
 
 
 @org_router.get(
@@ -422,8 +450,8 @@ async def get_org_memory_history(memory_id: uuid.UUID, memories: MemorySvc) -> M
     summary="Get the organization's procedural instructions",
     responses=READ_PROBLEMS,
 )
-async def get_org_procedures(memories: MemorySvc) -> Procedures:
-    return await memories.procedures(None)
+async def get_org_procedures(owner: OrgOwner, memories: MemorySvc) -> Procedures:
+    return await memories.procedures(owner)
 
 
 @org_router.put(
@@ -432,5 +460,7 @@ async def get_org_procedures(memories: MemorySvc) -> Procedures:
     summary="Set the organization's procedural instructions",
     responses=WRITE_PROBLEMS,
 )
-async def set_org_procedures(body: ProceduresUpdate, memories: MemorySvc) -> Procedures:
-    return await memories.set_procedures(None, body)
+async def set_org_procedures(
+    owner: OrgWriter, body: ProceduresUpdate, memories: MemorySvc
+) -> Procedures:
+    return await memories.set_procedures(owner, body)

@@ -127,20 +127,14 @@ class MemoryHistory(BaseModel):
 
 
 class MemoriesDeleted(BaseModel):
-    deleted: int
+    """What a delete by filter removed (or, with `dry_run=true`, would remove)."""
 
-
-class MemoryFilter(BaseModel):
-    """Filters shared by list, delete-by-filter and search."""
-
-    scopes: list[MemoryScope] | None = None
-    kinds: list[MemoryKind] | None = None
-    categories: list[str] | None = None
-    lifecycles: list[Lifecycle] | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    event_after: datetime | None = None
-    event_before: datetime | None = None
+    matched: int = Field(description="Memories the filter selects (what a listing shows).")
+    deleted: int = Field(description="Memories removed: `matched`, or 0 on a dry run.")
+    dry_run: bool
+    ids: list[uuid.UUID] = Field(
+        description="The first (newest) matched ids, at most 20, to show before deleting."
+    )
 
 
 def _both_scopes() -> list[MemoryScope]:
@@ -211,7 +205,7 @@ class ProcedureSlotRead(BaseModel):
 
 
 class Procedures(BaseModel):
-    """Standing instructions for the agent, as typed slots (seed 003)."""
+    """Standing instructions for the agent, as typed slots."""
 
     style: ProcedureSlotRead | None = None
     workflow: ProcedureSlotRead | None = None

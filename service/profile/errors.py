@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from service.errors import Conflict, DomainError, NotFound, OrgWriteForbidden
+from service.errors import Conflict, DomainError, NotFound
 
 
 class PatchFailed(Conflict):
@@ -33,7 +33,3 @@ class UnsupportedPatchMediaType(DomainError):
     status = 415
     title = "Unsupported patch media type"
     code = "UNSUPPORTED_MEDIA_TYPE"
-
-
-class OrgProfileWriteForbidden(OrgWriteForbidden):
-    title = "The organization profile is admin-only"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.auth.owner import Owner
 from service.profile.models import Profile
 
 ENSURE_PROFILE_SQL = text(
@@ -22,28 +22,12 @@ Version 0 is the state a missing row reports, so an ETag read before the row exi
 matches. No conflict target: each scope has its own partial unique index."""
 
 
-@dataclass(frozen=True)
-class ProfileOwner:
-    """Whose profile a statement touches: one user's, or the tenant's organization profile."""
-
-    scope: str
-    user_id: str | None
-
-    @classmethod
-    def user(cls, user_id: str) -> ProfileOwner:
-        return cls("user", user_id)
-
-    @classmethod
-    def org(cls) -> ProfileOwner:
-        return cls("org", None)
-
-
 class ProfileRepository:
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self._session = session
         self._tenant_id = tenant_id
 
-    def _owned(self, owner: ProfileOwner) -> Select[Profile]:
+    def _owned(self, owner: Owner) -> Select[Profile]:
         statement = select(Profile).where(
             Profile.tenant_id == self._tenant_id, Profile.scope == owner.scope
         )
@@ -51,7 +35,7 @@ class ProfileRepository:
             statement = statement.where(Profile.user_id == owner.user_id)
         return statement
 
-    async def get(self, owner: ProfileOwner, *, for_update: bool = False) -> Profile | None:
+    async def get(self, owner: Owner, *, for_update: bool = False) -> Profile | None:
         """The owner's profile row; with `for_update`, locked until the transaction ends, so
         concurrent writers apply their patches one after another."""
         statement = self._owned(owner)
@@ -61,7 +45,7 @@ class ProfileRepository:
         statement = statement.execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
-    async def lock_or_create(self, owner: ProfileOwner) -> Profile:
+    async def lock_or_create(self, owner: Owner) -> Profile:
         """The owner's profile row, created empty if missing, locked for this transaction."""
         await self._session.execute(
             ENSURE_PROFILE_SQL,

@@ -6,12 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response
 
-from service.accounts.router import AccountSvc
-from service.audit.service import AuditTrail
-from service.dependencies import AddressedUserId, CurrentPrincipal, Session, State
+from service.auth.owner import Owner
+from service.dependencies import OrgOwner, OrgWriter, UserOwner
 from service.errors import problem_responses
+from service.profile.dependencies import ProfileSvc
 from service.profile.errors import UnsupportedPatchMediaType
-from service.profile.repository import ProfileRepository
 from service.profile.schemas import (
     JSON_PATCH_MEDIA_TYPE,
     KEY_PATTERN,
@@ -51,21 +50,6 @@ _PATCH_BODY_OPENAPI: dict[str, Any] = {
 }
 
 
-def get_profile_service(
-    session: Session, principal: CurrentPrincipal, state: State, accounts: AccountSvc
-) -> ProfileService:
-    return ProfileService(
-        ProfileRepository(session, principal.tenant_id),
-        accounts,
-        AuditTrail(session, principal),
-        state.settings,
-        principal,
-    )
-
-
-ProfileSvc = Annotated[ProfileService, Depends(get_profile_service)]
-
-
 def require_patch_media_type(request: Request) -> None:
     """RFC 5789: a patch document in a format the server does not apply is a 415."""
     content_type = request.headers.get("content-type", "")
@@ -102,8 +86,38 @@ ProfileKeyPath = Annotated[
 ]
 
 
-def _send(response: Response, tagged: Tagged[Any]) -> None:
+def _with_etag(response: Response, tagged: Tagged[Any]) -> Any:
+    """The tagged body, its entity tag set on the response."""
     response.headers["ETag"] = tagged.etag
+    return tagged.body
+
+
+async def _read(profiles: ProfileService, owner: Owner, response: Response) -> ProfileRead:
+    response.headers["Accept-Patch"] = JSON_PATCH_MEDIA_TYPE
+    result: ProfileRead = _with_etag(response, await profiles.read(owner))
+    return result
+
+
+async def _patch(
+    profiles: ProfileService,
+    owner: Owner,
+    body: ProfilePatch,
+    response: Response,
+    if_match: str | None,
+) -> ProfilePatchResult:
+    result: ProfilePatchResult = _with_etag(
+        response, await profiles.patch(owner, body.root, if_match)
+    )
+    return result
+
+
+async def _delete_key(
+    profiles: ProfileService, owner: Owner, key: str, response: Response, if_match: str | None
+) -> ProfilePatchResult:
+    result: ProfilePatchResult = _with_etag(
+        response, await profiles.delete_key(owner, key, if_match)
+    )
+    return result
 
 
 # --- a user's profile -----------------------------------------------------------------------
@@ -115,15 +129,10 @@ def _send(response: Response, tagged: Tagged[Any]) -> None:
     summary="Get a user's profile",
     responses=_ok_with_etag("The merged profile.", 401, 404, 422, 429),
 )
-async def get_profile(
-    user_id: AddressedUserId, profiles: ProfileSvc, response: Response
-) -> ProfileRead:
+async def get_profile(owner: UserOwner, profiles: ProfileSvc, response: Response) -> ProfileRead:
     """The stored profile merged with the user's account details (name, email, avatar,
     socials fill keys the profile lacks), each key labelled `memory` or `account`."""
-    tagged = await profiles.read(user_id)
-    _send(response, tagged)
-    response.headers["Accept-Patch"] = JSON_PATCH_MEDIA_TYPE
-    return tagged.body
+    return await _read(profiles, owner, response)
 
 
 @user_router.patch(
@@ -134,7 +143,7 @@ async def get_profile(
     openapi_extra=_PATCH_BODY_OPENAPI,
 )
 async def patch_profile(
-    user_id: AddressedUserId,
+    owner: UserOwner,
     _media_type: PatchMediaType,
     body: PatchBody,
     profiles: ProfileSvc,
@@ -151,9 +160,7 @@ async def patch_profile(
     `If-Match` → 412; other ops (`move`, `copy`, `test`), nested or array paths, and values
     naming tokens or account ids → 422. Each applied operation echoes `old_value`, the value
     just before it ran. Concurrent patches are applied one after another, never lost."""
-    tagged = await profiles.patch(user_id, body.root, if_match)
-    _send(response, tagged)
-    return tagged.body
+    return await _patch(profiles, owner, body, response, if_match)
 
 
 @user_router.delete(
@@ -163,7 +170,7 @@ async def patch_profile(
     responses=_ok_with_etag("The key was removed.", 401, 404, 409, 412, 422, 429),
 )
 async def delete_profile_key(
-    user_id: AddressedUserId,
+    owner: UserOwner,
     key: ProfileKeyPath,
     profiles: ProfileSvc,
     response: Response,
@@ -171,9 +178,7 @@ async def delete_profile_key(
 ) -> ProfilePatchResult:
     """Remove one stored key (404 if the profile does not store it). A key that only comes
     from the user's account cannot be deleted here: 409 `KEY_FROM_ACCOUNT`."""
-    tagged = await profiles.delete_key(user_id, key, if_match)
-    _send(response, tagged)
-    return tagged.body
+    return await _delete_key(profiles, owner, key, response, if_match)
 
 
 # --- the organization's profile ---------------------------------------------------------------
@@ -185,12 +190,9 @@ async def delete_profile_key(
     summary="Get the organization profile",
     responses=_ok_with_etag("The organization profile.", 401, 422, 429),
 )
-async def get_org_profile(profiles: ProfileSvc, response: Response) -> ProfileRead:
+async def get_org_profile(owner: OrgOwner, profiles: ProfileSvc, response: Response) -> ProfileRead:
     """The profile shared by every user of the tenant; readable by all of them."""
-    tagged = await profiles.read(None)
-    _send(response, tagged)
-    response.headers["Accept-Patch"] = JSON_PATCH_MEDIA_TYPE
-    return tagged.body
+    return await _read(profiles, owner, response)
 
 
 @org_router.patch(
@@ -201,6 +203,7 @@ async def get_org_profile(profiles: ProfileSvc, response: Response) -> ProfileRe
     openapi_extra=_PATCH_BODY_OPENAPI,
 )
 async def patch_org_profile(
+    owner: OrgWriter,
     _media_type: PatchMediaType,
     body: PatchBody,
     profiles: ProfileSvc,
@@ -209,9 +212,7 @@ async def patch_org_profile(
 ) -> ProfilePatchResult:
     """Same rules as a user's profile, without account details; admins only (403
     `ORG_WRITE_FORBIDDEN`)."""
-    tagged = await profiles.patch(None, body.root, if_match)
-    _send(response, tagged)
-    return tagged.body
+    return await _patch(profiles, owner, body, response, if_match)
 
 
 @org_router.delete(
@@ -221,9 +222,11 @@ async def patch_org_profile(
     responses=_ok_with_etag("The key was removed.", 401, 403, 404, 412, 422, 429),
 )
 async def delete_org_profile_key(
-    key: ProfileKeyPath, profiles: ProfileSvc, response: Response, if_match: IfMatch = None
+    owner: OrgWriter,
+    key: ProfileKeyPath,
+    profiles: ProfileSvc,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> ProfilePatchResult:
     """Remove one stored key of the organization profile; admins only."""
-    tagged = await profiles.delete_key(None, key, if_match)
-    _send(response, tagged)
-    return tagged.body
+    return await _delete_key(profiles, owner, key, response, if_match)

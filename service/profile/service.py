@@ -21,18 +21,18 @@ from pydantic import JsonValue
 from service.accounts.overlay import linked_providers
 from service.accounts.service import AccountService
 from service.audit.service import AuditTrail
+from service.auth.owner import Owner, authorize_write
 from service.auth.principal import AccountClaims, Principal
 from service.config import Settings
 from service.profile.errors import (
     KeyFromAccount,
-    OrgProfileWriteForbidden,
     PatchFailed,
     ProfileChanged,
     ProfileKeyNotFound,
     ProfileTooLarge,
 )
 from service.profile.models import Profile
-from service.profile.repository import ProfileOwner, ProfileRepository
+from service.profile.repository import ProfileRepository
 from service.profile.schemas import (
     AppliedAdd,
     AppliedPatch,
@@ -186,10 +186,17 @@ class ProfileService:
         self._max_bytes = settings.profile_max_bytes
         self._principal = principal
 
-    async def read(self, user_id: str | None) -> Tagged[ProfileRead]:
-        """The merged view of a user's profile (`user_id`) or the organization's (None)."""
-        profile = await self._repository.get(_owner(user_id))
-        overlay = await self._overlay(user_id)
+    async def merged_document(self, owner: Owner) -> Document:
+        """The owner's merged profile (stored keys, then the account's), nothing else: the
+        read the context block needs, without versions, sizes or an entity tag."""
+        profile = await self._repository.get(owner)
+        stored: Document = dict(profile.document) if profile else {}
+        return merge_profile(stored, await self._overlay(owner)).document
+
+    async def read(self, owner: Owner) -> Tagged[ProfileRead]:
+        """The merged view of a user's or the organization's profile, with its entity tag."""
+        profile = await self._repository.get(owner)
+        overlay = await self._overlay(owner)
         stored: Document = dict(profile.document) if profile else {}
         version = profile.version if profile else 0
         merged = merge_profile(stored, overlay)
@@ -206,16 +213,16 @@ class ProfileService:
         return Tagged(body, profile_etag(version, overlay))
 
     async def patch(
-        self, user_id: str | None, operations: Sequence[PatchOperation], if_match: str | None
+        self, owner: Owner, operations: Sequence[PatchOperation], if_match: str | None
     ) -> Tagged[ProfilePatchResult]:
         """Apply a JSON Patch, all or nothing, under the profile's row lock."""
-        if user_id is None:
-            self._require_org_writer()
+        authorize_write(self._principal, owner)
+        if owner.user_id is None:
             await self._accounts.ensure_tenant()
         else:
-            await self._accounts.ensure_user(user_id)
-        profile = await self._repository.lock_or_create(_owner(user_id))
-        overlay = await self._overlay(user_id)
+            await self._accounts.ensure_user(owner.user_id)
+        profile = await self._repository.lock_or_create(owner)
+        overlay = await self._overlay(owner)
         self._check_precondition(if_match, profile.version, overlay)
         stored: Document = dict(profile.document)
         outcome = apply_patches(stored, overlay, operations)
@@ -231,13 +238,12 @@ class ProfileService:
         return await self._write(profile, stored, outcome, overlay, action="profile.patch")
 
     async def delete_key(
-        self, user_id: str | None, key: str, if_match: str | None
+        self, owner: Owner, key: str, if_match: str | None
     ) -> Tagged[ProfilePatchResult]:
-        """Remove one stored key (the Memory tab's delete)."""
-        if user_id is None:
-            self._require_org_writer()
-        profile = await self._repository.get(_owner(user_id), for_update=True)
-        overlay = await self._overlay(user_id)
+        """Remove one stored key (the Memory page's delete)."""
+        authorize_write(self._principal, owner)
+        profile = await self._repository.get(owner, for_update=True)
+        overlay = await self._overlay(owner)
         self._check_precondition(if_match, profile.version if profile else 0, overlay)
         stored: Document = dict(profile.document) if profile else {}
         if profile is None or key not in stored:
@@ -285,12 +291,6 @@ class ProfileService:
         )
         return Tagged(body, profile_etag(profile.version, overlay))
 
-    def _require_org_writer(self) -> None:
-        if not self._principal.is_admin:
-            raise OrgProfileWriteForbidden(
-                "Only admins (by their token's roles) may change the organization profile."
-            )
-
     @staticmethod
     def _check_precondition(if_match: str | None, version: int, overlay: Document) -> None:
         current = profile_etag(version, overlay)
@@ -301,14 +301,11 @@ class ProfileService:
                 current_etag=current,
             )
 
-    async def _overlay(self, user_id: str | None) -> Document:
-        if user_id is None:
+    async def _overlay(self, owner: Owner) -> Document:
+        """The account's keys: a user's, from its identity provider; none for the org."""
+        if owner.user_id is None:
             return {}
-        return overlay_values(await self._accounts.overlay(user_id))
-
-
-def _owner(user_id: str | None) -> ProfileOwner:
-    return ProfileOwner.org() if user_id is None else ProfileOwner.user(user_id)
+        return overlay_values(await self._accounts.overlay(owner.user_id))
 
 
 def _same_json(left: JsonValue, right: JsonValue) -> bool:

@@ -5,18 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import Field
 
-from service.accounts.router import AccountSvc
-from service.dependencies import AddressedUserId, CurrentPrincipal, Idempotency, Session, State
+from service.dependencies import AddressedUserId, Idempotency, State
 from service.errors import problem_responses
-from service.extraction.hooks import chain, write_path_hook
-from service.jobs import enqueue_thread_summary
 from service.kit.idempotency import IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
-from service.memories.router import MemorySvc
-from service.threads.repository import ThreadRepository
+from service.threads.dependencies import ThreadSvc
 from service.threads.schemas import (
     MessagePage,
     MessagesAppend,
@@ -29,41 +25,11 @@ from service.threads.schemas import (
     ThreadUpdate,
     ThreadWindow,
 )
-from service.threads.service import Summarizer, ThreadService
 
 router = APIRouter(prefix="/v1/users/{user_id}/threads", tags=["threads"])
 
 READ_PROBLEMS = problem_responses(401, 404, 422, 429)
 WRITE_PROBLEMS = problem_responses(401, 404, 409, 413, 422, 429)
-
-
-def get_thread_service(
-    session: Session,
-    principal: CurrentPrincipal,
-    memories: MemorySvc,
-    state: State,
-    accounts: AccountSvc,
-) -> ThreadService:
-    summarizer = Summarizer(state.sessionmaker, state.chat_model, state.settings)
-    # Appends queue a summary pass and a write-path pass (in their own transaction) only when
-    # one could run. Org extraction is allowed by the appending principal's roles, nothing else.
-    summarize_after_append = summarizer.status.enabled and state.settings.jobs_enabled
-    on_append = chain(
-        enqueue_thread_summary if summarize_after_append else None,
-        write_path_hook(state.settings, state.chat_model, org_writes=principal.is_admin),
-    )
-    return ThreadService(
-        session,
-        ThreadRepository(session, principal.tenant_id),
-        accounts,
-        memories,
-        principal.tenant_id,
-        summarizer,
-        on_append=on_append,
-    )
-
-
-ThreadSvc = Annotated[ThreadService, Depends(get_thread_service)]
 
 
 @router.post(

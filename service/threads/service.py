@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.accounts.service import AccountService
+from service.auth.owner import Owner
 from service.config import Settings
 from service.kit.pagination import (
     Page,
@@ -138,7 +139,7 @@ class ThreadService:
     async def delete(self, user_id: str, thread_id: uuid.UUID, *, with_memories: bool) -> None:
         await self.load(user_id, thread_id, lock=True)
         if with_memories:
-            await self._memories.forget_thread(user_id, thread_id)
+            await self._memories.forget_thread(Owner.user(user_id), thread_id)
         await self._repository.delete(thread_id)
 
     async def append(

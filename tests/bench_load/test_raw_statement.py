@@ -11,6 +11,7 @@ import pytest
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.auth.owner import Owner
 from service.bench.bulk import BulkLoader, BulkLoadRefused, BulkSettings
 from service.bench.corpus import Corpus, CorpusShape, build_pool
 from service.bench.rawsql import (
@@ -51,14 +52,13 @@ async def test_the_parameters_are_those_the_service_builds_for_the_request(
         settings, "t-x", "alice", SearchRequest(query=QUESTION, limit=10), [0.1] * 384
     )
 
-    assert params.user_id == "alice"
+    assert params.filter.owners == (Owner.user("alice"), Owner.org())
     assert params.use_lexical and params.use_vector
-    assert params.include_user and params.include_org
     assert params.pool == settings.search_candidate_pool
     assert params.limit == 10
     assert params.rrf_k == settings.search_rrf_k
     assert params.recency_weight == settings.search_recency_weight
-    assert params.lifecycles == ["proposed", "confirmed"]
+    assert params.filter.lifecycles == ("proposed", "confirmed")
     assert params.query_embedding == [0.1] * 384
 
 
@@ -77,7 +77,7 @@ async def test_the_statement_is_the_repositorys_with_positional_arguments(
     assert statement.sql.count("WITH query_terms AS") == HYBRID_SEARCH_SQL.count(
         "WITH query_terms AS"
     )
-    assert "t-x" in arguments and "alice" in arguments and QUESTION in arguments
+    assert "t-x" in arguments and ["alice"] in arguments and QUESTION in arguments
     assert "[0.25,0.25," in next(a for a in arguments if isinstance(a, str) and a[:1] == "[")
     assert len(arguments) == len(set(re.findall(r"\$(\d+)", statement.sql)))
     assert statement.text(EXACT) != statement.text(FORCED_HNSW) != statement.sql

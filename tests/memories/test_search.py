@@ -12,8 +12,10 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
+from service.memories.filters import MemoryFilter
 from service.memories.repository import MemoryRepository, SearchParams
 from tests.conftest import as_tenant, bearer, new_tenant
 
@@ -255,16 +257,9 @@ async def test_filtered_hnsw_search_matches_an_exact_scan(
             )
     query = await embedder.embed_query("music and sport")
     params = SearchParams(
-        user_id="user-3",
-        include_user=True,
-        include_org=False,
+        filter=MemoryFilter.build([Owner.user("user-3")], lifecycles=["confirmed"]),
         query="music and sport",
         query_embedding=query,
-        kinds=None,
-        categories=None,
-        lifecycles=["confirmed"],
-        event_after=None,
-        event_before=None,
         use_lexical=False,
         use_vector=True,
         pool=10,
@@ -312,5 +307,5 @@ async def test_filtered_hnsw_search_matches_an_exact_scan(
             .scalars()
             .all()
         )
-    assert [row.id for row in via_index] == list(exact)
+    assert [row.memory.id for row in via_index] == list(exact)
     assert len(exact) == 10

@@ -1,0 +1,125 @@
+"""Which memories a read or a delete is about: one filter, turned into SQL in one place.
+
+List, count, delete-by-filter and the candidate sets of search all take a `MemoryFilter`
+and render it with `MemoryFilter.where()`, so the rows a filtered delete removes are exactly
+the rows the same filter lists. Only the conditions a filter sets reach the statement: the
+planner sees a specific predicate instead of "$1 IS NULL OR …".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+
+from sqlalchemy import ARRAY, BindParameter, DateTime, Text, TextClause, bindparam, text
+
+from service.auth.owner import Owner
+
+LIVE_LIFECYCLES: tuple[str, ...] = ("proposed", "confirmed")
+"""What reads show unless asked otherwise: superseded memories are history, not knowledge."""
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """A SQL condition and the values it binds, to use alone or inside a larger statement."""
+
+    sql: str
+    binds: tuple[BindParameter[object], ...]
+
+    @property
+    def clause(self) -> TextClause:
+        return text(self.sql).bindparams(*self.binds)
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """Memories of any of `owners` that match every condition given (None = no condition).
+
+    Expired memories (`expires_at` in the past) never match: they are gone for every reader.
+    """
+
+    owners: tuple[Owner, ...]
+    kinds: tuple[str, ...] | None = None
+    categories: tuple[str, ...] | None = None
+    lifecycles: tuple[str, ...] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    event_after: datetime | None = None
+    event_before: datetime | None = None
+
+    @classmethod
+    def build(
+        cls,
+        owners: Sequence[Owner],
+        *,
+        kinds: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
+        lifecycles: Sequence[str] | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        event_after: datetime | None = None,
+        event_before: datetime | None = None,
+    ) -> MemoryFilter:
+        """A filter from optional lists; an empty list means the same as no condition."""
+        return cls(
+            owners=tuple(dict.fromkeys(owners)),
+            kinds=tuple(kinds) if kinds else None,
+            categories=tuple(categories) if categories else None,
+            lifecycles=tuple(lifecycles) if lifecycles else None,
+            created_after=created_after,
+            created_before=created_before,
+            event_after=event_after,
+            event_before=event_before,
+        )
+
+    def live_unless_asked(self) -> MemoryFilter:
+        """This filter, limited to live memories when it names no lifecycle."""
+        if self.lifecycles is not None:
+            return self
+        return replace(self, lifecycles=LIVE_LIFECYCLES)
+
+    @property
+    def has_conditions(self) -> bool:
+        """True when anything besides the owner narrows the set."""
+        return any(getattr(self, f.name) is not None for f in fields(self) if f.name != "owners")
+
+    def where(self, tenant_id: str, alias: str = "m", prefix: str = "f_") -> Predicate:
+        """The filter as a SQL predicate over `memory AS <alias>`, with its own bound values.
+
+        `prefix` keeps its parameter names apart from the statement it is embedded in.
+        """
+        m, p = alias, prefix
+        conditions = [f"{m}.tenant_id = :{p}tenant_id"]
+        binds: list[BindParameter[object]] = [bindparam(f"{p}tenant_id", tenant_id, type_=Text())]
+        owner_conditions = []
+        user_ids = [o.user_id for o in self.owners if not o.is_org and o.user_id is not None]
+        if user_ids:
+            owner_conditions.append(f"({m}.scope = 'user' AND {m}.user_id = ANY(:{p}user_ids))")
+            binds.append(bindparam(f"{p}user_ids", user_ids, type_=ARRAY(Text())))
+        if any(o.is_org for o in self.owners):
+            owner_conditions.append(f"{m}.scope = 'org'")
+        # No owner at all matches nothing (never "everything").
+        conditions.append("(" + (" OR ".join(owner_conditions) or "false") + ")")
+        for column, values in (
+            ("kind", self.kinds),
+            ("category", self.categories),
+            ("lifecycle", self.lifecycles),
+        ):
+            if values is not None:
+                conditions.append(f"{m}.{column} = ANY(:{p}{column})")
+                binds.append(bindparam(f"{p}{column}", list(values), type_=ARRAY(Text())))
+        conditions.append(f"({m}.expires_at IS NULL OR {m}.expires_at > now())")
+        # A memory without an event time happened when it was recorded.
+        event_time = f"coalesce({m}.event_at, {m}.created_at)"
+        for name, expression, operator in (
+            ("created_after", f"{m}.created_at", ">="),
+            ("created_before", f"{m}.created_at", "<"),
+            ("event_after", event_time, ">="),
+            ("event_before", event_time, "<"),
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                conditions.append(f"{expression} {operator} :{p}{name}")
+                binds.append(bindparam(f"{p}{name}", value, type_=DateTime(timezone=True)))
+        return Predicate("\n    AND ".join(conditions), tuple(binds))

@@ -1,0 +1,163 @@
+"""The mechanics every memory write shares, whoever asked for it (the API or the write path).
+
+One place checks that the caller may write to the owner, refuses secrets, builds the row,
+records the history event and schedules the embedding retry. `MemoryService` (API writes)
+and `DerivedMemoryWriter` (extraction, turn storage, compaction) both write through it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from service.accounts.service import AccountService
+from service.auth.owner import Owner, authorize_write
+from service.auth.principal import Principal
+from service.errors import ValidationFailed
+from service.kit.post_commit import PostCommitTasks
+from service.memories.embedding import EmbeddingBackfill
+from service.memories.errors import SecretRefused
+from service.memories.models import Memory, MemoryEvent
+from service.memories.repository import MemoryRepository
+from service.memories.schemas import MemoryCreate, MemoryRead, MemoryWritten
+from service.memories.validation import find_secret
+from service.providers import Embedder
+
+
+@dataclass(frozen=True)
+class OwnedCreate:
+    owner: Owner
+    item: MemoryCreate
+
+
+class MemoryRecorder:
+    def __init__(
+        self,
+        repository: MemoryRepository,
+        accounts: AccountService,
+        backfill: EmbeddingBackfill,
+        post_commit: PostCommitTasks,
+        principal: Principal,
+    ) -> None:
+        self.repository = repository
+        self.accounts = accounts
+        self.backfill = backfill
+        self.post_commit = post_commit
+        self.principal = principal
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.backfill.embedder
+
+    def authorize(self, *owners: Owner) -> None:
+        """Organization memory is written only by admins (from the credential's roles)."""
+        for owner in owners:
+            authorize_write(self.principal, owner)
+
+    async def provision(self, owners: list[Owner]) -> None:
+        """Create the tenant and user rows the owners' memories reference."""
+        await self.accounts.ensure_tenant()
+        for user_id in sorted({o.user_id for o in owners if o.user_id is not None}):
+            await self.accounts.ensure_user(user_id)
+
+    def validate_new(self, owned: list[OwnedCreate]) -> None:
+        """Refuse secrets and past expiry times before anything is written."""
+        self.authorize(*(entry.owner for entry in owned))
+        for index, entry in enumerate(owned):
+            for field, value in (("text", entry.item.text), ("evidence", entry.item.evidence)):
+                refuse_secrets(value, ["body", "items", index, field])
+            if entry.item.expires_at is not None and entry.item.expires_at <= datetime.now(UTC):
+                raise ValidationFailed(
+                    "expires_at must be in the future.",
+                    errors=[
+                        {
+                            "loc": ["body", "items", index, "expires_at"],
+                            "msg": "in the past",
+                            "type": "value_error",
+                        }
+                    ],
+                )
+
+    def insert_values(self, entry: OwnedCreate, vector: list[float] | None) -> dict[str, Any]:
+        item = entry.item
+        return {
+            "scope": entry.owner.scope,
+            "user_id": entry.owner.user_id,
+            "kind": item.kind,
+            "category": item.category,
+            "text": item.text,
+            "confidence": item.confidence,
+            "lifecycle": item.lifecycle,
+            "needs_review": item.needs_review,
+            "event_at": item.event_at,
+            "source_thread_id": item.source_thread_id,
+            "source_message_ids": item.source_message_ids,
+            "evidence": item.evidence,
+            "metadata_": item.metadata,
+            "expires_at": item.expires_at,
+            "embedding": vector,
+            "embedding_model": self.embedder.model_name if vector is not None else None,
+        }
+
+    def schedule_backfill(self, memory_ids: list[uuid.UUID]) -> None:
+        """Embed these memories after the commit (their vectors could not be computed now)."""
+        if not memory_ids:
+            return
+        tenant_id = self.principal.tenant_id
+        backfill = self.backfill
+
+        async def retry() -> None:
+            await backfill.retry(tenant_id, memory_ids)
+
+        self.post_commit.add(retry)
+
+    def event(
+        self,
+        memory: Memory,
+        action: str,
+        *,
+        old_text: str | None,
+        new_text: str | None,
+        changes: dict[str, Any] | None = None,
+    ) -> MemoryEvent:
+        return MemoryEvent(
+            tenant_id=memory.tenant_id,
+            memory_id=memory.id,
+            user_id=memory.user_id,
+            action=action,
+            old_text=old_text,
+            new_text=new_text,
+            changes=changes or {},
+            actor=self.principal.subject,
+        )
+
+    async def forget(self, memories: list[Memory]) -> None:
+        """Delete memories, keeping a `delete` event (with the old text) for each."""
+        await self.repository.add_events(
+            [self.event(m, "delete", old_text=m.text, new_text=None) for m in memories]
+        )
+        await self.repository.delete_many([m.id for m in memories])
+
+
+def refuse_secrets(value: str | None, location: list[str | int]) -> None:
+    if not value:
+        return
+    rule = find_secret(value)
+    if rule is not None:
+        raise SecretRefused(
+            f"Refusing to remember what looks like a {rule.description} ({location[-1]}).",
+            rule=rule.name,
+            errors=[{"loc": location, "msg": f"matches rule {rule.name}", "type": rule.name}],
+        )
+
+
+def written(memory: Memory, *, duplicate: bool) -> MemoryWritten:
+    return MemoryWritten(**MemoryRead.model_validate(memory).model_dump(), duplicate=duplicate)
+
+
+def jsonable(value: object) -> object:
+    if isinstance(value, datetime | uuid.UUID):
+        return str(value)
+    return value

@@ -1,0 +1,171 @@
+"""Hybrid search: one fusion statement (lexical + vector, every component score), then MMR."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+
+from service.auth.owner import Owner
+from service.config import Settings
+from service.memories.filters import MemoryFilter
+from service.memories.repository import MemoryRepository, SearchParams, SearchRow
+from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
+from service.observability import tracer
+from service.providers import Embedder, EmbedderUnavailable
+
+# MMR re-ranks a deeper candidate list than it returns.
+MMR_CANDIDATE_FACTOR = 3
+
+
+class MemorySearch:
+    def __init__(
+        self, repository: MemoryRepository, embedder: Embedder, settings: Settings
+    ) -> None:
+        self._repository = repository
+        self._embedder = embedder
+        self._settings = settings
+
+    async def embed_query(self, query: str) -> list[float] | None:
+        """The query's vector, or None when the embedder is down (search goes lexical)."""
+        with tracer.start_as_current_span("memories.embed_query"):
+            try:
+                return await self._embedder.embed_query(query)
+            except EmbedderUnavailable:
+                return None
+
+    def params(
+        self, owner: Owner, request: SearchRequest, query_embedding: list[float] | None
+    ) -> SearchParams:
+        """The fusion statement's parameters for `request` over `owner`'s memories (and the
+        organization's, when the request's scopes include `org`)."""
+        settings = self._settings
+        use_vector = request.mode != "lexical" and query_embedding is not None
+        use_lexical = request.mode != "vector" or query_embedding is None
+        with_mmr = request.mmr_lambda is not None and use_vector
+        fetch = min(request.limit * MMR_CANDIDATE_FACTOR, 300) if with_mmr else request.limit
+        owners = [owner if scope == "user" else Owner.org() for scope in request.scopes]
+        return SearchParams(
+            filter=MemoryFilter.build(
+                owners,
+                kinds=request.kinds,
+                categories=request.categories,
+                lifecycles=request.lifecycles,
+                event_after=request.event_after,
+                event_before=request.event_before,
+            ),
+            query=request.query,
+            query_embedding=query_embedding,
+            use_lexical=use_lexical,
+            use_vector=use_vector,
+            pool=max(settings.search_candidate_pool, fetch),
+            limit=fetch,
+            fusion=request.fusion,
+            rrf_k=request.rrf_k or settings.search_rrf_k,
+            lexical_weight=_pick(
+                request.linear_lexical_weight, settings.search_linear_lexical_weight
+            ),
+            recency_weight=_pick(request.recency_weight, settings.search_recency_weight),
+            confidence_weight=_pick(request.confidence_weight, settings.search_confidence_weight),
+            half_life_semantic=settings.half_life_semantic_days,
+            half_life_episodic=settings.half_life_episodic_days,
+            half_life_procedural=settings.half_life_procedural_days,
+            with_embeddings=with_mmr,
+        )
+
+    async def search(
+        self,
+        owner: Owner,
+        request: SearchRequest,
+        *,
+        query_embedding: list[float] | None = None,
+    ) -> SearchResponse:
+        """Hybrid search; pass `query_embedding` to reuse one embedding across searches."""
+        if request.mode != "lexical" and query_embedding is None:
+            query_embedding = await self.embed_query(request.query)
+        params = self.params(owner, request, query_embedding)
+        with tracer.start_as_current_span("memories.fusion_query") as span:
+            rows = await self._repository.search(params)
+            span.set_attribute("mneme.candidates", len(rows))
+        mmr_scores: dict[uuid.UUID, float] = {}
+        if params.with_embeddings and query_embedding is not None:
+            assert request.mmr_lambda is not None  # with_embeddings is set only for MMR
+            with tracer.start_as_current_span("memories.mmr"):
+                rows, mmr_scores = maximal_marginal_relevance(
+                    rows, query_embedding, request.mmr_lambda, request.limit
+                )
+        hits = [
+            SearchHit(
+                memory=row.memory,
+                scores=row.scores.model_copy(update={"mmr_score": mmr_scores.get(row.memory.id)}),
+            )
+            for row in rows
+        ]
+        _annotate_span(hits)
+        return SearchResponse(
+            hits=hits,
+            mode=request.mode,
+            fusion=request.fusion,
+            query_embedded=query_embedding is not None,
+        )
+
+
+def maximal_marginal_relevance(
+    rows: list[SearchRow], query: list[float], lambda_: float, limit: int
+) -> tuple[list[SearchRow], dict[uuid.UUID, float]]:
+    """Greedy MMR: relevance (cosine to the query) against redundancy (max cosine to picks).
+
+    Candidates without a vector have no measurable redundancy and keep their fused order.
+    """
+    if not rows:
+        return [], {}
+    query_vector = np.asarray(query, dtype=np.float32)
+    vectors = [
+        None if row.embedding is None else np.asarray(row.embedding, dtype=np.float32)
+        for row in rows
+    ]
+    relevance = [
+        float(vector @ query_vector) if vector is not None else (row.scores.vector_cosine or 0.0)
+        for row, vector in zip(rows, vectors, strict=True)
+    ]
+    chosen: list[int] = []
+    scores: dict[uuid.UUID, float] = {}
+    remaining = list(range(len(rows)))
+    while remaining and len(chosen) < limit:
+        best_index, best_score = remaining[0], float("-inf")
+        for index in remaining:
+            vector = vectors[index]
+            redundancy = 0.0
+            if vector is not None:
+                similarities = [
+                    float(vector @ chosen_vector)
+                    for chosen_vector in (vectors[c] for c in chosen)
+                    if chosen_vector is not None
+                ]
+                redundancy = max(similarities, default=0.0)
+            score = lambda_ * relevance[index] - (1 - lambda_) * redundancy
+            if score > best_score:
+                best_index, best_score = index, score
+        chosen.append(best_index)
+        remaining.remove(best_index)
+        scores[rows[best_index].memory.id] = best_score
+    return [rows[index] for index in chosen], scores
+
+
+def _annotate_span(hits: list[SearchHit]) -> None:
+    """Component scores of the returned items on the request's span (telemetry contract)."""
+    from opentelemetry import trace
+
+    span = trace.get_current_span()
+    for position, hit in enumerate(hits[:20]):
+        prefix = f"mneme.hit.{position}"
+        span.set_attribute(f"{prefix}.id", str(hit.memory.id))
+        span.set_attribute(f"{prefix}.final_score", hit.scores.final_score)
+        if hit.scores.lexical_rank is not None:
+            span.set_attribute(f"{prefix}.lexical_rank", hit.scores.lexical_rank)
+        if hit.scores.vector_cosine is not None:
+            span.set_attribute(f"{prefix}.vector_cosine", hit.scores.vector_cosine)
+
+
+def _pick(value: float | None, default: float) -> float:
+    return default if value is None else value

@@ -1,0 +1,202 @@
+"""The writes the write path derives from conversations: extraction, turn storage, compaction.
+
+The write path reconciles new memories with what is known (`related`, `live_memories`,
+`by_ids`), then applies its decisions here: store, supersede, re-confirm. Each write goes
+through `MemoryRecorder`, with the same owner check and secret refusal as an API write.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from service.auth.owner import Owner
+from service.memories.errors import DuplicateMemory
+from service.memories.models import Memory
+from service.memories.recording import MemoryRecorder, OwnedCreate, jsonable, written
+from service.memories.schemas import MemoryCreate, MemoryRead, MemoryWritten
+
+
+@dataclass(frozen=True)
+class DerivedMemory:
+    """A memory the write path derived (extraction, turn storage, compaction), with its vector
+    when one was computed already and the origin its history event records."""
+
+    owner: Owner
+    item: MemoryCreate
+    vector: list[float] | None
+    origin: str
+
+
+@dataclass(frozen=True)
+class RelatedMemory:
+    """A live memory a new one is reconciled with, and its cosine to the new one's vector."""
+
+    memory: Memory
+    cosine: float | None
+
+
+class DerivedMemoryWriter:
+    def __init__(self, recorder: MemoryRecorder) -> None:
+        self._recorder = recorder
+        self._repository = recorder.repository
+
+    async def lock_derived_writes(self, owner: Owner) -> None:
+        """Serialise derived writes to the owner's memories until the transaction ends."""
+        await self._repository.lock_writers(owner)
+
+    async def related(
+        self,
+        owner: Owner,
+        kind: str,
+        *,
+        text_value: str,
+        vector: list[float] | None,
+        categories: list[str],
+        nearest: int = 5,
+    ) -> list[RelatedMemory]:
+        """The owner's live memories a new memory with this text and vector must be reconciled
+        with: nearest neighbours, those of `categories` and an exact duplicate."""
+        rows = await self._repository.related_live(
+            owner,
+            kind,
+            text_value=text_value,
+            vector=vector,
+            categories=categories,
+            nearest=nearest,
+        )
+        return [RelatedMemory(memory, cosine) for memory, cosine in rows]
+
+    async def live_memories(self, owner: Owner, kind: str, *, limit: int) -> list[Memory]:
+        """The owner's live memories of `kind`, oldest first (compaction's input)."""
+        return await self._repository.live_owned(owner, kind, limit=limit)
+
+    async def by_ids(self, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
+        """Memories of this tenant by id as stored now, whoever owns them: callers check
+        ownership."""
+        return await self._repository.reload_many(memory_ids) if memory_ids else {}
+
+    async def record_derived(self, items: list[DerivedMemory]) -> list[MemoryWritten]:
+        """Store derived memories one by one (with `add` events naming their origin).
+
+        A confirmed one is stamped `last_confirmed_at`. An identical live memory is not stored
+        again: it is re-confirmed and returned with `duplicate: true`. Org-scoped items need an
+        admin principal, and secrets are refused, exactly as for API writes.
+        """
+        owned = [OwnedCreate(entry.owner, entry.item) for entry in items]
+        self._recorder.validate_new(owned)
+        await self._recorder.provision([entry.owner for entry in owned])
+        now = datetime.now(UTC)
+        results: list[MemoryWritten] = []
+        unembedded: list[uuid.UUID] = []
+        for entry, owned_entry in zip(items, owned, strict=True):
+            values = self._recorder.insert_values(owned_entry, entry.vector)
+            if entry.item.lifecycle == "confirmed":
+                values["last_confirmed_at"] = now
+            memory = await self._repository.insert_unless_duplicate(values)
+            if memory is None:
+                existing = await self._repository.find_live_duplicate(
+                    entry.owner, entry.item.kind, entry.item.text
+                )
+                if existing is None:
+                    raise DuplicateMemory("A concurrent change collided with this write; retry.")
+                existing = await self._repository.update(existing.id, {"last_confirmed_at": now})
+                results.append(written(existing, duplicate=True))
+                continue
+            await self._repository.add_events(
+                [
+                    self._recorder.event(
+                        memory,
+                        "add",
+                        old_text=None,
+                        new_text=memory.text,
+                        changes={"origin": entry.origin},
+                    )
+                ]
+            )
+            if entry.vector is None:
+                unembedded.append(memory.id)
+            results.append(written(memory, duplicate=False))
+        self._recorder.schedule_backfill(unembedded)
+        return results
+
+    async def supersede(
+        self,
+        owner: Owner,
+        memory_id: uuid.UUID,
+        *,
+        by: MemoryRead | None,
+        reason: str,
+    ) -> bool:
+        """Mark a live memory superseded (by `by`, or by nothing when it was removed): it stops
+        being true now (`invalid_at`), stays readable, and the history records why. False when
+        it is not a live memory of `owner`. Never deletes."""
+        self._recorder.authorize(owner)
+        memory = await self._repository.get(owner, memory_id, for_update=True)
+        if memory is None or memory.lifecycle == "superseded":
+            return False
+        old_text = memory.text
+        invalid_at = datetime.now(UTC)
+        updated = await self._repository.update(
+            memory.id,
+            {
+                "lifecycle": "superseded",
+                "superseded_by": by.id if by is not None else None,
+                "invalid_at": invalid_at,
+                "needs_review": False,
+            },
+        )
+        await self._repository.add_events(
+            [
+                self._recorder.event(
+                    updated,
+                    "supersede",
+                    old_text=old_text,
+                    new_text=by.text if by is not None else None,
+                    changes={
+                        "lifecycle": "superseded",
+                        "superseded_by": str(by.id) if by is not None else None,
+                        "invalid_at": invalid_at.isoformat(),
+                        "reason": reason,
+                    },
+                )
+            ]
+        )
+        return True
+
+    async def reconfirm(
+        self, owner: Owner, memory_id: uuid.UUID, *, promote: bool, confidence: float
+    ) -> bool:
+        """The memory was said again: refresh `last_confirmed_at`; with `promote`, a proposed
+        memory becomes confirmed (its confidence raised to `confidence` if that is higher), with
+        an `update` event. False when it is not a live memory of `owner`."""
+        self._recorder.authorize(owner)
+        memory = await self._repository.get(owner, memory_id, for_update=True)
+        if memory is None or memory.lifecycle == "superseded":
+            return False
+        values: dict[str, Any] = {"last_confirmed_at": datetime.now(UTC)}
+        promoted = promote and memory.lifecycle == "proposed"
+        if promoted:
+            values.update(
+                lifecycle="confirmed",
+                needs_review=False,
+                confidence=max(memory.confidence, confidence),
+            )
+        updated = await self._repository.update(memory.id, values)
+        if promoted:
+            changes = {key: jsonable(value) for key, value in values.items()}
+            changes["reason"] = "reconfirmed"
+            await self._repository.add_events(
+                [
+                    self._recorder.event(
+                        updated,
+                        "update",
+                        old_text=updated.text,
+                        new_text=updated.text,
+                        changes=changes,
+                    )
+                ]
+            )
+        return True

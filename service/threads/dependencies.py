@@ -1,0 +1,44 @@
+"""Wiring of the threads domain: its service per request, with what an append queues."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends
+
+from service.accounts.dependencies import AccountSvc
+from service.dependencies import CurrentPrincipal, Session, State
+from service.extraction.hooks import chain, write_path_hook
+from service.jobs import enqueue_thread_summary
+from service.memories.dependencies import MemorySvc
+from service.threads.repository import ThreadRepository
+from service.threads.service import Summarizer, ThreadService
+
+
+def get_thread_service(
+    session: Session,
+    principal: CurrentPrincipal,
+    memories: MemorySvc,
+    state: State,
+    accounts: AccountSvc,
+) -> ThreadService:
+    summarizer = Summarizer(state.sessionmaker, state.chat_model, state.settings)
+    # Appends queue a summary pass and a write-path pass (in their own transaction) only when
+    # one could run. Org extraction is allowed by the appending principal's roles, nothing else.
+    summarize_after_append = summarizer.status.enabled and state.settings.jobs_enabled
+    on_append = chain(
+        enqueue_thread_summary if summarize_after_append else None,
+        write_path_hook(state.settings, state.chat_model, org_writes=principal.is_admin),
+    )
+    return ThreadService(
+        session,
+        ThreadRepository(session, principal.tenant_id),
+        accounts,
+        memories,
+        principal.tenant_id,
+        summarizer,
+        on_append=on_append,
+    )
+
+
+ThreadSvc = Annotated[ThreadService, Depends(get_thread_service)]
