@@ -1,4 +1,4 @@
-"""What may never become a durable memory: secrets and PII-like content (seed 003's rules).
+"""What may never become a durable memory: secrets, credentials and PII-like content.
 
 Each rule has a stable name so a refusal can say which one fired without echoing the text.
 The card rule confirms candidates with the Luhn checksum, so order numbers and phone numbers

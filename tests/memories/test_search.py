@@ -3,6 +3,7 @@ component scores, and a filtered HNSW path that agrees with an exact scan."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -309,3 +310,36 @@ async def test_filtered_hnsw_search_matches_an_exact_scan(
         )
     assert [row.memory.id for row in via_index] == list(exact)
     assert len(exact) == 10
+
+
+async def test_a_memory_from_centuries_ago_ranks_last_instead_of_breaking_search(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """0.5 ** (age / half-life) underflows for very old memories; it must count as 0, not
+    fail the statement (an org memory would otherwise break every user's search)."""
+    admin = bearer(settings, tenant, "root", admin=True)
+    alice = bearer(settings, tenant, "alice")
+    today = datetime.now(UTC).replace(microsecond=0).isoformat()
+    for path, headers, kind, when in (
+        ("/v1/org/memories", admin, "semantic", "0001-01-01T00:00:00+00:00"),
+        ("/v1/users/me/memories", alice, "episodic", "1700-01-01T00:00:00+00:00"),
+        ("/v1/users/me/memories", alice, "episodic", today),
+    ):
+        response = await client.post(
+            path,
+            headers=headers,
+            json={"kind": kind, "text": f"Hiking trip {when}", "event_at": when},
+        )
+        assert response.status_code == 201, response.text
+
+    result = await search(client, alice, query="hiking trip")
+    context = await client.post("/v1/users/me/context", headers=alice, json={"query": "hiking"})
+
+    assert context.status_code == 200, context.text
+    factors = {hit["memory"]["text"]: hit["scores"]["recency_factor"] for hit in result["hits"]}
+    floor = 1 - settings.search_recency_weight
+    assert factors == {
+        "Hiking trip 0001-01-01T00:00:00+00:00": pytest.approx(floor),
+        "Hiking trip 1700-01-01T00:00:00+00:00": pytest.approx(floor),
+        f"Hiking trip {today}": pytest.approx(1.0, abs=1e-3),
+    }
