@@ -27,8 +27,7 @@ from service.memories.search import MemorySearch
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
 from service.observability import tracer
 from service.profile.service import ProfileService
-from service.threads.schemas import ThreadWindow
-from service.threads.service import ThreadService
+from service.threads.service import ContextWindow, ThreadService
 from service.threads.summaries import format_summary_entries
 
 HEADER = (
@@ -140,10 +139,10 @@ class ContextBuilder:
                     )
                 )
             if request.thread_id is not None:
-                window = await self._threads.window(
+                window = await self._threads.context_window(
                     user_id, request.thread_id, self._buffer_recent_turns
                 )
-                summarization = "on" if window.summarization.enabled else "off"
+                summarization = "on" if window.summarization_enabled else "off"
                 if "thread" in wanted:
                     drafts.append(_summary_section(window))
                 if "recent" in wanted:
@@ -302,7 +301,7 @@ def _hit_candidates(
     ]
 
 
-def _summary_section(window: ThreadWindow) -> SectionDraft[ContextItemSource]:
+def _summary_section(window: ContextWindow) -> SectionDraft[ContextItemSource]:
     """One item per summary entry; the newest are kept first when the budget is short."""
     entries = [
         (summary.sequence, index, entry)
@@ -330,7 +329,7 @@ def _summary_section(window: ThreadWindow) -> SectionDraft[ContextItemSource]:
     )
 
 
-def _recent_section(window: ThreadWindow) -> SectionDraft[ContextItemSource]:
+def _recent_section(window: ContextWindow) -> SectionDraft[ContextItemSource]:
     """The raw turns after the summaries; trimmed from the oldest end."""
     candidates = [
         Candidate(

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
-from service.errors import NotFound, ServiceUnavailable
+from service.errors import Conflict, NotFound, ServiceUnavailable
 
 
 class ThreadNotFound(NotFound):
     title = "Thread not found"
 
 
-class SummarizationDisabled(ServiceUnavailable):
-    status = 409
+class SummarizationDisabled(Conflict):
+    """Summaries were asked for, but this deployment has no model to write them: the request
+    conflicts with how the service is configured (retrying will not help)."""
+
     title = "Summarization is off"
     code = "SUMMARIZATION_DISABLED"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -21,7 +22,7 @@ from service.kit.pagination import (
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel, LLMUnavailable
 from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
-from service.threads.models import Message, Thread
+from service.threads.models import Message, Thread, ThreadSummary
 from service.threads.repository import ThreadRepository
 from service.threads.schemas import (
     MessageIn,
@@ -75,6 +76,15 @@ def summarization_status(settings: Settings, chat_model: ChatModel | None) -> Su
     if chat_model is None:
         return Summarization(enabled=False, reason="no LLM configured (MNEME_LLM_*)")
     return Summarization(enabled=True)
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """A thread's prompt window as stored rows: summaries oldest first, then raw messages."""
+
+    summarization_enabled: bool
+    summaries: list[ThreadSummary]
+    messages: list[Message]
 
 
 class ThreadService:
@@ -252,6 +262,29 @@ class ThreadService:
     async def window(self, user_id: str, thread_id: uuid.UUID, buffer_turns: int) -> ThreadWindow:
         """Summaries oldest first, then the raw messages after the last summarised window,
         always keeping the `buffer_turns` most recent human turns raw."""
+        summaries, start, raw = await self._window_rows(user_id, thread_id, buffer_turns)
+        return ThreadWindow(
+            summarization=self._summarizer.status,
+            summaries=[SummaryRead.model_validate(s) for s in summaries],
+            summary_text=format_summaries_for_prompt(summaries),
+            start_index=start,
+            messages=await self._with_labels(thread_id, raw),
+        )
+
+    async def context_window(
+        self, user_id: str, thread_id: uuid.UUID, buffer_turns: int
+    ) -> ContextWindow:
+        """The same window, as the context block needs it: no turn labels, no rendered text."""
+        summaries, _, raw = await self._window_rows(user_id, thread_id, buffer_turns)
+        return ContextWindow(
+            summarization_enabled=self._summarizer.status.enabled,
+            summaries=summaries,
+            messages=raw,
+        )
+
+    async def _window_rows(
+        self, user_id: str, thread_id: uuid.UUID, buffer_turns: int
+    ) -> tuple[list[ThreadSummary], int, list[Message]]:
         await self.load(user_id, thread_id)
         summaries = await self._repository.summaries(thread_id)
         first_needed = 0
@@ -264,14 +297,7 @@ class ThreadService:
                 first_needed = min(first_needed, nth_human)
         suffix = await self._repository.messages_from(thread_id, first_needed)
         start = window_start_index(summaries, suffix, buffer_turns)
-        raw = [m for m in suffix if m.seq >= start]
-        return ThreadWindow(
-            summarization=self._summarizer.status,
-            summaries=[SummaryRead.model_validate(s) for s in summaries],
-            summary_text=format_summaries_for_prompt(summaries),
-            start_index=start,
-            messages=await self._with_labels(thread_id, raw),
-        )
+        return summaries, start, [m for m in suffix if m.seq >= start]
 
     async def _with_labels(
         self, thread_id: uuid.UUID, messages: list[Message]
