@@ -25,7 +25,8 @@ from service.db import (
 from service.dependencies import AppState
 from service.errors import install_problem_handlers
 from service.extraction.health import JobFailureRecorder
-from service.extraction.pipeline import WritePath, memory_extraction_job, turn_memories_job
+from service.extraction.jobs import memory_extraction_job, turn_memories_job
+from service.extraction.pipeline import WritePath
 from service.extraction.router import admin_router as write_path_admin_router
 from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker

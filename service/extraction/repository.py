@@ -3,26 +3,31 @@
 Where a thread's passes got to is one `extraction_cursor` row per thread (the last message
 processed); it only moves forward, so deleting the memories a pass wrote never makes a later
 pass write them again. Every finished pass is also recorded in the audit trail
-(`extraction.pass`: what it read and wrote) and every failed job run as `job.failed`, which is
-what the health endpoints read.
+(`extraction.pass`: a `PassRecord`) and every failed job run as `job.failed` (a
+`FailureRecord`), which is what the health endpoints read.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Generic, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.models import AuditEntry
+from service.extraction.record import FailureRecord, PassRecord
 from service.threads.models import Message, Thread
 
 PASS_ACTION = "extraction.pass"  # noqa: S105 - an audit action name
 FAILURE_ACTION = "job.failed"
 SYSTEM_ACTOR_KIND = "system"
 THREAD_TARGET = "thread"
+
+R = TypeVar("R", bound=BaseModel)
 
 
 READ_CURSOR_SQL = text(
@@ -39,6 +44,15 @@ ADVANCE_CURSOR_SQL = text(
     """
 )
 """Move a thread's cursor to `through_seq`, never backwards."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded(Generic[R]):
+    """An audit record about a thread, and when it was written."""
+
+    thread_id: uuid.UUID | None
+    record: R
+    at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,19 +98,26 @@ class ExtractionRepository:
         )
         return list((await self._session.execute(statement)).scalars())
 
-    async def record(
-        self, action: str, actor: str, thread_id: uuid.UUID, detail: dict[str, Any]
+    async def finish_pass(self, actor: str, thread_id: uuid.UUID, record: PassRecord) -> None:
+        """Record a finished pass in the audit trail and move the thread's cursor to its last
+        message (never backwards)."""
+        await self._session.execute(
+            ADVANCE_CURSOR_SQL,
+            {
+                "tenant_id": self._tenant_id,
+                "thread_id": thread_id,
+                "through_seq": record.through_seq,
+            },
+        )
+        await self._audit(PASS_ACTION, actor, thread_id, record.detail())
+
+    async def record_failure(self, actor: str, thread_id: uuid.UUID, record: FailureRecord) -> None:
+        """Record a failed job run on the thread in the audit trail."""
+        await self._audit(FAILURE_ACTION, actor, thread_id, record.detail())
+
+    async def _audit(
+        self, action: str, actor: str, thread_id: uuid.UUID, detail: dict[str, object]
     ) -> None:
-        """Audit `action`; a finished pass also moves the thread's cursor forward."""
-        if action == PASS_ACTION:
-            await self._session.execute(
-                ADVANCE_CURSOR_SQL,
-                {
-                    "tenant_id": self._tenant_id,
-                    "thread_id": thread_id,
-                    "through_seq": int(detail["through_seq"]),
-                },
-            )
         self._session.add(
             AuditEntry(
                 tenant_id=self._tenant_id,
@@ -110,7 +131,23 @@ class ExtractionRepository:
         )
         await self._session.flush()
 
-    async def recent(self, action: str, *, user_id: str | None, limit: int) -> list[AuditEntry]:
+    async def recent_passes(self, *, user_id: str | None, limit: int) -> list[Recorded[PassRecord]]:
+        """The newest finished passes (on `user_id`'s threads, when given)."""
+        return [
+            Recorded(_thread(e.target_id), PassRecord.model_validate(e.detail), e.created_at)
+            for e in await self._recent(PASS_ACTION, user_id=user_id, limit=limit)
+        ]
+
+    async def recent_failures(
+        self, *, user_id: str | None, limit: int
+    ) -> list[Recorded[FailureRecord]]:
+        """The newest failed job runs (on `user_id`'s threads, when given)."""
+        return [
+            Recorded(_thread(e.target_id), FailureRecord.model_validate(e.detail), e.created_at)
+            for e in await self._recent(FAILURE_ACTION, user_id=user_id, limit=limit)
+        ]
+
+    async def _recent(self, action: str, *, user_id: str | None, limit: int) -> list[AuditEntry]:
         """The newest entries of `action` (about `user_id`'s threads, when given)."""
         statement = select(AuditEntry).where(
             AuditEntry.tenant_id == self._tenant_id,
@@ -123,3 +160,10 @@ class ExtractionRepository:
             limit
         )
         return list((await self._session.execute(statement)).scalars())
+
+
+def _thread(target_id: str | None) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(target_id) if target_id else None
+    except ValueError:
+        return None

@@ -34,8 +34,9 @@ Rules, applied to candidates from the most to the least confident:
    `merge` and `accumulate` categories have no similarity rule: their facts come in many.
 7. **Deliberate facts**: a fact written through the API or changed by the user (any history
    event by an actor other than the write path) is superseded only on strong evidence: the
-   model names it *and* it matches by subject or similarity. On weaker evidence the candidate
-   is written as `proposed` with `needs_review`, naming the fact for the reviewer
+   same subject key (the user's own label of the topic), or the model naming it *and* a match
+   by similarity. On weaker evidence (similarity alone, or the model's word alone) the
+   candidate is written as `proposed` with `needs_review`, naming the fact for the reviewer
    (`flagged`), and the deliberate fact stays current.
 8. **Removal**: `remove` ids of live facts the user owns (org facts only with `org_writes`) are
    superseded without a replacement; a deliberate fact is not removed by the model (flagged).
@@ -274,11 +275,14 @@ def resolve(
             why = _contradiction(candidate, fact, known, rules)
             if why is not None:
                 supersedes.append(Supersession(fact.id, why))
-        # A deliberate fact needs two signals: the model names it and it matches by itself.
+        # A deliberate fact falls only to its own subject key, or to the model naming it when
+        # it is also similar: one weak signal alone (similarity, or the model's word) is not
+        # enough.
         weak = [
             s.fact_id
             for s in supersedes
             if known.facts[s.fact_id].deliberate
+            and s.reason != "subject"
             and not (
                 s.reason == "explicit"
                 and _contradiction(candidate, known.facts[s.fact_id], known, rules) is not None

@@ -70,6 +70,10 @@ class PassRead(BaseModel):
     superseded: int
     reconfirmed: int
     removed: int
+    flagged: int = Field(
+        description="Facts written or changed through the API that this pass would have "
+        "replaced on weak evidence: left current, the new fact awaits review."
+    )
     profile_keys: list[str]
     dropped: dict[str, int]
     finished_at: datetime

@@ -237,17 +237,22 @@ def test_a_deliberate_fact_is_only_flagged_on_weak_evidence() -> None:
     assert (removed.removals, removed.flagged) == ([], [metric.id])
 
 
-def test_a_deliberate_fact_named_by_the_model_and_matching_is_superseded() -> None:
+def test_a_deliberate_fact_falls_to_its_subject_or_to_being_named_and_similar() -> None:
     metric = replace(fact("User prefers metric units."), deliberate=True)
-    result = resolve(
+    named = resolve(
         [candidate("User prefers imperial units.", supersedes=(metric.id,))],
         [],
         known(metric, cosine={(0, metric.id): 0.82}),
         RULES,
     )
-    [new] = result.new_facts
+    [new] = named.new_facts
     assert (new.lifecycle, new.supersedes) == ("confirmed", (Supersession(metric.id, "explicit"),))
-    assert result.flagged == []
+    labelled = replace(metric, subject="units")
+    same_subject = resolve(
+        [candidate("User prefers imperial units.", subject="units")], [], known(labelled), RULES
+    )
+    assert same_subject.new_facts[0].supersedes == (Supersession(metric.id, "subject"),)
+    assert named.flagged == same_subject.flagged == []
 
 
 def test_quarantined_facts_supersede_nothing_but_keep_their_targets_for_review() -> None:
