@@ -21,6 +21,7 @@ from service.kit.post_commit import BackgroundRunner, PostCommitTasks
 from service.memories.embedding import EmbeddingBackfill
 from service.observability import Metrics
 from service.providers.llm import ChatModel
+from service.threads.hooks import AppendListener
 
 
 @dataclass
@@ -36,6 +37,8 @@ class AppState:
     embedding_backfill: EmbeddingBackfill
     background: BackgroundRunner
     chat_model: ChatModel | None
+    # Told about every append in its transaction (the write path queues its jobs).
+    append_listeners: tuple[AppendListener, ...] = ()
 
 
 def get_state(request: Request) -> AppState:

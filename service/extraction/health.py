@@ -3,13 +3,16 @@
 pgqueuer logs a failed job without its payload in a table all tenants share, so a failure could
 not be told apart per tenant or user there. The worker's failure hook records each failed run
 in the tenant's audit trail instead (`job.failed`: kind, thread, attempt, whether a retry
-follows, the error's type), next to the `extraction.pass` entries of the passes that finished.
+follows, the error's type), next to the `extraction.pass` entries of the passes that finished;
+a run that gave up also schedules the tenant's sweep (`recovery.py`), which queues the thread's
+work again with backoff.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -22,12 +25,14 @@ from service.extraction.schemas import (
     JobFailureRead,
     PassRead,
     PendingJobRead,
+    SummaryPassRead,
     TenantJobs,
     UserJobs,
     WritePathMode,
 )
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB
 from service.jobs.status import JobStatusRepository, PendingJob
+from service.jobs.sweep import enqueue_write_path_sweep
 from service.jobs.worker import JobFailure
 from service.providers.llm import ChatModel, LLMUnavailable
 
@@ -42,8 +47,11 @@ class JobFailureRecorder:
     """The worker's failure hook: one `job.failed` audit entry per failed run of a job that
     works on a thread (the kinds in `REPORTED_KINDS`)."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], sweep_delay: timedelta
+    ) -> None:
         self._sessionmaker = sessionmaker
+        self._sweep_delay = sweep_delay
 
     async def __call__(self, failure: JobFailure) -> None:
         tenant_id = failure.payload.get("tenant_id")
@@ -65,8 +73,12 @@ class JobFailureRecorder:
                     attempt=failure.attempt,
                     final=failure.final,
                     error=describe(failure.error),
+                    org_writes=failure.payload.get("org_writes") == "true",
                 ),
             )
+            if failure.final:
+                # The sweep queues the thread's work again once the backoff has passed.
+                await enqueue_write_path_sweep(session, tenant_id, delay=self._sweep_delay)
 
 
 def describe(error: Exception) -> str:
@@ -103,12 +115,23 @@ class WritePathHealth:
         pending = await self._jobs.pending(REPORTED_KINDS, user_id=user_id, limit=LIST_LIMIT)
         failures = await self._passes.recent_failures(user_id=user_id, limit=LIST_LIMIT)
         passes = await self._passes.recent_passes(user_id=user_id, limit=LIST_LIMIT)
+        summaries = await self._passes.recent_summaries(user_id, limit=LIST_LIMIT)
         return UserJobs(
             extraction=self._mode,
             strategy=self._strategy,
             pending=[_pending(job) for job in pending],
             failures=[_failure(entry) for entry in failures],
             passes=[_pass(entry) for entry in passes],
+            summaries=[
+                SummaryPassRead(
+                    thread_id=s.thread_id,
+                    start_index=s.start_index,
+                    end_index=s.end_index,
+                    model=s.model,
+                    finished_at=s.created_at,
+                )
+                for s in summaries
+            ],
         )
 
     async def for_tenant(self) -> TenantJobs:
@@ -150,7 +173,7 @@ def _failure(entry: Recorded[FailureRecord]) -> JobFailureRead:
     return JobFailureRead(
         thread_id=entry.thread_id,
         failed_at=entry.at,
-        **entry.record.model_dump(),
+        **entry.record.model_dump(exclude={"org_writes"}),
     )
 
 

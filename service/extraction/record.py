@@ -49,6 +49,20 @@ class FailureRecord(BaseModel):
     attempt: int = 0
     final: bool = False
     error: str = ""
+    # Whether the job could write organization memory (its appending principal was an admin).
+    org_writes: bool = False
+
+    def detail(self) -> dict[str, object]:
+        return self.model_dump(mode="json")
+
+
+class RequeueRecord(BaseModel):
+    """A fresh job of `kind` queued for a thread whose work lagged: by the sweep after a job
+    gave up, or by an operator's rerun."""
+
+    user_id: str
+    kind: str
+    reason: Literal["sweep", "rerun"]
 
     def detail(self) -> dict[str, object]:
         return self.model_dump(mode="json")

@@ -10,10 +10,19 @@ from service.dependencies import AddressedUserId, AdminPrincipal, CurrentPrincip
 from service.errors import problem_responses
 from service.extraction.compaction import CompactionService
 from service.extraction.health import WritePathHealth
+from service.extraction.recovery import WritePathRecovery
 from service.extraction.repository import ExtractionRepository
-from service.extraction.schemas import CompactRequest, CompactResult, TenantJobs, UserJobs
+from service.extraction.schemas import (
+    CompactRequest,
+    CompactResult,
+    RerunQueued,
+    RerunRequest,
+    TenantJobs,
+    UserJobs,
+)
 from service.jobs.status import JobStatusRepository
 from service.memories.router import MemorySvc
+from service.threads.errors import ThreadNotFound
 
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["memories"])
 admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
@@ -39,6 +48,13 @@ def get_health(session: Session, principal: CurrentPrincipal, state: State) -> W
 
 
 Health = Annotated[WritePathHealth, Depends(get_health)]
+
+
+def get_recovery(state: State) -> WritePathRecovery:
+    return WritePathRecovery(state.sessionmaker, state.settings, state.chat_model)
+
+
+Recovery = Annotated[WritePathRecovery, Depends(get_recovery)]
 
 
 @user_router.post(
@@ -67,8 +83,8 @@ async def compact_memories(
 )
 async def get_user_jobs(user_id: AddressedUserId, health: Health) -> UserJobs:
     """Background work on the user's threads: jobs waiting or running (with failed attempts
-    so far), recent failed runs, and recent extraction / turn-storage passes with what they
-    wrote."""
+    so far), recent failed runs, recent extraction / turn-storage passes with what they wrote,
+    and recent summary passes with the window each summarised."""
     return await health.for_user(user_id)
 
 
@@ -82,3 +98,23 @@ async def get_tenant_jobs(_admin: AdminPrincipal, health: Health) -> TenantJobs:
     """Admins: the tenant's queued and running jobs by kind (how many retry, the oldest), the
     first of them, and recent failed runs."""
     return await health.for_tenant()
+
+
+@admin_router.post(
+    "/jobs/rerun",
+    response_model=RerunQueued,
+    status_code=202,
+    summary="Run the write path and summaries again for a user's threads",
+    responses=problem_responses(401, 403, 404, 422, 429),
+)
+async def rerun_write_path(
+    admin: AdminPrincipal, body: RerunRequest, session: Session, recovery: Recovery
+) -> RerunQueued:
+    """Admins: queue fresh extraction (or turn storage) and summary jobs for one thread or all
+    of a user's threads with messages, e.g. after a model outage outlasted the retries. Each
+    pass starts where the thread's last one ended; a rerun never writes organization memory.
+    404 `NOT_FOUND` when the user has no such thread with messages."""
+    result = await recovery.rerun(session, admin.tenant_id, body.user_id, body.thread_id)
+    if body.thread_id is not None and not result.threads:
+        raise ThreadNotFound(f"No thread {body.thread_id} of this user with messages.")
+    return RerunQueued(threads=result.threads, kinds=result.kinds)
