@@ -36,7 +36,7 @@ from tests.extraction.conftest import (
     start_thread,
     wait_for_passes,
 )
-from tests.fakes.openai_server import FakeOpenAIServer, ScriptedExtraction
+from tests.fakes.openai_server import MODEL, FakeOpenAIServer, ScriptedExtraction
 
 ADA = ScriptedExtraction([("Ada", [fact("User's daughter is named Ada.", subject="daughter")])])
 
@@ -201,3 +201,18 @@ async def test_the_admin_command_queues_a_rerun_of_a_users_thread(
             ["turn_memories"], user_id="alex", limit=10
         )
     assert [(j.kind, str(j.thread_id)) for j in pending] == [("turn_memories", thread_id)]
+
+
+async def test_summary_passes_are_listed_in_the_jobs_view(
+    client_for: Any, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    client = await client_for(thread_summary_keep_recent=2, extraction_enabled=False)
+    headers = bearer(settings, tenant, "alex")
+    thread_id = await start_thread(client, headers)
+    for text in ("I'm planning a trip to Japan.", "Mostly Kyoto and Osaka.", "In April."):
+        await say(client, headers, thread_id, text)
+    body = await eventually(client, headers, lambda b: bool(b["summaries"]) and not b["pending"])
+    [summary] = body["summaries"]
+    assert summary["thread_id"] == thread_id
+    assert (summary["start_index"], summary["end_index"]) == (0, 4)
+    assert summary["model"] == MODEL
