@@ -16,7 +16,11 @@ Rules, applied to candidates from the most to the least confident:
 5. **Duplicates**: the same normalised text as a live fact of the same owner, or a cosine of at
    least `near_duplicate_cosine` to one (facts it explicitly replaces excepted), is no new row:
    that fact is re-confirmed (`last_confirmed_at`), and a proposed one is confirmed by a
-   confident candidate. A repeat within the pass is dropped.
+   confident candidate. A repeat within the pass is dropped. Similarity is not enough when both
+   have the same subject and the candidate has a content word the fact lacks ("… full
+   marathon" after "… half marathon", "35 years old" after "34"): that is a changed value and
+   goes on to rule 6 — taking it for a repeat would lose it, while a restatement replacing its
+   older wording loses nothing.
 6. **Supersession**, by confirmed candidates only (a proposed one keeps its targets for the
    reviewer). The model's `supersedes` is a hint, not the source of truth: the resolver finds
    the live facts a candidate contradicts itself, among the facts its owner owns (the user's
@@ -69,6 +73,10 @@ PROFILE_VALUE_MAX = 500
 # Keys the identity provider fills (the auth overlay): the model never overrides them.
 ACCOUNT_KEYS = frozenset(OVERLAY_KEYS)
 _WHITESPACE = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]+")
+_FILLER_WORDS = frozenset(
+    {"a", "an", "the", "is", "am", "are", "was", "be", "user", "s", "and", "also", "still", "too"}
+)
 
 
 def normalise_text(text: str) -> str:
@@ -384,9 +392,26 @@ def _duplicate_of(
             cosine is not None
             and cosine >= rules.near_duplicate_cosine
             and (best is None or cosine > best[1])
+            and not _restated_with_news(candidate, fact)
         ):
             best = (fact, cosine)
     return best
+
+
+def _restated_with_news(candidate: Candidate, fact: KnownFact) -> bool:
+    """Whether the candidate is about the same single subject as the fact and says something
+    the fact does not (a content word the fact lacks): a changed value, not a repeat."""
+    return (
+        candidate.subject is not None
+        and candidate.subject == fact.subject
+        and not content_words(candidate.text) <= content_words(fact.text)
+    )
+
+
+def content_words(text: str) -> set[str]:
+    """The words of a fact that carry its value: lower-cased, without the fillers every
+    fact sentence shares ("User", "is", "a", …)."""
+    return {word for word in _WORD.findall(text.casefold()) if word not in _FILLER_WORDS}
 
 
 def _finite(value: float) -> float:

@@ -323,6 +323,38 @@ def test_a_near_duplicate_by_cosine_is_no_new_fact_unless_explicitly_replaced() 
     assert replaced.new_facts[0].supersedes == (Supersession(dark.id, "explicit"),)
 
 
+def test_a_similar_fact_with_a_new_value_for_the_same_subject_is_a_change_not_a_repeat() -> None:
+    half = fact("User is training for a half marathon.", "knowledge", subject="running_goal")
+    near = known(half, cosine={(0, half.id): 0.95})
+    changed = resolve(
+        [
+            candidate(
+                "User is training for a full marathon.",
+                category="knowledge",
+                subject="running_goal",
+            )
+        ],
+        [],
+        near,
+        RULES,
+    )
+    assert changed.reconfirmations == []
+    assert changed.new_facts[0].supersedes == (Supersession(half.id, "subject"),)
+    repeated = resolve(
+        [
+            candidate(
+                "The user is training for a half marathon.",
+                category="knowledge",
+                subject="running_goal",
+            )
+        ],
+        [],
+        near,
+        RULES,
+    )
+    assert [r.fact_id for r in repeated.reconfirmations] == [half.id]
+
+
 def test_at_most_max_facts_are_accepted_most_confident_first() -> None:
     candidates = [
         candidate(f"User fact number {n}.", n, category="context", confidence=0.8 + n / 100)
