@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from httpx import AsyncClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings, get_settings
@@ -58,6 +59,18 @@ async def client_for(
     for served in clients:
         with pytest.raises(StopAsyncIteration):
             await anext(served)
+
+
+@pytest.fixture(autouse=True)
+async def purge_jobs(runtime_engine: AsyncEngine, tenant: str) -> AsyncIterator[None]:
+    """Leaves no job of the test's tenant queued (some wait out long backoffs on purpose),
+    so no later test's worker runs one against its own model server."""
+    yield
+    async with runtime_engine.begin() as connection:
+        await connection.execute(
+            text("DELETE FROM pgqueuer WHERE position(CAST(:needle AS bytea) IN payload) > 0"),
+            {"needle": f'"tenant_id":"{tenant}"'.encode()},
+        )
 
 
 def gave_up(body: dict[str, Any]) -> bool:
@@ -209,8 +222,8 @@ async def test_summary_passes_are_listed_in_the_jobs_view(
     client = await client_for(thread_summary_keep_recent=2, extraction_enabled=False)
     headers = bearer(settings, tenant, "alex")
     thread_id = await start_thread(client, headers)
-    for text in ("I'm planning a trip to Japan.", "Mostly Kyoto and Osaka.", "In April."):
-        await say(client, headers, thread_id, text)
+    for said in ("I'm planning a trip to Japan.", "Mostly Kyoto and Osaka.", "In April."):
+        await say(client, headers, thread_id, said)
     body = await eventually(client, headers, lambda b: bool(b["summaries"]) and not b["pending"])
     [summary] = body["summaries"]
     assert summary["thread_id"] == thread_id
