@@ -1,4 +1,4 @@
-"""The `mneme` command: serve, migrate, token."""
+"""The `mneme` command: serve, migrate, reembed, bench, admin, token."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 
 from service.bench.cli import add_bench_parser, run_bench
 from service.config import get_settings
+from service.extraction.cli import add_admin_parser, run_admin
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     reembed.add_argument("--batch-size", type=int, default=64)
 
     add_bench_parser(commands)
+    add_admin_parser(commands)
 
     token = commands.add_parser("token", help="mint a dev HS256 token")
     token.add_argument("--tenant", required=True)
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_reembed(args.batch_size))
     if args.command == "bench":
         return run_bench(args)
+    if args.command == "admin":
+        return asyncio.run(run_admin(args))
     return _token(args)
 
 

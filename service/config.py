@@ -161,6 +161,28 @@ class Settings(BaseSettings):
         "context": "accumulate",
         "policy": "replace",
     }
+    # A fact of a `replace` category this close (cosine) to a live one of the same category,
+    # when either lacks a subject, states the same thing differently: it supersedes it.
+    extraction_contradiction_cosine: float = Field(default=0.75, gt=0, le=1)
+    # Subjects that hold several current values at once: a new fact about one of them adds
+    # to the older ones instead of superseding them. A subject is multi-valued when one of its
+    # snake_case words, singular or plural, is listed ("pets", "programming_languages").
+    extraction_multi_valued_subjects: list[str] = [
+        "hobby",
+        "pet",
+        "language",
+        "skill",
+        "interest",
+        "allergy",
+        "child",
+        "friend",
+        "sport",
+        "instrument",
+    ]
+    # A write-path or summary job that gave up is run again after this long, doubling for
+    # each further give-up on the same thread (at most `..._max_seconds`).
+    write_path_sweep_interval_seconds: float = Field(default=300, gt=0)
+    write_path_sweep_max_backoff_seconds: float = Field(default=6 * 3600, gt=0)
     # Categories an organization-wide fact may have (seed 003's org allowlist).
     extraction_org_categories: list[str] = ["policy", "knowledge", "context"]
     # Current facts (hybrid search) the model sees, so it can refer to them by id.

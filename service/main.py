@@ -27,7 +27,10 @@ from service.db import (
 from service.dependencies import AppState
 from service.errors import install_problem_handlers
 from service.extraction.health import JobFailureRecorder
-from service.extraction.pipeline import WritePath, memory_extraction_job, turn_memories_job
+from service.extraction.hooks import WritePathScheduler
+from service.extraction.jobs import memory_extraction_job, turn_memories_job
+from service.extraction.pipeline import WritePath
+from service.extraction.recovery import WritePathRecovery, recovery_jobs
 from service.extraction.router import admin_router as write_path_admin_router
 from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
@@ -103,8 +106,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     chat_model=chat_model,
                     ensure_tenant=ensure_tenant,
                     transaction_hooks=(record_end_user,),
+                    append_listeners=(WritePathScheduler(settings, chat_model),),
                 )
                 write_path = WritePath(sessionmaker, chat_model, settings, backfill, background)
+                recovery = WritePathRecovery(sessionmaker, settings, chat_model)
                 jobs = JobWorker(
                     settings,
                     engine,
@@ -112,8 +117,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                         THREAD_SUMMARY_JOB: thread_summary_job(sessionmaker, chat_model, settings),
                         MEMORY_EXTRACTION_JOB: memory_extraction_job(write_path),
                         TURN_MEMORIES_JOB: turn_memories_job(write_path),
+                        **recovery_jobs(recovery),
                     },
-                    on_failure=JobFailureRecorder(sessionmaker),
+                    on_failure=JobFailureRecorder(sessionmaker, recovery.interval),
                 )
                 await jobs.start()
                 logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
