@@ -11,9 +11,9 @@ import pytest
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.bench.bulk import BulkLoader, BulkLoadRefused, BulkSettings
-from service.bench.corpus import Corpus, CorpusShape, build_pool
-from service.bench.rawsql import (
+from benchmarks.bulk import BulkLoader, BulkLoadRefused, BulkSettings
+from benchmarks.corpus import Corpus, CorpusShape, build_pool
+from benchmarks.rawsql import (
     EXACT,
     FORCED_HNSW,
     FusionStatement,

@@ -23,15 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr, ValidationError
 
-from service.bench.datasets import DATASET_FORMATS, DatasetError, load_dataset
-from service.bench.modes import DEFAULT_MODES, MODE_GRAMMAR, parse_modes
+from benchmarks.datasets import DATASET_FORMATS, DatasetError, load_dataset
+from benchmarks.modes import DEFAULT_MODES, MODE_GRAMMAR, parse_modes
 from service.config import Settings
 from service.db_migrations import PROJECT_ROOT
 
 if TYPE_CHECKING:
-    from service.bench.load import LoadOptions
+    from benchmarks.load import LoadOptions
 
 DEFAULT_DATASET = PROJECT_ROOT.parent / "shared" / "bench" / "locomo10.json"
+BENCH_INSTALL = "pip install -e '.[bench]'"
 RESULTS_DIR = PROJECT_ROOT / "bench-results"
 
 
@@ -286,18 +287,18 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _run_retrieval(args: argparse.Namespace) -> int:
     try:
-        # Imported here: the harness needs the dev extras (httpx, asgi-lifespan), which the
+        # Imported here: the harness needs the bench extra (httpx, asgi-lifespan), which the
         # rest of the command line does not.
-        from service.bench.database import throwaway_database
-        from service.bench.report import build_report, render_markdown
-        from service.bench.retrieval import (
+        from benchmarks.database import throwaway_database
+        from benchmarks.report import build_report, render_markdown
+        from benchmarks.retrieval import (
             BenchmarkError,
             RetrievalOptions,
             RetrievalRun,
             benchmark_app,
         )
     except ModuleNotFoundError as exc:
-        return _fail(f"{exc.name} is missing; install the dev extras: pip install -e '.[dev]'")
+        return _fail(f"{exc.name} is missing; install the bench extra: {BENCH_INSTALL}")
 
     if args.migration_database_url and not args.database_url:
         return _fail("--migration-database-url needs --database-url")
@@ -346,8 +347,8 @@ def _run_retrieval(args: argparse.Namespace) -> int:
 
 
 def _load_options(args: argparse.Namespace) -> LoadOptions:
-    from service.bench.corpus import CorpusShape
-    from service.bench.load import LoadOptions, parse_concurrency, parse_sizes
+    from benchmarks.corpus import CorpusShape
+    from benchmarks.load import LoadOptions, parse_concurrency, parse_sizes
 
     shape = CorpusShape(
         memories_per_user=args.memories_per_user,
@@ -382,13 +383,13 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
 
 def _run_load(args: argparse.Namespace) -> int:
     try:
-        from service.bench.bulk import BulkLoadRefused
-        from service.bench.database import throwaway_database
-        from service.bench.load import LoadBenchmarkError, LoadRun, run_load
-        from service.bench.load_report import build_load_report, render_load_markdown
-        from service.bench.server import ServerFailed
+        from benchmarks.bulk import BulkLoadRefused
+        from benchmarks.database import throwaway_database
+        from benchmarks.load import LoadBenchmarkError, LoadRun, run_load
+        from benchmarks.load_report import build_load_report, render_load_markdown
+        from benchmarks.server import ServerFailed
     except ModuleNotFoundError as exc:
-        return _fail(f"{exc.name} is missing; install the dev extras: pip install -e '.[dev]'")
+        return _fail(f"{exc.name} is missing; install the bench extra: {BENCH_INSTALL}")
     try:
         options = _load_options(args)
         settings = _settings(args)
@@ -423,9 +424,9 @@ def _run_load(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m service.bench …`, the same as `mneme bench …`."""
+    """`python -m benchmarks …`, the same as `mneme bench …`."""
     parser = argparse.ArgumentParser(
-        prog="python -m service.bench", description="Benchmarks of the Mneme service."
+        prog="python -m benchmarks", description="Benchmarks of the Mneme service."
     )
     add_bench_commands(parser)
     return run_bench(parser.parse_args(argv))
