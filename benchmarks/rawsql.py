@@ -35,6 +35,7 @@ from service.memories.repository import (
 )
 from service.memories.schemas import SearchRequest
 from service.memories.service import MemoryService
+from service.providers import Embedder
 
 
 async def asyncpg_connection(connection: AsyncConnection) -> Any:
@@ -78,6 +79,26 @@ class _PrecomputedEmbedder:
         """Nothing to release."""
 
 
+def memory_service(
+    repository: MemoryRepository, embedder: Embedder, settings: Settings, tenant_id: str
+) -> MemoryService:
+    """A `MemoryService` over `repository` for a service principal of `tenant_id`, wired as a
+    request wires it. The one place the benchmarks build the service graph by hand: nothing
+    here opens a session, so only what the search path touches (the repository, the query
+    embedder) does any work."""
+    principal = Principal(
+        tenant_id=tenant_id, subject="mneme-bench", kind="service", credential="jwt"
+    )
+    return MemoryService(
+        repository,
+        AccountService(AccountRepository(AsyncSession(), tenant_id)),
+        EmbeddingBackfill(embedder, async_sessionmaker()),
+        PostCommitTasks(),
+        settings,
+        principal,
+    )
+
+
 async def service_search_params(
     settings: Settings,
     tenant_id: str,
@@ -87,19 +108,8 @@ async def service_search_params(
 ) -> SearchParams:
     """The fusion statement's parameters for `request`, exactly as the service builds them."""
     repository = _RecordingRepository(tenant_id)
-    principal = Principal(
-        tenant_id=tenant_id, subject="mneme-bench", kind="service", credential="jwt"
-    )
-    service = MemoryService(
-        repository,
-        AccountService(AccountRepository(AsyncSession(), tenant_id)),
-        EmbeddingBackfill(
-            _PrecomputedEmbedder(query_embedding, "precomputed"), async_sessionmaker()
-        ),
-        PostCommitTasks(),
-        settings,
-        principal,
-    )
+    embedder = _PrecomputedEmbedder(query_embedding, "precomputed")
+    service = memory_service(repository, embedder, settings, tenant_id)
     await service.search(user_id, request)
     if repository.params is None:
         raise RuntimeError("MemoryService.search ran no fusion statement")
