@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import sys
 import time
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr, ValidationError
 
-from benchmarks.datasets import DATASET_FORMATS, DatasetError, load_dataset
+from benchmarks.datasets import DATASET_FORMATS, DatasetError, DatasetMissing, load_dataset
 from benchmarks.modes import DEFAULT_MODES, MODE_GRAMMAR, parse_modes
 from service.config import Settings
 from service.db_migrations import PROJECT_ROOT
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
     from benchmarks.load import LoadOptions
 
 DEFAULT_DATASET = PROJECT_ROOT.parent / "shared" / "bench" / "locomo10.json"
+DATASET_ENV = "MNEME_BENCH_DATASET"
 BENCH_INSTALL = "pip install -e '.[bench]'"
+LOCOMO_SOURCE = "https://github.com/snap-research/locomo (the file data/locomo10.json)"
 RESULTS_DIR = PROJECT_ROOT / "bench-results"
 
 
@@ -70,8 +73,9 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
     retrieval.add_argument(
         "--dataset",
         type=Path,
-        default=DEFAULT_DATASET,
-        help="benchmark file (default: ../shared/bench/locomo10.json beside the project)",
+        default=Path(os.environ.get(DATASET_ENV) or DEFAULT_DATASET),
+        help=f"benchmark file (default: ${DATASET_ENV}, else ../shared/bench/locomo10.json "
+        "beside the project)",
     )
     retrieval.add_argument(
         "--format",
@@ -285,6 +289,17 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)
 
 
+def _locomo_hint() -> str:
+    """Where LoCoMo comes from, for a run that found no file to read."""
+    return (
+        "LoCoMo is licensed CC BY-NC 4.0: it is used here for evaluation only and is not part "
+        "of this repository, so bring your own copy.\n"
+        f"By default the benchmark reads {DEFAULT_DATASET} (../shared/bench/locomo10.json "
+        f"beside the project); point it at a copy with --dataset PATH or {DATASET_ENV}=PATH.\n"
+        f"LoCoMo is published at {LOCOMO_SOURCE}."
+    )
+
+
 def _run_retrieval(args: argparse.Namespace) -> int:
     try:
         # Imported here: the harness needs the bench extra (httpx, asgi-lifespan), which the
@@ -308,6 +323,8 @@ def _run_retrieval(args: argparse.Namespace) -> int:
             args.dataset, args.format, image_captions=args.image_captions
         ).selected(conversations=args.limit_conversations, questions=args.limit_questions)
         settings = _settings(args)
+    except DatasetMissing as exc:
+        return _fail(f"{exc}\n{_locomo_hint()}" if args.format == "locomo" else str(exc))
     except (ValueError, DatasetError) as exc:
         return _fail(str(exc))
     except ValidationError as exc:
