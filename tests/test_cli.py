@@ -76,8 +76,11 @@ def test_migrate_moves_the_schema_down_and_up(
     assert "schema at revision base" in capsys.readouterr().out
 
 
-class _WithoutBenchmarks(importlib.abc.MetaPathFinder):
-    """Finds no `benchmarks` package (the service image installs only `service`)."""
+class _Without(importlib.abc.MetaPathFinder):
+    """Finds none of some top-level packages, as in an install that lacks them."""
+
+    def __init__(self, *packages: str) -> None:
+        self.packages = packages
 
     def find_spec(
         self,
@@ -85,17 +88,24 @@ class _WithoutBenchmarks(importlib.abc.MetaPathFinder):
         path: Sequence[str] | None,
         target: ModuleType | None = None,
     ) -> ModuleSpec | None:
-        if fullname.partition(".")[0] == "benchmarks":
+        if fullname.partition(".")[0] in self.packages:
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         return None
 
 
+def _uninstall(monkeypatch: pytest.MonkeyPatch, *packages: str) -> None:
+    """Imports of `packages` fail from now on, as if they were not installed; so do imports of
+    the benchmarks modules, which are imported afresh."""
+    forgotten = {*packages, "benchmarks"}
+    for name in [name for name in sys.modules if name.partition(".")[0] in forgotten]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_Without(*packages), *sys.meta_path])
+
+
 @pytest.fixture
 def without_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Imports see no `benchmarks` package, as in an install without it."""
-    for name in [name for name in sys.modules if name.partition(".")[0] == "benchmarks"]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(sys, "meta_path", [_WithoutBenchmarks(), *sys.meta_path])
+    """The service installed without the `benchmarks` package (as in its image)."""
+    _uninstall(monkeypatch, "benchmarks")
 
 
 @pytest.mark.usefixtures("without_benchmarks")
@@ -122,3 +132,21 @@ def test_the_other_commands_work_without_the_benchmarks(
 
     assert main(["token", "--tenant", "acme", "--user", "ada"]) == 0
     assert capsys.readouterr().out.count(".") == 2
+
+
+@pytest.mark.parametrize(
+    ("missing", "arguments"),
+    [("asgi_lifespan", ["bench", "retrieval"]), ("httpx", ["bench", "load"])],
+)
+def test_bench_without_its_extra_says_how_to_install_it(
+    missing: str,
+    arguments: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _uninstall(monkeypatch, missing)
+
+    assert main(arguments) == 2
+
+    err = capsys.readouterr().err
+    assert f"{missing} is missing; install the bench extra: pip install -e '.[bench]'" in err
