@@ -11,6 +11,8 @@ from fastapi.routing import APIRoute
 
 from service import db_migrations
 from service.accounts.router import router as accounts_router
+from service.admin.router import admin_router
+from service.admin.router import user_router as user_export_router
 from service.api_keys.router import router as api_keys_router
 from service.auth.authenticator import Authenticator
 from service.auth.tokens import TokenVerifier
@@ -151,4 +153,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(threads_router)
     app.include_router(context_router)
     app.include_router(write_path_admin_router)
+    app.include_router(admin_router)
+    app.include_router(user_export_router)
     return app

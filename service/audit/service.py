@@ -22,16 +22,16 @@ class AuditTrail:
         target_type: str,
         target_id: str | None,
         detail: dict[str, Any] | None = None,
-    ) -> None:
-        self._session.add(
-            AuditEntry(
-                tenant_id=self._principal.tenant_id,
-                actor_kind=self._principal.kind,
-                actor_id=self._principal.subject,
-                action=action,
-                target_type=target_type,
-                target_id=target_id,
-                detail=detail or {},
-            )
+    ) -> AuditEntry:
+        entry = AuditEntry(
+            tenant_id=self._principal.tenant_id,
+            actor_kind=self._principal.kind,
+            actor_id=self._principal.subject,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+            detail=detail or {},
         )
+        self._session.add(entry)
         await self._session.flush()
+        return entry

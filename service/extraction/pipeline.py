@@ -241,6 +241,12 @@ class WritePath:
         )
 
     async def _cursor_moved(self, unit: _Unit, thread_id: uuid.UUID, after: int) -> bool:
+        """Whether what the pass read is stale: another pass moved the cursor, or the thread
+        is gone (deleted or purged while the model was answering). Called under the owner's
+        write lock, which a purge holds too, so a purge that committed first is seen here and
+        nothing of the purged user is written again."""
+        if await unit.repository.thread_owner(thread_id) is None:
+            return True
         cursor = await unit.repository.cursor(thread_id)
         return (-1 if cursor is None else cursor.through_seq) != after
 
