@@ -80,7 +80,7 @@ async def seed_user(
                 text(
                     "INSERT INTO thread_summary (tenant_id, thread_id, sequence, start_index, "
                     "end_index, entries) VALUES (:t, :th, 1, 0, 2, "
-                    "'[{\"question\": \"q\", \"answer\": \"a\", \"refs\": []}]')"
+                    '\'[{"question": "q", "answer": "a", "refs": []}]\')'
                 ),
                 params,
             )
@@ -139,8 +139,7 @@ async def rows_by_thread(
         for table in ("thread_summary", "extraction_cursor", "message"):
             value = await connection.execute(
                 text(
-                    f"SELECT count(*) FROM {table} "  # noqa: S608 - constant table names
-                    "WHERE tenant_id = :t AND thread_id = ANY(:ids)"
+                    f"SELECT count(*) FROM {table} WHERE tenant_id = :t AND thread_id = ANY(:ids)"
                 ),
                 params,
             )

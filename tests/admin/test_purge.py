@@ -13,8 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from service.admin.plan import NOT_USER_DATA, SPECIAL_TABLES, UncoveredTables, build_plan
 from service.admin.repository import AdminRepository
 from service.config import Settings
-from service.db import tenant_transaction
-from service.db import create_sessionmaker
+from service.db import create_sessionmaker, tenant_transaction
 from service.jobs import enqueue_thread_summary
 from tests.admin.conftest import rows_by_thread, rows_of, seed_user
 from tests.conftest import assert_problem, bearer, new_tenant
@@ -246,7 +245,7 @@ async def test_tenant_purge_needs_the_tenants_id_and_then_leaves_nothing_of_it(
         for table in (await connection.execute(text(RLS_TABLES_SQL))).scalars():
             column = "id" if table == "tenant" else "tenant_id"
             left = await connection.execute(
-                text(f"SELECT count(*) FROM {table} WHERE {column} = :t"),  # noqa: S608
+                text(f"SELECT count(*) FROM {table} WHERE {column} = :t"),
                 {"t": tenant},
             )
             assert left.scalar_one() == 0, table
