@@ -11,7 +11,7 @@ from fastapi.responses import StreamingResponse
 
 from service.admin.dependencies import AdminSvc, Lifecycle
 from service.admin.schemas import AuditEntryRead, ImportReport, PurgeReport, UserOverview
-from service.auth.principal import is_valid_identifier
+from service.auth.principal import ME, is_valid_identifier
 from service.dependencies import AdminPrincipal, CurrentPrincipal
 from service.errors import Forbidden, NotFound, problem_responses
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
@@ -187,7 +187,10 @@ async def export_user(
     version, counts), then one typed record per line (account, profile, threads, messages,
     summaries, memories with history, write-path records). The user itself (`me`) or an
     admin; format in docs/export-format.md."""
-    resolved = principal.resolve_user(user_id)
+    if principal.is_admin and user_id != ME:
+        resolved: str | None = user_id if is_valid_identifier(user_id) else None
+    else:
+        resolved = principal.resolve_user(user_id)
     if resolved is None:
         raise NotFound(f"No user {user_id!r} that this caller may address.")
     is_self = not principal.is_service and resolved == principal.subject
