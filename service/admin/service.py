@@ -3,7 +3,7 @@
 Purge and export are the two use cases here that run their own transactions rather than the
 request's: a purge's proof is a count taken *after* its commit, in a new transaction, and an
 export streams after the request's handler returned, from one consistent snapshot
-(REPEATABLE READ, read only). Both are also run by the `mneme admin` commands, which have no
+(REPEATABLE READ). Both are also run by the `mneme admin` commands, which have no
 request.
 """
 
@@ -272,18 +272,14 @@ class UserLifecycle:
         )
 
     async def open_export(self, user_id: str) -> UserExport:
-        """Start an export: opens its snapshot and counts the records (404 when the user has
-        nothing). The caller must iterate `lines()` to the end or close it."""
+        """Start an export: opens its snapshot (one REPEATABLE READ transaction, so the header's
+        counts and the records agree) and counts the records (404 when the user is unknown).
+        The caller must iterate `lines()` to the end or close it."""
         stack = AsyncExitStack()
         try:
             session = await stack.enter_async_context(self._sessionmaker())
             await stack.enter_async_context(session.begin())
-            await session.connection(
-                execution_options={
-                    "isolation_level": "REPEATABLE READ",
-                    "postgresql_readonly": True,
-                }
-            )
+            await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             await session.execute(SET_TENANT_SQL, {"tenant_id": self._tenant_id})
             repository = AdminRepository(session, self._tenant_id)
             plan = await repository.plan()
@@ -292,19 +288,18 @@ class UserLifecycle:
             counts[AUDIT_TABLE] = await repository.count_special(AUDIT_TABLE, scope)
             if not counts.get(ACCOUNT_TABLE):
                 raise NotFound(f"User {user_id!r} is not known in this tenant.")
-        except BaseException:
-            await stack.aclose()
-            raise
-        if self._actor.is_admin:
-            # Recorded apart from the read-only snapshot, and as an `admin.*` action: those are
-            # the operator's records, which purge keeps and exports leave out.
-            async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+            if self._actor.is_admin:
+                # An `admin.*` action: the operator's records, which purge keeps and exports
+                # leave out. It commits when the export's transaction ends.
                 await AuditTrail(session, self._actor).record(
                     "admin.user_export",
                     target_type="user",
                     target_id=user_id,
                     detail={"counts": counts},
                 )
+        except BaseException:
+            await stack.aclose()
+            raise
         return UserExport(stack, repository, plan, scope, counts)
 
 
