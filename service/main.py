@@ -11,6 +11,7 @@ from fastapi.routing import APIRoute
 
 from service import db_migrations
 from service.accounts.router import router as accounts_router
+from service.admin.retention import RetentionScheduler, RetentionSweeper
 from service.admin.router import admin_router
 from service.admin.router import user_router as user_export_router
 from service.api_keys.router import router as api_keys_router
@@ -112,10 +113,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     on_failure=JobFailureRecorder(sessionmaker),
                 )
                 await jobs.start()
+                retention = RetentionScheduler(
+                    settings, engine, RetentionSweeper(sessionmaker, metrics)
+                )
+                await retention.start()
                 logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
                 try:
                     yield
                 finally:
+                    await retention.stop()
                     await jobs.stop()
                 await background.drain()
             finally:

@@ -36,6 +36,7 @@ SPECIAL_TABLES = frozenset({IDEMPOTENCY_TABLE, AUDIT_TABLE})
 
 NOT_USER_DATA: Mapping[str, str] = {
     "tenant": "the tenant itself; removed only by a tenant purge",
+    "retention_policy": "the tenant's retention settings",
     "api_key": "service credentials of the tenant, never issued to a user; `created_by` names "
     "the admin who created the key and is kept for accountability",
 }

@@ -194,7 +194,8 @@ admin actions (`admin.*`) carry ids and counts only and are kept."""
 
 AUDIT_PAGE_SQL = text(
     """
-    SELECT id, actor_kind, actor_id, action, target_type, target_id, detail, created_at
+    SELECT id, actor_kind, actor_id, action, target_type, target_id, detail, request_id,
+           created_at
       FROM audit_log
      WHERE tenant_id = :tenant_id
        AND (CAST(:actor_id AS text) IS NULL OR actor_id = :actor_id)
@@ -212,6 +213,23 @@ AUDIT_PAGE_SQL = text(
 )
 """The tenant's audit entries newest first, after the keyset position, filtered by actor,
 action (exactly, or every action under a prefix ending in `.`), target and time."""
+
+
+READ_RETENTION_SQL = text(
+    "SELECT episodic_days, messages_days, summaries_days FROM retention_policy "
+    "WHERE tenant_id = :tenant_id"
+)
+
+SET_RETENTION_SQL = text(
+    """
+    INSERT INTO retention_policy (tenant_id, episodic_days, messages_days, summaries_days)
+    VALUES (:tenant_id, :episodic_days, :messages_days, :summaries_days)
+    ON CONFLICT (tenant_id) DO UPDATE
+       SET episodic_days = EXCLUDED.episodic_days, messages_days = EXCLUDED.messages_days,
+           summaries_days = EXCLUDED.summaries_days, updated_at = now()
+    """
+)
+"""Replace the tenant's retention policy (creating it on first use)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,6 +501,19 @@ class AdminRepository:
             "CAST(:row AS jsonb))"
         )
         await self._session.execute(statement, {"row": json.dumps(dict(row))})
+
+    # --- retention ---------------------------------------------------------------------------
+
+    async def retention(self) -> dict[str, int | None]:
+        row = (
+            await self._session.execute(READ_RETENTION_SQL, {"tenant_id": self._tenant_id})
+        ).first()
+        if row is None:
+            return {"episodic_days": None, "messages_days": None, "summaries_days": None}
+        return dict(row._asdict())
+
+    async def set_retention(self, values: Mapping[str, int | None]) -> None:
+        await self._session.execute(SET_RETENTION_SQL, {"tenant_id": self._tenant_id, **values})
 
     # --- audit -------------------------------------------------------------------------------
 

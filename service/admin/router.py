@@ -10,7 +10,13 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
 from service.admin.dependencies import AdminSvc, Lifecycle
-from service.admin.schemas import AuditEntryRead, ImportReport, PurgeReport, UserOverview
+from service.admin.schemas import (
+    AuditEntryRead,
+    ImportReport,
+    PurgeReport,
+    RetentionPolicy,
+    UserOverview,
+)
 from service.auth.principal import ME, is_valid_identifier
 from service.dependencies import AdminPrincipal, CurrentPrincipal
 from service.errors import Forbidden, NotFound, problem_responses
@@ -135,6 +141,30 @@ async def import_user(user_id: UserPath, request: Request, admin: AdminSvc) -> I
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
     written. Admins only."""
     return await admin.import_user(_user(user_id), _body_lines(request))
+
+
+@admin_router.get(
+    "/retention",
+    response_model=RetentionPolicy,
+    summary="Read the tenant's retention policy",
+    responses=problem_responses(401, 403, 422, 429),
+)
+async def get_retention(admin: AdminSvc) -> RetentionPolicy:
+    """How long the tenant keeps episodic memories, raw messages and summaries (null =
+    forever). Admins only."""
+    return await admin.retention()
+
+
+@admin_router.put(
+    "/retention",
+    response_model=RetentionPolicy,
+    summary="Set the tenant's retention policy",
+    responses=problem_responses(401, 403, 422, 429),
+)
+async def set_retention(body: RetentionPolicy, admin: AdminSvc) -> RetentionPolicy:
+    """Replace the retention policy (an omitted field keeps that data forever). The hourly
+    sweep removes what is older, and memories whose `expires_at` passed. Admins only."""
+    return await admin.set_retention(body)
 
 
 @admin_router.get(

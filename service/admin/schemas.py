@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class MemoryCounts(BaseModel):
@@ -64,9 +64,32 @@ class AuditEntryRead(BaseModel):
     target_type: str
     target_id: str | None
     detail: dict[str, Any]
+    request_id: str | None = Field(
+        default=None, description="The `X-Request-ID` of the request that caused the entry."
+    )
     created_at: datetime
 
 
 class ImportReport(BaseModel):
     user_id: str
     imported: dict[str, int] = Field(description="Rows inserted per record type.")
+
+
+class RetentionPolicy(BaseModel):
+    """How long the tenant keeps what it stores, in days; null keeps it forever. Memories
+    with their own `expires_at` go at that time whatever the policy says."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episodic_days: int | None = Field(
+        default=None, ge=1, le=36500, description="Episodic memories older than this go."
+    )
+    messages_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=36500,
+        description="Raw messages older than this go (each thread keeps its newest message).",
+    )
+    summaries_days: int | None = Field(
+        default=None, ge=1, le=36500, description="Thread summaries older than this go."
+    )

@@ -35,6 +35,7 @@ from service.admin.schemas import (
     ImportReport,
     MemoryCounts,
     PurgeReport,
+    RetentionPolicy,
     UserOverview,
 )
 from service.audit.service import AuditTrail
@@ -133,6 +134,22 @@ class AdminService:
             items=[AuditEntryRead.model_validate(r._asdict()) for r in rows[:limit]],
             next_cursor=newest_first_cursor(rows, limit),
         )
+
+    async def retention(self) -> RetentionPolicy:
+        return RetentionPolicy.model_validate(await self._repository.retention())
+
+    async def set_retention(self, policy: RetentionPolicy) -> RetentionPolicy:
+        """Replace the tenant's retention policy; the next sweep applies it."""
+        await AccountRepository(self._repository.session, self._tenant_id).ensure_tenant()
+        before = await self._repository.retention()
+        await self._repository.set_retention(policy.model_dump())
+        await self._audit.record(
+            "admin.retention_set",
+            target_type="tenant",
+            target_id=self._tenant_id,
+            detail={"before": before, "after": policy.model_dump()},
+        )
+        return policy
 
     async def import_user(self, user_id: str, lines: AsyncIterator[bytes]) -> ImportReport:
         """Restore a user from an export (see docs/export-format.md): every record inserted as

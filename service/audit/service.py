@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.models import AuditEntry
 from service.auth.principal import Principal
+from service.observability import current_request_id
 
 
 class AuditTrail:
@@ -31,6 +32,7 @@ class AuditTrail:
             target_type=target_type,
             target_id=target_id,
             detail=detail or {},
+            request_id=current_request_id(),
         )
         self._session.add(entry)
         await self._session.flush()
