@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from collections.abc import AsyncIterator
 
@@ -92,6 +93,11 @@ HNSW_INDEX_SQL = (
 """The migration's vector index, built once after seeding (faster than row by row)."""
 
 
+def say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 async def seed(engine: AsyncEngine, args: argparse.Namespace, dims: int) -> float:
     started = time.perf_counter()
     fillers = max((args.corpus - 2 * args.memories) // 1000, 0)
@@ -154,7 +160,7 @@ async def run(args: argparse.Namespace) -> None:
             await db_migrations.upgrade(owner, settings)
             seeded = await seed(owner, args, settings.embedding_dims)
             memories, messages = await corpus_size(owner)
-            print(
+            say(
                 f"corpus: {memories} memories, {messages} messages in one tenant "
                 f"(seeded in {seeded:.1f} s); heavy users: {args.memories} memories, "
                 f"{args.threads} threads x {args.messages_per_thread} messages"
@@ -183,7 +189,7 @@ async def measure(runtime: AsyncEngine, owner: AsyncEngine) -> None:
     elapsed = time.perf_counter() - started
     size = sum(len(line) for line in lines)
     records = len(lines) - 1
-    print(
+    say(
         f"export:   {records} records, {size / 1e6:.1f} MB in {elapsed:.2f} s = "
         f"{records / elapsed:,.0f} records/s, {size / 1e6 / elapsed:.1f} MB/s"
     )
@@ -191,7 +197,7 @@ async def measure(runtime: AsyncEngine, owner: AsyncEngine) -> None:
     started = time.perf_counter()
     report = await lifecycle.purge_user(HEAVY[0])
     elapsed = time.perf_counter() - started
-    print(
+    say(
         f"purge:    {sum(report.deleted.values())} rows in {elapsed:.2f} s "
         f"(one transaction + verification after commit; verified={report.verified})"
     )
@@ -200,7 +206,7 @@ async def measure(runtime: AsyncEngine, owner: AsyncEngine) -> None:
         for statement in BASELINE_SQL:
             await connection.execute(text(statement), {"t": TENANT, "u": HEAVY[1]})
     baseline = time.perf_counter() - started
-    print(f"baseline: the bare DELETE statements for the identical user: {baseline:.2f} s")
+    say(f"baseline: the bare DELETE statements for the identical user: {baseline:.2f} s")
 
     async def body() -> AsyncIterator[bytes]:
         for line in lines:
@@ -214,7 +220,7 @@ async def measure(runtime: AsyncEngine, owner: AsyncEngine) -> None:
         imported = await service.import_user(HEAVY[0], body())
     elapsed = time.perf_counter() - started
     total = sum(imported.imported.values())
-    print(f"import:   {total} records in {elapsed:.2f} s = {total / elapsed:,.0f} records/s")
+    say(f"import:   {total} records in {elapsed:.2f} s = {total / elapsed:,.0f} records/s")
 
 
 def main() -> None:
