@@ -460,47 +460,50 @@ class AdminRepository:
 
     # --- export and import -------------------------------------------------------------------
 
-    async def stream_rows(self, rule: TableRule, scope: UserScope) -> AsyncIterator[dict[str, Any]]:
-        """The user's rows of one table as JSON objects (generated columns left out, since
-        the database computes them), in primary-key order, read through a server-side
-        cursor so memory stays flat however many there are."""
-        async for row in self._stream(rule.table, _rule_predicate(rule), _rule_params(rule, scope)):
-            yield row
+    async def stream_records(self, rule: TableRule, scope: UserScope) -> AsyncIterator[str]:
+        """The user's rows of one table as export records (see `_stream`)."""
+        async for record in self._stream(
+            rule.table, _rule_predicate(rule), _rule_params(rule, scope)
+        ):
+            yield record
 
-    async def stream_audit(
-        self, table: CatalogueTable, scope: UserScope
-    ) -> AsyncIterator[dict[str, Any]]:
-        """The audit entries about the user's data (see `AUDIT_PREDICATE`), oldest first."""
-        async for row in self._stream(table, AUDIT_PREDICATE, _special_params(scope)):
-            yield row
+    async def stream_audit(self, table: CatalogueTable, scope: UserScope) -> AsyncIterator[str]:
+        """The audit entries about the user's data (see `AUDIT_PREDICATE`) as export records."""
+        async for record in self._stream(table, AUDIT_PREDICATE, _special_params(scope)):
+            yield record
 
     async def _stream(
         self, table: CatalogueTable, predicate: str, params: Mapping[str, Any]
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncIterator[str]:
+        """`{"type": <table>, "data": <row>}` as JSON text per row, built by the database:
+        every column but the generated ones (the database computes them), in primary-key
+        order, read through a server-side cursor so memory stays flat however many rows."""
         generated = "".join(f" - {_literal(c)}" for c in sorted(table.generated))
         order = ", ".join(quote_identifier(c) for c in table.primary_key)
         statement = text(
-            f"SELECT (to_jsonb(t){generated})::text AS row "  # noqa: S608 - catalogue names
+            "SELECT jsonb_build_object('type', CAST(:record_type AS text), "  # noqa: S608 - catalogue names
+            f"'data', to_jsonb(t){generated})::text AS record "
             f"FROM {quote_identifier(table.name)} t "
             f"WHERE tenant_id = :tenant_id AND {predicate} ORDER BY {order}"
         )
         result = await self._session.stream(
-            statement.execution_options(yield_per=EXPORT_BATCH), dict(params)
+            statement.execution_options(yield_per=EXPORT_BATCH),
+            {**params, "record_type": table.name},
         )
         async for row in result:
-            yield json.loads(row.row)
+            yield str(row.record)
 
-    async def insert_row(self, table: CatalogueTable, row: Mapping[str, Any]) -> None:
-        """Insert one exported row as it was (ids and timestamps kept); the database
-        recomputes generated columns."""
-        columns = [c for c in table.columns if c not in table.generated and c in row]
+    async def insert_rows(self, table: CatalogueTable, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert exported rows (all with the first row's columns) as they were: ids and
+        timestamps kept; the database recomputes generated columns."""
+        columns = [c for c in table.columns if c not in table.generated and c in rows[0]]
         names = ", ".join(quote_identifier(c) for c in columns)
         statement = text(
             f"INSERT INTO {quote_identifier(table.name)} ({names}) "  # noqa: S608 - catalogue names
-            f"SELECT {names} FROM jsonb_populate_record(NULL::{quote_identifier(table.name)}, "
-            "CAST(:row AS jsonb))"
+            f"SELECT {names} FROM jsonb_populate_recordset("
+            f"NULL::{quote_identifier(table.name)}, CAST(:rows AS jsonb))"
         )
-        await self._session.execute(statement, {"row": json.dumps(dict(row))})
+        await self._session.execute(statement, {"rows": json.dumps([dict(r) for r in rows])})
 
     # --- retention ---------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ from service.kit.pagination import (
 
 logger = logging.getLogger("mneme.admin")
 
+IMPORT_BATCH = 500
 EXPORT_FORMAT = "mneme-user-export"
 EXPORT_VERSION = 1
 HEADER_TYPE = "header"
@@ -168,20 +169,16 @@ class AdminService:
                 counts={k: v for k, v in held.items() if v},
             )
         importer = _Importer(plan, self._tenant_id, user_id)
+        batch = _Batch(repository, plan)
         number = 0
         async for raw in lines:
             number += 1
             if not raw.strip():
                 continue
             table, row = importer.check(number, raw)
-            if table is None:
-                continue
-            try:
-                await repository.insert_row(plan.tables[table], row)
-            except DBAPIError as exc:
-                raise _line_error(
-                    number, f"the database refused the record: {_reason(exc)}"
-                ) from None
+            if table is not None:
+                await batch.add(number, table, row)
+        await batch.flush()
         importer.finish(number)
         await self._audit.record(
             "admin.user_import",
@@ -345,11 +342,11 @@ class UserExport:
         try:
             yield _line(self.header())
             for rule in self.plan.export_order:
-                async for row in self._repository.stream_rows(rule, self.scope):
-                    yield _line({"type": rule.name, "data": row})
+                async for record in self._repository.stream_records(rule, self.scope):
+                    yield (record + "\n").encode()
             audit_table = self.plan.tables[AUDIT_TABLE]
-            async for row in self._repository.stream_audit(audit_table, self.scope):
-                yield _line({"type": AUDIT_TABLE, "data": row})
+            async for record in self._repository.stream_audit(audit_table, self.scope):
+                yield (record + "\n").encode()
         finally:
             await self._stack.aclose()
 
@@ -456,6 +453,47 @@ class _Importer:
                 lines,
                 f"the header announced {declared} records but the file holds {self.counts}",
             )
+
+
+class _Batch:
+    """Consecutive records of one type (and the same columns), inserted in one statement.
+
+    Each batch runs in a savepoint. When the database refuses it, the batch is rolled back and
+    its rows are inserted one by one, each in a savepoint of its own, to name the line it
+    refused; the import then fails as a whole."""
+
+    def __init__(self, repository: AdminRepository, plan: PurgePlan) -> None:
+        self._repository = repository
+        self._plan = plan
+        self._key: tuple[str, frozenset[str]] | None = None
+        self._rows: list[tuple[int, dict[str, Any]]] = []
+
+    async def add(self, number: int, table: str, row: dict[str, Any]) -> None:
+        key = (table, frozenset(row))
+        if key != self._key or len(self._rows) >= IMPORT_BATCH:
+            await self.flush()
+            self._key = key
+        self._rows.append((number, row))
+
+    async def flush(self) -> None:
+        if self._key is None or not self._rows:
+            return
+        table = self._plan.tables[self._key[0]]
+        session = self._repository.session
+        try:
+            async with session.begin_nested():
+                await self._repository.insert_rows(table, [row for _, row in self._rows])
+        except DBAPIError:
+            for number, row in self._rows:
+                try:
+                    async with session.begin_nested():
+                        await self._repository.insert_rows(table, [row])
+                except DBAPIError as exc:
+                    raise _line_error(
+                        number, f"the database refused the record: {_reason(exc)}"
+                    ) from None
+            raise
+        self._rows = []
 
 
 def _line_error(number: int, reason: str) -> ImportLineInvalid:
