@@ -128,6 +128,8 @@ async def seed(engine: AsyncEngine, args: argparse.Namespace, dims: int) -> floa
                     },
                 )
     async with engine.begin() as connection:
+        await connection.execute(text("SET LOCAL statement_timeout = 0"))
+        await connection.execute(text("SET LOCAL maintenance_work_mem = '256MB'"))
         await connection.execute(text(HNSW_INDEX_SQL))
         await connection.execute(text("ANALYZE"))
     return time.perf_counter() - started
