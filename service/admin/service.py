@@ -52,7 +52,7 @@ from service.kit.pagination import (
 
 logger = logging.getLogger("mneme.admin")
 
-IMPORT_BATCH = 500
+IMPORT_BATCH = 100
 EXPORT_FORMAT = "mneme-user-export"
 EXPORT_VERSION = 1
 HEADER_TYPE = "header"
@@ -456,7 +456,9 @@ class _Importer:
 
 
 class _Batch:
-    """Consecutive records of one type (and the same columns), inserted in one statement.
+    """Consecutive records of one type (and the same columns), inserted in one statement: at
+    most `IMPORT_BATCH`, since a memory costs milliseconds of vector-index maintenance and one
+    statement must stay well within the statement timeout.
 
     Each batch runs in a savepoint. When the database refuses it, the batch is rolled back and
     its rows are inserted one by one, each in a savepoint of its own, to name the line it
