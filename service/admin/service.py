@@ -288,7 +288,7 @@ class UserLifecycle:
     async def open_export(self, user_id: str) -> UserExport:
         """Start an export: opens its snapshot (one REPEATABLE READ transaction, so the header's
         counts and the records agree) and counts the records (404 when the user is unknown).
-        The caller must iterate `lines()` to the end or close it."""
+        The snapshot ends when `lines()` is exhausted or closed, so the caller must iterate it."""
         stack = AsyncExitStack()
         try:
             session = await stack.enter_async_context(self._sessionmaker())
@@ -349,9 +349,6 @@ class UserExport:
                 yield (record + "\n").encode()
         finally:
             await self._stack.aclose()
-
-    async def close(self) -> None:
-        await self._stack.aclose()
 
 
 def _line(record: dict[str, Any]) -> bytes:
