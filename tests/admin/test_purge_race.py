@@ -1,5 +1,6 @@
-"""The race: a user is purged while an extraction pass for one of its threads is under way (it
-read the turns and waits for the model). The pass must not bring anything of the user back."""
+"""The race: a user is purged while an extraction pass for one of its threads is under way. A
+pass that read the turns and waits for the model must not bring anything of the user back, and
+a pass that is writing holds the user's write lock, which the purge waits for."""
 
 from __future__ import annotations
 
@@ -9,16 +10,18 @@ from collections.abc import AsyncIterator
 
 import pytest
 from httpx import AsyncClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
-from service.db import create_sessionmaker
+from service.db import create_sessionmaker, tenant_transaction
 from service.extraction.pipeline import WritePath
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
+from service.memories.repository import MemoryRepository, Owner
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import OpenAIChatModel
-from tests.admin.conftest import rows_by_thread, rows_of
+from tests.admin.conftest import rows_by_thread, rows_of, seed_user
 from tests.conftest import bearer
 from tests.extraction.conftest import (
     extraction_requests,
@@ -31,6 +34,11 @@ from tests.extraction.conftest import (
 from tests.fakes.openai_server import API_KEY, MODEL, FakeOpenAIServer, extraction
 
 __all__ = ["fresh_llm", "llm"]  # fixtures shared with the write-path tests
+
+WAITING_ADVISORY_LOCKS_SQL = (
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
 
 
 @pytest.fixture
@@ -87,3 +95,30 @@ async def test_a_pass_waiting_for_the_model_during_a_purge_writes_nothing_back(
     assert [o.status for o in outcomes] == ["superseded"]
     assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
     assert set((await rows_by_thread(owner_engine, tenant, [thread_id])).values()) == {0}
+
+
+async def test_a_purge_waits_for_a_write_path_pass_holding_the_users_write_lock(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    sessionmaker = create_sessionmaker(runtime_engine)
+    admin = bearer(settings, tenant, "root", admin=True)
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        # What a pass holds while it writes the user's memories.
+        await MemoryRepository(session, tenant).lock_writers(Owner.user("ada"))
+        purge = asyncio.create_task(client.delete("/v1/admin/users/ada", headers=admin))
+        waiting = 0
+        for _ in range(250):
+            async with owner_engine.connect() as connection:
+                waiting = (await connection.execute(text(WAITING_ADVISORY_LOCKS_SQL))).scalar_one()
+            if waiting:
+                break
+            await asyncio.sleep(0.02)
+        assert waiting == 1
+        assert not purge.done()
+    response = await purge
+    assert response.status_code == 200 and response.json()["verified"] is True
