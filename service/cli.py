@@ -8,8 +8,8 @@ import asyncio
 import sys
 from collections.abc import Callable
 
+from service.admin.cli import add_admin_parser, run_admin
 from service.config import get_settings
-from service.extraction.cli import add_admin_parser, run_admin
 
 BENCH_INSTALL = "pip install -e '.[bench]'"
 

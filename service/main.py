@@ -12,6 +12,9 @@ from fastapi.routing import APIRoute
 from service import db_migrations
 from service.accounts.dependencies import ensure_tenant, record_end_user
 from service.accounts.router import router as accounts_router
+from service.admin.retention import RetentionScheduler, RetentionSweeper
+from service.admin.router import admin_router
+from service.admin.router import user_router as user_export_router
 from service.api_keys.authentication import ApiKeyAuthenticator
 from service.api_keys.router import router as api_keys_router
 from service.auth.authenticator import Authenticator
@@ -122,10 +125,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     on_failure=JobFailureRecorder(sessionmaker, recovery.interval),
                 )
                 await jobs.start()
+                retention = RetentionScheduler(
+                    settings, engine, RetentionSweeper(sessionmaker, metrics)
+                )
+                await retention.start()
                 logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
                 try:
                     yield
                 finally:
+                    await retention.stop()
                     await jobs.stop()
                 await background.drain()
             finally:
@@ -163,4 +171,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(threads_router)
     app.include_router(context_router)
     app.include_router(write_path_admin_router)
+    app.include_router(admin_router)
+    app.include_router(user_export_router)
     return app

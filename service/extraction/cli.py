@@ -10,10 +10,8 @@ from typing import Any
 from service.config import get_settings
 
 
-def add_admin_parser(commands: Any) -> None:
-    """Add `mneme admin …` to the command's subparsers."""
-    admin = commands.add_parser("admin", help="operator commands")
-    actions = admin.add_subparsers(dest="admin_command", required=True)
+def add_rerun_parser(actions: Any) -> None:
+    """Add `rerun-extraction` to `mneme admin`'s subcommands."""
     rerun = actions.add_parser(
         "rerun-extraction",
         help="queue fresh extraction (or turn storage) and summary jobs for a user's threads",
@@ -23,7 +21,7 @@ def add_admin_parser(commands: Any) -> None:
     rerun.add_argument("--thread", type=uuid.UUID, default=None, help="only this thread")
 
 
-async def run_admin(args: argparse.Namespace) -> int:
+async def rerun_extraction(args: argparse.Namespace) -> int:
     from service.db import (
         create_engine,
         create_sessionmaker,

@@ -66,7 +66,13 @@ class Unit:
     profiles: ProfileService
 
     async def cursor_moved(self, thread_id: uuid.UUID, after: int) -> bool:
-        """Whether another pass moved the thread's cursor since this one read it at `after`."""
+        """Whether what the pass read is stale: another pass moved the thread's cursor since
+        this one read it at `after`, or the thread is gone (deleted or purged while the model
+        was answering). Called under the owner's write lock, which a purge holds too, so a
+        purge that committed first is seen here and nothing of the purged user is written
+        again."""
+        if await self.repository.thread_owner(thread_id) is None:
+            return True
         cursor = await self.repository.cursor(thread_id)
         return (-1 if cursor is None else cursor.through_seq) != after
 

@@ -36,6 +36,7 @@ from service.threads.schemas import (
     SummaryList,
     SummaryRead,
     ThreadCreate,
+    ThreadDeleted,
     ThreadRead,
     ThreadUpdate,
     ThreadWindow,
@@ -147,11 +148,19 @@ class ThreadService:
             values["metadata_"] = change.metadata or {}
         return ThreadRead.model_validate(await self._repository.update(thread_id, values))
 
-    async def delete(self, user_id: str, thread_id: uuid.UUID, *, with_memories: bool) -> None:
+    async def delete(
+        self, user_id: str, thread_id: uuid.UUID, *, with_memories: bool
+    ) -> ThreadDeleted:
         await self.load(user_id, thread_id, lock=True)
-        if with_memories:
+        forgotten = (
             await self._memories.forget_thread(Owner.user(user_id), thread_id)
-        await self._repository.delete(thread_id)
+            if with_memories
+            else 0
+        )
+        deleted = await self._repository.delete(thread_id)
+        if with_memories:
+            deleted["memory"] = forgotten
+        return ThreadDeleted(deleted=deleted)
 
     async def append(
         self, user_id: str, thread_id: uuid.UUID, messages: list[MessageIn]

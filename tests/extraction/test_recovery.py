@@ -15,10 +15,10 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.admin.cli import add_admin_parser, run_admin
 from service.config import Settings, get_settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.embedded_postgres import EmbeddedCluster
-from service.extraction.cli import add_admin_parser, run_admin
 from service.extraction.record import FailureRecord
 from service.extraction.recovery import WritePathRecovery
 from service.extraction.repository import ExtractionRepository, Stranded
