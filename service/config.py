@@ -175,6 +175,13 @@ class Settings(BaseSettings):
     rate_limit_default: str = "600/minute"
     rate_limit_enabled: bool = True
     rate_limit_storage_uri: str = "memory://"
+    # Failed authentications allowed per client address (`limits` syntax), counted in-process
+    # before any database work so a flood of made-up credentials costs no queries.
+    auth_failure_limit: str = "30/minute"
+    # What a context block or prompt window does with a secret found in a raw thread message:
+    # `mask` replaces it with a placeholder, `keep` replays messages exactly as they were sent.
+    # Messages are always stored as sent (they are the user's own record of the conversation).
+    message_secrets_on_replay: Literal["mask", "keep"] = "mask"
 
     # --- telemetry ----------------------------------------------------------------------------
     otel_exporter: Literal["none", "console"] = "none"

@@ -17,12 +17,15 @@ from service.auth.tokens import TokenVerifier
 from service.config import Settings, get_settings
 from service.context.router import router as context_router
 from service.db import (
+    DatabaseTarget,
     assert_runtime_role_is_unprivileged,
     create_engine,
     create_sessionmaker,
     open_database_target,
 )
+from service.db_outage import install_outage_handlers
 from service.dependencies import AppState
+from service.embedded_postgres import EmbeddedSupervisor
 from service.errors import install_problem_handlers
 from service.extraction.health import JobFailureRecorder
 from service.extraction.pipeline import WritePath, memory_extraction_job, turn_memories_job
@@ -55,6 +58,16 @@ key); every error is an RFC 9457 `application/problem+json` document with a stab
 def _operation_id(route: APIRoute) -> str:
     # SDK generators turn operationIds into method names: keep them the verb_noun function names.
     return route.name
+
+
+def _supervise_embedded_database(app: FastAPI, target: DatabaseTarget) -> EmbeddedSupervisor | None:
+    """Keep the embedded Postgres running for as long as the service runs."""
+    if target.cluster is None:
+        return None
+    supervisor = EmbeddedSupervisor(target.cluster)
+    supervisor.start()
+    app.state.embedded_supervisor = supervisor
+    return supervisor
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -110,10 +123,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     on_failure=JobFailureRecorder(sessionmaker),
                 )
                 await jobs.start()
+                supervisor = _supervise_embedded_database(app, target)
                 logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
                 try:
                     yield
                 finally:
+                    if supervisor is not None:
+                        supervisor.stop()
                     await jobs.stop()
                 await background.drain()
             finally:
@@ -132,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=_operation_id,
     )
     install_problem_handlers(app)
+    install_outage_handlers(app)
     if settings.rate_limit_enabled:
         app.add_middleware(
             RateLimitMiddleware,
