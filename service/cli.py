@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(host: str | None, port: int | None, workers: int) -> int:
     import uvicorn
 
+    from service.kit.http_protocol import ProblemHttpToolsProtocol
+
     settings = get_settings()
     uvicorn.run(
         "service.main:create_app",
@@ -71,6 +73,7 @@ def _serve(host: str | None, port: int | None, workers: int) -> int:
         workers=workers,
         log_level=settings.log_level,
         proxy_headers=True,
+        http=ProblemHttpToolsProtocol,
     )
     return 0
 

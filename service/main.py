@@ -33,6 +33,7 @@ from service.extraction.router import admin_router as write_path_admin_router
 from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
+from service.kit.input_guard import InputGuardMiddleware
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.router import org_router as org_memories_router
@@ -149,6 +150,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_problem_handlers(app)
     install_outage_handlers(app)
+    # Innermost of the middlewares: bodies are decoded strictly only after the size limit and
+    # the rate limit let them through.
+    app.add_middleware(InputGuardMiddleware)
     if settings.rate_limit_enabled:
         app.add_middleware(
             RateLimitMiddleware,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
@@ -20,6 +19,7 @@ from service.dependencies import (
 from service.errors import problem_responses
 from service.kit.idempotency import IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+from service.kit.types import Timestamp
 from service.memories.repository import MemoryRepository
 from service.memories.schemas import (
     Lifecycle,
@@ -79,10 +79,10 @@ def memory_filter(
         list[Lifecycle] | None,
         Query(description="Default for listing: proposed and confirmed (not superseded)."),
     ] = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
-    event_after: datetime | None = None,
-    event_before: datetime | None = None,
+    created_after: Timestamp | None = None,
+    created_before: Timestamp | None = None,
+    event_after: Timestamp | None = None,
+    event_before: Timestamp | None = None,
 ) -> MemoryFilter:
     return MemoryFilter(
         scopes=scope,

@@ -6,7 +6,6 @@ import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
-from pydantic import Field
 
 from service.accounts.router import AccountSvc
 from service.dependencies import AddressedUserId, CurrentPrincipal, Idempotency, Session, State
@@ -15,6 +14,7 @@ from service.extraction.hooks import chain, write_path_hook
 from service.jobs import enqueue_thread_summary
 from service.kit.idempotency import IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+from service.kit.types import PositiveInt64
 from service.memories.router import MemorySvc
 from service.threads.repository import ThreadRepository
 from service.threads.schemas import (
@@ -183,7 +183,7 @@ async def list_messages(
     cursor: Annotated[str | None, Query(description="From a previous page.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     label: Annotated[
-        list[Annotated[int, Field(ge=1)]] | None,
+        list[PositiveInt64] | None,
         Query(description="Fetch human turns `#N` (each with the replies that follow)."),
     ] = None,
 ) -> MessagePage:

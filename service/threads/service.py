@@ -12,8 +12,8 @@ from service.accounts.service import AccountService
 from service.config import Settings
 from service.kit.pagination import (
     Page,
-    decode_cursor,
     decode_newest_first_cursor,
+    decode_position_cursor,
     encode_cursor,
     newest_first_cursor,
 )
@@ -207,7 +207,7 @@ class ThreadService:
         if labels:
             turns = await self._repository.messages_of_turns(thread_id, labels)
             return MessagePage(items=await self._with_labels(thread_id, turns))
-        after_seq = int(decode_cursor(cursor, arity=1)[0]) if cursor is not None else None
+        after_seq = decode_position_cursor(cursor)
         rows = await self._repository.list_messages(thread_id, after_seq=after_seq, limit=limit + 1)
         next_cursor = encode_cursor([rows[limit - 1].seq]) if len(rows) > limit else None
         return MessagePage(
