@@ -7,6 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+import limits
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -200,6 +201,13 @@ class Settings(BaseSettings):
     def _empty_means_unset(cls, value: object) -> object:
         # `MNEME_JWT_HS256_SECRET=` in an env file must switch the feature off, not set "".
         return None if value == "" else value
+
+    @field_validator("rate_limit_default", "auth_failure_limit")
+    @classmethod
+    def _limit_parses(cls, value: str) -> str:
+        # Refuse a typo at start-up rather than on the first request that needs the limit.
+        limits.parse(value)
+        return value
 
     @property
     def uses_embedded_database(self) -> bool:

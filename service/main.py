@@ -13,6 +13,7 @@ from service import db_migrations
 from service.accounts.router import router as accounts_router
 from service.api_keys.router import router as api_keys_router
 from service.auth.authenticator import Authenticator
+from service.auth.failure_limit import FailedAuthenticationLimit
 from service.auth.tokens import TokenVerifier
 from service.config import Settings, get_settings
 from service.context.router import router as context_router
@@ -105,7 +106,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     settings=settings,
                     engine=engine,
                     sessionmaker=sessionmaker,
-                    authenticator=Authenticator(TokenVerifier(settings), sessionmaker, metrics),
+                    authenticator=Authenticator(
+                        TokenVerifier(settings),
+                        sessionmaker,
+                        metrics,
+                        FailedAuthenticationLimit(settings.auth_failure_limit),
+                    ),
                     metrics=metrics,
                     schema_head=db_migrations.head_revision(settings),
                     embedding_backfill=backfill,

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.api_keys.credential import looks_like_api_key, parse_api_key
 from service.api_keys.repository import ApiKeyRepository
 from service.api_keys.service import SERVICE_SUBJECT_PREFIX, authenticate_api_key
+from service.auth.failure_limit import FailedAuthenticationLimit, TooManyFailedAuthentications
 from service.auth.principal import Principal
 from service.auth.tokens import TokenVerifier
 from service.db import tenant_transaction
@@ -21,18 +22,26 @@ class Authenticator:
         verifier: TokenVerifier,
         sessionmaker: async_sessionmaker[AsyncSession],
         metrics: Metrics,
+        failure_limit: FailedAuthenticationLimit,
     ) -> None:
         self._verifier = verifier
         self._sessionmaker = sessionmaker
         self._metrics = metrics
+        self._failure_limit = failure_limit
 
-    async def authenticate(self, authorization: str | None) -> Principal:
+    async def authenticate(self, authorization: str | None, client_address: str) -> Principal:
         with tracer.start_as_current_span("auth") as span:
             try:
+                self._failure_limit.check(client_address)
                 principal = await self._authenticate(authorization)
             except Unauthenticated as exc:
                 reason = "missing" if authorization is None else "invalid"
                 self._metrics.auth_failures.labels(reason).inc()
+                self._failure_limit.record_failure(client_address)
+                span.set_status(trace.Status(trace.StatusCode.ERROR, exc.detail))
+                raise
+            except TooManyFailedAuthentications as exc:
+                self._metrics.auth_failures.labels("limited").inc()
                 span.set_status(trace.Status(trace.StatusCode.ERROR, exc.detail))
                 raise
             span.set_attribute("mneme.tenant_id", principal.tenant_id)
