@@ -15,12 +15,12 @@ from service.config import Settings
 from service.errors import ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
 from service.kit.post_commit import PostCommitTasks
+from service.kit.secrets import refuse_secrets
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
 from service.memories.errors import (
     DuplicateMemory,
     MemoryNotFound,
     OrgMemoryWriteForbidden,
-    SecretRefused,
 )
 from service.memories.models import Memory, MemoryEvent
 from service.memories.repository import MemoryRepository, Owner, SearchParams, SearchRow
@@ -40,7 +40,6 @@ from service.memories.schemas import (
     SearchRequest,
     SearchResponse,
 )
-from service.memories.validation import find_secret
 from service.observability import tracer
 from service.providers import EmbedderUnavailable
 
@@ -153,7 +152,11 @@ class MemoryService:
 
     def _validate_new(self, owned: list[OwnedCreate]) -> None:
         for index, entry in enumerate(owned):
-            for field, value in (("text", entry.item.text), ("evidence", entry.item.evidence)):
+            for field, value in (
+                ("text", entry.item.text),
+                ("evidence", entry.item.evidence),
+                ("metadata", entry.item.metadata),
+            ):
                 self._refuse_secrets(value, ["body", "items", index, field])
             if entry.item.expires_at is not None and entry.item.expires_at <= datetime.now(UTC):
                 raise ValidationFailed(
@@ -168,16 +171,9 @@ class MemoryService:
                 )
 
     @staticmethod
-    def _refuse_secrets(value: str | None, location: list[str | int]) -> None:
-        if not value:
-            return
-        rule = find_secret(value)
-        if rule is not None:
-            raise SecretRefused(
-                f"Refusing to remember what looks like a {rule.description} ({location[-1]}).",
-                rule=rule.name,
-                errors=[{"loc": location, "msg": f"matches rule {rule.name}", "type": rule.name}],
-            )
+    def _refuse_secrets(value: Any, location: list[str | int]) -> None:
+        if value:
+            refuse_secrets(value, tuple(location))
 
     def _insert_values(self, entry: OwnedCreate, vector: list[float] | None) -> dict[str, Any]:
         item = entry.item
@@ -297,6 +293,7 @@ class MemoryService:
             if field in values and values[field] is None:
                 raise ValidationFailed(f"{field} cannot be null.")
 
+        self._refuse_secrets(values.get("metadata_"), ["body", "metadata"])
         old_text = memory.text
         new_text = values.get("text")
         if new_text is not None:

@@ -60,6 +60,7 @@ def get_thread_service(
         principal.tenant_id,
         summarizer,
         on_append=on_append,
+        mask_replayed_secrets=state.settings.message_secrets_on_replay == "mask",
     )
 
 

@@ -17,6 +17,7 @@ from service.kit.pagination import (
     encode_cursor,
     newest_first_cursor,
 )
+from service.kit.secrets import mask_secrets
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel, LLMUnavailable
 from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
@@ -86,6 +87,8 @@ class ThreadService:
         tenant_id: str,
         summarization: Summarizer,
         on_append: AppendHook | None = None,
+        *,
+        mask_replayed_secrets: bool,
     ) -> None:
         self._session = session
         self._repository = repository
@@ -94,6 +97,9 @@ class ThreadService:
         self._tenant_id = tenant_id
         self._summarizer = summarization
         self._on_append = on_append
+        # Messages are stored exactly as sent (they are the user's record of the conversation);
+        # a prompt window replays them with detected secrets masked, unless configured not to.
+        self._mask_replayed_secrets = mask_replayed_secrets
 
     async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
         await self._accounts.ensure_user(user_id)
@@ -264,13 +270,14 @@ class ThreadService:
         suffix = await self._repository.messages_from(thread_id, first_needed)
         start = window_start_index(summaries, suffix, buffer_turns)
         raw = [m for m in suffix if m.seq >= start]
-        return ThreadWindow(
+        window = ThreadWindow(
             summarization=self._summarizer.status,
             summaries=[SummaryRead.model_validate(s) for s in summaries],
             summary_text=format_summaries_for_prompt(summaries),
             start_index=start,
             messages=await self._with_labels(thread_id, raw),
         )
+        return masked_window(window) if self._mask_replayed_secrets else window
 
     async def _with_labels(
         self, thread_id: uuid.UUID, messages: list[Message]
@@ -284,3 +291,15 @@ class ThreadService:
             )
             for m in messages
         ]
+
+
+def masked_window(window: ThreadWindow) -> ThreadWindow:
+    """The window with secrets in its raw messages and summary text replaced by a placeholder."""
+    return window.model_copy(
+        update={
+            "summary_text": mask_secrets(window.summary_text),
+            "messages": [
+                m.model_copy(update={"content": mask_secrets(m.content)}) for m in window.messages
+            ],
+        }
+    )
