@@ -35,6 +35,7 @@ from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.input_guard import InputGuardMiddleware
+from service.kit.openapi import declare_common_problems
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.router import org_router as org_memories_router
@@ -178,4 +179,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(threads_router)
     app.include_router(context_router)
     app.include_router(write_path_admin_router)
+    declare_common_problems(app)
     return app

@@ -12,11 +12,6 @@ Run with `pytest -m fuzz` (deselected by the default `pytest`).
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,12 +30,12 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from service.config import Settings
-from tests.conftest import TEST_SECRET, bearer, new_tenant
+from tests.conftest import bearer, new_tenant
+from tests.service_process import running_service
 
 pytestmark = pytest.mark.fuzz
 
 MAX_EXAMPLES = int(os.environ.get("MNEME_FUZZ_EXAMPLES", "15"))
-STARTUP_DEADLINE_SECONDS = 120
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -50,48 +45,10 @@ CHECKS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _ready(base_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{base_url}/readyz", timeout=2) as response:  # noqa: S310
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def fuzz_base_url(settings: Settings) -> Iterator[str]:
-    assert settings.database_url is not None and settings.migration_database_url is not None
-    port = _free_port()
-    env = {
-        **os.environ,
-        "MNEME_DATABASE_URL": settings.database_url.get_secret_value(),
-        "MNEME_MIGRATION_DATABASE_URL": settings.migration_database_url.get_secret_value(),
-        "MNEME_MIGRATE_ON_START": "false",
-        "MNEME_JOBS_ENABLED": "false",
-        "MNEME_JWT_HS256_SECRET": TEST_SECRET,
-        "MNEME_RATE_LIMIT_ENABLED": "false",
-        "MNEME_AUTH_FAILURE_LIMIT": "1000000/minute",
-        "MNEME_LOG_LEVEL": "warning",
-    }
-    server = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "service", "serve", "--port", str(port)], env=env
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + STARTUP_DEADLINE_SECONDS
-    while not _ready(base_url):
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            pytest.fail("the service did not start")
-        time.sleep(0.2)
-    yield base_url
-    server.terminate()
-    server.wait(timeout=30)
+    with running_service(settings) as service:
+        yield service.base_url
 
 
 @pytest.fixture(scope="module")
