@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import signal
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,10 @@ RECOVERY_DEADLINE_SECONDS = 90
 
 
 @pytest.fixture(scope="module")
-async def own_cluster_app(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
-    data_dir: Path = tmp_path_factory.mktemp("outage")
+async def own_cluster_app() -> AsyncIterator[Any]:
+    # Not under pytest's temporary directory: a concurrent pytest run prunes old run
+    # directories there, which would pull the data directory from under the restarted cluster.
+    data_dir = Path(tempfile.mkdtemp(prefix="mneme-outage-"))
     settings = Settings(
         _env_file=None,
         data_dir=data_dir,
@@ -39,8 +43,11 @@ async def own_cluster_app(tmp_path_factory: pytest.TempPathFactory) -> AsyncIter
         jobs_enabled=False,
     )
     application = create_app(settings)
-    async with LifespanManager(application, startup_timeout=180, shutdown_timeout=60):
-        yield application
+    try:
+        async with LifespanManager(application, startup_timeout=180, shutdown_timeout=60):
+            yield application
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture
