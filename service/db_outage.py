@@ -9,6 +9,7 @@ keep-alive connection, and the client's next request would fail too.
 
 from __future__ import annotations
 
+from asyncpg.exceptions import ConnectionDoesNotExistError
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
@@ -23,11 +24,6 @@ RETRY_AFTER_SECONDS = 2
 # class 08 (connection exceptions), admin/crash shutdown, starting up or shutting down,
 # too many connections.
 _UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
-
-
-# asyncpg's client-side errors for a connection that is gone (closed mid-operation, or
-# refused by the server's startup/shutdown state before any SQLSTATE was sent).
-_DRIVER_CONNECTION_ERRORS = frozenset({"ConnectionDoesNotExistError", "ConnectionFailureError"})
 
 
 class DatabaseUnavailable(ServiceUnavailable):
@@ -61,10 +57,10 @@ def is_database_unavailable(error: BaseException) -> bool:
         state = _sqlstate(error.orig)
         if state is not None:
             return state.startswith("08") or state in _UNAVAILABLE_SQLSTATES
-        # Errors raised by the driver before any server answered (socket refused, closed
-        # mid-operation) carry no SQLSTATE.
+        # Errors the driver raises itself (socket refused, connection closed mid-operation)
+        # carry no SQLSTATE.
         cause = error.orig.__cause__ if error.orig is not None else None
-        return isinstance(cause, OSError) or type(cause).__name__ in _DRIVER_CONNECTION_ERRORS
+        return isinstance(cause, OSError | ConnectionDoesNotExistError)
     if isinstance(error, OSError):
         # asyncpg's connect raises socket errors (refused, socket file gone, timed out)
         # unwrapped; the same classes raised by anything else are not a database outage.

@@ -29,6 +29,7 @@ from service.errors import problem_response
 MAX_JSON_DEPTH = 64
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_NUL_IN_URL = "The URL must not contain NUL (%00) characters."
 
 
 class InputRefused(ValueError):
@@ -140,9 +141,6 @@ class InputGuardMiddleware:
             return buffered.pop(0) if buffered else await receive()
 
         await self.app(scope, replay, send)
-
-
-_NUL_IN_URL = "The URL must not contain NUL (%00) characters."
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, refused: InputRefused) -> None:
