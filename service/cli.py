@@ -101,6 +101,8 @@ def _bench_not_installed(missing: str) -> int:
 def _serve(host: str | None, port: int | None, workers: int) -> int:
     import uvicorn
 
+    from service.kit.http_protocol import ProblemHttpToolsProtocol
+
     settings = get_settings()
     uvicorn.run(
         "service.main:create_app",
@@ -110,6 +112,7 @@ def _serve(host: str | None, port: int | None, workers: int) -> int:
         workers=workers,
         log_level=settings.log_level,
         proxy_headers=True,
+        http=ProblemHttpToolsProtocol,
     )
     return 0
 

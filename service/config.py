@@ -7,6 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+import limits
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -200,6 +201,13 @@ class Settings(BaseSettings):
     rate_limit_default: str = "600/minute"
     rate_limit_enabled: bool = True
     rate_limit_storage_uri: str = "memory://"
+    # Failed authentications allowed per client address (`limits` syntax), counted in-process
+    # before any database work so a flood of made-up credentials costs no queries.
+    auth_failure_limit: str = "30/minute"
+    # What a context block or prompt window does with a secret found in a raw thread message:
+    # `mask` replaces it with a placeholder, `keep` replays messages exactly as they were sent.
+    # Messages are always stored as sent (they are the user's own record of the conversation).
+    message_secrets_on_replay: Literal["mask", "keep"] = "mask"
 
     # --- telemetry ----------------------------------------------------------------------------
     otel_exporter: Literal["none", "console"] = "none"
@@ -218,6 +226,13 @@ class Settings(BaseSettings):
     def _empty_means_unset(cls, value: object) -> object:
         # `MNEME_JWT_HS256_SECRET=` in an env file must switch the feature off, not set "".
         return None if value == "" else value
+
+    @field_validator("rate_limit_default", "auth_failure_limit")
+    @classmethod
+    def _limit_parses(cls, value: str) -> str:
+        # Refuse a typo at start-up rather than on the first request that needs the limit.
+        limits.parse(value)
+        return value
 
     @property
     def uses_embedded_database(self) -> bool:

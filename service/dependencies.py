@@ -72,7 +72,10 @@ async def get_principal(
     state: State,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    principal = await state.authenticator.authenticate(request.headers.get("authorization"))
+    client_address = request.client.host if request.client is not None else "unknown"
+    principal = await state.authenticator.authenticate(
+        request.headers.get("authorization"), client_address
+    )
     request.state.principal = principal
     return principal
 

@@ -18,16 +18,20 @@ from service.admin.router import user_router as user_export_router
 from service.api_keys.authentication import ApiKeyAuthenticator
 from service.api_keys.router import router as api_keys_router
 from service.auth.authenticator import Authenticator
+from service.auth.failure_limit import FailedAuthenticationLimit
 from service.auth.tokens import TokenVerifier
 from service.config import Settings, get_settings
 from service.context.router import router as context_router
 from service.db import (
+    DatabaseTarget,
     assert_runtime_role_is_unprivileged,
     create_engine,
     create_sessionmaker,
     open_database_target,
 )
+from service.db_outage import install_outage_handlers
 from service.dependencies import AppState
+from service.embedded_postgres import EmbeddedSupervisor
 from service.errors import install_problem_handlers
 from service.extraction.health import JobFailureRecorder
 from service.extraction.hooks import WritePathScheduler
@@ -38,6 +42,8 @@ from service.extraction.router import admin_router as write_path_admin_router
 from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
+from service.kit.input_guard import InputGuardMiddleware
+from service.kit.openapi import declare_common_problems
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.router import org_router as org_memories_router
@@ -63,6 +69,16 @@ key); every error is an RFC 9457 `application/problem+json` document with a stab
 def _operation_id(route: APIRoute) -> str:
     # SDK generators turn operationIds into method names: keep them the verb_noun function names.
     return route.name
+
+
+def _supervise_embedded_database(app: FastAPI, target: DatabaseTarget) -> EmbeddedSupervisor | None:
+    """Keep the embedded Postgres running for as long as the service runs."""
+    if target.cluster is None:
+        return None
+    supervisor = EmbeddedSupervisor(target.cluster)
+    supervisor.start()
+    app.state.embedded_supervisor = supervisor
+    return supervisor
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -100,7 +116,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     engine=engine,
                     sessionmaker=sessionmaker,
                     authenticator=Authenticator(
-                        TokenVerifier(settings), ApiKeyAuthenticator(sessionmaker), metrics
+                        TokenVerifier(settings),
+                        ApiKeyAuthenticator(sessionmaker),
+                        metrics,
+                        FailedAuthenticationLimit(settings.auth_failure_limit),
                     ),
                     metrics=metrics,
                     schema_head=db_migrations.head_revision(settings),
@@ -125,6 +144,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     on_failure=JobFailureRecorder(sessionmaker, recovery.interval),
                 )
                 await jobs.start()
+                supervisor = _supervise_embedded_database(app, target)
                 retention = RetentionScheduler(
                     settings, engine, RetentionSweeper(sessionmaker, metrics)
                 )
@@ -134,6 +154,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     yield
                 finally:
                     await retention.stop()
+                    if supervisor is not None:
+                        supervisor.stop()
                     await jobs.stop()
                 await background.drain()
             finally:
@@ -152,6 +174,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=_operation_id,
     )
     install_problem_handlers(app)
+    install_outage_handlers(app)
+    # Innermost of the middlewares: bodies are decoded strictly only after the size limit and
+    # the rate limit let them through.
+    app.add_middleware(InputGuardMiddleware)
     if settings.rate_limit_enabled:
         app.add_middleware(
             RateLimitMiddleware,
@@ -173,4 +199,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(write_path_admin_router)
     app.include_router(admin_router)
     app.include_router(user_export_router)
+    declare_common_problems(app)
     return app

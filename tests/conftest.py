@@ -63,6 +63,8 @@ def make_settings(cluster: EmbeddedCluster, **overrides: Any) -> _TestSettings:
         "migration_database_url": SecretStr(cluster.url(OWNER_ROLE, TEST_DATABASE)),
         "jwt_hs256_secret": SecretStr(TEST_SECRET),
         "rate_limit_default": "10000/minute",
+        # Tests share one client address; the limit on failed authentications has its own test.
+        "auth_failure_limit": "100000/minute",
         "db_pool_size": 5,
         # Apps under test run no job worker unless a test asks for one: a worker of another
         # app sharing the database would otherwise take that test's jobs.

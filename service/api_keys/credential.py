@@ -43,6 +43,9 @@ def parse_api_key(token: str) -> ParsedApiKey | None:
             return None
         padded = tenant_part + "=" * (-len(tenant_part) % 4)
         tenant_id = base64.urlsafe_b64decode(padded.encode()).decode()
+        if "\x00" in tenant_id:
+            # No tenant id holds a NUL (Postgres text cannot), so the key cannot be genuine.
+            return None
         return ParsedApiKey(tenant_id=tenant_id, key_id=uuid.UUID(hex=key_hex), secret=secret)
     except (ValueError, UnicodeDecodeError):
         return None

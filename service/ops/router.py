@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 from sqlalchemy import text
@@ -25,9 +25,16 @@ class Readiness(BaseModel):
     schema_revision: str
 
 
-@router.get("/healthz", response_model=Health, summary="Liveness")
-async def get_health() -> Health:
-    """The process is up. Says nothing about its dependencies (see /readyz)."""
+@router.get("/healthz", response_model=Health, summary="Liveness", responses=problem_responses(503))
+async def get_health(request: Request) -> Health:
+    """The process is up and can heal itself. Says nothing about its dependencies (see /readyz).
+
+    With the embedded database, the process is live only while the task that restarts that
+    database is running: without it, an outage would last until someone restarts the service.
+    """
+    supervisor = getattr(request.app.state, "embedded_supervisor", None)
+    if supervisor is not None and not supervisor.running:
+        raise ServiceUnavailable("The embedded database is no longer supervised.")
     return Health(status="ok")
 
 
