@@ -24,7 +24,7 @@ from service.accounts.repository import AccountRepository
 from service.accounts.service import AccountService
 from service.auth.principal import Principal
 from service.config import Settings
-from service.db import SET_TENANT_SQL
+from service.db import set_tenant_sql
 from service.kit.post_commit import PostCommitTasks
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.repository import (
@@ -167,7 +167,6 @@ class FusionStatement:
 
     def __init__(self, dialect: Dialect) -> None:
         self.sql, self._processors = _compiled(_SEARCH_STATEMENT, dialect)
-        self.set_tenant_sql, _ = _compiled(SET_TENANT_SQL, dialect)
 
     def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
         values = {"tenant_id": tenant_id, **params.__dict__}
@@ -195,7 +194,7 @@ class FusionStatement:
         async with connection.transaction():
             for setting in variant.settings:
                 await connection.execute(setting)
-            await connection.execute(self.set_tenant_sql, tenant_id)
+            await connection.execute(set_tenant_sql(tenant_id))
             rows = await connection.fetch(self.text(variant), *arguments)
         return [row["id"] for row in rows]
 
@@ -210,7 +209,7 @@ class FusionStatement:
         async with connection.transaction():
             for setting in variant.settings:
                 await connection.execute(setting)
-            await connection.execute(self.set_tenant_sql, tenant_id)
+            await connection.execute(set_tenant_sql(tenant_id))
             document = await connection.fetchval(
                 "EXPLAIN (ANALYZE, FORMAT JSON) " + self.text(variant), *arguments
             )
