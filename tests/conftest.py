@@ -16,7 +16,6 @@ from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import db_migrations

@@ -44,9 +44,7 @@ def test_the_statement_is_a_set_local_with_a_quoted_literal() -> None:
     assert set_tenant_sql("acme-1") == "SET LOCAL app.tenant_id = 'acme-1'"
 
 
-@pytest.mark.parametrize(
-    "value", ["O'Brien", "x'; DROP TABLE tenant; --", "''", "'", "a''b'"]
-)
+@pytest.mark.parametrize("value", ["O'Brien", "x'; DROP TABLE tenant; --", "''", "'", "a''b'"])
 async def test_quoted_text_reads_back_as_the_same_data(
     runtime_engine: AsyncEngine, value: str
 ) -> None:
