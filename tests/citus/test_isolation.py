@@ -26,7 +26,8 @@ WORKER_OF_TENANT_SQL = text(
 
 async def _worker_port(engine: AsyncEngine, tenant: str) -> int:
     async with engine.connect() as connection:
-        return int((await connection.execute(WORKER_OF_TENANT_SQL, {"tenant": tenant})).scalar_one())
+        port = (await connection.execute(WORKER_OF_TENANT_SQL, {"tenant": tenant})).scalar_one()
+    return int(port)
 
 
 async def _tenants_on_two_workers(engine: AsyncEngine) -> tuple[str, str]:
