@@ -172,8 +172,13 @@ class Settings(BaseSettings):
 
     # --- http ---------------------------------------------------------------------------------
     max_request_bytes: int = Field(default=1_048_576, ge=1024)
+    # Per principal (tenant + user, or API key); the tenant ceiling caps all its principals.
     rate_limit_default: str = "600/minute"
+    rate_limit_tenant: str = "6000/minute"
+    # Failed authentications per client address.
+    rate_limit_unauthenticated: str = "60/minute"
     rate_limit_enabled: bool = True
+    # memory:// counts per process; redis://host:6379/0 shares the counters across replicas.
     rate_limit_storage_uri: str = "memory://"
 
     # --- telemetry ----------------------------------------------------------------------------

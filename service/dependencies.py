@@ -15,12 +15,13 @@ from service.auth.authenticator import Authenticator
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import tenant_transaction
-from service.errors import Forbidden, NotFound
+from service.errors import Forbidden, NotFound, Unauthenticated
 from service.kit.idempotency import IdempotencyStore
 from service.kit.post_commit import BackgroundRunner, PostCommitTasks
 from service.memories.embedding import EmbeddingBackfill
 from service.observability import Metrics
 from service.providers.llm import ChatModel
+from service.rate_limits import RateLimiter
 
 
 @dataclass
@@ -54,7 +55,15 @@ async def get_principal(
     state: State,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    principal = await state.authenticator.authenticate(request.headers.get("authorization"))
+    limiter: RateLimiter | None = request.app.state.rate_limiter
+    try:
+        principal = await state.authenticator.authenticate(request.headers.get("authorization"))
+    except Unauthenticated:
+        if limiter is not None:
+            await limiter.charge_unauthenticated(request)
+        raise
+    if limiter is not None:
+        await limiter.charge_principal(request, principal)
     request.state.principal = principal
     return principal
 
