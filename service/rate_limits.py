@@ -112,8 +112,7 @@ class RateLimiter:
 
 def policy_header(states: tuple[PolicyState, ...]) -> str:
     return ", ".join(
-        f'"{s.policy.name}";q={s.policy.item.amount};w={s.policy.item.get_expiry()}'
-        for s in states
+        f'"{s.policy.name}";q={s.policy.item.amount};w={s.policy.item.get_expiry()}' for s in states
     )
 
 

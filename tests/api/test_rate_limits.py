@@ -53,7 +53,8 @@ async def test_every_spelling_and_fresh_token_of_one_user_shares_one_quota(
         f"BEARER   {_token(settings, tenant, 'ada', name='Ada L.')}",
     ]
     for authorization in spellings:
-        response = await limited_client.get("/v1/users/me", headers={"Authorization": authorization})
+        headers = {"Authorization": authorization}
+        response = await limited_client.get("/v1/users/me", headers=headers)
         assert response.status_code == 200, response.text
     fresh = {"Authorization": f"Bearer {_token(settings, tenant, 'ada', name='Ada Lovelace')}"}
     limited = await limited_client.get("/v1/users/me", headers=fresh)
@@ -115,7 +116,8 @@ async def test_failed_authentications_are_limited_per_address(
 ) -> None:
     bad = {"Authorization": "Bearer not-a-token"}
     for _ in range(FAILED_AUTH_QUOTA):
-        assert_problem(await limited_client.get("/v1/users/me", headers=bad), 401, "UNAUTHENTICATED")
+        response = await limited_client.get("/v1/users/me", headers=bad)
+        assert_problem(response, 401, "UNAUTHENTICATED")
     refused = await limited_client.get("/v1/users/me", headers=bad)
     body = assert_problem(refused, 429, "RATE_LIMITED")
     assert body["policy"] == "address"
