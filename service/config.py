@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     db_max_overflow: int = Field(default=10, ge=0)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
     migrate_on_start: bool = True
+    # uvicorn worker processes of one replica (`mneme serve`); each has its own pool and
+    # job worker. Keep 1 with the embedded database.
+    workers: int = Field(default=1, ge=1, le=64)
 
     # --- identity ---------------------------------------------------------------------------
     jwt_hs256_secret: SecretStr | None = SecretStr(DEV_DEFAULT_SECRET)

@@ -94,13 +94,13 @@ class ReplicaSet:
     log_dir: Path
     replicas: list[Replica]
 
-    def start(self, name: str) -> Replica:
+    def start(self, name: str, **extra_environment: str) -> Replica:
         port = free_port()
         log = self.log_dir / f"{name}.log"
         # The argv is this interpreter and fixed arguments: nothing untrusted.
         process = subprocess.Popen(  # noqa: S603
             [sys.executable, "-m", "service", "serve", "--port", str(port)],
-            env={**self.environment, "MNEME_PORT": str(port)},
+            env={**self.environment, **extra_environment, "MNEME_PORT": str(port)},
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
         )
@@ -154,7 +154,8 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 async def replica_set(
     cluster: EmbeddedCluster, redis_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[ReplicaSet]:
-    """Replicas `a` and `b`, started together on a fresh database so both race to migrate."""
+    """Replicas `a` and `b` (two uvicorn workers), started together on a fresh database so
+    they race to migrate."""
     database = "mneme_replicas_" + uuid.uuid4().hex[:8]
     await bootstrap(cluster, database)
     environment = {
@@ -174,7 +175,7 @@ async def replica_set(
     }
     replicas = ReplicaSet(database, redis_url, environment, tmp_path_factory.mktemp("logs"), [])
     try:
-        first, second = replicas.start("a"), replicas.start("b")
+        first, second = replicas.start("a"), replicas.start("b", MNEME_WORKERS="2")
         wait_until_ready(first)
         wait_until_ready(second)
         yield replicas
