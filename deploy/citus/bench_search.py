@@ -8,9 +8,9 @@ Needs the cluster of `deploy/citus/cluster.sh start` and its URLs in the environ
 
 Both sides run the real service in this process (ASGI, no network hop), load the same
 synthetic memories through `POST …/memories/batch`, then answer the same questions through
-`POST …/memories/search`, one at a time: hybrid (query embedding + fusion statement) and
-lexical (the statement alone, no embedding). Prints p50/p95 per side and mode; the query
-embedding's own cost is measured apart, since it is the same on both sides.
+`POST …/memories/search`, one at a time and taking turns: hybrid (query embedding + fusion
+statement) and lexical (the statement alone, no embedding). Prints p50/p95 per side and
+mode; the query embedding's own cost is measured apart, since it is the same on both sides.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 from asgi_lifespan import LifespanManager
@@ -82,38 +83,59 @@ def settings_for(database_url: str, migration_url: str) -> Settings:
     )
 
 
+def _headers(settings: Settings, owner: str) -> dict[str, str]:
+    tenant, user = owner.split("/")
+    token = mint_dev_token(settings, tenant_id=tenant, user_id=user)
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def load(client: AsyncClient, settings: Settings, corpus: dict[str, list[str]]) -> None:
+    for owner, texts in corpus.items():
+        for start in range(0, len(texts), 100):
+            items = [{"text": text} for text in texts[start : start + 100]]
+            response = await client.post(
+                "/v1/users/me/memories/batch",
+                headers=_headers(settings, owner),
+                json={"items": items},
+            )
+            response.raise_for_status()
+
+
+async def search_ms(
+    client: AsyncClient, headers: dict[str, str], question: str, mode: str
+) -> float:
+    began = time.perf_counter()
+    response = await client.post(
+        "/v1/users/me/memories/search", headers=headers, json={"query": question, "mode": mode}
+    )
+    elapsed = (time.perf_counter() - began) * 1000
+    response.raise_for_status()
+    return elapsed
+
+
 async def measure(
-    name: str, settings: Settings, corpus: dict[str, list[str]], questions: list[tuple[str, str]]
-) -> dict[str, list[float]]:
-    app = create_app(settings)
-    timings: dict[str, list[float]] = {"hybrid": [], "lexical": []}
-    async with (
-        LifespanManager(app),
-        AsyncClient(transport=ASGITransport(app=app), base_url="http://bench") as client,
-    ):
-        for owner, texts in corpus.items():
-            tenant, user = owner.split("/")
-            token = mint_dev_token(settings, tenant_id=tenant, user_id=user)
-            headers = {"Authorization": f"Bearer {token}"}
-            for start in range(0, len(texts), 100):
-                items = [{"text": text} for text in texts[start : start + 100]]
-                response = await client.post(
-                    "/v1/users/me/memories/batch", headers=headers, json={"items": items}
-                )
-                response.raise_for_status()
+    sides: dict[str, Settings], corpus: dict[str, list[str]], questions: list[tuple[str, str]]
+) -> dict[tuple[str, str], list[float]]:
+    """Search latency per (side, mode). The sides take turns request by request (and which
+    goes first alternates), so both see the same machine load."""
+    apps = {name: create_app(settings) for name, settings in sides.items()}
+    timings: dict[tuple[str, str], list[float]] = {}
+    async with AsyncExitStack() as stack:
+        clients = {}
+        for name, app in apps.items():
+            await stack.enter_async_context(LifespanManager(app))
+            clients[name] = await stack.enter_async_context(
+                AsyncClient(transport=ASGITransport(app=app), base_url="http://bench")
+            )
+            await load(clients[name], sides[name], corpus)
+            say(f"{name}: {sum(map(len, corpus.values()))} memories loaded", flush=True)
+        order = list(sides)
         for mode in ("hybrid", "lexical"):
-            for owner, question in questions:
-                tenant, user = owner.split("/")
-                token = mint_dev_token(settings, tenant_id=tenant, user_id=user)
-                began = time.perf_counter()
-                response = await client.post(
-                    "/v1/users/me/memories/search",
-                    headers={"Authorization": f"Bearer {token}"},
-                    json={"query": question, "mode": mode},
-                )
-                timings[mode].append((time.perf_counter() - began) * 1000)
-                response.raise_for_status()
-    say(f"{name}: loaded and searched", flush=True)
+            for i, (owner, question) in enumerate(questions):
+                for name in order if i % 2 == 0 else reversed(order):
+                    headers = _headers(sides[name], owner)
+                    elapsed = await search_ms(clients[name], headers, question, mode)
+                    timings.setdefault((name, mode), []).append(elapsed)
     return timings
 
 
@@ -138,17 +160,18 @@ async def main(arguments: argparse.Namespace) -> None:
             owner_engine = create_engine(cluster.url(OWNER_ROLE), single, pool_size=1)
             await db_migrations.upgrade(owner_engine, single)
             await owner_engine.dispose()
-            single_timings = await measure("single node", single, corpus, questions)
+            sides = {
+                "single node": single,
+                "citus 1+2": settings_for(citus_app_url, citus_owner_url),
+            }
+            timings = await measure(sides, corpus, questions)
         finally:
             cluster.stop()
-    citus_timings = await measure(
-        "citus", settings_for(citus_app_url, citus_owner_url), corpus, questions
-    )
 
     embedder = build_embedder(embedder_config_from_settings(Settings(_env_file=None)))
-    load = getattr(embedder, "load", None)
-    if load is not None:
-        await load()
+    load_model = getattr(embedder, "load", None)
+    if load_model is not None:
+        await load_model()
     embedding: list[float] = []
     for _, question in questions[:100]:
         began = time.perf_counter()
@@ -159,15 +182,14 @@ async def main(arguments: argparse.Namespace) -> None:
     total = arguments.tenants * arguments.users * arguments.memories
     say(
         f"\n{total} memories ({arguments.tenants} tenants x {arguments.users} users x "
-        f"{arguments.memories}), {arguments.queries} searches per mode, one at a time\n"
+        f"{arguments.memories}), {arguments.queries} searches per side and mode, one at a time\n"
     )
     say("| side | mode | p50 ms | p95 ms |\n| --- | --- | --- | --- |")
-    for side, timings in (("single node", single_timings), ("citus 1+2", citus_timings)):
-        for mode, values in timings.items():
-            say(
-                f"| {side} | {mode} | {statistics.median(values):.1f} | "
-                f"{percentile(values, 0.95):.1f} |"
-            )
+    for (side, mode), values in sorted(timings.items()):
+        say(
+            f"| {side} | {mode} | {statistics.median(values):.1f} | "
+            f"{percentile(values, 0.95):.1f} |"
+        )
     say(
         f"| (query embedding alone) | | {statistics.median(embedding):.1f} | "
         f"{percentile(embedding, 0.95):.1f} |"
