@@ -6,10 +6,10 @@ table) turns that setting into the only rows the statement can see or write.
 
 The setting is made by `SET LOCAL app.tenant_id = '<tenant>'`, sent as its own statement right
 after BEGIN. `SET LOCAL` (unlike `set_config(..., true)`, a function call Citus cannot see
-into) is forwarded by Citus to every worker the transaction
-touches when `citus.propagate_set_commands = 'local'`; it is transaction-scoped, so PgBouncer
-in transaction mode can hand the connection to another client after COMMIT without leaking
-the tenant. `SET` takes no bind parameters, so the value is a literal: it is built only from a
+into) is forwarded by Citus to every worker the transaction touches when
+`citus.propagate_set_commands = 'local'`; it is transaction-scoped, so PgBouncer in
+transaction mode can hand the connection to another client after COMMIT without leaking the
+tenant. `SET` takes no bind parameters, so the value is a literal: it is built only from a
 tenant id that matches the identifier whitelist, and quoted as Postgres' `quote_literal` would.
 """
 

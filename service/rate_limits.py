@@ -12,6 +12,8 @@ credential guessing.
 is in-process by default; MNEME_RATE_LIMIT_STORAGE_URI=redis://host:6379/0 shares the
 counters across replicas (through redis-py).
 
+When the store is unreachable the limits fail open (logged): requests are served, unlimited.
+
 Every response of an API route reports the caller's quotas in the IETF draft's structured
 fields (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy` (quota `q`, window `w`
 in seconds per policy) and `RateLimit` (remaining `r`, seconds `t` until the window frees a
@@ -20,6 +22,7 @@ request). A refusal is a 429 `RATE_LIMITED` problem with `Retry-After`.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from limits import RateLimitItem, parse
 from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
+from limits.errors import StorageError
 from limits.storage import storage_from_string
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -35,6 +39,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.auth.principal import Principal
 from service.config import Settings
 from service.errors import RateLimited
+
+logger = logging.getLogger("mneme.rate_limits")
 
 NAMESPACE = "mneme"
 STATE_KEY = "rate_limit"
@@ -57,9 +63,11 @@ def _storage(uri: str) -> Storage:
     uri = uri.removeprefix("async+")
     if uri.startswith(("redis://", "rediss://", "redis+unix://")):
         # redis-py rather than limits' default client (coredis): one client library to ship.
-        storage = storage_from_string("async+" + uri, implementation="redispy")
+        storage = storage_from_string(
+            "async+" + uri, implementation="redispy", wrap_exceptions=True
+        )
     else:
-        storage = storage_from_string("async+" + uri)
+        storage = storage_from_string("async+" + uri, wrap_exceptions=True)
     assert isinstance(storage, Storage)
     return storage
 
@@ -78,7 +86,8 @@ class RateLimiter:
         # Tenant and user ids never contain '/', so these keys cannot collide.
         who = f"{principal.tenant_id}/{principal.kind}/{principal.subject}"
         own = await self._charge(request, self.principal, who, ())
-        await self._charge(request, self.tenant, principal.tenant_id, (own,))
+        if own is not None:
+            await self._charge(request, self.tenant, principal.tenant_id, (own,))
 
     async def charge_unauthenticated(self, request: Request) -> None:
         """Count one failed authentication from the client's address."""
@@ -91,11 +100,17 @@ class RateLimiter:
         policy: Policy,
         key: str,
         earlier: tuple[PolicyState, ...],
-    ) -> PolicyState:
-        allowed = await self._strategy.hit(policy.item, NAMESPACE, policy.name, key)
-        reset_at, remaining = await self._strategy.get_window_stats(
-            policy.item, NAMESPACE, policy.name, key
-        )
+    ) -> PolicyState | None:
+        try:
+            allowed = await self._strategy.hit(policy.item, NAMESPACE, policy.name, key)
+            reset_at, remaining = await self._strategy.get_window_stats(
+                policy.item, NAMESPACE, policy.name, key
+            )
+        except StorageError as exc:
+            # Fail open: an unreachable counter store must not turn every request into a 5xx.
+            # The request goes unlimited (and without RateLimit headers) until it is back.
+            logger.warning("rate-limit storage unavailable, not limiting: %s", exc)
+            return None
         state = PolicyState(policy, remaining, max(0, math.ceil(reset_at - time.time())))
         states = (*earlier, state)
         request.state.rate_limit = states

@@ -122,3 +122,20 @@ async def test_failed_authentications_are_limited_per_address(
     body = assert_problem(refused, 429, "RATE_LIMITED")
     assert body["policy"] == "address"
     assert int(refused.headers["Retry-After"]) >= 1
+
+
+async def test_an_unreachable_counter_store_fails_open(
+    cluster: EmbeddedCluster, settings: Settings
+) -> None:
+    # Port 1 on loopback: nothing listens there, every Redis call fails at once.
+    broken = make_settings(
+        cluster, rate_limit_storage_uri="redis://127.0.0.1:1/0", migrate_on_start=False
+    )
+    application = create_app(broken)
+    async with (
+        LifespanManager(application),
+        AsyncClient(transport=ASGITransport(app=application), base_url="http://mneme.test") as c,
+    ):
+        response = await c.get("/v1/users/me", headers=bearer(settings, new_tenant(), "ada"))
+    assert response.status_code == 200, response.text
+    assert "RateLimit" not in response.headers
