@@ -22,7 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default=None, help="bind address (MNEME_HOST)")
     serve.add_argument("--port", type=int, default=None, help="port (MNEME_PORT)")
     serve.add_argument(
-        "--workers", type=int, default=1, help="worker processes (use 1 with the embedded database)"
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes (MNEME_WORKERS; use 1 with the embedded database)",
     )
 
     migrate = commands.add_parser("migrate", help="apply (or revert) schema migrations")
@@ -98,7 +101,7 @@ def _bench_not_installed(missing: str) -> int:
     return 2
 
 
-def _serve(host: str | None, port: int | None, workers: int) -> int:
+def _serve(host: str | None, port: int | None, workers: int | None) -> int:
     import uvicorn
 
     from service.kit.http_protocol import ProblemHttpToolsProtocol
@@ -109,7 +112,7 @@ def _serve(host: str | None, port: int | None, workers: int) -> int:
         factory=True,
         host=host or settings.host,
         port=port or settings.port,
-        workers=workers,
+        workers=workers or settings.workers,
         log_level=settings.log_level,
         proxy_headers=True,
         http=ProblemHttpToolsProtocol,

@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     db_max_overflow: int = Field(default=10, ge=0)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
     migrate_on_start: bool = True
+    # uvicorn worker processes of one replica (`mneme serve`); each has its own pool and
+    # job worker. Keep 1 with the embedded database.
+    workers: int = Field(default=1, ge=1, le=64)
 
     # --- identity ---------------------------------------------------------------------------
     jwt_hs256_secret: SecretStr | None = SecretStr(DEV_DEFAULT_SECRET)
@@ -198,8 +201,11 @@ class Settings(BaseSettings):
 
     # --- http ---------------------------------------------------------------------------------
     max_request_bytes: int = Field(default=1_048_576, ge=1024)
+    # Per principal (tenant + user, or API key); the tenant ceiling caps all its principals.
     rate_limit_default: str = "600/minute"
+    rate_limit_tenant: str = "6000/minute"
     rate_limit_enabled: bool = True
+    # memory:// counts per process; redis://host:6379/0 shares the counters across replicas.
     rate_limit_storage_uri: str = "memory://"
     # Failed authentications allowed per client address (`limits` syntax), counted in-process
     # before any database work so a flood of made-up credentials costs no queries.

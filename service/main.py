@@ -54,7 +54,7 @@ from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import build_chat_model
-from service.rate_limits import RateLimitMiddleware
+from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
 from service.threads.router import router as threads_router
 from service.threads.summaries import thread_summary_job
 
@@ -175,15 +175,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     install_problem_handlers(app)
     install_outage_handlers(app)
-    # Innermost of the middlewares: bodies are decoded strictly only after the size limit and
-    # the rate limit let them through.
+    # Innermost of the middlewares: bodies are decoded strictly only after the size limit let
+    # them through.
     app.add_middleware(InputGuardMiddleware)
-    if settings.rate_limit_enabled:
-        app.add_middleware(
-            RateLimitMiddleware,
-            limit=settings.rate_limit_default,
-            storage_uri=settings.rate_limit_storage_uri,
-        )
+    app.state.rate_limiter = RateLimiter(settings) if settings.rate_limit_enabled else None
+    app.add_middleware(RateLimitHeadersMiddleware)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(TelemetryMiddleware, metrics=metrics)
     app.include_router(ops.router)
