@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
+    # One JSON object per line, or text for a terminal; unset: text in dev, JSON in prod.
+    log_format: Literal["json", "text"] | None = None
 
     # --- database ---------------------------------------------------------------------------
     # Runtime connection (the non-owner role under RLS). Unset → embedded Postgres.
@@ -177,8 +179,10 @@ class Settings(BaseSettings):
     rate_limit_storage_uri: str = "memory://"
 
     # --- telemetry ----------------------------------------------------------------------------
-    otel_exporter: Literal["none", "console"] = "none"
-    otel_service_name: str = "mneme"
+    # Where spans go; the exporter's own settings are the standard OTEL_EXPORTER_OTLP_* ones.
+    otel_exporter: Literal["none", "console", "otlp"] = "none"
+    # Unset: OTEL_SERVICE_NAME, or "mneme".
+    otel_service_name: str | None = None
 
     @field_validator(
         "jwt_hs256_secret",
@@ -193,6 +197,12 @@ class Settings(BaseSettings):
     def _empty_means_unset(cls, value: object) -> object:
         # `MNEME_JWT_HS256_SECRET=` in an env file must switch the feature off, not set "".
         return None if value == "" else value
+
+    @property
+    def effective_log_format(self) -> Literal["json", "text"]:
+        if self.log_format is not None:
+            return self.log_format
+        return "text" if self.is_dev else "json"
 
     @property
     def uses_embedded_database(self) -> bool:

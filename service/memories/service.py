@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+from opentelemetry import trace
 
 from service.accounts.service import AccountService
 from service.auth.principal import Principal
@@ -41,7 +42,7 @@ from service.memories.schemas import (
     SearchResponse,
 )
 from service.memories.validation import find_secret
-from service.observability import tracer
+from service.observability import fusion_statement, record_search_hits, search_stage, traced, tracer
 from service.providers import EmbedderUnavailable
 
 PROCEDURE_SLOTS = ("style", "workflow", "safety", "task_policies")
@@ -646,6 +647,7 @@ class MemoryService:
             except EmbedderUnavailable:
                 return None
 
+    @traced("memories.search")
     async def search(
         self,
         user_id: str,
@@ -688,12 +690,12 @@ class MemoryService:
             half_life_procedural=settings.half_life_procedural_days,
             with_embeddings=with_mmr,
         )
-        with tracer.start_as_current_span("memories.fusion_query") as span:
+        with fusion_statement(request.mode) as statement:
             rows = await self._repository.search(params)
-            span.set_attribute("mneme.candidates", len(rows))
+            statement.rows(len(rows))
         mmr_scores: dict[uuid.UUID, float] = {}
         if with_mmr and query_embedding is not None and request.mmr_lambda is not None:
-            with tracer.start_as_current_span("memories.mmr"):
+            with search_stage("mmr", request.mode):
                 rows, mmr_scores = maximal_marginal_relevance(
                     rows, query_embedding, request.mmr_lambda, request.limit
                 )
@@ -716,7 +718,7 @@ class MemoryService:
             for row in rows
             if row.id in memories
         ]
-        _annotate_span(hits)
+        record_search_hits(trace.get_current_span(), hits, mode=request.mode)
         return SearchResponse(
             hits=hits,
             mode=request.mode,
@@ -765,21 +767,6 @@ def maximal_marginal_relevance(
         remaining.remove(best_index)
         scores[rows[best_index].id] = best_score
     return [rows[index] for index in chosen], scores
-
-
-def _annotate_span(hits: list[SearchHit]) -> None:
-    """Component scores of the returned items on the request's span (telemetry contract)."""
-    from opentelemetry import trace
-
-    span = trace.get_current_span()
-    for position, hit in enumerate(hits[:20]):
-        prefix = f"mneme.hit.{position}"
-        span.set_attribute(f"{prefix}.id", str(hit.memory.id))
-        span.set_attribute(f"{prefix}.final_score", hit.scores.final_score)
-        if hit.scores.lexical_rank is not None:
-            span.set_attribute(f"{prefix}.lexical_rank", hit.scores.lexical_rank)
-        if hit.scores.vector_cosine is not None:
-            span.set_attribute(f"{prefix}.vector_cosine", hit.scores.vector_cosine)
 
 
 def _pick(value: float | None, default: float) -> float:
