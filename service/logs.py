@@ -27,7 +27,7 @@ access_logger = logging.getLogger("mneme.access")
 
 _CONTEXT_FIELDS = ("request_id", "trace_id", "span_id", "tenant", "route")
 # Libraries that narrate every request at INFO; their failures still show at WARNING.
-_QUIET_LOGGERS = ("httpx", "httpcore", "asyncio")
+_QUIET_LOGGERS = ("httpx", "httpcore", "asyncio", "pgserver")
 
 
 class RequestContextFilter(logging.Filter):

@@ -614,6 +614,10 @@ class TelemetryMiddleware:
         async def send_with_request_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 context.status = message["status"]
+                # FastAPI ends its span with the last body chunk, before this middleware's
+                # own epilogue: annotate it now.
+                if context.tenant is not None:
+                    span.set_attribute("mneme.tenant_id", context.tenant)
                 headers = list(message.get("headers", []))
                 headers.append((b"x-request-id", request_id.encode()))
                 message = {**message, "headers": headers}
@@ -630,8 +634,6 @@ class TelemetryMiddleware:
             context.route = _route_template(scope)
             status = context.status or 500
             elapsed = time.perf_counter() - started
-            if context.tenant is not None:
-                span.set_attribute("mneme.tenant_id", context.tenant)
             self.metrics.http_requests.labels(context.method, context.route, str(status)).inc()
             self.metrics.http_latency.labels(context.method, context.route).observe(elapsed)
             if status == 429:
