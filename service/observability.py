@@ -541,8 +541,8 @@ class DomainMetrics:
         )
         self.job_queue_depth = Gauge(
             "mneme_job_queue_depth",
-            "Jobs in the queue by kind and status (queued, picked), read at scrape time.",
-            ["kind", "status"],
+            "Jobs in the queue by kind and state (queued, picked), read at scrape time.",
+            ["kind", "state"],
             registry=r,
         )
         self.job_oldest_age = Gauge(
