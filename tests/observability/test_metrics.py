@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service.config import Settings
 from service.jobs import THREAD_SUMMARY_JOB, WRITE_PATH_JOBS
+from service.providers.embedder import EmbedderConfig
 from service.providers.local_embedder import MODEL_NAME
 from tests.conftest import bearer
 from tests.fakes.openai_server import MODEL
@@ -22,7 +23,8 @@ ALLOWED: dict[str, set[str] | re.Pattern[str]] = {
     "status": re.compile(r"^[1-5][0-9][0-9]$"),
     "reason": {"missing", "invalid"},
     "purpose": {"query", "document"},
-    "model": {MODEL_NAME, MODEL},
+    # The configured models (process-wide metrics also see other tests' OpenAI embedder).
+    "model": {MODEL_NAME, MODEL, EmbedderConfig().openai_model},
     "error_type": CLASS_NAME,
     "stage": {"fusion_query", "mmr"},
     "mode": {"hybrid", "lexical", "vector"},
