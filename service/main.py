@@ -145,6 +145,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=API_DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        # FastAPI's server span stays (it is the request's one server span); exporters are
+        # Mneme's alone, so FASTAPI_OTEL_AUTO_CONFIGURE must not add a second set.
+        telemetry={"auto_configure": False},
     )
     install_problem_handlers(app)
     if settings.rate_limit_enabled:

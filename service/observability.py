@@ -301,6 +301,7 @@ def fusion_statement(mode: str, statement: str = "HYBRID_SEARCH_SQL") -> Iterato
     """The span of the one fusion statement (database client conventions) and its metrics."""
     with search_stage("fusion_query", mode) as span:
         span.set_attribute("db.system.name", "postgresql")
+        # The name before semantic conventions 1.26; some backends still key on it.
         span.set_attribute("db.system", "postgresql")
         span.set_attribute("db.query.summary", statement)
         span.set_attribute("db.operation.name", "SELECT")

@@ -151,6 +151,7 @@ class ContextBuilder:
             text = fit(HEADER, drafts, budget, count)
             token_count = count(text) if text else 0
             span.set_attribute("mneme.context.tokens", token_count)
+            span.set_attribute("mneme.context.budget", budget)
 
         sections = [
             ContextSection(

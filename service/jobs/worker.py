@@ -44,6 +44,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service.config import Settings
 from service.jobs.queue import QUEUE_SETTINGS, PayloadError, decode_payload, queries_for
 from service.observability import DOMAIN_METRICS, describe_failure, job_span
+from service.providers.embedder import EmbedderUnavailable
+from service.providers.llm import LLMUnavailable
 
 logger = logging.getLogger("mneme.jobs")
 
@@ -165,11 +167,13 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
 
     @staticmethod
     def _log_failure(job: Job, attempt: int, exc: Exception, retry_in: timedelta | None) -> None:
-        """One line per failed run: the error's classes and the URL it failed on. The traceback
-        (an HTTP client's runs to a hundred lines) only when debugging."""
+        """One line per failed run: the error's classes and the URL it failed on. An outage of
+        the model or the embedder is expected weather, its traceback (an HTTP client's runs to
+        a hundred lines) shown only when debugging; any other error is a bug and keeps it."""
         error, url = describe_failure(exc)
         where = f" calling {url}" if url else ""
-        traceback = exc if logger.isEnabledFor(logging.DEBUG) else None
+        outage = isinstance(exc, LLMUnavailable | EmbedderUnavailable)
+        traceback = exc if logger.isEnabledFor(logging.DEBUG) or not outage else None
         if retry_in is None:
             logger.error(
                 "job %s (%s) failed for good after %d attempts: %s%s",

@@ -213,3 +213,21 @@ async def test_an_extraction_job_links_to_the_request_that_enqueued_it(
     assert chat[0].attributes["gen_ai.operation.name"] == "chat"
     assert chat[0].attributes["gen_ai.request.model"] == "fake-chat-model"
     assert chat[0].attributes["gen_ai.usage.input_tokens"] >= 0
+
+
+async def test_a_replayed_idempotent_write_says_so_on_its_claim_span(
+    traced_client: AsyncClient, settings: Settings, tenant: str, receiver: OtlpReceiver
+) -> None:
+    headers = {**bearer(settings, tenant, "gus"), "Idempotency-Key": "write-1"}
+    replays = []
+    for trace_id in ("e" * 32, "f" * 32):
+        response = await traced_client.post(
+            "/v1/users/me/memories",
+            headers={**headers, "traceparent": f"00-{trace_id}-{INCOMING_SPAN}-01"},
+            json={"text": "Prefers aisle seats"},
+        )
+        assert response.status_code == 201, response.text
+        flush_spans()
+        claim = only(receiver.trace(trace_id), "idempotency.claim")
+        replays.append(claim.attributes["mneme.idempotency.replay"])
+    assert replays == [False, True]
