@@ -1,10 +1,14 @@
 """What tracing costs a search: p50 / p95 latency of `POST …/memories/search` with spans
 exported over OTLP/HTTP to a receiver on loopback, against tracing off, in one run.
 
-Run from the repository root:  python -m tests.bench.tracing_overhead [--rounds 4] [--n 300]
+Run from the repository root:  python -m tests.bench.tracing_overhead [--rounds 40] [--n 20]
 
 Three conditions, each in a process of its own (OpenTelemetry allows one tracer provider per
-process), interleaved round by round so drift on a shared machine hits all of them alike:
+process). The processes run side by side but take turns in lockstep — `--n` searches each,
+round after round, only one process searching at a time — so load from elsewhere on a shared
+machine hits all conditions alike. Besides wall-clock latency each process reports its own CPU
+time per search (all its threads, the exporter's included), which other processes' load does
+not inflate:
 
 * `disabled` — `OTEL_SDK_DISABLED=true`: no span is recorded at all;
 * `none`     — the default `MNEME_OTEL_EXPORTER=none`: spans are recorded (their trace ids
@@ -76,8 +80,9 @@ async def seed(settings: Settings) -> None:
             response.raise_for_status()
 
 
-async def child(n: int, warmup: int) -> None:
-    """One condition's measurement; the environment chose the condition."""
+async def child(warmup: int) -> None:
+    """One condition (the environment chose it): on each `run N` line from the parent, N
+    searches, answered with one JSON line of their latencies and the CPU time they took."""
     settings = _settings(
         database_url=os.environ["BENCH_DATABASE_URL"],
         migrate_on_start=False,
@@ -85,40 +90,56 @@ async def child(n: int, warmup: int) -> None:
     )
     app, client, headers = await _client(settings)
     async with LifespanManager(app), client:
-        latencies: list[float] = []
-        for i in range(warmup + n):
-            body = {"query": QUERIES[i % len(QUERIES)], "limit": 8, "mmr_lambda": 0.7}
+        done = 0
+
+        async def search() -> float:
+            nonlocal done
+            body = {"query": QUERIES[done % len(QUERIES)], "limit": 8, "mmr_lambda": 0.7}
+            done += 1
             started = time.perf_counter()
             response = await client.post("/v1/users/me/memories/search", headers=headers, json=body)
-            elapsed = time.perf_counter() - started
             response.raise_for_status()
-            if i >= warmup:
-                latencies.append(elapsed)
-    sys.stdout.write(json.dumps(latencies) + "\n")
+            return time.perf_counter() - started
+
+        for _ in range(warmup):
+            await search()
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        while (command := await asyncio.to_thread(sys.stdin.readline)).startswith("run "):
+            cpu = time.process_time()
+            latencies = [await search() for _ in range(int(command.split()[1]))]
+            reply = {"latencies": latencies, "cpu": time.process_time() - cpu}
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
 
 
-def run_child(condition: str, database_url: str, endpoint: str, n: int, warmup: int) -> list[float]:
+def start_child(
+    condition: str, database_url: str, endpoint: str, warmup: int
+) -> subprocess.Popen[str]:
     env = {**os.environ, "BENCH_DATABASE_URL": database_url}
     env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = endpoint
     env["BENCH_EXPORTER"] = "otlp" if condition == "otlp" else "none"
     if condition == "disabled":
         env["OTEL_SDK_DISABLED"] = "true"
-    done = subprocess.run(  # noqa: S603 - this interpreter, this module
-        [
-            sys.executable,
-            "-m",
-            "tests.bench.tracing_overhead",
-            "--child",
-            f"--n={n}",
-            f"--warmup={warmup}",
-        ],
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, this module
+        [sys.executable, "-m", "tests.bench.tracing_overhead", "--child", f"--warmup={warmup}"],
         env=env,
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
-        check=True,
     )
-    latencies: list[float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return latencies
+    assert process.stdout is not None
+    if process.stdout.readline().strip() != "ready":
+        raise RuntimeError(f"the {condition} process did not start")
+    return process
+
+
+def run_block(process: subprocess.Popen[str], n: int) -> dict[str, Any]:
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(f"run {n}\n")
+    process.stdin.flush()
+    reply: dict[str, Any] = json.loads(process.stdout.readline())
+    return reply
 
 
 def _ms(values: list[float], q: float) -> float:
@@ -130,45 +151,54 @@ async def parent(rounds: int, n: int, warmup: int) -> None:
 
     receiver = OtlpReceiver()
     receiver.start()
-    base = _settings()
-    results: dict[str, list[float]] = {condition: [] for condition in CONDITIONS}
-    per_round: dict[str, list[float]] = {condition: [] for condition in CONDITIONS}
+    latencies: dict[str, list[float]] = {condition: [] for condition in CONDITIONS}
+    cpu: dict[str, float] = dict.fromkeys(CONDITIONS, 0.0)
     try:
-        async with throwaway_database(base) as settings:
+        async with throwaway_database(_settings()) as settings:
             await seed(settings)
             assert settings.database_url is not None
             url = settings.database_url.get_secret_value()
-            for round_number in range(rounds):
-                # Rotate the order so no condition always runs first or last.
-                order = CONDITIONS[round_number % 3 :] + CONDITIONS[: round_number % 3]
-                for condition in order:
-                    values = await asyncio.to_thread(
-                        run_child, condition, url, receiver.endpoint, n, warmup
-                    )
-                    results[condition].extend(values)
-                    per_round[condition].append(statistics.median(values) * 1e3)
-                    sys.stderr.write(
-                        f"round {round_number + 1} {condition:8s} p50 "
-                        f"{statistics.median(values) * 1e3:.2f} ms\n"
-                    )
+            processes = {
+                condition: await asyncio.to_thread(
+                    start_child, condition, url, receiver.endpoint, warmup
+                )
+                for condition in CONDITIONS
+            }
+            try:
+                for round_number in range(rounds):
+                    # Rotate the order so no condition always runs first or last.
+                    shift = round_number % len(CONDITIONS)
+                    for condition in CONDITIONS[shift:] + CONDITIONS[:shift]:
+                        reply = await asyncio.to_thread(run_block, processes[condition], n)
+                        latencies[condition].extend(reply["latencies"])
+                        cpu[condition] += reply["cpu"]
+            finally:
+                for process in processes.values():
+                    assert process.stdin is not None
+                    process.stdin.write("quit\n")
+                    process.stdin.close()
+                    process.wait(timeout=60)
     finally:
         receiver.stop()
-    p50 = {c: statistics.median(v) * 1e3 for c, v in results.items()}
+    total = rounds * n
+    p50 = {c: statistics.median(v) * 1e3 for c, v in latencies.items()}
+    cpu_ms = {c: cpu[c] / total * 1e3 for c in CONDITIONS}
     sys.stdout.write(
-        f"search latency, {rounds} rounds x {n} searches per condition "
-        f"({CORPUS} memories, hybrid + MMR, in-process ASGI)\n"
+        f"search, {rounds} rounds x {n} searches per condition in lockstep "
+        f"({CORPUS} memories, hybrid + MMR, limit 8, in-process ASGI)\n"
+        "condition  p50 ms  p95 ms  CPU ms/search (service process)\n"
     )
-    sys.stdout.write("condition  p50 ms  p95 ms  per-round p50 ms\n")
     for condition in CONDITIONS:
-        rounds_text = " ".join(f"{value:.2f}" for value in per_round[condition])
         sys.stdout.write(
-            f"{condition:9s} {p50[condition]:7.2f} {_ms(results[condition], 0.95):7.2f}  "
-            f"{rounds_text}\n"
+            f"{condition:9s} {p50[condition]:7.2f} {_ms(latencies[condition], 0.95):7.2f}"
+            f"  {cpu_ms[condition]:7.2f}\n"
         )
     sys.stdout.write(
-        f"otlp / none p50 ratio: {p50['otlp'] / p50['none']:.3f}\n"
-        f"otlp / disabled p50 ratio: {p50['otlp'] / p50['disabled']:.3f}\n"
-        f"none / disabled p50 ratio: {p50['none'] / p50['disabled']:.3f}\n"
+        f"p50 ratio otlp/none {p50['otlp'] / p50['none']:.3f}, "
+        f"otlp/disabled {p50['otlp'] / p50['disabled']:.3f}, "
+        f"none/disabled {p50['none'] / p50['disabled']:.3f}\n"
+        f"CPU ratio otlp/none {cpu_ms['otlp'] / cpu_ms['none']:.3f}, "
+        f"otlp/disabled {cpu_ms['otlp'] / cpu_ms['disabled']:.3f}\n"
         f"spans received by the loopback collector: {len(receiver.spans)} "
         f"in {receiver.requests} export requests\n"
     )
@@ -176,13 +206,13 @@ async def parent(rounds: int, n: int, warmup: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--n", type=int, default=300, help="searches per condition per round")
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--n", type=int, default=20, help="searches per condition per round")
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        asyncio.run(child(args.n, args.warmup))
+        asyncio.run(child(args.warmup))
     else:
         asyncio.run(parent(args.rounds, args.n, args.warmup))
 
