@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--ttl", type=int, default=None, help="lifetime in seconds")
 
     args = parser.parse_args(argv)
-    if args.command in ("migrate", "reembed"):
+    if args.command in ("serve", "migrate", "reembed"):
         from service.logs import configure_logging
 
         settings = get_settings()

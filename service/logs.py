@@ -17,6 +17,7 @@ import sys
 from typing import Literal, TextIO
 
 from opentelemetry import trace
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from service.observability import RequestContext, request_context
@@ -67,12 +68,15 @@ class TextFormatter(logging.Formatter):
         return f"{head}  {' '.join(extras)}{newline}{rest}"
 
 
-def _json_formatter() -> JsonFormatter:
+def json_formatter() -> JsonFormatter:
+    """One JSON object per record: time, level, logger, message and every extra field."""
     return JsonFormatter(
         "{asctime}{levelname}{name}{message}",
         style="{",
         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
         datefmt="%Y-%m-%dT%H:%M:%S%z",
+        # uvicorn attaches an ANSI-coloured copy of some messages for terminals.
+        reserved_attrs=[*RESERVED_ATTRS, "color_message"],
     )
 
 
@@ -97,7 +101,7 @@ def configure_logging(level: str, log_format: LogFormat) -> None:
     other handler (a test's log capture, say) in place.
     """
     handler = _MnemeHandler()
-    handler.setFormatter(_json_formatter() if log_format == "json" else TextFormatter())
+    handler.setFormatter(json_formatter() if log_format == "json" else TextFormatter())
     handler.addFilter(RequestContextFilter())
     root = logging.getLogger()
     for existing in [h for h in root.handlers if isinstance(h, _MnemeHandler)]:

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
-from service.logs import RequestContextFilter, _json_formatter
+from service.logs import RequestContextFilter, json_formatter
 from service.main import create_app
 from tests.extraction.conftest import llm_settings, serve
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -27,7 +27,7 @@ class CapturedLines(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.setFormatter(_json_formatter())
+        self.setFormatter(json_formatter())
         self.addFilter(RequestContextFilter())
         self.lines: list[str] = []
 
