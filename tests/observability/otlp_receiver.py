@@ -60,6 +60,7 @@ class ReceivedSpan:
 class OtlpReceiver:
     spans: list[ReceivedSpan] = field(default_factory=list)
     requests: int = 0
+    headers: list[dict[str, str]] = field(default_factory=list)
 
     def start(self) -> None:
         receiver = self
@@ -73,6 +74,7 @@ class OtlpReceiver:
                     self.send_response(404)
                     self.end_headers()
                     return
+                receiver.headers.append(dict(self.headers.items()))
                 receiver.add(ExportTraceServiceRequest.FromString(body))
                 reply = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
