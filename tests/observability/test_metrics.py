@@ -24,11 +24,13 @@ ALLOWED: dict[str, set[str] | re.Pattern[str]] = {
     # Model names come from the settings, not from requests; the domain metrics are
     # process-wide, so other tests' stand-in models appear here too.
     "model": re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,100}$"),
-    "error_type": CLASS_NAME,
+    # An exception class name, or `invalid_output` for a model reply that could not be used.
+    "error_type": re.compile(rf"{CLASS_NAME.pattern}|^invalid_output$"),
     "stage": {"fusion_query", "mmr"},
     "mode": {"hybrid", "lexical", "vector"},
     "measure": {"used", "budget"},
-    "kind": {THREAD_SUMMARY_JOB, *WRITE_PATH_JOBS},
+    # Job kinds are the entrypoints registered in code (the job tests register their own).
+    "kind": re.compile(r"^[a-z][a-z0-9_]{0,40}$"),
     "outcome": {"ok", "retry", "failed", "interrupted", "error"},
     "direction": {"input", "output"},
     "state": {"in_use", "idle", "overflow", "queued", "picked"},
@@ -100,3 +102,5 @@ async def test_every_label_value_is_from_a_known_set_and_no_created_series(
         if "model" in s.labels
     }
     assert MODEL_NAME in models
+    kinds = {s.labels["kind"] for s in families["mneme_job_queue_depth"].samples}
+    assert {THREAD_SUMMARY_JOB, *WRITE_PATH_JOBS} <= kinds
