@@ -67,11 +67,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         configure_logging(settings.log_level, settings.effective_log_format)
         with trace_export(settings.otel_exporter, settings.otel_service_name):
-            async with _running(app) as ready:
+            async with _running(app) as schema:
                 logger.info(
                     "mneme ready (embedded database: %s, schema %s, trace export: %s)",
                     settings.uses_embedded_database,
-                    ready,
+                    schema,
                     settings.otel_exporter,
                 )
                 yield

@@ -153,6 +153,16 @@ def _exporting_processor(exporter: str) -> SpanProcessor | None:
     if exporter == "console":
         return SimpleSpanProcessor(ConsoleSpanExporter())
     if exporter == "otlp":
+        protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get(
+            "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
+        )
+        if protocol != "http/protobuf":
+            # Sending protobuf over HTTP to a gRPC port would fail on every export, quietly.
+            raise ValueError(
+                f"OTLP protocol {protocol!r} is not supported: Mneme exports http/protobuf "
+                "(port 4318); to reach a gRPC-only backend, put an OpenTelemetry Collector "
+                "in between"
+            )
         # Endpoint, headers, timeout, compression and TLS come from OTEL_EXPORTER_OTLP_*;
         # batching from OTEL_BSP_*.
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

@@ -65,3 +65,13 @@ def test_the_service_name_defaults_to_mneme_and_the_sampler_is_honoured(
         OTEL_TRACES_SAMPLER="always_off",
     )
     assert len(fresh_receiver.spans) == 1
+
+
+def test_an_unsupported_otlp_protocol_refuses_to_start_rather_than_export_nothing() -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MNEME_"))}
+    env = {**clean, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert "OTLP protocol 'grpc' is not supported" in done.stderr
