@@ -56,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--ttl", type=int, default=None, help="lifetime in seconds")
 
     args = parser.parse_args(argv)
+    if args.command in ("serve", "migrate", "reembed"):
+        from service.logs import configure_logging
+
+        settings = get_settings()
+        configure_logging(settings.log_level, settings.effective_log_format)
     if args.command == "serve":
         return _serve(args.host, args.port, args.workers)
     if args.command == "migrate":
@@ -114,6 +119,10 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
         port=port or settings.port,
         workers=workers or settings.workers,
         log_level=settings.log_level,
+        # The app configures logging itself (JSON or text, with request and trace ids) and
+        # writes its own access line.
+        log_config=None,
+        access_log=False,
         proxy_headers=True,
         http=ProblemHttpToolsProtocol,
     )

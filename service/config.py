@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
+    # One JSON object per line, or text for a terminal; unset: text in dev, JSON in prod.
+    log_format: Literal["json", "text"] | None = None
 
     # --- database ---------------------------------------------------------------------------
     # Runtime connection (the non-owner role under RLS). Unset → embedded Postgres.
@@ -216,8 +218,10 @@ class Settings(BaseSettings):
     message_secrets_on_replay: Literal["mask", "keep"] = "mask"
 
     # --- telemetry ----------------------------------------------------------------------------
-    otel_exporter: Literal["none", "console"] = "none"
-    otel_service_name: str = "mneme"
+    # Where spans go; the exporter's own settings are the standard OTEL_EXPORTER_OTLP_* ones.
+    otel_exporter: Literal["none", "console", "otlp"] = "none"
+    # Unset: OTEL_SERVICE_NAME, or "mneme".
+    otel_service_name: str | None = None
 
     @field_validator(
         "jwt_hs256_secret",
@@ -239,6 +243,12 @@ class Settings(BaseSettings):
         # Refuse a typo at start-up rather than on the first request that needs the limit.
         limits.parse(value)
         return value
+
+    @property
+    def effective_log_format(self) -> Literal["json", "text"]:
+        if self.log_format is not None:
+            return self.log_format
+        return "text" if self.is_dev else "json"
 
     @property
     def uses_embedded_database(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,9 +125,7 @@ class EmbeddedSupervisor:
 
 def start_cluster(data_dir: Path) -> EmbeddedCluster:
     """Start (initialising on first use) the cluster in `data_dir/pgdata`. Blocking."""
-    # Imported lazily: only the embedded mode needs the binaries.
-    from pgserver.postgres_server import get_server
-
+    get_server = _import_pgserver()
     data_dir.mkdir(parents=True, exist_ok=True)
     handle = get_server(data_dir / "pgdata", cleanup_mode="stop")
     socket_dir = handle.get_postmaster_info().socket_dir
@@ -134,6 +133,23 @@ def start_cluster(data_dir: Path) -> EmbeddedCluster:
         raise RuntimeError("embedded Postgres started without a Unix socket")
     logger.info("embedded Postgres running with socket in %s", socket_dir)
     return EmbeddedCluster(socket_dir=Path(socket_dir), handle=handle)
+
+
+def _import_pgserver() -> Any:
+    """pgserver's `get_server`, imported lazily: only the embedded mode needs the binaries.
+
+    pgserver asks platformdirs for a runtime directory when its module loads. Where
+    `XDG_RUNTIME_DIR` is unset (containers, CI, cron) platformdirs falls back to a private
+    `/tmp/runtime-<uid>` directory and says so with a `RuntimeDirWarning` on every command;
+    that fallback is exactly right for a lock file, so the warning is noise.
+    """
+    import platformdirs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", platformdirs.RuntimeDirWarning)
+        from pgserver.postgres_server import get_server
+
+    return get_server
 
 
 async def bootstrap(cluster: EmbeddedCluster, database: str = DATABASE_NAME) -> None:

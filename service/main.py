@@ -45,15 +45,17 @@ from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.input_guard import InputGuardMiddleware
 from service.kit.openapi import declare_common_problems
 from service.kit.post_commit import BackgroundRunner
+from service.logs import configure_logging, log_request
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
-from service.observability import Metrics, TelemetryMiddleware, configure_tracing
+from service.observability import Metrics, TelemetryMiddleware, trace_export
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import build_chat_model
+from service.providers.telemetry import InstrumentedEmbedder
 from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
 from service.threads.router import router as threads_router
 from service.threads.summaries import thread_summary_job
@@ -87,7 +89,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        configure_tracing(settings.otel_service_name, settings.otel_exporter)
+        configure_logging(settings.log_level, settings.effective_log_format)
+        with trace_export(settings.otel_exporter, settings.otel_service_name):
+            async with _running(app) as schema:
+                logger.info(
+                    "mneme ready (embedded database: %s, schema %s, trace export: %s)",
+                    settings.uses_embedded_database,
+                    schema,
+                    settings.otel_exporter,
+                )
+                yield
+        logger.info("mneme stopped")
+
+    @asynccontextmanager
+    async def _running(app: FastAPI) -> AsyncIterator[str | None]:
         target = await open_database_target(settings)
         try:
             if settings.migrate_on_start:
@@ -99,7 +114,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 finally:
                     await owner_engine.dispose()
             engine = create_engine(target.urls.runtime, settings)
-            embedder = build_embedder(embedder_config_from_settings(settings))
+            raw_embedder = build_embedder(embedder_config_from_settings(settings))
+            embedder = InstrumentedEmbedder(raw_embedder)
             chat_model = build_chat_model(settings)
             background = BackgroundRunner()
             try:
@@ -107,7 +123,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 sessionmaker = create_sessionmaker(engine)
                 # The local model loads now rather than on the first request (API embedders
                 # have nothing to load and are not called at start-up).
-                load_model = getattr(embedder, "load", None)
+                load_model = getattr(raw_embedder, "load", None)
                 if load_model is not None:
                     await load_model()
                 backfill = EmbeddingBackfill(embedder, sessionmaker)
@@ -149,9 +165,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     settings, engine, RetentionSweeper(sessionmaker, metrics)
                 )
                 await retention.start()
-                logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
                 try:
-                    yield
+                    yield app.state.mneme.schema_head
                 finally:
                     await retention.stop()
                     if supervisor is not None:
@@ -172,6 +187,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=API_DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        # FastAPI's server span stays (it is the request's one server span); exporters are
+        # Mneme's alone, so FASTAPI_OTEL_AUTO_CONFIGURE must not add a second set.
+        telemetry={"auto_configure": False},
     )
     install_problem_handlers(app)
     install_outage_handlers(app)
@@ -181,7 +199,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.rate_limiter = RateLimiter(settings) if settings.rate_limit_enabled else None
     app.add_middleware(RateLimitHeadersMiddleware)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
-    app.add_middleware(TelemetryMiddleware, metrics=metrics)
+    app.add_middleware(TelemetryMiddleware, metrics=metrics, on_complete=log_request)
     app.include_router(ops.router)
     app.include_router(accounts_router)
     app.include_router(api_keys_router)

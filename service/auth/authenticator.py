@@ -10,7 +10,7 @@ from service.auth.failure_limit import FailedAuthenticationLimit, TooManyFailedA
 from service.auth.principal import Principal
 from service.auth.tokens import TokenVerifier
 from service.errors import Unauthenticated
-from service.observability import Metrics, tracer
+from service.observability import Metrics, bind_tenant, tracer
 
 
 class CredentialAuthenticator(Protocol):
@@ -50,6 +50,7 @@ class Authenticator:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, exc.detail))
                 raise
             span.set_attribute("mneme.tenant_id", principal.tenant_id)
+            bind_tenant(principal.tenant_id)
             span.set_attribute("mneme.principal.kind", principal.kind)
             span.set_attribute("mneme.principal.credential", principal.credential)
             return principal
