@@ -72,6 +72,9 @@ fused AS (
     SELECT coalesce(l.id, v.id) AS id,
            l.rank AS lexical_rank, l.score AS lexical_score,
            v.rank AS vector_rank, v.cosine AS vector_cosine,
+           -- Each side on a 0..1 scale: lexical relative to the best lexical hit, cosine as is.
+           coalesce(l.score / nullif(max(l.score) OVER (), 0), 0) AS lexical_strength,
+           greatest(coalesce(v.cosine, 0), 0) AS vector_strength,
            CASE WHEN :fusion = 'linear' THEN
                     -- Magnitude-aware: a perfect vector match outscores a weak lexical one.
                     :lexical_weight * coalesce(l.score / nullif(max(l.score) OVER (), 0), 0)
@@ -81,7 +84,10 @@ fused AS (
       FROM lexical_hits l FULL OUTER JOIN vector_hits v ON v.id = l.id
 ),
 scored AS (
-    SELECT f.lexical_rank, f.lexical_score, f.vector_rank, f.vector_cosine, f.fused_score, m.*,
+    SELECT f.lexical_rank, f.lexical_score, f.vector_rank, f.vector_cosine, f.fused_score,
+           greatest(f.lexical_strength, f.vector_strength) AS stronger_side,
+           least(f.lexical_strength, f.vector_strength) AS weaker_side,
+           m.*,
            (1 - :recency_weight) + :recency_weight * decay.factor AS recency_factor,
            (1 - :confidence_weight) + :confidence_weight * m.confidence AS confidence_factor
       FROM fused f
@@ -110,7 +116,10 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
        s.fused_score * s.recency_factor * s.confidence_factor AS final_score,
        CASE WHEN :with_embeddings THEN s.embedding END AS embedding
   FROM scored s
- ORDER BY final_score DESC, s.id
+ -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same rank the same
+ -- fused score) are decided by what the scores mean: the stronger of the two sides, then the
+ -- other; the id only when everything is equal, so the same data and question rank the same.
+ ORDER BY final_score DESC, s.stronger_side DESC, s.weaker_side DESC, s.id
  LIMIT :limit
 """
 """One statement: lexical (GIN tsvector, OR query, ts_rank_cd) and vector (HNSW cosine)
