@@ -41,7 +41,7 @@ class SearchMode:
         if self.linear_lexical_weight is not None:
             body["linear_lexical_weight"] = self.linear_lexical_weight
         if not with_decay:
-            # The benchmark's memories are years old: decay would rank by age, not relevance.
+            # Relevance alone, for comparing rankings without the service's age and trust priors.
             body["recency_weight"] = 0.0
             body["confidence_weight"] = 0.0
         return body

@@ -32,6 +32,8 @@ from service.memories.schemas import BATCH_MAX
 BENCH_USER = "bench-user"
 # The principal that loads and searches: a service may address any user of its tenant.
 BENCH_SERVICE = "mneme-bench"
+# Namespace of the stable thread ids the benchmark gives each conversation session.
+BENCH_THREADS = uuid.UUID("6f1c3c52-5e0e-4c1b-9a43-9d0f7f3f2a10")
 
 
 class BenchmarkError(RuntimeError):
@@ -41,7 +43,7 @@ class BenchmarkError(RuntimeError):
 @dataclass(frozen=True)
 class RetrievalOptions:
     modes: tuple[SearchMode, ...]
-    with_decay: bool = False
+    with_decay: bool = True
     progress: bool = True
 
 
@@ -99,11 +101,15 @@ def _expect(response: Response, status: int) -> dict[str, Any]:
     return body
 
 
-def _memory_item(turn: Turn) -> dict[str, Any]:
+def _memory_item(turn: Turn, conversation_id: str) -> dict[str, Any]:
+    """A turn as a client that keeps one thread per conversation session stores it: the
+    session is the memory's source thread, as for memories the thread write path derives."""
+    session = turn.dia_id.partition(":")[0]
     return {
         "kind": "episodic",
         "text": turn.text,
         "event_at": turn.event_at.isoformat(),
+        "source_thread_id": str(uuid.uuid5(BENCH_THREADS, f"{conversation_id}/{session}")),
         "metadata": {"dia_id": turn.dia_id},
     }
 
@@ -136,7 +142,7 @@ async def load_conversation(
         batch = list(conversation.turns[start : start + BATCH_MAX])
         while batch:
             response = await client.post(
-                url, headers=headers, json={"items": [_memory_item(turn) for turn in batch]}
+                url, headers=headers, json={"items": [_memory_item(turn, conversation.conversation_id) for turn in batch]},
             )
             refused = _refused_index(response)
             if refused is not None:
