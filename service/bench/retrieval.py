@@ -141,9 +141,8 @@ async def load_conversation(
     for start in range(0, len(conversation.turns), BATCH_MAX):
         batch = list(conversation.turns[start : start + BATCH_MAX])
         while batch:
-            response = await client.post(
-                url, headers=headers, json={"items": [_memory_item(turn, conversation.conversation_id) for turn in batch]},
-            )
+            payload = [_memory_item(turn, conversation.conversation_id) for turn in batch]
+            response = await client.post(url, headers=headers, json={"items": payload})
             refused = _refused_index(response)
             if refused is not None:
                 # All or nothing per batch: leave the refused turn out and send the rest again.

@@ -44,17 +44,48 @@ HYBRID_SEARCH_SQL = """
 WITH query_terms AS (
     -- An OR over the question's lexemes (stop words dropped by the english config);
     -- plainto_tsquery would AND them and a natural question would match almost nothing.
-    SELECT (SELECT string_agg(quote_literal(lexeme), ' | ')
-              FROM unnest(tsvector_to_array(to_tsvector('english', :query))) AS lexeme
-           )::tsquery AS tsq
+    SELECT (SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(terms.lexemes) AS lexeme
+           )::tsquery AS tsq,
+           terms.lexemes
+      FROM (SELECT tsvector_to_array(to_tsvector('english', :query)) AS lexemes) AS terms
+),
+lexical_matches AS (
+    -- Every candidate memory holding any of the question's lexemes (through the GIN index),
+    -- one row per lexeme it holds, with that lexeme's frequency in the memory.
+    SELECT m.id, term.lexeme, cardinality(term.positions) AS tf, length(m.tsv) AS length
+      FROM memory m
+     CROSS JOIN query_terms q
+     CROSS JOIN LATERAL unnest(m.tsv) AS term
+     WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
+       AND {candidate_filter}
+       AND term.lexeme = ANY(q.lexemes)
+),
+collection AS (
+    -- The statistics BM25 needs, over exactly the memories this search may return: how many
+    -- there are and their mean length (in distinct lexemes).
+    SELECT count(*) AS documents, coalesce(avg(length(m.tsv)), 0) AS mean_length
+      FROM memory m
+     WHERE :use_lexical AND {candidate_filter}
+),
+term_weights AS (
+    -- Inverse document frequency (BM25's, never negative): a name in every memory weighs
+    -- next to nothing, the rare word that identifies one memory weighs most.
+    SELECT lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+      FROM lexical_matches CROSS JOIN collection c
+     GROUP BY lexeme, c.documents
 ),
 lexical_hits AS (
     SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank
-      FROM (SELECT m.id, ts_rank_cd(m.tsv, q.tsq) AS score
-              FROM memory m CROSS JOIN query_terms q
-             WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
-               AND {candidate_filter}
-             ORDER BY score DESC, m.id
+      FROM (SELECT lm.id,
+                   -- BM25 (k1 1.2, b 0.75): saturating term frequency, length-normalised.
+                   sum(w.idf * lm.tf * 2.2 / (lm.tf + 1.2 * (0.25 + 0.75 * lm.length
+                                                              / nullif(c.mean_length, 0))))
+                       AS score
+              FROM lexical_matches lm
+              JOIN term_weights w USING (lexeme)
+             CROSS JOIN collection c
+             GROUP BY lm.id
+             ORDER BY score DESC, lm.id
              LIMIT :pool) AS ranked
 ),
 vector_hits AS (
@@ -122,10 +153,11 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
  ORDER BY final_score DESC, s.stronger_side DESC, s.weaker_side DESC, s.id
  LIMIT :limit
 """
-"""One statement: lexical (GIN tsvector, OR query, ts_rank_cd) and vector (HNSW cosine)
-candidate sets under the same `MemoryFilter` (`{candidate_filter}`), fused (RRF or linear),
-decayed by kind-aware recency and confidence. Returns, best first, each hit's memory columns
-(everything a response shows) and every component score, so no second query is needed."""
+"""One statement: lexical (GIN tsvector, OR query, BM25 with the statistics of the memories
+the search may return) and vector (HNSW cosine) candidate sets under the same `MemoryFilter`
+(`{candidate_filter}`), fused (RRF or linear), decayed by kind-aware recency and confidence.
+Returns, best first, each hit's memory columns (everything a response shows) and every
+component score, so no second query is needed."""
 
 _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
     "query": Text(),
