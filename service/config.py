@@ -90,6 +90,8 @@ class Settings(BaseSettings):
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)
     search_linear_lexical_weight: float = Field(default=0.5, ge=0, le=1)
+    search_neighbour_weight: float = Field(default=0.5, ge=0, le=10)
+    search_thread_weight: float = Field(default=1.0, ge=0, le=10)
     search_recency_weight: float = Field(default=0.2, ge=0, le=1)
     search_confidence_weight: float = Field(default=0.2, ge=0, le=1)
     # Recency half-lives per kind, in days; 0 = never fades (standing instructions).

@@ -15,6 +15,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from asgi_lifespan import LifespanManager
@@ -104,11 +105,14 @@ def _expect(response: Response, status: int) -> dict[str, Any]:
 def _memory_item(turn: Turn, conversation_id: str) -> dict[str, Any]:
     """A turn as a client that keeps one thread per conversation session stores it: the
     session is the memory's source thread, as for memories the thread write path derives."""
-    session = turn.dia_id.partition(":")[0]
+    session, _, number = turn.dia_id.partition(":")
+    # The dataset dates sessions, not turns; a chat client knows each message's time. Turns
+    # are spaced one second apart from the session's time, so their order is kept.
+    said_at = turn.event_at + timedelta(seconds=int(number) if number.isdigit() else 0)
     return {
         "kind": "episodic",
         "text": turn.text,
-        "event_at": turn.event_at.isoformat(),
+        "event_at": said_at.isoformat(),
         "source_thread_id": str(uuid.uuid5(BENCH_THREADS, f"{conversation_id}/{session}")),
         "metadata": {"dia_id": turn.dia_id},
     }

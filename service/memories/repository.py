@@ -114,15 +114,60 @@ fused AS (
            END AS fused_score
       FROM lexical_hits l FULL OUTER JOIN vector_hits v ON v.id = l.id
 ),
+candidates AS (
+    SELECT f.*, m.source_thread_id AS thread_id,
+           coalesce(m.event_at, m.created_at) AS happened_at
+      FROM fused f
+      JOIN memory m ON m.tenant_id = :tenant_id AND m.id = f.id
+),
+adjacent AS (
+    -- A conversation turn is often found through the turn next to it (the question it
+    -- answers, the line it replies to): each candidate lends its fused score to the memory
+    -- right before and right after it in its source thread, found or not, on top of their own.
+    SELECT n.id, max(c.fused_score) AS evidence
+      FROM candidates c
+     CROSS JOIN LATERAL (
+           (SELECT m.id FROM memory m
+             WHERE m.source_thread_id = c.thread_id AND {candidate_filter}
+               AND (coalesce(m.event_at, m.created_at), m.id) < (c.happened_at, c.id)
+             ORDER BY coalesce(m.event_at, m.created_at) DESC, m.id DESC
+             LIMIT 1)
+           UNION ALL
+           (SELECT m.id FROM memory m
+             WHERE m.source_thread_id = c.thread_id AND {candidate_filter}
+               AND (coalesce(m.event_at, m.created_at), m.id) > (c.happened_at, c.id)
+             ORDER BY coalesce(m.event_at, m.created_at), m.id
+             LIMIT 1)
+     ) AS n
+     WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL
+     GROUP BY n.id
+),
+pooled AS (
+    SELECT coalesce(c.id, a.id) AS id,
+           c.lexical_rank, c.lexical_score, c.vector_rank, c.vector_cosine,
+           coalesce(c.fused_score, 0) AS fused_score,
+           coalesce(a.evidence, 0) AS neighbour_score,
+           coalesce(c.lexical_strength, 0) AS lexical_strength,
+           coalesce(c.vector_strength, 0) AS vector_strength
+      FROM candidates c FULL OUTER JOIN adjacent a ON a.id = c.id
+),
 scored AS (
-    SELECT f.lexical_rank, f.lexical_score, f.vector_rank, f.vector_cosine, f.fused_score,
-           greatest(f.lexical_strength, f.vector_strength) AS stronger_side,
-           least(f.lexical_strength, f.vector_strength) AS weaker_side,
+    SELECT p.lexical_rank, p.lexical_score, p.vector_rank, p.vector_cosine, p.fused_score,
+           p.neighbour_score,
+           -- Evidence from the memory's conversation: the share of all candidates' fused score
+           -- that the other candidates from its source thread hold, on the fused scale (times
+           -- the best fused score). Several hits in one session lift that session's turns.
+           CASE WHEN m.source_thread_id IS NULL THEN 0.0
+                ELSE (sum(p.fused_score) OVER (PARTITION BY m.source_thread_id) - p.fused_score)
+                     / nullif(sum(p.fused_score) OVER (), 0) * max(p.fused_score) OVER ()
+           END AS thread_score,
+           greatest(p.lexical_strength, p.vector_strength) AS stronger_side,
+           least(p.lexical_strength, p.vector_strength) AS weaker_side,
            m.*,
            (1 - :recency_weight) + :recency_weight * decay.factor AS recency_factor,
            (1 - :confidence_weight) + :confidence_weight * m.confidence AS confidence_factor
-      FROM fused f
-      JOIN memory m ON m.tenant_id = :tenant_id AND m.id = f.id
+      FROM pooled p
+      JOIN memory m ON m.tenant_id = :tenant_id AND m.id = p.id
       CROSS JOIN LATERAL (
           -- Half-lives elapsed since the memory happened (or was last confirmed), capped:
           -- 0.5^1000 is already 0 for ranking, and a larger exponent would make power()
@@ -143,8 +188,9 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
        s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
        s.embedding_model, s.metadata,
        s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
-       s.recency_factor, s.confidence_factor,
-       s.fused_score * s.recency_factor * s.confidence_factor AS final_score,
+       s.neighbour_score, s.thread_score, s.recency_factor, s.confidence_factor,
+       (s.fused_score + :neighbour_weight * s.neighbour_score + :thread_weight * s.thread_score)
+           * s.recency_factor * s.confidence_factor AS final_score,
        CASE WHEN :with_embeddings THEN s.embedding END AS embedding
   FROM scored s
  -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same rank the same
@@ -155,9 +201,10 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
 """
 """One statement: lexical (GIN tsvector, OR query, BM25 with the statistics of the memories
 the search may return) and vector (HNSW cosine) candidate sets under the same `MemoryFilter`
-(`{candidate_filter}`), fused (RRF or linear), decayed by kind-aware recency and confidence.
-Returns, best first, each hit's memory columns (everything a response shows) and every
-component score, so no second query is needed."""
+(`{candidate_filter}`), fused (RRF or linear); then the evidence of a memory's conversation
+(its neighbours in its source thread, the other hits of that thread) added on top, decayed by
+kind-aware recency and confidence. Returns, best first, each hit's memory columns (everything a
+response shows) and every component score, so no second query is needed."""
 
 _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
     "query": Text(),
@@ -170,6 +217,8 @@ _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
     "fusion": Text(),
     "rrf_k": Integer(),
     "lexical_weight": Float(),
+    "neighbour_weight": Float(),
+    "thread_weight": Float(),
     "recency_weight": Float(),
     "confidence_weight": Float(),
     "half_life_semantic": Float(),
@@ -198,6 +247,8 @@ class SearchParams:
     fusion: str
     rrf_k: int
     lexical_weight: float
+    neighbour_weight: float
+    thread_weight: float
     recency_weight: float
     confidence_weight: float
     half_life_semantic: float
@@ -446,6 +497,8 @@ class MemoryRepository:
                     vector_rank=row["vector_rank"],
                     vector_cosine=row["vector_cosine"],
                     fused_score=float(row["fused_score"]),
+                    neighbour_score=float(row["neighbour_score"]),
+                    thread_score=float(row["thread_score"]),
                     recency_factor=float(row["recency_factor"]),
                     confidence_factor=float(row["confidence_factor"]),
                     final_score=float(row["final_score"]),

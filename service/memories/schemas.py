@@ -178,6 +178,8 @@ class ComponentScores(BaseModel):
     vector_rank: int | None
     vector_cosine: float | None
     fused_score: float
+    neighbour_score: float
+    thread_score: float
     recency_factor: float
     confidence_factor: float
     final_score: float
