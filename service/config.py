@@ -86,6 +86,10 @@ class Settings(BaseSettings):
     embedding_openai_max_retries: int = Field(default=2, ge=0)
 
     # --- memories and retrieval ---------------------------------------------------------------
+    # How a hybrid search fuses its two sides when the request does not say: linear weighs the
+    # magnitudes (BM25 relative to the best lexical hit, the cosine as is), so a decisive match
+    # on one side is not flattened to a rank as RRF does.
+    search_fusion: Literal["rrf", "linear"] = "linear"
     # RRF's k: seed 004 measured k=5 better than the literature's 60 on this workload.
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)

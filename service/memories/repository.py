@@ -103,9 +103,10 @@ fused AS (
     SELECT coalesce(l.id, v.id) AS id,
            l.rank AS lexical_rank, l.score AS lexical_score,
            v.rank AS vector_rank, v.cosine AS vector_cosine,
-           -- Each side on a 0..1 scale: lexical relative to the best lexical hit, cosine as is.
+           -- Each side on one scale for breaking ties: lexical relative to the best lexical
+           -- hit (0..1), the cosine as is (a negative one ranks below no match at all).
            coalesce(l.score / nullif(max(l.score) OVER (), 0), 0) AS lexical_strength,
-           greatest(coalesce(v.cosine, 0), 0) AS vector_strength,
+           coalesce(v.cosine, 0) AS vector_strength,
            CASE WHEN :fusion = 'linear' THEN
                     -- Magnitude-aware: a perfect vector match outscores a weak lexical one.
                     :lexical_weight * coalesce(l.score / nullif(max(l.score) OVER (), 0), 0)

@@ -160,7 +160,9 @@ class SearchRequest(BaseModel):
     event_before: AwareDatetime | None = None
     limit: int = Field(default=10, ge=1, le=100)
     mode: SearchMode = "hybrid"
-    fusion: FusionMethod = "rrf"
+    fusion: FusionMethod | None = Field(
+        default=None, description="`rrf` or `linear`; absent = the service's setting."
+    )
     rrf_k: int | None = Field(default=None, ge=1, le=1000)
     linear_lexical_weight: float | None = Field(default=None, ge=0, le=1)
     recency_weight: float | None = Field(default=None, ge=0, le=1)

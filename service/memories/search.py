@@ -60,7 +60,7 @@ class MemorySearch:
             use_vector=use_vector,
             pool=max(settings.search_candidate_pool, fetch),
             limit=fetch,
-            fusion=request.fusion,
+            fusion=request.fusion or settings.search_fusion,
             rrf_k=request.rrf_k or settings.search_rrf_k,
             lexical_weight=_pick(
                 request.linear_lexical_weight, settings.search_linear_lexical_weight
@@ -107,7 +107,7 @@ class MemorySearch:
         return SearchResponse(
             hits=hits,
             mode=request.mode,
-            fusion=request.fusion,
+            fusion=params.fusion,
             query_embedded=query_embedding is not None,
         )
 

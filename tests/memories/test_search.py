@@ -126,7 +126,7 @@ async def test_component_scores_are_the_ones_the_sql_computed(
     await seed(client, headers)
     query = "when is the tax report due"
     result = await search(
-        client, headers, query=query, recency_weight=0, confidence_weight=0, limit=8
+        client, headers, query=query, fusion="rrf", recency_weight=0, confidence_weight=0, limit=8
     )
     embedder = app.state.mneme.embedding_backfill.embedder
     query_vector = np.asarray(await embedder.embed_query(query))
@@ -480,23 +480,35 @@ async def test_the_turn_next_to_a_match_is_found_through_it(
 
 
 async def test_the_same_data_and_question_always_rank_the_same(
-    client: AsyncClient, settings: Settings, tenant: str
+    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
 ) -> None:
-    """Two users hold the same memories (different random ids); equal final scores are
-    ordered by the stronger normalised side, then the other, never by the id."""
+    """Two users hold the same memories under different random ids; equal final scores are
+    ordered by the stronger normalised side, then the other, never by the id. (Recency is off
+    and bob's vectors are alice's: their memories were recorded and embedded moments apart.)"""
+    for user in ("alice", "bob"):
+        await seed_sessions(client, bearer(settings, tenant, user))
+    async with runtime_engine.begin() as connection:
+        await as_tenant(connection, tenant)
+        await connection.execute(
+            text(
+                "UPDATE memory b SET embedding = a.embedding FROM memory a "
+                "WHERE b.user_id = 'bob' AND a.user_id = 'alice' AND a.text = b.text"
+            )
+        )
     rankings = []
     for user in ("alice", "bob"):
         headers = bearer(settings, tenant, user)
-        await seed_sessions(client, headers)
         for _ in range(2):
-            result = await search(client, headers, query="tax report shipment order", limit=100)
+            result = await search(
+                client, headers, query="tax report shipment order", limit=100, recency_weight=0
+            )
             rankings.append([hit["memory"]["text"] for hit in result["hits"]])
             hits = result["hits"]
             best_lexical = max(h["scores"]["lexical_score"] or 0 for h in hits)
 
             def sides(scores: dict[str, Any], best: float = best_lexical) -> tuple[float, float]:
                 lexical = (scores["lexical_score"] or 0) / best
-                vector = max(scores["vector_cosine"] or 0, 0)
+                vector = scores["vector_cosine"] or 0
                 return max(lexical, vector), min(lexical, vector)
 
             for before, after in itertools.pairwise(hits):
