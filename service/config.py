@@ -94,8 +94,10 @@ class Settings(BaseSettings):
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)
     search_linear_lexical_weight: float = Field(default=0.5, ge=0, le=1)
+    # How much of a memory's conversation is added to its own fused score: the best fused
+    # score among its neighbours in its source thread, and its thread's share of all hits.
     search_neighbour_weight: float = Field(default=0.5, ge=0, le=10)
-    search_thread_weight: float = Field(default=1.0, ge=0, le=10)
+    search_thread_weight: float = Field(default=0.5, ge=0, le=10)
     search_recency_weight: float = Field(default=0.2, ge=0, le=1)
     search_confidence_weight: float = Field(default=0.2, ge=0, le=1)
     # Recency half-lives per kind, in days; 0 = never fades (standing instructions).
