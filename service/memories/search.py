@@ -167,6 +167,10 @@ def _annotate_span(hits: list[SearchHit]) -> None:
             span.set_attribute(f"{prefix}.lexical_rank", hit.scores.lexical_rank)
         if hit.scores.vector_cosine is not None:
             span.set_attribute(f"{prefix}.vector_cosine", hit.scores.vector_cosine)
+        if hit.scores.neighbour_score:
+            span.set_attribute(f"{prefix}.neighbour_score", hit.scores.neighbour_score)
+        if hit.scores.thread_score:
+            span.set_attribute(f"{prefix}.thread_score", hit.scores.thread_score)
 
 
 def _pick(value: float | None, default: float) -> float:
