@@ -100,9 +100,13 @@ class Settings(BaseSettings):
     search_thread_weight: float = Field(default=0.5, ge=0, le=10)
     search_recency_weight: float = Field(default=0.2, ge=0, le=1)
     search_confidence_weight: float = Field(default=0.2, ge=0, le=1)
-    # Recency half-lives per kind, in days; 0 = never fades (standing instructions).
+    # Recency half-lives per kind, in days; 0 = never fades. Facts (semantic) go stale and are
+    # superseded, so the newer one should win; an episode is the record of something that
+    # happened at its event time and stays as true and as relevant to a question about it
+    # however old it is (decaying episodes lost recall on conversations of the recent past),
+    # as do standing instructions.
     half_life_semantic_days: float = Field(default=120, ge=0)
-    half_life_episodic_days: float = Field(default=30, ge=0)
+    half_life_episodic_days: float = Field(default=0, ge=0)
     half_life_procedural_days: float = Field(default=0, ge=0)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
 

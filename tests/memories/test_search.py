@@ -181,10 +181,15 @@ async def test_recency_and_confidence_factors_follow_kind_and_settings(
         json={
             "items": [
                 {
+                    "text": "Likes the aquarium with the kids",
+                    "kind": "semantic",
+                    "event_at": "2020-01-01T00:00:00Z",
+                    "confidence": 0.5,
+                },
+                {
                     "text": "Visited the aquarium with the kids",
                     "kind": "episodic",
                     "event_at": "2020-01-01T00:00:00Z",
-                    "confidence": 0.5,
                 },
                 {
                     "text": "Always be concise at the aquarium desk",
@@ -198,9 +203,11 @@ async def test_recency_and_confidence_factors_follow_kind_and_settings(
         client, headers, query="aquarium", recency_weight=0.5, confidence_weight=0.4
     )
     by_kind = {hit["memory"]["kind"]: hit["scores"] for hit in result["hits"]}
-    assert by_kind["episodic"]["recency_factor"] == pytest.approx(0.5, abs=1e-3)  # long decayed
-    assert by_kind["procedural"]["recency_factor"] == pytest.approx(1.0)  # never fades
-    assert by_kind["episodic"]["confidence_factor"] == pytest.approx(0.6 + 0.4 * 0.5)
+    assert by_kind["semantic"]["recency_factor"] == pytest.approx(0.5, abs=1e-3)  # long decayed
+    # What happened stays what happened, and standing instructions stand: neither fades.
+    assert by_kind["episodic"]["recency_factor"] == pytest.approx(1.0)
+    assert by_kind["procedural"]["recency_factor"] == pytest.approx(1.0)
+    assert by_kind["semantic"]["confidence_factor"] == pytest.approx(0.6 + 0.4 * 0.5)
     for scores in by_kind.values():
         assert scores["final_score"] == pytest.approx(
             scores["fused_score"] * scores["recency_factor"] * scores["confidence_factor"]
@@ -348,7 +355,7 @@ async def test_a_memory_from_centuries_ago_ranks_last_instead_of_breaking_search
     today = datetime.now(UTC).replace(microsecond=0).isoformat()
     for path, headers, kind, when in (
         ("/v1/org/memories", admin, "semantic", "0001-01-01T00:00:00+00:00"),
-        ("/v1/users/me/memories", alice, "episodic", "1700-01-01T00:00:00+00:00"),
+        ("/v1/users/me/memories", alice, "semantic", "1700-01-01T00:00:00+00:00"),
         ("/v1/users/me/memories", alice, "episodic", today),
     ):
         response = await client.post(
