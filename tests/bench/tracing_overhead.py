@@ -36,8 +36,8 @@ from typing import Any
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
-from benchmarks.database import throwaway_database
 
+from benchmarks.database import throwaway_database
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
 from service.main import create_app
