@@ -51,6 +51,7 @@ from service.providers.llm import build_chat_model
 from service.rate_limits import RateLimitMiddleware
 from service.threads.router import router as threads_router
 from service.threads.summaries import thread_summary_job
+from service.web.router import install_web
 
 logger = logging.getLogger("mneme")
 
@@ -150,6 +151,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=API_DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        # Both are served from local files by install_web (FastAPI's own load from a CDN).
+        docs_url=None,
+        redoc_url=None,
     )
     install_problem_handlers(app)
     if settings.rate_limit_enabled:
@@ -173,4 +177,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(write_path_admin_router)
     app.include_router(admin_router)
     app.include_router(user_export_router)
+    install_web(app, settings)
     return app
