@@ -17,7 +17,7 @@ function h(tag, attrs = {}, ...children) {
     else if (key === "dataset") Object.assign(el.dataset, value);
     else el.setAttribute(key, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -211,14 +211,18 @@ function signInView() {
 async function useToken(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
   clearMessages();
-  if (!location.hash || location.hash === "#/") location.hash = "#/memories";
-  await route();
+  if (location.hash && location.hash !== "#/") {
+    await route();
+  } else {
+    // The hashchange listener renders the view (rendering here too would draw it twice).
+    location.hash = "#/memories";
+  }
 }
 
 async function refreshIdentity() {
   const me = await api("GET", "/v1/users/me");
   document.getElementById("whoami").textContent =
-    `${me.name || me.id} · tenant ${me.tenant_id}`;
+    `${me.name ? `${me.name} · ` : ""}${me.id} · tenant ${me.tenant_id}`;
   let admin = false;
   try {
     await api("GET", "/v1/admin/users?limit=1");
@@ -417,11 +421,15 @@ async function memoryView(user, id) {
 // ---- profile -----------------------------------------------------------------------------
 async function profileView(user) {
   const path = `/v1/users/${enc(user)}/profile`;
-  const profile = await api("GET", path);
+  const read = await api("GET", path, { raw: true });
+  // Writes carry the ETag of what the person saw: a change made meanwhile elsewhere is refused
+  // (412) rather than overwritten.
+  const etag = read.headers.get("ETag");
+  const profile = await read.json();
   const patch = async (operations) => {
     try {
       await api("PATCH", path, { body: operations, contentType: "application/json-patch+json",
-        headers: { "If-Match": `"${profile.version}"` } });
+        headers: etag ? { "If-Match": etag } : {} });
       say("Profile saved.");
       await route();
     } catch (e) { fail(e.message); }
