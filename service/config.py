@@ -213,7 +213,7 @@ class Settings(BaseSettings):
     web_oidc_scopes: str = "openid profile email"
     # Which token of the token response the page sends to the API as its bearer token: the
     # one whose audience and claims MNEME_JWT_* are configured to accept.
-    web_oidc_token: Literal["access_token", "id_token"] = "access_token"
+    web_oidc_token: Literal["access_token", "id_token"] = "access_token"  # noqa: S105 - a field name
 
     @field_validator(
         "jwt_hs256_secret",

@@ -313,7 +313,7 @@ function memoryCard(user, memory, scores) {
     actions);
 }
 
-async function memoriesView(user) {
+async function memoriesView(view, user) {
   const list = h("ul", { class: "cards", id: "memory-list", "aria-label": "Memories" });
   const more = h("button", { type: "button", hidden: true }, "More");
   const deleteArea = h("div", { id: "delete-area" });
@@ -388,12 +388,12 @@ async function memoriesView(user) {
     } catch (e) { fail(e.message); }
   });
 
-  show(h("h2", {}, "Memories"), searchForm,
+  view.show(h("h2", {}, "Memories"), searchForm,
     h("details", { open: true }, h("summary", {}, "Filters"), filters), deleteArea, list, more);
   await load(true);
 }
 
-async function memoryView(user, id) {
+async function memoryView(view, user, id) {
   const base = `/v1/users/${enc(user)}/memories/${enc(id)}`;
   const [memory, history] = await Promise.all([api("GET", base), api("GET", `${base}/history`)]);
   const edit = h("form", { id: "edit-memory" },
@@ -413,13 +413,13 @@ async function memoryView(user, id) {
       h("strong", {}, event.action), ` by ${event.actor} · ${when(event.created_at)}`,
       event.old_text && h("pre", { "aria-label": "before" }, `− ${event.old_text}`),
       event.new_text && h("pre", { "aria-label": "after" }, `+ ${event.new_text}`))));
-  show(h("p", {}, h("a", { href: `#/u/${enc(user)}/memories` }, "← Memories")),
+  view.show(h("p", {}, h("a", { href: `#/u/${enc(user)}/memories` }, "← Memories")),
     h("h2", {}, "Memory"), h("ul", { class: "cards" }, memoryCard(user, memory)),
     h("h3", {}, "Edit"), edit, h("h3", {}, "History"), timeline);
 }
 
 // ---- profile -----------------------------------------------------------------------------
-async function profileView(user) {
+async function profileView(view, user) {
   const path = `/v1/users/${enc(user)}/profile`;
   const read = await api("GET", path, { raw: true });
   // Writes carry the ETag of what the person saw: a change made meanwhile elsewhere is refused
@@ -465,7 +465,7 @@ async function profileView(user) {
     try { value = JSON.parse(data.get("value")); } catch { value = data.get("value"); }
     patch([{ op: "add", path: `/${data.get("key")}`, value }]);
   });
-  show(h("h2", {}, "Profile"),
+  view.show(h("h2", {}, "Profile"),
     h("p", { class: "meta" }, `${profile.key_count} stored fields · ${profile.bytes} of ` +
       `${profile.max_bytes} bytes · version ${profile.version}. Fields from the identity ` +
       "provider are changed there, not here."),
@@ -477,9 +477,9 @@ async function profileView(user) {
 }
 
 // ---- threads -----------------------------------------------------------------------------
-async function threadsView(user) {
+async function threadsView(view, user) {
   const page = await api("GET", `/v1/users/${enc(user)}/threads?limit=100`);
-  show(h("h2", {}, "Threads"),
+  view.show(h("h2", {}, "Threads"),
     page.items.length
       ? h("ul", { class: "cards" }, page.items.map((t) => h("li", { class: "card" },
         h("a", { href: `#/u/${enc(user)}/thread/${enc(t.id)}` }, t.title || "(untitled)"),
@@ -487,11 +487,11 @@ async function threadsView(user) {
       : h("p", { class: "meta" }, "No threads."));
 }
 
-async function threadView(user, id) {
+async function threadView(view, user, id) {
   const base = `/v1/users/${enc(user)}/threads/${enc(id)}`;
   const [thread, messages, summaries] = await Promise.all([
     api("GET", base), api("GET", `${base}/messages?limit=200`), api("GET", `${base}/summaries`)]);
-  show(h("p", {}, h("a", { href: `#/u/${enc(user)}/threads` }, "← Threads")),
+  view.show(h("p", {}, h("a", { href: `#/u/${enc(user)}/threads` }, "← Threads")),
     h("h2", {}, thread.title || "(untitled)"),
     h("h3", {}, "Summaries"),
     summaries.items.length
@@ -523,11 +523,11 @@ function counts(object) {
     h("tr", { dataset: { table: k } }, h("th", { scope: "row" }, k), h("td", {}, String(v))))));
 }
 
-async function adminView() {
+async function adminView(view) {
   const [users, jobs, audit] = await Promise.all([
     api("GET", "/v1/admin/users?limit=100"), api("GET", "/v1/admin/jobs"),
     api("GET", "/v1/admin/audit?limit=20")]);
-  show(h("h2", {}, "Users"),
+  view.show(h("h2", {}, "Users"),
     h("div", { class: "table-wrap" }, h("table", { id: "users" },
       h("thead", {}, h("tr", {}, ["User", "Memories (sem/epi/proc)", "Threads", "Messages",
         "Last active"].map((t) => h("th", { scope: "col" }, t)))),
@@ -555,7 +555,7 @@ async function adminView() {
       + `${a.actor_id} · ${when(a.created_at)}`))));
 }
 
-async function adminUserView(user) {
+async function adminUserView(view, user) {
   const overview = await api("GET", `/v1/admin/users/${enc(user)}`);
   const area = h("div", { id: "purge-area" });
   const purge = h("button", { type: "button", class: "danger", id: "purge", onclick: () => {
@@ -585,7 +585,7 @@ async function adminUserView(user) {
         h("button", { type: "button", onclick: () => area.replaceChildren() }, "Cancel"))));
     go.focus();
   } }, "Purge…");
-  show(h("p", {}, h("a", { href: "#/admin" }, "← Users")),
+  view.show(h("p", {}, h("a", { href: "#/admin" }, "← Users")),
     h("h2", {}, overview.name || overview.id),
     h("p", { class: "meta" }, `${overview.email || "no email"} · since ${when(overview.created_at)}`
       + ` · last active ${when(overview.last_active_at)}`),
@@ -601,17 +601,19 @@ async function adminUserView(user) {
 
 // ---- routing -----------------------------------------------------------------------------
 const ROUTES = [
-  [/^#\/(?:memories)?$/, () => memoriesView("me")],
-  [/^#\/u\/([^/]+)\/memories$/, (u) => memoriesView(u)],
-  [/^#\/u\/([^/]+)\/memory\/([^/]+)$/, (u, id) => memoryView(u, id)],
-  [/^#\/profile$/, () => profileView("me")],
-  [/^#\/u\/([^/]+)\/profile$/, (u) => profileView(u)],
-  [/^#\/threads$/, () => threadsView("me")],
-  [/^#\/u\/([^/]+)\/threads$/, (u) => threadsView(u)],
-  [/^#\/u\/([^/]+)\/thread\/([^/]+)$/, (u, id) => threadView(u, id)],
-  [/^#\/admin$/, () => adminView()],
-  [/^#\/admin\/users\/([^/]+)$/, (u) => adminUserView(u)],
+  [/^#\/(?:memories)?$/, (v) => memoriesView(v, "me")],
+  [/^#\/u\/([^/]+)\/memories$/, (v, u) => memoriesView(v, u)],
+  [/^#\/u\/([^/]+)\/memory\/([^/]+)$/, (v, u, id) => memoryView(v, u, id)],
+  [/^#\/profile$/, (v) => profileView(v, "me")],
+  [/^#\/u\/([^/]+)\/profile$/, (v, u) => profileView(v, u)],
+  [/^#\/threads$/, (v) => threadsView(v, "me")],
+  [/^#\/u\/([^/]+)\/threads$/, (v, u) => threadsView(v, u)],
+  [/^#\/u\/([^/]+)\/thread\/([^/]+)$/, (v, u, id) => threadView(v, u, id)],
+  [/^#\/admin$/, (v) => adminView(v)],
+  [/^#\/admin\/users\/([^/]+)$/, (v, u) => adminUserView(v, u)],
 ];
+
+let routeSerial = 0;
 
 async function route() {
   if (!sessionStorage.getItem(TOKEN_KEY)) {
@@ -625,19 +627,24 @@ async function route() {
     link.toggleAttribute("aria-current", hash.startsWith(link.getAttribute("href")));
     if (link.hasAttribute("aria-current")) link.setAttribute("aria-current", "page");
   }
+  // Views load asynchronously: only the latest navigation may draw, so a slow answer for a
+  // page the person already left never replaces the page they are on.
+  const mine = ++routeSerial;
+  const view = { show: (...nodes) => mine === routeSerial && show(...nodes) };
   try {
     if (document.getElementById("nav").hidden) await refreshIdentity();
     const found = ROUTES.find(([pattern]) => pattern.test(hash));
     if (!found) {
-      show(h("h2", {}, "Not found"), h("p", {}, h("a", { href: "#/memories" }, "Memories")));
+      view.show(h("h2", {}, "Not found"), h("p", {}, h("a", { href: "#/memories" }, "Memories")));
       return;
     }
     const args = hash.match(found[0]).slice(1).map(decodeURIComponent);
-    await found[1](...args);
-    main.focus();
+    await found[1](view, ...args);
+    if (mine === routeSerial) main.focus();
   } catch (e) {
-    show(h("h2", {}, "Cannot show this page"), h("p", { class: "error", id: "page-error" },
-      e.message));
+    if (mine !== routeSerial) return;
+    show(h("h2", {}, "Cannot show this page"), h("p", { class: "error", id: "page-error",
+      dataset: { route: hash } }, e.message));
     if (!sessionStorage.getItem(TOKEN_KEY)) signInView();
     fail(e.message);
   }
