@@ -9,34 +9,21 @@ docs/screenshots/ (the committed set); otherwise they go to a temporary director
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from playwright.async_api import Browser, Dialog, Page, async_playwright, expect
+from playwright.async_api import Browser, Dialog, Page, expect
 
 from service.config import Settings
 from service.main import create_app
 from tests.conftest import bearer, new_tenant
+from tests.web.conftest import free_port, serving
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 DESKTOP = {"width": 1100, "height": 820}
 PHONE = {"width": 390, "height": 844}
 COMMITTED_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -44,34 +31,8 @@ COMMITTED_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screensh
 
 @pytest.fixture(scope="module")
 def live_server(settings: Settings) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 180
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            pytest.fail("the service did not start")
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=60)
-
-
-@pytest.fixture(scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    if not CHROMIUM.exists():  # noqa: ASYNC240 - one stat before the suite starts
-        pytest.fail("browser tests need Debian's Chromium: apt-get install -y chromium")
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
-        )
-        yield launched
-        await launched.close()
+    with serving(create_app(settings), free_port()) as url:
+        yield url
 
 
 @pytest.fixture
