@@ -128,3 +128,9 @@ async def test_prod_has_no_dev_token_minter(prod_client: AsyncClient) -> None:
     assert config["dev_tokens"] is False
     # The page itself is still served in prod (it signs in through OIDC there).
     assert (await prod_client.get("/memory/")).status_code == 200
+
+
+async def test_memory_without_the_slash_redirects_to_the_page(client: AsyncClient) -> None:
+    response = await client.get("/memory")
+    assert response.status_code in (307, 308)
+    assert response.headers["location"].endswith("/memory/")
