@@ -8,6 +8,8 @@ docs/screenshots/ (the committed set); otherwise they go to a temporary director
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -140,6 +142,7 @@ async def test_sign_in_with_a_dev_token_lists_memories_and_search_shows_scores(
     await page.set_viewport_size(PHONE)
     await page.get_by_role("link", name="Memories").click()
     await expect(page.locator("#memory-list .memory")).to_have_count(4)
+    await expect(page.get_by_role("meter")).to_have_count(0)  # the list again, not the hits
     await snap(page, screenshots, "memories-phone")
 
 
@@ -335,3 +338,19 @@ async def test_a_user_cannot_open_another_users_data(
     # Her own data is still there.
     await page.goto(f"{live_server}/memory/#/memories")
     await expect(page.locator("#memory-list .memory")).to_have_count(1)
+
+
+async def test_download_my_data_saves_the_export(page: Page, api: Api, live_server: str) -> None:
+    api.remember("ada", "Ada collects fountain pens")
+    await sign_in(page, live_server, api.tenant, "ada")
+    async with page.expect_download() as started:
+        await page.get_by_role("button", name="Download my data").click()
+    download = await started.value
+    assert download.suggested_filename == "mneme-me.ndjson"
+    path = await download.path()
+    text = await asyncio.to_thread(Path(path).read_text)
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines[0]["type"] == "header"
+    assert lines[0]["user_id"] == "ada"
+    memories = [line["data"]["text"] for line in lines if line["type"] == "memory"]
+    assert memories == ["Ada collects fountain pens"]

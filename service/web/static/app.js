@@ -659,6 +659,14 @@ async function start() {
   document.getElementById("export-me").addEventListener("click", () =>
     download("me").catch((e) => fail(e.message)));
   window.addEventListener("hashchange", () => { clearMessages(); route(); });
+  // A link to the page already shown fires no hashchange: draw it afresh (e.g. after a search).
+  document.getElementById("nav").addEventListener("click", (event) => {
+    const link = event.target.closest("a");
+    if (link && link.getAttribute("href") === location.hash) {
+      clearMessages();
+      route();
+    }
+  });
   pageConfig = await (await fetch("/memory/config.json")).json();
   const params = new URLSearchParams(location.search);
   if (pageConfig.oidc && (params.has("code") || params.has("error"))) {
