@@ -235,6 +235,16 @@ class Settings(BaseSettings):
     # Unset: OTEL_SERVICE_NAME, or "mneme".
     otel_service_name: str | None = None
 
+    # --- the Memory page (/memory) -------------------------------------------------------------
+    # OIDC sign-in from the browser (authorization code + PKCE, public client). The page reads
+    # the issuer's `.well-known/openid-configuration` itself; unset issuer = no OIDC button.
+    web_oidc_issuer: str | None = None
+    web_oidc_client_id: str | None = None
+    web_oidc_scopes: str = "openid profile email"
+    # Which token of the token response the page sends to the API as its bearer token: the
+    # one whose audience and claims MNEME_JWT_* are configured to accept.
+    web_oidc_token: Literal["access_token", "id_token"] = "access_token"  # noqa: S105 - a field name
+
     @field_validator(
         "jwt_hs256_secret",
         "database_url",
@@ -242,6 +252,8 @@ class Settings(BaseSettings):
         "embedding_openai_api_key",
         "llm_api_key",
         "llm_base_url",
+        "web_oidc_issuer",
+        "web_oidc_client_id",
         mode="before",
     )
     @classmethod

@@ -59,6 +59,7 @@ from service.providers.telemetry import InstrumentedEmbedder
 from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
 from service.threads.router import router as threads_router
 from service.threads.summaries import thread_summary_job
+from service.web.router import install_web
 
 logger = logging.getLogger("mneme")
 
@@ -187,6 +188,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=API_DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        # Both are served from local files by install_web (FastAPI's own load from a CDN).
+        docs_url=None,
+        redoc_url=None,
         # FastAPI's server span stays (it is the request's one server span); exporters are
         # Mneme's alone, so FASTAPI_OTEL_AUTO_CONFIGURE must not add a second set.
         telemetry={"auto_configure": False},
@@ -213,5 +217,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(write_path_admin_router)
     app.include_router(admin_router)
     app.include_router(user_export_router)
+    install_web(app, settings)
     declare_common_problems(app)
     return app

@@ -1,0 +1,131 @@
+"""Static pages served by the service: the Memory page and Swagger UI, both without a CDN.
+
+The Memory page is plain HTML and one JavaScript module committed under `static/` (no build
+step, no Node at run time); it signs in in the browser and then calls only the public API with
+its bearer token, like any other client. Swagger UI's and ReDoc's files come from the
+`fastapi-offline` wheel (Swagger UI 5, which renders OpenAPI 3.1), so `/docs` and `/redoc` work
+on a machine with no internet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import fastapi_offline
+from fastapi import APIRouter, Body, FastAPI
+from fastapi.openapi.docs import (
+    get_redoc_html,
+    get_swagger_ui_html,
+    get_swagger_ui_oauth2_redirect_html,
+)
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+
+from service.auth.tokens import mint_dev_token
+from service.config import Settings
+from service.errors import ValidationFailed
+
+STATIC_DIR = Path(__file__).parent / "static"
+# Only the package's files are used, not its FastAPI subclass.
+DOCS_ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
+PAGE_PATH = "/memory"
+SWAGGER_ASSETS_PATH = "/docs-assets"
+DOCS_PATH = "/docs"
+REDOC_PATH = "/redoc"
+OAUTH2_REDIRECT_PATH = "/docs/oauth2-redirect"
+
+
+class OidcConfig(BaseModel):
+    issuer: str
+    client_id: str
+    scopes: str
+    token: str
+
+
+class PageConfig(BaseModel):
+    """What the page needs to know before it can sign anybody in."""
+
+    oidc: OidcConfig | None
+    dev_tokens: bool
+
+
+class DevTokenRequest(BaseModel):
+    tenant: str = Field(min_length=1, max_length=128)
+    user: str = Field(min_length=1, max_length=256)
+    admin: bool = False
+
+
+class DevToken(BaseModel):
+    token: str
+
+
+def install_web(app: FastAPI, settings: Settings) -> None:
+    """Mount the Memory page and the offline API docs on `app` (created with docs_url=None and
+    redoc_url=None, so FastAPI's CDN-loading pages are not registered)."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get(f"{PAGE_PATH}/config.json")
+    async def get_page_config() -> PageConfig:
+        oidc = (
+            OidcConfig(
+                issuer=settings.web_oidc_issuer,
+                client_id=settings.web_oidc_client_id,
+                scopes=settings.web_oidc_scopes,
+                token=settings.web_oidc_token,
+            )
+            if settings.web_oidc_issuer and settings.web_oidc_client_id
+            else None
+        )
+        return PageConfig(oidc=oidc, dev_tokens=_dev_tokens_enabled(settings))
+
+    if _dev_tokens_enabled(settings):
+        # Registered only in dev: in prod the path does not exist at all, so no setting or
+        # request can reach a token minter there.
+        @router.post(f"{PAGE_PATH}/dev-token")
+        async def mint_page_dev_token(request: Annotated[DevTokenRequest, Body()]) -> DevToken:
+            try:
+                token = mint_dev_token(
+                    settings, tenant_id=request.tenant, user_id=request.user, admin=request.admin
+                )
+            except ValueError as exc:
+                raise ValidationFailed(str(exc)) from exc
+            return DevToken(token=token)
+
+    @router.get(DOCS_PATH)
+    async def get_docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} - Swagger UI",
+            oauth2_redirect_url=OAUTH2_REDIRECT_PATH,
+            swagger_js_url=f"{SWAGGER_ASSETS_PATH}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER_ASSETS_PATH}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER_ASSETS_PATH}/favicon.png",
+        )
+
+    @router.get(REDOC_PATH)
+    async def get_redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{SWAGGER_ASSETS_PATH}/redoc.standalone.js",
+            redoc_favicon_url=f"{SWAGGER_ASSETS_PATH}/favicon.png",
+            with_google_fonts=False,
+        )
+
+    @router.get(OAUTH2_REDIRECT_PATH)
+    async def get_docs_oauth2_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
+
+    app.include_router(router)
+    app.mount(
+        SWAGGER_ASSETS_PATH,
+        StaticFiles(directory=DOCS_ASSETS_DIR),
+        name="docs-assets",
+    )
+    app.mount(PAGE_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="memory-page")
+
+
+def _dev_tokens_enabled(settings: Settings) -> bool:
+    return settings.is_dev and settings.jwt_hs256_secret is not None

@@ -1,0 +1,136 @@
+"""The Memory page and the API docs are served from the package, with nothing from a CDN."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+from fastapi import FastAPI
+from httpx import ASGITransport, AsyncClient
+from pydantic import SecretStr
+
+from service.config import Settings
+from service.main import create_app
+from tests.conftest import TEST_SECRET, assert_problem
+
+# src= / href= / url(...) values, and any absolute URL written in a script.
+REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']|url\(["']?([^"')]+)""")
+EXTERNAL = re.compile(r"""["'`(]\s*(?:https?:)?//""")
+
+
+def references(html: str) -> list[str]:
+    return [a or b for a, b in REFERENCE.findall(html)]
+
+
+@pytest.fixture
+async def prod_client(settings: Settings) -> AsyncIterator[AsyncClient]:
+    # Page routes need no database: the app is driven without its lifespan.
+    prod = settings.model_copy(update={"env": "prod", "jwt_hs256_secret": SecretStr(TEST_SECRET)})
+    app = create_app(prod)
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://mneme.test") as c:
+        yield c
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc"])
+async def test_api_docs_load_only_local_assets(client: AsyncClient, path: str) -> None:
+    page = await client.get(path)
+    assert page.status_code == 200
+    refs = references(page.text)
+    scripts = [r for r in refs if r.endswith(".js")]
+    assert scripts, page.text
+    for ref in refs:
+        assert ref.startswith("/"), f"{path} loads {ref} from elsewhere"
+        asset = await client.get(ref)
+        assert asset.status_code == 200, ref
+    assert not EXTERNAL.search(page.text.replace("http://mneme.test", "")), page.text
+    bundle = await client.get(scripts[0])
+    assert "javascript" in bundle.headers["content-type"]
+    assert len(bundle.content) > 100_000
+
+
+async def test_swagger_ui_is_a_release_that_renders_openapi_3_1(client: AsyncClient) -> None:
+    document = (await client.get("/openapi.json")).json()
+    assert document["openapi"].startswith("3.1")
+    bundle = (await client.get("/docs-assets/swagger-ui-bundle.js")).text
+    # Swagger UI renders OpenAPI 3.1 from version 5 on.
+    assert re.search(r'"5\.\d+\.\d+"', bundle)
+
+
+async def test_memory_page_and_its_assets_are_served(client: AsyncClient) -> None:
+    index = await client.get("/memory/")
+    assert index.status_code == 200
+    assert index.headers["content-type"].startswith("text/html")
+    refs = references(index.text)
+    assert {"style.css", "app.js"} <= set(refs)
+    for ref in refs:
+        if ref.startswith("#"):
+            continue
+        asset = await client.get(f"/memory/{ref}")
+        assert asset.status_code == 200, ref
+        assert not EXTERNAL.search(asset.text), f"{ref} references another host"
+    assert not EXTERNAL.search(index.text)
+
+
+async def test_page_config_in_dev_offers_dev_tokens_and_no_oidc(client: AsyncClient) -> None:
+    config = (await client.get("/memory/config.json")).json()
+    assert config == {"oidc": None, "dev_tokens": True}
+
+
+async def test_page_config_carries_the_oidc_client(settings: Settings) -> None:
+    configured = settings.model_copy(
+        update={
+            "web_oidc_issuer": "https://id.example.org/realms/acme",
+            "web_oidc_client_id": "mneme-page",
+        }
+    )
+    app: FastAPI = create_app(configured)
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://mneme.test") as c:
+        config = (await c.get("/memory/config.json")).json()
+    assert config["oidc"] == {
+        "issuer": "https://id.example.org/realms/acme",
+        "client_id": "mneme-page",
+        "scopes": "openid profile email",
+        "token": "access_token",
+    }
+
+
+async def test_dev_token_from_the_page_authenticates_its_user(client: AsyncClient) -> None:
+    minted = await client.post("/memory/dev-token", json={"tenant": "t-page", "user": "ada"})
+    assert minted.status_code == 200
+    headers = {"Authorization": f"Bearer {minted.json()['token']}"}
+    me = await client.get("/v1/users/me", headers=headers)
+    assert me.status_code == 200
+    assert (me.json()["id"], me.json()["tenant_id"]) == ("ada", "t-page")
+    admin = await client.get("/v1/admin/users", headers=headers)
+    assert_problem(admin, 403, "FORBIDDEN")
+
+
+async def test_dev_token_admin_flag_grants_the_admin_role(client: AsyncClient) -> None:
+    minted = await client.post(
+        "/memory/dev-token", json={"tenant": "t-page-admin", "user": "root", "admin": True}
+    )
+    headers = {"Authorization": f"Bearer {minted.json()['token']}"}
+    assert (await client.get("/v1/admin/users", headers=headers)).status_code == 200
+
+
+async def test_dev_token_refuses_an_invalid_user_id(client: AsyncClient) -> None:
+    response = await client.post("/memory/dev-token", json={"tenant": "t-page", "user": "a/b"})
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_prod_has_no_dev_token_minter(prod_client: AsyncClient) -> None:
+    response = await prod_client.post("/memory/dev-token", json={"tenant": "acme", "user": "ada"})
+    # No route: the path falls through to the static page mount, which serves only GET.
+    body = assert_problem(response, 405, "METHOD_NOT_ALLOWED")
+    assert "token" not in body
+    config = (await prod_client.get("/memory/config.json")).json()
+    assert config["dev_tokens"] is False
+    # The page itself is still served in prod (it signs in through OIDC there).
+    assert (await prod_client.get("/memory/")).status_code == 200
+
+
+async def test_memory_without_the_slash_redirects_to_the_page(client: AsyncClient) -> None:
+    response = await client.get("/memory")
+    assert response.status_code in (307, 308)
+    assert response.headers["location"].endswith("/memory/")
