@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 
 from service import db_migrations
@@ -38,11 +38,13 @@ from service.extraction.router import admin_router as write_path_admin_router
 from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
+from service.kit.media_type import require_json_body
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
 from service.observability import Metrics, TelemetryMiddleware, configure_tracing
+from service.openapi import client_openapi
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
@@ -150,7 +152,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=API_DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        dependencies=[Depends(require_json_body)],
     )
+    app.openapi = client_openapi(app)  # type: ignore[method-assign]
     install_problem_handlers(app)
     if settings.rate_limit_enabled:
         app.add_middleware(
