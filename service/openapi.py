@@ -31,7 +31,6 @@ from service.memories.schemas import (
     MemoryKind,
     MemoryScope,
     NewLifecycle,
-    ProcedureSlot,
     SearchMode,
 )
 from service.profile.schemas import ProfileSource
@@ -87,7 +86,6 @@ SHARED_ENUMS: Final[Mapping[str, Any]] = {
     "MemoryScope": MemoryScope,
     "SearchMode": SearchMode,
     "FusionMethod": FusionMethod,
-    "ProcedureSlot": ProcedureSlot,
     "ContextSectionName": SectionName,
     "ContextFormat": ContextFormat,
     "MessageRole": MessageRole,

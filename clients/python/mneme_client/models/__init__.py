@@ -67,7 +67,6 @@ from .patch_remove import PatchRemove
 from .patch_replace import PatchReplace
 from .pending_job_read import PendingJobRead
 from .problem import Problem
-from .procedure_slot import ProcedureSlot
 from .procedure_slot_read import ProcedureSlotRead
 from .procedures import Procedures
 from .procedures_update import ProceduresUpdate
@@ -182,7 +181,6 @@ __all__ = (
     "PatchReplace",
     "PendingJobRead",
     "Problem",
-    "ProcedureSlot",
     "ProcedureSlotRead",
     "Procedures",
     "ProceduresUpdate",

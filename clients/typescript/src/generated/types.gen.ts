@@ -2298,11 +2298,6 @@ export type SearchMode = 'hybrid' | 'lexical' | 'vector';
 export type FusionMethod = 'rrf' | 'linear';
 
 /**
- * ProcedureSlot
- */
-export type ProcedureSlot = 'style' | 'workflow' | 'safety' | 'task_policies';
-
-/**
  * ContextSectionName
  */
 export type ContextSectionName = 'org' | 'profile' | 'procedures' | 'facts' | 'episodes' | 'thread' | 'recent';
