@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.memories.schemas import ComponentScores
+from service.threads.schemas import APPEND_MAX, MessageIn, MessagesAppended
 
 ContextFormat = Literal["text", "json", "both"]
 SectionName = Literal["org", "profile", "procedures", "facts", "episodes", "thread", "recent"]
@@ -104,4 +105,32 @@ class ContextResponse(BaseModel):
     omitted: dict[str, int] = Field(description="Per section, candidates left out for budget.")
     summarization: Literal["on", "off"] | None = Field(
         default=None, description="With a thread: whether its older turns are being summarised."
+    )
+
+
+class TurnAppend(BaseModel):
+    """One agent turn: the messages to append and how to build the next context block."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {"role": "assistant", "content": "Which city are you flying to?"},
+                        {"role": "user", "content": "Lisbon, and a window seat please."},
+                    ],
+                    "context": {"budget_tokens": 800},
+                }
+            ]
+        },
+    )
+
+    messages: list[MessageIn] = Field(min_length=1, max_length=APPEND_MAX)
+    context: TurnContextOptions = Field(default_factory=TurnContextOptions)
+
+
+class TurnAppended(MessagesAppended):
+    context: ContextResponse = Field(
+        description="The context block for the next model call, built after the append."
     )

@@ -8,33 +8,32 @@ from __future__ import annotations
 
 import uuid
 
-from service.context.schemas import ContextRequest
+from service.context.schemas import ContextRequest, TurnAppend, TurnAppended
 from service.context.service import ContextBuilder
 from service.errors import ValidationFailed
-from service.threads.schemas import MessageIn, MessagesAppend, MessagesAppended
+from service.threads.schemas import MessageIn
 from service.threads.service import ThreadService
 
 QUERY_MAX_CHARS = 4000
 USER_ROLES = frozenset({"user", "human"})
 
 
-async def append_turn(
+async def record_turn(
     threads: ThreadService,
     context: ContextBuilder,
     user_id: str,
     thread_id: uuid.UUID,
-    body: MessagesAppend,
-) -> MessagesAppended:
-    """Append `body.messages`; with `body.context`, also return the next context block."""
+    body: TurnAppend,
+) -> TurnAppended:
+    """Append `body.messages`, then build the context block for the model's next call."""
     appended = await threads.append(user_id, thread_id, body.messages)
-    if body.context is None:
-        return appended
     request = ContextRequest(
         query=body.context.query or default_query(body.messages),
         thread_id=thread_id,
         **body.context.model_dump(exclude={"query"}, exclude_unset=True),
     )
-    return appended.model_copy(update={"context": await context.build(user_id, request)})
+    built = await context.build(user_id, request)
+    return TurnAppended(items=appended.items, duplicates=appended.duplicates, context=built)
 
 
 def default_query(messages: list[MessageIn]) -> str:

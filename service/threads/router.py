@@ -8,8 +8,6 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import Field
 
-from service.context.dependencies import ContextSvc
-from service.context.turns import append_turn
 from service.dependencies import AddressedUserId, Idempotency, State
 from service.errors import problem_responses
 from service.kit.idempotency import IdempotencyKeyHeader
@@ -123,23 +121,18 @@ async def append_messages(
     thread_id: uuid.UUID,
     body: MessagesAppend,
     threads: ThreadSvc,
-    context: ContextSvc,
     request: Request,
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MessagesAppended | Response:
     """Append up to 100 messages in order. They are committed before anything else happens
     (summaries and extraction run afterwards, in the background). A message whose
-    `client_message_id` is already stored is returned, not stored twice.
-
-    With `context` in the body, the answer also carries the context block for the next model
-    call (as `POST /context` with this thread would build it, after the append): an agent
-    turn is one round trip."""
+    `client_message_id` is already stored is returned, not stored twice."""
     return await idempotency.run(
         idempotency_key,
         request,
         body,
-        lambda: append_turn(threads, context, user_id, thread_id, body),
+        lambda: threads.append(user_id, thread_id, body.messages),
         status_code=status.HTTP_201_CREATED,
     )
 

@@ -8,8 +8,6 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
-from service.context.schemas import ContextResponse, TurnContextOptions
-
 StoredRole = Literal["user", "assistant", "tool", "system"]
 MessageRole = Literal["user", "human", "assistant", "ai", "tool", "system"]
 # Clients speak both vocabularies (OpenAI's and LangChain's); we store one.
@@ -88,18 +86,12 @@ class MessagesAppend(BaseModel):
                         {"role": "user", "content": "I moved to Lisbon last month."},
                         {"role": "assistant", "content": "Welcome to Lisbon! How is it going?"},
                     ],
-                    "context": {"budget_tokens": 800},
                 }
             ]
         },
     )
 
     messages: list[MessageIn] = Field(min_length=1, max_length=APPEND_MAX)
-    context: TurnContextOptions | None = Field(
-        default=None,
-        description="Also return the context block for the next model call, built after the "
-        "append in the same transaction: one round trip per agent turn.",
-    )
 
 
 class MessageRead(BaseModel):
@@ -122,9 +114,6 @@ class MessageRead(BaseModel):
 class MessagesAppended(BaseModel):
     items: list[MessageRead]
     duplicates: int = Field(description="Messages whose client_message_id was already stored.")
-    context: ContextResponse | None = Field(
-        default=None, description="The next context block, when the request asked for one."
-    )
 
 
 class MessagePage(BaseModel):

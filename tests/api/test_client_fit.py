@@ -154,7 +154,7 @@ async def test_a_retried_api_key_creation_mints_no_second_key_and_stores_no_secr
     assert first.json()["key"] not in stored
 
 
-async def test_an_append_can_return_the_next_context_block_in_the_same_call(
+async def test_a_turn_appends_and_returns_the_next_context_block_in_one_call(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = bearer(settings, tenant, "ada")
@@ -164,13 +164,8 @@ async def test_an_append_can_return_the_next_context_block_in_the_same_call(
         headers=headers,
     )
     thread = (await client.post("/v1/users/me/threads", json={}, headers=headers)).json()
-    url = f"/v1/users/me/threads/{thread['id']}/messages"
-    plain = await client.post(
-        url, json={"messages": [{"role": "user", "content": "Hello"}]}, headers=headers
-    )
-    assert plain.status_code == 201 and plain.json()["context"] is None
     turn = await client.post(
-        url,
+        f"/v1/users/me/threads/{thread['id']}/turns",
         json={
             "messages": [{"role": "user", "content": "Book a seat to Lisbon, window please."}],
             "context": {"budget_tokens": 500, "format": "json"},
@@ -179,25 +174,45 @@ async def test_an_append_can_return_the_next_context_block_in_the_same_call(
     )
     assert turn.status_code == 201, turn.text
     body = turn.json()
+    assert body["items"][0]["content"] == "Book a seat to Lisbon, window please."
     sections = {section["name"]: section for section in body["context"]["sections"]}
     # The block is built after the append: the new turn is already among the recent ones,
     # and the default query (the user's message) found the seat preference.
     assert any("Lisbon" in item["text"] for item in sections["recent"]["items"])
     assert any("window seats" in item["text"] for item in sections["facts"]["items"])
-    assert body["items"][0]["content"] == "Book a seat to Lisbon, window please."
+    stored = await client.get(f"/v1/users/me/threads/{thread['id']}/messages", headers=headers)
+    assert [m["content"] for m in stored.json()["items"]] == [
+        "Book a seat to Lisbon, window please."
+    ]
 
 
-async def test_an_append_whose_default_context_query_is_empty_is_refused_and_not_stored(
+async def test_a_turn_whose_default_context_query_is_empty_is_refused_and_not_stored(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = bearer(settings, tenant, "ada")
     thread = (await client.post("/v1/users/me/threads", json={}, headers=headers)).json()
-    url = f"/v1/users/me/threads/{thread['id']}/messages"
     refused = await client.post(
-        url,
-        json={"messages": [{"role": "user", "content": "   "}], "context": {}},
+        f"/v1/users/me/threads/{thread['id']}/turns",
+        json={"messages": [{"role": "user", "content": "   "}]},
         headers=headers,
     )
     problem = assert_problem(refused, 422, "VALIDATION_FAILED")
     assert problem["errors"][0]["loc"] == ["body", "context", "query"]
-    assert (await client.get(url, headers=headers)).json()["items"] == []
+    stored = await client.get(f"/v1/users/me/threads/{thread['id']}/messages", headers=headers)
+    assert stored.json()["items"] == []
+
+
+async def test_a_retried_turn_is_replayed_not_appended_twice(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread = (await client.post("/v1/users/me/threads", json={}, headers=headers)).json()
+    url = f"/v1/users/me/threads/{thread['id']}/turns"
+    body = {"messages": [{"role": "user", "content": "Hello there"}]}
+    keyed = {**headers, "Idempotency-Key": "turn-1"}
+    first = await client.post(url, json=body, headers=keyed)
+    retry = await client.post(url, json=body, headers=keyed)
+    assert retry.status_code == 201 and retry.headers["idempotent-replayed"] == "true"
+    assert retry.json() == first.json()
+    stored = await client.get(f"/v1/users/me/threads/{thread['id']}/messages", headers=headers)
+    assert len(stored.json()["items"]) == 1

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import httpx
 from mneme_client import AuthenticatedClient
-from mneme_client.api.context import build_context
+from mneme_client.api.context import append_turn, build_context
 from mneme_client.api.memories import create_memory, search_memories
 from mneme_client.api.profile import get_profile, patch_profile
-from mneme_client.api.threads import append_messages, create_thread
+from mneme_client.api.threads import create_thread
 from mneme_client.api.users import export_user
 from mneme_client.models import (
     ContextRequest,
@@ -19,8 +19,6 @@ from mneme_client.models import (
     MemoryWritten,
     MessageIn,
     MessageRole,
-    MessagesAppend,
-    MessagesAppended,
     PatchAdd,
     Problem,
     ProfilePatchResult,
@@ -29,6 +27,8 @@ from mneme_client.models import (
     SearchResponse,
     ThreadCreate,
     ThreadRead,
+    TurnAppend,
+    TurnAppended,
     TurnContextOptions,
 )
 
@@ -78,17 +78,17 @@ def test_an_agent_loop_runs_end_to_end_through_the_generated_client(
             user_id, client=client, body=ThreadCreate(title="Trip planning")
         )
         assert isinstance(thread, ThreadRead)
-        turn = append_messages.sync(
+        turn = append_turn.sync(
             user_id,
             thread.id,
             client=client,
-            body=MessagesAppend(
+            body=TurnAppend(
                 messages=[MessageIn(role=MessageRole.USER, content="Book me a seat to Lisbon.")],
                 context=TurnContextOptions(budget_tokens=400),
             ),
         )
-        assert isinstance(turn, MessagesAppended) and len(turn.items) == 1
-        assert turn.context is not None and "window seats" in (turn.context.text or "")
+        assert isinstance(turn, TurnAppended) and len(turn.items) == 1
+        assert "window seats" in (turn.context.text or "")
 
         context = build_context.sync(
             user_id,

@@ -5,7 +5,7 @@ import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 
 import {
-  appendMessages,
+  appendTurn,
   buildContext,
   createClient,
   createConfig,
@@ -69,7 +69,7 @@ test('an agent loop runs end to end through the generated client', async () => {
     path: { user_id },
     body: { title: 'Trip planning' },
   });
-  const { data: turn } = await appendMessages({
+  const { data: turn } = await appendTurn({
     client,
     throwOnError: true,
     path: { user_id, thread_id: thread.id },
@@ -79,7 +79,7 @@ test('an agent loop runs end to end through the generated client', async () => {
     },
   });
   assert.equal(turn.items.length, 1);
-  assert.match(turn.context?.text ?? '', /window seats/, 'the append returns the next context');
+  assert.match(turn.context.text ?? '', /window seats/, 'the turn returns the next context');
 
   const { data: context } = await buildContext({
     client,

@@ -107,6 +107,8 @@ from .thread_deleted_deleted import ThreadDeletedDeleted
 from .thread_read import ThreadRead
 from .thread_update import ThreadUpdate
 from .thread_window import ThreadWindow
+from .turn_append import TurnAppend
+from .turn_appended import TurnAppended
 from .turn_context_options import TurnContextOptions
 from .user_jobs import UserJobs
 from .user_overview import UserOverview
@@ -221,6 +223,8 @@ __all__ = (
     "ThreadRead",
     "ThreadUpdate",
     "ThreadWindow",
+    "TurnAppend",
+    "TurnAppended",
     "TurnContextOptions",
     "UserJobs",
     "UserOverview",

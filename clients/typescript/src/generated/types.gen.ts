@@ -1082,10 +1082,6 @@ export type MessagesAppend = {
      * Messages
      */
     messages: Array<MessageIn>;
-    /**
-     * Also return the context block for the next model call, built after the append in the same transaction: one round trip per agent turn.
-     */
-    context?: TurnContextOptions | null;
 };
 
 /**
@@ -1102,10 +1098,6 @@ export type MessagesAppended = {
      * Messages whose client_message_id was already stored.
      */
     duplicates: number;
-    /**
-     * The next context block, when the request asked for one.
-     */
-    context?: ContextResponse | null;
 };
 
 /**
@@ -2085,6 +2077,39 @@ export type ThreadWindow = {
      * Messages
      */
     messages: Array<MessageRead>;
+};
+
+/**
+ * TurnAppend
+ *
+ * One agent turn: the messages to append and how to build the next context block.
+ */
+export type TurnAppend = {
+    /**
+     * Messages
+     */
+    messages: Array<MessageIn>;
+    context?: TurnContextOptions;
+};
+
+/**
+ * TurnAppended
+ */
+export type TurnAppended = {
+    /**
+     * Items
+     */
+    items: Array<MessageRead>;
+    /**
+     * Duplicates
+     *
+     * Messages whose client_message_id was already stored.
+     */
+    duplicates: number;
+    /**
+     * The context block for the next model call, built after the append.
+     */
+    context: ContextResponse;
 };
 
 /**
@@ -5376,6 +5401,78 @@ export type BuildContextResponses = {
 };
 
 export type BuildContextResponse = BuildContextResponses[keyof BuildContextResponses];
+
+export type AppendTurnData = {
+    body: TurnAppend;
+    headers?: {
+        /**
+         * Idempotency-Key
+         *
+         * Makes this POST safe to retry: a retry with the same key and the same body gets the first attempt's response (marked `Idempotent-Replayed: true`) instead of applying the request again. 1-255 printable ASCII characters, unique per request (a UUID is a good choice); remembered for 24 hours.
+         */
+        'Idempotency-Key'?: string | null;
+    };
+    path: {
+        /**
+         * Thread Id
+         */
+        thread_id: string;
+        /**
+         * User Id
+         *
+         * A user id of the caller's tenant, or `me` for the caller itself.
+         */
+        user_id: string;
+    };
+    query?: never;
+    url: '/v1/users/{user_id}/threads/{thread_id}/turns';
+};
+
+export type AppendTurnErrors = {
+    /**
+     * Unauthorized
+     */
+    401: Problem;
+    /**
+     * Not Found
+     */
+    404: Problem;
+    /**
+     * Conflict
+     */
+    409: Problem;
+    /**
+     * Request Entity Too Large
+     */
+    413: Problem;
+    /**
+     * Unprocessable Entity
+     */
+    422: Problem;
+    /**
+     * Too Many Requests
+     */
+    429: Problem;
+    /**
+     * Internal server error (`INTERNAL_ERROR`, with a trace id).
+     */
+    500: Problem;
+    /**
+     * Any other error, as an RFC 9457 problem.
+     */
+    default: Problem;
+};
+
+export type AppendTurnError = AppendTurnErrors[keyof AppendTurnErrors];
+
+export type AppendTurnResponses = {
+    /**
+     * Successful Response
+     */
+    201: TurnAppended;
+};
+
+export type AppendTurnResponse = AppendTurnResponses[keyof AppendTurnResponses];
 
 export type GetTenantJobsData = {
     body?: never;

@@ -112,10 +112,6 @@ def sync_detailed(
     (summaries and extraction run afterwards, in the background). A message whose
     `client_message_id` is already stored is returned, not stored twice.
 
-    With `context` in the body, the answer also carries the context block for the next model
-    call (as `POST /context` with this thread would build it, after the append): an agent
-    turn is one round trip.
-
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
@@ -161,10 +157,6 @@ def sync(
     (summaries and extraction run afterwards, in the background). A message whose
     `client_message_id` is already stored is returned, not stored twice.
 
-    With `context` in the body, the answer also carries the context block for the next model
-    call (as `POST /context` with this thread would build it, after the append): an agent
-    turn is one round trip.
-
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
@@ -204,10 +196,6 @@ async def asyncio_detailed(
      Append up to 100 messages in order. They are committed before anything else happens
     (summaries and extraction run afterwards, in the background). A message whose
     `client_message_id` is already stored is returned, not stored twice.
-
-    With `context` in the body, the answer also carries the context block for the next model
-    call (as `POST /context` with this thread would build it, after the append): an agent
-    turn is one round trip.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -251,10 +239,6 @@ async def asyncio(
      Append up to 100 messages in order. They are committed before anything else happens
     (summaries and extraction run afterwards, in the background). A message whose
     `client_message_id` is already stored is returned, not stored twice.
-
-    With `context` in the body, the answer also carries the context block for the next model
-    call (as `POST /context` with this thread would build it, after the append): an agent
-    turn is one round trip.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
