@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 
 from service import db_migrations
@@ -43,6 +43,7 @@ from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.input_guard import InputGuardMiddleware
+from service.kit.media_type import require_json_body
 from service.kit.openapi import declare_common_problems
 from service.kit.post_commit import BackgroundRunner
 from service.logs import configure_logging, log_request
@@ -50,6 +51,7 @@ from service.memories.embedding import EmbeddingBackfill
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
 from service.observability import Metrics, TelemetryMiddleware, trace_export
+from service.openapi import client_openapi
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
@@ -194,7 +196,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # FastAPI's server span stays (it is the request's one server span); exporters are
         # Mneme's alone, so FASTAPI_OTEL_AUTO_CONFIGURE must not add a second set.
         telemetry={"auto_configure": False},
+        dependencies=[Depends(require_json_body)],
     )
+    app.openapi = client_openapi(app)  # type: ignore[method-assign]
     install_problem_handlers(app)
     install_outage_handlers(app)
     # Innermost of the middlewares: bodies are decoded strictly only after the size limit let

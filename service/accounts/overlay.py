@@ -61,7 +61,14 @@ class AccountOverlayUpdate(BaseModel):
     """The account details a service sets for a user. It replaces the whole overlay: an
     omitted field is cleared."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"name": "Ada Lovelace", "email": "ada@example.com", "socials": ["github"]}
+            ]
+        },
+    )
 
     name: str | None = Field(default=None, max_length=256)
     email: str | None = Field(default=None, max_length=320)

@@ -79,7 +79,12 @@ class RetentionPolicy(BaseModel):
     """How long the tenant keeps what it stores, in days; null keeps it forever. Memories
     with their own `expires_at` go at that time whatever the policy says."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"episodic_days": 365, "messages_days": 90, "summaries_days": None}]
+        },
+    )
 
     episodic_days: int | None = Field(
         default=None, ge=1, le=36500, description="Episodic memories older than this go."

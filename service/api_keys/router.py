@@ -5,11 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Request, status
 
 from service.api_keys.dependencies import ApiKeySvc
+from service.api_keys.errors import ApiKeySecretNotReplayable
 from service.api_keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
+from service.dependencies import Idempotency
 from service.errors import problem_responses
+from service.kit.idempotency import IdempotencyKeyHeader, IdempotentReplay
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
 
 router = APIRouter(prefix="/v1/admin/api-keys", tags=["admin"])
@@ -20,12 +23,37 @@ router = APIRouter(prefix="/v1/admin/api-keys", tags=["admin"])
     status_code=status.HTTP_201_CREATED,
     response_model=ApiKeyCreated,
     summary="Create an API key",
-    responses=problem_responses(401, 403, 422, 429),
+    responses=problem_responses(401, 403, 409, 422, 429),
 )
-async def create_api_key(body: ApiKeyCreate, api_keys: ApiKeySvc) -> ApiKeyCreated:
+async def create_api_key(
+    body: ApiKeyCreate,
+    api_keys: ApiKeySvc,
+    request: Request,
+    idempotency_key: IdempotencyKeyHeader,
+    idempotency: Idempotency,
+) -> ApiKeyCreated:
     """Create a service credential for this tenant. The full key is returned once, here;
-    only its hash is stored."""
-    return await api_keys.create(body)
+    only its hash is stored.
+
+    A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
+    not stored anywhere, the retry cannot repeat it either: it gets 409
+    `API_KEY_ALREADY_CREATED` with the `key_id` the first attempt created (revoke that key and
+    create another if its secret was lost)."""
+    if idempotency_key is None:
+        return await api_keys.create(body)
+    outcome = await idempotency.begin(idempotency_key, request.method, request.url.path, body)
+    if isinstance(outcome, IdempotentReplay):
+        raise ApiKeySecretNotReplayable(
+            "This Idempotency-Key already created an API key; its secret was shown only in "
+            "that response.",
+            key_id=outcome.body["id"],
+        )
+    created = await api_keys.create(body)
+    # Remembered without the secret: only the key's hash may outlive this response.
+    await idempotency.complete(
+        outcome, status.HTTP_201_CREATED, created.model_dump(mode="json", exclude={"key"})
+    )
+    return created
 
 
 @router.get(

@@ -12,7 +12,9 @@ ApiKeyRole = Literal["admin"]
 
 
 class ApiKeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"name": "support-bot", "roles": []}]}
+    )
 
     name: str = Field(min_length=1, max_length=200, description="What the key is for.")
     roles: list[ApiKeyRole] = Field(

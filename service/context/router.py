@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import uuid
+
+from fastapi import APIRouter, Request, Response, status
 
 from service.context.dependencies import ContextSvc
-from service.context.schemas import ContextRequest, ContextResponse
-from service.dependencies import AddressedUserId
+from service.context.schemas import ContextRequest, ContextResponse, TurnAppend, TurnAppended
+from service.context.turns import record_turn
+from service.dependencies import AddressedUserId, Idempotency
 from service.errors import problem_responses
+from service.kit.idempotency import IdempotencyKeyHeader
+from service.threads.dependencies import ThreadSvc
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["context"])
 
@@ -27,3 +32,34 @@ async def build_context(
     thread's summaries and recent turns. Each item carries its id and the scores that chose it.
     Nothing is written."""
     return await context.build(user_id, body)
+
+
+@router.post(
+    "/threads/{thread_id}/turns",
+    status_code=status.HTTP_201_CREATED,
+    response_model=TurnAppended,
+    response_model_exclude_none=False,
+    summary="Append a turn and get the next context block",
+    responses=problem_responses(401, 404, 409, 413, 422, 429),
+)
+async def append_turn(
+    user_id: AddressedUserId,
+    thread_id: uuid.UUID,
+    body: TurnAppend,
+    threads: ThreadSvc,
+    context: ContextSvc,
+    request: Request,
+    idempotency_key: IdempotencyKeyHeader,
+    idempotency: Idempotency,
+) -> TurnAppended | Response:
+    """An agent turn in one round trip: append the messages (as `POST …/messages` does) and
+    answer with the context block for the next model call (as `POST /context` with this thread
+    would build it, after the append, in the same transaction). `context.query` defaults to the
+    last appended user message. Send the previous assistant reply with the new user message."""
+    return await idempotency.run(
+        idempotency_key,
+        request,
+        body,
+        lambda: record_turn(threads, context, user_id, thread_id, body),
+        status_code=status.HTTP_201_CREATED,
+    )

@@ -8,7 +8,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.memories.schemas import ComponentScores
+from service.threads.schemas import APPEND_MAX, MessageIn, MessagesAppended
 
+ContextFormat = Literal["text", "json", "both"]
 SectionName = Literal["org", "profile", "procedures", "facts", "episodes", "thread", "recent"]
 ALL_SECTIONS: tuple[SectionName, ...] = (
     "org",
@@ -21,8 +23,41 @@ ALL_SECTIONS: tuple[SectionName, ...] = (
 )
 
 
-class ContextRequest(BaseModel):
+class ContextOptions(BaseModel):
+    """How to build a context block: budget, sections and retrieval knobs."""
+
     model_config = ConfigDict(extra="forbid")
+
+    budget_tokens: int | None = Field(
+        default=None, ge=32, le=32_000, description="Default: MNEME_CONTEXT_BUDGET_TOKENS."
+    )
+    k_user: int = Field(default=4, ge=0, le=50, description="Relevant user facts to consider.")
+    k_episodic: int = Field(default=4, ge=0, le=50, description="Episodic hints to consider.")
+    k_org: int = Field(default=4, ge=0, le=50, description="Organization memories to consider.")
+    include: list[SectionName] = Field(default_factory=lambda: list(ALL_SECTIONS))
+    format: ContextFormat = "both"
+    encoding: str = Field(default="cl100k_base", max_length=64, description="tiktoken encoding.")
+    include_proposed: bool = Field(
+        default=False, description="Also use facts still awaiting review (lifecycle proposed)."
+    )
+    mmr_lambda: float = Field(
+        default=0.7, ge=0, le=1, description="Relevance vs. diversity when picking memories."
+    )
+
+
+class ContextRequest(ContextOptions):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "query": "Where should I book the team dinner?",
+                    "thread_id": "0f8fad5b-d9cb-469f-a165-70867728950e",
+                    "budget_tokens": 800,
+                }
+            ]
+        },
+    )
 
     query: str = Field(
         min_length=1, max_length=4000, description="Usually the user's latest message."
@@ -31,20 +66,16 @@ class ContextRequest(BaseModel):
         default=None,
         description="Adds the thread's summaries (`thread`) and its recent raw turns (`recent`).",
     )
-    budget_tokens: int | None = Field(
-        default=None, ge=32, le=32_000, description="Default: MNEME_CONTEXT_BUDGET_TOKENS."
-    )
-    k_user: int = Field(default=4, ge=0, le=50, description="Relevant user facts to consider.")
-    k_episodic: int = Field(default=4, ge=0, le=50, description="Episodic hints to consider.")
-    k_org: int = Field(default=4, ge=0, le=50, description="Organization memories to consider.")
-    include: list[SectionName] = Field(default_factory=lambda: list(ALL_SECTIONS))
-    format: Literal["text", "json", "both"] = "both"
-    encoding: str = Field(default="cl100k_base", max_length=64, description="tiktoken encoding.")
-    include_proposed: bool = Field(
-        default=False, description="Also use facts still awaiting review (lifecycle proposed)."
-    )
-    mmr_lambda: float = Field(
-        default=0.7, ge=0, le=1, description="Relevance vs. diversity when picking memories."
+
+
+class TurnContextOptions(ContextOptions):
+    """The context block to return with an append: built for the same thread, after it."""
+
+    query: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4000,
+        description="Default: the last appended message from the user (else the last one).",
     )
 
 
@@ -74,4 +105,32 @@ class ContextResponse(BaseModel):
     omitted: dict[str, int] = Field(description="Per section, candidates left out for budget.")
     summarization: Literal["on", "off"] | None = Field(
         default=None, description="With a thread: whether its older turns are being summarised."
+    )
+
+
+class TurnAppend(BaseModel):
+    """One agent turn: the messages to append and how to build the next context block."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {"role": "assistant", "content": "Which city are you flying to?"},
+                        {"role": "user", "content": "Lisbon, and a window seat please."},
+                    ],
+                    "context": {"budget_tokens": 800},
+                }
+            ]
+        },
+    )
+
+    messages: list[MessageIn] = Field(min_length=1, max_length=APPEND_MAX)
+    context: TurnContextOptions = Field(default_factory=TurnContextOptions)
+
+
+class TurnAppended(MessagesAppended):
+    context: ContextResponse = Field(
+        description="The context block for the next model call, built after the append."
     )

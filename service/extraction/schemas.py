@@ -11,10 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.memories.schemas import CATEGORY_PATTERN, MemoryRead
 
 WritePathMode = Literal["llm", "turns", "off"]
+QueuedJobState = Literal["queued", "picked"]
 
 
 class RerunRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"user_id": "user-42"}]}
+    )
 
     user_id: str = Field(min_length=1, max_length=255, description="Whose threads to process.")
     thread_id: uuid.UUID | None = Field(
@@ -30,7 +33,9 @@ class RerunQueued(BaseModel):
 
 
 class CompactRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"categories": ["preference"]}]}
+    )
 
     categories: list[Annotated[str, Field(pattern=CATEGORY_PATTERN)]] | None = Field(
         default=None,
@@ -54,7 +59,7 @@ class CompactResult(BaseModel):
 class PendingJobRead(BaseModel):
     id: int
     kind: str = Field(examples=["memory_extraction"])
-    status: Literal["queued", "picked"] = Field(description="`picked`: running now.")
+    status: QueuedJobState = Field(description="`picked`: running now.")
     attempts: int = Field(description="Runs that failed so far (it is retried with backoff).")
     thread_id: uuid.UUID | None
     user_id: str | None
@@ -107,7 +112,7 @@ class SummaryPassRead(BaseModel):
 
 class JobCountRead(BaseModel):
     kind: str
-    status: Literal["queued", "picked"]
+    status: QueuedJobState
     jobs: int
     retrying: int = Field(description="Of them, jobs that failed at least once already.")
     oldest_created_at: datetime

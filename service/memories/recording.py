@@ -8,6 +8,7 @@ and `DerivedMemoryWriter` (extraction, turn storage, compaction) both write thro
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,18 @@ from service.memories.models import Memory, MemoryEvent
 from service.memories.repository import MemoryRepository
 from service.memories.schemas import MemoryCreate, MemoryRead, MemoryWritten
 from service.providers import Embedder
+
+ItemLocator = Callable[[int], list[str | int]]
+"""Where the n-th memory of a write sits in the request, for a problem's `loc`."""
+
+
+def in_batch(index: int) -> list[str | int]:
+    return ["body", "items", index]
+
+
+def as_body(index: int) -> list[str | int]:
+    """A single-memory request: the memory is the body itself."""
+    return ["body"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +74,7 @@ class MemoryRecorder:
         for user_id in sorted({o.user_id for o in owners if o.user_id is not None}):
             await self.accounts.ensure_user(user_id)
 
-    def validate_new(self, owned: list[OwnedCreate]) -> None:
+    def validate_new(self, owned: list[OwnedCreate], locate: ItemLocator = in_batch) -> None:
         """Refuse secrets and past expiry times before anything is written."""
         self.authorize(*(entry.owner for entry in owned))
         for index, entry in enumerate(owned):
@@ -70,13 +83,13 @@ class MemoryRecorder:
                 ("evidence", entry.item.evidence),
                 ("metadata", entry.item.metadata),
             ):
-                refuse_secrets(value, ["body", "items", index, field])
+                refuse_secrets(value, [*locate(index), field])
             if entry.item.expires_at is not None and entry.item.expires_at <= datetime.now(UTC):
                 raise ValidationFailed(
                     "expires_at must be in the future.",
                     errors=[
                         {
-                            "loc": ["body", "items", index, "expires_at"],
+                            "loc": [*locate(index), "expires_at"],
                             "msg": "in the past",
                             "type": "value_error",
                         }

@@ -15,6 +15,7 @@ from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
 from service.kit.types import Timestamp
 from service.memories.dependencies import MemorySearchSvc, MemorySvc
 from service.memories.filters import MemoryFilter
+from service.memories.recording import as_body
 from service.memories.schemas import (
     Lifecycle,
     MemoriesDeleted,
@@ -132,7 +133,7 @@ DryRun = Annotated[
 
 
 async def _create_one(memories: MemoryService, owner: Owner, body: MemoryCreate) -> MemoryWritten:
-    [written] = await memories.create(owner, [body])
+    [written] = await memories.create(owner, [body], as_body)
     return written
 
 

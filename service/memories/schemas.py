@@ -13,6 +13,8 @@ from service.kit.types import Timestamp
 MemoryKind = Literal["semantic", "episodic", "procedural"]
 MemoryScope = Literal["user", "org"]
 Lifecycle = Literal["proposed", "confirmed", "superseded"]
+NewLifecycle = Literal["proposed", "confirmed"]
+"""The lifecycle a new memory may start in; only the service supersedes."""
 SearchMode = Literal["hybrid", "lexical", "vector"]
 FusionMethod = Literal["rrf", "linear"]
 ProcedureSlot = Literal["style", "workflow", "safety", "task_policies"]
@@ -25,7 +27,19 @@ CATEGORY_PATTERN = r"^[a-z][a-z0-9_.-]{0,63}$"
 class MemoryCreate(BaseModel):
     """One memory to remember. Identity and tenant come from the token, never from here."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "kind": "semantic",
+                    "text": "Prefers window seats on long flights.",
+                    "category": "preference",
+                    "metadata": {"source": "onboarding"},
+                }
+            ]
+        },
+    )
 
     kind: MemoryKind = "semantic"
     text: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
@@ -34,7 +48,7 @@ class MemoryCreate(BaseModel):
     )
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN, examples=["preference"])
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
-    lifecycle: Literal["proposed", "confirmed"] = "confirmed"
+    lifecycle: NewLifecycle = "confirmed"
     needs_review: bool = False
     event_at: Timestamp | None = Field(
         default=None, description="When it happened or became true (record time is automatic)."
@@ -54,7 +68,23 @@ class MemoryCreate(BaseModel):
 
 
 class MemoryBatchCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "items": [
+                        {"text": "Works at Acme as a data engineer.", "category": "work"},
+                        {
+                            "kind": "episodic",
+                            "text": "Moved to Lisbon in October 2026.",
+                            "event_at": "2026-10-01T00:00:00Z",
+                        },
+                    ]
+                }
+            ]
+        },
+    )
 
     items: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX)
 
@@ -62,7 +92,12 @@ class MemoryBatchCreate(BaseModel):
 class MemoryUpdate(BaseModel):
     """Fields to change; absent fields stay as they are."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"text": "Prefers aisle seats on long flights.", "confidence": 0.9}]
+        },
+    )
 
     text: str | None = Field(default=None, min_length=1, max_length=MEMORY_TEXT_MAX)
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN)
@@ -152,7 +187,14 @@ def _live_lifecycles() -> list[Lifecycle]:
 
 
 class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"query": "seat preference when flying", "kinds": ["semantic"], "limit": 5}
+            ]
+        },
+    )
 
     query: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
     kinds: list[MemoryKind] | None = None
@@ -233,7 +275,12 @@ class Procedures(BaseModel):
 class ProceduresUpdate(BaseModel):
     """Slots to set; an empty string clears a slot, an absent slot is left alone."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"style": "Answer in short paragraphs; no emoji.", "safety": ""}]
+        },
+    )
 
     style: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
     workflow: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)

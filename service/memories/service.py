@@ -19,8 +19,10 @@ from service.memories.errors import DuplicateMemory, MemoryNotFound
 from service.memories.filters import MemoryFilter
 from service.memories.models import Memory
 from service.memories.recording import (
+    ItemLocator,
     MemoryRecorder,
     OwnedCreate,
+    in_batch,
     jsonable,
     refuse_secrets,
     written,
@@ -51,13 +53,16 @@ class MemoryService:
 
     # --- writing ----------------------------------------------------------------------------
 
-    async def create(self, owner: Owner, items: list[MemoryCreate]) -> list[MemoryWritten]:
+    async def create(
+        self, owner: Owner, items: list[MemoryCreate], locate: ItemLocator = in_batch
+    ) -> list[MemoryWritten]:
         """Store memories all-or-nothing; exact duplicates return the existing memory.
 
-        An item with `scope: org` is the organization's whatever route it came by.
+        An item with `scope: org` is the organization's whatever route it came by. `locate`
+        places an item in the request for problems about it.
         """
         owned = [OwnedCreate(Owner.org() if item.scope == "org" else owner, item) for item in items]
-        self._recorder.validate_new(owned)
+        self._recorder.validate_new(owned, locate)
         await self._recorder.provision([entry.owner for entry in owned])
 
         with tracer.start_as_current_span("memories.embed") as span:

@@ -42,14 +42,6 @@ def _ok_with_etag(description: str, *problems: int) -> dict[int | str, dict[str,
     }
 
 
-# The body is declared with both media types so a generated client can send either.
-_PATCH_BODY_OPENAPI: dict[str, Any] = {
-    "requestBody": {
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ProfilePatch"}}}
-    }
-}
-
-
 def require_patch_media_type(request: Request) -> None:
     """RFC 5789: a patch document in a format the server does not apply is a 415."""
     content_type = request.headers.get("content-type", "")
@@ -140,7 +132,6 @@ async def get_profile(owner: UserOwner, profiles: ProfileSvc, response: Response
     response_model=ProfilePatchResult,
     summary="Change a user's profile",
     responses=_ok_with_etag("What the patch did.", 401, 404, 409, 412, 413, 415, 422, 429),
-    openapi_extra=_PATCH_BODY_OPENAPI,
 )
 async def patch_profile(
     owner: UserOwner,
@@ -151,7 +142,8 @@ async def patch_profile(
     if_match: IfMatch = None,
 ) -> ProfilePatchResult:
     """Apply a JSON Patch (`add`, `replace`, `remove` of top-level keys) to the merged view,
-    all or nothing. `replace` works on a key from the account (the profile then stores an
+    all or nothing. Send it as `application/json-patch+json`; `application/json` is accepted
+    too. `replace` works on a key from the account (the profile then stores an
     override); account keys a patch does not touch are never copied into the profile.
 
     Errors: `replace`/`remove` of a key the view lacks → 409 `PATCH_FAILED`; `remove` of a
@@ -200,7 +192,6 @@ async def get_org_profile(owner: OrgOwner, profiles: ProfileSvc, response: Respo
     response_model=ProfilePatchResult,
     summary="Change the organization profile",
     responses=_ok_with_etag("What the patch did.", 401, 403, 409, 412, 413, 415, 422, 429),
-    openapi_extra=_PATCH_BODY_OPENAPI,
 )
 async def patch_org_profile(
     owner: OrgWriter,

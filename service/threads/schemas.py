@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 StoredRole = Literal["user", "assistant", "tool", "system"]
+MessageRole = Literal["user", "human", "assistant", "ai", "tool", "system"]
 # Clients speak both vocabularies (OpenAI's and LangChain's); we store one.
 ROLE_ALIASES: dict[str, StoredRole] = {
     "user": "user",
@@ -23,14 +24,21 @@ APPEND_MAX = 100
 
 
 class ThreadCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"title": "Trip planning", "metadata": {"channel": "web"}}]
+        },
+    )
 
     title: str | None = Field(default=None, max_length=500)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class ThreadUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"title": "Lisbon trip planning"}]}
+    )
 
     title: str | None = Field(default=None, max_length=500)
     metadata: dict[str, Any] | None = None
@@ -51,7 +59,7 @@ class ThreadRead(BaseModel):
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    role: Literal["user", "human", "assistant", "ai", "tool", "system"]
+    role: MessageRole
     content: str = Field(max_length=MESSAGE_CONTENT_MAX)
     tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=128)
     client_message_id: str | None = Field(
@@ -69,7 +77,19 @@ class MessageIn(BaseModel):
 
 
 class MessagesAppend(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {"role": "user", "content": "I moved to Lisbon last month."},
+                        {"role": "assistant", "content": "Welcome to Lisbon! How is it going?"},
+                    ],
+                }
+            ]
+        },
+    )
 
     messages: list[MessageIn] = Field(min_length=1, max_length=APPEND_MAX)
 

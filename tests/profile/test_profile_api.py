@@ -605,8 +605,11 @@ async def test_openapi_describes_the_patch_body_and_problems(client: AsyncClient
     spec = (await client.get("/openapi.json")).json()
     operation = spec["paths"]["/v1/users/{user_id}/profile"]["patch"]
     content = operation["requestBody"]["content"]
-    assert set(content) == {"application/json-patch+json", "application/json"}
-    assert {c["schema"]["$ref"] for c in content.values()} == {"#/components/schemas/ProfilePatch"}
+    # One declared media type (generators choke on two); application/json is still accepted.
+    assert set(content) == {"application/json-patch+json"}
+    assert content["application/json-patch+json"]["schema"]["$ref"] == (
+        "#/components/schemas/ProfilePatch"
+    )
     schemas = spec["components"]["schemas"]
     assert set(schemas["ProfilePatch"]["items"]["discriminator"]["mapping"]) == {
         "add",
@@ -615,8 +618,7 @@ async def test_openapi_describes_the_patch_body_and_problems(client: AsyncClient
     }
     assert schemas["PatchAdd"]["properties"]["path"]["pattern"] == "^/[A-Za-z_][A-Za-z0-9_-]*$"
     assert {"409", "412", "413", "415", "422"} <= set(operation["responses"])
-    problem = "application/problem+json"
-    assert problem in operation["responses"]["413"]["content"]
+    assert set(operation["responses"]["413"]["content"]) == {"application/problem+json"}
     assert "ETag" in operation["responses"]["200"]["headers"]
     assert "if-match" in {p["name"] for p in operation["parameters"]}
     org_patch = spec["paths"]["/v1/org/profile"]["patch"]

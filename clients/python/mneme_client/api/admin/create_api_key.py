@@ -1,0 +1,258 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.api_key_create import ApiKeyCreate
+from ...models.api_key_created import ApiKeyCreated
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    body: ApiKeyCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/admin/api-keys",
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ApiKeyCreated | Problem:
+    if response.status_code == 201:
+        response_201 = ApiKeyCreated.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ApiKeyCreated | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: ApiKeyCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> Response[ApiKeyCreated | Problem]:
+    """Create an API key
+
+     Create a service credential for this tenant. The full key is returned once, here;
+    only its hash is stored.
+
+    A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
+    not stored anywhere, the retry cannot repeat it either: it gets 409
+    `API_KEY_ALREADY_CREATED` with the `key_id` the first attempt created (revoke that key and
+    create another if its secret was lost).
+
+    Args:
+        idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
+            key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
+            true`) instead of applying the request again. 1-255 printable ASCII characters, unique per
+            request (a UUID is a good choice); remembered for 24 hours.
+        body (ApiKeyCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ApiKeyCreated | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+        idempotency_key=idempotency_key,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: ApiKeyCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> ApiKeyCreated | Problem | None:
+    """Create an API key
+
+     Create a service credential for this tenant. The full key is returned once, here;
+    only its hash is stored.
+
+    A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
+    not stored anywhere, the retry cannot repeat it either: it gets 409
+    `API_KEY_ALREADY_CREATED` with the `key_id` the first attempt created (revoke that key and
+    create another if its secret was lost).
+
+    Args:
+        idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
+            key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
+            true`) instead of applying the request again. 1-255 printable ASCII characters, unique per
+            request (a UUID is a good choice); remembered for 24 hours.
+        body (ApiKeyCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ApiKeyCreated | Problem
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+        idempotency_key=idempotency_key,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: ApiKeyCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> Response[ApiKeyCreated | Problem]:
+    """Create an API key
+
+     Create a service credential for this tenant. The full key is returned once, here;
+    only its hash is stored.
+
+    A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
+    not stored anywhere, the retry cannot repeat it either: it gets 409
+    `API_KEY_ALREADY_CREATED` with the `key_id` the first attempt created (revoke that key and
+    create another if its secret was lost).
+
+    Args:
+        idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
+            key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
+            true`) instead of applying the request again. 1-255 printable ASCII characters, unique per
+            request (a UUID is a good choice); remembered for 24 hours.
+        body (ApiKeyCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ApiKeyCreated | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+        idempotency_key=idempotency_key,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: ApiKeyCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> ApiKeyCreated | Problem | None:
+    """Create an API key
+
+     Create a service credential for this tenant. The full key is returned once, here;
+    only its hash is stored.
+
+    A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
+    not stored anywhere, the retry cannot repeat it either: it gets 409
+    `API_KEY_ALREADY_CREATED` with the `key_id` the first attempt created (revoke that key and
+    create another if its secret was lost).
+
+    Args:
+        idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
+            key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
+            true`) instead of applying the request again. 1-255 printable ASCII characters, unique per
+            request (a UUID is a good choice); remembered for 24 hours.
+        body (ApiKeyCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ApiKeyCreated | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+            idempotency_key=idempotency_key,
+        )
+    ).parsed

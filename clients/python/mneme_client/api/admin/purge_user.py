@@ -1,0 +1,213 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.purge_report import PurgeReport
+from ...types import Response
+
+
+def _get_kwargs(
+    user_id: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "delete",
+        "url": "/v1/admin/users/{user_id}".format(
+            user_id=quote(str(user_id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | PurgeReport:
+    if response.status_code == 200:
+        response_200 = PurgeReport.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | PurgeReport]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Problem | PurgeReport]:
+    """Purge a user
+
+     Delete everything stored about the user — every row of every user-bearing table, its
+    queued jobs, and the audit entries that carried its data — in one transaction. The answer
+    lists the rows deleted per table and, counted after the commit, the rows left (all zero).
+    Organization memories written from the user's conversations are kept without their
+    provenance. 404 when the user has nothing stored. Admins only; see docs/admin.md.
+
+    Args:
+        user_id (str): A user id of the caller's tenant.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | PurgeReport]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+) -> Problem | PurgeReport | None:
+    """Purge a user
+
+     Delete everything stored about the user — every row of every user-bearing table, its
+    queued jobs, and the audit entries that carried its data — in one transaction. The answer
+    lists the rows deleted per table and, counted after the commit, the rows left (all zero).
+    Organization memories written from the user's conversations are kept without their
+    provenance. 404 when the user has nothing stored. Admins only; see docs/admin.md.
+
+    Args:
+        user_id (str): A user id of the caller's tenant.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | PurgeReport
+    """
+
+    return sync_detailed(
+        user_id=user_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+) -> Response[Problem | PurgeReport]:
+    """Purge a user
+
+     Delete everything stored about the user — every row of every user-bearing table, its
+    queued jobs, and the audit entries that carried its data — in one transaction. The answer
+    lists the rows deleted per table and, counted after the commit, the rows left (all zero).
+    Organization memories written from the user's conversations are kept without their
+    provenance. 404 when the user has nothing stored. Admins only; see docs/admin.md.
+
+    Args:
+        user_id (str): A user id of the caller's tenant.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | PurgeReport]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+) -> Problem | PurgeReport | None:
+    """Purge a user
+
+     Delete everything stored about the user — every row of every user-bearing table, its
+    queued jobs, and the audit entries that carried its data — in one transaction. The answer
+    lists the rows deleted per table and, counted after the commit, the rows left (all zero).
+    Organization memories written from the user's conversations are kept without their
+    provenance. 404 when the user has nothing stored. Admins only; see docs/admin.md.
+
+    Args:
+        user_id (str): A user id of the caller's tenant.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | PurgeReport
+    """
+
+    return (
+        await asyncio_detailed(
+            user_id=user_id,
+            client=client,
+        )
+    ).parsed

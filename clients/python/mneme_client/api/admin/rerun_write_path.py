@@ -1,0 +1,219 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.rerun_queued import RerunQueued
+from ...models.rerun_request import RerunRequest
+from ...types import Response
+
+
+def _get_kwargs(
+    *,
+    body: RerunRequest,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/admin/jobs/rerun",
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | RerunQueued:
+    if response.status_code == 202:
+        response_202 = RerunQueued.from_dict(response.json())
+
+        return response_202
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | RerunQueued]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: RerunRequest,
+) -> Response[Problem | RerunQueued]:
+    """Run the write path and summaries again for a user's threads
+
+     Admins: queue fresh extraction (or turn storage) and summary jobs for one thread or all
+    of a user's threads with messages, e.g. after a model outage outlasted the retries. Each
+    pass starts where the thread's last one ended; a rerun never writes organization memory.
+    404 `NOT_FOUND` when the user has no such thread with messages.
+
+    Args:
+        body (RerunRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RerunQueued]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: RerunRequest,
+) -> Problem | RerunQueued | None:
+    """Run the write path and summaries again for a user's threads
+
+     Admins: queue fresh extraction (or turn storage) and summary jobs for one thread or all
+    of a user's threads with messages, e.g. after a model outage outlasted the retries. Each
+    pass starts where the thread's last one ended; a rerun never writes organization memory.
+    404 `NOT_FOUND` when the user has no such thread with messages.
+
+    Args:
+        body (RerunRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RerunQueued
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: RerunRequest,
+) -> Response[Problem | RerunQueued]:
+    """Run the write path and summaries again for a user's threads
+
+     Admins: queue fresh extraction (or turn storage) and summary jobs for one thread or all
+    of a user's threads with messages, e.g. after a model outage outlasted the retries. Each
+    pass starts where the thread's last one ended; a rerun never writes organization memory.
+    404 `NOT_FOUND` when the user has no such thread with messages.
+
+    Args:
+        body (RerunRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RerunQueued]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: RerunRequest,
+) -> Problem | RerunQueued | None:
+    """Run the write path and summaries again for a user's threads
+
+     Admins: queue fresh extraction (or turn storage) and summary jobs for one thread or all
+    of a user's threads with messages, e.g. after a model outage outlasted the retries. Each
+    pass starts where the thread's last one ended; a rerun never writes organization memory.
+    404 `NOT_FOUND` when the user has no such thread with messages.
+
+    Args:
+        body (RerunRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RerunQueued
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+        )
+    ).parsed

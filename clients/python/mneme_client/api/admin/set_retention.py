@@ -1,0 +1,213 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.retention_policy import RetentionPolicy
+from ...types import Response
+
+
+def _get_kwargs(
+    *,
+    body: RetentionPolicy,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "put",
+        "url": "/v1/admin/retention",
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | RetentionPolicy:
+    if response.status_code == 200:
+        response_200 = RetentionPolicy.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | RetentionPolicy]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: RetentionPolicy,
+) -> Response[Problem | RetentionPolicy]:
+    """Set the tenant's retention policy
+
+     Replace the retention policy (an omitted field keeps that data forever). The hourly
+    sweep removes what is older, and memories whose `expires_at` passed. Admins only.
+
+    Args:
+        body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
+            forever. Memories
+            with their own `expires_at` go at that time whatever the policy says.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RetentionPolicy]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: RetentionPolicy,
+) -> Problem | RetentionPolicy | None:
+    """Set the tenant's retention policy
+
+     Replace the retention policy (an omitted field keeps that data forever). The hourly
+    sweep removes what is older, and memories whose `expires_at` passed. Admins only.
+
+    Args:
+        body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
+            forever. Memories
+            with their own `expires_at` go at that time whatever the policy says.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RetentionPolicy
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: RetentionPolicy,
+) -> Response[Problem | RetentionPolicy]:
+    """Set the tenant's retention policy
+
+     Replace the retention policy (an omitted field keeps that data forever). The hourly
+    sweep removes what is older, and memories whose `expires_at` passed. Admins only.
+
+    Args:
+        body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
+            forever. Memories
+            with their own `expires_at` go at that time whatever the policy says.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | RetentionPolicy]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: RetentionPolicy,
+) -> Problem | RetentionPolicy | None:
+    """Set the tenant's retention policy
+
+     Replace the retention policy (an omitted field keeps that data forever). The hourly
+    sweep removes what is older, and memories whose `expires_at` passed. Admins only.
+
+    Args:
+        body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
+            forever. Memories
+            with their own `expires_at` go at that time whatever the policy says.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | RetentionPolicy
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+        )
+    ).parsed

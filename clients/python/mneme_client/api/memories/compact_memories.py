@@ -1,0 +1,238 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.compact_request import CompactRequest
+from ...models.compact_result import CompactResult
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    user_id: str,
+    *,
+    body: CompactRequest | None | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/users/{user_id}/memories/compact".format(
+            user_id=quote(str(user_id), safe=""),
+        ),
+    }
+
+    if isinstance(body, CompactRequest):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> CompactResult | Problem:
+    if response.status_code == 200:
+        response_200 = CompactResult.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[CompactResult | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: CompactRequest | None | Unset = UNSET,
+) -> Response[CompactResult | Problem]:
+    """Compact the user's facts
+
+     Consolidate the user's live semantic facts with the LLM into fewer, cleaner facts. Each
+    original folded into a new fact is superseded (`superseded_by`, `invalid_at`, a history
+    event), never deleted; facts the model leaves alone stay. 409 `COMPACTION_DISABLED` without
+    an LLM, 503 `LLM_UNAVAILABLE` when the model fails (nothing is written then).
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        body (CompactRequest | None | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CompactResult | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: CompactRequest | None | Unset = UNSET,
+) -> CompactResult | Problem | None:
+    """Compact the user's facts
+
+     Consolidate the user's live semantic facts with the LLM into fewer, cleaner facts. Each
+    original folded into a new fact is superseded (`superseded_by`, `invalid_at`, a history
+    event), never deleted; facts the model leaves alone stay. 409 `COMPACTION_DISABLED` without
+    an LLM, 503 `LLM_UNAVAILABLE` when the model fails (nothing is written then).
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        body (CompactRequest | None | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CompactResult | Problem
+    """
+
+    return sync_detailed(
+        user_id=user_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: CompactRequest | None | Unset = UNSET,
+) -> Response[CompactResult | Problem]:
+    """Compact the user's facts
+
+     Consolidate the user's live semantic facts with the LLM into fewer, cleaner facts. Each
+    original folded into a new fact is superseded (`superseded_by`, `invalid_at`, a history
+    event), never deleted; facts the model leaves alone stay. 409 `COMPACTION_DISABLED` without
+    an LLM, 503 `LLM_UNAVAILABLE` when the model fails (nothing is written then).
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        body (CompactRequest | None | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[CompactResult | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: CompactRequest | None | Unset = UNSET,
+) -> CompactResult | Problem | None:
+    """Compact the user's facts
+
+     Consolidate the user's live semantic facts with the LLM into fewer, cleaner facts. Each
+    original folded into a new fact is superseded (`superseded_by`, `invalid_at`, a history
+    event), never deleted; facts the model leaves alone stay. 409 `COMPACTION_DISABLED` without
+    an LLM, 503 `LLM_UNAVAILABLE` when the model fails (nothing is written then).
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        body (CompactRequest | None | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        CompactResult | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            user_id=user_id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,271 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.memory_create import MemoryCreate
+from ...models.memory_written import MemoryWritten
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    user_id: str,
+    *,
+    body: MemoryCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/users/{user_id}/memories".format(
+            user_id=quote(str(user_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> MemoryWritten | Problem:
+    if response.status_code == 201:
+        response_201 = MemoryWritten.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[MemoryWritten | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: MemoryCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> Response[MemoryWritten | Problem]:
+    """Remember one memory
+
+     Store a memory for the user (or, for admins with `scope: org`, for the organization).
+    Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
+    returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
+    replays the first response instead of writing again.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
+            key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
+            true`) instead of applying the request again. 1-255 printable ASCII characters, unique per
+            request (a UUID is a good choice); remembered for 24 hours.
+        body (MemoryCreate): One memory to remember. Identity and tenant come from the token,
+            never from here.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[MemoryWritten | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        body=body,
+        idempotency_key=idempotency_key,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: MemoryCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> MemoryWritten | Problem | None:
+    """Remember one memory
+
+     Store a memory for the user (or, for admins with `scope: org`, for the organization).
+    Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
+    returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
+    replays the first response instead of writing again.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
+            key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
+            true`) instead of applying the request again. 1-255 printable ASCII characters, unique per
+            request (a UUID is a good choice); remembered for 24 hours.
+        body (MemoryCreate): One memory to remember. Identity and tenant come from the token,
+            never from here.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        MemoryWritten | Problem
+    """
+
+    return sync_detailed(
+        user_id=user_id,
+        client=client,
+        body=body,
+        idempotency_key=idempotency_key,
+    ).parsed
+
+
+async def asyncio_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: MemoryCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> Response[MemoryWritten | Problem]:
+    """Remember one memory
+
+     Store a memory for the user (or, for admins with `scope: org`, for the organization).
+    Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
+    returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
+    replays the first response instead of writing again.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
+            key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
+            true`) instead of applying the request again. 1-255 printable ASCII characters, unique per
+            request (a UUID is a good choice); remembered for 24 hours.
+        body (MemoryCreate): One memory to remember. Identity and tenant come from the token,
+            never from here.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[MemoryWritten | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        body=body,
+        idempotency_key=idempotency_key,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: MemoryCreate,
+    idempotency_key: None | str | Unset = UNSET,
+) -> MemoryWritten | Problem | None:
+    """Remember one memory
+
+     Store a memory for the user (or, for admins with `scope: org`, for the organization).
+    Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
+    returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
+    replays the first response instead of writing again.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
+            key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
+            true`) instead of applying the request again. 1-255 printable ASCII characters, unique per
+            request (a UUID is a good choice); remembered for 24 hours.
+        body (MemoryCreate): One memory to remember. Identity and tenant come from the token,
+            never from here.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        MemoryWritten | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            user_id=user_id,
+            client=client,
+            body=body,
+            idempotency_key=idempotency_key,
+        )
+    ).parsed

@@ -1,0 +1,185 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.memory_read import MemoryRead
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    memory_id: UUID,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/org/memories/{memory_id}".format(
+            memory_id=quote(str(memory_id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> MemoryRead | Problem:
+    if response.status_code == 200:
+        response_200 = MemoryRead.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[MemoryRead | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    memory_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> Response[MemoryRead | Problem]:
+    """Get an organization memory
+
+    Args:
+        memory_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[MemoryRead | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        memory_id=memory_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    memory_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> MemoryRead | Problem | None:
+    """Get an organization memory
+
+    Args:
+        memory_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        MemoryRead | Problem
+    """
+
+    return sync_detailed(
+        memory_id=memory_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    memory_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> Response[MemoryRead | Problem]:
+    """Get an organization memory
+
+    Args:
+        memory_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[MemoryRead | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        memory_id=memory_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    memory_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> MemoryRead | Problem | None:
+    """Get an organization memory
+
+    Args:
+        memory_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        MemoryRead | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            memory_id=memory_id,
+            client=client,
+        )
+    ).parsed

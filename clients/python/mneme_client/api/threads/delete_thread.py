@@ -1,0 +1,254 @@
+from http import HTTPStatus
+from typing import Any, Literal
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.thread_deleted import ThreadDeleted
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    user_id: str,
+    thread_id: UUID,
+    *,
+    cascade: list[Literal["memories"]] | None | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_cascade: list[Literal["memories"]] | None | Unset
+    if isinstance(cascade, Unset):
+        json_cascade = UNSET
+    elif isinstance(cascade, list):
+        json_cascade = cascade
+
+    else:
+        json_cascade = cascade
+    params["cascade"] = json_cascade
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "delete",
+        "url": "/v1/users/{user_id}/threads/{thread_id}".format(
+            user_id=quote(str(user_id), safe=""),
+            thread_id=quote(str(thread_id), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | ThreadDeleted:
+    if response.status_code == 200:
+        response_200 = ThreadDeleted.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | ThreadDeleted]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    user_id: str,
+    thread_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    cascade: list[Literal["memories"]] | None | Unset = UNSET,
+) -> Response[Problem | ThreadDeleted]:
+    """Delete a thread
+
+     Delete the thread with its messages, summaries and extraction cursor; the answer
+    counts the rows deleted per table.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        thread_id (UUID):
+        cascade (list[Literal['memories']] | None | Unset): `memories` also forgets the memories
+            taken from this thread.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ThreadDeleted]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        thread_id=thread_id,
+        cascade=cascade,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    user_id: str,
+    thread_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    cascade: list[Literal["memories"]] | None | Unset = UNSET,
+) -> Problem | ThreadDeleted | None:
+    """Delete a thread
+
+     Delete the thread with its messages, summaries and extraction cursor; the answer
+    counts the rows deleted per table.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        thread_id (UUID):
+        cascade (list[Literal['memories']] | None | Unset): `memories` also forgets the memories
+            taken from this thread.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ThreadDeleted
+    """
+
+    return sync_detailed(
+        user_id=user_id,
+        thread_id=thread_id,
+        client=client,
+        cascade=cascade,
+    ).parsed
+
+
+async def asyncio_detailed(
+    user_id: str,
+    thread_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    cascade: list[Literal["memories"]] | None | Unset = UNSET,
+) -> Response[Problem | ThreadDeleted]:
+    """Delete a thread
+
+     Delete the thread with its messages, summaries and extraction cursor; the answer
+    counts the rows deleted per table.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        thread_id (UUID):
+        cascade (list[Literal['memories']] | None | Unset): `memories` also forgets the memories
+            taken from this thread.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ThreadDeleted]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        thread_id=thread_id,
+        cascade=cascade,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    user_id: str,
+    thread_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    cascade: list[Literal["memories"]] | None | Unset = UNSET,
+) -> Problem | ThreadDeleted | None:
+    """Delete a thread
+
+     Delete the thread with its messages, summaries and extraction cursor; the answer
+    counts the rows deleted per table.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        thread_id (UUID):
+        cascade (list[Literal['memories']] | None | Unset): `memories` also forgets the memories
+            taken from this thread.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ThreadDeleted
+    """
+
+    return (
+        await asyncio_detailed(
+            user_id=user_id,
+            thread_id=thread_id,
+            client=client,
+            cascade=cascade,
+        )
+    ).parsed

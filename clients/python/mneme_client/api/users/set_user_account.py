@@ -1,0 +1,267 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.account_overlay_update import AccountOverlayUpdate
+from ...models.problem import Problem
+from ...models.user_read import UserRead
+from ...types import Response
+
+
+def _get_kwargs(
+    user_id: str,
+    *,
+    body: AccountOverlayUpdate,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "put",
+        "url": "/v1/users/{user_id}/account".format(
+            user_id=quote(str(user_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | UserRead:
+    if response.status_code == 200:
+        response_200 = UserRead.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | UserRead]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: AccountOverlayUpdate,
+) -> Response[Problem | UserRead]:
+    """Set a user's account details
+
+     Set the auth overlay (name, email, avatar, linked providers) of a user of the tenant,
+    creating the user if Mneme has not seen it. For service principals (an agent backend that
+    holds the user's session); an end user gets 403 `ACCOUNT_WRITE_FORBIDDEN`, because its
+    overlay is recorded from its token's claims on each request. A later end-user request whose
+    token carries account claims replaces what was set here; one without any keeps it.
+
+    The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
+    `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
+    type is `credential_refused`; nothing is stored. The password `credential` provider is
+    dropped from `socials`.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
+            the whole overlay: an
+            omitted field is cleared.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | UserRead]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: AccountOverlayUpdate,
+) -> Problem | UserRead | None:
+    """Set a user's account details
+
+     Set the auth overlay (name, email, avatar, linked providers) of a user of the tenant,
+    creating the user if Mneme has not seen it. For service principals (an agent backend that
+    holds the user's session); an end user gets 403 `ACCOUNT_WRITE_FORBIDDEN`, because its
+    overlay is recorded from its token's claims on each request. A later end-user request whose
+    token carries account claims replaces what was set here; one without any keeps it.
+
+    The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
+    `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
+    type is `credential_refused`; nothing is stored. The password `credential` provider is
+    dropped from `socials`.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
+            the whole overlay: an
+            omitted field is cleared.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | UserRead
+    """
+
+    return sync_detailed(
+        user_id=user_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: AccountOverlayUpdate,
+) -> Response[Problem | UserRead]:
+    """Set a user's account details
+
+     Set the auth overlay (name, email, avatar, linked providers) of a user of the tenant,
+    creating the user if Mneme has not seen it. For service principals (an agent backend that
+    holds the user's session); an end user gets 403 `ACCOUNT_WRITE_FORBIDDEN`, because its
+    overlay is recorded from its token's claims on each request. A later end-user request whose
+    token carries account claims replaces what was set here; one without any keeps it.
+
+    The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
+    `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
+    type is `credential_refused`; nothing is stored. The password `credential` provider is
+    dropped from `socials`.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
+            the whole overlay: an
+            omitted field is cleared.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | UserRead]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: AccountOverlayUpdate,
+) -> Problem | UserRead | None:
+    """Set a user's account details
+
+     Set the auth overlay (name, email, avatar, linked providers) of a user of the tenant,
+    creating the user if Mneme has not seen it. For service principals (an agent backend that
+    holds the user's session); an end user gets 403 `ACCOUNT_WRITE_FORBIDDEN`, because its
+    overlay is recorded from its token's claims on each request. A later end-user request whose
+    token carries account claims replaces what was set here; one without any keeps it.
+
+    The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
+    `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
+    type is `credential_refused`; nothing is stored. The password `credential` provider is
+    dropped from `socials`.
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
+            the whole overlay: an
+            omitted field is cleared.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | UserRead
+    """
+
+    return (
+        await asyncio_detailed(
+            user_id=user_id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.context_response import ContextResponse
+    from ..models.message_read import MessageRead
+
+
+T = TypeVar("T", bound="TurnAppended")
+
+
+@_attrs_define
+class TurnAppended:
+    """
+    Attributes:
+        items (list[MessageRead]):
+        duplicates (int): Messages whose client_message_id was already stored.
+        context (ContextResponse):
+    """
+
+    items: list[MessageRead]
+    duplicates: int
+    context: ContextResponse
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        items = []
+        for items_item_data in self.items:
+            items_item = items_item_data.to_dict()
+            items.append(items_item)
+
+        duplicates = self.duplicates
+
+        context = self.context.to_dict()
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "items": items,
+                "duplicates": duplicates,
+                "context": context,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.context_response import ContextResponse
+        from ..models.message_read import MessageRead
+
+        d = dict(src_dict)
+        items = []
+        _items = d.pop("items")
+        for items_item_data in _items:
+            items_item = MessageRead.from_dict(items_item_data)
+
+            items.append(items_item)
+
+        duplicates = d.pop("duplicates")
+
+        context = ContextResponse.from_dict(d.pop("context"))
+
+        turn_appended = cls(
+            items=items,
+            duplicates=duplicates,
+            context=context,
+        )
+
+        turn_appended.additional_properties = d
+        return turn_appended
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,49 @@
+"""One agent turn in one round trip: append the messages, then build the next context block.
+
+Both happen in the request's transaction, so the block already sees the appended turns (as
+`recent`) and a failed build leaves no half-recorded turn behind.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from service.context.schemas import ContextRequest, TurnAppend, TurnAppended
+from service.context.service import ContextBuilder
+from service.errors import ValidationFailed
+from service.threads.schemas import MessageIn
+from service.threads.service import ThreadService
+
+QUERY_MAX_CHARS = 4000
+USER_ROLES = frozenset({"user", "human"})
+
+
+async def record_turn(
+    threads: ThreadService,
+    context: ContextBuilder,
+    user_id: str,
+    thread_id: uuid.UUID,
+    body: TurnAppend,
+) -> TurnAppended:
+    """Append `body.messages`, then build the context block for the model's next call."""
+    appended = await threads.append(user_id, thread_id, body.messages)
+    request = ContextRequest(
+        query=body.context.query or default_query(body.messages),
+        thread_id=thread_id,
+        **body.context.model_dump(exclude={"query"}, exclude_unset=True),
+    )
+    built = await context.build(user_id, request)
+    return TurnAppended(items=appended.items, duplicates=appended.duplicates, context=built)
+
+
+def default_query(messages: list[MessageIn]) -> str:
+    """The last user message (else the last message), cut to the query limit from its end."""
+    chosen = next((m for m in reversed(messages) if m.role in USER_ROLES), messages[-1])
+    query = chosen.content.strip()[-QUERY_MAX_CHARS:]
+    if not query:
+        raise ValidationFailed(
+            "The context query defaults to the last user message, which is empty; "
+            "send `context.query`.",
+            errors=[{"loc": ["body", "context", "query"], "msg": "required", "type": "missing"}],
+        )
+    return query
