@@ -84,6 +84,9 @@ class Settings(BaseSettings):
     embedding_openai_batch_size: int = Field(default=128, ge=1)
     embedding_openai_timeout_seconds: float = Field(default=10, gt=0)
     embedding_openai_max_retries: int = Field(default=2, ge=0)
+    # Query vectors kept in process (LRU, keyed by model and text; ~1.5 KB each at 384
+    # dimensions); 0 embeds every query afresh.
+    query_embedding_cache_size: int = Field(default=2048, ge=0)
 
     # --- memories and retrieval ---------------------------------------------------------------
     # RRF's k: on LoCoMo k=5 gives recall@10 0.696 against 0.642 for the literature's 60
