@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
+    # uvicorn worker processes for `mneme serve`: searches are CPU-bound (query embedding,
+    # HTTP, JSON), so one process uses one core.
+    workers: int = Field(default=1, ge=1)
 
     # --- database ---------------------------------------------------------------------------
     # Runtime connection (the non-owner role under RLS). Unset → embedded Postgres.
