@@ -262,8 +262,7 @@ class ContextBuilder:
         )
 
     async def _procedures(self, user_id: str) -> SectionDraft[ContextItemSource]:
-        own = await self._memories.procedures(Owner.user(user_id))
-        org = await self._memories.procedures(Owner.org())
+        own, org = await self._memories.user_and_org_procedures(Owner.user(user_id))
         candidates: list[Candidate[ContextItemSource]] = []
         for index, slot in enumerate(PROCEDURE_SLOTS):
             chosen = getattr(own, slot) or getattr(org, slot)

@@ -306,3 +306,36 @@ async def test_a_threads_own_turns_are_not_repeated_as_earlier_episodes(
     )
     episodes = section(no_recent, "episodes")
     assert episodes is not None and turn_ids <= {item["id"] for item in episodes["items"]}
+
+
+async def test_instructions_layer_the_users_slots_over_the_orgs_for_random_slot_sets(
+    client: AsyncClient, settings: Settings
+) -> None:
+    """The context reads both owners' slots in one statement; what it shows must be what the
+    two procedure endpoints say, slot by slot (the user's where set, else the org's)."""
+    rng = random.Random(15)
+    slots = ["style", "workflow", "safety", "task_policies"]
+    titles = {"style": "Style", "workflow": "Workflow", "safety": "Safety"}
+    titles["task_policies"] = "Task policies"
+    for round_ in range(4):
+        tenant = new_tenant()
+        admin = bearer(settings, tenant, "root", admin=True)
+        headers = bearer(settings, tenant, "alice")
+        org_slots = {s: f"org {s} rule {round_}" for s in rng.sample(slots, rng.randint(0, 4))}
+        user_slots = {s: f"user {s} rule {round_}" for s in rng.sample(slots, rng.randint(0, 4))}
+        if org_slots:
+            await client.put("/v1/org/procedures", headers=admin, json=org_slots)
+        if user_slots:
+            await client.put("/v1/users/me/procedures", headers=headers, json=user_slots)
+        own = (await client.get("/v1/users/me/procedures", headers=headers)).json()
+        org = (await client.get("/v1/org/procedures", headers=headers)).json()
+        expected = [
+            f"{titles[slot]}: {(own[slot] or org[slot])['text']}"
+            for slot in slots
+            if own[slot] or org[slot]
+        ]
+        result = await context(
+            client, headers, query="anything", include=["procedures"], budget_tokens=4000
+        )
+        shown = section(result, "procedures")
+        assert ([item["text"] for item in shown["items"]] if shown else []) == expected
