@@ -28,6 +28,7 @@ from service.memories.search import MemorySearch
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
 from service.observability import tracer
 from service.profile.service import ProfileService
+from service.threads.models import Message
 from service.threads.service import ContextWindow, ThreadService
 from service.threads.summaries import format_summary_entries
 
@@ -115,7 +116,7 @@ class ContextBuilder:
                 summarization = "on" if window.summarization_enabled else "off"
             # Messages the block shows verbatim: a memory made of them alone would say it twice.
             shown_messages = (
-                {message.id for message in window.messages}
+                {message.id for message in window.messages if _is_shown(message)}
                 if window is not None and "recent" in wanted
                 else set()
             )
@@ -370,9 +371,14 @@ def _recent_section(window: ContextWindow) -> SectionDraft[ContextItemSource]:
             render_key=message.seq,
         )
         for message in reversed(window.messages)
-        if message.role != "system" and message.content
+        if _is_shown(message)
     ]
     return SectionDraft("recent", TITLES["recent"], SECTION_WEIGHTS["recent"], candidates)
+
+
+def _is_shown(message: Message) -> bool:
+    """Whether the recent section renders this message (system prompts and empty turns not)."""
+    return message.role != "system" and bool(message.content)
 
 
 def _compact(value: Any) -> str:
