@@ -34,6 +34,19 @@ def _postmaster_pid(data_dir: Path) -> int | None:
         return None
 
 
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _environment(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
+    return {name: value for name, _, value in pairs}
+
+
 def test_workers_share_one_embedded_cluster(tmp_path: Path) -> None:
     port = _free_port()
     environment = {
@@ -83,6 +96,17 @@ def test_workers_share_one_embedded_cluster(tmp_path: Path) -> None:
             assert listed.status_code == 200, listed.text
             assert [item["id"] for item in listed.json()["items"]] == [created.json()["id"]]
         assert _postmaster_pid(tmp_path) == postmaster
+        # The workers neither start a cluster nor migrate: two processes migrating one fresh
+        # database at once would race on its first CREATE TABLE.
+        workers = [
+            environment
+            for environment in map(_environment, _children(process.pid))
+            if environment.get("MNEME_MIGRATE_ON_START") == "false"
+        ]
+        assert len(workers) >= 2  # the two workers (and any helper process they share)
+        assert all(
+            str(tmp_path / "pgdata") in worker.get("MNEME_DATABASE_URL", "") for worker in workers
+        )
     finally:
         process.send_signal(signal.SIGINT)
         try:
