@@ -669,7 +669,8 @@ async def _run(
         postgres=await postgres_settings(runtime_engine),
         sizes=results,
         server={
-            "uvicorn_workers": 1,
+            "uvicorn_workers": settings.workers,
+            "query_embedding_cache_size": settings.query_embedding_cache_size,
             "access_log": False,
             "db_pool_size": settings.db_pool_size,
             "db_max_overflow": settings.db_max_overflow,

@@ -86,7 +86,8 @@ def _free_port() -> int:
 
 @asynccontextmanager
 async def loopback_server(settings: Settings) -> AsyncIterator[RunningServer]:
-    """Run `create_app(settings)` under uvicorn (one worker, no access log) until exit."""
+    """Run `create_app(settings)` under uvicorn (`settings.workers` processes, as `mneme
+    serve` runs it; no access log) until exit."""
     port = _free_port()
     command = (
         sys.executable,
@@ -100,6 +101,8 @@ async def loopback_server(settings: Settings) -> AsyncIterator[RunningServer]:
         str(port),
         "--backlog",
         str(BACKLOG),
+        "--workers",
+        str(settings.workers),
         "--no-access-log",
         "--log-level",
         "warning",

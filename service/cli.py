@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from service.admin.cli import add_admin_parser, run_admin
-from service.config import get_settings
+from service.config import Settings, get_settings
+
+if TYPE_CHECKING:
+    from service.db import DatabaseTarget
 
 BENCH_INSTALL = "pip install -e '.[bench]'"
 
@@ -25,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         "--workers",
         type=int,
         default=None,
-        help="worker processes (MNEME_WORKERS; use 1 with the embedded database)",
+        help="worker processes (MNEME_WORKERS; with the embedded database they share one cluster)",
     )
 
     migrate = commands.add_parser("migrate", help="apply (or revert) schema migrations")
@@ -112,21 +117,53 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
     from service.kit.http_protocol import ProblemHttpToolsProtocol
 
     settings = get_settings()
-    uvicorn.run(
-        "service.main:create_app",
-        factory=True,
-        host=host or settings.host,
-        port=port or settings.port,
-        workers=workers or settings.workers,
-        log_level=settings.log_level,
-        # The app configures logging itself (JSON or text, with request and trace ids) and
-        # writes its own access line.
-        log_config=None,
-        access_log=False,
-        proxy_headers=True,
-        http=ProblemHttpToolsProtocol,
-    )
+    workers = workers or settings.workers
+    shared = None
+    if workers > 1 and settings.database_url is None:
+        shared = asyncio.run(_shared_embedded_database(settings))
+    try:
+        uvicorn.run(
+            "service.main:create_app",
+            factory=True,
+            host=host or settings.host,
+            port=port or settings.port,
+            workers=workers,
+            log_level=settings.log_level,
+            # The app configures logging itself (JSON or text, with request and trace ids) and
+            # writes its own access line.
+            log_config=None,
+            access_log=False,
+            proxy_headers=True,
+            http=ProblemHttpToolsProtocol,
+        )
+    finally:
+        if shared is not None:
+            shared.close()
     return 0
+
+
+async def _shared_embedded_database(settings: Settings) -> DatabaseTarget:
+    """Start and migrate the embedded cluster here, once, and point the workers at it.
+
+    Each worker runs the app's lifespan; left alone, every one would start a cluster on the
+    same data directory and migrate it concurrently. The workers inherit this environment,
+    so they connect to the running cluster as to any external database, and only the parent
+    stops it.
+    """
+    from service import db_migrations
+    from service.db import create_engine, open_database_target
+
+    target = await open_database_target(settings)
+    if settings.migrate_on_start:
+        engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
+        try:
+            await db_migrations.upgrade(engine, settings)
+        finally:
+            await engine.dispose()
+    os.environ["MNEME_DATABASE_URL"] = target.urls.runtime
+    os.environ["MNEME_MIGRATION_DATABASE_URL"] = target.urls.owner
+    os.environ["MNEME_MIGRATE_ON_START"] = "false"
+    return target
 
 
 async def _migrate(revision: str, downgrade: bool) -> int:

@@ -50,8 +50,9 @@ class Settings(BaseSettings):
     db_max_overflow: int = Field(default=10, ge=0)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
     migrate_on_start: bool = True
-    # uvicorn worker processes of one replica (`mneme serve`); each has its own pool and
-    # job worker. Keep 1 with the embedded database.
+    # uvicorn worker processes of one replica (`mneme serve`): searches are CPU-bound, so one
+    # process uses one core. Each has its own pool and job worker; with the embedded database
+    # the parent starts and migrates the cluster once and the workers share it.
     workers: int = Field(default=1, ge=1, le=64)
 
     # --- identity ---------------------------------------------------------------------------
@@ -90,6 +91,9 @@ class Settings(BaseSettings):
     embedding_openai_batch_size: int = Field(default=128, ge=1)
     embedding_openai_timeout_seconds: float = Field(default=10, gt=0)
     embedding_openai_max_retries: int = Field(default=2, ge=0)
+    # Query vectors kept in process (LRU, keyed by model and text; ~1.5 KB each at 384
+    # dimensions); 0 embeds every query afresh.
+    query_embedding_cache_size: int = Field(default=2048, ge=0)
 
     # --- memories and retrieval ---------------------------------------------------------------
     # How a hybrid search fuses its two sides when the request does not say: linear weighs the

@@ -3,6 +3,10 @@
 Only what every domain shares lives here: the process state, the caller, its one
 transaction, the user or organization a route addresses, idempotency. Each domain wires its
 own services in its `dependencies.py`; nothing here imports a domain.
+
+Every dependency is `async def`, even one that never awaits: FastAPI runs a plain `def`
+dependency in a worker thread, and a search resolved five of them — thread hops that were a
+measurable part of its time on two busy cores (docs/benchmarks.md, issue #15).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ class AppState:
     append_listeners: tuple[AppendListener, ...] = ()
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:
     state: AppState = request.app.state.mneme
     return state
 
@@ -87,7 +91,7 @@ async def get_principal(
 CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
 
 
-def get_post_commit_tasks() -> PostCommitTasks:
+async def get_post_commit_tasks() -> PostCommitTasks:
     return PostCommitTasks()
 
 
@@ -126,7 +130,7 @@ async def get_idempotency_store(
 Idempotency = Annotated[IdempotencyStore, Depends(get_idempotency_store)]
 
 
-def resolve_addressed_user(
+async def resolve_addressed_user(
     principal: CurrentPrincipal,
     user_id: Annotated[
         str,
@@ -147,7 +151,7 @@ def resolve_addressed_user(
 AddressedUserId = Annotated[str, Depends(resolve_addressed_user)]
 
 
-def require_admin(principal: CurrentPrincipal) -> Principal:
+async def require_admin(principal: CurrentPrincipal) -> Principal:
     if not principal.is_admin:
         raise Forbidden("This operation needs the admin role.")
     return principal
@@ -156,16 +160,16 @@ def require_admin(principal: CurrentPrincipal) -> Principal:
 AdminPrincipal = Annotated[Principal, Depends(require_admin)]
 
 
-def user_owner(user_id: AddressedUserId) -> Owner:
+async def user_owner(user_id: AddressedUserId) -> Owner:
     return Owner.user(user_id)
 
 
-def org_owner(_principal: CurrentPrincipal) -> Owner:
+async def org_owner(_principal: CurrentPrincipal) -> Owner:
     """Every user of the tenant reads the organization's data."""
     return Owner.org()
 
 
-def org_writer(principal: CurrentPrincipal) -> Owner:
+async def org_writer(principal: CurrentPrincipal) -> Owner:
     """Only admins (by their credential's roles, never a request body) write it."""
     owner = Owner.org()
     authorize_write(principal, owner)

@@ -57,6 +57,7 @@ from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import build_chat_model
+from service.providers.query_cache import cache_query_embeddings
 from service.providers.telemetry import InstrumentedEmbedder
 from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
 from service.threads.router import router as threads_router
@@ -129,7 +130,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 load_model = getattr(raw_embedder, "load", None)
                 if load_model is not None:
                     await load_model()
-                backfill = EmbeddingBackfill(embedder, sessionmaker)
+                backfill = EmbeddingBackfill(
+                    cache_query_embeddings(embedder, settings.query_embedding_cache_size),
+                    sessionmaker,
+                )
                 app.state.mneme = AppState(
                     settings=settings,
                     engine=engine,

@@ -22,7 +22,7 @@ def build_account_service(session: AsyncSession, principal: Principal) -> Accoun
     )
 
 
-def get_account_service(session: Session, principal: CurrentPrincipal) -> AccountService:
+async def get_account_service(session: Session, principal: CurrentPrincipal) -> AccountService:
     return build_account_service(session, principal)
 
 

@@ -12,7 +12,7 @@ from service.audit.service import AuditTrail
 from service.dependencies import AdminPrincipal, CurrentPrincipal, Session, State
 
 
-def get_admin_service(session: Session, principal: AdminPrincipal) -> AdminService:
+async def get_admin_service(session: Session, principal: AdminPrincipal) -> AdminService:
     return AdminService(
         AdminRepository(session, principal.tenant_id),
         AuditTrail(session, principal),
@@ -23,7 +23,7 @@ def get_admin_service(session: Session, principal: AdminPrincipal) -> AdminServi
 AdminSvc = Annotated[AdminService, Depends(get_admin_service)]
 
 
-def get_user_lifecycle(state: State, principal: CurrentPrincipal) -> UserLifecycle:
+async def get_user_lifecycle(state: State, principal: CurrentPrincipal) -> UserLifecycle:
     # Runs its own transactions (see service.admin.service), so it takes no request Session.
     return UserLifecycle(state.sessionmaker, principal)
 

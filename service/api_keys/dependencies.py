@@ -13,7 +13,7 @@ from service.audit.service import AuditTrail
 from service.dependencies import AdminPrincipal, Session
 
 
-def get_api_key_service(
+async def get_api_key_service(
     session: Session, principal: AdminPrincipal, accounts: AccountSvc
 ) -> ApiKeyService:
     return ApiKeyService(

@@ -14,7 +14,7 @@ from service.profile.dependencies import ProfileSvc
 from service.threads.dependencies import ThreadSvc
 
 
-def get_context_builder(
+async def get_context_builder(
     search: MemorySearchSvc,
     memories: MemorySvc,
     profiles: ProfileSvc,

@@ -10,6 +10,7 @@ token budget. Nothing here writes.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any, cast
 
 from opentelemetry import trace
@@ -23,13 +24,13 @@ from service.context.schemas import (
     ContextSection,
     SectionName,
 )
-from service.kit.token_counting import count_tokens, encoding_for
+from service.kit.token_counting import count_tokens_memo, encoding_for
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
 from service.memories.search import MemorySearch
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
 from service.observability import record_context_sections, traced, tracer
 from service.profile.service import ProfileService
-from service.threads.service import ContextWindow, ThreadService
+from service.threads.service import ContextWindow, ReplayedMessage, ThreadService
 from service.threads.summaries import format_summary_entries
 
 HEADER = (
@@ -58,6 +59,8 @@ TITLES: dict[SectionName, str] = {
 }
 # Bullets for facts, en dashes for episodes, so the model sees the difference.
 EPISODE_DASH = "\u2013"
+# The most hits one search returns (`SearchRequest.limit`'s bound).
+SEARCH_LIMIT_MAX = 100
 SLOT_TITLES = {
     "style": "Style",
     "workflow": "Workflow",
@@ -101,12 +104,24 @@ class ContextBuilder:
         encoding = encoding_for(request.encoding).name
 
         def count(text: str) -> int:
-            return count_tokens(text, request.encoding)
+            return count_tokens_memo(text, request.encoding)
 
         wanted = set(request.include)
         drafts: list[SectionDraft[ContextItemSource]] = []
         summarization: str | None = None
         with tracer.start_as_current_span("context.retrieve"):
+            window = None
+            if request.thread_id is not None:
+                window = await self._threads.context_window(
+                    user_id, request.thread_id, self._buffer_recent_turns
+                )
+                summarization = "on" if window.summarization_enabled else "off"
+            # Messages the block shows verbatim: a memory made of them alone would say it twice.
+            shown_messages = (
+                {message.id for message in window.messages if _is_shown(message)}
+                if window is not None and "recent" in wanted
+                else set()
+            )
             needs_search = wanted & {"org", "facts", "episodes"}
             query_embedding = (
                 await self._search_service.embed_query(request.query) if needs_search else None
@@ -139,13 +154,10 @@ class ContextBuilder:
                         "episodic",
                         request.k_episodic,
                         bullet=EPISODE_DASH,
+                        shown_messages=shown_messages,
                     )
                 )
-            if request.thread_id is not None:
-                window = await self._threads.context_window(
-                    user_id, request.thread_id, self._buffer_recent_turns
-                )
-                summarization = "on" if window.summarization_enabled else "off"
+            if window is not None:
                 if "thread" in wanted:
                     drafts.append(_summary_section(window))
                 if "recent" in wanted:
@@ -257,8 +269,7 @@ class ContextBuilder:
         )
 
     async def _procedures(self, user_id: str) -> SectionDraft[ContextItemSource]:
-        own = await self._memories.procedures(Owner.user(user_id))
-        org = await self._memories.procedures(Owner.org())
+        own, org = await self._memories.user_and_org_procedures(Owner.user(user_id))
         candidates: list[Candidate[ContextItemSource]] = []
         for index, slot in enumerate(PROCEDURE_SLOTS):
             chosen = getattr(own, slot) or getattr(org, slot)
@@ -286,13 +297,34 @@ class ContextBuilder:
         limit: int,
         *,
         bullet: str,
+        shown_messages: set[uuid.UUID] | None = None,
     ) -> SectionDraft[ContextItemSource]:
-        hits = await self._search(
-            user_id, request, query_embedding, scopes=["user"], kinds=[kind], limit=limit
-        )
+        """The best `limit` memories of `kind`, leaving out those whose source messages are
+        all in `shown_messages` (a thread's turns stored as memories, when the block already
+        carries the turns themselves)."""
+        if not shown_messages or limit == 0:
+            hits = await self._search(
+                user_id, request, query_embedding, scopes=["user"], kinds=[kind], limit=limit
+            )
+        else:
+            # Ask for enough to fill `limit` even if every shown message has its memory.
+            hits = await self._search(
+                user_id,
+                request,
+                query_embedding,
+                scopes=["user"],
+                kinds=[kind],
+                limit=min(limit + len(shown_messages), SEARCH_LIMIT_MAX),
+            )
+            hits = [hit for hit in hits if not _repeats(hit, shown_messages)][:limit]
         return SectionDraft(
             name, TITLES[name], SECTION_WEIGHTS[name], _hit_candidates(hits, bullet)
         )
+
+
+def _repeats(hit: SearchHit, shown_messages: set[uuid.UUID]) -> bool:
+    sources = hit.memory.source_message_ids
+    return bool(sources) and all(source in shown_messages for source in sources)
 
 
 def _hit_candidates(
@@ -345,9 +377,14 @@ def _recent_section(window: ContextWindow) -> SectionDraft[ContextItemSource]:
             render_key=message.seq,
         )
         for message in reversed(window.messages)
-        if message.role != "system" and message.content
+        if _is_shown(message)
     ]
     return SectionDraft("recent", TITLES["recent"], SECTION_WEIGHTS["recent"], candidates)
+
+
+def _is_shown(message: ReplayedMessage) -> bool:
+    """Whether the recent section renders this message (system prompts and empty turns not)."""
+    return message.role != "system" and bool(message.content)
 
 
 def _compact(value: Any) -> str:

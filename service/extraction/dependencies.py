@@ -15,7 +15,7 @@ from service.jobs.status import JobStatusRepository
 from service.memories.dependencies import MemoryWriterSvc
 
 
-def get_compaction_service(memories: MemoryWriterSvc, state: State) -> CompactionService:
+async def get_compaction_service(memories: MemoryWriterSvc, state: State) -> CompactionService:
     return CompactionService(
         memories, state.chat_model, state.embedding_backfill.embedder, state.settings
     )
@@ -24,7 +24,9 @@ def get_compaction_service(memories: MemoryWriterSvc, state: State) -> Compactio
 CompactionSvc = Annotated[CompactionService, Depends(get_compaction_service)]
 
 
-def get_health(session: Session, principal: CurrentPrincipal, state: State) -> WritePathHealth:
+async def get_health(
+    session: Session, principal: CurrentPrincipal, state: State
+) -> WritePathHealth:
     # The tenant is the principal's: pgqueuer's tables are shared and have no row-level security.
     return WritePathHealth(
         JobStatusRepository(session, principal.tenant_id),
@@ -37,7 +39,9 @@ def get_health(session: Session, principal: CurrentPrincipal, state: State) -> W
 Health = Annotated[WritePathHealth, Depends(get_health)]
 
 
-def get_recovery(session: Session, principal: CurrentPrincipal, state: State) -> RerunInTransaction:
+async def get_recovery(
+    session: Session, principal: CurrentPrincipal, state: State
+) -> RerunInTransaction:
     recovery = WritePathRecovery(state.sessionmaker, state.settings, state.chat_model)
     return RerunInTransaction(recovery, session, principal.tenant_id)
 

@@ -162,7 +162,7 @@ def request_hash(body: bytes | Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def idempotency_key_header(
+async def idempotency_key_header(
     key: Annotated[
         str | None,
         Header(

@@ -34,3 +34,20 @@ def encoding_for(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return len(encoding_for(encoding).encode(text, disallowed_special=()))
+
+
+# Lines of a context block (memory texts, headings, messages) recur across calls; the block
+# as a whole does not. 16k short lines are a few MB.
+_MEMO_MAX_CHARS = 2048
+
+
+@lru_cache(maxsize=16384)
+def _count_memo(text: str, encoding: str) -> int:
+    return count_tokens(text, encoding)
+
+
+def count_tokens_memo(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """`count_tokens`, remembered for short texts (same result; BPE is deterministic)."""
+    if len(text) > _MEMO_MAX_CHARS:
+        return count_tokens(text, encoding)
+    return _count_memo(text, encoding)

@@ -43,7 +43,7 @@ def build_memory_search(
     return MemorySearch(MemoryRepository(session, principal.tenant_id), backfill.embedder, settings)
 
 
-def get_memory_service(
+async def get_memory_service(
     session: Session, principal: CurrentPrincipal, state: State, post_commit: PostCommit
 ) -> MemoryService:
     return MemoryService(
@@ -51,11 +51,13 @@ def get_memory_service(
     )
 
 
-def get_memory_search(session: Session, principal: CurrentPrincipal, state: State) -> MemorySearch:
+async def get_memory_search(
+    session: Session, principal: CurrentPrincipal, state: State
+) -> MemorySearch:
     return build_memory_search(session, principal, state.embedding_backfill, state.settings)
 
 
-def get_memory_writer(
+async def get_memory_writer(
     session: Session, principal: CurrentPrincipal, state: State, post_commit: PostCommit
 ) -> DerivedMemoryWriter:
     return DerivedMemoryWriter(

@@ -499,8 +499,8 @@ class MemoryRepository:
         )
         return set((await self._session.execute(statement)).scalars())
 
-    async def live_procedures(self, owner: Owner) -> list[Memory]:
-        statement = self._owned(owner).where(M.kind == "procedural", M.lifecycle != "superseded")
+    async def live_procedures(self, *owners: Owner) -> list[Memory]:
+        statement = self._owned(*owners).where(M.kind == "procedural", M.lifecycle != "superseded")
         return list((await self._session.execute(statement)).scalars())
 
     async def search(self, params: SearchParams) -> list[SearchRow]:

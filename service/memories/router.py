@@ -85,7 +85,7 @@ ScopeQuery = Annotated[
 ]
 
 
-def user_filter(
+async def user_filter(
     owner: UserOwner, scope: ScopeQuery = None, *, query: Annotated[FilterQuery, Depends()]
 ) -> MemoryFilter:
     """On a user's route, `scope` may add (or choose) the organization's memories."""
@@ -93,7 +93,7 @@ def user_filter(
     return query.for_owners([owner if s == "user" else Owner.org() for s in scopes])
 
 
-def user_delete_filter(
+async def user_delete_filter(
     owner: UserOwner, scope: ScopeQuery = None, *, query: Annotated[FilterQuery, Depends()]
 ) -> MemoryFilter:
     """A user's route never deletes organization memories (that is the org route, admins)."""
@@ -105,11 +105,13 @@ def user_delete_filter(
     return query.for_owners([owner])
 
 
-def org_filter(owner: OrgOwner, query: Annotated[FilterQuery, Depends()]) -> MemoryFilter:
+async def org_filter(owner: OrgOwner, query: Annotated[FilterQuery, Depends()]) -> MemoryFilter:
     return query.for_owners([owner])
 
 
-def org_delete_filter(owner: OrgWriter, query: Annotated[FilterQuery, Depends()]) -> MemoryFilter:
+async def org_delete_filter(
+    owner: OrgWriter, query: Annotated[FilterQuery, Depends()]
+) -> MemoryFilter:
     return query.for_owners([owner])
 
 

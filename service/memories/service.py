@@ -227,13 +227,16 @@ class MemoryService:
     # --- procedural slots --------------------------------------------------------------------
 
     async def procedures(self, owner: Owner) -> Procedures:
-        slots: dict[str, ProcedureSlotRead] = {}
-        for memory in await self._repository.live_procedures(owner):
-            if memory.category in PROCEDURE_SLOTS:
-                slots[memory.category] = ProcedureSlotRead(
-                    text=memory.text, memory_id=memory.id, updated_at=memory.updated_at
-                )
-        return Procedures.model_validate(slots)
+        return _procedures(await self._repository.live_procedures(owner))
+
+    async def user_and_org_procedures(self, user: Owner) -> tuple[Procedures, Procedures]:
+        """The user's slots and the organization's, read in one statement (the context call
+        layers them)."""
+        rows = await self._repository.live_procedures(user, Owner.org())
+        return (
+            _procedures([m for m in rows if m.scope == "user"]),
+            _procedures([m for m in rows if m.scope == "org"]),
+        )
 
     async def set_procedures(self, owner: Owner, change: ProceduresUpdate) -> Procedures:
         """Replace the given slots: the old instruction is superseded, never silently lost."""
@@ -299,3 +302,13 @@ class MemoryService:
             if not vectors:
                 self._recorder.schedule_backfill([memory.id])
         return memory
+
+
+def _procedures(memories: list[Memory]) -> Procedures:
+    slots: dict[str, ProcedureSlotRead] = {}
+    for memory in memories:
+        if memory.category in PROCEDURE_SLOTS:
+            slots[memory.category] = ProcedureSlotRead(
+                text=memory.text, memory_id=memory.id, updated_at=memory.updated_at
+            )
+    return Procedures.model_validate(slots)

@@ -28,7 +28,7 @@ def build_profile_service(
     )
 
 
-def get_profile_service(
+async def get_profile_service(
     session: Session, principal: CurrentPrincipal, state: State
 ) -> ProfileService:
     return build_profile_service(session, principal, state.settings)

@@ -42,7 +42,7 @@ def _ok_with_etag(description: str, *problems: int) -> dict[int | str, dict[str,
     }
 
 
-def require_patch_media_type(request: Request) -> None:
+async def require_patch_media_type(request: Request) -> None:
     """RFC 5789: a patch document in a format the server does not apply is a 415."""
     content_type = request.headers.get("content-type", "")
     if content_type.split(";", 1)[0].strip().lower() not in PATCH_MEDIA_TYPES:

@@ -14,7 +14,7 @@ from service.threads.repository import ThreadRepository
 from service.threads.service import Summarizer, ThreadService
 
 
-def get_thread_service(
+async def get_thread_service(
     session: Session,
     principal: CurrentPrincipal,
     memories: MemorySvc,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import uuid
 from typing import Any
 
 from httpx import AsyncClient
@@ -238,3 +239,103 @@ async def test_another_users_thread_is_a_404(
         json={"query": "hi", "thread_id": thread_id},
     )
     assert_problem(response, 404, "NOT_FOUND")
+
+
+async def test_a_threads_own_turns_are_not_repeated_as_earlier_episodes(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """The thread's turns stored as episodic memories are in the block once, as messages."""
+    headers = bearer(settings, tenant, "alice")
+    thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
+    turns = ["I adopted a greyhound called Pixel", "Pixel sleeps on the sofa all day"]
+    appended = (
+        await client.post(
+            f"/v1/users/me/threads/{thread_id}/messages",
+            headers=headers,
+            json={"messages": [{"role": "user", "content": content} for content in turns]},
+        )
+    ).json()["items"]
+    stored = await remember(
+        client,
+        headers,
+        *(
+            {
+                "text": f"user: {message['content']}",
+                "kind": "episodic",
+                "source_thread_id": thread_id,
+                "source_message_ids": [message["id"]],
+            }
+            for message in appended
+        ),
+        # From the same thread but also from a message outside it: not a repeat.
+        {
+            "text": "Walked Pixel the greyhound in the park",
+            "kind": "episodic",
+            "source_message_ids": [appended[0]["id"], str(uuid.uuid4())],
+        },
+        {"text": "Took Pixel to the vet last spring", "kind": "episodic"},
+    )
+    turn_ids = {memory["id"] for memory in stored[:2]}
+    query = "what about Pixel the greyhound"
+
+    without_thread = await context(client, headers, query=query, budget_tokens=4000)
+    episodes = section(without_thread, "episodes")
+    assert episodes is not None
+    assert turn_ids <= {item["id"] for item in episodes["items"]}
+
+    with_thread = await context(
+        client, headers, query=query, thread_id=thread_id, budget_tokens=4000
+    )
+    episodes = section(with_thread, "episodes")
+    assert episodes is not None
+    shown = {item["id"] for item in episodes["items"]}
+    assert shown == {stored[2]["id"], stored[3]["id"]}
+    recent = section(with_thread, "recent")
+    assert recent is not None
+    assert [item["text"] for item in recent["items"]] == turns
+    assert with_thread["text"].count("sleeps on the sofa") == 1
+
+    # Without the recent turns in the block, the stored turns are the only place they appear.
+    no_recent = await context(
+        client,
+        headers,
+        query=query,
+        thread_id=thread_id,
+        budget_tokens=4000,
+        include=["facts", "episodes", "thread"],
+    )
+    episodes = section(no_recent, "episodes")
+    assert episodes is not None and turn_ids <= {item["id"] for item in episodes["items"]}
+
+
+async def test_instructions_layer_the_users_slots_over_the_orgs_for_random_slot_sets(
+    client: AsyncClient, settings: Settings
+) -> None:
+    """The context reads both owners' slots in one statement; what it shows must be what the
+    two procedure endpoints say, slot by slot (the user's where set, else the org's)."""
+    rng = random.Random(15)
+    slots = ["style", "workflow", "safety", "task_policies"]
+    titles = {"style": "Style", "workflow": "Workflow", "safety": "Safety"}
+    titles["task_policies"] = "Task policies"
+    for round_ in range(4):
+        tenant = new_tenant()
+        admin = bearer(settings, tenant, "root", admin=True)
+        headers = bearer(settings, tenant, "alice")
+        org_slots = {s: f"org {s} rule {round_}" for s in rng.sample(slots, rng.randint(0, 4))}
+        user_slots = {s: f"user {s} rule {round_}" for s in rng.sample(slots, rng.randint(0, 4))}
+        if org_slots:
+            await client.put("/v1/org/procedures", headers=admin, json=org_slots)
+        if user_slots:
+            await client.put("/v1/users/me/procedures", headers=headers, json=user_slots)
+        own = (await client.get("/v1/users/me/procedures", headers=headers)).json()
+        org = (await client.get("/v1/org/procedures", headers=headers)).json()
+        expected = [
+            f"{titles[slot]}: {(own[slot] or org[slot])['text']}"
+            for slot in slots
+            if own[slot] or org[slot]
+        ]
+        result = await context(
+            client, headers, query="anything", include=["procedures"], budget_tokens=4000
+        )
+        shown = section(result, "procedures")
+        assert ([item["text"] for item in shown["items"]] if shown else []) == expected
