@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from starlette.routing import Route
 
 from service import db_migrations
 from service.accounts.dependencies import ensure_tenant, record_end_user
@@ -33,6 +34,7 @@ from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.post_commit import BackgroundRunner
+from service.mcp.endpoint import MCP_PATH, McpEndpoint
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
@@ -62,6 +64,7 @@ def _operation_id(route: APIRoute) -> str:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     metrics = Metrics()
+    mcp = McpEndpoint()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -118,7 +121,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await jobs.start()
                 logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
                 try:
-                    yield
+                    async with mcp.running():
+                        yield
                 finally:
                     await jobs.stop()
                 await background.drain()
@@ -157,4 +161,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(threads_router)
     app.include_router(context_router)
     app.include_router(write_path_admin_router)
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     return app

@@ -5,22 +5,26 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.accounts.dependencies import AccountSvc
-from service.dependencies import CurrentPrincipal, Session, State
+from service.accounts.service import AccountService
+from service.auth.principal import Principal
+from service.dependencies import AppState, CurrentPrincipal, Session, State
 from service.extraction.hooks import chain, write_path_hook
 from service.jobs import enqueue_thread_summary
 from service.memories.dependencies import MemorySvc
+from service.memories.service import MemoryService
 from service.threads.repository import ThreadRepository
 from service.threads.service import Summarizer, ThreadService
 
 
-def get_thread_service(
-    session: Session,
-    principal: CurrentPrincipal,
-    memories: MemorySvc,
-    state: State,
-    accounts: AccountSvc,
+def build_thread_service(
+    session: AsyncSession,
+    principal: Principal,
+    memories: MemoryService,
+    accounts: AccountService,
+    state: AppState,
 ) -> ThreadService:
     summarizer = Summarizer(state.sessionmaker, state.chat_model, state.settings)
     # Appends queue a summary pass and a write-path pass (in their own transaction) only when
@@ -39,6 +43,16 @@ def get_thread_service(
         summarizer,
         on_append=on_append,
     )
+
+
+def get_thread_service(
+    session: Session,
+    principal: CurrentPrincipal,
+    memories: MemorySvc,
+    state: State,
+    accounts: AccountSvc,
+) -> ThreadService:
+    return build_thread_service(session, principal, memories, accounts, state)
 
 
 ThreadSvc = Annotated[ThreadService, Depends(get_thread_service)]
