@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextResourceContents
 
@@ -25,8 +25,18 @@ TOOLS = {"remember", "recall", "get_context", "forget", "update_profile", "list_
 @asynccontextmanager
 async def mcp_client(server: RunningServer, headers: dict[str, str]) -> AsyncIterator[Client]:
     http = httpx2.AsyncClient(headers=headers, timeout=30.0)
-    async with http, Client(streamable_http_client(f"{server.base_url}/mcp", http_client=http)) as c:
+    transport = streamable_http_client(f"{server.base_url}/mcp", http_client=http)
+    async with http, Client(transport) as c:
         yield c
+
+
+async def assert_refused(server: RunningServer, headers: dict[str, str], match: str) -> None:
+    """The SDK client cannot even list the tools: the server answered with an HTTP error
+    (the SDK reports a 404 as "Not Found", a 401 as an "error response")."""
+    with pytest.raises(ExceptionGroup) as caught:
+        async with mcp_client(server, headers) as client:
+            await client.list_tools()
+    assert caught.group_contains(MCPError, match=match, depth=None)
 
 
 def structured(result: CallToolResult) -> dict[str, Any]:
@@ -160,12 +170,8 @@ async def test_procedures_resource_shows_the_standing_instructions(
 async def test_a_client_without_a_valid_token_is_refused(
     live_server: RunningServer, settings: Settings, tenant: str
 ) -> None:
-    with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces the 401 as its own error
-        async with mcp_client(live_server, {}) as client:
-            await client.list_tools()
-    with pytest.raises(Exception):  # noqa: B017
-        async with mcp_client(live_server, {"Authorization": "Bearer not-a-token"}) as client:
-            await client.list_tools()
+    await assert_refused(live_server, {}, "error response")
+    await assert_refused(live_server, {"Authorization": "Bearer not-a-token"}, "error response")
     # On the wire: the REST API's own 401 problem, nothing served.
     async with httpx.AsyncClient(base_url=live_server.base_url) as raw:
         response = await raw.post(
@@ -192,14 +198,13 @@ async def test_a_user_cannot_reach_another_users_memories(
         assert problem["code"] == "NOT_FOUND" and problem["status"] == 404
         hits = structured(await client.call_tool("recall", {"query": "locker 42"}))
         assert hits["hits"] == []
-        with pytest.raises(Exception, match=r"(?i)not found|404"):
+        with pytest.raises(MCPError, match="NOT_FOUND"):
             await client.read_resource("mneme://users/alice/profile")
     # Naming alice in the header does not help an end user: the connection is refused (404).
-    with pytest.raises(Exception):  # noqa: B017
-        async with mcp_client(live_server, {**bob, "X-Mneme-User": "alice"}) as client:
-            await client.list_tools()
+    await assert_refused(live_server, {**bob, "X-Mneme-User": "alice"}, "Not Found")
     # Nor does another tenant's token, even for a user with the same id.
-    async with mcp_client(live_server, bearer(settings, "t-" + uuid.uuid4().hex[:12], "alice")) as c:
+    stranger = bearer(settings, "t-" + uuid.uuid4().hex[:12], "alice")
+    async with mcp_client(live_server, stranger) as c:
         problem = tool_problem(await c.call_tool("forget", {"memory_id": secret["id"]}))
         assert problem["code"] == "NOT_FOUND"
     assert [m["id"] for m in await rest_memories(live_server, alice)] == [secret["id"]]
