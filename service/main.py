@@ -36,6 +36,7 @@ from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.post_commit import BackgroundRunner
 from service.mcp.endpoint import MCP_PATH, McpEndpoint
 from service.memories.embedding import EmbeddingBackfill
+from service.memories.keyed_router import router as keyed_memories_router
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
 from service.observability import Metrics, TelemetryMiddleware, configure_tracing
@@ -154,6 +155,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(accounts_router)
     app.include_router(api_keys_router)
     app.include_router(user_memories_router)
+    app.include_router(keyed_memories_router)
     app.include_router(write_path_router)
     app.include_router(org_memories_router)
     app.include_router(user_profile_router)

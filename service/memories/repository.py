@@ -222,7 +222,7 @@ class MemoryRepository:
                     Memory.kind,
                     Memory.content_hash,
                 ],
-                index_where=text("lifecycle <> 'superseded'"),
+                index_where=text("lifecycle <> 'superseded' AND store_key IS NULL"),
             )
             .returning(Memory)
         )
@@ -233,6 +233,7 @@ class MemoryRepository:
             M.kind == kind,
             M.content_hash == _content_hash(text_value),
             M.lifecycle != "superseded",
+            M.store_key.is_(None),
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 
@@ -413,6 +414,31 @@ class MemoryRepository:
             )
             for row in rows
         ]
+
+    # --- memories addressed by a client's key -------------------------------------------------
+
+    async def lock_store_key(self, owner: Owner, kind: str, category: str | None, key: str) -> None:
+        """Serialise writes to one key until the transaction ends: the first `put` of a key
+        inserts, every later one (even a concurrent one) finds that row and updates it."""
+        lock = f"memory_key:{self._tenant_id}:{owner.lock_key}:{kind}:{category or ''}:{key}"
+        await self._session.execute(WRITER_LOCK_SQL, {"key": lock})
+
+    async def find_by_store_key(
+        self, owner: Owner, kind: str, category: str | None, key: str, *, for_update: bool = False
+    ) -> Memory | None:
+        statement = self._owned(owner).where(
+            M.kind == kind,
+            M.category.is_(None) if category is None else M.category == category,
+            M.store_key == key,
+        )
+        if for_update:
+            statement = statement.with_for_update().execution_options(populate_existing=True)
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def insert_keyed(self, values: dict[str, Any]) -> Memory:
+        """Insert a memory that carries a store key (never an exact-duplicate conflict)."""
+        statement = pg_insert(Memory).values(tenant_id=self._tenant_id, **values).returning(Memory)
+        return (await self._session.execute(statement)).scalar_one()
 
 
 def _content_hash(text_value: str) -> ColumnElement[str]:

@@ -97,6 +97,9 @@ class MemoryRead(BaseModel):
         description="Model of the stored embedding; null while it awaits embedding."
     )
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
+    store_key: str | None = Field(
+        default=None, description="The client's key, for memories written by key; else null."
+    )
 
 
 class MemoryWritten(MemoryRead):
@@ -222,3 +225,29 @@ class ProceduresUpdate(BaseModel):
     workflow: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
     safety: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
     task_policies: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
+
+
+STORE_KEY_MAX = 512
+
+
+class KeyedMemoryPut(BaseModel):
+    """The memory a key holds; `PUT` replaces text and metadata of the memory already there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    event_at: AwareDatetime | None = None
+    expires_at: AwareDatetime | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text must contain something besides whitespace")
+        return value.strip()
+
+
+class KeyedMemoryWritten(MemoryRead):
+    created: bool = Field(description="True when the key held no memory and one was added.")
