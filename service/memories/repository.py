@@ -104,7 +104,7 @@ scored AS (
 SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
        s.needs_review, s.superseded_by, s.source_thread_id, s.source_message_ids, s.evidence,
        s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
-       s.embedding_model, s.metadata,
+       s.embedding_model, s.metadata, s.store_key,
        s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
        s.recency_factor, s.confidence_factor,
        s.fused_score * s.recency_factor * s.confidence_factor AS final_score,
