@@ -8,6 +8,7 @@ import sys
 
 from service.bench.cli import add_bench_parser, run_bench
 from service.config import get_settings
+from service.mcp.stdio import add_mcp_stdio_parser, run_mcp_stdio
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     reembed.add_argument("--batch-size", type=int, default=64)
 
     add_bench_parser(commands)
+    add_mcp_stdio_parser(commands)
 
     token = commands.add_parser("token", help="mint a dev HS256 token")
     token.add_argument("--tenant", required=True)
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_reembed(args.batch_size))
     if args.command == "bench":
         return run_bench(args)
+    if args.command == "mcp-stdio":
+        return run_mcp_stdio(args)
     return _token(args)
 
 
