@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
 import httpx2
 import pytest
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextResourceContents
 
-from service.bench.server import RunningServer, settings_environment
+from service.bench.server import RunningServer
 from service.config import Settings
 from tests.conftest import bearer
 
@@ -278,23 +276,3 @@ async def test_bad_arguments_are_tool_errors_with_the_problem_code_and_write_not
         profile = (await rest.get("/v1/users/me/profile")).json()
     assert "city" not in profile["profile"] and profile["version"] == 0
 
-
-async def test_mcp_stdio_serves_the_tools_for_the_user_of_its_token(
-    settings: Settings, tenant: str, tmp_path: Path
-) -> None:
-    headers = bearer(settings, tenant, "gus")
-    environment = {
-        **settings_environment(settings),
-        "MNEME_MCP_TOKEN": headers["Authorization"].removeprefix("Bearer "),
-    }
-    command = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "service", "mcp-stdio"],
-        env=environment,
-        cwd=str(tmp_path),
-    )
-    async with Client(command, read_timeout_seconds=120) as client:
-        written = structured(await client.call_tool("remember", {"text": "Gus sails on Sundays."}))
-        hits = structured(await client.call_tool("recall", {"query": "when does Gus sail?"}))
-    assert written["user_id"] == "gus"
-    assert [h["memory"]["id"] for h in hits["hits"]] == [written["id"]]
