@@ -275,4 +275,3 @@ async def test_bad_arguments_are_tool_errors_with_the_problem_code_and_write_not
     async with httpx.AsyncClient(base_url=live_server.base_url, headers=headers) as rest:
         profile = (await rest.get("/v1/users/me/profile")).json()
     assert "city" not in profile["profile"] and profile["version"] == 0
-
