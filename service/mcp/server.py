@@ -281,7 +281,11 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         _tool(update_profile, writes),
         _tool(list_memories, read_only),
     ]
-    server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, tools=tools)
+    # The SDK calls logging.basicConfig with this level when a server is built: WARNING keeps
+    # the root logger as quiet as Python's default, leaving log configuration to the service.
+    server: MCPServer[Any] = MCPServer(
+        SERVER_NAME, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING"
+    )
 
     async def _read(
         ctx: Context[Any], user_id: str, work: Callable[[McpCall], Awaitable[BaseModel]]

@@ -53,6 +53,12 @@ class KeyedMemoryService:
             owner, address.kind, address.category, address.key, for_update=True
         )
         if existing is None:
+            # An expired memory is gone for every reader, but its row still holds the key.
+            expired = await self._repository.expired_store_key_holder(
+                owner, address.kind, address.category, address.key
+            )
+            if expired is not None:
+                await self._recorder.forget([expired])
             created = await self._create(owner, address, body)
             return KeyedMemoryWritten.model_validate({**_fields(created), "created": True})
         if existing.text == body.text and existing.metadata_ == body.metadata:

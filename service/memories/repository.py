@@ -435,6 +435,27 @@ class MemoryRepository:
             statement = statement.with_for_update().execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
+    async def expired_store_key_holder(
+        self, owner: Owner, kind: str, category: str | None, key: str
+    ) -> Memory | None:
+        """An expired memory that still holds the key (reads no longer see it), locked."""
+        statement = (
+            select(Memory)
+            .where(
+                Memory.tenant_id == self._tenant_id,
+                Memory.scope == owner.scope,
+                Memory.user_id.is_(None)
+                if owner.user_id is None
+                else Memory.user_id == owner.user_id,
+                Memory.kind == kind,
+                Memory.category.is_(None) if category is None else Memory.category == category,
+                Memory.store_key == key,
+                Memory.expires_at <= func.now(),
+            )
+            .with_for_update()
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
     async def insert_keyed(self, values: dict[str, Any]) -> Memory:
         """Insert a memory that carries a store key (never an exact-duplicate conflict)."""
         statement = pg_insert(Memory).values(tenant_id=self._tenant_id, **values).returning(Memory)

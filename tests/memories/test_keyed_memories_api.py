@@ -6,6 +6,8 @@ import asyncio
 from typing import Any
 
 from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from tests.conftest import assert_problem, bearer
@@ -133,3 +135,21 @@ async def test_bad_addresses_and_secrets_are_refused_and_write_nothing(
     )
     assert_problem(secret_update, 422, "SECRET_REFUSED")
     assert [m["text"] for m in await memories(client, headers)] == ["Fine."]
+
+
+async def test_a_key_whose_memory_expired_takes_a_new_one(
+    client: AsyncClient, settings: Settings, tenant: str, owner_engine: AsyncEngine
+) -> None:
+    headers = bearer(settings, tenant, "quinn")
+    first = await client.put(PATH, params=at("k"), json={"text": "Old."}, headers=headers)
+    assert first.status_code == 201, first.text
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE memory SET expires_at = now() - interval '1 minute' WHERE id = :id"),
+            {"id": first.json()["id"]},
+        )
+    assert_problem(await client.get(PATH, params=at("k"), headers=headers), 404, "NOT_FOUND")
+    again = await client.put(PATH, params=at("k"), json={"text": "New."}, headers=headers)
+    assert again.status_code == 201, again.text
+    assert again.json()["id"] != first.json()["id"]
+    assert [m["text"] for m in await memories(client, headers)] == ["New."]
