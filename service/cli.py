@@ -1,14 +1,18 @@
-"""The `mneme` command: serve, migrate, token."""
+"""The `mneme` command: serve, migrate, reembed, admin, token, and bench (with the
+benchmarks package)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 
-from service.bench.cli import add_bench_parser, run_bench
+from service.admin.cli import add_admin_parser, run_admin
 from service.config import get_settings
 from service.mcp.stdio import add_mcp_stdio_parser, run_mcp_stdio
+
+BENCH_INSTALL = "pip install -e '.[bench]'"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     reembed.add_argument("--batch-size", type=int, default=64)
 
-    add_bench_parser(commands)
+    run_bench = _add_bench_parser(commands)
+    add_admin_parser(commands)
     add_mcp_stdio_parser(commands)
 
     token = commands.add_parser("token", help="mint a dev HS256 token")
@@ -58,9 +63,43 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_reembed(args.batch_size))
     if args.command == "bench":
         return run_bench(args)
+    if args.command == "admin":
+        return asyncio.run(run_admin(args))
     if args.command == "mcp-stdio":
         return run_mcp_stdio(args)
     return _token(args)
+
+
+def _add_bench_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> Callable[[argparse.Namespace], int]:
+    """Add `bench` from the `benchmarks` package, which ships apart from the service (the
+    `bench` extra); returns what runs it. Without the package, `mneme bench …` says how to
+    install it."""
+    try:
+        from benchmarks.cli import add_bench_parser, run_bench
+    except ModuleNotFoundError as exc:
+        missing = exc.name or "benchmarks"
+        # No option prefix: every word after `bench` (`--help` too) is taken as it is, so any
+        # `mneme bench …` gets the install hint rather than a usage error.
+        stand_in = commands.add_parser(
+            "bench",
+            help=f"benchmarks (not installed: {BENCH_INSTALL})",
+            add_help=False,
+            prefix_chars="\0",
+        )
+        stand_in.add_argument("arguments", nargs="*")
+        return lambda _args: _bench_not_installed(missing)
+    add_bench_parser(commands)
+    return run_bench
+
+
+def _bench_not_installed(missing: str) -> int:
+    sys.stderr.write(
+        f"mneme bench: the benchmarks are not installed (no module named {missing!r}); "
+        f"install them from a checkout of the project with: {BENCH_INSTALL}\n"
+    )
+    return 2
 
 
 def _serve(host: str | None, port: int | None, workers: int) -> int:

@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     roles_claim: str = "roles"
     scope_claim: str = "scope"
     admin_role: str = "admin"
-    # Auth overlay claims (seed 000): recorded per end user, never the tokens themselves.
+    # Auth overlay claims: recorded per end user, never the tokens themselves.
     name_claim: str = "name"
     email_claim: str = "email"
     avatar_claim: str = "picture"
@@ -86,7 +86,8 @@ class Settings(BaseSettings):
     embedding_openai_max_retries: int = Field(default=2, ge=0)
 
     # --- memories and retrieval ---------------------------------------------------------------
-    # RRF's k: seed 004 measured k=5 better than the literature's 60 on this workload.
+    # RRF's k: on LoCoMo k=5 gives recall@10 0.696 against 0.642 for the literature's 60
+    # (docs/benchmarks.md).
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)
     search_linear_lexical_weight: float = Field(default=0.5, ge=0, le=1)
@@ -99,7 +100,8 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
 
     # --- profiles -----------------------------------------------------------------------------
-    # Largest stored profile document, in bytes of its compact UTF-8 JSON (seed 000: 8 KB).
+    # Largest stored profile document, in bytes of its compact UTF-8 JSON (8 KiB: the profile
+    # is rendered into prompts, so it stays small).
     profile_max_bytes: int = Field(default=8192, ge=2)
 
     # --- LLM (summaries, extraction): any OpenAI-compatible chat endpoint; unset = off -------
@@ -113,7 +115,7 @@ class Settings(BaseSettings):
     context_budget_tokens: int = Field(default=1200, ge=32, le=32_000)
 
     # --- threads --------------------------------------------------------------------------------
-    # K of seed 000: summarise in windows of K messages; below 1 switches summaries off.
+    # K: summarise in windows of K messages; below 1 switches summaries off.
     thread_summary_keep_recent: int = 10
     # Human turns always kept raw at the end of a prompt window.
     thread_messages_buffer_recent_turns: int = Field(default=5, ge=0)
@@ -130,7 +132,8 @@ class Settings(BaseSettings):
     # --- extraction (the write path: memories from conversation turns) ------------------------
     # Switches the automatic write path off (LLM extraction, or turn storage without an LLM).
     extraction_enabled: bool = True
-    # Seed 003's memory-manager sync strategies: when a thread's new turns are worth a pass.
+    # When a thread's new turns are worth an extraction pass: after every turn, every N turns,
+    # on a farewell, or both of the last two.
     extraction_strategy: Literal["every_turn", "interval", "farewell", "both"] = "interval"
     # `interval`: a pass once this many human turns arrived since the last pass.
     extraction_interval_turns: int = Field(default=5, ge=1)
@@ -144,9 +147,9 @@ class Settings(BaseSettings):
     ]
     # No pass over fewer characters of conversation than this (they wait for more).
     extraction_min_conversation_chars: int = Field(default=20, ge=0)
-    # Seed 001: at most 3 facts per human turn.
+    # At most this many facts per human turn, so one turn cannot flood the memory.
     extraction_max_facts_per_turn: int = Field(default=3, ge=0)
-    # Seed 003: below 0.7 a fact is dropped, below 0.82 it waits for review (`proposed`).
+    # Below 0.7 a fact is dropped, below 0.82 it waits for review (`proposed`).
     extraction_fact_confidence_threshold: float = Field(default=0.7, ge=0, le=1)
     extraction_quarantine_confidence: float = Field(default=0.82, ge=0, le=1)
     # A fact this close (cosine) to a live one of the same owner is the same fact again.
@@ -161,7 +164,29 @@ class Settings(BaseSettings):
         "context": "accumulate",
         "policy": "replace",
     }
-    # Categories an organization-wide fact may have (seed 003's org allowlist).
+    # A fact of a `replace` category this close (cosine) to a live one of the same category,
+    # when either lacks a subject, states the same thing differently: it supersedes it.
+    extraction_contradiction_cosine: float = Field(default=0.75, gt=0, le=1)
+    # Subjects that hold several current values at once: a new fact about one of them adds
+    # to the older ones instead of superseding them. A subject is multi-valued when one of its
+    # snake_case words, singular or plural, is listed ("pets", "programming_languages").
+    extraction_multi_valued_subjects: list[str] = [
+        "hobby",
+        "pet",
+        "language",
+        "skill",
+        "interest",
+        "allergy",
+        "child",
+        "friend",
+        "sport",
+        "instrument",
+    ]
+    # A write-path or summary job that gave up is run again after this long, doubling for
+    # each further give-up on the same thread (at most `..._max_seconds`).
+    write_path_sweep_interval_seconds: float = Field(default=300, gt=0)
+    write_path_sweep_max_backoff_seconds: float = Field(default=6 * 3600, gt=0)
+    # Categories an organization-wide fact may have (the org allowlist).
     extraction_org_categories: list[str] = ["policy", "knowledge", "context"]
     # Current facts (hybrid search) the model sees, so it can refer to them by id.
     extraction_context_facts: int = Field(default=20, ge=0, le=100)

@@ -29,6 +29,7 @@ from service.providers.llm import ChatModel
 
 if TYPE_CHECKING:
     from service.memories.embedding import EmbeddingBackfill
+    from service.threads.hooks import AppendListener
 
 TransactionHook = Callable[[AsyncSession, Principal], Awaitable[None]]
 """Runs at the start of every request transaction (e.g. recording the caller's account)."""
@@ -52,6 +53,8 @@ class AppState:
     chat_model: ChatModel | None
     ensure_tenant: TenantRegistrar
     transaction_hooks: Sequence[TransactionHook] = field(default_factory=tuple)
+    # Told about every append in its transaction (the write path queues its jobs).
+    append_listeners: tuple[AppendListener, ...] = ()
 
 
 def get_state(request: Request) -> AppState:

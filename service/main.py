@@ -13,6 +13,9 @@ from starlette.routing import Route
 from service import db_migrations
 from service.accounts.dependencies import ensure_tenant, record_end_user
 from service.accounts.router import router as accounts_router
+from service.admin.retention import RetentionScheduler, RetentionSweeper
+from service.admin.router import admin_router
+from service.admin.router import user_router as user_export_router
 from service.api_keys.authentication import ApiKeyAuthenticator
 from service.api_keys.router import router as api_keys_router
 from service.auth.authenticator import Authenticator
@@ -28,7 +31,10 @@ from service.db import (
 from service.dependencies import AppState
 from service.errors import install_problem_handlers
 from service.extraction.health import JobFailureRecorder
-from service.extraction.pipeline import WritePath, memory_extraction_job, turn_memories_job
+from service.extraction.hooks import WritePathScheduler
+from service.extraction.jobs import memory_extraction_job, turn_memories_job
+from service.extraction.pipeline import WritePath
+from service.extraction.recovery import WritePathRecovery, recovery_jobs
 from service.extraction.router import admin_router as write_path_admin_router
 from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
@@ -107,8 +113,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     chat_model=chat_model,
                     ensure_tenant=ensure_tenant,
                     transaction_hooks=(record_end_user,),
+                    append_listeners=(WritePathScheduler(settings, chat_model),),
                 )
                 write_path = WritePath(sessionmaker, chat_model, settings, backfill, background)
+                recovery = WritePathRecovery(sessionmaker, settings, chat_model)
                 jobs = JobWorker(
                     settings,
                     engine,
@@ -116,15 +124,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                         THREAD_SUMMARY_JOB: thread_summary_job(sessionmaker, chat_model, settings),
                         MEMORY_EXTRACTION_JOB: memory_extraction_job(write_path),
                         TURN_MEMORIES_JOB: turn_memories_job(write_path),
+                        **recovery_jobs(recovery),
                     },
-                    on_failure=JobFailureRecorder(sessionmaker),
+                    on_failure=JobFailureRecorder(sessionmaker, recovery.interval),
                 )
                 await jobs.start()
+                retention = RetentionScheduler(
+                    settings, engine, RetentionSweeper(sessionmaker, metrics)
+                )
+                await retention.start()
                 logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
                 try:
                     async with mcp.running():
                         yield
                 finally:
+                    await retention.stop()
                     await jobs.stop()
                 await background.drain()
             finally:
@@ -163,5 +177,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(threads_router)
     app.include_router(context_router)
     app.include_router(write_path_admin_router)
+    app.include_router(admin_router)
+    app.include_router(user_export_router)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     return app

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import trace
@@ -22,6 +23,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 tracer = trace.get_tracer("mneme")
 
 _REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_request_id: ContextVar[str | None] = ContextVar("mneme_request_id", default=None)
+
+
+def current_request_id() -> str | None:
+    """The id of the request being served (its `X-Request-ID`); None outside a request."""
+    return _request_id.get()
+
+
 _provider_installed = False
 
 
@@ -101,9 +110,11 @@ class TelemetryMiddleware:
             state["trace_id"] = current_trace_id()
             span.set_attribute("http.request.method", method)
             span.set_attribute("mneme.request_id", request_id)
+            token = _request_id.set(request_id)
             try:
                 await self.app(scope, receive, send_with_request_id)
             finally:
+                _request_id.reset(token)
                 route = _route_template(scope)
                 status = status_holder["status"]
                 span.update_name(f"{method} {route}")

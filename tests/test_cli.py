@@ -1,9 +1,13 @@
-"""The `mneme` command line: dev tokens and migrations."""
+"""The `mneme` command line: dev tokens, migrations, and `bench` with or without the benchmarks."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import importlib.abc
+import sys
+from collections.abc import Iterator, Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 
 import jwt
 import pytest
@@ -70,3 +74,79 @@ def test_migrate_moves_the_schema_down_and_up(
     assert f"schema at revision {head}" in capsys.readouterr().out
     assert main(["migrate", "base", "--downgrade"]) == 0
     assert "schema at revision base" in capsys.readouterr().out
+
+
+class _Without(importlib.abc.MetaPathFinder):
+    """Finds none of some top-level packages, as in an install that lacks them."""
+
+    def __init__(self, *packages: str) -> None:
+        self.packages = packages
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> ModuleSpec | None:
+        if fullname.partition(".")[0] in self.packages:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+def _uninstall(monkeypatch: pytest.MonkeyPatch, *packages: str) -> None:
+    """Imports of `packages` fail from now on, as if they were not installed; so do imports of
+    the benchmarks modules, which are imported afresh."""
+    forgotten = {*packages, "benchmarks"}
+    for name in [name for name in sys.modules if name.partition(".")[0] in forgotten]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_Without(*packages), *sys.meta_path])
+
+
+@pytest.fixture
+def without_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service installed without the `benchmarks` package (as in its image)."""
+    _uninstall(monkeypatch, "benchmarks")
+
+
+@pytest.mark.usefixtures("without_benchmarks")
+@pytest.mark.parametrize(
+    "arguments",
+    [["bench"], ["bench", "retrieval", "--limit-questions", "3"], ["bench", "--help"]],
+)
+def test_bench_without_the_benchmarks_says_how_to_install_them(
+    arguments: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(arguments) == 2
+
+    err = capsys.readouterr().err
+    assert "the benchmarks are not installed (no module named 'benchmarks')" in err
+    assert "pip install -e '.[bench]'" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.usefixtures("without_benchmarks")
+def test_the_other_commands_work_without_the_benchmarks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
+
+    assert main(["token", "--tenant", "acme", "--user", "ada"]) == 0
+    assert capsys.readouterr().out.count(".") == 2
+
+
+@pytest.mark.parametrize(
+    ("missing", "arguments"),
+    [("asgi_lifespan", ["bench", "retrieval"]), ("httpx", ["bench", "load"])],
+)
+def test_bench_without_its_extra_says_how_to_install_it(
+    missing: str,
+    arguments: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _uninstall(monkeypatch, missing)
+
+    assert main(arguments) == 2
+
+    err = capsys.readouterr().err
+    assert f"{missing} is missing; install the bench extra: pip install -e '.[bench]'" in err

@@ -1,7 +1,7 @@
 """What a user's auth overlay may hold, and the body a service sets it with.
 
-The overlay is what the identity provider shares about a user (seed 000): name, email, avatar
-and the linked OAuth providers. It is rendered into every prompt the profile reaches, so it
+The overlay is what the identity provider shares about a user: name, email, avatar and the
+linked OAuth providers. It is rendered into every prompt the profile reaches, so it
 never holds tokens (access, refresh, id) or the provider's account ids, and a body that tries
 to set them is refused rather than silently trimmed.
 """
@@ -60,8 +60,8 @@ def find_credential(value: object) -> tuple[str | int, ...] | None:
 
 
 def linked_providers(providers: list[str] | tuple[str, ...]) -> list[str]:
-    """Linked OAuth providers, deduplicated, without the email+password "credential" one
-    (seed 000: it is not a linked account and must not be shown as one)."""
+    """Linked OAuth providers, deduplicated, without the email+password "credential" one:
+    signing in with a password is not a linked account and must not be shown as one."""
     return list(dict.fromkeys(p for p in providers if p.lower() not in PASSWORD_PROVIDERS))
 
 

@@ -26,6 +26,8 @@ class AuditEntry(Base):
     target_type: Mapped[str] = mapped_column(Text)
     target_id: Mapped[str | None] = mapped_column(Text)
     detail: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    # The `X-Request-ID` of the request that caused the entry (none for background work).
+    request_id: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=text("now()")
     )

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.models import AuditEntry
 from service.auth.principal import Principal
+from service.observability import current_request_id
 
 
 class AuditTrail:
@@ -22,16 +23,17 @@ class AuditTrail:
         target_type: str,
         target_id: str | None,
         detail: dict[str, Any] | None = None,
-    ) -> None:
-        self._session.add(
-            AuditEntry(
-                tenant_id=self._principal.tenant_id,
-                actor_kind=self._principal.kind,
-                actor_id=self._principal.subject,
-                action=action,
-                target_type=target_type,
-                target_id=target_id,
-                detail=detail or {},
-            )
+    ) -> AuditEntry:
+        entry = AuditEntry(
+            tenant_id=self._principal.tenant_id,
+            actor_kind=self._principal.kind,
+            actor_id=self._principal.subject,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+            detail=detail or {},
+            request_id=current_request_id(),
         )
+        self._session.add(entry)
         await self._session.flush()
+        return entry

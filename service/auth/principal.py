@@ -19,7 +19,8 @@ ME = "me"
 
 @dataclass(frozen=True)
 class AccountClaims:
-    """The auth overlay the token carries about its user (seed 000): never tokens or ids."""
+    """The auth overlay the token carries about its user (name, email, avatar, linked
+    providers): never tokens or provider account ids."""
 
     name: str | None = None
     email: str | None = None

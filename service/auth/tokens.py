@@ -23,8 +23,8 @@ from service.config import Settings
 from service.errors import ServiceUnavailable, Unauthenticated
 
 ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
-# Linked-account providers that are not OAuth identities (seed 000: email+password is not a
-# "linked account" and must not be shown as one).
+# Linked-account providers that are not OAuth identities: email+password is not a "linked
+# account" and must not be shown as one.
 PASSWORD_PROVIDERS = frozenset({"credential", "password", "pwd", "email"})
 
 

@@ -1,4 +1,4 @@
-"""Compaction (seed 003's `/memory compact`): the model consolidates a user's semantic facts
+"""Compaction (`POST …/memories/compact`): the model consolidates a user's semantic facts
 into fewer, cleaner ones; the originals are superseded, never deleted.
 
 The model sees the user's live facts oldest first under pass-local ids (`m1`, …) and answers

@@ -3,31 +3,36 @@
 pgqueuer logs a failed job without its payload in a table all tenants share, so a failure could
 not be told apart per tenant or user there. The worker's failure hook records each failed run
 in the tenant's audit trail instead (`job.failed`: kind, thread, attempt, whether a retry
-follows, the error's type), next to the `extraction.pass` entries of the passes that finished.
+follows, the error's type), next to the `extraction.pass` entries of the passes that finished;
+a run that gave up also schedules the tenant's sweep (`recovery.py`), which queues the thread's
+work again with backoff.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.config import Settings
 from service.db import tenant_transaction
-from service.extraction.repository import FAILURE_ACTION, PASS_ACTION, ExtractionRepository
+from service.extraction.record import FailureRecord, PassRecord
+from service.extraction.repository import ExtractionRepository, Recorded
 from service.extraction.schemas import (
     JobCountRead,
     JobFailureRead,
     PassRead,
     PendingJobRead,
+    SummaryPassRead,
     TenantJobs,
     UserJobs,
     WritePathMode,
 )
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB
 from service.jobs.status import JobStatusRepository, PendingJob
+from service.jobs.sweep import enqueue_write_path_sweep
 from service.jobs.worker import JobFailure
 from service.providers.llm import ChatModel, LLMUnavailable
 
@@ -42,8 +47,11 @@ class JobFailureRecorder:
     """The worker's failure hook: one `job.failed` audit entry per failed run of a job that
     works on a thread (the kinds in `REPORTED_KINDS`)."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], sweep_delay: timedelta
+    ) -> None:
         self._sessionmaker = sessionmaker
+        self._sweep_delay = sweep_delay
 
     async def __call__(self, failure: JobFailure) -> None:
         tenant_id = failure.payload.get("tenant_id")
@@ -56,18 +64,21 @@ class JobFailureRecorder:
             user_id = await repository.thread_owner(thread_id)
             if user_id is None:  # the thread is gone: nothing left to fail for
                 return
-            await repository.record(
-                FAILURE_ACTION,
+            await repository.record_failure(
                 JOBS_ACTOR,
                 thread_id,
-                {
-                    "user_id": user_id,
-                    "kind": failure.entrypoint,
-                    "attempt": failure.attempt,
-                    "final": failure.final,
-                    "error": describe(failure.error),
-                },
+                FailureRecord(
+                    user_id=user_id,
+                    kind=failure.entrypoint,
+                    attempt=failure.attempt,
+                    final=failure.final,
+                    error=describe(failure.error),
+                    org_writes=failure.payload.get("org_writes") == "true",
+                ),
             )
+            if failure.final:
+                # The sweep queues the thread's work again once the backoff has passed.
+                await enqueue_write_path_sweep(session, tenant_id, delay=self._sweep_delay)
 
 
 def describe(error: Exception) -> str:
@@ -102,20 +113,31 @@ class WritePathHealth:
 
     async def for_user(self, user_id: str) -> UserJobs:
         pending = await self._jobs.pending(REPORTED_KINDS, user_id=user_id, limit=LIST_LIMIT)
-        failures = await self._passes.recent(FAILURE_ACTION, user_id=user_id, limit=LIST_LIMIT)
-        passes = await self._passes.recent(PASS_ACTION, user_id=user_id, limit=LIST_LIMIT)
+        failures = await self._passes.recent_failures(user_id=user_id, limit=LIST_LIMIT)
+        passes = await self._passes.recent_passes(user_id=user_id, limit=LIST_LIMIT)
+        summaries = await self._passes.recent_summaries(user_id, limit=LIST_LIMIT)
         return UserJobs(
             extraction=self._mode,
             strategy=self._strategy,
             pending=[_pending(job) for job in pending],
-            failures=[_failure(e.target_id, e.detail, e.created_at) for e in failures],
-            passes=[_pass(e.target_id, e.detail, e.created_at) for e in passes],
+            failures=[_failure(entry) for entry in failures],
+            passes=[_pass(entry) for entry in passes],
+            summaries=[
+                SummaryPassRead(
+                    thread_id=s.thread_id,
+                    start_index=s.start_index,
+                    end_index=s.end_index,
+                    model=s.model,
+                    finished_at=s.created_at,
+                )
+                for s in summaries
+            ],
         )
 
     async def for_tenant(self) -> TenantJobs:
         counts = await self._jobs.counts(REPORTED_KINDS)
         pending = await self._jobs.pending(REPORTED_KINDS, user_id=None, limit=LIST_LIMIT)
-        failures = await self._passes.recent(FAILURE_ACTION, user_id=None, limit=LIST_LIMIT)
+        failures = await self._passes.recent_failures(user_id=None, limit=LIST_LIMIT)
         return TenantJobs(
             extraction=self._mode,
             strategy=self._strategy,
@@ -130,7 +152,7 @@ class WritePathHealth:
                 for c in counts
             ],
             pending=[_pending(job) for job in pending],
-            failures=[_failure(e.target_id, e.detail, e.created_at) for e in failures],
+            failures=[_failure(entry) for entry in failures],
         )
 
 
@@ -147,39 +169,17 @@ def _pending(job: PendingJob) -> PendingJobRead:
     )
 
 
-def _thread(target_id: str | None) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(target_id) if target_id else None
-    except ValueError:
-        return None
-
-
-def _failure(target_id: str | None, detail: dict[str, Any], at: Any) -> JobFailureRead:
+def _failure(entry: Recorded[FailureRecord]) -> JobFailureRead:
     return JobFailureRead(
-        kind=str(detail.get("kind", "")),
-        thread_id=_thread(target_id),
-        user_id=detail.get("user_id"),
-        attempt=int(detail.get("attempt", 0)),
-        final=bool(detail.get("final", False)),
-        error=str(detail.get("error", "")),
-        failed_at=at,
+        thread_id=entry.thread_id,
+        failed_at=entry.at,
+        **entry.record.model_dump(exclude={"org_writes"}),
     )
 
 
-def _pass(target_id: str | None, detail: dict[str, Any], at: Any) -> PassRead:
+def _pass(entry: Recorded[PassRecord]) -> PassRead:
     return PassRead(
-        thread_id=_thread(target_id),
-        user_id=detail.get("user_id"),
-        mode=detail.get("mode", "llm"),
-        trigger=str(detail.get("trigger", "")),
-        model=detail.get("model"),
-        from_seq=int(detail.get("from_seq", 0)),
-        through_seq=int(detail.get("through_seq", -1)),
-        written=[uuid.UUID(i) for i in detail.get("written", [])],
-        superseded=int(detail.get("superseded", 0)),
-        reconfirmed=int(detail.get("reconfirmed", 0)),
-        removed=int(detail.get("removed", 0)),
-        profile_keys=list(detail.get("profile_keys", [])),
-        dropped=dict(detail.get("dropped", {})),
-        finished_at=at,
+        thread_id=entry.thread_id,
+        finished_at=entry.at,
+        **entry.record.model_dump(exclude={"org_writes"}),
     )

@@ -1,47 +1,31 @@
-"""What an append queues for the write path, in the append's own transaction."""
+"""The write path's answer to an append: which job it queues, in the append's transaction."""
 
 from __future__ import annotations
-
-import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.config import Settings
+from service.extraction.health import write_path_mode
 from service.jobs import enqueue_memory_extraction, enqueue_turn_memories
 from service.providers.llm import ChatModel
-from service.threads.service import AppendHook
+from service.threads.hooks import Appended
 
 
-def write_path_hook(
-    settings: Settings, chat_model: ChatModel | None, *, org_writes: bool
-) -> AppendHook | None:
-    """The hook that queues the thread's write-path job, or None when none could run.
+class WritePathScheduler:
+    """An `AppendListener`: queues the thread's write-path job, or nothing when none could run.
 
     With an LLM it queues an extraction pass carrying `org_writes` — the appending principal's
     admin flag, from its token's roles — and without one, turn storage. Both are deduplicated
     per thread, so a burst of appends queues one job.
     """
-    if not (settings.extraction_enabled and settings.jobs_enabled):
-        return None
-    if chat_model is None:
-        return enqueue_turn_memories
 
-    async def enqueue(session: AsyncSession, tenant_id: str, thread_id: uuid.UUID) -> None:
-        await enqueue_memory_extraction(session, tenant_id, thread_id, org_writes=org_writes)
+    def __init__(self, settings: Settings, chat_model: ChatModel | None) -> None:
+        self._mode = write_path_mode(settings, chat_model)
 
-    return enqueue
-
-
-def chain(*hooks: AppendHook | None) -> AppendHook | None:
-    """One hook running each given hook in order (None when there is none)."""
-    present = [hook for hook in hooks if hook is not None]
-    if not present:
-        return None
-    if len(present) == 1:
-        return present[0]
-
-    async def run_all(session: AsyncSession, tenant_id: str, thread_id: uuid.UUID) -> None:
-        for hook in present:
-            await hook(session, tenant_id, thread_id)
-
-    return run_all
+    async def messages_appended(self, session: AsyncSession, appended: Appended) -> None:
+        if self._mode == "llm":
+            await enqueue_memory_extraction(
+                session, appended.tenant_id, appended.thread_id, org_writes=appended.by_admin
+            )
+        elif self._mode == "turns":
+            await enqueue_turn_memories(session, appended.tenant_id, appended.thread_id)

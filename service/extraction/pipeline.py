@@ -1,44 +1,47 @@
-"""The write path's background passes: extract → embed → resolve → commit.
+"""The extraction pass, the write path with an LLM: extract → embed → resolve → commit.
 
-Appends enqueue a job per thread in their own transaction (`hooks.py`); a worker runs it here:
+A worker runs it for `MEMORY_EXTRACTION_JOB`: read where the thread's last pass ended, decide
+with `triggers.decide` whether a pass is due, show the model the messages and the user's
+current facts (hybrid search), ask it once per window for a proposal under a strict JSON
+schema, embed the candidates, then — in one transaction holding the owner's write lock — check
+that no other pass moved the cursor meanwhile, gather the live facts the candidates may touch
+(and which of them are deliberate), let the deterministic resolver decide, apply its decisions
+through `DerivedMemoryWriter` (history events included) and record the pass. The model is called
+outside any transaction. A model failure (down, timeout, malformed or schema-violating reply)
+raises before anything is written, so the job is retried with backoff and the cursor stays
+where it was: the next pass reads the same messages again.
 
-* With an LLM (`MEMORY_EXTRACTION_JOB`): read where the thread's last pass ended, decide with
-  `triggers.decide` whether a pass is due, show the model the messages and the user's current
-  facts (hybrid search), ask it once per window for a proposal under a strict JSON schema, embed
-  the candidates, then — in one transaction holding the owner's write lock — check that no other
-  pass moved the cursor meanwhile, gather the live facts the candidates may touch, let the
-  deterministic resolver decide, apply its decisions through `DerivedMemoryWriter` (history events
-  included) and record the pass. The model is called outside any transaction. A model failure
-  (down, timeout, malformed or schema-violating reply) raises before anything is written, so the
-  job is retried with backoff and the cursor stays where it was: the next pass — the retry, or
-  the next append's — reads the same messages again.
-* Without an LLM (`TURN_MEMORIES_JOB`): each new human message is stored as an episodic memory
-  of category `turn`, so search and context work with no API key.
+Written memories carry provenance: thread, message ids, evidence and the extractor model
+(`metadata.extractor_model`). A superseded fact becomes invalid at the time of the message that
+announced the change, not the pass's clock.
 
-Every pass acts as a system principal whose admin flag is the one the appending request's
-principal had (carried in the job payload), so org memory is written only for admins however
-the model answers. Written memories carry provenance: thread, message ids, evidence and the
-extractor model (`metadata.extractor_model`).
+`WritePath` is what the job handlers call: this pass with an LLM, turn storage without one.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.auth.owner import Owner
-from service.auth.principal import Principal
 from service.config import Settings
-from service.db import tenant_transaction
 from service.errors import DomainError
+from service.extraction.passes import (
+    CONTEXT_MESSAGES,
+    EXTRACTOR_ACTOR,
+    MAX_ROUNDS,
+    SOURCE_IDS_MAX,
+    WRITE_PATH_ACTORS,
+    PassRunner,
+    Unit,
+)
 from service.extraction.prompt import (
     EXTRACTION_SCHEMA_NAME,
     ExtractionOutput,
@@ -49,7 +52,7 @@ from service.extraction.prompt import (
     render_user_prompt,
     system_prompt,
 )
-from service.extraction.repository import PASS_ACTION, ExtractionRepository
+from service.extraction.record import PassOutcome, PassRecord
 from service.extraction.resolver import (
     EVIDENCE_MAX,
     Candidate,
@@ -60,57 +63,26 @@ from service.extraction.resolver import (
     Resolution,
     ResolverRules,
     normalise_text,
-    refusal,
     resolve,
     resolve_episode,
     resolve_profile,
 )
 from service.extraction.triggers import HUMAN_ROLE, TriggerRules, decide, windows
-from service.jobs import JobHandler
-from service.kit.post_commit import BackgroundRunner, PostCommitTasks
-from service.memories.dependencies import build_memory_recorder, build_memory_search
+from service.extraction.turns import TurnStorage
+from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
 from service.memories.models import Memory
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, SearchRequest
 from service.memories.search import MemorySearch
 from service.memories.writer import DerivedMemory, DerivedMemoryWriter
 from service.observability import tracer
-from service.profile.dependencies import build_profile_service
 from service.profile.schemas import PatchAdd
-from service.profile.service import ProfileService
 from service.providers.llm import ChatModel
 from service.threads.models import Message
 
 logger = logging.getLogger("mneme.extraction")
 
-EXTRACTOR_ACTOR = "mneme:extractor"
-TURNS_ACTOR = "mneme:turns"
-TURN_CATEGORY = "turn"
 EPISODE_CATEGORY = "episode"
-# Messages before a window shown to the model for context (already processed).
-CONTEXT_MESSAGES = 4
-# Messages read per round; a longer backlog is read again after it is processed.
-READ_LIMIT = 1000
-# Rounds per job: a pass that lost a race re-reads; bounded so a job always ends.
-MAX_ROUNDS = 10
-SOURCE_IDS_MAX = 100
-
-PassStatus = Literal["written", "superseded"]
-
-
-@dataclass(frozen=True, slots=True)
-class PassOutcome:
-    """What one pass over one window did (`superseded`: another pass got there first)."""
-
-    status: PassStatus
-    from_seq: int
-    through_seq: int
-    written: list[uuid.UUID] = field(default_factory=list)
-    superseded: int = 0
-    reconfirmed: int = 0
-    removed: int = 0
-    profile_keys: list[str] = field(default_factory=list)
-    dropped: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -121,38 +93,6 @@ class _Applied:
     superseded: int = 0
     reconfirmed: int = 0
     removed: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    user_id: str
-    after: int  # the cursor: seq of the last processed message, -1 before the first pass
-    context: list[Message]
-    pending: list[Message]
-    truncated: bool
-
-
-@dataclass
-class _Unit:
-    """One transaction of a pass, with the services it writes through."""
-
-    session: AsyncSession
-    repository: ExtractionRepository
-    memories: DerivedMemoryWriter
-    search: MemorySearch
-    profiles: ProfileService
-
-
-def writer_principal(tenant_id: str, actor: str, *, org_writes: bool) -> Principal:
-    """The principal a pass writes as: the service itself, admin exactly when the appending
-    request's principal was (the flag its job payload carries)."""
-    return Principal(
-        tenant_id=tenant_id,
-        subject=actor,
-        kind="service",
-        credential="api_key",
-        is_admin=org_writes,
-    )
 
 
 class WritePath:
@@ -166,11 +106,11 @@ class WritePath:
         backfill: EmbeddingBackfill,
         background: BackgroundRunner,
     ) -> None:
-        self._sessionmaker = sessionmaker
+        self._runner = PassRunner(sessionmaker, settings, backfill, background)
+        self._turns = TurnStorage(self._runner)
         self._chat_model = chat_model
         self._settings = settings
         self._backfill = backfill
-        self._background = background
         self.trigger_rules = TriggerRules(
             strategy=settings.extraction_strategy,
             interval=settings.extraction_interval_turns,
@@ -187,53 +127,15 @@ class WritePath:
             max_facts=settings.extraction_max_facts_per_turn * max(human_turns, 1),
             category_modes=dict(settings.extraction_category_modes),
             org_categories=frozenset(settings.extraction_org_categories),
+            contradiction_cosine=settings.extraction_contradiction_cosine,
+            multi_valued_subjects=frozenset(
+                normalise_subject(s) or s for s in settings.extraction_multi_valued_subjects
+            ),
         )
 
-    # --- units of work ----------------------------------------------------------------------
-
-    @asynccontextmanager
-    async def _unit(self, tenant_id: str, actor: str, *, org_writes: bool) -> AsyncIterator[_Unit]:
-        """A transaction with the memory and profile services acting as the pass; work those
-        services defer until after the commit (embedding retries) starts once it committed."""
-        post_commit = PostCommitTasks()
-        principal = writer_principal(tenant_id, actor, org_writes=org_writes)
-        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
-            yield _Unit(
-                session=session,
-                repository=ExtractionRepository(session, tenant_id),
-                memories=DerivedMemoryWriter(
-                    build_memory_recorder(session, principal, self._backfill, post_commit)
-                ),
-                search=build_memory_search(session, principal, self._backfill, self._settings),
-                profiles=build_profile_service(session, principal, self._settings),
-            )
-        for task in post_commit.take():
-            self._background.start(task)
-
-    async def _read(self, tenant_id: str, thread_id: uuid.UUID) -> _Pending | None:
-        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
-            repository = ExtractionRepository(session, tenant_id)
-            user_id = await repository.thread_owner(thread_id)
-            if user_id is None:
-                return None
-            cursor = await repository.cursor(thread_id)
-            after = -1 if cursor is None else cursor.through_seq
-            first = max(after + 1 - CONTEXT_MESSAGES, 0)
-            limit = READ_LIMIT + (after + 1 - first)
-            messages = await repository.messages_between(thread_id, first, limit=limit)
-        return _Pending(
-            user_id=user_id,
-            after=after,
-            context=[m for m in messages if m.seq <= after],
-            pending=[m for m in messages if m.seq > after],
-            truncated=len(messages) == limit,
-        )
-
-    async def _cursor_moved(self, unit: _Unit, thread_id: uuid.UUID, after: int) -> bool:
-        cursor = await unit.repository.cursor(thread_id)
-        return (-1 if cursor is None else cursor.through_seq) != after
-
-    # --- extraction with the LLM ------------------------------------------------------------
+    async def store_turns(self, tenant_id: str, thread_id: uuid.UUID) -> list[PassOutcome]:
+        """Turn storage (the write path without an LLM)."""
+        return await self._turns.store_turns(tenant_id, thread_id)
 
     async def extract(
         self, tenant_id: str, thread_id: uuid.UUID, *, org_writes: bool
@@ -244,7 +146,7 @@ class WritePath:
             return await self.store_turns(tenant_id, thread_id)
         outcomes: list[PassOutcome] = []
         for _ in range(MAX_ROUNDS):
-            state = await self._read(tenant_id, thread_id)
+            state = await self._runner.read(tenant_id, thread_id)
             if state is None:
                 return outcomes
             decision = decide(state.pending, self.trigger_rules)
@@ -294,7 +196,7 @@ class WritePath:
         rules = self.resolver_rules(len(humans))
         query = "\n".join(m.content for m in humans).strip()[:MEMORY_TEXT_MAX] or "user"
 
-        async with self._unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
+        async with self._runner.unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
             shown = await self._current_facts(unit.search, user_id, query)
 
         categories = tuple(settings.extraction_category_modes)
@@ -327,11 +229,11 @@ class WritePath:
         }
         episode_vector = vectors[-1] if vectors is not None and episode else None
 
-        async with self._unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
+        async with self._runner.unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
             await unit.memories.lock_derived_writes(Owner.user(user_id))
             if org_writes and any(c.scope == "org" for c in candidates):
                 await unit.memories.lock_derived_writes(Owner.org())
-            if await self._cursor_moved(unit, thread_id, after):
+            if await unit.cursor_moved(thread_id, after):
                 return PassOutcome("superseded", after + 1, window[-1].seq)
             known = await self._known(
                 unit.memories, user_id, candidates, candidate_vectors, removals, org_writes, rules
@@ -339,7 +241,15 @@ class WritePath:
             resolution = resolve(candidates, removals, known, rules)
             with tracer.start_as_current_span("extraction.apply"):
                 applied = await self._apply(
-                    unit, user_id, thread_id, window, resolution, known, candidate_vectors, trigger
+                    unit,
+                    user_id,
+                    thread_id,
+                    window,
+                    candidates,
+                    resolution,
+                    known,
+                    candidate_vectors,
+                    trigger,
                 )
                 if episode:
                     episode_written = await unit.memories.record_derived(
@@ -356,44 +266,38 @@ class WritePath:
                 dropped[f"episode:{episode_refusal}"] = 1
             if unknown_ids:
                 dropped["unknown_id"] = unknown_ids
-            result = PassOutcome(
-                status="written",
+            record = PassRecord(
+                user_id=user_id,
+                mode="llm",
+                trigger=trigger,
+                model=self._chat_model.model_name,
+                org_writes=org_writes,
                 from_seq=after + 1,
                 through_seq=window[-1].seq,
                 written=applied.written,
                 superseded=applied.superseded,
                 reconfirmed=applied.reconfirmed,
                 removed=applied.removed,
+                flagged=len(resolution.flagged),
                 profile_keys=profile_keys,
                 dropped=dropped,
             )
-            await unit.repository.record(
-                PASS_ACTION,
-                EXTRACTOR_ACTOR,
-                thread_id,
-                _pass_detail(
-                    result,
-                    user_id=user_id,
-                    mode="llm",
-                    trigger=trigger,
-                    model=self._chat_model.model_name,
-                    org_writes=org_writes,
-                ),
-            )
+            await unit.repository.finish_pass(EXTRACTOR_ACTOR, thread_id, record)
         logger.info(
             "extraction pass on thread %s (messages %d-%d, %s): %d written, %d superseded, "
-            "%d re-confirmed, %d removed, dropped %s",
+            "%d re-confirmed, %d removed, %d flagged, dropped %s",
             thread_id,
-            result.from_seq,
-            result.through_seq,
+            record.from_seq,
+            record.through_seq,
             trigger,
-            len(result.written),
-            result.superseded,
-            result.reconfirmed,
-            result.removed,
-            result.dropped,
+            len(record.written),
+            record.superseded,
+            record.reconfirmed,
+            record.removed,
+            record.flagged,
+            record.dropped,
         )
-        return result
+        return PassOutcome("written", record.from_seq, record.through_seq, record)
 
     async def _current_facts(
         self, search: MemorySearch, user_id: str, query: str
@@ -432,21 +336,21 @@ class WritePath:
         rules: ResolverRules,
     ) -> Known:
         """The live facts the candidates and removals may touch, read under the write lock:
-        per candidate its owner's nearest neighbours, facts of its category (when the category
-        replaces or merges) and an exact duplicate, with cosines; plus every referenced id."""
+        per candidate its owner's nearest neighbours, the facts of its category and an exact
+        duplicate, with cosines; plus every referenced id. Facts someone wrote or changed
+        through the API are marked deliberate."""
         facts: dict[uuid.UUID, KnownFact] = {}
         cosine: dict[tuple[int, uuid.UUID], float] = {}
         for candidate in candidates:
             if candidate.scope == "org" and not org_writes:
                 continue
             owner = Owner.user(user_id) if candidate.scope == "user" else Owner.org()
-            mode = rules.category_modes.get(candidate.category, "accumulate")
             related = await memories.related(
                 owner,
                 "semantic",
                 text_value=candidate.text,
                 vector=vectors.get(candidate.index),
-                categories=[candidate.category] if mode != "accumulate" else [],
+                categories=[candidate.category],
             )
             for item in related:
                 facts[item.memory.id] = _known_fact(item.memory)
@@ -460,23 +364,30 @@ class WritePath:
             )
             if live and memory.kind == "semantic":
                 facts[memory.id] = _known_fact(memory)
+        deliberate = await memories.deliberate(sorted(facts), WRITE_PATH_ACTORS)
+        for fact_id in deliberate:
+            facts[fact_id] = replace(facts[fact_id], deliberate=True)
         return Known(user_id=user_id, org_writes=org_writes, facts=facts, cosine=cosine)
 
     async def _apply(
         self,
-        unit: _Unit,
+        unit: Unit,
         user_id: str,
         thread_id: uuid.UUID,
         window: Sequence[Message],
+        candidates: Sequence[Candidate],
         resolution: Resolution,
         known: Known,
         vectors: Mapping[int, list[float] | None],
         trigger: str,
     ) -> _Applied:
         """Write the resolution through the memory service: new facts (with provenance), then
-        the facts they supersede, re-confirmations and removals (each with history)."""
+        the facts they supersede — invalid from the newest message the new fact quotes —,
+        re-confirmations (the repeating messages added to the fact's sources) and removals
+        (invalid from the window's last human message), each with history."""
         assert self._chat_model is not None
         applied = _Applied()
+        sent_at = {m.id: m.created_at for m in window}
         for new_fact in resolution.new_facts:
             candidate = new_fact.candidate
             owner = Owner.user(user_id) if candidate.scope == "user" else Owner.org()
@@ -488,6 +399,9 @@ class WritePath:
             }
             if new_fact.proposed_supersedes:
                 metadata["proposed_supersedes"] = [str(i) for i in new_fact.proposed_supersedes]
+            if new_fact.flagged:
+                metadata["review_reason"] = "contradicts_deliberate_fact"
+            source_ids = evidence_message_ids(candidate.evidence, window)
             item = MemoryCreate(
                 kind="semantic",
                 text=candidate.text,
@@ -497,7 +411,7 @@ class WritePath:
                 lifecycle=new_fact.lifecycle,
                 needs_review=new_fact.needs_review,
                 source_thread_id=thread_id,
-                source_message_ids=evidence_message_ids(candidate.evidence, window),
+                source_message_ids=source_ids,
                 evidence=candidate.evidence or None,
                 metadata=metadata,
             )
@@ -511,21 +425,37 @@ class WritePath:
                     continue
                 fact = known.facts[supersession.fact_id]
                 if await unit.memories.supersede(
-                    _owner_of(fact), fact.id, by=memory, reason=supersession.reason
+                    _owner_of(fact),
+                    fact.id,
+                    by=memory,
+                    reason=supersession.reason,
+                    invalid_at=max(sent_at[i] for i in source_ids),
                 ):
                     applied.superseded += 1
+        by_index = {c.index: c for c in candidates}
         for reconfirmation in resolution.reconfirmations:
             fact = known.facts[reconfirmation.fact_id]
+            said_again = evidence_message_ids(
+                by_index[reconfirmation.candidate_index].evidence, window
+            )
             if await unit.memories.reconfirm(
                 _owner_of(fact),
                 fact.id,
                 promote=reconfirmation.promote,
                 confidence=reconfirmation.confidence,
+                source_message_ids=said_again,
             ):
                 applied.reconfirmed += 1
+        humans = [m for m in window if m.role == HUMAN_ROLE] or list(window)
         for fact_id in resolution.removals:
             fact = known.facts[fact_id]
-            if await unit.memories.supersede(_owner_of(fact), fact.id, by=None, reason="removed"):
+            if await unit.memories.supersede(
+                _owner_of(fact),
+                fact.id,
+                by=None,
+                reason="removed",
+                invalid_at=humans[-1].created_at,
+            ):
                 applied.removed += 1
         return applied
 
@@ -554,7 +484,7 @@ class WritePath:
         )
 
     async def _apply_profile(
-        self, unit: _Unit, user_id: str, changes: Sequence[ProfileChange]
+        self, unit: Unit, user_id: str, changes: Sequence[ProfileChange]
     ) -> list[str]:
         """Set each attribute on the user's profile through the profile service (its size
         limit and credential rules apply; audit-logged); one refused key skips only itself."""
@@ -575,89 +505,6 @@ class WritePath:
             if result.body.changed:
                 applied.append(change.key)
         return applied
-
-    # --- turn storage without an LLM --------------------------------------------------------
-
-    async def store_turns(self, tenant_id: str, thread_id: uuid.UUID) -> list[PassOutcome]:
-        """Store each new human message of the thread as an episodic `turn` memory."""
-        outcomes: list[PassOutcome] = []
-        for _ in range(MAX_ROUNDS):
-            state = await self._read(tenant_id, thread_id)
-            if state is None or not state.pending:
-                return outcomes
-            turns = [m for m in state.pending if m.role == HUMAN_ROLE and m.content.strip()]
-            # A turn that looks like a secret is not stored (the same rule as API writes).
-            storable = [m for m in turns if refusal(m.content.strip()[:MEMORY_TEXT_MAX]) is None]
-            texts = [m.content.strip()[:MEMORY_TEXT_MAX] for m in storable]
-            vectors = await embed_or_none(self._backfill.embedder, texts)
-            async with self._unit(tenant_id, TURNS_ACTOR, org_writes=False) as unit:
-                await unit.memories.lock_derived_writes(Owner.user(state.user_id))
-                if await self._cursor_moved(unit, thread_id, state.after):
-                    outcomes.append(
-                        PassOutcome("superseded", state.after + 1, state.pending[-1].seq)
-                    )
-                    continue
-                written = await unit.memories.record_derived(
-                    [
-                        self._turn(state.user_id, thread_id, message, text, vector)
-                        for message, text, vector in zip(
-                            storable,
-                            texts,
-                            vectors if vectors is not None else [None] * len(texts),
-                            strict=True,
-                        )
-                    ]
-                )
-                outcome = PassOutcome(
-                    "written",
-                    state.after + 1,
-                    state.pending[-1].seq,
-                    written=[m.id for m in written if not m.duplicate],
-                    reconfirmed=sum(m.duplicate for m in written),
-                    dropped={"secret": len(turns) - len(storable)}
-                    if len(storable) < len(turns)
-                    else {},
-                )
-                await unit.repository.record(
-                    PASS_ACTION,
-                    TURNS_ACTOR,
-                    thread_id,
-                    _pass_detail(
-                        outcome,
-                        user_id=state.user_id,
-                        mode="turns",
-                        trigger="turn",
-                        model=None,
-                        org_writes=False,
-                    ),
-                )
-            outcomes.append(outcome)
-            if not state.truncated:
-                return outcomes
-        return outcomes
-
-    @staticmethod
-    def _turn(
-        user_id: str,
-        thread_id: uuid.UUID,
-        message: Message,
-        text: str,
-        vector: list[float] | None,
-    ) -> DerivedMemory:
-        return DerivedMemory(
-            Owner.user(user_id),
-            MemoryCreate(
-                kind="episodic",
-                text=text,
-                category=TURN_CATEGORY,
-                event_at=message.created_at,
-                source_thread_id=thread_id,
-                source_message_ids=[message.id],
-                metadata={"origin": "turn", "seq": message.seq},
-            ),
-            vector,
-            "turn",
-        )
 
 
 def evidence_message_ids(evidence: str, window: Sequence[Message]) -> list[uuid.UUID]:
@@ -722,53 +569,3 @@ def _subject_of(metadata: Mapping[str, Any] | None) -> str | None:
 
 def _owner_of(fact: KnownFact) -> Owner:
     return Owner.org() if fact.scope == "org" or fact.user_id is None else Owner.user(fact.user_id)
-
-
-def _pass_detail(
-    outcome: PassOutcome,
-    *,
-    user_id: str,
-    mode: str,
-    trigger: str,
-    model: str | None,
-    org_writes: bool,
-) -> dict[str, Any]:
-    """The audit entry of a finished pass: the cursor, and counts and ids, never text."""
-    return {
-        "user_id": user_id,
-        "mode": mode,
-        "trigger": trigger,
-        "model": model,
-        "org_writes": org_writes,
-        "from_seq": outcome.from_seq,
-        "through_seq": outcome.through_seq,
-        "written": [str(i) for i in outcome.written],
-        "superseded": outcome.superseded,
-        "reconfirmed": outcome.reconfirmed,
-        "removed": outcome.removed,
-        "profile_keys": outcome.profile_keys,
-        "dropped": outcome.dropped,
-    }
-
-
-def memory_extraction_job(write_path: WritePath) -> JobHandler:
-    """The handler of `MEMORY_EXTRACTION_JOB`; a model failure raises, so the job is retried
-    with backoff (and the next append's pass reads the same turns anyway)."""
-
-    async def handle(payload: Mapping[str, str]) -> None:
-        await write_path.extract(
-            payload["tenant_id"],
-            uuid.UUID(payload["thread_id"]),
-            org_writes=payload.get("org_writes") == "true",
-        )
-
-    return handle
-
-
-def turn_memories_job(write_path: WritePath) -> JobHandler:
-    """The handler of `TURN_MEMORIES_JOB`."""
-
-    async def handle(payload: Mapping[str, str]) -> None:
-        await write_path.store_turns(payload["tenant_id"], uuid.UUID(payload["thread_id"]))
-
-    return handle

@@ -1,8 +1,9 @@
 """What the extraction model is told and the strict schema it answers in.
 
-The model only *proposes* (seed 003's two-stage design): new facts with category, subject,
-confidence, an evidence quote and the ids of current facts they replace; ids of facts to
-remove; an optional one-line episode; optional profile attributes. `resolver.py` decides what
+The model only *proposes*, and deterministic code decides (two stages, so no model reply can
+write on its own): new facts with category, subject, confidence, an evidence quote and the ids
+of current facts they replace; ids of facts to remove; an optional one-line episode; optional
+profile attributes. `resolver.py` decides what
 is written. Current facts are shown with short ids (`m1`, `m2`, …) that map back to memory ids
 only inside one pass, so the model can neither name nor guess any other memory.
 
@@ -25,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, create_model
 from service.extraction.triggers import MessageLike
 
 EXTRACTION_SCHEMA_NAME = "memory_extraction"
-# A message longer than this is cut in the prompt (seed 003 cuts at 1,200 characters).
+# A message longer than this is cut in the prompt: facts sit in a message's first paragraphs,
+# and one pasted document must not crowd the rest of the window out.
 MESSAGE_PROMPT_CHARS = 2000
 
 CATEGORY_MEANINGS: dict[str, str] = {

@@ -16,19 +16,37 @@ Rules, applied to candidates from the most to the least confident:
 5. **Duplicates**: the same normalised text as a live fact of the same owner, or a cosine of at
    least `near_duplicate_cosine` to one (facts it explicitly replaces excepted), is no new row:
    that fact is re-confirmed (`last_confirmed_at`), and a proposed one is confirmed by a
-   confident candidate. A repeat within the pass is dropped.
-6. **Supersession**, by confirmed candidates only (a proposed one keeps its `supersedes` for
-   the reviewer): explicit ids of live facts the candidate's owner owns (the user's own facts;
-   org facts only for an org fact), then the category's combine mode —
-   `replace`: older facts of the category whose subject is the same or unknown;
-   `merge`: older facts of the category with the same (known) subject;
-   `accumulate`: none. A fact is superseded by at most one candidate, and never one re-confirmed
-   in the same pass.
-7. **Removal**: `remove` ids of live facts the user owns (org facts only with `org_writes`) are
-   superseded without a replacement.
+   confident candidate. A repeat within the pass is dropped. Similarity is not enough when both
+   have the same subject and the candidate has a content word the fact lacks ("… full
+   marathon" after "… half marathon", "35 years old" after "34"): that is a changed value and
+   goes on to rule 6 — taking it for a repeat would lose it, while a restatement replacing its
+   older wording loses nothing.
+6. **Supersession**, by confirmed candidates only (a proposed one keeps its targets for the
+   reviewer). The model's `supersedes` is a hint, not the source of truth: the resolver finds
+   the live facts a candidate contradicts itself, among the facts its owner owns (the user's
+   own facts; org facts only for an org fact), never one superseded or re-confirmed earlier in
+   the same pass, and each by at most one candidate:
+   - *explicit*: ids the model named;
+   - *subject*: a fact of the same category with the same subject key (`home_city`), unless
+     the subject is multi-valued (`multi_valued_subjects`: hobbies, pets, languages, … hold
+     several current values; those facts add up) — in every category mode;
+   - *similar*: in a `replace` category (one current fact per topic), when the candidate or the
+     fact has no subject, a fact at least `contradiction_cosine` (0.75) similar to the
+     candidate. Two facts whose subjects are both known and differ are different topics and
+     never replace each other without the model naming them; neither do subject-less facts
+     that are not similar (`User prefers dark mode.` leaves `User prefers metric units.`).
+   `merge` and `accumulate` categories have no similarity rule: their facts come in many.
+7. **Deliberate facts**: a fact written through the API or changed by the user (any history
+   event by an actor other than the write path) is superseded only on strong evidence: the
+   same subject key (the user's own label of the topic), or the model naming it *and* a match
+   by similarity. On weaker evidence (similarity alone, or the model's word alone) the
+   candidate is written as `proposed` with `needs_review`, naming the fact for the reviewer
+   (`flagged`), and the deliberate fact stays current.
+8. **Removal**: `remove` ids of live facts the user owns (org facts only with `org_writes`) are
+   superseded without a replacement; a deliberate fact is not removed by the model (flagged).
 
 Supersession never deletes; the pipeline marks the old fact `superseded` with `superseded_by`,
-`invalid_at` and a history event.
+`invalid_at` (the time of the message that announced the change) and a history event.
 """
 
 from __future__ import annotations
@@ -47,7 +65,7 @@ from service.profile.service import OVERLAY_KEYS
 
 Scope = Literal["user", "org"]
 CombineMode = Literal["replace", "merge", "accumulate"]
-SupersedeReason = Literal["explicit", "replace", "merge"]
+SupersedeReason = Literal["explicit", "subject", "similar"]
 
 EVIDENCE_MAX = 2000
 PROFILE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,127}$")
@@ -55,6 +73,10 @@ PROFILE_VALUE_MAX = 500
 # Keys the identity provider fills (the auth overlay): the model never overrides them.
 ACCOUNT_KEYS = frozenset(OVERLAY_KEYS)
 _WHITESPACE = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]+")
+_FILLER_WORDS = frozenset(
+    {"a", "an", "the", "is", "am", "are", "was", "be", "user", "s", "and", "also", "still", "too"}
+)
 
 
 def normalise_text(text: str) -> str:
@@ -73,6 +95,8 @@ class KnownFact:
     subject: str | None
     text: str
     lifecycle: str
+    # Written through the API or changed by the user: never replaced on weak evidence.
+    deliberate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +121,19 @@ class ResolverRules:
     max_facts: int
     category_modes: Mapping[str, CombineMode]
     org_categories: frozenset[str]
+    contradiction_cosine: float = 0.75
+    multi_valued_subjects: frozenset[str] = frozenset()
+
+    def multi_valued(self, subject: str | None) -> bool:
+        """Whether facts about `subject` add up: one of its words, singular or plural, is a
+        multi-valued subject."""
+        if subject is None:
+            return False
+        return any(
+            form in self.multi_valued_subjects
+            for word in subject.split("_")
+            for form in _singular_forms(word)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +158,10 @@ class NewFact:
     candidate: Candidate
     lifecycle: Literal["proposed", "confirmed"]
     supersedes: tuple[Supersession, ...]
-    # A proposed fact's explicit targets, kept for whoever reviews it.
+    # A proposed fact's targets, kept for whoever reviews it.
     proposed_supersedes: tuple[uuid.UUID, ...] = ()
+    # Proposed because it would replace a deliberate fact on weak evidence.
+    flagged: bool = False
 
     @property
     def needs_review(self) -> bool:
@@ -151,6 +190,8 @@ class Resolution:
     reconfirmations: list[Reconfirmation] = field(default_factory=list)
     removals: list[uuid.UUID] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
+    # Deliberate facts a candidate or removal would have replaced on weak evidence.
+    flagged: list[uuid.UUID] = field(default_factory=list)
 
     def drop_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -236,21 +277,30 @@ def resolve(
             result.new_facts.append(NewFact(candidate, "proposed", (), tuple(explicit)))
             continue
         supersedes = [Supersession(fact_id, "explicit") for fact_id in explicit]
-        mode = rules.category_modes.get(candidate.category, "accumulate")
         for fact in mine:
-            if (
-                fact.id in explicit
-                or fact.id in claimed
-                or fact.id in reconfirmed
-                or fact.category != candidate.category
-            ):
+            if fact.id in explicit or fact.id in claimed or fact.id in reconfirmed:
                 continue
-            same_subject = fact.subject is not None and fact.subject == candidate.subject
-            unknown_subject = fact.subject is None or candidate.subject is None
-            if mode == "replace" and (same_subject or unknown_subject):
-                supersedes.append(Supersession(fact.id, "replace"))
-            elif mode == "merge" and same_subject:
-                supersedes.append(Supersession(fact.id, "merge"))
+            why = _contradiction(candidate, fact, known, rules)
+            if why is not None:
+                supersedes.append(Supersession(fact.id, why))
+        # A deliberate fact falls only to its own subject key, or to the model naming it when
+        # it is also similar: one weak signal alone (similarity, or the model's word) is not
+        # enough.
+        weak = [
+            s.fact_id
+            for s in supersedes
+            if known.facts[s.fact_id].deliberate
+            and s.reason != "subject"
+            and not (
+                s.reason == "explicit"
+                and _contradiction(candidate, known.facts[s.fact_id], known, rules) is not None
+            )
+        ]
+        if weak:
+            result.flagged.extend(weak)
+            targets = tuple(s.fact_id for s in supersedes)
+            result.new_facts.append(NewFact(candidate, "proposed", (), targets, flagged=True))
+            continue
         claimed.update(s.fact_id for s in supersedes)
         result.new_facts.append(NewFact(candidate, "confirmed", tuple(supersedes)))
     for fact_id in dict.fromkeys(removals):
@@ -261,10 +311,45 @@ def resolve(
             result.dropped.append(Dropped("remove_not_owned", fact_id=fact_id))
         elif fact_id in claimed or fact_id in reconfirmed:
             result.dropped.append(Dropped("remove_conflict", fact_id=fact_id))
+        elif fact.deliberate:
+            result.flagged.append(fact_id)
         else:
             claimed.add(fact_id)
             result.removals.append(fact_id)
     return result
+
+
+def _contradiction(
+    candidate: Candidate, fact: KnownFact, known: Known, rules: ResolverRules
+) -> SupersedeReason | None:
+    """Why `candidate` contradicts `fact` without the model saying so (rule 6), or None."""
+    if fact.category != candidate.category:
+        return None
+    if candidate.subject is not None and fact.subject is not None:
+        if candidate.subject != fact.subject or rules.multi_valued(candidate.subject):
+            return None
+        return "subject"
+    if rules.category_modes.get(candidate.category) != "replace":
+        return None
+    if rules.multi_valued(candidate.subject) or rules.multi_valued(fact.subject):
+        return None
+    cosine = known.cosine.get((candidate.index, fact.id))
+    if cosine is not None and cosine >= rules.contradiction_cosine:
+        return "similar"
+    return None
+
+
+def _singular_forms(word: str) -> tuple[str, ...]:
+    forms = [word]
+    if word.endswith("ies"):
+        forms.append(word[:-3] + "y")
+    if word.endswith("es"):
+        forms.append(word[:-2])
+    if word.endswith("s"):
+        forms.append(word[:-1])
+    if word == "children":
+        forms.append("child")
+    return tuple(forms)
 
 
 def _rejection(candidate: Candidate, known: Known, rules: ResolverRules) -> str | None:
@@ -307,9 +392,26 @@ def _duplicate_of(
             cosine is not None
             and cosine >= rules.near_duplicate_cosine
             and (best is None or cosine > best[1])
+            and not _restated_with_news(candidate, fact)
         ):
             best = (fact, cosine)
     return best
+
+
+def _restated_with_news(candidate: Candidate, fact: KnownFact) -> bool:
+    """Whether the candidate is about the same single subject as the fact and says something
+    the fact does not (a content word the fact lacks): a changed value, not a repeat."""
+    return (
+        candidate.subject is not None
+        and candidate.subject == fact.subject
+        and not content_words(candidate.text) <= content_words(fact.text)
+    )
+
+
+def content_words(text: str) -> set[str]:
+    """The words of a fact that carry its value: lower-cased, without the fillers every
+    fact sentence shares ("User", "is", "a", …)."""
+    return {word for word in _WORD.findall(text.casefold()) if word not in _FILLER_WORDS}
 
 
 def _finite(value: float) -> float:

@@ -4,41 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends
+from fastapi import APIRouter, Body
 
-from service.dependencies import AddressedUserId, AdminPrincipal, CurrentPrincipal, Session, State
+from service.dependencies import AddressedUserId, AdminPrincipal
 from service.errors import problem_responses
-from service.extraction.compaction import CompactionService
-from service.extraction.health import WritePathHealth
-from service.extraction.repository import ExtractionRepository
-from service.extraction.schemas import CompactRequest, CompactResult, TenantJobs, UserJobs
-from service.jobs.status import JobStatusRepository
-from service.memories.dependencies import MemoryWriterSvc
+from service.extraction.dependencies import CompactionSvc, Health, Recovery
+from service.extraction.schemas import (
+    CompactRequest,
+    CompactResult,
+    RerunQueued,
+    RerunRequest,
+    TenantJobs,
+    UserJobs,
+)
 
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["memories"])
 admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
-
-
-def get_compaction_service(memories: MemoryWriterSvc, state: State) -> CompactionService:
-    return CompactionService(
-        memories, state.chat_model, state.embedding_backfill.embedder, state.settings
-    )
-
-
-CompactionSvc = Annotated[CompactionService, Depends(get_compaction_service)]
-
-
-def get_health(session: Session, principal: CurrentPrincipal, state: State) -> WritePathHealth:
-    # The tenant is the principal's: pgqueuer's tables are shared and have no row-level security.
-    return WritePathHealth(
-        JobStatusRepository(session, principal.tenant_id),
-        ExtractionRepository(session, principal.tenant_id),
-        state.settings,
-        state.chat_model,
-    )
-
-
-Health = Annotated[WritePathHealth, Depends(get_health)]
 
 
 @user_router.post(
@@ -67,8 +48,8 @@ async def compact_memories(
 )
 async def get_user_jobs(user_id: AddressedUserId, health: Health) -> UserJobs:
     """Background work on the user's threads: jobs waiting or running (with failed attempts
-    so far), recent failed runs, and recent extraction / turn-storage passes with what they
-    wrote."""
+    so far), recent failed runs, recent extraction / turn-storage passes with what they wrote,
+    and recent summary passes with the window each summarised."""
     return await health.for_user(user_id)
 
 
@@ -82,3 +63,21 @@ async def get_tenant_jobs(_admin: AdminPrincipal, health: Health) -> TenantJobs:
     """Admins: the tenant's queued and running jobs by kind (how many retry, the oldest), the
     first of them, and recent failed runs."""
     return await health.for_tenant()
+
+
+@admin_router.post(
+    "/jobs/rerun",
+    response_model=RerunQueued,
+    status_code=202,
+    summary="Run the write path and summaries again for a user's threads",
+    responses=problem_responses(401, 403, 404, 422, 429),
+)
+async def rerun_write_path(
+    _admin: AdminPrincipal, body: RerunRequest, recovery: Recovery
+) -> RerunQueued:
+    """Admins: queue fresh extraction (or turn storage) and summary jobs for one thread or all
+    of a user's threads with messages, e.g. after a model outage outlasted the retries. Each
+    pass starts where the thread's last one ended; a rerun never writes organization memory.
+    404 `NOT_FOUND` when the user has no such thread with messages."""
+    result = await recovery.rerun(body.user_id, body.thread_id)
+    return RerunQueued(threads=result.threads, kinds=result.kinds)

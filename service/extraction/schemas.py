@@ -1,4 +1,4 @@
-"""Request and response models of the write-path endpoints: compaction and job health."""
+"""Request and response models of the write-path endpoints: compaction, job health, reruns."""
 
 from __future__ import annotations
 
@@ -11,6 +11,22 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.memories.schemas import CATEGORY_PATTERN, MemoryRead
 
 WritePathMode = Literal["llm", "turns", "off"]
+
+
+class RerunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(min_length=1, max_length=255, description="Whose threads to process.")
+    thread_id: uuid.UUID | None = Field(
+        default=None, description="Only this thread (default: all the user's threads)."
+    )
+
+
+class RerunQueued(BaseModel):
+    threads: list[uuid.UUID] = Field(description="The threads fresh jobs were queued for.")
+    kinds: list[str] = Field(
+        description="The kinds of job queued per thread; empty when background work is off."
+    )
 
 
 class CompactRequest(BaseModel):
@@ -70,8 +86,22 @@ class PassRead(BaseModel):
     superseded: int
     reconfirmed: int
     removed: int
+    flagged: int = Field(
+        description="Facts written or changed through the API that this pass would have "
+        "replaced on weak evidence: left current, the new fact awaits review."
+    )
     profile_keys: list[str]
     dropped: dict[str, int]
+    finished_at: datetime
+
+
+class SummaryPassRead(BaseModel):
+    """One summary pass that wrote a summary of a window of a thread's messages."""
+
+    thread_id: uuid.UUID
+    start_index: int = Field(description="The first message (`seq`) the summary covers.")
+    end_index: int = Field(description="The message after the last one it covers.")
+    model: str | None
     finished_at: datetime
 
 
@@ -94,6 +124,7 @@ class UserJobs(BaseModel):
     pending: list[PendingJobRead]
     failures: list[JobFailureRead]
     passes: list[PassRead]
+    summaries: list[SummaryPassRead]
 
 
 class TenantJobs(BaseModel):

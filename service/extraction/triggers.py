@@ -1,12 +1,12 @@
-"""When a thread's new messages are worth an extraction pass (seed 003's sync strategies).
+"""When a thread's new messages are worth an extraction pass (the configured strategy).
 
 Vocabulary. The *cursor* is the position (`seq`) of the last message an earlier pass of the
 thread processed; the *pending* messages are those after it. A *human turn* is a `user`
 message and what follows it up to the next `user` message. A turn is *complete* once something
 follows its human message: every pending turn but a trailing one nobody has answered yet (no
-assistant or tool message after it). Seed 003 runs its memory manager after the assistant's
-reply; appends arrive here one request at a time, so a question waits for its answer (or for the
-next question) before it is read.
+assistant or tool message after it). A turn is read once the assistant has replied, because
+the reply often confirms or corrects what the user said; appends arrive one request at a time,
+so a question waits for its answer (or for the next question) before it is read.
 
 A pass over the complete pending turns is due when:
 
@@ -17,7 +17,7 @@ A pass over the complete pending turns is due when:
 * `both` — `interval` or `farewell`;
 
 and, in every case, their user and assistant text has at least `min_chars` characters (below,
-the turns wait for more conversation; seed 003's MEMORY_LLM_MIN_CONV_CHARS).
+the turns wait for more conversation: a greeting holds no durable fact worth a model call).
 
 A due pass reads all complete pending turns, in windows of at most `max_window` messages cut at
 turn boundaries, so a long backlog (the LLM was down for a while) is caught up in several calls.

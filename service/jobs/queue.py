@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import timedelta
 
 from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
 from pgqueuer.adapters.persistence.qb import (
@@ -48,15 +49,18 @@ PENDING_JOB_SQL = text(
     """
     SELECT id FROM pgqueuer
      WHERE entrypoint = :entrypoint AND payload = :payload AND status = 'queued'
+       AND attempts = 0 AND execute_after <= now() + make_interval(secs => :delay)
      LIMIT 1
        FOR SHARE
     """
 )
-"""A job of the same kind and payload that has not started yet, share-locked until the caller's
-transaction ends. pgqueuer's dequeue claims rows with FOR UPDATE SKIP LOCKED, so it cannot pick
-this job before the caller's data is committed: the waiting job is sure to see that data, and a
-second job would add nothing. A job already running is not a match (it may have read the
-thread before this transaction's data), so that case enqueues a new job."""
+"""A fresh job of the same kind and payload that has not started yet and is due no later than
+the new one would be, share-locked until the caller's transaction ends. pgqueuer's dequeue
+claims rows with FOR UPDATE SKIP LOCKED, so it cannot pick this job before the caller's data is
+committed: the waiting job is sure to see that data, and a second job would add nothing. A job
+already running is not a match (it may have read the thread before this transaction's data),
+and neither is one waiting out the backoff of a failed run: new work gets its own job with all
+its attempts, never another job's spent ones or its wait."""
 
 
 def queries_for(driver: Driver) -> Queries:
@@ -97,16 +101,19 @@ async def enqueue_job(
     payload: Mapping[str, str],
     *,
     dedupe: bool = False,
+    delay: timedelta = timedelta(0),
 ) -> int | None:
-    """Add a job in `session`'s open transaction; it commits or rolls back with the caller.
+    """Add a job in `session`'s open transaction, to run no sooner than `delay` from now; it
+    commits or rolls back with the caller.
 
-    With `dedupe`, a job of the same kind and payload that has not started yet makes this a
-    no-op (returns None); otherwise returns the new job's id.
+    With `dedupe`, a fresh job of the same kind and payload that has not started yet and is
+    due by then makes this a no-op (returns None); otherwise returns the new job's id.
     """
     encoded = encode_payload(payload)
     if dedupe:
         pending = await session.execute(
-            PENDING_JOB_SQL, {"entrypoint": entrypoint, "payload": encoded}
+            PENDING_JOB_SQL,
+            {"entrypoint": entrypoint, "payload": encoded, "delay": delay.total_seconds()},
         )
         if pending.first() is not None:
             return None
@@ -117,5 +124,7 @@ async def enqueue_job(
     # outside it would commit on its own and could outlive rolled-back data.
     if driver_connection is None or not driver_connection.is_in_transaction():
         raise RuntimeError("enqueue_job needs a transaction that has already run a statement")
-    (job_id,) = await queries_for(AsyncpgDriver(driver_connection)).enqueue(entrypoint, encoded)
+    (job_id,) = await queries_for(AsyncpgDriver(driver_connection)).enqueue(
+        entrypoint, encoded, execute_after=delay if delay > timedelta(0) else None
+    )
     return int(job_id)

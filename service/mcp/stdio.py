@@ -15,8 +15,6 @@ import os
 import sys
 from typing import Any
 
-from asgi_lifespan import LifespanManager
-
 from service.auth.owner import Owner
 from service.auth.principal import ME
 from service.config import get_settings
@@ -49,7 +47,7 @@ async def _serve(token: str, user: str) -> int:
     from service.main import create_app
 
     app = create_app(get_settings())
-    async with LifespanManager(app, startup_timeout=300):
+    async with app.router.lifespan_context(app):
         state: AppState = app.state.mneme
         try:
             principal = await state.authenticator.authenticate(f"Bearer {token}")

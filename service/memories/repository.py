@@ -390,6 +390,23 @@ class MemoryRepository:
         )
         return list((await self._session.execute(statement)).scalars())
 
+    async def touched_by_others(
+        self, memory_ids: Sequence[uuid.UUID], actors: Sequence[str]
+    ) -> set[uuid.UUID]:
+        """Of `memory_ids`, those with a history event by an actor not in `actors`."""
+        if not memory_ids:
+            return set()
+        statement = (
+            select(MemoryEvent.memory_id)
+            .where(
+                MemoryEvent.tenant_id == self._tenant_id,
+                MemoryEvent.memory_id.in_(list(memory_ids)),
+                MemoryEvent.actor.not_in(list(actors)),
+            )
+            .distinct()
+        )
+        return set((await self._session.execute(statement)).scalars())
+
     async def live_procedures(self, owner: Owner) -> list[Memory]:
         statement = self._owned(owner).where(M.kind == "procedural", M.lifecycle != "superseded")
         return list((await self._session.execute(statement)).scalars())

@@ -91,6 +91,10 @@ class MemoryRead(BaseModel):
     event_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    last_confirmed_at: datetime | None = Field(
+        description="When the write path last heard this memory stated again (or first wrote "
+        "it confirmed); null if never."
+    )
     invalid_at: datetime | None
     expires_at: datetime | None
     embedding_model: str | None = Field(

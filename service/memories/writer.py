@@ -8,6 +8,7 @@ through `MemoryRecorder`, with the same owner check and secret refusal as an API
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +37,10 @@ class RelatedMemory:
 
     memory: Memory
     cosine: float | None
+
+
+# `MemoryCreate.source_message_ids` holds at most this many; re-confirmations stop adding there.
+SOURCE_MESSAGES_MAX = 100
 
 
 class DerivedMemoryWriter:
@@ -129,16 +134,18 @@ class DerivedMemoryWriter:
         *,
         by: MemoryRead | None,
         reason: str,
+        invalid_at: datetime | None = None,
     ) -> bool:
         """Mark a live memory superseded (by `by`, or by nothing when it was removed): it stops
-        being true now (`invalid_at`), stays readable, and the history records why. False when
-        it is not a live memory of `owner`. Never deletes."""
+        being true at `invalid_at` (the world's time of the change; now when not given), stays
+        readable, and the history records why. False when it is not a live memory of `owner`.
+        Never deletes."""
         self._recorder.authorize(owner)
         memory = await self._repository.get(owner, memory_id, for_update=True)
         if memory is None or memory.lifecycle == "superseded":
             return False
         old_text = memory.text
-        invalid_at = datetime.now(UTC)
+        invalid_at = invalid_at or datetime.now(UTC)
         updated = await self._repository.update(
             memory.id,
             {
@@ -167,36 +174,53 @@ class DerivedMemoryWriter:
         return True
 
     async def reconfirm(
-        self, owner: Owner, memory_id: uuid.UUID, *, promote: bool, confidence: float
+        self,
+        owner: Owner,
+        memory_id: uuid.UUID,
+        *,
+        promote: bool,
+        confidence: float,
+        source_message_ids: Sequence[uuid.UUID] = (),
     ) -> bool:
-        """The memory was said again: refresh `last_confirmed_at`; with `promote`, a proposed
-        memory becomes confirmed (its confidence raised to `confidence` if that is higher), with
-        an `update` event. False when it is not a live memory of `owner`."""
+        """The memory was said again: refresh `last_confirmed_at`, add the messages that
+        repeated it to `source_message_ids` (up to `SOURCE_MESSAGES_MAX`) and record an
+        `update` event (reason `reconfirmed`); with `promote`, a proposed memory becomes
+        confirmed (its confidence raised to `confidence` if that is higher). False when it is
+        not a live memory of `owner`."""
         self._recorder.authorize(owner)
         memory = await self._repository.get(owner, memory_id, for_update=True)
         if memory is None or memory.lifecycle == "superseded":
             return False
         values: dict[str, Any] = {"last_confirmed_at": datetime.now(UTC)}
-        promoted = promote and memory.lifecycle == "proposed"
-        if promoted:
+        known_ids = list(memory.source_message_ids or [])
+        added = [i for i in dict.fromkeys(source_message_ids) if i not in known_ids]
+        if added:
+            values["source_message_ids"] = (known_ids + added)[:SOURCE_MESSAGES_MAX]
+        if promote and memory.lifecycle == "proposed":
             values.update(
                 lifecycle="confirmed",
                 needs_review=False,
                 confidence=max(memory.confidence, confidence),
             )
         updated = await self._repository.update(memory.id, values)
-        if promoted:
-            changes = {key: jsonable(value) for key, value in values.items()}
-            changes["reason"] = "reconfirmed"
-            await self._repository.add_events(
-                [
-                    self._recorder.event(
-                        updated,
-                        "update",
-                        old_text=updated.text,
-                        new_text=updated.text,
-                        changes=changes,
-                    )
-                ]
-            )
+        changes = {
+            key: jsonable(value) for key, value in values.items() if key != "source_message_ids"
+        }
+        changes["reason"] = "reconfirmed"
+        if added:
+            changes["source_message_ids_added"] = [str(i) for i in added]
+        await self._repository.add_events(
+            [
+                self._recorder.event(
+                    updated, "update", old_text=updated.text, new_text=updated.text, changes=changes
+                )
+            ]
+        )
         return True
+
+    async def deliberate(
+        self, memory_ids: Sequence[uuid.UUID], derived_by: Sequence[str]
+    ) -> set[uuid.UUID]:
+        """Of `memory_ids`, the memories someone other than the `derived_by` actors wrote or
+        changed (through the API): the write path never replaces those on weak evidence."""
+        return await self._repository.touched_by_others(memory_ids, derived_by)

@@ -1,4 +1,4 @@
-"""Profile use cases (seed 000): the merged view, JSON Patch writes, deleting one key.
+"""Profile use cases: the merged view, JSON Patch writes, deleting one key.
 
 A profile is a flat key → JSON value document. A user's profile is read merged with the auth
 overlay: the stored document wins, and the account's name, email, avatar and socials fill the

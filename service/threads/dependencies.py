@@ -11,10 +11,9 @@ from service.accounts.dependencies import AccountSvc
 from service.accounts.service import AccountService
 from service.auth.principal import Principal
 from service.dependencies import AppState, CurrentPrincipal, Session, State
-from service.extraction.hooks import chain, write_path_hook
-from service.jobs import enqueue_thread_summary
 from service.memories.dependencies import MemorySvc
 from service.memories.service import MemoryService
+from service.threads.hooks import SummaryScheduler
 from service.threads.repository import ThreadRepository
 from service.threads.service import Summarizer, ThreadService
 
@@ -27,13 +26,9 @@ def build_thread_service(
     state: AppState,
 ) -> ThreadService:
     summarizer = Summarizer(state.sessionmaker, state.chat_model, state.settings)
-    # Appends queue a summary pass and a write-path pass (in their own transaction) only when
-    # one could run. Org extraction is allowed by the appending principal's roles, nothing else.
-    summarize_after_append = summarizer.status.enabled and state.settings.jobs_enabled
-    on_append = chain(
-        enqueue_thread_summary if summarize_after_append else None,
-        write_path_hook(state.settings, state.chat_model, org_writes=principal.is_admin),
-    )
+    # Appends queue a summary pass (when one could run) and whatever the app's other append
+    # listeners queue (the write path), in the append's transaction.
+    summaries = SummaryScheduler(summarizer.status.enabled and state.settings.jobs_enabled)
     return ThreadService(
         session,
         ThreadRepository(session, principal.tenant_id),
@@ -41,7 +36,8 @@ def build_thread_service(
         memories,
         principal.tenant_id,
         summarizer,
-        on_append=on_append,
+        (summaries, *state.append_listeners),
+        appended_by_admin=principal.is_admin,
     )
 
 

@@ -12,6 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.threads.models import Message, Thread, ThreadSummary
 
+DELETE_THREAD_CHILDREN_SQL = {
+    table: text(
+        f"DELETE FROM {table} WHERE tenant_id = :tenant_id AND thread_id = :thread_id"  # noqa: S608 - constant table names
+    )
+    for table in ("extraction_cursor", "thread_summary", "message")
+}
+"""The rows that belong to a thread, per table (deleted before the thread itself)."""
+
 MESSAGES_WITH_LABELS_SQL = text(
     """
     SELECT id, label FROM (
@@ -85,13 +93,22 @@ class ThreadRepository:
         )
         return (await self._session.execute(statement)).scalar_one()
 
-    async def delete(self, thread_id: uuid.UUID) -> None:
-        # Messages and summaries go with it (ON DELETE CASCADE).
-        await self._session.execute(
+    async def delete(self, thread_id: uuid.UUID) -> dict[str, int]:
+        """Delete the thread and what hangs off it; rows deleted per table. The children are
+        deleted first, explicitly, so that each table's count is reported (the foreign keys
+        would cascade them silently)."""
+        params = {"tenant_id": self._tenant_id, "thread_id": thread_id}
+        deleted = {
+            table: int((await self._session.execute(statement, params)).rowcount)  # type: ignore[attr-defined]
+            for table, statement in DELETE_THREAD_CHILDREN_SQL.items()
+        }
+        result = await self._session.execute(
             delete(Thread)
             .where(Thread.tenant_id == self._tenant_id, Thread.id == thread_id)
             .execution_options(synchronize_session=False)
         )
+        deleted["thread"] = int(result.rowcount)  # type: ignore[attr-defined]
+        return deleted
 
     async def next_seq(self, thread_id: uuid.UUID) -> int:
         """The next free position; call with the thread row locked."""

@@ -21,6 +21,7 @@ from service.threads.schemas import (
     SummarizeResult,
     SummaryList,
     ThreadCreate,
+    ThreadDeleted,
     ThreadRead,
     ThreadUpdate,
     ThreadWindow,
@@ -90,8 +91,7 @@ async def update_thread(
 
 @router.delete(
     "/{thread_id}",
-    status_code=status.HTTP_204_NO_CONTENT,
-    response_class=Response,
+    response_model=ThreadDeleted,
     summary="Delete a thread",
     responses=WRITE_PROBLEMS,
 )
@@ -103,9 +103,10 @@ async def delete_thread(
         list[Literal["memories"]] | None,
         Query(description="`memories` also forgets the memories taken from this thread."),
     ] = None,
-) -> None:
-    """Delete the thread with its messages and summaries."""
-    await threads.delete(user_id, thread_id, with_memories="memories" in (cascade or []))
+) -> ThreadDeleted:
+    """Delete the thread with its messages, summaries and extraction cursor; the answer
+    counts the rows deleted per table."""
+    return await threads.delete(user_id, thread_id, with_memories="memories" in (cascade or []))
 
 
 @router.post(

@@ -125,6 +125,13 @@ class SummariesDeleted(BaseModel):
     deleted: int
 
 
+class ThreadDeleted(BaseModel):
+    deleted: dict[str, int] = Field(
+        description="Rows deleted per table: the thread, its messages, summaries and "
+        "extraction cursor, and with `cascade=memories` the memories taken from it."
+    )
+
+
 class Summarization(BaseModel):
     enabled: bool
     reason: str | None = Field(default=None, description="Why summarization is off.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from service.kit.pagination import (
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel, LLMUnavailable
 from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
+from service.threads.hooks import Appended, AppendListener
 from service.threads.models import Message, Thread, ThreadSummary
 from service.threads.repository import ThreadRepository
 from service.threads.schemas import (
@@ -35,6 +36,7 @@ from service.threads.schemas import (
     SummaryList,
     SummaryRead,
     ThreadCreate,
+    ThreadDeleted,
     ThreadRead,
     ThreadUpdate,
     ThreadWindow,
@@ -45,9 +47,6 @@ from service.threads.summaries import (
     summarize_thread,
     window_start_index,
 )
-
-# Called in the append's transaction, so follow-up work commits (or not) with the messages.
-AppendHook = Callable[[AsyncSession, str, uuid.UUID], Awaitable[None]]
 
 
 class Summarizer:
@@ -96,7 +95,9 @@ class ThreadService:
         memories: MemoryService,
         tenant_id: str,
         summarization: Summarizer,
-        on_append: AppendHook | None = None,
+        listeners: Sequence[AppendListener] = (),
+        *,
+        appended_by_admin: bool = False,
     ) -> None:
         self._session = session
         self._repository = repository
@@ -104,7 +105,8 @@ class ThreadService:
         self._memories = memories
         self._tenant_id = tenant_id
         self._summarizer = summarization
-        self._on_append = on_append
+        self._listeners = tuple(listeners)
+        self._appended_by_admin = appended_by_admin
 
     async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
         await self._accounts.ensure_user(user_id)
@@ -146,11 +148,19 @@ class ThreadService:
             values["metadata_"] = change.metadata or {}
         return ThreadRead.model_validate(await self._repository.update(thread_id, values))
 
-    async def delete(self, user_id: str, thread_id: uuid.UUID, *, with_memories: bool) -> None:
+    async def delete(
+        self, user_id: str, thread_id: uuid.UUID, *, with_memories: bool
+    ) -> ThreadDeleted:
         await self.load(user_id, thread_id, lock=True)
-        if with_memories:
+        forgotten = (
             await self._memories.forget_thread(Owner.user(user_id), thread_id)
-        await self._repository.delete(thread_id)
+            if with_memories
+            else 0
+        )
+        deleted = await self._repository.delete(thread_id)
+        if with_memories:
+            deleted["memory"] = forgotten
+        return ThreadDeleted(deleted=deleted)
 
     async def append(
         self, user_id: str, thread_id: uuid.UUID, messages: list[MessageIn]
@@ -198,8 +208,9 @@ class ThreadService:
                 result.append(next(fresh))
         if inserted:
             await self._repository.update(thread_id, {"last_message_at": inserted[-1].created_at})
-            if self._on_append is not None:
-                await self._on_append(self._session, self._tenant_id, thread_id)
+            appended = Appended(self._tenant_id, thread_id, by_admin=self._appended_by_admin)
+            for listener in self._listeners:
+                await listener.messages_appended(self._session, appended)
         return MessagesAppended(
             items=await self._with_labels(thread_id, result),
             duplicates=len(messages) - len(inserted),

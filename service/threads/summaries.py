@@ -1,4 +1,4 @@
-"""Rolling thread summaries: store-anchored compression of older turns (seed 000).
+"""Rolling thread summaries: store-anchored compression of older turns.
 
 Vocabulary. A *human turn* is a `user` message plus every message after it up to the next
 `user` message. Turns carry global labels `#1, #2, …` counted over the whole thread
@@ -11,9 +11,9 @@ One pass (`summarize_thread`):
 1. Read back the largest `end_index` of the thread's summaries (`last_end`; none yet → the
    thread's start). Turns starting at or after it are uncompressed.
 2. Count the *complete* uncompressed turns: all of them, except a trailing turn that nobody has
-   answered yet (no assistant or tool message after it). Seed 000 runs after the assistant's
-   reply; here appends arrive one request at a time, and summarising a question before its
-   answer arrives would leave the entry without an answer.
+   answered yet (no assistant or tool message after it). Appends arrive one request at a
+   time, and summarising a question before its answer arrives would leave the entry without
+   an answer.
 3. Window = the largest multiple of K (`thread_summary_keep_recent`) of them, rounded down; none
    below K. K < 1 switches summaries off.
 4. Excerpt: from the window's first turn (or from `last_end`, so that replies appended after the
@@ -57,7 +57,7 @@ logger = logging.getLogger("mneme.threads.summaries")
 
 HUMAN_ROLE = "user"
 ANSWER_ROLES = frozenset({"assistant", "tool"})
-# Seed 000's KEEPABLE_TYPES in this service's roles: system messages never reach the summary.
+# The roles a summary reads: system messages never reach it.
 KEEPABLE_ROLES = frozenset({HUMAN_ROLE, *ANSWER_ROLES})
 
 SUMMARY_SCHEMA_NAME = "thread_summary"
@@ -132,7 +132,7 @@ class SummaryEntryOutput(BaseModel):
 
 
 class SummaryOutput(BaseModel):
-    """The model's whole answer (seed 000's summaryOutputSchema)."""
+    """The model's whole answer, as its strict JSON schema asks for it."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -339,7 +339,7 @@ async def summarize_thread(
     """Run one summary pass on the thread (see the module docstring); safe to repeat, since a
     window is written at most once.
 
-    `force` (the explicit "summarize now" command of seed 003) skips the trigger's K gate and
+    `force` (the explicit "summarize now" command) skips the trigger's K gate and
     round-down: it compresses every complete turn not yet covered, however few. It keeps every
     other rule: it starts where the stored summaries end, leaves an unanswered trailing question
     raw, needs K ≥ 1 and a chat model, and writes nothing when nothing is uncovered.

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from service.bench.datasets import (
+from benchmarks.datasets import (
     DatasetError,
     EvidenceIssue,
     load_dataset,

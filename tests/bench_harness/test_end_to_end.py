@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from service.bench.cli import main
-from service.bench.datasets import load_dataset
-from service.bench.metrics import METRIC_NAMES
-from service.bench.modes import DEFAULT_MODES, parse_modes
-from service.bench.report import build_report, render_markdown
-from service.bench.retrieval import RetrievalOptions, benchmark_app
+from benchmarks.cli import main
+from benchmarks.datasets import load_dataset
+from benchmarks.metrics import METRIC_NAMES
+from benchmarks.modes import DEFAULT_MODES, parse_modes
+from benchmarks.report import build_report, render_markdown
+from benchmarks.retrieval import RetrievalOptions, benchmark_app
 from service.config import Settings
 from tests.bench_harness.conftest import EVALUATED
 

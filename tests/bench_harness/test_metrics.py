@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from service.bench.metrics import (
+from benchmarks.metrics import (
     METRIC_NAMES,
     all_gold_recall_at,
     mean_scores,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.bench.modes import DEFAULT_MODES, SEARCH_LIMIT, SearchMode, parse_modes
+from benchmarks.modes import DEFAULT_MODES, SEARCH_LIMIT, SearchMode, parse_modes
 from service.config import Settings
 
 

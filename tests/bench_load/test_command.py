@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from service.bench.cli import main
-from service.bench.server import settings_environment
+from benchmarks.cli import main
+from benchmarks.server import settings_environment
 from service.config import Settings
 
 TOY = [

@@ -9,8 +9,8 @@ import struct
 import numpy as np
 import pytest
 
-from service.bench.bulk import vector_payloads
-from service.bench.corpus import (
+from benchmarks.bulk import vector_payloads
+from benchmarks.corpus import (
     DETAIL_SLOTS,
     TEMPLATES,
     Corpus,
@@ -19,7 +19,7 @@ from service.bench.corpus import (
     noisy_vectors,
     sample_queries,
 )
-from service.bench.load import parse_concurrency, parse_sizes, size_label
+from benchmarks.load import parse_concurrency, parse_sizes, size_label
 from service.memories.schemas import MemoryCreate
 from service.memories.validation import find_secret
 

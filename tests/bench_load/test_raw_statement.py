@@ -11,16 +11,16 @@ import pytest
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.auth.owner import Owner
-from service.bench.bulk import BulkLoader, BulkLoadRefused, BulkSettings
-from service.bench.corpus import Corpus, CorpusShape, build_pool
-from service.bench.rawsql import (
+from benchmarks.bulk import BulkLoader, BulkLoadRefused, BulkSettings
+from benchmarks.corpus import Corpus, CorpusShape, build_pool
+from benchmarks.rawsql import (
     EXACT,
     FORCED_HNSW,
     FusionStatement,
     asyncpg_connection,
     service_search_params,
 )
+from service.auth.owner import Owner
 from service.config import Settings
 from service.memories.repository import HYBRID_SEARCH_SQL
 from service.memories.schemas import SearchRequest

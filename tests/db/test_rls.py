@@ -25,6 +25,7 @@ TENANT_TABLES = (
     "audit_log",
     "idempotency_record",
     "extraction_cursor",
+    "retention_policy",
 )
 
 # pgqueuer's job queue (migration 20261129_1500): shared by all tenants and holding no tenant
@@ -57,6 +58,7 @@ async def seed_every_table(engine: AsyncEngine, tenant_id: str) -> None:
         "INSERT INTO idempotency_record (tenant_id, principal, key, method, path, request_hash) "
         "VALUES (:t, 'u1', 'k1', 'POST', '/v1/things', 'h')",
         "INSERT INTO extraction_cursor (tenant_id, thread_id, through_seq) VALUES (:t, :thread, 0)",
+        "INSERT INTO retention_policy (tenant_id, episodic_days) VALUES (:t, 30)",
     ]
     async with engine.begin() as connection:
         await as_tenant(connection, tenant_id)

@@ -36,6 +36,7 @@ def fresh_llm(llm: FakeOpenAIServer) -> Iterator[FakeOpenAIServer]:
     llm.requests.clear()
     yield llm
     llm.reply = None
+    llm.omit_supersedes = False
     llm.mode = "summarize"
     llm.fail_next = 0
     llm.release()

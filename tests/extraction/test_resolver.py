@@ -4,6 +4,7 @@ modes, supersession, removal and org permissions."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -151,7 +152,7 @@ def test_supersede_ids_of_facts_the_user_does_not_own_are_ignored() -> None:
     }
 
 
-def test_a_replace_category_fact_supersedes_its_subject_and_facts_of_unknown_subject() -> None:
+def test_a_fact_supersedes_its_subject_and_in_a_replace_category_a_similar_unnamed_one() -> None:
     theme = fact("User prefers dark mode.", subject="ui_theme")
     legacy = fact("User wants the UI dark.")  # written through the API: no subject
     style = fact("User prefers terse answers.", subject="answer_style")
@@ -159,43 +160,99 @@ def test_a_replace_category_fact_supersedes_its_subject_and_facts_of_unknown_sub
     result = resolve(
         [candidate("User prefers light mode.", subject="ui_theme")],
         [],
-        known(theme, legacy, style, elsewhere),
+        known(theme, legacy, style, elsewhere, cosine={(0, legacy.id): 0.8, (0, style.id): 0.8}),
         RULES,
     )
     [new] = result.new_facts
     assert set(new.supersedes) == {
-        Supersession(theme.id, "replace"),
-        Supersession(legacy.id, "replace"),
+        Supersession(theme.id, "subject"),
+        Supersession(legacy.id, "similar"),
     }
 
 
-def test_a_replace_category_fact_without_a_subject_replaces_the_whole_category() -> None:
-    a, b = fact("User prefers tea.", subject="drink"), fact("User likes metric units.")
-    result = resolve([candidate("User prefers light mode.")], [], known(a, b), RULES)
-    assert {s.fact_id for s in result.new_facts[0].supersedes} == {a.id, b.id}
+def test_a_fact_without_a_subject_never_replaces_an_unrelated_fact_of_its_category() -> None:
+    tea, metric = fact("User prefers tea.", subject="drink"), fact("User likes metric units.")
+    dissimilar = known(tea, metric, cosine={(0, tea.id): 0.31, (0, metric.id): 0.32})
+    result = resolve([candidate("User prefers dark mode.")], [], dissimilar, RULES)
+    assert result.new_facts[0].supersedes == ()
+    unknown_similarity = resolve([candidate("User prefers dark mode.")], [], known(metric), RULES)
+    assert unknown_similarity.new_facts[0].supersedes == ()
 
 
-def test_merge_supersedes_only_the_same_known_subject_and_accumulate_nothing() -> None:
+def test_the_same_subject_supersedes_in_every_mode_unless_the_subject_is_multi_valued() -> None:
+    rules = replace(RULES, multi_valued_subjects=frozenset({"pet", "hobby"}))
     python = fact("User knows Python.", "knowledge", subject="python")
     anonymous = fact("User knows SQL.", "knowledge")
-    channel = fact("User's team channel is #ops.", "context", subject="team_channel")
+    lisbon = fact("User lives in Lisbon.", "context", subject="home_city")
+    dog = fact("User has a dog named Rex.", "context", subject="pets")
+    hiking = fact("User likes hiking.", "preference", subject="hobby")
     result = resolve(
         [
             candidate("User knows Python and Rust.", 0, category="knowledge", subject="python"),
-            candidate(
-                "User's on-call channel is #fraud-ops.",
-                1,
-                category="context",
-                subject="team_channel",
-            ),
+            candidate("User lives in Porto.", 1, category="context", subject="home_city"),
+            candidate("User has a cat named Tom.", 2, category="context", subject="pet"),
+            candidate("User likes painting.", 3, subject="hobbies"),
         ],
         [],
-        known(python, anonymous, channel),
+        known(python, anonymous, lisbon, dog, hiking, cosine={(3, hiking.id): 0.9}),
+        replace(rules, max_facts=4),
+    )
+    merged, moved, cat, painting = result.new_facts
+    assert merged.supersedes == (Supersession(python.id, "subject"),)
+    assert moved.supersedes == (Supersession(lisbon.id, "subject"),)
+    assert cat.supersedes == () and painting.supersedes == ()
+
+
+def test_subject_less_facts_of_merge_and_accumulate_categories_add_up() -> None:
+    sql = fact("User knows SQL.", "knowledge")
+    team = fact("User's team is fraud-ops.", "context")
+    result = resolve(
+        [
+            candidate("User knows Postgres.", 0, category="knowledge"),
+            candidate("User's manager is Ana.", 1, category="context"),
+        ],
+        [],
+        known(sql, team, cosine={(0, sql.id): 0.85, (1, team.id): 0.85}),
         RULES,
     )
-    merged, accumulated = result.new_facts
-    assert merged.supersedes == (Supersession(python.id, "merge"),)
-    assert accumulated.supersedes == ()
+    assert [n.supersedes for n in result.new_facts] == [(), ()]
+
+
+def test_a_deliberate_fact_is_only_flagged_on_weak_evidence() -> None:
+    metric = replace(fact("User prefers metric units."), deliberate=True)
+    similar = known(metric, cosine={(0, metric.id): 0.82})
+    by_similarity = resolve([candidate("User prefers imperial units.")], [], similar, RULES)
+    by_name_only = resolve(
+        [candidate("User prefers dark mode.", supersedes=(metric.id,))],
+        [],
+        known(metric, cosine={(0, metric.id): 0.3}),
+        RULES,
+    )
+    for result in (by_similarity, by_name_only):
+        [new] = result.new_facts
+        assert (new.lifecycle, new.flagged, new.supersedes) == ("proposed", True, ())
+        assert new.proposed_supersedes == (metric.id,)
+        assert result.flagged == [metric.id]
+    removed = resolve([], [metric.id], known(metric), RULES)
+    assert (removed.removals, removed.flagged) == ([], [metric.id])
+
+
+def test_a_deliberate_fact_falls_to_its_subject_or_to_being_named_and_similar() -> None:
+    metric = replace(fact("User prefers metric units."), deliberate=True)
+    named = resolve(
+        [candidate("User prefers imperial units.", supersedes=(metric.id,))],
+        [],
+        known(metric, cosine={(0, metric.id): 0.82}),
+        RULES,
+    )
+    [new] = named.new_facts
+    assert (new.lifecycle, new.supersedes) == ("confirmed", (Supersession(metric.id, "explicit"),))
+    labelled = replace(metric, subject="units")
+    same_subject = resolve(
+        [candidate("User prefers imperial units.", subject="units")], [], known(labelled), RULES
+    )
+    assert same_subject.new_facts[0].supersedes == (Supersession(metric.id, "subject"),)
+    assert named.flagged == same_subject.flagged == []
 
 
 def test_quarantined_facts_supersede_nothing_but_keep_their_targets_for_review() -> None:
@@ -254,7 +311,7 @@ def test_a_near_duplicate_by_cosine_is_no_new_fact_unless_explicitly_replaced() 
         known(dark, cosine=below),
         RULES,
     )
-    assert result.new_facts[0].supersedes == (Supersession(dark.id, "replace"),)
+    assert result.new_facts[0].supersedes == (Supersession(dark.id, "subject"),)
 
     replaced = resolve(
         [candidate("The user likes dark mode.", supersedes=(dark.id,))],
@@ -264,6 +321,38 @@ def test_a_near_duplicate_by_cosine_is_no_new_fact_unless_explicitly_replaced() 
     )
     assert replaced.reconfirmations == []
     assert replaced.new_facts[0].supersedes == (Supersession(dark.id, "explicit"),)
+
+
+def test_a_similar_fact_with_a_new_value_for_the_same_subject_is_a_change_not_a_repeat() -> None:
+    half = fact("User is training for a half marathon.", "knowledge", subject="running_goal")
+    near = known(half, cosine={(0, half.id): 0.95})
+    changed = resolve(
+        [
+            candidate(
+                "User is training for a full marathon.",
+                category="knowledge",
+                subject="running_goal",
+            )
+        ],
+        [],
+        near,
+        RULES,
+    )
+    assert changed.reconfirmations == []
+    assert changed.new_facts[0].supersedes == (Supersession(half.id, "subject"),)
+    repeated = resolve(
+        [
+            candidate(
+                "The user is training for a half marathon.",
+                category="knowledge",
+                subject="running_goal",
+            )
+        ],
+        [],
+        near,
+        RULES,
+    )
+    assert [r.fact_id for r in repeated.reconfirmations] == [half.id]
 
 
 def test_at_most_max_facts_are_accepted_most_confident_first() -> None:
@@ -328,7 +417,7 @@ def test_an_org_fact_replaces_org_facts_and_never_the_users_own() -> None:
         known(old_policy, user_policy, org_writes=True),
         RULES,
     )
-    assert result.new_facts[0].supersedes == (Supersession(old_policy.id, "replace"),)
+    assert result.new_facts[0].supersedes == (Supersession(old_policy.id, "subject"),)
 
 
 def test_removals_are_honoured_only_for_what_the_user_owns() -> None:

@@ -5,7 +5,11 @@ retries, timeouts, response parsing) runs in tests. By default it answers Struct
 requests for thread summaries with one entry per transcript line, and extraction and compaction
 requests (told apart by their schema name) with an empty proposal; `mode` switches to other
 answers, `fail_next` makes the next requests fail first, `hold` keeps replies back until
-`release()`, and `reply` overrides everything for one test. Every request is recorded.
+`release()`, and `reply` overrides everything for one test. `ScriptedExtraction` is a
+deterministic extraction model answering from the request itself (facts per phrase of the new
+user messages, `supersedes` by fragments of the current facts shown), and `omit_supersedes`
+empties every extraction reply's `supersedes`, as real models often do. Every request is
+recorded.
 """
 
 from __future__ import annotations
@@ -115,6 +119,46 @@ def summary_entries(request: RecordedRequest) -> list[dict[str, Any]]:
     return entries
 
 
+NEW_MESSAGES_HEADING = "## New messages (extract from these)"
+
+
+def new_user_messages(request: RecordedRequest) -> list[str]:
+    """The contents of the new user messages an extraction request asks about."""
+    section = request.user.split(NEW_MESSAGES_HEADING + "\n")[-1]
+    lines = [json.loads(line) for line in section.splitlines() if line.startswith("{")]
+    return [str(line["content"]) for line in lines if line.get("role") == "user"]
+
+
+def shown_fact_lines(request: RecordedRequest) -> list[dict[str, Any]]:
+    """The current facts an extraction request showed (JSON lines under `## Current facts`)."""
+    lines = request.user.split("\n\n")[0].splitlines()[1:]
+    return [json.loads(line) for line in lines if line.startswith("{")]
+
+
+@dataclass
+class ScriptedExtraction:
+    """An extraction model from a script: for every new user message containing a phrase
+    (case-insensitive), the facts listed for it. A fact's `supersedes` holds fragments of
+    current facts' texts, answered as the ids shown for the facts containing them."""
+
+    script: list[tuple[str, list[dict[str, Any]]]]
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        if request.schema_name != "memory_extraction":
+            return completion(json.dumps({"entries": summary_entries(request)}))
+        shown = shown_fact_lines(request)
+        facts: list[dict[str, Any]] = []
+        for message in new_user_messages(request):
+            for phrase, proposed in self.script:
+                if phrase.casefold() not in message.casefold():
+                    continue
+                for proposal in proposed:
+                    fragments = proposal.get("supersedes", [])
+                    ids = [f["id"] for f in shown for part in fragments if part in f["text"]]
+                    facts.append({**proposal, "supersedes": ids})
+        return extraction(facts)
+
+
 @dataclass
 class FakeOpenAIServer:
     """Behaviour switches are read per request, so a test may flip them at any time."""
@@ -123,6 +167,7 @@ class FakeOpenAIServer:
     fail_next: int = 0
     hold: bool = False
     reply: Callable[[RecordedRequest], Reply] | None = None
+    omit_supersedes: bool = False
     requests: list[RecordedRequest] = field(default_factory=list)
     _released: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -169,7 +214,10 @@ class FakeOpenAIServer:
         if failing or self.mode == "fail":
             return 500, {"error": {"message": "The server had an error", "type": "server_error"}}
         if self.reply is not None:
-            return self.reply(request)
+            status, payload = self.reply(request)
+            if self.omit_supersedes and request.schema_name == "memory_extraction":
+                return status, _without_supersedes(payload)
+            return status, payload
         match self.mode:
             case "empty":
                 return completion(json.dumps({"entries": []}))
@@ -189,6 +237,16 @@ class FakeOpenAIServer:
                 return completion(json.dumps({"facts": []}))
             case _:
                 return completion(json.dumps({"entries": summary_entries(request)}))
+
+
+def _without_supersedes(payload: dict[str, Any]) -> dict[str, Any]:
+    """An extraction completion whose facts name no fact they replace."""
+    message = payload["choices"][0]["message"]
+    proposal = json.loads(message["content"])
+    for proposed in proposal.get("facts", []):
+        proposed["supersedes"] = []
+    message["content"] = json.dumps(proposal)
+    return payload
 
 
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from service.bench.server import RunningServer, loopback_server
+from benchmarks.server import RunningServer, loopback_server
 from service.config import Settings
 
 

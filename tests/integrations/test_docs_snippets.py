@@ -12,8 +12,8 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
+from benchmarks.server import RunningServer, settings_environment
 from service.auth.tokens import mint_dev_token
-from service.bench.server import RunningServer, settings_environment
 from service.config import Settings
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"

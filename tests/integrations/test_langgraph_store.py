@@ -15,8 +15,8 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 from mneme_langgraph import MnemeStore, MnemeStoreError
 
+from benchmarks.server import RunningServer
 from service.auth.tokens import mint_dev_token
-from service.bench.server import RunningServer
 from service.config import Settings
 
 

@@ -15,7 +15,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextResourceContents
 
-from service.bench.server import RunningServer
+from benchmarks.server import RunningServer
 from service.config import Settings
 from tests.conftest import bearer
 

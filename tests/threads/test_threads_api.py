@@ -48,9 +48,14 @@ async def test_thread_lifecycle(client: AsyncClient, settings: Settings, tenant:
         f"/v1/users/me/threads/{thread_id}", headers=headers, json={"title": "Lisbon trip"}
     )
     assert renamed.json()["title"] == "Lisbon trip"
-    assert (
-        await client.delete(f"/v1/users/me/threads/{thread_id}", headers=headers)
-    ).status_code == 204
+    removed = await client.delete(f"/v1/users/me/threads/{thread_id}", headers=headers)
+    assert removed.status_code == 200
+    assert removed.json()["deleted"] == {
+        "thread": 1,
+        "message": 0,
+        "thread_summary": 0,
+        "extraction_cursor": 0,
+    }
     assert_problem(
         await client.get(f"/v1/users/me/threads/{thread_id}", headers=headers), 404, "NOT_FOUND"
     )
@@ -205,11 +210,12 @@ async def test_cascade_delete_forgets_memories_from_the_thread_only(
             await client.post("/v1/users/me/memories", headers=headers, json=body)
         ).status_code == 201
     plain = await client.delete(f"/v1/users/me/threads/{other_thread}", headers=headers)
-    assert plain.status_code == 204
+    assert plain.status_code == 200 and "memory" not in plain.json()["deleted"]
     cascaded = await client.delete(
         f"/v1/users/me/threads/{thread_id}?cascade=memories", headers=headers
     )
-    assert cascaded.status_code == 204
+    assert cascaded.status_code == 200
+    assert cascaded.json()["deleted"]["memory"] == 1
     remaining = (await client.get("/v1/users/me/memories", headers=headers)).json()["items"]
     assert sorted(m["text"] for m in remaining) == ["From elsewhere", "No provenance"]
     bad = await client.delete(

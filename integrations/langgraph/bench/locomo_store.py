@@ -27,11 +27,11 @@ from langgraph.store.base import PutOp
 from mneme_langgraph import MnemeStore
 from pydantic import SecretStr
 
+from benchmarks.database import throwaway_database
+from benchmarks.datasets import Conversation, load_dataset
+from benchmarks.metrics import recall_at
+from benchmarks.server import loopback_server
 from service.auth.tokens import mint_dev_token
-from service.bench.database import throwaway_database
-from service.bench.datasets import Conversation, load_dataset
-from service.bench.metrics import recall_at
-from service.bench.server import loopback_server
 from service.config import Settings
 
 LIMIT = 10

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import sys
 import time
@@ -23,15 +24,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr, ValidationError
 
-from service.bench.datasets import DATASET_FORMATS, DatasetError, load_dataset
-from service.bench.modes import DEFAULT_MODES, MODE_GRAMMAR, parse_modes
+from benchmarks.datasets import DATASET_FORMATS, DatasetError, DatasetMissing, load_dataset
+from benchmarks.modes import DEFAULT_MODES, MODE_GRAMMAR, parse_modes
 from service.config import Settings
 from service.db_migrations import PROJECT_ROOT
 
 if TYPE_CHECKING:
-    from service.bench.load import LoadOptions
+    from benchmarks.load import LoadOptions
 
 DEFAULT_DATASET = PROJECT_ROOT.parent / "shared" / "bench" / "locomo10.json"
+DATASET_ENV = "MNEME_BENCH_DATASET"
+BENCH_INSTALL = "pip install -e '.[bench]'"
+LOCOMO_SOURCE = "https://github.com/snap-research/locomo (the file data/locomo10.json)"
 RESULTS_DIR = PROJECT_ROOT / "bench-results"
 
 
@@ -69,8 +73,9 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
     retrieval.add_argument(
         "--dataset",
         type=Path,
-        default=DEFAULT_DATASET,
-        help="benchmark file (default: ../shared/bench/locomo10.json beside the project)",
+        default=Path(os.environ.get(DATASET_ENV) or DEFAULT_DATASET),
+        help=f"benchmark file (default: ${DATASET_ENV}, else ../shared/bench/locomo10.json "
+        "beside the project)",
     )
     retrieval.add_argument(
         "--format",
@@ -284,20 +289,31 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)
 
 
+def _locomo_hint() -> str:
+    """Where LoCoMo comes from, for a run that found no file to read."""
+    return (
+        "LoCoMo is licensed CC BY-NC 4.0: it is used here for evaluation only and is not part "
+        "of this repository, so bring your own copy.\n"
+        f"By default the benchmark reads {DEFAULT_DATASET} (../shared/bench/locomo10.json "
+        f"beside the project); point it at a copy with --dataset PATH or {DATASET_ENV}=PATH.\n"
+        f"LoCoMo is published at {LOCOMO_SOURCE}."
+    )
+
+
 def _run_retrieval(args: argparse.Namespace) -> int:
     try:
-        # Imported here: the harness needs the dev extras (httpx, asgi-lifespan), which the
+        # Imported here: the harness needs the bench extra (httpx, asgi-lifespan), which the
         # rest of the command line does not.
-        from service.bench.database import throwaway_database
-        from service.bench.report import build_report, render_markdown
-        from service.bench.retrieval import (
+        from benchmarks.database import throwaway_database
+        from benchmarks.report import build_report, render_markdown
+        from benchmarks.retrieval import (
             BenchmarkError,
             RetrievalOptions,
             RetrievalRun,
             benchmark_app,
         )
     except ModuleNotFoundError as exc:
-        return _fail(f"{exc.name} is missing; install the dev extras: pip install -e '.[dev]'")
+        return _fail(f"{exc.name} is missing; install the bench extra: {BENCH_INSTALL}")
 
     if args.migration_database_url and not args.database_url:
         return _fail("--migration-database-url needs --database-url")
@@ -307,6 +323,8 @@ def _run_retrieval(args: argparse.Namespace) -> int:
             args.dataset, args.format, image_captions=args.image_captions
         ).selected(conversations=args.limit_conversations, questions=args.limit_questions)
         settings = _settings(args)
+    except DatasetMissing as exc:
+        return _fail(f"{exc}\n{_locomo_hint()}" if args.format == "locomo" else str(exc))
     except (ValueError, DatasetError) as exc:
         return _fail(str(exc))
     except ValidationError as exc:
@@ -346,8 +364,8 @@ def _run_retrieval(args: argparse.Namespace) -> int:
 
 
 def _load_options(args: argparse.Namespace) -> LoadOptions:
-    from service.bench.corpus import CorpusShape
-    from service.bench.load import LoadOptions, parse_concurrency, parse_sizes
+    from benchmarks.corpus import CorpusShape
+    from benchmarks.load import LoadOptions, parse_concurrency, parse_sizes
 
     shape = CorpusShape(
         memories_per_user=args.memories_per_user,
@@ -382,13 +400,13 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
 
 def _run_load(args: argparse.Namespace) -> int:
     try:
-        from service.bench.bulk import BulkLoadRefused
-        from service.bench.database import throwaway_database
-        from service.bench.load import LoadBenchmarkError, LoadRun, run_load
-        from service.bench.load_report import build_load_report, render_load_markdown
-        from service.bench.server import ServerFailed
+        from benchmarks.bulk import BulkLoadRefused
+        from benchmarks.database import throwaway_database
+        from benchmarks.load import LoadBenchmarkError, LoadRun, run_load
+        from benchmarks.load_report import build_load_report, render_load_markdown
+        from benchmarks.server import ServerFailed
     except ModuleNotFoundError as exc:
-        return _fail(f"{exc.name} is missing; install the dev extras: pip install -e '.[dev]'")
+        return _fail(f"{exc.name} is missing; install the bench extra: {BENCH_INSTALL}")
     try:
         options = _load_options(args)
         settings = _settings(args)
@@ -423,9 +441,9 @@ def _run_load(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m service.bench …`, the same as `mneme bench …`."""
+    """`python -m benchmarks …`, the same as `mneme bench …`."""
     parser = argparse.ArgumentParser(
-        prog="python -m service.bench", description="Benchmarks of the Mneme service."
+        prog="python -m benchmarks", description="Benchmarks of the Mneme service."
     )
     add_bench_commands(parser)
     return run_bench(parser.parse_args(argv))

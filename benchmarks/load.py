@@ -35,11 +35,10 @@ import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncEngine
 from tqdm import tqdm
 
-from service.auth.tokens import mint_dev_token
-from service.bench.bulk import BulkLoader, BulkSettings, BulkStep
-from service.bench.corpus import Corpus, CorpusShape, MemoryRow, build_pool, sample_queries
-from service.bench.metrics import percentile
-from service.bench.rawsql import (
+from benchmarks.bulk import BulkLoader, BulkSettings, BulkStep
+from benchmarks.corpus import Corpus, CorpusShape, MemoryRow, build_pool, sample_queries
+from benchmarks.metrics import percentile
+from benchmarks.rawsql import (
     AS_PLANNED,
     EXACT,
     FORCED_HNSW,
@@ -48,7 +47,8 @@ from service.bench.rawsql import (
     asyncpg_connection,
     service_search_params,
 )
-from service.bench.server import loopback_server
+from benchmarks.server import loopback_server
+from service.auth.tokens import mint_dev_token
 from service.config import Settings
 from service.db import create_engine
 from service.memories.schemas import BATCH_MAX, SearchRequest

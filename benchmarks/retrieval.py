@@ -21,10 +21,10 @@ from asgi_lifespan import LifespanManager
 from httpx import ASGITransport, AsyncClient, Response
 from tqdm import tqdm
 
+from benchmarks.datasets import Conversation, Dataset, Turn
+from benchmarks.metrics import score_ranking
+from benchmarks.modes import SearchMode
 from service.auth.tokens import mint_dev_token
-from service.bench.datasets import Conversation, Dataset, Turn
-from service.bench.metrics import score_ranking
-from service.bench.modes import SearchMode
 from service.config import Settings
 from service.main import create_app
 from service.memories.schemas import BATCH_MAX

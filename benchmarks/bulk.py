@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.bench.corpus import Corpus, MemoryRow, noisy_vectors
-from service.bench.rawsql import asyncpg_connection
+from benchmarks.corpus import Corpus, MemoryRow, noisy_vectors
+from benchmarks.rawsql import asyncpg_connection
 
 HNSW_INDEX = "ix_memory_embedding_hnsw"
 MEMORY_COLUMNS = (

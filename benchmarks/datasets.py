@@ -87,6 +87,10 @@ class DatasetError(ValueError):
     """The file is missing, not JSON, or not shaped like the format it was read as."""
 
 
+class DatasetMissing(DatasetError):
+    """No file at the path given."""
+
+
 @dataclass(frozen=True)
 class Turn:
     dia_id: str
@@ -262,6 +266,8 @@ def load_dataset(
     """Read and check a benchmark file; raises `DatasetError` saying where it went wrong."""
     try:
         content = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise DatasetMissing(f"cannot read {path}: {exc.strerror or exc}") from exc
     except OSError as exc:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:

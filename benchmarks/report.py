@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from service.bench.datasets import TURN_ISSUES, Dataset
-from service.bench.metrics import METRIC_NAMES, mean_scores, percentile
-from service.bench.modes import SEARCH_LIMIT
-from service.bench.retrieval import RetrievalOptions, RetrievalRun
+from benchmarks.datasets import TURN_ISSUES, Dataset
+from benchmarks.metrics import METRIC_NAMES, mean_scores, percentile
+from benchmarks.modes import SEARCH_LIMIT
+from benchmarks.retrieval import RetrievalOptions, RetrievalRun
 from service.config import Settings
 from service.db_migrations import PROJECT_ROOT
 

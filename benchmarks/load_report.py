@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from service.bench.bulk import HNSW_INDEX
-from service.bench.corpus import describe
-from service.bench.load import (
+from benchmarks.bulk import HNSW_INDEX
+from benchmarks.corpus import describe
+from benchmarks.load import (
     SEARCH_LIMIT,
     LevelResult,
     LoadOptions,
@@ -18,7 +18,7 @@ from service.bench.load import (
     SizeResult,
     size_label,
 )
-from service.bench.report import environment
+from benchmarks.report import environment
 from service.config import Settings
 
 

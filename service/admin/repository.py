@@ -1,0 +1,571 @@
+"""SQL of the admin domain: the catalogue, users with their counts, purge, export and import,
+the audit trail. Every statement runs inside a tenant-scoped transaction; the per-table
+statements are built from catalogue names (`plan.quote_identifier`), never from input."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ARRAY, Text, bindparam, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.admin.plan import (
+    AUDIT_TABLE,
+    IDEMPOTENCY_TABLE,
+    TENANT_COLUMN,
+    CatalogueTable,
+    ForeignKey,
+    PurgePlan,
+    TableRule,
+    build_plan,
+    quote_identifier,
+)
+from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB
+
+THREAD_TABLE = "thread"
+JOBS_TABLE = "pgqueuer"
+ORG_PROVENANCE = "memory (org provenance)"
+EXPORT_BATCH = 500
+THREAD_JOB_KINDS = (MEMORY_EXTRACTION_JOB, TURN_MEMORIES_JOB, THREAD_SUMMARY_JOB)
+
+CATALOGUE_TABLES_SQL = text(
+    """
+    SELECT c.relname AS name,
+           array_agg(a.attname::text ORDER BY a.attnum) AS columns,
+           array_agg(format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum) AS types,
+           coalesce(array_agg(a.attname::text ORDER BY a.attnum)
+                    FILTER (WHERE a.attgenerated <> ''), '{}') AS generated,
+           (SELECT array_agg(k.attname::text ORDER BY x.i)
+              FROM pg_constraint p,
+                   unnest(p.conkey) WITH ORDINALITY AS x(attnum, i)
+                   JOIN pg_attribute k ON k.attrelid = c.oid AND k.attnum = x.attnum
+             WHERE p.conrelid = c.oid AND p.contype = 'p') AS primary_key
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+      JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+     WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relrowsecurity
+     GROUP BY c.oid, c.relname
+     ORDER BY c.relname
+    """
+)
+"""Every table of the schema under row-level security: its columns in order with their types,
+which of them are generated, and its primary key."""
+
+CATALOGUE_FOREIGN_KEYS_SQL = text(
+    """
+    SELECT child.relname AS child, parent.relname AS parent,
+           (SELECT array_agg(a.attname::text ORDER BY x.i)
+              FROM unnest(f.conkey) WITH ORDINALITY AS x(attnum, i)
+              JOIN pg_attribute a ON a.attrelid = f.conrelid AND a.attnum = x.attnum) AS columns,
+           (SELECT array_agg(a.attname::text ORDER BY x.i)
+              FROM unnest(f.confkey) WITH ORDINALITY AS x(attnum, i)
+              JOIN pg_attribute a ON a.attrelid = f.confrelid AND a.attnum = x.attnum)
+               AS parent_columns
+      FROM pg_constraint f
+      JOIN pg_class child ON child.oid = f.conrelid
+      JOIN pg_class parent ON parent.oid = f.confrelid
+      JOIN pg_namespace n ON n.oid = child.relnamespace
+     WHERE f.contype = 'f' AND n.nspname = current_schema()
+     ORDER BY child.relname, f.conname
+    """
+)
+"""Every foreign key of the schema: child table and columns, parent table and columns."""
+
+USERS_SQL = text(
+    """
+    SELECT * FROM (
+        SELECT u.id, u.name, u.email, u.created_at, u.last_seen_at,
+               greatest(u.last_seen_at, t.last_message_at, m.last_memory_at) AS last_active_at,
+               coalesce(m.semantic, 0) AS semantic, coalesce(m.episodic, 0) AS episodic,
+               coalesce(m.procedural, 0) AS procedural,
+               coalesce(t.threads, 0) AS threads, coalesce(t.messages, 0) AS messages
+          FROM user_account u
+          LEFT JOIN LATERAL (
+               SELECT count(*) FILTER (WHERE kind = 'semantic') AS semantic,
+                      count(*) FILTER (WHERE kind = 'episodic') AS episodic,
+                      count(*) FILTER (WHERE kind = 'procedural') AS procedural,
+                      max(updated_at) AS last_memory_at
+                 FROM memory
+                WHERE tenant_id = u.tenant_id AND user_id = u.id
+          ) m ON true
+          LEFT JOIN LATERAL (
+               SELECT count(*) AS threads, sum(n.messages) AS messages,
+                      max(th.last_message_at) AS last_message_at
+                 FROM thread th
+                 CROSS JOIN LATERAL (
+                      SELECT count(*) AS messages FROM message
+                       WHERE tenant_id = th.tenant_id AND thread_id = th.id
+                 ) n
+                WHERE th.tenant_id = u.tenant_id AND th.user_id = u.id
+          ) t ON true
+         WHERE u.tenant_id = :tenant_id
+           AND (CAST(:user_id AS text) IS NULL OR u.id = :user_id)
+           AND (CAST(:after_id AS text) IS NULL OR u.id > :after_id)
+    ) users
+     WHERE (CAST(:active_after AS timestamptz) IS NULL OR last_active_at >= :active_after)
+       AND (CAST(:active_before AS timestamptz) IS NULL OR last_active_at < :active_before)
+     ORDER BY id
+     LIMIT :limit
+    """
+)
+"""The tenant's users in id order after `after_id` (or just `user_id`), each with its memories
+by kind, threads, messages, creation and last activity (the latest of its last request, last
+message and last memory change), filtered by last activity."""
+
+USER_WRITE_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+"""The lock the write path's derived writes take for one owner's memories (the same key as
+`MemoryRepository.lock_writers`): a purge holding it waits for a running pass to commit, and a
+pass that starts after the purge committed finds the thread gone."""
+
+THREAD_JOBS_PREDICATE = """
+    entrypoint = ANY(:kinds) AND status = 'queued'
+    AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id
+    AND (convert_from(payload, 'UTF8')::jsonb ->> 'thread_id' = ANY(:thread_ids)
+         OR convert_from(payload, 'UTF8')::jsonb ->> 'user_id' = :user_id)
+"""
+
+DELETE_QUEUED_JOBS_SQL = text(
+    f"DELETE FROM pgqueuer WHERE {THREAD_JOBS_PREDICATE}"  # noqa: S608 - a constant predicate
+).bindparams(bindparam("kinds", type_=ARRAY(Text)), bindparam("thread_ids", type_=ARRAY(Text)))
+"""Drop the jobs queued for the user's threads (or the user) that have not started. pgqueuer's
+table is shared by all tenants, so the tenant is matched in the payload. A job already running
+is left to finish: it finds the thread gone and writes nothing."""
+
+COUNT_QUEUED_JOBS_SQL = text(
+    f"SELECT count(*) FROM pgqueuer WHERE {THREAD_JOBS_PREDICATE}"  # noqa: S608
+).bindparams(bindparam("kinds", type_=ARRAY(Text)), bindparam("thread_ids", type_=ARRAY(Text)))
+
+DELETE_TENANT_JOBS_SQL = text(
+    """
+    DELETE FROM pgqueuer
+     WHERE entrypoint = ANY(:kinds) AND status = 'queued'
+       AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id
+    """
+).bindparams(bindparam("kinds", type_=ARRAY(Text)))
+
+COUNT_TENANT_JOBS_SQL = text(
+    """
+    SELECT count(*) FROM pgqueuer
+     WHERE entrypoint = ANY(:kinds) AND status = 'queued'
+       AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id
+    """
+).bindparams(bindparam("kinds", type_=ARRAY(Text)))
+
+ORG_PROVENANCE_PREDICATE = """
+    tenant_id = :tenant_id AND scope = 'org'
+    AND (source_thread_id = ANY(:thread_ids) OR source_message_ids && :message_ids)
+"""
+
+REDACT_ORG_PROVENANCE_SQL = text(
+    "UPDATE memory SET source_thread_id = NULL, source_message_ids = '{}', evidence = NULL, "  # noqa: S608 - constant predicate
+    f"updated_at = now() WHERE {ORG_PROVENANCE_PREDICATE}"
+)
+"""Organization memories written from the user's conversations stay (they belong to the
+organization) but lose the pointers to the user's messages and the quoted evidence."""
+
+COUNT_ORG_PROVENANCE_SQL = text(
+    f"SELECT count(*) FROM memory WHERE {ORG_PROVENANCE_PREDICATE}"  # noqa: S608
+)
+
+USER_MESSAGE_IDS_SQL = text("SELECT id FROM message WHERE tenant_id = :tenant_id AND user_id = :u")
+
+IDEMPOTENCY_PREDICATE = """
+    tenant_id = :tenant_id
+    AND (principal = :principal OR path = :user_path
+         OR left(path, char_length(:user_prefix)) = :user_prefix)
+"""
+"""A user's idempotency records: those of the user's own requests, and those of any caller's
+requests under the user's path (their stored responses carry the user's data)."""
+
+AUDIT_PREDICATE = """
+    tenant_id = :tenant_id AND action NOT LIKE 'admin.%'
+    AND ((target_type IN ('user', 'profile') AND target_id = :user_id)
+         OR detail ->> 'user_id' = :user_id)
+"""
+"""Audit entries about the user's data: account overlay and profile changes (with their
+before/after values) and write-path passes and failures on the user's threads. Entries of
+admin actions (`admin.*`) carry ids and counts only and are kept."""
+
+AUDIT_PAGE_SQL = text(
+    """
+    SELECT id, actor_kind, actor_id, action, target_type, target_id, detail, request_id,
+           created_at
+      FROM audit_log
+     WHERE tenant_id = :tenant_id
+       AND (CAST(:actor_id AS text) IS NULL OR actor_id = :actor_id)
+       AND (CAST(:action AS text) IS NULL OR action = :action
+            OR (right(:action, 1) = '.' AND left(action, char_length(:action)) = :action))
+       AND (CAST(:target_type AS text) IS NULL OR target_type = :target_type)
+       AND (CAST(:target_id AS text) IS NULL OR target_id = :target_id)
+       AND (CAST(:since AS timestamptz) IS NULL OR created_at >= :since)
+       AND (CAST(:until AS timestamptz) IS NULL OR created_at < :until)
+       AND (CAST(:before_at AS timestamptz) IS NULL
+            OR (created_at, id) < (:before_at, CAST(:before_id AS uuid)))
+     ORDER BY created_at DESC, id DESC
+     LIMIT :limit
+    """
+)
+"""The tenant's audit entries newest first, after the keyset position, filtered by actor,
+action (exactly, or every action under a prefix ending in `.`), target and time."""
+
+
+READ_RETENTION_SQL = text(
+    "SELECT episodic_days, messages_days, summaries_days FROM retention_policy "
+    "WHERE tenant_id = :tenant_id"
+)
+
+SET_RETENTION_SQL = text(
+    """
+    INSERT INTO retention_policy (tenant_id, episodic_days, messages_days, summaries_days)
+    VALUES (:tenant_id, :episodic_days, :messages_days, :summaries_days)
+    ON CONFLICT (tenant_id) DO UPDATE
+       SET episodic_days = EXCLUDED.episodic_days, messages_days = EXCLUDED.messages_days,
+           summaries_days = EXCLUDED.summaries_days, updated_at = now()
+    """
+)
+"""Replace the tenant's retention policy (creating it on first use)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UserRow:
+    id: str
+    name: str | None
+    email: str | None
+    created_at: datetime
+    last_seen_at: datetime | None
+    last_active_at: datetime | None
+    semantic: int
+    episodic: int
+    procedural: int
+    threads: int
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class UserScope:
+    """The keys a user's rows are found by: its id, and the keys of its rows in the tables
+    that `parent` rules point at (read once, before anything is deleted)."""
+
+    tenant_id: str
+    user_id: str
+    parent_keys: Mapping[str, list[Any]]
+    message_ids: list[uuid.UUID]
+
+    @property
+    def thread_ids(self) -> list[str]:
+        return [str(key) for key in self.parent_keys.get(THREAD_TABLE, [])]
+
+
+def _rule_predicate(rule: TableRule) -> str:
+    column = quote_identifier(rule.column)
+    if rule.kind == "parent":
+        key_type = rule.table.column_types[rule.column]
+        return f"{column} = ANY(CAST(:parent_keys AS {key_type}[]))"
+    return f"{column} = :user_id"
+
+
+def _rule_params(rule: TableRule, scope: UserScope) -> dict[str, Any]:
+    params: dict[str, Any] = {"tenant_id": scope.tenant_id, "user_id": scope.user_id}
+    if rule.parent is not None:
+        params["parent_keys"] = scope.parent_keys.get(rule.parent, [])
+    return params
+
+
+def _special_params(scope: UserScope) -> dict[str, Any]:
+    return {
+        "tenant_id": scope.tenant_id,
+        "user_id": scope.user_id,
+        "principal": f"user:{scope.user_id}",
+        "user_path": f"/v1/users/{scope.user_id}",
+        "user_prefix": f"/v1/users/{scope.user_id}/",
+    }
+
+
+SPECIAL_PREDICATES = {IDEMPOTENCY_TABLE: IDEMPOTENCY_PREDICATE, AUDIT_TABLE: AUDIT_PREDICATE}
+
+
+class AdminRepository:
+    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+    @property
+    def session(self) -> AsyncSession:
+        return self._session
+
+    # --- catalogue ---------------------------------------------------------------------------
+
+    async def catalogue(self) -> list[CatalogueTable]:
+        keys: dict[str, list[ForeignKey]] = {}
+        for row in await self._session.execute(CATALOGUE_FOREIGN_KEYS_SQL):
+            keys.setdefault(row.child, []).append(
+                ForeignKey(tuple(row.columns), row.parent, tuple(row.parent_columns))
+            )
+        return [
+            CatalogueTable(
+                name=row.name,
+                columns=tuple(row.columns),
+                column_types=dict(zip(row.columns, row.types, strict=True)),
+                generated=frozenset(row.generated),
+                primary_key=tuple(row.primary_key or ()),
+                foreign_keys=tuple(keys.get(row.name, ())),
+            )
+            for row in await self._session.execute(CATALOGUE_TABLES_SQL)
+        ]
+
+    async def plan(self) -> PurgePlan:
+        return build_plan(await self.catalogue())
+
+    # --- users -------------------------------------------------------------------------------
+
+    async def users(
+        self,
+        *,
+        user_id: str | None = None,
+        after_id: str | None = None,
+        active_after: datetime | None = None,
+        active_before: datetime | None = None,
+        limit: int = 1,
+    ) -> list[UserRow]:
+        rows = await self._session.execute(
+            USERS_SQL,
+            {
+                "tenant_id": self._tenant_id,
+                "user_id": user_id,
+                "after_id": after_id,
+                "active_after": active_after,
+                "active_before": active_before,
+                "limit": limit,
+            },
+        )
+        return [UserRow(**row._asdict()) for row in rows]
+
+    # --- purge -------------------------------------------------------------------------------
+
+    async def lock_user_writes(self, user_id: str) -> None:
+        key = f"memory_writes:{self._tenant_id}:user:{user_id}"
+        await self._session.execute(USER_WRITE_LOCK_SQL, {"key": key})
+
+    async def user_scope(self, plan: PurgePlan, user_id: str) -> UserScope:
+        """The user's parent keys and message ids, as they are now."""
+        base = UserScope(self._tenant_id, user_id, {}, [])
+        parent_keys: dict[str, list[Any]] = {}
+        for parent in plan.parents:
+            rule = plan.rule(parent)
+            statement = text(
+                f"SELECT {quote_identifier(_key_of(plan, rule))} FROM {quote_identifier(parent)} "  # noqa: S608 - catalogue names
+                f"WHERE tenant_id = :tenant_id AND {_rule_predicate(rule)}"
+            )
+            result = await self._session.execute(statement, _rule_params(rule, base))
+            parent_keys[parent] = list(result.scalars())
+        message_ids = list(
+            (
+                await self._session.execute(
+                    USER_MESSAGE_IDS_SQL, {"tenant_id": self._tenant_id, "u": user_id}
+                )
+            ).scalars()
+        )
+        return UserScope(self._tenant_id, user_id, parent_keys, message_ids)
+
+    async def delete_rows(self, rule: TableRule, scope: UserScope) -> int:
+        statement = text(
+            f"DELETE FROM {quote_identifier(rule.name)} "  # noqa: S608 - catalogue names
+            f"WHERE tenant_id = :tenant_id AND {_rule_predicate(rule)}"
+        )
+        result = await self._session.execute(statement, _rule_params(rule, scope))
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def count_rows(self, rule: TableRule, scope: UserScope) -> int:
+        statement = text(
+            f"SELECT count(*) FROM {quote_identifier(rule.name)} "  # noqa: S608 - catalogue names
+            f"WHERE tenant_id = :tenant_id AND {_rule_predicate(rule)}"
+        )
+        return int((await self._session.execute(statement, _rule_params(rule, scope))).scalar_one())
+
+    async def delete_special(self, table: str, scope: UserScope) -> int:
+        statement = text(
+            f"DELETE FROM {quote_identifier(table)} WHERE {SPECIAL_PREDICATES[table]}"  # noqa: S608
+        )
+        result = await self._session.execute(statement, _special_params(scope))
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def count_special(self, table: str, scope: UserScope) -> int:
+        statement = text(
+            f"SELECT count(*) FROM {quote_identifier(table)} WHERE {SPECIAL_PREDICATES[table]}"  # noqa: S608
+        )
+        return int((await self._session.execute(statement, _special_params(scope))).scalar_one())
+
+    async def delete_queued_jobs(self, scope: UserScope) -> int:
+        result = await self._session.execute(DELETE_QUEUED_JOBS_SQL, self._jobs_params(scope))
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def count_queued_jobs(self, scope: UserScope) -> int:
+        result = await self._session.execute(COUNT_QUEUED_JOBS_SQL, self._jobs_params(scope))
+        return int(result.scalar_one())
+
+    def _jobs_params(self, scope: UserScope) -> dict[str, Any]:
+        return {
+            "kinds": list(THREAD_JOB_KINDS),
+            "tenant_id": scope.tenant_id,
+            "thread_ids": scope.thread_ids,
+            "user_id": scope.user_id,
+        }
+
+    async def redact_org_provenance(self, scope: UserScope) -> int:
+        result = await self._session.execute(REDACT_ORG_PROVENANCE_SQL, _provenance_params(scope))
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def count_org_provenance(self, scope: UserScope) -> int:
+        result = await self._session.execute(COUNT_ORG_PROVENANCE_SQL, _provenance_params(scope))
+        return int(result.scalar_one())
+
+    # --- tenant purge ------------------------------------------------------------------------
+
+    async def delete_tenant_rows(self, table: CatalogueTable) -> int:
+        column = "id" if TENANT_COLUMN not in table.columns else TENANT_COLUMN
+        statement = text(
+            f"DELETE FROM {quote_identifier(table.name)} "  # noqa: S608 - catalogue names
+            f"WHERE {quote_identifier(column)} = :tenant_id"
+        )
+        result = await self._session.execute(statement, {"tenant_id": self._tenant_id})
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def count_tenant_rows(self, table: CatalogueTable) -> int:
+        column = "id" if TENANT_COLUMN not in table.columns else TENANT_COLUMN
+        statement = text(
+            f"SELECT count(*) FROM {quote_identifier(table.name)} "  # noqa: S608 - catalogue names
+            f"WHERE {quote_identifier(column)} = :tenant_id"
+        )
+        return int(
+            (await self._session.execute(statement, {"tenant_id": self._tenant_id})).scalar_one()
+        )
+
+    async def delete_tenant_jobs(self) -> int:
+        result = await self._session.execute(
+            DELETE_TENANT_JOBS_SQL, {"kinds": list(THREAD_JOB_KINDS), "tenant_id": self._tenant_id}
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    async def count_tenant_jobs(self) -> int:
+        result = await self._session.execute(
+            COUNT_TENANT_JOBS_SQL, {"kinds": list(THREAD_JOB_KINDS), "tenant_id": self._tenant_id}
+        )
+        return int(result.scalar_one())
+
+    # --- export and import -------------------------------------------------------------------
+
+    async def stream_records(self, rule: TableRule, scope: UserScope) -> AsyncIterator[str]:
+        """The user's rows of one table as export records (see `_stream`)."""
+        async for record in self._stream(
+            rule.table, _rule_predicate(rule), _rule_params(rule, scope)
+        ):
+            yield record
+
+    async def stream_audit(self, table: CatalogueTable, scope: UserScope) -> AsyncIterator[str]:
+        """The audit entries about the user's data (see `AUDIT_PREDICATE`) as export records."""
+        async for record in self._stream(table, AUDIT_PREDICATE, _special_params(scope)):
+            yield record
+
+    async def _stream(
+        self, table: CatalogueTable, predicate: str, params: Mapping[str, Any]
+    ) -> AsyncIterator[str]:
+        """`{"type": <table>, "data": <row>}` as JSON text per row, built by the database:
+        every column but the generated ones (the database computes them), in primary-key
+        order, read through a server-side cursor so memory stays flat however many rows."""
+        generated = "".join(f" - {_literal(c)}" for c in sorted(table.generated))
+        order = ", ".join(quote_identifier(c) for c in table.primary_key)
+        statement = text(
+            "SELECT jsonb_build_object('type', CAST(:record_type AS text), "  # noqa: S608 - catalogue names
+            f"'data', to_jsonb(t){generated})::text AS record "
+            f"FROM {quote_identifier(table.name)} t "
+            f"WHERE tenant_id = :tenant_id AND {predicate} ORDER BY {order}"
+        )
+        result = await self._session.stream(
+            statement.execution_options(yield_per=EXPORT_BATCH),
+            {**params, "record_type": table.name},
+        )
+        async for row in result:
+            yield str(row.record)
+
+    async def insert_rows(self, table: CatalogueTable, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert exported rows (all with the first row's columns) as they were: ids and
+        timestamps kept; the database recomputes generated columns."""
+        columns = [c for c in table.columns if c not in table.generated and c in rows[0]]
+        names = ", ".join(quote_identifier(c) for c in columns)
+        statement = text(
+            f"INSERT INTO {quote_identifier(table.name)} ({names}) "  # noqa: S608 - catalogue names
+            f"SELECT {names} FROM jsonb_populate_recordset("
+            f"NULL::{quote_identifier(table.name)}, CAST(:rows AS jsonb))"
+        )
+        await self._session.execute(statement, {"rows": json.dumps([dict(r) for r in rows])})
+
+    # --- retention ---------------------------------------------------------------------------
+
+    async def retention(self) -> dict[str, int | None]:
+        row = (
+            await self._session.execute(READ_RETENTION_SQL, {"tenant_id": self._tenant_id})
+        ).first()
+        if row is None:
+            return {"episodic_days": None, "messages_days": None, "summaries_days": None}
+        return dict(row._asdict())
+
+    async def set_retention(self, values: Mapping[str, int | None]) -> None:
+        await self._session.execute(SET_RETENTION_SQL, {"tenant_id": self._tenant_id, **values})
+
+    # --- audit -------------------------------------------------------------------------------
+
+    async def audit_page(
+        self,
+        *,
+        actor_id: str | None,
+        action: str | None,
+        target_type: str | None,
+        target_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        before: tuple[datetime, uuid.UUID] | None,
+        limit: int,
+    ) -> Sequence[Any]:
+        rows = await self._session.execute(
+            AUDIT_PAGE_SQL,
+            {
+                "tenant_id": self._tenant_id,
+                "actor_id": actor_id,
+                "action": action,
+                "target_type": target_type,
+                "target_id": target_id,
+                "since": since,
+                "until": until,
+                "before_at": before[0] if before else None,
+                "before_id": before[1] if before else None,
+                "limit": limit,
+            },
+        )
+        return rows.all()
+
+
+def _key_of(plan: PurgePlan, parent_rule: TableRule) -> str:
+    """The key column `parent` rules reference in this parent table."""
+    keys = {r.parent_key for r in plan.rules if r.parent == parent_rule.name}
+    if len(keys) != 1:
+        raise RuntimeError(f"tables reference {parent_rule.name} by different keys: {keys}")
+    key = keys.pop()
+    assert key is not None
+    return key
+
+
+def _provenance_params(scope: UserScope) -> dict[str, Any]:
+    return {
+        "tenant_id": scope.tenant_id,
+        "thread_ids": [uuid.UUID(t) for t in scope.thread_ids],
+        "message_ids": scope.message_ids,
+    }
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

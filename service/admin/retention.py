@@ -1,0 +1,177 @@
+"""Retention: the periodic sweep that physically removes what a tenant keeps no longer.
+
+Reads already hide a memory once its `expires_at` has passed; the sweep removes it (with its
+history), and applies each tenant's `retention_policy`: episodic memories, raw messages and
+thread summaries older than the tenant's limit in days (NULL = kept forever). A thread's newest
+message is never swept: positions in a thread continue from it, and the write path's cursor
+points at it.
+
+The sweep is a durable cron job on pgqueuer's scheduler (`RetentionScheduler`): every replica
+may run the scheduler, and pgqueuer lets one of them take each due run. It acts as the runtime
+role, one tenant per transaction (under that tenant's row-level security); the tenant list
+comes from `mneme_tenant_ids()`, which returns ids and nothing else. Rows swept are counted in
+`mneme_retention_swept_rows_total{table}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import asyncpg
+from pgqueuer.adapters.drivers.asyncpg import AsyncpgPoolDriver
+from pgqueuer.core.sm import SchedulerManager
+from pgqueuer.domain.models import Schedule
+from prometheus_client import Counter
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from service.config import Settings
+from service.db import tenant_transaction
+from service.jobs.queue import queries_for
+from service.observability import Metrics
+
+logger = logging.getLogger("mneme.retention")
+
+RETENTION_SWEEP_JOB = "retention_sweep"
+SWEEP_SCHEDULE = "17 * * * *"
+"""Hourly, off the full hour."""
+
+TENANT_IDS_SQL = text("SELECT mneme_tenant_ids() AS id")
+"""Every tenant id (a SECURITY DEFINER function: the runtime role sees one tenant at a time)."""
+
+READ_POLICY_SQL = text(
+    "SELECT episodic_days, messages_days, summaries_days FROM retention_policy "
+    "WHERE tenant_id = :tenant_id"
+)
+
+SWEEP_SQL = {
+    "memory_event": text(
+        """
+        DELETE FROM memory_event e USING memory m
+         WHERE e.tenant_id = :tenant_id AND m.tenant_id = :tenant_id AND e.memory_id = m.id
+           AND (m.expires_at <= now()
+                OR (m.kind = 'episodic' AND CAST(:episodic_days AS int) IS NOT NULL
+                    AND m.created_at < now() - make_interval(days => :episodic_days)))
+        """
+    ),
+    "memory": text(
+        """
+        DELETE FROM memory
+         WHERE tenant_id = :tenant_id
+           AND (expires_at <= now()
+                OR (kind = 'episodic' AND CAST(:episodic_days AS int) IS NOT NULL
+                    AND created_at < now() - make_interval(days => :episodic_days)))
+        """
+    ),
+    "thread_summary": text(
+        """
+        DELETE FROM thread_summary
+         WHERE tenant_id = :tenant_id AND CAST(:summaries_days AS int) IS NOT NULL
+           AND created_at < now() - make_interval(days => :summaries_days)
+        """
+    ),
+    "message": text(
+        """
+        DELETE FROM message m
+         WHERE m.tenant_id = :tenant_id AND CAST(:messages_days AS int) IS NOT NULL
+           AND m.created_at < now() - make_interval(days => :messages_days)
+           AND m.seq < (SELECT max(n.seq) FROM message n
+                         WHERE n.tenant_id = m.tenant_id AND n.thread_id = m.thread_id)
+        """
+    ),
+}
+"""One tenant's sweep, table by table: expired memories and their history (and episodic ones
+past the policy's limit), old summaries, old messages except each thread's newest."""
+
+
+class RetentionSweeper:
+    """Runs one sweep over every tenant and counts what it removed."""
+
+    def __init__(
+        self, sessionmaker: async_sessionmaker[AsyncSession], metrics: Metrics | None
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._swept = (
+            None
+            if metrics is None
+            else Counter(
+                "mneme_retention_swept_rows_total",
+                "Rows removed by the retention sweep, by table.",
+                ["table"],
+                registry=metrics.registry,
+            )
+        )
+
+    async def sweep(self, tenant_ids: list[str] | None = None) -> dict[str, int]:
+        """Sweep the given tenants (every tenant by default); rows removed per table."""
+        if tenant_ids is None:
+            async with self._sessionmaker() as session:
+                tenant_ids = list((await session.execute(TENANT_IDS_SQL)).scalars())
+        totals = dict.fromkeys(SWEEP_SQL, 0)
+        for tenant_id in tenant_ids:
+            for table, count in (await self.sweep_tenant(tenant_id)).items():
+                totals[table] += count
+        if self._swept is not None:
+            for table, count in totals.items():
+                self._swept.labels(table).inc(count)
+        if any(totals.values()):
+            logger.info("retention sweep over %d tenants removed %s", len(tenant_ids), totals)
+        return totals
+
+    async def sweep_tenant(self, tenant_id: str) -> dict[str, int]:
+        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+            policy = (await session.execute(READ_POLICY_SQL, {"tenant_id": tenant_id})).first()
+            params: dict[str, Any] = {
+                "tenant_id": tenant_id,
+                "episodic_days": policy.episodic_days if policy else None,
+                "messages_days": policy.messages_days if policy else None,
+                "summaries_days": policy.summaries_days if policy else None,
+            }
+            return {
+                table: int((await session.execute(statement, params)).rowcount)  # type: ignore[attr-defined]
+                for table, statement in SWEEP_SQL.items()
+            }
+
+
+class RetentionScheduler:
+    """pgqueuer's cron scheduler running the sweep, on a small pool of its own."""
+
+    def __init__(self, settings: Settings, engine: AsyncEngine, sweeper: RetentionSweeper) -> None:
+        self._enabled = settings.jobs_enabled
+        self._sweeper = sweeper
+        _, self._connect_kwargs = engine.dialect.create_connect_args(engine.url)
+        self._pool: asyncpg.Pool | None = None
+        self._manager: SchedulerManager | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        if not self._enabled:
+            return
+        self._pool = await asyncpg.create_pool(
+            min_size=1,
+            max_size=2,
+            server_settings={"application_name": "mneme-retention"},
+            **self._connect_kwargs,
+        )
+        manager = SchedulerManager(queries_for(AsyncpgPoolDriver(self._pool)))
+
+        @manager.schedule(RETENTION_SWEEP_JOB, SWEEP_SCHEDULE)
+        async def sweep(_schedule: Schedule) -> None:
+            await self._sweeper.sweep()
+
+        self._manager = manager
+        self._task = asyncio.create_task(manager.run(), name="mneme-retention-scheduler")
+
+    async def stop(self) -> None:
+        if self._manager is not None:
+            self._manager.shutdown.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 20)
+            self._task = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None

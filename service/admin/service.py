@@ -1,0 +1,504 @@
+"""Admin use cases: the tenant's users, purge with proof, export and import, the audit trail.
+
+Purge and export are the two use cases here that run their own transactions rather than the
+request's: a purge's proof is a count taken *after* its commit, in a new transaction, and an
+export streams after the request's handler returned, from one consistent snapshot
+(REPEATABLE READ). Both are also run by the `mneme admin` commands, which have no
+request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.accounts.repository import AccountRepository
+from service.admin.errors import ConfirmationMismatch, ImportLineInvalid, UserNotEmpty
+from service.admin.plan import ACCOUNT_TABLE, AUDIT_TABLE, PurgePlan, TableRule, children_first
+from service.admin.repository import (
+    JOBS_TABLE,
+    ORG_PROVENANCE,
+    AdminRepository,
+    UserRow,
+    UserScope,
+)
+from service.admin.schemas import (
+    AuditEntryRead,
+    ImportReport,
+    MemoryCounts,
+    PurgeReport,
+    RetentionPolicy,
+    UserOverview,
+)
+from service.audit.service import AuditTrail
+from service.auth.principal import Principal
+from service.db import SET_TENANT_SQL, tenant_transaction
+from service.errors import NotFound
+from service.kit.pagination import (
+    Page,
+    decode_cursor,
+    decode_newest_first_cursor,
+    encode_cursor,
+    newest_first_cursor,
+)
+
+logger = logging.getLogger("mneme.admin")
+
+IMPORT_BATCH = 100
+EXPORT_FORMAT = "mneme-user-export"
+EXPORT_VERSION = 1
+HEADER_TYPE = "header"
+
+Progress = Callable[[str, int], None]
+"""Told each table's count as a purge goes (the CLI prints a progress line from it)."""
+
+
+def _overview(row: UserRow) -> UserOverview:
+    return UserOverview(
+        id=row.id,
+        name=row.name,
+        email=row.email,
+        created_at=row.created_at,
+        last_seen_at=row.last_seen_at,
+        last_active_at=row.last_active_at,
+        memories=MemoryCounts(
+            semantic=row.semantic, episodic=row.episodic, procedural=row.procedural
+        ),
+        threads=row.threads,
+        messages=row.messages,
+    )
+
+
+class AdminService:
+    """The use cases that run in the request's transaction."""
+
+    def __init__(self, repository: AdminRepository, audit: AuditTrail, tenant_id: str) -> None:
+        self._repository = repository
+        self._audit = audit
+        self._tenant_id = tenant_id
+
+    async def list_users(
+        self,
+        *,
+        cursor: str | None,
+        limit: int,
+        active_after: datetime | None,
+        active_before: datetime | None,
+    ) -> Page[UserOverview]:
+        after_id = None if cursor is None else str(decode_cursor(cursor, arity=1)[0])
+        rows = await self._repository.users(
+            after_id=after_id,
+            active_after=active_after,
+            active_before=active_before,
+            limit=limit + 1,
+        )
+        next_cursor = encode_cursor([rows[limit - 1].id]) if len(rows) > limit else None
+        return Page(items=[_overview(r) for r in rows[:limit]], next_cursor=next_cursor)
+
+    async def get_user(self, user_id: str) -> UserOverview:
+        rows = await self._repository.users(user_id=user_id)
+        if not rows:
+            raise NotFound(f"User {user_id!r} is not known in this tenant.")
+        return _overview(rows[0])
+
+    async def audit(
+        self,
+        *,
+        cursor: str | None,
+        limit: int,
+        actor_id: str | None,
+        action: str | None,
+        target_type: str | None,
+        target_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> Page[AuditEntryRead]:
+        rows = await self._repository.audit_page(
+            actor_id=actor_id,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+            since=since,
+            until=until,
+            before=decode_newest_first_cursor(cursor),
+            limit=limit + 1,
+        )
+        return Page(
+            items=[AuditEntryRead.model_validate(r._asdict()) for r in rows[:limit]],
+            next_cursor=newest_first_cursor(rows, limit),
+        )
+
+    async def retention(self) -> RetentionPolicy:
+        return RetentionPolicy.model_validate(await self._repository.retention())
+
+    async def set_retention(self, policy: RetentionPolicy) -> RetentionPolicy:
+        """Replace the tenant's retention policy; the next sweep applies it."""
+        await AccountRepository(self._repository.session, self._tenant_id).ensure_tenant()
+        before = await self._repository.retention()
+        await self._repository.set_retention(policy.model_dump())
+        await self._audit.record(
+            "admin.retention_set",
+            target_type="tenant",
+            target_id=self._tenant_id,
+            detail={"before": before, "after": policy.model_dump()},
+        )
+        return policy
+
+    async def import_user(self, user_id: str, lines: AsyncIterator[bytes]) -> ImportReport:
+        """Restore a user from an export (see docs/export-format.md): every record inserted as
+        it was, ids and timestamps kept, in this one transaction. Any bad line raises
+        `ImportLineInvalid` naming it, and the transaction — so the whole import — rolls back.
+        The user must hold nothing yet (409 `USER_NOT_EMPTY`)."""
+        repository = self._repository
+        await AccountRepository(repository.session, self._tenant_id).ensure_tenant()
+        await repository.lock_user_writes(user_id)
+        plan = await repository.plan()
+        scope = await repository.user_scope(plan, user_id)
+        held = await _count_user_rows(repository, plan, scope)
+        if any(held.values()):
+            raise UserNotEmpty(
+                f"User {user_id!r} already has data here; purge it first or import elsewhere.",
+                counts={k: v for k, v in held.items() if v},
+            )
+        importer = _Importer(plan, self._tenant_id, user_id)
+        batch = _Batch(repository, plan)
+        number = 0
+        async for raw in lines:
+            number += 1
+            if not raw.strip():
+                continue
+            table, row = importer.check(number, raw)
+            if table is not None:
+                await batch.add(number, table, row)
+        await batch.flush()
+        importer.finish(number)
+        await self._audit.record(
+            "admin.user_import",
+            target_type="user",
+            target_id=user_id,
+            detail={"imported": importer.counts},
+        )
+        return ImportReport(user_id=user_id, imported=importer.counts)
+
+
+class UserLifecycle:
+    """Purge (of a user or the whole tenant) and export, each in its own transactions."""
+
+    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], actor: Principal) -> None:
+        self._sessionmaker = sessionmaker
+        self._actor = actor
+        self._tenant_id = actor.tenant_id
+
+    async def purge_user(self, user_id: str, on_progress: Progress | None = None) -> PurgeReport:
+        """Delete every row of the user in every user-bearing table in one transaction, then
+        count what is left in a new one. 404 when the user had nothing."""
+        tell = on_progress or (lambda _table, _count: None)
+        async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+            repository = AdminRepository(session, self._tenant_id)
+            # Taken first: a write-path pass holding it commits before we read anything.
+            await repository.lock_user_writes(user_id)
+            plan = await repository.plan()
+            scope = await repository.user_scope(plan, user_id)
+            deleted: dict[str, int] = {}
+            deleted[JOBS_TABLE] = await repository.delete_queued_jobs(scope)
+            tell(JOBS_TABLE, deleted[JOBS_TABLE])
+            redacted = {ORG_PROVENANCE: await repository.redact_org_provenance(scope)}
+            for rule in plan.rules:
+                deleted[rule.name] = await repository.delete_rows(rule, scope)
+                tell(rule.name, deleted[rule.name])
+            for table in plan.special:
+                deleted[table.name] = await repository.delete_special(table.name, scope)
+                tell(table.name, deleted[table.name])
+            if not any(deleted.values()) and not any(redacted.values()):
+                raise NotFound(f"User {user_id!r} has nothing stored in this tenant.")
+            entry = await AuditTrail(session, self._actor).record(
+                "admin.user_purge",
+                target_type="user",
+                target_id=user_id,
+                detail={"deleted": deleted, "redacted": redacted},
+            )
+            audit_id, purged_at = entry.id, datetime.now(UTC)
+        remaining = await self.remaining(plan, scope)
+        return PurgeReport(
+            tenant_id=self._tenant_id,
+            user_id=user_id,
+            deleted=deleted,
+            redacted=redacted,
+            remaining=remaining,
+            verified=not any(remaining.values()),
+            audit_id=audit_id,
+            purged_at=purged_at,
+        )
+
+    async def remaining(self, plan: PurgePlan, scope: UserScope) -> dict[str, int]:
+        """What each table still holds for the user, counted in a transaction of its own."""
+        async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+            repository = AdminRepository(session, self._tenant_id)
+            remaining = await _count_user_rows(repository, plan, scope)
+            remaining[JOBS_TABLE] = await repository.count_queued_jobs(scope)
+            remaining[ORG_PROVENANCE] = await repository.count_org_provenance(scope)
+        return remaining
+
+    async def purge_tenant(self, confirm: str, on_progress: Progress | None = None) -> PurgeReport:
+        """Delete every row of the tenant in every table under row-level security (and its
+        queued jobs), then count what is left. The tenant's audit trail goes with it, so the
+        record of this purge is the response and the service log."""
+        if confirm != self._tenant_id:
+            raise ConfirmationMismatch(
+                "Pass `confirm` set to the id of the tenant being purged (your token's tenant)."
+            )
+        tell = on_progress or (lambda _table, _count: None)
+        async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+            repository = AdminRepository(session, self._tenant_id)
+            tables = {t.name: t for t in await repository.catalogue()}
+            deleted = {JOBS_TABLE: await repository.delete_tenant_jobs()}
+            for name in children_first(tables):
+                deleted[name] = await repository.delete_tenant_rows(tables[name])
+                tell(name, deleted[name])
+            if not any(deleted.values()):
+                raise NotFound(f"Tenant {self._tenant_id!r} has nothing stored.")
+        purged_at = datetime.now(UTC)
+        logger.warning(
+            "tenant %s purged by %s:%s: %s",
+            self._tenant_id,
+            self._actor.kind,
+            self._actor.subject,
+            json.dumps(deleted, sort_keys=True),
+        )
+        async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+            repository = AdminRepository(session, self._tenant_id)
+            remaining = {name: await repository.count_tenant_rows(t) for name, t in tables.items()}
+            remaining[JOBS_TABLE] = await repository.count_tenant_jobs()
+        return PurgeReport(
+            tenant_id=self._tenant_id,
+            deleted=deleted,
+            remaining=remaining,
+            verified=not any(remaining.values()),
+            purged_at=purged_at,
+        )
+
+    async def open_export(self, user_id: str) -> UserExport:
+        """Start an export: opens its snapshot (one REPEATABLE READ transaction, so the header's
+        counts and the records agree) and counts the records (404 when the user is unknown).
+        The snapshot ends when `lines()` is exhausted or closed, so the caller must iterate it."""
+        stack = AsyncExitStack()
+        try:
+            session = await stack.enter_async_context(self._sessionmaker())
+            await stack.enter_async_context(session.begin())
+            await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            await session.execute(SET_TENANT_SQL, {"tenant_id": self._tenant_id})
+            repository = AdminRepository(session, self._tenant_id)
+            plan = await repository.plan()
+            scope = await repository.user_scope(plan, user_id)
+            counts = {rule.name: await repository.count_rows(rule, scope) for rule in plan.rules}
+            counts[AUDIT_TABLE] = await repository.count_special(AUDIT_TABLE, scope)
+            if not counts.get(ACCOUNT_TABLE):
+                raise NotFound(f"User {user_id!r} is not known in this tenant.")
+            if self._actor.is_admin:
+                # An `admin.*` action: the operator's records, which purge keeps and exports
+                # leave out. It commits when the export's transaction ends.
+                await AuditTrail(session, self._actor).record(
+                    "admin.user_export",
+                    target_type="user",
+                    target_id=user_id,
+                    detail={"counts": counts},
+                )
+        except BaseException:
+            await stack.aclose()
+            raise
+        return UserExport(stack, repository, plan, scope, counts)
+
+
+@dataclass
+class UserExport:
+    """An export in progress: one snapshot, streamed as NDJSON lines."""
+
+    _stack: AsyncExitStack
+    _repository: AdminRepository
+    plan: PurgePlan
+    scope: UserScope
+    counts: dict[str, int]
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "type": HEADER_TYPE,
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "tenant_id": self.scope.tenant_id,
+            "user_id": self.scope.user_id,
+            "exported_at": datetime.now(UTC).isoformat(),
+            "counts": self.counts,
+        }
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        try:
+            yield _line(self.header())
+            for rule in self.plan.export_order:
+                async for record in self._repository.stream_records(rule, self.scope):
+                    yield (record + "\n").encode()
+            audit_table = self.plan.tables[AUDIT_TABLE]
+            async for record in self._repository.stream_audit(audit_table, self.scope):
+                yield (record + "\n").encode()
+        finally:
+            await self._stack.aclose()
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+async def _count_user_rows(
+    repository: AdminRepository, plan: PurgePlan, scope: UserScope
+) -> dict[str, int]:
+    counts = {rule.name: await repository.count_rows(rule, scope) for rule in plan.rules}
+    for table in plan.special:
+        counts[table.name] = await repository.count_special(table.name, scope)
+    return counts
+
+
+class _Importer:
+    """Checks each import line against the format and the user it is imported for."""
+
+    def __init__(self, plan: PurgePlan, tenant_id: str, user_id: str) -> None:
+        self._rules: dict[str, TableRule] = {r.name: r for r in plan.rules}
+        # Parent table → the key its children reference, to check children name a parent
+        # imported before them.
+        self._parent_key_columns = {
+            r.parent: r.parent_key for r in plan.rules if r.parent and r.parent_key
+        }
+        self._tenant_id = tenant_id
+        self._user_id = user_id
+        self._header: dict[str, Any] | None = None
+        self._parent_keys: dict[str, set[str]] = {}
+        self.counts: dict[str, int] = {}
+
+    def check(self, number: int, raw: bytes) -> tuple[str | None, dict[str, Any]]:
+        try:
+            record = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise _line_error(number, "not a JSON object") from None
+        if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+            raise _line_error(number, "a record is a JSON object with a string `type`")
+        kind = record["type"]
+        if self._header is None:
+            self._header = self._check_header(number, record)
+            return None, {}
+        data = record.get("data")
+        if not isinstance(data, dict):
+            raise _line_error(number, "a record's `data` is a JSON object")
+        if kind == AUDIT_TABLE:
+            self._check_audit(number, data)
+        elif kind in self._rules:
+            self._check_owned(number, self._rules[kind], data)
+        else:
+            raise _line_error(number, f"unknown record type {kind!r}")
+        data["tenant_id"] = self._tenant_id
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        return kind, data
+
+    def _check_header(self, number: int, record: dict[str, Any]) -> dict[str, Any]:
+        if record["type"] != HEADER_TYPE or record.get("format") != EXPORT_FORMAT:
+            raise _line_error(number, f"the first line must be the `{EXPORT_FORMAT}` header")
+        if record.get("version") != EXPORT_VERSION:
+            raise _line_error(number, f"format version {record.get('version')!r} is not supported")
+        if record.get("user_id") != self._user_id:
+            raise _line_error(
+                number, f"the export is of user {record.get('user_id')!r}, not {self._user_id!r}"
+            )
+        if not isinstance(record.get("counts"), dict):
+            raise _line_error(number, "the header's `counts` is missing")
+        return record
+
+    def _check_owned(self, number: int, rule: TableRule, data: dict[str, Any]) -> None:
+        value = data.get(rule.column)
+        if rule.kind == "parent":
+            assert rule.parent is not None
+            if str(value) not in self._parent_keys.get(rule.parent, set()):
+                raise _line_error(
+                    number,
+                    f"{rule.name}.{rule.column} names no {rule.parent} imported before it",
+                )
+        elif value != self._user_id:
+            raise _line_error(number, f"{rule.name}.{rule.column} is not {self._user_id!r}")
+        key_column = self._parent_key_columns.get(rule.name)
+        if key_column is not None:
+            self._parent_keys.setdefault(rule.name, set()).add(str(data.get(key_column)))
+
+    def _check_audit(self, number: int, data: dict[str, Any]) -> None:
+        action, detail = str(data.get("action", "")), data.get("detail")
+        about_user = (
+            data.get("target_type") in ("user", "profile")
+            and data.get("target_id") == self._user_id
+        ) or (isinstance(detail, dict) and detail.get("user_id") == self._user_id)
+        if action.startswith("admin.") or not about_user:
+            raise _line_error(number, "an audit record must be about this user's data")
+
+    def finish(self, lines: int) -> None:
+        if self._header is None:
+            raise _line_error(max(lines, 1), "the import is empty: no header line")
+        declared = {k: v for k, v in self._header["counts"].items() if v}
+        if declared != self.counts:
+            raise _line_error(
+                lines,
+                f"the header announced {declared} records but the file holds {self.counts}",
+            )
+
+
+class _Batch:
+    """Consecutive records of one type (and the same columns), inserted in one statement: at
+    most `IMPORT_BATCH`, since a memory costs milliseconds of vector-index maintenance and one
+    statement must stay well within the statement timeout.
+
+    Each batch runs in a savepoint. When the database refuses it, the batch is rolled back and
+    its rows are inserted one by one, each in a savepoint of its own, to name the line it
+    refused; the import then fails as a whole."""
+
+    def __init__(self, repository: AdminRepository, plan: PurgePlan) -> None:
+        self._repository = repository
+        self._plan = plan
+        self._key: tuple[str, frozenset[str]] | None = None
+        self._rows: list[tuple[int, dict[str, Any]]] = []
+
+    async def add(self, number: int, table: str, row: dict[str, Any]) -> None:
+        key = (table, frozenset(row))
+        if key != self._key or len(self._rows) >= IMPORT_BATCH:
+            await self.flush()
+            self._key = key
+        self._rows.append((number, row))
+
+    async def flush(self) -> None:
+        if self._key is None or not self._rows:
+            return
+        table = self._plan.tables[self._key[0]]
+        session = self._repository.session
+        try:
+            async with session.begin_nested():
+                await self._repository.insert_rows(table, [row for _, row in self._rows])
+        except DBAPIError:
+            for number, row in self._rows:
+                try:
+                    async with session.begin_nested():
+                        await self._repository.insert_rows(table, [row])
+                except DBAPIError as exc:
+                    raise _line_error(
+                        number, f"the database refused the record: {_reason(exc)}"
+                    ) from None
+            raise
+        self._rows = []
+
+
+def _line_error(number: int, reason: str) -> ImportLineInvalid:
+    return ImportLineInvalid(f"Line {number}: {reason}. Nothing was imported.", line=number)
+
+
+def _reason(exc: DBAPIError) -> str:
+    message = str(getattr(exc.orig, "args", [""])[0] or exc.orig)
+    return message.splitlines()[0][:300] if message else type(exc.orig).__name__

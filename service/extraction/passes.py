@@ -1,0 +1,144 @@
+"""What every write-path pass shares: reading where a thread's passes got to, and one
+transaction per write with the memory and profile services acting as the pass.
+
+Every pass acts as a system principal whose admin flag is the one the appending request's
+principal had (carried in the job payload), so org memory is written only for admins however
+the model answers. A pass writes in one transaction holding the owner's write lock, after
+checking that no other pass moved the thread's cursor since it read: two passes racing on a
+thread write once (the loser reports `superseded` and reads again).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.auth.principal import Principal
+from service.config import Settings
+from service.db import tenant_transaction
+from service.extraction.repository import ExtractionRepository
+from service.kit.post_commit import BackgroundRunner, PostCommitTasks
+from service.memories.dependencies import build_memory_recorder, build_memory_search
+from service.memories.embedding import EmbeddingBackfill
+from service.memories.search import MemorySearch
+from service.memories.writer import DerivedMemoryWriter
+from service.profile.dependencies import build_profile_service
+from service.profile.service import ProfileService
+from service.threads.models import Message
+
+EXTRACTOR_ACTOR = "mneme:extractor"
+TURNS_ACTOR = "mneme:turns"
+# The actors the write path writes memories as; any other actor on a memory's history wrote
+# or changed it deliberately.
+WRITE_PATH_ACTORS = (EXTRACTOR_ACTOR, TURNS_ACTOR)
+# Messages before a window shown to the model for context (already processed).
+CONTEXT_MESSAGES = 4
+# Messages read per round; a longer backlog is read again after it is processed.
+READ_LIMIT = 1000
+# Rounds per job: a pass that lost a race re-reads; bounded so a job always ends.
+MAX_ROUNDS = 10
+SOURCE_IDS_MAX = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A thread's messages after its cursor, and the few before it for context."""
+
+    user_id: str
+    after: int  # the cursor: seq of the last processed message, -1 before the first pass
+    context: list[Message]
+    pending: list[Message]
+    truncated: bool
+
+
+@dataclass
+class Unit:
+    """One transaction of a pass, with the services it writes through."""
+
+    session: AsyncSession
+    repository: ExtractionRepository
+    memories: DerivedMemoryWriter
+    search: MemorySearch
+    profiles: ProfileService
+
+    async def cursor_moved(self, thread_id: uuid.UUID, after: int) -> bool:
+        """Whether what the pass read is stale: another pass moved the thread's cursor since
+        this one read it at `after`, or the thread is gone (deleted or purged while the model
+        was answering). Called under the owner's write lock, which a purge holds too, so a
+        purge that committed first is seen here and nothing of the purged user is written
+        again."""
+        if await self.repository.thread_owner(thread_id) is None:
+            return True
+        cursor = await self.repository.cursor(thread_id)
+        return (-1 if cursor is None else cursor.through_seq) != after
+
+
+def writer_principal(tenant_id: str, actor: str, *, org_writes: bool) -> Principal:
+    """The principal a pass writes as: the service itself, admin exactly when the appending
+    request's principal was (the flag its job payload carries)."""
+    return Principal(
+        tenant_id=tenant_id,
+        subject=actor,
+        kind="service",
+        credential="api_key",
+        is_admin=org_writes,
+    )
+
+
+class PassRunner:
+    """Opens the transactions the passes of one process read and write in."""
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        settings: Settings,
+        backfill: EmbeddingBackfill,
+        background: BackgroundRunner,
+    ) -> None:
+        self.sessionmaker = sessionmaker
+        self.settings = settings
+        self.backfill = backfill
+        self._background = background
+
+    @asynccontextmanager
+    async def unit(self, tenant_id: str, actor: str, *, org_writes: bool) -> AsyncIterator[Unit]:
+        """A transaction with the memory and profile services acting as the pass; work those
+        services defer until after the commit (embedding retries) starts once it committed."""
+        post_commit = PostCommitTasks()
+        principal = writer_principal(tenant_id, actor, org_writes=org_writes)
+        async with tenant_transaction(self.sessionmaker, tenant_id) as session:
+            yield Unit(
+                session=session,
+                repository=ExtractionRepository(session, tenant_id),
+                memories=DerivedMemoryWriter(
+                    build_memory_recorder(session, principal, self.backfill, post_commit)
+                ),
+                search=build_memory_search(session, principal, self.backfill, self.settings),
+                profiles=build_profile_service(session, principal, self.settings),
+            )
+        for task in post_commit.take():
+            self._background.start(task)
+
+    async def read(self, tenant_id: str, thread_id: uuid.UUID) -> Pending | None:
+        """The thread's messages after its cursor (None when the thread is gone)."""
+        async with tenant_transaction(self.sessionmaker, tenant_id) as session:
+            repository = ExtractionRepository(session, tenant_id)
+            user_id = await repository.thread_owner(thread_id)
+            if user_id is None:
+                return None
+            cursor = await repository.cursor(thread_id)
+            after = -1 if cursor is None else cursor.through_seq
+            first = max(after + 1 - CONTEXT_MESSAGES, 0)
+            limit = READ_LIMIT + (after + 1 - first)
+            messages = await repository.messages_between(thread_id, first, limit=limit)
+        return Pending(
+            user_id=user_id,
+            after=after,
+            context=[m for m in messages if m.seq <= after],
+            pending=[m for m in messages if m.seq > after],
+            truncated=len(messages) == limit,
+        )

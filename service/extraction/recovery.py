@@ -1,0 +1,212 @@
+"""Background work that gave up, queued again: the per-tenant sweep, and an operator's rerun.
+
+A job that works on a thread (extraction, turn storage, a summary) is retried with backoff a
+few times and then gives up; its thread's messages stay, but nothing would process them until
+the next append, and a conversation that ended during a model outage has none. So:
+
+* **The sweep.** When a job gives up, the worker's failure hook schedules the tenant's sweep
+  (`WRITE_PATH_SWEEP_JOB`, a durable pgqueuer job). The sweep finds the tenant's threads whose
+  job of some kind gave up since the thread last progressed (`STRANDED_SQL`) and queues a fresh
+  job of that kind for each once its backoff has passed: `write_path_sweep_interval_seconds`
+  after it gave up, doubling with every time it was queued again without progress (at most
+  `write_path_sweep_max_backoff_seconds`). While threads wait for their backoff, the sweep
+  schedules itself again for the earliest of them; once none is left it stops. Per-tenant
+  scheduling keeps every read under the tenant's row-level security (a global scan would have
+  to read across tenants).
+* **Rerun.** An admin (`POST /v1/admin/jobs/rerun`) or an operator (`mneme admin
+  rerun-extraction`) queues fresh write-path and summary jobs for one thread or all of a
+  user's threads at once.
+
+Every job queued here is fresh (none of another job's spent attempts) and recorded as a
+`job.requeued` audit entry. A rerun never lets a pass write organization memory; the sweep
+gives a job back the org permission the job that gave up had.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from service.config import Settings
+from service.db import tenant_transaction
+from service.extraction.health import write_path_mode
+from service.extraction.record import RequeueRecord
+from service.extraction.repository import ExtractionRepository
+from service.jobs import (
+    MEMORY_EXTRACTION_JOB,
+    THREAD_SUMMARY_JOB,
+    TURN_MEMORIES_JOB,
+    JobHandler,
+    enqueue_memory_extraction,
+    enqueue_thread_summary,
+    enqueue_turn_memories,
+)
+from service.jobs.sweep import WRITE_PATH_SWEEP_JOB, enqueue_write_path_sweep
+from service.providers.llm import ChatModel
+from service.threads.errors import ThreadNotFound
+from service.threads.service import summarization_status
+
+logger = logging.getLogger("mneme.extraction.recovery")
+
+RECOVERY_ACTOR = "mneme:recovery"
+# Most threads one rerun queues work for (a user's most recently active first).
+RERUN_MAX_THREADS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """The (thread, kind) jobs a sweep queued, and when it runs next (None: not again)."""
+
+    queued: list[tuple[uuid.UUID, str]] = field(default_factory=list)
+    next_run: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RerunResult:
+    threads: list[uuid.UUID]
+    kinds: list[str]
+
+
+class WritePathRecovery:
+    """Queues a tenant's stranded thread work again (see the module docstring)."""
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        settings: Settings,
+        chat_model: ChatModel | None,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._settings = settings
+        self._mode = write_path_mode(settings, chat_model)
+        self._summaries = (
+            settings.jobs_enabled and summarization_status(settings, chat_model).enabled
+        )
+        self.interval = timedelta(seconds=settings.write_path_sweep_interval_seconds)
+        self._max_backoff = timedelta(seconds=settings.write_path_sweep_max_backoff_seconds)
+
+    def backoff(self, requeues: int) -> timedelta:
+        """How long after giving up a thread's work is queued again, having been queued again
+        `requeues` times since the thread last progressed."""
+        return min(self.interval * (1 << min(requeues, 32)), self._max_backoff)
+
+    def _write_path_kind(self) -> str | None:
+        if self._mode == "llm":
+            return MEMORY_EXTRACTION_JOB
+        if self._mode == "turns":
+            return TURN_MEMORIES_JOB
+        return None
+
+    async def _queue(
+        self,
+        session: AsyncSession,
+        tenant_id: str,
+        thread_id: uuid.UUID,
+        kind: str,
+        *,
+        org_writes: bool,
+    ) -> None:
+        if kind == MEMORY_EXTRACTION_JOB:
+            await enqueue_memory_extraction(session, tenant_id, thread_id, org_writes=org_writes)
+        elif kind == TURN_MEMORIES_JOB:
+            await enqueue_turn_memories(session, tenant_id, thread_id)
+        else:
+            await enqueue_thread_summary(session, tenant_id, thread_id)
+
+    def _current_kind(self, kind: str) -> str | None:
+        """The kind of job that does now what a job of `kind` did (the write path's mode may
+        have changed since), or None when that work is off."""
+        if kind == THREAD_SUMMARY_JOB:
+            return kind if self._summaries else None
+        return self._write_path_kind()
+
+    async def sweep(self, tenant_id: str, *, now: datetime | None = None) -> SweepResult:
+        """Queue fresh jobs for the tenant's stranded threads whose backoff has passed, and
+        schedule the next sweep while others still wait."""
+        now = now or datetime.now(UTC)
+        queued: list[tuple[uuid.UUID, str]] = []
+        next_run: datetime | None = None
+        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+            repository = ExtractionRepository(session, tenant_id)
+            for stranded in await repository.stranded(THREAD_SUMMARY_JOB):
+                kind = self._current_kind(stranded.kind)
+                if kind is None:
+                    continue
+                due = stranded.failed_at + self.backoff(stranded.requeues)
+                if due > now:
+                    next_run = due if next_run is None else min(next_run, due)
+                    continue
+                await self._queue(
+                    session, tenant_id, stranded.thread_id, kind, org_writes=stranded.org_writes
+                )
+                # Recorded under the kind that gave up, so its backoff keeps counting.
+                await repository.record_requeue(
+                    RECOVERY_ACTOR,
+                    stranded.thread_id,
+                    RequeueRecord(user_id=stranded.user_id, kind=stranded.kind, reason="sweep"),
+                )
+                queued.append((stranded.thread_id, kind))
+            if next_run is not None:
+                await enqueue_write_path_sweep(session, tenant_id, delay=next_run - now)
+        if queued:
+            logger.info("sweep of tenant %s queued %d stranded jobs", tenant_id, len(queued))
+        return SweepResult(queued=queued, next_run=next_run)
+
+    async def rerun(
+        self, session: AsyncSession, tenant_id: str, user_id: str, thread_id: uuid.UUID | None
+    ) -> RerunResult:
+        """Queue fresh write-path and summary jobs, in `session`'s tenant transaction, for the
+        user's thread (or all the user's threads with messages, the most recently active first,
+        at most `RERUN_MAX_THREADS`). No kinds when background work is off."""
+        kinds = [
+            kind
+            for kind in (self._write_path_kind(), THREAD_SUMMARY_JOB if self._summaries else None)
+            if kind is not None
+        ]
+        repository = ExtractionRepository(session, tenant_id)
+        threads = await repository.threads_of(user_id, thread_id, limit=RERUN_MAX_THREADS)
+        for thread in threads:
+            for kind in kinds:
+                await self._queue(session, tenant_id, thread, kind, org_writes=False)
+                await repository.record_requeue(
+                    RECOVERY_ACTOR,
+                    thread,
+                    RequeueRecord(user_id=user_id, kind=kind, reason="rerun"),
+                )
+        return RerunResult(threads=threads, kinds=kinds)
+
+
+class RerunInTransaction:
+    """`WritePathRecovery.rerun` bound to one request's tenant transaction."""
+
+    def __init__(self, recovery: WritePathRecovery, session: AsyncSession, tenant_id: str) -> None:
+        self._recovery = recovery
+        self._session = session
+        self._tenant_id = tenant_id
+
+    async def rerun(self, user_id: str, thread_id: uuid.UUID | None) -> RerunResult:
+        """As `WritePathRecovery.rerun`; a named thread that is not the user's (or has no
+        messages) is a 404."""
+        result = await self._recovery.rerun(self._session, self._tenant_id, user_id, thread_id)
+        if thread_id is not None and not result.threads:
+            raise ThreadNotFound(f"No thread {thread_id} of this user with messages.")
+        return result
+
+
+def write_path_sweep_job(recovery: WritePathRecovery) -> JobHandler:
+    """The handler of `WRITE_PATH_SWEEP_JOB`."""
+
+    async def handle(payload: Mapping[str, str]) -> None:
+        await recovery.sweep(payload["tenant_id"])
+
+    return handle
+
+
+def recovery_jobs(recovery: WritePathRecovery) -> dict[str, JobHandler]:
+    """The job handlers this module adds to the worker."""
+    return {WRITE_PATH_SWEEP_JOB: write_path_sweep_job(recovery)}

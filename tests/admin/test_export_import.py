@@ -1,0 +1,149 @@
+"""Export (NDJSON, header + typed records) and import: export → purge → import → export gives
+the same records; a bad line names itself and nothing is written."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from httpx import AsyncClient
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.config import Settings
+from tests.admin.conftest import rows_of, seed_user
+from tests.conftest import assert_problem, bearer
+
+NDJSON = {"content-type": "application/x-ndjson"}
+
+
+async def export_lines(client: AsyncClient, headers: dict[str, str], user: str) -> list[Any]:
+    response = await client.get(f"/v1/users/{user}/export", headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    return [json.loads(line) for line in response.text.splitlines()]
+
+
+def by_type(records: list[Any]) -> dict[str, list[Any]]:
+    grouped: dict[str, list[Any]] = {}
+    for record in records[1:]:
+        grouped.setdefault(record["type"], []).append(record["data"])
+    return grouped
+
+
+async def test_export_has_a_header_with_counts_and_every_kind_of_record(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    ada = await seed_user(client, settings, owner_engine, tenant, "ada")
+
+    records = await export_lines(client, ada.headers, "me")
+
+    header = records[0]
+    assert (header["type"], header["format"], header["version"]) == (
+        "header",
+        "mneme-user-export",
+        1,
+    )
+    grouped = by_type(records)
+    assert header["counts"] == {kind: len(grouped.get(kind, [])) for kind in header["counts"]}
+    assert len(grouped["memory"]) == 2 and len(grouped["memory_event"]) == 3
+    assert len(grouped["thread"]) == 2 and len(grouped["message"]) == 4
+    assert len(grouped["thread_summary"]) == 2 and len(grouped["extraction_cursor"]) == 2
+    assert grouped["profile"][0]["document"] == {"city": "ada-town"}
+    assert grouped["user_account"][0]["email"] == "ada@x.io"
+    assert {e["action"] for e in grouped["audit_log"]} >= {"profile.patch", "extraction.pass"}
+    memory = grouped["memory"][0]
+    assert "tsv" not in memory and "content_hash" not in memory
+    assert memory["embedding"] is None or memory["embedding"].startswith("[")
+    order = [r["type"] for r in records[1:]]
+    assert order.index("user_account") < order.index("thread") < order.index("message")
+
+
+async def test_only_the_user_or_an_admin_may_export(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    bob = bearer(settings, tenant, "bob")
+    assert_problem(await client.get("/v1/users/ada/export", headers=bob), 404, "NOT_FOUND")
+    service = bearer(settings, tenant, "agent", service=True)
+    assert_problem(await client.get("/v1/users/ada/export", headers=service), 403, "FORBIDDEN")
+    admin = bearer(settings, tenant, "root", admin=True)
+    assert (await client.get("/v1/users/ada/export", headers=admin)).status_code == 200
+    missing = await client.get("/v1/users/nobody/export", headers=admin)
+    assert_problem(missing, 404, "NOT_FOUND")
+
+
+async def test_export_purge_import_export_gives_the_same_records(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    first = await export_lines(client, admin, "ada")
+    body = "".join(json.dumps(record) + "\n" for record in first)
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+
+    imported = await client.post(
+        "/v1/admin/users/ada/import", headers={**admin, **NDJSON}, content=body
+    )
+
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["imported"] == {k: v for k, v in first[0]["counts"].items() if v}
+    second = await export_lines(client, admin, "ada")
+    assert second[0]["counts"] == first[0]["counts"]
+    assert second[1:] == first[1:]
+    search = await client.post(
+        "/v1/users/ada/memories/search",
+        headers=bearer(settings, tenant, "agent", service=True),
+        json={"query": "green tea"},
+    )
+    assert [h["memory"]["text"] for h in search.json()["hits"]][:1] == ["ada likes green tea"]
+
+
+async def test_import_into_a_user_with_data_is_a_conflict(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    records = await export_lines(client, admin, "ada")
+    body = "".join(json.dumps(record) + "\n" for record in records)
+    response = await client.post(
+        "/v1/admin/users/ada/import", headers={**admin, **NDJSON}, content=body
+    )
+    assert_problem(response, 409, "USER_NOT_EMPTY")
+
+
+async def test_a_bad_line_is_named_and_nothing_is_written(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    records = await export_lines(client, admin, "ada")
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    lines = [json.dumps(record) for record in records]
+    cases = {
+        5: "{not json",
+        6: json.dumps({"type": "spaceship", "data": {}}),
+        7: json.dumps({"type": "memory", "data": {**records[6]["data"], "user_id": "mallory"}}),
+    }
+    for number, bad in cases.items():
+        broken = [*lines[: number - 1], bad, *lines[number:]]
+        response = await client.post(
+            "/v1/admin/users/ada/import",
+            headers={**admin, **NDJSON},
+            content="\n".join(broken) + "\n",
+        )
+        body = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+        assert body["line"] == number and f"Line {number}" in body["detail"]
+        assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+    typed_wrong = [*lines]
+    memory_line = next(i for i, r in enumerate(records) if r["type"] == "memory")
+    typed_wrong[memory_line] = json.dumps(
+        {"type": "memory", "data": {**records[memory_line]["data"], "confidence": 7}}
+    )
+    response = await client.post(
+        "/v1/admin/users/ada/import",
+        headers={**admin, **NDJSON},
+        content="\n".join(typed_wrong) + "\n",
+    )
+    body = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+    assert body["line"] == memory_line + 1
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}

@@ -1,0 +1,133 @@
+"""Retention: the per-tenant policy (admin API), the sweep that removes expired and too-old
+rows of that tenant only, its metric, and its cron schedule in pgqueuer."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.admin.retention import (
+    RETENTION_SWEEP_JOB,
+    TENANT_IDS_SQL,
+    RetentionScheduler,
+    RetentionSweeper,
+)
+from service.config import Settings
+from service.db import create_sessionmaker
+from service.observability import Metrics
+from tests.admin.conftest import seed_user
+from tests.conftest import assert_problem, bearer, new_tenant
+
+
+async def test_admins_set_the_tenants_retention_policy(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    unset = await client.get("/v1/admin/retention", headers=admin)
+    assert unset.json() == {"episodic_days": None, "messages_days": None, "summaries_days": None}
+
+    policy = {"episodic_days": 30, "messages_days": 90, "summaries_days": None}
+    assert (await client.put("/v1/admin/retention", headers=admin, json=policy)).json() == policy
+    assert (await client.get("/v1/admin/retention", headers=admin)).json() == policy
+
+    zero = await client.put("/v1/admin/retention", headers=admin, json={"episodic_days": 0})
+    assert_problem(zero, 422, "VALIDATION_FAILED")
+    user = bearer(settings, tenant, "ada")
+    assert_problem(await client.get("/v1/admin/retention", headers=user), 403, "FORBIDDEN")
+    audit = await client.get(
+        "/v1/admin/audit", headers=admin, params={"action": "admin.retention_set"}
+    )
+    [entry] = audit.json()["items"]
+    assert entry["detail"]["after"] == policy and entry["request_id"]
+
+
+async def test_the_sweep_removes_expired_and_too_old_rows_of_each_tenant_only(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    other_tenant = new_tenant()
+    for tenant_id in (tenant, other_tenant):
+        await seed_user(client, settings, owner_engine, tenant_id, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    policy = {"episodic_days": 30, "messages_days": 30, "summaries_days": 10}
+    assert (await client.put("/v1/admin/retention", headers=admin, json=policy)).status_code == 200
+    old = datetime.now(UTC) - timedelta(days=60)
+    async with owner_engine.begin() as connection:
+        for tenant_id in (tenant, other_tenant):
+            params = {"t": tenant_id, "old": old, "past": datetime.now(UTC) - timedelta(hours=1)}
+            await connection.execute(
+                text(
+                    "UPDATE memory SET expires_at = :past "
+                    "WHERE tenant_id = :t AND kind = 'semantic'"
+                ),
+                params,
+            )
+            for table in ("memory", "message", "thread_summary"):
+                await connection.execute(
+                    text(f"UPDATE {table} SET created_at = :old WHERE tenant_id = :t"), params
+                )
+    metrics = Metrics()
+    sweeper = RetentionSweeper(create_sessionmaker(runtime_engine), metrics)
+
+    swept = await sweeper.sweep([tenant])
+
+    # Semantic: expired; episodic: past 30 days; each thread keeps its newest message.
+    assert swept == {"memory_event": 3, "memory": 2, "thread_summary": 2, "message": 2}
+    service = bearer(settings, tenant, "agent", service=True)
+    listed = await client.get("/v1/users/ada/memories", headers=service)
+    assert listed.json()["items"] == []
+    async with owner_engine.connect() as connection:
+        left = await connection.execute(
+            text("SELECT tenant_id, count(*) FROM message WHERE tenant_id IN (:a, :b) GROUP BY 1"),
+            {"a": tenant, "b": other_tenant},
+        )
+        assert dict(left.all()) == {tenant: 2, other_tenant: 4}
+        kept = await connection.execute(
+            text("SELECT count(*) FROM memory WHERE tenant_id = :b"), {"b": other_tenant}
+        )
+        assert kept.scalar_one() == 2  # another tenant's rows are not this sweep's
+    assert (
+        metrics.registry.get_sample_value("mneme_retention_swept_rows_total", {"table": "memory"})
+        == 2
+    )
+
+
+async def test_the_sweep_learns_every_tenant_through_the_runtime_role(
+    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
+) -> None:
+    await client.get("/v1/users/me", headers=bearer(settings, tenant, "ada"))
+    async with runtime_engine.connect() as connection:
+        tenants = set((await connection.execute(TENANT_IDS_SQL)).scalars())
+    assert tenant in tenants
+
+
+async def test_the_scheduler_registers_the_hourly_sweep_with_pgqueuer(
+    settings: Settings, runtime_engine: AsyncEngine, owner_engine: AsyncEngine
+) -> None:
+    scheduler = RetentionScheduler(
+        settings.model_copy(update={"jobs_enabled": True}),
+        runtime_engine,
+        RetentionSweeper(create_sessionmaker(runtime_engine), None),
+    )
+    await scheduler.start()
+    try:
+        for _ in range(100):
+            async with owner_engine.connect() as connection:
+                found = await connection.execute(
+                    text("SELECT expression FROM pgqueuer_schedules WHERE entrypoint = :e"),
+                    {"e": RETENTION_SWEEP_JOB},
+                )
+                expressions = list(found.scalars())
+            if expressions:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await scheduler.stop()
+    assert expressions == ["17 * * * *"]

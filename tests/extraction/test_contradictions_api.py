@@ -1,0 +1,151 @@
+"""Facts that stay true, through the API and the worker, with a model that never names the fact
+it replaces (`omit_supersedes`): the resolver finds contradictions itself, never lets an
+unrelated or weakly related extracted fact replace one the user wrote on purpose, and makes
+re-confirmation visible."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from httpx import AsyncClient
+
+from service.config import Settings
+from tests.conftest import bearer
+from tests.extraction.conftest import fact, memories, remember, say, start_thread, wait_for_passes
+from tests.fakes.openai_server import FakeOpenAIServer, ScriptedExtraction
+
+HOME = [
+    ("I live in Lisbon", [fact("User lives in Lisbon.", subject="home_city")]),
+    ("moved to Porto", [fact("User lives in Porto.", subject="home_city")]),
+]
+
+
+async def get(client: AsyncClient, headers: dict[str, str], memory_id: str) -> dict[str, Any]:
+    response = await client.get(f"/v1/users/me/memories/{memory_id}", headers=headers)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def history(client: AsyncClient, headers: dict[str, str], memory_id: str) -> list[Any]:
+    response = await client.get(f"/v1/users/me/memories/{memory_id}/history", headers=headers)
+    assert response.status_code == 200, response.text
+    events: list[Any] = response.json()["items"]
+    return events
+
+
+async def test_a_move_supersedes_the_old_home_though_the_model_names_no_fact(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(HOME)
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I live in Lisbon.")
+    await wait_for_passes(llm_client, headers, 1)
+    moved, _ = await say(llm_client, headers, thread_id, "Actually I moved to Porto last month.")
+    [latest, _] = await wait_for_passes(llm_client, headers, 2)
+
+    [porto] = await memories(llm_client, headers, kind="semantic")
+    assert porto["text"] == "User lives in Porto." and porto["lifecycle"] == "confirmed"
+    [lisbon] = [
+        m
+        for m in await memories(llm_client, headers, kind="semantic", lifecycle="superseded")
+        if m["text"] == "User lives in Lisbon."
+    ]
+    assert lisbon["superseded_by"] == porto["id"]
+    # Invalid from when the user said so, not from when the pass ran.
+    assert datetime.fromisoformat(lisbon["invalid_at"]) == datetime.fromisoformat(
+        moved["created_at"]
+    )
+    [*_, supersede] = await history(llm_client, headers, lisbon["id"])
+    assert supersede["action"] == "supersede"
+    assert supersede["changes"]["reason"] == "subject"
+    assert latest["superseded"] == 1
+    response = await llm_client.post(
+        "/v1/users/me/context",
+        headers=headers,
+        json={"query": "Where does the user live?", "format": "text"},
+    )
+    block = response.json()["text"]
+    assert "Porto" in block and "Lisbon" not in block
+
+
+async def test_an_unrelated_preference_never_replaces_one_set_through_the_api(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    metric = await remember(
+        llm_client,
+        headers,
+        kind="semantic",
+        text="User prefers metric units.",
+        category="preference",
+    )
+    fresh_llm.reply = ScriptedExtraction(
+        [("dark mode", [fact("User prefers dark mode.", category="preference")])]
+    )
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I prefer dark mode.")
+    [finished] = await wait_for_passes(llm_client, headers, 1)
+
+    live = {m["text"]: m for m in await memories(llm_client, headers, kind="semantic")}
+    assert set(live) == {"User prefers metric units.", "User prefers dark mode."}
+    assert (await get(llm_client, headers, metric["id"]))["lifecycle"] == "confirmed"
+    assert live["User prefers dark mode."]["lifecycle"] == "confirmed"
+    assert finished["superseded"] == 0 and finished["flagged"] == 0
+
+
+async def test_a_deliberate_fact_contradicted_on_weak_evidence_is_only_flagged(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    metric = await remember(
+        llm_client,
+        headers,
+        kind="semantic",
+        text="User prefers metric units.",
+        category="preference",
+    )
+    fresh_llm.reply = ScriptedExtraction(
+        [("imperial", [fact("User prefers imperial units.", category="preference")])]
+    )
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "These days I prefer imperial units.")
+    [finished] = await wait_for_passes(llm_client, headers, 1)
+
+    assert (await get(llm_client, headers, metric["id"]))["lifecycle"] == "confirmed"
+    [imperial] = [
+        m
+        for m in await memories(llm_client, headers, kind="semantic", lifecycle="proposed")
+        if m["text"] == "User prefers imperial units."
+    ]
+    assert imperial["needs_review"]
+    assert imperial["metadata"]["proposed_supersedes"] == [metric["id"]]
+    assert imperial["metadata"]["review_reason"] == "contradicts_deliberate_fact"
+    assert finished["flagged"] == 1 and finished["superseded"] == 0
+
+
+async def test_a_repeated_fact_is_reconfirmed_visibly(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [("vegetarian", [fact("User is vegetarian.", evidence="vegetarian")])]
+    )
+    thread_id = await start_thread(llm_client, headers)
+    first, _ = await say(llm_client, headers, thread_id, "I'm vegetarian.")
+    await wait_for_passes(llm_client, headers, 1)
+    [written] = await memories(llm_client, headers, kind="semantic")
+    again, _ = await say(llm_client, headers, thread_id, "As I said, I'm vegetarian.")
+    [latest, _] = await wait_for_passes(llm_client, headers, 2)
+
+    [repeated] = await memories(llm_client, headers, kind="semantic")
+    assert repeated["id"] == written["id"] and latest["reconfirmed"] == 1
+    assert repeated["last_confirmed_at"] > written["last_confirmed_at"]
+    assert repeated["source_message_ids"] == [first["id"], again["id"]]
+    [*_, event] = await history(llm_client, headers, repeated["id"])
+    assert (event["action"], event["changes"]["reason"]) == ("update", "reconfirmed")
+    assert event["changes"]["source_message_ids_added"] == [again["id"]]

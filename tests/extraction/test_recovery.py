@@ -1,0 +1,231 @@
+"""Work that gave up during a model outage heals itself: new work never inherits a failed job's
+spent attempts, the sweep queues a stranded thread again with backoff, and an admin (or the
+`mneme admin` command) can rerun a user's threads."""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.admin.cli import add_admin_parser, run_admin
+from service.config import Settings, get_settings
+from service.db import create_sessionmaker, tenant_transaction
+from service.embedded_postgres import EmbeddedCluster
+from service.extraction.record import FailureRecord
+from service.extraction.recovery import WritePathRecovery
+from service.extraction.repository import ExtractionRepository, Stranded
+from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB
+from service.jobs.status import JobStatusRepository
+from service.main import create_app
+from tests.conftest import assert_problem, bearer
+from tests.extraction.conftest import (
+    eventually,
+    fact,
+    jobs,
+    llm_settings,
+    memories,
+    say,
+    serve,
+    start_thread,
+    wait_for_passes,
+)
+from tests.fakes.openai_server import MODEL, FakeOpenAIServer, ScriptedExtraction
+
+ADA = ScriptedExtraction([("Ada", [fact("User's daughter is named Ada.", subject="daughter")])])
+
+
+@pytest.fixture
+async def client_for(
+    cluster: EmbeddedCluster, settings: Settings, fresh_llm: FakeOpenAIServer
+) -> AsyncIterator[Any]:
+    """Starts an app (with its worker) on the given settings; stopped after the test."""
+    clients: list[AsyncIterator[AsyncClient]] = []
+
+    async def start(**overrides: Any) -> AsyncClient:
+        values = {"extraction_strategy": "every_turn", **overrides}
+        served = serve(create_app(llm_settings(cluster, fresh_llm, **values)))
+        clients.append(served)
+        return await anext(served)
+
+    yield start
+    for served in clients:
+        with pytest.raises(StopAsyncIteration):
+            await anext(served)
+
+
+@pytest.fixture(autouse=True)
+async def purge_jobs(runtime_engine: AsyncEngine, tenant: str) -> AsyncIterator[None]:
+    """Leaves no job of the test's tenant queued (some wait out long backoffs on purpose),
+    so no later test's worker runs one against its own model server."""
+    yield
+    async with runtime_engine.begin() as connection:
+        await connection.execute(
+            text("DELETE FROM pgqueuer WHERE position(CAST(:needle AS bytea) IN payload) > 0"),
+            {"needle": f'"tenant_id":"{tenant}"'.encode()},
+        )
+
+
+def gave_up(body: dict[str, Any]) -> bool:
+    return any(f["final"] for f in body["failures"]) and not body["pending"]
+
+
+async def test_an_append_during_a_retry_wait_gets_a_fresh_job_of_its_own(
+    client_for: Any, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    client = await client_for(job_retry_initial_delay_seconds=3600)
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.mode = "fail"
+    thread_id = await start_thread(client, headers)
+    await say(client, headers, thread_id, "Hello there, I am planning a trip.")
+    await eventually(client, headers, lambda b: [p["attempts"] for p in b["pending"]] == [1])
+
+    await say(client, headers, thread_id, "My daughter's name is Ada.")
+    pending = (await jobs(client, headers))["pending"]
+    assert sorted(p["attempts"] for p in pending) == [0, 1]
+    assert {p["thread_id"] for p in pending} == {thread_id}
+
+
+async def test_a_conversation_that_ended_during_an_outage_is_caught_up_by_the_sweep(
+    client_for: Any, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    client = await client_for(job_max_attempts=1, write_path_sweep_interval_seconds=0.5)
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.mode = "fail"
+    thread_id = await start_thread(client, headers)
+    await say(client, headers, thread_id, "My daughter's name is Ada.", "Lovely name!")
+    await eventually(client, headers, gave_up)
+
+    # No new append: the model comes back and the sweep alone finishes the conversation.
+    fresh_llm.mode = "summarize"
+    fresh_llm.reply = ADA
+    [finished] = await wait_for_passes(client, headers, 1)
+    assert finished["through_seq"] == 1
+    assert [m["text"] for m in await memories(client, headers)] == ["User's daughter is named Ada."]
+
+
+async def test_the_sweep_waits_out_a_backoff_that_doubles_each_time_it_requeues(
+    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    thread_id = await start_thread(client, headers)
+    await say(client, headers, thread_id, "Hello.")
+    thread_id_uuid = uuid.UUID(thread_id)
+    sessionmaker = create_sessionmaker(runtime_engine)
+    recovery = WritePathRecovery(
+        sessionmaker,
+        settings.model_copy(update={"jobs_enabled": True, "write_path_sweep_interval_seconds": 60}),
+        chat_model=None,
+    )
+    assert [recovery.backoff(n) for n in range(3)] == [timedelta(seconds=s) for s in (60, 120, 240)]
+
+    async def give_up() -> Stranded:
+        async with tenant_transaction(sessionmaker, tenant) as session:
+            repository = ExtractionRepository(session, tenant)
+            record = FailureRecord(user_id="alex", kind="turn_memories", attempt=5, final=True)
+            await repository.record_failure("mneme:jobs", thread_id_uuid, record)
+            [stranded] = await repository.stranded(THREAD_SUMMARY_JOB)
+            return stranded
+
+    first = await give_up()
+    early = await recovery.sweep(tenant, now=first.failed_at + timedelta(seconds=59))
+    assert early.queued == [] and early.next_run == first.failed_at + timedelta(seconds=60)
+    due = await recovery.sweep(tenant, now=first.failed_at + timedelta(seconds=61))
+    assert due.queued == [(thread_id_uuid, "turn_memories")] and due.next_run is None
+    again = await recovery.sweep(tenant, now=first.failed_at + timedelta(seconds=62))
+    assert again.queued == []  # queued once per give-up
+
+    second = await give_up()
+    assert second.requeues == 1
+    later = await recovery.sweep(tenant, now=second.failed_at + timedelta(seconds=61))
+    assert later.queued == [] and later.next_run == second.failed_at + timedelta(seconds=120)
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        queued = await JobStatusRepository(session, tenant).pending(
+            ["turn_memories", "write_path_sweep"], user_id=None, limit=10
+        )
+    assert sorted(j.kind for j in queued) == ["turn_memories", "write_path_sweep"]
+
+
+async def test_an_admin_reruns_a_users_stranded_threads(
+    client_for: Any, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    client = await client_for(job_max_attempts=1, write_path_sweep_interval_seconds=3600)
+    headers = bearer(settings, tenant, "alex")
+    admin = bearer(settings, tenant, "root", admin=True)
+    fresh_llm.mode = "fail"
+    thread_id = await start_thread(client, headers)
+    await say(client, headers, thread_id, "My daughter's name is Ada.", "Lovely name!")
+    await eventually(client, headers, gave_up)
+    fresh_llm.mode = "summarize"
+    fresh_llm.reply = ADA
+
+    refused = await client.post("/v1/admin/jobs/rerun", headers=headers, json={"user_id": "alex"})
+    assert_problem(refused, 403, "FORBIDDEN")
+    unknown = await client.post(
+        "/v1/admin/jobs/rerun",
+        headers=admin,
+        json={"user_id": "alex", "thread_id": "00000000-0000-0000-0000-000000000000"},
+    )
+    assert_problem(unknown, 404, "NOT_FOUND")
+    response = await client.post("/v1/admin/jobs/rerun", headers=admin, json={"user_id": "alex"})
+    assert response.status_code == 202, response.text
+    assert response.json() == {"threads": [thread_id], "kinds": [MEMORY_EXTRACTION_JOB]}
+    await wait_for_passes(client, headers, 1)
+    assert [m["text"] for m in await memories(client, headers)] == ["User's daughter is named Ada."]
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="mneme")
+    add_admin_parser(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(argv)
+
+
+async def test_the_admin_command_queues_a_rerun_of_a_users_thread(
+    client: AsyncClient,
+    runtime_engine: AsyncEngine,
+    settings: Settings,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    thread_id = await start_thread(client, headers)
+    await say(client, headers, thread_id, "I'm training for a marathon.")
+    assert settings.database_url is not None
+    monkeypatch.setenv("MNEME_DATABASE_URL", settings.database_url.get_secret_value())
+    get_settings.cache_clear()
+    try:
+        args = ["admin", "rerun-extraction", "--tenant", tenant, "--user", "alex"]
+        assert await run_admin(_parse([*args, "--thread", thread_id])) == 0
+        assert "queued turn_memories for 1 thread(s)" in capsys.readouterr().out
+        assert await run_admin(_parse([*args, "--thread", str(uuid.uuid4())])) == 2
+        assert "no thread" in capsys.readouterr().err
+    finally:
+        get_settings.cache_clear()
+    async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
+        pending = await JobStatusRepository(session, tenant).pending(
+            ["turn_memories"], user_id="alex", limit=10
+        )
+    assert [(j.kind, str(j.thread_id)) for j in pending] == [("turn_memories", thread_id)]
+
+
+async def test_summary_passes_are_listed_in_the_jobs_view(
+    client_for: Any, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    client = await client_for(thread_summary_keep_recent=2, extraction_enabled=False)
+    headers = bearer(settings, tenant, "alex")
+    thread_id = await start_thread(client, headers)
+    for said in ("I'm planning a trip to Japan.", "Mostly Kyoto and Osaka.", "In April."):
+        await say(client, headers, thread_id, said)
+    body = await eventually(client, headers, lambda b: bool(b["summaries"]) and not b["pending"])
+    [summary] = body["summaries"]
+    assert summary["thread_id"] == thread_id
+    assert (summary["start_index"], summary["end_index"]) == (0, 4)
+    assert summary["model"] == MODEL

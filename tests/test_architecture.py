@@ -1,0 +1,74 @@
+"""The import graph shows the architecture: routers never import routers, the shared
+dependencies import no domain, and no two packages of `service` import each other."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+SERVICE = Path(__file__).resolve().parents[1] / "service"
+# The composition root wires every domain together; the CLI drives the app from outside.
+COMPOSITION_ROOTS = {"main", "cli", "__main__"}
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """Modules of `service` this file imports when it runs (not under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text())
+    type_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            type_only.update(id(child) for child in ast.walk(node))
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("service"):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("service"))
+    return found
+
+
+def modules() -> dict[str, set[str]]:
+    graph = {}
+    for path in SERVICE.rglob("*.py"):
+        name = ".".join(("service", *path.relative_to(SERVICE).with_suffix("").parts))
+        graph[name.removesuffix(".__init__")] = runtime_imports(path)
+    return graph
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_routers_never_import_routers() -> None:
+    offenders = [
+        (module, imported)
+        for module, imports in modules().items()
+        if module.endswith(".router")
+        for imported in imports
+        if imported.endswith(".router")
+    ]
+    assert offenders == []
+
+
+def test_the_shared_dependencies_import_no_domain() -> None:
+    domains = {p.name for p in SERVICE.iterdir() if (p / "router.py").exists()}
+    imported = {package_of(m) for m in modules()["service.dependencies"]}
+    assert imported & domains == set()
+
+
+def test_no_two_packages_import_each_other() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, imports in modules().items():
+        source = package_of(module)
+        if source in COMPOSITION_ROOTS:
+            continue
+        for imported in imports:
+            target = package_of(imported)
+            if target != source:
+                edges[source].add(target)
+    loops = sorted((a, b) for a in edges for b in edges[a] if a < b and a in edges.get(b, set()))
+    assert loops == []
