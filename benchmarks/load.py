@@ -9,7 +9,7 @@ Per size, in this order:
 3. warm the caches with one pass of the statement, start the service under uvicorn on loopback,
    and for each client count send the same request list through HTTP (`POST …/memories/search`,
    the API's default hybrid search, limit 10), then run it through the statement itself on
-   asyncpg connections (its tenant-scoped transaction: BEGIN, set_config, statement, COMMIT);
+   asyncpg connections (its tenant-scoped transaction: BEGIN, SET LOCAL, statement, COMMIT);
 4. store a few thousand memories through `POST …/memories/batch` (one client, 100 per request,
    embedded by the service), then delete them, so every size is measured on the corpus alone;
 5. recall of the statement in vector mode, as the planner runs it and with the filtered HNSW

@@ -21,7 +21,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from service.auth.owner import Owner
 from service.config import Settings
-from service.db import SET_TENANT_SQL
+from service.db import set_tenant_sql
 from service.memories.repository import (
     MemoryRepository,
     SearchParams,
@@ -138,7 +138,6 @@ class FusionStatement:
     def __init__(self, dialect: Dialect) -> None:
         self._dialect = dialect
         self.sql = ""
-        self.set_tenant_sql, _ = _compiled(SET_TENANT_SQL, dialect)
 
     def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
         statement = hybrid_search_statement(tenant_id, params)
@@ -171,7 +170,7 @@ class FusionStatement:
         async with connection.transaction():
             for setting in variant.settings:
                 await connection.execute(setting)
-            await connection.execute(self.set_tenant_sql, tenant_id)
+            await connection.execute(set_tenant_sql(tenant_id))
             rows = await connection.fetch(self.text(variant), *arguments)
         return [row["id"] for row in rows]
 
@@ -186,7 +185,7 @@ class FusionStatement:
         async with connection.transaction():
             for setting in variant.settings:
                 await connection.execute(setting)
-            await connection.execute(self.set_tenant_sql, tenant_id)
+            await connection.execute(set_tenant_sql(tenant_id))
             document = await connection.fetchval(
                 "EXPLAIN (ANALYZE, FORMAT JSON) " + self.text(variant), *arguments
             )

@@ -23,7 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default=None, help="bind address (MNEME_HOST)")
     serve.add_argument("--port", type=int, default=None, help="port (MNEME_PORT)")
     serve.add_argument(
-        "--workers", type=int, default=1, help="worker processes (use 1 with the embedded database)"
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes (MNEME_WORKERS; use 1 with the embedded database)",
     )
 
     migrate = commands.add_parser("migrate", help="apply (or revert) schema migrations")
@@ -55,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--ttl", type=int, default=None, help="lifetime in seconds")
 
     args = parser.parse_args(argv)
+    if args.command in ("serve", "migrate", "reembed"):
+        from service.logs import configure_logging
+
+        settings = get_settings()
+        configure_logging(settings.log_level, settings.effective_log_format)
     if args.command == "serve":
         return _serve(args.host, args.port, args.workers)
     if args.command == "migrate":
@@ -102,8 +110,10 @@ def _bench_not_installed(missing: str) -> int:
     return 2
 
 
-def _serve(host: str | None, port: int | None, workers: int) -> int:
+def _serve(host: str | None, port: int | None, workers: int | None) -> int:
     import uvicorn
+
+    from service.kit.http_protocol import ProblemHttpToolsProtocol
 
     settings = get_settings()
     uvicorn.run(
@@ -111,9 +121,14 @@ def _serve(host: str | None, port: int | None, workers: int) -> int:
         factory=True,
         host=host or settings.host,
         port=port or settings.port,
-        workers=workers,
+        workers=workers or settings.workers,
         log_level=settings.log_level,
+        # The app configures logging itself (JSON or text, with request and trace ids) and
+        # writes its own access line.
+        log_config=None,
+        access_log=False,
         proxy_headers=True,
+        http=ProblemHttpToolsProtocol,
     )
     return 0
 

@@ -7,6 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+import limits
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -35,6 +36,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
+    # One JSON object per line, or text for a terminal; unset: text in dev, JSON in prod.
+    log_format: Literal["json", "text"] | None = None
 
     # --- database ---------------------------------------------------------------------------
     # Runtime connection (the non-owner role under RLS). Unset → embedded Postgres.
@@ -47,6 +50,9 @@ class Settings(BaseSettings):
     db_max_overflow: int = Field(default=10, ge=0)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
     migrate_on_start: bool = True
+    # uvicorn worker processes of one replica (`mneme serve`); each has its own pool and
+    # job worker. Keep 1 with the embedded database.
+    workers: int = Field(default=1, ge=1, le=64)
 
     # --- identity ---------------------------------------------------------------------------
     jwt_hs256_secret: SecretStr | None = SecretStr(DEV_DEFAULT_SECRET)
@@ -197,13 +203,25 @@ class Settings(BaseSettings):
 
     # --- http ---------------------------------------------------------------------------------
     max_request_bytes: int = Field(default=1_048_576, ge=1024)
+    # Per principal (tenant + user, or API key); the tenant ceiling caps all its principals.
     rate_limit_default: str = "600/minute"
+    rate_limit_tenant: str = "6000/minute"
     rate_limit_enabled: bool = True
+    # memory:// counts per process; redis://host:6379/0 shares the counters across replicas.
     rate_limit_storage_uri: str = "memory://"
+    # Failed authentications allowed per client address (`limits` syntax), counted in-process
+    # before any database work so a flood of made-up credentials costs no queries.
+    auth_failure_limit: str = "30/minute"
+    # What a context block or prompt window does with a secret found in a raw thread message:
+    # `mask` replaces it with a placeholder, `keep` replays messages exactly as they were sent.
+    # Messages are always stored as sent (they are the user's own record of the conversation).
+    message_secrets_on_replay: Literal["mask", "keep"] = "mask"
 
     # --- telemetry ----------------------------------------------------------------------------
-    otel_exporter: Literal["none", "console"] = "none"
-    otel_service_name: str = "mneme"
+    # Where spans go; the exporter's own settings are the standard OTEL_EXPORTER_OTLP_* ones.
+    otel_exporter: Literal["none", "console", "otlp"] = "none"
+    # Unset: OTEL_SERVICE_NAME, or "mneme".
+    otel_service_name: str | None = None
 
     @field_validator(
         "jwt_hs256_secret",
@@ -218,6 +236,19 @@ class Settings(BaseSettings):
     def _empty_means_unset(cls, value: object) -> object:
         # `MNEME_JWT_HS256_SECRET=` in an env file must switch the feature off, not set "".
         return None if value == "" else value
+
+    @field_validator("rate_limit_default", "auth_failure_limit")
+    @classmethod
+    def _limit_parses(cls, value: str) -> str:
+        # Refuse a typo at start-up rather than on the first request that needs the limit.
+        limits.parse(value)
+        return value
+
+    @property
+    def effective_log_format(self) -> Literal["json", "text"]:
+        if self.log_format is not None:
+            return self.log_format
+        return "text" if self.is_dev else "json"
 
     @property
     def uses_embedded_database(self) -> bool:

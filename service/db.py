@@ -3,6 +3,14 @@
 Every statement the API runs goes through `tenant_transaction`, which sets
 `app.tenant_id` for that transaction only. Row-level security (FORCE'd on every tenant
 table) turns that setting into the only rows the statement can see or write.
+
+The setting is made by `SET LOCAL app.tenant_id = '<tenant>'`, sent as its own statement right
+after BEGIN. `SET LOCAL` (unlike `set_config(..., true)`, a function call Citus cannot see
+into) is forwarded by Citus to every worker the transaction touches when
+`citus.propagate_set_commands = 'local'`; it is transaction-scoped, so PgBouncer in
+transaction mode can hand the connection to another client after COMMIT without leaking the
+tenant. `SET` takes no bind parameters, so the value is a literal: it is built only from a
+tenant id that matches the identifier whitelist, and quoted as Postgres' `quote_literal` would.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Any
 
 from sqlalchemy import MetaData, text
 from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -23,6 +32,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase
 
+from service.auth.principal import TENANT_ID_MAX, is_valid_identifier
 from service.config import Settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap, start_cluster
 
@@ -40,9 +50,6 @@ NAMING_CONVENTION = {
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
-
-SET_TENANT_SQL = text("SELECT set_config('app.tenant_id', :tenant_id, true)")
-"""Scope the current transaction to one tenant; `true` = local to the transaction."""
 
 RUNTIME_ROLE_PRIVILEGES_SQL = text(
     """
@@ -97,6 +104,37 @@ async def open_database_target(settings: Settings) -> DatabaseTarget:
     return DatabaseTarget(urls=urls, cluster=cluster)
 
 
+class InvalidTenantId(ValueError):
+    """A tenant id outside the identifier whitelist never reaches a SQL text."""
+
+
+def quote_literal(value: str) -> str:
+    """`value` as a standard-conforming SQL string literal, as Postgres' `quote_literal`.
+
+    Refuses backslashes and NUL outright instead of emitting an `E'...'` literal: the
+    literal must mean the same whatever `standard_conforming_strings` says.
+    """
+    if "\\" in value or "\x00" in value:
+        raise InvalidTenantId("backslash and NUL are not allowed in a SQL literal here")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def set_tenant_sql(tenant_id: str) -> str:
+    """The statement that scopes the current transaction to `tenant_id`."""
+    if not is_valid_identifier(tenant_id, TENANT_ID_MAX):
+        raise InvalidTenantId(f"not a valid tenant id: {tenant_id[:40]!r}")
+    return "SET LOCAL app.tenant_id = " + quote_literal(tenant_id)
+
+
+async def set_tenant(connection: AsyncConnection, tenant_id: str) -> None:
+    """Scope `connection`'s open transaction to `tenant_id`.
+
+    Through SQLAlchemy rather than straight to asyncpg: the driver only sends BEGIN when the
+    transaction runs its first statement, and `SET LOCAL` outside a transaction is a no-op.
+    """
+    await connection.exec_driver_sql(set_tenant_sql(tenant_id))
+
+
 def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine:
     options: dict[str, Any] = {
         "pool_size": settings.db_pool_size,
@@ -128,7 +166,7 @@ async def tenant_transaction(
 ) -> AsyncIterator[AsyncSession]:
     """One transaction scoped to `tenant_id`; commits on success, rolls back on error."""
     async with sessionmaker() as session, session.begin():
-        await session.execute(SET_TENANT_SQL, {"tenant_id": tenant_id})
+        await set_tenant(await session.connection(), tenant_id)
         yield session
 
 

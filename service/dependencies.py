@@ -26,6 +26,7 @@ from service.kit.idempotency import IdempotencyStore
 from service.kit.post_commit import BackgroundRunner, PostCommitTasks
 from service.observability import Metrics
 from service.providers.llm import ChatModel
+from service.rate_limits import RateLimiter
 
 if TYPE_CHECKING:
     from service.memories.embedding import EmbeddingBackfill
@@ -73,7 +74,13 @@ async def get_principal(
     state: State,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    principal = await state.authenticator.authenticate(request.headers.get("authorization"))
+    limiter: RateLimiter | None = request.app.state.rate_limiter
+    client_address = request.client.host if request.client is not None else "unknown"
+    principal = await state.authenticator.authenticate(
+        request.headers.get("authorization"), client_address
+    )
+    if limiter is not None:
+        await limiter.charge_principal(request, principal)
     request.state.principal = principal
     return principal
 

@@ -8,8 +8,10 @@ bootstrap creates the owner role, the database and the extensions; the Alembic m
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +36,96 @@ class EmbeddedCluster:
     def stop(self) -> None:
         self.handle.cleanup()
 
+    def postmaster_alive(self) -> bool:
+        """The postmaster of this data directory runs (a dead, unreaped one does not)."""
+        import psutil
+        from pgserver.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.handle.pgdata)
+        if info is None or info.pid is None:
+            return False
+        try:
+            return bool(psutil.Process(info.pid).status() != psutil.STATUS_ZOMBIE)
+        except psutil.NoSuchProcess:
+            return False
+
+    def restart(self) -> None:
+        """Start the postmaster again on the same data directory and socket. Blocking.
+
+        Postgres itself refuses to start while backends of the dead postmaster still hold its
+        shared memory, so a restart attempted too early fails cleanly and is retried.
+        """
+        if self.postmaster_alive():
+            return
+        with self.handle._lock:
+            self.handle.ensure_postgres_running()
+        if not self.postmaster_alive():
+            # The dead postmaster's pid is still taken (not yet reaped): its pid file looks live.
+            raise RuntimeError("the previous postmaster has not exited yet")
+        socket_dir = self.handle.get_postmaster_info().socket_dir
+        if socket_dir is None or Path(socket_dir) != self.socket_dir:
+            raise RuntimeError(f"embedded Postgres restarted with another socket: {socket_dir}")
+
+
+@dataclass
+class EmbeddedSupervisor:
+    """Restarts the embedded postmaster whenever it dies, backing off between failed attempts.
+
+    Only the embedded default is supervised: a database the operator runs is the operator's to
+    restart. Requests fail with 503 while it is down, and the connection pool reconnects by
+    itself once it is back (connections are pinged before use).
+    """
+
+    cluster: EmbeddedCluster
+    check_interval_seconds: float = 1.0
+    initial_backoff_seconds: float = 0.5
+    max_backoff_seconds: float = 30.0
+    restarts: int = field(default=0, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="embedded-postgres-supervisor")
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.check_interval_seconds)
+            if not await asyncio.to_thread(self.cluster.postmaster_alive):
+                await self._restart()
+
+    async def _restart(self) -> None:
+        logger.error("embedded Postgres is not running; restarting it")
+        backoff = self.initial_backoff_seconds
+        attempt = 1
+        while True:
+            try:
+                await asyncio.to_thread(self.cluster.restart)
+            except Exception as exc:
+                logger.warning(
+                    "embedded Postgres restart attempt %d failed (%s); next in %.1f s",
+                    attempt,
+                    exc,
+                    backoff,
+                )
+            else:
+                self.restarts += 1
+                logger.warning("embedded Postgres running again (attempt %d)", attempt)
+                return
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff_seconds)
+            attempt += 1
+
 
 def start_cluster(data_dir: Path) -> EmbeddedCluster:
     """Start (initialising on first use) the cluster in `data_dir/pgdata`. Blocking."""
-    # Imported lazily: only the embedded mode needs the binaries.
-    from pgserver.postgres_server import get_server
-
+    get_server = _import_pgserver()
     data_dir.mkdir(parents=True, exist_ok=True)
     handle = get_server(data_dir / "pgdata", cleanup_mode="stop")
     socket_dir = handle.get_postmaster_info().socket_dir
@@ -47,6 +133,23 @@ def start_cluster(data_dir: Path) -> EmbeddedCluster:
         raise RuntimeError("embedded Postgres started without a Unix socket")
     logger.info("embedded Postgres running with socket in %s", socket_dir)
     return EmbeddedCluster(socket_dir=Path(socket_dir), handle=handle)
+
+
+def _import_pgserver() -> Any:
+    """pgserver's `get_server`, imported lazily: only the embedded mode needs the binaries.
+
+    pgserver asks platformdirs for a runtime directory when its module loads. Where
+    `XDG_RUNTIME_DIR` is unset (containers, CI, cron) platformdirs falls back to a private
+    `/tmp/runtime-<uid>` directory and says so with a `RuntimeDirWarning` on every command;
+    that fallback is exactly right for a lock file, so the warning is noise.
+    """
+    import platformdirs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", platformdirs.RuntimeDirWarning)
+        from pgserver.postgres_server import get_server
+
+    return get_server
 
 
 async def bootstrap(cluster: EmbeddedCluster, database: str = DATABASE_NAME) -> None:

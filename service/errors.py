@@ -188,7 +188,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
 
 
-async def _handle_domain_error(request: Request, exc: Exception) -> JSONResponse:
+async def handle_domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, DomainError)
     return problem_response(
         request,
@@ -235,7 +235,7 @@ async def _handle_validation_error(request: Request, exc: Exception) -> JSONResp
     )
 
 
-async def _handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
+async def handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
     logger.exception("unhandled error on %s %s", request.method, request.url.path)
     return problem_response(
         request,
@@ -247,7 +247,7 @@ async def _handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(DomainError, _handle_domain_error)
+    app.add_exception_handler(DomainError, handle_domain_error)
     app.add_exception_handler(StarletteHTTPException, _handle_http_exception)
     app.add_exception_handler(RequestValidationError, _handle_validation_error)
-    app.add_exception_handler(Exception, _handle_unexpected)
+    app.add_exception_handler(Exception, handle_unexpected)

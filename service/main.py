@@ -19,16 +19,20 @@ from service.admin.router import user_router as user_export_router
 from service.api_keys.authentication import ApiKeyAuthenticator
 from service.api_keys.router import router as api_keys_router
 from service.auth.authenticator import Authenticator
+from service.auth.failure_limit import FailedAuthenticationLimit
 from service.auth.tokens import TokenVerifier
 from service.config import Settings, get_settings
 from service.context.router import router as context_router
 from service.db import (
+    DatabaseTarget,
     assert_runtime_role_is_unprivileged,
     create_engine,
     create_sessionmaker,
     open_database_target,
 )
+from service.db_outage import install_outage_handlers
 from service.dependencies import AppState
+from service.embedded_postgres import EmbeddedSupervisor
 from service.errors import install_problem_handlers
 from service.extraction.health import JobFailureRecorder
 from service.extraction.hooks import WritePathScheduler
@@ -39,19 +43,23 @@ from service.extraction.router import admin_router as write_path_admin_router
 from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
+from service.kit.input_guard import InputGuardMiddleware
+from service.kit.openapi import declare_common_problems
 from service.kit.post_commit import BackgroundRunner
+from service.logs import configure_logging, log_request
 from service.mcp.endpoint import MCP_PATH, McpEndpoint
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.keyed_router import router as keyed_memories_router
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
-from service.observability import Metrics, TelemetryMiddleware, configure_tracing
+from service.observability import Metrics, TelemetryMiddleware, trace_export
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import build_chat_model
-from service.rate_limits import RateLimitMiddleware
+from service.providers.telemetry import InstrumentedEmbedder
+from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
 from service.threads.router import router as threads_router
 from service.threads.summaries import thread_summary_job
 
@@ -68,6 +76,16 @@ def _operation_id(route: APIRoute) -> str:
     return route.name
 
 
+def _supervise_embedded_database(app: FastAPI, target: DatabaseTarget) -> EmbeddedSupervisor | None:
+    """Keep the embedded Postgres running for as long as the service runs."""
+    if target.cluster is None:
+        return None
+    supervisor = EmbeddedSupervisor(target.cluster)
+    supervisor.start()
+    app.state.embedded_supervisor = supervisor
+    return supervisor
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     metrics = Metrics()
@@ -75,7 +93,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        configure_tracing(settings.otel_service_name, settings.otel_exporter)
+        configure_logging(settings.log_level, settings.effective_log_format)
+        with trace_export(settings.otel_exporter, settings.otel_service_name):
+            async with _running(app) as schema:
+                logger.info(
+                    "mneme ready (embedded database: %s, schema %s, trace export: %s)",
+                    settings.uses_embedded_database,
+                    schema,
+                    settings.otel_exporter,
+                )
+                yield
+        logger.info("mneme stopped")
+
+    @asynccontextmanager
+    async def _running(app: FastAPI) -> AsyncIterator[str | None]:
         target = await open_database_target(settings)
         try:
             if settings.migrate_on_start:
@@ -87,7 +118,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 finally:
                     await owner_engine.dispose()
             engine = create_engine(target.urls.runtime, settings)
-            embedder = build_embedder(embedder_config_from_settings(settings))
+            raw_embedder = build_embedder(embedder_config_from_settings(settings))
+            embedder = InstrumentedEmbedder(raw_embedder)
             chat_model = build_chat_model(settings)
             background = BackgroundRunner()
             try:
@@ -95,7 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 sessionmaker = create_sessionmaker(engine)
                 # The local model loads now rather than on the first request (API embedders
                 # have nothing to load and are not called at start-up).
-                load_model = getattr(embedder, "load", None)
+                load_model = getattr(raw_embedder, "load", None)
                 if load_model is not None:
                     await load_model()
                 backfill = EmbeddingBackfill(embedder, sessionmaker)
@@ -104,7 +136,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     engine=engine,
                     sessionmaker=sessionmaker,
                     authenticator=Authenticator(
-                        TokenVerifier(settings), ApiKeyAuthenticator(sessionmaker), metrics
+                        TokenVerifier(settings),
+                        ApiKeyAuthenticator(sessionmaker),
+                        metrics,
+                        FailedAuthenticationLimit(settings.auth_failure_limit),
                     ),
                     metrics=metrics,
                     schema_head=db_migrations.head_revision(settings),
@@ -129,16 +164,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     on_failure=JobFailureRecorder(sessionmaker, recovery.interval),
                 )
                 await jobs.start()
+                supervisor = _supervise_embedded_database(app, target)
                 retention = RetentionScheduler(
                     settings, engine, RetentionSweeper(sessionmaker, metrics)
                 )
                 await retention.start()
-                logger.info("mneme ready (embedded database: %s)", settings.uses_embedded_database)
                 try:
                     async with mcp.running():
-                        yield
+                        yield app.state.mneme.schema_head
                 finally:
                     await retention.stop()
+                    if supervisor is not None:
+                        supervisor.stop()
                     await jobs.stop()
                 await background.drain()
             finally:
@@ -155,16 +192,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=API_DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        # FastAPI's server span stays (it is the request's one server span); exporters are
+        # Mneme's alone, so FASTAPI_OTEL_AUTO_CONFIGURE must not add a second set.
+        telemetry={"auto_configure": False},
     )
     install_problem_handlers(app)
-    if settings.rate_limit_enabled:
-        app.add_middleware(
-            RateLimitMiddleware,
-            limit=settings.rate_limit_default,
-            storage_uri=settings.rate_limit_storage_uri,
-        )
+    install_outage_handlers(app)
+    # Innermost of the middlewares: bodies are decoded strictly only after the size limit let
+    # them through.
+    app.add_middleware(InputGuardMiddleware)
+    app.state.rate_limiter = RateLimiter(settings) if settings.rate_limit_enabled else None
+    app.add_middleware(RateLimitHeadersMiddleware)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
-    app.add_middleware(TelemetryMiddleware, metrics=metrics)
+    app.add_middleware(TelemetryMiddleware, metrics=metrics, on_complete=log_request)
     app.include_router(ops.router)
     app.include_router(accounts_router)
     app.include_router(api_keys_router)
@@ -179,5 +219,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(write_path_admin_router)
     app.include_router(admin_router)
     app.include_router(user_export_router)
+    declare_common_problems(app)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     return app

@@ -1,64 +1,154 @@
-"""Per-caller request rate limits, enforced by a pure-ASGI middleware over `limits`.
+"""Request rate limits per principal and per tenant, shared by every replica through Redis.
 
-`limits` is the engine slowapi is built on. slowapi's own middleware finds the endpoint by
-scanning `app.routes` for an `endpoint` attribute; FastAPI ≥0.16x nests included routers
-(`_IncludedRouter`), so that scan finds nothing and silently exempts every API route. We
-therefore drive `limits` directly, keyed per credential, which is all we need.
+Limits are charged once the caller is authenticated, keyed by who it is (tenant + user, or
+the API key's id) and never by the raw credential: the same token spelled `bearer` or with
+an extra space, or a fresh JWT of the same user, draws on the same quota. A principal that
+is over its own limit is refused before it can use up its tenant's ceiling, so one noisy
+agent cannot starve its colleagues, and one tenant's traffic cannot starve another's.
+Requests that fail authentication are charged to the client address, which bounds
+credential guessing.
 
-The key is a hash of the caller's credential, falling back to the client address, so one
-tenant's busy agent cannot starve another's. Storage is in-process by default; set
-MNEME_RATE_LIMIT_STORAGE_URI (e.g. async+redis://…) to share limits across replicas.
+`limits` (the engine slowapi is built on) does the counting, with a moving window. Storage
+is in-process by default; MNEME_RATE_LIMIT_STORAGE_URI=redis://host:6379/0 shares the
+counters across replicas (through redis-py).
+
+When the store is unreachable the limits fail open (logged): requests are served, unlimited.
+
+Every response of an API route reports the caller's quotas in the IETF draft's structured
+fields (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy` (quota `q`, window `w`
+in seconds per policy) and `RateLimit` (remaining `r`, seconds `t` until the window frees a
+request). A refusal is a 429 `RATE_LIMITED` problem with `Retry-After`.
 """
 
 from __future__ import annotations
 
-import hashlib
+import logging
 import math
 import time
+from dataclasses import dataclass
 
-from limits import parse
+from limits import RateLimitItem, parse
+from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
+from limits.errors import StorageError
 from limits.storage import storage_from_string
+from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.errors import problem_response
+from service.auth.principal import Principal
+from service.config import Settings
+from service.errors import RateLimited
 
-EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+logger = logging.getLogger("mneme.rate_limits")
 
-
-def caller_key(scope: Scope) -> str:
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            return "cred:" + hashlib.sha256(value).hexdigest()[:32]
-    client = scope.get("client")
-    return "addr:" + (client[0] if client else "unknown")
+NAMESPACE = "mneme"
+STATE_KEY = "rate_limit"
 
 
-class RateLimitMiddleware:
-    def __init__(self, app: ASGIApp, limit: str, storage_uri: str) -> None:
+@dataclass(frozen=True)
+class Policy:
+    name: str
+    item: RateLimitItem
+
+
+@dataclass(frozen=True)
+class PolicyState:
+    policy: Policy
+    remaining: int
+    reset_seconds: int
+
+
+def _storage(uri: str) -> Storage:
+    uri = uri.removeprefix("async+")
+    if uri.startswith(("redis://", "rediss://", "redis+unix://")):
+        # redis-py rather than limits' default client (coredis): one client library to ship.
+        storage = storage_from_string(
+            "async+" + uri, implementation="redispy", wrap_exceptions=True
+        )
+    else:
+        storage = storage_from_string("async+" + uri, wrap_exceptions=True)
+    assert isinstance(storage, Storage)
+    return storage
+
+
+class RateLimiter:
+    """The two policies and the store their counters live in. Failed authentications are
+    limited before any of this, per client address (`service.auth.failure_limit`)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.principal = Policy("principal", parse(settings.rate_limit_default))
+        self.tenant = Policy("tenant", parse(settings.rate_limit_tenant))
+        self._strategy = MovingWindowRateLimiter(_storage(settings.rate_limit_storage_uri))
+
+    async def charge_principal(self, request: Request, principal: Principal) -> None:
+        """Count one request of `principal`; raise `RateLimited` when a quota is spent."""
+        # Tenant and user ids never contain '/', so these keys cannot collide.
+        who = f"{principal.tenant_id}/{principal.kind}/{principal.subject}"
+        own = await self._charge(request, self.principal, who, ())
+        if own is not None:
+            await self._charge(request, self.tenant, principal.tenant_id, (own,))
+
+    async def _charge(
+        self,
+        request: Request,
+        policy: Policy,
+        key: str,
+        earlier: tuple[PolicyState, ...],
+    ) -> PolicyState | None:
+        try:
+            allowed = await self._strategy.hit(policy.item, NAMESPACE, policy.name, key)
+            reset_at, remaining = await self._strategy.get_window_stats(
+                policy.item, NAMESPACE, policy.name, key
+            )
+        except StorageError as exc:
+            # Fail open: an unreachable counter store must not turn every request into a 5xx.
+            # The request goes unlimited (and without RateLimit headers) until it is back.
+            logger.warning("rate-limit storage unavailable, not limiting: %s", exc)
+            return None
+        state = PolicyState(policy, remaining, max(0, math.ceil(reset_at - time.time())))
+        states = (*earlier, state)
+        request.state.rate_limit = states
+        if not allowed:
+            retry_after = max(1, state.reset_seconds)
+            raise RateLimited(
+                f"The {policy.name} limit of {policy.item} is spent; retry in {retry_after} s.",
+                headers={"Retry-After": str(retry_after)},
+                policy=policy.name,
+                limit=str(policy.item),
+            )
+        return state
+
+
+def policy_header(states: tuple[PolicyState, ...]) -> str:
+    return ", ".join(
+        f'"{s.policy.name}";q={s.policy.item.amount};w={s.policy.item.get_expiry()}' for s in states
+    )
+
+
+def state_header(states: tuple[PolicyState, ...]) -> str:
+    return ", ".join(f'"{s.policy.name}";r={s.remaining};t={s.reset_seconds}' for s in states)
+
+
+class RateLimitHeadersMiddleware:
+    """Add `RateLimit-Policy` and `RateLimit` to every response whose request was charged,
+    error responses included (the charge happens in the authentication dependency)."""
+
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.limit = parse(limit)
-        uri = storage_uri if storage_uri.startswith("async+") else "async+" + storage_uri
-        self.strategy = MovingWindowRateLimiter(storage_from_string(uri))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        key = caller_key(scope)
-        if await self.strategy.hit(self.limit, "mneme", key):
-            await self.app(scope, receive, send)
-            return
-        reset_at, _remaining = await self.strategy.get_window_stats(self.limit, "mneme", key)
-        retry_after = max(1, math.ceil(reset_at - time.time()))
-        response = problem_response(
-            Request(scope),
-            status=429,
-            code="RATE_LIMITED",
-            title="Too many requests",
-            detail=f"Rate limit of {self.limit} per caller exceeded; retry in {retry_after} s.",
-            headers={"Retry-After": str(retry_after)},
-            limit=str(self.limit),
-        )
-        await response(scope, receive, send)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                states = scope.get("state", {}).get(STATE_KEY)
+                if states:
+                    headers = MutableHeaders(scope=message)
+                    headers["RateLimit-Policy"] = policy_header(states)
+                    headers["RateLimit"] = state_header(states)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

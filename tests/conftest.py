@@ -16,13 +16,12 @@ from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import db_migrations
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
-from service.db import create_engine
+from service.db import create_engine, set_tenant
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap, start_cluster
 from service.main import create_app
 
@@ -63,6 +62,8 @@ def make_settings(cluster: EmbeddedCluster, **overrides: Any) -> _TestSettings:
         "migration_database_url": SecretStr(cluster.url(OWNER_ROLE, TEST_DATABASE)),
         "jwt_hs256_secret": SecretStr(TEST_SECRET),
         "rate_limit_default": "10000/minute",
+        # Tests share one client address; the limit on failed authentications has its own test.
+        "auth_failure_limit": "100000/minute",
         "db_pool_size": 5,
         # Apps under test run no job worker unless a test asks for one: a worker of another
         # app sharing the database would otherwise take that test's jobs.
@@ -148,4 +149,4 @@ def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
 
 async def as_tenant(connection: Any, tenant_id: str) -> None:
     """Scope a raw test connection's transaction to one tenant, as the service does."""
-    await connection.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant_id})
+    await set_tenant(connection, tenant_id)

@@ -74,12 +74,22 @@ def _uuid_pk() -> sa.Column[object]:
     )
 
 
+def _create_extension_if_missing(name: str) -> None:
+    # The bootstrap creates the extensions as a superuser (pgvector is not trusted, so the
+    # owner could not). Skip the statement outright when they exist: on Citus even a no-op
+    # `CREATE EXTENSION IF NOT EXISTS` is propagated and demands the extension's ownership.
+    op.execute(
+        f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = '{name}') "
+        f"THEN CREATE EXTENSION {name}; END IF; END $$"
+    )
+
+
 def upgrade() -> None:
     role = _runtime_role()
     dims = _embedding_dims()
 
-    op.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    op.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    for extension in ("vector", "pg_trgm"):
+        _create_extension_if_missing(extension)
 
     op.create_table(
         "tenant",

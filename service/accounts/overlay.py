@@ -8,36 +8,20 @@ to set them is refused rather than silently trimmed.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from service.auth.tokens import PASSWORD_PROVIDERS
+from service.kit.secrets import find_secret, is_credential_name
 
 PROVIDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
-# Shapes of bearer credentials: JWTs (every id token, many access tokens), Google and GitHub
-# OAuth access tokens, and anything presented as "Bearer <token>".
-_TOKEN_SHAPES = re.compile(
-    r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"
-    r"|\bya29\.[0-9A-Za-z_-]{20,}"
-    r"|\bgh[oupsr]_[A-Za-z0-9]{30,}"
-    r"|\bBearer\s+[A-Za-z0-9._~+/-]{20,}",
-)
-_NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9]")
-
-
-def is_credential_name(name: str) -> bool:
-    """Whether a field name means a token or a provider account id, however it is spelled
-    (`access_token`, `refreshToken`, `id-token`, `providerAccountId`, …)."""
-    normalized = _NOT_ALPHANUMERIC.sub("", name.lower())
-    return normalized.endswith(("token", "tokens", "accountid"))
-
 
 def looks_like_token(value: str) -> bool:
-    return _TOKEN_SHAPES.search(value) is not None
+    """Whether the text holds a credential or PII, by the policy every durable write follows."""
+    return find_secret(value) is not None
 
 
 def find_credential(value: object) -> tuple[str | int, ...] | None:

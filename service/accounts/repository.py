@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import func, select, text
+from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,24 +24,27 @@ TOUCH_END_USER_SQL = text(
            updated_at = CASE WHEN (u.name, u.email, u.avatar, u.socials)
                                   IS DISTINCT FROM
                                   (EXCLUDED.name, EXCLUDED.email, EXCLUDED.avatar, EXCLUDED.socials)
-                             THEN now() ELSE u.updated_at END,
-           last_seen_at = now()
+                             THEN EXCLUDED.last_seen_at ELSE u.updated_at END,
+           last_seen_at = EXCLUDED.last_seen_at
      WHERE (u.name, u.email, u.avatar, u.socials)
                IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.email, EXCLUDED.avatar, EXCLUDED.socials)
         OR u.last_seen_at IS NULL
-        OR u.last_seen_at < now() - interval '5 minutes'
+        OR EXCLUDED.last_seen_at - u.last_seen_at > interval '5 minutes'
     """
 )
 """Record an end user and its auth overlay. Writes only when something changed or the
-last-seen mark is older than five minutes, so steady traffic does not rewrite the row."""
+last-seen mark is older than five minutes, so steady traffic does not rewrite the row.
+
+The clock is read once, in VALUES: Citus refuses non-immutable functions (`now()`, even
+`timestamptz - interval`) in the DO UPDATE clauses of a distributed table."""
 
 MARK_END_USER_SEEN_SQL = text(
     """
     INSERT INTO user_account AS u (tenant_id, id, last_seen_at)
     VALUES (:tenant_id, :user_id, now())
     ON CONFLICT (tenant_id, id) DO UPDATE
-       SET last_seen_at = now()
-     WHERE u.last_seen_at IS NULL OR u.last_seen_at < now() - interval '5 minutes'
+       SET last_seen_at = EXCLUDED.last_seen_at
+     WHERE u.last_seen_at IS NULL OR EXCLUDED.last_seen_at - u.last_seen_at > interval '5 minutes'
     """
 )
 """Record an end user whose token carries no account claims at all. Its overlay (perhaps set
@@ -110,7 +113,8 @@ class AccountRepository:
         statement = (
             inserted.on_conflict_do_update(
                 index_elements=[UserAccount.tenant_id, UserAccount.id],
-                set_={**values, "updated_at": func.now()},
+                # The column default (the clock, read in VALUES): Citus refuses now() here.
+                set_={**values, "updated_at": inserted.excluded.updated_at},
             )
             .returning(UserAccount)
             # The row may already sit in the identity map: refresh it from what was written.

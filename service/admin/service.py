@@ -40,7 +40,7 @@ from service.admin.schemas import (
 )
 from service.audit.service import AuditTrail
 from service.auth.principal import Principal
-from service.db import SET_TENANT_SQL, tenant_transaction
+from service.db import set_tenant, tenant_transaction
 from service.errors import NotFound
 from service.kit.pagination import (
     Page,
@@ -293,8 +293,10 @@ class UserLifecycle:
         try:
             session = await stack.enter_async_context(self._sessionmaker())
             await stack.enter_async_context(session.begin())
-            await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
-            await session.execute(SET_TENANT_SQL, {"tenant_id": self._tenant_id})
+            connection = await session.connection(
+                execution_options={"isolation_level": "REPEATABLE READ"}
+            )
+            await set_tenant(connection, self._tenant_id)
             repository = AdminRepository(session, self._tenant_id)
             plan = await repository.plan()
             scope = await repository.user_scope(plan, user_id)

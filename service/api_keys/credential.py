@@ -15,6 +15,8 @@ import secrets
 import uuid
 from dataclasses import dataclass
 
+from service.auth.principal import TENANT_ID_MAX, is_valid_identifier
+
 PREFIX = "mneme"
 
 
@@ -43,6 +45,10 @@ def parse_api_key(token: str) -> ParsedApiKey | None:
             return None
         padded = tenant_part + "=" * (-len(tenant_part) % 4)
         tenant_id = base64.urlsafe_b64decode(padded.encode()).decode()
+        # The tenant part scopes the lookup's transaction before anything is verified: a
+        # forged one must be refused here, not reach the database.
+        if not is_valid_identifier(tenant_id, TENANT_ID_MAX):
+            return None
         return ParsedApiKey(tenant_id=tenant_id, key_id=uuid.UUID(hex=key_hex), secret=secret)
     except (ValueError, UnicodeDecodeError):
         return None

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.kit.types import Timestamp
+
 ApiKeyRole = Literal["admin"]
 
 
@@ -16,7 +18,7 @@ class ApiKeyCreate(BaseModel):
     roles: list[ApiKeyRole] = Field(
         default_factory=list, description="`admin` lets the key call /v1/admin endpoints."
     )
-    expires_at: datetime | None = Field(default=None, description="Optional expiry (UTC).")
+    expires_at: Timestamp | None = Field(default=None, description="Optional expiry.")
 
 
 class ApiKeyRead(BaseModel):

@@ -6,10 +6,11 @@ from typing import Protocol
 
 from opentelemetry import trace
 
+from service.auth.failure_limit import FailedAuthenticationLimit, TooManyFailedAuthentications
 from service.auth.principal import Principal
 from service.auth.tokens import TokenVerifier
 from service.errors import Unauthenticated
-from service.observability import Metrics, tracer
+from service.observability import Metrics, bind_tenant, tracer
 
 
 class CredentialAuthenticator(Protocol):
@@ -26,21 +27,30 @@ class Authenticator:
         verifier: TokenVerifier,
         api_keys: CredentialAuthenticator,
         metrics: Metrics,
+        failure_limit: FailedAuthenticationLimit,
     ) -> None:
         self._verifier = verifier
         self._api_keys = api_keys
         self._metrics = metrics
+        self._failure_limit = failure_limit
 
-    async def authenticate(self, authorization: str | None) -> Principal:
+    async def authenticate(self, authorization: str | None, client_address: str) -> Principal:
         with tracer.start_as_current_span("auth") as span:
             try:
+                self._failure_limit.check(client_address)
                 principal = await self._authenticate(authorization)
             except Unauthenticated as exc:
                 reason = "missing" if authorization is None else "invalid"
                 self._metrics.auth_failures.labels(reason).inc()
+                self._failure_limit.record_failure(client_address)
+                span.set_status(trace.Status(trace.StatusCode.ERROR, exc.detail))
+                raise
+            except TooManyFailedAuthentications as exc:
+                self._metrics.auth_failures.labels("limited").inc()
                 span.set_status(trace.Status(trace.StatusCode.ERROR, exc.detail))
                 raise
             span.set_attribute("mneme.tenant_id", principal.tenant_id)
+            bind_tenant(principal.tenant_id)
             span.set_attribute("mneme.principal.kind", principal.kind)
             span.set_attribute("mneme.principal.credential", principal.credential)
             return principal

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from opentelemetry import trace
+
 from service.auth.owner import Owner
 from service.context.budget import Candidate, SectionDraft, fit
 from service.context.schemas import (
@@ -25,7 +27,7 @@ from service.kit.token_counting import count_tokens, encoding_for
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
 from service.memories.search import MemorySearch
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
-from service.observability import tracer
+from service.observability import record_context_sections, traced, tracer
 from service.profile.service import ProfileService
 from service.threads.service import ContextWindow, ThreadService
 from service.threads.summaries import format_summary_entries
@@ -93,6 +95,7 @@ class ContextBuilder:
         self._default_budget = default_budget
         self._buffer_recent_turns = buffer_recent_turns
 
+    @traced("context.build")
     async def build(self, user_id: str, request: ContextRequest) -> ContextResponse:
         budget = request.budget_tokens or self._default_budget
         encoding = encoding_for(request.encoding).name
@@ -173,13 +176,17 @@ class ContextBuilder:
             for draft in drafts
             if draft.chosen
         ]
+        omitted = {draft.name: draft.omitted for draft in drafts if draft.omitted}
+        record_context_sections(
+            trace.get_current_span(), sections, omitted, token_count=token_count, budget=budget
+        )
         return ContextResponse(
             text=text if request.format in ("text", "both") else None,
             sections=sections if request.format in ("json", "both") else None,
             token_count=token_count,
             budget_tokens=budget,
             encoding=encoding,
-            omitted={draft.name: draft.omitted for draft in drafts if draft.omitted},
+            omitted=omitted,
             summarization="on" if summarization == "on" else "off" if summarization else None,
         )
 

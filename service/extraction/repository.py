@@ -38,13 +38,15 @@ READ_CURSOR_SQL = text(
 
 ADVANCE_CURSOR_SQL = text(
     """
-    INSERT INTO extraction_cursor AS c (tenant_id, thread_id, through_seq)
-    VALUES (:tenant_id, :thread_id, :through_seq)
+    INSERT INTO extraction_cursor AS c (tenant_id, thread_id, through_seq, updated_at)
+    VALUES (:tenant_id, :thread_id, :through_seq, now())
     ON CONFLICT (tenant_id, thread_id) DO UPDATE
-       SET through_seq = greatest(c.through_seq, EXCLUDED.through_seq), updated_at = now()
+       SET through_seq = greatest(c.through_seq, EXCLUDED.through_seq),
+           updated_at = EXCLUDED.updated_at
     """
 )
-"""Move a thread's cursor to `through_seq`, never backwards."""
+"""Move a thread's cursor to `through_seq`, never backwards. (The clock is read in VALUES:
+Citus refuses now() in the DO UPDATE clause of a distributed table.)"""
 
 
 STRANDED_SQL = text(

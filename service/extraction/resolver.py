@@ -58,9 +58,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from service.accounts.overlay import is_credential_name
+from service.kit.secrets import find_secret, is_credential_name
 from service.memories.schemas import MEMORY_TEXT_MAX
-from service.memories.validation import find_secret
 from service.profile.service import OVERLAY_KEYS
 
 Scope = Literal["user", "org"]

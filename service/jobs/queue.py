@@ -30,6 +30,8 @@ from pgqueuer.ports.driver import Driver
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.observability import enqueue_span, trace_headers
+
 QUEUE_SETTINGS = DBSettings(
     prefix="",
     db_schema=None,
@@ -108,23 +110,32 @@ async def enqueue_job(
 
     With `dedupe`, a fresh job of the same kind and payload that has not started yet and is
     due by then makes this a no-op (returns None); otherwise returns the new job's id.
+
+    The job's headers carry the current trace context (W3C `traceparent`), so the worker's
+    span for it links back to the request that asked for it.
     """
     encoded = encode_payload(payload)
-    if dedupe:
-        pending = await session.execute(
-            PENDING_JOB_SQL,
-            {"entrypoint": entrypoint, "payload": encoded, "delay": delay.total_seconds()},
+    with enqueue_span(entrypoint) as span:
+        if dedupe:
+            pending = await session.execute(
+                PENDING_JOB_SQL,
+                {"entrypoint": entrypoint, "payload": encoded, "delay": delay.total_seconds()},
+            )
+            if pending.first() is not None:
+                span.set_attribute("mneme.job.deduplicated", True)
+                return None
+        connection = await session.connection()
+        raw = await connection.get_raw_connection()
+        driver_connection = raw.driver_connection
+        # SQLAlchemy begins the asyncpg transaction lazily, on the first statement; a job
+        # written outside it would commit on its own and could outlive rolled-back data.
+        if driver_connection is None or not driver_connection.is_in_transaction():
+            raise RuntimeError("enqueue_job needs a transaction that has already run a statement")
+        (job_id,) = await queries_for(AsyncpgDriver(driver_connection)).enqueue(
+            entrypoint,
+            encoded,
+            execute_after=delay if delay > timedelta(0) else None,
+            headers=trace_headers(),
         )
-        if pending.first() is not None:
-            return None
-    connection = await session.connection()
-    raw = await connection.get_raw_connection()
-    driver_connection = raw.driver_connection
-    # SQLAlchemy begins the asyncpg transaction lazily, on the first statement; a job written
-    # outside it would commit on its own and could outlive rolled-back data.
-    if driver_connection is None or not driver_connection.is_in_transaction():
-        raise RuntimeError("enqueue_job needs a transaction that has already run a statement")
-    (job_id,) = await queries_for(AsyncpgDriver(driver_connection)).enqueue(
-        entrypoint, encoded, execute_after=delay if delay > timedelta(0) else None
-    )
-    return int(job_id)
+        span.set_attribute("messaging.message.id", str(job_id))
+        return int(job_id)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import ARRAY, Text, bindparam, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 _TENANT_JOBS = """
     -- Decode only the payloads of the kinds asked for (other kinds may hold anything).
@@ -58,6 +58,36 @@ JOB_COUNTS_SQL = text(
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)))
 """Per kind and status (`queued`, `picked`): how many of the tenant's jobs, how many of them
 failed at least once already, and when the oldest was enqueued."""
+
+
+QUEUE_BACKLOG_SQL = text(
+    """
+    SELECT entrypoint, status::text AS status, count(*) AS jobs,
+           coalesce(extract(epoch FROM now() - min(created)), 0) AS oldest_age_seconds
+      FROM pgqueuer
+     WHERE entrypoint = ANY(:kinds) AND status IN ('queued', 'picked')
+     GROUP BY entrypoint, status
+    """
+).bindparams(bindparam("kinds", type_=ARRAY(Text)))
+"""All tenants together, per kind and status: how many jobs wait or run and how old the oldest
+is (for the operator's metrics; no tenant data leaves)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueBacklog:
+    kind: str
+    status: str
+    jobs: int
+    oldest_age_seconds: float
+
+
+async def queue_backlog(connection: AsyncConnection, kinds: Sequence[str]) -> list[QueueBacklog]:
+    """The queue's backlog across tenants for the given kinds (see `QUEUE_BACKLOG_SQL`)."""
+    rows = await connection.execute(QUEUE_BACKLOG_SQL, {"kinds": list(kinds)})
+    return [
+        QueueBacklog(row.entrypoint, row.status, int(row.jobs), float(row.oldest_age_seconds))
+        for row in rows
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from datetime import timedelta
 from typing import cast
 
 import asyncpg
+from opentelemetry import trace
 from pgqueuer.adapters.drivers.asyncpg import AsyncpgPoolDriver
 from pgqueuer.core.executors import (
     AbstractEntrypointExecutor,
@@ -42,6 +43,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.jobs.queue import QUEUE_SETTINGS, PayloadError, decode_payload, queries_for
+from service.observability import DOMAIN_METRICS, describe_failure, job_span
+from service.providers.embedder import EmbedderUnavailable
+from service.providers.llm import LLMUnavailable
 
 logger = logging.getLogger("mneme.jobs")
 
@@ -128,39 +132,69 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
 
     async def execute(self, job: Job, context: Context) -> None:
         attempt = job.attempts + 1
-        try:
-            await self._run(job)
-        except asyncio.CancelledError:
-            logger.warning("job %s (%s) interrupted by shutdown; re-queued", job.id, job.entrypoint)
-            raise RetryRequested(delay=timedelta(0), reason="worker stopped") from None
-        except PayloadError:
-            logger.exception("job %s (%s) has an unreadable payload", job.id, job.entrypoint)
-            raise JobFailed(f"{job.entrypoint} job has an unreadable payload") from None
-        except Exception as exc:
-            await self._tell(job, attempt, attempt >= self._retry.max_attempts, exc)
-            if attempt >= self._retry.max_attempts:
-                logger.error(
-                    "job %s (%s) failed for good after %d attempts",
-                    job.id,
-                    job.entrypoint,
-                    attempt,
-                    exc_info=exc,
+        with job_span(job.entrypoint, job.id, attempt, job.headers) as span:
+            try:
+                await self._run(job)
+            except asyncio.CancelledError:
+                logger.warning(
+                    "job %s (%s) interrupted by shutdown; re-queued", job.id, job.entrypoint
                 )
-                raise JobFailed(
-                    f"{job.entrypoint} failed after {attempt} attempts ({type(exc).__name__})"
+                DOMAIN_METRICS.job_runs.labels(job.entrypoint, "interrupted").inc()
+                raise RetryRequested(delay=timedelta(0), reason="worker stopped") from None
+            except PayloadError:
+                logger.error("job %s (%s) has an unreadable payload", job.id, job.entrypoint)
+                DOMAIN_METRICS.job_runs.labels(job.entrypoint, "failed").inc()
+                span.set_attribute("error.type", "PayloadError")
+                raise JobFailed(f"{job.entrypoint} job has an unreadable payload") from None
+            except Exception as exc:
+                final = attempt >= self._retry.max_attempts
+                span.set_attribute("error.type", type(exc).__name__)
+                span.set_status(trace.StatusCode.ERROR)
+                DOMAIN_METRICS.job_runs.labels(job.entrypoint, "failed" if final else "retry").inc()
+                await self._tell(job, attempt, final, exc)
+                self._log_failure(
+                    job, attempt, exc, None if final else self._retry.delay_after(attempt)
+                )
+                if final:
+                    raise JobFailed(
+                        f"{job.entrypoint} failed after {attempt} attempts ({type(exc).__name__})"
+                    ) from None
+                raise RetryRequested(
+                    delay=self._retry.delay_after(attempt),
+                    reason=f"attempt {attempt} failed ({type(exc).__name__})",
                 ) from None
-            delay = self._retry.delay_after(attempt)
-            logger.warning(
-                "job %s (%s) attempt %d failed; retrying in %s",
+            DOMAIN_METRICS.job_runs.labels(job.entrypoint, "ok").inc()
+
+    @staticmethod
+    def _log_failure(job: Job, attempt: int, exc: Exception, retry_in: timedelta | None) -> None:
+        """One line per failed run: the error's classes and the URL it failed on. An outage of
+        the model or the embedder is expected weather, its traceback (an HTTP client's runs to
+        a hundred lines) shown only when debugging; any other error is a bug and keeps it."""
+        error, url = describe_failure(exc)
+        where = f" calling {url}" if url else ""
+        outage = isinstance(exc, LLMUnavailable | EmbedderUnavailable)
+        traceback = exc if logger.isEnabledFor(logging.DEBUG) or not outage else None
+        if retry_in is None:
+            logger.error(
+                "job %s (%s) failed for good after %d attempts: %s%s",
                 job.id,
                 job.entrypoint,
                 attempt,
-                delay,
-                exc_info=exc,
+                error,
+                where,
+                exc_info=traceback,
             )
-            raise RetryRequested(
-                delay=delay, reason=f"attempt {attempt} failed ({type(exc).__name__})"
-            ) from None
+        else:
+            logger.warning(
+                "job %s (%s) attempt %d failed: %s%s; retrying in %s",
+                job.id,
+                job.entrypoint,
+                attempt,
+                error,
+                where,
+                retry_in,
+                exc_info=traceback,
+            )
 
 
 class JobWorker:

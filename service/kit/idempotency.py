@@ -38,6 +38,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.errors import Conflict, ValidationFailed
+from service.observability import tracer
 
 ResultT = TypeVar("ResultT")
 
@@ -295,7 +296,9 @@ class IdempotencyStore:
         """
         if key is None:
             return await operation()
-        outcome = await self.begin(key, request.method, request.url.path, request_body)
+        with tracer.start_as_current_span("idempotency.claim") as span:
+            outcome = await self.begin(key, request.method, request.url.path, request_body)
+            span.set_attribute("mneme.idempotency.replay", isinstance(outcome, IdempotentReplay))
         if isinstance(outcome, IdempotentReplay):
             return outcome.response()
         result = await operation()

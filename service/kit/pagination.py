@@ -7,12 +7,13 @@ import binascii
 import json
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
 from service.errors import ValidationFailed
+from service.kit.types import INT64_MAX
 
 ItemT = TypeVar("ItemT")
 
@@ -49,9 +50,25 @@ def decode_newest_first_cursor(cursor: str | None) -> tuple[datetime, uuid.UUID]
         return None
     created_at, row_id = decode_cursor(cursor, arity=2)
     try:
-        return datetime.fromisoformat(created_at), uuid.UUID(row_id)
-    except (TypeError, ValueError) as exc:
+        position = datetime.fromisoformat(created_at)
+        # Issued cursors hold UTC times; anything else was forged and could not be compared.
+        if position.utcoffset() is None:
+            raise ValueError("naive time")
+        position.astimezone(UTC)
+        return position, uuid.UUID(row_id)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise _bad_cursor() from exc
+
+
+def decode_position_cursor(cursor: str | None) -> int | None:
+    """The sequence number a position cursor (`[seq]`) points after, or None."""
+    if cursor is None:
+        return None
+    (position,) = decode_cursor(cursor, arity=1)
+    # bool is an int in Python, and a forged cursor may hold any JSON value.
+    if type(position) is not int or not 0 <= position <= INT64_MAX:
+        raise _bad_cursor()
+    return position
 
 
 def newest_first_cursor(

@@ -23,7 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from service.auth.owner import Owner
 from service.auth.principal import ME
-from service.dependencies import AppState
+from service.dependencies import AppState, get_principal
 from service.errors import NotFound
 from service.mcp.calls import CALLER_STATE_KEY, McpCaller, caller_from_request
 from service.mcp.server import build_mcp_server
@@ -57,9 +57,9 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         state: AppState = request.app.state.mneme
-        # Raised errors become the app's problem responses (401 with WWW-Authenticate, 404).
-        principal = await state.authenticator.authenticate(request.headers.get("authorization"))
-        request.state.principal = principal
+        # The REST routes' own dependency: same credentials, failed-auth and per-principal
+        # limits. Raised errors become the app's problem responses (401, 404, 429).
+        principal = await get_principal(request, state, None)
         addressed = request.headers.get(USER_HEADER) or ME
         user_id = principal.resolve_user(addressed)
         if user_id is None:

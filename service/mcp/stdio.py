@@ -50,7 +50,7 @@ async def _serve(token: str, user: str) -> int:
     async with app.router.lifespan_context(app):
         state: AppState = app.state.mneme
         try:
-            principal = await state.authenticator.authenticate(f"Bearer {token}")
+            principal = await state.authenticator.authenticate(f"Bearer {token}", "stdio")
         except DomainError as exc:
             sys.stderr.write(f"mneme mcp-stdio: {exc.code}: {exc.detail}\n")
             return 2

@@ -1,11 +1,6 @@
 from __future__ import annotations
 
-from service.errors import Conflict, NotFound, ValidationFailed
-
-
-class SecretRefused(ValidationFailed):
-    title = "Secret or personal data refused"
-    code = "SECRET_REFUSED"
+from service.errors import Conflict, NotFound
 
 
 class MemoryNotFound(NotFound):

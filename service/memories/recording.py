@@ -17,12 +17,11 @@ from service.auth.owner import Owner, authorize_write
 from service.auth.principal import Principal
 from service.errors import ValidationFailed
 from service.kit.post_commit import PostCommitTasks
+from service.kit.secrets import refuse_secrets as kit_refuse_secrets
 from service.memories.embedding import EmbeddingBackfill
-from service.memories.errors import SecretRefused
 from service.memories.models import Memory, MemoryEvent
 from service.memories.repository import MemoryRepository
 from service.memories.schemas import MemoryCreate, MemoryRead, MemoryWritten
-from service.memories.validation import find_secret
 from service.providers import Embedder
 
 
@@ -66,7 +65,11 @@ class MemoryRecorder:
         """Refuse secrets and past expiry times before anything is written."""
         self.authorize(*(entry.owner for entry in owned))
         for index, entry in enumerate(owned):
-            for field, value in (("text", entry.item.text), ("evidence", entry.item.evidence)):
+            for field, value in (
+                ("text", entry.item.text),
+                ("evidence", entry.item.evidence),
+                ("metadata", entry.item.metadata),
+            ):
                 refuse_secrets(value, ["body", "items", index, field])
             if entry.item.expires_at is not None and entry.item.expires_at <= datetime.now(UTC):
                 raise ValidationFailed(
@@ -141,16 +144,10 @@ class MemoryRecorder:
         await self.repository.delete_many([m.id for m in memories])
 
 
-def refuse_secrets(value: str | None, location: list[str | int]) -> None:
-    if not value:
-        return
-    rule = find_secret(value)
-    if rule is not None:
-        raise SecretRefused(
-            f"Refusing to remember what looks like a {rule.description} ({location[-1]}).",
-            rule=rule.name,
-            errors=[{"loc": location, "msg": f"matches rule {rule.name}", "type": rule.name}],
-        )
+def refuse_secrets(value: Any, location: list[str | int]) -> None:
+    """The one secret policy for durable writes: 422 `SECRET_REFUSED` naming the rule."""
+    if value:
+        kit_refuse_secrets(value, tuple(location))
 
 
 def written(memory: Memory, *, duplicate: bool) -> MemoryWritten:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
@@ -13,6 +12,7 @@ from service.dependencies import Idempotency, OrgOwner, OrgWriter, UserOwner
 from service.errors import ValidationFailed, problem_responses
 from service.kit.idempotency import IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+from service.kit.types import Timestamp
 from service.memories.dependencies import MemorySearchSvc, MemorySvc
 from service.memories.filters import MemoryFilter
 from service.memories.schemas import (
@@ -52,10 +52,10 @@ class FilterQuery:
             list[Lifecycle] | None,
             Query(description="Default: proposed and confirmed (not superseded)."),
         ] = None,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        event_after: datetime | None = None,
-        event_before: datetime | None = None,
+        created_after: Timestamp | None = None,
+        created_before: Timestamp | None = None,
+        event_after: Timestamp | None = None,
+        event_before: Timestamp | None = None,
     ) -> None:
         self.kinds = kind
         self.categories = category

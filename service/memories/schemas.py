@@ -6,7 +6,9 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+from service.kit.types import Timestamp
 
 MemoryKind = Literal["semantic", "episodic", "procedural"]
 MemoryScope = Literal["user", "org"]
@@ -34,14 +36,14 @@ class MemoryCreate(BaseModel):
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     lifecycle: Literal["proposed", "confirmed"] = "confirmed"
     needs_review: bool = False
-    event_at: AwareDatetime | None = Field(
+    event_at: Timestamp | None = Field(
         default=None, description="When it happened or became true (record time is automatic)."
     )
     source_thread_id: uuid.UUID | None = None
     source_message_ids: list[uuid.UUID] = Field(default_factory=list, max_length=100)
     evidence: str | None = Field(default=None, max_length=2000)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    expires_at: AwareDatetime | None = None
+    expires_at: Timestamp | None = None
 
     @field_validator("text")
     @classmethod
@@ -67,9 +69,9 @@ class MemoryUpdate(BaseModel):
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     lifecycle: Lifecycle | None = None
     needs_review: bool | None = None
-    event_at: AwareDatetime | None = None
+    event_at: Timestamp | None = None
     metadata: dict[str, Any] | None = None
-    expires_at: AwareDatetime | None = None
+    expires_at: Timestamp | None = None
 
 
 class MemoryRead(BaseModel):
@@ -163,8 +165,8 @@ class SearchRequest(BaseModel):
         default_factory=_live_lifecycles,
         description="Superseded memories are excluded unless asked for.",
     )
-    event_after: AwareDatetime | None = None
-    event_before: AwareDatetime | None = None
+    event_after: Timestamp | None = None
+    event_before: Timestamp | None = None
     limit: int = Field(default=10, ge=1, le=100)
     mode: SearchMode = "hybrid"
     fusion: FusionMethod = "rrf"
@@ -175,6 +177,13 @@ class SearchRequest(BaseModel):
     mmr_lambda: float | None = Field(
         default=None, ge=0, le=1, description="Set to diversify the results (1 = relevance only)."
     )
+
+    @field_validator("query")
+    @classmethod
+    def _query_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must contain something besides whitespace")
+        return value
 
 
 class ComponentScores(BaseModel):
@@ -242,8 +251,8 @@ class KeyedMemoryPut(BaseModel):
     text: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
     metadata: dict[str, Any] = Field(default_factory=dict)
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
-    event_at: AwareDatetime | None = None
-    expires_at: AwareDatetime | None = None
+    event_at: Timestamp | None = None
+    expires_at: Timestamp | None = None
 
     @field_validator("text")
     @classmethod

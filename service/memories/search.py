@@ -5,13 +5,20 @@ from __future__ import annotations
 import uuid
 
 import numpy as np
+from opentelemetry import trace
 
 from service.auth.owner import Owner
 from service.config import Settings
 from service.memories.filters import MemoryFilter
 from service.memories.repository import MemoryRepository, SearchParams, SearchRow
 from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
-from service.observability import tracer
+from service.observability import (
+    fusion_statement,
+    record_search_hits,
+    search_stage,
+    traced,
+    tracer,
+)
 from service.providers import Embedder, EmbedderUnavailable
 
 # MMR re-ranks a deeper candidate list than it returns.
@@ -73,6 +80,7 @@ class MemorySearch:
             with_embeddings=with_mmr,
         )
 
+    @traced("memories.search")
     async def search(
         self,
         owner: Owner,
@@ -84,13 +92,13 @@ class MemorySearch:
         if request.mode != "lexical" and query_embedding is None:
             query_embedding = await self.embed_query(request.query)
         params = self.params(owner, request, query_embedding)
-        with tracer.start_as_current_span("memories.fusion_query") as span:
+        with fusion_statement(request.mode) as statement:
             rows = await self._repository.search(params)
-            span.set_attribute("mneme.candidates", len(rows))
+            statement.rows(len(rows))
         mmr_scores: dict[uuid.UUID, float] = {}
         if params.with_embeddings and query_embedding is not None:
             assert request.mmr_lambda is not None  # with_embeddings is set only for MMR
-            with tracer.start_as_current_span("memories.mmr"):
+            with search_stage("mmr", request.mode):
                 rows, mmr_scores = maximal_marginal_relevance(
                     rows, query_embedding, request.mmr_lambda, request.limit
                 )
@@ -101,7 +109,7 @@ class MemorySearch:
             )
             for row in rows
         ]
-        _annotate_span(hits)
+        record_search_hits(trace.get_current_span(), hits, mode=request.mode)
         return SearchResponse(
             hits=hits,
             mode=request.mode,
@@ -150,21 +158,6 @@ def maximal_marginal_relevance(
         remaining.remove(best_index)
         scores[rows[best_index].memory.id] = best_score
     return [rows[index] for index in chosen], scores
-
-
-def _annotate_span(hits: list[SearchHit]) -> None:
-    """Component scores of the returned items on the request's span (telemetry contract)."""
-    from opentelemetry import trace
-
-    span = trace.get_current_span()
-    for position, hit in enumerate(hits[:20]):
-        prefix = f"mneme.hit.{position}"
-        span.set_attribute(f"{prefix}.id", str(hit.memory.id))
-        span.set_attribute(f"{prefix}.final_score", hit.scores.final_score)
-        if hit.scores.lexical_rank is not None:
-            span.set_attribute(f"{prefix}.lexical_rank", hit.scores.lexical_rank)
-        if hit.scores.vector_cosine is not None:
-            span.set_attribute(f"{prefix}.vector_cosine", hit.scores.vector_cosine)
 
 
 def _pick(value: float | None, default: float) -> float:

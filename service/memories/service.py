@@ -135,6 +135,7 @@ class MemoryService:
             if field in values and values[field] is None:
                 raise ValidationFailed(f"{field} cannot be null.")
 
+        refuse_secrets(values.get("metadata_"), ["body", "metadata"])
         old_text = memory.text
         new_text = values.get("text")
         if new_text is not None:

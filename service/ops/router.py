@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import QueuePool
 
 from service import db_migrations
-from service.dependencies import State
+from service.dependencies import AppState, State
 from service.errors import ServiceUnavailable, problem_responses
+from service.jobs import THREAD_SUMMARY_JOB, WRITE_PATH_JOBS
+from service.jobs.status import queue_backlog
+from service.observability import DOMAIN_METRICS
 
 router = APIRouter(tags=["ops"])
 
@@ -25,9 +30,16 @@ class Readiness(BaseModel):
     schema_revision: str
 
 
-@router.get("/healthz", response_model=Health, summary="Liveness")
-async def get_health() -> Health:
-    """The process is up. Says nothing about its dependencies (see /readyz)."""
+@router.get("/healthz", response_model=Health, summary="Liveness", responses=problem_responses(503))
+async def get_health(request: Request) -> Health:
+    """The process is up and can heal itself. Says nothing about its dependencies (see /readyz).
+
+    With the embedded database, the process is live only while the task that restarts that
+    database is running: without it, an outage would last until someone restarts the service.
+    """
+    supervisor = getattr(request.app.state, "embedded_supervisor", None)
+    if supervisor is not None and not supervisor.running:
+        raise ServiceUnavailable("The embedded database is no longer supervised.")
     return Health(status="ok")
 
 
@@ -57,4 +69,31 @@ async def get_readiness(state: State) -> Readiness:
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
 async def get_metrics(state: State) -> Response:
     """Prometheus text exposition of the service's metrics."""
-    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    await read_gauges(state)
+    body = generate_latest(state.metrics.registry) + generate_latest(DOMAIN_METRICS.registry)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+
+async def read_gauges(state: AppState) -> None:
+    """Refresh the gauges that describe state rather than events: the runtime connection pool
+    and the job queue's backlog. A database that does not answer leaves the queue gauges as
+    they were (the scrape still succeeds; /readyz reports the outage)."""
+    pool = state.engine.pool
+    if isinstance(pool, QueuePool):
+        DOMAIN_METRICS.db_pool.labels("in_use").set(pool.checkedout())
+        DOMAIN_METRICS.db_pool.labels("idle").set(pool.checkedin())
+        DOMAIN_METRICS.db_pool.labels("overflow").set(max(pool.overflow(), 0))
+    kinds = (THREAD_SUMMARY_JOB, *WRITE_PATH_JOBS)
+    try:
+        async with state.engine.connect() as connection:
+            backlog = await queue_backlog(connection, kinds)
+    except (OSError, SQLAlchemyError):
+        return
+    for kind in kinds:
+        for status in ("queued", "picked"):
+            DOMAIN_METRICS.job_queue_depth.labels(kind, status).set(0)
+        DOMAIN_METRICS.job_oldest_age.labels(kind).set(0)
+    for row in backlog:
+        DOMAIN_METRICS.job_queue_depth.labels(row.kind, row.status).set(row.jobs)
+        if row.status == "queued":
+            DOMAIN_METRICS.job_oldest_age.labels(row.kind).set(row.oldest_age_seconds)

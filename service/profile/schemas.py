@@ -18,7 +18,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from service.accounts.overlay import credential_refused, find_credential, is_credential_name
+from service.accounts.overlay import credential_refused, find_credential
+from service.kit.secrets import is_credential_name
 
 JSON_PATCH_MEDIA_TYPE = "application/json-patch+json"
 KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"

@@ -13,7 +13,9 @@ job records that are not tenant-scoped.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from openai import (
     APIConnectionError,
@@ -23,9 +25,11 @@ from openai import (
     OpenAIError,
 )
 from openai.types.chat import ChatCompletion
+from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
 from service.config import Settings
+from service.observability import DOMAIN_METRICS, tracer
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -98,13 +102,66 @@ class OpenAIChatModel:
             timeout=timeout_seconds,
             max_retries=max_retries,
         )
+        endpoint = urlsplit(str(self._client.base_url))
+        self._server_attributes: dict[str, str | int] = {"server.address": endpoint.hostname or ""}
+        if endpoint.port is not None:
+            self._server_attributes["server.port"] = endpoint.port
 
     async def complete_json(
         self, *, system: str, user: str, output: type[OutputT], schema_name: str
     ) -> OutputT:
+        # GenAI semantic conventions: model, token usage and error type; never the prompt or
+        # the reply (they are a tenant's words).
+        started = time.perf_counter()
+        with tracer.start_as_current_span(
+            f"chat {self.model_name}",
+            kind=trace.SpanKind.CLIENT,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": self.model_name,
+                "gen_ai.output.type": "json",
+                **self._server_attributes,
+            },
+        ) as span:
+            try:
+                completion = await self._create(system, user, output, schema_name)
+                span.set_attribute("gen_ai.response.model", completion.model)
+                if completion.usage is not None:
+                    self._record_usage(
+                        span, completion.usage.prompt_tokens, completion.usage.completion_tokens
+                    )
+                span.set_attribute(
+                    "gen_ai.response.finish_reasons",
+                    [choice.finish_reason or "" for choice in completion.choices],
+                )
+                parsed = self._parse(completion, output)
+            except LLMUnavailable as exc:
+                error_type = type(exc.__cause__).__name__ if exc.__cause__ else "invalid_output"
+                span.set_attribute("error.type", error_type)
+                span.set_status(trace.StatusCode.ERROR)
+                DOMAIN_METRICS.llm_calls.labels(self.model_name, "error").inc()
+                DOMAIN_METRICS.llm_errors.labels(self.model_name, error_type).inc()
+                raise
+            finally:
+                DOMAIN_METRICS.llm_latency.labels(self.model_name).observe(
+                    time.perf_counter() - started
+                )
+            DOMAIN_METRICS.llm_calls.labels(self.model_name, "ok").inc()
+            return parsed
+
+    def _record_usage(self, span: trace.Span, input_tokens: int, output_tokens: int) -> None:
+        span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
+        span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
+        DOMAIN_METRICS.llm_tokens.labels(self.model_name, "input").inc(input_tokens)
+        DOMAIN_METRICS.llm_tokens.labels(self.model_name, "output").inc(output_tokens)
+
+    async def _create(
+        self, system: str, user: str, output: type[BaseModel], schema_name: str
+    ) -> ChatCompletion:
         schema = strict_json_schema(output)
         try:
-            completion: ChatCompletion = await self._client.chat.completions.create(
+            return await self._client.chat.completions.create(
                 model=self.model_name,
                 messages=[
                     {"role": "system", "content": system},
@@ -125,7 +182,6 @@ class OpenAIChatModel:
             raise LLMUnavailable(
                 f"{self.model_name} request failed ({type(exc).__name__})"
             ) from exc
-        return self._parse(completion, output)
 
     def _parse(self, completion: ChatCompletion, output: type[OutputT]) -> OutputT:
         if not completion.choices:

@@ -38,6 +38,7 @@ def build_thread_service(
         summarizer,
         (summaries, *state.append_listeners),
         appended_by_admin=principal.is_admin,
+        mask_replayed_secrets=state.settings.message_secrets_on_replay == "mask",
     )
 
 

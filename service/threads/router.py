@@ -6,12 +6,12 @@ import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response, status
-from pydantic import Field
 
 from service.dependencies import AddressedUserId, Idempotency, State
 from service.errors import problem_responses
 from service.kit.idempotency import IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+from service.kit.types import PositiveInt64
 from service.threads.dependencies import ThreadSvc
 from service.threads.schemas import (
     MessagePage,
@@ -150,7 +150,7 @@ async def list_messages(
     cursor: Annotated[str | None, Query(description="From a previous page.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     label: Annotated[
-        list[Annotated[int, Field(ge=1)]] | None,
+        list[PositiveInt64] | None,
         Query(description="Fetch human turns `#N` (each with the replies that follow)."),
     ] = None,
 ) -> MessagePage:

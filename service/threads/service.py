@@ -14,11 +14,12 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.kit.pagination import (
     Page,
-    decode_cursor,
     decode_newest_first_cursor,
+    decode_position_cursor,
     encode_cursor,
     newest_first_cursor,
 )
+from service.kit.secrets import mask_secrets
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel, LLMUnavailable
 from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
@@ -78,12 +79,27 @@ def summarization_status(settings: Settings, chat_model: ChatModel | None) -> Su
 
 
 @dataclass(frozen=True)
+class ReplayedMessage:
+    id: uuid.UUID
+    role: str
+    content: str
+    seq: int
+
+
+@dataclass(frozen=True)
+class ReplayedSummary:
+    sequence: int
+    entries: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class ContextWindow:
-    """A thread's prompt window as stored rows: summaries oldest first, then raw messages."""
+    """A thread's prompt window as a context block replays it: summaries oldest first, then
+    raw messages, secrets masked unless configured not to."""
 
     summarization_enabled: bool
-    summaries: list[ThreadSummary]
-    messages: list[Message]
+    summaries: list[ReplayedSummary]
+    messages: list[ReplayedMessage]
 
 
 class ThreadService:
@@ -98,6 +114,7 @@ class ThreadService:
         listeners: Sequence[AppendListener] = (),
         *,
         appended_by_admin: bool = False,
+        mask_replayed_secrets: bool = True,
     ) -> None:
         self._session = session
         self._repository = repository
@@ -107,6 +124,9 @@ class ThreadService:
         self._summarizer = summarization
         self._listeners = tuple(listeners)
         self._appended_by_admin = appended_by_admin
+        # Messages are stored exactly as sent (they are the user's record of the conversation);
+        # a prompt window replays them with detected secrets masked, unless configured not to.
+        self._mask_replayed_secrets = mask_replayed_secrets
 
     async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
         await self._accounts.ensure_user(user_id)
@@ -229,7 +249,7 @@ class ThreadService:
         if labels:
             turns = await self._repository.messages_of_turns(thread_id, labels)
             return MessagePage(items=await self._with_labels(thread_id, turns))
-        after_seq = int(decode_cursor(cursor, arity=1)[0]) if cursor is not None else None
+        after_seq = decode_position_cursor(cursor)
         rows = await self._repository.list_messages(thread_id, after_seq=after_seq, limit=limit + 1)
         next_cursor = encode_cursor([rows[limit - 1].seq]) if len(rows) > limit else None
         return MessagePage(
@@ -274,23 +294,34 @@ class ThreadService:
         """Summaries oldest first, then the raw messages after the last summarised window,
         always keeping the `buffer_turns` most recent human turns raw."""
         summaries, start, raw = await self._window_rows(user_id, thread_id, buffer_turns)
-        return ThreadWindow(
+        window = ThreadWindow(
             summarization=self._summarizer.status,
             summaries=[SummaryRead.model_validate(s) for s in summaries],
             summary_text=format_summaries_for_prompt(summaries),
             start_index=start,
             messages=await self._with_labels(thread_id, raw),
         )
+        return masked_window(window) if self._mask_replayed_secrets else window
 
     async def context_window(
         self, user_id: str, thread_id: uuid.UUID, buffer_turns: int
     ) -> ContextWindow:
         """The same window, as the context block needs it: no turn labels, no rendered text."""
         summaries, _, raw = await self._window_rows(user_id, thread_id, buffer_turns)
+        replay = mask_secrets if self._mask_replayed_secrets else _as_sent
         return ContextWindow(
             summarization_enabled=self._summarizer.status.enabled,
-            summaries=summaries,
-            messages=raw,
+            summaries=[
+                ReplayedSummary(
+                    s.sequence,
+                    [
+                        {k: replay(v) if isinstance(v, str) else v for k, v in entry.items()}
+                        for entry in s.entries
+                    ],
+                )
+                for s in summaries
+            ],
+            messages=[ReplayedMessage(m.id, m.role, replay(m.content), m.seq) for m in raw],
         )
 
     async def _window_rows(
@@ -322,3 +353,19 @@ class ThreadService:
             )
             for m in messages
         ]
+
+
+def _as_sent(text: str) -> str:
+    return text
+
+
+def masked_window(window: ThreadWindow) -> ThreadWindow:
+    """The window with secrets in its raw messages and summary text replaced by a placeholder."""
+    return window.model_copy(
+        update={
+            "summary_text": mask_secrets(window.summary_text),
+            "messages": [
+                m.model_copy(update={"content": mask_secrets(m.content)}) for m in window.messages
+            ],
+        }
+    )

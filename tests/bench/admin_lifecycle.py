@@ -37,7 +37,7 @@ from service.admin.service import AdminService, UserLifecycle
 from service.audit.service import AuditTrail
 from service.auth.principal import Principal
 from service.config import Settings
-from service.db import create_engine, create_sessionmaker, tenant_transaction
+from service.db import create_engine, create_sessionmaker, set_tenant, tenant_transaction
 from service.embedded_postgres import OWNER_ROLE, bootstrap, start_cluster
 
 TENANT = "bench"
@@ -111,9 +111,7 @@ async def seed(engine: AsyncEngine, args: argparse.Namespace, dims: int) -> floa
         await connection.execute(text("DROP INDEX ix_memory_embedding_hnsw"))
     for user, memories, threads, vectors in users:
         async with engine.begin() as connection:
-            await connection.execute(
-                text("SELECT set_config('app.tenant_id', :t, true)"), {"t": TENANT}
-            )
+            await set_tenant(connection, TENANT)
             for statement in SEED_USER_SQL.strip().split(";\n"):
                 await connection.execute(
                     text(statement),

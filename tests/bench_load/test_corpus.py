@@ -20,8 +20,8 @@ from benchmarks.corpus import (
     sample_queries,
 )
 from benchmarks.load import parse_concurrency, parse_sizes, size_label
+from service.kit.secrets import find_secret
 from service.memories.schemas import MemoryCreate
-from service.memories.validation import find_secret
 
 SHAPE = CorpusShape(memories_per_user=40, users_per_tenant=3, org_memories_per_tenant=5, seed=7)
 

@@ -1,0 +1,88 @@
+"""A database that is down, restarting or out of connections is an outage, not a bug.
+
+Requests that fail because Postgres cannot be reached get a 503 `DATABASE_UNAVAILABLE` problem
+with `Retry-After`, so clients back off and retry, instead of a 500 that reads as a server
+defect. The handlers are registered for the exception classes themselves: Starlette re-raises
+anything that reaches the catch-all `Exception` handler, which makes the server drop the
+keep-alive connection, and the client's next request would fail too.
+"""
+
+from __future__ import annotations
+
+from asyncpg.exceptions import ConnectionDoesNotExistError
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy import exc as sa_exc
+
+from service.errors import ServiceUnavailable, handle_domain_error, handle_unexpected
+
+# Seconds a client should wait: an embedded Postgres restarts in about this time, and a pool
+# reconnects on the first request after the server is back.
+RETRY_AFTER_SECONDS = 2
+
+# SQLSTATEs that mean "the server cannot serve you now", whatever the statement was:
+# class 08 (connection exceptions), admin/crash shutdown, starting up or shutting down,
+# too many connections.
+_UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+class DatabaseUnavailable(ServiceUnavailable):
+    title = "Database unavailable"
+    code = "DATABASE_UNAVAILABLE"
+
+    def __init__(self, detail: str | None = None) -> None:
+        super().__init__(
+            detail or "The database cannot be reached right now; retry shortly.",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            retry_after_seconds=RETRY_AFTER_SECONDS,
+        )
+
+
+def _sqlstate(error: BaseException | None) -> str | None:
+    while error is not None:
+        state = getattr(error, "sqlstate", None)
+        if isinstance(state, str):
+            return state
+        error = error.__cause__
+    return None
+
+
+def is_database_unavailable(error: BaseException) -> bool:
+    """True when `error` says Postgres could not be reached, not that a statement was wrong."""
+    if isinstance(error, sa_exc.TimeoutError):
+        return True  # the pool had no connection to give within its timeout
+    if isinstance(error, sa_exc.DBAPIError):
+        if error.connection_invalidated:
+            return True
+        state = _sqlstate(error.orig)
+        if state is not None:
+            return state.startswith("08") or state in _UNAVAILABLE_SQLSTATES
+        # Errors the driver raises itself (socket refused, connection closed mid-operation)
+        # carry no SQLSTATE.
+        cause = error.orig.__cause__ if error.orig is not None else None
+        return isinstance(cause, OSError | ConnectionDoesNotExistError)
+    if isinstance(error, OSError):
+        # asyncpg's connect raises socket errors (refused, socket file gone, timed out)
+        # unwrapped; the same classes raised by anything else are not a database outage.
+        return _raised_by_driver(error)
+    return False
+
+
+def _raised_by_driver(error: BaseException) -> bool:
+    trace = error.__traceback__
+    while trace is not None:
+        if str(trace.tb_frame.f_globals.get("__name__", "")).startswith("asyncpg"):
+            return True
+        trace = trace.tb_next
+    return False
+
+
+async def _handle_database_error(request: Request, exc: Exception) -> JSONResponse:
+    if is_database_unavailable(exc):
+        return await handle_domain_error(request, DatabaseUnavailable())
+    return await handle_unexpected(request, exc)
+
+
+def install_outage_handlers(app: FastAPI) -> None:
+    for error_class in (sa_exc.DBAPIError, sa_exc.TimeoutError, OSError):
+        app.add_exception_handler(error_class, _handle_database_error)

@@ -1,0 +1,227 @@
+"""What may never be stored durably: credentials and PII-like content, found alike everywhere.
+
+One detector serves every durable write (memory text, evidence and metadata, profile values,
+the account overlay, extracted facts and turn memories) and the masking of raw thread messages
+replayed into a prompt. It combines:
+
+- detect-secrets' pattern detectors (JWTs, cloud, GitHub/GitLab/Slack/Stripe/OpenAI/… tokens,
+  private keys, credentials in URLs): well kept, and each pattern is specific to one issuer.
+  Its entropy and keyword detectors are left out: on conversational text they fire on ordinary
+  words;
+- rules of our own for what it has no detector for: US social security numbers, payment card
+  numbers (confirmed with the Luhn checksum, so order and phone numbers are not refused),
+  bearer tokens, Mneme API keys, GCP service-account keys, `password: …`-style assignments;
+- in JSON (metadata, profile values), any non-trivial string under a key that names a
+  credential (`password`, `api_key`, `access_token`, …).
+
+Each finding has a stable rule name so a refusal can say which rule fired without echoing
+the text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+from detect_secrets.plugins.base import RegexBasedDetector
+
+from service.errors import ValidationFailed
+
+MASK = "[secret removed]"
+
+_SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
+_CARD_CANDIDATE = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
+_PEM_PRIVATE_KEY = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?",
+    re.IGNORECASE | re.DOTALL,
+)
+_AWS_ACCESS_KEY = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+_GCP_SERVICE_ACCOUNT_KEY = re.compile(r'"private_key_id"\s*:\s*"[0-9a-f]{20,}"')
+_API_TOKENS = re.compile(
+    r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"  # OpenAI / Anthropic style
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack tokens
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
+    r"|sk_live_[0-9A-Za-z]{20,})"  # Stripe live keys
+)
+# "Bearer <token>", and Google OAuth access tokens (detect-secrets has no detector for them).
+_BEARER_TOKEN = re.compile(
+    r"\bBearer\s+[A-Za-z0-9\-._~+/]{16,}=*|\bya29\.[0-9A-Za-z_-]{20,}", re.IGNORECASE
+)
+_MNEME_API_KEY = re.compile(r"\bmneme\.[A-Za-z0-9_-]+\.[0-9a-f]{32}\.[A-Za-z0-9_-]{16,}")
+_ASSIGNED_SECRET = re.compile(
+    r"\b(?:password|passwd|api[_-]?key|secret[_-]?key|access[_-]?token|client[_-]?secret)"
+    r"\s*[:=]\s*\S{6,}",
+    re.IGNORECASE,
+)
+_NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9]")
+_CREDENTIAL_NAME_PARTS = ("password", "passwd", "passphrase", "apikey", "secretkey", "privatekey")
+
+
+def _pattern_detectors() -> tuple[RegexBasedDetector, ...]:
+    # All of detect-secrets' RegexBasedDetector plugins but the public-IP one: an address is
+    # not a credential.
+    detectors: list[RegexBasedDetector] = []
+    plugins: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
+    for plugin in plugins:
+        if issubclass(plugin, RegexBasedDetector) and plugin.__name__ != "IPPublicDetector":
+            detectors.append(plugin())
+    return tuple(sorted(detectors, key=lambda detector: type(detector).__name__))
+
+
+_DETECTORS = _pattern_detectors()
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    rule: str
+    description: str
+    start: int
+    end: int
+
+
+def _luhn_valid(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char)
+        if index % 2 == 1:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+def _cards(text: str) -> Iterator[tuple[int, int]]:
+    for match in _CARD_CANDIDATE.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and _luhn_valid(digits):
+            yield match.span()
+
+
+def _spans(pattern: re.Pattern[str]) -> Callable[[str], Iterator[tuple[int, int]]]:
+    return lambda text: (m.span() for m in pattern.finditer(text))
+
+
+def _detect_secrets(text: str) -> Iterator[tuple[int, int]]:
+    for detector in _DETECTORS:
+        for found in detector.analyze_string(text):
+            start = text.find(found)
+            if start >= 0:
+                yield start, start + len(found)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    name: str
+    description: str
+    spans: Callable[[str], Iterator[tuple[int, int]]]
+
+
+_RULES: tuple[_Rule, ...] = (
+    _Rule("ssn", "US social security number", _spans(_SSN)),
+    _Rule("payment_card", "payment card number", _cards),
+    _Rule("pem_private_key", "PEM private key", _spans(_PEM_PRIVATE_KEY)),
+    _Rule("cloud_access_key", "cloud access key", _spans(_AWS_ACCESS_KEY)),
+    _Rule("cloud_access_key", "cloud access key", _spans(_GCP_SERVICE_ACCOUNT_KEY)),
+    _Rule("bearer_token", "bearer token", _spans(_BEARER_TOKEN)),
+    _Rule("api_secret", "API token or credential", _spans(_API_TOKENS)),
+    _Rule("api_secret", "API token or credential", _spans(_MNEME_API_KEY)),
+    _Rule("api_secret", "API token or credential", _spans(_ASSIGNED_SECRET)),
+    _Rule("credential", "credential or access token", _detect_secrets),
+)
+
+
+def find_secrets(text: str) -> list[SecretFinding]:
+    """Every secret-looking span of `text`, in order of position."""
+    findings = [
+        SecretFinding(rule.name, rule.description, start, end)
+        for rule in _RULES
+        for start, end in rule.spans(text)
+    ]
+    return sorted(findings, key=lambda f: (f.start, -f.end))
+
+
+def find_secret(text: str) -> SecretFinding | None:
+    """The first rule `text` violates, or None when it is safe to remember."""
+    for rule in _RULES:
+        for start, end in rule.spans(text):
+            return SecretFinding(rule.name, rule.description, start, end)
+    return None
+
+
+Location = tuple[str | int, ...]
+
+
+def find_secret_in(value: Any, loc: Location = ()) -> tuple[Location, SecretFinding] | None:
+    """The location and finding of the first secret in a JSON value (keys included), or None."""
+    pending: list[tuple[Any, Location, str | None]] = [(value, loc, None)]
+    while pending:
+        item, where, key = pending.pop()
+        if isinstance(item, str):
+            finding = find_secret(item)
+            if finding is None and key is not None and item.strip() and is_credential_name(key):
+                finding = SecretFinding("credential", "credential", 0, len(item))
+            if finding is not None:
+                return where, finding
+        elif isinstance(item, Mapping):
+            for child_key, child in item.items():
+                key_finding = find_secret(str(child_key))
+                if key_finding is not None:
+                    return (*where, str(child_key)), key_finding
+                pending.append((child, (*where, str(child_key)), str(child_key)))
+        elif isinstance(item, list | tuple):
+            pending.extend((child, (*where, i), key) for i, child in enumerate(item))
+    return None
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a field name means a credential or a provider account id, however it is spelled
+    (`access_token`, `refreshToken`, `id-token`, `providerAccountId`, `wifi_password`, …)."""
+    normalized = _NOT_ALPHANUMERIC.sub("", name.lower())
+    return normalized.endswith(("token", "tokens", "accountid", "clientsecret")) or any(
+        part in normalized for part in _CREDENTIAL_NAME_PARTS
+    )
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with every secret-looking span replaced by a placeholder."""
+    findings = find_secrets(text)
+    if not findings:
+        return text
+    parts: list[str] = []
+    position = 0
+    for finding in findings:
+        if finding.end <= position:
+            continue
+        parts.append(text[position : max(position, finding.start)])
+        parts.append(MASK)
+        position = finding.end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+class SecretRefused(ValidationFailed):
+    title = "Secret or personal data refused"
+    code = "SECRET_REFUSED"
+
+
+def refuse_secrets(value: Any, loc: tuple[str | int, ...]) -> None:
+    """The durable-write policy: raise 422 `SECRET_REFUSED` if `value` holds a secret.
+
+    `value` is text or any JSON value; `loc` is where it came from in the request, so the
+    problem can point at the field without echoing what was in it.
+    """
+    found = find_secret_in(value, loc)
+    if found is None:
+        return
+    where, finding = found
+    field = next((part for part in reversed(where) if isinstance(part, str)), "value")
+    raise SecretRefused(
+        f"Refusing to store what looks like a {finding.description} ({field}).",
+        rule=finding.rule,
+        errors=[{"loc": list(where), "msg": f"matches rule {finding.rule}", "type": finding.rule}],
+    )

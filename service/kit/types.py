@@ -1,0 +1,27 @@
+"""Input types that carry the database's limits, so out-of-range values are a 422, not a 500."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, AwareDatetime, Field
+
+INT64_MAX = 2**63 - 1
+
+
+def _convertible_to_utc(value: datetime) -> datetime:
+    # Timestamps are stored and compared in UTC; one whose UTC value leaves the calendar
+    # (year 1 minus an offset, year 9999 plus one) cannot be sent to Postgres at all.
+    try:
+        value.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError("the time is outside the supported range once converted to UTC") from exc
+    return value
+
+
+Timestamp = Annotated[AwareDatetime, AfterValidator(_convertible_to_utc)]
+"""A point in time with a time zone (naive times are ambiguous), storable as timestamptz."""
+
+PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]
+"""A count or label from 1 that fits Postgres `bigint`."""

@@ -1,0 +1,130 @@
+"""Logging: one line per event, JSON for machines or text for a terminal.
+
+JSON comes from python-json-logger: a plain `logging.Formatter`, so every logger in the process
+— Mneme's, uvicorn's, Alembic's, the job queue's — goes through the same handler with no
+wrapper API to adopt (structlog would have asked for its own logger objects or a bridging
+formatter to get the same). Each line carries the request id, trace and span ids, tenant and
+route of the request it belongs to, when there is one.
+
+Log messages name ids, counts, kinds and error classes, never what a user wrote (message or
+memory text, profile values, credentials); keep it so when adding lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Literal, TextIO
+
+from opentelemetry import trace
+from pythonjsonlogger.core import RESERVED_ATTRS
+from pythonjsonlogger.json import JsonFormatter
+
+from service.observability import RequestContext, request_context
+
+LogFormat = Literal["json", "text"]
+
+access_logger = logging.getLogger("mneme.access")
+
+_CONTEXT_FIELDS = ("request_id", "trace_id", "span_id", "tenant", "route")
+# Libraries that narrate every request at INFO; their failures still show at WARNING.
+_QUIET_LOGGERS = ("httpx", "httpcore", "asyncio", "pgserver")
+
+
+class RequestContextFilter(logging.Filter):
+    """Adds the current request's ids, tenant and route, and the current span's ids."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        context = request_context.get()
+        if context is not None:
+            record.request_id = context.request_id
+            if context.tenant is not None:
+                record.tenant = context.tenant
+            if context.route is not None:
+                record.route = context.route
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid:
+            record.trace_id = format(span_context.trace_id, "032x")
+            record.span_id = format(span_context.span_id, "016x")
+        return True
+
+
+class TextFormatter(logging.Formatter):
+    """`time level logger message key=value…` for people reading a terminal."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s  %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        extras = [
+            f"{field}={getattr(record, field)}"
+            for field in (*_CONTEXT_FIELDS, "method", "status", "duration_ms")
+            if getattr(record, field, None) is not None
+        ]
+        if not extras:
+            return line
+        head, newline, rest = line.partition("\n")
+        return f"{head}  {' '.join(extras)}{newline}{rest}"
+
+
+def json_formatter() -> JsonFormatter:
+    """One JSON object per record: time, level, logger, message and every extra field."""
+    return JsonFormatter(
+        "{asctime}{levelname}{name}{message}",
+        style="{",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        datefmt="%Y-%m-%dT%H:%M:%S%z",
+        # uvicorn attaches an ANSI-coloured copy of some messages for terminals.
+        reserved_attrs=[*RESERVED_ATTRS, "color_message"],
+    )
+
+
+class _MnemeHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is at the time of each record (like logging's own
+    last-resort handler), so a replaced or closed stream — a test runner's capture, say —
+    never breaks logging; a type of its own so `configure_logging` can replace it."""
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        return
+
+
+def configure_logging(level: str, log_format: LogFormat) -> None:
+    """Send every logger's records at `level` and above to stderr in `log_format`.
+
+    Idempotent: a second call replaces the handler the first one installed, and leaves any
+    other handler (a test's log capture, say) in place.
+    """
+    handler = _MnemeHandler()
+    handler.setFormatter(json_formatter() if log_format == "json" else TextFormatter())
+    handler.addFilter(RequestContextFilter())
+    root = logging.getLogger()
+    for existing in [h for h in root.handlers if isinstance(h, _MnemeHandler)]:
+        root.removeHandler(existing)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+    # Mneme writes its own access line (route template, tenant, duration); uvicorn's quotes
+    # the raw path and query string.
+    logging.getLogger("uvicorn.access").disabled = True
+    for name in ("uvicorn", "uvicorn.error"):
+        uvicorn_logger = logging.getLogger(name)
+        uvicorn_logger.handlers.clear()
+        uvicorn_logger.propagate = True
+
+
+def log_request(context: RequestContext, status: int, seconds: float) -> None:
+    """The access line of one finished request."""
+    access_logger.info(
+        "%s %s %d",
+        context.method,
+        context.route,
+        status,
+        extra={"method": context.method, "status": status, "duration_ms": round(seconds * 1e3, 2)},
+    )

@@ -1,0 +1,259 @@
+"""Inputs a hostile or careless client sends get a 4xx problem and change nothing; none is a 500.
+
+Each case once reached Postgres or a comparison it could not survive: NUL characters (Postgres
+text and jsonb cannot hold them), lone surrogates (not encodable as UTF-8), NaN and Infinity
+(not JSON, and not storable in jsonb), very deep nesting, integers beyond int64, timestamps
+whose UTC value falls outside the calendar, naive datetimes compared with aware ones.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+
+from service.config import Settings
+from service.kit.pagination import encode_cursor
+from tests.conftest import assert_problem, bearer
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {"k": value}
+    return value
+
+
+def _raw_json(
+    client: AsyncClient, url: str, body: str, headers: dict[str, str], method: str = "POST"
+) -> Any:
+    return client.request(
+        method,
+        url,
+        content=body.encode("utf-8", "surrogatepass"),
+        headers={**headers, "content-type": "application/json"},
+    )
+
+
+async def _memory_count(client: AsyncClient, headers: dict[str, str]) -> int:
+    listing = await client.get("/v1/users/me/memories", headers=headers)
+    assert listing.status_code == 200
+    return len(listing.json()["items"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"text": "a\\u0000b"}',
+        '{"text": "ok", "metadata": {"k": "a\\u0000b"}}',
+        '{"text": "ok", "metadata": {"a\\u0000b": 1}}',
+        '{"text": "ok", "evidence": "\\u0000"}',
+        '{"text": "ok", "metadata": {"x": NaN}}',
+        '{"text": "ok", "metadata": {"x": Infinity}}',
+        '{"text": "ok", "metadata": {"x": -Infinity}}',
+        '{"text": "ok", "metadata": {"x": "\\ud800"}}',
+        '{"text": "lone \\udfff surrogate"}',
+        '{"text": "ok", "metadata": {"\\ud83d": 1}}',
+    ],
+)
+async def test_unstorable_characters_and_numbers_are_refused(
+    client: AsyncClient, settings: Settings, tenant: str, body: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    response = await _raw_json(client, "/v1/users/me/memories", body, headers)
+    problem = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert problem["errors"][0]["loc"][0] == "body"
+    assert await _memory_count(client, headers) == 0
+
+
+@pytest.mark.parametrize("depth", [65, 500, 990, 1200, 5000])
+async def test_deeply_nested_json_is_refused(
+    client: AsyncClient, settings: Settings, tenant: str, depth: int
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    # Built as text: the client's own encoder cannot nest this deep.
+    body = '{"text": "deep", "metadata": ' + '{"k": ' * (depth - 1) + "{}" + "}" * depth
+    response = await _raw_json(client, "/v1/users/me/memories", body, headers)
+    problem = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert problem["errors"][0]["type"] == "json_too_deep"
+    assert await _memory_count(client, headers) == 0
+
+
+async def test_moderately_nested_metadata_is_accepted(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    response = await client.post(
+        "/v1/users/me/memories",
+        json={"text": "nested but fine", "metadata": _nested(20)},
+        headers=headers,
+    )
+    assert response.status_code == 201, response.text
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body"),
+    [
+        ("POST", "/v1/users/me/threads", {"title": "a\u0000b"}),
+        ("POST", "/v1/users/me/memories/search", {"query": "x\u0000y"}),
+        ("POST", "/v1/users/me/context", {"query": "x\u0000y"}),
+        ("PUT", "/v1/users/me/procedures", {"style": "\u0000"}),
+    ],
+)
+async def test_nul_in_any_json_body_is_refused(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    method: str,
+    url: str,
+    body: dict[str, Any],
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    response = await client.request(method, url, json=body, headers=headers)
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_nul_in_a_message_is_refused_and_nothing_is_appended(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread = (await client.post("/v1/users/me/threads", json={}, headers=headers)).json()
+    url = f"/v1/users/me/threads/{thread['id']}/messages"
+    response = await client.post(
+        url, json={"messages": [{"role": "user", "content": "hi\u0000"}]}, headers=headers
+    )
+    assert_problem(response, 422, "VALIDATION_FAILED")
+    assert (await client.get(url, headers=headers)).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/v1/users/me/memories?category=a%00b",
+        "/v1/users/a%00b/memories",
+        "/v1/users/me/memories?cursor=%00",
+    ],
+)
+async def test_nul_in_the_url_is_refused(
+    client: AsyncClient, settings: Settings, tenant: str, url: str
+) -> None:
+    response = await client.get(url, headers=bearer(settings, tenant, "svc", service=True))
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_invalid_utf8_body_is_a_422_problem(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    response = await client.post(
+        "/v1/users/me/memories",
+        content=b'{"text": "\xff\xfe"}',
+        headers={**bearer(settings, tenant, "ada"), "content-type": "application/json"},
+    )
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_label_beyond_int64_is_refused(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread = (await client.post("/v1/users/me/threads", json={}, headers=headers)).json()
+    response = await client.get(
+        f"/v1/users/me/threads/{thread['id']}/messages",
+        params={"label": str(2**63)},
+        headers=headers,
+    )
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "2024-01-01T00:00:00"],
+)
+async def test_timestamps_outside_the_calendar_or_without_zone_are_refused(
+    client: AsyncClient, settings: Settings, tenant: str, value: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    listing = await client.get(
+        "/v1/users/me/memories", params={"created_after": value}, headers=headers
+    )
+    assert_problem(listing, 422, "VALIDATION_FAILED")
+    written = await client.post(
+        "/v1/users/me/memories", json={"text": "when?", "event_at": value}, headers=headers
+    )
+    assert_problem(written, 422, "VALIDATION_FAILED")
+    assert await _memory_count(client, headers) == 0
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        encode_cursor(["0001-01-01T00:00:00+05:00", "00000000-0000-0000-0000-000000000000"]),
+        encode_cursor(["2024-01-01T00:00:00", "00000000-0000-0000-0000-000000000000"]),
+        encode_cursor([{"not": "a time"}, 3]),
+    ],
+)
+async def test_forged_listing_cursors_are_refused(
+    client: AsyncClient, settings: Settings, tenant: str, cursor: str
+) -> None:
+    headers = bearer(settings, tenant, "root", admin=True)
+    for url in ("/v1/users/me/memories", "/v1/users/me/threads", "/v1/admin/api-keys"):
+        response = await client.get(url, params={"cursor": cursor}, headers=headers)
+        assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+@pytest.mark.parametrize("position", [2**63, -1, "seven", None])
+async def test_forged_message_cursors_are_refused(
+    client: AsyncClient, settings: Settings, tenant: str, position: Any
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread = (await client.post("/v1/users/me/threads", json={}, headers=headers)).json()
+    response = await client.get(
+        f"/v1/users/me/threads/{thread['id']}/messages",
+        params={"cursor": encode_cursor([position])},
+        headers=headers,
+    )
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_api_key_with_nul_in_its_tenant_is_a_401(client: AsyncClient) -> None:
+    tenant_part = base64.urlsafe_b64encode(b"acme\x00evil").decode().rstrip("=")
+    token = f"mneme.{tenant_part}.{'0' * 32}.secret"
+    response = await client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert_problem(response, 401, "UNAUTHENTICATED")
+
+
+async def test_api_key_expiry_needs_a_time_zone(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "root", admin=True)
+    response = await client.post(
+        "/v1/admin/api-keys",
+        json={"name": "naive", "expires_at": "2030-01-01T00:00:00"},
+        headers=headers,
+    )
+    assert_problem(response, 422, "VALIDATION_FAILED")
+    assert (await client.get("/v1/admin/api-keys", headers=headers)).json()["items"] == []
+
+
+@pytest.mark.parametrize("query", [" ", "\t\n  "])
+async def test_whitespace_only_search_query_is_refused(
+    client: AsyncClient, settings: Settings, tenant: str, query: str
+) -> None:
+    response = await client.post(
+        "/v1/users/me/memories/search", json={"query": query}, headers=bearer(settings, tenant, "a")
+    )
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_json_patch_bodies_are_held_to_the_same_rules(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = {**bearer(settings, tenant, "ada"), "content-type": "application/json-patch+json"}
+    response = await client.patch(
+        "/v1/users/me/profile",
+        content=b'[{"op": "add", "path": "/x", "value": NaN}]',
+        headers=headers,
+    )
+    assert_problem(response, 422, "VALIDATION_FAILED")

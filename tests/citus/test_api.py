@@ -1,0 +1,150 @@
+"""The service on Citus: the same API, the same answers as on single-node Postgres."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+
+from service.config import Settings
+from tests.conftest import assert_problem, bearer, new_tenant
+
+pytestmark = pytest.mark.citus
+
+CORPUS = [
+    "I adore hiking in the alps every summer",
+    "The quarterly tax report is due on the fifteenth",
+    "Database migrations run every night at two",
+    "Invoice for the Rotterdam warehouse lease, reference ZX-4471-QR, paid in March",
+    "Shipment XZ-4417-RQ cancelled",
+    "Order AB-1200-KL was delivered to the front desk",
+    "Package tracking numbers arrive by email",
+    "Prefers window seats on long flights",
+    "Allergic to shellfish and peanuts",
+    "Walks the dog along the river before work",
+    "Learning Portuguese for a move to Lisbon",
+    "Keeps a sourdough starter named Clint",
+]
+
+QUERIES = [
+    {"query": "Which outdoor activity does she love?"},
+    {"query": "warehouse invoice ZX-4471-QR"},
+    {"query": "food allergies", "mode": "vector"},
+    {"query": "tax report deadline", "mode": "lexical"},
+    {"query": "travel preferences", "fusion": "linear"},
+    {"query": "what does she do in the morning", "limit": 3, "mmr_lambda": 0.5},
+]
+
+
+async def _seed(client: AsyncClient, headers: dict[str, str]) -> None:
+    response = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={"items": [{"text": text} for text in CORPUS]},
+    )
+    assert response.status_code == 201, response.text
+
+
+async def _ranking(
+    client: AsyncClient, headers: dict[str, str], body: dict[str, Any]
+) -> tuple[list[str], list[float], int]:
+    """Texts of the hits best first, their scores, and how many hits there were.
+
+    Memories are compared by text (each database made its own ids). Hits of exactly equal
+    score have no defined order on either side, so ties are listed by text; hits scored 0
+    (linear fusion's floor for a memory neither side matched) are left out, as which of them
+    fill the last places is arbitrary. Scores differ in the last digits between the two
+    databases (recency is measured from each one's clock), so they are compared apart.
+    """
+    response = await client.post("/v1/users/me/memories/search", headers=headers, json=body)
+    assert response.status_code == 200, response.text
+    hits = [
+        (hit["scores"]["final_score"], hit["memory"]["text"]) for hit in response.json()["hits"]
+    ]
+    scored = sorted((hit for hit in hits if hit[0] > 0), key=lambda hit: (-hit[0], hit[1]))
+    return [text for _, text in scored], [score for score, _ in scored], len(hits)
+
+
+async def test_search_ranks_the_same_memories_as_single_node_postgres(
+    client: AsyncClient,
+    settings: Settings,
+    citus_client: AsyncClient,
+    citus_settings: Settings,
+) -> None:
+    tenant = new_tenant()
+    single = bearer(settings, tenant, "alice")
+    sharded = bearer(citus_settings, tenant, "alice")
+    # One batch each: every memory of a database shares one created_at, so recency weighs
+    # them alike on both sides.
+    await _seed(client, single)
+    await _seed(citus_client, sharded)
+    for body in QUERIES:
+        texts, scores, count = await _ranking(client, single, body)
+        assert texts, body
+        sharded_texts, sharded_scores, sharded_count = await _ranking(citus_client, sharded, body)
+        assert (sharded_texts, sharded_count) == (texts, count), body
+        assert sharded_scores == pytest.approx(scores, rel=1e-6), body
+
+
+async def test_threads_and_context_work_on_citus(
+    citus_client: AsyncClient, citus_settings: Settings
+) -> None:
+    tenant = new_tenant()
+    headers = bearer(citus_settings, tenant, "alice")
+    await _seed(citus_client, headers)
+    created = await citus_client.post("/v1/users/me/threads", headers=headers, json={})
+    assert created.status_code == 201, created.text
+    thread_id = created.json()["id"]
+    appended = await citus_client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={
+            "messages": [
+                {"role": "user", "content": "Any hiking plans this summer?"},
+                {"role": "assistant", "content": "The alps, as every year."},
+            ]
+        },
+    )
+    assert appended.status_code == 201, appended.text
+    patched = await citus_client.patch(
+        "/v1/users/me/profile",
+        headers=headers,
+        json=[{"op": "add", "path": "/city", "value": "Lisbon"}],
+    )
+    assert patched.status_code == 200, patched.text
+
+    response = await citus_client.post(
+        "/v1/users/me/context",
+        headers=headers,
+        json={"query": "hiking in the mountains", "thread_id": thread_id},
+    )
+    assert response.status_code == 200, response.text
+    block = response.json()["text"]
+    assert "hiking in the alps" in block
+    assert "Lisbon" in block
+    assert "Any hiking plans this summer?" in block
+
+
+async def test_another_tenant_cannot_read_a_memory_through_the_api(
+    citus_client: AsyncClient, citus_settings: Settings
+) -> None:
+    owner = bearer(citus_settings, new_tenant(), "alice")
+    created = await citus_client.post(
+        "/v1/users/me/memories", headers=owner, json={"text": "Keeps a spare key under the mat"}
+    )
+    assert created.status_code == 201, created.text
+    memory_id = created.json()["id"]
+    stranger = bearer(citus_settings, new_tenant(), "alice")
+    assert_problem(
+        await citus_client.get(f"/v1/users/me/memories/{memory_id}", headers=stranger),
+        404,
+        "NOT_FOUND",
+    )
+    deleted = await citus_client.delete(f"/v1/users/me/memories/{memory_id}", headers=owner)
+    assert deleted.status_code == 204
+    assert_problem(
+        await citus_client.get(f"/v1/users/me/memories/{memory_id}", headers=owner),
+        404,
+        "NOT_FOUND",
+    )

@@ -1,0 +1,166 @@
+"""One secret policy for every durable write, and masked secrets when messages are replayed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+
+from service.config import Settings
+from service.embedded_postgres import EmbeddedCluster
+from service.kit.secrets import MASK, find_secret, find_secret_in, mask_secrets
+from service.main import create_app
+from tests.conftest import assert_problem, bearer
+from tests.extraction.conftest import (
+    memories,
+    say,
+    serve,
+    start_thread,
+    wait_for_passes,
+    write_path_settings,
+)
+
+# A well-formed JWT (header and payload decode to JSON), as an identity provider issues them.
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkFkYSJ9"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+SECRETS = {
+    "jwt": f"my session token is {JWT}",
+    "bearer": "use Authorization: Bearer abcdef0123456789abcdef0123456789",
+    "aws": "key AKIAIOSFODNN7EXAMPLE for the bucket",
+    "github": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "card": "card 4111 1111 1111 1111 exp 12/29",
+    "ssn": "ssn 123-45-6789",
+    "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+    "password": "password: hunter2hunter2",
+    "openai": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
+    "slack": "xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
+}
+HARMLESS = [
+    "I had pasta for dinner on 2024-05-01 and it cost $12.50.",
+    "My order number is 1234 5678 9012 and my phone is +1 555 010 0199.",
+    "The meeting is in room 101; the wifi is slow again.",
+    "eyes on the prize: 192.168.1.1 is the router",
+]
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_each_kind_of_secret_is_found_and_masked(kind: str) -> None:
+    text = SECRETS[kind]
+    assert find_secret(text) is not None
+    masked = mask_secrets(text)
+    assert MASK in masked
+    assert find_secret(masked) is None
+
+
+@pytest.mark.parametrize("text", HARMLESS)
+def test_ordinary_text_is_not_a_secret(text: str) -> None:
+    assert find_secret(text) is None
+    assert mask_secrets(text) == text
+
+
+def test_json_values_are_searched_in_keys_values_and_credential_named_fields() -> None:
+    assert find_secret_in({"a": [{"b": SECRETS["jwt"]}]}) is not None
+    assert find_secret_in({SECRETS["aws"]: 1}) is not None
+    located = find_secret_in({"service": {"wifi_password": "correct horse"}}, ("body",))
+    assert located is not None and located[0] == ("body", "service", "wifi_password")
+    assert find_secret_in({"max_tokens": 300, "topic": "gardening"}) is None
+
+
+@pytest.mark.parametrize("kind", ["jwt", "bearer", "card", "aws"])
+async def test_memory_text_and_metadata_refuse_every_secret_kind(
+    client: AsyncClient, settings: Settings, tenant: str, kind: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    for body in (
+        {"text": SECRETS[kind]},
+        {"text": "fine", "evidence": SECRETS[kind]},
+        {"text": "fine", "metadata": {"note": SECRETS[kind]}},
+    ):
+        response = await client.post("/v1/users/me/memories", json=body, headers=headers)
+        assert_problem(response, 422, "SECRET_REFUSED")
+        assert SECRETS[kind] not in response.text
+    stored = await client.post("/v1/users/me/memories", json={"text": "fine"}, headers=headers)
+    patched = await client.patch(
+        f"/v1/users/me/memories/{stored.json()['id']}",
+        json={"metadata": {"k": SECRETS[kind]}},
+        headers=headers,
+    )
+    assert_problem(patched, 422, "SECRET_REFUSED")
+    listing = await client.get("/v1/users/me/memories", headers=headers)
+    assert [m["metadata"] for m in listing.json()["items"]] == [{}]
+
+
+@pytest.mark.parametrize("kind", ["jwt", "card", "aws", "ssn"])
+async def test_profile_values_and_the_account_overlay_refuse_secrets(
+    client: AsyncClient, settings: Settings, tenant: str, kind: str
+) -> None:
+    user = bearer(settings, tenant, "ada")
+    patch = [{"op": "add", "path": "/note", "value": SECRETS[kind]}]
+    response = await client.patch(
+        "/v1/users/me/profile",
+        json=patch,
+        headers={**user, "content-type": "application/json-patch+json"},
+    )
+    assert response.status_code == 422, response.text
+    profile = (await client.get("/v1/users/me/profile", headers=user)).json()
+    assert "note" not in str(profile)
+
+    service = bearer(settings, tenant, "svc", service=True)
+    overlay = await client.put(
+        "/v1/users/bob/account", json={"name": SECRETS[kind]}, headers=service
+    )
+    assert overlay.status_code == 422, overlay.text
+
+
+@pytest.fixture(scope="module")
+async def masking_client(cluster: EmbeddedCluster) -> AsyncIterator[AsyncClient]:
+    async for client in serve(create_app(write_path_settings(cluster))):
+        yield client
+
+
+async def _window_and_context(
+    client: AsyncClient, headers: dict[str, str], thread_id: str
+) -> tuple[Any, Any]:
+    window = await client.get(f"/v1/users/me/threads/{thread_id}/window", headers=headers)
+    context = await client.post(
+        "/v1/users/me/context",
+        json={"query": "session token", "thread_id": thread_id},
+        headers=headers,
+    )
+    assert window.status_code == 200 and context.status_code == 200
+    return window.json(), context.json()
+
+
+async def test_a_jwt_in_a_message_is_stored_as_sent_never_remembered_and_masked_on_replay(
+    masking_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread_id = await start_thread(masking_client, headers)
+    await say(masking_client, headers, thread_id, SECRETS["jwt"], "Noted.")
+    passes = await wait_for_passes(masking_client, headers, 1)
+    assert sum(p["dropped"].get("secret", 0) for p in passes) == 1
+    assert await memories(masking_client, headers) == []
+
+    messages = await masking_client.get(
+        f"/v1/users/me/threads/{thread_id}/messages", headers=headers
+    )
+    assert messages.json()["items"][0]["content"] == SECRETS["jwt"]
+    window, context = await _window_and_context(masking_client, headers, thread_id)
+    assert JWT not in str(window) and MASK in window["messages"][0]["content"]
+    assert JWT not in context["text"] and MASK in context["text"]
+
+
+async def test_replay_can_be_configured_to_keep_messages_as_sent(
+    cluster: EmbeddedCluster, settings: Settings, tenant: str
+) -> None:
+    keeping = create_app(write_path_settings(cluster, message_secrets_on_replay="keep"))
+    async for client in serve(keeping):
+        headers = bearer(settings, tenant, "ada")
+        thread_id = await start_thread(client, headers)
+        await say(client, headers, thread_id, SECRETS["jwt"], "Noted.")
+        window, _context = await _window_and_context(client, headers, thread_id)
+        assert window["messages"][0]["content"] == SECRETS["jwt"]

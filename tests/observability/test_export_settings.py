@@ -1,0 +1,77 @@
+"""The exporter is configured by the standard OpenTelemetry variables alone: endpoint, headers,
+service name, resource attributes and sampler. Each case runs in a fresh process, because the
+tracer provider (and with it the resource and the sampler) is set once per process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.observability.otlp_receiver import OtlpReceiver
+
+# Spans made in a process of its own, exported as MNEME_OTEL_EXPORTER=otlp would.
+PROBE = """
+from service.observability import trace_export, tracer
+with trace_export("otlp", None):
+    with tracer.start_as_current_span("probe"):
+        pass
+"""
+
+
+@pytest.fixture
+def fresh_receiver() -> Iterator[OtlpReceiver]:
+    server = OtlpReceiver()
+    server.start()
+    yield server
+    server.stop()
+
+
+def run_probe(**env: str) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MNEME_"))}
+    subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", PROBE], env={**clean, **env}, check=True, timeout=60
+    )
+
+
+def test_endpoint_headers_service_name_and_resource_attributes_come_from_otel_variables(
+    fresh_receiver: OtlpReceiver,
+) -> None:
+    base = fresh_receiver.endpoint.removesuffix("/v1/traces")
+    run_probe(
+        OTEL_EXPORTER_OTLP_ENDPOINT=base,
+        OTEL_EXPORTER_OTLP_HEADERS="x-collector-token=abc123",
+        OTEL_SERVICE_NAME="mneme-eu",
+        OTEL_RESOURCE_ATTRIBUTES="deployment.environment=staging",
+    )
+    (span,) = fresh_receiver.spans
+    assert span.name == "probe"
+    assert span.resource["service.name"] == "mneme-eu"
+    assert span.resource["deployment.environment"] == "staging"
+    assert span.resource["service.version"]
+    assert fresh_receiver.headers[0]["x-collector-token"] == "abc123"
+
+
+def test_the_service_name_defaults_to_mneme_and_the_sampler_is_honoured(
+    fresh_receiver: OtlpReceiver,
+) -> None:
+    run_probe(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=fresh_receiver.endpoint)
+    assert [span.resource["service.name"] for span in fresh_receiver.spans] == ["mneme"]
+    run_probe(
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=fresh_receiver.endpoint,
+        OTEL_TRACES_SAMPLER="always_off",
+    )
+    assert len(fresh_receiver.spans) == 1
+
+
+def test_an_unsupported_otlp_protocol_refuses_to_start_rather_than_export_nothing() -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MNEME_"))}
+    env = {**clean, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert "OTLP protocol 'grpc' is not supported" in done.stderr

@@ -1,0 +1,106 @@
+"""Log lines: one JSON object per event with the request's ids, an outage as one line per
+failed call naming the URL and the error class, and CLI start-up free of platform warnings."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+from httpx import AsyncClient
+from pydantic import SecretStr
+
+from service.config import Settings
+from service.logs import TextFormatter
+from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
+from service.providers.openai_embedder import OpenAIEmbedder
+from service.providers.telemetry import InstrumentedEmbedder
+from tests.conftest import bearer
+from tests.observability.conftest import CapturedLines
+
+
+async def test_each_request_logs_one_json_access_line_with_its_ids_tenant_route_and_duration(
+    traced_client: AsyncClient, settings: Settings, tenant: str, log_lines: CapturedLines
+) -> None:
+    response = await traced_client.get(
+        "/v1/users/me/memories", headers=bearer(settings, tenant, "fay")
+    )
+    request_id = response.headers["x-request-id"]
+    lines = [json.loads(line) for line in log_lines.lines if request_id in line]
+    (access,) = [line for line in lines if line["logger"] == "mneme.access"]
+    assert access["level"] == "INFO"
+    assert access["tenant"] == tenant
+    assert access["route"] == "/v1/users/{user_id}/memories"
+    assert access["method"] == "GET"
+    assert access["status"] == 200
+    assert access["duration_ms"] > 0
+    assert len(access["trace_id"]) == 32 and len(access["span_id"]) == 16
+    assert "time" in access and access["message"] == "GET /v1/users/{user_id}/memories 200"
+
+
+def test_the_text_format_appends_the_request_fields_for_a_terminal() -> None:
+    record = logging.LogRecord("mneme.access", logging.INFO, __file__, 1, "GET / 200", None, None)
+    record.request_id = "abc"
+    record.status = 200
+    line = TextFormatter().format(record)
+    assert line.endswith("GET / 200  request_id=abc status=200")
+
+
+def unreachable_embedder() -> InstrumentedEmbedder:
+    # Port 9 (discard) is closed on loopback: the connection is refused at once.
+    config = EmbedderConfig(
+        provider="openai",
+        openai_base_url="http://127.0.0.1:9/v1",
+        openai_api_key=SecretStr("sk-test-not-logged"),
+        openai_max_retries=0,
+    )
+    return InstrumentedEmbedder(OpenAIEmbedder(config))
+
+
+async def test_an_embedder_outage_is_one_line_per_call_with_url_and_error_class(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    embedder = unreachable_embedder()
+    caplog.set_level(logging.INFO)
+    for _ in range(2):
+        with pytest.raises(EmbedderUnavailable):
+            await embedder.embed_query("what the user typed")
+    await embedder.aclose()
+    lines = [r for r in caplog.records if r.name == "mneme.embedder"]
+    assert len(lines) == 2
+    for record in lines:
+        message = record.getMessage()
+        assert record.levelno == logging.WARNING
+        assert "calling http://127.0.0.1:9/v1/embeddings" in message
+        assert "EmbedderUnavailable <- APIConnectionError <- ConnectError" in message
+        assert record.exc_info is None
+        assert "what the user typed" not in message and "sk-test" not in message
+
+
+async def test_the_outage_traceback_is_logged_at_debug_level(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    embedder = unreachable_embedder()
+    caplog.set_level(logging.DEBUG, logger="mneme.embedder")
+    with pytest.raises(EmbedderUnavailable):
+        await embedder.embed(["a", "b"])
+    await embedder.aclose()
+    (record,) = [r for r in caplog.records if r.name == "mneme.embedder"]
+    assert record.exc_info is not None
+
+
+def test_importing_the_embedded_database_prints_no_runtime_dir_warning() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    probe = "from service.embedded_postgres import _import_pgserver; _import_pgserver()"
+    done = subprocess.run(  # noqa: S603 - a fixed command line
+        [sys.executable, "-W", "default", "-c", probe],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "RuntimeDirWarning" not in done.stderr
+    assert done.stderr == ""
