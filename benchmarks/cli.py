@@ -89,9 +89,10 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
         help=f"comma-separated search modes, each {MODE_GRAMMAR} (default: %(default)s)",
     )
     retrieval.add_argument(
-        "--with-decay",
-        action="store_true",
-        help="keep the service's recency and confidence weights (default: both 0)",
+        "--without-decay",
+        dest="with_decay",
+        action="store_false",
+        help="set the recency and confidence weights to 0 (default: the service's settings)",
     )
     retrieval.add_argument(
         "--no-image-captions",

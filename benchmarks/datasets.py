@@ -269,7 +269,12 @@ def load_dataset(
     except FileNotFoundError as exc:
         raise DatasetMissing(f"cannot read {path}: {exc.strerror or exc}") from exc
     except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise DatasetError(
+            f"cannot read {path}: {exc.strerror or exc}. LoCoMo's locomo10.json is in "
+            "https://github.com/snap-research/locomo (data/locomo10.json, CC BY-NC 4.0); "
+            "LongMemEval's files are at https://huggingface.co/datasets/xiaowu0162/longmemeval. "
+            "Pass the file with --dataset."
+        ) from exc
     try:
         raw = json.loads(content)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -9,11 +9,14 @@ from typing import Any, Literal
 from service.config import Settings
 
 SEARCH_LIMIT = 30
-DEFAULT_MODES = "lexical,vector,hybrid-rrf,hybrid-rrf-k60,hybrid-linear-w0.5"
-MODE_GRAMMAR = "lexical | vector | hybrid-rrf[-k<N>] | hybrid-linear[-w<weight 0..1>]"
+DEFAULT_MODES = "hybrid,lexical,vector,hybrid-rrf,hybrid-rrf-k60,hybrid-linear-w0.5"
+MODE_GRAMMAR = (
+    "hybrid (the API's defaults) | lexical | vector | hybrid-rrf[-k<N>]"
+    " | hybrid-linear[-w<weight 0..1>]"
+)
 
 _MODE_NAME = re.compile(
-    r"lexical|vector"
+    r"hybrid|lexical|vector"
     r"|hybrid-rrf(?:-k(?P<k>\d+))?"
     r"|hybrid-(?P<linear>linear)(?:-w(?P<weight>\d+(?:\.\d+)?))?"
 )
@@ -41,7 +44,7 @@ class SearchMode:
         if self.linear_lexical_weight is not None:
             body["linear_lexical_weight"] = self.linear_lexical_weight
         if not with_decay:
-            # The benchmark's memories are years old: decay would rank by age, not relevance.
+            # Relevance alone, for comparing rankings without the service's age and trust priors.
             body["recency_weight"] = 0.0
             body["confidence_weight"] = 0.0
         return body
@@ -50,7 +53,8 @@ class SearchMode:
         """The fusion parameters in force, the settings filling what the request leaves out."""
         if self.mode != "hybrid":
             return {"mode": self.mode}
-        if self.fusion == "linear":
+        fusion = settings.search_fusion if self.fusion is None else self.fusion
+        if fusion == "linear":
             weight = self.linear_lexical_weight
             return {
                 "mode": "hybrid",
@@ -58,13 +62,13 @@ class SearchMode:
                 "linear_lexical_weight": (
                     settings.search_linear_lexical_weight if weight is None else weight
                 ),
-                "from_settings": weight is None,
+                "from_settings": self.fusion is None or weight is None,
             }
         return {
             "mode": "hybrid",
             "fusion": "rrf",
             "rrf_k": settings.search_rrf_k if self.rrf_k is None else self.rrf_k,
-            "from_settings": self.rrf_k is None,
+            "from_settings": self.fusion is None or self.rrf_k is None,
         }
 
 
@@ -86,6 +90,8 @@ def _parse_mode(name: str) -> SearchMode:
         return SearchMode(name, "lexical")
     if name == "vector":
         return SearchMode(name, "vector")
+    if name == "hybrid":
+        return SearchMode(name, "hybrid")
     if match.group("linear"):
         weight = match.group("weight")
         lexical_weight = None if weight is None else float(weight)

@@ -15,6 +15,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from asgi_lifespan import LifespanManager
@@ -32,6 +33,8 @@ from service.memories.schemas import BATCH_MAX
 BENCH_USER = "bench-user"
 # The principal that loads and searches: a service may address any user of its tenant.
 BENCH_SERVICE = "mneme-bench"
+# Namespace of the stable thread ids the benchmark gives each conversation session.
+BENCH_THREADS = uuid.UUID("6f1c3c52-5e0e-4c1b-9a43-9d0f7f3f2a10")
 
 
 class BenchmarkError(RuntimeError):
@@ -41,7 +44,7 @@ class BenchmarkError(RuntimeError):
 @dataclass(frozen=True)
 class RetrievalOptions:
     modes: tuple[SearchMode, ...]
-    with_decay: bool = False
+    with_decay: bool = True
     progress: bool = True
 
 
@@ -99,11 +102,18 @@ def _expect(response: Response, status: int) -> dict[str, Any]:
     return body
 
 
-def _memory_item(turn: Turn) -> dict[str, Any]:
+def _memory_item(turn: Turn, conversation_id: str) -> dict[str, Any]:
+    """A turn as a client that keeps one thread per conversation session stores it: the
+    session is the memory's source thread, as for memories the thread write path derives."""
+    session, _, number = turn.dia_id.partition(":")
+    # The dataset dates sessions, not turns; a chat client knows each message's time. Turns
+    # are spaced one second apart from the session's time, so their order is kept.
+    said_at = turn.event_at + timedelta(seconds=int(number) if number.isdigit() else 0)
     return {
         "kind": "episodic",
         "text": turn.text,
-        "event_at": turn.event_at.isoformat(),
+        "event_at": said_at.isoformat(),
+        "source_thread_id": str(uuid.uuid5(BENCH_THREADS, f"{conversation_id}/{session}")),
         "metadata": {"dia_id": turn.dia_id},
     }
 
@@ -135,9 +145,8 @@ async def load_conversation(
     for start in range(0, len(conversation.turns), BATCH_MAX):
         batch = list(conversation.turns[start : start + BATCH_MAX])
         while batch:
-            response = await client.post(
-                url, headers=headers, json={"items": [_memory_item(turn) for turn in batch]}
-            )
+            payload = [_memory_item(turn, conversation.conversation_id) for turn in batch]
+            response = await client.post(url, headers=headers, json={"items": payload})
             refused = _refused_index(response)
             if refused is not None:
                 # All or nothing per batch: leave the refused turn out and send the rest again.

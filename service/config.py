@@ -92,16 +92,28 @@ class Settings(BaseSettings):
     embedding_openai_max_retries: int = Field(default=2, ge=0)
 
     # --- memories and retrieval ---------------------------------------------------------------
+    # How a hybrid search fuses its two sides when the request does not say: linear weighs the
+    # magnitudes (BM25 relative to the best lexical hit, the cosine as is), so a decisive match
+    # on one side is not flattened to a rank as RRF does.
+    search_fusion: Literal["rrf", "linear"] = "linear"
     # RRF's k: on LoCoMo k=5 gives recall@10 0.696 against 0.642 for the literature's 60
     # (docs/benchmarks.md).
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)
     search_linear_lexical_weight: float = Field(default=0.5, ge=0, le=1)
+    # How much of a memory's conversation is added to its own fused score: the best fused
+    # score among its neighbours in its source thread, and its thread's share of all hits.
+    search_neighbour_weight: float = Field(default=0.5, ge=0, le=10)
+    search_thread_weight: float = Field(default=0.5, ge=0, le=10)
     search_recency_weight: float = Field(default=0.2, ge=0, le=1)
     search_confidence_weight: float = Field(default=0.2, ge=0, le=1)
-    # Recency half-lives per kind, in days; 0 = never fades (standing instructions).
+    # Recency half-lives per kind, in days; 0 = never fades. Facts (semantic) go stale and are
+    # superseded, so the newer one should win; an episode is the record of something that
+    # happened at its event time and stays as true and as relevant to a question about it
+    # however old it is (decaying episodes lost recall on conversations of the recent past),
+    # as do standing instructions.
     half_life_semantic_days: float = Field(default=120, ge=0)
-    half_life_episodic_days: float = Field(default=30, ge=0)
+    half_life_episodic_days: float = Field(default=0, ge=0)
     half_life_procedural_days: float = Field(default=0, ge=0)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
 

@@ -230,6 +230,8 @@ def record_search_hits(span: Span, hits: Sequence[SearchHit], *, mode: str) -> N
             "mneme.score.vector_rank": scores.vector_rank,
             "mneme.score.vector_cosine": scores.vector_cosine,
             "mneme.score.mmr": scores.mmr_score,
+            "mneme.score.neighbour": scores.neighbour_score,
+            "mneme.score.thread": scores.thread_score,
         }
         attributes: dict[str, str | int | float] = {
             "mneme.memory.id": str(hit.memory.id),

@@ -7,7 +7,7 @@ its key, not by its text: two keys may hold the same text, so the exact-duplicat
 (owner, kind, normalised text) now covers unkeyed memories only.
 
 Revision ID: 20261130_1600
-Revises: 20261130_1400
+Revises: 20261130_1500
 Create Date: 2026-11-30 16:00:00
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "20261130_1600"
-down_revision: str | None = "20261130_1400"
+down_revision: str | None = "20261130_1500"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -44,17 +44,48 @@ HYBRID_SEARCH_SQL = """
 WITH query_terms AS (
     -- An OR over the question's lexemes (stop words dropped by the english config);
     -- plainto_tsquery would AND them and a natural question would match almost nothing.
-    SELECT (SELECT string_agg(quote_literal(lexeme), ' | ')
-              FROM unnest(tsvector_to_array(to_tsvector('english', :query))) AS lexeme
-           )::tsquery AS tsq
+    SELECT (SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(terms.lexemes) AS lexeme
+           )::tsquery AS tsq,
+           terms.lexemes
+      FROM (SELECT tsvector_to_array(to_tsvector('english', :query)) AS lexemes) AS terms
+),
+lexical_matches AS (
+    -- Every candidate memory holding any of the question's lexemes (through the GIN index),
+    -- one row per lexeme it holds, with that lexeme's frequency in the memory.
+    SELECT m.id, term.lexeme, cardinality(term.positions) AS tf, length(m.tsv) AS length
+      FROM memory m
+     CROSS JOIN query_terms q
+     CROSS JOIN LATERAL unnest(m.tsv) AS term
+     WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
+       AND {candidate_filter}
+       AND term.lexeme = ANY(q.lexemes)
+),
+collection AS (
+    -- The statistics BM25 needs, over exactly the memories this search may return: how many
+    -- there are and their mean length (in distinct lexemes).
+    SELECT count(*) AS documents, coalesce(avg(length(m.tsv)), 0) AS mean_length
+      FROM memory m
+     WHERE :use_lexical AND {candidate_filter}
+),
+term_weights AS (
+    -- Inverse document frequency (BM25's, never negative): a name in every memory weighs
+    -- next to nothing, the rare word that identifies one memory weighs most.
+    SELECT lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+      FROM lexical_matches CROSS JOIN collection c
+     GROUP BY lexeme, c.documents
 ),
 lexical_hits AS (
     SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank
-      FROM (SELECT m.id, ts_rank_cd(m.tsv, q.tsq) AS score
-              FROM memory m CROSS JOIN query_terms q
-             WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
-               AND {candidate_filter}
-             ORDER BY score DESC, m.id
+      FROM (SELECT lm.id,
+                   -- BM25 (k1 1.2, b 0.75): saturating term frequency, length-normalised.
+                   sum(w.idf * lm.tf * 2.2 / (lm.tf + 1.2 * (0.25 + 0.75 * lm.length
+                                                              / nullif(c.mean_length, 0))))
+                       AS score
+              FROM lexical_matches lm
+              JOIN term_weights w USING (lexeme)
+             CROSS JOIN collection c
+             GROUP BY lm.id
+             ORDER BY score DESC, lm.id
              LIMIT :pool) AS ranked
 ),
 vector_hits AS (
@@ -72,6 +103,10 @@ fused AS (
     SELECT coalesce(l.id, v.id) AS id,
            l.rank AS lexical_rank, l.score AS lexical_score,
            v.rank AS vector_rank, v.cosine AS vector_cosine,
+           -- Each side on one scale for breaking ties: lexical relative to the best lexical
+           -- hit (0..1), the cosine as is (a negative one ranks below no match at all).
+           coalesce(l.score / nullif(max(l.score) OVER (), 0), 0) AS lexical_strength,
+           coalesce(v.cosine, 0) AS vector_strength,
            CASE WHEN :fusion = 'linear' THEN
                     -- Magnitude-aware: a perfect vector match outscores a weak lexical one.
                     :lexical_weight * coalesce(l.score / nullif(max(l.score) OVER (), 0), 0)
@@ -80,12 +115,60 @@ fused AS (
            END AS fused_score
       FROM lexical_hits l FULL OUTER JOIN vector_hits v ON v.id = l.id
 ),
-scored AS (
-    SELECT f.lexical_rank, f.lexical_score, f.vector_rank, f.vector_cosine, f.fused_score, m.*,
-           (1 - :recency_weight) + :recency_weight * decay.factor AS recency_factor,
-           (1 - :confidence_weight) + :confidence_weight * m.confidence AS confidence_factor
+candidates AS (
+    SELECT f.*, m.source_thread_id AS thread_id,
+           coalesce(m.event_at, m.created_at) AS happened_at
       FROM fused f
       JOIN memory m ON m.tenant_id = :tenant_id AND m.id = f.id
+),
+adjacent AS (
+    -- A conversation turn is often found through the turn next to it (the question it
+    -- answers, the line it replies to): each candidate lends its fused score to the memory
+    -- right before and right after it in its source thread, found or not, on top of their own.
+    SELECT n.id, max(c.fused_score) AS evidence
+      FROM candidates c
+     CROSS JOIN LATERAL (
+           (SELECT m.id FROM memory m
+             WHERE m.source_thread_id = c.thread_id AND {candidate_filter}
+               AND (coalesce(m.event_at, m.created_at), m.id) < (c.happened_at, c.id)
+             ORDER BY coalesce(m.event_at, m.created_at) DESC, m.id DESC
+             LIMIT 1)
+           UNION ALL
+           (SELECT m.id FROM memory m
+             WHERE m.source_thread_id = c.thread_id AND {candidate_filter}
+               AND (coalesce(m.event_at, m.created_at), m.id) > (c.happened_at, c.id)
+             ORDER BY coalesce(m.event_at, m.created_at), m.id
+             LIMIT 1)
+     ) AS n
+     WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL
+     GROUP BY n.id
+),
+pooled AS (
+    SELECT coalesce(c.id, a.id) AS id,
+           c.lexical_rank, c.lexical_score, c.vector_rank, c.vector_cosine,
+           coalesce(c.fused_score, 0) AS fused_score,
+           coalesce(a.evidence, 0) AS neighbour_score,
+           coalesce(c.lexical_strength, 0) AS lexical_strength,
+           coalesce(c.vector_strength, 0) AS vector_strength
+      FROM candidates c FULL OUTER JOIN adjacent a ON a.id = c.id
+),
+scored AS (
+    SELECT p.lexical_rank, p.lexical_score, p.vector_rank, p.vector_cosine, p.fused_score,
+           p.neighbour_score,
+           -- Evidence from the memory's conversation: the share of all candidates' fused score
+           -- that the other candidates from its source thread hold, on the fused scale (times
+           -- the best fused score). Several hits in one session lift that session's turns.
+           CASE WHEN m.source_thread_id IS NULL THEN 0.0
+                ELSE (sum(p.fused_score) OVER (PARTITION BY m.source_thread_id) - p.fused_score)
+                     / nullif(sum(p.fused_score) OVER (), 0) * max(p.fused_score) OVER ()
+           END AS thread_score,
+           greatest(p.lexical_strength, p.vector_strength) AS stronger_side,
+           least(p.lexical_strength, p.vector_strength) AS weaker_side,
+           m.*,
+           (1 - :recency_weight) + :recency_weight * decay.factor AS recency_factor,
+           (1 - :confidence_weight) + :confidence_weight * m.confidence AS confidence_factor
+      FROM pooled p
+      JOIN memory m ON m.tenant_id = :tenant_id AND m.id = p.id
       CROSS JOIN LATERAL (
           -- Half-lives elapsed since the memory happened (or was last confirmed), capped:
           -- 0.5^1000 is already 0 for ranking, and a larger exponent would make power()
@@ -106,17 +189,23 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
        s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
        s.embedding_model, s.metadata, s.store_key,
        s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
-       s.recency_factor, s.confidence_factor,
-       s.fused_score * s.recency_factor * s.confidence_factor AS final_score,
+       s.neighbour_score, s.thread_score, s.recency_factor, s.confidence_factor,
+       (s.fused_score + :neighbour_weight * s.neighbour_score + :thread_weight * s.thread_score)
+           * s.recency_factor * s.confidence_factor AS final_score,
        CASE WHEN :with_embeddings THEN s.embedding END AS embedding
   FROM scored s
- ORDER BY final_score DESC, s.id
+ -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same rank the same
+ -- fused score) are decided by what the scores mean: the stronger of the two sides, then the
+ -- other; the id only when everything is equal, so the same data and question rank the same.
+ ORDER BY final_score DESC, s.stronger_side DESC, s.weaker_side DESC, s.id
  LIMIT :limit
 """
-"""One statement: lexical (GIN tsvector, OR query, ts_rank_cd) and vector (HNSW cosine)
-candidate sets under the same `MemoryFilter` (`{candidate_filter}`), fused (RRF or linear),
-decayed by kind-aware recency and confidence. Returns, best first, each hit's memory columns
-(everything a response shows) and every component score, so no second query is needed."""
+"""One statement: lexical (GIN tsvector, OR query, BM25 with the statistics of the memories
+the search may return) and vector (HNSW cosine) candidate sets under the same `MemoryFilter`
+(`{candidate_filter}`), fused (RRF or linear); then the evidence of a memory's conversation
+(its neighbours in its source thread, the other hits of that thread) added on top, decayed by
+kind-aware recency and confidence. Returns, best first, each hit's memory columns (everything a
+response shows) and every component score, so no second query is needed."""
 
 _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
     "query": Text(),
@@ -129,6 +218,8 @@ _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
     "fusion": Text(),
     "rrf_k": Integer(),
     "lexical_weight": Float(),
+    "neighbour_weight": Float(),
+    "thread_weight": Float(),
     "recency_weight": Float(),
     "confidence_weight": Float(),
     "half_life_semantic": Float(),
@@ -157,6 +248,8 @@ class SearchParams:
     fusion: str
     rrf_k: int
     lexical_weight: float
+    neighbour_weight: float
+    thread_weight: float
     recency_weight: float
     confidence_weight: float
     half_life_semantic: float
@@ -423,6 +516,8 @@ class MemoryRepository:
                     vector_rank=row["vector_rank"],
                     vector_cosine=row["vector_cosine"],
                     fused_score=float(row["fused_score"]),
+                    neighbour_score=float(row["neighbour_score"]),
+                    thread_score=float(row["thread_score"]),
                     recency_factor=float(row["recency_factor"]),
                     confidence_factor=float(row["confidence_factor"]),
                     final_score=float(row["final_score"]),

@@ -169,7 +169,9 @@ class SearchRequest(BaseModel):
     event_before: Timestamp | None = None
     limit: int = Field(default=10, ge=1, le=100)
     mode: SearchMode = "hybrid"
-    fusion: FusionMethod = "rrf"
+    fusion: FusionMethod | None = Field(
+        default=None, description="`rrf` or `linear`; absent = the service's setting."
+    )
     rrf_k: int | None = Field(default=None, ge=1, le=1000)
     linear_lexical_weight: float | None = Field(default=None, ge=0, le=1)
     recency_weight: float | None = Field(default=None, ge=0, le=1)
@@ -194,6 +196,8 @@ class ComponentScores(BaseModel):
     vector_rank: int | None
     vector_cosine: float | None
     fused_score: float
+    neighbour_score: float
+    thread_score: float
     recency_factor: float
     confidence_factor: float
     final_score: float

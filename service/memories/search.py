@@ -67,11 +67,13 @@ class MemorySearch:
             use_vector=use_vector,
             pool=max(settings.search_candidate_pool, fetch),
             limit=fetch,
-            fusion=request.fusion,
+            fusion=request.fusion or settings.search_fusion,
             rrf_k=request.rrf_k or settings.search_rrf_k,
             lexical_weight=_pick(
                 request.linear_lexical_weight, settings.search_linear_lexical_weight
             ),
+            neighbour_weight=settings.search_neighbour_weight,
+            thread_weight=settings.search_thread_weight,
             recency_weight=_pick(request.recency_weight, settings.search_recency_weight),
             confidence_weight=_pick(request.confidence_weight, settings.search_confidence_weight),
             half_life_semantic=settings.half_life_semantic_days,
@@ -113,7 +115,7 @@ class MemorySearch:
         return SearchResponse(
             hits=hits,
             mode=request.mode,
-            fusion=request.fusion,
+            fusion=params.fusion,
             query_embedded=query_embedding is not None,
         )
 

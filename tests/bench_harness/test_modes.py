@@ -8,9 +8,10 @@ from benchmarks.modes import DEFAULT_MODES, SEARCH_LIMIT, SearchMode, parse_mode
 from service.config import Settings
 
 
-def test_the_default_modes_compare_lexical_vector_and_three_fusions() -> None:
+def test_the_default_modes_compare_the_api_defaults_lexical_vector_and_three_fusions() -> None:
     modes = {mode.name: mode for mode in parse_modes(DEFAULT_MODES)}
     assert modes == {
+        "hybrid": SearchMode("hybrid", "hybrid"),
         "lexical": SearchMode("lexical", "lexical"),
         "vector": SearchMode("vector", "vector"),
         "hybrid-rrf": SearchMode("hybrid-rrf", "hybrid", "rrf"),
@@ -50,6 +51,24 @@ def test_parameters_left_out_of_a_request_are_reported_from_the_settings() -> No
     assert linear.effective(settings)["linear_lexical_weight"] == 0.3
     assert k60.effective(settings)["rrf_k"] == 60
     assert parse_modes("vector")[0].effective(settings) == {"mode": "vector"}
+
+
+def test_the_hybrid_mode_asks_with_the_api_defaults_and_reports_them() -> None:
+    settings = Settings(_env_file=None, search_fusion="linear", search_linear_lexical_weight=0.4)
+    hybrid = parse_modes("hybrid")[0]
+    assert hybrid.request("q", with_decay=True) == {
+        "query": "q",
+        "limit": SEARCH_LIMIT,
+        "mode": "hybrid",
+    }
+    assert hybrid.effective(settings) == {
+        "mode": "hybrid",
+        "fusion": "linear",
+        "linear_lexical_weight": 0.4,
+        "from_settings": True,
+    }
+    rrf_settings = settings.model_copy(update={"search_fusion": "rrf", "search_rrf_k": 9})
+    assert hybrid.effective(rrf_settings)["rrf_k"] == 9
 
 
 @pytest.mark.parametrize(

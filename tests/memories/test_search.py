@@ -3,6 +3,9 @@ component scores, and a filtered HNSW path that agrees with an exact scan."""
 
 from __future__ import annotations
 
+import itertools
+import math
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,7 +14,7 @@ import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from service.auth.owner import Owner
 from service.config import Settings
@@ -48,6 +51,35 @@ async def search(client: AsyncClient, headers: dict[str, str], **body: Any) -> d
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()
     return result
+
+
+async def bm25_scores(
+    connection: AsyncConnection, texts: list[str], query: str
+) -> dict[str, float]:
+    """Okapi BM25 (k1 1.2, b 0.75, the non-negative IDF ln(1 + (N - df + 0.5) / (df + 0.5)),
+    length = distinct lexemes) of `query` against each of `texts` as the whole collection,
+    computed here from Postgres' english lexemes of each text."""
+
+    async def lexemes(value: str) -> dict[str, int]:
+        rows = await connection.execute(
+            text("SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', :v))"),
+            {"v": value},
+        )
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    documents = {value: await lexemes(value) for value in texts}
+    terms = set(await lexemes(query))
+    mean_length = sum(len(d) for d in documents.values()) / len(documents)
+    frequency = {t: sum(1 for d in documents.values() if t in d) for t in terms}
+    idf = {t: math.log(1 + (len(documents) - n + 0.5) / (n + 0.5)) for t, n in frequency.items()}
+    return {
+        value: sum(
+            idf[t] * d[t] * 2.2 / (d[t] + 1.2 * (0.25 + 0.75 * len(d) / mean_length))
+            for t in terms & d.keys()
+        )
+        for value, d in documents.items()
+        if terms & d.keys()
+    }
 
 
 def ids(result: dict[str, Any]) -> list[str]:
@@ -94,13 +126,14 @@ async def test_component_scores_are_the_ones_the_sql_computed(
     await seed(client, headers)
     query = "when is the tax report due"
     result = await search(
-        client, headers, query=query, recency_weight=0, confidence_weight=0, limit=8
+        client, headers, query=query, fusion="rrf", recency_weight=0, confidence_weight=0, limit=8
     )
     embedder = app.state.mneme.embedding_backfill.embedder
     query_vector = np.asarray(await embedder.embed_query(query))
     k = settings.search_rrf_k
     async with runtime_engine.begin() as connection:
         await as_tenant(connection, tenant)
+        bm25 = await bm25_scores(connection, CORPUS, query)
         for hit in result["hits"]:
             scores, memory = hit["scores"], hit["memory"]
             stored = np.asarray((await embedder.embed([memory["text"]]))[0])
@@ -111,16 +144,7 @@ async def test_component_scores_are_the_ones_the_sql_computed(
             assert scores["fused_score"] == pytest.approx(expected_rrf)
             assert scores["final_score"] == pytest.approx(scores["fused_score"])
             if scores["lexical_rank"] is not None:
-                rank_cd = (
-                    await connection.execute(
-                        text(
-                            "SELECT ts_rank_cd(tsv, to_tsquery('english', 'tax | report | due')) "
-                            "FROM memory WHERE id = :id"
-                        ),
-                        {"id": memory["id"]},
-                    )
-                ).scalar_one()
-                assert scores["lexical_score"] == pytest.approx(rank_cd)
+                assert scores["lexical_score"] == pytest.approx(bm25[memory["text"]])
     top = result["hits"][0]
     assert top["memory"]["text"] == "The quarterly tax report is due on the fifteenth"
     assert top["scores"]["lexical_rank"] == 1
@@ -157,10 +181,15 @@ async def test_recency_and_confidence_factors_follow_kind_and_settings(
         json={
             "items": [
                 {
+                    "text": "Likes the aquarium with the kids",
+                    "kind": "semantic",
+                    "event_at": "2020-01-01T00:00:00Z",
+                    "confidence": 0.5,
+                },
+                {
                     "text": "Visited the aquarium with the kids",
                     "kind": "episodic",
                     "event_at": "2020-01-01T00:00:00Z",
-                    "confidence": 0.5,
                 },
                 {
                     "text": "Always be concise at the aquarium desk",
@@ -174,9 +203,11 @@ async def test_recency_and_confidence_factors_follow_kind_and_settings(
         client, headers, query="aquarium", recency_weight=0.5, confidence_weight=0.4
     )
     by_kind = {hit["memory"]["kind"]: hit["scores"] for hit in result["hits"]}
-    assert by_kind["episodic"]["recency_factor"] == pytest.approx(0.5, abs=1e-3)  # long decayed
-    assert by_kind["procedural"]["recency_factor"] == pytest.approx(1.0)  # never fades
-    assert by_kind["episodic"]["confidence_factor"] == pytest.approx(0.6 + 0.4 * 0.5)
+    assert by_kind["semantic"]["recency_factor"] == pytest.approx(0.5, abs=1e-3)  # long decayed
+    # What happened stays what happened, and standing instructions stand: neither fades.
+    assert by_kind["episodic"]["recency_factor"] == pytest.approx(1.0)
+    assert by_kind["procedural"]["recency_factor"] == pytest.approx(1.0)
+    assert by_kind["semantic"]["confidence_factor"] == pytest.approx(0.6 + 0.4 * 0.5)
     for scores in by_kind.values():
         assert scores["final_score"] == pytest.approx(
             scores["fused_score"] * scores["recency_factor"] * scores["confidence_factor"]
@@ -268,6 +299,8 @@ async def test_filtered_hnsw_search_matches_an_exact_scan(
         fusion="rrf",
         rrf_k=5,
         lexical_weight=0.5,
+        neighbour_weight=0.5,
+        thread_weight=1.0,
         recency_weight=0,
         confidence_weight=0,
         half_life_semantic=0,
@@ -322,7 +355,7 @@ async def test_a_memory_from_centuries_ago_ranks_last_instead_of_breaking_search
     today = datetime.now(UTC).replace(microsecond=0).isoformat()
     for path, headers, kind, when in (
         ("/v1/org/memories", admin, "semantic", "0001-01-01T00:00:00+00:00"),
-        ("/v1/users/me/memories", alice, "episodic", "1700-01-01T00:00:00+00:00"),
+        ("/v1/users/me/memories", alice, "semantic", "1700-01-01T00:00:00+00:00"),
         ("/v1/users/me/memories", alice, "episodic", today),
     ):
         response = await client.post(
@@ -343,3 +376,203 @@ async def test_a_memory_from_centuries_ago_ranks_last_instead_of_breaking_search
         "Hiking trip 1700-01-01T00:00:00+00:00": pytest.approx(floor),
         f"Hiking trip {today}": pytest.approx(1.0, abs=1e-3),
     }
+
+
+CONVERSATION = [
+    "Caroline: I went to the adoption agency meeting yesterday",
+    "Melanie: How did it go?",
+    "Caroline: Really well, they said the paperwork takes six months",
+    "Melanie: That is wonderful news",
+]
+OTHER_SESSION = [
+    "Melanie: We painted the garden fence last weekend",
+    "Caroline: The fence looks lovely in that blue",
+]
+
+
+async def seed_sessions(client: AsyncClient, headers: dict[str, str]) -> dict[str, str]:
+    """Two conversation sessions, each its own source thread, turns one second apart, and
+    the plain corpus (no thread) beside them."""
+    items: list[dict[str, Any]] = [{"text": t} for t in CORPUS]
+    for session, turns in enumerate((CONVERSATION, OTHER_SESSION)):
+        thread = str(uuid.uuid4())
+        items.extend(
+            {
+                "text": turn,
+                "kind": "episodic",
+                "source_thread_id": thread,
+                "event_at": f"2023-05-0{session + 1}T10:00:0{position}Z",
+            }
+            for position, turn in enumerate(turns)
+        )
+    response = await client.post(
+        "/v1/users/me/memories/batch", headers=headers, json={"items": items}
+    )
+    assert response.status_code == 201, response.text
+    return {item["text"]: item["id"] for item in response.json()["items"]}
+
+
+def expected_conversation_scores(
+    hits: list[dict[str, Any]], threads: dict[str, str | None], order: list[str]
+) -> dict[str, tuple[float, float]]:
+    """Neighbour and thread scores computed here from the hits' fused scores, when every
+    candidate is among the hits: a memory's neighbour score is the best fused score of the
+    memories right before and after it in its thread (`order`), its thread score the share of
+    all fused score held by the other memories of its thread, times the best fused score."""
+    fused = {hit["memory"]["text"]: hit["scores"]["fused_score"] for hit in hits}
+    total, best = sum(fused.values()), max(fused.values())
+    expected = {}
+    for text_value in fused:
+        thread = threads[text_value]
+        neighbour = 0.0
+        if thread is not None and text_value in order:
+            position = order.index(text_value)
+            adjacent = [
+                order[p]
+                for p in (position - 1, position + 1)
+                if 0 <= p < len(order) and threads[order[p]] == thread
+            ]
+            neighbour = max((fused.get(a, 0.0) for a in adjacent), default=0.0)
+        same = sum(f for t, f in fused.items() if thread is not None and threads[t] == thread)
+        share = 0.0 if thread is None else (same - fused[text_value]) / total * best
+        expected[text_value] = (neighbour, share)
+    return expected
+
+
+async def test_conversation_evidence_scores_are_the_ones_the_sql_computed(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await seed_sessions(client, headers)
+    result = await search(client, headers, query="how did the adoption meeting go", limit=100)
+    hits = result["hits"]
+    threads = {hit["memory"]["text"]: hit["memory"]["source_thread_id"] for hit in hits}
+    # Every memory is a vector candidate here (the pool is larger than the corpus).
+    assert len(hits) == len(CORPUS) + len(CONVERSATION) + len(OTHER_SESSION)
+    expected = expected_conversation_scores(hits, threads, CONVERSATION + OTHER_SESSION)
+    for hit in hits:
+        scores = hit["scores"]
+        neighbour, thread = expected[hit["memory"]["text"]]
+        assert scores["neighbour_score"] == pytest.approx(neighbour)
+        assert scores["thread_score"] == pytest.approx(thread)
+        assert scores["final_score"] == pytest.approx(
+            (
+                scores["fused_score"]
+                + settings.search_neighbour_weight * neighbour
+                + settings.search_thread_weight * thread
+            )
+            * scores["recency_factor"]
+            * scores["confidence_factor"]
+        )
+    finals = [hit["scores"]["final_score"] for hit in hits]
+    assert finals == sorted(finals, reverse=True)
+
+
+async def test_the_turn_next_to_a_match_is_found_through_it(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """Lexically only the question matches; the answer right after it comes back too, with
+    no score of its own and the question's fused score as its neighbour score."""
+    headers = bearer(settings, tenant, "alice")
+    await seed_sessions(client, headers)
+    result = await search(client, headers, query="how did it go", mode="lexical", limit=10)
+    by_text = {hit["memory"]["text"]: hit["scores"] for hit in result["hits"]}
+    question = by_text["Melanie: How did it go?"]
+    assert question["lexical_rank"] == 1
+    for answer in (CONVERSATION[0], CONVERSATION[2]):
+        assert by_text[answer]["lexical_rank"] is None
+        assert by_text[answer]["fused_score"] == 0
+        assert by_text[answer]["neighbour_score"] == pytest.approx(question["fused_score"])
+    assert OTHER_SESSION[0] not in by_text
+
+
+async def test_the_same_data_and_question_always_rank_the_same(
+    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
+) -> None:
+    """Two users hold the same memories under different random ids; equal final scores are
+    ordered by the stronger normalised side, then the other, never by the id. (Recency is off
+    and bob's vectors are alice's: their memories were recorded and embedded moments apart.)"""
+    for user in ("alice", "bob"):
+        await seed_sessions(client, bearer(settings, tenant, user))
+    async with runtime_engine.begin() as connection:
+        await as_tenant(connection, tenant)
+        await connection.execute(
+            text(
+                "UPDATE memory b SET embedding = a.embedding FROM memory a "
+                "WHERE b.user_id = 'bob' AND a.user_id = 'alice' AND a.text = b.text"
+            )
+        )
+    rankings = []
+    for user in ("alice", "bob"):
+        headers = bearer(settings, tenant, user)
+        for _ in range(2):
+            result = await search(
+                client, headers, query="tax report shipment order", limit=100, recency_weight=0
+            )
+            rankings.append([hit["memory"]["text"] for hit in result["hits"]])
+            hits = result["hits"]
+            best_lexical = max(h["scores"]["lexical_score"] or 0 for h in hits)
+
+            def sides(scores: dict[str, Any], best: float = best_lexical) -> tuple[float, float]:
+                lexical = (scores["lexical_score"] or 0) / best
+                vector = scores["vector_cosine"] or 0
+                return max(lexical, vector), min(lexical, vector)
+
+            for before, after in itertools.pairwise(hits):
+                if before["scores"]["final_score"] == after["scores"]["final_score"]:
+                    assert sides(before["scores"]) >= sides(after["scores"])
+    assert all(ranking == rankings[0] for ranking in rankings)
+
+
+async def test_filtered_search_scores_against_the_filtered_memories_only(
+    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
+) -> None:
+    """BM25's statistics (how many memories, how many hold each word, their mean length) are
+    those of the memories the filter lets through, so a filtered search ranks exactly as a
+    search over just those memories would."""
+    headers = bearer(settings, tenant, "alice")
+    await seed_sessions(client, headers)
+    await seed(client, bearer(settings, tenant, "bob"))
+    query = "the fence in the garden"
+    result = await search(
+        client, headers, query=query, kinds=["episodic"], mode="lexical", limit=100
+    )
+    async with runtime_engine.begin() as connection:
+        await as_tenant(connection, tenant)
+        exact = await bm25_scores(connection, CONVERSATION + OTHER_SESSION, query)
+    lexical = {
+        hit["memory"]["text"]: hit["scores"]["lexical_score"]
+        for hit in result["hits"]
+        if hit["scores"]["lexical_rank"] is not None
+    }
+    assert lexical.keys() == exact.keys()
+    for text_value, score in exact.items():
+        assert lexical[text_value] == pytest.approx(score)
+    ranks = {
+        hit["memory"]["text"]: hit["scores"]["lexical_rank"]
+        for hit in result["hits"]
+        if hit["scores"]["lexical_rank"] is not None
+    }
+    assert sorted(ranks, key=ranks.__getitem__) == sorted(
+        exact, key=exact.__getitem__, reverse=True
+    )
+
+
+async def test_context_items_carry_the_conversation_scores(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await seed_sessions(client, headers)
+    response = await client.post(
+        "/v1/users/me/context", headers=headers, json={"query": "how did it go"}
+    )
+    assert response.status_code == 200, response.text
+    scored = [
+        item["scores"]
+        for section in response.json()["sections"]
+        for item in section["items"]
+        if item.get("scores")
+    ]
+    assert scored
+    assert all({"neighbour_score", "thread_score"} <= scores.keys() for scores in scored)
+    assert any(scores["thread_score"] > 0 for scores in scored)
