@@ -15,6 +15,7 @@ from service.config import Settings, get_settings
 
 if TYPE_CHECKING:
     from service.db import DatabaseTarget
+from service.mcp.stdio import add_mcp_stdio_parser, run_mcp_stdio
 
 BENCH_INSTALL = "pip install -e '.[bench]'"
 
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     run_bench = _add_bench_parser(commands)
     add_admin_parser(commands)
+    add_mcp_stdio_parser(commands)
 
     token = commands.add_parser("token", help="mint a dev HS256 token")
     token.add_argument("--tenant", required=True)
@@ -76,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_bench(args)
     if args.command == "admin":
         return asyncio.run(run_admin(args))
+    if args.command == "mcp-stdio":
+        return run_mcp_stdio(args)
     return _token(args)
 
 

@@ -12,6 +12,7 @@ measurable part of its time on two busy cores (docs/benchmarks.md, issue #15).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated
 
@@ -106,6 +107,20 @@ async def get_session(
     Used with scope="function": the commit runs after the endpoint returns and before the
     response is sent, so a failed commit is a 5xx and never a 2xx. Work registered in
     `PostCommit` starts only once the commit succeeded.
+    """
+    async with principal_transaction(state, principal, post_commit) as session:
+        yield session
+
+
+@asynccontextmanager
+async def principal_transaction(
+    state: AppState, principal: Principal, post_commit: PostCommitTasks
+) -> AsyncIterator[AsyncSession]:
+    """One transaction scoped to the principal's tenant, with the per-transaction hooks run
+    first; the work registered in `post_commit` starts only once the commit succeeded.
+
+    Every entry point that acts for a principal (REST requests, MCP tool calls) opens its
+    transaction here, so they all see the same tenant scope and side effects.
     """
     async with tenant_transaction(state.sessionmaker, principal.tenant_id) as session:
         for hook in state.transaction_hooks:

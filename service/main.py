@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
+from starlette.routing import Route
 
 from service import db_migrations
 from service.accounts.dependencies import ensure_tenant, record_end_user
@@ -47,7 +48,9 @@ from service.kit.media_type import require_json_body
 from service.kit.openapi import declare_common_problems
 from service.kit.post_commit import BackgroundRunner
 from service.logs import configure_logging, log_request
+from service.mcp.endpoint import MCP_PATH, McpEndpoint
 from service.memories.embedding import EmbeddingBackfill
+from service.memories.keyed_router import router as keyed_memories_router
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
 from service.observability import Metrics, TelemetryMiddleware, trace_export
@@ -90,6 +93,7 @@ def _supervise_embedded_database(app: FastAPI, target: DatabaseTarget) -> Embedd
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     metrics = Metrics()
+    mcp = McpEndpoint()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -173,7 +177,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 )
                 await retention.start()
                 try:
-                    yield app.state.mneme.schema_head
+                    async with mcp.running():
+                        yield app.state.mneme.schema_head
                 finally:
                     await retention.stop()
                     if supervisor is not None:
@@ -216,6 +221,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(accounts_router)
     app.include_router(api_keys_router)
     app.include_router(user_memories_router)
+    app.include_router(keyed_memories_router)
     app.include_router(write_path_router)
     app.include_router(org_memories_router)
     app.include_router(user_profile_router)
@@ -227,4 +233,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(user_export_router)
     install_web(app, settings)
     declare_common_problems(app)
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     return app

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.kit.types import QueryText
 from service.memories.schemas import ComponentScores
 from service.threads.schemas import APPEND_MAX, MessageIn, MessagesAppended
 
@@ -59,9 +60,7 @@ class ContextRequest(ContextOptions):
         },
     )
 
-    query: str = Field(
-        min_length=1, max_length=4000, description="Usually the user's latest message."
-    )
+    query: QueryText = Field(description="Usually the user's latest message.")
     thread_id: uuid.UUID | None = Field(
         default=None,
         description="Adds the thread's summaries (`thread`) and its recent raw turns (`recent`).",
@@ -71,10 +70,8 @@ class ContextRequest(ContextOptions):
 class TurnContextOptions(ContextOptions):
     """The context block to return with an append: built for the same thread, after it."""
 
-    query: str | None = Field(
+    query: QueryText | None = Field(
         default=None,
-        min_length=1,
-        max_length=4000,
         description="Default: the last appended message from the user (else the last one).",
     )
 

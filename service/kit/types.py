@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, AwareDatetime, Field
+from pydantic import AfterValidator, AwareDatetime, Field, StringConstraints
 
 INT64_MAX = 2**63 - 1
 
@@ -25,3 +25,19 @@ Timestamp = Annotated[AwareDatetime, AfterValidator(_convertible_to_utc)]
 
 PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]
 """A count or label from 1 that fits Postgres `bigint`."""
+
+
+QUERY_MAX_CHARS = 4000
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must contain something besides whitespace")
+    return value
+
+
+QueryText = Annotated[
+    str, StringConstraints(min_length=1, max_length=QUERY_MAX_CHARS), AfterValidator(_not_blank)
+]
+"""What a search or a context block is asked: words, not only whitespace (a query of spaces
+or control characters has no lexemes and no meaningful embedding)."""

@@ -15,6 +15,7 @@ from service.config import Settings
 from service.dependencies import CurrentPrincipal, PostCommit, Session, State
 from service.kit.post_commit import PostCommitTasks
 from service.memories.embedding import EmbeddingBackfill
+from service.memories.keyed import KeyedMemoryService
 from service.memories.recording import MemoryRecorder
 from service.memories.repository import MemoryRepository
 from service.memories.search import MemorySearch
@@ -68,3 +69,18 @@ async def get_memory_writer(
 MemorySvc = Annotated[MemoryService, Depends(get_memory_service)]
 MemorySearchSvc = Annotated[MemorySearch, Depends(get_memory_search)]
 MemoryWriterSvc = Annotated[DerivedMemoryWriter, Depends(get_memory_writer)]
+
+
+def build_keyed_memory_service(recorder: MemoryRecorder) -> KeyedMemoryService:
+    return KeyedMemoryService(recorder, MemoryService(recorder))
+
+
+async def get_keyed_memory_service(
+    session: Session, principal: CurrentPrincipal, state: State, post_commit: PostCommit
+) -> KeyedMemoryService:
+    return build_keyed_memory_service(
+        build_memory_recorder(session, principal, state.embedding_backfill, post_commit)
+    )
+
+
+KeyedMemorySvc = Annotated[KeyedMemoryService, Depends(get_keyed_memory_service)]

@@ -57,6 +57,9 @@ class Memory(Base):
     metadata_: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONB, server_default=sql("'{}'::jsonb")
     )
+    # A client's own key (unique per owner, kind and category): such a memory is addressed by
+    # its key, and may repeat another memory's text.
+    store_key: Mapped[str | None] = mapped_column(Text)
 
 
 class MemoryEvent(Base):

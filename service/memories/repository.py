@@ -187,7 +187,7 @@ scored AS (
 SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
        s.needs_review, s.superseded_by, s.source_thread_id, s.source_message_ids, s.evidence,
        s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
-       s.embedding_model, s.metadata,
+       s.embedding_model, s.metadata, s.store_key,
        s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
        s.neighbour_score, s.thread_score, s.recency_factor, s.confidence_factor,
        (s.fused_score + :neighbour_weight * s.neighbour_score + :thread_weight * s.thread_score)
@@ -315,7 +315,7 @@ class MemoryRepository:
                     Memory.kind,
                     Memory.content_hash,
                 ],
-                index_where=text("lifecycle <> 'superseded'"),
+                index_where=text("lifecycle <> 'superseded' AND store_key IS NULL"),
             )
             .returning(Memory)
         )
@@ -326,6 +326,7 @@ class MemoryRepository:
             M.kind == kind,
             M.content_hash == _content_hash(text_value),
             M.lifecycle != "superseded",
+            M.store_key.is_(None),
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 
@@ -525,6 +526,52 @@ class MemoryRepository:
             )
             for row in rows
         ]
+
+    # --- memories addressed by a client's key -------------------------------------------------
+
+    async def lock_store_key(self, owner: Owner, kind: str, category: str | None, key: str) -> None:
+        """Serialise writes to one key until the transaction ends: the first `put` of a key
+        inserts, every later one (even a concurrent one) finds that row and updates it."""
+        lock = f"memory_key:{self._tenant_id}:{owner.lock_key}:{kind}:{category or ''}:{key}"
+        await self._session.execute(WRITER_LOCK_SQL, {"key": lock})
+
+    async def find_by_store_key(
+        self, owner: Owner, kind: str, category: str | None, key: str, *, for_update: bool = False
+    ) -> Memory | None:
+        statement = self._owned(owner).where(
+            M.kind == kind,
+            M.category.is_(None) if category is None else M.category == category,
+            M.store_key == key,
+        )
+        if for_update:
+            statement = statement.with_for_update().execution_options(populate_existing=True)
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def expired_store_key_holder(
+        self, owner: Owner, kind: str, category: str | None, key: str
+    ) -> Memory | None:
+        """An expired memory that still holds the key (reads no longer see it), locked."""
+        statement = (
+            select(Memory)
+            .where(
+                Memory.tenant_id == self._tenant_id,
+                Memory.scope == owner.scope,
+                Memory.user_id.is_(None)
+                if owner.user_id is None
+                else Memory.user_id == owner.user_id,
+                Memory.kind == kind,
+                Memory.category.is_(None) if category is None else Memory.category == category,
+                Memory.store_key == key,
+                Memory.expires_at <= func.now(),
+            )
+            .with_for_update()
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def insert_keyed(self, values: dict[str, Any]) -> Memory:
+        """Insert a memory that carries a store key (never an exact-duplicate conflict)."""
+        statement = pg_insert(Memory).values(tenant_id=self._tenant_id, **values).returning(Memory)
+        return (await self._session.execute(statement)).scalar_one()
 
 
 def _content_hash(text_value: str) -> ColumnElement[str]:

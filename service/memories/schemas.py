@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
-from service.kit.types import Timestamp
+from service.kit.types import QueryText, Timestamp
 
 MemoryKind = Literal["semantic", "episodic", "procedural"]
 MemoryScope = Literal["user", "org"]
@@ -138,6 +138,9 @@ class MemoryRead(BaseModel):
         description="Model of the stored embedding; null while it awaits embedding."
     )
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
+    store_key: str | None = Field(
+        default=None, description="The client's key, for memories written by key; else null."
+    )
 
 
 class MemoryWritten(MemoryRead):
@@ -196,7 +199,7 @@ class SearchRequest(BaseModel):
         },
     )
 
-    query: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
+    query: QueryText
     kinds: list[MemoryKind] | None = None
     scopes: list[MemoryScope] = Field(default_factory=_both_scopes, min_length=1)
     categories: list[str] | None = None
@@ -218,13 +221,6 @@ class SearchRequest(BaseModel):
     mmr_lambda: float | None = Field(
         default=None, ge=0, le=1, description="Set to diversify the results (1 = relevance only)."
     )
-
-    @field_validator("query")
-    @classmethod
-    def _query_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("query must contain something besides whitespace")
-        return value
 
 
 class ComponentScores(BaseModel):
@@ -286,3 +282,34 @@ class ProceduresUpdate(BaseModel):
     workflow: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
     safety: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
     task_policies: str | None = Field(default=None, max_length=MEMORY_TEXT_MAX)
+
+
+STORE_KEY_MAX = 512
+
+
+class KeyedMemoryPut(BaseModel):
+    """The memory a key holds; `PUT` replaces text and metadata of the memory already there."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"text": "Prefers aisle seats on long flights.", "metadata": {"v": 2}}]
+        },
+    )
+
+    text: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    event_at: Timestamp | None = None
+    expires_at: Timestamp | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text must contain something besides whitespace")
+        return value.strip()
+
+
+class KeyedMemoryWritten(MemoryRead):
+    created: bool = Field(description="True when the key held no memory and one was added.")

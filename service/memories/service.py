@@ -148,7 +148,12 @@ class MemoryService:
             values["text"] = new_text
             refuse_secrets(new_text, ["body", "text"])
             if new_text != old_text:
-                duplicate = await self._repository.find_live_duplicate(owner, memory.kind, new_text)
+                # A keyed memory is identified by its key, and may repeat another's text.
+                duplicate = (
+                    await self._repository.find_live_duplicate(owner, memory.kind, new_text)
+                    if memory.store_key is None
+                    else None
+                )
                 if duplicate is not None and duplicate.id != memory.id:
                     raise DuplicateMemory(
                         "Another memory already says exactly this.", existing_id=str(duplicate.id)

@@ -237,13 +237,12 @@ async def test_api_key_expiry_needs_a_time_zone(
     assert (await client.get("/v1/admin/api-keys", headers=headers)).json()["items"] == []
 
 
-@pytest.mark.parametrize("query", [" ", "\t\n  "])
-async def test_whitespace_only_search_query_is_refused(
-    client: AsyncClient, settings: Settings, tenant: str, query: str
+@pytest.mark.parametrize("query", [" ", "\t\n  ", "\u000b"])
+@pytest.mark.parametrize("path", ["/v1/users/me/memories/search", "/v1/users/me/context"])
+async def test_whitespace_only_query_is_refused(
+    client: AsyncClient, settings: Settings, tenant: str, query: str, path: str
 ) -> None:
-    response = await client.post(
-        "/v1/users/me/memories/search", json={"query": query}, headers=bearer(settings, tenant, "a")
-    )
+    response = await client.post(path, json={"query": query}, headers=bearer(settings, tenant, "a"))
     assert_problem(response, 422, "VALIDATION_FAILED")
 
 

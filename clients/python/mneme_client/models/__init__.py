@@ -29,6 +29,8 @@ from .import_report import ImportReport
 from .import_report_imported import ImportReportImported
 from .job_count_read import JobCountRead
 from .job_failure_read import JobFailureRead
+from .keyed_memory_put import KeyedMemoryPut
+from .keyed_memory_written import KeyedMemoryWritten
 from .lifecycle import Lifecycle
 from .memories_deleted import MemoriesDeleted
 from .memory_batch_create import MemoryBatchCreate
@@ -145,6 +147,8 @@ __all__ = (
     "ImportReportImported",
     "JobCountRead",
     "JobFailureRead",
+    "KeyedMemoryPut",
+    "KeyedMemoryWritten",
     "Lifecycle",
     "MemoriesDeleted",
     "MemoryBatchCreate",

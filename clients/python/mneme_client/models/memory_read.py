@@ -11,6 +11,7 @@ from attrs import field as _attrs_field
 from ..models.lifecycle import Lifecycle
 from ..models.memory_kind import MemoryKind
 from ..models.memory_scope import MemoryScope
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.metadata import Metadata
@@ -45,6 +46,7 @@ class MemoryRead:
         expires_at (datetime.datetime | None):
         embedding_model (None | str): Model of the stored embedding; null while it awaits embedding.
         metadata (Metadata): Free-form JSON object stored with the record and returned as given.
+        store_key (None | str | Unset): The client's key, for memories written by key; else null.
     """
 
     id: UUID
@@ -68,6 +70,7 @@ class MemoryRead:
     expires_at: datetime.datetime | None
     embedding_model: None | str
     metadata: Metadata
+    store_key: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,6 +147,12 @@ class MemoryRead:
 
         metadata = self.metadata.to_dict()
 
+        store_key: None | str | Unset
+        if isinstance(self.store_key, Unset):
+            store_key = UNSET
+        else:
+            store_key = self.store_key
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -171,6 +180,8 @@ class MemoryRead:
                 "metadata": metadata,
             }
         )
+        if store_key is not UNSET:
+            field_dict["store_key"] = store_key
 
         return field_dict
 
@@ -324,6 +335,15 @@ class MemoryRead:
 
         metadata = Metadata.from_dict(d.pop("metadata"))
 
+        def _parse_store_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        store_key = _parse_store_key(d.pop("store_key", UNSET))
+
         memory_read = cls(
             id=id,
             scope=scope,
@@ -346,6 +366,7 @@ class MemoryRead:
             expires_at=expires_at,
             embedding_model=embedding_model,
             metadata=metadata,
+            store_key=store_key,
         )
 
         memory_read.additional_properties = d

@@ -11,6 +11,7 @@ from attrs import field as _attrs_field
 from ..models.lifecycle import Lifecycle
 from ..models.memory_kind import MemoryKind
 from ..models.memory_scope import MemoryScope
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.metadata import Metadata
@@ -46,6 +47,7 @@ class MemoryWritten:
         embedding_model (None | str): Model of the stored embedding; null while it awaits embedding.
         metadata (Metadata): Free-form JSON object stored with the record and returned as given.
         duplicate (bool): True when an identical memory already existed and was returned instead.
+        store_key (None | str | Unset): The client's key, for memories written by key; else null.
     """
 
     id: UUID
@@ -70,6 +72,7 @@ class MemoryWritten:
     embedding_model: None | str
     metadata: Metadata
     duplicate: bool
+    store_key: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,6 +151,12 @@ class MemoryWritten:
 
         duplicate = self.duplicate
 
+        store_key: None | str | Unset
+        if isinstance(self.store_key, Unset):
+            store_key = UNSET
+        else:
+            store_key = self.store_key
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -176,6 +185,8 @@ class MemoryWritten:
                 "duplicate": duplicate,
             }
         )
+        if store_key is not UNSET:
+            field_dict["store_key"] = store_key
 
         return field_dict
 
@@ -331,6 +342,15 @@ class MemoryWritten:
 
         duplicate = d.pop("duplicate")
 
+        def _parse_store_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        store_key = _parse_store_key(d.pop("store_key", UNSET))
+
         memory_written = cls(
             id=id,
             scope=scope,
@@ -354,6 +374,7 @@ class MemoryWritten:
             embedding_model=embedding_model,
             metadata=metadata,
             duplicate=duplicate,
+            store_key=store_key,
         )
 
         memory_written.additional_properties = d

@@ -618,6 +618,125 @@ export type JobFailureRead = {
 export type JsonValue = unknown;
 
 /**
+ * KeyedMemoryPut
+ *
+ * The memory a key holds; `PUT` replaces text and metadata of the memory already there.
+ */
+export type KeyedMemoryPut = {
+    /**
+     * Text
+     */
+    text: string;
+    metadata?: Metadata;
+    /**
+     * Confidence
+     */
+    confidence?: number;
+    /**
+     * Event At
+     */
+    event_at?: string | null;
+    /**
+     * Expires At
+     */
+    expires_at?: string | null;
+};
+
+/**
+ * KeyedMemoryWritten
+ */
+export type KeyedMemoryWritten = {
+    /**
+     * Id
+     */
+    id: string;
+    scope: MemoryScope;
+    /**
+     * User Id
+     */
+    user_id: string | null;
+    kind: MemoryKind;
+    /**
+     * Category
+     */
+    category: string | null;
+    /**
+     * Text
+     */
+    text: string;
+    /**
+     * Confidence
+     */
+    confidence: number;
+    lifecycle: Lifecycle;
+    /**
+     * Needs Review
+     */
+    needs_review: boolean;
+    /**
+     * Superseded By
+     */
+    superseded_by: string | null;
+    /**
+     * Source Thread Id
+     */
+    source_thread_id: string | null;
+    /**
+     * Source Message Ids
+     */
+    source_message_ids: Array<string>;
+    /**
+     * Evidence
+     */
+    evidence: string | null;
+    /**
+     * Event At
+     */
+    event_at: string | null;
+    /**
+     * Created At
+     */
+    created_at: string;
+    /**
+     * Updated At
+     */
+    updated_at: string;
+    /**
+     * Last Confirmed At
+     *
+     * When the write path last heard this memory stated again (or first wrote it confirmed); null if never.
+     */
+    last_confirmed_at: string | null;
+    /**
+     * Invalid At
+     */
+    invalid_at: string | null;
+    /**
+     * Expires At
+     */
+    expires_at: string | null;
+    /**
+     * Embedding Model
+     *
+     * Model of the stored embedding; null while it awaits embedding.
+     */
+    embedding_model: string | null;
+    metadata: Metadata;
+    /**
+     * Store Key
+     *
+     * The client's key, for memories written by key; else null.
+     */
+    store_key?: string | null;
+    /**
+     * Created
+     *
+     * True when the key held no memory and one was added.
+     */
+    created: boolean;
+};
+
+/**
  * MemoriesDeleted
  *
  * What a delete by filter removed (or, with `dry_run=true`, would remove).
@@ -868,6 +987,12 @@ export type MemoryRead = {
      */
     embedding_model: string | null;
     metadata: Metadata;
+    /**
+     * Store Key
+     *
+     * The client's key, for memories written by key; else null.
+     */
+    store_key?: string | null;
 };
 
 /**
@@ -990,6 +1115,12 @@ export type MemoryWritten = {
      */
     embedding_model: string | null;
     metadata: Metadata;
+    /**
+     * Store Key
+     *
+     * The client's key, for memories written by key; else null.
+     */
+    store_key?: string | null;
     /**
      * Duplicate
      *
@@ -3610,6 +3741,233 @@ export type SetProceduresResponses = {
 };
 
 export type SetProceduresResponse = SetProceduresResponses[keyof SetProceduresResponses];
+
+export type DeleteKeyedMemoryData = {
+    body?: never;
+    path: {
+        /**
+         * User Id
+         *
+         * A user id of the caller's tenant, or `me` for the caller itself.
+         */
+        user_id: string;
+    };
+    query: {
+        /**
+         * The memory's kind.
+         */
+        kind: MemoryKind;
+        /**
+         * Key
+         *
+         * The client's key.
+         */
+        key: string;
+        /**
+         * Category
+         *
+         * The memory's category, if any.
+         */
+        category?: string | null;
+    };
+    url: '/v1/users/{user_id}/keyed-memories';
+};
+
+export type DeleteKeyedMemoryErrors = {
+    /**
+     * Unauthorized
+     */
+    401: Problem;
+    /**
+     * Not Found
+     */
+    404: Problem;
+    /**
+     * Unprocessable Entity
+     */
+    422: Problem;
+    /**
+     * Too Many Requests
+     */
+    429: Problem;
+    /**
+     * Internal server error (`INTERNAL_ERROR`, with a trace id).
+     */
+    500: Problem;
+    /**
+     * Service Unavailable
+     */
+    503: Problem;
+    /**
+     * Any other error, as an RFC 9457 problem.
+     */
+    default: Problem;
+};
+
+export type DeleteKeyedMemoryError = DeleteKeyedMemoryErrors[keyof DeleteKeyedMemoryErrors];
+
+export type DeleteKeyedMemoryResponses = {
+    /**
+     * Successful Response
+     */
+    204: void;
+};
+
+export type DeleteKeyedMemoryResponse = DeleteKeyedMemoryResponses[keyof DeleteKeyedMemoryResponses];
+
+export type GetKeyedMemoryData = {
+    body?: never;
+    path: {
+        /**
+         * User Id
+         *
+         * A user id of the caller's tenant, or `me` for the caller itself.
+         */
+        user_id: string;
+    };
+    query: {
+        /**
+         * The memory's kind.
+         */
+        kind: MemoryKind;
+        /**
+         * Key
+         *
+         * The client's key.
+         */
+        key: string;
+        /**
+         * Category
+         *
+         * The memory's category, if any.
+         */
+        category?: string | null;
+    };
+    url: '/v1/users/{user_id}/keyed-memories';
+};
+
+export type GetKeyedMemoryErrors = {
+    /**
+     * Unauthorized
+     */
+    401: Problem;
+    /**
+     * Not Found
+     */
+    404: Problem;
+    /**
+     * Unprocessable Entity
+     */
+    422: Problem;
+    /**
+     * Too Many Requests
+     */
+    429: Problem;
+    /**
+     * Internal server error (`INTERNAL_ERROR`, with a trace id).
+     */
+    500: Problem;
+    /**
+     * Service Unavailable
+     */
+    503: Problem;
+    /**
+     * Any other error, as an RFC 9457 problem.
+     */
+    default: Problem;
+};
+
+export type GetKeyedMemoryError = GetKeyedMemoryErrors[keyof GetKeyedMemoryErrors];
+
+export type GetKeyedMemoryResponses = {
+    /**
+     * Successful Response
+     */
+    200: MemoryRead;
+};
+
+export type GetKeyedMemoryResponse = GetKeyedMemoryResponses[keyof GetKeyedMemoryResponses];
+
+export type PutKeyedMemoryData = {
+    body: KeyedMemoryPut;
+    path: {
+        /**
+         * User Id
+         *
+         * A user id of the caller's tenant, or `me` for the caller itself.
+         */
+        user_id: string;
+    };
+    query: {
+        /**
+         * The memory's kind.
+         */
+        kind: MemoryKind;
+        /**
+         * Key
+         *
+         * The client's key.
+         */
+        key: string;
+        /**
+         * Category
+         *
+         * The memory's category, if any.
+         */
+        category?: string | null;
+    };
+    url: '/v1/users/{user_id}/keyed-memories';
+};
+
+export type PutKeyedMemoryErrors = {
+    /**
+     * Unauthorized
+     */
+    401: Problem;
+    /**
+     * Not Found
+     */
+    404: Problem;
+    /**
+     * Request Entity Too Large
+     */
+    413: Problem;
+    /**
+     * Unprocessable Entity
+     */
+    422: Problem;
+    /**
+     * Too Many Requests
+     */
+    429: Problem;
+    /**
+     * Internal server error (`INTERNAL_ERROR`, with a trace id).
+     */
+    500: Problem;
+    /**
+     * Service Unavailable
+     */
+    503: Problem;
+    /**
+     * Any other error, as an RFC 9457 problem.
+     */
+    default: Problem;
+};
+
+export type PutKeyedMemoryError = PutKeyedMemoryErrors[keyof PutKeyedMemoryErrors];
+
+export type PutKeyedMemoryResponses = {
+    /**
+     * Successful Response
+     */
+    200: KeyedMemoryWritten;
+    /**
+     * The key held nothing; added.
+     */
+    201: KeyedMemoryWritten;
+};
+
+export type PutKeyedMemoryResponse = PutKeyedMemoryResponses[keyof PutKeyedMemoryResponses];
 
 export type CompactMemoriesData = {
     /**

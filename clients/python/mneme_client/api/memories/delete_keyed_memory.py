@@ -1,0 +1,240 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.memory_kind import MemoryKind
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    user_id: str,
+    *,
+    kind: MemoryKind,
+    key: str,
+    category: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_kind = kind.value
+    params["kind"] = json_kind
+
+    params["key"] = key
+
+    json_category: None | str | Unset
+    if isinstance(category, Unset):
+        json_category = UNSET
+    else:
+        json_category = category
+    params["category"] = json_category
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "delete",
+        "url": "/v1/users/{user_id}/keyed-memories".format(
+            user_id=quote(str(user_id), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Any | Problem:
+    if response.status_code == 204:
+        response_204 = cast(Any, None)
+        return response_204
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Any | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    kind: MemoryKind,
+    key: str,
+    category: None | str | Unset = UNSET,
+) -> Response[Any | Problem]:
+    """Forget the memory a key holds
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        kind (MemoryKind):
+        key (str): The client's key.
+        category (None | str | Unset): The memory's category, if any.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        kind=kind,
+        key=key,
+        category=category,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    kind: MemoryKind,
+    key: str,
+    category: None | str | Unset = UNSET,
+) -> Any | Problem | None:
+    """Forget the memory a key holds
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        kind (MemoryKind):
+        key (str): The client's key.
+        category (None | str | Unset): The memory's category, if any.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+    """
+
+    return sync_detailed(
+        user_id=user_id,
+        client=client,
+        kind=kind,
+        key=key,
+        category=category,
+    ).parsed
+
+
+async def asyncio_detailed(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    kind: MemoryKind,
+    key: str,
+    category: None | str | Unset = UNSET,
+) -> Response[Any | Problem]:
+    """Forget the memory a key holds
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        kind (MemoryKind):
+        key (str): The client's key.
+        category (None | str | Unset): The memory's category, if any.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        user_id=user_id,
+        kind=kind,
+        key=key,
+        category=category,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    user_id: str,
+    *,
+    client: AuthenticatedClient,
+    kind: MemoryKind,
+    key: str,
+    category: None | str | Unset = UNSET,
+) -> Any | Problem | None:
+    """Forget the memory a key holds
+
+    Args:
+        user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        kind (MemoryKind):
+        key (str): The client's key.
+        category (None | str | Unset): The memory's category, if any.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            user_id=user_id,
+            client=client,
+            kind=kind,
+            key=key,
+            category=category,
+        )
+    ).parsed

@@ -1,0 +1,169 @@
+"""One MCP tool call = one tenant-scoped transaction with the domain services built for it.
+
+A call acts as a `McpCaller`: the principal its credential authenticated and the one user it
+addresses, both fixed before any tool runs (by the HTTP endpoint, or by `mneme mcp-stdio` at
+start-up). Tool arguments never name a tenant or a user, so nothing a client sends widens access.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.accounts.dependencies import build_account_service
+from service.auth.owner import Owner
+from service.auth.principal import Principal
+from service.context.dependencies import build_context_builder
+from service.context.service import ContextBuilder
+from service.dependencies import AppState, principal_transaction
+from service.errors import PROBLEM_TYPE_BASE, DomainError, Unauthenticated, ValidationFailed
+from service.kit.post_commit import PostCommitTasks
+from service.memories.dependencies import build_memory_recorder, build_memory_search
+from service.memories.search import MemorySearch
+from service.memories.service import MemoryService
+from service.profile.dependencies import build_profile_service
+from service.profile.service import ProfileService
+from service.threads.dependencies import build_thread_service
+
+CALLER_STATE_KEY = "mneme_mcp_caller"
+"""Where the HTTP endpoint leaves the authenticated caller on the request's state."""
+
+
+@dataclass(frozen=True)
+class McpCaller:
+    """Who an MCP connection acts as, and for which user of its tenant."""
+
+    state: AppState
+    principal: Principal
+    owner: Owner
+
+    @property
+    def user_id(self) -> str:
+        assert self.owner.user_id is not None  # an MCP caller always addresses one user
+        return self.owner.user_id
+
+
+CallerResolver = Callable[[Context[Any]], McpCaller]
+"""Finds the caller of the tool call or resource read in progress."""
+
+
+def caller_from_request(ctx: Context[Any]) -> McpCaller:
+    """The caller the HTTP endpoint authenticated for this request."""
+    request = ctx.request_context.request
+    caller = getattr(getattr(request, "state", None), CALLER_STATE_KEY, None)
+    if not isinstance(caller, McpCaller):
+        # Only reachable if the MCP app were served without `McpEndpoint` in front of it.
+        raise Unauthenticated("This MCP request carries no authenticated caller.")
+    return caller
+
+
+@dataclass
+class McpCall:
+    """The services of one call, built on its session with the domains' own constructors."""
+
+    session: AsyncSession
+    caller: McpCaller
+    post_commit: PostCommitTasks = field(default_factory=PostCommitTasks)
+
+    @property
+    def owner(self) -> Owner:
+        return self.caller.owner
+
+    @cached_property
+    def memories(self) -> MemoryService:
+        state = self.caller.state
+        return MemoryService(
+            build_memory_recorder(
+                self.session, self.caller.principal, state.embedding_backfill, self.post_commit
+            )
+        )
+
+    @cached_property
+    def search(self) -> MemorySearch:
+        state = self.caller.state
+        return build_memory_search(
+            self.session, self.caller.principal, state.embedding_backfill, state.settings
+        )
+
+    @cached_property
+    def profiles(self) -> ProfileService:
+        return build_profile_service(
+            self.session, self.caller.principal, self.caller.state.settings
+        )
+
+    @cached_property
+    def context(self) -> ContextBuilder:
+        state = self.caller.state
+        principal = self.caller.principal
+        threads = build_thread_service(
+            self.session,
+            principal,
+            self.memories,
+            build_account_service(self.session, principal),
+            state,
+        )
+        return build_context_builder(
+            self.search, self.memories, self.profiles, threads, state.settings
+        )
+
+
+@asynccontextmanager
+async def mcp_call(caller: McpCaller) -> AsyncIterator[McpCall]:
+    """The call's one transaction: committed when the block ends, rolled back if it raises."""
+    post_commit = PostCommitTasks()
+    async with principal_transaction(caller.state, caller.principal, post_commit) as session:
+        yield McpCall(session, caller, post_commit)
+
+
+def problem_document(error: DomainError) -> dict[str, Any]:
+    """The RFC 9457 body the REST API would answer with, minus what only HTTP has."""
+    body: dict[str, Any] = {
+        "type": PROBLEM_TYPE_BASE + error.code.lower().replace("_", "-"),
+        "title": error.title,
+        "status": error.status,
+        "detail": error.detail,
+        "code": error.code,
+    }
+    body.update({k: v for k, v in error.extensions.items() if k not in body})
+    return body
+
+
+def invalid_arguments(exc: ValidationError, location: str = "arguments") -> ValidationFailed:
+    """A pydantic failure as the same `VALIDATION_FAILED` problem the REST API answers."""
+    errors = [
+        {
+            "loc": [location, *(str(p) if not isinstance(p, int) else p for p in err["loc"])],
+            "msg": str(err.get("msg", "")),
+            "type": str(err.get("type", "")),
+        }
+        for err in exc.errors()
+    ]
+    return ValidationFailed(f"{len(errors)} invalid argument(s); see `errors`.", errors=errors)
+
+
+def problem_result(error: DomainError) -> CallToolResult:
+    """A tool error the model can read and act on: the problem as text and as structure."""
+    problem = problem_document(error)
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(problem, default=str))],
+        structured_content=problem,
+        is_error=True,
+    )
+
+
+def success_result(body: BaseModel, text: str | None = None) -> CallToolResult:
+    """A tool result: the model reads `text` (the JSON body unless given), clients the structure."""
+    structured = body.model_dump(mode="json", by_alias=True)
+    rendered = text if text is not None else json.dumps(structured, separators=(",", ":"))
+    return CallToolResult(
+        content=[TextContent(type="text", text=rendered)], structured_content=structured
+    )

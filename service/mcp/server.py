@@ -1,0 +1,333 @@
+"""The MCP tools and resources: each a thin call into the services the REST routes use.
+
+Every tool runs in one tenant-scoped transaction (`mcp_call`) as the connection's caller, on
+the one user that caller addresses. A domain error becomes a tool error carrying the same
+problem document (and stable `code`) the REST API answers with, and nothing is written;
+so do arguments that fail validation.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from service.auth.principal import ME
+from service.context.schemas import ContextRequest, ContextResponse
+from service.errors import DomainError, NotFound
+from service.kit.pagination import MAX_PAGE_SIZE, Page
+from service.mcp.calls import (
+    CallerResolver,
+    McpCall,
+    McpCaller,
+    invalid_arguments,
+    mcp_call,
+    problem_document,
+    problem_result,
+    success_result,
+)
+from service.memories.filters import MemoryFilter
+from service.memories.schemas import (
+    MEMORY_TEXT_MAX,
+    MemoryCreate,
+    MemoryKind,
+    MemoryRead,
+    MemoryWritten,
+    Procedures,
+    SearchRequest,
+    SearchResponse,
+)
+from service.profile.schemas import PatchOperation, ProfilePatchResult
+
+SERVER_NAME = "mneme"
+INSTRUCTIONS = (
+    "Long-term memory about the user you are talking with. Call get_context before answering "
+    "to see what is known; remember durable facts, preferences and decisions the user states; "
+    "recall to look something up; forget when the user asks you to. Errors carry a `code` "
+    "(e.g. VALIDATION_FAILED, SECRET_REFUSED, NOT_FOUND): fix the arguments or tell the user."
+)
+
+_OPERATIONS = TypeAdapter(list[PatchOperation])
+
+
+class Forgotten(BaseModel):
+    deleted: uuid.UUID
+
+
+class ProblemReportingTool(Tool):
+    """A tool whose invalid arguments come back as the `VALIDATION_FAILED` problem.
+
+    The SDK would report them as free text; validating first (the same model the SDK uses)
+    gives the model the field list and code it gets everywhere else. Nothing has run yet.
+    """
+
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            return problem_result(invalid_arguments(exc))
+        except DomainError as exc:
+            return problem_result(exc)
+        return await super().run(arguments, context, convert_result)
+
+
+def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
+    tool = ProblemReportingTool.from_function(fn, annotations=annotations)
+    metadata = tool.fn_metadata
+    # Publish the schema of what results look like on the wire: the SDK derives it in
+    # validation mode, where a field read from an attribute alias (`MemoryRead.metadata`,
+    # read from `metadata_`) would be advertised under that alias.
+    metadata.output_schema = TypeAdapter(metadata.output_model).json_schema(mode="serialization")
+    return tool
+
+
+async def _run(
+    ctx: Context[Any],
+    resolve: CallerResolver,
+    work: Callable[[McpCall], Awaitable[BaseModel]],
+    render: Callable[[Any], str] | None = None,
+) -> CallToolResult:
+    """Run `work` in the caller's transaction; a domain error rolls it back and is reported."""
+    try:
+        async with mcp_call(resolve(ctx)) as call:
+            body = await work(call)
+    except ValidationError as exc:
+        return problem_result(invalid_arguments(exc))
+    except DomainError as exc:
+        return problem_result(exc)
+    return success_result(body, render(body) if render else None)
+
+
+def _render_context(body: ContextResponse) -> str:
+    return body.text or ""
+
+
+def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
+    """The MCP server; `resolve` says who each call acts as (HTTP: from the request)."""
+
+    async def remember(
+        ctx: Context[Any],
+        text: Annotated[
+            str,
+            Field(
+                max_length=MEMORY_TEXT_MAX,
+                description="One self-contained statement, e.g. 'Prefers answers in French.'",
+            ),
+        ],
+        kind: Annotated[
+            MemoryKind,
+            Field(
+                description="semantic: a fact or preference; episodic: something that happened; "
+                "procedural: a standing instruction for you."
+            ),
+        ] = "semantic",
+        category: Annotated[
+            str | None,
+            Field(description="Optional lowercase label, e.g. 'preference', 'work', 'health'."),
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="Optional structured data kept with it.")
+        ] = None,
+    ) -> Annotated[CallToolResult, MemoryWritten]:
+        """Remember something about the user for future conversations.
+
+        Store durable facts, preferences, decisions and notable events the user tells you,
+        one statement per call, written so it makes sense without the conversation. Secrets
+        and identifiers (passwords, keys, card or social security numbers) are refused with
+        code SECRET_REFUSED. Remembering an identical statement again returns the existing
+        memory (duplicate: true) instead of storing it twice.
+        """
+
+        async def work(call: McpCall) -> MemoryWritten:
+            body = MemoryCreate(text=text, kind=kind, category=category, metadata=metadata or {})
+            [written] = await call.memories.create(call.owner, [body])
+            return written
+
+        return await _run(ctx, resolve, work)
+
+    async def recall(
+        ctx: Context[Any],
+        query: Annotated[
+            str,
+            Field(max_length=MEMORY_TEXT_MAX, description="What to look for, in natural language."),
+        ],
+        limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return.")] = 10,
+        kinds: Annotated[
+            list[MemoryKind] | None, Field(description="Only these kinds (default: all).")
+        ] = None,
+        categories: Annotated[
+            list[str] | None, Field(description="Only these categories (default: all).")
+        ] = None,
+    ) -> Annotated[CallToolResult, SearchResponse]:
+        """Search the user's memories (and the organization's shared ones) by meaning and words.
+
+        Hybrid search: full-text and vector similarity fused in one ranking. Each hit carries
+        the memory (with its id, for forget) and its scores (final_score: higher is better).
+        """
+
+        async def work(call: McpCall) -> SearchResponse:
+            request = SearchRequest(query=query, limit=limit, kinds=kinds, categories=categories)
+            return await call.search.search(call.owner, request)
+
+        return await _run(ctx, resolve, work)
+
+    async def get_context(
+        ctx: Context[Any],
+        query: Annotated[
+            str,
+            Field(max_length=4000, description="The user's latest message or the current task."),
+        ],
+        budget_tokens: Annotated[
+            int | None,
+            Field(ge=32, le=32_000, description="Token budget of the block (default: server's)."),
+        ] = None,
+        thread_id: Annotated[
+            uuid.UUID | None,
+            Field(description="A Mneme thread id, to add its summaries and recent turns."),
+        ] = None,
+    ) -> Annotated[CallToolResult, ContextResponse]:
+        """Get what you should know about the user before answering, as one compact block.
+
+        Returns a token-budgeted text with the organization's shared memory, the user's
+        profile, standing instructions, the facts and past episodes relevant to `query`.
+        Read it, use what is relevant, and do not recite it to the user.
+        """
+
+        async def work(call: McpCall) -> ContextResponse:
+            request = ContextRequest(query=query, budget_tokens=budget_tokens, thread_id=thread_id)
+            return await call.context.build(call.caller.user_id, request)
+
+        return await _run(ctx, resolve, work, _render_context)
+
+    async def forget(
+        ctx: Context[Any],
+        memory_id: Annotated[uuid.UUID, Field(description="The id of the memory, from recall.")],
+    ) -> Annotated[CallToolResult, Forgotten]:
+        """Delete one of the user's memories, e.g. when the user asks you to forget it or it
+        is wrong. Find its id with recall or list_memories first. The deletion is kept in
+        the memory's history; organization memories cannot be deleted here."""
+
+        async def work(call: McpCall) -> Forgotten:
+            await call.memories.delete(call.owner, memory_id)
+            return Forgotten(deleted=memory_id)
+
+        return await _run(ctx, resolve, work)
+
+    async def update_profile(
+        ctx: Context[Any],
+        operations: Annotated[
+            list[dict[str, Any]],
+            Field(
+                min_length=1,
+                description='JSON Patch operations on top-level keys, e.g. [{"op": "add", '
+                '"path": "/timezone", "value": "Europe/Paris"}]; op is add, replace or remove.',
+            ),
+        ],
+    ) -> Annotated[CallToolResult, ProfilePatchResult]:
+        """Change the user's profile: a small JSON document of stable attributes (name to
+        use, timezone, language, role, preferences). All operations apply or none does.
+        Keys match ^[A-Za-z_][A-Za-z0-9_-]*$; the whole profile stays under the size limit
+        (PROFILE_TOO_LARGE otherwise). Returns the profile before and after."""
+
+        async def work(call: McpCall) -> ProfilePatchResult:
+            try:
+                patch = _OPERATIONS.validate_python(operations)
+            except ValidationError as exc:
+                raise invalid_arguments(exc, "operations") from exc
+            tagged = await call.profiles.patch(call.owner, patch, None)
+            return tagged.body
+
+        return await _run(ctx, resolve, work)
+
+    async def list_memories(
+        ctx: Context[Any],
+        limit: Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description="Page size.")] = 20,
+        kinds: Annotated[
+            list[MemoryKind] | None, Field(description="Only these kinds (default: all).")
+        ] = None,
+        categories: Annotated[
+            list[str] | None, Field(description="Only these categories (default: all).")
+        ] = None,
+        cursor: Annotated[
+            str | None, Field(description="next_cursor of the previous page, to continue.")
+        ] = None,
+    ) -> Annotated[CallToolResult, Page[MemoryRead]]:
+        """List the user's most recent memories, newest first (live ones: proposed and
+        confirmed). Use it to review what is remembered; use recall to search."""
+
+        async def work(call: McpCall) -> Page[MemoryRead]:
+            filters = MemoryFilter.build([call.owner], kinds=kinds, categories=categories)
+            return await call.memories.list_page(filters, cursor=cursor, limit=limit)
+
+        return await _run(ctx, resolve, work)
+
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    deletes = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+    tools = [
+        _tool(remember, writes),
+        _tool(recall, read_only),
+        _tool(get_context, read_only),
+        _tool(forget, deletes),
+        _tool(update_profile, writes),
+        _tool(list_memories, read_only),
+    ]
+    # The SDK calls logging.basicConfig with this level when a server is built: WARNING keeps
+    # the root logger as quiet as Python's default, leaving log configuration to the service.
+    server: MCPServer[Any] = MCPServer(
+        SERVER_NAME, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING"
+    )
+
+    async def _read(
+        ctx: Context[Any], user_id: str, work: Callable[[McpCall], Awaitable[BaseModel]]
+    ) -> str:
+        caller = resolve(ctx)
+        try:
+            _check_addressed(caller, user_id)
+            async with mcp_call(caller) as call:
+                body = await work(call)
+        except DomainError as exc:
+            raise ResourceError(json.dumps(problem_document(exc))) from exc
+        return body.model_dump_json(by_alias=True)
+
+    @server.resource(
+        "mneme://users/{user_id}/profile",
+        name="profile",
+        description="The user's profile (stored keys merged with account data); user_id: me.",
+        mime_type="application/json",
+    )
+    async def profile(user_id: str, ctx: Context[Any]) -> str:
+        async def work(call: McpCall) -> BaseModel:
+            return (await call.profiles.read(call.owner)).body
+
+        return await _read(ctx, user_id, work)
+
+    @server.resource(
+        "mneme://users/{user_id}/procedures",
+        name="procedures",
+        description="Standing instructions for the agent (style, workflow, safety, task "
+        "policies); user_id: me.",
+        mime_type="application/json",
+    )
+    async def procedures(user_id: str, ctx: Context[Any]) -> str:
+        async def work(call: McpCall) -> Procedures:
+            return await call.memories.procedures(call.owner)
+
+        return await _read(ctx, user_id, work)
+
+    return server
+
+
+def _check_addressed(caller: McpCaller, user_id: str) -> None:
+    """A resource URI may name only the connection's own user (`me` or its id)."""
+    if user_id not in (ME, caller.user_id):
+        raise NotFound(f"No user {user_id!r} that this connection may address.")

@@ -1,0 +1,115 @@
+"""Memories addressed by a client's own key: `put` by key adds once, then updates in place.
+
+Key-value clients (the LangGraph store adapter) name their items; a memory's owner, kind and
+category plus that key find it again. Writes to one key are serialised, so concurrent puts of a
+new key add one memory, never two. Updates go through `MemoryService.update` (re-embedding,
+history), so a keyed memory is an ordinary memory to search, context and the REST routes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.auth.owner import Owner
+from service.memories.embedding import embed_or_none
+from service.memories.errors import MemoryNotFound
+from service.memories.models import Memory
+from service.memories.recording import MemoryRecorder, OwnedCreate
+from service.memories.schemas import (
+    KeyedMemoryPut,
+    KeyedMemoryWritten,
+    MemoryCreate,
+    MemoryKind,
+    MemoryRead,
+    MemoryUpdate,
+)
+from service.memories.service import MemoryService
+
+
+@dataclass(frozen=True)
+class StoreKey:
+    """Where a keyed memory lives within its owner's memories."""
+
+    kind: MemoryKind
+    category: str | None
+    key: str
+
+
+class KeyedMemoryService:
+    def __init__(self, recorder: MemoryRecorder, memories: MemoryService) -> None:
+        self._recorder = recorder
+        self._repository = recorder.repository
+        self._memories = memories
+
+    async def get(self, owner: Owner, address: StoreKey) -> MemoryRead:
+        return MemoryRead.model_validate(await self._load(owner, address))
+
+    async def put(
+        self, owner: Owner, address: StoreKey, body: KeyedMemoryPut
+    ) -> KeyedMemoryWritten:
+        self._recorder.authorize(owner)
+        await self._repository.lock_store_key(owner, address.kind, address.category, address.key)
+        existing = await self._repository.find_by_store_key(
+            owner, address.kind, address.category, address.key, for_update=True
+        )
+        if existing is None:
+            # An expired memory is gone for every reader, but its row still holds the key.
+            expired = await self._repository.expired_store_key_holder(
+                owner, address.kind, address.category, address.key
+            )
+            if expired is not None:
+                await self._recorder.forget([expired])
+            created = await self._create(owner, address, body)
+            return KeyedMemoryWritten.model_validate({**_fields(created), "created": True})
+        if existing.text == body.text and existing.metadata_ == body.metadata:
+            return KeyedMemoryWritten.model_validate({**_fields(existing), "created": False})
+        change = MemoryUpdate(
+            text=body.text,
+            metadata=body.metadata,
+            confidence=body.confidence,
+            event_at=body.event_at,
+            expires_at=body.expires_at,
+        )
+        updated = await self._memories.update(owner, existing.id, change)
+        return KeyedMemoryWritten(**updated.model_dump(), created=False)
+
+    async def delete(self, owner: Owner, address: StoreKey) -> None:
+        self._recorder.authorize(owner)
+        await self._recorder.forget([await self._load(owner, address, for_update=True)])
+
+    async def _load(self, owner: Owner, address: StoreKey, *, for_update: bool = False) -> Memory:
+        memory = await self._repository.find_by_store_key(
+            owner, address.kind, address.category, address.key, for_update=for_update
+        )
+        if memory is None:
+            raise MemoryNotFound(f"No memory under key {address.key!r} here.")
+        return memory
+
+    async def _create(self, owner: Owner, address: StoreKey, body: KeyedMemoryPut) -> Memory:
+        item = MemoryCreate(
+            kind=address.kind,
+            category=address.category,
+            text=body.text,
+            metadata=body.metadata,
+            confidence=body.confidence,
+            event_at=body.event_at,
+            expires_at=body.expires_at,
+        )
+        entry = OwnedCreate(owner, item)
+        self._recorder.validate_new([entry])
+        await self._recorder.provision([owner])
+        vectors = await embed_or_none(self._recorder.embedder, [item.text])
+        vector = vectors[0] if vectors is not None else None
+        memory = await self._repository.insert_keyed(
+            {**self._recorder.insert_values(entry, vector), "store_key": address.key}
+        )
+        await self._repository.add_events(
+            [self._recorder.event(memory, "add", old_text=None, new_text=memory.text)]
+        )
+        if vector is None:
+            self._recorder.schedule_backfill([memory.id])
+        return memory
+
+
+def _fields(memory: Memory) -> dict[str, object]:
+    return MemoryRead.model_validate(memory).model_dump()

@@ -1,0 +1,215 @@
+"""The LangGraph store adapter (integrations/langgraph) against a live server, through
+langgraph's own `BaseStore` API: put/get/search/delete, namespaces, batches, a graph."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any, TypedDict
+
+import httpx
+import pytest
+from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
+from mneme_langgraph import MnemeStore, MnemeStoreError
+
+from benchmarks.server import RunningServer
+from service.auth.tokens import mint_dev_token
+from service.config import Settings
+
+
+def token(settings: Settings, tenant: str, user: str, *, service: bool = False) -> str:
+    return mint_dev_token(settings, tenant_id=tenant, user_id=user, service=service)
+
+
+@pytest.fixture
+def store(live_server: RunningServer, settings: Settings, tenant: str) -> Iterator[MnemeStore]:
+    with_user = MnemeStore(live_server.base_url, token(settings, tenant, "ada"))
+    yield with_user
+    with_user.close()
+
+
+def rest_texts(server: RunningServer, bearer_token: str) -> list[str]:
+    response = httpx.get(
+        f"{server.base_url}/v1/users/me/memories",
+        headers={"Authorization": f"Bearer {bearer_token}"},
+    )
+    assert response.status_code == 200, response.text
+    return [m["text"] for m in response.json()["items"]]
+
+
+def test_put_then_get_returns_the_value_and_a_second_put_updates_it(
+    store: MnemeStore, live_server: RunningServer
+) -> None:
+    namespace = ("ada", "semantic", "pets")
+    store.put(namespace, "tortoise", {"text": "Ada has a tortoise named Sheldon.", "age": 3})
+    first = store.get(namespace, "tortoise")
+    assert first is not None
+    assert first.namespace == namespace and first.key == "tortoise"
+    assert first.value == {"text": "Ada has a tortoise named Sheldon.", "age": 3}
+
+    time.sleep(0.01)
+    store.put(namespace, "tortoise", {"text": "Ada has a tortoise named Sheldon.", "age": 4})
+    second = store.get(namespace, "tortoise")
+    assert second is not None and second.value["age"] == 4
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at
+    # One memory, not two: the key found the first one again.
+    assert len(rest_texts(live_server, store.token)) == 1
+
+    assert store.get(namespace, "missing") is None
+    assert store.get(("ada", "semantic"), "tortoise") is None  # another namespace
+
+
+def test_search_ranks_by_query_filters_by_value_and_respects_the_prefix(
+    store: MnemeStore,
+) -> None:
+    store.put(("ada", "semantic", "food"), "tea", {"text": "Ada drinks green tea.", "n": 1})
+    store.put(("ada", "semantic", "food"), "cake", {"text": "Ada bakes lemon cake.", "n": 2})
+    store.put(("ada", "episodic"), "trip", {"text": "Ada went to Kyoto for tea.", "n": 3})
+
+    hits = store.search(("ada",), query="green tea")
+    assert [h.key for h in hits][:1] == ["tea"]
+    assert all(h.score is not None and h.score > 0 for h in hits)
+    assert {h.key for h in store.search(("ada", "episodic"), query="tea")} == {"trip"}
+    assert [h.key for h in store.search(("ada",), query="tea", filter={"n": 3})] == ["trip"]
+    assert {h.key for h in store.search(("ada",), filter={"n": {"$gte": 2}})} == {"cake", "trip"}
+
+    listed = store.search(("ada", "semantic"))
+    assert [h.key for h in listed] == ["cake", "tea"]  # newest first
+    assert [h.key for h in store.search(("ada", "semantic"), limit=1, offset=1)] == ["tea"]
+
+
+def test_delete_forgets_the_item_everywhere(store: MnemeStore, live_server: RunningServer) -> None:
+    store.put(("ada", "semantic"), "k", {"text": "Ada's locker code is private."})
+    store.delete(("ada", "semantic"), "k")
+    assert store.get(("ada", "semantic"), "k") is None
+    assert store.search(("ada",), query="locker") == []
+    assert rest_texts(live_server, store.token) == []
+    store.delete(("ada", "semantic"), "k")  # deleting what is gone is not an error
+
+
+def test_list_namespaces_by_prefix_suffix_and_depth(store: MnemeStore) -> None:
+    store.put(("ada", "semantic", "food"), "a", {"text": "Likes figs."})
+    store.put(("ada", "semantic", "work"), "b", {"text": "Works nights."})
+    store.put(("ada", "procedural"), "c", {"text": "Answer tersely."})
+    assert store.list_namespaces(prefix=("ada",)) == [
+        ("ada", "procedural"),
+        ("ada", "semantic", "food"),
+        ("ada", "semantic", "work"),
+    ]
+    assert store.list_namespaces(prefix=("ada", "semantic")) == [
+        ("ada", "semantic", "food"),
+        ("ada", "semantic", "work"),
+    ]
+    assert store.list_namespaces(prefix=("ada",), suffix=("work",)) == [("ada", "semantic", "work")]
+    assert store.list_namespaces(prefix=("ada",), max_depth=2) == [
+        ("ada", "procedural"),
+        ("ada", "semantic"),
+    ]
+    with pytest.raises(InvalidNamespaceError):
+        store.list_namespaces()
+
+
+def test_batch_runs_mixed_operations_in_order(store: MnemeStore) -> None:
+    results = store.batch(
+        [
+            PutOp(("ada", "semantic"), "x", {"text": "Ada speaks Welsh."}),
+            GetOp(("ada", "semantic"), "x"),
+            SearchOp(("ada",), query="Welsh"),
+            PutOp(("ada", "semantic"), "x", None),
+            GetOp(("ada", "semantic"), "x"),
+        ]
+    )
+    assert results[0] is None
+    assert results[1] is not None and results[1].value == {"text": "Ada speaks Welsh."}
+    assert [item.key for item in results[2]] == ["x"]
+    assert results[3] is None and results[4] is None
+
+
+async def test_the_async_api_sees_what_the_sync_api_wrote(store: MnemeStore) -> None:
+    store.put(("ada", "semantic"), "s", {"text": "Ada plays the oboe."})
+    item = await store.aget(("ada", "semantic"), "s")
+    assert item is not None and item.value["text"] == "Ada plays the oboe."
+    await store.aput(("ada", "semantic"), "s", {"text": "Ada plays the bassoon."})
+    hits = await store.asearch(("ada",), query="bassoon")
+    assert [h.key for h in hits] == ["s"]
+    [put_result, got] = await store.abatch(
+        [PutOp(("ada", "episodic"), "e", {"text": "Ada moved."}), GetOp(("ada", "episodic"), "e")]
+    )
+    assert put_result is None and got is not None and got.key == "e"
+    await store.adelete(("ada", "semantic"), "s")
+    assert await store.aget(("ada", "semantic"), "s") is None
+    await store.aclose()
+
+
+def test_access_follows_the_token(
+    store: MnemeStore, live_server: RunningServer, settings: Settings, tenant: str
+) -> None:
+    store.put(("ada", "semantic"), "k", {"text": "Ada's private note."})
+    bob = MnemeStore(live_server.base_url, token(settings, tenant, "bob"))
+    # Another user's item reads as missing (the service answers 404 either way: no leak).
+    assert bob.get(("ada", "semantic"), "k") is None
+    with pytest.raises(MnemeStoreError) as refused:
+        bob.put(("ada", "semantic"), "k", {"text": "overwritten"})
+    assert refused.value.status == 404 and refused.value.code == "NOT_FOUND"
+    with pytest.raises(MnemeStoreError):
+        bob.search(("ada",), query="note")
+    # A service key may act for any user of its tenant, never another tenant's.
+    service = MnemeStore(live_server.base_url, token(settings, tenant, "backend", service=True))
+    item = service.get(("ada", "semantic"), "k")
+    assert item is not None and item.value == {"text": "Ada's private note."}
+    other_tenant = "t-" + uuid.uuid4().hex[:12]
+    stranger = MnemeStore(live_server.base_url, token(settings, other_tenant, "x", service=True))
+    assert stranger.get(("ada", "semantic"), "k") is None
+
+
+def test_invalid_namespaces_and_refused_values_write_nothing(
+    store: MnemeStore, live_server: RunningServer
+) -> None:
+    for namespace in [("ada",), ("ada", "dreams"), ("ada", "semantic", "Bad Label!")]:
+        with pytest.raises(InvalidNamespaceError):
+            store.put(namespace, "k", {"text": "x"})
+    with pytest.raises(MnemeStoreError) as refused:
+        store.put(("ada", "semantic"), "k", {"text": "My SSN is 123-45-6789."})
+    assert refused.value.code == "SECRET_REFUSED"
+    assert rest_texts(live_server, store.token) == []
+
+
+class Chat(TypedDict):
+    message: str
+    reply: str
+
+
+def build_graph(store: MnemeStore) -> Any:
+    """A one-node agent: recall what is known about the user, remember what it is told."""
+
+    def respond(state: Chat, runtime: Runtime[None]) -> dict[str, str]:
+        assert runtime.store is not None
+        namespace = ("ada", "semantic", "facts")
+        known = runtime.store.search(namespace, query=state["message"], limit=3)
+        if state["message"].startswith("remember:"):
+            fact = state["message"].removeprefix("remember:").strip()
+            runtime.store.put(namespace, "fact-" + str(len(fact)), {"text": fact})
+            return {"reply": "noted"}
+        return {"reply": "; ".join(item.value["text"] for item in known) or "nothing"}
+
+    builder = StateGraph(Chat)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "respond")
+    return builder.compile(store=store)
+
+
+def test_a_graph_remembers_across_runs(
+    live_server: RunningServer, settings: Settings, tenant: str
+) -> None:
+    bearer_token = token(settings, tenant, "ada")
+    first = build_graph(MnemeStore(live_server.base_url, bearer_token))
+    assert first.invoke({"message": "remember: Ada's favourite colour is teal."})["reply"] == (
+        "noted"
+    )
+    # A new process would build a new store and graph: only Mneme connects the two runs.
+    second = build_graph(MnemeStore(live_server.base_url, bearer_token))
+    reply = second.invoke({"message": "What is Ada's favourite colour?"})["reply"]
+    assert "teal" in reply

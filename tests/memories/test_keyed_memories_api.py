@@ -1,0 +1,155 @@
+"""Memories addressed by a client's key: put adds once then updates, keys are per owner."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.config import Settings
+from tests.conftest import assert_problem, bearer
+
+PATH = "/v1/users/me/keyed-memories"
+
+
+def at(key: str, kind: str = "semantic", category: str | None = "notes") -> dict[str, str]:
+    params = {"kind": kind, "key": key}
+    if category is not None:
+        params["category"] = category
+    return params
+
+
+async def memories(client: AsyncClient, headers: dict[str, str]) -> list[dict[str, Any]]:
+    response = await client.get("/v1/users/me/memories", headers=headers)
+    assert response.status_code == 200, response.text
+    items: list[dict[str, Any]] = response.json()["items"]
+    return items
+
+
+async def test_put_adds_once_then_updates_the_same_memory(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "kim")
+    first = await client.put(
+        PATH,
+        params=at("k1"),
+        json={"text": "Kim likes jazz.", "metadata": {"n": 1}},
+        headers=headers,
+    )
+    assert first.status_code == 201, first.text
+    added = first.json()
+    assert added["created"] is True and added["store_key"] == "k1"
+    assert added["kind"] == "semantic" and added["category"] == "notes"
+
+    second = await client.put(
+        PATH,
+        params=at("k1"),
+        json={"text": "Kim likes bebop.", "metadata": {"n": 2}},
+        headers=headers,
+    )
+    assert second.status_code == 200, second.text
+    updated = second.json()
+    assert updated["id"] == added["id"] and updated["created"] is False
+    assert updated["text"] == "Kim likes bebop." and updated["metadata"] == {"n": 2}
+
+    got = await client.get(PATH, params=at("k1"), headers=headers)
+    assert got.status_code == 200 and got.json()["text"] == "Kim likes bebop."
+    assert [m["id"] for m in await memories(client, headers)] == [added["id"]]
+    history = await client.get(f"/v1/users/me/memories/{added['id']}/history", headers=headers)
+    assert [e["action"] for e in history.json()["items"]] == ["add", "update"]
+
+
+async def test_two_keys_may_hold_the_same_text_and_namespaces_keep_keys_apart(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "lou")
+    body = {"text": "Same words."}
+    ids = set()
+    for params in (at("a"), at("b"), at("a", category="other"), at("a", kind="episodic")):
+        response = await client.put(PATH, params=params, json=body, headers=headers)
+        assert response.status_code == 201, response.text
+        ids.add(response.json()["id"])
+    assert len(ids) == 4
+    # Unkeyed writes still refuse exact duplicates of each other.
+    plain = [
+        await client.post("/v1/users/me/memories", json=body, headers=headers) for _ in range(2)
+    ]
+    assert [r.json()["duplicate"] for r in plain] == [False, True]
+
+
+async def test_concurrent_puts_of_a_new_key_add_one_memory(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "max")
+    responses = await asyncio.gather(
+        *(
+            client.put(PATH, params=at("race"), json={"text": f"v{i}"}, headers=headers)
+            for i in range(4)
+        )
+    )
+    assert sorted(r.status_code for r in responses) == [200, 200, 200, 201]
+    assert len({r.json()["id"] for r in responses}) == 1
+    assert len(await memories(client, headers)) == 1
+
+
+async def test_delete_by_key_forgets_it_and_other_users_cannot_reach_it(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    owner = bearer(settings, tenant, "nia")
+    await client.put(PATH, params=at("x"), json={"text": "Nia's secret hobby."}, headers=owner)
+    other = bearer(settings, tenant, "oz")
+    assert_problem(await client.get(PATH, params=at("x"), headers=other), 404, "NOT_FOUND")
+    assert_problem(await client.delete(PATH, params=at("x"), headers=other), 404, "NOT_FOUND")
+    addressed = await client.get("/v1/users/nia/keyed-memories", params=at("x"), headers=other)
+    assert_problem(addressed, 404, "NOT_FOUND")
+
+    assert (await client.delete(PATH, params=at("x"), headers=owner)).status_code == 204
+    assert_problem(await client.get(PATH, params=at("x"), headers=owner), 404, "NOT_FOUND")
+    assert await memories(client, owner) == []
+
+
+async def test_bad_addresses_and_secrets_are_refused_and_write_nothing(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "pat")
+    bad_kind = await client.put(
+        PATH, params=at("k", kind="dream"), json={"text": "x"}, headers=headers
+    )
+    assert_problem(bad_kind, 422, "VALIDATION_FAILED")
+    bad_category = await client.put(
+        PATH, params=at("k", category="Not Valid"), json={"text": "x"}, headers=headers
+    )
+    assert_problem(bad_category, 422, "VALIDATION_FAILED")
+    too_long = await client.put(PATH, params=at("k" * 513), json={"text": "x"}, headers=headers)
+    assert_problem(too_long, 422, "VALIDATION_FAILED")
+    secret = await client.put(
+        PATH, params=at("k"), json={"text": "My SSN is 123-45-6789."}, headers=headers
+    )
+    assert_problem(secret, 422, "SECRET_REFUSED")
+    await client.put(PATH, params=at("k"), json={"text": "Fine."}, headers=headers)
+    secret_update = await client.put(
+        PATH, params=at("k"), json={"text": "card 4111 1111 1111 1111"}, headers=headers
+    )
+    assert_problem(secret_update, 422, "SECRET_REFUSED")
+    assert [m["text"] for m in await memories(client, headers)] == ["Fine."]
+
+
+async def test_a_key_whose_memory_expired_takes_a_new_one(
+    client: AsyncClient, settings: Settings, tenant: str, owner_engine: AsyncEngine
+) -> None:
+    headers = bearer(settings, tenant, "quinn")
+    first = await client.put(PATH, params=at("k"), json={"text": "Old."}, headers=headers)
+    assert first.status_code == 201, first.text
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE memory SET expires_at = now() - interval '1 minute' WHERE id = :id"),
+            {"id": first.json()["id"]},
+        )
+    assert_problem(await client.get(PATH, params=at("k"), headers=headers), 404, "NOT_FOUND")
+    again = await client.put(PATH, params=at("k"), json={"text": "New."}, headers=headers)
+    assert again.status_code == 201, again.text
+    assert again.json()["id"] != first.json()["id"]
+    assert [m["text"] for m in await memories(client, headers)] == ["New."]
