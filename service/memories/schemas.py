@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
 
 from service.kit.types import QueryText, Timestamp
 
@@ -22,6 +29,20 @@ ProcedureSlot = Literal["style", "workflow", "safety", "task_policies"]
 MEMORY_TEXT_MAX = 4000
 BATCH_MAX = 100
 CATEGORY_PATTERN = r"^[a-z][a-z0-9_.-]{0,63}$"
+
+
+def _stripped_not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("text must contain something besides whitespace")
+    return value.strip()
+
+
+MemoryText = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MEMORY_TEXT_MAX),
+    AfterValidator(_stripped_not_blank),
+]
+"""What a memory says: up to 4000 characters, stored without surrounding whitespace."""
 
 
 class MemoryCreate(BaseModel):
@@ -42,7 +63,7 @@ class MemoryCreate(BaseModel):
     )
 
     kind: MemoryKind = "semantic"
-    text: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
+    text: MemoryText
     scope: MemoryScope = Field(
         default="user", description="`org` stores organization-shared memory (admins only)."
     )
@@ -58,13 +79,6 @@ class MemoryCreate(BaseModel):
     evidence: str | None = Field(default=None, max_length=2000)
     metadata: dict[str, Any] = Field(default_factory=dict)
     expires_at: Timestamp | None = None
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("text must contain something besides whitespace")
-        return value.strip()
 
 
 class MemoryBatchCreate(BaseModel):
@@ -297,18 +311,11 @@ class KeyedMemoryPut(BaseModel):
         },
     )
 
-    text: str = Field(min_length=1, max_length=MEMORY_TEXT_MAX)
+    text: MemoryText
     metadata: dict[str, Any] = Field(default_factory=dict)
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     event_at: Timestamp | None = None
     expires_at: Timestamp | None = None
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("text must contain something besides whitespace")
-        return value.strip()
 
 
 class KeyedMemoryWritten(MemoryRead):
