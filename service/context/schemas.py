@@ -92,6 +92,39 @@ class ContextSection(BaseModel):
 
 
 class ContextResponse(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "text": "You have long-term memory about this user and earlier "
+                    "conversations. …\n\nRelevant facts about the user:\n"
+                    "• Prefers window seats on long flights.",
+                    "sections": [
+                        {
+                            "name": "facts",
+                            "title": "Relevant facts about the user",
+                            "items": [
+                                {
+                                    "id": "3f2c8e0a-5b1d-4c7e-9a44-0d6e2b9f1a77",
+                                    "kind": "semantic",
+                                    "text": "Prefers window seats on long flights.",
+                                    "tokens": 9,
+                                    "scores": None,
+                                }
+                            ],
+                            "omitted": 0,
+                        }
+                    ],
+                    "token_count": 52,
+                    "budget_tokens": 1200,
+                    "encoding": "cl100k_base",
+                    "omitted": {},
+                    "summarization": None,
+                }
+            ]
+        }
+    )
+
     text: str | None = Field(
         description="One block ready for a system message; null if format=json."
     )

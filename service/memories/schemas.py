@@ -123,8 +123,36 @@ class MemoryUpdate(BaseModel):
     expires_at: Timestamp | None = None
 
 
+_MEMORY_EXAMPLE: dict[str, Any] = {
+    "id": "3f2c8e0a-5b1d-4c7e-9a44-0d6e2b9f1a77",
+    "scope": "user",
+    "user_id": "ada",
+    "kind": "semantic",
+    "category": "preference",
+    "text": "Prefers window seats on long flights.",
+    "confidence": 0.9,
+    "lifecycle": "confirmed",
+    "needs_review": False,
+    "superseded_by": None,
+    "source_thread_id": None,
+    "source_message_ids": [],
+    "evidence": None,
+    "event_at": None,
+    "created_at": "2026-11-30T09:12:44Z",
+    "updated_at": "2026-11-30T09:12:44Z",
+    "last_confirmed_at": "2026-11-30T09:12:44Z",
+    "invalid_at": None,
+    "expires_at": None,
+    "embedding_model": "all-MiniLM-L6-v2-onnx-int8",
+    "metadata": {"source": "settings page"},
+    "store_key": None,
+}
+
+
 class MemoryRead(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
+    model_config = ConfigDict(
+        from_attributes=True, json_schema_extra={"examples": [_MEMORY_EXAMPLE]}
+    )
 
     id: uuid.UUID
     scope: MemoryScope
@@ -158,6 +186,11 @@ class MemoryRead(BaseModel):
 
 
 class MemoryWritten(MemoryRead):
+    model_config = ConfigDict(
+        from_attributes=True,
+        json_schema_extra={"examples": [{**_MEMORY_EXAMPLE, "duplicate": False}]},
+    )
+
     duplicate: bool = Field(
         description="True when an identical memory already existed and was returned instead."
     )
@@ -186,6 +219,22 @@ class MemoryHistory(BaseModel):
 
 class MemoriesDeleted(BaseModel):
     """What a delete by filter removed (or, with `dry_run=true`, would remove)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "matched": 2,
+                    "deleted": 0,
+                    "dry_run": True,
+                    "ids": [
+                        "3f2c8e0a-5b1d-4c7e-9a44-0d6e2b9f1a77",
+                        "9b1e4d2c-7a3f-4e8b-b5c6-1d2e3f4a5b6c",
+                    ],
+                }
+            ]
+        }
+    )
 
     matched: int = Field(description="Memories the filter selects (what a listing shows).")
     deleted: int = Field(description="Memories removed: `matched`, or 0 on a dry run.")
@@ -259,6 +308,36 @@ class SearchHit(BaseModel):
 
 
 class SearchResponse(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "hits": [
+                        {
+                            "memory": _MEMORY_EXAMPLE,
+                            "scores": {
+                                "lexical_rank": 1,
+                                "lexical_score": 2.31,
+                                "vector_rank": 2,
+                                "vector_cosine": 0.61,
+                                "fused_score": 0.805,
+                                "neighbour_score": 0.0,
+                                "thread_score": 0.0,
+                                "recency_factor": 1.0,
+                                "confidence_factor": 0.98,
+                                "final_score": 0.789,
+                                "mmr_score": None,
+                            },
+                        }
+                    ],
+                    "mode": "hybrid",
+                    "fusion": "linear",
+                    "query_embedded": True,
+                }
+            ]
+        }
+    )
+
     hits: list[SearchHit]
     mode: SearchMode
     fusion: FusionMethod

@@ -139,7 +139,24 @@ class ProfilePatch(RootModel[list[PatchOperation]]):
 
 
 class ProfileRead(BaseModel):
-    """A profile as the Memory tab shows it: the merged view and where each key comes from."""
+    """A profile as the Memory page shows it: the merged view and where each key comes from."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "profile": {"name": "Ada Lovelace", "city": "Lisbon", "diet": "vegetarian"},
+                    "sources": {"name": "account", "city": "memory", "diet": "memory"},
+                    "stored_keys": ["city", "diet"],
+                    "key_count": 2,
+                    "bytes": 38,
+                    "max_bytes": 8192,
+                    "version": 3,
+                    "updated_at": "2026-11-30T09:12:44Z",
+                }
+            ]
+        }
+    )
 
     profile: dict[str, JsonValue] = Field(
         description="The merged view: the stored document, plus account details (name, "

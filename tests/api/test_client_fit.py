@@ -216,3 +216,28 @@ async def test_a_retried_turn_is_replayed_not_appended_twice(
     assert retry.json() == first.json()
     stored = await client.get(f"/v1/users/me/threads/{thread['id']}/messages", headers=headers)
     assert len(stored.json()["items"]) == 1
+
+
+MAIN_RESPONSES = {
+    "create_memory": "201",
+    "get_memory": "200",
+    "search_memories": "200",
+    "delete_memories": "200",
+    "build_context": "200",
+    "get_profile": "200",
+    "create_thread": "201",
+    "append_messages": "201",
+}
+
+
+def test_the_main_responses_carry_an_example(app: FastAPI) -> None:
+    spec = app.openapi()
+    schemas = spec["components"]["schemas"]
+    found = {}
+    for _, _, operation in operations(spec):
+        status = MAIN_RESPONSES.get(operation["operationId"])
+        if status is None:
+            continue
+        schema = operation["responses"][status]["content"]["application/json"]["schema"]
+        found[operation["operationId"]] = "examples" in schemas[schema["$ref"].rsplit("/", 1)[1]]
+    assert found == dict.fromkeys(MAIN_RESPONSES, True)

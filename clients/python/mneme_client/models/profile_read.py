@@ -19,7 +19,7 @@ T = TypeVar("T", bound="ProfileRead")
 
 @_attrs_define
 class ProfileRead:
-    """A profile as the Memory tab shows it: the merged view and where each key comes from.
+    """A profile as the Memory page shows it: the merged view and where each key comes from.
 
     Attributes:
         profile (ProfileReadProfile): The merged view: the stored document, plus account details (name, email, avatar,

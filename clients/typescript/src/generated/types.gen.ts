@@ -1675,7 +1675,7 @@ export type ProfilePatchResult = {
 /**
  * ProfileRead
  *
- * A profile as the Memory tab shows it: the merged view and where each key comes from.
+ * A profile as the Memory page shows it: the merged view and where each key comes from.
  */
 export type ProfileRead = {
     /**
