@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import problem_response
+from service.kit.media_type import is_json_media_type
 
 MAX_JSON_DEPTH = 64
 
@@ -95,10 +96,10 @@ def _check_text(value: str, loc: list[str | int]) -> None:
 
 
 def _is_json(scope: Scope) -> bool:
+    """Whether the body is one FastAPI will parse as JSON (the same media-type rule)."""
     for name, value in scope.get("headers", []):
         if name == b"content-type":
-            media_type = value.split(b";", 1)[0].strip().lower()
-            return bool(media_type == b"application/json" or media_type.endswith(b"+json"))
+            return is_json_media_type(value.decode("latin-1"))
     return False
 
 
