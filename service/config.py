@@ -9,7 +9,7 @@ from typing import Literal
 
 import limits
 import platformdirs
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AnyHttpUrl, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Categories the write path itself gives episodic memories; extracted facts cannot use them.
@@ -248,6 +248,9 @@ class Settings(BaseSettings):
     # Which token of the token response the page sends to the API as its bearer token: the
     # one whose audience and claims MNEME_JWT_* are configured to accept.
     web_oidc_token: Literal["access_token", "id_token"] = "access_token"  # noqa: S105 - a field name
+    # The page's Content-Security-Policy lets it connect to its own origin and the issuer's;
+    # a provider whose token endpoint is on another host (a JSON list of URLs) is added here.
+    web_oidc_connect_origins: list[AnyHttpUrl] = []
 
     @field_validator(
         "jwt_hs256_secret",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import fastapi_offline
 from fastapi import APIRouter, Body, FastAPI
@@ -22,6 +23,8 @@ from fastapi.openapi.docs import (
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
+from starlette.responses import Response
+from starlette.types import Scope
 
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
@@ -59,6 +62,58 @@ class DevTokenRequest(BaseModel):
 
 class DevToken(BaseModel):
     token: str
+
+
+class PageFiles(StaticFiles):
+    """The Memory page's files, each answered with the page's security headers."""
+
+    def __init__(self, *, directory: Path, headers: dict[str, str]) -> None:
+        super().__init__(directory=directory, html=True)
+        self.security_headers = headers
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers.update(self.security_headers)
+        return response
+
+
+def page_security_headers(settings: Settings) -> dict[str, str]:
+    """The page holds a bearer token in the browser, so it loads nothing but its own files:
+    no inline script or style, no other origin except the identity provider it signs in with,
+    never framed (clickjacking a Delete button), and no Referer carrying the sign-in code."""
+    connect = ["'self'", *_oidc_origins(settings)]
+    policy = "; ".join(
+        [
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "img-src 'self' data:",
+            f"connect-src {' '.join(connect)}",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    )
+    return {
+        "Content-Security-Policy": policy,
+        "X-Content-Type-Options": "nosniff",
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+    }
+
+
+def _oidc_origins(settings: Settings) -> list[str]:
+    """Origins the page's sign-in talks to: the issuer (discovery) and any the provider's token
+    endpoint lives on (e.g. Google's issuer and token endpoint are different hosts)."""
+    if not (settings.web_oidc_issuer and settings.web_oidc_client_id):
+        return []
+    origins: list[str] = []
+    for url in [settings.web_oidc_issuer, *map(str, settings.web_oidc_connect_origins)]:
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin not in origins:
+            origins.append(origin)
+    return origins
 
 
 def install_web(app: FastAPI, settings: Settings) -> None:
@@ -124,7 +179,11 @@ def install_web(app: FastAPI, settings: Settings) -> None:
         StaticFiles(directory=DOCS_ASSETS_DIR),
         name="docs-assets",
     )
-    app.mount(PAGE_PATH, StaticFiles(directory=STATIC_DIR, html=True), name="memory-page")
+    app.mount(
+        PAGE_PATH,
+        PageFiles(directory=STATIC_DIR, headers=page_security_headers(settings)),
+        name="memory-page",
+    )
 
 
 def _dev_tokens_enabled(settings: Settings) -> bool:

@@ -115,6 +115,13 @@ async def test_sign_in_with_a_dev_token_lists_memories_and_search_shows_scores(
     api.remember("ada", "Met Grace at the conference in Lisbon", kind="episodic")
     api.remember("ada", "Ada might move to Porto next year", lifecycle="proposed")
 
+    refused: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            refused.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
     await sign_in(page, live_server, api.tenant, "ada")
     cards = page.locator("#memory-list .memory")
     await expect(cards).to_have_count(4)
@@ -137,7 +144,12 @@ async def test_sign_in_with_a_dev_token_lists_memories_and_search_shows_scores(
         assert value is not None
     lexical = await first.get_by_role("meter", name="lexical score").get_attribute("aria-valuenow")
     assert float(lexical or 0) > 0  # "coffee" is in the text: a full-text match
+    # The bar is drawn: its width is set through the CSSOM, which the page's
+    # Content-Security-Policy allows (a style attribute would be refused and draw nothing).
+    bar = first.get_by_role("meter", name="lexical score").locator("span")
+    assert await bar.evaluate("el => el.getBoundingClientRect().width") > 0
     await snap(page, screenshots, "search-scores")
+    assert refused == []
 
     await page.set_viewport_size(PHONE)
     await page.get_by_role("link", name="Memories").click()

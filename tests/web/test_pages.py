@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
-from pydantic import SecretStr
+from pydantic import AnyHttpUrl, SecretStr, ValidationError
 
 from service.config import Settings
 from service.main import create_app
@@ -134,3 +134,45 @@ async def test_memory_without_the_slash_redirects_to_the_page(client: AsyncClien
     response = await client.get("/memory")
     assert response.status_code in (307, 308)
     assert response.headers["location"].endswith("/memory/")
+
+
+async def test_the_page_loads_only_its_own_files_and_cannot_be_framed(client: AsyncClient) -> None:
+    for path in ["/memory/", "/memory/app.js", "/memory/style.css"]:
+        response = await client.get(path)
+        assert response.status_code == 200, path
+        policy = dict(
+            directive.strip().split(" ", 1)
+            for directive in response.headers["content-security-policy"].split(";")
+        )
+        assert policy["default-src"] == "'none'"
+        assert policy["script-src"] == "'self'"
+        assert policy["style-src"] == "'self'"
+        assert policy["connect-src"] == "'self'"
+        assert policy["frame-ancestors"] == "'none'"
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["referrer-policy"] == "no-referrer"
+
+
+async def test_the_page_may_connect_to_its_identity_provider_and_nowhere_else(
+    settings: Settings,
+) -> None:
+    configured = settings.model_copy(
+        update={
+            "web_oidc_issuer": "https://accounts.example.org/realms/acme",
+            "web_oidc_client_id": "mneme-page",
+            "web_oidc_connect_origins": [AnyHttpUrl("https://tokens.example-apis.com/v1/token")],
+        }
+    )
+    app: FastAPI = create_app(configured)
+    async with AsyncClient(transport=ASGITransport(app=app), base_url="http://mneme.test") as c:
+        response = await c.get("/memory/")
+    policy = response.headers["content-security-policy"]
+    assert (
+        "connect-src 'self' https://accounts.example.org https://tokens.example-apis.com;" in policy
+    )
+
+
+def test_a_connect_origin_that_is_not_a_url_is_refused_at_start_up() -> None:
+    with pytest.raises(ValidationError):
+        Settings(web_oidc_connect_origins=["tokens.example.com"])  # type: ignore[list-item]

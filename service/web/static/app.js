@@ -15,6 +15,8 @@ function h(tag, attrs = {}, ...children) {
     if (value === null || value === undefined || value === false) continue;
     if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
     else if (key === "dataset") Object.assign(el.dataset, value);
+    // Styles go through the CSSOM: the page's Content-Security-Policy refuses style attributes.
+    else if (key === "style") Object.assign(el.style, value);
     else el.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children.flat(Infinity)) {
@@ -273,7 +275,7 @@ function scoreChart(scores) {
         h("span", {}, name),
         h("span", { class: "bar", role: "meter", "aria-label": `${name} score`,
           "aria-valuemin": 0, "aria-valuemax": top.toFixed(3), "aria-valuenow": (v ?? 0).toFixed(3),
-          dataset: { score: name } }, h("span", { style: `width:${width.toFixed(1)}%` })),
+          dataset: { score: name } }, h("span", { style: { width: `${width.toFixed(1)}%` } })),
         h("span", { class: "score-value" }, shown),
       ];
     }));
