@@ -225,8 +225,9 @@ class Settings(BaseSettings):
     rate_limit_enabled: bool = True
     # memory:// counts per process; redis://host:6379/0 shares the counters across replicas.
     rate_limit_storage_uri: str = "memory://"
-    # Failed authentications allowed per client address (`limits` syntax), counted in-process
-    # before any database work so a flood of made-up credentials costs no queries.
+    # Failed authentications allowed per client address (`limits` syntax), counted before any
+    # database work so a flood of made-up credentials costs no queries; in the same store as
+    # the rate limits (shared by the replicas when that is Redis).
     auth_failure_limit: str = "30/minute"
     # What a context block or prompt window does with a secret found in a raw thread message:
     # `mask` replaces it with a placeholder, `keep` replays messages exactly as they were sent.
@@ -268,7 +269,7 @@ class Settings(BaseSettings):
         # `MNEME_JWT_HS256_SECRET=` in an env file must switch the feature off, not set "".
         return None if value == "" else value
 
-    @field_validator("rate_limit_default", "auth_failure_limit")
+    @field_validator("rate_limit_default", "rate_limit_tenant", "auth_failure_limit")
     @classmethod
     def _limit_parses(cls, value: str) -> str:
         # Refuse a typo at start-up rather than on the first request that needs the limit.

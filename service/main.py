@@ -146,7 +146,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                         TokenVerifier(settings),
                         ApiKeyAuthenticator(sessionmaker),
                         metrics,
-                        FailedAuthenticationLimit(settings.auth_failure_limit),
+                        FailedAuthenticationLimit(
+                            settings.auth_failure_limit, settings.rate_limit_storage_uri
+                        ),
                     ),
                     metrics=metrics,
                     schema_head=db_migrations.head_revision(settings),

@@ -28,10 +28,8 @@ import time
 from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
-from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 from limits.errors import StorageError
-from limits.storage import storage_from_string
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -39,6 +37,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.auth.principal import Principal
 from service.config import Settings
 from service.errors import RateLimited
+from service.kit.limit_storage import limit_storage
 
 logger = logging.getLogger("mneme.rate_limits")
 
@@ -59,19 +58,6 @@ class PolicyState:
     reset_seconds: int
 
 
-def _storage(uri: str) -> Storage:
-    uri = uri.removeprefix("async+")
-    if uri.startswith(("redis://", "rediss://", "redis+unix://")):
-        # redis-py rather than limits' default client (coredis): one client library to ship.
-        storage = storage_from_string(
-            "async+" + uri, implementation="redispy", wrap_exceptions=True
-        )
-    else:
-        storage = storage_from_string("async+" + uri, wrap_exceptions=True)
-    assert isinstance(storage, Storage)
-    return storage
-
-
 class RateLimiter:
     """The two policies and the store their counters live in. Failed authentications are
     limited before any of this, per client address (`service.auth.failure_limit`)."""
@@ -79,7 +65,7 @@ class RateLimiter:
     def __init__(self, settings: Settings) -> None:
         self.principal = Policy("principal", parse(settings.rate_limit_default))
         self.tenant = Policy("tenant", parse(settings.rate_limit_tenant))
-        self._strategy = MovingWindowRateLimiter(_storage(settings.rate_limit_storage_uri))
+        self._strategy = MovingWindowRateLimiter(limit_storage(settings.rate_limit_storage_uri))
 
     async def charge_principal(self, request: Request, principal: Principal) -> None:
         """Count one request of `principal`; raise `RateLimited` when a quota is spent."""

@@ -37,12 +37,12 @@ class Authenticator:
     async def authenticate(self, authorization: str | None, client_address: str) -> Principal:
         with tracer.start_as_current_span("auth") as span:
             try:
-                self._failure_limit.check(client_address)
+                await self._failure_limit.check(client_address)
                 principal = await self._authenticate(authorization)
             except Unauthenticated as exc:
                 reason = "missing" if authorization is None else "invalid"
                 self._metrics.auth_failures.labels(reason).inc()
-                self._failure_limit.record_failure(client_address)
+                await self._failure_limit.record_failure(client_address)
                 span.set_status(trace.Status(trace.StatusCode.ERROR, exc.detail))
                 raise
             except TooManyFailedAuthentications as exc:

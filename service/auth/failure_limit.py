@@ -1,23 +1,29 @@
-"""Failed authentications are limited per client address, in process, before any database work.
+"""Failed authentications are limited per client address, before any database work.
 
 Checking an API key costs a database lookup, and a JWT a signature check: a client sending made-up
 credentials in a loop would otherwise get both for free, as fast as it can send. Once an address
 has failed `limit` times in the moving window, every credential it sends is answered with 429
-until the window frees up, without being looked at. Counters live in this process only (a flood
-is stopped by whichever replica it reaches); behind a proxy, the address is the client's only if
+until the window frees up, without being looked at. The counters live where the request rate
+limits live (MNEME_RATE_LIMIT_STORAGE_URI): in process by default, and shared by every replica
+through Redis, so N replicas do not allow N times the failures. Like the request limits, they
+fail open when the store is unreachable. Behind a proxy, the address is the client's only if
 the proxy's forwarded headers are trusted (uvicorn `--forwarded-allow-ips`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
 from limits import parse
-from limits.storage import MemoryStorage
-from limits.strategies import MovingWindowRateLimiter
+from limits.aio.strategies import MovingWindowRateLimiter
+from limits.errors import StorageError
 
 from service.errors import RateLimited
+from service.kit.limit_storage import limit_storage
+
+logger = logging.getLogger("mneme.auth")
 
 _NAMESPACE = "auth-failures"
 
@@ -27,15 +33,21 @@ class TooManyFailedAuthentications(RateLimited):
 
 
 class FailedAuthenticationLimit:
-    def __init__(self, limit: str) -> None:
+    def __init__(self, limit: str, storage_uri: str = "memory://") -> None:
         self._limit = parse(limit)
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
+        self._limiter = MovingWindowRateLimiter(limit_storage(storage_uri))
 
-    def check(self, address: str) -> None:
-        """Raise 429 when `address` used up its failures; costs no I/O."""
-        if self._limiter.test(self._limit, _NAMESPACE, address):
+    async def check(self, address: str) -> None:
+        """Raise 429 when `address` used up its failures."""
+        try:
+            if await self._limiter.test(self._limit, _NAMESPACE, address):
+                return
+            reset_at, _remaining = await self._limiter.get_window_stats(
+                self._limit, _NAMESPACE, address
+            )
+        except StorageError as exc:
+            logger.warning("failed-authentication counters unavailable, not limiting: %s", exc)
             return
-        reset_at, _remaining = self._limiter.get_window_stats(self._limit, _NAMESPACE, address)
         retry_after = max(1, math.ceil(reset_at - time.time()))
         raise TooManyFailedAuthentications(
             f"Too many failed authentications from this address; retry in {retry_after} s.",
@@ -43,5 +55,8 @@ class FailedAuthenticationLimit:
             limit=str(self._limit),
         )
 
-    def record_failure(self, address: str) -> None:
-        self._limiter.hit(self._limit, _NAMESPACE, address)
+    async def record_failure(self, address: str) -> None:
+        try:
+            await self._limiter.hit(self._limit, _NAMESPACE, address)
+        except StorageError as exc:
+            logger.warning("failed-authentication counters unavailable, not counting: %s", exc)

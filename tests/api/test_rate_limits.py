@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from asgi_lifespan import LifespanManager
 from httpx import ASGITransport, AsyncClient
+from pydantic import ValidationError
 
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
@@ -122,5 +123,15 @@ async def test_an_unreachable_counter_store_fails_open(
         AsyncClient(transport=ASGITransport(app=application), base_url="http://mneme.test") as c,
     ):
         response = await c.get("/v1/users/me", headers=bearer(settings, new_tenant(), "ada"))
+        # The failed-authentication counters live in the same store and fail open too: a bad
+        # credential is still a 401, never a 500.
+        forged = await c.get("/v1/users/me", headers={"Authorization": "Bearer not-a-token"})
     assert response.status_code == 200, response.text
     assert "RateLimit" not in response.headers
+    assert_problem(forged, 401, "UNAUTHENTICATED")
+
+
+@pytest.mark.parametrize("field", ["rate_limit_default", "rate_limit_tenant", "auth_failure_limit"])
+def test_a_limit_that_does_not_parse_is_refused_at_start_up(field: str) -> None:
+    with pytest.raises(ValidationError, match=field):
+        Settings(**{field: "lots per fortnight"})  # type: ignore[arg-type]

@@ -30,6 +30,10 @@ from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from tests.conftest import TEST_SECRET
 
 PRINCIPAL_QUOTA = 6
+# Failed authentications per client address in a short window, so the test that spends them
+# can wait for the window to free up before the module goes on.
+AUTH_FAILURES_ALLOWED = 6
+AUTH_FAILURE_WINDOW_SECONDS = 10
 STARTUP_SECONDS = 120
 
 
@@ -168,6 +172,9 @@ async def replica_set(
         "MNEME_JWT_HS256_SECRET": TEST_SECRET,
         "MNEME_RATE_LIMIT_STORAGE_URI": redis_url,
         "MNEME_RATE_LIMIT_DEFAULT": f"{PRINCIPAL_QUOTA}/minute",
+        "MNEME_AUTH_FAILURE_LIMIT": (
+            f"{AUTH_FAILURES_ALLOWED}/{AUTH_FAILURE_WINDOW_SECONDS}seconds"
+        ),
         "MNEME_JOBS_ENABLED": "true",
         "MNEME_JOB_POLL_INTERVAL_SECONDS": "1",
         "MNEME_EXTRACTION_STRATEGY": "every_turn",

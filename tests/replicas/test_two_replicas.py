@@ -20,7 +20,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service import db_migrations
 from service.config import Settings
 from tests.conftest import assert_problem, bearer, new_tenant
-from tests.replicas.conftest import PRINCIPAL_QUOTA, ReplicaSet, wait_until_ready
+from tests.replicas.conftest import (
+    AUTH_FAILURE_WINDOW_SECONDS,
+    AUTH_FAILURES_ALLOWED,
+    PRINCIPAL_QUOTA,
+    ReplicaSet,
+    wait_until_ready,
+)
 
 pytestmark = pytest.mark.replicas
 
@@ -185,3 +191,28 @@ async def test_a_replica_killed_mid_stream_loses_no_acknowledged_write(
             read = await survivor.get(f"/v1/users/me/memories/{memory_id}", headers=headers)
             assert read.status_code == 200, read.text
             assert read.json()["text"] == note
+
+
+async def test_failed_authentications_are_counted_across_the_replicas(
+    replica_set: ReplicaSet, settings: Settings
+) -> None:
+    # Every request here comes from 127.0.0.1: the failures sent to `a` and `b` add up, so two
+    # replicas do not allow twice the guesses. The test runs last in this module and waits for
+    # the window to free up, since the address is shared with the other tests.
+    forged = {"Authorization": "Bearer mneme.YWNtZQ." + "0" * 32 + ".made-up"}
+    good = bearer(settings, new_tenant(), "patient")
+    async with (
+        httpx.AsyncClient(base_url=_replica(replica_set, "a")) as a,
+        httpx.AsyncClient(base_url=_replica(replica_set, "b")) as b,
+    ):
+        for i in range(AUTH_FAILURES_ALLOWED):
+            client = a if i % 2 == 0 else b
+            assert_problem(await client.get("/v1/users/me", headers=forged), 401, "UNAUTHENTICATED")
+        for client in (a, b):
+            refused = await client.get("/v1/users/me", headers=good)
+            problem = assert_problem(refused, 429, "RATE_LIMITED")
+            assert problem["title"] == "Too many failed authentications"
+        deadline = time.monotonic() + AUTH_FAILURE_WINDOW_SECONDS + 30
+        while (await a.get("/v1/users/me", headers=good)).status_code == 429:
+            assert time.monotonic() < deadline, "the failure window never freed up"
+            await asyncio.sleep(0.5)
