@@ -255,10 +255,10 @@ class BulkLoader:
             await connection.execute("ANALYZE tenant, user_account")
         step.vacuum_analyze_seconds = time.perf_counter() - started
 
-        started = time.perf_counter()
         if self._settings.rebuild_index:
+            started = time.perf_counter()
             await self._create_hnsw_index()
-        step.index_seconds = time.perf_counter() - started
+            step.index_seconds = time.perf_counter() - started
 
         self.users_loaded, self.tenants_loaded = users_wanted, tenants_wanted
         self.rows_loaded = step.total_rows
