@@ -392,6 +392,8 @@ def summarise_plans(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "explained": len(documents),
         "planning_ms": _median([d.get("Planning Time") for d in documents]),
         "execution_ms": _median([d.get("Execution Time") for d in documents]),
+        # Compiling the plan with LLVM, when the planner's cost estimate crosses jit_above_cost.
+        "jit_ms": _median([_jit_ms(d) for d in documents]),
     }
     tasks = [_citus_tasks(document["Plan"]) for document in documents]
     if any(job is not None for job in tasks):
@@ -402,11 +404,19 @@ def summarise_plans(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "workers": sorted({task["node"] for task in remote}),
             "shard_planning_ms": _median([task["planning_ms"] for task in remote]),
             "shard_execution_ms": _median([task["execution_ms"] for task in remote]),
+            "shard_jit_ms": _median([task["jit_ms"] for task in remote]),
             "shard_scans": sorted({scan for task in remote for scan in task["scans"]}),
         }
     else:
         summary["scans"] = sorted({scan for d in documents for scan in _scan_names(d["Plan"])})
     return summary
+
+
+def _jit_ms(document: Mapping[str, Any]) -> float:
+    timing = document.get("JIT", {}).get("Timing", {})
+    total = timing.get("Total", 0.0)
+    # EXPLAIN (FORMAT JSON) gives each phase's time or, for a few, a mapping with its Total.
+    return float(total["Total"] if isinstance(total, Mapping) else total)
 
 
 def _citus_tasks(plan: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -421,6 +431,7 @@ def _citus_tasks(plan: Mapping[str, Any]) -> dict[str, Any] | None:
                     "node": task.get("Node", ""),
                     "planning_ms": remote.get("Planning Time"),
                     "execution_ms": remote.get("Execution Time"),
+                    "jit_ms": _jit_ms(remote),
                     "scans": _scan_names(remote.get("Plan", {})),
                 }
             )
