@@ -9,7 +9,9 @@ service never does that at request time.
 The HNSW index is dropped before each load and rebuilt afterwards with its exact definition
 (read back from the catalogue) and a large `maintenance_work_mem`: building the graph once is
 many times faster than inserting a million vectors into it. That is only ever done in the
-benchmark's own throwaway database.
+benchmark's own throwaway database; in a database the benchmark was pointed at
+(`rebuild_index=False`) the index stays and COPY maintains it row by row (on Citus, each
+shard's index on its worker).
 """
 
 from __future__ import annotations
@@ -123,6 +125,8 @@ class BulkSettings:
     parallel_workers: int
     vector_noise: float
     embedding_model: str
+    # Drop the HNSW index before the load and rebuild it after: only in a throwaway database.
+    rebuild_index: bool = True
 
 
 class BulkLoader:
@@ -238,7 +242,8 @@ class BulkLoader:
         )
 
         started = time.perf_counter()
-        await self._drop_hnsw_index()
+        if self._settings.rebuild_index:
+            await self._drop_hnsw_index()
         await self._insert_owners(users, tenants)
         await self._copy(self._chunks(users, tenants), progress)
         step.copy_seconds = time.perf_counter() - started
@@ -250,9 +255,10 @@ class BulkLoader:
             await connection.execute("ANALYZE tenant, user_account")
         step.vacuum_analyze_seconds = time.perf_counter() - started
 
-        started = time.perf_counter()
-        await self._create_hnsw_index()
-        step.index_seconds = time.perf_counter() - started
+        if self._settings.rebuild_index:
+            started = time.perf_counter()
+            await self._create_hnsw_index()
+            step.index_seconds = time.perf_counter() - started
 
         self.users_loaded, self.tenants_loaded = users_wanted, tenants_wanted
         self.rows_loaded = step.total_rows

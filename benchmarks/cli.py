@@ -4,9 +4,11 @@
 By default a throwaway embedded Postgres is started in a temporary directory, migrated, used
 and deleted; for `retrieval`, `--database-url` points the run at an existing server instead
 (each run then adds its own `bench-…` tenants there). `load` always uses a throwaway database:
-its bulk path drops and rebuilds the HNSW index. Settings come from the environment (MNEME_*,
-.env) as for the service, except that rate limiting is off and tokens are signed with a per-run
-secret.
+its bulk path drops and rebuilds the HNSW index. `cluster` loads one corpus into the database
+`--database-url` names (a Citus cluster, say; its index is kept, its run's tenants deleted at
+the end) and into a throwaway single node, and compares search there. Settings come from the
+environment (MNEME_*, .env) as for the service, except that rate limiting is off and tokens are
+signed with a per-run secret.
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
     )
 
     _add_load_parser(benchmarks)
+    _add_cluster_parser(benchmarks)
 
 
 def _add_load_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -267,6 +270,8 @@ def run_bench(args: argparse.Namespace) -> int:
         return _run_retrieval(args)
     if args.bench_command == "load":
         return _run_load(args)
+    if args.bench_command == "cluster":
+        return _run_cluster(args)
     raise ValueError(f"unknown benchmark {args.bench_command!r}")
 
 
@@ -437,6 +442,123 @@ def _run_load(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     sys.stdout.write(render_load_markdown(report))
+    sys.stderr.write(f"results written to {out}\n")
+    return 0
+
+
+def _add_cluster_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cluster = benchmarks.add_parser(
+        "cluster",
+        help="search on a given database (e.g. Citus) against a single node with the same corpus",
+        description=(
+            "Load the load benchmark's synthetic corpus through COPY into the database "
+            "--database-url names (its HNSW index kept; the run's own tenants, deleted at the "
+            "end) and into a throwaway embedded Postgres, then search both through the HTTP "
+            "service and through the bare fusion statement in alternating rounds, compare the "
+            "hits id for id, and EXPLAIN ANALYZE the statement on each (on Citus: tasks, "
+            "worker, the shard's plan). Prints markdown and writes a JSON file."
+        ),
+    )
+    cluster.add_argument(
+        "--database-url", required=True, help="the runtime role's URL (on Citus: the coordinator)"
+    )
+    cluster.add_argument(
+        "--migration-database-url",
+        required=True,
+        help="the owner's URL (BYPASSRLS: COPY into tables under row-level security)",
+    )
+    cluster.add_argument(
+        "--size", default="100k", help="user memories in the corpus (default: %(default)s)"
+    )
+    cluster.add_argument("--memories-per-user", type=_positive, default=250, metavar="K")
+    cluster.add_argument("--users-per-tenant", type=_positive, default=10, metavar="M")
+    cluster.add_argument("--org-memories-per-tenant", type=_non_negative, default=20, metavar="N")
+    cluster.add_argument("--seed", type=int, default=4)
+    cluster.add_argument("--pool-size", type=_positive, default=4096)
+    cluster.add_argument(
+        "--concurrency", default="1,8", help="client counts (default: %(default)s)"
+    )
+    cluster.add_argument(
+        "--rounds", type=_positive, default=10, help="alternating rounds (default: %(default)s)"
+    )
+    cluster.add_argument(
+        "--requests-per-round",
+        type=_positive,
+        default=40,
+        help="searches per database, path and client count in a round (default: %(default)s)",
+    )
+    cluster.add_argument(
+        "--queries", type=_positive, default=200, help="distinct questions (default: %(default)s)"
+    )
+    cluster.add_argument(
+        "--explains",
+        type=_positive,
+        default=20,
+        help="questions whose statement is EXPLAIN ANALYZEd on each database "
+        "(default: %(default)s)",
+    )
+    cluster.add_argument(
+        "--out",
+        type=Path,
+        help="JSON results file (default: bench-results/cluster-<UTC time>.json in the project)",
+    )
+    cluster.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="no progress on stderr"
+    )
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    try:
+        from benchmarks.bulk import BulkLoadRefused
+        from benchmarks.cluster import (
+            ClusterOptions,
+            build_cluster_report,
+            render_cluster_markdown,
+            run_cluster,
+            run_prefix,
+        )
+        from benchmarks.corpus import CorpusShape
+        from benchmarks.load import LoadBenchmarkError, parse_concurrency, parse_sizes
+        from benchmarks.server import ServerFailed
+    except ModuleNotFoundError as exc:
+        return _fail(f"{exc.name} is missing; install the bench extra: {BENCH_INSTALL}")
+    try:
+        shape = CorpusShape(
+            memories_per_user=args.memories_per_user,
+            users_per_tenant=args.users_per_tenant,
+            org_memories_per_tenant=args.org_memories_per_tenant,
+            seed=args.seed,
+            tenant_prefix=run_prefix(),
+        )
+        [size] = parse_sizes(args.size)
+        shape.users_for(size)
+        options = ClusterOptions(
+            size=size,
+            shape=shape,
+            pool_size=args.pool_size,
+            concurrency=parse_concurrency(args.concurrency),
+            rounds=args.rounds,
+            requests_per_round=args.requests_per_round,
+            queries=args.queries,
+            explains=min(args.explains, args.queries),
+            progress=args.progress,
+        )
+        settings = _settings(args)
+    except ValueError as exc:
+        return _fail(str(exc))
+    except ValidationError as exc:
+        return _fail(f"invalid settings: {exc}")
+    try:
+        run = asyncio.run(run_cluster(settings, options))
+    except (LoadBenchmarkError, BulkLoadRefused, ServerFailed) as exc:
+        return _fail(str(exc), code=1)
+    report = build_cluster_report(run, options)
+    out: Path = args.out or RESULTS_DIR / (
+        f"cluster-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    sys.stdout.write(render_cluster_markdown(report))
     sys.stderr.write(f"results written to {out}\n")
     return 0
 

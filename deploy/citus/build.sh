@@ -9,8 +9,9 @@
 #              ../shared/vendor/citus/citus-14.0.1.tar.gz beside the checkout when present,
 #              else the pinned release is downloaded); its sha256 is always checked
 #   --home     where the Postgres copy and build live (default: $MNEME_CITUS_HOME or ./.citus)
-# Needs: a C toolchain, libcurl, liblz4 and libzstd headers (Debian 12:
-#   apt-get install -y build-essential libcurl4-openssl-dev liblz4-dev libzstd-dev)
+# Needs: a C toolchain and make (Debian 12: apt-get install -y build-essential). Citus is built
+# without libcurl (whose only use is its anonymous usage reports to citusdata.com) and without
+# lz4 and zstd (compression codecs of columnar tables, which Mneme has none of).
 set -euo pipefail
 
 CITUS_VERSION=14.0.1
@@ -64,7 +65,8 @@ tar -xzf "$tarball" -C "$home/src"
 cd "$home/src/citus-${CITUS_VERSION}"
 # Postgres trees are relocatable: the copied pg_config reports paths inside the copy, so
 # `make install` lands there.
-./configure --quiet PG_CONFIG="$pg/bin/pg_config" >/dev/null
+./configure --quiet --without-libcurl --without-lz4 --without-zstd \
+  PG_CONFIG="$pg/bin/pg_config" >/dev/null
 make --silent -j"$(nproc)" >/dev/null
 make --silent install >/dev/null
 test -f "$pg/lib/postgresql/citus.so"

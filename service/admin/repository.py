@@ -221,14 +221,16 @@ READ_RETENTION_SQL = text(
 
 SET_RETENTION_SQL = text(
     """
-    INSERT INTO retention_policy (tenant_id, episodic_days, messages_days, summaries_days)
-    VALUES (:tenant_id, :episodic_days, :messages_days, :summaries_days)
+    INSERT INTO retention_policy
+           (tenant_id, episodic_days, messages_days, summaries_days, updated_at)
+    VALUES (:tenant_id, :episodic_days, :messages_days, :summaries_days, now())
     ON CONFLICT (tenant_id) DO UPDATE
        SET episodic_days = EXCLUDED.episodic_days, messages_days = EXCLUDED.messages_days,
-           summaries_days = EXCLUDED.summaries_days, updated_at = now()
+           summaries_days = EXCLUDED.summaries_days, updated_at = EXCLUDED.updated_at
     """
 )
-"""Replace the tenant's retention policy (creating it on first use)."""
+"""Replace the tenant's retention policy (creating it on first use). The clock is read in VALUES
+and taken from EXCLUDED: Citus refuses a DO UPDATE SET that calls a non-immutable function."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,15 +496,40 @@ class AdminRepository:
 
     async def insert_rows(self, table: CatalogueTable, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert exported rows (all with the first row's columns) as they were: ids and
-        timestamps kept; the database recomputes generated columns."""
+        timestamps kept; the database recomputes generated columns.
+
+        Two statements: `jsonb_populate_recordset` reads the records into the table's own types
+        and hands back each value's text form, which a multi-row `INSERT … VALUES` casts back to
+        the column's type. A single `INSERT … SELECT … FROM jsonb_populate_recordset(…)` is not
+        used because Citus moves the rows of an INSERT whose source is not a distributed table
+        into the shards with COPY, which row-level security refuses."""
         columns = [c for c in table.columns if c not in table.generated and c in rows[0]]
         names = ", ".join(quote_identifier(c) for c in columns)
-        statement = text(
-            f"INSERT INTO {quote_identifier(table.name)} ({names}) "  # noqa: S608 - catalogue names
-            f"SELECT {names} FROM jsonb_populate_recordset("
-            f"NULL::{quote_identifier(table.name)}, CAST(:rows AS jsonb))"
+        as_text = ", ".join(f"CAST({quote_identifier(c)} AS text)" for c in columns)
+        typed = await self._session.execute(
+            text(
+                f"SELECT {as_text} FROM jsonb_populate_recordset("  # noqa: S608 - catalogue names
+                f"NULL::{quote_identifier(table.name)}, CAST(:rows AS jsonb))"
+            ),
+            {"rows": json.dumps([dict(r) for r in rows])},
         )
-        await self._session.execute(statement, {"rows": json.dumps([dict(r) for r in rows])})
+        params: dict[str, str | None] = {}
+        tuples = []
+        for row_number, values in enumerate(typed):
+            cells = []
+            for column_number, (column, value) in enumerate(zip(columns, values, strict=True)):
+                name = f"v{row_number}_{column_number}"
+                params[name] = value
+                # The parameter is sent as text; Postgres, not the driver, converts it.
+                cells.append(f"CAST(CAST(:{name} AS text) AS {table.column_types[column]})")
+            tuples.append(f"({', '.join(cells)})")
+        await self._session.execute(
+            text(
+                f"INSERT INTO {quote_identifier(table.name)} ({names}) "  # noqa: S608 - catalogue names and types
+                f"VALUES {', '.join(tuples)}"
+            ),
+            params,
+        )
 
     # --- retention ---------------------------------------------------------------------------
 
