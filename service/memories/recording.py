@@ -111,6 +111,7 @@ class MemoryRecorder:
             "source_thread_id": item.source_thread_id,
             "source_message_ids": item.source_message_ids,
             "evidence": item.evidence,
+            "speaker": item.speaker,
             "metadata_": item.metadata,
             "expires_at": item.expires_at,
             "embedding": vector,

@@ -74,6 +74,7 @@ class MemorySearch:
             ),
             neighbour_weight=settings.search_neighbour_weight,
             thread_weight=settings.search_thread_weight,
+            speaker_weight=settings.search_speaker_weight,
             recency_weight=_pick(request.recency_weight, settings.search_recency_weight),
             confidence_weight=_pick(request.confidence_weight, settings.search_confidence_weight),
             half_life_semantic=settings.half_life_semantic_days,

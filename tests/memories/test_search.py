@@ -301,6 +301,7 @@ async def test_filtered_hnsw_search_matches_an_exact_scan(
         lexical_weight=0.5,
         neighbour_weight=0.5,
         thread_weight=1.0,
+        speaker_weight=0.2,
         recency_weight=0,
         confidence_weight=0,
         half_life_semantic=0,
