@@ -312,6 +312,11 @@ class ComponentScores(BaseModel):
         description="Set when the query names the speaker of this memory (one of the speakers "
         "of the searched memories): the prior for that speaker's words, on the fused scale.",
     )
+    date_score: float = Field(
+        default=0.0,
+        description="Set when the query names a day or a recent month and this memory happened "
+        "then (its `event_at`): the prior for that time, on the fused scale.",
+    )
     recency_factor: float
     confidence_factor: float
     final_score: float
@@ -340,6 +345,7 @@ class SearchResponse(BaseModel):
                                 "neighbour_score": 0.0,
                                 "thread_score": 0.0,
                                 "speaker_score": 0.0,
+                                "date_score": 0.0,
                                 "recency_factor": 1.0,
                                 "confidence_factor": 0.98,
                                 "final_score": 0.789,
