@@ -578,5 +578,6 @@ async def test_context_items_carry_the_conversation_scores(
         if item.get("scores")
     ]
     assert scored
-    assert all({"neighbour_score", "thread_score"} <= scores.keys() for scores in scored)
+    components = {"neighbour_score", "thread_score", "speaker_score", "date_score"}
+    assert all(components <= scores.keys() for scores in scored)
     assert any(scores["thread_score"] > 0 for scores in scored)
