@@ -81,6 +81,7 @@ class MemoryRecorder:
             for field, value in (
                 ("text", entry.item.text),
                 ("evidence", entry.item.evidence),
+                ("speaker", entry.item.speaker),
                 ("metadata", entry.item.metadata),
             ):
                 refuse_secrets(value, [*locate(index), field])

@@ -100,11 +100,11 @@ async def test_a_dated_question_prefers_the_memory_of_that_day(
             assert hit["scores"]["date_score"] == pytest.approx(best_fused if on_that_day else 0)
 
 
-async def test_a_speaker_must_be_a_name_of_bounded_length(
+async def test_a_speaker_must_be_a_name_of_bounded_length_and_no_secret(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = bearer(settings, tenant, "alice")
-    for speaker in ("   ", "x" * 201):
+    for speaker in ("   ", "x" * 201, "sk-abcdefghijklmnopqrstuvwxyz123"):
         response = await client.post(
             "/v1/users/me/memories", headers=headers, json={"text": "hi", "speaker": speaker}
         )
