@@ -96,6 +96,8 @@ class Turn:
     dia_id: str
     text: str
     event_at: datetime
+    # Who said it, as a chat client knows the author of each message.
+    speaker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -339,7 +341,8 @@ def _locomo_conversation(
                 words = f"{words.strip()} [shared an image: {str(caption).strip()}]"
             text = _memory_text(str(raw_turn["speaker"]), words, report)
             if text is not None:
-                turns.append(Turn(str(raw_turn["dia_id"]), text, event_at))
+                speaker = str(raw_turn["speaker"]).strip() or None
+                turns.append(Turn(str(raw_turn["dia_id"]), text, event_at, speaker))
 
     turn_ids = {turn.dia_id for turn in turns}
     questions: list[Question] = []

@@ -104,7 +104,8 @@ def _expect(response: Response, status: int) -> dict[str, Any]:
 
 def _memory_item(turn: Turn, conversation_id: str) -> dict[str, Any]:
     """A turn as a client that keeps one thread per conversation session stores it: the
-    session is the memory's source thread, as for memories the thread write path derives."""
+    session is the memory's source thread and the turn's author its speaker, as for memories the
+    thread write path derives from messages that carry their author's name."""
     session, _, number = turn.dia_id.partition(":")
     # The dataset dates sessions, not turns; a chat client knows each message's time. Turns
     # are spaced one second apart from the session's time, so their order is kept.
@@ -115,6 +116,7 @@ def _memory_item(turn: Turn, conversation_id: str) -> dict[str, Any]:
         "event_at": said_at.isoformat(),
         "source_thread_id": str(uuid.uuid5(BENCH_THREADS, f"{conversation_id}/{session}")),
         "metadata": {"dia_id": turn.dia_id},
+        **({"speaker": turn.speaker} if turn.speaker else {}),
     }
 
 

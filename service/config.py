@@ -109,6 +109,12 @@ class Settings(BaseSettings):
     # score among its neighbours in its source thread, and its thread's share of all hits.
     search_neighbour_weight: float = Field(default=0.5, ge=0, le=10)
     search_thread_weight: float = Field(default=0.5, ge=0, le=10)
+    # The prior for the speaker a query names (a memory whose `speaker` is named in the query),
+    # on the fused scale: "what did Ada say about X" is most often answered by Ada's words.
+    search_speaker_weight: float = Field(default=0.5, ge=0, le=10)
+    # The prior for the time a query names ("on 7 May 2023", "last June"): the memories that
+    # happened then, on the fused scale.
+    search_date_weight: float = Field(default=0.5, ge=0, le=10)
     search_recency_weight: float = Field(default=0.2, ge=0, le=1)
     search_confidence_weight: float = Field(default=0.2, ge=0, le=1)
     # Recency half-lives per kind, in days; 0 = never fades. Facts (semantic) go stale and are

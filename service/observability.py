@@ -232,6 +232,8 @@ def record_search_hits(span: Span, hits: Sequence[SearchHit], *, mode: str) -> N
             "mneme.score.mmr": scores.mmr_score,
             "mneme.score.neighbour": scores.neighbour_score,
             "mneme.score.thread": scores.thread_score,
+            "mneme.score.speaker": scores.speaker_score,
+            "mneme.score.date": scores.date_score,
         }
         attributes: dict[str, str | int | float] = {
             "mneme.memory.id": str(hit.memory.id),

@@ -163,10 +163,11 @@ ORG_PROVENANCE_PREDICATE = """
 
 REDACT_ORG_PROVENANCE_SQL = text(
     "UPDATE memory SET source_thread_id = NULL, source_message_ids = '{}', evidence = NULL, "  # noqa: S608 - constant predicate
-    f"updated_at = now() WHERE {ORG_PROVENANCE_PREDICATE}"
+    f"speaker = NULL, updated_at = now() WHERE {ORG_PROVENANCE_PREDICATE}"
 )
 """Organization memories written from the user's conversations stay (they belong to the
-organization) but lose the pointers to the user's messages and the quoted evidence."""
+organization) but lose the pointers to the user's messages, the quoted evidence and who said
+it."""
 
 COUNT_ORG_PROVENANCE_SQL = text(
     f"SELECT count(*) FROM memory WHERE {ORG_PROVENANCE_PREDICATE}"  # noqa: S608

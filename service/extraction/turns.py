@@ -87,6 +87,7 @@ def _turn(
             event_at=message.created_at,
             source_thread_id=thread_id,
             source_message_ids=[message.id],
+            speaker=message.name,
             metadata={"origin": "turn", "seq": message.seq},
         ),
         vector,

@@ -41,3 +41,22 @@ QueryText = Annotated[
 ]
 """What a search or a context block is asked: words, not only whitespace (a query of spaces
 or control characters has no lexemes and no meaningful embedding)."""
+
+
+SPEAKER_MAX_CHARS = 200
+
+
+def _speaker_name(value: str) -> str:
+    stripped = value.strip()
+    if not stripped:
+        raise ValueError("must contain something besides whitespace")
+    return stripped
+
+
+SpeakerName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=SPEAKER_MAX_CHARS),
+    AfterValidator(_speaker_name),
+]
+"""Who said something in a conversation (a participant's name, not a role), stored without
+surrounding whitespace."""

@@ -44,6 +44,8 @@ class Memory(Base):
         ARRAY(UUID(as_uuid=True)), server_default=sql("'{}'")
     )
     evidence: Mapped[str | None] = mapped_column(Text)
+    # Who said it, for a memory of something said in a conversation (the author's name).
+    speaker: Mapped[str | None] = mapped_column(Text)
     event_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=sql("now()")

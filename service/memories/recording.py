@@ -81,6 +81,7 @@ class MemoryRecorder:
             for field, value in (
                 ("text", entry.item.text),
                 ("evidence", entry.item.evidence),
+                ("speaker", entry.item.speaker),
                 ("metadata", entry.item.metadata),
             ):
                 refuse_secrets(value, [*locate(index), field])
@@ -111,6 +112,7 @@ class MemoryRecorder:
             "source_thread_id": item.source_thread_id,
             "source_message_ids": item.source_message_ids,
             "evidence": item.evidence,
+            "speaker": item.speaker,
             "metadata_": item.metadata,
             "expires_at": item.expires_at,
             "embedding": vector,

@@ -13,6 +13,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     Boolean,
     ColumnElement,
+    DateTime,
     Float,
     Integer,
     Select,
@@ -162,6 +163,20 @@ scored AS (
                 ELSE (sum(p.fused_score) OVER (PARTITION BY m.source_thread_id) - p.fused_score)
                      / nullif(sum(p.fused_score) OVER (), 0) * max(p.fused_score) OVER ()
            END AS thread_score,
+           -- The prior for a speaker the query names: the memory's speaker shares a lexeme
+           -- with the query (so only the names the owner's memories actually carry can match),
+           -- on the fused scale like the thread evidence.
+           CASE WHEN m.speaker IS NOT NULL
+                     AND tsvector_to_array(to_tsvector('english', m.speaker))
+                         && (SELECT q.lexemes FROM query_terms q)
+                THEN max(p.fused_score) OVER () ELSE 0.0
+           END AS speaker_score,
+           -- The time the query names (a day, a recent month), as a window: the memories that
+           -- happened inside it, on the fused scale.
+           CASE WHEN coalesce(m.event_at, m.created_at) >= :window_start
+                     AND coalesce(m.event_at, m.created_at) < :window_end
+                THEN max(p.fused_score) OVER () ELSE 0.0
+           END AS date_score,
            greatest(p.lexical_strength, p.vector_strength) AS stronger_side,
            least(p.lexical_strength, p.vector_strength) AS weaker_side,
            m.*,
@@ -187,10 +202,12 @@ scored AS (
 SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
        s.needs_review, s.superseded_by, s.source_thread_id, s.source_message_ids, s.evidence,
        s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
-       s.embedding_model, s.metadata, s.store_key,
+       s.embedding_model, s.metadata, s.store_key, s.speaker,
        s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
-       s.neighbour_score, s.thread_score, s.recency_factor, s.confidence_factor,
-       (s.fused_score + :neighbour_weight * s.neighbour_score + :thread_weight * s.thread_score)
+       s.neighbour_score, s.thread_score, s.speaker_score, s.date_score,
+       s.recency_factor, s.confidence_factor,
+       (s.fused_score + :neighbour_weight * s.neighbour_score + :thread_weight * s.thread_score
+        + :speaker_weight * s.speaker_score + :date_weight * s.date_score)
            * s.recency_factor * s.confidence_factor AS final_score,
        CASE WHEN :with_embeddings THEN s.embedding END AS embedding
   FROM scored s
@@ -203,8 +220,9 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
 """One statement: lexical (GIN tsvector, OR query, BM25 with the statistics of the memories
 the search may return) and vector (HNSW cosine) candidate sets under the same `MemoryFilter`
 (`{candidate_filter}`), fused (RRF or linear); then the evidence of a memory's conversation
-(its neighbours in its source thread, the other hits of that thread) added on top, decayed by
-kind-aware recency and confidence. Returns, best first, each hit's memory columns (everything a
+(its neighbours in its source thread, the other hits of that thread) and the priors for the
+speaker and the time the query names added on top, decayed by kind-aware recency and
+confidence. Returns, best first, each hit's memory columns (everything a
 response shows) and every component score, so no second query is needed."""
 
 _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
@@ -220,6 +238,10 @@ _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
     "lexical_weight": Float(),
     "neighbour_weight": Float(),
     "thread_weight": Float(),
+    "speaker_weight": Float(),
+    "date_weight": Float(),
+    "window_start": DateTime(timezone=True),
+    "window_end": DateTime(timezone=True),
     "recency_weight": Float(),
     "confidence_weight": Float(),
     "half_life_semantic": Float(),
@@ -250,6 +272,10 @@ class SearchParams:
     lexical_weight: float
     neighbour_weight: float
     thread_weight: float
+    speaker_weight: float
+    date_weight: float
+    window_start: datetime | None
+    window_end: datetime | None
     recency_weight: float
     confidence_weight: float
     half_life_semantic: float
@@ -518,6 +544,8 @@ class MemoryRepository:
                     fused_score=float(row["fused_score"]),
                     neighbour_score=float(row["neighbour_score"]),
                     thread_score=float(row["thread_score"]),
+                    speaker_score=float(row["speaker_score"]),
+                    date_score=float(row["date_score"]),
                     recency_factor=float(row["recency_factor"]),
                     confidence_factor=float(row["confidence_factor"]),
                     final_score=float(row["final_score"]),

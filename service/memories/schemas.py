@@ -15,7 +15,7 @@ from pydantic import (
     StringConstraints,
 )
 
-from service.kit.types import QueryText, Timestamp
+from service.kit.types import QueryText, SpeakerName, Timestamp
 
 MemoryKind = Literal["semantic", "episodic", "procedural"]
 MemoryScope = Literal["user", "org"]
@@ -77,6 +77,13 @@ class MemoryCreate(BaseModel):
     source_thread_id: uuid.UUID | None = None
     source_message_ids: list[uuid.UUID] = Field(default_factory=list, max_length=100)
     evidence: str | None = Field(default=None, max_length=2000)
+    speaker: SpeakerName | None = Field(
+        default=None,
+        description="Who said it, for a memory of something said in a conversation (the "
+        "participant's name): a search whose query names this speaker ranks their memories "
+        "higher.",
+        examples=["Ada"],
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     expires_at: Timestamp | None = None
 
@@ -137,6 +144,7 @@ _MEMORY_EXAMPLE: dict[str, Any] = {
     "source_thread_id": None,
     "source_message_ids": [],
     "evidence": None,
+    "speaker": None,
     "event_at": None,
     "created_at": "2026-11-30T09:12:44Z",
     "updated_at": "2026-11-30T09:12:44Z",
@@ -167,6 +175,9 @@ class MemoryRead(BaseModel):
     source_thread_id: uuid.UUID | None
     source_message_ids: list[uuid.UUID]
     evidence: str | None
+    speaker: str | None = Field(
+        default=None, description="Who said it (a conversation participant's name), if known."
+    )
     event_at: datetime | None
     created_at: datetime
     updated_at: datetime
@@ -296,6 +307,16 @@ class ComponentScores(BaseModel):
     fused_score: float
     neighbour_score: float
     thread_score: float
+    speaker_score: float = Field(
+        default=0.0,
+        description="Set when the query names the speaker of this memory (one of the speakers "
+        "of the searched memories): the prior for that speaker's words, on the fused scale.",
+    )
+    date_score: float = Field(
+        default=0.0,
+        description="Set when the query names a day or a recent month and this memory happened "
+        "then (its `event_at`): the prior for that time, on the fused scale.",
+    )
     recency_factor: float
     confidence_factor: float
     final_score: float
@@ -323,6 +344,8 @@ class SearchResponse(BaseModel):
                                 "fused_score": 0.805,
                                 "neighbour_score": 0.0,
                                 "thread_score": 0.0,
+                                "speaker_score": 0.0,
+                                "date_score": 0.0,
                                 "recency_factor": 1.0,
                                 "confidence_factor": 0.98,
                                 "final_score": 0.789,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 import numpy as np
 from opentelemetry import trace
 
 from service.auth.owner import Owner
 from service.config import Settings
+from service.memories.dates import query_time_window
 from service.memories.filters import MemoryFilter
 from service.memories.repository import MemoryRepository, SearchParams, SearchRow
 from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
@@ -52,6 +54,7 @@ class MemorySearch:
         with_mmr = request.mmr_lambda is not None and use_vector
         fetch = min(request.limit * MMR_CANDIDATE_FACTOR, 300) if with_mmr else request.limit
         owners = [owner if scope == "user" else Owner.org() for scope in request.scopes]
+        window = query_time_window(request.query, datetime.now(UTC))
         return SearchParams(
             filter=MemoryFilter.build(
                 owners,
@@ -74,6 +77,10 @@ class MemorySearch:
             ),
             neighbour_weight=settings.search_neighbour_weight,
             thread_weight=settings.search_thread_weight,
+            speaker_weight=settings.search_speaker_weight,
+            date_weight=settings.search_date_weight,
+            window_start=None if window is None else window.start,
+            window_end=None if window is None else window.end,
             recency_weight=_pick(request.recency_weight, settings.search_recency_weight),
             confidence_weight=_pick(request.confidence_weight, settings.search_confidence_weight),
             half_life_semantic=settings.half_life_semantic_days,

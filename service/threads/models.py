@@ -48,6 +48,8 @@ class Message(Base):
     user_id: Mapped[str] = mapped_column(Text)
     seq: Mapped[int] = mapped_column(BigInteger)
     role: Mapped[str] = mapped_column(Text)  # user | assistant | tool | system
+    # The author's name when a thread has several participants of one role.
+    name: Mapped[str | None] = mapped_column(Text)
     content: Mapped[str] = mapped_column(Text)
     tool_calls: Mapped[Any | None] = mapped_column(JSONB)
     client_message_id: Mapped[str | None] = mapped_column(Text)

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from service.kit.types import SpeakerName
+
 StoredRole = Literal["user", "assistant", "tool", "system"]
 MessageRole = Literal["user", "human", "assistant", "ai", "tool", "system"]
 # Clients speak both vocabularies (OpenAI's and LangChain's); we store one.
@@ -75,6 +77,12 @@ class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: MessageRole
+    name: SpeakerName | None = Field(
+        default=None,
+        description="The author's name, when a thread has named participants: memories "
+        "derived from this message record it as their speaker.",
+        examples=["Ada"],
+    )
     content: str = Field(max_length=MESSAGE_CONTENT_MAX)
     tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=128)
     client_message_id: str | None = Field(
@@ -116,6 +124,7 @@ class MessageRead(BaseModel):
     thread_id: uuid.UUID
     seq: int = Field(description="0-based position in the thread.")
     role: StoredRole
+    name: str | None = Field(default=None, description="The author's name, if given.")
     content: str
     tool_calls: list[dict[str, Any]] | None
     client_message_id: str | None

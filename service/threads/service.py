@@ -208,6 +208,7 @@ class ThreadService:
                     "user_id": user_id,
                     "seq": next_seq + len(rows),
                     "role": message.role,
+                    "name": message.name,
                     "content": message.content,
                     "tool_calls": message.tool_calls,
                     "client_message_id": client_id,

@@ -200,6 +200,7 @@ async def test_org_memories_from_the_users_threads_lose_their_provenance(
             "text": "The team uses Porto as the offsite city",
             "source_thread_id": ada.thread_ids[0],
             "evidence": "hello from ada",
+            "speaker": "Ada",
         },
     )
     assert org.status_code == 201, org.text
@@ -209,7 +210,8 @@ async def test_org_memories_from_the_users_threads_lose_their_provenance(
     assert report["redacted"] == {"memory (org provenance)": 1}
     kept = await client.get(f"/v1/org/memories/{org.json()['id']}", headers=admin)
     assert kept.status_code == 200
-    assert (kept.json()["source_thread_id"], kept.json()["evidence"]) == (None, None)
+    provenance = ("source_thread_id", "evidence", "speaker")
+    assert [kept.json()[field] for field in provenance] == [None, None, None]
 
 
 async def test_purging_a_user_with_nothing_is_a_404_and_non_admins_are_refused(

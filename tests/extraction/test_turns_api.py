@@ -81,3 +81,28 @@ async def test_secrets_in_turns_are_not_stored_and_explicit_writes_still_work(
     ]
     written = await remember(turns_client, headers, text="User prefers tea.")
     assert written["duplicate"] is False
+
+
+async def test_a_turn_keeps_its_authors_name_as_the_memorys_speaker(
+    turns_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread_id = await start_thread(turns_client, headers)
+    response = await turns_client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={
+            "messages": [
+                {"role": "user", "name": "  Ada ", "content": "I signed up for the marathon."},
+                {"role": "user", "content": "My knee hurts after running."},
+            ]
+        },
+    )
+    assert response.status_code == 201, response.text
+    assert [m["name"] for m in response.json()["items"]] == ["Ada", None]
+    await wait_for_passes(turns_client, headers, 1)
+    turns = await memories(turns_client, headers, kind="episodic", category="turn")
+    assert {m["text"]: m["speaker"] for m in turns} == {
+        "I signed up for the marathon.": "Ada",
+        "My knee hurts after running.": None,
+    }

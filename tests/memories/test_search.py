@@ -301,6 +301,10 @@ async def test_filtered_hnsw_search_matches_an_exact_scan(
         lexical_weight=0.5,
         neighbour_weight=0.5,
         thread_weight=1.0,
+        speaker_weight=0.5,
+        date_weight=0.5,
+        window_start=None,
+        window_end=None,
         recency_weight=0,
         confidence_weight=0,
         half_life_semantic=0,
@@ -574,5 +578,6 @@ async def test_context_items_carry_the_conversation_scores(
         if item.get("scores")
     ]
     assert scored
-    assert all({"neighbour_score", "thread_score"} <= scores.keys() for scores in scored)
+    components = {"neighbour_score", "thread_score", "speaker_score", "date_score"}
+    assert all(components <= scores.keys() for scores in scored)
     assert any(scores["thread_score"] > 0 for scores in scored)

@@ -26,6 +26,10 @@ class ComponentScores:
         recency_factor (float):
         confidence_factor (float):
         final_score (float):
+        speaker_score (float | Unset): Set when the query names the speaker of this memory (one of the speakers of the
+            searched memories): the prior for that speaker's words, on the fused scale. Default: 0.0.
+        date_score (float | Unset): Set when the query names a day or a recent month and this memory happened then (its
+            `event_at`): the prior for that time, on the fused scale. Default: 0.0.
         mmr_score (float | None | Unset):
     """
 
@@ -39,6 +43,8 @@ class ComponentScores:
     recency_factor: float
     confidence_factor: float
     final_score: float
+    speaker_score: float | Unset = 0.0
+    date_score: float | Unset = 0.0
     mmr_score: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -67,6 +73,10 @@ class ComponentScores:
 
         final_score = self.final_score
 
+        speaker_score = self.speaker_score
+
+        date_score = self.date_score
+
         mmr_score: float | None | Unset
         if isinstance(self.mmr_score, Unset):
             mmr_score = UNSET
@@ -89,6 +99,10 @@ class ComponentScores:
                 "final_score": final_score,
             }
         )
+        if speaker_score is not UNSET:
+            field_dict["speaker_score"] = speaker_score
+        if date_score is not UNSET:
+            field_dict["date_score"] = date_score
         if mmr_score is not UNSET:
             field_dict["mmr_score"] = mmr_score
 
@@ -138,6 +152,10 @@ class ComponentScores:
 
         final_score = d.pop("final_score")
 
+        speaker_score = d.pop("speaker_score", UNSET)
+
+        date_score = d.pop("date_score", UNSET)
+
         def _parse_mmr_score(data: object) -> float | None | Unset:
             if data is None:
                 return data
@@ -158,6 +176,8 @@ class ComponentScores:
             recency_factor=recency_factor,
             confidence_factor=confidence_factor,
             final_score=final_score,
+            speaker_score=speaker_score,
+            date_score=date_score,
             mmr_score=mmr_score,
         )
 

@@ -35,6 +35,8 @@ class MemoryCreate:
         source_thread_id (None | Unset | UUID):
         source_message_ids (list[UUID] | Unset):
         evidence (None | str | Unset):
+        speaker (None | str | Unset): Who said it, for a memory of something said in a conversation (the participant's
+            name): a search whose query names this speaker ranks their memories higher.
         metadata (Metadata | Unset): Free-form JSON object stored with the record and returned as given.
         expires_at (datetime.datetime | None | Unset):
     """
@@ -50,6 +52,7 @@ class MemoryCreate:
     source_thread_id: None | Unset | UUID = UNSET
     source_message_ids: list[UUID] | Unset = UNSET
     evidence: None | str | Unset = UNSET
+    speaker: None | str | Unset = UNSET
     metadata: Metadata | Unset = UNSET
     expires_at: datetime.datetime | None | Unset = UNSET
 
@@ -107,6 +110,12 @@ class MemoryCreate:
         else:
             evidence = self.evidence
 
+        speaker: None | str | Unset
+        if isinstance(self.speaker, Unset):
+            speaker = UNSET
+        else:
+            speaker = self.speaker
+
         metadata: dict[str, Any] | Unset = UNSET
         if not isinstance(self.metadata, Unset):
             metadata = self.metadata.to_dict()
@@ -146,6 +155,8 @@ class MemoryCreate:
             field_dict["source_message_ids"] = source_message_ids
         if evidence is not UNSET:
             field_dict["evidence"] = evidence
+        if speaker is not UNSET:
+            field_dict["speaker"] = speaker
         if metadata is not UNSET:
             field_dict["metadata"] = metadata
         if expires_at is not UNSET:
@@ -246,6 +257,15 @@ class MemoryCreate:
 
         evidence = _parse_evidence(d.pop("evidence", UNSET))
 
+        def _parse_speaker(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        speaker = _parse_speaker(d.pop("speaker", UNSET))
+
         _metadata = d.pop("metadata", UNSET)
         metadata: Metadata | Unset
         if isinstance(_metadata, Unset):
@@ -282,6 +302,7 @@ class MemoryCreate:
             source_thread_id=source_thread_id,
             source_message_ids=source_message_ids,
             evidence=evidence,
+            speaker=speaker,
             metadata=metadata,
             expires_at=expires_at,
         )

@@ -46,6 +46,7 @@ class MemoryRead:
         expires_at (datetime.datetime | None):
         embedding_model (None | str): Model of the stored embedding; null while it awaits embedding.
         metadata (Metadata): Free-form JSON object stored with the record and returned as given.
+        speaker (None | str | Unset): Who said it (a conversation participant's name), if known.
         store_key (None | str | Unset): The client's key, for memories written by key; else null.
     """
 
@@ -70,6 +71,7 @@ class MemoryRead:
     expires_at: datetime.datetime | None
     embedding_model: None | str
     metadata: Metadata
+    speaker: None | str | Unset = UNSET
     store_key: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -147,6 +149,12 @@ class MemoryRead:
 
         metadata = self.metadata.to_dict()
 
+        speaker: None | str | Unset
+        if isinstance(self.speaker, Unset):
+            speaker = UNSET
+        else:
+            speaker = self.speaker
+
         store_key: None | str | Unset
         if isinstance(self.store_key, Unset):
             store_key = UNSET
@@ -180,6 +188,8 @@ class MemoryRead:
                 "metadata": metadata,
             }
         )
+        if speaker is not UNSET:
+            field_dict["speaker"] = speaker
         if store_key is not UNSET:
             field_dict["store_key"] = store_key
 
@@ -335,6 +345,15 @@ class MemoryRead:
 
         metadata = Metadata.from_dict(d.pop("metadata"))
 
+        def _parse_speaker(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        speaker = _parse_speaker(d.pop("speaker", UNSET))
+
         def _parse_store_key(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -366,6 +385,7 @@ class MemoryRead:
             expires_at=expires_at,
             embedding_model=embedding_model,
             metadata=metadata,
+            speaker=speaker,
             store_key=store_key,
         )
 

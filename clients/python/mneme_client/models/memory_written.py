@@ -47,6 +47,7 @@ class MemoryWritten:
         embedding_model (None | str): Model of the stored embedding; null while it awaits embedding.
         metadata (Metadata): Free-form JSON object stored with the record and returned as given.
         duplicate (bool): True when an identical memory already existed and was returned instead.
+        speaker (None | str | Unset): Who said it (a conversation participant's name), if known.
         store_key (None | str | Unset): The client's key, for memories written by key; else null.
     """
 
@@ -72,6 +73,7 @@ class MemoryWritten:
     embedding_model: None | str
     metadata: Metadata
     duplicate: bool
+    speaker: None | str | Unset = UNSET
     store_key: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -151,6 +153,12 @@ class MemoryWritten:
 
         duplicate = self.duplicate
 
+        speaker: None | str | Unset
+        if isinstance(self.speaker, Unset):
+            speaker = UNSET
+        else:
+            speaker = self.speaker
+
         store_key: None | str | Unset
         if isinstance(self.store_key, Unset):
             store_key = UNSET
@@ -185,6 +193,8 @@ class MemoryWritten:
                 "duplicate": duplicate,
             }
         )
+        if speaker is not UNSET:
+            field_dict["speaker"] = speaker
         if store_key is not UNSET:
             field_dict["store_key"] = store_key
 
@@ -342,6 +352,15 @@ class MemoryWritten:
 
         duplicate = d.pop("duplicate")
 
+        def _parse_speaker(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        speaker = _parse_speaker(d.pop("speaker", UNSET))
+
         def _parse_store_key(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -374,6 +393,7 @@ class MemoryWritten:
             embedding_model=embedding_model,
             metadata=metadata,
             duplicate=duplicate,
+            speaker=speaker,
             store_key=store_key,
         )
 

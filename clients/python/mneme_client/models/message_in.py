@@ -22,6 +22,8 @@ class MessageIn:
     Attributes:
         role (MessageRole):
         content (str):
+        name (None | str | Unset): The author's name, when a thread has named participants: memories derived from this
+            message record it as their speaker.
         tool_calls (list[MessageInToolCallsType0Item] | None | Unset):
         client_message_id (None | str | Unset): Your id for this message; appending it again returns the stored one.
         metadata (Metadata | Unset): Free-form JSON object stored with the record and returned as given.
@@ -29,6 +31,7 @@ class MessageIn:
 
     role: MessageRole
     content: str
+    name: None | str | Unset = UNSET
     tool_calls: list[MessageInToolCallsType0Item] | None | Unset = UNSET
     client_message_id: None | str | Unset = UNSET
     metadata: Metadata | Unset = UNSET
@@ -37,6 +40,12 @@ class MessageIn:
         role = self.role.value
 
         content = self.content
+
+        name: None | str | Unset
+        if isinstance(self.name, Unset):
+            name = UNSET
+        else:
+            name = self.name
 
         tool_calls: list[dict[str, Any]] | None | Unset
         if isinstance(self.tool_calls, Unset):
@@ -68,6 +77,8 @@ class MessageIn:
                 "content": content,
             }
         )
+        if name is not UNSET:
+            field_dict["name"] = name
         if tool_calls is not UNSET:
             field_dict["tool_calls"] = tool_calls
         if client_message_id is not UNSET:
@@ -88,6 +99,15 @@ class MessageIn:
         role = MessageRole(d.pop("role"))
 
         content = d.pop("content")
+
+        def _parse_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        name = _parse_name(d.pop("name", UNSET))
 
         def _parse_tool_calls(
             data: object,
@@ -134,6 +154,7 @@ class MessageIn:
         message_in = cls(
             role=role,
             content=content,
+            name=name,
             tool_calls=tool_calls,
             client_message_id=client_message_id,
             metadata=metadata,

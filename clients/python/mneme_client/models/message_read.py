@@ -34,6 +34,7 @@ class MessageRead:
         client_message_id (None | str):
         metadata (Metadata): Free-form JSON object stored with the record and returned as given.
         created_at (datetime.datetime):
+        name (None | str | Unset): The author's name, if given.
         label (None | str | Unset): `#N` for the N-th human turn (what summary refs cite).
     """
 
@@ -46,6 +47,7 @@ class MessageRead:
     client_message_id: None | str
     metadata: Metadata
     created_at: datetime.datetime
+    name: None | str | Unset = UNSET
     label: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -77,6 +79,12 @@ class MessageRead:
 
         created_at = self.created_at.isoformat()
 
+        name: None | str | Unset
+        if isinstance(self.name, Unset):
+            name = UNSET
+        else:
+            name = self.name
+
         label: None | str | Unset
         if isinstance(self.label, Unset):
             label = UNSET
@@ -98,6 +106,8 @@ class MessageRead:
                 "created_at": created_at,
             }
         )
+        if name is not UNSET:
+            field_dict["name"] = name
         if label is not UNSET:
             field_dict["label"] = label
 
@@ -156,6 +166,15 @@ class MessageRead:
 
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
 
+        def _parse_name(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        name = _parse_name(d.pop("name", UNSET))
+
         def _parse_label(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -175,6 +194,7 @@ class MessageRead:
             client_message_id=client_message_id,
             metadata=metadata,
             created_at=created_at,
+            name=name,
             label=label,
         )
 

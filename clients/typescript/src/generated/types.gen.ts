@@ -332,6 +332,18 @@ export type ComponentScores = {
      */
     thread_score: number;
     /**
+     * Speaker Score
+     *
+     * Set when the query names the speaker of this memory (one of the speakers of the searched memories): the prior for that speaker's words, on the fused scale.
+     */
+    speaker_score?: number;
+    /**
+     * Date Score
+     *
+     * Set when the query names a day or a recent month and this memory happened then (its `event_at`): the prior for that time, on the fused scale.
+     */
+    date_score?: number;
+    /**
      * Recency Factor
      */
     recency_factor: number;
@@ -690,6 +702,12 @@ export type KeyedMemoryWritten = {
      */
     evidence: string | null;
     /**
+     * Speaker
+     *
+     * Who said it (a conversation participant's name), if known.
+     */
+    speaker?: string | null;
+    /**
      * Event At
      */
     event_at: string | null;
@@ -850,6 +868,12 @@ export type MemoryCreate = {
      * Evidence
      */
     evidence?: string | null;
+    /**
+     * Speaker
+     *
+     * Who said it, for a memory of something said in a conversation (the participant's name): a search whose query names this speaker ranks their memories higher.
+     */
+    speaker?: string | null;
     metadata?: Metadata;
     /**
      * Expires At
@@ -954,6 +978,12 @@ export type MemoryRead = {
      * Evidence
      */
     evidence: string | null;
+    /**
+     * Speaker
+     *
+     * Who said it (a conversation participant's name), if known.
+     */
+    speaker?: string | null;
     /**
      * Event At
      */
@@ -1083,6 +1113,12 @@ export type MemoryWritten = {
      */
     evidence: string | null;
     /**
+     * Speaker
+     *
+     * Who said it (a conversation participant's name), if known.
+     */
+    speaker?: string | null;
+    /**
      * Event At
      */
     event_at: string | null;
@@ -1135,6 +1171,12 @@ export type MemoryWritten = {
 export type MessageIn = {
     role: MessageRole;
     /**
+     * Name
+     *
+     * The author's name, when a thread has named participants: memories derived from this message record it as their speaker.
+     */
+    name?: string | null;
+    /**
      * Content
      */
     content: string;
@@ -1186,6 +1228,12 @@ export type MessageRead = {
      */
     seq: number;
     role: StoredRole;
+    /**
+     * Name
+     *
+     * The author's name, if given.
+     */
+    name?: string | null;
     /**
      * Content
      */

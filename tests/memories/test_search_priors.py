@@ -1,0 +1,156 @@
+"""Priors from what the query names: a speaker of the searched memories (`speaker_score`) and
+a day or recent month (`date_score`), each on the fused scale, in the one search statement."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+
+from service.config import Settings
+from service.memories.dates import query_time_window
+from tests.conftest import bearer
+
+# The same words said by two participants of one conversation, 36 hours apart (so outside
+# each other's day in every time zone), differing in punctuation only (so neither is a
+# duplicate of the other).
+SPOKEN = [
+    ("Ada", "I started learning an instrument last month.", "2023-05-07T08:00:00Z"),
+    ("Ben", "I started learning an instrument last month!", "2023-05-08T20:00:00Z"),
+    ("Ada", "We should go hiking when the weather is better", "2023-05-07T08:00:01Z"),
+    ("Ben", "The weather has been awful all week", "2023-05-08T20:00:01Z"),
+]
+
+
+async def seed_spoken(client: AsyncClient, headers: dict[str, str]) -> dict[str, str]:
+    """The memories of `SPOKEN`; returns the id of each speaker's instrument line by speaker."""
+    thread = str(uuid.uuid4())
+    items = [
+        {
+            "kind": "episodic",
+            "text": words,
+            "speaker": speaker,
+            "source_thread_id": thread,
+            "event_at": said_at,
+        }
+        for speaker, words, said_at in SPOKEN
+    ]
+    response = await client.post(
+        "/v1/users/me/memories/batch", headers=headers, json={"items": items}
+    )
+    assert response.status_code == 201, response.text
+    return {
+        item["speaker"]: item["id"]
+        for item in response.json()["items"]
+        if "instrument" in item["text"]
+    }
+
+
+async def search(client: AsyncClient, headers: dict[str, str], query: str) -> list[dict[str, Any]]:
+    response = await client.post(
+        "/v1/users/me/memories/search", headers=headers, json={"query": query, "limit": 10}
+    )
+    assert response.status_code == 200, response.text
+    hits: list[dict[str, Any]] = response.json()["hits"]
+    return hits
+
+
+async def test_a_question_naming_a_speaker_ranks_that_speakers_turn_first(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    memories = await seed_spoken(client, headers)
+    for speaker in ("Ada", "Ben"):
+        hits = await search(client, headers, f"What instrument did {speaker} start learning?")
+        assert hits[0]["memory"]["id"] == memories[speaker]
+        best_fused = max(hit["scores"]["fused_score"] for hit in hits)
+        for hit in hits:
+            named = hit["memory"]["speaker"] == speaker
+            assert hit["scores"]["speaker_score"] == pytest.approx(best_fused if named else 0.0)
+
+
+async def test_a_name_no_memory_was_said_by_gives_no_speaker_score(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await seed_spoken(client, headers)
+    hits = await search(client, headers, "What instrument did Carl start learning?")
+    assert hits
+    assert all(hit["scores"]["speaker_score"] == 0 for hit in hits)
+
+
+async def test_a_dated_question_prefers_the_memory_of_that_day(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    memories = await seed_spoken(client, headers)
+    for query, speaker in (
+        ("What did they start learning on 8 May 2023?", "Ben"),
+        ("What did they start learning on May 7th, 2023?", "Ada"),
+        ("What did they start learning on 2023-05-08?", "Ben"),
+    ):
+        hits = await search(client, headers, query)
+        assert hits[0]["memory"]["id"] == memories[speaker]
+        best_fused = max(hit["scores"]["fused_score"] for hit in hits)
+        for hit in hits:
+            on_that_day = hit["memory"]["speaker"] == speaker
+            assert hit["scores"]["date_score"] == pytest.approx(best_fused if on_that_day else 0)
+
+
+async def test_a_speaker_must_be_a_name_of_bounded_length_and_no_secret(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    for speaker in ("   ", "x" * 201, "sk-abcdefghijklmnopqrstuvwxyz123"):
+        response = await client.post(
+            "/v1/users/me/memories", headers=headers, json={"text": "hi", "speaker": speaker}
+        )
+        assert response.status_code == 422, response.text
+        assert response.json()["errors"][0]["loc"][-1] == "speaker"
+    listed = await client.get("/v1/users/me/memories", headers=headers)
+    assert listed.json()["items"] == []
+
+
+NOW = datetime(2026, 11, 30, 21, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "first_day", "last_day"),
+    [
+        ("what happened on 7 May 2023", date(2023, 5, 7), date(2023, 5, 7)),
+        ("what happened on the 7th of May, 2023", date(2023, 5, 7), date(2023, 5, 7)),
+        ("what did she find on 1 February, 2023?", date(2023, 2, 1), date(2023, 2, 1)),
+        ("who called on Sept. 3rd 2024", date(2024, 9, 3), date(2024, 9, 3)),
+        ("notes from 2023-05-07", date(2023, 5, 7), date(2023, 5, 7)),
+        ("what did I eat yesterday", date(2026, 11, 29), date(2026, 11, 29)),
+        ("where did we go last June", date(2026, 6, 1), date(2026, 6, 30)),
+        ("what did we plan last December", date(2025, 12, 1), date(2025, 12, 31)),
+        ("what happened last November", date(2025, 11, 1), date(2025, 11, 30)),
+    ],
+)
+def test_the_day_or_recent_month_a_query_names_becomes_a_window(
+    query: str, first_day: date, last_day: date
+) -> None:
+    window = query_time_window(query, NOW)
+    assert window is not None
+    # The window covers the named days in every time zone (UTC+14 to UTC-12).
+    midnight = datetime.min.time()
+    assert window.start == datetime.combine(first_day, midnight, UTC) - timedelta(hours=14)
+    assert window.end == datetime.combine(last_day, midnight, UTC) + timedelta(hours=36)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "may I ask what the weather was like",
+        "what happened in May",
+        "order 7 of 2023",
+        "what happened on 31 February 2023",
+        "the 2023-13-01 release",
+    ],
+)
+def test_a_query_without_a_day_or_recent_month_has_no_window(query: str) -> None:
+    assert query_time_window(query, NOW) is None
