@@ -151,6 +151,18 @@ async def test_sign_in_with_a_dev_token_lists_memories_and_search_shows_scores(
     await snap(page, screenshots, "search-scores")
     assert refused == []
 
+    # A prior that counted is shown as its own meter: here the speaker the question names.
+    api.remember("grace", "The tidal energy talk was the best one", speaker="Grace")
+    await page.get_by_role("button", name="Sign out").click()
+    await sign_in(page, live_server, api.tenant, "grace")
+    await page.get_by_label("Search memories").fill("What did Grace think of the talks?")
+    await page.get_by_role("button", name="Search", exact=True).click()
+    hit = page.locator("#memory-list .memory").first
+    await expect(hit.get_by_role("meter", name="speaker score")).to_have_count(1)
+    assert await hit.get_by_role("meter", name="neighbours score").count() == 0
+    await page.get_by_role("button", name="Sign out").click()
+    await sign_in(page, live_server, api.tenant, "ada")
+
     await page.set_viewport_size(PHONE)
     await page.get_by_role("link", name="Memories").click()
     await expect(page.locator("#memory-list .memory")).to_have_count(4)

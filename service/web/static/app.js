@@ -262,6 +262,13 @@ function scoreChart(scores) {
     ["lexical", scores.lexical_score],
     ["vector", scores.vector_cosine],
     ["fused", scores.fused_score],
+    // Evidence from around the memory and from what the question names: shown when it counted.
+    ...[
+      ["neighbours", scores.neighbour_score],
+      ["thread", scores.thread_score],
+      ["speaker", scores.speaker_score],
+      ["date", scores.date_score],
+    ].filter(([, v]) => v > 0),
     ["recency", scores.recency_factor],
     ["confidence", scores.confidence_factor],
     ["final", scores.final_score],
