@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,5 +20,15 @@ def test_the_committed_clients_match_the_spec() -> None:
     command = [sys.executable, str(ROOT / "clients" / "generate.py"), "--check"]
     if not typescript_ready:
         command += ["--only", "python"]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    # The Python generator formats its output with the ruff beside this interpreter, which is on
+    # PATH only when the virtualenv is activated.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    run = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PATH": path},
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
