@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=10, ge=1)
     db_max_overflow: int = Field(default=10, ge=0)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
+    # Ping every pooled connection before handing it out: one more round trip per request. Off
+    # by default: a request whose pooled connection turns out to be closed (the server restarted,
+    # an idle timeout) starts its transaction again on a new one instead (service/db.py).
+    db_pool_pre_ping: bool = False
     migrate_on_start: bool = True
     # uvicorn worker processes of one replica (`mneme serve`): searches are CPU-bound, so one
     # process uses one core. Each has its own pool and job worker; with the embedded database
