@@ -73,7 +73,9 @@ async def _server(
 ) -> AsyncIterator[RunningServer]:
     saved = dict(os.environ)
     os.environ["PYTHONPATH"] = str(source)
-    os.environ.update(env)
+    # MNEME_ overrides go through the settings, which the child's environment is made from.
+    overrides = {key.removeprefix("MNEME_").lower(): value for key, value in env.items()}
+    settings = Settings.model_validate({**settings.model_dump(), **overrides})
     try:
         # The child's environment is built from os.environ when it starts.
         context = loopback_server(settings)
