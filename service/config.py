@@ -124,6 +124,11 @@ class Settings(BaseSettings):
     half_life_episodic_days: float = Field(default=0, ge=0)
     half_life_procedural_days: float = Field(default=0, ge=0)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
+    # pgvector's iterative index scan (≥ 0.8) when the planner takes the HNSW path for a
+    # filtered search (an owner with a large share of the table): keep scanning the graph until
+    # `pool` rows pass the filter, or `hnsw_max_scan_tuples` tuples were visited.
+    hnsw_iterative_scan: Literal["off", "relaxed_order", "strict_order"] = "strict_order"
+    hnsw_max_scan_tuples: int = Field(default=20_000, ge=1)
 
     # --- profiles -----------------------------------------------------------------------------
     # Largest stored profile document, in bytes of its compact UTF-8 JSON (8 KiB: the profile

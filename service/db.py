@@ -146,8 +146,10 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
                 "application_name": "mneme",
                 "statement_timeout": str(settings.db_statement_timeout_ms),
                 # pgvector ≥0.8: keep scanning the HNSW graph until enough rows pass the
-                # tenant/user filter, in exact distance order, instead of post-filtering.
-                "hnsw.iterative_scan": "strict_order",
+                # tenant/user filter instead of post-filtering (docs/benchmarks.md, the heavy
+                # user, for the choice of order and limits).
+                "hnsw.iterative_scan": settings.hnsw_iterative_scan,
+                "hnsw.max_scan_tuples": str(settings.hnsw_max_scan_tuples),
                 "hnsw.ef_search": str(settings.hnsw_ef_search),
             }
         },
