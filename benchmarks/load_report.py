@@ -393,15 +393,18 @@ def _heavy_user_markdown(heavy: Mapping[str, Any]) -> list[str]:
         _row(["---", *["---:"] * 6, "---"]),
     ]
     recall = heavy["recall"]
-    for name, figures in heavy["strategies"].items():
+    strategies = heavy["strategies"]
+    names = [*strategies, *(name for name in recall if isinstance(recall[name], dict))]
+    for name in dict.fromkeys(names):
+        figures = strategies.get(name, {"ms": {}, "plan": None})
         vector = recall.get(name, {})
         lines.append(
             _row(
                 [
                     name,
-                    _number(figures["ms"]["p50"]),
-                    _number(figures["ms"]["p95"]),
-                    _number(figures["top10_shared_with_exact"], 3),
+                    _number(figures["ms"].get("p50")),
+                    _number(figures["ms"].get("p95")),
+                    _number(figures.get("top10_shared_with_exact"), 3),
                     _number(vector.get("recall_at_10"), 3),
                     _number(vector.get("recall_at_pool"), 3),
                     _number((vector.get("ms") or {}).get("p50")),

@@ -127,7 +127,7 @@ class Settings(BaseSettings):
     # pgvector's iterative index scan (≥ 0.8) when the planner takes the HNSW path for a
     # filtered search (an owner with a large share of the table): keep scanning the graph until
     # `pool` rows pass the filter, or `hnsw_max_scan_tuples` tuples were visited.
-    hnsw_iterative_scan: Literal["off", "relaxed_order", "strict_order"] = "strict_order"
+    hnsw_iterative_scan: Literal["off", "relaxed_order", "strict_order"] = "relaxed_order"
     hnsw_max_scan_tuples: int = Field(default=20_000, ge=1)
 
     # --- profiles -----------------------------------------------------------------------------
