@@ -51,6 +51,8 @@ MEMORY_COLUMNS = (
 )
 # Users per COPY statement (one transaction each).
 USERS_PER_CHUNK = 40
+# Rows of one large owner per COPY statement.
+OWNER_ROWS_PER_COPY = 10_000
 
 OWNER_PRIVILEGES_SQL = "SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user"
 """Whether the connected role escapes row-level security (COPY needs that)."""
@@ -264,6 +266,35 @@ class BulkLoader:
         self.rows_loaded = step.total_rows
         step.relation_bytes = await self.relation_sizes()
         return step
+
+    async def add_owner(
+        self,
+        tenant_id: str,
+        user_id: str,
+        rows: Sequence[MemoryRow],
+        progress: Callable[[int], object] = lambda _: None,
+    ) -> float:
+        """COPY one user's rows (with a tenant of its own) outside the corpus's shape, and
+        return the seconds that took. The HNSW index is dropped first and left dropped: call
+        this right before a `grow_to`, which rebuilds it once over everything."""
+        started = time.perf_counter()
+        await self._drop_hnsw_index()
+        key = f"heavy-{tenant_id}-{user_id}"
+        async with self._connection() as connection:
+            await connection.execute("SET synchronous_commit = off")
+            async with connection.transaction():
+                await connection.execute("INSERT INTO tenant (id) VALUES ($1)", tenant_id)
+                await connection.execute(
+                    "INSERT INTO user_account (tenant_id, id) VALUES ($1, $2)", tenant_id, user_id
+                )
+            for start in range(0, len(rows), OWNER_ROWS_PER_COPY):
+                chunk = rows[start : start + OWNER_ROWS_PER_COPY]
+                records = await asyncio.to_thread(self.owner_records, chunk, f"{key}-{start}")
+                await connection.copy_records_to_table(
+                    "memory", records=records, columns=MEMORY_COLUMNS
+                )
+                progress(len(chunk))
+        return time.perf_counter() - started
 
     async def delete_tenants(self, tenants: Sequence[str]) -> None:
         """Delete whole tenants; their users, memories and history go with them (cascade)."""

@@ -229,6 +229,14 @@ def _add_load_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentPar
         "%(default)s)",
     )
     load.add_argument(
+        "--heavy-user",
+        default="0",
+        metavar="SIZE",
+        help="also load one user owning SIZE memories (e.g. 100k; in a tenant of their own, "
+        "with the largest size) and measure their searches: service, raw statement, vector "
+        "strategies and recall (default: none; `--sizes 900k --heavy-user 100k` is 1M rows)",
+    )
+    load.add_argument(
         "--load-connections",
         type=_positive,
         default=2,
@@ -401,6 +409,7 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         maintenance_work_mem=args.maintenance_work_mem,
         parallel_workers=args.index_workers,
         progress=args.progress,
+        heavy_user=0 if args.heavy_user in {"0", ""} else parse_sizes(args.heavy_user)[0],
     )
 
 

@@ -609,6 +609,46 @@ class Corpus:
             f"org-{tenant}", shape.tenant_id(tenant), None, shape.org_memories_per_tenant
         )
 
+    def heavy_user_rows(self, tenant_id: str, user_id: str, count: int) -> list[MemoryRow]:
+        """`count` memories of one user, far more than the pool has sentences: pool sentences
+        recur with re-rolled details (a heavy user's memories are many variations on the same
+        topics), and a text the user already has is drawn again, so no text repeats."""
+        rng = random.Random(f"{self.shape.seed}-heavy-{tenant_id}-{user_id}")  # noqa: S311
+        rows: list[MemoryRow] = []
+        seen: set[str] = set()
+        attempts = 0
+        while len(rows) < count:
+            attempts += 1
+            if attempts > count * 20:
+                raise ValueError(f"the pool cannot make {count} distinct memories for one user")
+            pool_index = rng.randrange(len(self.pool))
+            sentence = self.pool[pool_index]
+            template = TEMPLATES[sentence.template]
+            details, day = _details(rng)
+            text = _render(template, dict(sentence.anchors), details)
+            # The service's duplicate key: whitespace-collapsed, case-folded text.
+            key = " ".join(text.lower().split())
+            if key in seen:
+                continue
+            seen.add(key)
+            proposed = rng.random() < 0.1
+            rows.append(
+                MemoryRow(
+                    id=_uuid(rng),
+                    tenant_id=tenant_id,
+                    user_id=user_id,
+                    kind=template.kind,
+                    category=template.category,
+                    text=text,
+                    pool_index=pool_index,
+                    confidence=round(rng.uniform(0.5, 1.0), 2),
+                    lifecycle="proposed" if proposed else "confirmed",
+                    event_at=day if template.kind == "episodic" else None,
+                    created_at=CORPUS_EPOCH - timedelta(seconds=rng.randrange(CORPUS_DAYS * 86400)),
+                )
+            )
+        return rows
+
     def question(self, row: MemoryRow, rng: random.Random) -> str:
         """A natural question that `row` answers."""
         sentence = self.pool[row.pool_index]

@@ -44,6 +44,7 @@ from benchmarks.rawsql import (
     FORCED_HNSW,
     FusionStatement,
     PlanSummary,
+    Variant,
     asyncpg_connection,
     service_search_params,
 )
@@ -106,6 +107,8 @@ class LoadOptions:
     maintenance_work_mem: str = "4GB"
     parallel_workers: int = 1
     progress: bool = True
+    # Memories of one extra user in a tenant of their own, loaded with the largest size; 0: none.
+    heavy_user: int = 0
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,7 @@ class LoadRun:
     postgres: dict[str, Any]
     sizes: list[SizeResult]
     server: dict[str, Any]
+    heavy_user: dict[str, Any] | None = None
 
 
 def latency_summary(values: Sequence[float]) -> dict[str, float | None]:
@@ -419,9 +423,11 @@ async def vector_recall(
     runtime_engine: AsyncEngine,
     settings: Settings,
     queries: Sequence[Query],
+    variants: Sequence[Variant] = (AS_PLANNED, FORCED_HNSW),
 ) -> dict[str, Any]:
     """Recall of the statement in vector mode, as planned and with the filtered HNSW path
-    forced, against the same statement with index scans off (an exact distance sort).
+    forced (or under other `variants`), against the same statement with index scans off (an
+    exact distance sort).
 
     The request asks for the whole candidate pool (limit = pool), weights 0, so the hits are the
     vector candidates in distance order: recall@10 is what a client sees, recall@pool is what
@@ -429,7 +435,7 @@ async def vector_recall(
     depth = settings.search_candidate_pool
     measured: dict[str, dict[str, list[float]]] = {
         variant.name: {"recall_at_10": [], "recall_at_pool": [], "ms": [], "candidates": []}
-        for variant in (AS_PLANNED, FORCED_HNSW, EXACT)
+        for variant in (*variants, EXACT)
     }
     plans: dict[str, Any] = {}
     async with runtime_engine.connect() as connection:
@@ -447,7 +453,7 @@ async def vector_recall(
             )
             arguments = statement.arguments(query.tenant_id, params)
             found: dict[str, list[uuid.UUID]] = {}
-            for variant in (EXACT, AS_PLANNED, FORCED_HNSW):
+            for variant in (EXACT, *variants):
                 started = time.perf_counter()
                 found[variant.name] = await statement.ids(
                     driver, query.tenant_id, arguments, variant
@@ -651,12 +657,23 @@ async def _run(
     await loader.check_privileges()
     fidelity = await vector_fidelity(embedder, loader, corpus, pool_vectors)
     statement = FusionStatement(runtime_engine.dialect)
+    # Imported here: the heavy-user scenario builds on this module's measurements.
+    from benchmarks.heavy import load_heavy_user, measure_heavy_user
+
     results: list[SizeResult] = []
+    heavy = None
     for size in options.sizes:
+        if options.heavy_user and size == options.sizes[-1]:
+            heavy = await load_heavy_user(loader, corpus, options.heavy_user, options)
         results.append(
             await _measure_size(
                 settings, options, embedder, corpus, loader, runtime_engine, statement, size
             )
+        )
+    heavy_result = None
+    if heavy is not None:
+        heavy_result = await measure_heavy_user(
+            settings, options, embedder, corpus, runtime_engine, statement, heavy
         )
     return LoadRun(
         embedding_model=embedder.model_name,
@@ -668,6 +685,7 @@ async def _run(
         vectors={"noise": options.vector_noise, "fidelity": fidelity},
         postgres=await postgres_settings(runtime_engine),
         sizes=results,
+        heavy_user=heavy_result,
         server={
             "uvicorn_workers": settings.workers,
             "query_embedding_cache_size": settings.query_embedding_cache_size,

@@ -121,6 +121,7 @@ def build_load_report(
             "postgres": run.postgres,
         },
         "sizes": [_size_json(result) for result in run.sizes],
+        "heavy_user": run.heavy_user,
         "timing": {"wall_seconds": wall_seconds},
     }
 
@@ -359,4 +360,57 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
             )
         )
     lines.append("")
+    if report.get("heavy_user"):
+        lines += _heavy_user_markdown(report["heavy_user"])
     return "\n".join(lines)
+
+
+def _heavy_user_markdown(heavy: Mapping[str, Any]) -> list[str]:
+    """The heavy user's searches: service and statement, then each vector strategy."""
+    service, raw = heavy["service"]["latency_ms"], heavy["raw_sql"]["latency_ms"]
+    agreement = heavy["agreement"]
+    lines = [
+        f"### The heavy user: {heavy['memories']:,} memories of one user, 1 client",
+        "",
+        f"Service p50 {_number(service['p50'])} ms, p95 {_number(service['p95'])} ms; raw "
+        f"statement p50 {_number(raw['p50'])} ms, p95 {_number(raw['p95'])} ms; query "
+        f"embedding p50 {_number(heavy['query_embedding_ms']['p50'])} ms; service = raw top 10 "
+        f"{agreement['identical_top10']}/{agreement['compared']}; errors "
+        f"{heavy['service']['errors']} / {heavy['raw_sql']['errors']}.",
+        "",
+        _row(
+            [
+                "strategy",
+                "hybrid p50 ms",
+                "p95",
+                "hybrid top 10 shared with exact",
+                "vector R@10",
+                "R@100",
+                "vector p50 ms",
+                "hybrid scans",
+            ]
+        ),
+        _row(["---", *["---:"] * 6, "---"]),
+    ]
+    recall = heavy["recall"]
+    strategies = heavy["strategies"]
+    names = [*strategies, *(name for name in recall if isinstance(recall[name], dict))]
+    for name in dict.fromkeys(names):
+        figures = strategies.get(name, {"ms": {}, "plan": None})
+        vector = recall.get(name, {})
+        lines.append(
+            _row(
+                [
+                    name,
+                    _number(figures["ms"].get("p50")),
+                    _number(figures["ms"].get("p95")),
+                    _number(figures.get("top10_shared_with_exact"), 3),
+                    _number(vector.get("recall_at_10"), 3),
+                    _number(vector.get("recall_at_pool"), 3),
+                    _number((vector.get("ms") or {}).get("p50")),
+                    _scans(figures["plan"]),
+                ]
+            )
+        )
+    lines.append("")
+    return lines

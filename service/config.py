@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=10, ge=1)
     db_max_overflow: int = Field(default=10, ge=0)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
+    # Ping every pooled connection before handing it out: one more round trip per request. Off
+    # by default: a request whose pooled connection turns out to be closed (the server restarted,
+    # an idle timeout) starts its transaction again on a new one instead (service/db.py).
+    db_pool_pre_ping: bool = False
     migrate_on_start: bool = True
     # uvicorn worker processes of one replica (`mneme serve`): searches are CPU-bound, so one
     # process uses one core. Each has its own pool and job worker; with the embedded database
@@ -126,6 +130,11 @@ class Settings(BaseSettings):
     half_life_episodic_days: float = Field(default=0, ge=0)
     half_life_procedural_days: float = Field(default=0, ge=0)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
+    # pgvector's iterative index scan (≥ 0.8) when the planner takes the HNSW path for a
+    # filtered search (an owner with a large share of the table): keep scanning the graph until
+    # `pool` rows pass the filter, or `hnsw_max_scan_tuples` tuples were visited.
+    hnsw_iterative_scan: Literal["off", "relaxed_order", "strict_order"] = "relaxed_order"
+    hnsw_max_scan_tuples: int = Field(default=20_000, ge=1)
 
     # --- profiles -----------------------------------------------------------------------------
     # Largest stored profile document, in bytes of its compact UTF-8 JSON (8 KiB: the profile

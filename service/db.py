@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import MetaData, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -139,14 +140,16 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
     options: dict[str, Any] = {
         "pool_size": settings.db_pool_size,
         "max_overflow": settings.db_max_overflow,
-        "pool_pre_ping": True,
+        "pool_pre_ping": settings.db_pool_pre_ping,
         "connect_args": {
             "server_settings": {
                 "application_name": "mneme",
                 "statement_timeout": str(settings.db_statement_timeout_ms),
                 # pgvector ≥0.8: keep scanning the HNSW graph until enough rows pass the
-                # tenant/user filter, in exact distance order, instead of post-filtering.
-                "hnsw.iterative_scan": "strict_order",
+                # tenant/user filter instead of post-filtering (docs/benchmarks.md, the heavy
+                # user, for the choice of order and limits).
+                "hnsw.iterative_scan": settings.hnsw_iterative_scan,
+                "hnsw.max_scan_tuples": str(settings.hnsw_max_scan_tuples),
                 "hnsw.ef_search": str(settings.hnsw_ef_search),
             }
         },
@@ -165,9 +168,33 @@ async def tenant_transaction(
     sessionmaker: async_sessionmaker[AsyncSession], tenant_id: str
 ) -> AsyncIterator[AsyncSession]:
     """One transaction scoped to `tenant_id`; commits on success, rolls back on error."""
-    async with sessionmaker() as session, session.begin():
+    async with sessionmaker() as session:
+        await _begin_scoped(session, tenant_id)
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        await session.commit()
+
+
+async def _begin_scoped(session: AsyncSession, tenant_id: str) -> None:
+    """Begin `session`'s transaction and scope it to `tenant_id`, on a live connection.
+
+    The pool hands out connections without pinging them first (`db_pool_pre_ping`), so one may
+    have been closed by the server since it was last used (a restart, an idle timeout). Its
+    first statement then fails as a disconnect, and SQLAlchemy discards it and every connection
+    pooled before the failure. Nothing has run in the transaction yet, so it is begun once more,
+    on a new connection; if that fails too, the database is down and the error propagates (a
+    503 `DATABASE_UNAVAILABLE`).
+    """
+    try:
         await set_tenant(await session.connection(), tenant_id)
-        yield session
+    except DBAPIError as error:
+        if not error.connection_invalidated:
+            raise
+        await session.rollback()
+        await set_tenant(await session.connection(), tenant_id)
 
 
 class PrivilegedRuntimeRole(RuntimeError):

@@ -9,8 +9,10 @@ so do arguments that fail validation.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -109,6 +111,22 @@ async def _run(
 
 def _render_context(body: ContextResponse) -> str:
     return body.text or ""
+
+
+@contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """Undo what building an SDK server does to the root logger: it calls `logging.basicConfig`
+    with a Rich console handler, which (the app is built before its lifespan configures
+    logging) stayed next to the service's own handler, writing every record twice — the Rich
+    copy of the access line alone was ~5 % of a search's CPU. Logging is the service's to
+    configure (service/logs.py)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
@@ -281,11 +299,10 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         _tool(update_profile, writes),
         _tool(list_memories, read_only),
     ]
-    # The SDK calls logging.basicConfig with this level when a server is built: WARNING keeps
-    # the root logger as quiet as Python's default, leaving log configuration to the service.
-    server: MCPServer[Any] = MCPServer(
-        SERVER_NAME, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING"
-    )
+    with _root_logging_kept():
+        server: MCPServer[Any] = MCPServer(
+            SERVER_NAME, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING"
+        )
 
     async def _read(
         ctx: Context[Any], user_id: str, work: Callable[[McpCall], Awaitable[BaseModel]]

@@ -38,6 +38,8 @@ TOY = [
     "30",
     "--maintenance-work-mem",
     "64MB",
+    "--heavy-user",
+    "60",
     "--no-progress",
 ]
 
@@ -53,7 +55,7 @@ def test_the_command_grows_the_corpus_and_measures_every_size(
     assert report["benchmark"] == "load"
     assert report["config"]["sizes"] == [120, 240]
     assert report["config"]["corpus"]["seed"] == 4
-    assert report["config"]["postgres"]["hnsw.iterative_scan"] == "strict_order"
+    assert report["config"]["postgres"]["hnsw.iterative_scan"] == "relaxed_order"
     first, second = report["sizes"]
     # 120 user memories = 4 users in 2 tenants, plus 3 org memories per tenant.
     assert first["bulk"]["total_rows"] == 126
@@ -81,7 +83,24 @@ def test_the_command_grows_the_corpus_and_measures_every_size(
         api = size["api_ingest"]
         assert api["stored"] == 30 and api["duplicates"] == 0
         assert api["stored_without_embedding"] == 0
+    # One more user, in a tenant of their own, owning 60 memories: loaded with the last size.
+    heavy = report["heavy_user"]
+    assert heavy["memories"] == 60
+    assert heavy["service"]["errors"] == heavy["raw_sql"]["errors"] == 0
+    assert heavy["service"]["requests"] == 9
+    assert heavy["agreement"]["identical_top10"] == heavy["agreement"]["compared"] == 9
+    assert heavy["recall"]["exact"]["recall_at_10"] == 1.0
+    assert 0 <= heavy["recall"]["HNSW strict, ef_search 200"]["recall_at_10"] <= 1
+    assert set(heavy["strategies"]) == {
+        "exact",
+        "as planned",
+        "forced HNSW",
+        "HNSW strict",
+        "HNSW relaxed",
+    }
+    assert heavy["strategies"]["exact"]["top10_shared_with_exact"] == 1.0
     printed = capsys.readouterr().out
+    assert "### The heavy user: 60 memories of one user" in printed
     assert "| 126 | 1 |" in printed
     assert "| 252 | 3 |" in printed
     assert "### Vector-mode recall" in printed

@@ -130,3 +130,15 @@ def test_sizes_and_client_counts_read_as_the_command_line_spells_them() -> None:
 def test_a_pool_smaller_than_one_users_memories_is_refused() -> None:
     with pytest.raises(ValueError, match="distinct memories"):
         Corpus(CorpusShape(300, 1, 0, 1), build_pool(200, 1))
+
+
+def test_a_heavy_user_gets_more_memories_than_the_pool_has_sentences_none_repeated() -> None:
+    generated = corpus()
+    rows = generated.heavy_user_rows("bench-heavy", "user-heavy", 1000)
+
+    assert len(rows) == 1000 > len(generated.pool)
+    assert {(row.tenant_id, row.user_id) for row in rows} == {("bench-heavy", "user-heavy")}
+    keys = {re.sub(r"\s+", " ", row.text.strip().lower()) for row in rows}
+    assert len(keys) == len(rows)
+    assert len({row.id for row in rows}) == len(rows)
+    assert rows == corpus().heavy_user_rows("bench-heavy", "user-heavy", 1000)

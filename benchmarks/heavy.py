@@ -1,0 +1,244 @@
+"""The heavy user: one user who owns a large share of the corpus (e.g. 100k of 1M memories).
+
+Every other user of the load benchmark owns 250 memories, so the planner serves their searches
+from the owner index and sorts those rows by exact distance. A user with 100k memories changes
+that arithmetic: the exact sort reads and compares 100k vectors, while the filtered HNSW path
+finds that user's rows one in ten and its iterative scan stops early. This module loads such a
+user (its own tenant, bulk-loaded with the largest corpus size so the HNSW index is built once),
+then measures that user's searches: the service over HTTP and the bare statement at one client,
+and the statement under each vector strategy — the planner's choice, the exact sort, and the
+HNSW path under several `hnsw.*` settings — for latency (hybrid, as the API searches) and for
+vector recall@10 against the exact scan.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from benchmarks.bulk import BulkLoader
+from benchmarks.corpus import Corpus, MemoryRow
+from benchmarks.load import (
+    SEARCH_LIMIT,
+    LoadOptions,
+    Query,
+    SearchBench,
+    _agreement,
+    _overlap,
+    _plan_json,
+    latency_summary,
+    vector_recall,
+)
+from benchmarks.rawsql import (
+    AS_PLANNED,
+    EXACT,
+    FORCED_HNSW,
+    FusionStatement,
+    Variant,
+    asyncpg_connection,
+    service_search_params,
+)
+from benchmarks.server import loopback_server
+from service.config import Settings
+from service.memories.schemas import SearchRequest
+from service.providers import Embedder
+
+HEAVY_TENANT = "bench-heavy-00000"
+HEAVY_USER = "user-heavy"
+# Questions, and searches per path at one client (fewer than the corpus levels: a heavy user's
+# search reads far more rows), for at least this long.
+HEAVY_QUERIES = 50
+HEAVY_REQUESTS = 300
+HEAVY_LEVEL_SECONDS = 60.0
+# Questions each vector strategy's hybrid latency is measured on, and the time that may take
+# (a heavy user's hybrid search takes seconds on a loaded machine: see docs/benchmarks.md).
+STRATEGY_QUERIES = 60
+STRATEGY_SECONDS = 90.0
+
+
+def hnsw_variant(name: str, *settings: str) -> Variant:
+    """The filtered HNSW path forced (no sort can order by distance: only the index can), under
+    `settings` for its transaction."""
+    return Variant(name, ("SET LOCAL enable_sort = off", *settings))
+
+
+# FORCED_HNSW runs under the service's connection settings (`MNEME_HNSW_*`); the others name
+# the order and change one knob at a time (ef_search and max_scan_tuples: the service's).
+STRICT = "SET LOCAL hnsw.iterative_scan = strict_order"
+RELAXED = hnsw_variant("HNSW relaxed", "SET LOCAL hnsw.iterative_scan = relaxed_order")
+STRATEGIES: tuple[Variant, ...] = (
+    AS_PLANNED,
+    FORCED_HNSW,
+    hnsw_variant("HNSW strict", STRICT),
+    hnsw_variant("HNSW strict, ef_search 40", STRICT, "SET LOCAL hnsw.ef_search = 40"),
+    hnsw_variant("HNSW strict, ef_search 200", STRICT, "SET LOCAL hnsw.ef_search = 200"),
+    RELAXED,
+    hnsw_variant(
+        "HNSW relaxed, ef_search 40",
+        "SET LOCAL hnsw.iterative_scan = relaxed_order",
+        "SET LOCAL hnsw.ef_search = 40",
+    ),
+    hnsw_variant(
+        "HNSW strict, max_scan_tuples 5000", STRICT, "SET LOCAL hnsw.max_scan_tuples = 5000"
+    ),
+    hnsw_variant("HNSW no iterative scan", "SET LOCAL hnsw.iterative_scan = off"),
+)
+
+
+# Whose hybrid latency is measured: the vector side is a small part of it (the lexical side
+# reads every matching memory of the user), so the vector-only knobs are left to the recall
+# measurement, which runs the statement in vector mode under every strategy.
+HYBRID_STRATEGIES: tuple[Variant, ...] = (AS_PLANNED, FORCED_HNSW, STRATEGIES[2], RELAXED)
+
+
+@dataclass(frozen=True)
+class HeavyUser:
+    """The heavy user's rows, and how long their COPY took."""
+
+    rows: list[MemoryRow]
+    copy_seconds: float
+
+
+def _say(options: LoadOptions, message: str) -> None:
+    if options.progress:
+        sys.stderr.write(message + "\n")
+
+
+async def load_heavy_user(
+    loader: BulkLoader, corpus: Corpus, memories: int, options: LoadOptions
+) -> HeavyUser:
+    """COPY the heavy user's memories; the next `grow_to` builds the HNSW index over them."""
+    _say(options, f"heavy user: {memories} memories of {HEAVY_USER} ({HEAVY_TENANT})")
+    rows = corpus.heavy_user_rows(HEAVY_TENANT, HEAVY_USER, memories)
+    seconds = await loader.add_owner(HEAVY_TENANT, HEAVY_USER, rows)
+    return HeavyUser(rows, seconds)
+
+
+async def _heavy_queries(
+    embedder: Embedder, corpus: Corpus, heavy: HeavyUser, count: int, seed: int
+) -> list[Query]:
+    """Questions the heavy user asks about random memories of theirs, each embedded alone."""
+    rng = random.Random(f"heavy-queries-{seed}")  # noqa: S311 - reproducible, not secret
+    queries: list[Query] = []
+    for _ in range(count):
+        row = rng.choice(heavy.rows)
+        text = corpus.question(row, rng)
+        started = time.perf_counter()
+        vector = await embedder.embed_query(text)
+        queries.append(
+            Query(
+                HEAVY_TENANT, HEAVY_USER, text, row, vector, (time.perf_counter() - started) * 1000
+            )
+        )
+    return queries
+
+
+async def strategy_latency(
+    statement: FusionStatement,
+    runtime_engine: AsyncEngine,
+    queries: Sequence[Query],
+    arguments: Sequence[Sequence[Any]],
+    variants: Sequence[Variant],
+) -> dict[str, Any]:
+    """The default hybrid search (as the API runs it) under each vector strategy: latency, its
+    plan, and how many of its top 10 the same search with the exact vector sort also returns.
+    Stops taking new questions after `STRATEGY_SECONDS`."""
+    figures: dict[str, dict[str, list[float]]] = {
+        variant.name: {"ms": [], "top10_as_exact": []} for variant in (EXACT, *variants)
+    }
+    plans: dict[str, Any] = {}
+    async with runtime_engine.connect() as connection:
+        driver = await asyncpg_connection(connection)
+        deadline = time.perf_counter() + STRATEGY_SECONDS
+        for query, values in zip(queries, arguments, strict=True):
+            if time.perf_counter() > deadline:
+                break
+            exact: list[uuid.UUID] = []
+            for variant in (EXACT, *variants):
+                started = time.perf_counter()
+                ids = await statement.ids(driver, query.tenant_id, values, variant)
+                figures[variant.name]["ms"].append((time.perf_counter() - started) * 1000)
+                exact = exact or ids
+                figures[variant.name]["top10_as_exact"].append(_overlap(ids, exact, SEARCH_LIMIT))
+        for variant in (EXACT, *variants):
+            plans[variant.name] = _plan_json(
+                await statement.explain(driver, queries[0].tenant_id, arguments[0], variant)
+            )
+    return {
+        name: {
+            "queries": len(values["ms"]),
+            "ms": latency_summary(values["ms"]),
+            "top10_shared_with_exact": sum(values["top10_as_exact"]) / len(values["ms"]),
+            "plan": plans[name],
+        }
+        for name, values in figures.items()
+    }
+
+
+async def measure_heavy_user(
+    settings: Settings,
+    options: LoadOptions,
+    embedder: Embedder,
+    corpus: Corpus,
+    runtime_engine: AsyncEngine,
+    statement: FusionStatement,
+    heavy: HeavyUser,
+) -> dict[str, Any]:
+    """The heavy user's searches: service and statement at one client, then every strategy."""
+    started = time.perf_counter()
+    queries = await _heavy_queries(
+        embedder, corpus, heavy, min(options.queries, HEAVY_QUERIES), corpus.shape.seed
+    )
+    arguments = []
+    for query in queries:
+        params = await service_search_params(
+            settings,
+            query.tenant_id,
+            query.user_id,
+            SearchRequest(query=query.text, limit=SEARCH_LIMIT),
+            query.embedding,
+        )
+        arguments.append(statement.arguments(query.tenant_id, params))
+    bench_options = replace(
+        options,
+        requests=min(options.requests, HEAVY_REQUESTS),
+        level_seconds=max(options.level_seconds, HEAVY_LEVEL_SECONDS),
+    )
+    # No warm-up pass over every question (seconds each): each level warms up with its own.
+    bench = SearchBench(settings, bench_options, runtime_engine, queries, arguments, statement)
+    _say(options, "heavy user: 1 client, service over HTTP, then raw SQL")
+    async with loopback_server(settings) as server:
+        service = await bench.service_level(server.base_url, 1)
+    raw, _ = await bench.raw_level(1)
+    _say(options, "heavy user: vector strategies (latency, recall against an exact scan)")
+    strategies = await strategy_latency(
+        statement,
+        runtime_engine,
+        queries[:STRATEGY_QUERIES],
+        arguments[:STRATEGY_QUERIES],
+        HYBRID_STRATEGIES,
+    )
+    recall = await vector_recall(
+        statement, runtime_engine, settings, queries[: options.recall_queries], STRATEGIES
+    )
+    return {
+        "tenant_id": HEAVY_TENANT,
+        "user_id": HEAVY_USER,
+        "memories": len(heavy.rows),
+        "copy_seconds": heavy.copy_seconds,
+        "queries": len(queries),
+        "query_embedding_ms": latency_summary([query.embed_ms for query in queries]),
+        "service": service.to_json(),
+        "raw_sql": raw.to_json(),
+        "agreement": _agreement(service, raw, queries),
+        "strategies": strategies,
+        "recall": recall,
+        "seconds": time.perf_counter() - started,
+    }

@@ -1,0 +1,200 @@
+"""What the service adds to a never-seen search, interleaved across code versions: each server
+is `mneme`'s app under uvicorn on loopback, imported from a source tree of its own, all against
+one embedded Postgres, with the query-vector cache off so every search embeds its question.
+
+Run from the repository root:
+
+    python -m tests.bench.search_overhead --tree before=/path/to/checkout --tree after=.
+        [--rounds 20] [--n 25] [--env after-nopp=.:MNEME_DB_POOL_PRE_PING=false]
+
+`--tree NAME=DIR` serves the code in DIR (put first on PYTHONPATH; the dependencies are this
+virtualenv's); `--env NAME=DIR:VAR=VALUE[,VAR=VALUE]` the same with environment overrides. One
+client sends `--n` searches to each server in turn, in shuffled order, for `--rounds` rounds,
+and the same searches go through the bare fusion statement (BEGIN, SET LOCAL, statement,
+COMMIT on asyncpg) and through the embedder in this process, so for every round there is a
+service time, a statement time and an embedding time measured within seconds of each other.
+Each server's own CPU time (utime + stime from /proc) is read around its block. Prints numbers;
+asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from pydantic import SecretStr
+
+from benchmarks.corpus import Corpus, CorpusShape, build_pool, sample_queries
+from benchmarks.database import throwaway_database
+from benchmarks.rawsql import FusionStatement, asyncpg_connection, service_search_params
+from benchmarks.server import RunningServer, loopback_server
+from service.auth.tokens import mint_dev_token
+from service.config import Settings
+from service.db import create_engine
+from service.memories.schemas import SearchRequest
+from service.providers import build_embedder, embedder_config_from_settings
+
+MEMORIES = 300
+QUESTIONS = 400
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Figures:
+    latency_ms: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _parse(spec: str) -> tuple[str, Path, dict[str, str]]:
+    name, _, rest = spec.partition("=")
+    directory, _, overrides = rest.partition(":")
+    env = dict(item.split("=", 1) for item in overrides.split(",") if item)
+    return name, Path(directory).resolve(), env
+
+
+@asynccontextmanager
+async def _server(
+    settings: Settings, source: Path, env: dict[str, str]
+) -> AsyncIterator[RunningServer]:
+    saved = dict(os.environ)
+    os.environ["PYTHONPATH"] = str(source)
+    # MNEME_ overrides go through the settings, which the child's environment is made from.
+    overrides = {key.removeprefix("MNEME_").lower(): value for key, value in env.items()}
+    settings = Settings.model_validate({**settings.model_dump(), **overrides})
+    try:
+        # The child's environment is built from os.environ when it starts.
+        context = loopback_server(settings)
+        server = await context.__aenter__()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        yield server
+    finally:
+        await context.__aexit__(None, None, None)
+
+
+async def main(args: argparse.Namespace) -> None:
+    base = Settings(
+        _env_file=None,
+        jwt_hs256_secret=SecretStr("search-overhead-" + "x" * 32),
+        rate_limit_default="1000000/minute",
+        auth_failure_limit="1000000/minute",
+        jobs_enabled=False,
+        query_embedding_cache_size=0,
+    )
+    servers = [_parse(spec) for spec in args.tree + args.env]
+    async with throwaway_database(base) as settings:
+        pool = build_pool(1024, 5)
+        corpus = Corpus(CorpusShape(MEMORIES, 1, 0, 5), pool)
+        tenant, user = corpus.shape.tenant_id(0), corpus.shape.user_id(0)
+        token = mint_dev_token(settings, tenant_id=tenant, user_id="bench", service=True)
+        headers = {"Authorization": f"Bearer {token}"}
+        questions = [q for _, _, q, _ in sample_queries(corpus, 1, QUESTIONS, 5)]
+        embedder = build_embedder(embedder_config_from_settings(settings))
+        engine = create_engine(
+            settings.database_url.get_secret_value() if settings.database_url else "",
+            settings,
+            pool_size=1,
+            max_overflow=0,
+        )
+        statement = FusionStatement(engine.dialect)
+        figures = {name: Figures() for name, _, _ in servers}
+        raw = Figures()
+        embed = Figures()
+        async with AsyncExitStack() as stack:
+            running = {
+                name: await stack.enter_async_context(_server(settings, source, env))
+                for name, source, env in servers
+            }
+            client = await stack.enter_async_context(httpx.AsyncClient(timeout=60))
+            first = next(iter(running.values())).base_url
+            rows = corpus.user_rows(0)
+            for start in range(0, len(rows), 100):
+                items = [{"text": row.text, "kind": row.kind} for row in rows[start : start + 100]]
+                response = await client.post(
+                    f"{first}/v1/users/{user}/memories/batch",
+                    json={"items": items},
+                    headers=headers,
+                )
+                response.raise_for_status()
+            connection = await stack.enter_async_context(engine.connect())
+            driver = await asyncpg_connection(connection)
+            rng = random.Random(5)
+            asked = 0
+            for round_number in range(args.rounds):
+                order = list(running.items())
+                rng.shuffle(order)
+                for name, server in order:
+                    before = _cpu_seconds(server.pid)
+                    for _ in range(args.n):
+                        question = questions[asked % len(questions)]
+                        asked += 1
+                        sent = time.perf_counter()
+                        response = await client.post(
+                            f"{server.base_url}/v1/users/{user}/memories/search",
+                            json={"query": question, "limit": 10},
+                            headers=headers,
+                        )
+                        figures[name].latency_ms.append((time.perf_counter() - sent) * 1000)
+                        response.raise_for_status()
+                    figures[name].cpu_ms.append((_cpu_seconds(server.pid) - before) * 1000 / args.n)
+                for _ in range(args.n):
+                    question = questions[asked % len(questions)]
+                    asked += 1
+                    started = time.perf_counter()
+                    vector = await embedder.embed_query(question)
+                    embed.latency_ms.append((time.perf_counter() - started) * 1000)
+                    params = await service_search_params(
+                        settings, tenant, user, SearchRequest(query=question, limit=10), vector
+                    )
+                    arguments = statement.arguments(tenant, params)
+                    started = time.perf_counter()
+                    await statement.ids(driver, tenant, arguments)
+                    raw.latency_ms.append((time.perf_counter() - started) * 1000)
+                sys.stderr.write(
+                    f"round {round_number + 1}/{args.rounds}, load {os.getloadavg()}\n"
+                )
+        await embedder.aclose()
+        await engine.dispose()
+    raw_p50 = statistics.median(raw.latency_ms)
+    embed_p50 = statistics.median(embed.latency_ms)
+    sys.stdout.write(
+        f"\nraw statement p50 {raw_p50:.2f} ms; query embedding p50 {embed_p50:.2f} ms\n"
+    )
+    sys.stdout.write(
+        "| server | search p50 ms | p95 ms | p50 - raw - embedding ms | server CPU ms / search |\n"
+    )
+    sys.stdout.write("| --- | ---: | ---: | ---: | ---: |\n")
+    for name, found in figures.items():
+        latencies = sorted(found.latency_ms)
+        p50 = statistics.median(latencies)
+        p95 = latencies[int(len(latencies) * 0.95)]
+        cpu = statistics.median(found.cpu_ms)
+        sys.stdout.write(
+            f"| {name} | {p50:.1f} | {p95:.1f} | {p50 - raw_p50 - embed_p50:.1f} | {cpu:.1f} |\n"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=DIR:VAR=VALUE")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--n", type=int, default=25)
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,148 @@
+"""The search's read path runs `HYBRID_SEARCH_SQL` as driver SQL compiled once per filter shape;
+it must return exactly what SQLAlchemy returns for the same statement built per request."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from httpx import AsyncClient
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.auth.owner import Owner
+from service.config import Settings
+from service.db import create_sessionmaker, tenant_transaction
+from service.memories.filters import MemoryFilter
+from service.memories.repository import (
+    MemoryRepository,
+    SearchParams,
+    hybrid_search_statement,
+)
+from tests.conftest import bearer, new_tenant
+
+TEXTS = [
+    ("semantic", "Prefers green tea in the morning"),
+    ("semantic", "Her sister Lena lives in Lisbon"),
+    ("episodic", "Went hiking near Porto with Lena on a rainy day"),
+    ("episodic", "Missed the tea ceremony because the train was late"),
+    ("procedural", "Answer in Portuguese when the user writes in Portuguese"),
+    ("semantic", "Allergic to peanuts and shellfish"),
+]
+
+
+def _params(query: str, vector: list[float], **changes: Any) -> SearchParams:
+    values: dict[str, Any] = {
+        "filter": MemoryFilter.build([Owner.user("ada"), Owner.org()]),
+        "query": query,
+        "query_embedding": vector,
+        "use_lexical": True,
+        "use_vector": True,
+        "pool": 100,
+        "limit": 10,
+        "fusion": "rrf",
+        "rrf_k": 5,
+        "lexical_weight": 0.5,
+        "neighbour_weight": 0.5,
+        "thread_weight": 0.5,
+        "recency_weight": 0.2,
+        "confidence_weight": 0.2,
+        "half_life_semantic": 120.0,
+        "half_life_episodic": 0.0,
+        "half_life_procedural": 0.0,
+        "with_embeddings": False,
+    }
+    values.update(changes)
+    return SearchParams(**values)
+
+
+def _as_before(rows: Any) -> list[tuple[Any, ...]]:
+    return [
+        (
+            row["id"],
+            {key: row[key] for key in row if key != "embedding"},
+            None if row["embedding"] is None else list(row["embedding"]),
+        )
+        for row in rows
+    ]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"fusion": "linear", "recency_weight": 0.0},
+        {"with_embeddings": True, "limit": 30},
+        {"use_lexical": False, "pool": 3, "limit": 3},
+        {
+            "filter": MemoryFilter.build(
+                [Owner.user("ada")],
+                kinds=["episodic", "semantic"],
+                lifecycles=["confirmed"],
+                event_after=datetime(2000, 1, 1, tzinfo=UTC),
+            )
+        },
+    ],
+)
+async def test_the_compiled_read_path_returns_what_the_statement_returns(
+    app: FastAPI,
+    client: AsyncClient,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    changes: dict[str, Any],
+) -> None:
+    tenant = new_tenant()
+    headers = bearer(settings, tenant, "ada")
+    created = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={"items": [{"kind": kind, "text": text} for kind, text in TEXTS]},
+    )
+    assert created.status_code == 201, created.text
+    embedder = app.state.mneme.embedding_backfill.embedder
+    query = "Where does Lena live and what tea does she like?"
+    params = _params(query, await embedder.embed_query(query), **changes)
+    sessionmaker = create_sessionmaker(runtime_engine)
+
+    # One transaction: the same now() for the recency factors of both.
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        hits = await MemoryRepository(session, tenant).search(params)
+        statement = hybrid_search_statement(tenant, params)
+        rows = (await session.execute(statement)).mappings().all()
+
+    assert hits, "the search found nothing to compare"
+    assert [hit.memory.id for hit in hits] == [row["id"] for row in rows]
+    for hit, (_, columns, embedding) in zip(hits, _as_before(rows), strict=True):
+        scores = hit.scores
+        assert (
+            scores.lexical_rank,
+            scores.lexical_score,
+            scores.vector_rank,
+            scores.vector_cosine,
+            scores.fused_score,
+            scores.neighbour_score,
+            scores.thread_score,
+            scores.recency_factor,
+            scores.confidence_factor,
+            scores.final_score,
+        ) == tuple(
+            None if columns[name] is None else float(columns[name])
+            for name in (
+                "lexical_rank",
+                "lexical_score",
+                "vector_rank",
+                "vector_cosine",
+                "fused_score",
+                "neighbour_score",
+                "thread_score",
+                "recency_factor",
+                "confidence_factor",
+                "final_score",
+            )
+        )
+        assert hit.memory.text == columns["text"]
+        assert hit.memory.metadata == columns["metadata"]
+        assert hit.memory.created_at == columns["created_at"]
+        assert hit.embedding == embedding
+        assert (hit.embedding is not None) == params.with_embeddings
