@@ -46,6 +46,10 @@ def _params(query: str, vector: list[float], **changes: Any) -> SearchParams:
         "lexical_weight": 0.5,
         "neighbour_weight": 0.5,
         "thread_weight": 0.5,
+        "speaker_weight": 0.5,
+        "date_weight": 0.5,
+        "window_start": None,
+        "window_end": None,
         "recency_weight": 0.2,
         "confidence_weight": 0.2,
         "half_life_semantic": 120.0,
@@ -73,6 +77,10 @@ def _as_before(rows: Any) -> list[tuple[Any, ...]]:
     [
         {},
         {"fusion": "linear", "recency_weight": 0.0},
+        {
+            "window_start": datetime(2020, 1, 1, tzinfo=UTC),
+            "window_end": datetime(2100, 1, 1, tzinfo=UTC),
+        },
         {"with_embeddings": True, "limit": 30},
         {"use_lexical": False, "pool": 3, "limit": 3},
         {
