@@ -9,6 +9,7 @@ then `budget.fit` chooses whole items within the token budget. Nothing here writ
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any, Literal, cast
@@ -118,29 +119,42 @@ class ContextBuilder:
         drafts: list[SectionDraft[ContextItemSource]] = []
         summarization: str | None = None
         with tracer.start_as_current_span("context.retrieve"):
-            window = None
-            if request.thread_id is not None:
-                window = await self._threads.context_window(
-                    user_id, request.thread_id, self._buffer_recent_turns
+            # The question is embedded (in the embedder's thread, or by a remote service) while
+            # the reads that do not need its vector run.
+            embedding = (
+                asyncio.ensure_future(self._search_service.embed_query(request.query))
+                if wanted & MEMORY_SECTIONS.keys()
+                else None
+            )
+            try:
+                window = None
+                if request.thread_id is not None:
+                    window = await self._threads.context_window(
+                        user_id, request.thread_id, self._buffer_recent_turns
+                    )
+                    summarization = "on" if window.summarization_enabled else "off"
+                org_profile = (
+                    await self._profiles.merged_document(Owner.org()) if "org" in wanted else {}
                 )
-                summarization = "on" if window.summarization_enabled else "off"
+                profile = await self._profile(user_id) if "profile" in wanted else None
+                procedures = await self._procedures(user_id) if "procedures" in wanted else None
+                query_embedding = await embedding if embedding is not None else None
+            finally:
+                if embedding is not None and not embedding.done():
+                    embedding.cancel()
             # Messages the block shows verbatim: a memory made of them alone would say it twice.
             shown_messages = (
                 {message.id for message in window.messages if _is_shown(message)}
                 if window is not None and "recent" in wanted
                 else set()
             )
-            needs_search = wanted & {"org", "facts", "episodes"}
-            query_embedding = (
-                await self._search_service.embed_query(request.query) if needs_search else None
-            )
             hits = await self._memory_hits(user_id, request, query_embedding, shown_messages)
             if "org" in wanted:
-                drafts.append(await self._org(hits["org"]))
-            if "profile" in wanted:
-                drafts.append(await self._profile(user_id))
-            if "procedures" in wanted:
-                drafts.append(await self._procedures(user_id))
+                drafts.append(_org_section(org_profile, hits["org"]))
+            if profile is not None:
+                drafts.append(profile)
+            if procedures is not None:
+                drafts.append(procedures)
             if "facts" in wanted:
                 drafts.append(_hits_section("facts", hits["facts"], "•"))
             if "episodes" in wanted:
@@ -238,15 +252,6 @@ class ContextBuilder:
             hits[name] = section_hits[: limits[name]]
         return hits
 
-    async def _org(self, hits: list[SearchHit]) -> SectionDraft[ContextItemSource]:
-        candidates: list[Candidate[ContextItemSource]] = []
-        org_profile = await self._profiles.merged_document(Owner.org())
-        for key, value in org_profile.items():
-            text = f"{key}: {_compact(value)}"
-            candidates.append(Candidate(f"• {text}", ContextItemSource(None, "profile", text)))
-        candidates.extend(_hit_candidates(hits, "•", offset=len(candidates)))
-        return SectionDraft("org", TITLES["org"], SECTION_WEIGHTS["org"], candidates)
-
     async def _profile(self, user_id: str) -> SectionDraft[ContextItemSource]:
         profile = await self._profiles.merged_document(Owner.user(user_id))
         candidates = [
@@ -284,6 +289,17 @@ class ContextBuilder:
         return SectionDraft(
             "procedures", TITLES["procedures"], SECTION_WEIGHTS["procedures"], candidates
         )
+
+
+def _org_section(
+    org_profile: dict[str, Any], hits: list[SearchHit]
+) -> SectionDraft[ContextItemSource]:
+    candidates: list[Candidate[ContextItemSource]] = []
+    for key, value in org_profile.items():
+        text = f"{key}: {_compact(value)}"
+        candidates.append(Candidate(f"• {text}", ContextItemSource(None, "profile", text)))
+    candidates.extend(_hit_candidates(hits, "•", offset=len(candidates)))
+    return SectionDraft("org", TITLES["org"], SECTION_WEIGHTS["org"], candidates)
 
 
 def _hits_section(
