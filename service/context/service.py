@@ -133,10 +133,14 @@ class ContextBuilder:
                         user_id, request.thread_id, self._buffer_recent_turns
                     )
                     summarization = "on" if window.summarization_enabled else "off"
-                org_profile = (
-                    await self._profiles.merged_document(Owner.org()) if "org" in wanted else {}
+                profile_owners = [
+                    owner
+                    for section, owner in (("org", Owner.org()), ("profile", Owner.user(user_id)))
+                    if section in wanted
+                ]
+                profiles = (
+                    await self._profiles.merged_documents(profile_owners) if profile_owners else {}
                 )
-                profile = await self._profile(user_id) if "profile" in wanted else None
                 procedures = await self._procedures(user_id) if "procedures" in wanted else None
                 query_embedding = await embedding if embedding is not None else None
             finally:
@@ -150,9 +154,9 @@ class ContextBuilder:
             )
             hits = await self._memory_hits(user_id, request, query_embedding, shown_messages)
             if "org" in wanted:
-                drafts.append(_org_section(org_profile, hits["org"]))
-            if profile is not None:
-                drafts.append(profile)
+                drafts.append(_org_section(profiles[Owner.org()], hits["org"]))
+            if "profile" in wanted:
+                drafts.append(_profile_section(profiles[Owner.user(user_id)]))
             if procedures is not None:
                 drafts.append(procedures)
             if "facts" in wanted:
@@ -252,25 +256,6 @@ class ContextBuilder:
             hits[name] = section_hits[: limits[name]]
         return hits
 
-    async def _profile(self, user_id: str) -> SectionDraft[ContextItemSource]:
-        profile = await self._profiles.merged_document(Owner.user(user_id))
-        candidates = [
-            Candidate(
-                f"{key}: {_compact(value)}",
-                ContextItemSource(None, "profile", f"{key}: {_compact(value)}"),
-                render_key=index,
-            )
-            for index, (key, value) in enumerate(profile.items())
-        ]
-        return SectionDraft(
-            "profile",
-            TITLES["profile"],
-            SECTION_WEIGHTS["profile"],
-            candidates,
-            opening="<memory>",
-            closing="</memory>",
-        )
-
     async def _procedures(self, user_id: str) -> SectionDraft[ContextItemSource]:
         own, org = await self._memories.user_and_org_procedures(Owner.user(user_id))
         candidates: list[Candidate[ContextItemSource]] = []
@@ -300,6 +285,25 @@ def _org_section(
         candidates.append(Candidate(f"• {text}", ContextItemSource(None, "profile", text)))
     candidates.extend(_hit_candidates(hits, "•", offset=len(candidates)))
     return SectionDraft("org", TITLES["org"], SECTION_WEIGHTS["org"], candidates)
+
+
+def _profile_section(profile: dict[str, Any]) -> SectionDraft[ContextItemSource]:
+    candidates = [
+        Candidate(
+            f"{key}: {_compact(value)}",
+            ContextItemSource(None, "profile", f"{key}: {_compact(value)}"),
+            render_key=index,
+        )
+        for index, (key, value) in enumerate(profile.items())
+    ]
+    return SectionDraft(
+        "profile",
+        TITLES["profile"],
+        SECTION_WEIGHTS["profile"],
+        candidates,
+        opening="<memory>",
+        closing="</memory>",
+    )
 
 
 def _hits_section(
