@@ -74,9 +74,10 @@ collection AS (
 term_weights AS (
     -- Inverse document frequency (BM25's, never negative): a name in every memory weighs
     -- next to nothing, the rare word that identifies one memory weighs most.
-    SELECT section, lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+    SELECT section, lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf,
+           c.mean_length
       FROM lexical_matches JOIN collection c USING (section)
-     GROUP BY section, lexeme, c.documents
+     GROUP BY section, lexeme, c.documents, c.mean_length
 ),
 lexical_hits AS (
     SELECT id, section, score, rank
@@ -87,11 +88,13 @@ lexical_hits AS (
                            -- length-normalised.
                            sum(w.idf * lm.tf * 2.2
                                / (lm.tf + 1.2 * (0.25 + 0.75 * lm.length
-                                                 / nullif(c.mean_length, 0)))) AS score
+                                                 / nullif(w.mean_length, 0)))) AS score
                       FROM lexical_matches lm
                       JOIN term_weights w USING (section, lexeme)
-                      JOIN collection c USING (section)
-                     GROUP BY lm.section, lm.id) AS scored_terms) AS ranked
+                     GROUP BY lm.section, lm.id
+                     -- One section: only its pool is ranked (a top-N sort, not a full one).
+                     ORDER BY score DESC, lm.id
+                     LIMIT {lexical_pool}) AS scored_terms) AS ranked
      WHERE rank <= {pool}
 ),
 vector_hits AS (
@@ -270,15 +273,18 @@ def _search_template(candidate_filters: tuple[str, ...]) -> str:
     ]
     if len(candidate_filters) == 1:
         section, candidate_filter, pool, limit = "0", candidate_filters[0], ":pool_0", ":limit_0"
+        lexical_pool = pool
     else:
         section = _case("WHEN ({}) THEN {}", candidate_filters)
         candidate_filter = "(" + " OR ".join(f"({each})" for each in candidate_filters) + ")"
         pool = _case("WHEN {1} THEN :pool_{1}", candidate_filters, "section")
         limit = _case("WHEN {1} THEN :limit_{1}", candidate_filters, "section")
+        lexical_pool = "ALL"
     return (
         HYBRID_SEARCH_SQL.replace("{nearest}", " UNION ALL ".join(f"({n})" for n in nearest))
         .replace("{candidate_filter}", candidate_filter)
         .replace("{section}", section)
+        .replace("{lexical_pool}", lexical_pool)
         .replace("{pool}", pool)
         .replace("{limit}", limit)
     )
