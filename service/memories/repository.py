@@ -51,25 +51,10 @@ WITH query_terms AS (
       FROM (SELECT tsvector_to_array(to_tsvector('english', :query)) AS lexemes) AS terms
 ),
 lexical_matches AS (
-    -- Every candidate memory holding any of the question's lexemes (through the GIN index),
-    -- one row per lexeme it holds, with that lexeme's frequency in the memory.
-    SELECT m.id, {section} AS section, term.lexeme, cardinality(term.positions) AS tf,
-           length(m.tsv) AS length
-      FROM memory m
-     CROSS JOIN query_terms q
-     CROSS JOIN LATERAL unnest(m.tsv) AS term
-     WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
-       AND {candidate_filter}
-       AND term.lexeme = ANY(q.lexemes)
+    {lexical_matches}
 ),
 collection AS (
-    -- The statistics BM25 needs, over exactly the memories this search may return: how many
-    -- there are and their mean length (in distinct lexemes), per section.
-    SELECT {section} AS section, count(*) AS documents,
-           coalesce(avg(length(m.tsv)), 0) AS mean_length
-      FROM memory m
-     WHERE :use_lexical AND {candidate_filter}
-     GROUP BY 1
+    {collection}
 ),
 term_weights AS (
     -- Inverse document frequency (BM25's, never negative): a name in every memory weighs
@@ -218,8 +203,9 @@ SELECT *
  ORDER BY section, section_rank
 """
 """One statement: lexical (GIN tsvector, OR query, BM25 with the statistics of the memories
-the search may return) and vector (HNSW cosine, `NEAREST_SQL`) candidate sets under the same
-`MemoryFilter` (`{candidate_filter}`), fused (RRF or linear); then the evidence of a memory's
+the search may return: `LEXICAL_MATCHES_SQL`, `COLLECTION_SQL`) and vector (HNSW cosine,
+`NEAREST_SQL`) candidate sets under the same `MemoryFilter` (`{candidate_filter}`), fused (RRF
+or linear); then the evidence of a memory's
 conversation (its neighbours in its source thread, the other hits of that thread) added on top,
 decayed by kind-aware recency and confidence. Returns, best first, each hit's memory columns
 (everything a response shows) and every component score, so no second query is needed.
@@ -227,6 +213,31 @@ decayed by kind-aware recency and confidence. Returns, best first, each hit's me
 Several searches that differ only in their filter run as one statement of disjoint sections
 (`{section}` says which section a memory's filter puts it in): every rank, normalisation and
 top-N is taken per section, so a section's hits are exactly those its own statement returns."""
+
+LEXICAL_MATCHES_SQL = """
+-- Every candidate memory of the section holding any of the question's lexemes (through the
+-- GIN index), one row per lexeme it holds, with that lexeme's frequency in the memory.
+SELECT m.id, {section} AS section, term.lexeme, cardinality(term.positions) AS tf,
+       length(m.tsv) AS length
+  FROM memory m
+ CROSS JOIN query_terms q
+ CROSS JOIN LATERAL unnest(m.tsv) AS term
+ WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
+   AND {candidate_filter}
+   AND term.lexeme = ANY(q.lexemes)
+"""
+"""One section's lexical candidates (`lexical_matches` of `HYBRID_SEARCH_SQL`)."""
+
+COLLECTION_SQL = """
+-- The statistics BM25 needs, over exactly the memories the section may return: how many
+-- there are and their mean length (in distinct lexemes).
+SELECT {section} AS section, count(*) AS documents,
+       coalesce(avg(length(m.tsv)), 0) AS mean_length
+  FROM memory m
+ WHERE :use_lexical AND {candidate_filter}
+ GROUP BY 1
+"""
+"""One section's BM25 statistics (`collection` of `HYBRID_SEARCH_SQL`)."""
 
 NEAREST_SQL = """
 SELECT m.id, {section} AS section, m.embedding <=> :query_embedding AS distance
@@ -238,8 +249,11 @@ SELECT m.id, {section} AS section, m.embedding <=> :query_embedding AS distance
 """
 """One section's vector candidates: HNSW with pgvector's iterative scan (hnsw.iterative_scan,
 set per connection), so a scan filtered to one user keeps going until it has found the pool's
-rows that pass the filter. Each section scans on its own: under one LIMIT a section with near
-vectors would crowd the others out."""
+rows that pass the filter.
+
+Each section's candidates come from a scan of its own (the fragments joined by UNION ALL): one
+scan under the sections' filters OR'ed would leave the planner only their common conditions for
+an index, and under one LIMIT a section with near vectors would crowd the others out."""
 
 _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
     "query": Text(),
@@ -265,12 +279,17 @@ def _search_template(candidate_filters: tuple[str, ...]) -> str:
     """`HYBRID_SEARCH_SQL` with section `i` selected by `candidate_filters[i]`, its pool and
     limit bound as `:pool_i` and `:limit_i`."""
     # Cached per filter shape: the same text (and so asyncpg's prepared statement) is reused.
-    nearest = [
-        NEAREST_SQL.replace("{section}", str(index))
-        .replace("{candidate_filter}", candidate_filter)
-        .replace("{pool}", f":pool_{index}")
-        for index, candidate_filter in enumerate(candidate_filters)
-    ]
+
+    def each_section(fragment: str) -> str:
+        return " UNION ALL ".join(
+            "("
+            + fragment.replace("{section}", str(index))
+            .replace("{candidate_filter}", candidate_filter)
+            .replace("{pool}", f":pool_{index}")
+            + ")"
+            for index, candidate_filter in enumerate(candidate_filters)
+        )
+
     if len(candidate_filters) == 1:
         section, candidate_filter, pool, limit = "0", candidate_filters[0], ":pool_0", ":limit_0"
         lexical_pool = pool
@@ -281,7 +300,9 @@ def _search_template(candidate_filters: tuple[str, ...]) -> str:
         limit = _case("WHEN {1} THEN :limit_{1}", candidate_filters, "section")
         lexical_pool = "ALL"
     return (
-        HYBRID_SEARCH_SQL.replace("{nearest}", " UNION ALL ".join(f"({n})" for n in nearest))
+        HYBRID_SEARCH_SQL.replace("{lexical_matches}", each_section(LEXICAL_MATCHES_SQL))
+        .replace("{collection}", each_section(COLLECTION_SQL))
+        .replace("{nearest}", each_section(NEAREST_SQL))
         .replace("{candidate_filter}", candidate_filter)
         .replace("{section}", section)
         .replace("{lexical_pool}", lexical_pool)
