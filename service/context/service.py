@@ -2,16 +2,17 @@
 
 Sections, in priority order: organization memory, the user's profile, procedural
 instructions (the user's slot over the org's), relevant facts, episodic hints and — with a
-thread — its summaries and recent raw turns. Each retrieves its own candidates (hybrid search
-with MMR; one query embedding shared by all), then `budget.fit` chooses whole items within the
-token budget. Nothing here writes.
+thread — its summaries and recent raw turns. The memory sections' candidates come from one
+fusion statement (one query embedding, each section ranked on its own, then MMR per section),
+then `budget.fit` chooses whole items within the token budget. Nothing here writes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from opentelemetry import trace
 
@@ -61,6 +62,14 @@ TITLES: dict[SectionName, str] = {
 EPISODE_DASH = "\u2013"
 # The most hits one search returns (`SearchRequest.limit`'s bound).
 SEARCH_LIMIT_MAX = 100
+MemorySectionName = Literal["org", "facts", "episodes"]
+# The sections made of searched memories: the scopes and kinds each searches. They select
+# disjoint memories, so one fusion statement ranks all three.
+MEMORY_SECTIONS: dict[MemorySectionName, tuple[list[str], list[str]]] = {
+    "org": (["org"], ["semantic"]),
+    "facts": (["user"], ["semantic"]),
+    "episodes": (["user"], ["episodic"]),
+}
 SLOT_TITLES = {
     "style": "Style",
     "workflow": "Workflow",
@@ -110,53 +119,50 @@ class ContextBuilder:
         drafts: list[SectionDraft[ContextItemSource]] = []
         summarization: str | None = None
         with tracer.start_as_current_span("context.retrieve"):
-            window = None
-            if request.thread_id is not None:
-                window = await self._threads.context_window(
-                    user_id, request.thread_id, self._buffer_recent_turns
+            # The question is embedded (in the embedder's thread, or by a remote service) while
+            # the reads that do not need its vector run.
+            embedding = (
+                asyncio.ensure_future(self._search_service.embed_query(request.query))
+                if wanted & MEMORY_SECTIONS.keys()
+                else None
+            )
+            try:
+                window = None
+                if request.thread_id is not None:
+                    window = await self._threads.context_window(
+                        user_id, request.thread_id, self._buffer_recent_turns
+                    )
+                    summarization = "on" if window.summarization_enabled else "off"
+                profile_owners = [
+                    owner
+                    for section, owner in (("org", Owner.org()), ("profile", Owner.user(user_id)))
+                    if section in wanted
+                ]
+                profiles = (
+                    await self._profiles.merged_documents(profile_owners) if profile_owners else {}
                 )
-                summarization = "on" if window.summarization_enabled else "off"
+                procedures = await self._procedures(user_id) if "procedures" in wanted else None
+                query_embedding = await embedding if embedding is not None else None
+            finally:
+                if embedding is not None and not embedding.done():
+                    embedding.cancel()
             # Messages the block shows verbatim: a memory made of them alone would say it twice.
             shown_messages = (
                 {message.id for message in window.messages if _is_shown(message)}
                 if window is not None and "recent" in wanted
                 else set()
             )
-            needs_search = wanted & {"org", "facts", "episodes"}
-            query_embedding = (
-                await self._search_service.embed_query(request.query) if needs_search else None
-            )
+            hits = await self._memory_hits(user_id, request, query_embedding, shown_messages)
             if "org" in wanted:
-                drafts.append(await self._org(user_id, request, query_embedding))
+                drafts.append(_org_section(profiles[Owner.org()], hits["org"]))
             if "profile" in wanted:
-                drafts.append(await self._profile(user_id))
-            if "procedures" in wanted:
-                drafts.append(await self._procedures(user_id))
+                drafts.append(_profile_section(profiles[Owner.user(user_id)]))
+            if procedures is not None:
+                drafts.append(procedures)
             if "facts" in wanted:
-                drafts.append(
-                    await self._memory_section(
-                        "facts",
-                        user_id,
-                        request,
-                        query_embedding,
-                        "semantic",
-                        request.k_user,
-                        bullet="•",
-                    )
-                )
+                drafts.append(_hits_section("facts", hits["facts"], "•"))
             if "episodes" in wanted:
-                drafts.append(
-                    await self._memory_section(
-                        "episodes",
-                        user_id,
-                        request,
-                        query_embedding,
-                        "episodic",
-                        request.k_episodic,
-                        bullet=EPISODE_DASH,
-                        shown_messages=shown_messages,
-                    )
-                )
+                drafts.append(_hits_section("episodes", hits["episodes"], EPISODE_DASH))
             if window is not None:
                 if "thread" in wanted:
                     drafts.append(_summary_section(window))
@@ -202,71 +208,53 @@ class ContextBuilder:
             summarization="on" if summarization == "on" else "off" if summarization else None,
         )
 
-    async def _search(
+    async def _memory_hits(
         self,
         user_id: str,
         request: ContextRequest,
         query_embedding: list[float] | None,
-        *,
-        scopes: list[str],
-        kinds: list[str],
-        limit: int,
-    ) -> list[SearchHit]:
-        if limit == 0:
-            return []
+        shown_messages: set[uuid.UUID],
+    ) -> dict[MemorySectionName, list[SearchHit]]:
+        """The best memories of each memory section the request includes, from one statement.
+
+        Episodes leave out those whose source messages are all in `shown_messages` (a
+        thread's turns stored as memories, when the block already carries the turns)."""
         lifecycles = ["confirmed", "proposed"] if request.include_proposed else ["confirmed"]
-        search = SearchRequest.model_validate(
-            {
-                "query": request.query,
-                "scopes": scopes,
-                "kinds": kinds,
-                "lifecycles": lifecycles,
-                "limit": limit,
-                "mmr_lambda": request.mmr_lambda,
-            }
-        )
-        result = await self._search_service.search(
-            Owner.user(user_id), search, query_embedding=query_embedding
-        )
-        return list(result.hits)
-
-    async def _org(
-        self, user_id: str, request: ContextRequest, query_embedding: list[float] | None
-    ) -> SectionDraft[ContextItemSource]:
-        candidates: list[Candidate[ContextItemSource]] = []
-        org_profile = await self._profiles.merged_document(Owner.org())
-        for key, value in org_profile.items():
-            text = f"{key}: {_compact(value)}"
-            candidates.append(Candidate(f"• {text}", ContextItemSource(None, "profile", text)))
-        hits = await self._search(
-            user_id,
-            request,
-            query_embedding,
-            scopes=["org"],
-            kinds=["semantic"],
-            limit=request.k_org,
-        )
-        candidates.extend(_hit_candidates(hits, "•", offset=len(candidates)))
-        return SectionDraft("org", TITLES["org"], SECTION_WEIGHTS["org"], candidates)
-
-    async def _profile(self, user_id: str) -> SectionDraft[ContextItemSource]:
-        profile = await self._profiles.merged_document(Owner.user(user_id))
-        candidates = [
-            Candidate(
-                f"{key}: {_compact(value)}",
-                ContextItemSource(None, "profile", f"{key}: {_compact(value)}"),
-                render_key=index,
+        limits: dict[MemorySectionName, int] = {
+            "org": request.k_org,
+            "facts": request.k_user,
+            "episodes": request.k_episodic,
+        }
+        names = [name for name in MEMORY_SECTIONS if name in request.include and limits[name]]
+        searches = [
+            SearchRequest.model_validate(
+                {
+                    "query": request.query,
+                    "scopes": MEMORY_SECTIONS[name][0],
+                    "kinds": MEMORY_SECTIONS[name][1],
+                    "lifecycles": lifecycles,
+                    # Enough to fill the section even if every shown message has its memory.
+                    "limit": min(limits[name] + len(shown_messages), SEARCH_LIMIT_MAX)
+                    if name == "episodes"
+                    else limits[name],
+                    "mmr_lambda": request.mmr_lambda,
+                }
             )
-            for index, (key, value) in enumerate(profile.items())
+            for name in names
         ]
-        return SectionDraft(
-            "profile",
-            TITLES["profile"],
-            SECTION_WEIGHTS["profile"],
-            candidates,
-            opening="<memory>",
-            closing="</memory>",
+        found = (
+            await self._search_service.search_sections(
+                Owner.user(user_id), searches, query_embedding=query_embedding
+            )
+            if searches
+            else []
         )
+        hits: dict[MemorySectionName, list[SearchHit]] = {name: [] for name in MEMORY_SECTIONS}
+        for name, section_hits in zip(names, found, strict=True):
+            if name == "episodes" and shown_messages:
+                section_hits = [hit for hit in section_hits if not _repeats(hit, shown_messages)]
+            hits[name] = section_hits[: limits[name]]
+        return hits
 
     async def _procedures(self, user_id: str) -> SectionDraft[ContextItemSource]:
         own, org = await self._memories.user_and_org_procedures(Owner.user(user_id))
@@ -287,39 +275,41 @@ class ContextBuilder:
             "procedures", TITLES["procedures"], SECTION_WEIGHTS["procedures"], candidates
         )
 
-    async def _memory_section(
-        self,
-        name: SectionName,
-        user_id: str,
-        request: ContextRequest,
-        query_embedding: list[float] | None,
-        kind: str,
-        limit: int,
-        *,
-        bullet: str,
-        shown_messages: set[uuid.UUID] | None = None,
-    ) -> SectionDraft[ContextItemSource]:
-        """The best `limit` memories of `kind`, leaving out those whose source messages are
-        all in `shown_messages` (a thread's turns stored as memories, when the block already
-        carries the turns themselves)."""
-        if not shown_messages or limit == 0:
-            hits = await self._search(
-                user_id, request, query_embedding, scopes=["user"], kinds=[kind], limit=limit
-            )
-        else:
-            # Ask for enough to fill `limit` even if every shown message has its memory.
-            hits = await self._search(
-                user_id,
-                request,
-                query_embedding,
-                scopes=["user"],
-                kinds=[kind],
-                limit=min(limit + len(shown_messages), SEARCH_LIMIT_MAX),
-            )
-            hits = [hit for hit in hits if not _repeats(hit, shown_messages)][:limit]
-        return SectionDraft(
-            name, TITLES[name], SECTION_WEIGHTS[name], _hit_candidates(hits, bullet)
+
+def _org_section(
+    org_profile: dict[str, Any], hits: list[SearchHit]
+) -> SectionDraft[ContextItemSource]:
+    candidates: list[Candidate[ContextItemSource]] = []
+    for key, value in org_profile.items():
+        text = f"{key}: {_compact(value)}"
+        candidates.append(Candidate(f"• {text}", ContextItemSource(None, "profile", text)))
+    candidates.extend(_hit_candidates(hits, "•", offset=len(candidates)))
+    return SectionDraft("org", TITLES["org"], SECTION_WEIGHTS["org"], candidates)
+
+
+def _profile_section(profile: dict[str, Any]) -> SectionDraft[ContextItemSource]:
+    candidates = [
+        Candidate(
+            f"{key}: {_compact(value)}",
+            ContextItemSource(None, "profile", f"{key}: {_compact(value)}"),
+            render_key=index,
         )
+        for index, (key, value) in enumerate(profile.items())
+    ]
+    return SectionDraft(
+        "profile",
+        TITLES["profile"],
+        SECTION_WEIGHTS["profile"],
+        candidates,
+        opening="<memory>",
+        closing="</memory>",
+    )
+
+
+def _hits_section(
+    name: MemorySectionName, hits: list[SearchHit], bullet: str
+) -> SectionDraft[ContextItemSource]:
+    return SectionDraft(name, TITLES[name], SECTION_WEIGHTS[name], _hit_candidates(hits, bullet))
 
 
 def _repeats(hit: SearchHit, shown_messages: set[uuid.UUID]) -> bool:

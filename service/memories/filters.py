@@ -84,6 +84,20 @@ class MemoryFilter:
         """True when anything besides the owner narrows the set."""
         return any(getattr(self, f.name) is not None for f in fields(self) if f.name != "owners")
 
+    def is_disjoint(self, other: MemoryFilter) -> bool:
+        """True when no memory can match both filters: they share no owner, or both name
+        kinds, categories or lifecycles and share none of them (a sufficient test only)."""
+        if not set(self.owners) & set(other.owners):
+            return True
+        return any(
+            mine is not None and theirs is not None and not set(mine) & set(theirs)
+            for mine, theirs in (
+                (self.kinds, other.kinds),
+                (self.categories, other.categories),
+                (self.lifecycles, other.lifecycles),
+            )
+        )
+
     def where(self, tenant_id: str, alias: str = "m", prefix: str = "f_") -> Predicate:
         """The filter as a SQL predicate over `memory AS <alias>`, with its own bound values.
 

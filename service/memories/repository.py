@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -16,6 +16,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     Integer,
+    RowMapping,
     Select,
     Text,
     TextualSelect,
@@ -36,7 +37,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
 from service.auth.owner import Owner
-from service.memories.filters import MemoryFilter
+from service.memories.filters import MemoryFilter, Predicate
 from service.memories.models import Memory, MemoryEvent
 from service.memories.schemas import ComponentScores, MemoryRead
 
@@ -53,70 +54,58 @@ WITH query_terms AS (
       FROM (SELECT tsvector_to_array(to_tsvector('english', :query)) AS lexemes) AS terms
 ),
 lexical_matches AS (
-    -- Every candidate memory holding any of the question's lexemes (through the GIN index),
-    -- one row per lexeme it holds, with that lexeme's frequency in the memory.
-    SELECT m.id, term.lexeme, cardinality(term.positions) AS tf, length(m.tsv) AS length
-      FROM memory m
-     CROSS JOIN query_terms q
-     CROSS JOIN LATERAL unnest(m.tsv) AS term
-     WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
-       AND {candidate_filter}
-       AND term.lexeme = ANY(q.lexemes)
+    {lexical_matches}
 ),
 collection AS (
-    -- The statistics BM25 needs, over exactly the memories this search may return: how many
-    -- there are and their mean length (in distinct lexemes).
-    SELECT count(*) AS documents, coalesce(avg(length(m.tsv)), 0) AS mean_length
-      FROM memory m
-     WHERE :use_lexical AND {candidate_filter}
+    {collection}
 ),
 term_weights AS (
     -- Inverse document frequency (BM25's, never negative): a name in every memory weighs
     -- next to nothing, the rare word that identifies one memory weighs most.
-    SELECT lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-      FROM lexical_matches CROSS JOIN collection c
-     GROUP BY lexeme, c.documents
+    SELECT section, lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf,
+           c.mean_length
+      FROM lexical_matches JOIN collection c USING (section)
+     GROUP BY section, lexeme, c.documents, c.mean_length
 ),
 lexical_hits AS (
-    SELECT id, score, row_number() OVER (ORDER BY score DESC, id) AS rank
-      FROM (SELECT lm.id,
-                   -- BM25 (k1 1.2, b 0.75): saturating term frequency, length-normalised.
-                   sum(w.idf * lm.tf * 2.2 / (lm.tf + 1.2 * (0.25 + 0.75 * lm.length
-                                                              / nullif(c.mean_length, 0))))
-                       AS score
-              FROM lexical_matches lm
-              JOIN term_weights w USING (lexeme)
-             CROSS JOIN collection c
-             GROUP BY lm.id
-             ORDER BY score DESC, lm.id
-             LIMIT :pool) AS ranked
+    SELECT id, section, score, rank
+      FROM (SELECT id, section, score,
+                   row_number() OVER (PARTITION BY section ORDER BY score DESC, id) AS rank
+              FROM (SELECT lm.id, lm.section,
+                           -- BM25 (k1 1.2, b 0.75): saturating term frequency,
+                           -- length-normalised.
+                           sum(w.idf * lm.tf * 2.2
+                               / (lm.tf + 1.2 * (0.25 + 0.75 * lm.length
+                                                 / nullif(w.mean_length, 0)))) AS score
+                      FROM lexical_matches lm
+                      JOIN term_weights w USING (section, lexeme)
+                     GROUP BY lm.section, lm.id
+                     -- One section: only its pool is ranked (a top-N sort, not a full one).
+                     ORDER BY score DESC, lm.id
+                     LIMIT {lexical_pool}) AS scored_terms) AS ranked
+     WHERE rank <= {pool}
 ),
 vector_hits AS (
-    -- HNSW with pgvector's iterative scan (hnsw.iterative_scan, set per connection), so a scan
-    -- filtered to one user keeps going until it has found :pool rows that pass the filter.
-    SELECT id, 1 - distance AS cosine, row_number() OVER (ORDER BY distance, id) AS rank
-      FROM (SELECT m.id, m.embedding <=> :query_embedding AS distance
-              FROM memory m
-             WHERE :use_vector AND m.embedding IS NOT NULL
-               AND {candidate_filter}
-             ORDER BY m.embedding <=> :query_embedding
-             LIMIT :pool) AS nearest
+    SELECT id, section, 1 - distance AS cosine,
+           row_number() OVER (PARTITION BY section ORDER BY distance, id) AS rank
+      FROM ({nearest}) AS nearest
 ),
 fused AS (
-    SELECT coalesce(l.id, v.id) AS id,
+    SELECT coalesce(l.id, v.id) AS id, coalesce(l.section, v.section) AS section,
            l.rank AS lexical_rank, l.score AS lexical_score,
            v.rank AS vector_rank, v.cosine AS vector_cosine,
            -- Each side on one scale for breaking ties: lexical relative to the best lexical
            -- hit (0..1), the cosine as is (a negative one ranks below no match at all).
-           coalesce(l.score / nullif(max(l.score) OVER (), 0), 0) AS lexical_strength,
+           coalesce(l.score / nullif(max(l.score) OVER by_section, 0), 0) AS lexical_strength,
            coalesce(v.cosine, 0) AS vector_strength,
            CASE WHEN :fusion = 'linear' THEN
                     -- Magnitude-aware: a perfect vector match outscores a weak lexical one.
-                    :lexical_weight * coalesce(l.score / nullif(max(l.score) OVER (), 0), 0)
+                    :lexical_weight * coalesce(l.score / nullif(max(l.score) OVER by_section, 0), 0)
                     + (1 - :lexical_weight) * greatest(coalesce(v.cosine, 0), 0)
                 ELSE coalesce(1.0 / (:rrf_k + l.rank), 0) + coalesce(1.0 / (:rrf_k + v.rank), 0)
            END AS fused_score
       FROM lexical_hits l FULL OUTER JOIN vector_hits v ON v.id = l.id
+    WINDOW by_section AS (PARTITION BY coalesce(l.section, v.section))
 ),
 candidates AS (
     SELECT f.*, m.source_thread_id AS thread_id,
@@ -128,26 +117,28 @@ adjacent AS (
     -- A conversation turn is often found through the turn next to it (the question it
     -- answers, the line it replies to): each candidate lends its fused score to the memory
     -- right before and right after it in its source thread, found or not, on top of their own.
-    SELECT n.id, max(c.fused_score) AS evidence
+    SELECT n.id, c.section, max(c.fused_score) AS evidence
       FROM candidates c
      CROSS JOIN LATERAL (
            (SELECT m.id FROM memory m
              WHERE m.source_thread_id = c.thread_id AND {candidate_filter}
+               AND {section} = c.section
                AND (coalesce(m.event_at, m.created_at), m.id) < (c.happened_at, c.id)
              ORDER BY coalesce(m.event_at, m.created_at) DESC, m.id DESC
              LIMIT 1)
            UNION ALL
            (SELECT m.id FROM memory m
              WHERE m.source_thread_id = c.thread_id AND {candidate_filter}
+               AND {section} = c.section
                AND (coalesce(m.event_at, m.created_at), m.id) > (c.happened_at, c.id)
              ORDER BY coalesce(m.event_at, m.created_at), m.id
              LIMIT 1)
      ) AS n
      WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL
-     GROUP BY n.id
+     GROUP BY n.id, c.section
 ),
 pooled AS (
-    SELECT coalesce(c.id, a.id) AS id,
+    SELECT coalesce(c.id, a.id) AS id, coalesce(c.section, a.section) AS section,
            c.lexical_rank, c.lexical_score, c.vector_rank, c.vector_cosine,
            coalesce(c.fused_score, 0) AS fused_score,
            coalesce(a.evidence, 0) AS neighbour_score,
@@ -156,14 +147,16 @@ pooled AS (
       FROM candidates c FULL OUTER JOIN adjacent a ON a.id = c.id
 ),
 scored AS (
-    SELECT p.lexical_rank, p.lexical_score, p.vector_rank, p.vector_cosine, p.fused_score,
-           p.neighbour_score,
+    SELECT p.section, p.lexical_rank, p.lexical_score, p.vector_rank, p.vector_cosine,
+           p.fused_score, p.neighbour_score,
            -- Evidence from the memory's conversation: the share of all candidates' fused score
            -- that the other candidates from its source thread hold, on the fused scale (times
            -- the best fused score). Several hits in one session lift that session's turns.
            CASE WHEN m.source_thread_id IS NULL THEN 0.0
-                ELSE (sum(p.fused_score) OVER (PARTITION BY m.source_thread_id) - p.fused_score)
-                     / nullif(sum(p.fused_score) OVER (), 0) * max(p.fused_score) OVER ()
+                ELSE (sum(p.fused_score) OVER (PARTITION BY p.section, m.source_thread_id)
+                      - p.fused_score)
+                     / nullif(sum(p.fused_score) OVER (PARTITION BY p.section), 0)
+                     * max(p.fused_score) OVER (PARTITION BY p.section)
            END AS thread_score,
            -- The prior for a speaker the query names: the memory's speaker shares a lexeme
            -- with the query (so only the names the owner's memories actually carry can match),
@@ -171,13 +164,13 @@ scored AS (
            CASE WHEN m.speaker IS NOT NULL
                      AND tsvector_to_array(to_tsvector('english', m.speaker))
                          && (SELECT q.lexemes FROM query_terms q)
-                THEN max(p.fused_score) OVER () ELSE 0.0
+                THEN max(p.fused_score) OVER (PARTITION BY p.section) ELSE 0.0
            END AS speaker_score,
            -- The time the query names (a day, a recent month), as a window: the memories that
            -- happened inside it, on the fused scale.
            CASE WHEN coalesce(m.event_at, m.created_at) >= :window_start
                      AND coalesce(m.event_at, m.created_at) < :window_end
-                THEN max(p.fused_score) OVER () ELSE 0.0
+                THEN max(p.fused_score) OVER (PARTITION BY p.section) ELSE 0.0
            END AS date_score,
            greatest(p.lexical_strength, p.vector_strength) AS stronger_side,
            least(p.lexical_strength, p.vector_strength) AS weaker_side,
@@ -200,8 +193,9 @@ scored AS (
                                      WHEN 'episodic' THEN :half_life_episodic
                                      ELSE :half_life_procedural END AS days) AS half_life
       ) AS decay
-)
-SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
+),
+hits AS (
+    SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
        s.needs_review, s.superseded_by, s.source_thread_id, s.source_message_ids, s.evidence,
        s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
        s.embedding_model, s.metadata, s.store_key, s.speaker,
@@ -211,21 +205,75 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
        (s.fused_score + :neighbour_weight * s.neighbour_score + :thread_weight * s.thread_score
         + :speaker_weight * s.speaker_score + :date_weight * s.date_score)
            * s.recency_factor * s.confidence_factor AS final_score,
-       CASE WHEN :with_embeddings THEN s.embedding END AS embedding
+       CASE WHEN :with_embeddings THEN s.embedding END AS embedding,
+       s.section, s.stronger_side, s.weaker_side
   FROM scored s
- -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same rank the same
- -- fused score) are decided by what the scores mean: the stronger of the two sides, then the
- -- other; the id only when everything is equal, so the same data and question rank the same.
- ORDER BY final_score DESC, s.stronger_side DESC, s.weaker_side DESC, s.id
- LIMIT :limit
+)
+SELECT *
+  FROM (SELECT h.*,
+               -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same
+               -- rank the same fused score) are decided by what the scores mean: the stronger
+               -- of the two sides, then the other; the id only when everything is equal, so
+               -- the same data and question rank the same.
+               row_number() OVER (PARTITION BY h.section ORDER BY h.final_score DESC,
+                                  h.stronger_side DESC, h.weaker_side DESC, h.id) AS section_rank
+          FROM hits h) AS ranked
+ WHERE section_rank <= {limit}
+ ORDER BY section, section_rank
 """
 """One statement: lexical (GIN tsvector, OR query, BM25 with the statistics of the memories
-the search may return) and vector (HNSW cosine) candidate sets under the same `MemoryFilter`
-(`{candidate_filter}`), fused (RRF or linear); then the evidence of a memory's conversation
-(its neighbours in its source thread, the other hits of that thread) and the priors for the
-speaker and the time the query names added on top, decayed by kind-aware recency and
-confidence. Returns, best first, each hit's memory columns (everything a
-response shows) and every component score, so no second query is needed."""
+the search may return: `LEXICAL_MATCHES_SQL`, `COLLECTION_SQL`) and vector (HNSW cosine,
+`NEAREST_SQL`) candidate sets under the same `MemoryFilter` (`{candidate_filter}`), fused (RRF
+or linear); then the evidence of a memory's
+conversation (its neighbours in its source thread, the other hits of that thread) and the priors
+for the speaker and the time the query names added on top, decayed by kind-aware recency and
+confidence. Returns, best first, each hit's memory columns
+(everything a response shows) and every component score, so no second query is needed.
+
+Several searches that differ only in their filter run as one statement of disjoint sections
+(`{section}` says which section a memory's filter puts it in): every rank, normalisation and
+top-N is taken per section, so a section's hits are exactly those its own statement returns."""
+
+LEXICAL_MATCHES_SQL = """
+-- Every candidate memory of the section holding any of the question's lexemes (through the
+-- GIN index), one row per lexeme it holds, with that lexeme's frequency in the memory.
+SELECT m.id, {section} AS section, term.lexeme, cardinality(term.positions) AS tf,
+       length(m.tsv) AS length
+  FROM memory m
+ CROSS JOIN query_terms q
+ CROSS JOIN LATERAL unnest(m.tsv) AS term
+ WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
+   AND {candidate_filter}
+   AND term.lexeme = ANY(q.lexemes)
+"""
+"""One section's lexical candidates (`lexical_matches` of `HYBRID_SEARCH_SQL`)."""
+
+COLLECTION_SQL = """
+-- The statistics BM25 needs, over exactly the memories the section may return: how many
+-- there are and their mean length (in distinct lexemes).
+SELECT {section} AS section, count(*) AS documents,
+       coalesce(avg(length(m.tsv)), 0) AS mean_length
+  FROM memory m
+ WHERE :use_lexical AND {candidate_filter}
+ GROUP BY 1
+"""
+"""One section's BM25 statistics (`collection` of `HYBRID_SEARCH_SQL`)."""
+
+NEAREST_SQL = """
+SELECT m.id, {section} AS section, m.embedding <=> :query_embedding AS distance
+  FROM memory m
+ WHERE :use_vector AND m.embedding IS NOT NULL
+   AND {candidate_filter}
+ ORDER BY m.embedding <=> :query_embedding
+ LIMIT {pool}
+"""
+"""One section's vector candidates: HNSW with pgvector's iterative scan (hnsw.iterative_scan,
+set per connection), so a scan filtered to one user keeps going until it has found the pool's
+rows that pass the filter.
+
+Each section's candidates come from a scan of its own (the fragments joined by UNION ALL): one
+scan under the sections' filters OR'ed would leave the planner only their common conditions for
+an index, and under one LIMIT a section with near vectors would crowd the others out."""
 
 _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
     "query": Text(),
@@ -233,8 +281,6 @@ _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
     "use_lexical": Boolean(),
     "use_vector": Boolean(),
     "with_embeddings": Boolean(),
-    "pool": Integer(),
-    "limit": Integer(),
     "fusion": Text(),
     "rrf_k": Integer(),
     "lexical_weight": Float(),
@@ -253,9 +299,45 @@ _RANKING_TYPES: dict[str, TypeEngine[Any]] = {
 
 
 @lru_cache(maxsize=128)
-def _search_template(candidate_filter: str) -> str:
+def _search_template(candidate_filters: tuple[str, ...]) -> str:
+    """`HYBRID_SEARCH_SQL` with section `i` selected by `candidate_filters[i]`, its pool and
+    limit bound as `:pool_i` and `:limit_i`."""
     # Cached per filter shape: the same text (and so asyncpg's prepared statement) is reused.
-    return HYBRID_SEARCH_SQL.replace("{candidate_filter}", candidate_filter)
+
+    def each_section(fragment: str) -> str:
+        return " UNION ALL ".join(
+            "("
+            + fragment.replace("{section}", str(index))
+            .replace("{candidate_filter}", candidate_filter)
+            .replace("{pool}", f":pool_{index}")
+            + ")"
+            for index, candidate_filter in enumerate(candidate_filters)
+        )
+
+    if len(candidate_filters) == 1:
+        section, candidate_filter, pool, limit = "0", candidate_filters[0], ":pool_0", ":limit_0"
+        lexical_pool = pool
+    else:
+        section = _case("WHEN ({}) THEN {}", candidate_filters)
+        candidate_filter = "(" + " OR ".join(f"({each})" for each in candidate_filters) + ")"
+        pool = _case("WHEN {1} THEN :pool_{1}", candidate_filters, "section")
+        limit = _case("WHEN {1} THEN :limit_{1}", candidate_filters, "section")
+        lexical_pool = "ALL"
+    return (
+        HYBRID_SEARCH_SQL.replace("{lexical_matches}", each_section(LEXICAL_MATCHES_SQL))
+        .replace("{collection}", each_section(COLLECTION_SQL))
+        .replace("{nearest}", each_section(NEAREST_SQL))
+        .replace("{candidate_filter}", candidate_filter)
+        .replace("{section}", section)
+        .replace("{lexical_pool}", lexical_pool)
+        .replace("{pool}", pool)
+        .replace("{limit}", limit)
+    )
+
+
+def _case(branch: str, candidate_filters: tuple[str, ...], subject: str = "") -> str:
+    branches = " ".join(branch.format(each, index) for index, each in enumerate(candidate_filters))
+    return f"CASE {subject} {branches} END"
 
 
 @dataclass(frozen=True)
@@ -296,16 +378,52 @@ class SearchRow:
     embedding: list[float] | None
 
 
+def _section_predicates(tenant_id: str, sections: Sequence[SearchParams]) -> list[Predicate]:
+    """Each section's filter as SQL (binds prefixed by the section), once the sections are
+    checked to be one search split by disjoint filters."""
+    first = sections[0]
+    for index, other in enumerate(sections):
+        if replace(other, filter=first.filter, pool=first.pool, limit=first.limit) != first:
+            raise ValueError("sections of one search share everything but filter, pool and limit")
+        if any(not other.filter.is_disjoint(earlier.filter) for earlier in sections[:index]):
+            raise ValueError("the sections of one search must select disjoint memories")
+    return [
+        params.filter.where(tenant_id, prefix=f"f{index}_") for index, params in enumerate(sections)
+    ]
+
+
 def hybrid_search_statement(tenant_id: str, params: SearchParams) -> TextualSelect:
     """`HYBRID_SEARCH_SQL` for these parameters, every value bound."""
-    predicate = params.filter.where(tenant_id)
+    return sectioned_search_statement(tenant_id, [params])
+
+
+def sectioned_search_statement(tenant_id: str, sections: Sequence[SearchParams]) -> TextualSelect:
+    """`HYBRID_SEARCH_SQL` for several searches as one statement; a row's `section` column is
+    the index of the search it answers, with the rank it has there (`section_rank`).
+
+    The searches must differ only in their filter, pool and limit, and their filters must
+    select disjoint memories (a memory is a candidate of one section at most)."""
+    first = sections[0]
+    predicates = _section_predicates(tenant_id, sections)
+    sizes = [
+        bind
+        for index, params in enumerate(sections)
+        for bind in (
+            bindparam(f"pool_{index}", params.pool, type_=Integer()),
+            bindparam(f"limit_{index}", params.limit, type_=Integer()),
+        )
+    ]
     ranking = [
-        bindparam(name, getattr(params, name), type_=type_)
-        for name, type_ in _RANKING_TYPES.items()
+        bindparam(name, getattr(first, name), type_=type_) for name, type_ in _RANKING_TYPES.items()
     ]
     return (
-        text(_search_template(predicate.sql))
-        .bindparams(*predicate.binds, *ranking, bindparam("tenant_id", tenant_id, type_=Text()))
+        text(_search_template(tuple(predicate.sql for predicate in predicates)))
+        .bindparams(
+            *(bind for predicate in predicates for bind in predicate.binds),
+            *sizes,
+            *ranking,
+            bindparam("tenant_id", tenant_id, type_=Text()),
+        )
         .columns(embedding=Vector())
     )
 
@@ -342,26 +460,36 @@ class CompiledSearch:
         )
 
 
-# By dialect and statement text: one entry per filter shape (which conditions a search sets).
+# By dialect and statement text: one entry per filter shape (which conditions each section
+# sets). Bounded: a client cannot grow it without limit by varying its filters.
 _compiled_searches: dict[tuple[str, str], CompiledSearch] = {}
+_COMPILED_SEARCHES_KEPT = 512
 
 
 def compiled_search(
-    tenant_id: str, params: SearchParams, dialect: Dialect
+    tenant_id: str, sections: Sequence[SearchParams], dialect: Dialect
 ) -> tuple[CompiledSearch, tuple[Any, ...]]:
-    """The search's driver SQL, compiled once per filter shape, and its positional arguments.
+    """The driver SQL of `sectioned_search_statement` for these sections, compiled once per
+    filter shape, and its positional arguments.
 
     A search is the service's hottest statement; building and compiling a `TextualSelect` per
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
     """
-    predicate = params.filter.where(tenant_id)
-    key = (dialect.name, _search_template(predicate.sql))
+    predicates = _section_predicates(tenant_id, sections)
+    key = (dialect.name, _search_template(tuple(predicate.sql for predicate in predicates)))
     compiled = _compiled_searches.get(key)
     if compiled is None:
-        compiled = CompiledSearch.compile(hybrid_search_statement(tenant_id, params), dialect)
+        if len(_compiled_searches) >= _COMPILED_SEARCHES_KEPT:
+            _compiled_searches.clear()
+        compiled = CompiledSearch.compile(sectioned_search_statement(tenant_id, sections), dialect)
         _compiled_searches[key] = compiled
-    values: dict[str, Any] = {bind.key: bind.value for bind in predicate.binds}
-    values.update((name, getattr(params, name)) for name in _RANKING_TYPES)
+    values: dict[str, Any] = {
+        bind.key: bind.value for predicate in predicates for bind in predicate.binds
+    }
+    for index, params in enumerate(sections):
+        values[f"pool_{index}"] = params.pool
+        values[f"limit_{index}"] = params.limit
+    values.update((name, getattr(sections[0], name)) for name in _RANKING_TYPES)
     values["tenant_id"] = tenant_id
     return compiled, compiled.arguments(values)
 
@@ -589,33 +717,19 @@ class MemoryRepository:
         return list((await self._session.execute(statement)).scalars())
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
+        return (await self.search_sections([params]))[0]
+
+    async def search_sections(self, sections: Sequence[SearchParams]) -> list[list[SearchRow]]:
+        """Several searches in one statement (see `sectioned_search_statement`): each one's
+        hits, best first, in the order of `sections`."""
         # On the transaction's connection, as driver SQL: no ORM execution, no per-request
         # statement compilation (see `compiled_search`).
         connection = await self._session.connection()
-        compiled, arguments = compiled_search(self._tenant_id, params, connection.dialect)
-        rows = (await connection.exec_driver_sql(compiled.sql, arguments)).mappings().all()
-        return [
-            SearchRow(
-                memory=MemoryRead.model_validate(row),
-                scores=ComponentScores(
-                    lexical_rank=row["lexical_rank"],
-                    lexical_score=row["lexical_score"],
-                    vector_rank=row["vector_rank"],
-                    vector_cosine=row["vector_cosine"],
-                    fused_score=float(row["fused_score"]),
-                    neighbour_score=float(row["neighbour_score"]),
-                    thread_score=float(row["thread_score"]),
-                    speaker_score=float(row["speaker_score"]),
-                    date_score=float(row["date_score"]),
-                    recency_factor=float(row["recency_factor"]),
-                    confidence_factor=float(row["confidence_factor"]),
-                    final_score=float(row["final_score"]),
-                ),
-                # Driver SQL has no result types: the vector arrives in its text form.
-                embedding=_vector(row["embedding"]),
-            )
-            for row in rows
-        ]
+        compiled, arguments = compiled_search(self._tenant_id, sections, connection.dialect)
+        hits: list[list[SearchRow]] = [[] for _ in sections]
+        for row in (await connection.exec_driver_sql(compiled.sql, arguments)).mappings():
+            hits[row["section"]].append(_search_row(row))
+        return hits
 
     # --- memories addressed by a client's key -------------------------------------------------
 
@@ -662,6 +776,28 @@ class MemoryRepository:
         """Insert a memory that carries a store key (never an exact-duplicate conflict)."""
         statement = pg_insert(Memory).values(tenant_id=self._tenant_id, **values).returning(Memory)
         return (await self._session.execute(statement)).scalar_one()
+
+
+def _search_row(row: RowMapping) -> SearchRow:
+    return SearchRow(
+        memory=MemoryRead.model_validate(row),
+        scores=ComponentScores(
+            lexical_rank=row["lexical_rank"],
+            lexical_score=row["lexical_score"],
+            vector_rank=row["vector_rank"],
+            vector_cosine=row["vector_cosine"],
+            fused_score=float(row["fused_score"]),
+            neighbour_score=float(row["neighbour_score"]),
+            thread_score=float(row["thread_score"]),
+            speaker_score=float(row["speaker_score"]),
+            date_score=float(row["date_score"]),
+            recency_factor=float(row["recency_factor"]),
+            confidence_factor=float(row["confidence_factor"]),
+            final_score=float(row["final_score"]),
+        ),
+        # Driver SQL has no result types: the vector arrives in its text form.
+        embedding=_vector(row["embedding"]),
+    )
 
 
 def _vector(value: str | None) -> list[float] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -104,20 +105,7 @@ class MemorySearch:
         with fusion_statement(request.mode) as statement:
             rows = await self._repository.search(params)
             statement.rows(len(rows))
-        mmr_scores: dict[uuid.UUID, float] = {}
-        if params.with_embeddings and query_embedding is not None:
-            assert request.mmr_lambda is not None  # with_embeddings is set only for MMR
-            with search_stage("mmr", request.mode):
-                rows, mmr_scores = maximal_marginal_relevance(
-                    rows, query_embedding, request.mmr_lambda, request.limit
-                )
-        hits = [
-            SearchHit(
-                memory=row.memory,
-                scores=row.scores.model_copy(update={"mmr_score": mmr_scores.get(row.memory.id)}),
-            )
-            for row in rows
-        ]
+        hits = _hits(request, params, rows, query_embedding)
         record_search_hits(trace.get_current_span(), hits, mode=request.mode)
         return SearchResponse(
             hits=hits,
@@ -125,6 +113,33 @@ class MemorySearch:
             fusion=params.fusion,
             query_embedded=query_embedding is not None,
         )
+
+    @traced("memories.search_sections")
+    async def search_sections(
+        self,
+        owner: Owner,
+        requests: Sequence[SearchRequest],
+        *,
+        query_embedding: list[float] | None,
+    ) -> list[list[SearchHit]]:
+        """Several searches with one query vector (None: lexical) in one fusion statement:
+        each request's hits, as `search` would return them.
+
+        The requests may differ only in what they select (scopes, kinds, …) and their limit,
+        and must select disjoint memories."""
+        params = [self.params(owner, request, query_embedding) for request in requests]
+        mode = requests[0].mode
+        with fusion_statement(mode) as statement:
+            sections = await self._repository.search_sections(params)
+            statement.rows(sum(len(rows) for rows in sections))
+        hits = [
+            _hits(request, section_params, rows, query_embedding)
+            for request, section_params, rows in zip(requests, params, sections, strict=True)
+        ]
+        record_search_hits(
+            trace.get_current_span(), [hit for each in hits for hit in each], mode=mode
+        )
+        return hits
 
 
 def maximal_marginal_relevance(
@@ -167,6 +182,29 @@ def maximal_marginal_relevance(
         remaining.remove(best_index)
         scores[rows[best_index].memory.id] = best_score
     return [rows[index] for index in chosen], scores
+
+
+def _hits(
+    request: SearchRequest,
+    params: SearchParams,
+    rows: list[SearchRow],
+    query_embedding: list[float] | None,
+) -> list[SearchHit]:
+    """The statement's rows as hits, re-ranked by MMR when the search asks for it."""
+    mmr_scores: dict[uuid.UUID, float] = {}
+    if params.with_embeddings and query_embedding is not None:
+        assert request.mmr_lambda is not None  # with_embeddings is set only for MMR
+        with search_stage("mmr", request.mode):
+            rows, mmr_scores = maximal_marginal_relevance(
+                rows, query_embedding, request.mmr_lambda, request.limit
+            )
+    return [
+        SearchHit(
+            memory=row.memory,
+            scores=row.scores.model_copy(update={"mmr_score": mmr_scores.get(row.memory.id)}),
+        )
+        for row in rows
+    ]
 
 
 def _pick(value: float | None, default: float) -> float:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, func, select, text, update
+from sqlalchemy import Select, and_, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.owner import Owner
@@ -44,6 +45,27 @@ class ProfileRepository:
         # Another statement of this request may have loaded the row before it was locked.
         statement = statement.execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def get_many(self, owners: Sequence[Owner]) -> dict[Owner, Profile]:
+        """The profile rows of `owners` that exist, in one statement."""
+        statement = select(Profile).where(
+            Profile.tenant_id == self._tenant_id,
+            or_(
+                *(
+                    and_(
+                        Profile.scope == owner.scope,
+                        Profile.user_id.is_(None)
+                        if owner.user_id is None
+                        else Profile.user_id == owner.user_id,
+                    )
+                    for owner in owners
+                )
+            ),
+        )
+        rows = (await self._session.execute(statement)).scalars()
+        return {
+            Owner.org() if row.user_id is None else Owner.user(row.user_id): row for row in rows
+        }
 
     async def lock_or_create(self, owner: Owner) -> Profile:
         """The owner's profile row, created empty if missing, locked for this transaction."""

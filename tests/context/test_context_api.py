@@ -339,3 +339,33 @@ async def test_instructions_layer_the_users_slots_over_the_orgs_for_random_slot_
         )
         shown = section(result, "procedures")
         assert ([item["text"] for item in shown["items"]] if shown else []) == expected
+
+
+async def test_the_orgs_and_the_users_profiles_each_land_in_their_own_section(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """Both profiles are read in one statement; each must still go to its own section, and
+    another user's profile to neither."""
+    admin = bearer(settings, tenant, "root", admin=True)
+    patch = {"Content-Type": "application/json-patch+json"}
+    for path, headers, key, value in (
+        ("/v1/org/profile", admin, "office", "Lisbon"),
+        ("/v1/users/me/profile", bearer(settings, tenant, "alice"), "diet", "vegetarian"),
+        ("/v1/users/me/profile", bearer(settings, tenant, "bob"), "diet", "carnivore"),
+    ):
+        response = await client.patch(
+            path,
+            headers={**headers, **patch},
+            json=[{"op": "add", "path": f"/{key}", "value": value}],
+        )
+        assert response.status_code == 200, response.text
+    alice = bearer(settings, tenant, "alice")
+
+    result = await context(client, alice, query="where do we eat", budget_tokens=4000)
+
+    org, profile = section(result, "org"), section(result, "profile")
+    assert org is not None and [i["text"] for i in org["items"]] == ["office: Lisbon"]
+    assert profile is not None and [i["text"] for i in profile["items"]] == ["diet: vegetarian"]
+    assert "carnivore" not in result["text"]
+    only_org = await context(client, alice, query="where do we eat", include=["org"])
+    assert [s["name"] for s in only_org["sections"]] == ["org"]
