@@ -126,6 +126,11 @@ class MemoryUpdate(BaseModel):
     lifecycle: Lifecycle | None = None
     needs_review: bool | None = None
     event_at: Timestamp | None = None
+    speaker: SpeakerName | None = Field(
+        default=None,
+        description="Who said it; `null` removes a speaker that was wrong.",
+        examples=["Ada"],
+    )
     metadata: dict[str, Any] | None = None
     expires_at: Timestamp | None = None
 

@@ -141,6 +141,7 @@ class MemoryService:
                 raise ValidationFailed(f"{field} cannot be null.")
 
         refuse_secrets(values.get("metadata_"), ["body", "metadata"])
+        refuse_secrets(values.get("speaker"), ["body", "speaker"])
         old_text = memory.text
         new_text = values.get("text")
         if new_text is not None:

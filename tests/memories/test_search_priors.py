@@ -114,6 +114,34 @@ async def test_a_speaker_must_be_a_name_of_bounded_length_and_no_secret(
     assert listed.json()["items"] == []
 
 
+async def test_a_wrong_speaker_can_be_corrected_or_removed_and_history_says_so(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    created = await client.post(
+        "/v1/users/me/memories",
+        headers=headers,
+        json={"text": "The lighthouse tour was worth it", "speaker": "Bob"},
+    )
+    memory = f"/v1/users/me/memories/{created.json()['id']}"
+    corrected = await client.patch(memory, headers=headers, json={"speaker": "Grace"})
+    assert corrected.status_code == 200, corrected.text
+    assert corrected.json()["speaker"] == "Grace"
+    search = await client.post(
+        "/v1/users/me/memories/search", headers=headers, json={"query": "what did Grace enjoy"}
+    )
+    assert search.json()["hits"][0]["scores"]["speaker_score"] > 0
+    secret = await client.patch(
+        memory, headers=headers, json={"speaker": "sk-abcdefghijklmnopqrstuvwxyz123"}
+    )
+    assert secret.status_code == 422
+    assert secret.json()["errors"][0]["loc"][-1] == "speaker"
+    removed = await client.patch(memory, headers=headers, json={"speaker": None})
+    assert removed.json()["speaker"] is None
+    history = (await client.get(f"{memory}/history", headers=headers)).json()["items"]
+    assert [event["changes"].get("speaker") for event in history[1:]] == ["Grace", None]
+
+
 NOW = datetime(2026, 11, 30, 21, 0, tzinfo=UTC)
 
 

@@ -27,6 +27,7 @@ class MemoryUpdate:
         lifecycle (Lifecycle | None | Unset):
         needs_review (bool | None | Unset):
         event_at (datetime.datetime | None | Unset):
+        speaker (None | str | Unset): Who said it; `null` removes a speaker that was wrong.
         metadata (Metadata | None | Unset):
         expires_at (datetime.datetime | None | Unset):
     """
@@ -37,6 +38,7 @@ class MemoryUpdate:
     lifecycle: Lifecycle | None | Unset = UNSET
     needs_review: bool | None | Unset = UNSET
     event_at: datetime.datetime | None | Unset = UNSET
+    speaker: None | str | Unset = UNSET
     metadata: Metadata | None | Unset = UNSET
     expires_at: datetime.datetime | None | Unset = UNSET
 
@@ -83,6 +85,12 @@ class MemoryUpdate:
         else:
             event_at = self.event_at
 
+        speaker: None | str | Unset
+        if isinstance(self.speaker, Unset):
+            speaker = UNSET
+        else:
+            speaker = self.speaker
+
         metadata: dict[str, Any] | None | Unset
         if isinstance(self.metadata, Unset):
             metadata = UNSET
@@ -114,6 +122,8 @@ class MemoryUpdate:
             field_dict["needs_review"] = needs_review
         if event_at is not UNSET:
             field_dict["event_at"] = event_at
+        if speaker is not UNSET:
+            field_dict["speaker"] = speaker
         if metadata is not UNSET:
             field_dict["metadata"] = metadata
         if expires_at is not UNSET:
@@ -197,6 +207,15 @@ class MemoryUpdate:
 
         event_at = _parse_event_at(d.pop("event_at", UNSET))
 
+        def _parse_speaker(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        speaker = _parse_speaker(d.pop("speaker", UNSET))
+
         def _parse_metadata(data: object) -> Metadata | None | Unset:
             if data is None:
                 return data
@@ -238,6 +257,7 @@ class MemoryUpdate:
             lifecycle=lifecycle,
             needs_review=needs_review,
             event_at=event_at,
+            speaker=speaker,
             metadata=metadata,
             expires_at=expires_at,
         )

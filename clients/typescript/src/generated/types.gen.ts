@@ -1056,6 +1056,12 @@ export type MemoryUpdate = {
      */
     event_at?: string | null;
     /**
+     * Speaker
+     *
+     * Who said it; `null` removes a speaker that was wrong.
+     */
+    speaker?: string | null;
+    /**
      * Metadata
      */
     metadata?: Metadata | null;
