@@ -238,7 +238,7 @@ LEXICAL_MATCHES_SQL = """
 -- Every candidate memory of the section holding any of the question's lexemes (through the
 -- GIN index), one row per lexeme it holds, with that lexeme's frequency in the memory.
 SELECT m.id, {section} AS section, term.lexeme, cardinality(term.positions) AS tf,
-       length(m.tsv) AS length
+       m.tsv_length AS length
   FROM memory m
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL unnest(m.tsv) AS term
@@ -250,9 +250,10 @@ SELECT m.id, {section} AS section, term.lexeme, cardinality(term.positions) AS t
 
 COLLECTION_SQL = """
 -- The statistics BM25 needs, over exactly the memories the section may return: how many
--- there are and their mean length (in distinct lexemes).
+-- there are and their mean length (in distinct lexemes: `tsv_length` is `length(tsv)`, stored,
+-- so an index-only scan of ix_memory_lexical_stats serves this without reading the table).
 SELECT {section} AS section, count(*) AS documents,
-       coalesce(avg(length(m.tsv)), 0) AS mean_length
+       coalesce(avg(m.tsv_length), 0) AS mean_length
   FROM memory m
  WHERE :use_lexical AND {candidate_filter}
  GROUP BY 1
