@@ -237,14 +237,17 @@ top-N is taken per section, so a section's hits are exactly those its own statem
 LEXICAL_MATCHES_SQL = """
 -- Every candidate memory of the section holding any of the question's lexemes (through the
 -- GIN index), one row per lexeme it holds, with that lexeme's frequency in the memory.
+-- Only the question's lexemes are unnested: setweight marks them (every lexeme of
+-- to_tsvector's output has weight D, so A marks exactly those) and ts_filter keeps the marked
+-- ones with all their positions, instead of unnesting all of the memory's lexemes (with their
+-- position arrays) and discarding most.
 SELECT m.id, {section} AS section, term.lexeme, cardinality(term.positions) AS tf,
        m.tsv_length AS length
   FROM memory m
  CROSS JOIN query_terms q
- CROSS JOIN LATERAL unnest(m.tsv) AS term
+ CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
  WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
    AND {candidate_filter}
-   AND term.lexeme = ANY(q.lexemes)
 """
 """One section's lexical candidates (`lexical_matches` of `HYBRID_SEARCH_SQL`)."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+import pytest
 from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -15,7 +16,8 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.memories.filters import MemoryFilter
 from service.memories.repository import COLLECTION_SQL
-from tests.conftest import bearer
+from tests.conftest import as_tenant, bearer
+from tests.memories.test_search import bm25_scores
 
 TEXTS = [
     "Her sister Lena lives in Lisbon and visits her sister in Porto every summer",
@@ -105,3 +107,33 @@ async def test_the_statistics_of_any_filter_can_be_read_from_the_index_alone(
     # An index-only scan is possible exactly when the index holds every column read.
     assert {"tenant_id", "user_id", "scope", "tsv_length", "event_at"} <= read
     assert read <= indexed, read - indexed
+
+
+async def test_lexical_scores_are_bm25_with_repeated_terms_and_stored_lengths(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    # Term frequencies above one (sister twice, tea three times) and lengths that differ, so
+    # a wrong frequency or length changes the scores.
+    texts = [*TEXTS, "Tea, more tea and green tea for her sister", "Lena drinks tea"]
+    headers = bearer(settings, tenant, "ada")
+    batch = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={"items": [{"text": value} for value in texts]},
+    )
+    assert batch.status_code == 201, batch.text
+    query = "sister tea Porto"
+    response = await client.post(
+        "/v1/users/me/memories/search",
+        headers=headers,
+        json={"query": query, "mode": "lexical", "limit": 10},
+    )
+    assert response.status_code == 200, response.text
+    hits = response.json()["hits"]
+    async with runtime_engine.begin() as connection:
+        await as_tenant(connection, tenant)
+        expected = await bm25_scores(connection, texts, query)
+    found = {hit["memory"]["text"]: hit["scores"]["lexical_score"] for hit in hits}
+    assert found.keys() == expected.keys()
+    for value, score in found.items():
+        assert score == pytest.approx(expected[value], rel=1e-9), value
