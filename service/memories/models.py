@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Boolean, Computed, DateTime, Float, Text
+from sqlalchemy import Boolean, Computed, DateTime, Float, Integer, Text
 from sqlalchemy import text as sql
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, mapped_column
@@ -31,6 +31,12 @@ class Memory(Base):
         Text, Computed("md5(lower(regexp_replace(btrim(text), '\\s+', ' ', 'g')))")
     )
     tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed("to_tsvector('english', text)"))
+    # `length(tsv)` (distinct lexemes, BM25's document length), stored: the statistics of a
+    # search read it from an index instead of every row's tsvector. The same expression as
+    # `tsv`'s, since a generated column cannot refer to another.
+    tsv_length: Mapped[int] = mapped_column(
+        Integer, Computed("length(to_tsvector('english', text))")
+    )
     # The column's dimension is a deployment setting fixed by the migration; the ORM only needs
     # the type for binding. Deferred: vectors are large and most reads do not need them.
     embedding: Mapped[Any] = mapped_column(Vector(), deferred=True)

@@ -237,22 +237,26 @@ top-N is taken per section, so a section's hits are exactly those its own statem
 LEXICAL_MATCHES_SQL = """
 -- Every candidate memory of the section holding any of the question's lexemes (through the
 -- GIN index), one row per lexeme it holds, with that lexeme's frequency in the memory.
+-- Only the question's lexemes are unnested: setweight marks them (every lexeme of
+-- to_tsvector's output has weight D, so A marks exactly those) and ts_filter keeps the marked
+-- ones with all their positions, instead of unnesting all of the memory's lexemes (with their
+-- position arrays) and discarding most.
 SELECT m.id, {section} AS section, term.lexeme, cardinality(term.positions) AS tf,
-       length(m.tsv) AS length
+       m.tsv_length AS length
   FROM memory m
  CROSS JOIN query_terms q
- CROSS JOIN LATERAL unnest(m.tsv) AS term
+ CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
  WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
    AND {candidate_filter}
-   AND term.lexeme = ANY(q.lexemes)
 """
 """One section's lexical candidates (`lexical_matches` of `HYBRID_SEARCH_SQL`)."""
 
 COLLECTION_SQL = """
 -- The statistics BM25 needs, over exactly the memories the section may return: how many
--- there are and their mean length (in distinct lexemes).
+-- there are and their mean length (in distinct lexemes: `tsv_length` is `length(tsv)`, stored,
+-- so an index-only scan of ix_memory_lexical_stats serves this without reading the table).
 SELECT {section} AS section, count(*) AS documents,
-       coalesce(avg(length(m.tsv)), 0) AS mean_length
+       coalesce(avg(m.tsv_length), 0) AS mean_length
   FROM memory m
  WHERE :use_lexical AND {candidate_filter}
  GROUP BY 1

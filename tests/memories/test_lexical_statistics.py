@@ -1,0 +1,139 @@
+"""BM25's collection statistics come from the stored `tsv_length`: it must equal `length(tsv)`
+for every memory however it was written, and an index must be able to serve the statistics
+of any search filter without reading the table."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.auth.owner import Owner
+from service.config import Settings
+from service.memories.filters import MemoryFilter
+from service.memories.repository import COLLECTION_SQL
+from tests.conftest import as_tenant, bearer
+from tests.memories.test_search import bm25_scores
+
+TEXTS = [
+    "Her sister Lena lives in Lisbon and visits her sister in Porto every summer",
+    "Prefers green tea",
+    "Allergic to peanuts, shellfish and, since last year, to walnuts as well",
+    "the a an of",
+]
+
+
+async def _lengths(owner_engine: AsyncEngine, tenant: str) -> list[tuple[str, int, int]]:
+    async with owner_engine.begin() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT text, tsv_length, length(tsv) FROM memory WHERE tenant_id = :tenant "
+                "ORDER BY text"
+            ),
+            {"tenant": tenant},
+        )
+        return [(row[0], row[1], row[2]) for row in rows]
+
+
+async def test_the_stored_length_is_the_tsvector_length_after_every_kind_of_write(
+    client: AsyncClient, settings: Settings, tenant: str, owner_engine: AsyncEngine
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    batch = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={"items": [{"text": value} for value in TEXTS]},
+    )
+    assert batch.status_code == 201, batch.text
+    keyed = await client.put(
+        "/v1/users/me/keyed-memories",
+        params={"kind": "semantic", "key": "diet"},
+        headers=headers,
+        json={"text": "Vegetarian on weekdays"},
+    )
+    assert keyed.status_code == 201, keyed.text
+    first = batch.json()["items"][1]["id"]
+    changed = await client.patch(
+        f"/v1/users/me/memories/{first}",
+        headers=headers,
+        json={"text": "Prefers green tea, black coffee and sparkling water in the morning"},
+    )
+    assert changed.status_code == 200, changed.text
+
+    lengths = await _lengths(owner_engine, tenant)
+    assert len(lengths) == len(TEXTS) + 1
+    assert all(stored == computed for _, stored, computed in lengths), lengths
+    by_text = {value: stored for value, stored, _ in lengths}
+    # The rewritten memory was recomputed (three lexemes before); a text of stop words only
+    # has none.
+    assert by_text["Prefers green tea, black coffee and sparkling water in the morning"] == 8
+    assert by_text["the a an of"] == 0
+
+
+async def test_the_statistics_of_any_filter_can_be_read_from_the_index_alone(
+    owner_engine: AsyncEngine, tenant: str
+) -> None:
+    # Every condition a filter can set, so the index must carry every column they test.
+    memory_filter = MemoryFilter.build(
+        [Owner.user("ada"), Owner.org()],
+        kinds=["semantic"],
+        categories=["food"],
+        lifecycles=["confirmed"],
+        created_after=datetime(2026, 1, 1, tzinfo=UTC),
+        created_before=datetime(2027, 1, 1, tzinfo=UTC),
+        event_after=datetime(2026, 1, 1, tzinfo=UTC),
+        event_before=datetime(2027, 1, 1, tzinfo=UTC),
+    )
+    fragment = COLLECTION_SQL.replace("{section}", "0").replace(
+        "{candidate_filter}", memory_filter.where(tenant).sql
+    )
+    read = set(re.findall(r"\bm\.(\w+)", fragment))
+    async with owner_engine.begin() as connection:
+        indexed = set(
+            (
+                await connection.execute(
+                    text(
+                        "SELECT a.attname FROM pg_index i JOIN pg_attribute a "
+                        "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+                        "WHERE i.indexrelid = 'ix_memory_lexical_stats'::regclass"
+                    )
+                )
+            ).scalars()
+        )
+    # An index-only scan is possible exactly when the index holds every column read.
+    assert {"tenant_id", "user_id", "scope", "tsv_length", "event_at"} <= read
+    assert read <= indexed, read - indexed
+
+
+async def test_lexical_scores_are_bm25_with_repeated_terms_and_stored_lengths(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    # Term frequencies above one (sister twice, tea three times) and lengths that differ, so
+    # a wrong frequency or length changes the scores.
+    texts = [*TEXTS, "Tea, more tea and green tea for her sister", "Lena drinks tea"]
+    headers = bearer(settings, tenant, "ada")
+    batch = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={"items": [{"text": value} for value in texts]},
+    )
+    assert batch.status_code == 201, batch.text
+    query = "sister tea Porto"
+    response = await client.post(
+        "/v1/users/me/memories/search",
+        headers=headers,
+        json={"query": query, "mode": "lexical", "limit": 10},
+    )
+    assert response.status_code == 200, response.text
+    hits = response.json()["hits"]
+    async with runtime_engine.begin() as connection:
+        await as_tenant(connection, tenant)
+        expected = await bm25_scores(connection, texts, query)
+    found = {hit["memory"]["text"]: hit["scores"]["lexical_score"] for hit in hits}
+    assert found.keys() == expected.keys()
+    for value, score in found.items():
+        assert score == pytest.approx(expected[value], rel=1e-9), value
