@@ -386,7 +386,8 @@ def _section_predicates(tenant_id: str, sections: Sequence[SearchParams]) -> lis
     """Each section's filter as SQL (binds prefixed by the section), once the sections are
     checked to be one search split by disjoint filters."""
     first = sections[0]
-    for index, other in enumerate(sections):
+    # A plain search is one section: nothing to compare (this runs on every search).
+    for index, other in enumerate(sections[1:], start=1):
         if replace(other, filter=first.filter, pool=first.pool, limit=first.limit) != first:
             raise ValueError("sections of one search share everything but filter, pool and limit")
         if any(not other.filter.is_disjoint(earlier.filter) for earlier in sections[:index]):
@@ -407,8 +408,13 @@ def sectioned_search_statement(tenant_id: str, sections: Sequence[SearchParams])
 
     The searches must differ only in their filter, pool and limit, and their filters must
     select disjoint memories (a memory is a candidate of one section at most)."""
+    return _sectioned_statement(tenant_id, sections, _section_predicates(tenant_id, sections))
+
+
+def _sectioned_statement(
+    tenant_id: str, sections: Sequence[SearchParams], predicates: Sequence[Predicate]
+) -> TextualSelect:
     first = sections[0]
-    predicates = _section_predicates(tenant_id, sections)
     sizes = [
         bind
         for index, params in enumerate(sections)
@@ -442,6 +448,9 @@ class CompiledSearch:
 
     sql: str
     parameters: tuple[tuple[str, Conversion], ...]
+    # Driver SQL has no result types: the vector arrives in its text form, which pgvector's
+    # type reads as it does for any result.
+    read_vector: Callable[[Any], list[float] | None]
 
     @classmethod
     def compile(cls, statement: TextualSelect, dialect: Dialect) -> CompiledSearch:
@@ -454,6 +463,7 @@ class CompiledSearch:
                 (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
                 for name in compiled.positiontup or ()
             ),
+            Vector().result_processor(dialect, None),
         )
 
     def arguments(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -485,7 +495,8 @@ def compiled_search(
     if compiled is None:
         if len(_compiled_searches) >= _COMPILED_SEARCHES_KEPT:
             _compiled_searches.clear()
-        compiled = CompiledSearch.compile(sectioned_search_statement(tenant_id, sections), dialect)
+        statement = _sectioned_statement(tenant_id, sections, predicates)
+        compiled = CompiledSearch.compile(statement, dialect)
         _compiled_searches[key] = compiled
     values: dict[str, Any] = {
         bind.key: bind.value for predicate in predicates for bind in predicate.binds
@@ -732,7 +743,7 @@ class MemoryRepository:
         compiled, arguments = compiled_search(self._tenant_id, sections, connection.dialect)
         hits: list[list[SearchRow]] = [[] for _ in sections]
         for row in (await connection.exec_driver_sql(compiled.sql, arguments)).mappings():
-            hits[row["section"]].append(_search_row(row))
+            hits[row["section"]].append(_search_row(row, compiled.read_vector))
         return hits
 
     # --- memories addressed by a client's key -------------------------------------------------
@@ -782,7 +793,7 @@ class MemoryRepository:
         return (await self._session.execute(statement)).scalar_one()
 
 
-def _search_row(row: RowMapping) -> SearchRow:
+def _search_row(row: RowMapping, read_vector: Callable[[Any], list[float] | None]) -> SearchRow:
     return SearchRow(
         memory=MemoryRead.model_validate(row),
         scores=ComponentScores(
@@ -799,14 +810,8 @@ def _search_row(row: RowMapping) -> SearchRow:
             confidence_factor=float(row["confidence_factor"]),
             final_score=float(row["final_score"]),
         ),
-        # Driver SQL has no result types: the vector arrives in its text form.
-        embedding=_vector(row["embedding"]),
+        embedding=read_vector(row["embedding"]),
     )
-
-
-def _vector(value: str | None) -> list[float] | None:
-    """A vector from pgvector's text form (`[1,2.5]`), as the SQLAlchemy type reads it."""
-    return None if value is None else [float(v) for v in value[1:-1].split(",")]
 
 
 def _content_hash(text_value: str) -> ColumnElement[str]:
