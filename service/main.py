@@ -44,6 +44,7 @@ from service.extraction.router import user_router as write_path_router
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.input_guard import InputGuardMiddleware
+from service.kit.limit_storage import limit_storage
 from service.kit.media_type import require_json_body
 from service.kit.openapi import declare_common_problems
 from service.kit.post_commit import BackgroundRunner
@@ -94,6 +95,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     metrics = Metrics()
     mcp = McpEndpoint()
+    # One counter store (and, with Redis, one connection pool) for the request limits and the
+    # failed-authentication limit.
+    limit_counters = limit_storage(settings.rate_limit_storage_uri)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -146,9 +150,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                         TokenVerifier(settings),
                         ApiKeyAuthenticator(sessionmaker),
                         metrics,
-                        FailedAuthenticationLimit(
-                            settings.auth_failure_limit, settings.rate_limit_storage_uri
-                        ),
+                        FailedAuthenticationLimit(settings.auth_failure_limit, limit_counters),
                     ),
                     metrics=metrics,
                     schema_head=db_migrations.head_revision(settings),
@@ -215,7 +217,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Innermost of the middlewares: bodies are decoded strictly only after the size limit let
     # them through.
     app.add_middleware(InputGuardMiddleware)
-    app.state.rate_limiter = RateLimiter(settings) if settings.rate_limit_enabled else None
+    app.state.rate_limiter = (
+        RateLimiter(settings, limit_counters) if settings.rate_limit_enabled else None
+    )
     app.add_middleware(RateLimitHeadersMiddleware)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(TelemetryMiddleware, metrics=metrics, on_complete=log_request)

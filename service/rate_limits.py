@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
+from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 from limits.errors import StorageError
 from starlette.datastructures import MutableHeaders
@@ -37,7 +38,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.auth.principal import Principal
 from service.config import Settings
 from service.errors import RateLimited
-from service.kit.limit_storage import limit_storage
 
 logger = logging.getLogger("mneme.rate_limits")
 
@@ -62,10 +62,10 @@ class RateLimiter:
     """The two policies and the store their counters live in. Failed authentications are
     limited before any of this, per client address (`service.auth.failure_limit`)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, counters: Storage) -> None:
         self.principal = Policy("principal", parse(settings.rate_limit_default))
         self.tenant = Policy("tenant", parse(settings.rate_limit_tenant))
-        self._strategy = MovingWindowRateLimiter(limit_storage(settings.rate_limit_storage_uri))
+        self._strategy = MovingWindowRateLimiter(counters)
 
     async def charge_principal(self, request: Request, principal: Principal) -> None:
         """Count one request of `principal`; raise `RateLimited` when a quota is spent."""

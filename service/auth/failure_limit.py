@@ -17,11 +17,11 @@ import math
 import time
 
 from limits import parse
+from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 from limits.errors import StorageError
 
 from service.errors import RateLimited
-from service.kit.limit_storage import limit_storage
 
 logger = logging.getLogger("mneme.auth")
 
@@ -33,9 +33,9 @@ class TooManyFailedAuthentications(RateLimited):
 
 
 class FailedAuthenticationLimit:
-    def __init__(self, limit: str, storage_uri: str = "memory://") -> None:
+    def __init__(self, limit: str, counters: Storage) -> None:
         self._limit = parse(limit)
-        self._limiter = MovingWindowRateLimiter(limit_storage(storage_uri))
+        self._limiter = MovingWindowRateLimiter(counters)
 
     async def check(self, address: str) -> None:
         """Raise 429 when `address` used up its failures."""
