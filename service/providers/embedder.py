@@ -46,6 +46,8 @@ class EmbedderConfig:
     # The size of the stored vectors; every provider must produce exactly this many floats.
     dims: int = 384
     local_threads: int = 2
+    # At most this many concurrent questions share one run of the local model.
+    local_query_batch: int = 16
     # None means the OpenAI API itself (or OPENAI_BASE_URL, which the client reads).
     openai_base_url: str | None = None
     openai_api_key: SecretStr | None = None
@@ -60,8 +62,10 @@ class EmbedderConfig:
     def __post_init__(self) -> None:
         if self.provider not in get_args(EmbeddingProvider):
             raise ValueError(f"unknown embedding provider {self.provider!r}")
-        if self.dims < 1 or self.local_threads < 1 or self.openai_batch_size < 1:
-            raise ValueError("dims, local_threads and openai_batch_size must be at least 1")
+        if min(self.dims, self.local_threads, self.local_query_batch, self.openai_batch_size) < 1:
+            raise ValueError(
+                "dims, local_threads, local_query_batch and openai_batch_size must be at least 1"
+            )
         if self.openai_timeout_seconds <= 0 or self.openai_max_retries < 0:
             raise ValueError("openai_timeout_seconds must be > 0 and openai_max_retries >= 0")
 

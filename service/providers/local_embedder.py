@@ -19,6 +19,7 @@ import numpy.typing as npt
 import onnxruntime as ort  # type: ignore[import-untyped]
 from tokenizers import Encoding, Tokenizer
 
+from service.providers.batching import QueryBatcher
 from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
 
 # Names the vector space: these vectors are close to, but not the same as, the fp32 model's.
@@ -140,6 +141,9 @@ class LocalEmbedder:
             )
         self._threads = config.local_threads
         self._model_path = model_path
+        # Questions asked at the same time share one run of the model (a run's cost is mostly
+        # per run, not per text); texts written go as their callers batch them.
+        self._queries = QueryBatcher(self.embed, config.local_query_batch)
 
     async def load(self) -> None:
         """Load the model now rather than on the first request (e.g. at start-up)."""
@@ -151,11 +155,11 @@ class LocalEmbedder:
         return await asyncio.to_thread(self._embed_sync, list(texts))
 
     async def embed_query(self, text: str) -> list[float]:
-        (vector,) = await self.embed([text])
-        return vector
+        return await self._queries.embed_query(text)
 
     async def aclose(self) -> None:
-        """Nothing to release: the model is shared by the whole process."""
+        """Stop batching questions; the model itself is shared by the whole process."""
+        await self._queries.aclose()
 
     def _model(self) -> _LoadedModel:
         return _load_model(self._model_path or _bundled_model_path(), self._threads)

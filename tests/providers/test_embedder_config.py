@@ -50,6 +50,7 @@ def test_the_api_key_is_not_shown_in_the_config_repr() -> None:
         {"provider": "word2vec"},
         {"dims": 0},
         {"local_threads": 0},
+        {"local_query_batch": 0},
         {"openai_batch_size": 0},
         {"openai_timeout_seconds": 0},
         {"openai_max_retries": -1},

@@ -1,0 +1,131 @@
+"""Concurrent questions share one model run (`QueryBatcher`, used by the local embedder)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from service.providers import EmbedderConfig, EmbedderUnavailable
+from service.providers.batching import QueryBatcher
+from service.providers.local_embedder import LocalEmbedder
+
+QUESTIONS = [
+    "Where did Caroline go hiking last May?",
+    "What does Melanie paint?",
+    "When is the dentist appointment?",
+    "Which book did Jon recommend?",
+    "What did we decide about the budget?",
+    "Who moved to Lisbon?",
+]
+
+
+class RecordingRuns:
+    """A batch function that embeds each text as a one-hot-ish vector and records its runs;
+    each run waits for `release` so that several callers can queue behind it."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.release = asyncio.Event()
+        self.fail_next = False
+
+    async def __call__(self, texts: list[str]) -> list[list[float]]:
+        self.batches.append(list(texts))
+        await self.release.wait()
+        if self.fail_next:
+            self.fail_next = False
+            raise EmbedderUnavailable("model crashed")
+        return [[float(len(text)), 1.0] for text in texts]
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_questions_asked_while_a_run_is_in_flight_go_together_in_the_next_run() -> None:
+    runs = RecordingRuns()
+    batcher = QueryBatcher(runs, max_batch=16)
+    first = asyncio.create_task(batcher.embed_query("a"))
+    await _settle()
+    # The first question started a run at once, alone: nobody waits for a batch to fill.
+    assert runs.batches == [["a"]]
+    later = [asyncio.create_task(batcher.embed_query(text)) for text in ("bb", "ccc", "bb")]
+    await _settle()
+    assert runs.batches == [["a"]]
+    runs.release.set()
+    results = await asyncio.gather(first, *later)
+    # One more run for all three, the repeated question embedded once; every caller got its
+    # own question's vector.
+    assert runs.batches == [["a"], ["bb", "ccc"]]
+    assert results == [[1.0, 1.0], [2.0, 1.0], [3.0, 1.0], [2.0, 1.0]]
+
+
+async def test_a_run_takes_at_most_max_batch_questions() -> None:
+    runs = RecordingRuns()
+    batcher = QueryBatcher(runs, max_batch=2)
+    tasks = [asyncio.create_task(batcher.embed_query("x" * n)) for n in range(1, 6)]
+    await _settle()
+    runs.release.set()
+    await asyncio.gather(*tasks)
+    assert [len(batch) for batch in runs.batches] == [2, 2, 1]
+
+
+async def test_a_failed_run_fails_each_of_its_callers_and_the_next_run_works() -> None:
+    runs = RecordingRuns()
+    batcher = QueryBatcher(runs, max_batch=16)
+    runs.fail_next = True
+    tasks = [asyncio.create_task(batcher.embed_query(text)) for text in ("a", "bb")]
+    await _settle()
+    runs.release.set()
+    outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    assert all(isinstance(outcome, EmbedderUnavailable) for outcome in outcomes)
+    # Each caller raises an exception of its own, chained to the run's failure.
+    assert outcomes[0] is not outcomes[1]
+    assert all(str(outcome.__cause__) == "model crashed" for outcome in outcomes)
+    assert await batcher.embed_query("ccc") == [3.0, 1.0]
+
+
+async def test_a_caller_that_gives_up_does_not_cancel_the_others() -> None:
+    runs = RecordingRuns()
+    batcher = QueryBatcher(runs, max_batch=16)
+    first = asyncio.create_task(batcher.embed_query("a"))
+    await _settle()
+    impatient = asyncio.create_task(batcher.embed_query("bb"))
+    patient = asyncio.create_task(batcher.embed_query("ccc"))
+    await _settle()
+    impatient.cancel()
+    await _settle()
+    runs.release.set()
+    assert await first == [1.0, 1.0]
+    assert await patient == [3.0, 1.0]
+    assert impatient.cancelled()
+    # The question nobody waits for any more is not embedded.
+    assert runs.batches == [["a"], ["ccc"]]
+
+
+async def test_closing_cancels_the_waiting_callers() -> None:
+    runs = RecordingRuns()
+    batcher = QueryBatcher(runs, max_batch=16)
+    first = asyncio.create_task(batcher.embed_query("a"))
+    waiting = asyncio.create_task(batcher.embed_query("bb"))
+    await _settle()
+    await batcher.aclose()
+    outcomes = await asyncio.gather(first, waiting, return_exceptions=True)
+    assert all(isinstance(outcome, asyncio.CancelledError) for outcome in outcomes)
+
+
+def test_max_batch_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_batch"):
+        QueryBatcher(RecordingRuns(), max_batch=0)
+
+
+async def test_the_local_model_gives_the_same_vectors_batched_as_alone() -> None:
+    embedder = LocalEmbedder(EmbedderConfig(local_query_batch=16))
+    alone = [await embedder.embed_query(question) for question in QUESTIONS]
+    together = await asyncio.gather(*(embedder.embed_query(q) for q in QUESTIONS))
+    for one, other in zip(alone, together, strict=True):
+        # Padding a shorter question within a batch is masked out of the pooling.
+        assert math.dist(one, other) < 1e-4
+    await embedder.aclose()
