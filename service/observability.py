@@ -6,7 +6,8 @@ as soon as an SDK tracer provider is installed, so Mneme never makes a second on
 (auth, query embedding, the fusion statement, MMR, context assembly, jobs, LLM calls) nest under
 it. Export is chosen by `MNEME_OTEL_EXPORTER` (`none`, `console`, `otlp`); everything else is the
 standard `OTEL_*` variables (endpoint, headers, protocol, service name, resource attributes,
-sampler), read by the OpenTelemetry SDK and exporters themselves.
+sampler), read by the OpenTelemetry SDK and exporters themselves. With `none`, spans are not
+recorded at all, but keep their ids, which logs and problem responses carry.
 
 Span attributes and events carry ids, counts, model names and scores, never what a user wrote
 (message or memory text, profile values, query strings, credentials).
@@ -41,7 +42,9 @@ from opentelemetry.sdk.trace.export import (
     ConsoleSpanExporter,
     SimpleSpanProcessor,
 )
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import Link, Span
+from opentelemetry.util.types import Attributes
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -67,7 +70,8 @@ R = TypeVar("R")
 
 
 class _SpanProcessorSet(SpanProcessor):
-    """The provider's one processor: a set that apps join at start-up and leave at shutdown.
+    """The provider's exporting processor: a set that apps join at start-up and leave at
+    shutdown. While it is empty, spans are not recorded (`_RecordedWhileExported`).
 
     OpenTelemetry allows one tracer provider per process and no way to remove a processor from
     it, yet one process may run several apps in turn (tests, `mneme bench`), each with its own
@@ -77,6 +81,9 @@ class _SpanProcessorSet(SpanProcessor):
     def __init__(self) -> None:
         self._members: tuple[SpanProcessor, ...] = ()
         self._lock = threading.Lock()
+
+    def __bool__(self) -> bool:
+        return bool(self._members)
 
     def add(self, processor: SpanProcessor) -> None:
         with self._lock:
@@ -116,6 +123,40 @@ class _QueryStringRedaction(SpanProcessor):
             span.set_attribute("url.query", urlencode([(name, "REDACTED") for name, _ in pairs]))
 
 
+class _RecordedWhileExported(Sampler):
+    """Records spans only while something exports them.
+
+    With `MNEME_OTEL_EXPORTER=none` nothing reads a span's attributes and events, yet making
+    them cost about a twentieth of a search's CPU (docs/benchmarks.md, tracing overhead). An
+    unrecorded span still has its trace and span ids, so logs and problem responses keep
+    carrying them, and an incoming `traceparent` is still continued. While an exporter is
+    attached, the configured sampler (`OTEL_TRACES_SAMPLER`) decides as usual.
+    """
+
+    def __init__(self, configured: Sampler) -> None:
+        self._configured = configured
+
+    def should_sample(
+        self,
+        parent_context: otel_context.Context | None,
+        trace_id: int,
+        name: str,
+        kind: trace.SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: trace.TraceState | None = None,
+    ) -> SamplingResult:
+        if not _processors:
+            parent = trace.get_current_span(parent_context).get_span_context()
+            return SamplingResult(Decision.DROP, trace_state=parent.trace_state)
+        return self._configured.should_sample(
+            parent_context, trace_id, name, kind, attributes, links, trace_state
+        )
+
+    def get_description(self) -> str:
+        return f"RecordedWhileExported{{{self._configured.get_description()}}}"
+
+
 _processors = _SpanProcessorSet()
 _provider_lock = threading.Lock()
 _provider_installed = False
@@ -143,7 +184,8 @@ def _install_provider(service_name: str | None) -> None:
         if service_name or not os.environ.get("OTEL_SERVICE_NAME"):
             attributes["service.name"] = service_name or "mneme"
         provider = TracerProvider(resource=Resource.create(attributes))
-        _processors.add(_QueryStringRedaction())
+        provider.sampler = _RecordedWhileExported(provider.sampler)
+        provider.add_span_processor(_QueryStringRedaction())
         provider.add_span_processor(_processors)
         trace.set_tracer_provider(provider)
         _provider_installed = True
@@ -175,8 +217,8 @@ def _exporting_processor(exporter: str) -> SpanProcessor | None:
 def trace_export(exporter: str, service_name: str | None) -> Iterator[None]:
     """Record spans while the block runs and export them as `exporter` says.
 
-    With `none`, spans are still made (their trace ids reach problem responses and logs),
-    just not sent anywhere. Leaving the block flushes what is still queued.
+    With `none`, spans are not recorded, but they still have their ids (which reach problem
+    responses and logs). Leaving the block flushes what is still queued.
     """
     _install_provider(service_name)
     processor = _exporting_processor(exporter)
@@ -220,6 +262,9 @@ def record_search_hits(span: Span, hits: Sequence[SearchHit], *, mode: str) -> N
     Absent components (no lexical match, no vector, no MMR pass) are left out of the event
     rather than written as zeros, so a reader can tell "not a candidate" from "scored 0".
     """
+    DOMAIN_METRICS.search_hits.labels(mode).observe(len(hits))
+    if not span.is_recording():
+        return
     span.set_attribute("mneme.search.mode", mode)
     span.set_attribute("mneme.search.hits", len(hits))
     for position, hit in enumerate(hits, start=1):
@@ -245,7 +290,6 @@ def record_search_hits(span: Span, hits: Sequence[SearchHit], *, mode: str) -> N
         }
         attributes.update({key: value for key, value in optional.items() if value is not None})
         span.add_event("mneme.search.hit", attributes)
-    DOMAIN_METRICS.search_hits.labels(mode).observe(len(hits))
 
 
 def record_context_sections(
@@ -258,6 +302,10 @@ def record_context_sections(
 ) -> None:
     """The context block's shape on its span: one event per section (tokens used, items,
     items omitted for budget) and one per chosen item (section, id, kind, tokens)."""
+    DOMAIN_METRICS.context_tokens.labels("used").observe(token_count)
+    DOMAIN_METRICS.context_tokens.labels("budget").observe(budget)
+    if not span.is_recording():
+        return
     span.set_attribute("mneme.context.tokens", token_count)
     span.set_attribute("mneme.context.budget", budget)
     for section in sections:
@@ -292,8 +340,6 @@ def record_context_sections(
                     "mneme.context.section.omitted": count,
                 },
             )
-    DOMAIN_METRICS.context_tokens.labels("used").observe(token_count)
-    DOMAIN_METRICS.context_tokens.labels("budget").observe(budget)
 
 
 @contextlib.contextmanager
