@@ -3,13 +3,16 @@ services of the same request."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends
 
 from service.config import Settings
-from service.context.service import ContextBuilder
-from service.dependencies import State
+from service.context.schemas import ContextRequest
+from service.context.service import ContextBuilder, start_embedding_context_question
+from service.dependencies import AddressedUserId, State
 from service.memories.dependencies import MemorySearchSvc, MemorySvc
 from service.memories.search import MemorySearch
 from service.memories.service import MemoryService
@@ -47,3 +50,21 @@ async def get_context_builder(
 
 
 ContextSvc = Annotated[ContextBuilder, Depends(get_context_builder)]
+
+
+async def embed_context_question(
+    _user_id: AddressedUserId, body: ContextRequest, state: State
+) -> AsyncIterator[asyncio.Future[list[float] | None] | None]:
+    """The context question's vector, on its way before the request's transaction begins (as
+    for a search: `service.memories.dependencies.embed_search_question`)."""
+    pending = start_embedding_context_question(state.embedding_backfill.embedder, body)
+    try:
+        yield pending
+    finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
+
+
+ContextQuestion = Annotated[
+    asyncio.Future[list[float] | None] | None, Depends(embed_context_question)
+]

@@ -6,7 +6,7 @@ import uuid
 
 from fastapi import APIRouter, Request, Response, status
 
-from service.context.dependencies import ContextSvc
+from service.context.dependencies import ContextQuestion, ContextSvc
 from service.context.schemas import ContextRequest, ContextResponse, TurnAppend, TurnAppended
 from service.context.turns import record_turn
 from service.dependencies import AddressedUserId, Idempotency
@@ -25,13 +25,13 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["context"])
     responses=problem_responses(401, 404, 422, 429),
 )
 async def build_context(
-    user_id: AddressedUserId, body: ContextRequest, context: ContextSvc
+    user_id: AddressedUserId, body: ContextRequest, question: ContextQuestion, context: ContextSvc
 ) -> ContextResponse:
     """A compact, token-budgeted block for the system prompt: organization memory, the user's
     profile, procedural instructions, relevant facts, episodic hints and (with `thread_id`) the
     thread's summaries and recent turns. Each item carries its id and the scores that chose it.
     Nothing is written."""
-    return await context.build(user_id, body)
+    return await context.build(user_id, body, embedding_question=question)
 
 
 @router.post(

@@ -27,10 +27,11 @@ from service.context.schemas import (
 )
 from service.kit.token_counting import count_tokens_memo, encoding_for
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
-from service.memories.search import MemorySearch
+from service.memories.search import MemorySearch, embed_question
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
 from service.observability import record_context_sections, traced, tracer
 from service.profile.service import ProfileService
+from service.providers import Embedder
 from service.threads.service import ContextWindow, ReplayedMessage, ThreadService
 from service.threads.summaries import format_summary_entries
 
@@ -90,6 +91,21 @@ class ContextItemSource:
         self.scores = scores
 
 
+def needs_question_vector(request: ContextRequest) -> bool:
+    """Whether the block has a memory section, which is ranked by the question's vector."""
+    return bool(set(request.include) & MEMORY_SECTIONS.keys())
+
+
+def start_embedding_context_question(
+    embedder: Embedder, request: ContextRequest
+) -> asyncio.Future[list[float] | None] | None:
+    """Start embedding the question of a block that needs its vector, so that it runs while
+    the request's transaction begins; pass the result to `ContextBuilder.build`."""
+    if not needs_question_vector(request):
+        return None
+    return asyncio.ensure_future(embed_question(embedder, request.query))
+
+
 class ContextBuilder:
     def __init__(
         self,
@@ -108,7 +124,15 @@ class ContextBuilder:
         self._buffer_recent_turns = buffer_recent_turns
 
     @traced("context.build")
-    async def build(self, user_id: str, request: ContextRequest) -> ContextResponse:
+    async def build(
+        self,
+        user_id: str,
+        request: ContextRequest,
+        *,
+        embedding_question: asyncio.Future[list[float] | None] | None = None,
+    ) -> ContextResponse:
+        """The block for `request`; `embedding_question` is its question's vector already on
+        its way (`start_embedding_context_question`), else it is embedded here."""
         budget = request.budget_tokens or self._default_budget
         encoding = encoding_for(request.encoding).name
 
@@ -121,11 +145,9 @@ class ContextBuilder:
         with tracer.start_as_current_span("context.retrieve"):
             # The question is embedded (in the embedder's thread, or by a remote service) while
             # the reads that do not need its vector run.
-            embedding = (
-                asyncio.ensure_future(self._search_service.embed_query(request.query))
-                if wanted & MEMORY_SECTIONS.keys()
-                else None
-            )
+            embedding = embedding_question
+            if embedding is None and needs_question_vector(request):
+                embedding = asyncio.ensure_future(self._search_service.embed_query(request.query))
             try:
                 window = None
                 if request.thread_id is not None:

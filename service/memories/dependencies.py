@@ -4,6 +4,8 @@ benchmarks), so the object graph is built in one place."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends
@@ -12,13 +14,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.accounts.dependencies import build_account_service
 from service.auth.principal import Principal
 from service.config import Settings
-from service.dependencies import CurrentPrincipal, PostCommit, Session, State
+from service.dependencies import CurrentPrincipal, PostCommit, Session, State, UserOwner
 from service.kit.post_commit import PostCommitTasks
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.keyed import KeyedMemoryService
 from service.memories.recording import MemoryRecorder
 from service.memories.repository import MemoryRepository
-from service.memories.search import MemorySearch
+from service.memories.schemas import SearchRequest
+from service.memories.search import MemorySearch, start_embedding_question
 from service.memories.service import MemoryService
 from service.memories.writer import DerivedMemoryWriter
 
@@ -66,6 +69,27 @@ async def get_memory_writer(
     )
 
 
+async def embed_search_question(
+    _owner: UserOwner, body: SearchRequest, state: State
+) -> AsyncIterator[asyncio.Future[list[float] | None] | None]:
+    """The search question's vector, on its way before the request's transaction begins.
+
+    A route declares it before its service, so the embedding (in the embedder's thread, or a
+    call to a remote API) runs while BEGIN, the tenant setting and the per-request bookkeeping
+    go to the database, instead of after them. It depends on the addressed user: nothing is
+    embedded for a caller the route refuses. None: a lexical search needs no vector.
+    """
+    pending = start_embedding_question(state.embedding_backfill.embedder, body)
+    try:
+        yield pending
+    finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
+
+
+EmbeddingQuestion = Annotated[
+    asyncio.Future[list[float] | None] | None, Depends(embed_search_question)
+]
 MemorySvc = Annotated[MemoryService, Depends(get_memory_service)]
 MemorySearchSvc = Annotated[MemorySearch, Depends(get_memory_search)]
 MemoryWriterSvc = Annotated[DerivedMemoryWriter, Depends(get_memory_writer)]

@@ -13,7 +13,7 @@ from service.errors import ValidationFailed, problem_responses
 from service.kit.idempotency import IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
 from service.kit.types import Timestamp
-from service.memories.dependencies import MemorySearchSvc, MemorySvc
+from service.memories.dependencies import EmbeddingQuestion, MemorySearchSvc, MemorySvc
 from service.memories.filters import MemoryFilter
 from service.memories.recording import as_body
 from service.memories.schemas import (
@@ -243,11 +243,11 @@ async def delete_memories(
     responses=READ_PROBLEMS,
 )
 async def search_memories(
-    owner: UserOwner, body: SearchRequest, search: MemorySearchSvc
+    owner: UserOwner, body: SearchRequest, question: EmbeddingQuestion, search: MemorySearchSvc
 ) -> SearchResponse:
     """Hybrid search (full-text OR query + vector similarity, fused in one SQL statement)
     over the user's and the organization's memories. Every hit carries its component scores."""
-    return await search.search(owner, body)
+    return await search.search(owner, body, embedding_question=question)
 
 
 @user_router.get(

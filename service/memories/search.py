@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -28,6 +29,25 @@ from service.providers import Embedder, EmbedderUnavailable
 MMR_CANDIDATE_FACTOR = 3
 
 
+async def embed_question(embedder: Embedder, query: str) -> list[float] | None:
+    """The query's vector, or None when the embedder is down (search goes lexical)."""
+    with tracer.start_as_current_span("memories.embed_query"):
+        try:
+            return await embedder.embed_query(query)
+        except EmbedderUnavailable:
+            return None
+
+
+def start_embedding_question(
+    embedder: Embedder, request: SearchRequest
+) -> asyncio.Future[list[float] | None] | None:
+    """Start embedding `request`'s question (None: a lexical search needs no vector), so that
+    it runs while the request's transaction begins; await the result for `search`."""
+    if request.mode == "lexical":
+        return None
+    return asyncio.ensure_future(embed_question(embedder, request.query))
+
+
 class MemorySearch:
     def __init__(
         self, repository: MemoryRepository, embedder: Embedder, settings: Settings
@@ -38,11 +58,7 @@ class MemorySearch:
 
     async def embed_query(self, query: str) -> list[float] | None:
         """The query's vector, or None when the embedder is down (search goes lexical)."""
-        with tracer.start_as_current_span("memories.embed_query"):
-            try:
-                return await self._embedder.embed_query(query)
-            except EmbedderUnavailable:
-                return None
+        return await embed_question(self._embedder, query)
 
     def params(
         self, owner: Owner, request: SearchRequest, query_embedding: list[float] | None
@@ -97,9 +113,13 @@ class MemorySearch:
         request: SearchRequest,
         *,
         query_embedding: list[float] | None = None,
+        embedding_question: Awaitable[list[float] | None] | None = None,
     ) -> SearchResponse:
-        """Hybrid search; pass `query_embedding` to reuse one embedding across searches."""
-        if request.mode != "lexical" and query_embedding is None:
+        """Hybrid search; pass `query_embedding` to reuse one embedding across searches, or
+        `embedding_question` (`start_embedding_question`) for a vector already on its way."""
+        if embedding_question is not None:
+            query_embedding = await embedding_question
+        elif request.mode != "lexical" and query_embedding is None:
             query_embedding = await self.embed_query(request.query)
         params = self.params(owner, request, query_embedding)
         with fusion_statement(request.mode) as statement:

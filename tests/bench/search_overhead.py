@@ -5,7 +5,8 @@ one embedded Postgres, with the query-vector cache off so every search embeds it
 Run from the repository root:
 
     python -m tests.bench.search_overhead --tree before=/path/to/checkout --tree after=.
-        [--rounds 20] [--n 25] [--env after-nopp=.:MNEME_DB_POOL_PRE_PING=false]
+        [--rounds 20] [--n 25] [--clients 8] [--seconds 4]
+        [--env after-nopp=.:MNEME_DB_POOL_PRE_PING=false]
 
 `--tree NAME=DIR` serves the code in DIR (put first on PYTHONPATH; the dependencies are this
 virtualenv's); `--env NAME=DIR:VAR=VALUE[,VAR=VALUE]` the same with environment overrides. One
@@ -13,7 +14,9 @@ client sends `--n` searches to each server in turn, in shuffled order, for `--ro
 and the same searches go through the bare fusion statement (BEGIN, SET LOCAL, statement,
 COMMIT on asyncpg) and through the embedder in this process, so for every round there is a
 service time, a statement time and an embedding time measured within seconds of each other.
-Each server's own CPU time (utime + stime from /proc) is read around its block. Prints numbers;
+Each server's own CPU time (utime + stime from /proc) is read around its block. After each
+server's one-client block, `--clients` concurrent clients send it never-seen questions for
+`--seconds` (throughput: searches answered per second, median over the rounds). Prints numbers;
 asserts nothing.
 """
 
@@ -53,6 +56,45 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 class Figures:
     latency_ms: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
+    # Searches per second with `--clients` concurrent clients, one figure per round.
+    throughput: list[float] = field(default_factory=list)
+    concurrent_cpu_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+
+
+async def _concurrent_block(
+    client: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, str],
+    questions: list[str],
+    clients: int,
+    seconds: float,
+    figures: Figures,
+    pid: int,
+) -> None:
+    """`clients` concurrent clients send never-seen searches to `url` for `seconds`."""
+    deadline = time.perf_counter() + seconds
+    answered = 0
+
+    async def one_client(offset: int) -> None:
+        nonlocal answered
+        asked = offset
+        while time.perf_counter() < deadline:
+            # A fresh suffix per request: every question is new to the server's caches.
+            question = f"{questions[asked % len(questions)]} {offset}-{asked}"
+            asked += clients
+            response = await client.post(
+                url, json={"query": question, "limit": 10}, headers=headers
+            )
+            if response.status_code == 200:
+                answered += 1
+            else:
+                figures.errors += 1
+
+    started, cpu_before = time.perf_counter(), _cpu_seconds(pid)
+    await asyncio.gather(*(one_client(offset) for offset in range(clients)))
+    figures.throughput.append(answered / (time.perf_counter() - started))
+    figures.concurrent_cpu_ms.append((_cpu_seconds(pid) - cpu_before) * 1000 / max(answered, 1))
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -122,7 +164,11 @@ async def main(args: argparse.Namespace) -> None:
                 name: await stack.enter_async_context(_server(settings, source, env))
                 for name, source, env in servers
             }
-            client = await stack.enter_async_context(httpx.AsyncClient(timeout=60))
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    timeout=60, limits=httpx.Limits(max_connections=max(args.clients, 1) + 1)
+                )
+            )
             first = next(iter(running.values())).base_url
             rows = corpus.user_rows(0)
             for start in range(0, len(rows), 100):
@@ -154,6 +200,17 @@ async def main(args: argparse.Namespace) -> None:
                         figures[name].latency_ms.append((time.perf_counter() - sent) * 1000)
                         response.raise_for_status()
                     figures[name].cpu_ms.append((_cpu_seconds(server.pid) - before) * 1000 / args.n)
+                    if args.clients:
+                        await _concurrent_block(
+                            client,
+                            f"{server.base_url}/v1/users/{user}/memories/search",
+                            headers,
+                            questions,
+                            args.clients,
+                            args.seconds,
+                            figures[name],
+                            server.pid,
+                        )
                 for _ in range(args.n):
                     question = questions[asked % len(questions)]
                     asked += 1
@@ -178,16 +235,23 @@ async def main(args: argparse.Namespace) -> None:
         f"\nraw statement p50 {raw_p50:.2f} ms; query embedding p50 {embed_p50:.2f} ms\n"
     )
     sys.stdout.write(
-        "| server | search p50 ms | p95 ms | p50 - raw - embedding ms | server CPU ms / search |\n"
+        "| server | search p50 ms | p95 ms | p50 - raw - embedding ms | server CPU ms / search "
+        f"| {args.clients} clients, searches/s (median of rounds) | CPU ms / search there "
+        "| errors |\n"
     )
-    sys.stdout.write("| --- | ---: | ---: | ---: | ---: |\n")
+    sys.stdout.write("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
     for name, found in figures.items():
         latencies = sorted(found.latency_ms)
         p50 = statistics.median(latencies)
         p95 = latencies[int(len(latencies) * 0.95)]
         cpu = statistics.median(found.cpu_ms)
+        throughput = statistics.median(found.throughput) if found.throughput else 0.0
+        concurrent_cpu = (
+            statistics.median(found.concurrent_cpu_ms) if found.concurrent_cpu_ms else 0.0
+        )
         sys.stdout.write(
-            f"| {name} | {p50:.1f} | {p95:.1f} | {p50 - raw_p50 - embed_p50:.1f} | {cpu:.1f} |\n"
+            f"| {name} | {p50:.1f} | {p95:.1f} | {p50 - raw_p50 - embed_p50:.1f} | {cpu:.1f} "
+            f"| {throughput:.1f} | {concurrent_cpu:.1f} | {found.errors} |\n"
         )
 
 
@@ -197,4 +261,11 @@ if __name__ == "__main__":
     parser.add_argument("--env", action="append", default=[], metavar="NAME=DIR:VAR=VALUE")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--n", type=int, default=25)
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=8,
+        help="concurrent clients of the throughput block (0: none)",
+    )
+    parser.add_argument("--seconds", type=float, default=4.0, help="length of a throughput block")
     asyncio.run(main(parser.parse_args()))
