@@ -8,9 +8,14 @@ agent cannot starve its colleagues, and one tenant's traffic cannot starve anoth
 Requests that fail authentication are charged to the client address, which bounds
 credential guessing.
 
-`limits` (the engine slowapi is built on) does the counting, with a moving window. Storage
-is in-process by default; MNEME_RATE_LIMIT_STORAGE_URI=redis://host:6379/0 shares the
-counters across replicas (through redis-py).
+`limits` (the engine slowapi is built on) does the counting, with a sliding-window counter:
+the current window's count plus the previous window's, weighted by how much of it still
+overlaps the last `window` seconds. Two counters per key, where a moving window keeps one
+timestamp per request: in process, the moving window's expiry pass hands every key's list to a
+worker thread after each request, which cost four times the CPU per request with two thousand active
+callers (docs/benchmarks.md, issue #15). Storage is in-process by default;
+MNEME_RATE_LIMIT_STORAGE_URI=redis://host:6379/0 shares the counters across replicas (through
+redis-py).
 
 When the store is unreachable the limits fail open (logged): requests are served, unlimited.
 
@@ -29,7 +34,7 @@ from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
 from limits.aio.storage import Storage
-from limits.aio.strategies import MovingWindowRateLimiter
+from limits.aio.strategies import SlidingWindowCounterRateLimiter
 from limits.errors import StorageError
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -65,7 +70,7 @@ class RateLimiter:
     def __init__(self, settings: Settings, counters: Storage) -> None:
         self.principal = Policy("principal", parse(settings.rate_limit_default))
         self.tenant = Policy("tenant", parse(settings.rate_limit_tenant))
-        self._strategy = MovingWindowRateLimiter(counters)
+        self._strategy = SlidingWindowCounterRateLimiter(counters)
 
     async def charge_principal(self, request: Request, principal: Principal) -> None:
         """Count one request of `principal`; raise `RateLimited` when a quota is spent."""

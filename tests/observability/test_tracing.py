@@ -82,11 +82,16 @@ async def test_a_search_is_one_server_span_with_its_stages_and_one_score_event_p
 
     search = only(spans, "memories.search")
     assert path_to_root(spans, only(spans, "auth"))[-1] == server.name
-    for stage in ("memories.embed_query", "memories.fusion_query", "memories.mmr"):
+    for stage in ("memories.fusion_query", "memories.mmr"):
         assert path_to_root(spans, only(spans, stage))[1:3] == [
             "memories.search",
             "fastapi.endpoint",
         ]
+    # The question is embedded while the transaction begins: from the route's dependencies.
+    assert path_to_root(spans, only(spans, "memories.embed_query"))[1:] == [
+        "fastapi.dependencies",
+        server.name,
+    ]
     embedding = only(spans, f"embeddings {MODEL_NAME}")
     assert path_to_root(spans, embedding)[1] == "memories.embed_query"
     assert embedding.attributes["gen_ai.operation.name"] == "embeddings"
