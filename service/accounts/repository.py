@@ -14,8 +14,18 @@ from service.auth.principal import AccountClaims
 ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
 """Provision the tenant row on first use; a no-op afterwards."""
 
+_ENSURE_TENANT_FIRST = """
+    WITH tenant_row AS (
+        INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING
+    )
+"""
+"""Prefixed to an end user's upsert: the tenant is provisioned in the same statement (one round
+trip per request, not two). The user row's foreign key is checked once the whole statement has
+run, so it sees the tenant row the CTE inserted."""
+
 TOUCH_END_USER_SQL = text(
-    """
+    _ENSURE_TENANT_FIRST
+    + """
     INSERT INTO user_account AS u (tenant_id, id, name, email, avatar, socials, last_seen_at)
     VALUES (:tenant_id, :user_id, :name, :email, :avatar, CAST(:socials AS jsonb), now())
     ON CONFLICT (tenant_id, id) DO UPDATE
@@ -39,7 +49,8 @@ The clock is read once, in VALUES: Citus refuses non-immutable functions (`now()
 `timestamptz - interval`) in the DO UPDATE clauses of a distributed table."""
 
 MARK_END_USER_SEEN_SQL = text(
-    """
+    _ENSURE_TENANT_FIRST
+    + """
     INSERT INTO user_account AS u (tenant_id, id, last_seen_at)
     VALUES (:tenant_id, :user_id, now())
     ON CONFLICT (tenant_id, id) DO UPDATE
@@ -75,7 +86,7 @@ class AccountRepository:
         )
 
     async def touch_end_user(self, user_id: str, account: AccountClaims) -> None:
-        await self.ensure_tenant()
+        """Record the end user making the request (and its tenant, on first use)."""
         if account == AccountClaims():
             await self._session.execute(
                 MARK_END_USER_SEEN_SQL, {"tenant_id": self._tenant_id, "user_id": user_id}
