@@ -95,6 +95,15 @@ class _Applied:
     removed: int = 0
 
 
+def speaker_of(source_ids: Sequence[uuid.UUID], window: Sequence[Message]) -> str | None:
+    """The author a fact was said by: the one name its source messages share (a turn's `name`),
+    or None when they carry none or several. Search gives the fact the speaker prior when a
+    question names its author, as it does for the turns themselves."""
+    sources = set(source_ids)
+    names = {m.name for m in window if m.id in sources and m.name}
+    return names.pop() if len(names) == 1 else None
+
+
 class WritePath:
     """Runs the write path's passes for one process (the job handlers call it)."""
 
@@ -412,6 +421,7 @@ class WritePath:
                 needs_review=new_fact.needs_review,
                 source_thread_id=thread_id,
                 source_message_ids=source_ids,
+                speaker=speaker_of(source_ids, window),
                 evidence=candidate.evidence or None,
                 metadata=metadata,
             )

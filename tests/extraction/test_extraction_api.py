@@ -484,3 +484,37 @@ async def test_compaction_needs_an_llm(
         "/v1/users/me/memories/compact", headers=headers, json={"categories": ["preference"]}
     )
     assert_problem(response, 409, "COMPACTION_DISABLED")
+
+
+async def test_a_fact_takes_the_name_of_the_participant_who_said_it(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "group-chat")
+    fresh_llm.reply = lambda request: extraction(
+        [
+            fact("Priya trains for the Berlin marathon.", evidence="training for Berlin"),
+            fact("The group meets on Fridays.", evidence="meet on Fridays"),
+        ]
+    )
+    thread_id = await start_thread(llm_client, headers)
+    response = await llm_client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={
+            "messages": [
+                {"role": "user", "name": "Priya", "content": "I'm training for Berlin."},
+                {"role": "user", "name": "Tom", "content": "Let's meet on Fridays then."},
+                {"role": "assistant", "content": "Sounds good."},
+            ]
+        },
+    )
+    assert response.status_code == 201, response.text
+    await wait_for_passes(llm_client, headers, 1)
+    speakers = {
+        m["text"]: m["speaker"] for m in await memories(llm_client, headers, kind="semantic")
+    }
+    # Each fact is said by one participant: the one whose message holds its evidence.
+    assert speakers == {
+        "Priya trains for the Berlin marathon.": "Priya",
+        "The group meets on Fridays.": "Tom",
+    }
