@@ -14,18 +14,11 @@ from service.auth.principal import AccountClaims
 ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
 """Provision the tenant row on first use; a no-op afterwards."""
 
-_ENSURE_TENANT_FIRST = """
+TOUCH_END_USER_SQL = text(
+    """
     WITH tenant_row AS (
         INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING
     )
-"""
-"""Prefixed to an end user's upsert: the tenant is provisioned in the same statement (one round
-trip per request, not two). The user row's foreign key is checked once the whole statement has
-run, so it sees the tenant row the CTE inserted."""
-
-TOUCH_END_USER_SQL = text(
-    _ENSURE_TENANT_FIRST
-    + """
     INSERT INTO user_account AS u (tenant_id, id, name, email, avatar, socials, last_seen_at)
     VALUES (:tenant_id, :user_id, :name, :email, :avatar, CAST(:socials AS jsonb), now())
     ON CONFLICT (tenant_id, id) DO UPDATE
@@ -45,12 +38,18 @@ TOUCH_END_USER_SQL = text(
 """Record an end user and its auth overlay. Writes only when something changed or the
 last-seen mark is older than five minutes, so steady traffic does not rewrite the row.
 
+The tenant is provisioned in the same statement (`tenant_row`; one round trip per request, not
+two): the user row's foreign key is checked once the whole statement has run, so it sees the
+tenant row the CTE inserted.
+
 The clock is read once, in VALUES: Citus refuses non-immutable functions (`now()`, even
 `timestamptz - interval`) in the DO UPDATE clauses of a distributed table."""
 
 MARK_END_USER_SEEN_SQL = text(
-    _ENSURE_TENANT_FIRST
-    + """
+    """
+    WITH tenant_row AS (
+        INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING
+    )
     INSERT INTO user_account AS u (tenant_id, id, last_seen_at)
     VALUES (:tenant_id, :user_id, now())
     ON CONFLICT (tenant_id, id) DO UPDATE
@@ -58,8 +57,9 @@ MARK_END_USER_SEEN_SQL = text(
      WHERE u.last_seen_at IS NULL OR EXCLUDED.last_seen_at - u.last_seen_at > interval '5 minutes'
     """
 )
-"""Record an end user whose token carries no account claims at all. Its overlay (perhaps set
-by a service) stays as it is; the last-seen mark is refreshed at most every five minutes."""
+"""Record an end user whose token carries no account claims at all (and its tenant, as
+`TOUCH_END_USER_SQL` does). Its overlay (perhaps set by a service) stays as it is; the
+last-seen mark is refreshed at most every five minutes."""
 
 
 ENSURE_USER_SQL = text(
