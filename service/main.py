@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -48,6 +49,7 @@ from service.kit.limit_storage import limit_storage
 from service.kit.media_type import require_json_body
 from service.kit.openapi import declare_common_problems
 from service.kit.post_commit import BackgroundRunner
+from service.kit.token_counting import encoding_for
 from service.logs import configure_logging, log_request
 from service.mcp.endpoint import MCP_PATH, McpEndpoint
 from service.memories.embedding import EmbeddingBackfill
@@ -138,6 +140,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 load_model = getattr(raw_embedder, "load", None)
                 if load_model is not None:
                     await load_model()
+                # So is the context blocks' tokenizer (reading its BPE ranks takes ~0.4 s).
+                await asyncio.to_thread(encoding_for)
                 backfill = EmbeddingBackfill(
                     cache_query_embeddings(embedder, settings.query_embedding_cache_size),
                     sessionmaker,
