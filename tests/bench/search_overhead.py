@@ -5,7 +5,7 @@ one embedded Postgres, with the query-vector cache off so every search embeds it
 Run from the repository root:
 
     python -m tests.bench.search_overhead --tree before=/path/to/checkout --tree after=.
-        [--rounds 20] [--n 25] [--clients 8] [--seconds 4]
+        [--rounds 20] [--n 25] [--clients 8] [--seconds 4] [--endpoint search|context]
         [--env after-nopp=.:MNEME_DB_POOL_PRE_PING=false]
 
 `--tree NAME=DIR` serves the code in DIR (put first on PYTHONPATH; the dependencies are this
@@ -16,7 +16,9 @@ COMMIT on asyncpg) and through the embedder in this process, so for every round 
 service time, a statement time and an embedding time measured within seconds of each other.
 Each server's own CPU time (utime + stime from /proc) is read around its block. After each
 server's one-client block, `--clients` concurrent clients send it never-seen questions for
-`--seconds` (throughput: searches answered per second, median over the rounds). Prints numbers;
+`--seconds` (throughput: searches answered per second, median over the rounds). With
+`--endpoint context` the servers are asked for context blocks instead (the default block for the
+question); the raw statement and embedding columns stay the search's, for reference. Prints numbers;
 asserts nothing.
 """
 
@@ -47,6 +49,8 @@ from service.db import create_engine
 from service.memories.schemas import SearchRequest
 from service.providers import build_embedder, embedder_config_from_settings
 
+ENDPOINTS = {"search": "memories/search", "context": "context"}
+
 MEMORIES = 300
 QUESTIONS = 400
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -60,6 +64,13 @@ class Figures:
     throughput: list[float] = field(default_factory=list)
     concurrent_cpu_ms: list[float] = field(default_factory=list)
     errors: int = 0
+
+
+def _body(url: str, question: str) -> dict[str, object]:
+    """A search asks for the top 10; a context call for the default block."""
+    if url.endswith("context"):
+        return {"query": question}
+    return {"query": question, "limit": 10}
 
 
 async def _concurrent_block(
@@ -83,9 +94,7 @@ async def _concurrent_block(
             # A fresh suffix per request: every question is new to the server's caches.
             question = f"{questions[asked % len(questions)]} {offset}-{asked}"
             asked += clients
-            response = await client.post(
-                url, json={"query": question, "limit": 10}, headers=headers
-            )
+            response = await client.post(url, json=_body(url, question), headers=headers)
             if response.status_code == 200:
                 answered += 1
             else:
@@ -193,8 +202,8 @@ async def main(args: argparse.Namespace) -> None:
                         asked += 1
                         sent = time.perf_counter()
                         response = await client.post(
-                            f"{server.base_url}/v1/users/{user}/memories/search",
-                            json={"query": question, "limit": 10},
+                            f"{server.base_url}/v1/users/{user}/{ENDPOINTS[args.endpoint]}",
+                            json=_body(ENDPOINTS[args.endpoint], question),
                             headers=headers,
                         )
                         figures[name].latency_ms.append((time.perf_counter() - sent) * 1000)
@@ -203,7 +212,7 @@ async def main(args: argparse.Namespace) -> None:
                     if args.clients:
                         await _concurrent_block(
                             client,
-                            f"{server.base_url}/v1/users/{user}/memories/search",
+                            f"{server.base_url}/v1/users/{user}/{ENDPOINTS[args.endpoint]}",
                             headers,
                             questions,
                             args.clients,
@@ -268,4 +277,11 @@ if __name__ == "__main__":
         help="concurrent clients of the throughput block (0: none)",
     )
     parser.add_argument("--seconds", type=float, default=4.0, help="length of a throughput block")
+    parser.add_argument(
+        "--endpoint",
+        choices=sorted(ENDPOINTS),
+        default="search",
+        help="what the servers are asked: a search, or a context block (the raw statement stays "
+        "the search's)",
+    )
     asyncio.run(main(parser.parse_args()))
