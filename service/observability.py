@@ -133,8 +133,9 @@ class _RecordedWhileExported(Sampler):
     attached, the configured sampler (`OTEL_TRACES_SAMPLER`) decides as usual.
     """
 
-    def __init__(self, configured: Sampler) -> None:
+    def __init__(self, configured: Sampler, exporters: _SpanProcessorSet) -> None:
         self._configured = configured
+        self._exporters = exporters
 
     def should_sample(
         self,
@@ -146,7 +147,7 @@ class _RecordedWhileExported(Sampler):
         links: Sequence[Link] | None = None,
         trace_state: trace.TraceState | None = None,
     ) -> SamplingResult:
-        if not _processors:
+        if not self._exporters:
             parent = trace.get_current_span(parent_context).get_span_context()
             return SamplingResult(Decision.DROP, trace_state=parent.trace_state)
         return self._configured.should_sample(
@@ -184,7 +185,7 @@ def _install_provider(service_name: str | None) -> None:
         if service_name or not os.environ.get("OTEL_SERVICE_NAME"):
             attributes["service.name"] = service_name or "mneme"
         provider = TracerProvider(resource=Resource.create(attributes))
-        provider.sampler = _RecordedWhileExported(provider.sampler)
+        provider.sampler = _RecordedWhileExported(provider.sampler, _processors)
         provider.add_span_processor(_QueryStringRedaction())
         provider.add_span_processor(_processors)
         trace.set_tracer_provider(provider)

@@ -2,9 +2,8 @@
 
 Checking an API key costs a database lookup, and a JWT a signature check: a client sending made-up
 credentials in a loop would otherwise get both for free, as fast as it can send. Once an address
-has failed `limit` times in the sliding window (counted as the request limits count, see
-`service.rate_limits`), every credential it sends is answered with 429 until the window frees
-up, without being looked at. The counters live where the request rate
+has failed `limit` times in the moving window, every credential it sends is answered with 429
+until the window frees up, without being looked at. The counters live where the request rate
 limits live (MNEME_RATE_LIMIT_STORAGE_URI): in process by default, and shared by every replica
 through Redis, so N replicas do not allow N times the failures. Like the request limits, they
 fail open when the store is unreachable. Behind a proxy, the address is the client's only if
@@ -19,7 +18,7 @@ import time
 
 from limits import parse
 from limits.aio.storage import Storage
-from limits.aio.strategies import SlidingWindowCounterRateLimiter
+from limits.aio.strategies import MovingWindowRateLimiter
 from limits.errors import StorageError
 
 from service.errors import RateLimited
@@ -36,7 +35,7 @@ class TooManyFailedAuthentications(RateLimited):
 class FailedAuthenticationLimit:
     def __init__(self, limit: str, counters: Storage) -> None:
         self._limit = parse(limit)
-        self._limiter = SlidingWindowCounterRateLimiter(counters)
+        self._limiter = MovingWindowRateLimiter(counters)
 
     async def check(self, address: str) -> None:
         """Raise 429 when `address` used up its failures."""
