@@ -234,8 +234,9 @@ the search may return: `LEXICAL_MATCHES_SQL`, `COLLECTION_SQL`) and vector (HNSW
 or linear); then the evidence of a memory's
 conversation (its neighbours in its source thread, which join the candidates scored by their own
 match, `BEYOND_POOLS_SQL`; the best match of its session) and the priors for the speaker and the
-time the query names added on top, decayed by kind-aware recency and confidence. Returns, best first, each hit's memory columns
-(everything a response shows) and every component score, so no second query is needed.
+time the query names added on top, decayed by kind-aware recency and confidence. Returns, best
+first, each hit's memory columns (everything a response shows) and every component score, so no
+second query is needed.
 
 Several searches that differ only in their filter run as one statement of disjoint sections
 (`{section}` says which section a memory's filter puts it in): every rank, normalisation and
