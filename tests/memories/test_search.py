@@ -214,8 +214,12 @@ async def test_recency_and_confidence_factors_follow_kind_and_settings(
     assert by_kind["procedural"]["recency_factor"] == pytest.approx(1.0)
     assert by_kind["semantic"]["confidence_factor"] == pytest.approx(0.6 + 0.4 * 0.5)
     for scores in by_kind.values():
+        # Outside any thread, a memory's session evidence is its own fused score.
+        assert scores["thread_score"] == pytest.approx(scores["fused_score"])
         assert scores["final_score"] == pytest.approx(
-            scores["fused_score"] * scores["recency_factor"] * scores["confidence_factor"]
+            (scores["fused_score"] + settings.search_thread_weight * scores["thread_score"])
+            * scores["recency_factor"]
+            * scores["confidence_factor"]
         )
 
 
