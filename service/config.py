@@ -112,7 +112,8 @@ class Settings(BaseSettings):
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)
     search_linear_lexical_weight: float = Field(default=0.5, ge=0, le=1)
     # How much of a memory's conversation is added to its own fused score: the best fused
-    # score among its neighbours in its source thread, and its thread's share of all hits.
+    # score among its neighbours in its source thread, and the best fused score of its session
+    # (source thread; its own, outside a thread).
     search_neighbour_weight: float = Field(default=0.5, ge=0, le=10)
     search_thread_weight: float = Field(default=0.5, ge=0, le=10)
     # The prior for the speaker a query names (a memory whose `speaker` is named in the query),

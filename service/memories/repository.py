@@ -138,27 +138,34 @@ adjacent AS (
      WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL
      GROUP BY n.id, c.section
 ),
+beyond_pools AS (
+    {beyond_pools}
+),
 pooled AS (
-    SELECT coalesce(c.id, a.id) AS id, coalesce(c.section, a.section) AS section,
-           c.lexical_rank, c.lexical_score, c.vector_rank, c.vector_cosine,
-           coalesce(c.fused_score, 0) AS fused_score,
-           coalesce(a.evidence, 0) AS neighbour_score,
-           coalesce(c.lexical_strength, 0) AS lexical_strength,
-           coalesce(c.vector_strength, 0) AS vector_strength
-      FROM candidates c FULL OUTER JOIN adjacent a ON a.id = c.id
+    SELECT c.id, c.section, c.lexical_rank, c.lexical_score, c.vector_rank, c.vector_cosine,
+           c.fused_score, coalesce(a.evidence, 0) AS neighbour_score,
+           c.lexical_strength, c.vector_strength, true AS in_pool
+      FROM candidates c LEFT JOIN adjacent a ON a.id = c.id
+    UNION ALL
+    SELECT b.id, b.section, NULL, b.lexical_score, NULL, b.vector_cosine,
+           b.fused_score, a.evidence, b.lexical_strength, b.vector_strength, false
+      FROM beyond_pools b JOIN adjacent a ON a.id = b.id
 ),
 scored AS (
     SELECT p.section, p.lexical_rank, p.lexical_score, p.vector_rank, p.vector_cosine,
            p.fused_score, p.neighbour_score,
-           -- Evidence from the memory's conversation: the share of all candidates' fused score
-           -- that the other candidates from its source thread hold, on the fused scale (times
-           -- the best fused score). Several hits in one session lift that session's turns.
-           CASE WHEN m.source_thread_id IS NULL THEN 0.0
-                ELSE (sum(p.fused_score) OVER (PARTITION BY p.section, m.source_thread_id)
-                      - p.fused_score)
-                     / nullif(sum(p.fused_score) OVER (PARTITION BY p.section), 0)
-                     * max(p.fused_score) OVER (PARTITION BY p.section)
-           END AS thread_score,
+           -- Evidence from the memory's conversation (session): the best fused score among
+           -- its own and the pools' candidates from its source thread. Every turn of a session
+           -- gets the same evidence, so it orders sessions, not the turns within one (there a
+           -- turn's own match and its neighbours decide): the session where the query matches
+           -- best lifts all its turns above the scattered matches of other sessions. A memory
+           -- outside any thread is a session of its own (its own fused score), so a thread
+           -- gives no advantage by itself.
+           greatest(p.fused_score,
+                    CASE WHEN m.source_thread_id IS NOT NULL THEN
+                         max(p.fused_score) FILTER (WHERE p.in_pool)
+                             OVER (PARTITION BY p.section, m.source_thread_id)
+                    END) AS thread_score,
            -- The prior for a speaker the query names: the memory's speaker shares a lexeme
            -- with the query (so only the names the owner's memories actually carry can match),
            -- on the fused scale like the thread evidence.
@@ -228,14 +235,51 @@ SELECT *
 the search may return: `LEXICAL_MATCHES_SQL`, `COLLECTION_SQL`) and vector (HNSW cosine,
 `NEAREST_SQL`) candidate sets under the same `MemoryFilter` (`{candidate_filter}`), fused (RRF
 or linear); then the evidence of a memory's
-conversation (its neighbours in its source thread, the other hits of that thread) and the priors
-for the speaker and the time the query names added on top, decayed by kind-aware recency and
-confidence. Returns, best first, each hit's memory columns
-(everything a response shows) and every component score, so no second query is needed.
+conversation (its neighbours in its source thread, which join the candidates scored by their own
+match, `BEYOND_POOLS_SQL`; the best match of its session) and the priors for the speaker and the
+time the query names added on top, decayed by kind-aware recency and confidence. Returns, best
+first, each hit's memory columns (everything a response shows) and every component score, so no
+second query is needed.
 
 Several searches that differ only in their filter run as one statement of disjoint sections
 (`{section}` says which section a memory's filter puts it in): every rank, normalisation and
 top-N is taken per section, so a section's hits are exactly those its own statement returns."""
+
+BEYOND_POOLS_SQL = """
+-- The memories only a candidate's neighbour brought in (neither side's pool reached them),
+-- scored by their own match like any candidate, so a neighbour that matches the query itself
+-- is not left with its neighbour's evidence alone. Bounded by the neighbours (two per
+-- candidate): each gets one cosine and the BM25 of its own lexemes among the query's (the
+-- statistics of `term_weights`, the same formula as `lexical_hits`), never a rank over all of
+-- the owner's matches. Its ranks stay empty: it is beyond both pools, so under RRF, which
+-- fuses ranks, it has no fused score.
+SELECT b.id, b.section, own.lexical_score, own.cosine AS vector_cosine,
+       coalesce(own.lexical_score / nullif(best.score, 0), 0) AS lexical_strength,
+       coalesce(own.cosine, 0) AS vector_strength,
+       CASE WHEN :fusion = 'linear' THEN
+                :lexical_weight * coalesce(own.lexical_score / nullif(best.score, 0), 0)
+                + (1 - :lexical_weight) * greatest(coalesce(own.cosine, 0), 0)
+            ELSE 0.0
+       END AS fused_score
+  FROM (SELECT a.id, a.section FROM adjacent a
+         WHERE NOT EXISTS (SELECT 1 FROM candidates c WHERE c.id = a.id)) AS b
+  JOIN memory m ON m.tenant_id = :tenant_id AND m.id = b.id
+ CROSS JOIN query_terms q
+ CROSS JOIN LATERAL (
+       SELECT CASE WHEN :use_vector THEN 1 - (m.embedding <=> :query_embedding) END AS cosine,
+              (SELECT sum(w.idf * cardinality(term.positions) * 2.2
+                          / (cardinality(term.positions)
+                             + 1.2 * (0.25 + 0.75 * m.tsv_length / nullif(w.mean_length, 0))))
+                 FROM unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
+                 JOIN term_weights w ON w.section = b.section AND w.lexeme = term.lexeme
+                WHERE :use_lexical) AS lexical_score
+ ) AS own
+  -- The best lexical hit of the section, which normalises every lexical score.
+  LEFT JOIN (SELECT section, max(lexical_score) AS score FROM candidates GROUP BY section) AS best
+         ON best.section = b.section
+"""
+"""The neighbours outside both pools with their own components (`beyond_pools` of
+`HYBRID_SEARCH_SQL`)."""
 
 LEXICAL_MATCHES_SQL = """
 -- Every candidate memory of the section holding any of the question's lexemes (through the
@@ -331,7 +375,8 @@ def _search_template(candidate_filters: tuple[str, ...]) -> str:
         limit = _case("WHEN {1} THEN :limit_{1}", candidate_filters, "section")
         lexical_pool = "ALL"
     return (
-        HYBRID_SEARCH_SQL.replace("{lexical_matches}", each_section(LEXICAL_MATCHES_SQL))
+        HYBRID_SEARCH_SQL.replace("{beyond_pools}", BEYOND_POOLS_SQL.strip())
+        .replace("{lexical_matches}", each_section(LEXICAL_MATCHES_SQL))
         .replace("{collection}", each_section(COLLECTION_SQL))
         .replace("{nearest}", each_section(NEAREST_SQL))
         .replace("{candidate_filter}", candidate_filter)

@@ -311,7 +311,11 @@ class ComponentScores(BaseModel):
     vector_cosine: float | None
     fused_score: float
     neighbour_score: float
-    thread_score: float
+    thread_score: float = Field(
+        description="The evidence of this memory's session: the best fused score among its own "
+        "and the candidates from its source thread (its own, outside a thread). The turns of a "
+        "session share it, so it orders sessions rather than the turns within one."
+    )
     speaker_score: float = Field(
         default=0.0,
         description="Set when the query names the speaker of this memory (one of the speakers "

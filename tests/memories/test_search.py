@@ -142,7 +142,12 @@ async def test_component_scores_are_the_ones_the_sql_computed(
                 1.0 / (k + rank) for rank in (scores["lexical_rank"], scores["vector_rank"]) if rank
             )
             assert scores["fused_score"] == pytest.approx(expected_rrf)
-            assert scores["final_score"] == pytest.approx(scores["fused_score"])
+            # No memory here belongs to a thread: each is a session of its own, whose best
+            # match is itself.
+            assert scores["thread_score"] == pytest.approx(scores["fused_score"])
+            assert scores["final_score"] == pytest.approx(
+                scores["fused_score"] * (1 + settings.search_thread_weight)
+            )
             if scores["lexical_rank"] is not None:
                 assert scores["lexical_score"] == pytest.approx(bm25[memory["text"]])
     top = result["hits"][0]
@@ -209,8 +214,12 @@ async def test_recency_and_confidence_factors_follow_kind_and_settings(
     assert by_kind["procedural"]["recency_factor"] == pytest.approx(1.0)
     assert by_kind["semantic"]["confidence_factor"] == pytest.approx(0.6 + 0.4 * 0.5)
     for scores in by_kind.values():
+        # Outside any thread, a memory's session evidence is its own fused score.
+        assert scores["thread_score"] == pytest.approx(scores["fused_score"])
         assert scores["final_score"] == pytest.approx(
-            scores["fused_score"] * scores["recency_factor"] * scores["confidence_factor"]
+            (scores["fused_score"] + settings.search_thread_weight * scores["thread_score"])
+            * scores["recency_factor"]
+            * scores["confidence_factor"]
         )
 
 
@@ -421,10 +430,9 @@ def expected_conversation_scores(
 ) -> dict[str, tuple[float, float]]:
     """Neighbour and thread scores computed here from the hits' fused scores, when every
     candidate is among the hits: a memory's neighbour score is the best fused score of the
-    memories right before and after it in its thread (`order`), its thread score the share of
-    all fused score held by the other memories of its thread, times the best fused score."""
+    memories right before and after it in its thread (`order`), its thread score the best fused
+    score of its thread (its own, outside a thread)."""
     fused = {hit["memory"]["text"]: hit["scores"]["fused_score"] for hit in hits}
-    total, best = sum(fused.values()), max(fused.values())
     expected = {}
     for text_value in fused:
         thread = threads[text_value]
@@ -437,9 +445,8 @@ def expected_conversation_scores(
                 if 0 <= p < len(order) and threads[order[p]] == thread
             ]
             neighbour = max((fused.get(a, 0.0) for a in adjacent), default=0.0)
-        same = sum(f for t, f in fused.items() if thread is not None and threads[t] == thread)
-        share = 0.0 if thread is None else (same - fused[text_value]) / total * best
-        expected[text_value] = (neighbour, share)
+        session = [f for t, f in fused.items() if thread is not None and threads[t] == thread]
+        expected[text_value] = (neighbour, max([fused[text_value], *session]))
     return expected
 
 

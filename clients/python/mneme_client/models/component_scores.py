@@ -22,7 +22,9 @@ class ComponentScores:
         vector_cosine (float | None):
         fused_score (float):
         neighbour_score (float):
-        thread_score (float):
+        thread_score (float): The evidence of this memory's session: the best fused score among its own and the
+            candidates from its source thread (its own, outside a thread). The turns of a session share it, so it orders
+            sessions rather than the turns within one.
         recency_factor (float):
         confidence_factor (float):
         final_score (float):

@@ -329,6 +329,8 @@ export type ComponentScores = {
     neighbour_score: number;
     /**
      * Thread Score
+     *
+     * The evidence of this memory's session: the best fused score among its own and the candidates from its source thread (its own, outside a thread). The turns of a session share it, so it orders sessions rather than the turns within one.
      */
     thread_score: number;
     /**
