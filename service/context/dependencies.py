@@ -3,7 +3,6 @@ services of the same request."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -14,7 +13,7 @@ from service.context.schemas import ContextRequest
 from service.context.service import ContextBuilder, start_embedding_context_question
 from service.dependencies import AddressedUserId, State
 from service.memories.dependencies import MemorySearchSvc, MemorySvc
-from service.memories.search import MemorySearch
+from service.memories.search import MemorySearch, PendingVector, cancelled_unless_awaited
 from service.memories.service import MemoryService
 from service.profile.dependencies import ProfileSvc
 from service.profile.service import ProfileService
@@ -54,17 +53,12 @@ ContextSvc = Annotated[ContextBuilder, Depends(get_context_builder)]
 
 async def embed_context_question(
     _user_id: AddressedUserId, body: ContextRequest, state: State
-) -> AsyncIterator[asyncio.Future[list[float] | None] | None]:
+) -> AsyncIterator[PendingVector | None]:
     """The context question's vector, on its way before the request's transaction begins (as
     for a search: `service.memories.dependencies.embed_search_question`)."""
-    pending = start_embedding_context_question(state.embedding_backfill.embedder, body)
-    try:
+    embedder = state.embedding_backfill.embedder
+    with cancelled_unless_awaited(start_embedding_context_question(embedder, body)) as pending:
         yield pending
-    finally:
-        if pending is not None and not pending.done():
-            pending.cancel()
 
 
-ContextQuestion = Annotated[
-    asyncio.Future[list[float] | None] | None, Depends(embed_context_question)
-]
+ContextQuestion = Annotated[PendingVector | None, Depends(embed_context_question)]

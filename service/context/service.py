@@ -27,7 +27,7 @@ from service.context.schemas import (
 )
 from service.kit.token_counting import count_tokens_memo, encoding_for
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
-from service.memories.search import MemorySearch, embed_question
+from service.memories.search import MemorySearch, PendingVector, embed_question
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
 from service.observability import record_context_sections, traced, tracer
 from service.profile.service import ProfileService
@@ -98,7 +98,7 @@ def needs_question_vector(request: ContextRequest) -> bool:
 
 def start_embedding_context_question(
     embedder: Embedder, request: ContextRequest
-) -> asyncio.Future[list[float] | None] | None:
+) -> PendingVector | None:
     """Start embedding the question of a block that needs its vector, so that it runs while
     the request's transaction begins; pass the result to `ContextBuilder.build`."""
     if not needs_question_vector(request):
@@ -129,7 +129,7 @@ class ContextBuilder:
         user_id: str,
         request: ContextRequest,
         *,
-        embedding_question: asyncio.Future[list[float] | None] | None = None,
+        embedding_question: PendingVector | None = None,
     ) -> ContextResponse:
         """The block for `request`; `embedding_question` is its question's vector already on
         its way (`start_embedding_context_question`), else it is embedded here."""

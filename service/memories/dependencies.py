@@ -4,7 +4,6 @@ benchmarks), so the object graph is built in one place."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -21,7 +20,12 @@ from service.memories.keyed import KeyedMemoryService
 from service.memories.recording import MemoryRecorder
 from service.memories.repository import MemoryRepository
 from service.memories.schemas import SearchRequest
-from service.memories.search import MemorySearch, start_embedding_question
+from service.memories.search import (
+    MemorySearch,
+    PendingVector,
+    cancelled_unless_awaited,
+    start_embedding_question,
+)
 from service.memories.service import MemoryService
 from service.memories.writer import DerivedMemoryWriter
 
@@ -71,7 +75,7 @@ async def get_memory_writer(
 
 async def embed_search_question(
     _owner: UserOwner, body: SearchRequest, state: State
-) -> AsyncIterator[asyncio.Future[list[float] | None] | None]:
+) -> AsyncIterator[PendingVector | None]:
     """The search question's vector, on its way before the request's transaction begins.
 
     A route declares it before its service, so the embedding (in the embedder's thread, or a
@@ -79,17 +83,12 @@ async def embed_search_question(
     go to the database, instead of after them. It depends on the addressed user: nothing is
     embedded for a caller the route refuses. None: a lexical search needs no vector.
     """
-    pending = start_embedding_question(state.embedding_backfill.embedder, body)
-    try:
+    embedder = state.embedding_backfill.embedder
+    with cancelled_unless_awaited(start_embedding_question(embedder, body)) as pending:
         yield pending
-    finally:
-        if pending is not None and not pending.done():
-            pending.cancel()
 
 
-EmbeddingQuestion = Annotated[
-    asyncio.Future[list[float] | None] | None, Depends(embed_search_question)
-]
+EmbeddingQuestion = Annotated[PendingVector | None, Depends(embed_search_question)]
 MemorySvc = Annotated[MemoryService, Depends(get_memory_service)]
 MemorySearchSvc = Annotated[MemorySearch, Depends(get_memory_search)]
 MemoryWriterSvc = Annotated[DerivedMemoryWriter, Depends(get_memory_writer)]

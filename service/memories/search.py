@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import numpy as np
@@ -38,9 +39,22 @@ async def embed_question(embedder: Embedder, query: str) -> list[float] | None:
             return None
 
 
-def start_embedding_question(
-    embedder: Embedder, request: SearchRequest
-) -> asyncio.Future[list[float] | None] | None:
+PendingVector = asyncio.Future[list[float] | None]
+"""A question's vector on its way (None when the embedder is down)."""
+
+
+@contextmanager
+def cancelled_unless_awaited(pending: PendingVector | None) -> Iterator[PendingVector | None]:
+    """`pending` for the block; if nobody took its vector by the end (the request failed
+    first), it is cancelled."""
+    try:
+        yield pending
+    finally:
+        if pending is not None and not pending.done():
+            pending.cancel()
+
+
+def start_embedding_question(embedder: Embedder, request: SearchRequest) -> PendingVector | None:
     """Start embedding `request`'s question (None: a lexical search needs no vector), so that
     it runs while the request's transaction begins; await the result for `search`."""
     if request.mode == "lexical":
