@@ -257,15 +257,17 @@ function memoryFilters(data) {
   };
 }
 
-function scoreChart(scores) {
+function scoreChart(scores, inThread) {
   const rows = [
     ["lexical", scores.lexical_score],
     ["vector", scores.vector_cosine],
     ["fused", scores.fused_score],
     // Evidence from around the memory and from what the question names: shown when it counted.
+    // The session's best match is only evidence for a memory from a thread (outside one it is
+    // the memory's own fused score again).
     ...[
       ["neighbours", scores.neighbour_score],
-      ["thread", scores.thread_score],
+      ["session", inThread ? scores.thread_score : 0],
       ["speaker", scores.speaker_score],
       ["date", scores.date_score],
     ].filter(([, v]) => v > 0),
@@ -318,7 +320,7 @@ function memoryCard(user, memory, scores) {
       h("span", { class: `badge ${memory.lifecycle}` }, memory.lifecycle),
       h("span", { class: "badge" }, memory.scope),
       ` confidence ${memory.confidence.toFixed(2)} · ${when(memory.created_at)}`),
-    scores && scoreChart(scores),
+    scores && scoreChart(scores, memory.source_thread_id !== null),
     actions);
 }
 
