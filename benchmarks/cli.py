@@ -20,6 +20,7 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -283,6 +284,19 @@ def run_bench(args: argparse.Namespace) -> int:
     raise ValueError(f"unknown benchmark {args.bench_command!r}")
 
 
+def _write_report(
+    report: dict[str, Any], out: Path | None, kind: str, render: Callable[[dict[str, Any]], str]
+) -> int:
+    """Write `report` as JSON (to `out`, else a timestamped file in bench-results/) and print
+    it rendered as markdown."""
+    path = out or RESULTS_DIR / f"{kind}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    sys.stdout.write(render(report))
+    sys.stderr.write(f"results written to {path}\n")
+    return 0
+
+
 def _fail(message: str, code: int = 2) -> int:
     sys.stderr.write(f"mneme bench: {message}\n")
     return code
@@ -367,14 +381,7 @@ def _run_retrieval(args: argparse.Namespace) -> int:
         limits={"conversations": args.limit_conversations, "questions": args.limit_questions},
         wall_seconds=time.perf_counter() - started,
     )
-    out: Path = args.out or RESULTS_DIR / (
-        f"retrieval-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    sys.stdout.write(render_markdown(report))
-    sys.stderr.write(f"results written to {out}\n")
-    return 0
+    return _write_report(report, args.out, "retrieval", render_markdown)
 
 
 def _load_options(args: argparse.Namespace) -> LoadOptions:
@@ -445,14 +452,7 @@ def _run_load(args: argparse.Namespace) -> int:
         settings=used_settings,
         wall_seconds=time.perf_counter() - started,
     )
-    out: Path = args.out or RESULTS_DIR / (
-        f"load-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    sys.stdout.write(render_load_markdown(report))
-    sys.stderr.write(f"results written to {out}\n")
-    return 0
+    return _write_report(report, args.out, "load", render_load_markdown)
 
 
 def _add_cluster_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -562,14 +562,7 @@ def _run_cluster(args: argparse.Namespace) -> int:
     except (LoadBenchmarkError, BulkLoadRefused, ServerFailed) as exc:
         return _fail(str(exc), code=1)
     report = build_cluster_report(run, options)
-    out: Path = args.out or RESULTS_DIR / (
-        f"cluster-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    sys.stdout.write(render_cluster_markdown(report))
-    sys.stderr.write(f"results written to {out}\n")
-    return 0
+    return _write_report(report, args.out, "cluster", render_cluster_markdown)
 
 
 def main(argv: list[str] | None = None) -> int:
