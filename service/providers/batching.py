@@ -34,8 +34,6 @@ class QueryBatcher:
         self._waiting: list[tuple[str, asyncio.Future[list[float]]]] = []
         # The task draining `_waiting`, while there is one; a reference keeps it alive.
         self._drain: asyncio.Task[None] | None = None
-        self.runs = 0
-        self.texts = 0
 
     async def embed_query(self, text: str) -> list[float]:
         future: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
@@ -93,8 +91,6 @@ class QueryBatcher:
                 if not future.done():
                     future.set_exception(exc)
             return
-        self.runs += 1
-        self.texts += len(texts)
         by_text = dict(zip(texts, vectors, strict=True))
         for text, future in batch:
             if not future.done():
