@@ -23,6 +23,7 @@ from service.memories.schemas import SearchHit, SearchRequest
 from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
 from tests.context.test_context_api import context, remember
+from tests.search_params import search_params
 
 WORDS = [
     "hiking",
@@ -220,31 +221,22 @@ async def test_one_statement_gives_the_block_of_one_statement_per_section(
 
 
 def params(memory_filter: MemoryFilter, **changes: Any) -> SearchParams:
-    values: dict[str, Any] = {
-        "filter": memory_filter,
-        "query": "coffee in lisbon",
-        "query_embedding": None,
-        "use_lexical": True,
-        "use_vector": False,
-        "pool": 100,
-        "limit": 4,
-        "fusion": "rrf",
-        "rrf_k": 60,
-        "lexical_weight": 0.3,
-        "neighbour_weight": 0.1,
-        "thread_weight": 0.1,
-        "speaker_weight": 0.5,
-        "date_weight": 0.5,
-        "window_start": None,
-        "window_end": None,
-        "recency_weight": 0.2,
-        "confidence_weight": 0.2,
-        "half_life_semantic": 365.0,
-        "half_life_episodic": 30.0,
-        "half_life_procedural": 0.0,
-        "with_embeddings": False,
-    }
-    return SearchParams(**(values | changes))
+    return search_params(
+        memory_filter,
+        **{
+            "query": "coffee in lisbon",
+            "limit": 4,
+            "rrf_k": 60,
+            "lexical_weight": 0.3,
+            "neighbour_weight": 0.1,
+            "thread_weight": 0.1,
+            "recency_weight": 0.2,
+            "confidence_weight": 0.2,
+            "half_life_semantic": 365.0,
+            "half_life_episodic": 30.0,
+            **changes,
+        },
+    )
 
 
 def test_sections_that_could_share_a_memory_or_a_ranking_are_refused() -> None:

@@ -12,8 +12,9 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_engine, create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
-from service.memories.repository import MemoryRepository, SearchParams
+from service.memories.repository import MemoryRepository
 from tests.conftest import new_tenant
+from tests.search_params import search_params
 
 
 async def test_every_connection_carries_the_configured_vector_scan_settings(
@@ -77,29 +78,17 @@ async def test_a_user_owning_most_memories_gets_the_exact_nearest_from_the_hnsw_
                 },
             )
     query = await embedder.embed_query("music and sport")
-    params = SearchParams(
-        filter=MemoryFilter.build([Owner.user("heavy"), Owner.org()]),
-        query="music and sport",
+    params = search_params(
+        MemoryFilter.build([Owner.user("heavy"), Owner.org()]),
+        "music and sport",
         query_embedding=query,
         use_lexical=False,
         use_vector=True,
         pool=10,
-        limit=10,
-        fusion="rrf",
-        rrf_k=5,
-        lexical_weight=0.5,
         neighbour_weight=0.0,
         thread_weight=0.0,
         speaker_weight=0.0,
         date_weight=0.0,
-        window_start=None,
-        window_end=None,
-        recency_weight=0,
-        confidence_weight=0,
-        half_life_semantic=0,
-        half_life_episodic=0,
-        half_life_procedural=0,
-        with_embeddings=False,
     )
     async with tenant_transaction(sessionmaker, tenant) as session:
         # Only the HNSW index yields rows in distance order without a sort.

@@ -20,8 +20,9 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
-from service.memories.repository import MemoryRepository, SearchParams
+from service.memories.repository import MemoryRepository
 from tests.conftest import as_tenant, bearer, new_tenant
+from tests.search_params import search_params
 
 CORPUS = [
     "I adore hiking in the alps every summer",
@@ -297,29 +298,14 @@ async def test_filtered_hnsw_search_matches_an_exact_scan(
                 {"t": tenant, "u": owner, "text": memory_text, "v": str(vector)},
             )
     query = await embedder.embed_query("music and sport")
-    params = SearchParams(
-        filter=MemoryFilter.build([Owner.user("user-3")], lifecycles=["confirmed"]),
-        query="music and sport",
+    params = search_params(
+        MemoryFilter.build([Owner.user("user-3")], lifecycles=["confirmed"]),
+        "music and sport",
         query_embedding=query,
         use_lexical=False,
         use_vector=True,
         pool=10,
-        limit=10,
-        fusion="rrf",
-        rrf_k=5,
-        lexical_weight=0.5,
-        neighbour_weight=0.5,
         thread_weight=1.0,
-        speaker_weight=0.5,
-        date_weight=0.5,
-        window_start=None,
-        window_end=None,
-        recency_weight=0,
-        confidence_weight=0,
-        half_life_semantic=0,
-        half_life_episodic=0,
-        half_life_procedural=0,
-        with_embeddings=False,
     )
     async with tenant_transaction(sessionmaker, tenant) as session:
         # Force the index path the planner would take on a large table.

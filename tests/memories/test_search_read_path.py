@@ -21,6 +21,7 @@ from service.memories.repository import (
     hybrid_search_statement,
 )
 from tests.conftest import bearer, new_tenant
+from tests.search_params import search_params
 
 TEXTS = [
     ("semantic", "Prefers green tea in the morning"),
@@ -33,32 +34,18 @@ TEXTS = [
 
 
 def _params(query: str, vector: list[float], **changes: Any) -> SearchParams:
-    values: dict[str, Any] = {
-        "filter": MemoryFilter.build([Owner.user("ada"), Owner.org()]),
-        "query": query,
-        "query_embedding": vector,
-        "use_lexical": True,
-        "use_vector": True,
-        "pool": 100,
-        "limit": 10,
-        "fusion": "rrf",
-        "rrf_k": 5,
-        "lexical_weight": 0.5,
-        "neighbour_weight": 0.5,
-        "thread_weight": 0.5,
-        "speaker_weight": 0.5,
-        "date_weight": 0.5,
-        "window_start": None,
-        "window_end": None,
-        "recency_weight": 0.2,
-        "confidence_weight": 0.2,
-        "half_life_semantic": 120.0,
-        "half_life_episodic": 0.0,
-        "half_life_procedural": 0.0,
-        "with_embeddings": False,
-    }
-    values.update(changes)
-    return SearchParams(**values)
+    return search_params(
+        MemoryFilter.build([Owner.user("ada"), Owner.org()]),
+        query,
+        **{
+            "query_embedding": vector,
+            "use_vector": True,
+            "recency_weight": 0.2,
+            "confidence_weight": 0.2,
+            "half_life_semantic": 120.0,
+            **changes,
+        },
+    )
 
 
 def _as_before(rows: Any) -> list[tuple[Any, ...]]:

@@ -19,6 +19,7 @@ from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.repository import MemoryRepository, SearchParams, SearchRow
 from tests.conftest import bearer
+from tests.search_params import search_params
 
 QUERY = "how did the adoption meeting go"
 TURNS = [
@@ -53,29 +54,13 @@ async def seed_thread(
 def params(
     query: str, query_embedding: list[float] | None, *, pool: int, use_vector: bool
 ) -> SearchParams:
-    return SearchParams(
-        filter=MemoryFilter.build([Owner.user("alice")]),
-        query=query,
+    return search_params(
+        MemoryFilter.build([Owner.user("alice")]),
+        query,
         query_embedding=query_embedding if use_vector else None,
-        use_lexical=True,
         use_vector=use_vector,
         pool=pool,
-        limit=10,
         fusion="linear",
-        rrf_k=5,
-        lexical_weight=0.5,
-        neighbour_weight=0.5,
-        thread_weight=0.5,
-        speaker_weight=0.5,
-        date_weight=0.5,
-        window_start=None,
-        window_end=None,
-        recency_weight=0,
-        confidence_weight=0,
-        half_life_semantic=0,
-        half_life_episodic=0,
-        half_life_procedural=0,
-        with_embeddings=False,
     )
 
 
