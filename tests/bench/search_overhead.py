@@ -66,9 +66,9 @@ class Figures:
     errors: int = 0
 
 
-def _body(url: str, question: str) -> dict[str, object]:
+def _body(endpoint: str, question: str) -> dict[str, object]:
     """A search asks for the top 10; a context call for the default block."""
-    if url.endswith("context"):
+    if endpoint == "context":
         return {"query": question}
     return {"query": question, "limit": 10}
 
@@ -76,6 +76,7 @@ def _body(url: str, question: str) -> dict[str, object]:
 async def _concurrent_block(
     client: httpx.AsyncClient,
     url: str,
+    endpoint: str,
     headers: dict[str, str],
     questions: list[str],
     clients: int,
@@ -94,7 +95,7 @@ async def _concurrent_block(
             # A fresh suffix per request: every question is new to the server's caches.
             question = f"{questions[asked % len(questions)]} {offset}-{asked}"
             asked += clients
-            response = await client.post(url, json=_body(url, question), headers=headers)
+            response = await client.post(url, json=_body(endpoint, question), headers=headers)
             if response.status_code == 200:
                 answered += 1
             else:
@@ -197,13 +198,14 @@ async def main(args: argparse.Namespace) -> None:
                 rng.shuffle(order)
                 for name, server in order:
                     before = _cpu_seconds(server.pid)
+                    url = f"{server.base_url}/v1/users/{user}/{ENDPOINTS[args.endpoint]}"
                     for _ in range(args.n):
                         question = questions[asked % len(questions)]
                         asked += 1
                         sent = time.perf_counter()
                         response = await client.post(
-                            f"{server.base_url}/v1/users/{user}/{ENDPOINTS[args.endpoint]}",
-                            json=_body(ENDPOINTS[args.endpoint], question),
+                            url,
+                            json=_body(args.endpoint, question),
                             headers=headers,
                         )
                         figures[name].latency_ms.append((time.perf_counter() - sent) * 1000)
@@ -212,7 +214,8 @@ async def main(args: argparse.Namespace) -> None:
                     if args.clients:
                         await _concurrent_block(
                             client,
-                            f"{server.base_url}/v1/users/{user}/{ENDPOINTS[args.endpoint]}",
+                            url,
+                            args.endpoint,
                             headers,
                             questions,
                             args.clients,
