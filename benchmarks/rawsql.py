@@ -23,6 +23,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import set_tenant_sql
 from service.memories.repository import (
+    GENERIC_SEARCH_PLAN_SQL,
     MemoryRepository,
     SearchParams,
     hybrid_search_statement,
@@ -166,11 +167,13 @@ class FusionStatement:
         arguments: Sequence[Any],
         variant: Variant = AS_PLANNED,
     ) -> list[uuid.UUID]:
-        """The statement in a tenant-scoped transaction, as the service runs it; hit ids."""
+        """The statement in a tenant-scoped transaction, as the service runs it (on its generic
+        plan); hit ids."""
         async with connection.transaction():
             for setting in variant.settings:
                 await connection.execute(setting)
             await connection.execute(set_tenant_sql(tenant_id))
+            await connection.execute(GENERIC_SEARCH_PLAN_SQL)
             rows = await connection.fetch(self.text(variant), *arguments)
         return [row["id"] for row in rows]
 

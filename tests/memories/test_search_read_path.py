@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
@@ -141,3 +142,37 @@ async def test_the_compiled_read_path_returns_what_the_statement_returns(
         assert hit.memory.created_at == columns["created_at"]
         assert hit.embedding == embedding
         assert (hit.embedding is not None) == params.with_embeddings
+
+
+async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_configured(
+    app: FastAPI, client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine
+) -> None:
+    """Left to choose, PostgreSQL plans a new prepared statement for its values (a custom plan)
+    at least five times, and for this statement it keeps doing so: the search forces the
+    generic plan for itself only."""
+    tenant = new_tenant()
+    created = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=bearer(settings, tenant, "ada"),
+        json={"items": [{"kind": kind, "text": text} for kind, text in TEXTS]},
+    )
+    assert created.status_code == 201, created.text
+    embedder = app.state.mneme.embedding_backfill.embedder
+    query = "Where does Lena live?"
+    params = _params(query, await embedder.embed_query(query))
+    plans = text(
+        "SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0)"
+        "  FROM pg_prepared_statements WHERE statement LIKE '%WITH query_terms AS%'"
+    )
+
+    # Every plan this connection ever made for a fusion statement: under `auto` its first five
+    # executions would have been custom plans.
+    async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
+        for _ in range(3):
+            assert await MemoryRepository(session, tenant).search(params)
+        generic, custom = (await session.execute(plans)).one()
+        planner = await session.scalar(text("SELECT current_setting('plan_cache_mode')"))
+
+    assert custom == 0
+    assert generic >= 3
+    assert planner == "auto"
