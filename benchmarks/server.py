@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
+import service
 from service.config import Settings
 
 LOOPBACK = "127.0.0.1"
@@ -68,6 +69,16 @@ def settings_environment(settings: Settings) -> dict[str, str]:
         else:
             environment[variable] = _env_value(value)
     return environment
+
+
+def _importing_this_service(environment: dict[str, str]) -> dict[str, str]:
+    """`environment` with this process's source tree as the child's import path, unless the
+    caller chose one (PYTHONPATH set): run from another checkout (`python -m benchmarks` in a
+    worktree), the child would otherwise import the installed `service`, and a before/after
+    comparison would measure the same server twice."""
+    if environment.get("PYTHONPATH"):
+        return environment
+    return {**environment, "PYTHONPATH": str(Path(service.__file__).resolve().parent.parent)}
 
 
 def _log_tail(log: Path, lines: int = 30) -> str:
@@ -115,7 +126,7 @@ async def loopback_server(settings: Settings) -> AsyncIterator[RunningServer]:
             process = await asyncio.create_subprocess_exec(
                 *command,
                 cwd=workdir,
-                env=settings_environment(settings),
+                env=_importing_this_service(settings_environment(settings)),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=log_file,
