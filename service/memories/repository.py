@@ -558,7 +558,7 @@ GENERIC_SEARCH_PLAN_SQL = "SET LOCAL plan_cache_mode = force_generic_plan"
 
 Left to choose (`auto`), PostgreSQL replans the statement for every search: its plan for the
 actual owner is always estimated cheaper than the plan for any owner, so it never switches. For
-this 7 KB statement that planning cost as much as executing it (~4–5 ms of a ~10 ms statement
+this 7 KB statement that planning cost as much as executing it (4 to 5 ms of a ~10 ms statement
 at 100k memories). The generic plan also makes the result depend on the parameters alone: a
 custom plan may read an owner's nearest memories from the HNSW index (approximate) where the
 generic one sorts the owner's memories by their exact distance, so under `auto` two pooled
