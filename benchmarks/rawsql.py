@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import set_tenant_sql
 from service.memories.repository import (
+    GENERIC_PLANS_RUN_SQL,
     GENERIC_SEARCH_PLAN_SQL,
     MemoryRepository,
     SearchParams,
@@ -139,6 +141,15 @@ class FusionStatement:
     def __init__(self, dialect: Dialect) -> None:
         self._dialect = dialect
         self.sql = ""
+        # Per driver connection, as the service asks it: may the statement run on its generic plan?
+        self._generic_plans: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+    async def _runs_generic_plans(self, connection: Any) -> bool:
+        answer = self._generic_plans.get(connection)
+        if answer is None:
+            answer = bool(await connection.fetchval(GENERIC_PLANS_RUN_SQL))
+            self._generic_plans[connection] = answer
+        return answer
 
     def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
         statement = hybrid_search_statement(tenant_id, params)
@@ -168,12 +179,13 @@ class FusionStatement:
         variant: Variant = AS_PLANNED,
     ) -> list[uuid.UUID]:
         """The statement in a tenant-scoped transaction, as the service runs it (on its generic
-        plan); hit ids."""
+        plan where the server runs one); hit ids."""
         async with connection.transaction():
             for setting in variant.settings:
                 await connection.execute(setting)
             await connection.execute(set_tenant_sql(tenant_id))
-            await connection.execute(GENERIC_SEARCH_PLAN_SQL)
+            if await self._runs_generic_plans(connection):
+                await connection.execute(GENERIC_SEARCH_PLAN_SQL)
             rows = await connection.fetch(self.text(variant), *arguments)
         return [row["id"] for row in rows]
 

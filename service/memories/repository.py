@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, REAL
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
@@ -567,6 +567,24 @@ connections holding different plans could return different top 10s for the same 
 DEFAULT_PLAN_CHOICE_SQL = "SET LOCAL plan_cache_mode TO DEFAULT"
 """The rest of the transaction plans as the server is configured to."""
 
+GENERIC_PLANS_RUN_SQL = "SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+"""Whether the server can run the fusion statement on a generic plan. Citus cannot: it refuses
+to distribute the statement with its parameters unbound ("could not create distributed plan"),
+and makes PostgreSQL choose custom plans for it by itself."""
+
+_GENERIC_PLANS_RUN = "mneme.search.generic_plans_run"
+"""Where a pooled connection remembers the answer of `GENERIC_PLANS_RUN_SQL`."""
+
+
+async def _runs_generic_plans(connection: AsyncConnection) -> bool:
+    """`GENERIC_PLANS_RUN_SQL` for the server behind `connection`, asked once per connection
+    (its `info` lives as long as the driver connection)."""
+    answer = connection.info.get(_GENERIC_PLANS_RUN)
+    if answer is None:
+        answer = bool((await connection.exec_driver_sql(GENERIC_PLANS_RUN_SQL)).scalar())
+        connection.info[_GENERIC_PLANS_RUN] = answer
+    return bool(answer)
+
 
 WRITER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 """Serialise the derived writes (extraction passes, turn storage, compaction) to one owner's
@@ -801,9 +819,12 @@ class MemoryRepository:
         connection = await self._session.connection()
         compiled, arguments = compiled_search(self._tenant_id, sections, connection.dialect)
         hits: list[list[SearchRow]] = [[] for _ in sections]
-        await connection.exec_driver_sql(GENERIC_SEARCH_PLAN_SQL)
+        generic_plan = await _runs_generic_plans(connection)
+        if generic_plan:
+            await connection.exec_driver_sql(GENERIC_SEARCH_PLAN_SQL)
         rows = (await connection.exec_driver_sql(compiled.sql, arguments)).mappings().all()
-        await connection.exec_driver_sql(DEFAULT_PLAN_CHOICE_SQL)
+        if generic_plan:
+            await connection.exec_driver_sql(DEFAULT_PLAN_CHOICE_SQL)
         for row in rows:
             hits[row["section"]].append(_search_row(row))
         return hits
