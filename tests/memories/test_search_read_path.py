@@ -161,7 +161,9 @@ async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_confi
     query = "Where does Lena live?"
     params = _params(query, await embedder.embed_query(query))
     plans = text(
-        "SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0)"
+        "SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0),"
+        "       (SELECT array_agg(DISTINCT each::text) FROM unnest(array_agg(parameter_types))"
+        "            AS each)"
         "  FROM pg_prepared_statements"
         " WHERE statement LIKE '%WITH query_terms AS%' AND statement NOT LIKE '%pg_prepared%'"
     )
@@ -174,10 +176,13 @@ async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_confi
         async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
             for _ in range(3):
                 assert await MemoryRepository(session, tenant).search(params)
-            generic, custom = (await session.execute(plans)).one()
+            generic, custom, parameter_types = (await session.execute(plans)).one()
             planner = await session.scalar(text("SELECT current_setting('plan_cache_mode')"))
     finally:
         await engine.dispose()
 
     assert (generic, custom) == (3, 0)
     assert planner == "auto"
+    # The question's vector travels as a float array (binary), not as pgvector's text.
+    assert "real[]" in parameter_types
+    assert "vector" not in parameter_types
