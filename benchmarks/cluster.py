@@ -20,7 +20,6 @@ time goes.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import secrets
@@ -371,17 +370,13 @@ async def _explain(
     arguments: list[list[Any]],
     count: int,
 ) -> dict[str, Any]:
-    """EXPLAIN ANALYZE of the statement for the first `count` questions, summarised."""
+    """EXPLAIN ANALYZE of the statement for the first `count` questions, on the plan the
+    service runs on that side (generic on one node, custom on Citus), summarised."""
     documents = []
     async with side.runtime_engine.connect() as connection:
         driver = await asyncpg_connection(connection)
         for query, args in list(zip(queries, arguments, strict=True))[:count]:
-            async with driver.transaction():
-                await driver.execute(set_tenant_sql(query.tenant_id))
-                document = await driver.fetchval(
-                    "EXPLAIN (ANALYZE, FORMAT JSON) " + statement.sql, *args
-                )
-            documents.append((json.loads(document) if isinstance(document, str) else document)[0])
+            documents.append(await statement.plan_document(driver, query.tenant_id, args))
     return summarise_plans(documents)
 
 

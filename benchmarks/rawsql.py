@@ -132,6 +132,29 @@ FORCED_HNSW = Variant("forced HNSW", ("SET LOCAL enable_sort = off",))
 filtered HNSW path (iterative scan) even where it would rather sort the user's own rows."""
 
 
+async def _explain_prepared(connection: Any, sql: str, arguments: Sequence[Any]) -> Any:
+    """EXPLAIN ANALYZE of `sql` as a prepared statement runs it. EXPLAIN of the text itself
+    plans it for the values bound (a custom plan) and EXECUTE takes no bind parameters, so the
+    statement is PREPAREd, run once (which makes and caches its plan), and EXPLAINed through
+    EXECUTE with each argument written as a typed literal by the server itself."""
+    literals = []
+    parameters = (await connection.prepare(sql)).get_parameters()
+    for parameter, value in zip(parameters, arguments, strict=True):
+        type_name = await connection.fetchval("SELECT format_type($1, NULL)", parameter.oid)
+        literal = await connection.fetchval(
+            f"SELECT quote_nullable(CAST($1 AS {type_name})::text)", value
+        )
+        literals.append(f"{literal}::{type_name}")
+    # PREPARE outlives a rolled-back transaction: a name of its own each time.
+    name = f"mneme_bench_{uuid.uuid4().hex}"
+    execute = f"EXECUTE {name}({', '.join(literals)})"
+    await connection.execute(f"PREPARE {name} AS {sql}")
+    await connection.execute(execute)
+    document = await connection.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {execute}")
+    await connection.execute(f"DEALLOCATE {name}")
+    return document
+
+
 class FusionStatement:
     """The fusion statement as asyncpg SQL, with its parameters in positional order.
 
@@ -196,18 +219,35 @@ class FusionStatement:
         arguments: Sequence[Any],
         variant: Variant = AS_PLANNED,
     ) -> PlanSummary:
-        """EXPLAIN ANALYZE of one execution (a custom plan, for these parameter values)."""
+        """EXPLAIN ANALYZE of one execution on the plan the service runs (`plan_document`)."""
+        plan = await self.plan_document(connection, tenant_id, arguments, variant)
+        found: list[str] = []
+        _scans(plan["Plan"], found)
+        return PlanSummary(tuple(found), plan.get("Execution Time"))
+
+    async def plan_document(
+        self,
+        connection: Any,
+        tenant_id: str,
+        arguments: Sequence[Any],
+        variant: Variant = AS_PLANNED,
+    ) -> dict[str, Any]:
+        """EXPLAIN (ANALYZE, FORMAT JSON) of one execution, on the plan the service runs: the
+        generic plan where the server runs one, as the service's connections hold it (already
+        planned), else a plan for these values."""
         async with connection.transaction():
             for setting in variant.settings:
                 await connection.execute(setting)
             await connection.execute(set_tenant_sql(tenant_id))
-            document = await connection.fetchval(
-                "EXPLAIN (ANALYZE, FORMAT JSON) " + self.text(variant), *arguments
-            )
-        plan = (json.loads(document) if isinstance(document, str) else document)[0]
-        found: list[str] = []
-        _scans(plan["Plan"], found)
-        return PlanSummary(tuple(found), plan.get("Execution Time"))
+            if await self._runs_generic_plans(connection):
+                await connection.execute(GENERIC_SEARCH_PLAN_SQL)
+                document = await _explain_prepared(connection, self.text(variant), arguments)
+            else:
+                document = await connection.fetchval(
+                    "EXPLAIN (ANALYZE, FORMAT JSON) " + self.text(variant), *arguments
+                )
+        plan: dict[str, Any] = (json.loads(document) if isinstance(document, str) else document)[0]
+        return plan
 
     async def plan_counts(self, connection: Any) -> tuple[int, int]:
         """How often this connection ran the prepared statement with a generic / custom plan."""
