@@ -808,8 +808,12 @@ class MemoryRepository:
         )
         return set((await self._session.execute(statement)).scalars())
 
-    async def live_procedures(self, *owners: Owner) -> list[Memory]:
-        statement = self._owned(*owners).where(M.kind == "procedural", M.lifecycle != "superseded")
+    async def live_procedures(self, *owners: Owner, slots: Sequence[str]) -> list[Memory]:
+        """The live procedural memories of `owners` that fill one of `slots` (their category):
+        the other procedural memories are never read as slots, so they are not loaded."""
+        statement = self._owned(*owners).where(
+            M.kind == "procedural", M.lifecycle != "superseded", M.category.in_(slots)
+        )
         return list((await self._session.execute(statement)).scalars())
 
     async def search(self, params: SearchParams) -> list[SearchRow]:

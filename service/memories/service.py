@@ -233,12 +233,12 @@ class MemoryService:
     # --- procedural slots --------------------------------------------------------------------
 
     async def procedures(self, owner: Owner) -> Procedures:
-        return _procedures(await self._repository.live_procedures(owner))
+        return _procedures(await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS))
 
     async def user_and_org_procedures(self, user: Owner) -> tuple[Procedures, Procedures]:
         """The user's slots and the organization's, read in one statement (the context call
         layers them)."""
-        rows = await self._repository.live_procedures(user, Owner.org())
+        rows = await self._repository.live_procedures(user, Owner.org(), slots=PROCEDURE_SLOTS)
         return (
             _procedures([m for m in rows if m.scope == "user"]),
             _procedures([m for m in rows if m.scope == "org"]),
@@ -253,8 +253,7 @@ class MemoryService:
         await self._recorder.provision([owner])
         current = {
             m.category: m
-            for m in await self._repository.live_procedures(owner)
-            if m.category in PROCEDURE_SLOTS
+            for m in await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
         }
         for slot, value in requested.items():
             text_value = (value or "").strip()
