@@ -62,6 +62,26 @@ MARK_END_USER_SEEN_SQL = text(
 last-seen mark is refreshed at most every five minutes."""
 
 
+END_USER_CURRENT_SQL = text(
+    """
+    SELECT u.last_seen_at IS NOT NULL
+           AND now() - u.last_seen_at <= interval '5 minutes'
+           AND (NOT :compare_account
+                OR (u.name, u.email, u.avatar, u.socials)
+                   IS NOT DISTINCT FROM (:name, :email, :avatar, CAST(:socials AS jsonb)))
+      FROM user_account u
+     WHERE u.tenant_id = :tenant_id AND u.id = :user_id
+    """
+)
+"""Whether the end user's row already says what `TOUCH_END_USER_SQL` / `MARK_END_USER_SEEN_SQL`
+would write (the same comparisons), read without a lock.
+
+Those upserts lock the user's row even when their WHERE leaves it unchanged (ON CONFLICT DO
+UPDATE locks every conflicting row), until the transaction ends: every request of one end user
+would wait for the user's other requests to commit, and each would be a write transaction.
+Read first, the common request (nothing changed, seen within five minutes) takes no lock."""
+
+
 ENSURE_USER_SQL = text(
     """
     INSERT INTO user_account (tenant_id, id) VALUES (:tenant_id, :user_id)
@@ -86,23 +106,28 @@ class AccountRepository:
         )
 
     async def touch_end_user(self, user_id: str, account: AccountClaims) -> None:
-        """Record the end user making the request (and its tenant, on first use)."""
-        if account == AccountClaims():
+        """Record the end user making the request (and its tenant, on first use); nothing is
+        written, or locked, while the row already says it (`END_USER_CURRENT_SQL`)."""
+        with_account = account != AccountClaims()
+        values = {
+            "tenant_id": self._tenant_id,
+            "user_id": user_id,
+            "name": account.name,
+            "email": account.email,
+            "avatar": account.avatar,
+            "socials": json.dumps(list(account.socials)),
+        }
+        current = await self._session.scalar(
+            END_USER_CURRENT_SQL, {**values, "compare_account": with_account}
+        )
+        if current:
+            return
+        if not with_account:
             await self._session.execute(
                 MARK_END_USER_SEEN_SQL, {"tenant_id": self._tenant_id, "user_id": user_id}
             )
             return
-        await self._session.execute(
-            TOUCH_END_USER_SQL,
-            {
-                "tenant_id": self._tenant_id,
-                "user_id": user_id,
-                "name": account.name,
-                "email": account.email,
-                "avatar": account.avatar,
-                "socials": json.dumps(list(account.socials)),
-            },
-        )
+        await self._session.execute(TOUCH_END_USER_SQL, values)
 
     async def get_user(self, user_id: str, *, for_update: bool = False) -> UserAccount | None:
         statement = select(UserAccount).where(
