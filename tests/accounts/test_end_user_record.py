@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.accounts.repository import AccountRepository
 from service.auth.principal import AccountClaims
@@ -32,12 +32,18 @@ async def _row(engine: AsyncEngine, tenant: str) -> tuple[str, str, list[str], d
     return name, email, socials, last_seen
 
 
+async def _recorded(engine: AsyncEngine, tenant: str) -> async_sessionmaker[AsyncSession]:
+    """Sessions of `engine`, once ada has been recorded by one of them."""
+    sessionmaker = create_sessionmaker(engine)
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        await _touch(session, tenant)
+    return sessionmaker
+
+
 async def test_one_end_users_requests_do_not_wait_for_each_others_commit(
     runtime_engine: AsyncEngine, owner_engine: AsyncEngine, tenant: str
 ) -> None:
-    sessionmaker = create_sessionmaker(runtime_engine)
-    async with tenant_transaction(sessionmaker, tenant) as session:
-        await _touch(session, tenant)
+    sessionmaker = await _recorded(runtime_engine, tenant)
     recorded = await _row(owner_engine, tenant)
 
     # The first request's transaction is still open when the second records the same user: an
@@ -54,9 +60,7 @@ async def test_one_end_users_requests_do_not_wait_for_each_others_commit(
 async def test_a_stale_mark_or_new_claims_are_still_written(
     runtime_engine: AsyncEngine, owner_engine: AsyncEngine, tenant: str
 ) -> None:
-    sessionmaker = create_sessionmaker(runtime_engine)
-    async with tenant_transaction(sessionmaker, tenant) as session:
-        await _touch(session, tenant)
+    sessionmaker = await _recorded(runtime_engine, tenant)
     async with owner_engine.begin() as connection:
         await connection.execute(
             text(
