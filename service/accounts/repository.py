@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -13,6 +14,10 @@ from service.auth.principal import AccountClaims
 
 ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
 """Provision the tenant row on first use; a no-op afterwards."""
+
+SEEN_REFRESH = timedelta(minutes=5)
+"""How old an end user's last-seen mark may grow before a request writes it again (bound as
+`:seen_refresh` in every statement that applies it): steady traffic does not rewrite the row."""
 
 TOUCH_END_USER_SQL = text(
     """
@@ -32,11 +37,11 @@ TOUCH_END_USER_SQL = text(
      WHERE (u.name, u.email, u.avatar, u.socials)
                IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.email, EXCLUDED.avatar, EXCLUDED.socials)
         OR u.last_seen_at IS NULL
-        OR EXCLUDED.last_seen_at - u.last_seen_at > interval '5 minutes'
+        OR EXCLUDED.last_seen_at - u.last_seen_at > :seen_refresh
     """
 )
 """Record an end user and its auth overlay. Writes only when something changed or the
-last-seen mark is older than five minutes, so steady traffic does not rewrite the row.
+last-seen mark is older than `SEEN_REFRESH`.
 
 The tenant is provisioned in the same statement (`tenant_row`; one round trip per request, not
 two): the user row's foreign key is checked once the whole statement has run, so it sees the
@@ -54,18 +59,18 @@ MARK_END_USER_SEEN_SQL = text(
     VALUES (:tenant_id, :user_id, now())
     ON CONFLICT (tenant_id, id) DO UPDATE
        SET last_seen_at = EXCLUDED.last_seen_at
-     WHERE u.last_seen_at IS NULL OR EXCLUDED.last_seen_at - u.last_seen_at > interval '5 minutes'
+     WHERE u.last_seen_at IS NULL OR EXCLUDED.last_seen_at - u.last_seen_at > :seen_refresh
     """
 )
 """Record an end user whose token carries no account claims at all (and its tenant, as
 `TOUCH_END_USER_SQL` does). Its overlay (perhaps set by a service) stays as it is; the
-last-seen mark is refreshed at most every five minutes."""
+last-seen mark is refreshed at most every `SEEN_REFRESH`."""
 
 
 END_USER_CURRENT_SQL = text(
     """
     SELECT u.last_seen_at IS NOT NULL
-           AND now() - u.last_seen_at <= interval '5 minutes'
+           AND now() - u.last_seen_at <= :seen_refresh
            AND (NOT :compare_account
                 OR (u.name, u.email, u.avatar, u.socials)
                    IS NOT DISTINCT FROM (:name, :email, :avatar, CAST(:socials AS jsonb)))
@@ -79,7 +84,7 @@ would write (the same comparisons), read without a lock.
 Those upserts lock the user's row even when their WHERE leaves it unchanged (ON CONFLICT DO
 UPDATE locks every conflicting row), until the transaction ends: every request of one end user
 would wait for the user's other requests to commit, and each would be a write transaction.
-Read first, the common request (nothing changed, seen within five minutes) takes no lock."""
+Read first, the common request (nothing changed, seen within `SEEN_REFRESH`) takes no lock."""
 
 
 ENSURE_USER_SQL = text(
@@ -116,6 +121,7 @@ class AccountRepository:
             "email": account.email,
             "avatar": account.avatar,
             "socials": json.dumps(list(account.socials)),
+            "seen_refresh": SEEN_REFRESH,
         }
         current = await self._session.scalar(
             END_USER_CURRENT_SQL, {**values, "compare_account": with_account}
@@ -124,7 +130,8 @@ class AccountRepository:
             return
         if not with_account:
             await self._session.execute(
-                MARK_END_USER_SEEN_SQL, {"tenant_id": self._tenant_id, "user_id": user_id}
+                MARK_END_USER_SEEN_SQL,
+                {"tenant_id": self._tenant_id, "user_id": user_id, "seen_refresh": SEEN_REFRESH},
             )
             return
         await self._session.execute(TOUCH_END_USER_SQL, values)
