@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +21,7 @@ from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.repository import MemoryRepository
 from tests.conftest import as_tenant, bearer, new_tenant
+from tests.memories.sessions import session_items
 from tests.search_params import search_params
 
 CORPUS = [
@@ -394,16 +394,7 @@ async def seed_sessions(client: AsyncClient, headers: dict[str, str]) -> dict[st
     the plain corpus (no thread) beside them."""
     items: list[dict[str, Any]] = [{"text": t} for t in CORPUS]
     for session, turns in enumerate((CONVERSATION, OTHER_SESSION)):
-        thread = str(uuid.uuid4())
-        items.extend(
-            {
-                "text": turn,
-                "kind": "episodic",
-                "source_thread_id": thread,
-                "event_at": f"2023-05-0{session + 1}T10:00:0{position}Z",
-            }
-            for position, turn in enumerate(turns)
-        )
+        items.extend(session_items(turns, day=session + 1))
     response = await client.post(
         "/v1/users/me/memories/batch", headers=headers, json={"items": items}
     )

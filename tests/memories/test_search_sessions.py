@@ -5,7 +5,6 @@ above scattered matches elsewhere."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
 
 import pytest
@@ -19,6 +18,7 @@ from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.repository import MemoryRepository, SearchParams, SearchRow
 from tests.conftest import bearer
+from tests.memories.sessions import session_items
 from tests.search_params import search_params
 
 QUERY = "how did the adoption meeting go"
@@ -35,18 +35,10 @@ TURNS = [
 async def seed_thread(
     client: AsyncClient, headers: dict[str, str], turns: list[str], day: int = 1
 ) -> None:
-    thread = str(uuid.uuid4())
-    items = [
-        {
-            "text": turn,
-            "kind": "episodic",
-            "source_thread_id": thread,
-            "event_at": f"2023-05-0{day}T10:00:{position:02d}Z",
-        }
-        for position, turn in enumerate(turns)
-    ]
     response = await client.post(
-        "/v1/users/me/memories/batch", headers=headers, json={"items": items}
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={"items": session_items(turns, day=day)},
     )
     assert response.status_code == 201, response.text
 
