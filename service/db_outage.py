@@ -2,14 +2,19 @@
 
 Requests that fail because Postgres cannot be reached get a 503 `DATABASE_UNAVAILABLE` problem
 with `Retry-After`, so clients back off and retry, instead of a 500 that reads as a server
-defect. The handlers are registered for the exception classes themselves: Starlette re-raises
-anything that reaches the catch-all `Exception` handler, which makes the server drop the
-keep-alive connection, and the client's next request would fail too.
+defect; a statement that ran past `statement_timeout` gets a 503 `DATABASE_TIMEOUT`. The
+handlers are registered for the exception classes themselves: Starlette re-raises anything that
+reaches the catch-all `Exception` handler, which makes the server drop the keep-alive
+connection, and the client's next request would fail too.
+
+Errors arrive in two forms: wrapped by SQLAlchemy (`DBAPIError`, the driver's error as its
+`orig`), or as asyncpg raised them, from the statements run on the driver connection itself
+(`service.db.transaction_driver`). Both are classified by their SQLSTATE.
 """
 
 from __future__ import annotations
 
-from asyncpg.exceptions import ConnectionDoesNotExistError
+from asyncpg.exceptions import ConnectionDoesNotExistError, PostgresError
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
@@ -25,6 +30,10 @@ RETRY_AFTER_SECONDS = 2
 # too many connections.
 _UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
 
+# query_canceled: the statement ran past `statement_timeout` (the service cancels nothing itself;
+# a request whose client went away is cancelled in the driver, which raises no SQL error).
+_STATEMENT_TIMEOUT_SQLSTATE = "57014"
+
 
 class DatabaseUnavailable(ServiceUnavailable):
     title = "Database unavailable"
@@ -33,6 +42,19 @@ class DatabaseUnavailable(ServiceUnavailable):
     def __init__(self, detail: str | None = None) -> None:
         super().__init__(
             detail or "The database cannot be reached right now; retry shortly.",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            retry_after_seconds=RETRY_AFTER_SECONDS,
+        )
+
+
+class DatabaseTimeout(ServiceUnavailable):
+    title = "Database timeout"
+    code = "DATABASE_TIMEOUT"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The database did not finish this request within its statement time limit; retry "
+            "shortly, or ask for less (a narrower filter, a smaller limit).",
             headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             retry_after_seconds=RETRY_AFTER_SECONDS,
         )
@@ -56,16 +78,30 @@ def is_database_unavailable(error: BaseException) -> bool:
             return True
         state = _sqlstate(error.orig)
         if state is not None:
-            return state.startswith("08") or state in _UNAVAILABLE_SQLSTATES
+            return _is_unavailable_state(state)
         # Errors the driver raises itself (socket refused, connection closed mid-operation)
         # carry no SQLSTATE.
         cause = error.orig.__cause__ if error.orig is not None else None
         return isinstance(cause, OSError | ConnectionDoesNotExistError)
+    if isinstance(error, PostgresError):
+        # Raised by asyncpg itself, from a statement run on the driver connection.
+        return _is_unavailable_state(error.sqlstate)
     if isinstance(error, OSError):
         # asyncpg's connect raises socket errors (refused, socket file gone, timed out)
         # unwrapped; the same classes raised by anything else are not a database outage.
         return _raised_by_driver(error)
     return False
+
+
+def is_statement_timeout(error: BaseException) -> bool:
+    """True when `error` is a statement cancelled by `statement_timeout`."""
+    if isinstance(error, sa_exc.DBAPIError):
+        return _sqlstate(error.orig) == _STATEMENT_TIMEOUT_SQLSTATE
+    return isinstance(error, PostgresError) and error.sqlstate == _STATEMENT_TIMEOUT_SQLSTATE
+
+
+def _is_unavailable_state(state: str | None) -> bool:
+    return state is not None and (state.startswith("08") or state in _UNAVAILABLE_SQLSTATES)
 
 
 def _raised_by_driver(error: BaseException) -> bool:
@@ -80,9 +116,11 @@ def _raised_by_driver(error: BaseException) -> bool:
 async def _handle_database_error(request: Request, exc: Exception) -> JSONResponse:
     if is_database_unavailable(exc):
         return await handle_domain_error(request, DatabaseUnavailable())
+    if is_statement_timeout(exc):
+        return await handle_domain_error(request, DatabaseTimeout())
     return await handle_unexpected(request, exc)
 
 
 def install_outage_handlers(app: FastAPI) -> None:
-    for error_class in (sa_exc.DBAPIError, sa_exc.TimeoutError, OSError):
+    for error_class in (sa_exc.DBAPIError, sa_exc.TimeoutError, OSError, PostgresError):
         app.add_exception_handler(error_class, _handle_database_error)

@@ -30,6 +30,7 @@ from pgqueuer.ports.driver import Driver
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.db import transaction_driver
 from service.observability import enqueue_span, trace_headers
 
 QUEUE_SETTINGS = DBSettings(
@@ -124,13 +125,9 @@ async def enqueue_job(
             if pending.first() is not None:
                 span.set_attribute("mneme.job.deduplicated", True)
                 return None
-        connection = await session.connection()
-        raw = await connection.get_raw_connection()
-        driver_connection = raw.driver_connection
-        # SQLAlchemy begins the asyncpg transaction lazily, on the first statement; a job
-        # written outside it would commit on its own and could outlive rolled-back data.
-        if driver_connection is None or not driver_connection.is_in_transaction():
-            raise RuntimeError("enqueue_job needs a transaction that has already run a statement")
+        # In the session's transaction: a job written outside it would commit on its own and
+        # could outlive rolled-back data.
+        driver_connection = await transaction_driver(await session.connection())
         (job_id,) = await queries_for(AsyncpgDriver(driver_connection)).enqueue(
             entrypoint,
             encoded,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncpg.exceptions as asyncpg_errors
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from service.db_outage import is_database_unavailable
+from service.db_outage import is_database_unavailable, is_statement_timeout
 
 
 class _DriverError(Exception):
@@ -46,3 +47,37 @@ def test_a_socket_error_outside_the_driver_is_not_an_outage() -> None:
     with pytest.raises(ConnectionRefusedError) as raised:
         raise ConnectionRefusedError("some other service")
     assert not is_database_unavailable(raised.value)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        asyncpg_errors.ConnectionDoesNotExistError("connection was closed in the middle"),
+        asyncpg_errors.AdminShutdownError("terminating connection due to administrator command"),
+        asyncpg_errors.TooManyConnectionsError("sorry, too many clients already"),
+    ],
+)
+def test_the_drivers_own_connection_errors_are_an_outage(error: Exception) -> None:
+    """Statements run on the asyncpg connection itself raise asyncpg's errors unwrapped."""
+    assert is_database_unavailable(error)
+    assert not is_statement_timeout(error)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        asyncpg_errors.UniqueViolationError("duplicate key"),
+        asyncpg_errors.UndefinedTableError("relation does not exist"),
+    ],
+)
+def test_the_drivers_own_statement_errors_are_not_an_outage(error: Exception) -> None:
+    assert not is_database_unavailable(error)
+    assert not is_statement_timeout(error)
+
+
+def test_a_statement_timeout_is_recognised_wrapped_or_not() -> None:
+    raw = asyncpg_errors.QueryCanceledError("canceling statement due to statement timeout")
+    assert is_statement_timeout(raw)
+    assert is_statement_timeout(_dbapi_error("57014"))
+    assert not is_database_unavailable(raw)
+    assert not is_statement_timeout(_dbapi_error("40001"))
