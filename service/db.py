@@ -164,6 +164,12 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
         "max_overflow": settings.db_max_overflow,
         "pool_pre_ping": settings.db_pool_pre_ping,
         "connect_args": {
+            # asyncpg keeps a statement prepared (and so planned once) only up to 15 KiB of
+            # text by default; the fusion statement run on the driver connection is ~15 KiB for
+            # one search and ~21 KiB for the context's three sections, which would then be
+            # parsed and planned again on every call. The cache stays bounded by its count
+            # (100 statements a connection, least recently used first out).
+            "max_cacheable_statement_size": 0,
             "server_settings": {
                 "application_name": "mneme",
                 "statement_timeout": str(settings.db_statement_timeout_ms),

@@ -3,6 +3,7 @@ it must return exactly what SQLAlchemy returns for the same statement built per 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -144,12 +145,30 @@ async def test_the_compiled_read_path_returns_what_the_statement_returns(
         assert (hit.embedding is not None) == params.with_embeddings
 
 
+def _sections(query: str, vector: list[float], count: int) -> list[SearchParams]:
+    """One search over the user's and the organization's memories, or the context block's
+    three sections (the organization's memories, the user's facts, the user's episodes)."""
+    if count == 1:
+        return [_params(query, vector)]
+    filters = [
+        MemoryFilter.build([Owner.org()]),
+        MemoryFilter.build([Owner.user("ada")], kinds=["semantic"]),
+        MemoryFilter.build([Owner.user("ada")], kinds=["episodic"]),
+    ]
+    return [replace(_params(query, vector), filter=each) for each in filters]
+
+
+@pytest.mark.parametrize("sections", [1, 3])
 async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_configured(
-    app: FastAPI, client: AsyncClient, settings: Settings
+    app: FastAPI, client: AsyncClient, settings: Settings, sections: int
 ) -> None:
     """Left to choose, PostgreSQL plans a new prepared statement for its values (a custom plan)
     at least five times, and for this statement it keeps doing so: the search forces the
-    generic plan for itself only."""
+    generic plan for itself only.
+
+    The statement is prepared once per connection however long its text: the context's three
+    sections make ~21 KiB, more than asyncpg keeps prepared by default (15 KiB), and an
+    unprepared statement is parsed and planned again on every call."""
     tenant = new_tenant()
     created = await client.post(
         "/v1/users/me/memories/batch",
@@ -159,9 +178,10 @@ async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_confi
     assert created.status_code == 201, created.text
     embedder = app.state.mneme.embedding_backfill.embedder
     query = "Where does Lena live?"
-    params = _params(query, await embedder.embed_query(query))
+    params = _sections(query, await embedder.embed_query(query), sections)
     plans = text(
-        "SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0),"
+        "SELECT count(*), coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0),"
+        "       max(length(statement)),"
         "       (SELECT array_agg(DISTINCT each::text) FROM unnest(array_agg(parameter_types))"
         "            AS each)"
         "  FROM pg_prepared_statements"
@@ -175,14 +195,19 @@ async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_confi
     try:
         async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
             for _ in range(3):
-                assert await MemoryRepository(session, tenant).search(params)
-            generic, custom, parameter_types = (await session.execute(plans)).one()
+                found = await MemoryRepository(session, tenant).search_sections(params)
+                assert any(found)
+            prepared, generic, custom, length, parameter_types = (
+                await session.execute(plans)
+            ).one()
             planner = await session.scalar(text("SELECT current_setting('plan_cache_mode')"))
     finally:
         await engine.dispose()
 
-    assert (generic, custom) == (3, 0)
+    assert (prepared, generic, custom) == (1, 3, 0)
     assert planner == "auto"
+    if sections == 3:
+        assert length > 15 * 1024
     # The question's vector travels as a float array (binary), not as pgvector's text.
     assert "real[]" in parameter_types
     assert "vector" not in parameter_types
