@@ -179,7 +179,7 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
                 "hnsw.iterative_scan": settings.hnsw_iterative_scan,
                 "hnsw.max_scan_tuples": str(settings.hnsw_max_scan_tuples),
                 "hnsw.ef_search": str(settings.hnsw_ef_search),
-            }
+            },
         },
     }
     options.update(overrides)
