@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import uuid
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +24,11 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import set_tenant_sql
 from service.memories.repository import (
-    GENERIC_PLANS_RUN_SQL,
     GENERIC_SEARCH_PLAN_SQL,
     MemoryRepository,
     SearchParams,
     hybrid_search_statement,
+    runs_generic_plans,
 )
 from service.memories.schemas import SearchRequest
 from service.memories.search import MemorySearch
@@ -155,6 +155,21 @@ async def _explain_prepared(connection: Any, sql: str, arguments: Sequence[Any])
     return document
 
 
+@asynccontextmanager
+async def _as_the_service(connection: Any, tenant_id: str, variant: Variant) -> AsyncIterator[bool]:
+    """A transaction of `connection` set up as the service runs the statement: `variant`'s
+    planner settings, the tenant, and the generic plan where the server runs one (whether it
+    does is what the block gets)."""
+    async with connection.transaction():
+        for setting in variant.settings:
+            await connection.execute(setting)
+        await connection.execute(set_tenant_sql(tenant_id))
+        generic_plan = await runs_generic_plans(connection)
+        if generic_plan:
+            await connection.execute(GENERIC_SEARCH_PLAN_SQL)
+        yield generic_plan
+
+
 class FusionStatement:
     """The fusion statement as asyncpg SQL, with its parameters in positional order.
 
@@ -164,15 +179,6 @@ class FusionStatement:
     def __init__(self, dialect: Dialect) -> None:
         self._dialect = dialect
         self.sql = ""
-        # Per driver connection, as the service asks it: may the statement run on its generic plan?
-        self._generic_plans: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
-
-    async def _runs_generic_plans(self, connection: Any) -> bool:
-        answer = self._generic_plans.get(connection)
-        if answer is None:
-            answer = bool(await connection.fetchval(GENERIC_PLANS_RUN_SQL))
-            self._generic_plans[connection] = answer
-        return answer
 
     def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
         statement = hybrid_search_statement(tenant_id, params)
@@ -203,12 +209,7 @@ class FusionStatement:
     ) -> list[uuid.UUID]:
         """The statement in a tenant-scoped transaction, as the service runs it (on its generic
         plan where the server runs one); hit ids."""
-        async with connection.transaction():
-            for setting in variant.settings:
-                await connection.execute(setting)
-            await connection.execute(set_tenant_sql(tenant_id))
-            if await self._runs_generic_plans(connection):
-                await connection.execute(GENERIC_SEARCH_PLAN_SQL)
+        async with _as_the_service(connection, tenant_id, variant):
             rows = await connection.fetch(self.text(variant), *arguments)
         return [row["id"] for row in rows]
 
@@ -235,12 +236,8 @@ class FusionStatement:
         """EXPLAIN (ANALYZE, FORMAT JSON) of one execution, on the plan the service runs: the
         generic plan where the server runs one, as the service's connections hold it (already
         planned), else a plan for these values."""
-        async with connection.transaction():
-            for setting in variant.settings:
-                await connection.execute(setting)
-            await connection.execute(set_tenant_sql(tenant_id))
-            if await self._runs_generic_plans(connection):
-                await connection.execute(GENERIC_SEARCH_PLAN_SQL)
+        async with _as_the_service(connection, tenant_id, variant) as generic_plan:
+            if generic_plan:
                 document = await _explain_prepared(connection, self.text(variant), arguments)
             else:
                 document = await connection.fetchval(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -30,7 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, REAL
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
@@ -586,18 +587,18 @@ GENERIC_PLANS_RUN_SQL = "SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE ext
 to distribute the statement with its parameters unbound ("could not create distributed plan"),
 and makes PostgreSQL choose custom plans for it by itself."""
 
-_GENERIC_PLANS_RUN = "mneme.search.generic_plans_run"
-"""Where a pooled connection remembers the answer of `GENERIC_PLANS_RUN_SQL`."""
+_generic_plans_run: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+"""The answer of `GENERIC_PLANS_RUN_SQL` per asyncpg connection, for as long as it lives."""
 
 
-async def _runs_generic_plans(connection: AsyncConnection) -> bool:
-    """`GENERIC_PLANS_RUN_SQL` for the server behind `connection`, asked once per connection
-    (its `info` lives as long as the driver connection)."""
-    answer = connection.info.get(_GENERIC_PLANS_RUN)
+async def runs_generic_plans(driver: Any) -> bool:
+    """`GENERIC_PLANS_RUN_SQL` for the server behind the asyncpg connection `driver`, asked once
+    per connection (the service's searches and the benchmarks' bare statement alike)."""
+    answer = _generic_plans_run.get(driver)
     if answer is None:
-        answer = bool((await connection.exec_driver_sql(GENERIC_PLANS_RUN_SQL)).scalar())
-        connection.info[_GENERIC_PLANS_RUN] = answer
-    return bool(answer)
+        answer = bool(await driver.fetchval(GENERIC_PLANS_RUN_SQL))
+        _generic_plans_run[driver] = answer
+    return answer
 
 
 WRITER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
@@ -840,7 +841,7 @@ class MemoryRepository:
         compiled, arguments = compiled_search(self._tenant_id, sections, connection.dialect)
         driver = await transaction_driver(connection)
         hits: list[list[SearchRow]] = [[] for _ in sections]
-        generic_plan = await _runs_generic_plans(connection)
+        generic_plan = await runs_generic_plans(driver)
         if generic_plan:
             await driver.execute(GENERIC_SEARCH_PLAN_SQL)
         rows = await driver.fetch(compiled.sql, *arguments)
