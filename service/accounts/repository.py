@@ -128,13 +128,10 @@ class AccountRepository:
         )
         if current:
             return
-        if not with_account:
-            await self._session.execute(
-                MARK_END_USER_SEEN_SQL,
-                {"tenant_id": self._tenant_id, "user_id": user_id, "seen_refresh": SEEN_REFRESH},
-            )
-            return
-        await self._session.execute(TOUCH_END_USER_SQL, values)
+        # The claims-less mark leaves the account columns (and so their values) alone.
+        await self._session.execute(
+            TOUCH_END_USER_SQL if with_account else MARK_END_USER_SEEN_SQL, values
+        )
 
     async def get_user(self, user_id: str, *, for_update: bool = False) -> UserAccount | None:
         statement = select(UserAccount).where(
