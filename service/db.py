@@ -4,13 +4,14 @@ Every statement the API runs goes through `tenant_transaction`, which sets
 `app.tenant_id` for that transaction only. Row-level security (FORCE'd on every tenant
 table) turns that setting into the only rows the statement can see or write.
 
-The setting is made by `SET LOCAL app.tenant_id = '<tenant>'`, sent as its own statement right
-after BEGIN. `SET LOCAL` (unlike `set_config(..., true)`, a function call Citus cannot see
-into) is forwarded by Citus to every worker the transaction touches when
-`citus.propagate_set_commands = 'local'`; it is transaction-scoped, so PgBouncer in
-transaction mode can hand the connection to another client after COMMIT without leaking the
-tenant. `SET` takes no bind parameters, so the value is a literal: it is built only from a
-tenant id that matches the identifier whitelist, and quoted as Postgres' `quote_literal` would.
+The setting is made by `SET LOCAL app.tenant_id = '<tenant>'`, sent in the same simple query as
+the transaction's BEGIN (one round trip for both; see `ScopedBeginConnection`). `SET LOCAL`
+(unlike `set_config(..., true)`, a function call Citus cannot see into) is forwarded by Citus
+to every worker the transaction touches when `citus.propagate_set_commands = 'local'`; it is
+transaction-scoped, so PgBouncer in transaction mode can hand the connection to another client
+after COMMIT without leaking the tenant. `SET` takes no bind parameters, so the value is a
+literal: it is built only from a tenant id that matches the identifier whitelist, and quoted as
+Postgres' `quote_literal` would.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 from asyncpg.exceptions import ConnectionDoesNotExistError
 from sqlalchemy import MetaData, text
 from sqlalchemy.exc import DBAPIError
@@ -128,13 +130,79 @@ def set_tenant_sql(tenant_id: str) -> str:
     return "SET LOCAL app.tenant_id = " + quote_literal(tenant_id)
 
 
-async def set_tenant(connection: AsyncConnection, tenant_id: str) -> None:
-    """Scope `connection`'s open transaction to `tenant_id`.
+class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncpg is untyped
+    """An asyncpg connection whose next BEGIN can carry settings for the transaction it opens.
 
-    Through SQLAlchemy rather than straight to asyncpg: the driver only sends BEGIN when the
-    transaction runs its first statement, and `SET LOCAL` outside a transaction is a no-op.
+    `SET LOCAL` lasts only inside a transaction, so sent as a statement of its own it is one
+    more round trip after BEGIN on every request. A simple query may hold several statements,
+    which PostgreSQL runs in order: "BEGIN; SET LOCAL ...;" opens the transaction already
+    scoped, in one round trip. Passed to asyncpg as its `connection_class` (by `create_engine`).
     """
-    await connection.exec_driver_sql(set_tenant_sql(tenant_id))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._with_next_begin: str | None = None
+
+    def send_with_next_begin(self, statements: str) -> None:
+        """Send `statements` (trusted SQL, no parameters) in the same query as the next BEGIN."""
+        self._with_next_begin = statements
+
+    # The signature is asyncpg's own, `timeout` included.
+    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:  # noqa: ASYNC109
+        statements = self._with_next_begin
+        if statements is not None and not args and query.startswith("BEGIN"):
+            self._with_next_begin = None
+            query = f"{query.rstrip(';')}; {statements};"
+        status: str = await super().execute(query, *args, timeout=timeout)
+        return status
+
+
+async def set_tenant(connection: AsyncConnection, tenant_id: str) -> None:
+    """Scope `connection`'s transaction to `tenant_id`.
+
+    In a transaction SQLAlchemy has begun but not yet sent (the driver sends BEGIN just before
+    the first statement), the setting goes in BEGIN's own query, sent now: one round trip for
+    both. In one already under way, it is a statement of its own. Never straight to asyncpg
+    outside SQLAlchemy's transaction: `SET LOCAL` outside a transaction is a no-op.
+    """
+    statement = set_tenant_sql(tenant_id)
+    raw = await connection.get_raw_connection()
+    driver = raw.driver_connection
+    adapted = raw.dbapi_connection
+    if (
+        connection.in_transaction()
+        and isinstance(driver, ScopedBeginConnection)
+        and getattr(adapted, "_transaction", False) is None
+    ):
+        driver.send_with_next_begin(statement)
+        await _send_begin(connection, adapted, statement)
+    else:
+        await connection.exec_driver_sql(statement)
+
+
+async def _send_begin(connection: AsyncConnection, adapted: Any, statement: str) -> None:
+    """Send the BEGIN of `connection`'s transaction now, with `statement` in the same query.
+
+    The begin is the one SQLAlchemy's asyncpg adapter sends before a transaction's first
+    statement (`_start_transaction`: the adapter keeps the asyncpg transaction it commits or
+    rolls back later), called ahead of that statement. An error is handled as SQLAlchemy does
+    for a statement's: a connection found closed is invalidated, so the pool never hands it out
+    again, and the error reaches the caller as a `DBAPIError` that says so.
+    """
+    try:
+        await adapted._start_transaction()
+    except connection.dialect.loaded_dbapi.Error as error:
+        closed = connection.dialect.is_disconnect(error, adapted, None)
+        # A failed BEGIN leaves the driver's transaction state unusable either way.
+        await connection.invalidate(error)
+        raise DBAPIError.instance(
+            f"BEGIN; {statement}",
+            None,
+            error,
+            connection.dialect.loaded_dbapi.Error,
+            connection_invalidated=closed,
+            dialect=connection.dialect,
+        ) from error
 
 
 async def transaction_driver(connection: AsyncConnection) -> Any:
@@ -164,6 +232,8 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
         "max_overflow": settings.db_max_overflow,
         "pool_pre_ping": settings.db_pool_pre_ping,
         "connect_args": {
+            # The tenant setting goes in the same query as BEGIN (`set_tenant`).
+            "connection_class": ScopedBeginConnection,
             # asyncpg keeps a statement prepared (and so planned once) only up to 15 KiB of
             # text by default; the fusion statement run on the driver connection is ~15 KiB for
             # one search and ~21 KiB for the context's three sections, which would then be

@@ -13,10 +13,19 @@ import uuid
 
 import pytest
 from httpx import AsyncClient
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from service.db import InvalidTenantId, quote_literal, set_tenant, set_tenant_sql
+from service.config import Settings
+from service.db import (
+    InvalidTenantId,
+    create_engine,
+    create_sessionmaker,
+    quote_literal,
+    set_tenant,
+    set_tenant_sql,
+    tenant_transaction,
+)
 from tests.conftest import assert_problem, new_tenant
 
 CURRENT_TENANT_SQL = text("SELECT current_setting('app.tenant_id', true)")
@@ -70,6 +79,86 @@ async def test_the_setting_holds_for_its_transaction_only(runtime_engine: AsyncE
         # Same server connection, next transaction: nothing left behind for the next client.
         async with connection.begin():
             assert (await connection.execute(CURRENT_TENANT_SQL)).scalar() in (None, "")
+
+
+async def _sent_queries(connection: AsyncConnection) -> list[str]:
+    """Every query sent on `connection` from now on: the driver's simple queries (BEGIN,
+    COMMIT) and the statements SQLAlchemy executes. Compare them sorted: the driver reports a
+    query once it is done, SQLAlchemy a statement before it runs."""
+    sent: list[str] = []
+    raw = await connection.get_raw_connection()
+    assert raw.driver_connection is not None
+    # asyncpg logs the queries it runs as text, not the prepared statements SQLAlchemy runs.
+    raw.driver_connection.add_query_logger(lambda record: sent.append(record.query))
+
+    def executed(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        sent.append(statement)
+
+    event.listen(connection.sync_engine, "before_cursor_execute", executed)
+    return sent
+
+
+async def test_the_setting_goes_in_the_same_query_as_begin(runtime_engine: AsyncEngine) -> None:
+    tenant = new_tenant()
+    async with runtime_engine.connect() as connection:
+        sent = await _sent_queries(connection)
+        async with connection.begin():
+            await set_tenant(connection, tenant)
+            assert (await connection.execute(CURRENT_TENANT_SQL)).scalar() == tenant
+    # One round trip opens the transaction already scoped; nothing sends the setting again.
+    assert sorted(sent) == sorted(
+        [
+            f"BEGIN; SET LOCAL app.tenant_id = '{tenant}';",
+            CURRENT_TENANT_SQL.text,
+            "COMMIT;",
+        ]
+    )
+
+
+async def test_a_transaction_under_way_gets_the_setting_as_a_statement_of_its_own(
+    runtime_engine: AsyncEngine,
+) -> None:
+    tenant = new_tenant()
+    async with runtime_engine.connect() as connection:
+        sent = await _sent_queries(connection)
+        async with connection.begin():
+            assert (await connection.execute(CURRENT_TENANT_SQL)).scalar() in (None, "")
+            await set_tenant(connection, tenant)
+            assert (await connection.execute(CURRENT_TENANT_SQL)).scalar() == tenant
+    assert sorted(sent) == sorted(
+        [
+            CURRENT_TENANT_SQL.text,
+            "BEGIN;",
+            f"SET LOCAL app.tenant_id = '{tenant}'",
+            CURRENT_TENANT_SQL.text,
+            "COMMIT;",
+        ]
+    )
+
+
+async def test_a_request_transaction_is_three_round_trips(settings: Settings) -> None:
+    """What every request runs (`tenant_transaction`): BEGIN with the setting, the request's
+    statements (here one), COMMIT."""
+    assert settings.database_url is not None
+    # One pooled connection, so the transaction runs on the one whose queries are logged.
+    engine = create_engine(
+        settings.database_url.get_secret_value(), settings, pool_size=1, max_overflow=0
+    )
+    tenant = new_tenant()
+    try:
+        async with engine.connect() as connection:
+            sent = await _sent_queries(connection)
+        async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
+            assert (await session.execute(CURRENT_TENANT_SQL)).scalar() == tenant
+    finally:
+        await engine.dispose()
+    assert sorted(sent) == sorted(
+        [
+            f"BEGIN; SET LOCAL app.tenant_id = '{tenant}';",
+            CURRENT_TENANT_SQL.text,
+            "COMMIT;",
+        ]
+    )
 
 
 async def test_a_refused_tenant_id_leaves_the_transaction_unscoped(
