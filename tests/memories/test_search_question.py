@@ -3,11 +3,14 @@ the route accepts, once, and never for a lexical search."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
+import pytest
 from httpx import AsyncClient
 
 from service.config import Settings
+from service.memories.search import embedding_underway
 from service.observability import DOMAIN_METRICS
 from service.providers.local_embedder import MODEL_NAME
 from tests.conftest import bearer
@@ -74,3 +77,27 @@ async def test_a_lexical_search_embeds_nothing(
     assert response.status_code == 200, response.text
     assert response.json()["query_embedded"] is False
     assert questions_embedded() == before
+
+
+async def test_the_question_is_on_its_way_before_the_transaction_set_up_goes_on() -> None:
+    steps: list[str] = []
+
+    async def embed() -> list[float]:
+        steps.append("handed to the model")
+        await asyncio.sleep(0.01)
+        return [1.0]
+
+    async with embedding_underway(asyncio.ensure_future(embed())) as pending:
+        steps.append("transaction set-up")
+        assert pending is not None
+        assert await pending == [1.0]
+    assert steps == ["handed to the model", "transaction set-up"]
+
+
+async def test_a_vector_nobody_took_is_cancelled_when_the_request_fails() -> None:
+    pending = asyncio.ensure_future(asyncio.sleep(10, result=[1.0]))
+    with pytest.raises(RuntimeError, match="refused"):
+        async with embedding_underway(pending):
+            raise RuntimeError("refused")
+    await asyncio.gather(pending, return_exceptions=True)
+    assert pending.cancelled()

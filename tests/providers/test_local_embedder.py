@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +18,7 @@ from service.providers.local_embedder import (
     LocalEmbedder,
     _bundled_model_path,
     _load_model,
+    _models,
 )
 
 
@@ -125,3 +129,55 @@ async def test_a_corrupt_model_file_raises_embedder_unavailable(tmp_path: Path) 
 def test_the_local_embedder_refuses_other_vector_sizes() -> None:
     with pytest.raises(ValueError, match="384"):
         build_embedder(EmbedderConfig(dims=1536))
+
+
+class EnteredSession:
+    """The real model session, noting when a run has entered it (and on which thread)."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self.entered = threading.Event()
+        self.threads: list[str] = []
+
+    def run(self, output_names: Any, feeds: Any) -> Any:
+        self.threads.append(threading.current_thread().name)
+        self.entered.set()
+        return self._session.run(output_names, feeds)
+
+
+async def test_the_event_loop_hands_a_question_to_the_model_before_it_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = LocalEmbedder(EmbedderConfig(local_threads=4))
+    await embedder.load()
+    key = (_bundled_model_path(), 4)
+    session = EnteredSession(_models[key].session)
+    monkeypatch.setitem(_models, key, dataclasses.replace(_models[key], session=session))
+    run = embedder._embed_questions(["Where does my sister live?"])
+    # This task has held the GIL since: without the handover, the question's thread could not
+    # have started the model yet.
+    assert session.entered.is_set()
+    assert session.threads == ["mneme-questions_0"]
+    (vector,) = await run
+    assert vector == pytest.approx((await embedder.embed(["Where does my sister live?"]))[0])
+    await embedder.aclose()
+
+
+async def test_long_questions_and_a_model_not_loaded_yet_are_embedded_the_same(
+    embedder: LocalEmbedder,
+) -> None:
+    # Neither is handed over (the loop does not wait), and both give the stored texts' vectors.
+    fresh = LocalEmbedder(EmbedderConfig())
+    long_question = "Which of my colleagues went to the Lisbon conference in May? " * 40
+    for question in ("Which colleague went to Lisbon?", long_question):
+        expected = (await embedder.embed([question]))[0]
+        assert await fresh.embed_query(question) == pytest.approx(expected, abs=1e-6)
+    await fresh.aclose()
+
+
+async def test_a_question_after_closing_is_refused_as_unavailable() -> None:
+    embedder = LocalEmbedder(EmbedderConfig())
+    await embedder.load()
+    await embedder.aclose()
+    with pytest.raises(EmbedderUnavailable, match="closed"):
+        await embedder.embed_query("Anyone there?")

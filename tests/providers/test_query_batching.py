@@ -23,18 +23,18 @@ QUESTIONS = [
 
 class RecordingRuns:
     """A batch function that embeds each text as a one-hot-ish vector and records its runs;
-    each run waits for `release` so that several callers can queue behind it."""
+    each run waits for `release` so that several callers can queue behind it, and a run that
+    holds `fails_with` fails."""
 
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
         self.release = asyncio.Event()
-        self.fail_next = False
+        self.fails_with: str | None = None
 
     async def __call__(self, texts: list[str]) -> list[list[float]]:
         self.batches.append(list(texts))
         await self.release.wait()
-        if self.fail_next:
-            self.fail_next = False
+        if self.fails_with in texts:
             raise EmbedderUnavailable("model crashed")
         return [[float(len(text)), 1.0] for text in texts]
 
@@ -65,21 +65,26 @@ async def test_questions_asked_while_a_run_is_in_flight_go_together_in_the_next_
 async def test_a_run_takes_at_most_max_batch_questions() -> None:
     runs = RecordingRuns()
     batcher = QueryBatcher(runs, max_batch=2)
-    tasks = [asyncio.create_task(batcher.embed_query("x" * n)) for n in range(1, 6)]
+    tasks = [asyncio.create_task(batcher.embed_query("x" * n)) for n in range(1, 7)]
     await _settle()
     runs.release.set()
     await asyncio.gather(*tasks)
-    assert [len(batch) for batch in runs.batches] == [2, 2, 1]
+    # The first question's run started as it arrived, alone; the others waited for it.
+    assert [len(batch) for batch in runs.batches] == [1, 2, 2, 1]
 
 
 async def test_a_failed_run_fails_each_of_its_callers_and_the_next_run_works() -> None:
     runs = RecordingRuns()
     batcher = QueryBatcher(runs, max_batch=16)
-    runs.fail_next = True
+    runs.fails_with = "a"
+    first = asyncio.create_task(batcher.embed_query("z"))
+    await _settle()
     tasks = [asyncio.create_task(batcher.embed_query(text)) for text in ("a", "bb")]
     await _settle()
     runs.release.set()
+    assert await first == [1.0, 1.0]
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    assert runs.batches[1] == ["a", "bb"]
     assert all(isinstance(outcome, EmbedderUnavailable) for outcome in outcomes)
     # Each caller raises an exception of its own, chained to the run's failure.
     assert outcomes[0] is not outcomes[1]
@@ -114,6 +119,42 @@ async def test_closing_cancels_the_waiting_callers() -> None:
     await batcher.aclose()
     outcomes = await asyncio.gather(first, waiting, return_exceptions=True)
     assert all(isinstance(outcome, asyncio.CancelledError) for outcome in outcomes)
+
+
+async def test_a_run_that_starts_when_called_starts_in_the_questions_first_step() -> None:
+    started: list[list[str]] = []
+    vectors: asyncio.Future[list[list[float]]] = asyncio.get_running_loop().create_future()
+
+    def start_run(texts: list[str]) -> asyncio.Future[list[list[float]]]:
+        started.append(texts)
+        return vectors
+
+    batcher = QueryBatcher(start_run, max_batch=16)
+    question = asyncio.create_task(batcher.embed_query("a"))
+    # One turn of the event loop: the question's own first step, and nothing else.
+    await asyncio.sleep(0)
+    assert started == [["a"]]
+    vectors.set_result([[1.0, 2.0]])
+    assert await question == [1.0, 2.0]
+
+
+async def test_a_run_that_fails_to_start_fails_its_callers_and_the_next_run_works() -> None:
+    calls = 0
+
+    def start_run(texts: list[str]) -> asyncio.Future[list[list[float]]]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise EmbedderUnavailable("model file missing")
+        done: asyncio.Future[list[list[float]]] = asyncio.get_running_loop().create_future()
+        done.set_result([[float(len(text))] for text in texts])
+        return done
+
+    batcher = QueryBatcher(start_run, max_batch=16)
+    with pytest.raises(EmbedderUnavailable, match="model file missing") as failure:
+        await batcher.embed_query("a")
+    assert str(failure.value.__cause__) == "model file missing"
+    assert await batcher.embed_query("bb") == [2.0]
 
 
 def test_max_batch_below_one_is_refused() -> None:
