@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
@@ -611,6 +612,8 @@ class MemoryRepository:
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self._session = session
         self._tenant_id = tenant_id
+        # Inside `planned_for_search` (its settings are made).
+        self._planned_for_search = False
 
     def _matching(self, memory_filter: MemoryFilter) -> Select[Memory]:
         """The memories `memory_filter` selects (the one place a filter becomes SQL)."""
@@ -841,15 +844,35 @@ class MemoryRepository:
         compiled, arguments = compiled_search(self._tenant_id, sections, connection.dialect)
         driver = await transaction_driver(connection)
         hits: list[list[SearchRow]] = [[] for _ in sections]
-        generic_plan = await runs_generic_plans(driver)
-        if generic_plan:
-            await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        rows = await driver.fetch(compiled.sql, *arguments)
-        if generic_plan:
-            await driver.execute(DEFAULT_PLAN_CHOICE_SQL)
+        async with self.planned_for_search():
+            rows = await driver.fetch(compiled.sql, *arguments)
         for row in rows:
             hits[row["section"]].append(_search_row(dict(row.items())))
         return hits
+
+    @asynccontextmanager
+    async def planned_for_search(self) -> AsyncIterator[None]:
+        """The fusion statements inside run on their generic plan (`GENERIC_SEARCH_PLAN_SQL`),
+        where the server runs one; afterwards the transaction plans as configured again.
+
+        `search_sections` enters it itself. A caller that enters it earlier, while the question
+        is still being embedded, takes the setting's round trip off the search's critical path.
+        Nested, it does nothing more."""
+        if self._planned_for_search:
+            yield
+            return
+        driver = await transaction_driver(await self._session.connection())
+        generic_plan = await runs_generic_plans(driver)
+        if generic_plan:
+            await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+        self._planned_for_search = True
+        try:
+            yield
+        finally:
+            self._planned_for_search = False
+        # Not after a failed statement: the transaction is aborted, and ends with the setting.
+        if generic_plan:
+            await driver.execute(DEFAULT_PLAN_CHOICE_SQL)
 
     # --- memories addressed by a client's key -------------------------------------------------
 

@@ -136,14 +136,16 @@ class MemorySearch:
     ) -> SearchResponse:
         """Hybrid search; pass `query_embedding` to reuse one embedding across searches, or
         `embedding_question` (`start_embedding_question`) for a vector already on its way."""
-        if embedding_question is not None:
-            query_embedding = await embedding_question
-        elif request.mode != "lexical" and query_embedding is None:
-            query_embedding = await self.embed_query(request.query)
-        params = self.params(owner, request, query_embedding)
-        with fusion_statement(request.mode) as statement:
-            rows = await self._repository.search(params)
-            statement.rows(len(rows))
+        # The statement's planner setting is made while the question is embedded.
+        async with self._repository.planned_for_search():
+            if embedding_question is not None:
+                query_embedding = await embedding_question
+            elif request.mode != "lexical" and query_embedding is None:
+                query_embedding = await self.embed_query(request.query)
+            params = self.params(owner, request, query_embedding)
+            with fusion_statement(request.mode) as statement:
+                rows = await self._repository.search(params)
+                statement.rows(len(rows))
         hits = _hits(request, params, rows, query_embedding)
         record_search_hits(trace.get_current_span(), hits, mode=request.mode)
         return SearchResponse(
