@@ -3,6 +3,7 @@ it must return exactly what SQLAlchemy returns for the same statement built per 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -18,10 +19,13 @@ from service.config import Settings
 from service.db import create_engine, create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.repository import (
+    GENERIC_SEARCH_PLAN_SQL,
     MemoryRepository,
     SearchParams,
     hybrid_search_statement,
 )
+from service.memories.schemas import SearchRequest
+from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
 from tests.search_params import search_params
 
@@ -211,3 +215,45 @@ async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_confi
     # The question's vector travels as a float array (binary), not as pgvector's text.
     assert "real[]" in parameter_types
     assert "vector" not in parameter_types
+
+
+async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(
+    app: FastAPI, client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine
+) -> None:
+    """The generic-plan setting is one round trip: made while the vector is on its way, it
+    is not on the search's path once the vector arrives."""
+    tenant = new_tenant()
+    created = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=bearer(settings, tenant, "ada"),
+        json={"items": [{"kind": kind, "text": text} for kind, text in TEXTS]},
+    )
+    assert created.status_code == 201, created.text
+    embedder = app.state.mneme.embedding_backfill.embedder
+    question = "Where does Lena live?"
+    vector = await embedder.embed_query(question)
+    last_query = text("SELECT state, query FROM pg_stat_activity WHERE pid = :pid")
+
+    async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
+        backend = await session.scalar(text("SELECT pg_backend_pid()"))
+        search = MemorySearch(MemoryRepository(session, tenant), embedder, settings)
+        on_its_way: asyncio.Future[list[float] | None] = asyncio.get_running_loop().create_future()
+        searching = asyncio.create_task(
+            search.search(
+                Owner.user("ada"),
+                SearchRequest(query=question, limit=3),
+                embedding_question=on_its_way,
+            )
+        )
+        async with runtime_engine.connect() as observer:
+            for _ in range(500):
+                state, query = (await observer.execute(last_query, {"pid": backend})).one()
+                if state == "idle in transaction" and "plan_cache_mode" in query:
+                    break
+                await asyncio.sleep(0.01)
+        assert not searching.done()
+        assert query == GENERIC_SEARCH_PLAN_SQL
+        on_its_way.set_result(vector)
+        response = await searching
+    assert response.query_embedded
+    assert "Lisbon" in response.hits[0].memory.text
