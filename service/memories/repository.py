@@ -232,7 +232,7 @@ SELECT *
  WHERE section_rank <= {limit}
  ORDER BY section, section_rank
 """
-"""One statement: lexical (GIN tsvector, OR query, BM25 with the statistics of the memories
+"""One statement: lexical (tsvector OR query, BM25 with the statistics of the memories
 the search may return: `LEXICAL_MATCHES_SQL`, `COLLECTION_SQL`) and vector (HNSW cosine,
 `NEAREST_SQL`) candidate sets under the same `MemoryFilter` (`{candidate_filter}`), fused (RRF
 or linear); then the evidence of a memory's
@@ -285,8 +285,11 @@ SELECT b.id, b.section, own.lexical_score, own.cosine AS vector_cosine,
 `HYBRID_SEARCH_SQL`)."""
 
 LEXICAL_MATCHES_SQL = """
--- Every candidate memory of the section holding any of the question's lexemes (through the
--- GIN index), one row per lexeme it holds, with that lexeme's frequency in the memory.
+-- Every candidate memory of the section holding any of the question's lexemes, one row per
+-- lexeme it holds, with that lexeme's frequency in the memory. Under row-level security the
+-- GIN index cannot serve `@@` (not leakproof: it may not run ahead of the tenant policy), so
+-- each candidate is tested; ix_memory_lexical carries every column read here, so that is an
+-- index-only scan of narrow tuples rather than a read of the wide table rows.
 -- Only the question's lexemes are unnested: setweight marks them (every lexeme of
 -- to_tsvector's output has weight D, so A marks exactly those) and ts_filter keeps the marked
 -- ones with all their positions, instead of unnesting all of the memory's lexemes (with their
@@ -304,7 +307,7 @@ SELECT m.id, {section} AS section, term.lexeme, cardinality(term.positions) AS t
 COLLECTION_SQL = """
 -- The statistics BM25 needs, over exactly the memories the section may return: how many
 -- there are and their mean length (in distinct lexemes: `tsv_length` is `length(tsv)`, stored,
--- so an index-only scan of ix_memory_lexical_stats serves this without reading the table).
+-- so an index-only scan of ix_memory_lexical serves this without reading the table).
 SELECT {section} AS section, count(*) AS documents,
        coalesce(avg(m.tsv_length), 0) AS mean_length
   FROM memory m

@@ -1,6 +1,6 @@
 """BM25's collection statistics come from the stored `tsv_length`: it must equal `length(tsv)`
-for every memory however it was written, and an index must be able to serve the statistics
-of any search filter without reading the table."""
+for every memory however it was written, and one index must be able to serve the statistics
+and the lexical matches of any search filter without reading the table."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service.auth.owner import Owner
 from service.config import Settings
 from service.memories.filters import MemoryFilter
-from service.memories.repository import COLLECTION_SQL
+from service.memories.repository import COLLECTION_SQL, LEXICAL_MATCHES_SQL
 from tests.conftest import as_tenant, bearer
 from tests.memories.test_search import bm25_scores
 
@@ -74,8 +74,9 @@ async def test_the_stored_length_is_the_tsvector_length_after_every_kind_of_writ
     assert by_text["the a an of"] == 0
 
 
-async def test_the_statistics_of_any_filter_can_be_read_from_the_index_alone(
-    owner_engine: AsyncEngine, tenant: str
+@pytest.mark.parametrize("fragment", [COLLECTION_SQL, LEXICAL_MATCHES_SQL])
+async def test_the_lexical_side_of_any_filter_can_be_read_from_the_index_alone(
+    owner_engine: AsyncEngine, tenant: str, fragment: str
 ) -> None:
     # Every condition a filter can set, so the index must carry every column they test.
     memory_filter = MemoryFilter.build(
@@ -88,10 +89,10 @@ async def test_the_statistics_of_any_filter_can_be_read_from_the_index_alone(
         event_after=datetime(2026, 1, 1, tzinfo=UTC),
         event_before=datetime(2027, 1, 1, tzinfo=UTC),
     )
-    fragment = COLLECTION_SQL.replace("{section}", "0").replace(
+    sql = fragment.replace("{section}", "0").replace(
         "{candidate_filter}", memory_filter.where(tenant).sql
     )
-    read = set(re.findall(r"\bm\.(\w+)", fragment))
+    read = set(re.findall(r"\bm\.(\w+)", sql))
     async with owner_engine.begin() as connection:
         indexed = set(
             (
@@ -99,7 +100,7 @@ async def test_the_statistics_of_any_filter_can_be_read_from_the_index_alone(
                     text(
                         "SELECT a.attname FROM pg_index i JOIN pg_attribute a "
                         "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
-                        "WHERE i.indexrelid = 'ix_memory_lexical_stats'::regclass"
+                        "WHERE i.indexrelid = 'ix_memory_lexical'::regclass"
                     )
                 )
             ).scalars()
