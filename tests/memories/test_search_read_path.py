@@ -39,6 +39,18 @@ TEXTS = [
 ]
 
 
+async def _tenant_with_texts(client: AsyncClient, settings: Settings) -> str:
+    """A new tenant whose user `ada` holds `TEXTS`."""
+    tenant = new_tenant()
+    created = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=bearer(settings, tenant, "ada"),
+        json={"items": [{"kind": kind, "text": text} for kind, text in TEXTS]},
+    )
+    assert created.status_code == 201, created.text
+    return tenant
+
+
 def _params(query: str, vector: list[float], **changes: Any) -> SearchParams:
     return search_params(
         MemoryFilter.build([Owner.user("ada"), Owner.org()]),
@@ -93,14 +105,7 @@ async def test_the_compiled_read_path_returns_what_the_statement_returns(
     runtime_engine: AsyncEngine,
     changes: dict[str, Any],
 ) -> None:
-    tenant = new_tenant()
-    headers = bearer(settings, tenant, "ada")
-    created = await client.post(
-        "/v1/users/me/memories/batch",
-        headers=headers,
-        json={"items": [{"kind": kind, "text": text} for kind, text in TEXTS]},
-    )
-    assert created.status_code == 201, created.text
+    tenant = await _tenant_with_texts(client, settings)
     embedder = app.state.mneme.embedding_backfill.embedder
     query = "Where does Lena live and what tea does she like?"
     params = _params(query, await embedder.embed_query(query), **changes)
@@ -173,13 +178,7 @@ async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_confi
     The statement is prepared once per connection however long its text: the context's three
     sections make ~21 KiB, more than asyncpg keeps prepared by default (15 KiB), and an
     unprepared statement is parsed and planned again on every call."""
-    tenant = new_tenant()
-    created = await client.post(
-        "/v1/users/me/memories/batch",
-        headers=bearer(settings, tenant, "ada"),
-        json={"items": [{"kind": kind, "text": text} for kind, text in TEXTS]},
-    )
-    assert created.status_code == 201, created.text
+    tenant = await _tenant_with_texts(client, settings)
     embedder = app.state.mneme.embedding_backfill.embedder
     query = "Where does Lena live?"
     params = _sections(query, await embedder.embed_query(query), sections)
@@ -222,13 +221,7 @@ async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(
 ) -> None:
     """The generic-plan setting is one round trip: made while the vector is on its way, it
     is not on the search's path once the vector arrives."""
-    tenant = new_tenant()
-    created = await client.post(
-        "/v1/users/me/memories/batch",
-        headers=bearer(settings, tenant, "ada"),
-        json={"items": [{"kind": kind, "text": text} for kind, text in TEXTS]},
-    )
-    assert created.status_code == 201, created.text
+    tenant = await _tenant_with_texts(client, settings)
     embedder = app.state.mneme.embedding_backfill.embedder
     question = "Where does Lena live?"
     vector = await embedder.embed_query(question)
