@@ -615,8 +615,9 @@ class MemoryRepository:
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self._session = session
         self._tenant_id = tenant_id
-        # Inside `planned_for_search` (its settings are made).
-        self._planned_for_search = False
+        # The transaction's driver connection while inside `planned_for_search` (its settings
+        # are made), else None.
+        self._search_driver: Any = None
 
     def _matching(self, memory_filter: MemoryFilter) -> Select[Memory]:
         """The memories `memory_filter` selects (the one place a filter becomes SQL)."""
@@ -845,34 +846,34 @@ class MemoryRepository:
         # The planner settings go as simple queries: nothing to prepare, one round trip each.
         connection = await self._session.connection()
         compiled, arguments = compiled_search(self._tenant_id, sections, connection.dialect)
-        driver = await transaction_driver(connection)
         hits: list[list[SearchRow]] = [[] for _ in sections]
-        async with self.planned_for_search():
+        async with self.planned_for_search() as driver:
             rows = await driver.fetch(compiled.sql, *arguments)
         for row in rows:
             hits[row["section"]].append(_search_row(dict(row.items())))
         return hits
 
     @asynccontextmanager
-    async def planned_for_search(self) -> AsyncIterator[None]:
+    async def planned_for_search(self) -> AsyncIterator[Any]:
         """The fusion statements inside run on their generic plan (`GENERIC_SEARCH_PLAN_SQL`),
-        where the server runs one; afterwards the transaction plans as configured again.
+        where the server runs one; afterwards the transaction plans as configured again. Yields
+        the transaction's driver connection (`transaction_driver`) to run them on.
 
         `search_sections` enters it itself. A caller that enters it earlier, while the question
         is still being embedded, takes the setting's round trip off the search's critical path.
         Nested, it does nothing more."""
-        if self._planned_for_search:
-            yield
+        if self._search_driver is not None:
+            yield self._search_driver
             return
         driver = await transaction_driver(await self._session.connection())
         generic_plan = await runs_generic_plans(driver)
         if generic_plan:
             await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        self._planned_for_search = True
+        self._search_driver = driver
         try:
-            yield
+            yield driver
         finally:
-            self._planned_for_search = False
+            self._search_driver = None
         # Not after a failed statement: the transaction is aborted, and ends with the setting.
         if generic_plan:
             await driver.execute(DEFAULT_PLAN_CHOICE_SQL)
