@@ -1,9 +1,10 @@
 """The service's fusion statement run straight through asyncpg: the load benchmark's baseline,
 and its recall probe.
 
-Nothing here restates the SQL or the parameters. The statement is the repository's own,
-compiled by the runtime engine's dialect, so the text Postgres prepares is byte for byte what
-the service sends; the parameters are what `MemorySearch.params` builds for a request.
+Nothing here restates the SQL or the parameters. The statement is the service's own
+(`service.memories.fusion`), compiled by the runtime engine's dialect, so the text Postgres
+prepares is byte for byte what the service sends; the parameters are what `MemorySearch.params`
+builds for a request.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from sqlalchemy.sql.elements import ClauseElement
 from service.auth.owner import Owner
 from service.config import Settings
 from service.db import set_tenant_sql
-from service.memories.repository import (
+from service.memories.fusion import (
     GENERIC_SEARCH_PLAN_SQL,
-    MemoryRepository,
+    FusionRepository,
     SearchParams,
     hybrid_search_statement,
     runs_generic_plans,
@@ -69,7 +70,7 @@ async def service_search_params(
 ) -> SearchParams:
     """The fusion statement's parameters for `request`, exactly as the service builds them."""
     search = MemorySearch(
-        MemoryRepository(AsyncSession(), tenant_id),
+        FusionRepository(AsyncSession(), tenant_id),
         _PrecomputedEmbedder(query_embedding, "precomputed"),
         settings,
     )

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 import asyncpg
 from asyncpg.exceptions import ConnectionDoesNotExistError
@@ -205,7 +205,17 @@ async def _send_begin(connection: AsyncConnection, adapted: Any, statement: str)
         ) from error
 
 
-async def transaction_driver(connection: AsyncConnection) -> Any:
+class Driver(Protocol):
+    """The part of an asyncpg connection the service runs statements on directly."""
+
+    async def execute(self, query: str, *args: Any) -> str: ...
+
+    async def fetch(self, query: str, *args: Any) -> list[Mapping[str, Any]]: ...
+
+    async def fetchval(self, query: str, *args: Any) -> Any: ...
+
+
+async def transaction_driver(connection: AsyncConnection) -> Driver:
     """The asyncpg connection under `connection`, inside the transaction `connection` has begun.
 
     For statements whose cost through SQLAlchemy's execution layer (execution context, cursor
@@ -223,7 +233,7 @@ async def transaction_driver(connection: AsyncConnection) -> Any:
     # before it would run outside the transaction, without the tenant setting.
     if driver is None or not driver.is_in_transaction():
         raise RuntimeError("the driver connection is used only inside a begun transaction")
-    return driver
+    return cast(Driver, driver)
 
 
 def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.memories.filters import MemoryFilter
-from service.memories.repository import SearchParams
+from service.memories.fusion import SearchParams
 
 
 def search_params(memory_filter: MemoryFilter, query: str, **changes: Any) -> SearchParams:

@@ -16,6 +16,7 @@ from service.config import Settings
 from service.dependencies import CurrentPrincipal, PostCommit, Session, State, UserOwner
 from service.kit.post_commit import PostCommitTasks
 from service.memories.embedding import EmbeddingBackfill
+from service.memories.fusion import FusionRepository
 from service.memories.keyed import KeyedMemoryService
 from service.memories.recording import MemoryRecorder
 from service.memories.repository import MemoryRepository
@@ -48,7 +49,7 @@ def build_memory_recorder(
 def build_memory_search(
     session: AsyncSession, principal: Principal, backfill: EmbeddingBackfill, settings: Settings
 ) -> MemorySearch:
-    return MemorySearch(MemoryRepository(session, principal.tenant_id), backfill.embedder, settings)
+    return MemorySearch(FusionRepository(session, principal.tenant_id), backfill.embedder, settings)
 
 
 async def get_memory_service(

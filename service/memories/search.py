@@ -15,7 +15,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.memories.dates import query_time_window
 from service.memories.filters import MemoryFilter
-from service.memories.repository import MemoryRepository, SearchParams, SearchRow
+from service.memories.fusion import FusionRepository, SearchParams, SearchRow
 from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
 from service.observability import (
     fusion_statement,
@@ -68,10 +68,8 @@ def start_embedding_question(embedder: Embedder, request: SearchRequest) -> Pend
 
 
 class MemorySearch:
-    def __init__(
-        self, repository: MemoryRepository, embedder: Embedder, settings: Settings
-    ) -> None:
-        self._repository = repository
+    def __init__(self, fusion: FusionRepository, embedder: Embedder, settings: Settings) -> None:
+        self._fusion = fusion
         self._embedder = embedder
         self._settings = settings
 
@@ -137,14 +135,14 @@ class MemorySearch:
         """Hybrid search; pass `query_embedding` to reuse one embedding across searches, or
         `embedding_question` (`start_embedding_question`) for a vector already on its way."""
         # The statement's planner setting is made while the question is embedded.
-        async with self._repository.planned_for_search():
+        async with self._fusion.planned() as planned:
             if embedding_question is not None:
                 query_embedding = await embedding_question
             elif request.mode != "lexical" and query_embedding is None:
                 query_embedding = await self.embed_query(request.query)
             params = self.params(owner, request, query_embedding)
             with fusion_statement(request.mode) as statement:
-                rows = await self._repository.search(params)
+                rows = await planned.search(params)
                 statement.rows(len(rows))
         hits = _hits(request, params, rows, query_embedding)
         record_search_hits(trace.get_current_span(), hits, mode=request.mode)
@@ -171,7 +169,7 @@ class MemorySearch:
         params = [self.params(owner, request, query_embedding) for request in requests]
         mode = requests[0].mode
         with fusion_statement(mode) as statement:
-            sections = await self._repository.search_sections(params)
+            sections = await self._fusion.search_sections(params)
             statement.rows(sum(len(rows) for rows in sections))
         hits = [
             _hits(request, section_params, rows, query_embedding)

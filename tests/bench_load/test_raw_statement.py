@@ -22,7 +22,7 @@ from benchmarks.rawsql import (
 )
 from service.auth.owner import Owner
 from service.config import Settings
-from service.memories.repository import HYBRID_SEARCH_SQL
+from service.memories.fusion import HYBRID_SEARCH_SQL
 from service.memories.schemas import SearchRequest
 from service.providers import Embedder, build_embedder, embedder_config_from_settings
 from tests.conftest import bearer

@@ -18,7 +18,7 @@ from service.config import Settings
 from service.dependencies import CurrentPrincipal, Session, State
 from service.memories.dependencies import get_memory_search
 from service.memories.filters import MemoryFilter
-from service.memories.repository import MemoryRepository, SearchParams, sectioned_search_statement
+from service.memories.fusion import FusionRepository, SearchParams, sectioned_search_statement
 from service.memories.schemas import SearchHit, SearchRequest
 from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
@@ -76,7 +76,7 @@ async def section_by_section(
     session: Session, principal: CurrentPrincipal, state: State
 ) -> MemorySearch:
     return SectionBySection(
-        MemoryRepository(session, principal.tenant_id),
+        FusionRepository(session, principal.tenant_id),
         state.embedding_backfill.embedder,
         state.settings,
     )

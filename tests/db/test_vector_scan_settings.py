@@ -12,7 +12,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_engine, create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
-from service.memories.repository import MemoryRepository
+from service.memories.fusion import FusionRepository
 from tests.conftest import new_tenant
 from tests.search_params import search_params
 
@@ -94,7 +94,7 @@ async def test_a_user_owning_most_memories_gets_the_exact_nearest_from_the_hnsw_
         # Only the HNSW index yields rows in distance order without a sort.
         await session.execute(text("SET LOCAL enable_sort = off"))
         await session.execute(text("SET LOCAL enable_seqscan = off"))
-        via_index = await MemoryRepository(session, tenant).search(params)
+        via_index = await FusionRepository(session, tenant).search(params)
         plan = "\n".join(
             (
                 await session.execute(

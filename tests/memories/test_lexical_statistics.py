@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service.auth.owner import Owner
 from service.config import Settings
 from service.memories.filters import MemoryFilter
-from service.memories.repository import COLLECTION_SQL, LEXICAL_MATCHES_SQL
+from service.memories.fusion import COLLECTION_SQL, LEXICAL_MATCHES_SQL
 from tests.conftest import as_tenant, bearer
 from tests.memories.test_search import bm25_scores
 

@@ -19,7 +19,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
-from service.memories.repository import MemoryRepository
+from service.memories.fusion import FusionRepository
 from tests.conftest import as_tenant, bearer, new_tenant
 from tests.memories.sessions import session_items
 from tests.search_params import search_params
@@ -324,7 +324,7 @@ async def test_filtered_hnsw_search_matches_an_exact_scan(
                 )
             ).scalars()
         )
-        via_index = await MemoryRepository(session, tenant).search(params)
+        via_index = await FusionRepository(session, tenant).search(params)
     assert "ix_memory_embedding_hnsw" in plan
     async with tenant_transaction(sessionmaker, tenant) as session:
         exact = (

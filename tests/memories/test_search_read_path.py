@@ -18,9 +18,9 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_engine, create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
-from service.memories.repository import (
+from service.memories.fusion import (
     GENERIC_SEARCH_PLAN_SQL,
-    MemoryRepository,
+    FusionRepository,
     SearchParams,
     hybrid_search_statement,
 )
@@ -113,7 +113,7 @@ async def test_the_compiled_read_path_returns_what_the_statement_returns(
 
     # One transaction: the same now() for the recency factors of both.
     async with tenant_transaction(sessionmaker, tenant) as session:
-        hits = await MemoryRepository(session, tenant).search(params)
+        hits = await FusionRepository(session, tenant).search(params)
         statement = hybrid_search_statement(tenant, params)
         rows = (await session.execute(statement)).mappings().all()
 
@@ -198,7 +198,7 @@ async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_confi
     try:
         async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
             for _ in range(3):
-                found = await MemoryRepository(session, tenant).search_sections(params)
+                found = await FusionRepository(session, tenant).search_sections(params)
                 assert any(found)
             prepared, generic, custom, length, parameter_types = (
                 await session.execute(plans)
@@ -229,7 +229,7 @@ async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(
 
     async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
         backend = await session.scalar(text("SELECT pg_backend_pid()"))
-        search = MemorySearch(MemoryRepository(session, tenant), embedder, settings)
+        search = MemorySearch(FusionRepository(session, tenant), embedder, settings)
         on_its_way: asyncio.Future[list[float] | None] = asyncio.get_running_loop().create_future()
         searching = asyncio.create_task(
             search.search(

@@ -16,7 +16,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
-from service.memories.repository import MemoryRepository, SearchParams, SearchRow
+from service.memories.fusion import FusionRepository, SearchParams, SearchRow
 from tests.conftest import bearer
 from tests.memories.sessions import session_items
 from tests.search_params import search_params
@@ -58,7 +58,7 @@ def params(
 
 async def run(engine: AsyncEngine, tenant: str, search: SearchParams) -> dict[str, SearchRow]:
     async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
-        rows = await MemoryRepository(session, tenant).search(search)
+        rows = await FusionRepository(session, tenant).search(search)
     return {row.memory.text: row for row in rows}
 
 
