@@ -12,9 +12,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from service.config import Settings
 from tests.conftest import TEST_SECRET, bearer, new_tenant
+
+# Starts `mneme serve` with two workers and its own embedded cluster.
+pytestmark = pytest.mark.slow
 
 READY_SECONDS = 240
 

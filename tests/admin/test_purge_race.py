@@ -24,15 +24,9 @@ from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import OpenAIChatModel
 from tests.admin.conftest import rows_by_thread, rows_of, seed_user
 from tests.conftest import bearer
-from tests.extraction.conftest import (
-    extraction_requests,
-    fact,
-    fresh_llm,
-    llm,
-    say,
-    start_thread,
-)
-from tests.fakes.openai_server import API_KEY, MODEL, FakeOpenAIServer, extraction
+from tests.extraction.conftest import extraction_requests, fact, fresh_llm, llm, say
+from tests.fixtures.factories import start_thread
+from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer, extraction
 
 __all__ = ["fresh_llm", "llm"]  # fixtures shared with the write-path tests
 

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from tests.conftest import as_tenant, assert_problem, bearer, new_tenant
+from tests.fixtures.factories import sign_in
 
 
 async def create_key(
@@ -188,9 +189,19 @@ async def test_key_changes_are_audited(
 async def test_service_admin_can_create_the_first_key_of_a_new_tenant(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
+    provisioner = bearer(settings, tenant, "provisioner", admin=True, service=True)
     response = await client.post(
-        "/v1/admin/api-keys",
-        json={"name": "bootstrap"},
-        headers=bearer(settings, tenant, "provisioner", admin=True, service=True),
+        "/v1/admin/api-keys", json={"name": "bootstrap"}, headers=provisioner
     )
     assert response.status_code == 201, response.text
+    created = response.json()
+    assert (created["name"], created["created_by"]) == ("bootstrap", "provisioner")
+    listing = await client.get("/v1/admin/api-keys", headers=provisioner)
+    assert [(item["id"], item["name"]) for item in listing.json()["items"]] == [
+        (created["id"], "bootstrap")
+    ]
+    # The key works: it is a service principal of the new tenant, addressing its users.
+    await sign_in(client, settings, tenant, "zoe")
+    zoe = await client.get("/v1/users/zoe", headers=key_header(created))
+    assert zoe.status_code == 200, zoe.text
+    assert (zoe.json()["id"], zoe.json()["tenant_id"]) == ("zoe", tenant)

@@ -133,9 +133,15 @@ async def test_es256_token_from_the_jwks_authenticates(
 ) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
     jwks.publish("ec-1", key.public_key(), "ES256")
-    token = sign(claims(tenant, "bob"), key, "ES256", kid="ec-1")
+    token = sign(
+        claims(tenant, "bob", name="Bob", email="bob@example.test"), key, "ES256", kid="ec-1"
+    )
     response = await oidc_client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200, response.text
+    me = response.json()
+    assert (me["id"], me["tenant_id"]) == ("bob", tenant)
+    # The account details are the ones this token carried, so it was this token that was read.
+    assert (me["name"], me["email"]) == ("Bob", "bob@example.test")
 
 
 async def test_rotated_key_is_fetched_when_an_unknown_kid_arrives(
@@ -197,8 +203,12 @@ async def test_token_with_bad_claims_is_refused(
 async def test_hs256_dev_token_authenticates(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
-    response = await client.get("/v1/users/me", headers=bearer(settings, tenant, "erin"))
-    assert response.status_code == 200
+    headers = bearer(settings, tenant, "erin", name="Erin", email="erin@example.test")
+    response = await client.get("/v1/users/me", headers=headers)
+    assert response.status_code == 200, response.text
+    me = response.json()
+    assert (me["id"], me["tenant_id"]) == ("erin", tenant)
+    assert (me["name"], me["email"]) == ("Erin", "erin@example.test")
 
 
 async def test_hs256_token_with_the_wrong_secret_is_refused(

@@ -44,6 +44,8 @@ TOY = [
 ]
 
 
+# Builds a throwaway database and serves it from a uvicorn child process.
+@pytest.mark.slow
 def test_the_command_grows_the_corpus_and_measures_every_size(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,10 +7,13 @@ import uuid
 from typing import Any
 
 from httpx import AsyncClient
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.kit.token_counting import count_tokens
 from tests.conftest import assert_problem, bearer, new_tenant
+from tests.fixtures.factories import remember_all, start_thread
+from tests.fixtures.state import tenant_state
 
 
 async def context(
@@ -20,16 +23,6 @@ async def context(
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()
     return result
-
-
-async def remember(
-    client: AsyncClient, headers: dict[str, str], *items: dict[str, Any], org: bool = False
-) -> list[dict[str, Any]]:
-    path = "/v1/org/memories/batch" if org else "/v1/users/me/memories/batch"
-    response = await client.post(path, headers=headers, json={"items": list(items)})
-    assert response.status_code == 201, response.text
-    created: list[dict[str, Any]] = response.json()["items"]
-    return created
 
 
 def section(result: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -47,11 +40,11 @@ async def test_sections_render_with_scores_and_ids(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     admin = bearer(settings, tenant, "root", admin=True)
-    await remember(
+    await remember_all(
         client, admin, {"text": "Support hours are 9 to 17 CET", "category": "policy"}, org=True
     )
     headers = bearer(settings, tenant, "alice", name="Alice")
-    facts = await remember(
+    facts = await remember_all(
         client,
         headers,
         {"text": "Alice is vegetarian"},
@@ -84,7 +77,7 @@ async def test_budget_is_never_exceeded_and_items_are_whole(
     headers = bearer(settings, tenant, "alice")
     rng = random.Random(3)
     topics = ["coffee", "travel", "work", "music", "family", "sport"]
-    await remember(
+    await remember_all(
         client,
         headers,
         *[
@@ -115,7 +108,7 @@ async def test_org_memory_reaches_every_user_of_the_tenant_but_no_other_tenant(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     admin = bearer(settings, tenant, "root", admin=True)
-    await remember(client, admin, {"text": "Refunds are accepted within 30 days"}, org=True)
+    await remember_all(client, admin, {"text": "Refunds are accepted within 30 days"}, org=True)
     for user in ("alice", "bob"):
         result = await context(client, bearer(settings, tenant, user), query="refund policy")
         assert "Refunds are accepted within 30 days" in result["text"]
@@ -127,7 +120,7 @@ async def test_superseded_and_proposed_facts_are_left_out_unless_asked(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = bearer(settings, tenant, "alice")
-    old, _proposed = await remember(
+    old, _proposed = await remember_all(
         client,
         headers,
         {"text": "Lives in Lisbon"},
@@ -146,7 +139,7 @@ async def test_mmr_keeps_near_duplicates_from_filling_the_block(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = bearer(settings, tenant, "alice")
-    await remember(
+    await remember_all(
         client,
         headers,
         {"text": "Loves Italian food, especially pasta"},
@@ -165,7 +158,7 @@ async def test_include_and_format_shape_the_response(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = bearer(settings, tenant, "alice")
-    await remember(
+    await remember_all(
         client,
         headers,
         {"text": "Plays the cello"},
@@ -178,19 +171,32 @@ async def test_include_and_format_shape_the_response(
     assert text_only["sections"] is None and "Plays the cello" in text_only["text"]
 
 
-async def test_context_is_read_only(client: AsyncClient, settings: Settings, tenant: str) -> None:
+async def test_context_is_read_only(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
     headers = bearer(settings, tenant, "alice")
-    await remember(client, headers, {"text": "Plays the cello"})
-    before = (await client.get("/v1/users/me/memories", headers=headers)).json()
-    await context(client, headers, query="music")
-    after = (await client.get("/v1/users/me/memories", headers=headers)).json()
-    assert before == after
+    await remember_all(client, headers, {"text": "Plays the cello"})
+    await remember_all(
+        client, bearer(settings, tenant, "root", admin=True), {"text": "Open 9-5"}, org=True
+    )
+    thread_id = await start_thread(client, headers)
+    await client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={"messages": [{"role": "user", "content": "Any concerts soon?"}]},
+    )
+    before = await tenant_state(owner_engine, tenant)
+
+    result = await context(client, headers, query="music", thread_id=thread_id)
+
+    assert "Plays the cello" in result["text"] and "Any concerts soon?" in result["text"]
+    assert await tenant_state(owner_engine, tenant) == before
 
 
 async def test_other_users_and_tenants_get_404(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
-    await remember(client, bearer(settings, tenant, "alice"), {"text": "Alice's secret"})
+    await remember_all(client, bearer(settings, tenant, "alice"), {"text": "Alice's secret"})
     response = await client.post(
         "/v1/users/alice/context", json={"query": "secret"}, headers=bearer(settings, tenant, "bob")
     )
@@ -255,7 +261,7 @@ async def test_a_threads_own_turns_are_not_repeated_as_earlier_episodes(
             json={"messages": [{"role": "user", "content": content} for content in turns]},
         )
     ).json()["items"]
-    stored = await remember(
+    stored = await remember_all(
         client,
         headers,
         *(

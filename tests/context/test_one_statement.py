@@ -22,7 +22,8 @@ from service.memories.fusion import FusionRepository, SearchParams, sectioned_se
 from service.memories.schemas import SearchHit, SearchRequest
 from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
-from tests.context.test_context_api import context, remember
+from tests.context.test_context_api import context
+from tests.fixtures.factories import remember_all
 from tests.search_params import search_params
 
 WORDS = [
@@ -99,7 +100,7 @@ async def seed_corpus(
     alice = bearer(settings, tenant, "alice")
     bob = bearer(settings, tenant, "bob")
     now = datetime.now(UTC)
-    await remember(
+    await remember_all(
         client,
         admin,
         *({"text": sentence(rng), "category": "policy"} for _ in range(rng.randint(0, 25))),
@@ -154,7 +155,7 @@ async def seed_corpus(
             items.append(item)
         rng.shuffle(items)
         for start in range(0, len(items), 100):
-            await remember(client, headers, *items[start : start + 100])
+            await remember_all(client, headers, *items[start : start + 100])
         await client.put(
             "/v1/users/me/procedures", headers=headers, json={"workflow": sentence(rng)}
         )

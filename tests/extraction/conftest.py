@@ -1,5 +1,6 @@
 """Helpers for the write-path tests: an app whose worker runs extraction against the local
-OpenAI-compatible server, and small HTTP helpers to drive conversations and wait for passes."""
+OpenAI-compatible server, and small HTTP helpers to drive conversations and wait for passes
+(the factories for threads and memories are in tests/fixtures/factories.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from service.main import create_app
 from tests.conftest import make_settings
-from tests.fakes.openai_server import API_KEY, MODEL, FakeOpenAIServer, RecordedRequest
+from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer, RecordedRequest
 
 Headers = dict[str, str]
 
@@ -86,13 +87,6 @@ async def llm_client(
         yield client
 
 
-async def start_thread(client: AsyncClient, headers: Headers, user: str = "me") -> str:
-    response = await client.post(f"/v1/users/{user}/threads", headers=headers, json={})
-    assert response.status_code == 201, response.text
-    thread_id: str = response.json()["id"]
-    return thread_id
-
-
 async def say(
     client: AsyncClient,
     headers: Headers,
@@ -152,22 +146,6 @@ async def wait_for_passes(
     )
     passes: list[dict[str, Any]] = body["passes"]
     return passes
-
-
-async def memories(
-    client: AsyncClient, headers: Headers, *, user: str = "me", **params: Any
-) -> list[dict[str, Any]]:
-    response = await client.get(f"/v1/users/{user}/memories", headers=headers, params=params)
-    assert response.status_code == 200, response.text
-    items: list[dict[str, Any]] = response.json()["items"]
-    return items
-
-
-async def remember(client: AsyncClient, headers: Headers, **body: Any) -> dict[str, Any]:
-    response = await client.post("/v1/users/me/memories", headers=headers, json=body)
-    assert response.status_code == 201, response.text
-    memory: dict[str, Any] = response.json()
-    return memory
 
 
 def shown_facts(request: RecordedRequest) -> list[dict[str, Any]]:

@@ -12,8 +12,9 @@ from httpx import AsyncClient
 
 from service.config import Settings
 from tests.conftest import bearer
-from tests.extraction.conftest import fact, memories, remember, say, start_thread, wait_for_passes
-from tests.fakes.openai_server import FakeOpenAIServer, ScriptedExtraction
+from tests.extraction.conftest import fact, say, wait_for_passes
+from tests.fixtures.factories import memories, remember, start_thread
+from tests.fixtures.openai_server import FakeOpenAIServer, ScriptedExtraction
 
 HOME = [
     ("I live in Lisbon", [fact("User lives in Lisbon.", subject="home_city")]),

@@ -21,14 +21,12 @@ from tests.extraction.conftest import (
     extraction_requests,
     fact,
     jobs,
-    memories,
-    remember,
     say,
     shown_facts,
-    start_thread,
     wait_for_passes,
 )
-from tests.fakes.openai_server import (
+from tests.fixtures.factories import memories, remember, start_thread
+from tests.fixtures.openai_server import (
     MODEL,
     FakeOpenAIServer,
     RecordedRequest,

@@ -15,7 +15,8 @@ from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.jobs import enqueue_memory_extraction, enqueue_thread_summary
 from tests.conftest import bearer, new_tenant
-from tests.extraction.conftest import jobs, start_thread
+from tests.extraction.conftest import jobs
+from tests.fixtures.factories import start_thread
 
 
 @pytest.fixture

@@ -20,14 +20,15 @@ from service.memories.embedding import EmbeddingBackfill
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import LLMUnavailable, OpenAIChatModel
 from tests.conftest import bearer
-from tests.extraction.conftest import (
-    extraction_requests,
-    fact,
-    memories,
-    say,
-    start_thread,
+from tests.extraction.conftest import extraction_requests, fact, say
+from tests.fixtures.factories import memories, start_thread
+from tests.fixtures.openai_server import (
+    API_KEY,
+    MODEL,
+    FakeOpenAIServer,
+    RecordedRequest,
+    extraction,
 )
-from tests.fakes.openai_server import API_KEY, MODEL, FakeOpenAIServer, RecordedRequest, extraction
 
 
 @pytest.fixture

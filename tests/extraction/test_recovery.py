@@ -31,13 +31,12 @@ from tests.extraction.conftest import (
     fact,
     jobs,
     llm_settings,
-    memories,
     say,
     serve,
-    start_thread,
     wait_for_passes,
 )
-from tests.fakes.openai_server import MODEL, FakeOpenAIServer, ScriptedExtraction
+from tests.fixtures.factories import memories, start_thread
+from tests.fixtures.openai_server import MODEL, FakeOpenAIServer, ScriptedExtraction
 
 ADA = ScriptedExtraction([("Ada", [fact("User's daughter is named Ada.", subject="daughter")])])
 

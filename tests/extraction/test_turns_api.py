@@ -12,16 +12,8 @@ from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from service.main import create_app
 from tests.conftest import bearer
-from tests.extraction.conftest import (
-    jobs,
-    memories,
-    remember,
-    say,
-    serve,
-    start_thread,
-    wait_for_passes,
-    write_path_settings,
-)
+from tests.extraction.conftest import jobs, say, serve, wait_for_passes, write_path_settings
+from tests.fixtures.factories import memories, remember, start_thread
 
 
 @pytest.fixture(scope="module")

@@ -20,12 +20,12 @@ from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from service.main import create_app
 from tests.conftest import bearer, make_settings
-from tests.providers.fake_embeddings_server import FakeEmbeddingsServer
+from tests.fixtures.openai_server import API_KEY, FakeOpenAIServer
 
 
 @pytest.fixture(scope="module")
-def embeddings() -> Iterator[FakeEmbeddingsServer]:
-    server = FakeEmbeddingsServer()
+def embeddings() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer()
     server.start()
     yield server
     server.stop()
@@ -33,7 +33,7 @@ def embeddings() -> Iterator[FakeEmbeddingsServer]:
 
 @pytest.fixture(scope="module")
 async def remote_embedder_app(
-    cluster: EmbeddedCluster, settings: Settings, embeddings: FakeEmbeddingsServer
+    cluster: EmbeddedCluster, settings: Settings, embeddings: FakeOpenAIServer
 ) -> AsyncIterator[FastAPI]:
     application = create_app(
         make_settings(
@@ -41,7 +41,7 @@ async def remote_embedder_app(
             migrate_on_start=False,
             embedding_provider="openai",
             embedding_openai_base_url=embeddings.base_url,
-            embedding_openai_api_key="test-key",
+            embedding_openai_api_key=API_KEY,
             embedding_openai_send_dimensions=True,
             embedding_openai_max_retries=0,
             embedding_openai_timeout_seconds=2,
@@ -52,14 +52,14 @@ async def remote_embedder_app(
 
 
 async def test_writes_while_the_embedder_is_down_are_kept_and_embedded_when_it_returns(
-    remote_embedder_app: FastAPI, embeddings: FakeEmbeddingsServer, settings: Settings, tenant: str
+    remote_embedder_app: FastAPI, embeddings: FakeOpenAIServer, settings: Settings, tenant: str
 ) -> None:
     state = remote_embedder_app.state.mneme
     state.embedding_backfill.retry_delays = (0.3, 0.6, 1.2, 2.4)
     headers = bearer(settings, tenant, "ada")
     transport = ASGITransport(app=remote_embedder_app)
     async with AsyncClient(transport=transport, base_url="http://mneme.test") as client:
-        embeddings.fail_always = True
+        embeddings.mode = "fail"
         try:
             written = []
             for text in ("Keeps bees on the roof", "Cycles to work", "Allergic to walnuts"):
@@ -80,7 +80,7 @@ async def test_writes_while_the_embedder_is_down_are_kept_and_embedded_when_it_r
             )
             assert context.status_code == 200 and "walnuts" in context.json()["text"]
         finally:
-            embeddings.fail_always = False
+            embeddings.mode = "summarize"
         await state.background.drain()
         for memory_id in written:
             got = await client.get(f"/v1/users/me/memories/{memory_id}", headers=headers)

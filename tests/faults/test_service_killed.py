@@ -8,10 +8,14 @@ import asyncio
 import uuid
 
 import httpx
+import pytest
 
 from service.config import Settings
 from tests.conftest import bearer, new_tenant
 from tests.service_process import ServiceProcess, free_port
+
+# Starts, kills and restarts `mneme serve` processes.
+pytestmark = pytest.mark.slow
 
 WRITERS = 4
 ACKS_BEFORE_KILL = 20

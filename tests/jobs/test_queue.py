@@ -34,7 +34,7 @@ from service.providers.llm import OpenAIChatModel
 from service.threads.models import Message, Thread
 from service.threads.summaries import thread_summary_job
 from tests.conftest import new_tenant
-from tests.fakes.openai_server import API_KEY, MODEL, FakeOpenAIServer
+from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer
 
 Sessions = async_sessionmaker[AsyncSession]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

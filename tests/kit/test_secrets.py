@@ -13,14 +13,8 @@ from service.embedded_postgres import EmbeddedCluster
 from service.kit.secrets import MASK, find_secret, find_secret_in, mask_secrets
 from service.main import create_app
 from tests.conftest import assert_problem, bearer
-from tests.extraction.conftest import (
-    memories,
-    say,
-    serve,
-    start_thread,
-    wait_for_passes,
-    write_path_settings,
-)
+from tests.extraction.conftest import say, serve, wait_for_passes, write_path_settings
+from tests.fixtures.factories import memories, start_thread
 
 # A well-formed JWT (header and payload decode to JSON), as an identity provider issues them.
 JWT = (

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
+import pytest
 from httpx import AsyncClient
 
 from service.config import Settings
@@ -182,6 +183,8 @@ async def build_corpus(
     return marks
 
 
+# Twelve random corpora and filters, each checked through the whole API.
+@pytest.mark.slow
 async def test_a_filtered_delete_removes_exactly_what_the_filter_lists(
     client: AsyncClient, settings: Settings
 ) -> None:

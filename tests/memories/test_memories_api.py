@@ -12,17 +12,11 @@ from httpx import AsyncClient
 from service.config import Settings
 from service.providers import EmbedderUnavailable
 from tests.conftest import assert_problem, bearer, new_tenant
+from tests.fixtures.factories import remember
 
 
 def user(settings: Settings, tenant: str, user_id: str = "alice") -> dict[str, str]:
     return bearer(settings, tenant, user_id)
-
-
-async def remember(client: AsyncClient, headers: dict[str, str], **body: Any) -> dict[str, Any]:
-    response = await client.post("/v1/users/me/memories", json=body, headers=headers)
-    assert response.status_code == 201, response.text
-    result: dict[str, Any] = response.json()
-    return result
 
 
 async def listing(

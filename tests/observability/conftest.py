@@ -18,7 +18,7 @@ from service.embedded_postgres import EmbeddedCluster
 from service.logs import RequestContextFilter, json_formatter
 from service.main import create_app
 from tests.extraction.conftest import llm_settings, serve
-from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fixtures.openai_server import FakeOpenAIServer
 from tests.observability.otlp_receiver import OtlpReceiver
 
 

@@ -12,8 +12,8 @@ from httpx import AsyncClient
 
 from service.config import Settings
 from tests.conftest import bearer
-from tests.extraction.conftest import start_thread
-from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fixtures.factories import start_thread
+from tests.fixtures.openai_server import FakeOpenAIServer
 from tests.observability.conftest import CapturedLines, flush_spans
 from tests.observability.otlp_receiver import OtlpReceiver
 

@@ -12,7 +12,7 @@ from httpx import AsyncClient
 from service.config import Settings
 from service.providers.local_embedder import MODEL_NAME
 from tests.conftest import bearer
-from tests.extraction.conftest import start_thread
+from tests.fixtures.factories import start_thread
 from tests.observability.conftest import flush_spans
 from tests.observability.otlp_receiver import OtlpReceiver, ReceivedSpan
 

@@ -1,4 +1,4 @@
-"""Fixtures for the embedder tests: a fake OpenAI-compatible server on loopback."""
+"""Fixtures for the embedder tests: the fake OpenAI-compatible server on loopback."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.providers.fake_embeddings_server import FakeEmbeddingsServer
+from tests.fixtures.openai_server import FakeOpenAIServer
 
 
 @pytest.fixture
-def embeddings_server() -> Iterator[FakeEmbeddingsServer]:
-    server = FakeEmbeddingsServer()
+def embeddings_server() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer()
     server.start()
     yield server
     server.stop()

@@ -19,7 +19,7 @@ from service.providers.llm import (
     strict_json_schema,
 )
 from service.threads.summaries import SummaryOutput
-from tests.fakes.openai_server import API_KEY, MODEL, FakeOpenAIServer, completion
+from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer, completion
 
 MakeModel = Callable[..., OpenAIChatModel]
 

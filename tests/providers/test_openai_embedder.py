@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from service.providers import EmbedderConfig, EmbedderUnavailable, build_embedder
 from service.providers.openai_embedder import OpenAIEmbedder
-from tests.providers.fake_embeddings_server import API_KEY, FakeEmbeddingsServer, fake_vector
+from tests.fixtures.openai_server import API_KEY, EMBEDDING_MODEL, FakeOpenAIServer, fake_vector
 
 MakeEmbedder = Callable[..., OpenAIEmbedder]
 
@@ -24,7 +24,7 @@ def unit(vector: list[float]) -> list[float]:
 
 @pytest.fixture
 async def make_embedder(
-    embeddings_server: FakeEmbeddingsServer,
+    embeddings_server: FakeOpenAIServer,
 ) -> AsyncIterator[MakeEmbedder]:
     made: list[OpenAIEmbedder] = []
 
@@ -34,7 +34,7 @@ async def make_embedder(
             "dims": embeddings_server.native_dims,
             "openai_base_url": embeddings_server.base_url,
             "openai_api_key": SecretStr(API_KEY),
-            "openai_model": "fake-embedding-model",
+            "openai_model": EMBEDDING_MODEL,
             "openai_max_retries": 0,
             "openai_timeout_seconds": 5,
         }
@@ -50,7 +50,7 @@ async def make_embedder(
 
 
 async def test_vectors_come_back_unit_length_in_input_order(
-    make_embedder: MakeEmbedder, embeddings_server: FakeEmbeddingsServer
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer
 ) -> None:
     texts = ["first memory", "second memory", "third memory"]
     vectors = await make_embedder().embed(texts)
@@ -58,14 +58,14 @@ async def test_vectors_come_back_unit_length_in_input_order(
     assert vectors == [pytest.approx(unit(fake_vector(text, 8))) for text in texts]
     (request,) = embeddings_server.requests
     assert request.headers["authorization"] == f"Bearer {API_KEY}"
-    assert request.body["model"] == "fake-embedding-model"
+    assert request.body["model"] == EMBEDDING_MODEL
     assert request.body["input"] == texts
     assert request.body["encoding_format"] == "float"
     assert "dimensions" not in request.body
 
 
 async def test_dimensions_are_sent_only_when_configured(
-    make_embedder: MakeEmbedder, embeddings_server: FakeEmbeddingsServer
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer
 ) -> None:
     vector = await make_embedder(dims=4, openai_send_dimensions=True).embed_query("hello")
 
@@ -74,7 +74,7 @@ async def test_dimensions_are_sent_only_when_configured(
 
 
 async def test_inputs_are_split_into_batches(
-    make_embedder: MakeEmbedder, embeddings_server: FakeEmbeddingsServer
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer
 ) -> None:
     texts = [f"memory {n}" for n in range(5)]
     vectors = await make_embedder(openai_batch_size=2).embed(texts)
@@ -88,14 +88,14 @@ async def test_inputs_are_split_into_batches(
 
 
 async def test_no_texts_make_no_request(
-    make_embedder: MakeEmbedder, embeddings_server: FakeEmbeddingsServer
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer
 ) -> None:
     assert await make_embedder().embed([]) == []
     assert embeddings_server.requests == []
 
 
 async def test_an_empty_string_is_sent_as_a_space(
-    make_embedder: MakeEmbedder, embeddings_server: FakeEmbeddingsServer
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer
 ) -> None:
     vector = await make_embedder().embed_query("")
 
@@ -104,7 +104,7 @@ async def test_an_empty_string_is_sent_as_a_space(
 
 
 async def test_server_errors_are_retried_until_one_succeeds(
-    make_embedder: MakeEmbedder, embeddings_server: FakeEmbeddingsServer
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer
 ) -> None:
     embeddings_server.fail_next = 1
     vector = await make_embedder(openai_max_retries=2).embed_query("hello")
@@ -114,17 +114,17 @@ async def test_server_errors_are_retried_until_one_succeeds(
 
 
 async def test_a_server_that_keeps_failing_makes_the_embedder_unavailable(
-    make_embedder: MakeEmbedder, embeddings_server: FakeEmbeddingsServer
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer
 ) -> None:
-    embeddings_server.fail_always = True
-    with pytest.raises(EmbedderUnavailable, match="fake-embedding-model"):
+    embeddings_server.mode = "fail"
+    with pytest.raises(EmbedderUnavailable, match=EMBEDDING_MODEL):
         await make_embedder(openai_max_retries=2).embed(["hello"])
     # The first try and both retries.
     assert len(embeddings_server.requests) == 3
 
 
 async def test_a_rejected_api_key_is_not_retried(
-    make_embedder: MakeEmbedder, embeddings_server: FakeEmbeddingsServer
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer
 ) -> None:
     embedder = make_embedder(openai_api_key=SecretStr("wrong-key"), openai_max_retries=2)
     with pytest.raises(EmbedderUnavailable):
@@ -140,9 +140,9 @@ async def test_vectors_of_the_wrong_size_make_the_embedder_unavailable(
 
 
 async def test_a_server_that_does_not_answer_in_time_makes_the_embedder_unavailable(
-    make_embedder: MakeEmbedder, embeddings_server: FakeEmbeddingsServer
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer
 ) -> None:
-    embeddings_server.hang = True
+    embeddings_server.mode = "hang"
     with pytest.raises(EmbedderUnavailable):
         await make_embedder(openai_timeout_seconds=0.2).embed(["hello"])
 

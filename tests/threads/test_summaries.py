@@ -1,7 +1,7 @@
 """Thread summaries per seed 000: trigger arithmetic, excerpts, refs, sequences and failures.
 
 Summary passes run against the migrated database and a real OpenAI-compatible server on
-127.0.0.1 (tests/fakes/openai_server.py), through the real `openai` client.
+127.0.0.1 (tests/fixtures/openai_server.py), through the real `openai` client.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from service.threads.summaries import (
     summarize_thread,
     window_start_index,
 )
-from tests.fakes.openai_server import (
+from tests.fixtures.openai_server import (
     API_KEY,
     MODEL,
     FakeOpenAIServer,

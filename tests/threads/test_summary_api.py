@@ -15,7 +15,8 @@ from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from service.main import create_app
 from tests.conftest import assert_problem, bearer, make_settings
-from tests.fakes.openai_server import API_KEY, MODEL, FakeOpenAIServer
+from tests.fixtures.factories import start_thread
+from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +50,6 @@ async def llm_client(
         ) as client,
     ):
         yield client
-
-
-async def start_thread(client: AsyncClient, headers: dict[str, str]) -> str:
-    response = await client.post("/v1/users/me/threads", headers=headers, json={})
-    assert response.status_code == 201, response.text
-    thread_id: str = response.json()["id"]
-    return thread_id
 
 
 async def exchange(client: AsyncClient, headers: dict[str, str], thread_id: str, n: int) -> None:

@@ -9,13 +9,7 @@ from httpx import AsyncClient
 
 from service.config import Settings
 from tests.conftest import assert_problem, bearer, new_tenant
-
-
-async def start_thread(client: AsyncClient, headers: dict[str, str], **body: Any) -> str:
-    response = await client.post("/v1/users/me/threads", headers=headers, json=body)
-    assert response.status_code == 201, response.text
-    thread_id: str = response.json()["id"]
-    return thread_id
+from tests.fixtures.factories import start_thread
 
 
 async def append(

@@ -4,7 +4,7 @@ one embedded Postgres, with the query-vector cache off so every search embeds it
 
 Run from the repository root:
 
-    python -m tests.bench.search_overhead --tree before=/path/to/checkout --tree after=.
+    python -m benchmarks.scripts.search_overhead --tree before=/path/to/checkout --tree after=.
         [--rounds 20] [--n 25] [--clients 8] [--seconds 4] [--endpoint search|context]
         [--env after-nopp=.:MNEME_DB_POOL_PRE_PING=false]
 
@@ -191,7 +191,7 @@ async def main(args: argparse.Namespace) -> None:
                 response.raise_for_status()
             connection = await stack.enter_async_context(engine.connect())
             driver = await asyncpg_connection(connection)
-            rng = random.Random(5)
+            rng = random.Random(5)  # noqa: S311 - reproducible questions, not secrets
             asked = 0
             for round_number in range(args.rounds):
                 order = list(running.items())

@@ -1,6 +1,6 @@
 """Do facts stay true? Scripted conversations through the real write path, scored.
 
-Run from the repository root:  python -m tests.bench.facts_eval [--model silent|oracle|both]
+Run from the repository root:  python -m benchmarks.scripts.facts_eval [--model silent|oracle|both]
 
 Each conversation is a fresh user in a throwaway embedded Postgres: some facts are written
 through the API first (deliberate facts), then the user's turns are appended through the API
@@ -40,10 +40,11 @@ from service.db import create_engine
 from service.embedded_postgres import OWNER_ROLE, bootstrap, start_cluster
 from service.extraction.pipeline import WritePath
 from service.main import create_app
-from tests.fakes.openai_server import API_KEY, MODEL, FakeOpenAIServer, ScriptedExtraction
+from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer, ScriptedExtraction
 
 DATABASE = "mneme_facts_eval"
-SECRET = "facts-eval-secret-that-is-long-enough-for-hs256-0123456789"
+# Signs the run's own tokens for its throwaway database only.
+SECRET = "facts-eval-secret-that-is-long-enough-for-hs256-0123456789"  # noqa: S105
 
 Expected = Literal["current", "superseded", "review"]
 

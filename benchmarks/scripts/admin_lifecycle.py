@@ -1,6 +1,6 @@
 """The data-lifecycle costs: purging a heavy user, and export / import throughput.
 
-Run from the repository root:  python -m tests.bench.admin_lifecycle [--memories 10000]
+Run from the repository root:  python -m benchmarks.scripts.admin_lifecycle [--memories 10000]
     [--threads 100] [--corpus 100000]
 
 Self-contained: starts a throwaway embedded Postgres, migrates it, and writes in SQL (no
@@ -150,7 +150,7 @@ async def run(args: argparse.Namespace) -> None:
     try:
         await bootstrap(cluster, DATABASE)
         settings = Settings(
-            _env_file=None,  # type: ignore[call-arg]
+            _env_file=None,
             database_url=SecretStr(cluster.url("mneme_app", DATABASE)),
             migration_database_url=SecretStr(cluster.url(OWNER_ROLE, DATABASE)),
         )

@@ -1,6 +1,6 @@
 """How fast the local embedder loads, answers one query and embeds a batch of memories.
 
-Run from the repository root:  python -m tests.bench.embedder_speed [--threads N]
+Run from the repository root:  python -m benchmarks.scripts.embedder_speed [--threads N]
 It goes through the async API (and so `asyncio.to_thread`) exactly as the service does.
 """
 
@@ -35,7 +35,7 @@ _CLAUSES = [
 
 def memory_texts(count: int, seed: int = 7) -> list[str]:
     """Memory-like texts of 1 to 12 clauses (4 to ~60 words), as a real memory store has."""
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - reproducible texts, not secrets
     return [", ".join(rng.choices(_CLAUSES, k=rng.randint(1, 12))) + "." for _ in range(count)]
 
 

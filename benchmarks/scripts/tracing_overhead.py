@@ -1,7 +1,7 @@
 """What tracing costs a search: p50 / p95 latency of `POST …/memories/search` with spans
 exported over OTLP/HTTP to a receiver on loopback, against tracing off, in one run.
 
-Run from the repository root:  python -m tests.bench.tracing_overhead [--rounds 40] [--n 20]
+Run from the repository root:  python -m benchmarks.scripts.tracing_overhead [--rounds 40] [--n 20]
 
 Three conditions, each in a process of its own (OpenTelemetry allows one tracer provider per
 process). The processes run side by side but take turns in lockstep — `--n` searches each,
@@ -38,10 +38,10 @@ from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 
 from benchmarks.database import throwaway_database
+from benchmarks.scripts.embedder_speed import QUERIES, memory_texts
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
 from service.main import create_app
-from tests.bench.embedder_speed import QUERIES, memory_texts
 
 TENANT = "bench-tracing"
 USER = "reader"
@@ -57,7 +57,7 @@ def _settings(**overrides: Any) -> Settings:
         "log_level": "warning",
     }
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **values)
 
 
 async def _client(settings: Settings) -> tuple[FastAPI, AsyncClient, dict[str, str]]:
@@ -122,7 +122,13 @@ def start_child(
     if condition == "disabled":
         env["OTEL_SDK_DISABLED"] = "true"
     process = subprocess.Popen(  # noqa: S603 - this interpreter, this module
-        [sys.executable, "-m", "tests.bench.tracing_overhead", "--child", f"--warmup={warmup}"],
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.scripts.tracing_overhead",
+            "--child",
+            f"--warmup={warmup}",
+        ],
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -135,7 +141,8 @@ def start_child(
 
 
 def run_block(process: subprocess.Popen[str], n: int) -> dict[str, Any]:
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None
+    assert process.stdout is not None
     process.stdin.write(f"run {n}\n")
     process.stdin.flush()
     reply: dict[str, Any] = json.loads(process.stdout.readline())
