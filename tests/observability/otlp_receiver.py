@@ -92,8 +92,7 @@ class OtlpReceiver:
 
     @property
     def endpoint(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1/traces"
+        return f"http://127.0.0.1:{self._server.server_port}/v1/traces"
 
     def stop(self) -> None:
         self._server.shutdown()
