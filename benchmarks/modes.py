@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from service.config import Settings
+from service.memories.search import linear_lexical_weight
 
 SEARCH_LIMIT = 30
 DEFAULT_MODES = "hybrid,lexical,vector,hybrid-rrf,hybrid-rrf-k60,hybrid-linear-w0.5"
@@ -60,7 +61,7 @@ class SearchMode:
                 "mode": "hybrid",
                 "fusion": "linear",
                 "linear_lexical_weight": (
-                    settings.search_linear_lexical_weight if weight is None else weight
+                    linear_lexical_weight(settings) if weight is None else weight
                 ),
                 "from_settings": self.fusion is None or weight is None,
             }

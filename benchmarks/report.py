@@ -17,6 +17,7 @@ from benchmarks.modes import SEARCH_LIMIT
 from benchmarks.retrieval import RetrievalOptions, RetrievalRun
 from service.config import Settings
 from service.db_migrations import PROJECT_ROOT
+from service.memories.search import linear_lexical_weight
 
 
 def _git(*arguments: str) -> str | None:
@@ -129,7 +130,7 @@ def build_report(
                 "candidate_pool": settings.search_candidate_pool,
                 "hnsw_ef_search": settings.hnsw_ef_search,
                 "settings_rrf_k": settings.search_rrf_k,
-                "settings_linear_lexical_weight": settings.search_linear_lexical_weight,
+                "settings_linear_lexical_weight": linear_lexical_weight(settings),
             },
             "modes": {mode.name: mode.effective(settings) for mode in options.modes},
             "embedder": {

@@ -97,6 +97,21 @@ class Settings(BaseSettings):
     embedding_openai_batch_size: int = Field(default=128, ge=1)
     embedding_openai_timeout_seconds: float = Field(default=10, gt=0)
     embedding_openai_max_retries: int = Field(default=2, ge=0)
+    # The model's conventions (docs/embedding-models.md): a known profile by name (unset: the
+    # model's own, else a plain one), and any field of it replaced.
+    embedding_profile: str | None = None
+    embedding_query_prompt: str | None = Field(default=None, max_length=1000)
+    embedding_document_prompt: str | None = Field(default=None, max_length=1000)
+    embedding_pooling: Literal["mean", "cls"] | None = None
+    # The size of the vectors the model makes, when it differs from the column's (a Matryoshka
+    # model is cut to the column's size).
+    embedding_native_dims: int | None = Field(default=None, ge=1, le=16000)
+    embedding_matryoshka: bool | None = None
+    embedding_lexical_weight: float | None = Field(default=None, ge=0, le=1)
+    # An ONNX model file of the operator's for the local provider, with tokenizer.json beside
+    # it; its sha256 is required and checked when it loads.
+    embedding_local_model_path: Path | None = None
+    embedding_local_model_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
     # Query vectors kept in process (LRU, keyed by model and text; ~1.5 KB each at 384
     # dimensions); 0 embeds every query afresh.
     query_embedding_cache_size: int = Field(default=2048, ge=0)
@@ -110,7 +125,8 @@ class Settings(BaseSettings):
     # (docs/benchmarks.md).
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)
-    search_linear_lexical_weight: float = Field(default=0.5, ge=0, le=1)
+    # Unset: the embedding profile's weight (its model's share against BM25), else 0.5.
+    search_linear_lexical_weight: float | None = Field(default=None, ge=0, le=1)
     # How much of a memory's conversation is added to its own fused score: the best fused
     # score among its neighbours in its source thread, and the best fused score of its session
     # (source thread; its own, outside a thread).

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from functools import lru_cache
 
 import numpy as np
 from opentelemetry import trace
@@ -24,10 +25,31 @@ from service.observability import (
     traced,
     tracer,
 )
-from service.providers import Embedder, EmbedderUnavailable
+from service.providers import (
+    Embedder,
+    EmbedderConfig,
+    EmbedderUnavailable,
+    embedder_config_from_settings,
+)
 
 # MMR re-ranks a deeper candidate list than it returns.
 MMR_CANDIDATE_FACTOR = 3
+# The linear fusion's weight of BM25 when neither the settings nor the embedding profile set it.
+DEFAULT_LEXICAL_WEIGHT = 0.5
+
+
+def linear_lexical_weight(settings: Settings) -> float:
+    """The linear fusion's weight of BM25 when a request names none: the settings', else the
+    embedding profile's (a stronger model earns a larger share), else `DEFAULT_LEXICAL_WEIGHT`."""
+    if settings.search_linear_lexical_weight is not None:
+        return settings.search_linear_lexical_weight
+    return _profile_lexical_weight(embedder_config_from_settings(settings))
+
+
+@lru_cache(maxsize=16)
+def _profile_lexical_weight(config: EmbedderConfig) -> float:
+    weight = config.resolved_profile().lexical_weight
+    return DEFAULT_LEXICAL_WEIGHT if weight is None else weight
 
 
 async def embed_question(embedder: Embedder, query: str) -> list[float] | None:
@@ -106,9 +128,7 @@ class MemorySearch:
             limit=fetch,
             fusion=request.fusion or settings.search_fusion,
             rrf_k=request.rrf_k or settings.search_rrf_k,
-            lexical_weight=_pick(
-                request.linear_lexical_weight, settings.search_linear_lexical_weight
-            ),
+            lexical_weight=_pick(request.linear_lexical_weight, linear_lexical_weight(settings)),
             neighbour_weight=settings.search_neighbour_weight,
             thread_weight=settings.search_thread_weight,
             speaker_weight=settings.search_speaker_weight,

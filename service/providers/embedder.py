@@ -6,11 +6,21 @@ surfaces as the single `EmbedderUnavailable` type, never as a provider's own exc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Literal, Protocol, get_args
 
 from pydantic import SecretStr
+
+from service.providers.profiles import (
+    MINILM,
+    EmbeddingProfile,
+    Pooling,
+    ProfileOverrides,
+    resolve_profile,
+)
 
 EmbeddingProvider = Literal["local", "openai"]
 
@@ -58,6 +68,18 @@ class EmbedderConfig:
     openai_batch_size: int = 128
     openai_timeout_seconds: float = 10.0
     openai_max_retries: int = 2
+    # The model's conventions (`service.providers.profiles`): a profile by name, and fields of it
+    # replaced one by one (None keeps the profile's).
+    profile: str | None = None
+    query_prompt: str | None = None
+    document_prompt: str | None = None
+    pooling: Pooling | None = None
+    native_dims: int | None = None
+    matryoshka: bool | None = None
+    lexical_weight: float | None = None
+    # A local ONNX model of the operator's, its tokenizer.json beside it, pinned by its sha256.
+    local_model_path: Path | None = None
+    local_model_sha256: str | None = None
 
     def __post_init__(self) -> None:
         if self.provider not in get_args(EmbeddingProvider):
@@ -68,6 +90,29 @@ class EmbedderConfig:
             )
         if self.openai_timeout_seconds <= 0 or self.openai_max_retries < 0:
             raise ValueError("openai_timeout_seconds must be > 0 and openai_max_retries >= 0")
+        if self.local_model_path is not None and not self.local_model_sha256:
+            raise ValueError(
+                "a local model file needs its sha256 (embedding_local_model_sha256), so the "
+                "vectors stored are always the same model's"
+            )
+
+    def resolved_profile(self) -> EmbeddingProfile:
+        """The profile the embedder follows: the one named, else the model's own."""
+        overrides = ProfileOverrides(
+            query_prompt=self.query_prompt,
+            document_prompt=self.document_prompt,
+            pooling=self.pooling,
+            native_dims=self.native_dims,
+            matryoshka=self.matryoshka,
+            lexical_weight=self.lexical_weight,
+        )
+        if self.provider == "openai":
+            model = self.openai_model
+        elif self.local_model_path is None:
+            model = MINILM.name
+        else:
+            model = self.local_model_path.stem
+        return resolve_profile(self.profile, model, self.dims, overrides)
 
 
 def embedder_config_from_settings(settings: Any) -> EmbedderConfig:
@@ -79,6 +124,16 @@ def embedder_config_from_settings(settings: Any) -> EmbedderConfig:
         if hasattr(settings, prefix + config_field.name)
     }
     return EmbedderConfig(**values)
+
+
+def shortened(vector: Sequence[float], dims: int) -> list[float]:
+    """A Matryoshka model's vector cut to its first `dims` values and made unit length again
+    (the vector itself when it has `dims` values already)."""
+    if len(vector) == dims:
+        return list(vector)
+    head = list(vector[:dims])
+    norm = math.sqrt(math.fsum(value * value for value in head))
+    return [value / norm for value in head] if norm > 0 else head
 
 
 def build_embedder(config: EmbedderConfig) -> Embedder:

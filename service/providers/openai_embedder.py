@@ -12,11 +12,15 @@ from collections.abc import Sequence
 
 from openai import AsyncOpenAI, OpenAIError, omit
 
-from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
+from service.providers.embedder import EmbedderConfig, EmbedderUnavailable, shortened
 
 
 class OpenAIEmbedder:
-    """Embeds through an OpenAI-compatible HTTP API, `batch_size` texts per request."""
+    """Embeds through an OpenAI-compatible HTTP API, `batch_size` texts per request.
+
+    The model's profile applies as for a local model: its prompts go before each text, and a
+    Matryoshka model's longer vector is cut to the column's size here when the server ignores
+    `dimensions` (or is not asked to send it)."""
 
     def __init__(self, config: EmbedderConfig) -> None:
         if config.openai_api_key is None:
@@ -24,8 +28,10 @@ class OpenAIEmbedder:
                 "the openai embedder needs an API key (any placeholder for a server that "
                 "checks none)"
             )
-        self.model_name = config.openai_model
-        self.dims = config.dims
+        self._model = config.openai_model
+        self._profile = config.resolved_profile()
+        self.dims = self._profile.stored_dims(config.dims)
+        self.model_name = self._profile.space_name(config.dims)
         self._send_dimensions = config.openai_send_dimensions
         self._batch_size = config.openai_batch_size
         self._client = AsyncOpenAI(
@@ -36,13 +42,15 @@ class OpenAIEmbedder:
         )
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        prompt = self._profile.document_prompt
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):
-            vectors.extend(await self._embed_batch(texts[start : start + self._batch_size]))
+            batch = [prompt + text for text in texts[start : start + self._batch_size]]
+            vectors.extend(await self._embed_batch(batch))
         return vectors
 
     async def embed_query(self, text: str) -> list[float]:
-        (vector,) = await self._embed_batch([text])
+        (vector,) = await self._embed_batch([self._profile.query_prompt + text])
         return vector
 
     async def aclose(self) -> None:
@@ -53,7 +61,7 @@ class OpenAIEmbedder:
             response = await self._client.embeddings.create(
                 # OpenAI refuses empty strings; a space embeds the same absence of content.
                 input=[text or " " for text in texts],
-                model=self.model_name,
+                model=self._model,
                 dimensions=self.dims if self._send_dimensions else omit,
                 # The client would ask for base64, which not every compatible server speaks.
                 encoding_format="float",
@@ -71,6 +79,8 @@ class OpenAIEmbedder:
         return [self._unit_vector(item.embedding) for item in items]
 
     def _unit_vector(self, vector: list[float]) -> list[float]:
+        if self._profile.matryoshka and len(vector) > self.dims:
+            vector = shortened(vector, self.dims)
         if len(vector) != self.dims:
             raise EmbedderUnavailable(
                 f"{self.model_name} returned {len(vector)}-dimensional vectors but {self.dims} "

@@ -16,6 +16,7 @@ from service.providers.local_embedder import (
     DIMS,
     MODEL_NAME,
     LocalEmbedder,
+    ModelFile,
     _bundled_model_path,
     _load_model,
     _models,
@@ -150,7 +151,7 @@ async def test_the_event_loop_hands_a_question_to_the_model_before_it_goes_on(
 ) -> None:
     embedder = LocalEmbedder(EmbedderConfig(local_threads=4))
     await embedder.load()
-    key = (_bundled_model_path(), 4)
+    key = (ModelFile(_bundled_model_path()), 4)
     session = EnteredSession(_models[key].session)
     monkeypatch.setitem(_models, key, dataclasses.replace(_models[key], session=session))
     run = embedder._embed_questions(["Where does my sister live?"])
