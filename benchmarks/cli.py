@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import secrets
@@ -115,6 +116,25 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="only the first N evaluable questions, in file order; conversations left without "
         "questions are not loaded",
+    )
+    retrieval.add_argument(
+        "--embedding-profile",
+        metavar="NAME",
+        help="the embedding model's profile (docs/embedding-models.md; default: the model's "
+        "own, as MNEME_EMBEDDING_PROFILE)",
+    )
+    retrieval.add_argument(
+        "--embedding-model",
+        type=Path,
+        metavar="PATH",
+        help="an ONNX model file for the local provider, tokenizer.json beside it (its sha256 "
+        "is computed here: the file measured is the file given)",
+    )
+    retrieval.add_argument(
+        "--embedding-dims",
+        type=_positive,
+        metavar="N",
+        help="the vector column's size (a Matryoshka model is cut to it; default: the settings')",
     )
     retrieval.add_argument(
         "--database-url",
@@ -314,6 +334,17 @@ def _settings(args: argparse.Namespace) -> Settings:
             SecretStr(args.migration_database_url) if args.migration_database_url else None
         ),
     }
+    for option, setting in (
+        ("embedding_profile", "embedding_profile"),
+        ("embedding_dims", "embedding_dims"),
+    ):
+        value = getattr(args, option, None)
+        if value is not None:
+            overrides[setting] = value
+    model: Path | None = getattr(args, "embedding_model", None)
+    if model is not None:
+        overrides["embedding_local_model_path"] = model
+        overrides["embedding_local_model_sha256"] = hashlib.sha256(model.read_bytes()).hexdigest()
     return Settings(**overrides)
 
 

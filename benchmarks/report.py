@@ -8,6 +8,7 @@ import platform
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from benchmarks.retrieval import RetrievalOptions, RetrievalRun
 from service.config import Settings
 from service.db_migrations import PROJECT_ROOT
 from service.memories.search import linear_lexical_weight
+from service.providers import embedder_config_from_settings
 
 
 def _git(*arguments: str) -> str | None:
@@ -56,6 +58,10 @@ def environment() -> dict[str, Any]:
             "python": platform.python_version(),
         },
     }
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}"
 
 
 def _latency(values: list[float]) -> dict[str, float | None]:
@@ -135,6 +141,7 @@ def build_report(
             "modes": {mode.name: mode.effective(settings) for mode in options.modes},
             "embedder": {
                 "provider": settings.embedding_provider,
+                "profile": asdict(embedder_config_from_settings(settings).resolved_profile()),
                 # As the API reported it for the stored memories.
                 "models": dict(load.embedding_models),
                 "dims": settings.embedding_dims,
@@ -155,6 +162,9 @@ def build_report(
         "timing": {
             "wall_seconds": wall_seconds,
             "load_seconds": run.load_seconds,
+            "ingest_turns_per_second": (
+                load.stored / run.load_seconds if run.load_seconds > 0 else None
+            ),
             "search_seconds": run.search_seconds,
         },
         "questions": [
@@ -224,7 +234,10 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"{config['database']} database; commit {commit[:10] if commit else 'unknown'}"
         f"{' with local changes' if report['git']['tracked_changes'] else ''}; "
         f"{machine['platform']}, {machine['cpu_count']} CPUs; {report['date']}.",
+        f"Embedding profile {config['embedder']['profile']['name']} (fusion weight of BM25 "
+        f"{search['settings_linear_lexical_weight']}).",
         f"Wall time {timing['wall_seconds']:.0f} s (storing {timing['load_seconds']:.0f} s, "
+        f"{_rate(timing.get('ingest_turns_per_second'))} turns/s through the API; "
         f"searching {timing['search_seconds']:.0f} s).",
         "",
         _row(["mode", "fusion", *METRIC_NAMES, "p50 ms", "p95 ms"]),
