@@ -72,3 +72,23 @@ def test_no_two_packages_import_each_other() -> None:
                 edges[source].add(target)
     loops = sorted((a, b) for a in edges for b in edges[a] if a < b and a in edges.get(b, set()))
     assert loops == []
+
+
+def test_the_providers_import_each_other_in_one_direction() -> None:
+    """The embedding contract knows no embedder; the factory is the one module that knows them
+    all, so no provider module reaches itself through the others."""
+    graph = {
+        module: {imported for imported in imports if imported.startswith("service.providers.")}
+        for module, imports in modules().items()
+        if module.startswith("service.providers.")
+    }
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for following in graph.get(start, set()):
+            if following == goal or (
+                following not in seen and reaches(following, goal, seen | {following})
+            ):
+                return True
+        return False
+
+    assert sorted(module for module in graph if reaches(module, module, set())) == []

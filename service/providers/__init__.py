@@ -4,9 +4,9 @@ from service.providers.embedder import (
     Embedder,
     EmbedderConfig,
     EmbedderUnavailable,
-    build_embedder,
     embedder_config_from_settings,
 )
+from service.providers.factory import build_embedder
 
 __all__ = [
     "Embedder",

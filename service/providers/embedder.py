@@ -134,15 +134,3 @@ def shortened(vector: Sequence[float], dims: int) -> list[float]:
     head = list(vector[:dims])
     norm = math.sqrt(math.fsum(value * value for value in head))
     return [value / norm for value in head] if norm > 0 else head
-
-
-def build_embedder(config: EmbedderConfig) -> Embedder:
-    """The embedder `config.provider` names; raises ValueError for a config it cannot serve."""
-    # Imported here so a deployment that embeds through an API never loads onnxruntime.
-    if config.provider == "openai":
-        from service.providers.openai_embedder import OpenAIEmbedder
-
-        return OpenAIEmbedder(config)
-    from service.providers.local_embedder import LocalEmbedder
-
-    return LocalEmbedder(config)
