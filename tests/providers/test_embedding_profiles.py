@@ -178,3 +178,26 @@ def test_the_fusion_weight_follows_the_profile_unless_the_settings_set_one() -> 
 def test_the_packaged_model_keeps_the_name_its_vectors_were_stored_under() -> None:
     assert LocalEmbedder(EmbedderConfig()).model_name == "all-MiniLM-L6-v2-onnx-int8"
     assert EmbeddingProfile(name="x", dims=8).space_name(8) == "x"
+
+
+async def test_input_type_is_sent_only_when_the_server_wants_it(
+    embeddings_server: FakeOpenAIServer,
+) -> None:
+    def make(send: bool) -> EmbedderConfig:
+        return EmbedderConfig(
+            provider="openai",
+            dims=embeddings_server.native_dims,
+            openai_base_url=embeddings_server.base_url,
+            openai_api_key=SecretStr(API_KEY),
+            openai_model=EMBEDDING_MODEL,
+            openai_send_input_type=send,
+            openai_max_retries=0,
+        )
+
+    for send in (True, False):
+        embedder = build_embedder(make(send))
+        await embedder.embed(["Ada keeps bees"])
+        await embedder.embed_query("who keeps bees")
+        await embedder.aclose()
+    sent = [request.body.get("input_type") for request in embeddings_server.requests]
+    assert sent == ["document", "query", None, None]
