@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
 import httpx
@@ -213,3 +214,103 @@ def test_a_graph_remembers_across_runs(
     second = build_graph(MnemeStore(live_server.base_url, bearer_token))
     reply = second.invoke({"message": "What is Ada's favourite colour?"})["reply"]
     assert "teal" in reply
+
+
+def rest_memory(server: RunningServer, bearer_token: str, key: str) -> dict[str, Any]:
+    response = httpx.get(
+        f"{server.base_url}/v1/users/me/memories",
+        headers={"Authorization": f"Bearer {bearer_token}"},
+    )
+    assert response.status_code == 200, response.text
+    (memory,) = [m for m in response.json()["items"] if m["store_key"] == key]
+    return dict(memory)
+
+
+def expiry(memory: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(memory["expires_at"])
+
+
+def test_a_ttl_is_the_memory_expiry_and_a_read_with_refresh_moves_it(
+    store: MnemeStore, live_server: RunningServer
+) -> None:
+    namespace = ("ada", "episodic")
+    before = datetime.now(UTC)
+    store.put(namespace, "visit", {"text": "Ada visits the dentist on Friday."}, ttl=5)
+    first = expiry(rest_memory(live_server, store.token, "visit"))
+    assert before + timedelta(minutes=5) <= first <= datetime.now(UTC) + timedelta(minutes=5)
+
+    time.sleep(0.05)
+    assert store.get(namespace, "visit", refresh_ttl=False) is not None
+    assert expiry(rest_memory(live_server, store.token, "visit")) == first
+    assert store.get(namespace, "visit", refresh_ttl=True) is not None
+    refreshed = expiry(rest_memory(live_server, store.token, "visit"))
+    assert refreshed > first
+
+    time.sleep(0.05)
+    assert [h.key for h in store.search(namespace, query="dentist", refresh_ttl=True)] == ["visit"]
+    assert expiry(rest_memory(live_server, store.token, "visit")) > refreshed
+
+    # A put without a TTL (and no default) keeps the memory for good.
+    store.put(namespace, "visit", {"text": "Ada visits the dentist on Friday."})
+    assert rest_memory(live_server, store.token, "visit")["expires_at"] is None
+
+
+def test_an_item_past_its_ttl_is_gone_from_every_read(store: MnemeStore) -> None:
+    namespace = ("ada", "semantic")
+    store.put(namespace, "mood", {"text": "Ada is tired today."}, ttl=0.01)
+    assert store.get(namespace, "mood") is not None
+    time.sleep(1.0)
+    assert store.get(namespace, "mood") is None
+    assert store.search(namespace, query="tired") == []
+    assert store.search(namespace) == []
+
+
+def test_the_default_ttl_applies_to_puts_that_name_none(
+    live_server: RunningServer, settings: Settings, tenant: str
+) -> None:
+    bearer_token = token(settings, tenant, "ada")
+    with MnemeStore(live_server.base_url, bearer_token, ttl_config={"default_ttl": 60}) as store:
+        store.put(("ada", "semantic"), "city", {"text": "Ada lives in Lisbon."})
+    remaining = expiry(rest_memory(live_server, bearer_token, "city")) - datetime.now(UTC)
+    assert timedelta(minutes=59) < remaining <= timedelta(minutes=60)
+
+
+class Refusing(httpx.BaseTransport):
+    """Answers the first `refusals` requests with `status` (and `Retry-After: 0`), then passes
+    them to the live server."""
+
+    def __init__(self, refusals: int, status: int) -> None:
+        self.refusals = refusals
+        self.status = status
+        self.sent = 0
+        self._inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        if self.refusals:
+            self.refusals -= 1
+            return httpx.Response(self.status, headers={"Retry-After": "0"})
+        return self._inner.handle_request(request)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_refused_request_is_sent_again_after_retry_after(
+    live_server: RunningServer, settings: Settings, tenant: str, status: int
+) -> None:
+    transport = Refusing(2, status)
+    bearer_token = token(settings, tenant, "ada")
+    with MnemeStore(
+        live_server.base_url, bearer_token, text_fields=["text"], transport=transport
+    ) as store:
+        store.put(("ada", "semantic"), "tea", {"text": "Ada drinks green tea."})
+    assert transport.sent == 3
+    assert rest_texts(live_server, bearer_token) == ["Ada drinks green tea."]
+
+    exhausted = Refusing(10, status)
+    with (
+        MnemeStore(live_server.base_url, bearer_token, transport=exhausted, retries=2) as store,
+        pytest.raises(MnemeStoreError) as refused,
+    ):
+        store.get(("ada", "semantic"), "tea")
+    assert refused.value.status == status
+    assert exhausted.sent == 3

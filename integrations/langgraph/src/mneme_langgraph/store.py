@@ -18,18 +18,26 @@ without one it lists newest first. `filter` is matched against item values here,
 candidates the service returns (at most 100 per search). Memories Mneme wrote itself appear in
 search and listings with their memory id as key.
 
-Each operation is one HTTP request (one transaction on the service); `batch` runs them in
-order. Requests are described once (`_Call`) and sent by a sync or an async client, so both
+A `ttl` (minutes, as LangGraph counts it) becomes the memory's `expires_at`: the service stops
+returning it then, in every read, and its retention sweep removes it. Reading an item with
+`refresh_ttl` moves its expiry forward by its TTL again (one PATCH of `expires_at`).
+
+Each operation is one HTTP request (one transaction on the service), plus one per refreshed TTL;
+`batch` runs them in order. A 429 or 503 is retried after the `Retry-After` the service sends
+(every request the store makes can be repeated safely: reads, and writes that set a whole
+value). Requests are described once (`_Call`) and sent by a sync or an async client, so both
 paths share every rule.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -45,6 +53,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     validate_op_namespace,
 )
 
@@ -52,6 +61,12 @@ KINDS = ("semantic", "episodic", "procedural")
 CATEGORY = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 VALUE_KEY = "langgraph_value"
 """Where an item's value is kept in the memory's metadata."""
+TTL_KEY = "langgraph_ttl_minutes"
+"""Where an item's TTL is kept in the memory's metadata (to refresh it on reads)."""
+RETRIED_STATUSES = frozenset({429, 503})
+# The service's Retry-After is honoured up to this long; without one, back off from 0.5 s.
+RETRY_WAIT_MAX_SECONDS = 30.0
+RETRY_WAIT_FIRST_SECONDS = 0.5
 PAGE_SIZE = 100
 SEARCH_MAX = 100
 
@@ -142,13 +157,20 @@ class MnemeStore(BaseStore):
         text_fields: Value fields whose text is searched (joined with newlines); by default,
             or when none is present, the whole value as JSON.
         timeout: Seconds per request.
+        ttl_config: LangGraph's TTL settings: `default_ttl` (minutes) for puts that name none,
+            `refresh_on_read` for reads that do not say.
+        retries: How often a request answered 429 or 503 is sent again.
         transport / async_transport: httpx transports (tests, proxies).
     """
+
+    supports_ttl = True
 
     base_url: str
     token: str
     text_fields: Sequence[str] | None = None
     timeout: float = 30.0
+    ttl_config: TTLConfig | None = None
+    retries: int = 3
     transport: httpx.BaseTransport | None = None
     async_transport: httpx.AsyncBaseTransport | None = None
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
@@ -165,6 +187,12 @@ class MnemeStore(BaseStore):
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+
+    def __enter__(self) -> MnemeStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     async def aclose(self) -> None:
         if self._aclient is not None:
@@ -189,7 +217,22 @@ class MnemeStore(BaseStore):
         response = yield _Call("GET", f"{address.base}/keyed-memories", address.key_params(op.key))
         if response.status_code == 404:
             return None
-        return self._item(_checked(response), op.namespace[0])
+        memory = _checked(response)
+        if op.refresh_ttl:
+            yield from self._refresh(address, memory)
+        return self._item(memory, op.namespace[0])
+
+    def _refresh(self, address: _Address, memory: dict[str, Any]) -> _Plan[None]:
+        """Move the memory's expiry forward by its TTL (nothing for a memory without one)."""
+        ttl = (memory.get("metadata") or {}).get(TTL_KEY)
+        if not isinstance(ttl, int | float) or isinstance(ttl, bool):
+            return None
+        body = {"expires_at": _expiry(float(ttl))}
+        response = yield _Call("PATCH", f"{address.base}/memories/{memory['id']}", None, body)
+        # Deleted meanwhile: there is nothing left to keep alive.
+        if response.status_code != 404:
+            _checked(response)
+        return None
 
     def _put(self, op: PutOp) -> _Plan[None]:
         address = _Address.of(op.namespace)
@@ -201,7 +244,11 @@ class MnemeStore(BaseStore):
                 _checked(response)
             return None
         value = dict(op.value)
-        body = {"text": self._text(value), "metadata": {VALUE_KEY: value}}
+        metadata: dict[str, Any] = {VALUE_KEY: value}
+        body: dict[str, Any] = {"text": self._text(value), "metadata": metadata}
+        if op.ttl is not None:
+            metadata[TTL_KEY] = op.ttl
+            body["expires_at"] = _expiry(op.ttl)
         _checked((yield _Call("PUT", path, params, body)))
         return None
 
@@ -221,13 +268,19 @@ class MnemeStore(BaseStore):
             if address.category is not None:
                 body["categories"] = [address.category]
             response = yield _Call("POST", f"{address.base}/memories/search", None, body)
+            returned: list[tuple[dict[str, Any], SearchItem]] = []
             for hit in _checked(response)["hits"]:
                 item = self._item(hit["memory"], address.user, hit["scores"]["final_score"])
                 if _matches(item.value, op.filter):
-                    found.append(item)
-            return found[op.offset : wanted]
+                    returned.append((hit["memory"], item))
+            returned = returned[op.offset : wanted]
+            if op.refresh_ttl:
+                for memory, _ in returned:
+                    yield from self._refresh(address, memory)
+            return [item for _, item in returned]
+        listed: list[tuple[dict[str, Any], SearchItem]] = []
         cursor: str | None = None
-        while len(found) < wanted:
+        while len(listed) < wanted:
             params: dict[str, Any] = {**address.filters(), "limit": PAGE_SIZE}
             if cursor:
                 params["cursor"] = cursor
@@ -235,11 +288,16 @@ class MnemeStore(BaseStore):
             for memory in page["items"]:
                 item = self._item(memory, address.user)
                 if _matches(item.value, op.filter):
-                    found.append(item)
+                    listed.append((memory, item))
             cursor = page.get("next_cursor")
             if not cursor:
                 break
-        return found[op.offset : wanted]
+        listed = listed[op.offset : wanted]
+        if op.refresh_ttl:
+            for memory, _ in listed:
+                yield from self._refresh(address, memory)
+        found.extend(item for _, item in listed)
+        return found
 
     def _list_namespaces(self, op: ListNamespacesOp) -> _Plan[list[tuple[str, ...]]]:
         user = _user_of(op)
@@ -303,9 +361,13 @@ class MnemeStore(BaseStore):
         try:
             call = next(plan)
             while True:
-                response = client.request(
-                    call.method, call.path, params=call.params, json=call.body
-                )
+                for attempt in range(self.retries + 1):
+                    response = client.request(
+                        call.method, call.path, params=call.params, json=call.body
+                    )
+                    if response.status_code not in RETRIED_STATUSES or attempt == self.retries:
+                        break
+                    time.sleep(_retry_wait(response, attempt))
                 call = plan.send(response)
         except StopIteration as done:
             result: T = done.value
@@ -323,13 +385,33 @@ class MnemeStore(BaseStore):
         try:
             call = next(plan)
             while True:
-                response = await client.request(
-                    call.method, call.path, params=call.params, json=call.body
-                )
+                for attempt in range(self.retries + 1):
+                    response = await client.request(
+                        call.method, call.path, params=call.params, json=call.body
+                    )
+                    if response.status_code not in RETRIED_STATUSES or attempt == self.retries:
+                        break
+                    await asyncio.sleep(_retry_wait(response, attempt))
                 call = plan.send(response)
         except StopIteration as done:
             result: T = done.value
             return result
+
+
+def _expiry(ttl_minutes: float) -> str:
+    """The time `ttl_minutes` from now, as the API takes it."""
+    return (datetime.now(UTC) + timedelta(minutes=ttl_minutes)).isoformat()
+
+
+def _retry_wait(response: httpx.Response, attempt: int) -> float:
+    """Seconds to wait before sending a refused request again: the service's `Retry-After`
+    (seconds), else an exponential back-off."""
+    header = response.headers.get("retry-after", "")
+    try:
+        wait = float(header)
+    except ValueError:
+        wait = RETRY_WAIT_FIRST_SECONDS * 2**attempt
+    return min(max(wait, 0.0), RETRY_WAIT_MAX_SECONDS)
 
 
 def _checked(response: httpx.Response) -> Any:
