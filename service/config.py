@@ -271,8 +271,9 @@ class Settings(BaseSettings):
     message_secrets_on_replay: Literal["mask", "keep"] = "mask"
 
     # --- telemetry ----------------------------------------------------------------------------
-    # Where spans go; the exporter's own settings are the standard OTEL_EXPORTER_OTLP_* ones.
-    otel_exporter: Literal["none", "console", "otlp"] = "none"
+    # Where spans go. Unset: the standard OTEL_TRACES_EXPORTER / OTEL_SDK_DISABLED (and nothing
+    # when neither is set); the exporter's own settings are the standard OTEL_EXPORTER_OTLP_*.
+    otel_exporter: Literal["none", "console", "otlp"] | None = None
     # Unset: OTEL_SERVICE_NAME, or "mneme".
     otel_service_name: str | None = None
 

@@ -56,7 +56,7 @@ from service.memories.embedding import EmbeddingBackfill
 from service.memories.keyed_router import router as keyed_memories_router
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
-from service.observability import Metrics, TelemetryMiddleware, trace_export
+from service.observability import Metrics, TelemetryMiddleware, trace_export, trace_exporters
 from service.openapi import client_openapi
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
@@ -104,13 +104,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         configure_logging(settings.log_level, settings.effective_log_format)
-        with trace_export(settings.otel_exporter, settings.otel_service_name):
+        exporters = trace_exporters(settings.otel_exporter)
+        with trace_export(exporters, settings.otel_service_name):
             async with _running(app) as schema:
                 logger.info(
                     "mneme ready (embedded database: %s, schema %s, trace export: %s)",
                     settings.uses_embedded_database,
                     schema,
-                    settings.otel_exporter,
+                    ", ".join(exporters) or "none",
                 )
                 yield
         logger.info("mneme stopped")

@@ -4,9 +4,12 @@ Traces. FastAPI's own telemetry makes the one server span of each request (HTTP 
 conventions, incoming `traceparent` honoured, renamed to the route template); it turns itself on
 as soon as an SDK tracer provider is installed, so Mneme never makes a second one. Mneme's spans
 (auth, query embedding, the fusion statement, MMR, context assembly, jobs, LLM calls) nest under
-it. Export is chosen by `MNEME_OTEL_EXPORTER` (`none`, `console`, `otlp`); everything else is the
-standard `OTEL_*` variables (endpoint, headers, protocol, service name, resource attributes,
-sampler), read by the OpenTelemetry SDK and exporters themselves. With `none`, spans are not
+it. Export is chosen as the OpenTelemetry environment specification says, by `OTEL_TRACES_EXPORTER`
+(a comma-separated list of `otlp`, `console`, `none`; `OTEL_SDK_DISABLED=true` turns it off), so an
+operator's auto-configuration reaches Mneme; `MNEME_OTEL_EXPORTER` wins over both, and with
+neither set nothing is exported. Everything else is the standard `OTEL_*` variables (endpoint,
+headers, protocol, service name, resource attributes, sampler), read by the OpenTelemetry SDK and
+exporters themselves. With `none`, spans are not
 recorded at all, but keep their ids, which logs and problem responses carry.
 
 Span attributes and events carry ids, counts, model names and scores, never what a user wrote
@@ -214,21 +217,53 @@ def _exporting_processor(exporter: str) -> SpanProcessor | None:
     return None
 
 
-@contextlib.contextmanager
-def trace_export(exporter: str, service_name: str | None) -> Iterator[None]:
-    """Record spans while the block runs and export them as `exporter` says.
+TRACE_EXPORTERS = ("none", "console", "otlp")
 
-    With `none`, spans are not recorded, but they still have their ids (which reach problem
+
+def trace_exporters(
+    setting: str | None, environ: Mapping[str, str] = os.environ
+) -> tuple[str, ...]:
+    """The span exporters to run: `MNEME_OTEL_EXPORTER` (`setting`) when set, else the
+    specification's `OTEL_SDK_DISABLED` and `OTEL_TRACES_EXPORTER`; none by default. Raises
+    ValueError for an exporter Mneme does not ship (a typo must not silently drop traces)."""
+    if setting is not None:
+        chosen = [setting]
+    elif environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        chosen = []
+    else:
+        chosen = [
+            name.strip().lower()
+            for name in environ.get("OTEL_TRACES_EXPORTER", "none").split(",")
+            if name.strip()
+        ]
+    unknown = sorted(set(chosen) - set(TRACE_EXPORTERS))
+    if unknown:
+        raise ValueError(
+            f"OTEL_TRACES_EXPORTER names {', '.join(unknown)}; Mneme ships "
+            f"{', '.join(TRACE_EXPORTERS)} (send to anything else through a Collector)"
+        )
+    return tuple(dict.fromkeys(name for name in chosen if name != "none"))
+
+
+@contextlib.contextmanager
+def trace_export(exporters: Sequence[str], service_name: str | None) -> Iterator[None]:
+    """Record spans while the block runs and export them with each of `exporters`.
+
+    With none, spans are not recorded, but they still have their ids (which reach problem
     responses and logs). Leaving the block flushes what is still queued.
     """
     _install_provider(service_name)
-    processor = _exporting_processor(exporter)
-    if processor is not None:
+    processors = [
+        processor
+        for processor in (_exporting_processor(exporter) for exporter in exporters)
+        if processor is not None
+    ]
+    for processor in processors:
         _processors.add(processor)
     try:
         yield
     finally:
-        if processor is not None:
+        for processor in processors:
             _processors.remove(processor)
             processor.shutdown()
 

@@ -1,6 +1,7 @@
-"""The exporter is configured by the standard OpenTelemetry variables alone: endpoint, headers,
-service name, resource attributes and sampler. Each case runs in a fresh process, because the
-tracer provider (and with it the resource and the sampler) is set once per process."""
+"""The exporter is configured by the standard OpenTelemetry variables alone: which exporter,
+endpoint, headers, service name, resource attributes and sampler. Each case runs in a fresh
+process, because the tracer provider (and with it the resource and the sampler) is set once per
+process."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from service.observability import trace_exporters
 from tests.observability.otlp_receiver import OtlpReceiver
 
-# Spans made in a process of its own, exported as MNEME_OTEL_EXPORTER=otlp would.
+# Spans made in a process of its own, exported as the environment says (as the service does).
 PROBE = """
-from service.observability import trace_export, tracer
-with trace_export("otlp", None):
+import os
+from service.observability import trace_export, trace_exporters, tracer
+with trace_export(trace_exporters(os.environ.get("MNEME_OTEL_EXPORTER")), None):
     with tracer.start_as_current_span("probe"):
         pass
 """
@@ -33,7 +36,10 @@ def fresh_receiver() -> Iterator[OtlpReceiver]:
 def run_probe(**env: str) -> None:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MNEME_"))}
     subprocess.run(  # noqa: S603 - this interpreter, a fixed script
-        [sys.executable, "-c", PROBE], env={**clean, **env}, check=True, timeout=60
+        [sys.executable, "-c", PROBE],
+        env={**clean, "OTEL_TRACES_EXPORTER": "otlp", **env},
+        check=True,
+        timeout=60,
     )
 
 
@@ -69,9 +75,40 @@ def test_the_service_name_defaults_to_mneme_and_the_sampler_is_honoured(
 
 def test_an_unsupported_otlp_protocol_refuses_to_start_rather_than_export_nothing() -> None:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MNEME_"))}
-    env = {**clean, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    env = {**clean, "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
     done = subprocess.run(  # noqa: S603 - this interpreter, a fixed script
         [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0
     assert "OTLP protocol 'grpc' is not supported" in done.stderr
+
+
+def test_the_sdk_switch_and_mnemes_own_setting_decide_over_the_exporter_list(
+    fresh_receiver: OtlpReceiver,
+) -> None:
+    endpoint = fresh_receiver.endpoint
+    run_probe(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint, OTEL_SDK_DISABLED="true")
+    run_probe(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint, MNEME_OTEL_EXPORTER="none")
+    run_probe(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint, OTEL_TRACES_EXPORTER="none")
+    assert fresh_receiver.spans == []
+    run_probe(
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint,
+        OTEL_TRACES_EXPORTER="none",
+        MNEME_OTEL_EXPORTER="otlp",
+    )
+    assert [span.name for span in fresh_receiver.spans] == ["probe"]
+
+
+def test_the_exporter_list_follows_the_specification() -> None:
+    assert trace_exporters(None, {}) == ()
+    assert trace_exporters(None, {"OTEL_TRACES_EXPORTER": "otlp"}) == ("otlp",)
+    assert trace_exporters(None, {"OTEL_TRACES_EXPORTER": " OTLP , console,otlp"}) == (
+        "otlp",
+        "console",
+    )
+    assert (
+        trace_exporters(None, {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "TRUE"}) == ()
+    )
+    assert trace_exporters("console", {"OTEL_TRACES_EXPORTER": "otlp"}) == ("console",)
+    with pytest.raises(ValueError, match="zipkin"):
+        trace_exporters(None, {"OTEL_TRACES_EXPORTER": "otlp,zipkin"})

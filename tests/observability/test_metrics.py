@@ -23,7 +23,8 @@ ALLOWED: dict[str, set[str] | re.Pattern[str]] = {
     "purpose": {"query", "document"},
     # Model names come from the settings, not from requests; the domain metrics are
     # process-wide, so other tests' stand-in models appear here too.
-    "model": re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,100}$"),
+    # A vector space names its model, a shortened size (`@384`) and a prompt digest (`+prompt-…`).
+    "model": re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,100}$"),
     # An exception class name, or `invalid_output` for a model reply that could not be used.
     "error_type": re.compile(rf"{CLASS_NAME.pattern}|^invalid_output$"),
     "stage": {"fusion_query", "mmr"},
