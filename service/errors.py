@@ -107,6 +107,25 @@ class ServiceUnavailable(DomainError):
     code = "SERVICE_UNAVAILABLE"
 
 
+# Seconds a client should wait before calling a model-backed operation again: long enough for
+# a provider's brief rate limit or hiccup to pass, short enough for an interactive retry.
+MODEL_RETRY_AFTER_SECONDS = 10
+
+
+class ModelUnavailable(ServiceUnavailable):
+    """The chat model did not answer a synchronous call; nothing was written, retry later."""
+
+    title = "The model is unavailable"
+    code = "LLM_UNAVAILABLE"
+
+    def __init__(self, detail: str | None = None) -> None:
+        super().__init__(
+            detail,
+            headers={"Retry-After": str(MODEL_RETRY_AFTER_SECONDS)},
+            retry_after_seconds=MODEL_RETRY_AFTER_SECONDS,
+        )
+
+
 # Stable codes for errors raised by the framework rather than by our services.
 _HTTP_STATUS_CODES: dict[int, str] = {
     400: "BAD_REQUEST",
