@@ -64,6 +64,15 @@ class Unauthenticated(DomainError):
         )
 
 
+class AmbiguousCredentials(DomainError):
+    """More than one `Authorization` header (RFC 6750 §3.1: more than one method of sending a
+    credential is an `invalid_request`): refused rather than picking one of them."""
+
+    status = 400
+    title = "More than one credential"
+    code = "AMBIGUOUS_CREDENTIALS"
+
+
 class Forbidden(DomainError):
     status = 403
     title = "Forbidden"

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import Route
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from service import db_migrations
 from service.accounts.dependencies import ensure_tenant, record_end_user
@@ -231,6 +232,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(TelemetryMiddleware, metrics=metrics, on_complete=log_request)
     app.add_middleware(SecurityHeadersMiddleware)
+    # Outermost: every layer inside sees the client's address, not the proxy's, and only a
+    # trusted proxy's X-Forwarded-For is believed.
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_networks)
     app.include_router(ops.router)
     app.include_router(accounts_router)
     app.include_router(api_keys_router)
