@@ -129,7 +129,7 @@ def start_cluster(data_dir: Path) -> EmbeddedCluster:
     """Start (initialising on first use) the cluster in `data_dir/pgdata`. Blocking."""
     get_server = _import_pgserver()
     data_dir.mkdir(parents=True, exist_ok=True)
-    _forget_dead_handles(data_dir / "pgdata")
+    forget_dead_handles(data_dir / "pgdata")
     handle = get_server(data_dir / "pgdata", cleanup_mode="stop")
     socket_dir = handle.get_postmaster_info().socket_dir
     if socket_dir is None:
@@ -138,7 +138,7 @@ def start_cluster(data_dir: Path) -> EmbeddedCluster:
     return EmbeddedCluster(socket_dir=Path(socket_dir), handle=handle)
 
 
-def _forget_dead_handles(pgdata: Path) -> None:
+def forget_dead_handles(pgdata: Path) -> None:
     """Drop the processes that no longer exist from the cluster's list of handle holders.
 
     pgserver stops the postmaster when the last process holding a handle on the cluster lets
