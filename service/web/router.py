@@ -160,6 +160,9 @@ def install_web(app: FastAPI, settings: Settings) -> None:
             swagger_js_url=f"{SWAGGER_ASSETS_PATH}/swagger-ui-bundle.js",
             swagger_css_url=f"{SWAGGER_ASSETS_PATH}/swagger-ui.css",
             swagger_favicon_url=f"{SWAGGER_ASSETS_PATH}/favicon.png",
+            # Swagger UI's default validator badge sends the document's URL to
+            # validator.swagger.io; the page fetches from this origin only.
+            swagger_ui_parameters={"validatorUrl": None},
         )
     )
     # ReDoc's bundle compiles JSON Schema validators at run time (Ajv, with `new Function`) and

@@ -238,3 +238,8 @@ async def test_api_responses_carry_the_security_headers(
 async def test_a_docs_asset_is_not_sniffed(client: AsyncClient) -> None:
     bundle = await client.get("/docs-assets/swagger-ui-bundle.js")
     assert bundle.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_swagger_ui_sends_the_document_to_no_outside_validator(client: AsyncClient) -> None:
+    page = (await client.get("/docs")).text
+    assert '"validatorUrl": null' in page
