@@ -34,7 +34,6 @@ BENCH_USER = "bench-user"
 # The principal that loads and searches: a service may address any user of its tenant.
 BENCH_SERVICE = "mneme-bench"
 # Namespace of the stable thread ids the benchmark gives each conversation session.
-BENCH_THREADS = uuid.UUID("6f1c3c52-5e0e-4c1b-9a43-9d0f7f3f2a10")
 
 
 class BenchmarkError(RuntimeError):
@@ -102,11 +101,15 @@ def _expect(response: Response, status: int) -> dict[str, Any]:
     return body
 
 
-def _memory_item(turn: Turn, conversation_id: str) -> dict[str, Any]:
+def _session_of(turn: Turn) -> str:
+    return turn.dia_id.partition(":")[0]
+
+
+def _memory_item(turn: Turn, thread_id: str) -> dict[str, Any]:
     """A turn as a client that keeps one thread per conversation session stores it: the
-    session is the memory's source thread and the turn's author its speaker, as for memories the
-    thread write path derives from messages that carry their author's name."""
-    session, _, number = turn.dia_id.partition(":")
+    session's thread is the memory's source thread and the turn's author its speaker, as for
+    memories the thread write path derives from messages that carry their author's name."""
+    number = turn.dia_id.partition(":")[2]
     # The dataset dates sessions, not turns; a chat client knows each message's time. Turns
     # are spaced one second apart from the session's time, so their order is kept.
     said_at = turn.event_at + timedelta(seconds=int(number) if number.isdigit() else 0)
@@ -114,7 +117,7 @@ def _memory_item(turn: Turn, conversation_id: str) -> dict[str, Any]:
         "kind": "episodic",
         "text": turn.text,
         "event_at": said_at.isoformat(),
-        "source_thread_id": str(uuid.uuid5(BENCH_THREADS, f"{conversation_id}/{session}")),
+        "source_thread_id": thread_id,
         "metadata": {"dia_id": turn.dia_id},
         **({"speaker": turn.speaker} if turn.speaker else {}),
     }
@@ -144,10 +147,17 @@ async def load_conversation(
     the turns the service merged into an existing identical memory (their metadata is lost)."""
     merged: dict[str, set[str]] = {}
     url = f"/v1/users/{BENCH_USER}/memories/batch"
+    # A memory names a thread of its user as its source: one thread per session.
+    threads: dict[str, str] = {}
+    for session in dict.fromkeys(_session_of(turn) for turn in conversation.turns):
+        created = await client.post(
+            f"/v1/users/{BENCH_USER}/threads", headers=headers, json={"title": session}
+        )
+        threads[session] = str(_expect(created, 201)["id"])
     for start in range(0, len(conversation.turns), BATCH_MAX):
         batch = list(conversation.turns[start : start + BATCH_MAX])
         while batch:
-            payload = [_memory_item(turn, conversation.conversation_id) for turn in batch]
+            payload = [_memory_item(turn, threads[_session_of(turn)]) for turn in batch]
             response = await client.post(url, headers=headers, json={"items": payload})
             refused = _refused_index(response)
             if refused is not None:

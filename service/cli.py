@@ -137,7 +137,9 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
             # writes its own access line.
             log_config=None,
             access_log=False,
-            proxy_headers=True,
+            # The app applies X-Forwarded-* itself, trusting MNEME_TRUSTED_PROXIES only;
+            # uvicorn's own pass would trust FORWARDED_ALLOW_IPS besides.
+            proxy_headers=False,
             http=ProblemHttpToolsProtocol,
         )
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +19,10 @@ _CATEGORY = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 
 # A secret that ships in the repository can never protect production tokens.
 DEV_DEFAULT_SECRET = "mneme-dev-secret-not-for-production-use"  # noqa: S105 - the documented dev default
+
+
+def _split_list(value: str) -> list[str]:
+    return [entry.strip() for entry in value.split(",") if entry.strip()]
 
 
 def _default_data_dir() -> Path:
@@ -261,10 +266,15 @@ class Settings(BaseSettings):
     rate_limit_enabled: bool = True
     # memory:// counts per process; redis://host:6379/0 shares the counters across replicas.
     rate_limit_storage_uri: str = "memory://"
-    # Failed authentications allowed per client address (`limits` syntax), counted before any
-    # database work so a flood of made-up credentials costs no queries; in the same store as
-    # the rate limits (shared by the replicas when that is Redis).
+    # Failed authentications allowed per client address (`limits` syntax) before further
+    # failures from it are answered 429 instead of 401; a valid credential is never refused by
+    # it. Counted in the same store as the rate limits (shared by the replicas on Redis).
     auth_failure_limit: str = "30/minute"
+    # The proxies in front of the service whose X-Forwarded-For / X-Forwarded-Proto headers are
+    # believed (comma-separated addresses or CIDR networks, e.g. an ingress controller's pod
+    # network). The client address is then the last X-Forwarded-For entry that is not one of
+    # them; from any other peer the headers are ignored. Empty: believe no peer.
+    trusted_proxies: str = "127.0.0.1"
     # What a context block or prompt window does with a secret found in a raw thread message:
     # `mask` replaces it with a placeholder, `keep` replays messages exactly as they were sent.
     # Messages are always stored as sent (they are the user's own record of the conversation).
@@ -312,6 +322,29 @@ class Settings(BaseSettings):
         # Refuse a typo at start-up rather than on the first request that needs the limit.
         limits.parse(value)
         return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_networks(cls, value: str) -> str:
+        # A wildcard would let every client name its own address in X-Forwarded-For (and so
+        # step out of the failed-authentication limit); a typo would silently trust nobody.
+        for entry in _split_list(value):
+            if entry == "*":
+                raise ValueError(
+                    "trusted_proxies must name the proxies (addresses or CIDR networks), not *: "
+                    "a wildcard lets any client choose its own address"
+                )
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError as exc:
+                raise ValueError(
+                    f"trusted_proxies: {entry!r} is not an address or network"
+                ) from exc
+        return value
+
+    @property
+    def trusted_proxy_networks(self) -> list[str]:
+        return _split_list(self.trusted_proxies)
 
     @property
     def effective_log_format(self) -> Literal["json", "text"]:

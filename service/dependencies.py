@@ -25,7 +25,7 @@ from service.auth.owner import Owner, authorize_write
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import tenant_transaction
-from service.errors import Forbidden, NotFound
+from service.errors import AmbiguousCredentials, Forbidden, NotFound
 from service.kit.idempotency import IdempotencyStore
 from service.kit.post_commit import BackgroundRunner, PostCommitTasks
 from service.observability import Metrics
@@ -79,6 +79,13 @@ async def get_principal(
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     limiter: RateLimiter | None = request.app.state.rate_limiter
+    if len(request.headers.getlist("authorization")) > 1:
+        raise AmbiguousCredentials(
+            "Send one `Authorization` header: this request carries several, and which of them "
+            "names the caller is not for the server to guess."
+        )
+    # The peer's address, or the client's from X-Forwarded-For when the peer is a trusted
+    # proxy (MNEME_TRUSTED_PROXIES, applied by the outermost middleware).
     client_address = request.client.host if request.client is not None else "unknown"
     principal = await state.authenticator.authenticate(
         request.headers.get("authorization"), client_address

@@ -23,6 +23,8 @@ OWNER_ROLE = "mneme_owner"
 DATABASE_NAME = "mneme"
 SUPERUSER = "postgres"
 REQUIRED_EXTENSIONS = ("vector", "pg_trgm")
+# pgserver's list of the processes holding a handle on a cluster, in its data directory.
+HANDLES_FILE = ".handle_pids.json"
 
 
 @dataclass(frozen=True)
@@ -127,12 +129,47 @@ def start_cluster(data_dir: Path) -> EmbeddedCluster:
     """Start (initialising on first use) the cluster in `data_dir/pgdata`. Blocking."""
     get_server = _import_pgserver()
     data_dir.mkdir(parents=True, exist_ok=True)
+    forget_dead_handles(data_dir / "pgdata")
     handle = get_server(data_dir / "pgdata", cleanup_mode="stop")
     socket_dir = handle.get_postmaster_info().socket_dir
     if socket_dir is None:
         raise RuntimeError("embedded Postgres started without a Unix socket")
     logger.info("embedded Postgres running with socket in %s", socket_dir)
     return EmbeddedCluster(socket_dir=Path(socket_dir), handle=handle)
+
+
+def forget_dead_handles(pgdata: Path) -> None:
+    """Drop the processes that no longer exist from the cluster's list of handle holders.
+
+    pgserver stops the postmaster when the last process holding a handle on the cluster lets
+    go of it, and keeps those processes' pids in a file beside the data. A service that was
+    SIGKILLed never took its pid off that list: the postmaster it started keeps running, the
+    next service adopts it, and on that one's shutdown the dead pid still looks like another
+    holder, so the postmaster would be left running. Only live processes count.
+    """
+    from pgserver.postgres_server import PostgresServer
+    from pgserver.utils import DiskList
+
+    holders = DiskList(pgdata / HANDLES_FILE)
+    with PostgresServer._lock:
+        listed = holders.get()
+        alive = [pid for pid in listed if _process_alive(pid)]
+        if alive != listed:
+            logger.warning(
+                "embedded Postgres: forgetting handles of processes that died without "
+                "letting go of the cluster: %s",
+                sorted(set(listed) - set(alive)),
+            )
+            holders.put(alive)
+
+
+def _process_alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _import_pgserver() -> Any:

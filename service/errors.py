@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.observability import current_trace_id
 
@@ -63,6 +64,15 @@ class Unauthenticated(DomainError):
         )
 
 
+class AmbiguousCredentials(DomainError):
+    """More than one `Authorization` header (RFC 6750 §3.1: more than one method of sending a
+    credential is an `invalid_request`): refused rather than picking one of them."""
+
+    status = 400
+    title = "More than one credential"
+    code = "AMBIGUOUS_CREDENTIALS"
+
+
 class Forbidden(DomainError):
     status = 403
     title = "Forbidden"
@@ -104,6 +114,25 @@ class ServiceUnavailable(DomainError):
     status = 503
     title = "Service unavailable"
     code = "SERVICE_UNAVAILABLE"
+
+
+# Seconds a client should wait before calling a model-backed operation again: long enough for
+# a provider's brief rate limit or hiccup to pass, short enough for an interactive retry.
+MODEL_RETRY_AFTER_SECONDS = 10
+
+
+class ModelUnavailable(ServiceUnavailable):
+    """The chat model did not answer a synchronous call; nothing was written, retry later."""
+
+    title = "The model is unavailable"
+    code = "LLM_UNAVAILABLE"
+
+    def __init__(self, detail: str | None = None) -> None:
+        super().__init__(
+            detail,
+            headers={"Retry-After": str(MODEL_RETRY_AFTER_SECONDS)},
+            retry_after_seconds=MODEL_RETRY_AFTER_SECONDS,
+        )
 
 
 # Stable codes for errors raised by the framework rather than by our services.
@@ -246,7 +275,47 @@ async def handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+class UnexpectedErrorMiddleware:
+    """Answer an exception no handler took with the generic 500 problem, here, as any other
+    response.
+
+    Starlette's own last-resort handler sits outside every middleware and re-raises after
+    answering, so the server drops the keep-alive connection without a `Connection: close`,
+    and the answer misses the headers the middlewares add (request id, security headers).
+    Installed inside those middlewares, this one answers and swallows the exception (it is
+    logged by `handle_unexpected`): the connection stays usable for the client's next request.
+    An exception after the response has started cannot be answered any more; it propagates,
+    and the server closes the connection on the half-sent response.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started:
+                raise
+            response = await handle_unexpected(Request(scope), exc)
+            await response(scope, receive, send)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
+    """Register the problem handlers. Unexpected exceptions are answered by
+    `UnexpectedErrorMiddleware`; the `Exception` handler here is Starlette's last resort, for
+    one raised by a middleware outside it."""
     app.add_exception_handler(DomainError, handle_domain_error)
     app.add_exception_handler(StarletteHTTPException, _handle_http_exception)
     app.add_exception_handler(RequestValidationError, _handle_validation_error)

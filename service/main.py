@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import Route
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from service import db_migrations
 from service.accounts.dependencies import ensure_tenant, record_end_user
@@ -34,7 +35,7 @@ from service.db import (
 from service.db_outage import install_outage_handlers
 from service.dependencies import AppState
 from service.embedded_postgres import EmbeddedSupervisor
-from service.errors import install_problem_handlers
+from service.errors import UnexpectedErrorMiddleware, install_problem_handlers
 from service.extraction.health import JobFailureRecorder
 from service.extraction.hooks import WritePathScheduler
 from service.extraction.jobs import memory_extraction_job, turn_memories_job
@@ -49,6 +50,7 @@ from service.kit.limit_storage import limit_storage
 from service.kit.media_type import require_json_body
 from service.kit.openapi import declare_common_problems
 from service.kit.post_commit import BackgroundRunner
+from service.kit.security_headers import SecurityHeadersMiddleware
 from service.kit.token_counting import encoding_for
 from service.logs import configure_logging, log_request
 from service.mcp.endpoint import MCP_PATH, McpEndpoint
@@ -227,7 +229,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.add_middleware(RateLimitHeadersMiddleware)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
+    # Inside the telemetry and the security headers, so a 500 carries them like any answer.
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(TelemetryMiddleware, metrics=metrics, on_complete=log_request)
+    app.add_middleware(SecurityHeadersMiddleware)
+    # Outermost: every layer inside sees the client's address, not the proxy's, and only a
+    # trusted proxy's X-Forwarded-For is believed.
+    app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_networks)
     app.include_router(ops.router)
     app.include_router(accounts_router)
     app.include_router(api_keys_router)

@@ -28,6 +28,7 @@ from service.admin.plan import (
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB
 
 THREAD_TABLE = "thread"
+MEMORY_TABLE = "memory"
 JOBS_TABLE = "pgqueuer"
 ORG_PROVENANCE = "memory (org provenance)"
 EXPORT_BATCH = 500
@@ -116,6 +117,11 @@ USERS_SQL = text(
 """The tenant's users in id order after `after_id` (or just `user_id`), each with its memories
 by kind, threads, messages, creation and last activity (the latest of its last request, last
 message and last memory change), filtered by last activity."""
+
+THREADS_AMONG_SQL = text(
+    "SELECT id::text FROM thread WHERE tenant_id = :tenant_id AND id::text = ANY(:thread_ids)"
+).bindparams(bindparam("thread_ids", type_=ARRAY(Text)))
+"""Which of `thread_ids` (as text, as an import line carries them) are threads of the tenant."""
 
 USER_WRITE_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 """The lock the write path's derived writes take for one owner's memories (the same key as
@@ -418,6 +424,12 @@ class AdminRepository:
             "thread_ids": scope.thread_ids,
             "user_id": scope.user_id,
         }
+
+    async def threads_among(self, thread_ids: Sequence[str]) -> set[str]:
+        result = await self._session.execute(
+            THREADS_AMONG_SQL, {"tenant_id": self._tenant_id, "thread_ids": list(thread_ids)}
+        )
+        return set(result.scalars())
 
     async def redact_org_provenance(self, scope: UserScope) -> int:
         result = await self._session.execute(REDACT_ORG_PROVENANCE_SQL, _provenance_params(scope))

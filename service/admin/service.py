@@ -25,7 +25,9 @@ from service.admin.errors import ConfirmationMismatch, ImportLineInvalid, UserNo
 from service.admin.plan import ACCOUNT_TABLE, AUDIT_TABLE, PurgePlan, TableRule, children_first
 from service.admin.repository import (
     JOBS_TABLE,
+    MEMORY_TABLE,
     ORG_PROVENANCE,
+    THREAD_TABLE,
     AdminRepository,
     UserRow,
     UserScope,
@@ -180,6 +182,13 @@ class AdminService:
                 await batch.add(number, table, row)
         await batch.flush()
         importer.finish(number)
+        # A memory names as its source a thread of its own user (imported before it) or, as
+        # after that thread was deleted, no thread at all; never another user's.
+        cited = importer.cited_threads
+        foreign = await repository.threads_among(list(cited)) if cited else set()
+        if foreign:
+            first = min(cited[thread_id] for thread_id in foreign)
+            raise _line_error(first, "memory.source_thread_id names another user's thread")
         await self._audit.record(
             "admin.user_import",
             target_type="user",
@@ -381,6 +390,9 @@ class _Importer:
         self._header: dict[str, Any] | None = None
         self._parent_keys: dict[str, set[str]] = {}
         self.counts: dict[str, int] = {}
+        # Threads that memories name as their source but that this import does not hold, each
+        # with the first line naming it.
+        self.cited_threads: dict[str, int] = {}
 
     def check(self, number: int, raw: bytes) -> tuple[str | None, dict[str, Any]]:
         try:
@@ -433,6 +445,11 @@ class _Importer:
         key_column = self._parent_key_columns.get(rule.name)
         if key_column is not None:
             self._parent_keys.setdefault(rule.name, set()).add(str(data.get(key_column)))
+        source_thread = data.get("source_thread_id") if rule.name == MEMORY_TABLE else None
+        if source_thread is not None:
+            thread_id = str(source_thread)
+            if thread_id not in self._parent_keys.get(THREAD_TABLE, set()):
+                self.cited_threads.setdefault(thread_id, number)
 
     def _check_audit(self, number: int, data: dict[str, Any]) -> None:
         action, detail = str(data.get("action", "")), data.get("detail")

@@ -37,16 +37,18 @@ class Authenticator:
     async def authenticate(self, authorization: str | None, client_address: str) -> Principal:
         with tracer.start_as_current_span("auth") as span:
             try:
-                await self._failure_limit.check(client_address)
                 principal = await self._authenticate(authorization)
             except Unauthenticated as exc:
+                # Only a failure is counted, after the credential was checked: what an address
+                # did before never refuses a valid credential.
+                try:
+                    await self._failure_limit.record_failure(client_address)
+                except TooManyFailedAuthentications as limited:
+                    self._metrics.auth_failures.labels("limited").inc()
+                    span.set_status(trace.Status(trace.StatusCode.ERROR, limited.detail))
+                    raise limited from exc
                 reason = "missing" if authorization is None else "invalid"
                 self._metrics.auth_failures.labels(reason).inc()
-                await self._failure_limit.record_failure(client_address)
-                span.set_status(trace.Status(trace.StatusCode.ERROR, exc.detail))
-                raise
-            except TooManyFailedAuthentications as exc:
-                self._metrics.auth_failures.labels("limited").inc()
                 span.set_status(trace.Status(trace.StatusCode.ERROR, exc.detail))
                 raise
             span.set_attribute("mneme.tenant_id", principal.tenant_id)

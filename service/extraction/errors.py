@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from service.errors import ServiceUnavailable
+from service.errors import ModelUnavailable, ServiceUnavailable
 
 
 class CompactionDisabled(ServiceUnavailable):
@@ -9,6 +9,5 @@ class CompactionDisabled(ServiceUnavailable):
     code = "COMPACTION_DISABLED"
 
 
-class CompactorUnavailable(ServiceUnavailable):
+class CompactorUnavailable(ModelUnavailable):
     title = "The compaction model is unavailable"
-    code = "LLM_UNAVAILABLE"

@@ -97,6 +97,37 @@ class MemoryRecorder:
                     ],
                 )
 
+    async def check_source_threads(
+        self, owned: list[OwnedCreate], locate: ItemLocator = in_batch
+    ) -> None:
+        """A memory's `source_thread_id` names a thread of its owner (for the organization's,
+        of its tenant): another user's or tenant's thread, or none at all, is refused, in the
+        same words for each so the refusal tells nothing about threads that are not the
+        caller's."""
+        errors: list[dict[str, Any]] = []
+        by_owner: dict[Owner, set[uuid.UUID]] = {}
+        for entry in owned:
+            if entry.item.source_thread_id is not None:
+                by_owner.setdefault(entry.owner, set()).add(entry.item.source_thread_id)
+        citable = {
+            owner: await self.repository.citable_threads(owner, sorted(ids))
+            for owner, ids in by_owner.items()
+        }
+        for index, entry in enumerate(owned):
+            thread_id = entry.item.source_thread_id
+            if thread_id is not None and thread_id not in citable[entry.owner]:
+                errors.append(
+                    {
+                        "loc": [*locate(index), "source_thread_id"],
+                        "msg": "names no thread of this memory's owner",
+                        "type": "value_error",
+                    }
+                )
+        if errors:
+            raise ValidationFailed(
+                "source_thread_id must name a thread of the memory's owner.", errors=errors
+            )
+
     def insert_values(self, entry: OwnedCreate, vector: list[float] | None) -> dict[str, Any]:
         item = entry.item
         return {

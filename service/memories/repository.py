@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Select,
+    bindparam,
     delete,
     func,
     literal_column,
@@ -19,6 +20,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
@@ -36,10 +38,33 @@ memories until the transaction ends. Explicit API writes do not take it: they ne
 snapshot to reconcile against."""
 
 
+CITABLE_THREADS_SQL = text(
+    "SELECT id FROM thread WHERE tenant_id = :tenant_id AND id = ANY(:thread_ids) "
+    "AND (CAST(:user_id AS text) IS NULL OR user_id = :user_id)"
+).bindparams(bindparam("thread_ids", type_=ARRAY(UUID(as_uuid=True))))
+"""Which of `thread_ids` are threads of this tenant, and of `user_id` unless it is NULL (the
+organization, whose memories may come from any user's conversation)."""
+
+
 class MemoryRepository:
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self._session = session
         self._tenant_id = tenant_id
+
+    async def citable_threads(
+        self, owner: Owner, thread_ids: Sequence[uuid.UUID]
+    ) -> set[uuid.UUID]:
+        """Which of `thread_ids` a memory of `owner` may name as its source: a thread of that
+        user, or of any user of this tenant for the organization's memories."""
+        result = await self._session.execute(
+            CITABLE_THREADS_SQL,
+            {
+                "tenant_id": self._tenant_id,
+                "thread_ids": list(thread_ids),
+                "user_id": owner.user_id,
+            },
+        )
+        return set(result.scalars())
 
     def _matching(self, memory_filter: MemoryFilter) -> Select[Memory]:
         """The memories `memory_filter` selects (the one place a filter becomes SQL)."""

@@ -63,6 +63,7 @@ class MemoryService:
         """
         owned = [OwnedCreate(Owner.org() if item.scope == "org" else owner, item) for item in items]
         self._recorder.validate_new(owned, locate)
+        await self._recorder.check_source_threads(owned, locate)
         await self._recorder.provision([entry.owner for entry in owned])
 
         with tracer.start_as_current_span("memories.embed") as span:

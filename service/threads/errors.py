@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from service.errors import Conflict, NotFound, ServiceUnavailable
+from service.errors import Conflict, ModelUnavailable, NotFound
 
 
 class ThreadNotFound(NotFound):
@@ -15,6 +15,5 @@ class SummarizationDisabled(Conflict):
     code = "SUMMARIZATION_DISABLED"
 
 
-class SummarizerUnavailable(ServiceUnavailable):
+class SummarizerUnavailable(ModelUnavailable):
     title = "The summarization model is unavailable"
-    code = "LLM_UNAVAILABLE"

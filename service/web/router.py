@@ -9,6 +9,9 @@ on a machine with no internet.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -148,30 +151,46 @@ def install_web(app: FastAPI, settings: Settings) -> None:
                 raise ValidationFailed(str(exc)) from exc
             return DevToken(token=token)
 
-    @router.get(DOCS_PATH)
-    async def get_docs() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url=app.openapi_url or "/openapi.json",
+    openapi_url = app.openapi_url or "/openapi.json"
+    docs = _DocsPage(
+        get_swagger_ui_html(
+            openapi_url=openapi_url,
             title=f"{app.title} - Swagger UI",
             oauth2_redirect_url=OAUTH2_REDIRECT_PATH,
             swagger_js_url=f"{SWAGGER_ASSETS_PATH}/swagger-ui-bundle.js",
             swagger_css_url=f"{SWAGGER_ASSETS_PATH}/swagger-ui.css",
             swagger_favicon_url=f"{SWAGGER_ASSETS_PATH}/favicon.png",
+            # Swagger UI's default validator badge sends the document's URL to
+            # validator.swagger.io; the page fetches from this origin only.
+            swagger_ui_parameters={"validatorUrl": None},
         )
-
-    @router.get(REDOC_PATH)
-    async def get_redoc() -> HTMLResponse:
-        return get_redoc_html(
-            openapi_url=app.openapi_url or "/openapi.json",
+    )
+    # ReDoc's bundle compiles JSON Schema validators at run time (Ajv, with `new Function`) and
+    # runs its search index in a Worker made from a blob: URL. The page holds no credential.
+    redoc = _DocsPage(
+        get_redoc_html(
+            openapi_url=openapi_url,
             title=f"{app.title} - ReDoc",
             redoc_js_url=f"{SWAGGER_ASSETS_PATH}/redoc.standalone.js",
             redoc_favicon_url=f"{SWAGGER_ASSETS_PATH}/favicon.png",
             with_google_fonts=False,
-        )
+        ),
+        script_sources=("'unsafe-eval'",),
+        worker_sources=("blob:",),
+    )
+    oauth2_redirect = _DocsPage(get_swagger_ui_oauth2_redirect_html())
+
+    @router.get(DOCS_PATH)
+    async def get_docs() -> HTMLResponse:
+        return docs.response()
+
+    @router.get(REDOC_PATH)
+    async def get_redoc() -> HTMLResponse:
+        return redoc.response()
 
     @router.get(OAUTH2_REDIRECT_PATH)
     async def get_docs_oauth2_redirect() -> HTMLResponse:
-        return get_swagger_ui_oauth2_redirect_html()
+        return oauth2_redirect.response()
 
     app.include_router(router)
     app.mount(
@@ -184,6 +203,53 @@ def install_web(app: FastAPI, settings: Settings) -> None:
         PageFiles(directory=STATIC_DIR, headers=page_security_headers(settings)),
         name="memory-page",
     )
+
+
+_INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)
+
+
+class _DocsPage:
+    """An API documentation page, rendered once, with the security headers that fit it.
+
+    Swagger UI's and ReDoc's pages start their bundles with an inline script (FastAPI writes
+    it); the policy allows exactly those scripts by hash, the bundles from this origin, and
+    fetches (the OpenAPI document, "Try it out") to this origin only. Styles may be inline
+    because both renderers set them at run time. No page may be framed.
+    """
+
+    def __init__(
+        self,
+        page: HTMLResponse,
+        *,
+        script_sources: tuple[str, ...] = (),
+        worker_sources: tuple[str, ...] = (),
+    ) -> None:
+        self._body = bytes(page.body)
+        inline = [
+            "'sha256-" + base64.b64encode(hashlib.sha256(script).digest()).decode() + "'"
+            for script in _INLINE_SCRIPT.findall(self._body)
+        ]
+        scripts = " ".join(["'self'", *inline, *script_sources])
+        directives = [
+            "default-src 'none'",
+            f"script-src {scripts}",
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data:",
+            "connect-src 'self'",
+            *([f"worker-src {' '.join(worker_sources)}"] if worker_sources else []),
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+        self._headers = {
+            "Content-Security-Policy": "; ".join(directives),
+            "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "DENY",
+            "Referrer-Policy": "no-referrer",
+        }
+
+    def response(self) -> HTMLResponse:
+        return HTMLResponse(self._body, headers=self._headers)
 
 
 def _dev_tokens_enabled(settings: Settings) -> bool:

@@ -147,3 +147,27 @@ async def test_a_bad_line_is_named_and_nothing_is_written(
     body = assert_problem(response, 422, "IMPORT_LINE_INVALID")
     assert body["line"] == memory_line + 1
     assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+
+async def test_an_imported_memory_may_not_name_another_users_thread(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    bob = await seed_user(client, settings, owner_engine, tenant, "bob")
+    admin = bearer(settings, tenant, "root", admin=True)
+    records = await export_lines(client, admin, "ada")
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    memory_line = next(i for i, r in enumerate(records) if r["type"] == "memory")
+    cited = {**records[memory_line]["data"], "source_thread_id": bob.thread_ids[0]}
+    lines = [json.dumps(record) for record in records]
+    lines[memory_line] = json.dumps({"type": "memory", "data": cited})
+
+    response = await client.post(
+        "/v1/admin/users/ada/import",
+        headers={**admin, **NDJSON},
+        content="\n".join(lines) + "\n",
+    )
+
+    body = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+    assert body["line"] == memory_line + 1
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}

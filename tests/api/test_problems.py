@@ -3,9 +3,13 @@ is never reported as a success."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import socket
 from collections.abc import AsyncIterator
 
 import pytest
+import uvicorn
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
@@ -154,3 +158,50 @@ async def test_oversized_body_is_a_413_problem_and_changes_nothing(
     assert_problem(chunked, 413, "PAYLOAD_TOO_LARGE")
     listing = await client.get("/v1/admin/api-keys", headers=admin)
     assert listing.json()["items"] == []
+
+
+@pytest.fixture(scope="module")
+async def served_probe_port(cluster: EmbeddedCluster, settings: Settings) -> AsyncIterator[int]:
+    """The probe app behind a real uvicorn, as `mneme serve` runs it (keep-alive included)."""
+    application = create_app(make_settings(cluster, migrate_on_start=False))
+    add_probe_routes(application)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = uvicorn.Server(
+        uvicorn.Config(
+            application, host="127.0.0.1", port=port, log_config=None, log_level="critical"
+        )
+    )
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        assert not serving.done(), "uvicorn did not start"
+        await asyncio.sleep(0.05)
+    yield port
+    server.should_exit = True
+    await serving
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=30)
+    status_line, *lines = head.decode("latin-1").rstrip("\r\n").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    body = await reader.readexactly(int(headers["content-length"]))
+    return int(status_line.split(" ")[1]), headers, body
+
+
+async def test_a_500_leaves_the_keep_alive_connection_usable(served_probe_port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", served_probe_port)
+    try:
+        writer.write(b"GET /probe/explode HTTP/1.1\r\nHost: mneme\r\n\r\n")
+        status, headers, body = await _read_response(reader)
+        assert status == 500 and json.loads(body)["code"] == "INTERNAL_ERROR"
+        assert headers.get("connection", "keep-alive").lower() != "close"
+        # The same connection serves the next request.
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: mneme\r\n\r\n")
+        next_status, _, _ = await _read_response(reader)
+        assert next_status == 200
+        # Answered where every response is: with a request id and the security headers.
+        assert headers["x-request-id"] and headers["x-content-type-options"] == "nosniff"
+    finally:
+        writer.close()

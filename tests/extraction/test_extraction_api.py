@@ -470,7 +470,8 @@ async def test_compaction_writes_nothing_when_the_model_fails(
         await remember(llm_client, headers, text=text, category="preference")
     fresh_llm.mode = "fail"
     response = await llm_client.post("/v1/users/me/memories/compact", headers=headers)
-    assert_problem(response, 503, "LLM_UNAVAILABLE")
+    problem = assert_problem(response, 503, "LLM_UNAVAILABLE")
+    assert int(response.headers["Retry-After"]) == problem["retry_after_seconds"] > 0
     assert len(await memories(llm_client, headers)) == 2
 
 

@@ -394,7 +394,7 @@ async def seed_sessions(client: AsyncClient, headers: dict[str, str]) -> dict[st
     the plain corpus (no thread) beside them."""
     items: list[dict[str, Any]] = [{"text": t} for t in CORPUS]
     for session, turns in enumerate((CONVERSATION, OTHER_SESSION)):
-        items.extend(session_items(turns, day=session + 1))
+        items.extend(await session_items(client, headers, turns, day=session + 1))
     response = await client.post(
         "/v1/users/me/memories/batch", headers=headers, json={"items": items}
     )

@@ -3,7 +3,6 @@ a day or recent month (`date_score`), each on the fused scale, in the one search
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -13,6 +12,7 @@ from httpx import AsyncClient
 from service.config import Settings
 from service.memories.dates import query_time_window
 from tests.conftest import bearer
+from tests.memories.sessions import new_source_thread
 
 # The same words said by two participants of one conversation, 36 hours apart (so outside
 # each other's day in every time zone), differing in punctuation only (so neither is a
@@ -27,7 +27,7 @@ SPOKEN = [
 
 async def seed_spoken(client: AsyncClient, headers: dict[str, str]) -> dict[str, str]:
     """The memories of `SPOKEN`; returns the id of each speaker's instrument line by speaker."""
-    thread = str(uuid.uuid4())
+    thread = await new_source_thread(client, headers)
     items = [
         {
             "kind": "episodic",

@@ -38,7 +38,7 @@ async def seed_thread(
     response = await client.post(
         "/v1/users/me/memories/batch",
         headers=headers,
-        json={"items": session_items(turns, day=day)},
+        json={"items": await session_items(client, headers, turns, day=day)},
     )
     assert response.status_code == 201, response.text
 

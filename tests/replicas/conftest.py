@@ -30,8 +30,7 @@ from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from tests.conftest import TEST_SECRET
 
 PRINCIPAL_QUOTA = 6
-# Failed authentications per client address in a short window, so the test that spends them
-# can wait for the window to free up before the module goes on.
+# Failed authentications per client address, in a short window.
 AUTH_FAILURES_ALLOWED = 6
 AUTH_FAILURE_WINDOW_SECONDS = 10
 STARTUP_SECONDS = 120

@@ -132,7 +132,8 @@ async def test_a_failing_model_is_a_503_and_messages_are_kept(
         )
     finally:
         llm.mode = "summarize"
-    assert_problem(response, 503, "LLM_UNAVAILABLE")
+    problem = assert_problem(response, 503, "LLM_UNAVAILABLE")
+    assert int(response.headers["Retry-After"]) == problem["retry_after_seconds"] > 0
     messages = (
         await llm_client.get(f"/v1/users/me/threads/{thread_id}/messages", headers=headers)
     ).json()["items"]

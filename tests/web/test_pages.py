@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from collections.abc import AsyncIterator
 
@@ -176,3 +178,68 @@ async def test_the_page_may_connect_to_its_identity_provider_and_nowhere_else(
 def test_a_connect_origin_that_is_not_a_url_is_refused_at_start_up() -> None:
     with pytest.raises(ValidationError):
         Settings(web_oidc_connect_origins=["tokens.example.com"])  # type: ignore[list-item]
+
+
+def _policy(header: str) -> dict[str, str]:
+    policy: dict[str, str] = {}
+    for directive in header.split(";"):
+        name, _, sources = directive.strip().partition(" ")
+        policy[name] = sources
+    return policy
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc", "/docs/oauth2-redirect"])
+async def test_the_api_docs_run_only_their_own_scripts_and_cannot_be_framed(
+    client: AsyncClient, path: str
+) -> None:
+    page = await client.get(path)
+    assert page.status_code == 200
+    policy = _policy(page.headers["content-security-policy"])
+    assert policy["default-src"] == "'none'"
+    assert policy["frame-ancestors"] == "'none'"
+    assert policy["connect-src"] == "'self'"
+    sources = policy["script-src"].split()
+    assert "'unsafe-inline'" not in sources and "'self'" in sources
+    # Every inline script of the page is allowed by its hash, and nothing else inline is.
+    inline = re.findall(r"<script>(.*?)</script>", page.text, re.DOTALL)
+    hashes = {
+        "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+        for script in inline
+    }
+    assert hashes == {source for source in sources if source.startswith("'sha256-")}
+    assert page.headers["x-frame-options"] == "DENY"
+    assert page.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_only_redoc_may_compile_code_and_start_a_worker(client: AsyncClient) -> None:
+    redoc = _policy((await client.get("/redoc")).headers["content-security-policy"])
+    swagger = _policy((await client.get("/docs")).headers["content-security-policy"])
+    assert "'unsafe-eval'" in redoc["script-src"] and redoc["worker-src"] == "blob:"
+    assert "'unsafe-eval'" not in swagger["script-src"] and "worker-src" not in swagger
+    # Swagger UI starts from one inline script, allowed by its hash.
+    assert sum(source.startswith("'sha256-") for source in swagger["script-src"].split()) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [("/openapi.json", 200), ("/healthz", 200), ("/v1/users/me", 401), ("/nowhere", 404)],
+)
+async def test_api_responses_carry_the_security_headers(
+    client: AsyncClient, path: str, status: int
+) -> None:
+    response = await client.get(path)
+    assert response.status_code == status
+    policy = _policy(response.headers["content-security-policy"])
+    assert policy["default-src"] == "'none'" and policy["frame-ancestors"] == "'none'"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["x-frame-options"] == "DENY"
+
+
+async def test_a_docs_asset_is_not_sniffed(client: AsyncClient) -> None:
+    bundle = await client.get("/docs-assets/swagger-ui-bundle.js")
+    assert bundle.headers["x-content-type-options"] == "nosniff"
+
+
+async def test_swagger_ui_sends_the_document_to_no_outside_validator(client: AsyncClient) -> None:
+    page = (await client.get("/docs")).text
+    assert '"validatorUrl": null' in page
