@@ -255,3 +255,43 @@ class FusionStatement:
             self.sql,
         )
         return int(row["generic"]), int(row["custom"])
+
+
+# The rankings a benchmark can take as the truth to measure the service's top 10 against.
+REFERENCES: dict[str, str] = {
+    "exact": "the service's own statement with index scans off: the vector side sorts every "
+    "candidate by its true distance, the lexical side scores every matching memory",
+    "as-planned": "the service's own statement as the planner runs it (agreement, not truth)",
+}
+
+
+@dataclass(frozen=True)
+class ReferenceStatement:
+    """A ranking statement and the planner settings it runs under, with its own parameters."""
+
+    name: str
+    statement: FusionStatement
+    variant: Variant
+
+    def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
+        return self.statement.arguments(tenant_id, params)
+
+    async def ids(
+        self, connection: Any, tenant_id: str, arguments: Sequence[Any]
+    ) -> list[uuid.UUID]:
+        return await self.statement.ids(connection, tenant_id, arguments, self.variant)
+
+
+def reference_statement(name: str, dialect: Dialect) -> ReferenceStatement:
+    """The statement whose ranking a benchmark's recall is measured against (`REFERENCES`).
+
+    "exact" is the service's statement with index scans off, exact while the service's only
+    approximation is the HNSW index. A service statement that approximates by other means
+    (pruned BM25 candidates, quantised vectors) is no longer exact under that setting: the
+    reference must then be an exact statement of its own, added here under a name of its own,
+    so the benchmark keeps comparing against the exact ranking in the same process."""
+    if name == "exact":
+        return ReferenceStatement(name, FusionStatement(dialect), EXACT)
+    if name == "as-planned":
+        return ReferenceStatement(name, FusionStatement(dialect), AS_PLANNED)
+    raise ValueError(f"unknown reference ranking {name!r}; one of {', '.join(REFERENCES)}")
