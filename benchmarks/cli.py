@@ -148,7 +148,8 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
 def _add_load_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     load = benchmarks.add_parser(
         "load",
-        help="search latency/throughput (HTTP vs raw SQL), ingest rate and HNSW recall at scale",
+        help="search latency/throughput (HTTP vs raw SQL), ingest rate and HNSW recall at "
+        "scale; --scenario realistic: owners of 1k-100k memories in the write path's style",
         description=(
             "Grow a corpus through a bulk COPY path in a throwaway embedded Postgres and measure "
             "it at each size. --scenario synthetic (the default): a templated corpus (N tenants "
