@@ -5,7 +5,7 @@ through the HTTP service.
 Per size S, in this order:
 1. build the owner of S memories (its tenant's organization memory, and 2 x S memories of other
    users of that tenant and of other tenants), COPY them through the bulk path (vectors from the
-   embedded sentence pool), VACUUM ANALYZE and rebuild the HNSW index; the database keeps every
+   embedded pool), VACUUM ANALYZE and rebuild the HNSW index; the database keeps every
    smaller size's owners, so each owner is a minority of the table;
 2. draw the owner's questions — generic, about one memory, the source's own — and embed each;
 3. under uvicorn on loopback: every question once (so each later search finds its vector in the
@@ -160,10 +160,10 @@ class ScenarioLoader:
         self._model = model
 
     def vectors(self, rows: Sequence[ScenarioRow], key: str) -> npt.NDArray[np.float32]:
-        """Each row's vector: the normalised sum of its sentences' pool vectors, plus noise."""
+        """Each row's vector: the normalised sum of its pool texts' vectors, plus noise."""
         base = np.zeros((len(rows), self._pool.shape[1]), dtype=np.float32)
         for n, row in enumerate(rows):
-            base[n] = self._pool[list(row.sentences)].sum(axis=0)
+            base[n] = self._pool[list(row.pool)].sum(axis=0)
         base /= np.linalg.norm(base, axis=1, keepdims=True)
         return noisy_vectors(base, self._noise, key, self._seed)
 
@@ -417,9 +417,7 @@ async def _run(
     owner_engine: AsyncEngine,
     runtime_engine: AsyncEngine,
 ) -> ScenarioRun:
-    pool_vectors, pool_seconds = await embed_pool(
-        embedder, source.sentences, progress=options.progress
-    )
+    pool_vectors, pool_seconds = await embed_pool(embedder, source.pool, progress=options.progress)
     table = MemoryTable(
         owner_engine,
         BulkSettings(
@@ -450,9 +448,9 @@ async def _run(
         embedding_model=embedder.model_name,
         source={"path": str(options.dataset), **describe_source(source)},
         pool={
-            "sentences": len(source.sentences),
+            "texts": len(source.pool),
             "embed_seconds": pool_seconds,
-            "texts_per_second": len(source.sentences) / pool_seconds if pool_seconds else None,
+            "texts_per_second": len(source.pool) / pool_seconds if pool_seconds else None,
         },
         fidelity={"noise": options.vector_noise, **fidelity},
         postgres=await postgres_settings(runtime_engine),

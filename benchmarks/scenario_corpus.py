@@ -20,8 +20,10 @@ benchmark runs, split into sentences, and every memory is made from them by rule
 
 Every owner draws its own sentences and combinations from its seed, so owners differ and an
 owner's texts never repeat (the service's duplicate key). Vectors are never computed per row:
-the *pool* is the distinct source sentences, embedded once, and a row's vector is the
-normalised sum of its sentences' vectors (plus the load benchmark's noise).
+the *pool* holds each unit in the form memories use it — a clause as "User …." or "The team
+….", a sentence as "User shared: …", a turn as "Someone: …" —, embedded once, and a row's vector is
+the normalised sum of its units' vectors (plus the load benchmark's noise): a memory of one
+unit gets that unit's true embedding.
 
 Questions come in three kinds: common-word questions with no single answer ("What does the
 user like to do?"), questions built from one memory's rarest words in the common frames
@@ -36,7 +38,7 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -57,6 +59,9 @@ TURN_SPACING = timedelta(seconds=45)
 # it is stored `proposed` (needing review), as the resolver stores it.
 FACT_CONFIDENCE = (0.7, 1.0)
 QUARANTINE_BELOW = 0.82
+# A turn's pool text names no one: every replay renames its speaker, and a neutral name puts
+# the pool vector nearer the renamed turns' own embeddings than the source's name does.
+POOL_SPEAKER = "Someone"
 # Words shorter than this never make a specific question.
 SPECIFIC_WORD_MIN = 5
 
@@ -193,8 +198,10 @@ _STOP_WORDS = frozenset(
 class SourceTurn:
     speaker: str
     words: str
-    # Pool indices of its sentences, in order.
+    # Indices of its sentences, in order.
     sentences: tuple[int, ...]
+    # The pool text of the whole turn, "Someone: words".
+    pool: int
 
 
 @dataclass(frozen=True)
@@ -220,12 +227,17 @@ class Clause:
     text: str
     sentence: int
     category: str
+    # The pool text of the clause as a memory of its own.
+    pool: int = -1
 
 
 class SourceText:
-    """The source conversations as sentences (the pool), clauses and replayable sessions."""
+    """The source conversations as sentences, clauses, replayable sessions, and the pool of
+    texts embedded once."""
 
     def __init__(self, dataset: Dataset) -> None:
+        self.pool: list[str] = []
+        self._pooled: dict[str, int] = {}
         self.sentences: list[str] = []
         self.sentence_times: list[datetime] = []
         index: dict[str, int] = {}
@@ -244,7 +256,13 @@ class SourceText:
                     ids.append(index[sentence])
                 session_key = turn.dia_id.split(":", 1)[0]
                 by_session.setdefault(session_key, []).append(
-                    (turn.dia_id, SourceTurn(speaker, words, tuple(ids)), turn.event_at)
+                    (
+                        turn.dia_id,
+                        SourceTurn(
+                            speaker, words, tuple(ids), self.pooled(f"{POOL_SPEAKER}: {words}")
+                        ),
+                        turn.event_at,
+                    )
                 )
             for entries in by_session.values():
                 positions = {dia_id: n for n, (dia_id, _, _) in enumerate(entries)}
@@ -265,12 +283,12 @@ class SourceText:
                 )
         self.sessions = [session for session in sessions if session.turns]
         self.clauses = [
-            clause
+            replace(clause, pool=self.pooled(f"User {clause.text}."))
             for n, sentence in enumerate(self.sentences)
             if (clause := first_person_clause(sentence, n)) is not None
         ]
         self.team_clauses = [
-            clause
+            replace(clause, pool=self.pooled(f"The team {clause.text}."))
             for n, sentence in enumerate(self.sentences)
             if (clause := team_clause(sentence, n)) is not None
         ]
@@ -279,12 +297,26 @@ class SourceText:
             for n, sentence in enumerate(self.sentences)
             if len(_WORD.findall(sentence)) >= 4 and not sentence.endswith("?")
         ]
+        # A statement's pool text: what an episode of it alone says.
+        self.shared = {n: self.pooled(episode_text([self.sentences[n]])) for n in self.statements}
         self.speakers = sorted({s for session in self.sessions for s in session.speakers})
         if not (self.sessions and self.clauses and self.team_clauses and self.statements):
             raise ValueError(
                 "the source conversations give too little text to build the scenario (no "
                 "first-person or 'we' sentences, or no turns)"
             )
+
+    def pooled(self, text: str) -> int:
+        """The pool index of `text`, added to the pool when new."""
+        if text not in self._pooled:
+            self._pooled[text] = len(self.pool)
+            self.pool.append(text)
+        return self._pooled[text]
+
+
+def episode_text(sentences: Sequence[str]) -> str:
+    """An episode in the write path's style: what the user shared, in the third person."""
+    return "User shared: " + " ".join(third_person(sentence) for sentence in sentences)
 
 
 def split_sentences(words: str) -> list[str]:
@@ -392,8 +424,9 @@ class ScenarioRow:
     kind: str
     category: str
     text: str
-    # Pool sentences whose vectors make its own.
+    # The source sentences it is made of, and the pool texts whose vectors make its own.
     sentences: tuple[int, ...]
+    pool: tuple[int, ...]
     speaker: str | None
     source_thread_id: uuid.UUID | None
     event_at: datetime | None
@@ -449,6 +482,7 @@ class _OwnerBuilder:
         category: str,
         text: str,
         sentences: tuple[int, ...],
+        pool: tuple[int, ...],
         *,
         speaker: str | None = None,
         thread: uuid.UUID | None = None,
@@ -471,6 +505,7 @@ class _OwnerBuilder:
             category=category,
             text=text,
             sentences=sentences,
+            pool=pool,
             speaker=speaker,
             source_thread_id=thread,
             event_at=event_at,
@@ -511,6 +546,7 @@ class _OwnerBuilder:
                 first.category,
                 f"User {' and '.join(c.text for c in chosen)}.",
                 tuple(c.sentence for c in chosen),
+                tuple(c.pool for c in chosen),
                 speaker=self.name,
                 thread=thread,
                 confidence=self._confidence(),
@@ -519,20 +555,21 @@ class _OwnerBuilder:
     def episodes(self, count: int, attempts_per_row: int = 20) -> None:
         statements = self.source.statements
         sentences_text = self.source.sentences
+        shared = self.source.shared
         wanted = len(self.rows) + count
         for _ in range(count * attempts_per_row):
             if len(self.rows) >= wanted:
                 return
             chosen = self._one_or_two(statements)
-            said = " ".join(third_person(sentences_text[n]) for n in chosen)
             thread, started = self._thread()
             if started is None:
                 started = self.source.sentence_times[chosen[0]] + self.shift
             self._add(
                 "episodic",
                 "episode",
-                f"User shared: {said}",
+                episode_text([sentences_text[n] for n in chosen]),
                 tuple(chosen),
+                tuple(shared[n] for n in chosen),
                 thread=thread,
                 event_at=started,
             )
@@ -569,11 +606,14 @@ class _OwnerBuilder:
             if len(self.rows) >= wanted:
                 break
             sentences = list(turn.sentences)
+            pool = [turn.pool]
             if replay:
                 # A session the owner already has: one sentence of each turn from elsewhere.
                 other = self.rng.choice(self.source.statements)
                 if other in sentences:
                     continue
+                # The whole turn's vector with the new sentence's added: near the turn's.
+                pool.append(self.source.shared[other])
                 if len(sentences) > 1:
                     sentences[self.rng.randrange(len(sentences))] = other
                 else:
@@ -586,7 +626,8 @@ class _OwnerBuilder:
                 "episodic",
                 "turn",
                 f"{speaker}: {rename(words)}",
-                tuple(sentences) or (0,),
+                tuple(sentences),
+                tuple(pool),
                 speaker=speaker,
                 thread=thread,
                 event_at=started + TURN_SPACING * position,
@@ -615,6 +656,7 @@ class _OwnerBuilder:
                 chosen[0].category,
                 f"The team {' and '.join(c.text for c in chosen)}.",
                 tuple(c.sentence for c in chosen),
+                tuple(c.pool for c in chosen),
                 confidence=self._confidence(),
             )
 
@@ -767,6 +809,7 @@ class ScenarioShape:
 def describe_source(source: SourceText) -> dict[str, int]:
     return {
         "sentences": len(source.sentences),
+        "pool_texts": len(source.pool),
         "sessions": len(source.sessions),
         "first_person_clauses": len(source.clauses),
         "team_clauses": len(source.team_clauses),

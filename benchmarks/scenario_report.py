@@ -103,13 +103,14 @@ def render_scenario_markdown(report: Mapping[str, Any]) -> str:
     lines = [
         f"## Load, realistic scenario: owners of {', '.join(s['label'] for s in sizes)} memories",
         "",
-        f"Source {source['path']}: {source['sentences']:,} sentences (the pool, embedded in "
+        f"Source {source['path']}: {source['sentences']:,} sentences, "
+        f"{config['pool']['texts']:,} pool texts (embedded in "
         f"{config['pool']['embed_seconds']:.0f} s), {source['sessions']} sessions, "
         f"{source['first_person_clauses']:,} first-person clauses; owner = "
         f"{shape['fact_share']:.0%} facts, {shape['episode_share']:.0%} episodes, the rest "
         f"chat turns, plus {shape['org_share']:.0%} organization memory; other users "
         f"{shape['background_factor']:g} x the owner's size; seed {shape['seed']}. Row vectors "
-        f"= normalised sum of the sentences' vectors + noise {vectors['noise']:g} (cosine to the "
+        f"= normalised sum of its pool texts' vectors + noise {vectors['noise']:g} (cosine to the "
         f"row's true embedding {_number(vectors.get('cosine_true_vs_derived'), 3)}). Reference "
         f"ranking: {config['measurement']['reference']}. PostgreSQL "
         f"{postgres.get('server_version')} + pgvector {postgres.get('pgvector')}; commit "

@@ -213,3 +213,25 @@ def test_a_source_without_first_person_text_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="too little text"):
         SourceText(load_dataset(path, "locomo", image_captions=False))
+
+
+def test_a_memory_of_one_unit_is_embedded_as_itself(source: SourceText) -> None:
+    owner = build_user(source, "t-1", "u-1", 200, seed=3)
+    organization = build_organization(source, "t-1", 25, seed=3)
+    rows = [*owner.rows, *organization.rows]
+    single = [row for row in rows if row.category != "turn" and len(row.pool) == 1]
+    paired = [row for row in rows if row.category != "turn" and len(row.pool) == 2]
+
+    assert single and paired
+    assert all(source.pool[row.pool[0]] == row.text for row in single)
+    # A pair's vector sums its two units', each a memory of its own form.
+    for row in paired:
+        first, second = (source.pool[n] for n in row.pool)
+        assert first.split(" ", 1)[0] == second.split(" ", 1)[0] == row.text.split(" ", 1)[0]
+    # A turn said as it was is embedded as said by "Someone": the same words, names aside.
+    turns = [row for row in owner.rows if row.category == "turn" and len(row.pool) == 1]
+    assert turns
+    for row in turns:
+        pooled = source.pool[row.pool[0]]
+        assert pooled.startswith("Someone: ")
+        assert len(pooled.split()) == len(row.text.split())
