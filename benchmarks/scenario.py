@@ -64,7 +64,7 @@ from benchmarks.rawsql import (
     service_search_params,
 )
 from benchmarks.scenario_corpus import (
-    Owner,
+    ScenarioOwner,
     ScenarioQuestion,
     ScenarioRow,
     ScenarioShape,
@@ -194,7 +194,7 @@ class ScenarioLoader:
 
     async def load(
         self,
-        owners: Sequence[Owner],
+        owners: Sequence[ScenarioOwner],
         tenants: Sequence[str],
         progress: Callable[[int], object],
     ) -> tuple[float, float, float]:
@@ -228,7 +228,7 @@ class ScenarioLoader:
 
 def build_size(
     source: SourceText, shape: ScenarioShape, label: str, size: int
-) -> tuple[Owner, list[Owner], list[str]]:
+) -> tuple[ScenarioOwner, list[ScenarioOwner], list[str]]:
     """The measured owner, every owner a size adds (it included), and the new tenants."""
     tenant = shape.tenant_id(label)
     owner = build_user(source, tenant, shape.owner_id(label), size, shape.seed)
@@ -245,7 +245,7 @@ def build_size(
 
 
 async def _queries(
-    embedder: Embedder, owner: Owner, questions: Sequence[ScenarioQuestion]
+    embedder: Embedder, owner: ScenarioOwner, questions: Sequence[ScenarioQuestion]
 ) -> list[Query]:
     """The owner's questions, each embedded alone (timed)."""
     queries = []
@@ -369,7 +369,7 @@ async def api_ingest(
 
 
 async def vector_fidelity(
-    embedder: Embedder, loader: ScenarioLoader, owner: Owner
+    embedder: Embedder, loader: ScenarioLoader, owner: ScenarioOwner
 ) -> dict[str, Any]:
     """How close the derived vectors are to the rows' true embeddings, on a sample."""
     rows = owner.rows[:: max(1, len(owner.rows) // FIDELITY_SAMPLE)][:FIDELITY_SAMPLE]
@@ -465,7 +465,7 @@ async def _run(
     )
 
 
-def _owner_summary(owner: Owner) -> dict[str, Any]:
+def _owner_summary(owner: ScenarioOwner) -> dict[str, Any]:
     kinds: dict[str, int] = {}
     categories: dict[str, int] = {}
     for row in owner.rows:
@@ -493,7 +493,7 @@ async def _measure_size(
     reference: ReferenceStatement,
     size: int,
     rows_before: int,
-) -> tuple[ScenarioSize, Owner]:
+) -> tuple[ScenarioSize, ScenarioOwner]:
     """One size: load it, then measure its owner; the figures and the owner."""
     label = size_label(size)
     shape = options.shape

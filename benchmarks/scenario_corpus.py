@@ -8,7 +8,7 @@ benchmark runs, split into sentences, and every memory is made from them by rule
   hiking with my dog") in the write path's third person, "User loves hiking with their dog.";
   one clause, or two of different sentences joined ("User … and …");
 - **episodes** (episodic, category `episode`): "User shared: " and one or two sentences in the
-  third person, with the time of the conversation they come from;
+  third person, with the time of one of the owner's threads;
 - **chat turns** (episodic, category `turn`): a session of a source conversation replayed as
   one of the owner's threads, as a client stores turns — the author's name as `speaker` and
   before the words, the thread as `source_thread_id`, the message's time as `event_at`. Each
@@ -20,14 +20,15 @@ benchmark runs, split into sentences, and every memory is made from them by rule
 
 Every owner draws its own sentences and combinations from its seed, so owners differ and an
 owner's texts never repeat (the service's duplicate key). Vectors are never computed per row:
-the *pool* holds each unit in the form memories use it — a clause as "User …." or "The team
-….", a sentence as "User shared: …", a turn as "Someone: …" —, embedded once, and a row's vector is
-the normalised sum of its units' vectors (plus the load benchmark's noise): a memory of one
-unit gets that unit's true embedding.
+the *pool* holds each unit in the form memories use it (a clause as "User …." or "The team
+….", a sentence as "User shared: …", a turn as "Someone: …"), embedded once, and a row's
+vector is the normalised sum of its units' vectors (plus the load benchmark's noise): a memory
+of one unit gets that unit's true embedding.
 
 Questions come in three kinds: common-word questions with no single answer ("What does the
 user like to do?"), questions built from one memory's rarest words in the common frames
-("What does the user say about …?", "When did the user mention …?"), and the source's own
+("What does the user say about … and …?", "When did the user mention … and …?"), and the
+source's own
 questions about a replayed session, its names renamed, whose evidence turns are the targets.
 """
 
@@ -40,7 +41,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from benchmarks.datasets import Dataset
 
@@ -78,11 +79,12 @@ FIRST_NAMES = _listed(
     "Hamid Iris Joel Kalani Luca Maren Niko Olu Petra Rafa Selin Timo Uma Viggo Wanda Yusuf Zora"
 )
 
-QuestionKind = str
-GENERIC = "generic"
-FACT_QUESTION = "fact"
-EPISODE_QUESTION = "episode"
-SOURCE_QUESTION = "source"
+# Questions no single memory answers; about one fact; about one episode; the source's own.
+QuestionKind = Literal["generic", "fact", "episode", "source"]
+GENERIC: QuestionKind = "generic"
+FACT_QUESTION: QuestionKind = "fact"
+EPISODE_QUESTION: QuestionKind = "episode"
+SOURCE_QUESTION: QuestionKind = "source"
 
 # Questions made of the words every memory shares: no single memory answers them.
 GENERIC_QUESTIONS = (
@@ -213,7 +215,6 @@ class SourceQuestion:
 
 @dataclass(frozen=True)
 class SourceSession:
-    conversation: int
     speakers: tuple[str, ...]
     started_at: datetime
     turns: tuple[SourceTurn, ...]
@@ -242,7 +243,7 @@ class SourceText:
         self.sentence_times: list[datetime] = []
         index: dict[str, int] = {}
         sessions: list[SourceSession] = []
-        for number, conversation in enumerate(dataset.conversations):
+        for conversation in dataset.conversations:
             by_session: dict[str, list[tuple[str, SourceTurn, datetime]]] = {}
             for turn in conversation.turns:
                 speaker = turn.speaker or "Someone"
@@ -274,7 +275,6 @@ class SourceText:
                 speakers = tuple(dict.fromkeys(turn.speaker for _, turn, _ in entries))
                 sessions.append(
                     SourceSession(
-                        number,
                         speakers,
                         entries[0][2],
                         tuple(turn for _, turn, _ in entries),
@@ -299,7 +299,6 @@ class SourceText:
         ]
         # A statement's pool text: what an episode of it alone says.
         self.shared = {n: self.pooled(episode_text([self.sentences[n]])) for n in self.statements}
-        self.speakers = sorted({s for session in self.sessions for s in session.speakers})
         if not (self.sessions and self.clauses and self.team_clauses and self.statements):
             raise ValueError(
                 "the source conversations give too little text to build the scenario (no "
@@ -447,7 +446,7 @@ class ScenarioQuestion:
 
 
 @dataclass(frozen=True)
-class Owner:
+class ScenarioOwner:
     tenant_id: str
     user_id: str | None
     rows: tuple[ScenarioRow, ...]
@@ -660,11 +659,13 @@ class _OwnerBuilder:
                 confidence=self._confidence(),
             )
 
-    def owner(self) -> Owner:
-        return Owner(self.tenant_id, self.user_id, tuple(self.rows), tuple(self.questions))
+    def owner(self) -> ScenarioOwner:
+        return ScenarioOwner(self.tenant_id, self.user_id, tuple(self.rows), tuple(self.questions))
 
 
-def build_user(source: SourceText, tenant_id: str, user_id: str, memories: int, seed: int) -> Owner:
+def build_user(
+    source: SourceText, tenant_id: str, user_id: str, memories: int, seed: int
+) -> ScenarioOwner:
     """A user owning `memories` memories: chat turns first (their threads are where the facts
     and episodes were extracted from), then facts, then episodes."""
     builder = _OwnerBuilder(source, tenant_id, user_id, f"user-{tenant_id}-{user_id}", seed)
@@ -681,7 +682,9 @@ def build_user(source: SourceText, tenant_id: str, user_id: str, memories: int, 
     return builder.owner()
 
 
-def build_organization(source: SourceText, tenant_id: str, memories: int, seed: int) -> Owner:
+def build_organization(
+    source: SourceText, tenant_id: str, memories: int, seed: int
+) -> ScenarioOwner:
     """A tenant's organization memory: `memories` facts about the team."""
     builder = _OwnerBuilder(source, tenant_id, None, f"org-{tenant_id}", seed)
     builder.organization(memories)
@@ -709,7 +712,9 @@ def token_frequency(rows: Sequence[ScenarioRow]) -> Counter[str]:
     return Counter(word.lower() for row in rows for word in _WORD.findall(row.text))
 
 
-def sample_questions(owner: Owner, count: int, seed: int, salt: str = "") -> list[ScenarioQuestion]:
+def sample_questions(
+    owner: ScenarioOwner, count: int, seed: int, salt: str = ""
+) -> list[ScenarioQuestion]:
     """`count` distinct questions to the owner: a fifth generic, the rest split between the
     source's questions about replayed sessions and questions about one fact or episode."""
     rng = random.Random(f"questions-{seed}-{owner.tenant_id}-{owner.user_id}-{salt}")  # noqa: S311
