@@ -28,8 +28,8 @@ of one unit gets that unit's true embedding.
 Questions come in three kinds: common-word questions with no single answer ("What does the
 user like to do?"), questions built from one memory's rarest words in the common frames
 ("What does the user say about … and …?", "When did the user mention … and …?"), and the
-source's own
-questions about a replayed session, its names renamed, whose evidence turns are the targets.
+source's own questions about a replayed session, its names renamed, whose evidence turns are
+the targets.
 """
 
 from __future__ import annotations
