@@ -9,12 +9,23 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from sqlalchemy import TextClause, text
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import asyncpg
 
 from benchmarks.cli import REFERENCE_CHOICES, main
-from benchmarks.rawsql import REFERENCES, reference_statement
+from benchmarks.rawsql import (
+    EXACT,
+    REFERENCES,
+    FusionStatement,
+    ReferenceStatement,
+    reference_statement,
+    service_search_params,
+)
 from benchmarks.server import settings_environment
 from service.config import Settings
+from service.memories.repository import SearchParams
+from service.memories.schemas import SearchRequest
 from tests.bench_load.chats import write_chats
 
 TOY = [
@@ -227,3 +238,19 @@ def test_every_reference_the_command_offers_is_one_the_benchmark_knows() -> None
     assert tuple(REFERENCES) == REFERENCE_CHOICES
     with pytest.raises(ValueError, match="unknown reference ranking"):
         reference_statement("approximate", postgresql.dialect())
+
+
+async def test_a_reference_ranks_with_the_statement_its_builder_makes() -> None:
+    def build(tenant_id: str, params: SearchParams) -> TextClause:
+        return text("SELECT id FROM memory WHERE tenant_id = :tenant LIMIT :limit").bindparams(
+            tenant=tenant_id, limit=params.limit
+        )
+
+    params = await service_search_params(
+        Settings(_env_file=None), "t-x", "alice", SearchRequest(query="tea?", limit=7), [0.1] * 384
+    )
+    reference = ReferenceStatement("frozen", FusionStatement(asyncpg.dialect(), build), EXACT)
+
+    assert reference.arguments("t-x", params) == ["t-x", 7]
+    assert reference.statement.sql.startswith("SELECT id FROM memory WHERE tenant_id = $1")
+    assert reference_statement("exact", asyncpg.dialect()).variant == EXACT
