@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -131,27 +132,17 @@ class BulkSettings:
     rebuild_index: bool = True
 
 
-class BulkLoader:
-    """Grows the corpus user by user; remembers how far it got."""
+class MemoryTable:
+    """The memory table as the bulk paths write it: owner connections, COPY streams, the HNSW
+    index dropped and rebuilt, tenants deleted."""
 
-    def __init__(
-        self,
-        owner_engine: AsyncEngine,
-        corpus: Corpus,
-        pool_vectors: npt.NDArray[np.float32],
-        settings: BulkSettings,
-    ) -> None:
+    def __init__(self, owner_engine: AsyncEngine, settings: BulkSettings) -> None:
         self._engine = owner_engine
-        self._corpus = corpus
-        self._pool_vectors = pool_vectors
         self._settings = settings
-        self.users_loaded = 0
-        self.tenants_loaded = 0
-        self.rows_loaded = 0
         self._index_definition: str | None = None
 
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[Any]:
+    async def connection(self) -> AsyncIterator[Any]:
         """A raw asyncpg connection of the owner engine, with vectors sent as bytes. It is
         closed afterwards, never handed back to the pool with this codec and timeout."""
         async with self._engine.connect() as connection:
@@ -167,12 +158,102 @@ class BulkLoader:
                 await connection.invalidate()
 
     async def check_privileges(self) -> None:
-        async with self._connection() as connection:
+        async with self.connection() as connection:
             if not await connection.fetchval(OWNER_PRIVILEGES_SQL):
                 raise BulkLoadRefused(
                     "the owner role has no BYPASSRLS, so COPY into the memory table (under "
                     "row-level security) would be refused"
                 )
+
+    async def copy_chunks(
+        self,
+        chunks: Sequence[Callable[[], list[tuple[Any, ...]]]],
+        columns: Sequence[str],
+        progress: Callable[[int], object],
+    ) -> None:
+        """COPY each chunk's records (made off the event loop, one chunk per transaction) on
+        the configured number of connections."""
+        queue: asyncio.Queue[list[tuple[Any, ...]] | None] = asyncio.Queue(
+            maxsize=self._settings.connections
+        )
+
+        async def produce() -> None:
+            for make_records in chunks:
+                # Generated in a thread so COPY streams keep flowing meanwhile.
+                records = await asyncio.to_thread(make_records)
+                await queue.put(records)
+            for _ in range(self._settings.connections):
+                await queue.put(None)
+
+        async def consume() -> None:
+            async with self.connection() as connection:
+                await connection.execute("SET synchronous_commit = off")
+                while (records := await queue.get()) is not None:
+                    await connection.copy_records_to_table(
+                        "memory", records=records, columns=list(columns)
+                    )
+                    progress(len(records))
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(produce())
+            for _ in range(self._settings.connections):
+                group.create_task(consume())
+
+    async def vacuum_analyze(self) -> None:
+        async with self.connection() as connection:
+            # Sets hint bits and the visibility map now rather than during the measurements.
+            await connection.execute("VACUUM (ANALYZE) memory")
+            await connection.execute("ANALYZE tenant, user_account")
+
+    async def delete_tenants(self, tenants: Sequence[str]) -> None:
+        """Delete whole tenants; their users, memories and history go with them (cascade)."""
+        async with self.connection() as connection:
+            await connection.execute("DELETE FROM tenant WHERE id = ANY($1::text[])", list(tenants))
+
+    async def relation_sizes(self) -> dict[str, int]:
+        async with self.connection() as connection:
+            return {row["name"]: row["bytes"] for row in await connection.fetch(RELATION_SIZES_SQL)}
+
+    async def drop_hnsw_index(self) -> None:
+        async with self.connection() as connection:
+            definition = await connection.fetchval(INDEX_DEFINITION_SQL, HNSW_INDEX)
+            if definition is not None:
+                self._index_definition = definition
+                await connection.execute(f"DROP INDEX {HNSW_INDEX}")
+            elif self._index_definition is None:
+                raise RuntimeError(f"the migrations made no {HNSW_INDEX}; cannot rebuild it")
+
+    async def create_hnsw_index(self) -> None:
+        if self._index_definition is None:
+            raise RuntimeError(f"{HNSW_INDEX} was never dropped; nothing to rebuild")
+        async with self.connection() as connection:
+            await connection.execute(
+                "SELECT set_config('maintenance_work_mem', $1, false), "
+                "set_config('max_parallel_maintenance_workers', $2, false)",
+                self._settings.maintenance_work_mem,
+                str(self._settings.parallel_workers),
+            )
+            await connection.execute(self._index_definition)
+            await connection.execute("RESET maintenance_work_mem")
+            await connection.execute("RESET max_parallel_maintenance_workers")
+
+
+class BulkLoader(MemoryTable):
+    """Grows the corpus user by user; remembers how far it got."""
+
+    def __init__(
+        self,
+        owner_engine: AsyncEngine,
+        corpus: Corpus,
+        pool_vectors: npt.NDArray[np.float32],
+        settings: BulkSettings,
+    ) -> None:
+        super().__init__(owner_engine, settings)
+        self._corpus = corpus
+        self._pool_vectors = pool_vectors
+        self.users_loaded = 0
+        self.tenants_loaded = 0
+        self.rows_loaded = 0
 
     def derived_vectors(self, rows: Sequence[MemoryRow], key: str) -> npt.NDArray[np.float32]:
         """The vectors the bulk path stores for one owner's rows (`key` names the owner)."""
@@ -245,21 +326,18 @@ class BulkLoader:
 
         started = time.perf_counter()
         if self._settings.rebuild_index:
-            await self._drop_hnsw_index()
+            await self.drop_hnsw_index()
         await self._insert_owners(users, tenants)
         await self._copy(self._chunks(users, tenants), progress)
         step.copy_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
-        async with self._connection() as connection:
-            # Sets hint bits and the visibility map now rather than during the measurements.
-            await connection.execute("VACUUM (ANALYZE) memory")
-            await connection.execute("ANALYZE tenant, user_account")
+        await self.vacuum_analyze()
         step.vacuum_analyze_seconds = time.perf_counter() - started
 
         if self._settings.rebuild_index:
             started = time.perf_counter()
-            await self._create_hnsw_index()
+            await self.create_hnsw_index()
             step.index_seconds = time.perf_counter() - started
 
         self.users_loaded, self.tenants_loaded = users_wanted, tenants_wanted
@@ -278,9 +356,9 @@ class BulkLoader:
         return the seconds that took. The HNSW index is dropped first and left dropped: call
         this right before a `grow_to`, which rebuilds it once over everything."""
         started = time.perf_counter()
-        await self._drop_hnsw_index()
+        await self.drop_hnsw_index()
         key = f"heavy-{tenant_id}-{user_id}"
-        async with self._connection() as connection:
+        async with self.connection() as connection:
             await connection.execute("SET synchronous_commit = off")
             async with connection.transaction():
                 await connection.execute("INSERT INTO tenant (id) VALUES ($1)", tenant_id)
@@ -296,18 +374,9 @@ class BulkLoader:
                 progress(len(chunk))
         return time.perf_counter() - started
 
-    async def delete_tenants(self, tenants: Sequence[str]) -> None:
-        """Delete whole tenants; their users, memories and history go with them (cascade)."""
-        async with self._connection() as connection:
-            await connection.execute("DELETE FROM tenant WHERE id = ANY($1::text[])", list(tenants))
-
-    async def relation_sizes(self) -> dict[str, int]:
-        async with self._connection() as connection:
-            return {row["name"]: row["bytes"] for row in await connection.fetch(RELATION_SIZES_SQL)}
-
     async def _insert_owners(self, users: range, tenants: range) -> None:
         shape = self._corpus.shape
-        async with self._connection() as connection, connection.transaction():
+        async with self.connection() as connection, connection.transaction():
             await connection.copy_records_to_table(
                 "tenant", records=[(shape.tenant_id(t),) for t in tenants], columns=["id"]
             )
@@ -320,51 +389,8 @@ class BulkLoader:
     async def _copy(
         self, chunks: list[tuple[range, range]], progress: Callable[[int], object]
     ) -> None:
-        queue: asyncio.Queue[list[tuple[Any, ...]] | None] = asyncio.Queue(
-            maxsize=self._settings.connections
+        await self.copy_chunks(
+            [partial(self._chunk_records, users, tenants) for users, tenants in chunks],
+            MEMORY_COLUMNS,
+            progress,
         )
-
-        async def produce() -> None:
-            for users, tenants in chunks:
-                # Generated off the event loop so COPY streams keep flowing meanwhile.
-                records = await asyncio.to_thread(self._chunk_records, users, tenants)
-                await queue.put(records)
-            for _ in range(self._settings.connections):
-                await queue.put(None)
-
-        async def consume() -> None:
-            async with self._connection() as connection:
-                await connection.execute("SET synchronous_commit = off")
-                while (records := await queue.get()) is not None:
-                    await connection.copy_records_to_table(
-                        "memory", records=records, columns=MEMORY_COLUMNS
-                    )
-                    progress(len(records))
-
-        async with asyncio.TaskGroup() as group:
-            group.create_task(produce())
-            for _ in range(self._settings.connections):
-                group.create_task(consume())
-
-    async def _drop_hnsw_index(self) -> None:
-        async with self._connection() as connection:
-            definition = await connection.fetchval(INDEX_DEFINITION_SQL, HNSW_INDEX)
-            if definition is not None:
-                self._index_definition = definition
-                await connection.execute(f"DROP INDEX {HNSW_INDEX}")
-            elif self._index_definition is None:
-                raise RuntimeError(f"the migrations made no {HNSW_INDEX}; cannot rebuild it")
-
-    async def _create_hnsw_index(self) -> None:
-        if self._index_definition is None:
-            raise RuntimeError(f"{HNSW_INDEX} was never dropped; nothing to rebuild")
-        async with self._connection() as connection:
-            await connection.execute(
-                "SELECT set_config('maintenance_work_mem', $1, false), "
-                "set_config('max_parallel_maintenance_workers', $2, false)",
-                self._settings.maintenance_work_mem,
-                str(self._settings.parallel_workers),
-            )
-            await connection.execute(self._index_definition)
-            await connection.execute("RESET maintenance_work_mem")
-            await connection.execute("RESET max_parallel_maintenance_workers")

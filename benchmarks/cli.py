@@ -35,12 +35,17 @@ from service.db_migrations import PROJECT_ROOT
 
 if TYPE_CHECKING:
     from benchmarks.load import LoadOptions
+    from benchmarks.scenario import ScenarioOptions
 
 DEFAULT_DATASET = PROJECT_ROOT.parent / "shared" / "bench" / "locomo10.json"
 DATASET_ENV = "MNEME_BENCH_DATASET"
 BENCH_INSTALL = "pip install -e '.[bench]'"
 LOCOMO_SOURCE = "https://github.com/snap-research/locomo (the file data/locomo10.json)"
 RESULTS_DIR = PROJECT_ROOT / "bench-results"
+SYNTHETIC_SIZES = "10k,100k,1m"
+REALISTIC_SIZES = "1k,10k,100k"
+# `mneme bench load --reference`: the names `benchmarks.rawsql.reference_statement` knows.
+REFERENCE_CHOICES = ("exact", "as-planned")
 
 
 def _positive(value: str) -> int:
@@ -163,41 +168,79 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
 def _add_load_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     load = benchmarks.add_parser(
         "load",
-        help="search latency/throughput (HTTP vs raw SQL), ingest rate and HNSW recall at scale",
+        help="search latency/throughput (HTTP vs raw SQL), ingest rate and HNSW recall at "
+        "scale; --scenario realistic: owners of 1k-100k memories in the write path's style",
         description=(
-            "Grow a synthetic corpus (N tenants x M users x K memories) through a bulk COPY path "
-            "in a throwaway embedded Postgres, and at each size measure search latency through "
-            "the HTTP service (uvicorn on 127.0.0.1) and through the same fusion statement on "
-            "asyncpg, at several client counts; recall@10 of the filtered vector path against "
-            "an exact scan; and ingest through POST …/memories/batch. Prints markdown tables "
-            "and writes every number, with the configuration, to a JSON file."
+            "Grow a corpus through a bulk COPY path in a throwaway embedded Postgres and measure "
+            "it at each size. --scenario synthetic (the default): a templated corpus (N tenants "
+            "x M users x K memories); search latency through the HTTP service (uvicorn on "
+            "127.0.0.1) and through the same fusion statement on asyncpg, at several client "
+            "counts; recall@10 of the filtered vector path against an exact scan; ingest "
+            "through POST …/memories/batch. --scenario realistic: one owner per size (1k, 10k, "
+            "100k memories) whose facts ('User …'), episodes ('User shared: …') and chat turns "
+            "(speaker, thread, time) are made by rules from the LoCoMo conversations read at "
+            "run time, with organization memory and 2x as many memories of other users and "
+            "tenants; search p50/p95 over HTTP with cached question vectors at each client "
+            "count, a never-seen question's search (embedding included), the context call, "
+            "recall@10 of the service's top 10 against a reference ranking (--reference), API "
+            "ingest and COPY rates, and how long each size took to load. Prints markdown "
+            "tables and writes every number, with the configuration, to a JSON file."
         ),
     )
     load.add_argument(
+        "--scenario",
+        choices=("synthetic", "realistic"),
+        default="synthetic",
+        help="synthetic: templated corpus, many users of K memories; realistic: owners of "
+        "each size in the write path's style, from LoCoMo's text (default: %(default)s)",
+    )
+    load.add_argument(
         "--sizes",
-        default="10k,100k,1m",
-        help="corpus sizes in user memories, grown in this order (default: %(default)s)",
+        help="corpus sizes in user memories, grown in this order; for the realistic scenario "
+        "the measured owner's memories (default: 10k,100k,1m; realistic: 1k,10k,100k)",
+    )
+    load.add_argument(
+        "--dataset",
+        type=Path,
+        default=Path(os.environ.get(DATASET_ENV) or DEFAULT_DATASET),
+        help=f"realistic: the LoCoMo file whose conversations give the text (default: "
+        f"${DATASET_ENV}, else ../shared/bench/locomo10.json beside the project)",
+    )
+    load.add_argument(
+        "--reference",
+        choices=tuple(REFERENCE_CHOICES),
+        default="exact",
+        help="realistic: the ranking the service's top 10 is compared with; exact = the "
+        "service's statement with index scans off (default: %(default)s)",
+    )
+    load.add_argument(
+        "--never-seen-queries",
+        type=_positive,
+        default=100,
+        help="realistic: questions asked once each, embedded by the service (default: %(default)s)",
     )
     load.add_argument(
         "--memories-per-user",
         type=_positive,
         default=250,
         metavar="K",
-        help="memories of every user; sizes must be multiples of it (default: %(default)s)",
+        help="memories of every user; sizes must be multiples of it (realistic: of every user "
+        "but the measured owners) (default: %(default)s)",
     )
     load.add_argument(
         "--users-per-tenant",
         type=_positive,
         default=10,
         metavar="M",
-        help="users per tenant (default: %(default)s)",
+        help="users per tenant (realistic: per tenant of other users) (default: %(default)s)",
     )
     load.add_argument(
         "--org-memories-per-tenant",
         type=_non_negative,
         default=20,
         metavar="N",
-        help="org-shared memories per tenant, on top of the sizes (default: %(default)s)",
+        help="org-shared memories per tenant, on top of the sizes (realistic: per tenant of "
+        "other users; the owner's tenant has 5%% of its size) (default: %(default)s)",
     )
     load.add_argument("--seed", type=int, default=4, help="corpus seed (default: %(default)s)")
     load.add_argument(
@@ -425,7 +468,7 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         org_memories_per_tenant=args.org_memories_per_tenant,
         seed=args.seed,
     )
-    sizes = parse_sizes(args.sizes)
+    sizes = parse_sizes(args.sizes or SYNTHETIC_SIZES)
     for size in sizes:
         shape.users_for(size)
     if args.vector_noise < 0:
@@ -451,6 +494,40 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
     )
 
 
+def _scenario_options(args: argparse.Namespace) -> ScenarioOptions:
+    from benchmarks.load import parse_concurrency, parse_sizes
+    from benchmarks.scenario import ScenarioOptions
+    from benchmarks.scenario_corpus import ScenarioShape
+
+    if args.heavy_user not in {"0", ""}:
+        raise ValueError("--heavy-user belongs to the synthetic scenario")
+    if args.vector_noise < 0:
+        raise ValueError("--vector-noise must be at least 0")
+    return ScenarioOptions(
+        sizes=parse_sizes(args.sizes or REALISTIC_SIZES),
+        dataset=args.dataset,
+        shape=ScenarioShape(
+            seed=args.seed,
+            background_user_memories=args.memories_per_user,
+            users_per_tenant=args.users_per_tenant,
+            org_per_tenant=args.org_memories_per_tenant,
+        ),
+        reference=args.reference,
+        vector_noise=args.vector_noise,
+        concurrency=parse_concurrency(args.concurrency),
+        requests=args.requests,
+        level_seconds=args.level_seconds,
+        queries=args.queries,
+        recall_queries=min(args.recall_queries, args.queries),
+        fresh_queries=args.never_seen_queries,
+        api_rows=args.api_rows,
+        load_connections=args.load_connections,
+        maintenance_work_mem=args.maintenance_work_mem,
+        parallel_workers=args.index_workers,
+        progress=args.progress,
+    )
+
+
 def _run_load(args: argparse.Namespace) -> int:
     try:
         from benchmarks.bulk import BulkLoadRefused
@@ -460,6 +537,8 @@ def _run_load(args: argparse.Namespace) -> int:
         from benchmarks.server import ServerFailed
     except ModuleNotFoundError as exc:
         return _fail(f"{exc.name} is missing; install the bench extra: {BENCH_INSTALL}")
+    if args.scenario == "realistic":
+        return _run_realistic(args)
     try:
         options = _load_options(args)
         settings = _settings(args)
@@ -484,6 +563,44 @@ def _run_load(args: argparse.Namespace) -> int:
         wall_seconds=time.perf_counter() - started,
     )
     return _write_report(report, args.out, "load", render_load_markdown)
+
+
+def _run_realistic(args: argparse.Namespace) -> int:
+    from benchmarks.bulk import BulkLoadRefused
+    from benchmarks.database import throwaway_database
+    from benchmarks.load import LoadBenchmarkError
+    from benchmarks.scenario import ScenarioRun, run_scenario
+    from benchmarks.scenario_report import build_scenario_report, render_scenario_markdown
+    from benchmarks.server import ServerFailed
+
+    try:
+        options = _scenario_options(args)
+        # Read once before anything starts, so a missing or malformed file fails at once.
+        load_dataset(options.dataset, "locomo", image_captions=False)
+        settings = _settings(args)
+    except DatasetMissing as exc:
+        return _fail(f"{exc}\n{_locomo_hint()}")
+    except (ValueError, DatasetError) as exc:
+        return _fail(str(exc))
+    except ValidationError as exc:
+        return _fail(f"invalid settings: {exc}")
+
+    async def measure() -> tuple[Settings, ScenarioRun]:
+        async with throwaway_database(settings) as database_settings:
+            return database_settings, await run_scenario(database_settings, options)
+
+    started = time.perf_counter()
+    try:
+        used_settings, run = asyncio.run(measure())
+    except (LoadBenchmarkError, BulkLoadRefused, ServerFailed, ValueError) as exc:
+        return _fail(str(exc), code=1)
+    report = build_scenario_report(
+        run=run,
+        options=options,
+        settings=used_settings,
+        wall_seconds=time.perf_counter() - started,
+    )
+    return _write_report(report, args.out, "load-realistic", render_scenario_markdown)
 
 
 def _add_cluster_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -191,7 +191,9 @@ async def run_cluster(settings: Settings, options: ClusterOptions) -> ClusterRun
     try:
         pool = build_pool(options.pool_size, options.shape.seed)
         corpus = Corpus(options.shape, pool)
-        pool_vectors, _ = await embed_pool(embedder, [s.text for s in pool], load_options)
+        pool_vectors, _ = await embed_pool(
+            embedder, [s.text for s in pool], progress=load_options.progress
+        )
         async with throwaway_database(settings) as single_settings, AsyncExitStack() as stack:
             single = await stack.enter_async_context(
                 _side(

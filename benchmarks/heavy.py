@@ -134,7 +134,12 @@ async def _heavy_queries(
         vector = await embedder.embed_query(text)
         queries.append(
             Query(
-                HEAVY_TENANT, HEAVY_USER, text, row, vector, (time.perf_counter() - started) * 1000
+                HEAVY_TENANT,
+                HEAVY_USER,
+                text,
+                (row.id,),
+                vector,
+                (time.perf_counter() - started) * 1000,
             )
         )
     return queries

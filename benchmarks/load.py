@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import numpy as np
@@ -116,7 +116,8 @@ class Query:
     tenant_id: str
     user_id: str
     text: str
-    target: MemoryRow
+    # Memories that answer it (any of them in the top 10 counts); empty when none does alone.
+    targets: tuple[uuid.UUID, ...]
     embedding: list[float]
     embed_ms: float
 
@@ -194,7 +195,7 @@ def _say(options: LoadOptions, message: str) -> None:
 
 
 async def embed_pool(
-    embedder: Embedder, texts: Sequence[str], options: LoadOptions
+    embedder: Embedder, texts: Sequence[str], *, progress: bool
 ) -> tuple[npt.NDArray[np.float32], float]:
     """The pool's vectors, and the seconds that took."""
     started = time.perf_counter()
@@ -204,7 +205,7 @@ async def embed_pool(
         desc="embedding the sentence pool",
         unit="text",
         file=sys.stderr,
-        disable=not options.progress,
+        disable=not progress,
     ) as bar:
         for start in range(0, len(texts), POOL_EMBED_BATCH):
             batch = texts[start : start + POOL_EMBED_BATCH]
@@ -251,7 +252,9 @@ async def sample_search_queries(
         started = time.perf_counter()
         vector = await embedder.embed_query(text)
         queries.append(
-            Query(tenant_id, user_id, text, row, vector, (time.perf_counter() - started) * 1000)
+            Query(
+                tenant_id, user_id, text, (row.id,), vector, (time.perf_counter() - started) * 1000
+            )
         )
     return queries
 
@@ -289,13 +292,23 @@ async def drive(
         result.seconds = time.perf_counter() - started
 
 
+class LevelBudget(Protocol):
+    """How many requests a measured client count sends, and for how long at most."""
+
+    @property
+    def requests(self) -> int: ...
+
+    @property
+    def level_seconds(self) -> float: ...
+
+
 class SearchBench:
     """One corpus size: the HTTP service and the raw statement, over the same request list."""
 
     def __init__(
         self,
         settings: Settings,
-        options: LoadOptions,
+        options: LevelBudget,
         runtime_engine: AsyncEngine,
         queries: list[Query],
         arguments: list[list[Any]],
@@ -318,7 +331,17 @@ class SearchBench:
             headers = self._tokens[tenant_id] = {"Authorization": f"Bearer {token}"}
         return headers
 
-    async def service_level(self, base_url: str, clients: int) -> LevelResult:
+    async def service_level(
+        self,
+        base_url: str,
+        clients: int,
+        *,
+        warm_up_per_client: int = WARM_UP_PER_CLIENT,
+        total: int | None = None,
+    ) -> LevelResult:
+        """`total` searches (default: the budget's) by `clients` clients, after
+        `warm_up_per_client` unrecorded ones each (0: every question is sent for the first
+        time, when `total` is at most the number of questions)."""
         options = self._options
         result = LevelResult(clients)
         self._tokens.clear()
@@ -341,9 +364,13 @@ class SearchBench:
                     raise LoadBenchmarkError("the service searched without a query embedding")
                 return [hit["memory"]["id"] for hit in body["hits"]]
 
-            warm_up = LevelResult(clients)
-            await drive(clients, clients * WARM_UP_PER_CLIENT, 60.0, call, warm_up, record=False)
-            await drive(clients, options.requests, options.level_seconds, call, result, record=True)
+            if warm_up_per_client:
+                warm_up = LevelResult(clients)
+                await drive(
+                    clients, clients * warm_up_per_client, 60.0, call, warm_up, record=False
+                )
+            wanted = options.requests if total is None else total
+            await drive(clients, wanted, options.level_seconds, call, result, record=True)
         return result
 
     async def context_level(self, base_url: str, clients: int) -> LevelResult:
@@ -501,9 +528,11 @@ def _agreement(service: LevelResult, raw: LevelResult, queries: Sequence[Query])
     the memory a question was written about come back in the service's top 10?"""
     common = sorted(set(service.rankings) & set(raw.rankings))
     same = sum(1 for n in common if service.rankings[n] == raw.rankings[n])
-    answered = sorted(service.rankings)
+    answered = [n for n in sorted(service.rankings) if queries[n % len(queries)].targets]
     found = sum(
-        1 for n in answered if str(queries[n % len(queries)].target.id) in service.rankings[n]
+        1
+        for n in answered
+        if {str(target) for target in queries[n % len(queries)].targets} & set(service.rankings[n])
     )
     return {
         "compared": len(common),
@@ -520,67 +549,80 @@ async def api_ingest(
     one client); returns the figures and the tenants it created."""
     shape = replace(corpus.shape, tenant_prefix=f"bench-api-{size_label}")
     api_corpus = Corpus(shape, corpus.pool)
-    batches: list[tuple[str, str, list[MemoryRow]]] = []
+    batches: list[IngestBatch] = []
     user = 0
     remaining = rows_wanted
     while remaining > 0:
         rows = api_corpus.user_rows(user)[:remaining]
         for start in range(0, len(rows), BATCH_MAX):
-            batches.append(
-                (shape.owner_of(user), shape.user_id(user), rows[start : start + BATCH_MAX])
-            )
+            items = [
+                {
+                    "kind": row.kind,
+                    "category": row.category,
+                    "text": row.text,
+                    "confidence": row.confidence,
+                    "lifecycle": row.lifecycle,
+                    "event_at": None if row.event_at is None else row.event_at.isoformat(),
+                }
+                for row in rows[start : start + BATCH_MAX]
+            ]
+            batches.append(IngestBatch(shape.owner_of(user), shape.user_id(user), items))
         remaining -= len(rows)
         user += 1
+    return await post_batches(base_url, settings, batches), sorted({b.tenant_id for b in batches})
+
+
+@dataclass(frozen=True)
+class IngestBatch:
+    """One `POST …/memories/batch` body's items, for one user of one tenant."""
+
+    tenant_id: str
+    user_id: str
+    items: list[dict[str, Any]]
+
+
+async def post_batches(
+    base_url: str, settings: Settings, batches: Sequence[IngestBatch]
+) -> dict[str, Any]:
+    """Send each batch through `POST …/memories/batch`, one after another (one client), with a
+    service token of its tenant; the figures."""
     latencies: list[float] = []
-    stored = duplicates = unembedded = 0
+    rows = stored = duplicates = unembedded = 0
     started = time.perf_counter()
     async with httpx.AsyncClient(base_url=base_url, timeout=REQUEST_TIMEOUT_SECONDS) as client:
-        for tenant_id, user_id, rows in batches:
+        for batch in batches:
             token = mint_dev_token(
-                settings, tenant_id=tenant_id, user_id=BENCH_SERVICE, service=True
+                settings, tenant_id=batch.tenant_id, user_id=BENCH_SERVICE, service=True
             )
-            body = {
-                "items": [
-                    {
-                        "kind": row.kind,
-                        "category": row.category,
-                        "text": row.text,
-                        "confidence": row.confidence,
-                        "lifecycle": row.lifecycle,
-                        "event_at": None if row.event_at is None else row.event_at.isoformat(),
-                    }
-                    for row in rows
-                ]
-            }
             sent = time.perf_counter()
             response = await client.post(
-                f"/v1/users/{user_id}/memories/batch",
+                f"/v1/users/{batch.user_id}/memories/batch",
                 headers={"Authorization": f"Bearer {token}"},
-                json=body,
+                json={"items": batch.items},
             )
             latencies.append((time.perf_counter() - sent) * 1000)
             if response.status_code != 201:
                 raise LoadBenchmarkError(
                     f"POST …/memories/batch answered {response.status_code}: {response.text[:300]}"
                 )
+            rows += len(batch.items)
             for item in response.json()["items"]:
                 duplicates += bool(item["duplicate"])
                 stored += not item["duplicate"]
                 unembedded += item["embedding_model"] is None
     seconds = time.perf_counter() - started
-    tenants = sorted({tenant for tenant, _, _ in batches})
     return {
-        "rows": rows_wanted,
+        "rows": rows,
         "requests": len(batches),
         "rows_per_request": BATCH_MAX,
         "clients": 1,
         "seconds": seconds,
-        "rows_per_second": rows_wanted / seconds if seconds > 0 else None,
+        "rows_per_second": rows / seconds if seconds > 0 else None,
         "request_ms": latency_summary(latencies),
         "stored": stored,
         "duplicates": duplicates,
         "stored_without_embedding": unembedded,
-    }, tenants
+    }
 
 
 async def postgres_settings(engine: AsyncEngine) -> dict[str, Any]:
@@ -641,7 +683,9 @@ async def _run(
 ) -> LoadRun:
     pool = build_pool(options.pool_size, options.shape.seed)
     corpus = Corpus(options.shape, pool)
-    pool_vectors, pool_seconds = await embed_pool(embedder, [s.text for s in pool], options)
+    pool_vectors, pool_seconds = await embed_pool(
+        embedder, [s.text for s in pool], progress=options.progress
+    )
     loader = BulkLoader(
         owner_engine,
         corpus,

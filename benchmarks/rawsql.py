@@ -78,6 +78,8 @@ async def service_search_params(
 
 
 Processors = list[tuple[str, Callable[[Any], Any] | None]]
+# Makes a ranking statement for one search's parameters (`hybrid_search_statement` and alike).
+StatementBuilder = Callable[[str, SearchParams], ClauseElement]
 
 
 def _compiled(statement: ClauseElement, dialect: Dialect) -> tuple[str, Processors]:
@@ -175,14 +177,16 @@ class FusionStatement:
     """The fusion statement as asyncpg SQL, with its parameters in positional order.
 
     The statement's text depends on which filter conditions a search sets; a benchmark runs
-    searches of one shape, so the first `arguments()` call fixes `sql`."""
+    searches of one shape, so the first `arguments()` call fixes `sql`. `build` makes the
+    statement for a search's parameters: the service's own by default."""
 
-    def __init__(self, dialect: Dialect) -> None:
+    def __init__(self, dialect: Dialect, build: StatementBuilder = hybrid_search_statement) -> None:
         self._dialect = dialect
+        self._build = build
         self.sql = ""
 
     def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
-        statement = hybrid_search_statement(tenant_id, params)
+        statement = self._build(tenant_id, params)
         sql, processors = _compiled(statement, self._dialect)
         if self.sql and sql != self.sql:
             raise ValueError("searches of different filter shapes need their own statement")
@@ -256,3 +260,44 @@ class FusionStatement:
             self.sql,
         )
         return int(row["generic"]), int(row["custom"])
+
+
+# The rankings a benchmark can take as the truth to measure the service's top 10 against.
+REFERENCES: dict[str, str] = {
+    "exact": "the service's own statement with index scans off: the vector side sorts every "
+    "candidate by its true distance, the lexical side scores every matching memory",
+    "as-planned": "the service's own statement as the planner runs it (agreement, not truth)",
+}
+
+
+@dataclass(frozen=True)
+class ReferenceStatement:
+    """A ranking statement and the planner settings it runs under, with its own parameters."""
+
+    name: str
+    statement: FusionStatement
+    variant: Variant
+
+    def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
+        return self.statement.arguments(tenant_id, params)
+
+    async def ids(
+        self, connection: Any, tenant_id: str, arguments: Sequence[Any]
+    ) -> list[uuid.UUID]:
+        return await self.statement.ids(connection, tenant_id, arguments, self.variant)
+
+
+def reference_statement(name: str, dialect: Dialect) -> ReferenceStatement:
+    """The statement whose ranking a benchmark's recall is measured against (`REFERENCES`).
+
+    "exact" is the service's statement with index scans off, exact while the service's only
+    approximation is the HNSW index. A service statement that approximates by other means
+    (pruned BM25 candidates, quantised vectors) is no longer exact under that setting: the
+    reference must then be an exact statement of its own — a `FusionStatement` with that
+    statement's builder —, added here under a name of its own, so the benchmark keeps
+    comparing against the exact ranking in the same process."""
+    if name == "exact":
+        return ReferenceStatement(name, FusionStatement(dialect), EXACT)
+    if name == "as-planned":
+        return ReferenceStatement(name, FusionStatement(dialect), AS_PLANNED)
+    raise ValueError(f"unknown reference ranking {name!r}; one of {', '.join(REFERENCES)}")

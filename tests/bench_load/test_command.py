@@ -9,10 +9,24 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from sqlalchemy import TextClause, text
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import asyncpg
 
-from benchmarks.cli import main
+from benchmarks.cli import REFERENCE_CHOICES, main
+from benchmarks.rawsql import (
+    EXACT,
+    REFERENCES,
+    FusionStatement,
+    ReferenceStatement,
+    reference_statement,
+    service_search_params,
+)
 from benchmarks.server import settings_environment
 from service.config import Settings
+from service.memories.repository import SearchParams
+from service.memories.schemas import SearchRequest
+from tests.bench_load.chats import write_chats
 
 TOY = [
     "load",
@@ -136,3 +150,109 @@ def test_the_server_process_gets_exactly_the_benchmarks_settings(
     monkeypatch.delenv("MNEME_JWKS_URL")
     assert "MNEME_JWKS_URL" not in environment
     assert Settings(_env_file=None) == settings
+
+
+REALISTIC_TOY = [
+    "load",
+    "--scenario",
+    "realistic",
+    "--sizes",
+    "60,120",
+    "--memories-per-user",
+    "30",
+    "--users-per-tenant",
+    "2",
+    "--org-memories-per-tenant",
+    "3",
+    "--concurrency",
+    "1,3",
+    "--requests",
+    "9",
+    "--queries",
+    "6",
+    "--recall-queries",
+    "4",
+    "--never-seen-queries",
+    "3",
+    "--api-rows",
+    "30",
+    "--maintenance-work-mem",
+    "64MB",
+    "--no-progress",
+]
+
+
+def test_the_realistic_scenario_loads_owners_among_others_and_measures_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "realistic.json"
+    chats = write_chats(tmp_path / "chats.json")
+
+    assert main([*REALISTIC_TOY, "--dataset", str(chats), "--out", str(out)]) == 0
+
+    report = json.loads(out.read_text())
+    assert report["scenario"] == "realistic"
+    assert report["config"]["measurement"]["reference"] == "exact"
+    first, second = report["sizes"]
+    # 60 memories of the owner, 20 of its organization, 4 other users of 30 in its tenant.
+    assert first["bulk"]["rows_added"] == 60 + 20 + 4 * 30
+    # 120: the owner, 20, 4 neighbours and 4 more users in 2 tenants with 3 org memories each.
+    assert second["bulk"]["rows_added"] == 120 + 20 + 8 * 30 + 2 * 3
+    assert (
+        second["bulk"]["total_rows"] == first["bulk"]["total_rows"] + second["bulk"]["rows_added"]
+    )
+    for size, memories in ((first, 60), (second, 120)):
+        assert size["owner"]["memories"] == memories
+        assert size["owner"]["threads"] > 0
+        for clients in ("1", "3"):
+            level = size["search"][clients]
+            assert level["errors"] == 0, level["first_error"]
+            assert level["requests"] == 9 and level["latency_ms"]["p50"] > 0
+        never_seen = size["never_seen_search"]
+        assert never_seen["errors"] == 0 and never_seen["requests"] == 3
+        assert size["context"]["errors"] == 0 and size["context"]["requests"] == 9
+        assert size["raw_sql"]["errors"] == 0
+        # The statement the service runs is exact here: the reference ranks the same top 10.
+        assert size["recall"]["queries"] == 4
+        assert size["recall"]["recall_at_10"] == 1.0
+        api = size["api_ingest"]
+        assert api["stored"] == 30 and api["duplicates"] == 0
+        assert api["stored_without_embedding"] == 0
+    printed = capsys.readouterr().out
+    assert "## Load, realistic scenario: owners of 60, 120 memories" in printed
+    assert "| 60 | 200 |" in printed and "| 120 | 586 |" in printed
+
+
+def test_the_realistic_scenario_says_where_to_get_its_text_when_it_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "absent.json"
+
+    assert main(["load", "--scenario", "realistic", "--dataset", str(missing)]) == 2
+
+    error = capsys.readouterr().err
+    assert str(missing) in error and "CC BY-NC" in error and "--dataset PATH" in error
+    assert main(["load", "--scenario", "realistic", "--heavy-user", "10k"]) == 2
+    assert "--heavy-user belongs to the synthetic scenario" in capsys.readouterr().err
+
+
+def test_every_reference_the_command_offers_is_one_the_benchmark_knows() -> None:
+    assert tuple(REFERENCES) == REFERENCE_CHOICES
+    with pytest.raises(ValueError, match="unknown reference ranking"):
+        reference_statement("approximate", postgresql.dialect())
+
+
+async def test_a_reference_ranks_with_the_statement_its_builder_makes() -> None:
+    def build(tenant_id: str, params: SearchParams) -> TextClause:
+        return text("SELECT id FROM memory WHERE tenant_id = :tenant LIMIT :limit").bindparams(
+            tenant=tenant_id, limit=params.limit
+        )
+
+    params = await service_search_params(
+        Settings(_env_file=None), "t-x", "alice", SearchRequest(query="tea?", limit=7), [0.1] * 384
+    )
+    reference = ReferenceStatement("frozen", FusionStatement(asyncpg.dialect(), build), EXACT)
+
+    assert reference.arguments("t-x", params) == ["t-x", 7]
+    assert reference.statement.sql.startswith("SELECT id FROM memory WHERE tenant_id = $1")
+    assert reference_statement("exact", asyncpg.dialect()).variant == EXACT
