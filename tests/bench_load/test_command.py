@@ -24,7 +24,7 @@ from benchmarks.rawsql import (
 )
 from benchmarks.server import settings_environment
 from service.config import Settings
-from service.memories.repository import SearchParams
+from service.memories.fusion import SearchParams
 from service.memories.schemas import SearchRequest
 from tests.bench_load.chats import write_chats
 
@@ -182,6 +182,7 @@ REALISTIC_TOY = [
 ]
 
 
+@pytest.mark.slow
 def test_the_realistic_scenario_loads_owners_among_others_and_measures_each(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
