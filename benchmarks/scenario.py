@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -43,10 +44,13 @@ from benchmarks.bulk import (
 from benchmarks.corpus import noisy_vectors
 from benchmarks.datasets import load_dataset
 from benchmarks.load import (
+    BENCH_SERVICE,
     FIDELITY_SAMPLE,
+    REQUEST_TIMEOUT_SECONDS,
     SEARCH_LIMIT,
     IngestBatch,
     LevelResult,
+    LoadBenchmarkError,
     Query,
     SearchBench,
     _plan_json,
@@ -76,6 +80,7 @@ from benchmarks.scenario_corpus import (
     sample_questions,
 )
 from benchmarks.server import loopback_server
+from service.auth.tokens import mint_dev_token
 from service.config import Settings
 from service.db import create_engine
 from service.memories.schemas import BATCH_MAX, SearchRequest
@@ -343,6 +348,15 @@ async def api_ingest(
     through `POST …/memories/batch`; the figures and the tenant to delete."""
     tenant = f"bench-real-api-{label}"
     owner = build_user(source, tenant, "api-user", rows, shape.seed)
+    # A memory names a thread of its own user as its source: the sessions' threads are made
+    # first (not timed: they are not memory writes).
+    threads = await create_threads(
+        base_url,
+        settings,
+        tenant,
+        "api-user",
+        sorted({str(row.source_thread_id) for row in owner.rows if row.source_thread_id}),
+    )
     batches = [
         IngestBatch(
             tenant,
@@ -356,7 +370,7 @@ async def api_ingest(
                     "lifecycle": row.lifecycle,
                     "speaker": row.speaker,
                     "source_thread_id": (
-                        None if row.source_thread_id is None else str(row.source_thread_id)
+                        None if row.source_thread_id is None else threads[str(row.source_thread_id)]
                     ),
                     "event_at": None if row.event_at is None else row.event_at.isoformat(),
                 }
@@ -366,6 +380,27 @@ async def api_ingest(
         for start in range(0, len(owner.rows), BATCH_MAX)
     ]
     return await post_batches(base_url, settings, batches), tenant
+
+
+async def create_threads(
+    base_url: str, settings: Settings, tenant: str, user: str, sessions: Sequence[str]
+) -> dict[str, str]:
+    """One thread of `user` per session; the thread id each session got."""
+    token = mint_dev_token(settings, tenant_id=tenant, user_id=BENCH_SERVICE, service=True)
+    threads: dict[str, str] = {}
+    async with httpx.AsyncClient(base_url=base_url, timeout=REQUEST_TIMEOUT_SECONDS) as client:
+        for session in sessions:
+            response = await client.post(
+                f"/v1/users/{user}/threads",
+                headers={"Authorization": f"Bearer {token}"},
+                json={"title": f"session {session[:8]}"},
+            )
+            if response.status_code != 201:
+                raise LoadBenchmarkError(
+                    f"POST …/threads answered {response.status_code}: {response.text[:300]}"
+                )
+            threads[session] = str(response.json()["id"])
+    return threads
 
 
 async def vector_fidelity(
