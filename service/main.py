@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -58,7 +59,13 @@ from service.memories.embedding import EmbeddingBackfill
 from service.memories.keyed_router import router as keyed_memories_router
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
-from service.observability import Metrics, TelemetryMiddleware, trace_export, trace_exporters
+from service.observability import (
+    Metrics,
+    TelemetryMiddleware,
+    trace_export,
+    trace_exporters,
+    watch_event_loop_lag,
+)
 from service.openapi import client_openapi
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
@@ -115,7 +122,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     schema,
                     ", ".join(exporters) or "none",
                 )
-                yield
+                loop_lag = asyncio.create_task(watch_event_loop_lag(), name="mneme-loop-lag")
+                try:
+                    yield
+                finally:
+                    loop_lag.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await loop_lag
         logger.info("mneme stopped")
 
     @asynccontextmanager

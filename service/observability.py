@@ -21,6 +21,7 @@ from small fixed sets — never raw paths, user ids or text, so label cardinalit
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import dataclasses
@@ -52,7 +53,10 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
+    GCCollector,
     Histogram,
+    PlatformCollector,
+    ProcessCollector,
     disable_created_metrics,
 )
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -685,9 +689,36 @@ class DomainMetrics:
             ["state"],
             registry=r,
         )
+        self.event_loop_lag = Histogram(
+            "mneme_event_loop_lag_seconds",
+            "How late the event loop ran a callback it had scheduled (work that blocks it).",
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=r,
+        )
 
 
 DOMAIN_METRICS = DomainMetrics()
+
+RUNTIME_METRICS = CollectorRegistry()
+"""The process and the interpreter as Prometheus' own collectors describe them: CPU seconds,
+resident memory, open and maximum file descriptors, start time (`process_*`), the Python
+version (`python_info`) and the garbage collector's work (`python_gc_*`)."""
+ProcessCollector(registry=RUNTIME_METRICS)
+PlatformCollector(registry=RUNTIME_METRICS)
+GCCollector(registry=RUNTIME_METRICS)
+
+EVENT_LOOP_PROBE_SECONDS = 0.5
+
+
+async def watch_event_loop_lag(interval: float = EVENT_LOOP_PROBE_SECONDS) -> None:
+    """Until cancelled, measure how late the event loop wakes a sleep of `interval`: anything
+    that holds the loop (CPU work in a coroutine, a blocking call) delays every request by as
+    much, and shows here before it shows as latency."""
+    loop = asyncio.get_running_loop()
+    while True:
+        due = loop.time() + interval
+        await asyncio.sleep(interval)
+        DOMAIN_METRICS.event_loop_lag.observe(max(loop.time() - due, 0.0))
 
 
 # --- the request middleware --------------------------------------------------------------------

@@ -16,7 +16,7 @@ from service.dependencies import AppState, State
 from service.errors import ServiceUnavailable, problem_responses
 from service.jobs import THREAD_SUMMARY_JOB, WRITE_PATH_JOBS
 from service.jobs.status import queue_backlog
-from service.observability import DOMAIN_METRICS
+from service.observability import DOMAIN_METRICS, RUNTIME_METRICS
 
 router = APIRouter(tags=["ops"])
 
@@ -70,7 +70,10 @@ async def get_readiness(state: State) -> Readiness:
 async def get_metrics(state: State) -> Response:
     """Prometheus text exposition of the service's metrics."""
     await read_gauges(state)
-    body = generate_latest(state.metrics.registry) + generate_latest(DOMAIN_METRICS.registry)
+    body = b"".join(
+        generate_latest(registry)
+        for registry in (state.metrics.registry, DOMAIN_METRICS.registry, RUNTIME_METRICS)
+    )
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 

@@ -12,17 +12,22 @@ from pathlib import Path
 import yaml
 from prometheus_client import CollectorRegistry
 
-from service.observability import DOMAIN_METRICS, Metrics
+from service.observability import DOMAIN_METRICS, RUNTIME_METRICS, Metrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-METRIC_NAME = re.compile(r"\bmneme_[a-z_]+\b")
-SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}
+METRIC_NAME = re.compile(r"\b(?:mneme|process|python)_[a-z_]+\b")
+SUFFIXES = {
+    "counter": ("_total",),
+    "histogram": ("_bucket", "_count", "_sum"),
+    "gauge": ("",),
+    "info": ("_info",),
+}
 
 
 def exported_series() -> set[str]:
     names: set[str] = set()
     registry: CollectorRegistry
-    for registry in (Metrics().registry, DOMAIN_METRICS.registry):
+    for registry in (Metrics().registry, DOMAIN_METRICS.registry, RUNTIME_METRICS):
         for family in registry.collect():
             names.update(family.name + suffix for suffix in SUFFIXES[family.type])
     return names
@@ -60,3 +65,19 @@ def test_the_dashboard_covers_every_domain_metric() -> None:
     queried = {name for e in dashboard_expressions() for name in METRIC_NAME.findall(e)}
     for family in DOMAIN_METRICS.registry.collect():
         assert any(name.startswith(family.name) for name in queried), family.name
+
+
+def test_every_alert_has_a_runbook_that_exists() -> None:
+    rules = yaml.safe_load((DEPLOY / "prometheus" / "mneme-alerts.yaml").read_text())
+    operating = (DEPLOY.parent / "docs" / "operating.md").read_text()
+    headings = {
+        line.removeprefix("### ").strip().lower()
+        for line in operating.splitlines()
+        if line.startswith("### ")
+    }
+    alerts = [rule for group in rules["groups"] for rule in group["rules"] if "alert" in rule]
+    assert len(alerts) >= 9
+    for alert in alerts:
+        url = alert["annotations"]["runbook_url"]
+        assert url == f"docs/operating.md#{alert['alert'].lower()}", alert["alert"]
+        assert alert["alert"].lower() in headings, alert["alert"]

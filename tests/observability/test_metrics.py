@@ -36,6 +36,13 @@ ALLOWED: dict[str, set[str] | re.Pattern[str]] = {
     "direction": {"input", "output"},
     "state": {"in_use", "idle", "overflow", "queued", "picked"},
     "le": NUMBER,
+    # Prometheus' own process and interpreter collectors.
+    "implementation": re.compile(r"^[A-Za-z]{1,20}$"),
+    "major": re.compile(r"^[0-9]{1,3}$"),
+    "minor": re.compile(r"^[0-9]{1,3}$"),
+    "patchlevel": re.compile(r"^[0-9]{1,3}$"),
+    "version": re.compile(r"^[0-9][0-9A-Za-z.+-]{0,30}$"),
+    "generation": {"0", "1", "2"},
 }
 
 
@@ -86,6 +93,10 @@ async def test_every_label_value_is_from_a_known_set_and_no_created_series(
         "mneme_job_oldest_queued_age_seconds",
         "mneme_db_pool_connections",
         "mneme_auth_failures",
+        "mneme_event_loop_lag_seconds",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "python_gc_objects_collected",
     ):
         assert name in families, name
     stage_modes = {
