@@ -38,7 +38,29 @@ SECRETS = {
     "password": "password: hunter2hunter2",
     "openai": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
     "slack": "xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
+    "aws_secret": "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 }
+# AWS's documented example secret access key: 40 characters of base64.
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+AWS_SECRET_FORMS = [
+    f"aws_secret_access_key={AWS_SECRET}",
+    f"AWS_SECRET_ACCESS_KEY = {AWS_SECRET}",
+    f'export AWS_SECRET_ACCESS_KEY="{AWS_SECRET}"',
+    f'{{"AccessKeyId": "ASIAXYZXYZXYZXYZXYZA", "SecretAccessKey": "{AWS_SECRET}"}}',
+    f"my AWS secret key is {AWS_SECRET}, keep it safe",
+    f"secret access key: {AWS_SECRET}",
+    f"AKIAIOSFODNN7EXAMPLE,{AWS_SECRET}",
+    f"aws_secret = '{AWS_SECRET}'",
+]
+# 40 characters that are not AWS secrets: nothing labels them as one.
+FORTY_CHARACTERS = [
+    "the commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed the build",
+    "sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709 of the empty file",
+    "Pneumonoultramicroscopicsilicovolcanoconiosis is a long word",
+    f"the upload id was {AWS_SECRET} yesterday",
+    "we rotated the AWS secret access key last week; the new one is in the vault",
+    "AKIA is the prefix of AWS access key ids, 20 characters long",
+]
 HARMLESS = [
     "I had pasta for dinner on 2024-05-01 and it cost $12.50.",
     "My order number is 1234 5678 9012 and my phone is +1 555 010 0199.",
@@ -56,6 +78,44 @@ def test_each_kind_of_secret_is_found_and_masked(kind: str) -> None:
     assert find_secret(masked) is None
 
 
+@pytest.mark.parametrize("text", AWS_SECRET_FORMS)
+def test_an_aws_secret_access_key_is_found_when_labelled_and_masked_whole(text: str) -> None:
+    assert find_secret(text) is not None
+    masked = mask_secrets(text)
+    assert AWS_SECRET not in masked and MASK in masked
+    # The key alone, without its label, is what masking removes; the label stays readable.
+    assert "AKIAIOSFODNN7EXAMPLE" not in masked
+
+
+@pytest.mark.parametrize("text", FORTY_CHARACTERS)
+def test_forty_characters_without_an_aws_label_are_not_a_secret(text: str) -> None:
+    assert find_secret(text) is None
+    assert mask_secrets(text) == text
+
+
+def test_an_aws_secret_under_a_credential_named_json_key_is_refused() -> None:
+    for key in ("aws_secret_access_key", "SecretAccessKey", "awsSecret"):
+        located = find_secret_in({"aws": {key: "anything-at-all"}})
+        assert located is not None and located[0] == ("aws", key)
+
+
+def test_masking_a_jwt_removes_all_three_segments_of_every_occurrence() -> None:
+    header, payload, signature = JWT.split(".")
+    text = f"first {JWT}. Then again: {JWT}\nand unsigned {header}.{payload}. Done."
+    masked = mask_secrets(text)
+    for segment in (header, payload, signature):
+        assert segment not in masked
+    # (detect-secrets spans an unsigned token with its closing dot.)
+    assert masked == f"first {MASK}. Then again: {MASK}\nand unsigned {MASK} Done."
+
+
+def test_every_occurrence_of_a_repeated_secret_is_masked() -> None:
+    # A SendGrid key: found by detect-secrets, which names what it found but not where.
+    sendgrid = "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"
+    masked = mask_secrets(f"{sendgrid} and again {sendgrid}")
+    assert masked == f"{MASK} and again {MASK}"
+
+
 @pytest.mark.parametrize("text", HARMLESS)
 def test_ordinary_text_is_not_a_secret(text: str) -> None:
     assert find_secret(text) is None
@@ -70,7 +130,7 @@ def test_json_values_are_searched_in_keys_values_and_credential_named_fields() -
     assert find_secret_in({"max_tokens": 300, "topic": "gardening"}) is None
 
 
-@pytest.mark.parametrize("kind", ["jwt", "bearer", "card", "aws"])
+@pytest.mark.parametrize("kind", ["jwt", "bearer", "card", "aws", "aws_secret"])
 async def test_memory_text_and_metadata_refuse_every_secret_kind(
     client: AsyncClient, settings: Settings, tenant: str, kind: str
 ) -> None:
@@ -94,7 +154,7 @@ async def test_memory_text_and_metadata_refuse_every_secret_kind(
     assert [m["metadata"] for m in listing.json()["items"]] == [{}]
 
 
-@pytest.mark.parametrize("kind", ["jwt", "card", "aws", "ssn"])
+@pytest.mark.parametrize("kind", ["jwt", "card", "aws", "ssn", "aws_secret"])
 async def test_profile_values_and_the_account_overlay_refuse_secrets(
     client: AsyncClient, settings: Settings, tenant: str, kind: str
 ) -> None:
