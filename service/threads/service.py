@@ -19,7 +19,7 @@ from service.kit.pagination import (
     encode_cursor,
     newest_first_cursor,
 )
-from service.kit.secrets import mask_secrets
+from service.kit.secrets import mask_secrets, refuse_secrets
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel, LLMUnavailable
 from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
@@ -48,6 +48,17 @@ from service.threads.summaries import (
     summarize_thread,
     window_start_index,
 )
+
+# A thread's title and metadata are written deliberately, like a memory's metadata, and kept
+# as they are: they follow the durable-write policy (422 `SECRET_REFUSED`). Messages do not:
+# they are the user's record, stored as sent and masked when replayed into a prompt.
+THREAD_SECRET_FIELDS = ("title", "metadata")
+
+
+def refuse_thread_secrets(values: dict[str, Any]) -> None:
+    """Refuse a thread's title or metadata holding a secret; `values` by field name."""
+    for field in THREAD_SECRET_FIELDS:
+        refuse_secrets(values.get(field), ("body", field))
 
 
 class Summarizer:
@@ -129,6 +140,7 @@ class ThreadService:
         self._mask_replayed_secrets = mask_replayed_secrets
 
     async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
+        refuse_thread_secrets({"title": request.title, "metadata": request.metadata})
         await self._accounts.ensure_user(user_id)
         thread = await self._repository.add(
             Thread(
@@ -160,6 +172,7 @@ class ThreadService:
         )
 
     async def update(self, user_id: str, thread_id: uuid.UUID, change: ThreadUpdate) -> ThreadRead:
+        refuse_thread_secrets({"title": change.title, "metadata": change.metadata})
         await self.load(user_id, thread_id, lock=True)
         values: dict[str, Any] = {}
         if "title" in change.model_fields_set:
