@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -326,14 +326,7 @@ class ThreadService:
         return ContextWindow(
             summarization_enabled=self._summarizer.status.enabled,
             summaries=[
-                ReplayedSummary(
-                    s.sequence,
-                    [
-                        {k: replay(v) if isinstance(v, str) else v for k, v in entry.items()}
-                        for entry in s.entries
-                    ],
-                )
-                for s in summaries
+                ReplayedSummary(s.sequence, _replayed_entries(s.entries, replay)) for s in summaries
             ],
             messages=[ReplayedMessage(m.id, m.role, replay(m.content), m.seq) for m in raw],
         )
@@ -373,11 +366,25 @@ def _as_sent(text: str) -> str:
     return text
 
 
+def _replayed_entries(
+    entries: list[dict[str, Any]], replay: Callable[[str], str]
+) -> list[dict[str, Any]]:
+    """A summary's entries with their text (question, answer) passed through `replay`."""
+    return [
+        {k: replay(v) if isinstance(v, str) else v for k, v in entry.items()} for entry in entries
+    ]
+
+
 def masked_window(window: ThreadWindow) -> ThreadWindow:
-    """The window with secrets in its raw messages and summary text replaced by a placeholder."""
+    """The window with secrets in its raw messages and summaries (their entries and the
+    rendered text) replaced by a placeholder."""
     return window.model_copy(
         update={
             "summary_text": mask_secrets(window.summary_text),
+            "summaries": [
+                s.model_copy(update={"entries": _replayed_entries(s.entries, mask_secrets)})
+                for s in window.summaries
+            ],
             "messages": [
                 m.model_copy(update={"content": mask_secrets(m.content)}) for m in window.messages
             ],
