@@ -21,6 +21,7 @@ from tests.extraction.conftest import (
     wait_for_passes,
     write_path_settings,
 )
+from tests.secret_samples import SAMPLES
 
 # A well-formed JWT (header and payload decode to JSON), as an identity provider issues them.
 JWT = (
@@ -212,6 +213,30 @@ async def test_a_jwt_in_a_message_is_stored_as_sent_never_remembered_and_masked_
     window, context = await _window_and_context(masking_client, headers, thread_id)
     assert JWT not in str(window) and MASK in window["messages"][0]["content"]
     assert JWT not in context["text"] and MASK in context["text"]
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+async def test_a_secret_in_a_message_is_stored_as_sent_and_masked_whole_on_replay(
+    client: AsyncClient, settings: Settings, tenant: str, kind: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    sample = SAMPLES[kind]
+    thread_id = await start_thread(client, headers)
+    appended = await client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={"messages": [{"role": "user", "content": sample.text}]},
+    )
+    assert appended.status_code == 201, appended.text
+
+    window = await client.get(f"/v1/users/me/threads/{thread_id}/window", headers=headers)
+    context = await client.post(
+        "/v1/users/me/context", json={"query": sample.text, "thread_id": thread_id}, headers=headers
+    )
+
+    assert window.json()["messages"][0]["content"] != sample.text
+    assert sample.core not in window.text and MASK in window.text
+    assert sample.core not in context.text and MASK in context.json()["text"]
 
 
 async def test_replay_can_be_configured_to_keep_messages_as_sent(
