@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from service.auth.tokens import PASSWORD_PROVIDERS
+from service.errors import POLICY_REFUSAL_TYPE
 from service.kit.secrets import find_secret, find_secret_in, is_credential_name
 
 PROVIDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -39,7 +40,7 @@ def linked_providers(providers: list[str] | tuple[str, ...]) -> list[str]:
 
 def credential_refused(field: str) -> PydanticCustomError:
     return PydanticCustomError(
-        "credential_refused",
+        POLICY_REFUSAL_TYPE,
         "{field} looks like a token or an account id; Mneme never stores those",
         {"field": field},
     )

@@ -31,7 +31,7 @@ from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_cla
 from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
 
-from service.errors import ValidationFailed
+from service.errors import SecretRefused
 
 MASK = "[secret removed]"
 
@@ -272,11 +272,6 @@ def mask_secrets(text: str) -> str:
         position = finding.end
     parts.append(text[position:])
     return "".join(parts)
-
-
-class SecretRefused(ValidationFailed):
-    title = "Secret or personal data refused"
-    code = "SECRET_REFUSED"
 
 
 def refuse_secrets(

@@ -260,7 +260,7 @@ async def test_bad_arguments_are_tool_errors_with_the_problem_code_and_write_not
                 },
             )
         )
-        assert profile_secret["code"] == "VALIDATION_FAILED"
+        assert profile_secret["code"] == "SECRET_REFUSED"
         assert profile_secret["errors"][0]["type"] == "credential_refused"
 
         not_an_id = tool_problem(await client.call_tool("forget", {"memory_id": "nope"}))

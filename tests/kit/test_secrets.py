@@ -166,7 +166,7 @@ async def test_profile_values_and_the_account_overlay_refuse_secrets(
         json=patch,
         headers={**user, "content-type": "application/json-patch+json"},
     )
-    assert response.status_code == 422, response.text
+    assert_problem(response, 422, "SECRET_REFUSED")
     profile = (await client.get("/v1/users/me/profile", headers=user)).json()
     assert "note" not in str(profile)
 
@@ -174,7 +174,7 @@ async def test_profile_values_and_the_account_overlay_refuse_secrets(
     overlay = await client.put(
         "/v1/users/bob/account", json={"name": SECRETS[kind]}, headers=service
     )
-    assert overlay.status_code == 422, overlay.text
+    assert_problem(overlay, 422, "SECRET_REFUSED")
 
 
 @pytest.fixture(scope="module")
