@@ -1,8 +1,8 @@
 """The secret policy on import lines: a record is refused exactly where the API that writes it
 refuses it, with the same detector and the same 422 `SECRET_REFUSED`.
 
-- memories: the fields a memory write checks; their history (`memory_event`) holds only text
-  and changes that passed the same policy when they were written;
+- memories: the fields a memory write checks, and a keyed memory's key; their history
+  (`memory_event`) holds only text and changes that passed the same policy when written;
 - threads: the title and metadata, as creating or updating a thread checks them;
 - the profile document and the account overlay: the stricter rule of the documents replayed
   into every prompt (a credential-named key is refused whatever it holds);
@@ -27,7 +27,7 @@ _OVERLAY_FIELDS = ("name", "email", "avatar", "socials")
 # Record type → (the columns the policy reads, whether a credential-named key is refused
 # whatever it holds).
 _CHECKED: dict[str, tuple[tuple[str, ...], bool]] = {
-    "memory": (MEMORY_SECRET_FIELDS, False),
+    "memory": ((*MEMORY_SECRET_FIELDS, "store_key"), False),
     "memory_event": (("old_text", "new_text", "changes"), False),
     "thread": (THREAD_SECRET_FIELDS, False),
     "profile": (("document",), True),
