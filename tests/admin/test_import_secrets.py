@@ -114,6 +114,13 @@ async def test_a_secret_the_api_refuses_refuses_the_whole_import_naming_its_line
         assert sample.core not in await tenant_text(owner_engine, tenant)
     # The untouched export still imports: the refusals were about the secret alone.
     assert (await import_records(client, admin, records)).status_code == 200
+    context = await client.post(
+        "/v1/users/ada/context",
+        headers=bearer(settings, tenant, "agent", service=True),
+        json={"query": sample.text},
+    )
+    assert context.status_code == 200, context.text
+    assert "ada likes green tea" in context.text and sample.core not in context.text
 
 
 async def test_a_credential_named_profile_key_is_refused_whatever_it_holds(
