@@ -204,6 +204,24 @@ async def test_token_claims_are_recorded_without_tokens_or_the_password_provider
         assert secret not in row
 
 
+async def test_a_token_claim_the_secret_policy_refuses_is_left_out_of_the_overlay(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    headers = bearer(
+        settings,
+        tenant,
+        "hana",
+        name="Hana",
+        email="SSN 123-45-6789",
+        picture=f"https://img.example/h.png?token={ID_TOKEN}",
+    )
+    profile = await profile_of(client, headers, "me")
+    assert profile["profile"] == {"name": "Hana"}
+    row = await account_row_text(runtime_engine, tenant, "hana")
+    assert '"name":"Hana"' in row
+    assert ID_TOKEN not in row and "123-45-6789" not in row
+
+
 async def test_openapi_declares_the_account_route(client: AsyncClient) -> None:
     spec = (await client.get("/openapi.json")).json()
     operation = spec["paths"]["/v1/users/{user_id}/account"]["put"]
