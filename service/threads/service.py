@@ -275,9 +275,12 @@ class ThreadService:
     async def summaries(self, user_id: str, thread_id: uuid.UUID) -> SummaryList:
         await self.load(user_id, thread_id)
         summaries = await self._repository.summaries(thread_id)
+        # The entries are the stored record; `text` is rendered for a prompt, so it is replayed
+        # as the window's is.
+        text = format_summaries_for_prompt(summaries)
         return SummaryList(
             items=[SummaryRead.model_validate(s) for s in summaries],
-            text=format_summaries_for_prompt(summaries),
+            text=mask_secrets(text) if self._mask_replayed_secrets else text,
         )
 
     async def delete_summaries(self, user_id: str, thread_id: uuid.UUID) -> SummariesDeleted:

@@ -170,3 +170,7 @@ async def test_a_secret_in_an_imported_message_is_kept_as_sent_and_never_replaye
     assert window.status_code == 200 and context.status_code == 200, context.text
     assert sample.core not in window.text and MASK in window.text
     assert sample.core not in context.text and MASK in context.json()["text"]
+    # The summaries as stored are the record; their text rendered for a prompt is masked.
+    summaries = (await client.get(f"{thread}/summaries", headers=agent)).json()
+    assert summaries["items"][0]["entries"][0]["answer"] == sample.text
+    assert sample.core not in summaries["text"] and MASK in summaries["text"]
