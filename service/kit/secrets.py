@@ -2,10 +2,10 @@
 
 One detector serves every durable write, whichever way it enters (API bodies, MCP tools, import
 lines, token claims, the write path): memory text, evidence, speaker, metadata and keys,
-profile values, the account overlay, thread titles and metadata, extracted facts and turn
-memories; and the masking of raw thread messages and summaries replayed into a prompt. A
-request it refuses answers 422 `SECRET_REFUSED`; what cannot be refused (the write path's
-output, a token's claims) is left out. It combines:
+profile values, the account overlay, thread titles and metadata, API key names, extracted
+facts and turn memories; and the masking of raw thread messages and summaries replayed into a
+prompt. A request it refuses answers 422 `SECRET_REFUSED`; what cannot be refused (the write
+path's output, a token's claims) is left out. It combines:
 
 - detect-secrets' pattern detectors (JWTs, cloud, GitHub/GitLab/Slack/Stripe/OpenAI/… tokens,
   private keys, credentials in URLs): well kept, and each pattern is specific to one issuer.
