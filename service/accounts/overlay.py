@@ -93,4 +93,6 @@ class AccountOverlayUpdate(BaseModel):
     @field_validator("socials")
     @classmethod
     def _linked_only(cls, value: list[str]) -> list[str]:
+        if any(looks_like_token(provider) for provider in value):
+            raise credential_refused("socials")
         return linked_providers(value)

@@ -146,7 +146,11 @@ def account_claims(claims: dict[str, Any], settings: Settings) -> AccountClaims:
         elif isinstance(identity, str):
             providers.append(identity)
     providers.extend(_string_list(claims.get("amr")) if not providers else [])
-    socials = tuple(dict.fromkeys(p for p in providers if p.lower() not in PASSWORD_PROVIDERS))
+    socials = tuple(
+        dict.fromkeys(
+            p for p in providers if p.lower() not in PASSWORD_PROVIDERS and find_secret(p) is None
+        )
+    )
     return AccountClaims(
         name=_overlay_text(claims.get(settings.name_claim)),
         email=_overlay_text(claims.get(settings.email_claim)),

@@ -132,6 +132,7 @@ async def test_a_token_with_account_claims_replaces_a_set_overlay_and_one_withou
         ({"name": "Dana", "provider_account_id": "110248495921238986420"}, "SECRET_REFUSED"),
         ({"name": ID_TOKEN}, "SECRET_REFUSED"),
         ({"avatar": f"https://img.example/a.png?token={ID_TOKEN}"}, "SECRET_REFUSED"),
+        ({"socials": ["github", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"]}, "SECRET_REFUSED"),
         # Not a provider name, and not a field of the overlay: refused by the schema.
         (
             {"socials": [{"provider": "google", "access_token": "opaque-access"}]},
@@ -214,12 +215,13 @@ async def test_a_token_claim_the_secret_policy_refuses_is_left_out_of_the_overla
         name="Hana",
         email="SSN 123-45-6789",
         picture=f"https://img.example/h.png?token={ID_TOKEN}",
+        identities=[{"provider": "github"}, {"provider": "ghp_abcdefghijklmnopqrstuvwxyz01234567"}],
     )
     profile = await profile_of(client, headers, "me")
-    assert profile["profile"] == {"name": "Hana"}
+    assert profile["profile"] == {"name": "Hana", "socials": ["github"]}
     row = await account_row_text(runtime_engine, tenant, "hana")
     assert '"name":"Hana"' in row
-    assert ID_TOKEN not in row and "123-45-6789" not in row
+    assert ID_TOKEN not in row and "123-45-6789" not in row and "ghp_" not in row
 
 
 async def test_openapi_declares_the_account_route(client: AsyncClient) -> None:
