@@ -43,6 +43,7 @@ REFUSED_PLACES: dict[str, tuple[str, Change]] = {
     "memory text": ("memory", _set("text")),
     "memory evidence": ("memory", _set("evidence")),
     "memory metadata": ("memory", _under("metadata", "note")),
+    "memory speaker": ("memory", _set("speaker")),
     "memory key": ("memory", _set("store_key")),
     "memory history": ("memory_event", _set("new_text")),
     "profile value": ("profile", _under("document", "note")),
