@@ -104,6 +104,30 @@ class ValidationFailed(DomainError):
     code = "VALIDATION_FAILED"
 
 
+class SecretRefused(ValidationFailed):
+    """What looks like a credential or personal data, refused by the durable-write policy."""
+
+    title = "Secret or personal data refused"
+    code = "SECRET_REFUSED"
+
+
+# The error type a schema gives a value the secret policy refuses while the input is parsed
+# (profile values, the account overlay). Such a failure answers `SECRET_REFUSED`, like every
+# other refusal of the policy.
+POLICY_REFUSAL_TYPE = "credential_refused"
+
+
+def invalid_input(detail: str, errors: list[dict[str, Any]]) -> ValidationFailed:
+    """The problem for field errors: `SECRET_REFUSED` when the secret policy refused one of
+    them (nothing is stored either way), `VALIDATION_FAILED` otherwise."""
+    if any(error.get("type") == POLICY_REFUSAL_TYPE for error in errors):
+        return SecretRefused(
+            "Refusing to store what looks like a credential or personal data; see `errors`.",
+            errors=errors,
+        )
+    return ValidationFailed(detail, errors=errors)
+
+
 class RateLimited(DomainError):
     status = 429
     title = "Too many requests"
@@ -254,13 +278,8 @@ async def _handle_validation_error(request: Request, exc: Exception) -> JSONResp
         }
         for err in exc.errors()
     ]
-    return problem_response(
-        request,
-        status=422,
-        code="VALIDATION_FAILED",
-        title="Validation failed",
-        detail=f"{len(errors)} invalid input(s); see `errors`.",
-        errors=errors,
+    return await handle_domain_error(
+        request, invalid_input(f"{len(errors)} invalid input(s); see `errors`.", errors)
     )
 
 

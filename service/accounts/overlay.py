@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from service.auth.tokens import PASSWORD_PROVIDERS
-from service.kit.secrets import find_secret, is_credential_name
+from service.errors import POLICY_REFUSAL_TYPE
+from service.kit.secrets import find_secret, find_secret_in, is_credential_name
 
 PROVIDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 
@@ -25,22 +26,10 @@ def looks_like_token(value: str) -> bool:
 
 
 def find_credential(value: object) -> tuple[str | int, ...] | None:
-    """Where in a JSON value a credential sits (a credential-named key or a token-shaped
-    string), as a location path; None when there is none."""
-    pending: list[tuple[tuple[str | int, ...], object]] = [((), value)]
-    while pending:
-        location, item = pending.pop()
-        if isinstance(item, str):
-            if looks_like_token(item):
-                return location
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                if is_credential_name(str(key)):
-                    return (*location, str(key))
-                pending.append(((*location, str(key)), child))
-        elif isinstance(item, list):
-            pending.extend(((*location, index), child) for index, child in enumerate(item))
-    return None
+    """Where in a JSON value a credential sits (a credential-named key, whatever it holds, or
+    a token-shaped string), as a location path; None when there is none."""
+    found = find_secret_in(value, any_credential_key=True)
+    return None if found is None else found[0]
 
 
 def linked_providers(providers: list[str] | tuple[str, ...]) -> list[str]:
@@ -51,7 +40,7 @@ def linked_providers(providers: list[str] | tuple[str, ...]) -> list[str]:
 
 def credential_refused(field: str) -> PydanticCustomError:
     return PydanticCustomError(
-        "credential_refused",
+        POLICY_REFUSAL_TYPE,
         "{field} looks like a token or an account id; Mneme never stores those",
         {"field": field},
     )
@@ -104,4 +93,6 @@ class AccountOverlayUpdate(BaseModel):
     @field_validator("socials")
     @classmethod
     def _linked_only(cls, value: list[str]) -> list[str]:
+        if any(looks_like_token(provider) for provider in value):
+            raise credential_refused("socials")
         return linked_providers(value)

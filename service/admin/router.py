@@ -139,7 +139,8 @@ async def import_user(user_id: UserPath, request: Request, admin: AdminSvc) -> I
     """Restore a user from `GET /v1/users/{user_id}/export` output (NDJSON, see
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
-    written. Admins only."""
+    written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
+    Admins only."""
     return await admin.import_user(_user(user_id), _body_lines(request))
 
 

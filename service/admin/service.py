@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.accounts.repository import AccountRepository
 from service.admin.errors import ConfirmationMismatch, ImportLineInvalid, UserNotEmpty
+from service.admin.import_secrets import refuse_record_secrets
 from service.admin.plan import ACCOUNT_TABLE, AUDIT_TABLE, PurgePlan, TableRule, children_first
 from service.admin.repository import (
     JOBS_TABLE,
@@ -157,7 +158,8 @@ class AdminService:
     async def import_user(self, user_id: str, lines: AsyncIterator[bytes]) -> ImportReport:
         """Restore a user from an export (see docs/export-format.md): every record inserted as
         it was, ids and timestamps kept, in this one transaction. Any bad line raises
-        `ImportLineInvalid` naming it, and the transaction — so the whole import — rolls back.
+        `ImportLineInvalid` naming it (`SecretRefused` for what the API refuses as a secret),
+        and the transaction — so the whole import — rolls back.
         The user must hold nothing yet (409 `USER_NOT_EMPTY`)."""
         repository = self._repository
         await AccountRepository(repository.session, self._tenant_id).ensure_tenant()
@@ -179,6 +181,7 @@ class AdminService:
                 continue
             table, row = importer.check(number, raw)
             if table is not None:
+                refuse_record_secrets(number, table, row)
                 await batch.add(number, table, row)
         await batch.flush()
         importer.finish(number)

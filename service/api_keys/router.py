@@ -33,7 +33,8 @@ async def create_api_key(
     idempotency: Idempotency,
 ) -> ApiKeyCreated:
     """Create a service credential for this tenant. The full key is returned once, here;
-    only its hash is stored.
+    only its hash is stored. A `name` that looks like a secret is refused (422
+    `SECRET_REFUSED`).
 
     A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
     not stored anywhere, the retry cannot repeat it either: it gets 409

@@ -19,6 +19,7 @@ from service.audit.service import AuditTrail
 from service.auth.principal import Principal
 from service.errors import NotFound, ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
+from service.kit.secrets import refuse_secrets
 
 SERVICE_SUBJECT_PREFIX = "api-key:"
 
@@ -37,6 +38,9 @@ class ApiKeyService:
         self._principal = principal
 
     async def create(self, request: ApiKeyCreate) -> ApiKeyCreated:
+        # The name is listed to every admin and kept in the audit trail: never a credential
+        # (a key pasted into its own name included).
+        refuse_secrets(request.name, ("body", "name"))
         if request.expires_at is not None and request.expires_at <= datetime.now(UTC):
             raise ValidationFailed(
                 "expires_at must be in the future.",

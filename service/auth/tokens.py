@@ -21,6 +21,7 @@ from service.auth.principal import (
 )
 from service.config import Settings
 from service.errors import ServiceUnavailable, Unauthenticated
+from service.kit.secrets import find_secret
 
 ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
 # Linked-account providers that are not OAuth identities: email+password is not a "linked
@@ -145,11 +146,15 @@ def account_claims(claims: dict[str, Any], settings: Settings) -> AccountClaims:
         elif isinstance(identity, str):
             providers.append(identity)
     providers.extend(_string_list(claims.get("amr")) if not providers else [])
-    socials = tuple(dict.fromkeys(p for p in providers if p.lower() not in PASSWORD_PROVIDERS))
+    socials = tuple(
+        dict.fromkeys(
+            p for p in providers if p.lower() not in PASSWORD_PROVIDERS and find_secret(p) is None
+        )
+    )
     return AccountClaims(
-        name=_optional_str(claims.get(settings.name_claim)),
-        email=_optional_str(claims.get(settings.email_claim)),
-        avatar=_optional_str(claims.get(settings.avatar_claim)),
+        name=_overlay_text(claims.get(settings.name_claim)),
+        email=_overlay_text(claims.get(settings.email_claim)),
+        avatar=_overlay_text(claims.get(settings.avatar_claim)),
         socials=socials,
     )
 
@@ -196,5 +201,10 @@ def _string_list(value: object) -> list[str]:
     return []
 
 
-def _optional_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+def _overlay_text(value: object) -> str | None:
+    """A name, email or avatar claim as the overlay records it. One the secret policy refuses
+    (say, an avatar URL signed with a token) is left out: a service setting it gets 422
+    `SECRET_REFUSED`, but a token's request cannot be refused for what its issuer put in it."""
+    if not isinstance(value, str) or not value:
+        return None
+    return None if find_secret(value) is not None else value

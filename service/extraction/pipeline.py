@@ -63,6 +63,7 @@ from service.extraction.resolver import (
     Resolution,
     ResolverRules,
     normalise_text,
+    remembered_speaker,
     resolve,
     resolve_episode,
     resolve_profile,
@@ -101,7 +102,7 @@ def speaker_of(source_ids: Sequence[uuid.UUID], window: Sequence[Message]) -> st
     question names its author, as it does for the turns themselves."""
     sources = set(source_ids)
     names = {m.name for m in window if m.id in sources and m.name}
-    return names.pop() if len(names) == 1 else None
+    return remembered_speaker(names.pop()) if len(names) == 1 else None
 
 
 class WritePath:

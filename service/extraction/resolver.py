@@ -217,6 +217,12 @@ def refusal(text: str, evidence: str = "") -> str | None:
     return None
 
 
+def remembered_speaker(name: str | None) -> str | None:
+    """A message author's name as a derived memory's speaker: None when the API would refuse
+    it as a secret, so the memory (whose text passed) is still written, without it."""
+    return name if name and find_secret(name) is None else None
+
+
 def resolve(
     candidates: Sequence[Candidate],
     removals: Sequence[uuid.UUID],

@@ -8,7 +8,7 @@ import uuid
 from service.auth.owner import Owner
 from service.extraction.passes import MAX_ROUNDS, TURNS_ACTOR, PassRunner
 from service.extraction.record import PassOutcome, PassRecord
-from service.extraction.resolver import refusal
+from service.extraction.resolver import refusal, remembered_speaker
 from service.extraction.triggers import HUMAN_ROLE
 from service.memories.embedding import embed_or_none
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate
@@ -87,7 +87,7 @@ def _turn(
             event_at=message.created_at,
             source_thread_id=thread_id,
             source_message_ids=[message.id],
-            speaker=message.name,
+            speaker=remembered_speaker(message.name),
             metadata={"origin": "turn", "seq": message.seq},
         ),
         vector,

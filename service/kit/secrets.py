@@ -1,8 +1,11 @@
 """What may never be stored durably: credentials and PII-like content, found alike everywhere.
 
-One detector serves every durable write (memory text, evidence and metadata, profile values,
-the account overlay, extracted facts and turn memories) and the masking of raw thread messages
-replayed into a prompt. It combines:
+One detector serves every durable write, whichever way it enters (API bodies, MCP tools, import
+lines, token claims, the write path): memory text, evidence, speaker, metadata and keys,
+profile values, the account overlay, thread titles and metadata, API key names, extracted
+facts and turn memories; and the masking of raw thread messages and summaries replayed into a
+prompt. A request it refuses answers 422 `SECRET_REFUSED`; what cannot be refused (the write
+path's output, a token's claims) is left out. It combines:
 
 - detect-secrets' pattern detectors (JWTs, cloud, GitHub/GitLab/Slack/Stripe/OpenAI/… tokens,
   private keys, credentials in URLs): well kept, and each pattern is specific to one issuer.
@@ -10,9 +13,11 @@ replayed into a prompt. It combines:
   words;
 - rules of our own for what it has no detector for: US social security numbers, payment card
   numbers (confirmed with the Luhn checksum, so order and phone numbers are not refused),
-  bearer tokens, Mneme API keys, GCP service-account keys, `password: …`-style assignments;
+  bearer tokens, Mneme API keys, GCP service-account keys, AWS secret access keys,
+  `password: …`-style assignments, and JWTs spanned through their signature;
 - in JSON (metadata, profile values), any non-trivial string under a key that names a
-  credential (`password`, `api_key`, `access_token`, …).
+  credential (`password`, `api_key`, `access_token`, …); the documents replayed into every
+  prompt (profile values, the account overlay) refuse such a key whatever it holds.
 
 Each finding has a stable rule name so a refusal can say which rule fired without echoing
 the text.
@@ -27,8 +32,9 @@ from typing import Any
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
 
-from service.errors import ValidationFailed
+from service.errors import SecretRefused
 
 MASK = "[secret removed]"
 
@@ -39,6 +45,23 @@ _PEM_PRIVATE_KEY = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _AWS_ACCESS_KEY = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+# An AWS secret access key is 40 characters of base64 with nothing to tell it apart from a word,
+# a hash or an id of the same length, so 40 such characters count as one only when something
+# says what they are: a label naming an AWS secret or a secret access key
+# (`aws_secret_access_key=…`, `"SecretAccessKey": "…"`, "my AWS secret key is …") shortly
+# before them, or an access key id just before them on the same line (the pair as AWS hands
+# it out). After an id, the candidate must also look random (upper and lower case letters and
+# a digit or `/`/`+`). A 40-character string on its own is never refused.
+_BASE64_40 = r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+_AWS_SECRET_KEY_LABELLED = re.compile(
+    r"(?:(?<![a-z])aws(?![a-z])[^\n]{0,24}?secret|secret[ _-]?access[ _-]?key)[^\n]{0,32}?"
+    + _BASE64_40,
+    re.IGNORECASE,
+)
+_AWS_SECRET_KEY_AFTER_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b[^\n]{0,80}?" + _BASE64_40)
+# detect-secrets' JWT pattern ends lazily and so stops before the signature: a JWT's span is
+# taken here through its last segment (JWS has three, JWE five), so masking removes all of it.
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_=+/-]*){1,4}")
 _GCP_SERVICE_ACCOUNT_KEY = re.compile(r'"private_key_id"\s*:\s*"[0-9a-f]{20,}"')
 _API_TOKENS = re.compile(
     r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"  # OpenAI / Anthropic style
@@ -53,12 +76,22 @@ _BEARER_TOKEN = re.compile(
 )
 _MNEME_API_KEY = re.compile(r"\bmneme\.[A-Za-z0-9_-]+\.[0-9a-f]{32}\.[A-Za-z0-9_-]{16,}")
 _ASSIGNED_SECRET = re.compile(
-    r"\b(?:password|passwd|api[_-]?key|secret[_-]?key|access[_-]?token|client[_-]?secret)"
-    r"\s*[:=]\s*\S{6,}",
+    r"\b(?:password|passwd|api[_-]?key|secret[_-]?key|(?:aws[_-]?)?secret[_-]?access[_-]?key"
+    r"|access[_-]?token|client[_-]?secret)"
+    r"[\"']?\s*[:=]\s*\S{6,}",
     re.IGNORECASE,
 )
 _NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9]")
-_CREDENTIAL_NAME_PARTS = ("password", "passwd", "passphrase", "apikey", "secretkey", "privatekey")
+_CREDENTIAL_NAME_PARTS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "apikey",
+    "secretkey",
+    "secretaccesskey",
+    "awssecret",
+    "privatekey",
+)
 
 
 def _pattern_detectors() -> tuple[RegexBasedDetector, ...]:
@@ -106,12 +139,40 @@ def _spans(pattern: re.Pattern[str]) -> Callable[[str], Iterator[tuple[int, int]
     return lambda text: (m.span() for m in pattern.finditer(text))
 
 
+def _aws_secret_keys(text: str) -> Iterator[tuple[int, int]]:
+    for match in _AWS_SECRET_KEY_LABELLED.finditer(text):
+        yield match.span(1)
+    for match in _AWS_SECRET_KEY_AFTER_ID.finditer(text):
+        key = match.group(1)
+        if (
+            any(c.isupper() for c in key)
+            and any(c.islower() for c in key)
+            and any(c.isdigit() or c in "/+" for c in key)
+        ):
+            yield match.span(1)
+
+
+def _jwts(text: str) -> Iterator[tuple[int, int]]:
+    for match in _JWT.finditer(text):
+        # The longest run of segments that decodes as a JWT (header and payload JSON objects,
+        # as detect-secrets checks), so a sentence's closing dot or a word after it is not
+        # taken for one.
+        segments = match.group().split(".")
+        for count in range(len(segments), 1, -1):
+            token = ".".join(segments[:count])
+            if segments[count - 1] and JwtTokenDetector.is_formally_valid(token):
+                yield match.start(), match.start() + len(token)
+                break
+
+
 def _detect_secrets(text: str) -> Iterator[tuple[int, int]]:
     for detector in _DETECTORS:
-        for found in detector.analyze_string(text):
+        for found in set(detector.analyze_string(text)):
+            # The detector names what it found, not where: every occurrence is a finding.
             start = text.find(found)
-            if start >= 0:
+            while start >= 0:
                 yield start, start + len(found)
+                start = text.find(found, start + 1)
 
 
 @dataclass(frozen=True)
@@ -127,11 +188,13 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("pem_private_key", "PEM private key", _spans(_PEM_PRIVATE_KEY)),
     _Rule("cloud_access_key", "cloud access key", _spans(_AWS_ACCESS_KEY)),
     _Rule("cloud_access_key", "cloud access key", _spans(_GCP_SERVICE_ACCOUNT_KEY)),
+    _Rule("cloud_access_key", "cloud secret access key", _aws_secret_keys),
     _Rule("bearer_token", "bearer token", _spans(_BEARER_TOKEN)),
     _Rule("api_secret", "API token or credential", _spans(_API_TOKENS)),
     _Rule("api_secret", "API token or credential", _spans(_MNEME_API_KEY)),
     _Rule("api_secret", "API token or credential", _spans(_ASSIGNED_SECRET)),
     _Rule("credential", "credential or access token", _detect_secrets),
+    _Rule("credential", "credential or access token", _jwts),
 )
 
 
@@ -156,8 +219,15 @@ def find_secret(text: str) -> SecretFinding | None:
 Location = tuple[str | int, ...]
 
 
-def find_secret_in(value: Any, loc: Location = ()) -> tuple[Location, SecretFinding] | None:
-    """The location and finding of the first secret in a JSON value (keys included), or None."""
+def find_secret_in(
+    value: Any, loc: Location = (), *, any_credential_key: bool = False
+) -> tuple[Location, SecretFinding] | None:
+    """The location and finding of the first secret in a JSON value (keys included), or None.
+
+    A non-blank string under a credential-named key is a secret. With `any_credential_key`
+    (the documents replayed into every prompt: profile values and the account overlay), such
+    a key is refused whatever it holds.
+    """
     pending: list[tuple[Any, Location, str | None]] = [(value, loc, None)]
     while pending:
         item, where, key = pending.pop()
@@ -169,10 +239,13 @@ def find_secret_in(value: Any, loc: Location = ()) -> tuple[Location, SecretFind
                 return where, finding
         elif isinstance(item, Mapping):
             for child_key, child in item.items():
-                key_finding = find_secret(str(child_key))
+                name = str(child_key)
+                key_finding = find_secret(name)
+                if key_finding is None and any_credential_key and is_credential_name(name):
+                    key_finding = SecretFinding("credential", "credential", 0, len(name))
                 if key_finding is not None:
-                    return (*where, str(child_key)), key_finding
-                pending.append((child, (*where, str(child_key)), str(child_key)))
+                    return (*where, name), key_finding
+                pending.append((child, (*where, name), name))
         elif isinstance(item, list | tuple):
             pending.extend((child, (*where, i), key) for i, child in enumerate(item))
     return None
@@ -204,24 +277,27 @@ def mask_secrets(text: str) -> str:
     return "".join(parts)
 
 
-class SecretRefused(ValidationFailed):
-    title = "Secret or personal data refused"
-    code = "SECRET_REFUSED"
-
-
-def refuse_secrets(value: Any, loc: tuple[str | int, ...]) -> None:
+def refuse_secrets(
+    value: Any, loc: Location, *, any_credential_key: bool = False, line: int | None = None
+) -> None:
     """The durable-write policy: raise 422 `SECRET_REFUSED` if `value` holds a secret.
 
     `value` is text or any JSON value; `loc` is where it came from in the request, so the
-    problem can point at the field without echoing what was in it.
+    problem can point at the field without echoing what was in it. `line` names the line of
+    an import the value came from (the whole import is then refused).
     """
-    found = find_secret_in(value, loc)
+    found = find_secret_in(value, loc, any_credential_key=any_credential_key)
     if found is None:
         return
     where, finding = found
     field = next((part for part in reversed(where) if isinstance(part, str)), "value")
+    reason = f"what looks like a {finding.description} ({field})"
+    errors = [{"loc": list(where), "msg": f"matches rule {finding.rule}", "type": finding.rule}]
+    if line is None:
+        raise SecretRefused(f"Refusing to store {reason}.", rule=finding.rule, errors=errors)
     raise SecretRefused(
-        f"Refusing to store what looks like a {finding.description} ({field}).",
+        f"Line {line}: refusing to import {reason}. Nothing was imported.",
         rule=finding.rule,
-        errors=[{"loc": list(where), "msg": f"matches rule {finding.rule}", "type": finding.rule}],
+        errors=errors,
+        line=line,
     )

@@ -25,7 +25,13 @@ from service.auth.principal import Principal
 from service.context.dependencies import build_context_builder
 from service.context.service import ContextBuilder
 from service.dependencies import AppState, principal_transaction
-from service.errors import PROBLEM_TYPE_BASE, DomainError, Unauthenticated, ValidationFailed
+from service.errors import (
+    PROBLEM_TYPE_BASE,
+    DomainError,
+    Unauthenticated,
+    ValidationFailed,
+    invalid_input,
+)
 from service.kit.post_commit import PostCommitTasks
 from service.memories.dependencies import build_memory_recorder, build_memory_search
 from service.memories.search import MemorySearch
@@ -138,7 +144,8 @@ def problem_document(error: DomainError) -> dict[str, Any]:
 
 
 def invalid_arguments(exc: ValidationError, location: str = "arguments") -> ValidationFailed:
-    """A pydantic failure as the same `VALIDATION_FAILED` problem the REST API answers."""
+    """A pydantic failure as the same problem the REST API answers (`VALIDATION_FAILED`, or
+    `SECRET_REFUSED` when the secret policy refused a value)."""
     errors = [
         {
             "loc": [location, *(str(p) if not isinstance(p, int) else p for p in err["loc"])],
@@ -147,7 +154,7 @@ def invalid_arguments(exc: ValidationError, location: str = "arguments") -> Vali
         }
         for err in exc.errors()
     ]
-    return ValidationFailed(f"{len(errors)} invalid argument(s); see `errors`.", errors=errors)
+    return invalid_input(f"{len(errors)} invalid argument(s); see `errors`.", errors)
 
 
 def problem_result(error: DomainError) -> CallToolResult:

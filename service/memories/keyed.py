@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.auth.owner import Owner
+from service.kit.secrets import refuse_secrets
 from service.memories.embedding import embed_or_none
 from service.memories.errors import MemoryNotFound
 from service.memories.models import Memory
@@ -86,6 +87,8 @@ class KeyedMemoryService:
         return memory
 
     async def _create(self, owner: Owner, address: StoreKey, body: KeyedMemoryPut) -> Memory:
+        # The key is stored (and exported) with the memory: the same policy as its text.
+        refuse_secrets(address.key, ("query", "key"))
         item = MemoryCreate(
             kind=address.kind,
             category=address.category,

@@ -25,6 +25,9 @@ from service.memories.repository import MemoryRepository
 from service.memories.schemas import MemoryCreate, MemoryRead, MemoryWritten
 from service.providers import Embedder
 
+# The fields of a memory the durable-write policy reads, by their field (and column) names.
+MEMORY_SECRET_FIELDS = ("text", "evidence", "speaker", "metadata")
+
 ItemLocator = Callable[[int], list[str | int]]
 """Where the n-th memory of a write sits in the request, for a problem's `loc`."""
 
@@ -78,13 +81,8 @@ class MemoryRecorder:
         """Refuse secrets and past expiry times before anything is written."""
         self.authorize(*(entry.owner for entry in owned))
         for index, entry in enumerate(owned):
-            for field, value in (
-                ("text", entry.item.text),
-                ("evidence", entry.item.evidence),
-                ("speaker", entry.item.speaker),
-                ("metadata", entry.item.metadata),
-            ):
-                refuse_secrets(value, [*locate(index), field])
+            for field in MEMORY_SECRET_FIELDS:
+                refuse_secrets(getattr(entry.item, field), [*locate(index), field])
             if entry.item.expires_at is not None and entry.item.expires_at <= datetime.now(UTC):
                 raise ValidationFailed(
                     "expires_at must be in the future.",

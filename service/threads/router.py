@@ -48,6 +48,8 @@ async def create_thread(
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> ThreadRead | Response:
+    """A new conversation for the user. A title or metadata holding what looks like a secret
+    or PII is refused (422 `SECRET_REFUSED`); messages are appended separately."""
     return await idempotency.run(
         idempotency_key,
         request,
@@ -86,6 +88,8 @@ async def get_thread(
 async def update_thread(
     user_id: AddressedUserId, thread_id: uuid.UUID, body: ThreadUpdate, threads: ThreadSvc
 ) -> ThreadRead:
+    """Change the title or the metadata (replaced whole). A title or metadata holding what
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes."""
     return await threads.update(user_id, thread_id, body)
 
 

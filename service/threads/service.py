@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from service.kit.pagination import (
     encode_cursor,
     newest_first_cursor,
 )
-from service.kit.secrets import mask_secrets
+from service.kit.secrets import mask_secrets, refuse_secrets
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel, LLMUnavailable
 from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
@@ -48,6 +48,17 @@ from service.threads.summaries import (
     summarize_thread,
     window_start_index,
 )
+
+# A thread's title and metadata are written deliberately, like a memory's metadata, and kept
+# as they are: they follow the durable-write policy (422 `SECRET_REFUSED`). Messages do not:
+# they are the user's record, stored as sent and masked when replayed into a prompt.
+THREAD_SECRET_FIELDS = ("title", "metadata")
+
+
+def refuse_thread_secrets(values: dict[str, Any]) -> None:
+    """Refuse a thread's title or metadata holding a secret; `values` by field name."""
+    for field in THREAD_SECRET_FIELDS:
+        refuse_secrets(values.get(field), ("body", field))
 
 
 class Summarizer:
@@ -129,6 +140,7 @@ class ThreadService:
         self._mask_replayed_secrets = mask_replayed_secrets
 
     async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
+        refuse_thread_secrets({"title": request.title, "metadata": request.metadata})
         await self._accounts.ensure_user(user_id)
         thread = await self._repository.add(
             Thread(
@@ -160,6 +172,7 @@ class ThreadService:
         )
 
     async def update(self, user_id: str, thread_id: uuid.UUID, change: ThreadUpdate) -> ThreadRead:
+        refuse_thread_secrets({"title": change.title, "metadata": change.metadata})
         await self.load(user_id, thread_id, lock=True)
         values: dict[str, Any] = {}
         if "title" in change.model_fields_set:
@@ -262,9 +275,12 @@ class ThreadService:
     async def summaries(self, user_id: str, thread_id: uuid.UUID) -> SummaryList:
         await self.load(user_id, thread_id)
         summaries = await self._repository.summaries(thread_id)
+        # The entries are the stored record; `text` is rendered for a prompt, so it is replayed
+        # as the window's is.
+        text = format_summaries_for_prompt(summaries)
         return SummaryList(
             items=[SummaryRead.model_validate(s) for s in summaries],
-            text=format_summaries_for_prompt(summaries),
+            text=mask_secrets(text) if self._mask_replayed_secrets else text,
         )
 
     async def delete_summaries(self, user_id: str, thread_id: uuid.UUID) -> SummariesDeleted:
@@ -313,14 +329,7 @@ class ThreadService:
         return ContextWindow(
             summarization_enabled=self._summarizer.status.enabled,
             summaries=[
-                ReplayedSummary(
-                    s.sequence,
-                    [
-                        {k: replay(v) if isinstance(v, str) else v for k, v in entry.items()}
-                        for entry in s.entries
-                    ],
-                )
-                for s in summaries
+                ReplayedSummary(s.sequence, _replayed_entries(s.entries, replay)) for s in summaries
             ],
             messages=[ReplayedMessage(m.id, m.role, replay(m.content), m.seq) for m in raw],
         )
@@ -360,11 +369,25 @@ def _as_sent(text: str) -> str:
     return text
 
 
+def _replayed_entries(
+    entries: list[dict[str, Any]], replay: Callable[[str], str]
+) -> list[dict[str, Any]]:
+    """A summary's entries with their text (question, answer) passed through `replay`."""
+    return [
+        {k: replay(v) if isinstance(v, str) else v for k, v in entry.items()} for entry in entries
+    ]
+
+
 def masked_window(window: ThreadWindow) -> ThreadWindow:
-    """The window with secrets in its raw messages and summary text replaced by a placeholder."""
+    """The window with secrets in its raw messages and summaries (their entries and the
+    rendered text) replaced by a placeholder."""
     return window.model_copy(
         update={
             "summary_text": mask_secrets(window.summary_text),
+            "summaries": [
+                s.model_copy(update={"entries": _replayed_entries(s.entries, mask_secrets)})
+                for s in window.summaries
+            ],
             "messages": [
                 m.model_copy(update={"content": mask_secrets(m.content)}) for m in window.messages
             ],

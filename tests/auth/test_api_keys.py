@@ -108,6 +108,19 @@ async def test_expired_key_is_refused_and_past_expiry_is_rejected(
     )
 
 
+async def test_a_key_named_with_a_secret_is_refused_and_not_created(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    existing = await create_key(client, settings, tenant)
+    for name in (f"backup of {existing['key']}", "bot, password: hunter2hunter2"):
+        response = await client.post("/v1/admin/api-keys", headers=admin, json={"name": name})
+        assert_problem(response, 422, "SECRET_REFUSED")
+        assert "hunter2" not in response.text
+    listing = await client.get("/v1/admin/api-keys", headers=admin)
+    assert [k["name"] for k in listing.json()["items"]] == ["agent backend"]
+
+
 async def test_admin_endpoints_refuse_non_admins(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

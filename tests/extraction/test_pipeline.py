@@ -14,11 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.db import create_sessionmaker
-from service.extraction.pipeline import WritePath
+from service.extraction.pipeline import WritePath, speaker_of
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import LLMUnavailable, OpenAIChatModel
+from service.threads.models import Message
 from tests.conftest import bearer
 from tests.extraction.conftest import extraction_requests, fact, say
 from tests.fixtures.factories import memories, start_thread
@@ -186,3 +187,13 @@ async def test_two_passes_racing_on_one_thread_write_once(
     outcomes = [outcome for run in await asyncio.gather(*runs) for outcome in run]
     assert sorted(o.status for o in outcomes) == ["superseded", "written"]
     assert [m["text"] for m in await memories(client, headers)] == ["User is allergic to peanuts."]
+
+
+def test_a_fact_names_its_speaker_unless_the_name_looks_like_a_secret() -> None:
+    def said_by(name: str) -> Message:
+        return Message(id=uuid.uuid4(), name=name, role="user", content="I like tea.")
+
+    ada, secret = said_by("Ada"), said_by("ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    assert speaker_of([ada.id], [ada, secret]) == "Ada"
+    # The API would refuse the name as a memory's speaker: the fact is kept without it.
+    assert speaker_of([secret.id], [ada, secret]) is None

@@ -98,3 +98,31 @@ async def test_a_turn_keeps_its_authors_name_as_the_memorys_speaker(
         "I signed up for the marathon.": "Ada",
         "My knee hurts after running.": None,
     }
+
+
+async def test_an_authors_name_that_looks_like_a_secret_is_not_remembered_with_the_turn(
+    turns_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread_id = await start_thread(turns_client, headers)
+    response = await turns_client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={
+            "messages": [
+                {"role": "user", "name": "SSN 123-45-6789", "content": "I run on Mondays."},
+                {"role": "user", "name": "Ada", "content": "I swim on Fridays."},
+            ]
+        },
+    )
+    assert response.status_code == 201, response.text
+
+    # The pass completes (the API would refuse such a speaker, which failed it for good).
+    passes = await wait_for_passes(turns_client, headers, 1)
+
+    assert passes[0]["through_seq"] == 1
+    turns = await memories(turns_client, headers, kind="episodic", category="turn")
+    assert {m["text"]: m["speaker"] for m in turns} == {
+        "I run on Mondays.": None,
+        "I swim on Fridays.": "Ada",
+    }

@@ -18,6 +18,7 @@ from mcp.types import CallToolResult, TextResourceContents
 from benchmarks.server import RunningServer
 from service.config import Settings
 from tests.conftest import bearer
+from tests.secret_samples import SAMPLES
 
 TOOLS = {"remember", "recall", "get_context", "forget", "update_profile", "list_memories"}
 
@@ -246,10 +247,21 @@ async def test_bad_arguments_are_tool_errors_with_the_problem_code_and_write_not
         )
         assert bad_category["code"] == "VALIDATION_FAILED"
 
-        secret = tool_problem(
-            await client.call_tool("remember", {"text": "My SSN is 123-45-6789."})
+        for said in ("My SSN is 123-45-6789.", SAMPLES["aws_secret_access_key"].text):
+            secret = tool_problem(await client.call_tool("remember", {"text": said}))
+            assert secret["code"] == "SECRET_REFUSED"
+        profile_secret = tool_problem(
+            await client.call_tool(
+                "update_profile",
+                {
+                    "operations": [
+                        {"op": "add", "path": "/aws", "value": SAMPLES["jwt"].text},
+                    ]
+                },
+            )
         )
-        assert secret["code"] == "SECRET_REFUSED"
+        assert profile_secret["code"] == "SECRET_REFUSED"
+        assert profile_secret["errors"][0]["type"] == "credential_refused"
 
         not_an_id = tool_problem(await client.call_tool("forget", {"memory_id": "nope"}))
         assert not_an_id["code"] == "VALIDATION_FAILED"

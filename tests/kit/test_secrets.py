@@ -15,6 +15,7 @@ from service.main import create_app
 from tests.conftest import assert_problem, bearer
 from tests.extraction.conftest import say, serve, wait_for_passes, write_path_settings
 from tests.fixtures.factories import memories, start_thread
+from tests.secret_samples import SAMPLES
 
 # A well-formed JWT (header and payload decode to JSON), as an identity provider issues them.
 JWT = (
@@ -32,7 +33,29 @@ SECRETS = {
     "password": "password: hunter2hunter2",
     "openai": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
     "slack": "xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
+    "aws_secret": "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
 }
+# AWS's documented example secret access key: 40 characters of base64.
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+AWS_SECRET_FORMS = [
+    f"aws_secret_access_key={AWS_SECRET}",
+    f"AWS_SECRET_ACCESS_KEY = {AWS_SECRET}",
+    f'export AWS_SECRET_ACCESS_KEY="{AWS_SECRET}"',
+    f'{{"AccessKeyId": "ASIAXYZXYZXYZXYZXYZA", "SecretAccessKey": "{AWS_SECRET}"}}',
+    f"my AWS secret key is {AWS_SECRET}, keep it safe",
+    f"secret access key: {AWS_SECRET}",
+    f"AKIAIOSFODNN7EXAMPLE,{AWS_SECRET}",
+    f"aws_secret = '{AWS_SECRET}'",
+]
+# 40 characters that are not AWS secrets: nothing labels them as one.
+FORTY_CHARACTERS = [
+    "the commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed the build",
+    "sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709 of the empty file",
+    "Pneumonoultramicroscopicsilicovolcanoconiosis is a long word",
+    f"the upload id was {AWS_SECRET} yesterday",
+    "we rotated the AWS secret access key last week; the new one is in the vault",
+    "AKIA is the prefix of AWS access key ids, 20 characters long",
+]
 HARMLESS = [
     "I had pasta for dinner on 2024-05-01 and it cost $12.50.",
     "My order number is 1234 5678 9012 and my phone is +1 555 010 0199.",
@@ -50,6 +73,44 @@ def test_each_kind_of_secret_is_found_and_masked(kind: str) -> None:
     assert find_secret(masked) is None
 
 
+@pytest.mark.parametrize("text", AWS_SECRET_FORMS)
+def test_an_aws_secret_access_key_is_found_when_labelled_and_masked_whole(text: str) -> None:
+    assert find_secret(text) is not None
+    masked = mask_secrets(text)
+    assert AWS_SECRET not in masked and MASK in masked
+    # The key alone, without its label, is what masking removes; the label stays readable.
+    assert "AKIAIOSFODNN7EXAMPLE" not in masked
+
+
+@pytest.mark.parametrize("text", FORTY_CHARACTERS)
+def test_forty_characters_without_an_aws_label_are_not_a_secret(text: str) -> None:
+    assert find_secret(text) is None
+    assert mask_secrets(text) == text
+
+
+def test_an_aws_secret_under_a_credential_named_json_key_is_refused() -> None:
+    for key in ("aws_secret_access_key", "SecretAccessKey", "awsSecret"):
+        located = find_secret_in({"aws": {key: "anything-at-all"}})
+        assert located is not None and located[0] == ("aws", key)
+
+
+def test_masking_a_jwt_removes_all_three_segments_of_every_occurrence() -> None:
+    header, payload, signature = JWT.split(".")
+    text = f"first {JWT}. Then again: {JWT}\nand unsigned {header}.{payload}. Done."
+    masked = mask_secrets(text)
+    for segment in (header, payload, signature):
+        assert segment not in masked
+    # (detect-secrets spans an unsigned token with its closing dot.)
+    assert masked == f"first {MASK}. Then again: {MASK}\nand unsigned {MASK} Done."
+
+
+def test_every_occurrence_of_a_repeated_secret_is_masked() -> None:
+    # A SendGrid key: found by detect-secrets, which names what it found but not where.
+    sendgrid = "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"
+    masked = mask_secrets(f"{sendgrid} and again {sendgrid}")
+    assert masked == f"{MASK} and again {MASK}"
+
+
 @pytest.mark.parametrize("text", HARMLESS)
 def test_ordinary_text_is_not_a_secret(text: str) -> None:
     assert find_secret(text) is None
@@ -64,7 +125,7 @@ def test_json_values_are_searched_in_keys_values_and_credential_named_fields() -
     assert find_secret_in({"max_tokens": 300, "topic": "gardening"}) is None
 
 
-@pytest.mark.parametrize("kind", ["jwt", "bearer", "card", "aws"])
+@pytest.mark.parametrize("kind", ["jwt", "bearer", "card", "aws", "aws_secret"])
 async def test_memory_text_and_metadata_refuse_every_secret_kind(
     client: AsyncClient, settings: Settings, tenant: str, kind: str
 ) -> None:
@@ -88,7 +149,7 @@ async def test_memory_text_and_metadata_refuse_every_secret_kind(
     assert [m["metadata"] for m in listing.json()["items"]] == [{}]
 
 
-@pytest.mark.parametrize("kind", ["jwt", "card", "aws", "ssn"])
+@pytest.mark.parametrize("kind", ["jwt", "card", "aws", "ssn", "aws_secret"])
 async def test_profile_values_and_the_account_overlay_refuse_secrets(
     client: AsyncClient, settings: Settings, tenant: str, kind: str
 ) -> None:
@@ -99,7 +160,7 @@ async def test_profile_values_and_the_account_overlay_refuse_secrets(
         json=patch,
         headers={**user, "content-type": "application/json-patch+json"},
     )
-    assert response.status_code == 422, response.text
+    assert_problem(response, 422, "SECRET_REFUSED")
     profile = (await client.get("/v1/users/me/profile", headers=user)).json()
     assert "note" not in str(profile)
 
@@ -107,7 +168,7 @@ async def test_profile_values_and_the_account_overlay_refuse_secrets(
     overlay = await client.put(
         "/v1/users/bob/account", json={"name": SECRETS[kind]}, headers=service
     )
-    assert overlay.status_code == 422, overlay.text
+    assert_problem(overlay, 422, "SECRET_REFUSED")
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +207,30 @@ async def test_a_jwt_in_a_message_is_stored_as_sent_never_remembered_and_masked_
     window, context = await _window_and_context(masking_client, headers, thread_id)
     assert JWT not in str(window) and MASK in window["messages"][0]["content"]
     assert JWT not in context["text"] and MASK in context["text"]
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+async def test_a_secret_in_a_message_is_stored_as_sent_and_masked_whole_on_replay(
+    client: AsyncClient, settings: Settings, tenant: str, kind: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    sample = SAMPLES[kind]
+    thread_id = await start_thread(client, headers)
+    appended = await client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={"messages": [{"role": "user", "content": sample.text}]},
+    )
+    assert appended.status_code == 201, appended.text
+
+    window = await client.get(f"/v1/users/me/threads/{thread_id}/window", headers=headers)
+    context = await client.post(
+        "/v1/users/me/context", json={"query": sample.text, "thread_id": thread_id}, headers=headers
+    )
+
+    assert window.json()["messages"][0]["content"] != sample.text
+    assert sample.core not in window.text and MASK in window.text
+    assert sample.core not in context.text and MASK in context.json()["text"]
 
 
 async def test_replay_can_be_configured_to_keep_messages_as_sent(

@@ -134,6 +134,11 @@ async def test_bad_addresses_and_secrets_are_refused_and_write_nothing(
         PATH, params=at("k"), json={"text": "card 4111 1111 1111 1111"}, headers=headers
     )
     assert_problem(secret_update, 422, "SECRET_REFUSED")
+    secret_key = await client.put(
+        PATH, params=at("password: hunter2hunter2"), json={"text": "Fine."}, headers=headers
+    )
+    body = assert_problem(secret_key, 422, "SECRET_REFUSED")
+    assert body["errors"][0]["loc"] == ["query", "key"] and "hunter2" not in secret_key.text
     assert [m["text"] for m in await memories(client, headers)] == ["Fine."]
 
 

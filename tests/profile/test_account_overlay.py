@@ -123,17 +123,22 @@ async def test_a_token_with_account_claims_replaces_a_set_overlay_and_one_withou
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "code"),
     [
-        {"name": "Dana", "access_token": "opaque-access"},
-        {"name": "Dana", "refresh_token": "opaque-refresh"},
-        {"name": "Dana", "id_token": ID_TOKEN},
-        {"name": "Dana", "accountId": "110248495921238986420"},
-        {"name": "Dana", "provider_account_id": "110248495921238986420"},
-        {"name": ID_TOKEN},
-        {"avatar": f"https://img.example/a.png?token={ID_TOKEN}"},
-        {"socials": [{"provider": "google", "access_token": "opaque-access"}]},
-        {"name": "Dana", "nickname": "D"},
+        ({"name": "Dana", "access_token": "opaque-access"}, "SECRET_REFUSED"),
+        ({"name": "Dana", "refresh_token": "opaque-refresh"}, "SECRET_REFUSED"),
+        ({"name": "Dana", "id_token": ID_TOKEN}, "SECRET_REFUSED"),
+        ({"name": "Dana", "accountId": "110248495921238986420"}, "SECRET_REFUSED"),
+        ({"name": "Dana", "provider_account_id": "110248495921238986420"}, "SECRET_REFUSED"),
+        ({"name": ID_TOKEN}, "SECRET_REFUSED"),
+        ({"avatar": f"https://img.example/a.png?token={ID_TOKEN}"}, "SECRET_REFUSED"),
+        ({"socials": ["github", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"]}, "SECRET_REFUSED"),
+        # Not a provider name, and not a field of the overlay: refused by the schema.
+        (
+            {"socials": [{"provider": "google", "access_token": "opaque-access"}]},
+            "VALIDATION_FAILED",
+        ),
+        ({"name": "Dana", "nickname": "D"}, "VALIDATION_FAILED"),
     ],
 )
 async def test_tokens_and_account_ids_are_refused_and_never_stored(
@@ -142,11 +147,12 @@ async def test_tokens_and_account_ids_are_refused_and_never_stored(
     tenant: str,
     runtime_engine: AsyncEngine,
     body: dict[str, Any],
+    code: str,
 ) -> None:
     service = bearer(settings, tenant, "agent", service=True)
     await set_account(client, service, "dana", {"name": "Dana"})
     response = await client.put("/v1/users/dana/account", json=body, headers=service)
-    assert_problem(response, 422, "VALIDATION_FAILED")
+    assert_problem(response, 422, code)
     row = await account_row_text(runtime_engine, tenant, "dana")
     assert '"name":"Dana"' in row
     for secret in (
@@ -166,7 +172,7 @@ async def test_credential_fields_are_named_in_the_refusal(
     response = await client.put(
         "/v1/users/dana/account", json={"access_token": "opaque-access"}, headers=service
     )
-    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    body = assert_problem(response, 422, "SECRET_REFUSED")
     assert body["errors"][0]["type"] == "credential_refused"
     assert "access_token" in body["errors"][0]["msg"]
     assert "opaque-access" not in response.text
@@ -197,6 +203,25 @@ async def test_token_claims_are_recorded_without_tokens_or_the_password_provider
     assert '"name":"Hana"' in row
     for secret in ("opaque-access", "opaque-refresh", "4242424242", ID_TOKEN, "credential"):
         assert secret not in row
+
+
+async def test_a_token_claim_the_secret_policy_refuses_is_left_out_of_the_overlay(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    headers = bearer(
+        settings,
+        tenant,
+        "hana",
+        name="Hana",
+        email="SSN 123-45-6789",
+        picture=f"https://img.example/h.png?token={ID_TOKEN}",
+        identities=[{"provider": "github"}, {"provider": "ghp_abcdefghijklmnopqrstuvwxyz01234567"}],
+    )
+    profile = await profile_of(client, headers, "me")
+    assert profile["profile"] == {"name": "Hana", "socials": ["github"]}
+    row = await account_row_text(runtime_engine, tenant, "hana")
+    assert '"name":"Hana"' in row
+    assert ID_TOKEN not in row and "123-45-6789" not in row and "ghp_" not in row
 
 
 async def test_openapi_declares_the_account_route(client: AsyncClient) -> None:

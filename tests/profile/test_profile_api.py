@@ -593,7 +593,7 @@ async def test_tokens_and_account_ids_are_refused_and_never_stored(
     operation: dict[str, Any],
 ) -> None:
     response = await patch(client, ada(settings, tenant), [operation])
-    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    body = assert_problem(response, 422, "SECRET_REFUSED")
     assert body["errors"][0]["type"] == "credential_refused"
     assert await stored_profile(runtime_engine, tenant, "ada") is None
 

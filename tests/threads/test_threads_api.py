@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from httpx import AsyncClient
 
 from service.config import Settings
 from tests.conftest import assert_problem, bearer, new_tenant
 from tests.fixtures.factories import start_thread
+from tests.secret_samples import SAMPLES
 
 
 async def append(
@@ -27,6 +29,34 @@ async def append(
 
 def turn(role: str, content: str, **extra: Any) -> dict[str, Any]:
     return {"role": role, "content": content, **extra}
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+async def test_a_secret_in_a_thread_title_or_metadata_is_refused_and_nothing_is_stored(
+    client: AsyncClient, settings: Settings, tenant: str, kind: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    sample = SAMPLES[kind]
+    bodies: list[dict[str, Any]] = [
+        {"title": sample.text},
+        {"metadata": {"note": sample.text}},
+        {"metadata": {"notes": [{"deeper": sample.text}]}},
+    ]
+    for body in bodies:
+        response = await client.post("/v1/users/me/threads", headers=headers, json=body)
+        problem = assert_problem(response, 422, "SECRET_REFUSED")
+        assert problem["errors"][0]["loc"][:2] == ["body", next(iter(body))]
+        assert sample.core not in response.text
+    assert (await client.get("/v1/users/me/threads", headers=headers)).json()["items"] == []
+
+    thread_id = await start_thread(client, headers, title="Trip planning", metadata={"app": "x"})
+    for body in bodies:
+        response = await client.patch(
+            f"/v1/users/me/threads/{thread_id}", headers=headers, json=body
+        )
+        assert_problem(response, 422, "SECRET_REFUSED")
+    got = (await client.get(f"/v1/users/me/threads/{thread_id}", headers=headers)).json()
+    assert (got["title"], got["metadata"]) == ("Trip planning", {"app": "x"})
 
 
 async def test_thread_lifecycle(client: AsyncClient, settings: Settings, tenant: str) -> None:

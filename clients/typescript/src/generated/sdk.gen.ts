@@ -93,7 +93,8 @@ export const listApiKeys = <ThrowOnError extends boolean = false>(options?: Opti
  * Create an API key
  *
  * Create a service credential for this tenant. The full key is returned once, here;
- * only its hash is stored.
+ * only its hash is stored. A `name` that looks like a secret is refused (422
+ * `SECRET_REFUSED`).
  *
  * A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
  * not stored anywhere, the retry cannot repeat it either: it gets 409
@@ -540,6 +541,9 @@ export const listThreads = <ThrowOnError extends boolean = false>(options: Optio
 
 /**
  * Start a thread
+ *
+ * A new conversation for the user. A title or metadata holding what looks like a secret
+ * or PII is refused (422 `SECRET_REFUSED`); messages are appended separately.
  */
 export const createThread = <ThrowOnError extends boolean = false>(options: Options<CreateThreadData, ThrowOnError>) => (options.client ?? client).post<CreateThreadResponses, CreateThreadErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -574,6 +578,9 @@ export const getThread = <ThrowOnError extends boolean = false>(options: Options
 
 /**
  * Rename a thread or change its metadata
+ *
+ * Change the title or the metadata (replaced whole). A title or metadata holding what
+ * looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
  */
 export const updateThread = <ThrowOnError extends boolean = false>(options: Options<UpdateThreadData, ThrowOnError>) => (options.client ?? client).patch<UpdateThreadResponses, UpdateThreadErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -785,7 +792,8 @@ export const purgeTenant = <ThrowOnError extends boolean = false>(options: Optio
  * Restore a user from `GET /v1/users/{user_id}/export` output (NDJSON, see
  * docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
  * `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
- * written. Admins only.
+ * written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
+ * Admins only.
  */
 export const importUser = <ThrowOnError extends boolean = false>(options: Options<ImportUserData, ThrowOnError>) => (options.client ?? client).post<ImportUserResponses, ImportUserErrors, ThrowOnError>({
     bodySerializer: null,

@@ -105,7 +105,8 @@ def sync_detailed(
     """Create an API key
 
      Create a service credential for this tenant. The full key is returned once, here;
-    only its hash is stored.
+    only its hash is stored. A `name` that looks like a secret is refused (422
+    `SECRET_REFUSED`).
 
     A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
     not stored anywhere, the retry cannot repeat it either: it gets 409
@@ -148,7 +149,8 @@ def sync(
     """Create an API key
 
      Create a service credential for this tenant. The full key is returned once, here;
-    only its hash is stored.
+    only its hash is stored. A `name` that looks like a secret is refused (422
+    `SECRET_REFUSED`).
 
     A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
     not stored anywhere, the retry cannot repeat it either: it gets 409
@@ -186,7 +188,8 @@ async def asyncio_detailed(
     """Create an API key
 
      Create a service credential for this tenant. The full key is returned once, here;
-    only its hash is stored.
+    only its hash is stored. A `name` that looks like a secret is refused (422
+    `SECRET_REFUSED`).
 
     A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
     not stored anywhere, the retry cannot repeat it either: it gets 409
@@ -227,7 +230,8 @@ async def asyncio(
     """Create an API key
 
      Create a service credential for this tenant. The full key is returned once, here;
-    only its hash is stored.
+    only its hash is stored. A `name` that looks like a secret is refused (422
+    `SECRET_REFUSED`).
 
     A retry with the same `Idempotency-Key` never mints a second key. Because the secret is
     not stored anywhere, the retry cannot repeat it either: it gets 409

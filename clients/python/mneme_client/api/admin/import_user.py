@@ -111,7 +111,8 @@ def sync_detailed(
      Restore a user from `GET /v1/users/{user_id}/export` output (NDJSON, see
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
-    written. Admins only.
+    written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
+    Admins only.
 
     Args:
         user_id (str): A user id of the caller's tenant.
@@ -148,7 +149,8 @@ def sync(
      Restore a user from `GET /v1/users/{user_id}/export` output (NDJSON, see
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
-    written. Admins only.
+    written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
+    Admins only.
 
     Args:
         user_id (str): A user id of the caller's tenant.
@@ -180,7 +182,8 @@ async def asyncio_detailed(
      Restore a user from `GET /v1/users/{user_id}/export` output (NDJSON, see
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
-    written. Admins only.
+    written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
+    Admins only.
 
     Args:
         user_id (str): A user id of the caller's tenant.
@@ -215,7 +218,8 @@ async def asyncio(
      Restore a user from `GET /v1/users/{user_id}/export` output (NDJSON, see
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
-    written. Admins only.
+    written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
+    Admins only.
 
     Args:
         user_id (str): A user id of the caller's tenant.

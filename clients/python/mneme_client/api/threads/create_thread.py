@@ -109,6 +109,9 @@ def sync_detailed(
 ) -> Response[Problem | ThreadRead]:
     """Start a thread
 
+     A new conversation for the user. A title or metadata holding what looks like a secret
+    or PII is refused (422 `SECRET_REFUSED`); messages are appended separately.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
@@ -147,6 +150,9 @@ def sync(
 ) -> Problem | ThreadRead | None:
     """Start a thread
 
+     A new conversation for the user. A title or metadata holding what looks like a secret
+    or PII is refused (422 `SECRET_REFUSED`); messages are appended separately.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
@@ -179,6 +185,9 @@ async def asyncio_detailed(
     idempotency_key: None | str | Unset = UNSET,
 ) -> Response[Problem | ThreadRead]:
     """Start a thread
+
+     A new conversation for the user. A title or metadata holding what looks like a secret
+    or PII is refused (422 `SECRET_REFUSED`); messages are appended separately.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -215,6 +224,9 @@ async def asyncio(
     idempotency_key: None | str | Unset = UNSET,
 ) -> Problem | ThreadRead | None:
     """Start a thread
+
+     A new conversation for the user. A title or metadata holding what looks like a secret
+    or PII is refused (422 `SECRET_REFUSED`); messages are appended separately.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

@@ -109,6 +109,9 @@ def sync_detailed(
 ) -> Response[Problem | ThreadRead]:
     """Rename a thread or change its metadata
 
+     Change the title or the metadata (replaced whole). A title or metadata holding what
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
@@ -144,6 +147,9 @@ def sync(
 ) -> Problem | ThreadRead | None:
     """Rename a thread or change its metadata
 
+     Change the title or the metadata (replaced whole). A title or metadata holding what
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
@@ -173,6 +179,9 @@ async def asyncio_detailed(
     body: ThreadUpdate,
 ) -> Response[Problem | ThreadRead]:
     """Rename a thread or change its metadata
+
+     Change the title or the metadata (replaced whole). A title or metadata holding what
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -206,6 +215,9 @@ async def asyncio(
     body: ThreadUpdate,
 ) -> Problem | ThreadRead | None:
     """Rename a thread or change its metadata
+
+     Change the title or the metadata (replaced whole). A title or metadata holding what
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
