@@ -88,6 +88,14 @@ class Conflict(DomainError):
     code = "CONFLICT"
 
 
+class PreconditionFailed(DomainError):
+    """An `If-Match` names a state the resource is no longer in: nothing was changed."""
+
+    status = 412
+    title = "The resource changed since it was read"
+    code = "PRECONDITION_FAILED"
+
+
 class ValidationFailed(DomainError):
     status = 422
     title = "Validation failed"
