@@ -130,7 +130,8 @@ ETAG_HEADER: Final[Mapping[str, Any]] = {
 }
 LOCATION_HEADER: Final[Mapping[str, Any]] = {
     "Location": {
-        "description": "The address of what the request created.",
+        "description": "Where to read what the request created: the new resource, or the "
+        "collection that several new ones joined.",
         "schema": {"type": "string"},
     }
 }
@@ -147,10 +148,16 @@ def tagged_response(description: str, *, code: int = 200) -> dict[int | str, dic
     return {code: {"description": description, "headers": dict(ETAG_HEADER)}}
 
 
-def created_response(description: str, *, tagged: bool = True) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI entry for a 201 that names what it created (and its ETag, when one resource)."""
+def created_response(
+    description: str, *, tagged: bool = True, model: type[BaseModel] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entry for a 201 that names what it created (and its ETag, when one resource).
+    `model` is its body where the route's own status is another one."""
     headers = {**LOCATION_HEADER, **(ETAG_HEADER if tagged else {})}
-    return {status.HTTP_201_CREATED: {"description": description, "headers": headers}}
+    entry: dict[str, Any] = {"description": description, "headers": headers}
+    if model is not None:
+        entry["model"] = model
+    return {status.HTTP_201_CREATED: entry}
 
 
 NOT_MODIFIED_RESPONSE: Final[dict[int | str, dict[str, Any]]] = {

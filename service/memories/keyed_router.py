@@ -86,7 +86,7 @@ async def get_keyed_memory(
     summary="Put a memory under a key",
     responses={
         **tagged_response("The key's memory was replaced (or already said this)."),
-        **created_response("The key held nothing; added."),
+        **created_response("The key held nothing; added.", model=KeyedMemoryWritten),
         **problem_responses(401, 404, 412, 413, 422, 429),
     },
 )

@@ -2,7 +2,7 @@
 
 import type { Client, Options as Options2, TDataShape } from './client';
 import { client } from './client.gen';
-import type { AppendMessagesData, AppendMessagesErrors, AppendMessagesResponses, AppendTurnData, AppendTurnErrors, AppendTurnResponses, BuildContextData, BuildContextErrors, BuildContextResponses, CompactMemoriesData, CompactMemoriesErrors, CompactMemoriesResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateMemoriesData, CreateMemoriesErrors, CreateMemoriesResponses, CreateMemoryData, CreateMemoryErrors, CreateMemoryResponses, CreateOrgMemoriesData, CreateOrgMemoriesErrors, CreateOrgMemoriesResponses, CreateOrgMemoryData, CreateOrgMemoryErrors, CreateOrgMemoryResponses, CreateThreadData, CreateThreadErrors, CreateThreadResponses, DeleteKeyedMemoryData, DeleteKeyedMemoryErrors, DeleteKeyedMemoryResponses, DeleteMemoriesData, DeleteMemoriesErrors, DeleteMemoriesResponses, DeleteMemoryData, DeleteMemoryErrors, DeleteMemoryResponses, DeleteOrgMemoriesData, DeleteOrgMemoriesErrors, DeleteOrgMemoriesResponses, DeleteOrgMemoryData, DeleteOrgMemoryErrors, DeleteOrgMemoryResponses, DeleteOrgProfileKeyData, DeleteOrgProfileKeyErrors, DeleteOrgProfileKeyResponses, DeleteProfileKeyData, DeleteProfileKeyErrors, DeleteProfileKeyResponses, DeleteSummariesData, DeleteSummariesErrors, DeleteSummariesResponses, DeleteThreadData, DeleteThreadErrors, DeleteThreadResponses, ExportUserData, ExportUserErrors, ExportUserResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetKeyedMemoryData, GetKeyedMemoryErrors, GetKeyedMemoryResponses, GetMemoryData, GetMemoryErrors, GetMemoryHistoryData, GetMemoryHistoryErrors, GetMemoryHistoryResponses, GetMemoryResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOrgMemoryData, GetOrgMemoryErrors, GetOrgMemoryHistoryData, GetOrgMemoryHistoryErrors, GetOrgMemoryHistoryResponses, GetOrgMemoryResponses, GetOrgProceduresData, GetOrgProceduresErrors, GetOrgProceduresResponses, GetOrgProfileData, GetOrgProfileErrors, GetOrgProfileResponses, GetProceduresData, GetProceduresErrors, GetProceduresResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetRetentionData, GetRetentionErrors, GetRetentionResponses, GetTenantJobsData, GetTenantJobsErrors, GetTenantJobsResponses, GetThreadData, GetThreadErrors, GetThreadResponses, GetThreadWindowData, GetThreadWindowErrors, GetThreadWindowResponses, GetUserData, GetUserErrors, GetUserJobsData, GetUserJobsErrors, GetUserJobsResponses, GetUserOverviewData, GetUserOverviewErrors, GetUserOverviewResponses, GetUserResponses, ImportUserData, ImportUserErrors, ImportUserResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListAuditEntriesData, ListAuditEntriesErrors, ListAuditEntriesResponses, ListMemoriesData, ListMemoriesErrors, ListMemoriesResponses, ListMessagesData, ListMessagesErrors, ListMessagesResponses, ListOrgMemoriesData, ListOrgMemoriesErrors, ListOrgMemoriesResponses, ListSummariesData, ListSummariesErrors, ListSummariesResponses, ListThreadsData, ListThreadsErrors, ListThreadsResponses, ListUsersData, ListUsersErrors, ListUsersResponses, PatchOrgProfileData, PatchOrgProfileErrors, PatchOrgProfileResponses, PatchProfileData, PatchProfileErrors, PatchProfileResponses, PurgeTenantData, PurgeTenantErrors, PurgeTenantResponses, PurgeUserData, PurgeUserErrors, PurgeUserResponses, PutKeyedMemoryData, PutKeyedMemoryErrors, PutKeyedMemoryResponses, RerunWritePathData, RerunWritePathErrors, RerunWritePathResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, SearchMemoriesData, SearchMemoriesErrors, SearchMemoriesResponses, SetOrgProceduresData, SetOrgProceduresErrors, SetOrgProceduresResponses, SetProceduresData, SetProceduresErrors, SetProceduresResponses, SetRetentionData, SetRetentionErrors, SetRetentionResponses, SetUserAccountData, SetUserAccountErrors, SetUserAccountResponses, SummarizeThreadNowData, SummarizeThreadNowErrors, SummarizeThreadNowResponses, UpdateMemoryData, UpdateMemoryErrors, UpdateMemoryResponses, UpdateOrgMemoryData, UpdateOrgMemoryErrors, UpdateOrgMemoryResponses, UpdateThreadData, UpdateThreadErrors, UpdateThreadResponses } from './types.gen';
+import type { AppendMessagesData, AppendMessagesErrors, AppendMessagesResponses, AppendTurnData, AppendTurnErrors, AppendTurnResponses, BuildContextData, BuildContextErrors, BuildContextResponses, CompactMemoriesData, CompactMemoriesErrors, CompactMemoriesResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateMemoriesData, CreateMemoriesErrors, CreateMemoriesResponses, CreateMemoryData, CreateMemoryErrors, CreateMemoryResponses, CreateOrgMemoriesData, CreateOrgMemoriesErrors, CreateOrgMemoriesResponses, CreateOrgMemoryData, CreateOrgMemoryErrors, CreateOrgMemoryResponses, CreateThreadData, CreateThreadErrors, CreateThreadResponses, DeleteKeyedMemoryData, DeleteKeyedMemoryErrors, DeleteKeyedMemoryResponses, DeleteMemoriesData, DeleteMemoriesErrors, DeleteMemoriesResponses, DeleteMemoryData, DeleteMemoryErrors, DeleteMemoryResponses, DeleteOrgMemoriesData, DeleteOrgMemoriesErrors, DeleteOrgMemoriesResponses, DeleteOrgMemoryData, DeleteOrgMemoryErrors, DeleteOrgMemoryResponses, DeleteOrgProfileKeyData, DeleteOrgProfileKeyErrors, DeleteOrgProfileKeyResponses, DeleteProfileKeyData, DeleteProfileKeyErrors, DeleteProfileKeyResponses, DeleteSummariesData, DeleteSummariesErrors, DeleteSummariesResponses, DeleteThreadData, DeleteThreadErrors, DeleteThreadResponses, ExportUserData, ExportUserErrors, ExportUserResponses, GetApiKeyData, GetApiKeyErrors, GetApiKeyResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetKeyedMemoryData, GetKeyedMemoryErrors, GetKeyedMemoryResponses, GetMemoryData, GetMemoryErrors, GetMemoryHistoryData, GetMemoryHistoryErrors, GetMemoryHistoryResponses, GetMemoryResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOrgMemoryData, GetOrgMemoryErrors, GetOrgMemoryHistoryData, GetOrgMemoryHistoryErrors, GetOrgMemoryHistoryResponses, GetOrgMemoryResponses, GetOrgProceduresData, GetOrgProceduresErrors, GetOrgProceduresResponses, GetOrgProfileData, GetOrgProfileErrors, GetOrgProfileResponses, GetProceduresData, GetProceduresErrors, GetProceduresResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetRetentionData, GetRetentionErrors, GetRetentionResponses, GetTenantJobsData, GetTenantJobsErrors, GetTenantJobsResponses, GetThreadData, GetThreadErrors, GetThreadResponses, GetThreadWindowData, GetThreadWindowErrors, GetThreadWindowResponses, GetUserData, GetUserErrors, GetUserJobsData, GetUserJobsErrors, GetUserJobsResponses, GetUserOverviewData, GetUserOverviewErrors, GetUserOverviewResponses, GetUserResponses, ImportUserData, ImportUserErrors, ImportUserResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListAuditEntriesData, ListAuditEntriesErrors, ListAuditEntriesResponses, ListMemoriesData, ListMemoriesErrors, ListMemoriesResponses, ListMessagesData, ListMessagesErrors, ListMessagesResponses, ListOrgMemoriesData, ListOrgMemoriesErrors, ListOrgMemoriesResponses, ListSummariesData, ListSummariesErrors, ListSummariesResponses, ListThreadsData, ListThreadsErrors, ListThreadsResponses, ListUsersData, ListUsersErrors, ListUsersResponses, PatchOrgProfileData, PatchOrgProfileErrors, PatchOrgProfileResponses, PatchProfileData, PatchProfileErrors, PatchProfileResponses, PurgeTenantData, PurgeTenantErrors, PurgeTenantResponses, PurgeUserData, PurgeUserErrors, PurgeUserResponses, PutKeyedMemoryData, PutKeyedMemoryErrors, PutKeyedMemoryResponses, RerunWritePathData, RerunWritePathErrors, RerunWritePathResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, SearchMemoriesData, SearchMemoriesErrors, SearchMemoriesResponses, SetOrgProceduresData, SetOrgProceduresErrors, SetOrgProceduresResponses, SetProceduresData, SetProceduresErrors, SetProceduresResponses, SetRetentionData, SetRetentionErrors, SetRetentionResponses, SetUserAccountData, SetUserAccountErrors, SetUserAccountResponses, SummarizeThreadNowData, SummarizeThreadNowErrors, SummarizeThreadNowResponses, UpdateMemoryData, UpdateMemoryErrors, UpdateMemoryResponses, UpdateOrgMemoryData, UpdateOrgMemoryErrors, UpdateOrgMemoryResponses, UpdateThreadData, UpdateThreadErrors, UpdateThreadResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -114,8 +114,18 @@ export const createApiKey = <ThrowOnError extends boolean = false>(options: Opti
  * Revoke an API key
  *
  * Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
+ * With `If-Match`, only if the key is still in that state (else 412).
  */
 export const revokeApiKey = <ThrowOnError extends boolean = false>(options: Options<RevokeApiKeyData, ThrowOnError>) => (options.client ?? client).delete<RevokeApiKeyResponses, RevokeApiKeyErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/admin/api-keys/{key_id}',
+    ...options
+});
+
+/**
+ * Get an API key
+ */
+export const getApiKey = <ThrowOnError extends boolean = false>(options: Options<GetApiKeyData, ThrowOnError>) => (options.client ?? client).get<GetApiKeyResponses, GetApiKeyErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/admin/api-keys/{key_id}',
     ...options
@@ -217,7 +227,8 @@ export const getMemory = <ThrowOnError extends boolean = false>(options: Options
  * Change a memory
  *
  * Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
- * memory), review flag, event time, metadata or expiry. Recorded in the history.
+ * memory), review flag, event time, metadata or expiry. Recorded in the history. With
+ * `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
  */
 export const updateMemory = <ThrowOnError extends boolean = false>(options: Options<UpdateMemoryData, ThrowOnError>) => (options.client ?? client).patch<UpdateMemoryResponses, UpdateMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -277,6 +288,8 @@ export const deleteKeyedMemory = <ThrowOnError extends boolean = false>(options:
 
 /**
  * Get the memory a key holds
+ *
+ * The memory with its ETag, the same as on `GET …/memories/{id}`.
  */
 export const getKeyedMemory = <ThrowOnError extends boolean = false>(options: Options<GetKeyedMemoryData, ThrowOnError>) => (options.client ?? client).get<GetKeyedMemoryResponses, GetKeyedMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -289,7 +302,8 @@ export const getKeyedMemory = <ThrowOnError extends boolean = false>(options: Op
  *
  * The first put of a key adds a memory (201); later ones replace its text and metadata
  * (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
- * secrets and PII-like text (422 `SECRET_REFUSED`).
+ * secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
+ * that state (`*`: only if the key holds a memory); else 412 and nothing changes.
  */
 export const putKeyedMemory = <ThrowOnError extends boolean = false>(options: Options<PutKeyedMemoryData, ThrowOnError>) => (options.client ?? client).put<PutKeyedMemoryResponses, PutKeyedMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -555,7 +569,8 @@ export const createThread = <ThrowOnError extends boolean = false>(options: Opti
  * Delete a thread
  *
  * Delete the thread with its messages, summaries and extraction cursor; the answer
- * counts the rows deleted per table.
+ * counts the rows deleted per table. With `If-Match`, only if the thread still has that
+ * ETag.
  */
 export const deleteThread = <ThrowOnError extends boolean = false>(options: Options<DeleteThreadData, ThrowOnError>) => (options.client ?? client).delete<DeleteThreadResponses, DeleteThreadErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -574,6 +589,9 @@ export const getThread = <ThrowOnError extends boolean = false>(options: Options
 
 /**
  * Rename a thread or change its metadata
+ *
+ * With `If-Match`, only if the thread still has that ETag (else 412 and nothing
+ * changes); appending messages changes a thread's ETag.
  */
 export const updateThread = <ThrowOnError extends boolean = false>(options: Options<UpdateThreadData, ThrowOnError>) => (options.client ?? client).patch<UpdateThreadResponses, UpdateThreadErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
