@@ -44,7 +44,7 @@ from service.memories.schemas import (
     SearchRequest,
     SearchResponse,
 )
-from service.memories.service import MemoryService, memory_etag
+from service.memories.service import MemoryService, memory_etag, procedures_etag
 
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["memories"])
 org_router = APIRouter(prefix="/v1/org", tags=["org memories"])
@@ -60,6 +60,15 @@ DELETE_ONE = problem_responses(401, 403, 404, 409, 412, 413, 422, 429)
 CREATE_ONE = {
     **created_response("The memory (or the identical one already stored)."),
     **WRITE_PROBLEMS,
+}
+READ_PROCEDURES = {
+    **tagged_response("The procedural slots."),
+    **NOT_MODIFIED_RESPONSE,
+    **READ_PROBLEMS,
+}
+SET_PROCEDURES = {
+    **tagged_response("The procedural slots as set."),
+    **problem_responses(401, 403, 404, 409, 412, 413, 422, 429),
 }
 CREATE_BATCH = {
     **created_response("The memories, in input order.", tagged=False),
@@ -168,6 +177,10 @@ def memory_location(memory: MemoryRead) -> str:
 
 def tagged(memory: MemoryRead) -> Tagged[MemoryRead]:
     return Tagged(memory, memory_etag(memory))
+
+
+def _set_procedures_tagged(response: Response, procedures: Procedures) -> Procedures:
+    return with_etag(response, Tagged(procedures, procedures_etag(procedures)))
 
 
 def _created_one(response: Response) -> AnswerHeaders:
@@ -377,24 +390,36 @@ async def get_memory_history(
     "/procedures",
     response_model=Procedures,
     summary="Get the user's procedural instructions",
-    responses=READ_PROBLEMS,
+    responses=READ_PROCEDURES,
 )
-async def get_procedures(owner: UserOwner, memories: MemorySvc) -> Procedures:
-    return await memories.procedures(owner)
+async def get_procedures(
+    owner: UserOwner, memories: MemorySvc, response: Response, if_none_match: IfNoneMatch = None
+) -> Procedures | Response:
+    procedures = await memories.procedures(owner)
+    return conditional_read(
+        response, Tagged(procedures, procedures_etag(procedures)), if_none_match
+    )
 
 
 @user_router.put(
     "/procedures",
     response_model=Procedures,
     summary="Set the user's procedural instructions",
-    responses=WRITE_PROBLEMS,
+    responses=SET_PROCEDURES,
 )
 async def set_procedures(
-    owner: UserOwner, body: ProceduresUpdate, memories: MemorySvc
+    owner: UserOwner,
+    body: ProceduresUpdate,
+    memories: MemorySvc,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> Procedures:
     """Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted."""
-    return await memories.set_procedures(owner, body)
+    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
+    if the slots still have that ETag (else 412 and nothing changes)."""
+    return _set_procedures_tagged(
+        response, await memories.set_procedures(owner, body, if_match=if_match)
+    )
 
 
 # --- the organization's shared memories --------------------------------------------------------
@@ -544,19 +569,30 @@ async def get_org_memory_history(
     "/procedures",
     response_model=Procedures,
     summary="Get the organization's procedural instructions",
-    responses=READ_PROBLEMS,
+    responses=READ_PROCEDURES,
 )
-async def get_org_procedures(owner: OrgOwner, memories: MemorySvc) -> Procedures:
-    return await memories.procedures(owner)
+async def get_org_procedures(
+    owner: OrgOwner, memories: MemorySvc, response: Response, if_none_match: IfNoneMatch = None
+) -> Procedures | Response:
+    procedures = await memories.procedures(owner)
+    return conditional_read(
+        response, Tagged(procedures, procedures_etag(procedures)), if_none_match
+    )
 
 
 @org_router.put(
     "/procedures",
     response_model=Procedures,
     summary="Set the organization's procedural instructions",
-    responses=WRITE_PROBLEMS,
+    responses=SET_PROCEDURES,
 )
 async def set_org_procedures(
-    owner: OrgWriter, body: ProceduresUpdate, memories: MemorySvc
+    owner: OrgWriter,
+    body: ProceduresUpdate,
+    memories: MemorySvc,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> Procedures:
-    return await memories.set_procedures(owner, body)
+    return _set_procedures_tagged(
+        response, await memories.set_procedures(owner, body, if_match=if_match)
+    )

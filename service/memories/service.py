@@ -53,6 +53,11 @@ def memory_etag(memory: Memory | MemoryRead) -> str:
     return entity_tag(read, MemoryRead)
 
 
+def procedures_etag(procedures: Procedures) -> str:
+    """The entity tag of an owner's procedural slots as a whole."""
+    return entity_tag(procedures)
+
+
 def require_memory_match(if_match: str | None, memory: Memory | None) -> None:
     """412 unless `If-Match` allows changing this memory (None: there is none)."""
     require_match(
@@ -273,17 +278,25 @@ class MemoryService:
             _procedures([m for m in rows if m.scope == "org"]),
         )
 
-    async def set_procedures(self, owner: Owner, change: ProceduresUpdate) -> Procedures:
-        """Replace the given slots: the old instruction is superseded, never silently lost."""
+    async def set_procedures(
+        self, owner: Owner, change: ProceduresUpdate, *, if_match: str | None = None
+    ) -> Procedures:
+        """Replace the given slots: the old instruction is superseded, never silently lost.
+        Writes to one owner's slots run one after another; with `if_match`, only if the slots
+        are still in that state."""
         self._recorder.authorize(owner)
         requested = change.model_dump(exclude_unset=True)
         for slot, value in requested.items():
             refuse_secrets(value, ["body", slot])
         await self._recorder.provision([owner])
-        current = {
-            m.category: m
-            for m in await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
-        }
+        await self._repository.lock_procedures(owner)
+        live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
+        require_match(
+            if_match,
+            procedures_etag(_procedures(live)),
+            detail="The procedures changed since you read them; read them again and retry.",
+        )
+        current = {m.category: m for m in live}
         for slot, value in requested.items():
             text_value = (value or "").strip()
             previous = current.get(slot)

@@ -272,3 +272,59 @@ async def test_openapi_declares_the_tags_and_preconditions(client: AsyncClient) 
     assert created["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/MemoryWritten"
     }
+
+
+async def test_procedures_carry_a_tag_that_guards_their_writes(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    path = "/v1/users/me/procedures"
+    empty = await client.get(path, headers=headers)
+    first = await client.put(
+        path, json={"style": "Be brief."}, headers={**headers, "If-Match": empty.headers["etag"]}
+    )
+    assert first.status_code == 200, first.text
+    read = await client.get(path, headers=headers)
+    assert read.headers["etag"] == first.headers["etag"] != empty.headers["etag"]
+    cached = await client.get(path, headers={**headers, "If-None-Match": read.headers["etag"]})
+    assert cached.status_code == 304
+
+    for tag in (empty.headers["etag"], "bogus"):
+        stale = await client.put(
+            path, json={"style": "Be verbose."}, headers={**headers, "If-Match": tag}
+        )
+        assert_refused(stale, first.headers["etag"])
+    assert (await client.get(path, headers=headers)).json()["style"]["text"] == "Be brief."
+
+
+async def test_concurrent_guarded_procedure_writes_let_exactly_one_win(
+    app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    writers = 4
+    agents = [bearer(settings, tenant, f"agent-{index}", service=True) for index in range(writers)]
+    path = "/v1/users/zoe/procedures"
+    # Zoe's first write provisions her account row, which would queue the others behind it.
+    first = await client.put(path, json={"workflow": "Plan first."}, headers=agents[0])
+    seen = first.headers["etag"]
+    backfill = app.state.mneme.embedding_backfill
+    real_embedder = backfill.embedder
+    backfill.embedder = SlowEmbedder(real_embedder)
+    try:
+        responses = await asyncio.gather(
+            *(
+                client.put(
+                    path,
+                    json={"style": f"Style number {index}."},
+                    headers={**agents[index], "If-Match": seen},
+                )
+                for index in range(writers)
+            )
+        )
+    finally:
+        backfill.embedder = real_embedder
+    statuses = sorted(response.status_code for response in responses)
+    assert statuses == [200] + [412] * (writers - 1)
+    [winner] = [response for response in responses if response.status_code == 200]
+    stored = await client.get(path, headers=agents[0])
+    assert stored.json()["style"]["text"] == winner.json()["style"]["text"]
+    assert stored.headers["etag"] == winner.headers["etag"]

@@ -265,7 +265,8 @@ export const getProcedures = <ThrowOnError extends boolean = false>(options: Opt
  * Set the user's procedural instructions
  *
  * Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
- * A replaced instruction is superseded, with history, not deleted.
+ * A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
+ * if the slots still have that ETag (else 412 and nothing changes).
  */
 export const setProcedures = <ThrowOnError extends boolean = false>(options: Options<SetProceduresData, ThrowOnError>) => (options.client ?? client).put<SetProceduresResponses, SetProceduresErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

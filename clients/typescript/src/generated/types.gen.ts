@@ -3786,6 +3786,14 @@ export type GetMemoryHistoryResponse = GetMemoryHistoryResponses[keyof GetMemory
 
 export type GetProceduresData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -3833,7 +3841,7 @@ export type GetProceduresError = GetProceduresErrors[keyof GetProceduresErrors];
 
 export type GetProceduresResponses = {
     /**
-     * Successful Response
+     * The procedural slots.
      */
     200: Procedures;
 };
@@ -3842,6 +3850,14 @@ export type GetProceduresResponse = GetProceduresResponses[keyof GetProceduresRe
 
 export type SetProceduresData = {
     body: ProceduresUpdate;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -3872,6 +3888,10 @@ export type SetProceduresErrors = {
      */
     409: Problem;
     /**
+     * Precondition Failed
+     */
+    412: Problem;
+    /**
      * Request Entity Too Large
      */
     413: Problem;
@@ -3901,7 +3921,7 @@ export type SetProceduresError = SetProceduresErrors[keyof SetProceduresErrors];
 
 export type SetProceduresResponses = {
     /**
-     * Successful Response
+     * The procedural slots as set.
      */
     200: Procedures;
 };
@@ -4902,6 +4922,14 @@ export type GetOrgMemoryHistoryResponse = GetOrgMemoryHistoryResponses[keyof Get
 
 export type GetOrgProceduresData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path?: never;
     query?: never;
     url: '/v1/org/procedures';
@@ -4942,7 +4970,7 @@ export type GetOrgProceduresError = GetOrgProceduresErrors[keyof GetOrgProcedure
 
 export type GetOrgProceduresResponses = {
     /**
-     * Successful Response
+     * The procedural slots.
      */
     200: Procedures;
 };
@@ -4951,6 +4979,14 @@ export type GetOrgProceduresResponse = GetOrgProceduresResponses[keyof GetOrgPro
 
 export type SetOrgProceduresData = {
     body: ProceduresUpdate;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path?: never;
     query?: never;
     url: '/v1/org/procedures';
@@ -4973,6 +5009,10 @@ export type SetOrgProceduresErrors = {
      * Conflict
      */
     409: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
     /**
      * Request Entity Too Large
      */
@@ -5003,7 +5043,7 @@ export type SetOrgProceduresError = SetOrgProceduresErrors[keyof SetOrgProcedure
 
 export type SetOrgProceduresResponses = {
     /**
-     * Successful Response
+     * The procedural slots as set.
      */
     200: Procedures;
 };
