@@ -66,7 +66,8 @@ export const getUser = <ThrowOnError extends boolean = false>(options: Options<G
  * The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
  * `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
  * type is `credential_refused`; nothing is stored. The password `credential` provider is
- * dropped from `socials`.
+ * dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
+ * the account is still in that state (else 412 and nothing changes).
  */
 export const setUserAccount = <ThrowOnError extends boolean = false>(options: Options<SetUserAccountData, ThrowOnError>) => (options.client ?? client).put<SetUserAccountResponses, SetUserAccountErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -2673,6 +2673,14 @@ export type GetMetricsResponses = {
 
 export type GetUserData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -2720,7 +2728,7 @@ export type GetUserError = GetUserErrors[keyof GetUserErrors];
 
 export type GetUserResponses = {
     /**
-     * Successful Response
+     * The user's account.
      */
     200: UserRead;
 };
@@ -2729,6 +2737,14 @@ export type GetUserResponse = GetUserResponses[keyof GetUserResponses];
 
 export type SetUserAccountData = {
     body: AccountOverlayUpdate;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -2754,6 +2770,10 @@ export type SetUserAccountErrors = {
      * Not Found
      */
     404: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
     /**
      * Request Entity Too Large
      */
@@ -2784,7 +2804,7 @@ export type SetUserAccountError = SetUserAccountErrors[keyof SetUserAccountError
 
 export type SetUserAccountResponses = {
     /**
-     * Successful Response
+     * The user's account as set.
      */
     200: UserRead;
 };
