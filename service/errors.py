@@ -89,7 +89,8 @@ class Conflict(DomainError):
 
 
 class PreconditionFailed(DomainError):
-    """An `If-Match` names a state the resource is no longer in: nothing was changed."""
+    """A conditional write's precondition (`If-Match`, `If-None-Match`) does not hold for the
+    resource as it is now: nothing was changed."""
 
     status = 412
     title = "The resource changed since it was read"

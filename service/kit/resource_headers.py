@@ -4,15 +4,15 @@ A `201 Created` answer says where the new resource lives (`Location`), so a clie
 build the address itself.
 
 Every mutable resource answers reads and writes with an `ETag`, so that no update is lost to a
-concurrent one. A client that sends it back in
-`If-Match` writes only if nobody changed the resource meanwhile (else 412 with the current tag
-and nothing changed); a client that sends it in `If-None-Match` on a read gets 304 with no body
-when its copy is still current.
+concurrent one. A client that sends it back in `If-Match` writes only if nobody changed the
+resource meanwhile (else 412 with the current tag, and nothing changed); a client that sends it
+in `If-None-Match` on a read gets 304 with no body while its copy is current.
 
-A resource's tag is a digest of its representation (RFC 9110 §8.8.3): it changes whenever any
-field a client can read changes, whichever path wrote it (the API, the write path, a
-background job), and two reads of the same state always agree. Services check `If-Match`
-against the row they hold locked, so two writers with the same tag cannot both pass.
+A resource's tag is a digest of its representation (`entity_tag`, RFC 9110 §8.8.3): it changes
+whenever any field a client can read changes, whichever path wrote it (the API, the write path,
+a background job), and two reads of the same state always agree. (A profile's tag is its stored
+version instead, with a digest of the account details.) Services check `If-Match` against the
+row they hold locked, so of two writers holding the same tag only the first passes.
 """
 
 from __future__ import annotations
@@ -143,9 +143,9 @@ def location(*segments: object) -> str:
     return "/" + "/".join(quote(str(segment), safe=":@+=") for segment in segments)
 
 
-def tagged_response(description: str, *, code: int = 200) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI entry for an answer that carries its resource's ETag."""
-    return {code: {"description": description, "headers": dict(ETAG_HEADER)}}
+def tagged_response(description: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entry for a 200 that carries its resource's ETag."""
+    return {status.HTTP_200_OK: {"description": description, "headers": dict(ETAG_HEADER)}}
 
 
 def created_response(
