@@ -54,8 +54,20 @@ def assert_refused(response: Response, current: str) -> None:
 async def test_create_names_the_memory_and_its_tag_which_a_read_repeats(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
+    """The tag of what a write returned and of what a read finds are the same, however the
+    values round-trip through JSON and the database (floats, offsets, nested metadata)."""
     headers = bearer(settings, tenant, "ada")
-    created = await remember(client, headers, "Ada prefers tea.")
+    created = await client.post(
+        MEMORIES,
+        json={
+            "text": "Ada prefers tea.",
+            "confidence": 0.7,
+            "event_at": "2026-01-01T10:00:00.123456+02:00",
+            "metadata": {"score": 1.5, "whole": 1.0, "tags": ["é", "x"], "z": {"b": 2, "a": 0.1}},
+        },
+        headers=headers,
+    )
+    assert created.status_code == 201, created.text
     memory_id = created.json()["id"]
     assert created.headers["location"] == f"/v1/users/ada/memories/{memory_id}"
     read = await client.get(created.headers["location"], headers=headers)
@@ -234,12 +246,15 @@ async def test_a_retried_create_replays_location_and_tag(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = {**bearer(settings, tenant, "ada"), "Idempotency-Key": "remember-1"}
-    first = await client.post(MEMORIES, json={"text": "Ada's cat is Puff."}, headers=headers)
-    again = await client.post(MEMORIES, json={"text": "Ada's cat is Puff."}, headers=headers)
+    body = {"text": "Ada's cat is Puff.", "metadata": {"weight_kg": 4.25}}
+    first = await client.post(MEMORIES, json=body, headers=headers)
+    again = await client.post(MEMORIES, json=body, headers=headers)
     assert (first.status_code, again.status_code) == (201, 201)
     assert again.headers["idempotent-replayed"] == "true"
     assert again.headers["location"] == first.headers["location"]
     assert again.headers["etag"] == first.headers["etag"]
+    read = await client.get(first.headers["location"], headers=headers)
+    assert read.headers["etag"] == first.headers["etag"]
 
 
 async def test_a_batch_names_the_collection_it_added_to(
