@@ -98,6 +98,15 @@ class Conflict(DomainError):
     code = "CONFLICT"
 
 
+class PreconditionFailed(DomainError):
+    """A conditional write's precondition (`If-Match`, `If-None-Match`) does not hold for the
+    resource as it is now: nothing was changed."""
+
+    status = 412
+    title = "The resource changed since it was read"
+    code = "PRECONDITION_FAILED"
+
+
 class ValidationFailed(DomainError):
     status = 422
     title = "Validation failed"

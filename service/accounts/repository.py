@@ -138,7 +138,8 @@ class AccountRepository:
             UserAccount.tenant_id == self._tenant_id, UserAccount.id == user_id
         )
         if for_update:
-            statement = statement.with_for_update()
+            # The locked row is the truth: refresh a copy the session may hold from earlier.
+            statement = statement.with_for_update().execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def set_overlay(self, user_id: str, account: AccountClaims) -> UserAccount:

@@ -12,6 +12,13 @@ from service.accounts.schemas import UserRead
 from service.audit.service import AuditTrail
 from service.auth.principal import AccountClaims, Principal
 from service.errors import NotFound
+from service.kit.resource_headers import entity_tag, require_match
+
+
+def user_etag(user: UserRead) -> str:
+    """A user's entity tag; its last-seen mark is part of it, so it also moves as the user is
+    active (at most every few minutes)."""
+    return entity_tag(user)
 
 
 class AccountService:
@@ -40,9 +47,12 @@ class AccountService:
         user = await self._repository.get_user(user_id)
         return AccountClaims() if user is None else _claims(user)
 
-    async def set_overlay(self, user_id: str, update: AccountOverlayUpdate) -> UserRead:
+    async def set_overlay(
+        self, user_id: str, update: AccountOverlayUpdate, *, if_match: str | None = None
+    ) -> UserRead:
         """Replace a user's overlay (creating the user if needed). Only service principals may:
-        an end user's overlay is recorded from its own token on every request."""
+        an end user's overlay is recorded from its own token on every request. With
+        `if_match`, only if the user exists and is still in that state."""
         principal, audit = self._principal, self._audit
         if principal is None or audit is None:
             raise RuntimeError("setting an overlay needs the caller and the audit trail")
@@ -53,6 +63,11 @@ class AccountService:
             )
         await self._repository.ensure_tenant()
         current = await self._repository.get_user(user_id, for_update=True)
+        require_match(
+            if_match,
+            None if current is None else user_etag(UserRead.model_validate(current)),
+            detail="The user's account changed since you read it; read it again and retry.",
+        )
         wanted = AccountClaims(
             name=update.name,
             email=update.email,

@@ -31,8 +31,12 @@ class ApiKeyRepository:
         await self._session.refresh(key)
         return key
 
-    async def get(self, key_id: uuid.UUID) -> ApiKey | None:
+    async def get(self, key_id: uuid.UUID, *, for_update: bool = False) -> ApiKey | None:
+        """The key; with `for_update`, locked until the transaction ends (as it is now, not as
+        an earlier statement of this request loaded it)."""
         statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id, ApiKey.id == key_id)
+        if for_update:
+            statement = statement.with_for_update().execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def list_page(
@@ -59,6 +63,8 @@ class ApiKeyRepository:
             )
             .values(revoked_at=func.now())
             .returning(ApiKey)
+            # The row may already sit in the identity map: refresh it from what was written.
+            .execution_options(synchronize_session=False, populate_existing=True)
         )
         return (await self._session.execute(statement)).scalar_one_or_none()
 

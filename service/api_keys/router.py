@@ -5,17 +5,38 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from service.api_keys.dependencies import ApiKeySvc
 from service.api_keys.errors import ApiKeySecretNotReplayable
 from service.api_keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyRead
+from service.api_keys.service import api_key_etag
 from service.dependencies import Idempotency
 from service.errors import problem_responses
 from service.kit.idempotency import IdempotencyKeyHeader, IdempotentReplay
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+from service.kit.resource_headers import (
+    NOT_MODIFIED_RESPONSE,
+    IfMatch,
+    IfNoneMatch,
+    Tagged,
+    conditional_read,
+    created_response,
+    location,
+    tagged_response,
+    with_etag,
+)
 
 router = APIRouter(prefix="/v1/admin/api-keys", tags=["admin"])
+
+
+def tagged(key: ApiKeyRead) -> Tagged[ApiKeyRead]:
+    return Tagged(key, api_key_etag(key))
+
+
+def _created(response: Response, created: ApiKeyCreated) -> ApiKeyCreated:
+    response.headers["Location"] = location("v1", "admin", "api-keys", created.id)
+    return with_etag(response, Tagged(created, api_key_etag(created)))
 
 
 @router.post(
@@ -23,12 +44,16 @@ router = APIRouter(prefix="/v1/admin/api-keys", tags=["admin"])
     status_code=status.HTTP_201_CREATED,
     response_model=ApiKeyCreated,
     summary="Create an API key",
-    responses=problem_responses(401, 403, 409, 422, 429),
+    responses={
+        **created_response("The key, with its secret (shown only here)."),
+        **problem_responses(401, 403, 409, 422, 429),
+    },
 )
 async def create_api_key(
     body: ApiKeyCreate,
     api_keys: ApiKeySvc,
     request: Request,
+    response: Response,
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> ApiKeyCreated:
@@ -41,7 +66,7 @@ async def create_api_key(
     `API_KEY_ALREADY_CREATED` with the `key_id` the first attempt created (revoke that key and
     create another if its secret was lost)."""
     if idempotency_key is None:
-        return await api_keys.create(body)
+        return _created(response, await api_keys.create(body))
     outcome = await idempotency.begin(idempotency_key, request.method, request.url.path, body)
     if isinstance(outcome, IdempotentReplay):
         raise ApiKeySecretNotReplayable(
@@ -54,7 +79,7 @@ async def create_api_key(
     await idempotency.complete(
         outcome, status.HTTP_201_CREATED, created.model_dump(mode="json", exclude={"key"})
     )
-    return created
+    return _created(response, created)
 
 
 @router.get(
@@ -73,12 +98,34 @@ async def list_api_keys(
     return await api_keys.list(cursor=cursor, limit=limit, include_revoked=include_revoked)
 
 
+@router.get(
+    "/{key_id}",
+    response_model=ApiKeyRead,
+    summary="Get an API key",
+    responses={
+        **tagged_response("The key (never its secret)."),
+        **NOT_MODIFIED_RESPONSE,
+        **problem_responses(401, 403, 404, 422, 429),
+    },
+)
+async def get_api_key(
+    key_id: uuid.UUID, api_keys: ApiKeySvc, response: Response, if_none_match: IfNoneMatch = None
+) -> ApiKeyRead | Response:
+    return conditional_read(response, tagged(await api_keys.get(key_id)), if_none_match)
+
+
 @router.delete(
     "/{key_id}",
     response_model=ApiKeyRead,
     summary="Revoke an API key",
-    responses=problem_responses(401, 403, 404, 422, 429),
+    responses={
+        **tagged_response("The revoked key."),
+        **problem_responses(401, 403, 404, 412, 422, 429),
+    },
 )
-async def revoke_api_key(key_id: uuid.UUID, api_keys: ApiKeySvc) -> ApiKeyRead:
-    """Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless."""
-    return await api_keys.revoke(key_id)
+async def revoke_api_key(
+    key_id: uuid.UUID, api_keys: ApiKeySvc, response: Response, if_match: IfMatch = None
+) -> ApiKeyRead:
+    """Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
+    With `If-Match`, only if the key is still in that state (else 412)."""
+    return with_etag(response, tagged(await api_keys.revoke(key_id, if_match=if_match)))

@@ -19,9 +19,15 @@ from service.audit.service import AuditTrail
 from service.auth.principal import Principal
 from service.errors import NotFound, ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
+from service.kit.resource_headers import entity_tag, require_match
 from service.kit.secrets import refuse_secrets
 
 SERVICE_SUBJECT_PREFIX = "api-key:"
+
+
+def api_key_etag(key: ApiKeyRead) -> str:
+    """A key's entity tag (its secret, shown once at creation, is no part of it)."""
+    return entity_tag(key, ApiKeyRead)
 
 
 class ApiKeyService:
@@ -80,15 +86,29 @@ class ApiKeyService:
         items = [ApiKeyRead.model_validate(key) for key in keys[:limit]]
         return Page[ApiKeyRead](items=items, next_cursor=newest_first_cursor(keys, limit))
 
-    async def revoke(self, key_id: uuid.UUID) -> ApiKeyRead:
+    async def get(self, key_id: uuid.UUID) -> ApiKeyRead:
+        return ApiKeyRead.model_validate(await self._load(key_id))
+
+    async def revoke(self, key_id: uuid.UUID, *, if_match: str | None = None) -> ApiKeyRead:
+        """Revoke under the key's row lock; with `if_match`, only if the key is still in that
+        state. Revoking twice is harmless: the revoked key comes back."""
+        existing = ApiKeyRead.model_validate(await self._load(key_id, for_update=True))
+        require_match(
+            if_match,
+            api_key_etag(existing),
+            detail="The API key changed since you read it; read it again and retry.",
+        )
         key = await self._repository.revoke(key_id)
         if key is None:
-            existing = await self._repository.get(key_id)
-            if existing is None:
-                raise NotFound(f"No API key {key_id} in this tenant.")
-            return ApiKeyRead.model_validate(existing)  # revoking twice is harmless
+            return existing
         await self._audit.record("api_key.revoke", target_type="api_key", target_id=str(key_id))
         return ApiKeyRead.model_validate(key)
+
+    async def _load(self, key_id: uuid.UUID, *, for_update: bool = False) -> ApiKey:
+        key = await self._repository.get(key_id, for_update=for_update)
+        if key is None:
+            raise NotFound(f"No API key {key_id} in this tenant.")
+        return key
 
 
 async def authenticate_api_key(repository: ApiKeyRepository, parsed: ParsedApiKey) -> ApiKey | None:

@@ -11,7 +11,8 @@ from service.context.schemas import ContextRequest, ContextResponse, TurnAppend,
 from service.context.turns import record_turn
 from service.dependencies import AddressedUserId, Idempotency
 from service.errors import problem_responses
-from service.kit.idempotency import IdempotencyKeyHeader
+from service.kit.idempotency import AnswerHeaders, IdempotencyKeyHeader
+from service.kit.resource_headers import created_response, location
 from service.threads.dependencies import ThreadSvc
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["context"])
@@ -40,7 +41,14 @@ async def build_context(
     response_model=TurnAppended,
     response_model_exclude_none=False,
     summary="Append a turn and get the next context block",
-    responses=problem_responses(401, 404, 409, 413, 422, 429),
+    responses={
+        **created_response(
+            "The stored messages and the next context block; `Location` names the thread's "
+            "messages.",
+            tagged=False,
+        ),
+        **problem_responses(401, 404, 409, 413, 422, 429),
+    },
 )
 async def append_turn(
     user_id: AddressedUserId,
@@ -49,6 +57,7 @@ async def append_turn(
     threads: ThreadSvc,
     context: ContextSvc,
     request: Request,
+    response: Response,
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> TurnAppended | Response:
@@ -56,10 +65,12 @@ async def append_turn(
     answer with the context block for the next model call (as `POST /context` with this thread
     would build it, after the append, in the same transaction). `context.query` defaults to the
     last appended user message. Send the previous assistant reply with the new user message."""
+    messages = location("v1", "users", user_id, "threads", thread_id, "messages")
     return await idempotency.run(
         idempotency_key,
         request,
         body,
         lambda: record_turn(threads, context, user_id, thread_id, body),
         status_code=status.HTTP_201_CREATED,
+        headers=AnswerHeaders(response, lambda _body: {"Location": messages}),
     )

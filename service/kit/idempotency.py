@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any, Final, TypeVar
@@ -115,15 +115,25 @@ class IdempotencyClaim:
 
 
 @dataclass(frozen=True)
+class AnswerHeaders:
+    """Headers of an answer (`Location`, `ETag`) derived from its JSON body, so that a replay,
+    which has only the stored body, carries the same ones; set on `response` otherwise."""
+
+    response: Response
+    derive: Callable[[Any], Mapping[str, str]]
+
+
+@dataclass(frozen=True)
 class IdempotentReplay:
     """The key was used by an earlier, committed request: answer with its response."""
 
     status_code: int
     body: Any
 
-    def response(self) -> Response:
-        """The stored response, marked as a replay so clients and logs can tell."""
-        headers = {REPLAYED_HEADER: "true"}
+    def response(self, headers: Mapping[str, str] | None = None) -> Response:
+        """The stored response with `headers`, marked as a replay so clients and logs can
+        tell."""
+        headers = {**(headers or {}), REPLAYED_HEADER: "true"}
         if self.status_code == 204:
             return Response(status_code=204, headers=headers)
         return JSONResponse(self.body, status_code=self.status_code, headers=headers)
@@ -288,19 +298,25 @@ class IdempotencyStore:
         operation: Callable[[], Awaitable[ResultT]],
         *,
         status_code: int,
+        headers: AnswerHeaders | None = None,
     ) -> ResultT | Response:
         """Run `operation` at most once per key: its result, or the replayed response.
 
         Without a key the operation simply runs. Errors it raises are not remembered: they
         roll the transaction back, claim included, so a retry runs the operation again.
+        With `headers`, the answer carries headers derived from its body, a replay too.
         """
         if key is None:
-            return await operation()
-        with tracer.start_as_current_span("idempotency.claim") as span:
-            outcome = await self.begin(key, request.method, request.url.path, request_body)
-            span.set_attribute("mneme.idempotency.replay", isinstance(outcome, IdempotentReplay))
-        if isinstance(outcome, IdempotentReplay):
-            return outcome.response()
-        result = await operation()
-        await self.complete(outcome, status_code, result)
+            result = await operation()
+        else:
+            with tracer.start_as_current_span("idempotency.claim") as span:
+                outcome = await self.begin(key, request.method, request.url.path, request_body)
+                replay = isinstance(outcome, IdempotentReplay)
+                span.set_attribute("mneme.idempotency.replay", replay)
+            if isinstance(outcome, IdempotentReplay):
+                return outcome.response(None if headers is None else headers.derive(outcome.body))
+            result = await operation()
+            await self.complete(outcome, status_code, result)
+        if headers is not None:
+            headers.response.headers.update(headers.derive(jsonable_encoder(result)))
         return result

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.auth.owner import Owner
+from service.kit.resource_headers import require_none_match
 from service.kit.secrets import refuse_secrets
 from service.memories.embedding import embed_or_none
 from service.memories.errors import MemoryNotFound
@@ -24,7 +25,7 @@ from service.memories.schemas import (
     MemoryRead,
     MemoryUpdate,
 )
-from service.memories.service import MemoryService
+from service.memories.service import MemoryService, memory_etag, require_memory_match
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,26 @@ class KeyedMemoryService:
         return MemoryRead.model_validate(await self._load(owner, address))
 
     async def put(
-        self, owner: Owner, address: StoreKey, body: KeyedMemoryPut
+        self,
+        owner: Owner,
+        address: StoreKey,
+        body: KeyedMemoryPut,
+        *,
+        if_match: str | None = None,
+        if_none_match: str | None = None,
     ) -> KeyedMemoryWritten:
+        """Add or replace the key's memory, serialised per key. `if_match` writes only over
+        that state (`*`: only if the key holds a memory); `if_none_match="*"` only adds."""
         self._recorder.authorize(owner)
         await self._repository.lock_store_key(owner, address.kind, address.category, address.key)
         existing = await self._repository.find_by_store_key(
             owner, address.kind, address.category, address.key, for_update=True
+        )
+        require_memory_match(if_match, existing)
+        require_none_match(
+            if_none_match,
+            None if existing is None else memory_etag(existing),
+            detail=f"The key {address.key!r} already holds a memory in that state.",
         )
         if existing is None:
             # An expired memory is gone for every reader, but its row still holds the key.
@@ -74,9 +89,11 @@ class KeyedMemoryService:
         updated = await self._memories.update(owner, existing.id, change)
         return KeyedMemoryWritten(**updated.model_dump(), created=False)
 
-    async def delete(self, owner: Owner, address: StoreKey) -> None:
+    async def delete(self, owner: Owner, address: StoreKey, *, if_match: str | None = None) -> None:
         self._recorder.authorize(owner)
-        await self._recorder.forget([await self._load(owner, address, for_update=True)])
+        memory = await self._load(owner, address, for_update=True)
+        require_memory_match(if_match, memory)
+        await self._recorder.forget([memory])
 
     async def _load(self, owner: Owner, address: StoreKey, *, for_update: bool = False) -> Memory:
         memory = await self._repository.find_by_store_key(

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Query, Response, status
+from fastapi import APIRouter, Depends, Header, Query, Response, status
 
-from service.dependencies import UserOwner
+from service.dependencies import AddressedUserId, UserOwner
 from service.errors import problem_responses
+from service.kit.resource_headers import (
+    NOT_MODIFIED_RESPONSE,
+    IfMatch,
+    IfNoneMatch,
+    Tagged,
+    conditional_read,
+    created_response,
+    location,
+    tagged_response,
+    with_etag,
+)
 from service.memories.dependencies import KeyedMemorySvc
 from service.memories.keyed import StoreKey
 from service.memories.schemas import (
@@ -18,6 +30,7 @@ from service.memories.schemas import (
     MemoryKind,
     MemoryRead,
 )
+from service.memories.service import memory_etag
 
 router = APIRouter(prefix="/v1/users/{user_id}/keyed-memories", tags=["memories"])
 
@@ -37,14 +50,34 @@ async def store_key(
 Address = Annotated[StoreKey, Depends(store_key)]
 
 
+def keyed_location(user_id: str, address: StoreKey) -> str:
+    """The address a keyed memory is read at: this route with its key as the query."""
+    query = {"kind": address.kind, "key": address.key}
+    if address.category is not None:
+        query["category"] = address.category
+    return f"{location('v1', 'users', user_id, 'keyed-memories')}?{urlencode(query)}"
+
+
 @router.get(
     "",
     response_model=MemoryRead,
     summary="Get the memory a key holds",
-    responses=problem_responses(401, 404, 422, 429),
+    responses={
+        **tagged_response("The memory."),
+        **NOT_MODIFIED_RESPONSE,
+        **problem_responses(401, 404, 422, 429),
+    },
 )
-async def get_keyed_memory(owner: UserOwner, address: Address, keyed: KeyedMemorySvc) -> MemoryRead:
-    return await keyed.get(owner, address)
+async def get_keyed_memory(
+    owner: UserOwner,
+    address: Address,
+    keyed: KeyedMemorySvc,
+    response: Response,
+    if_none_match: IfNoneMatch = None,
+) -> MemoryRead | Response:
+    """The memory with its ETag, the same as on `GET …/memories/{id}`."""
+    memory = await keyed.get(owner, address)
+    return conditional_read(response, Tagged(memory, memory_etag(memory)), if_none_match)
 
 
 @router.put(
@@ -52,24 +85,36 @@ async def get_keyed_memory(owner: UserOwner, address: Address, keyed: KeyedMemor
     response_model=KeyedMemoryWritten,
     summary="Put a memory under a key",
     responses={
-        201: {"model": KeyedMemoryWritten, "description": "The key held nothing; added."},
-        **problem_responses(401, 404, 413, 422, 429),
+        **tagged_response("The key's memory was replaced (or already said this)."),
+        **created_response("The key held nothing; added.", model=KeyedMemoryWritten),
+        **problem_responses(401, 404, 412, 413, 422, 429),
     },
 )
 async def put_keyed_memory(
+    user_id: AddressedUserId,
     owner: UserOwner,
     address: Address,
     body: KeyedMemoryPut,
     keyed: KeyedMemorySvc,
     response: Response,
+    if_match: IfMatch = None,
+    if_none_match: Annotated[
+        str | None,
+        Header(
+            description="`*`: only add; 412 if the key already holds a memory. An ETag: 412 "
+            "if the key's memory is in that state.",
+        ),
+    ] = None,
 ) -> KeyedMemoryWritten:
     """The first put of a key adds a memory (201); later ones replace its text and metadata
     (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
-    secrets and PII-like text (422 `SECRET_REFUSED`)."""
-    written = await keyed.put(owner, address, body)
+    secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
+    that state (`*`: only if the key holds a memory); else 412 and nothing changes."""
+    written = await keyed.put(owner, address, body, if_match=if_match, if_none_match=if_none_match)
     if written.created:
         response.status_code = status.HTTP_201_CREATED
-    return written
+        response.headers["Location"] = keyed_location(user_id, address)
+    return with_etag(response, Tagged(written, memory_etag(written)))
 
 
 @router.delete(
@@ -77,7 +122,9 @@ async def put_keyed_memory(
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
     summary="Forget the memory a key holds",
-    responses=problem_responses(401, 404, 422, 429),
+    responses=problem_responses(401, 404, 412, 422, 429),
 )
-async def delete_keyed_memory(owner: UserOwner, address: Address, keyed: KeyedMemorySvc) -> None:
-    await keyed.delete(owner, address)
+async def delete_keyed_memory(
+    owner: UserOwner, address: Address, keyed: KeyedMemorySvc, if_match: IfMatch = None
+) -> None:
+    await keyed.delete(owner, address, if_match=if_match)

@@ -107,6 +107,12 @@ class MemoryRepository:
         key = f"memory_writes:{self._tenant_id}:{owner.lock_key}"
         await self._session.execute(WRITER_LOCK_SQL, {"key": key})
 
+    async def lock_procedures(self, owner: Owner) -> None:
+        """Serialise writes to the owner's procedural slots until the transaction ends, so a
+        write reads the slots no other write is changing."""
+        key = f"procedures:{self._tenant_id}:{owner.lock_key}"
+        await self._session.execute(WRITER_LOCK_SQL, {"key": key})
+
     async def related_live(
         self,
         owner: Owner,

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from service.auth.owner import Owner
 from service.dependencies import Idempotency, OrgOwner, OrgWriter, UserOwner
 from service.errors import ValidationFailed, problem_responses
-from service.kit.idempotency import IdempotencyKeyHeader
+from service.kit.idempotency import AnswerHeaders, IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+from service.kit.resource_headers import (
+    NOT_MODIFIED_RESPONSE,
+    IfMatch,
+    IfNoneMatch,
+    Tagged,
+    conditional_read,
+    created_response,
+    location,
+    tagged_response,
+    with_etag,
+)
 from service.kit.types import Timestamp
 from service.memories.dependencies import EmbeddingQuestion, MemorySearchSvc, MemorySvc
 from service.memories.filters import MemoryFilter
@@ -33,13 +44,36 @@ from service.memories.schemas import (
     SearchRequest,
     SearchResponse,
 )
-from service.memories.service import MemoryService
+from service.memories.service import MemoryService, memory_etag, procedures_etag
 
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["memories"])
 org_router = APIRouter(prefix="/v1/org", tags=["org memories"])
 
 READ_PROBLEMS = problem_responses(401, 404, 422, 429)
 WRITE_PROBLEMS = problem_responses(401, 403, 404, 409, 413, 422, 429)
+READ_ONE = {**tagged_response("The memory."), **NOT_MODIFIED_RESPONSE, **READ_PROBLEMS}
+CHANGE_ONE = {
+    **tagged_response("The memory as changed."),
+    **problem_responses(401, 403, 404, 409, 412, 413, 422, 429),
+}
+DELETE_ONE = problem_responses(401, 403, 404, 409, 412, 413, 422, 429)
+CREATE_ONE = {
+    **created_response("The memory (or the identical one already stored)."),
+    **WRITE_PROBLEMS,
+}
+READ_PROCEDURES = {
+    **tagged_response("The procedural slots."),
+    **NOT_MODIFIED_RESPONSE,
+    **READ_PROBLEMS,
+}
+SET_PROCEDURES = {
+    **tagged_response("The procedural slots as set."),
+    **problem_responses(401, 403, 404, 409, 412, 413, 422, 429),
+}
+CREATE_BATCH = {
+    **created_response("The memories, in input order.", tagged=False),
+    **WRITE_PROBLEMS,
+}
 
 
 class FilterQuery:
@@ -134,6 +168,39 @@ DryRun = Annotated[
 ]
 
 
+def memory_location(memory: MemoryRead) -> str:
+    """Where a memory is read: the organization's route, or its user's."""
+    if memory.user_id is None:
+        return location("v1", "org", "memories", memory.id)
+    return location("v1", "users", memory.user_id, "memories", memory.id)
+
+
+def tagged(memory: MemoryRead) -> Tagged[MemoryRead]:
+    return Tagged(memory, memory_etag(memory))
+
+
+def _set_procedures_tagged(response: Response, procedures: Procedures) -> Procedures:
+    return with_etag(response, Tagged(procedures, procedures_etag(procedures)))
+
+
+def _created_one(response: Response) -> AnswerHeaders:
+    def derive(body: Any) -> dict[str, str]:
+        memory = MemoryRead.model_validate(body)
+        return {"Location": memory_location(memory), "ETag": memory_etag(memory)}
+
+    return AnswerHeaders(response, derive)
+
+
+def _created_batch(response: Response, owner: Owner) -> AnswerHeaders:
+    """A batch creates many memories: `Location` names the collection it added them to (each
+    item carries its id)."""
+    if owner.user_id is None:
+        collection = location("v1", "org", "memories")
+    else:
+        collection = location("v1", "users", owner.user_id, "memories")
+    return AnswerHeaders(response, lambda _body: {"Location": collection})
+
+
 async def _create_one(memories: MemoryService, owner: Owner, body: MemoryCreate) -> MemoryWritten:
     [written] = await memories.create(owner, [body], as_body)
     return written
@@ -153,13 +220,14 @@ async def _create_batch(
     status_code=status.HTTP_201_CREATED,
     response_model=MemoryWritten,
     summary="Remember one memory",
-    responses=WRITE_PROBLEMS,
+    responses=CREATE_ONE,
 )
 async def create_memory(
     owner: UserOwner,
     body: MemoryCreate,
     memories: MemorySvc,
     request: Request,
+    response: Response,
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MemoryWritten | Response:
@@ -173,6 +241,7 @@ async def create_memory(
         body,
         lambda: _create_one(memories, owner, body),
         status_code=status.HTTP_201_CREATED,
+        headers=_created_one(response),
     )
 
 
@@ -181,13 +250,14 @@ async def create_memory(
     status_code=status.HTTP_201_CREATED,
     response_model=MemoryBatchWritten,
     summary="Remember a batch of memories",
-    responses=WRITE_PROBLEMS,
+    responses=CREATE_BATCH,
 )
 async def create_memories(
     owner: UserOwner,
     body: MemoryBatchCreate,
     memories: MemorySvc,
     request: Request,
+    response: Response,
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MemoryBatchWritten | Response:
@@ -198,6 +268,7 @@ async def create_memories(
         body,
         lambda: _create_batch(memories, owner, body),
         status_code=status.HTTP_201_CREATED,
+        headers=_created_batch(response, owner),
     )
 
 
@@ -254,24 +325,38 @@ async def search_memories(
     "/memories/{memory_id}",
     response_model=MemoryRead,
     summary="Get a memory",
-    responses=READ_PROBLEMS,
+    responses=READ_ONE,
 )
-async def get_memory(owner: UserOwner, memory_id: uuid.UUID, memories: MemorySvc) -> MemoryRead:
-    return await memories.get(owner, memory_id)
+async def get_memory(
+    owner: UserOwner,
+    memory_id: uuid.UUID,
+    memories: MemorySvc,
+    response: Response,
+    if_none_match: IfNoneMatch = None,
+) -> MemoryRead | Response:
+    return conditional_read(response, tagged(await memories.get(owner, memory_id)), if_none_match)
 
 
 @user_router.patch(
     "/memories/{memory_id}",
     response_model=MemoryRead,
     summary="Change a memory",
-    responses=WRITE_PROBLEMS,
+    responses=CHANGE_ONE,
 )
 async def update_memory(
-    owner: UserOwner, memory_id: uuid.UUID, body: MemoryUpdate, memories: MemorySvc
+    owner: UserOwner,
+    memory_id: uuid.UUID,
+    body: MemoryUpdate,
+    memories: MemorySvc,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> MemoryRead:
     """Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history."""
-    return await memories.update(owner, memory_id, body)
+    memory), review flag, event time, metadata or expiry. Recorded in the history. With
+    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes)."""
+    return with_etag(
+        response, tagged(await memories.update(owner, memory_id, body, if_match=if_match))
+    )
 
 
 @user_router.delete(
@@ -279,10 +364,12 @@ async def update_memory(
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
     summary="Forget a memory",
-    responses=WRITE_PROBLEMS,
+    responses=DELETE_ONE,
 )
-async def delete_memory(owner: UserOwner, memory_id: uuid.UUID, memories: MemorySvc) -> None:
-    await memories.delete(owner, memory_id)
+async def delete_memory(
+    owner: UserOwner, memory_id: uuid.UUID, memories: MemorySvc, if_match: IfMatch = None
+) -> None:
+    await memories.delete(owner, memory_id, if_match=if_match)
 
 
 @user_router.get(
@@ -303,24 +390,36 @@ async def get_memory_history(
     "/procedures",
     response_model=Procedures,
     summary="Get the user's procedural instructions",
-    responses=READ_PROBLEMS,
+    responses=READ_PROCEDURES,
 )
-async def get_procedures(owner: UserOwner, memories: MemorySvc) -> Procedures:
-    return await memories.procedures(owner)
+async def get_procedures(
+    owner: UserOwner, memories: MemorySvc, response: Response, if_none_match: IfNoneMatch = None
+) -> Procedures | Response:
+    procedures = await memories.procedures(owner)
+    return conditional_read(
+        response, Tagged(procedures, procedures_etag(procedures)), if_none_match
+    )
 
 
 @user_router.put(
     "/procedures",
     response_model=Procedures,
     summary="Set the user's procedural instructions",
-    responses=WRITE_PROBLEMS,
+    responses=SET_PROCEDURES,
 )
 async def set_procedures(
-    owner: UserOwner, body: ProceduresUpdate, memories: MemorySvc
+    owner: UserOwner,
+    body: ProceduresUpdate,
+    memories: MemorySvc,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> Procedures:
     """Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted."""
-    return await memories.set_procedures(owner, body)
+    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
+    if the slots still have that ETag (else 412 and nothing changes)."""
+    return _set_procedures_tagged(
+        response, await memories.set_procedures(owner, body, if_match=if_match)
+    )
 
 
 # --- the organization's shared memories --------------------------------------------------------
@@ -331,13 +430,14 @@ async def set_procedures(
     status_code=status.HTTP_201_CREATED,
     response_model=MemoryWritten,
     summary="Remember an organization memory",
-    responses=WRITE_PROBLEMS,
+    responses=CREATE_ONE,
 )
 async def create_org_memory(
     owner: OrgWriter,
     body: MemoryCreate,
     memories: MemorySvc,
     request: Request,
+    response: Response,
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MemoryWritten | Response:
@@ -348,6 +448,7 @@ async def create_org_memory(
         body,
         lambda: _create_one(memories, owner, body),
         status_code=status.HTTP_201_CREATED,
+        headers=_created_one(response),
     )
 
 
@@ -356,13 +457,14 @@ async def create_org_memory(
     status_code=status.HTTP_201_CREATED,
     response_model=MemoryBatchWritten,
     summary="Remember a batch of organization memories",
-    responses=WRITE_PROBLEMS,
+    responses=CREATE_BATCH,
 )
 async def create_org_memories(
     owner: OrgWriter,
     body: MemoryBatchCreate,
     memories: MemorySvc,
     request: Request,
+    response: Response,
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MemoryBatchWritten | Response:
@@ -372,6 +474,7 @@ async def create_org_memories(
         body,
         lambda: _create_batch(memories, owner, body),
         status_code=status.HTTP_201_CREATED,
+        headers=_created_batch(response, owner),
     )
 
 
@@ -406,22 +509,35 @@ async def delete_org_memories(
     "/memories/{memory_id}",
     response_model=MemoryRead,
     summary="Get an organization memory",
-    responses=READ_PROBLEMS,
+    responses=READ_ONE,
 )
-async def get_org_memory(owner: OrgOwner, memory_id: uuid.UUID, memories: MemorySvc) -> MemoryRead:
-    return await memories.get(owner, memory_id)
+async def get_org_memory(
+    owner: OrgOwner,
+    memory_id: uuid.UUID,
+    memories: MemorySvc,
+    response: Response,
+    if_none_match: IfNoneMatch = None,
+) -> MemoryRead | Response:
+    return conditional_read(response, tagged(await memories.get(owner, memory_id)), if_none_match)
 
 
 @org_router.patch(
     "/memories/{memory_id}",
     response_model=MemoryRead,
     summary="Change an organization memory",
-    responses=WRITE_PROBLEMS,
+    responses=CHANGE_ONE,
 )
 async def update_org_memory(
-    owner: OrgWriter, memory_id: uuid.UUID, body: MemoryUpdate, memories: MemorySvc
+    owner: OrgWriter,
+    memory_id: uuid.UUID,
+    body: MemoryUpdate,
+    memories: MemorySvc,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> MemoryRead:
-    return await memories.update(owner, memory_id, body)
+    return with_etag(
+        response, tagged(await memories.update(owner, memory_id, body, if_match=if_match))
+    )
 
 
 @org_router.delete(
@@ -429,10 +545,12 @@ async def update_org_memory(
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
     summary="Forget an organization memory",
-    responses=WRITE_PROBLEMS,
+    responses=DELETE_ONE,
 )
-async def delete_org_memory(owner: OrgWriter, memory_id: uuid.UUID, memories: MemorySvc) -> None:
-    await memories.delete(owner, memory_id)
+async def delete_org_memory(
+    owner: OrgWriter, memory_id: uuid.UUID, memories: MemorySvc, if_match: IfMatch = None
+) -> None:
+    await memories.delete(owner, memory_id, if_match=if_match)
 
 
 @org_router.get(
@@ -451,19 +569,30 @@ async def get_org_memory_history(
     "/procedures",
     response_model=Procedures,
     summary="Get the organization's procedural instructions",
-    responses=READ_PROBLEMS,
+    responses=READ_PROCEDURES,
 )
-async def get_org_procedures(owner: OrgOwner, memories: MemorySvc) -> Procedures:
-    return await memories.procedures(owner)
+async def get_org_procedures(
+    owner: OrgOwner, memories: MemorySvc, response: Response, if_none_match: IfNoneMatch = None
+) -> Procedures | Response:
+    procedures = await memories.procedures(owner)
+    return conditional_read(
+        response, Tagged(procedures, procedures_etag(procedures)), if_none_match
+    )
 
 
 @org_router.put(
     "/procedures",
     response_model=Procedures,
     summary="Set the organization's procedural instructions",
-    responses=WRITE_PROBLEMS,
+    responses=SET_PROCEDURES,
 )
 async def set_org_procedures(
-    owner: OrgWriter, body: ProceduresUpdate, memories: MemorySvc
+    owner: OrgWriter,
+    body: ProceduresUpdate,
+    memories: MemorySvc,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> Procedures:
-    return await memories.set_procedures(owner, body)
+    return _set_procedures_tagged(
+        response, await memories.set_procedures(owner, body, if_match=if_match)
+    )

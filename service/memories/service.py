@@ -14,6 +14,7 @@ from typing import Any
 from service.auth.owner import Owner
 from service.errors import ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
+from service.kit.resource_headers import entity_tag, require_match
 from service.memories.embedding import embed_or_none
 from service.memories.errors import DuplicateMemory, MemoryNotFound
 from service.memories.filters import MemoryFilter
@@ -44,6 +45,26 @@ from service.observability import tracer
 PROCEDURE_SLOTS = ("style", "workflow", "safety", "task_policies")
 # A dry run names this many of the memories it would delete (newest first).
 DRY_RUN_SAMPLE = 20
+
+
+def memory_etag(memory: Memory | MemoryRead) -> str:
+    """A memory's entity tag: the same on every route that shows it (by id, by key, org)."""
+    read = memory if isinstance(memory, MemoryRead) else MemoryRead.model_validate(memory)
+    return entity_tag(read, MemoryRead)
+
+
+def procedures_etag(procedures: Procedures) -> str:
+    """The entity tag of an owner's procedural slots as a whole."""
+    return entity_tag(procedures)
+
+
+def require_memory_match(if_match: str | None, memory: Memory | None) -> None:
+    """412 unless `If-Match` allows changing this memory (None: there is none)."""
+    require_match(
+        if_match,
+        None if memory is None else memory_etag(memory),
+        detail="The memory changed since you read it; read it again and retry.",
+    )
 
 
 class MemoryService:
@@ -129,9 +150,19 @@ class MemoryService:
 
     # --- changing and forgetting -------------------------------------------------------------
 
-    async def update(self, owner: Owner, memory_id: uuid.UUID, change: MemoryUpdate) -> MemoryRead:
+    async def update(
+        self,
+        owner: Owner,
+        memory_id: uuid.UUID,
+        change: MemoryUpdate,
+        *,
+        if_match: str | None = None,
+    ) -> MemoryRead:
+        """Change a memory under its row lock; with `if_match`, only if it is still in that
+        state (so of two writers holding the same tag, the second gets 412)."""
         self._recorder.authorize(owner)
         memory = await self._load(owner, memory_id, for_update=True)
+        require_memory_match(if_match, memory)
         values: dict[str, Any] = change.model_dump(exclude_unset=True, exclude={"metadata"})
         if "metadata" in change.model_fields_set:
             values["metadata_"] = change.metadata or {}
@@ -187,9 +218,12 @@ class MemoryService:
             self._recorder.schedule_backfill([updated.id])
         return MemoryRead.model_validate(updated)
 
-    async def delete(self, owner: Owner, memory_id: uuid.UUID) -> None:
+    async def delete(
+        self, owner: Owner, memory_id: uuid.UUID, *, if_match: str | None = None
+    ) -> None:
         self._recorder.authorize(owner)
         memory = await self._load(owner, memory_id, for_update=True)
+        require_memory_match(if_match, memory)
         await self._recorder.forget([memory])
 
     async def delete_matching(
@@ -245,17 +279,25 @@ class MemoryService:
             _procedures([m for m in rows if m.scope == "org"]),
         )
 
-    async def set_procedures(self, owner: Owner, change: ProceduresUpdate) -> Procedures:
-        """Replace the given slots: the old instruction is superseded, never silently lost."""
+    async def set_procedures(
+        self, owner: Owner, change: ProceduresUpdate, *, if_match: str | None = None
+    ) -> Procedures:
+        """Replace the given slots: the old instruction is superseded, never silently lost.
+        Writes to one owner's slots run one after another; with `if_match`, only if the slots
+        are still in that state."""
         self._recorder.authorize(owner)
         requested = change.model_dump(exclude_unset=True)
         for slot, value in requested.items():
             refuse_secrets(value, ["body", slot])
         await self._recorder.provision([owner])
-        current = {
-            m.category: m
-            for m in await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
-        }
+        await self._repository.lock_procedures(owner)
+        live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
+        require_match(
+            if_match,
+            procedures_etag(_procedures(live)),
+            detail="The procedures changed since you read them; read them again and retry.",
+        )
+        current = {m.category: m for m in live}
         for slot, value in requested.items():
             text_value = (value or "").strip()
             previous = current.get(slot)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from service.errors import Conflict, DomainError, NotFound
+from service.errors import Conflict, DomainError, NotFound, PreconditionFailed
 
 
 class PatchFailed(Conflict):
@@ -23,10 +23,8 @@ class ProfileTooLarge(DomainError):
     code = "PROFILE_TOO_LARGE"
 
 
-class ProfileChanged(DomainError):
-    status = 412
+class ProfileChanged(PreconditionFailed):
     title = "The profile changed since it was read"
-    code = "PRECONDITION_FAILED"
 
 
 class UnsupportedPatchMediaType(DomainError):

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Header, Path, Request, Response
+from fastapi import APIRouter, Body, Depends, Path, Request, Response
 
 from service.auth.owner import Owner
 from service.dependencies import OrgOwner, OrgWriter, UserOwner
 from service.errors import problem_responses
+from service.kit.resource_headers import (
+    NOT_MODIFIED_RESPONSE,
+    IfMatch,
+    IfNoneMatch,
+    conditional_read,
+    tagged_response,
+    with_etag,
+)
 from service.profile.dependencies import ProfileSvc
 from service.profile.errors import UnsupportedPatchMediaType
 from service.profile.schemas import (
@@ -19,27 +27,20 @@ from service.profile.schemas import (
     ProfilePatchResult,
     ProfileRead,
 )
-from service.profile.service import ProfileService, Tagged
+from service.profile.service import ProfileService
 
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["profile"])
 org_router = APIRouter(prefix="/v1/org", tags=["org profile"])
 
 PATCH_MEDIA_TYPES = frozenset({JSON_PATCH_MEDIA_TYPE, "application/json"})
 
-_ETAG_HEADER = {
-    "ETag": {
-        "description": "Version of the profile state in this response; send it back in "
-        "`If-Match` to write only if nobody changed the profile meanwhile.",
-        "schema": {"type": "string"},
-    }
-}
-
 
 def _ok_with_etag(description: str, *problems: int) -> dict[int | str, dict[str, Any]]:
-    return {
-        200: {"description": description, "headers": _ETAG_HEADER},
-        **problem_responses(*problems),
-    }
+    return {**tagged_response(description), **problem_responses(*problems)}
+
+
+def _read_with_etag(description: str, *problems: int) -> dict[int | str, dict[str, Any]]:
+    return {**_ok_with_etag(description, *problems), **NOT_MODIFIED_RESPONSE}
 
 
 async def require_patch_media_type(request: Request) -> None:
@@ -66,28 +67,16 @@ PatchBody = Annotated[
         ],
     ),
 ]
-IfMatch = Annotated[
-    str | None,
-    Header(
-        description="An ETag from a previous read or write: the write happens only if the "
-        "profile is still in that state (412 `PRECONDITION_FAILED` otherwise).",
-    ),
-]
 ProfileKeyPath = Annotated[
     str, Path(pattern=KEY_PATTERN, max_length=MAX_KEY_LENGTH, description="A stored key.")
 ]
 
 
-def _with_etag(response: Response, tagged: Tagged[Any]) -> Any:
-    """The tagged body, its entity tag set on the response."""
-    response.headers["ETag"] = tagged.etag
-    return tagged.body
-
-
-async def _read(profiles: ProfileService, owner: Owner, response: Response) -> ProfileRead:
+async def _read(
+    profiles: ProfileService, owner: Owner, response: Response, if_none_match: str | None
+) -> ProfileRead | Response:
     response.headers["Accept-Patch"] = JSON_PATCH_MEDIA_TYPE
-    result: ProfileRead = _with_etag(response, await profiles.read(owner))
-    return result
+    return conditional_read(response, await profiles.read(owner), if_none_match)
 
 
 async def _patch(
@@ -97,19 +86,13 @@ async def _patch(
     response: Response,
     if_match: str | None,
 ) -> ProfilePatchResult:
-    result: ProfilePatchResult = _with_etag(
-        response, await profiles.patch(owner, body.root, if_match)
-    )
-    return result
+    return with_etag(response, await profiles.patch(owner, body.root, if_match))
 
 
 async def _delete_key(
     profiles: ProfileService, owner: Owner, key: str, response: Response, if_match: str | None
 ) -> ProfilePatchResult:
-    result: ProfilePatchResult = _with_etag(
-        response, await profiles.delete_key(owner, key, if_match)
-    )
-    return result
+    return with_etag(response, await profiles.delete_key(owner, key, if_match))
 
 
 # --- a user's profile -----------------------------------------------------------------------
@@ -119,12 +102,14 @@ async def _delete_key(
     "/profile",
     response_model=ProfileRead,
     summary="Get a user's profile",
-    responses=_ok_with_etag("The merged profile.", 401, 404, 422, 429),
+    responses=_read_with_etag("The merged profile.", 401, 404, 422, 429),
 )
-async def get_profile(owner: UserOwner, profiles: ProfileSvc, response: Response) -> ProfileRead:
+async def get_profile(
+    owner: UserOwner, profiles: ProfileSvc, response: Response, if_none_match: IfNoneMatch = None
+) -> ProfileRead | Response:
     """The stored profile merged with the user's account details (name, email, avatar,
     socials fill keys the profile lacks), each key labelled `memory` or `account`."""
-    return await _read(profiles, owner, response)
+    return await _read(profiles, owner, response, if_none_match)
 
 
 @user_router.patch(
@@ -180,11 +165,13 @@ async def delete_profile_key(
     "/profile",
     response_model=ProfileRead,
     summary="Get the organization profile",
-    responses=_ok_with_etag("The organization profile.", 401, 422, 429),
+    responses=_read_with_etag("The organization profile.", 401, 422, 429),
 )
-async def get_org_profile(owner: OrgOwner, profiles: ProfileSvc, response: Response) -> ProfileRead:
+async def get_org_profile(
+    owner: OrgOwner, profiles: ProfileSvc, response: Response, if_none_match: IfNoneMatch = None
+) -> ProfileRead | Response:
     """The profile shared by every user of the tenant; readable by all of them."""
-    return await _read(profiles, owner, response)
+    return await _read(profiles, owner, response, if_none_match)
 
 
 @org_router.patch(

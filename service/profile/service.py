@@ -11,10 +11,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -24,6 +23,7 @@ from service.audit.service import AuditTrail
 from service.auth.owner import Owner, authorize_write
 from service.auth.principal import AccountClaims, Principal
 from service.config import Settings
+from service.kit.resource_headers import Tagged, if_match_allows
 from service.profile.errors import (
     KeyFromAccount,
     PatchFailed,
@@ -50,8 +50,6 @@ from service.profile.schemas import (
 OVERLAY_KEYS = ("name", "email", "avatar", "socials")
 
 Document = dict[str, JsonValue]
-BodyT = TypeVar("BodyT")
-_ENTITY_TAG = re.compile(r'(?:W/)?"([^"]*)"')
 
 
 @dataclass(frozen=True)
@@ -64,14 +62,6 @@ class MergedView:
 class PatchOutcome:
     stored: Document
     applied: list[AppliedPatch]
-
-
-@dataclass(frozen=True)
-class Tagged(Generic[BodyT]):
-    """A response body and the ETag of the profile state it describes."""
-
-    body: BodyT
-    etag: str
 
 
 def overlay_values(account: AccountClaims) -> Document:
@@ -160,15 +150,6 @@ def profile_etag(version: int, overlay: Mapping[str, JsonValue]) -> str:
         return f'"{version}"'
     digest = hashlib.sha256(_canonical(dict(overlay)).encode("utf-8")).hexdigest()[:16]
     return f'"{version}-{digest}"'
-
-
-def if_match_allows(if_match: str | None, current: str) -> bool:
-    """RFC 9110 If-Match: absent or `*` always matches, else one listed tag must equal the
-    current one. A `W/` prefix is tolerated: proxies that compress weaken strong tags."""
-    if if_match is None or if_match.strip() == "*":
-        return True
-    wanted = current.strip('"')
-    return any(tag == wanted for tag in _ENTITY_TAG.findall(if_match))
 
 
 class ProfileService:

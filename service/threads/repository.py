@@ -67,7 +67,8 @@ class ThreadRepository:
             Thread.id == thread_id,
         )
         if lock:
-            statement = statement.with_for_update()
+            # The locked row is the truth: refresh a copy the session may hold from earlier.
+            statement = statement.with_for_update().execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def list_page(

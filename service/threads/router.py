@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response, status
 
 from service.dependencies import AddressedUserId, Idempotency, State
 from service.errors import problem_responses
-from service.kit.idempotency import IdempotencyKeyHeader
+from service.kit.idempotency import AnswerHeaders, IdempotencyKeyHeader
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+from service.kit.resource_headers import (
+    NOT_MODIFIED_RESPONSE,
+    IfMatch,
+    IfNoneMatch,
+    Tagged,
+    conditional_read,
+    created_response,
+    location,
+    tagged_response,
+    with_etag,
+)
 from service.kit.types import PositiveInt64
 from service.threads.dependencies import ThreadSvc
 from service.threads.schemas import (
@@ -26,11 +37,34 @@ from service.threads.schemas import (
     ThreadUpdate,
     ThreadWindow,
 )
+from service.threads.service import thread_etag
 
 router = APIRouter(prefix="/v1/users/{user_id}/threads", tags=["threads"])
 
 READ_PROBLEMS = problem_responses(401, 404, 422, 429)
 WRITE_PROBLEMS = problem_responses(401, 404, 409, 413, 422, 429)
+GUARDED_WRITE_PROBLEMS = problem_responses(401, 404, 409, 412, 413, 422, 429)
+
+
+def tagged(thread: ThreadRead) -> Tagged[ThreadRead]:
+    return Tagged(thread, thread_etag(thread))
+
+
+def _created_thread(response: Response) -> AnswerHeaders:
+    def derive(body: Any) -> dict[str, str]:
+        thread = ThreadRead.model_validate(body)
+        return {
+            "Location": location("v1", "users", thread.user_id, "threads", thread.id),
+            "ETag": thread_etag(thread),
+        }
+
+    return AnswerHeaders(response, derive)
+
+
+def appended_to(response: Response, user_id: str, thread_id: uuid.UUID) -> AnswerHeaders:
+    """Appended messages are read in order at the thread's messages, which `Location` names."""
+    messages = location("v1", "users", user_id, "threads", thread_id, "messages")
+    return AnswerHeaders(response, lambda _body: {"Location": messages})
 
 
 @router.post(
@@ -38,13 +72,14 @@ WRITE_PROBLEMS = problem_responses(401, 404, 409, 413, 422, 429)
     status_code=status.HTTP_201_CREATED,
     response_model=ThreadRead,
     summary="Start a thread",
-    responses=WRITE_PROBLEMS,
+    responses={**created_response("The new thread."), **WRITE_PROBLEMS},
 )
 async def create_thread(
     user_id: AddressedUserId,
     body: ThreadCreate,
     threads: ThreadSvc,
     request: Request,
+    response: Response,
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> ThreadRead | Response:
@@ -56,6 +91,7 @@ async def create_thread(
         body,
         lambda: threads.create(user_id, body),
         status_code=status.HTTP_201_CREATED,
+        headers=_created_thread(response),
     )
 
 
@@ -71,33 +107,49 @@ async def list_threads(
 
 
 @router.get(
-    "/{thread_id}", response_model=ThreadRead, summary="Get a thread", responses=READ_PROBLEMS
+    "/{thread_id}",
+    response_model=ThreadRead,
+    summary="Get a thread",
+    responses={**tagged_response("The thread."), **NOT_MODIFIED_RESPONSE, **READ_PROBLEMS},
 )
 async def get_thread(
-    user_id: AddressedUserId, thread_id: uuid.UUID, threads: ThreadSvc
-) -> ThreadRead:
-    return await threads.get(user_id, thread_id)
+    user_id: AddressedUserId,
+    thread_id: uuid.UUID,
+    threads: ThreadSvc,
+    response: Response,
+    if_none_match: IfNoneMatch = None,
+) -> ThreadRead | Response:
+    return conditional_read(response, tagged(await threads.get(user_id, thread_id)), if_none_match)
 
 
 @router.patch(
     "/{thread_id}",
     response_model=ThreadRead,
     summary="Rename a thread or change its metadata",
-    responses=WRITE_PROBLEMS,
+    responses={**tagged_response("The thread as changed."), **GUARDED_WRITE_PROBLEMS},
 )
 async def update_thread(
-    user_id: AddressedUserId, thread_id: uuid.UUID, body: ThreadUpdate, threads: ThreadSvc
+    user_id: AddressedUserId,
+    thread_id: uuid.UUID,
+    body: ThreadUpdate,
+    threads: ThreadSvc,
+    response: Response,
+    if_match: IfMatch = None,
 ) -> ThreadRead:
     """Change the title or the metadata (replaced whole). A title or metadata holding what
-    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes."""
-    return await threads.update(user_id, thread_id, body)
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
+    `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
+    messages changes a thread's ETag."""
+    return with_etag(
+        response, tagged(await threads.update(user_id, thread_id, body, if_match=if_match))
+    )
 
 
 @router.delete(
     "/{thread_id}",
     response_model=ThreadDeleted,
     summary="Delete a thread",
-    responses=WRITE_PROBLEMS,
+    responses=GUARDED_WRITE_PROBLEMS,
 )
 async def delete_thread(
     user_id: AddressedUserId,
@@ -107,10 +159,14 @@ async def delete_thread(
         list[Literal["memories"]] | None,
         Query(description="`memories` also forgets the memories taken from this thread."),
     ] = None,
+    if_match: IfMatch = None,
 ) -> ThreadDeleted:
     """Delete the thread with its messages, summaries and extraction cursor; the answer
-    counts the rows deleted per table."""
-    return await threads.delete(user_id, thread_id, with_memories="memories" in (cascade or []))
+    counts the rows deleted per table. With `If-Match`, only if the thread still has that
+    ETag."""
+    return await threads.delete(
+        user_id, thread_id, with_memories="memories" in (cascade or []), if_match=if_match
+    )
 
 
 @router.post(
@@ -118,7 +174,10 @@ async def delete_thread(
     status_code=status.HTTP_201_CREATED,
     response_model=MessagesAppended,
     summary="Append messages",
-    responses=WRITE_PROBLEMS,
+    responses={
+        **created_response("The messages, stored or found stored.", tagged=False),
+        **WRITE_PROBLEMS,
+    },
 )
 async def append_messages(
     user_id: AddressedUserId,
@@ -126,6 +185,7 @@ async def append_messages(
     body: MessagesAppend,
     threads: ThreadSvc,
     request: Request,
+    response: Response,
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MessagesAppended | Response:
@@ -138,6 +198,7 @@ async def append_messages(
         body,
         lambda: threads.append(user_id, thread_id, body.messages),
         status_code=status.HTTP_201_CREATED,
+        headers=appended_to(response, user_id, thread_id),
     )
 
 

@@ -19,6 +19,7 @@ from service.kit.pagination import (
     encode_cursor,
     newest_first_cursor,
 )
+from service.kit.resource_headers import entity_tag, require_match
 from service.kit.secrets import mask_secrets, refuse_secrets
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel, LLMUnavailable
@@ -113,6 +114,12 @@ class ContextWindow:
     messages: list[ReplayedMessage]
 
 
+def thread_etag(thread: Thread | ThreadRead) -> str:
+    """A thread's entity tag; appending messages changes it (its `last_message_at` moves)."""
+    read = thread if isinstance(thread, ThreadRead) else ThreadRead.model_validate(thread)
+    return entity_tag(read)
+
+
 class ThreadService:
     def __init__(
         self,
@@ -171,9 +178,18 @@ class ThreadService:
             next_cursor=newest_first_cursor(threads, limit, time_field="updated_at"),
         )
 
-    async def update(self, user_id: str, thread_id: uuid.UUID, change: ThreadUpdate) -> ThreadRead:
+    async def update(
+        self,
+        user_id: str,
+        thread_id: uuid.UUID,
+        change: ThreadUpdate,
+        *,
+        if_match: str | None = None,
+    ) -> ThreadRead:
+        """Rename or re-tag a thread under its row lock; with `if_match`, only if it is still
+        in that state."""
         refuse_thread_secrets({"title": change.title, "metadata": change.metadata})
-        await self.load(user_id, thread_id, lock=True)
+        self._require_match(if_match, await self.load(user_id, thread_id, lock=True))
         values: dict[str, Any] = {}
         if "title" in change.model_fields_set:
             values["title"] = change.title
@@ -182,9 +198,14 @@ class ThreadService:
         return ThreadRead.model_validate(await self._repository.update(thread_id, values))
 
     async def delete(
-        self, user_id: str, thread_id: uuid.UUID, *, with_memories: bool
+        self,
+        user_id: str,
+        thread_id: uuid.UUID,
+        *,
+        with_memories: bool,
+        if_match: str | None = None,
     ) -> ThreadDeleted:
-        await self.load(user_id, thread_id, lock=True)
+        self._require_match(if_match, await self.load(user_id, thread_id, lock=True))
         forgotten = (
             await self._memories.forget_thread(Owner.user(user_id), thread_id)
             if with_memories
@@ -194,6 +215,14 @@ class ThreadService:
         if with_memories:
             deleted["memory"] = forgotten
         return ThreadDeleted(deleted=deleted)
+
+    @staticmethod
+    def _require_match(if_match: str | None, thread: Thread) -> None:
+        require_match(
+            if_match,
+            thread_etag(thread),
+            detail="The thread changed since you read it; read it again and retry.",
+        )
 
     async def append(
         self, user_id: str, thread_id: uuid.UUID, messages: list[MessageIn]

@@ -74,6 +74,51 @@ async def test_revoked_key_is_refused(client: AsyncClient, settings: Settings, t
     assert [item["id"] for item in with_revoked.json()["items"]] == [created["id"]]
 
 
+async def test_a_key_is_named_and_tagged_and_revoked_only_in_the_state_named(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    response = await client.post("/v1/admin/api-keys", json={"name": "bot"}, headers=admin)
+    assert response.status_code == 201, response.text
+    key_id = response.json()["id"]
+    assert response.headers["location"] == f"/v1/admin/api-keys/{key_id}"
+    read = await client.get(response.headers["location"], headers=admin)
+    assert read.status_code == 200 and "key" not in read.json()
+    assert read.headers["etag"] == response.headers["etag"]
+    cached = await client.get(
+        response.headers["location"], headers={**admin, "If-None-Match": read.headers["etag"]}
+    )
+    assert cached.status_code == 304
+
+    # Using the key records its use: the state an admin read is no longer the key's.
+    used = await client.get("/v1/users/me", headers=key_header(response.json()))
+    assert used.status_code == 404  # authenticated: a service has no "me"
+    for tag in (read.headers["etag"], "bogus"):
+        stale = await client.delete(
+            response.headers["location"], headers={**admin, "If-Match": tag}
+        )
+        body = assert_problem(stale, 412, "PRECONDITION_FAILED")
+        assert body["current_etag"] == stale.headers["etag"] != read.headers["etag"]
+    async with runtime_engine.begin() as connection:
+        await as_tenant(connection, tenant)
+        revoked_at = (
+            await connection.execute(
+                text("SELECT revoked_at FROM api_key WHERE id = :id"), {"id": key_id}
+            )
+        ).scalar_one()
+    assert revoked_at is None
+    current = (await client.get(response.headers["location"], headers=admin)).headers["etag"]
+    revoked = await client.delete(
+        response.headers["location"], headers={**admin, "If-Match": current}
+    )
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
+    assert revoked.headers["etag"] not in (current, read.headers["etag"])
+    unknown = await client.get(
+        "/v1/admin/api-keys/00000000-0000-0000-0000-000000000000", headers=admin
+    )
+    assert_problem(unknown, 404, "NOT_FOUND")
+
+
 async def test_key_with_a_forged_tenant_or_secret_is_refused(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
-from tests.conftest import assert_problem, bearer
+from tests.conftest import as_tenant, assert_problem, bearer
 
 PATH = "/v1/users/me/keyed-memories"
 
@@ -158,3 +158,91 @@ async def test_a_key_whose_memory_expired_takes_a_new_one(
     assert again.status_code == 201, again.text
     assert again.json()["id"] != first.json()["id"]
     assert [m["text"] for m in await memories(client, headers)] == ["New."]
+
+
+# --- entity tags and preconditions ------------------------------------------------------------
+
+
+async def stored_texts(engine: AsyncEngine, tenant: str, key: str) -> list[str]:
+    async with engine.begin() as connection:
+        await as_tenant(connection, tenant)
+        rows = await connection.execute(
+            text("SELECT text FROM memory WHERE store_key = :key"), {"key": key}
+        )
+        return list(rows.scalars())
+
+
+async def test_a_key_answers_with_the_memorys_tag_and_location(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "kim")
+    added = await client.put(
+        PATH, params=at("k|1"), json={"text": "Kim likes jazz."}, headers=headers
+    )
+    assert added.status_code == 201, added.text
+    assert added.headers["location"] == (
+        "/v1/users/kim/keyed-memories?kind=semantic&key=k%7C1&category=notes"
+    )
+    by_key = await client.get(added.headers["location"], headers=headers)
+    assert by_key.status_code == 200 and by_key.json()["id"] == added.json()["id"]
+    by_id = await client.get(f"/v1/users/me/memories/{added.json()['id']}", headers=headers)
+    assert added.headers["etag"] == by_key.headers["etag"] == by_id.headers["etag"]
+    cached = await client.get(
+        PATH, params=at("k|1"), headers={**headers, "If-None-Match": added.headers["etag"]}
+    )
+    assert cached.status_code == 304 and cached.headers["etag"] == added.headers["etag"]
+
+    replaced = await client.put(
+        PATH, params=at("k|1"), json={"text": "Kim likes bebop."}, headers=headers
+    )
+    assert replaced.status_code == 200 and "location" not in replaced.headers
+    assert replaced.headers["etag"] != added.headers["etag"]
+
+
+async def test_if_match_guards_puts_and_deletes_of_a_key(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    headers = bearer(settings, tenant, "kim")
+    added = await client.put(PATH, params=at("k2"), json={"text": "One."}, headers=headers)
+    seen = added.headers["etag"]
+    first = await client.put(
+        PATH, params=at("k2"), json={"text": "Two."}, headers={**headers, "If-Match": seen}
+    )
+    assert first.status_code == 200, first.text
+    for tag in (seen, '"bogus"', "bogus"):
+        stale = await client.put(
+            PATH, params=at("k2"), json={"text": "Three."}, headers={**headers, "If-Match": tag}
+        )
+        body = assert_problem(stale, 412, "PRECONDITION_FAILED")
+        assert stale.headers["etag"] == body["current_etag"] == first.headers["etag"]
+        refused = await client.delete(PATH, params=at("k2"), headers={**headers, "If-Match": tag})
+        assert_problem(refused, 412, "PRECONDITION_FAILED")
+    assert await stored_texts(runtime_engine, tenant, "k2") == ["Two."]
+    gone = await client.delete(
+        PATH, params=at("k2"), headers={**headers, "If-Match": first.headers["etag"]}
+    )
+    assert gone.status_code == 204
+    assert await stored_texts(runtime_engine, tenant, "k2") == []
+
+
+async def test_star_preconditions_choose_between_adding_and_replacing(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    headers = bearer(settings, tenant, "kim")
+    only_replace = await client.put(
+        PATH, params=at("k3"), json={"text": "Nothing yet."}, headers={**headers, "If-Match": "*"}
+    )
+    assert_problem(only_replace, 412, "PRECONDITION_FAILED")
+    assert await stored_texts(runtime_engine, tenant, "k3") == []
+
+    only_add = {**headers, "If-None-Match": "*"}
+    added = await client.put(PATH, params=at("k3"), json={"text": "First."}, headers=only_add)
+    assert added.status_code == 201, added.text
+    again = await client.put(PATH, params=at("k3"), json={"text": "Second."}, headers=only_add)
+    body = assert_problem(again, 412, "PRECONDITION_FAILED")
+    assert body["current_etag"] == added.headers["etag"]
+    replaced = await client.put(
+        PATH, params=at("k3"), json={"text": "Second."}, headers={**headers, "If-Match": "*"}
+    )
+    assert replaced.status_code == 200, replaced.text
+    assert await stored_texts(runtime_engine, tenant, "k3") == ["Second."]

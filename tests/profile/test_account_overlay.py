@@ -86,6 +86,40 @@ async def test_put_replaces_the_whole_overlay_and_an_unchanged_put_writes_nothin
     assert entries[1]["detail"]["after"]["email"] is None
 
 
+async def test_if_match_guards_a_users_account_and_reads_answer_304(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    service = bearer(settings, tenant, "agent", service=True)
+    unknown = await client.put(
+        "/v1/users/erin/account", json={"name": "Erin"}, headers={**service, "If-Match": "*"}
+    )
+    assert_problem(unknown, 412, "PRECONDITION_FAILED")
+    assert (await client.get("/v1/users/erin", headers=service)).status_code == 404
+
+    created = await client.put("/v1/users/erin/account", json={"name": "Erin"}, headers=service)
+    read = await client.get("/v1/users/erin", headers=service)
+    assert read.headers["etag"] == created.headers["etag"]
+    cached = await client.get(
+        "/v1/users/erin", headers={**service, "If-None-Match": read.headers["etag"]}
+    )
+    assert cached.status_code == 304
+
+    renamed = await client.put(
+        "/v1/users/erin/account",
+        json={"name": "Erin B."},
+        headers={**service, "If-Match": read.headers["etag"]},
+    )
+    assert renamed.status_code == 200 and renamed.headers["etag"] != read.headers["etag"]
+    for tag in (read.headers["etag"], "bogus"):
+        stale = await client.put(
+            "/v1/users/erin/account", json={"name": "Erin C."}, headers={**service, "If-Match": tag}
+        )
+        body = assert_problem(stale, 412, "PRECONDITION_FAILED")
+        assert body["current_etag"] == stale.headers["etag"] == renamed.headers["etag"]
+    assert (await client.get("/v1/users/erin", headers=service)).json()["name"] == "Erin B."
+    assert len(await audit_entries(runtime_engine, tenant, "account.")) == 2
+
+
 async def test_an_end_user_cannot_set_its_overlay_here(
     client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
 ) -> None:

@@ -12,7 +12,6 @@ from service.profile.schemas import PatchOperation, ProfilePatch
 from service.profile.service import (
     apply_patches,
     document_bytes,
-    if_match_allows,
     merge_profile,
     overlay_values,
     profile_etag,
@@ -117,20 +116,3 @@ def test_etags_change_with_the_version_and_the_overlay_only() -> None:
     assert profile_etag(3, OVERLAY) == profile_etag(3, dict(reversed(OVERLAY.items())))
     assert profile_etag(3, OVERLAY) != profile_etag(3, {**OVERLAY, "name": "Bo"})
     assert profile_etag(3, OVERLAY) != profile_etag(4, OVERLAY)
-
-
-@pytest.mark.parametrize(
-    ("header", "allowed"),
-    [
-        (None, True),
-        ("*", True),
-        ('"7"', True),
-        ('W/"7"', True),
-        ('"6", "7"', True),
-        ('"6"', False),
-        ("7", False),
-        ("", False),
-    ],
-)
-def test_if_match(header: str | None, allowed: bool) -> None:
-    assert if_match_allows(header, '"7"') is allowed

@@ -387,6 +387,24 @@ async def test_if_match_guards_against_writing_over_a_change(
         current = response.headers["etag"]
 
 
+async def test_if_none_match_answers_304_until_the_profile_changes(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = ada(settings, tenant)
+    seen = (await read(client, headers))["etag"]
+    cached = await client.get("/v1/users/me/profile", headers={**headers, "If-None-Match": seen})
+    assert cached.status_code == 304 and cached.content == b""
+    assert cached.headers["etag"] == seen
+    await patched(client, headers, [{"op": "add", "path": "/city", "value": "Lisbon"}])
+    fresh = await client.get("/v1/users/me/profile", headers={**headers, "If-None-Match": seen})
+    assert fresh.status_code == 200 and fresh.json()["profile"]["city"] == "Lisbon"
+    org = await client.get("/v1/org/profile", headers=headers)
+    org_cached = await client.get(
+        "/v1/org/profile", headers={**headers, "If-None-Match": org.headers["etag"]}
+    )
+    assert org_cached.status_code == 304
+
+
 async def test_an_account_change_also_changes_the_etag(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

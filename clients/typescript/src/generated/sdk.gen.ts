@@ -2,7 +2,7 @@
 
 import type { Client, Options as Options2, TDataShape } from './client';
 import { client } from './client.gen';
-import type { AppendMessagesData, AppendMessagesErrors, AppendMessagesResponses, AppendTurnData, AppendTurnErrors, AppendTurnResponses, BuildContextData, BuildContextErrors, BuildContextResponses, CompactMemoriesData, CompactMemoriesErrors, CompactMemoriesResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateMemoriesData, CreateMemoriesErrors, CreateMemoriesResponses, CreateMemoryData, CreateMemoryErrors, CreateMemoryResponses, CreateOrgMemoriesData, CreateOrgMemoriesErrors, CreateOrgMemoriesResponses, CreateOrgMemoryData, CreateOrgMemoryErrors, CreateOrgMemoryResponses, CreateThreadData, CreateThreadErrors, CreateThreadResponses, DeleteKeyedMemoryData, DeleteKeyedMemoryErrors, DeleteKeyedMemoryResponses, DeleteMemoriesData, DeleteMemoriesErrors, DeleteMemoriesResponses, DeleteMemoryData, DeleteMemoryErrors, DeleteMemoryResponses, DeleteOrgMemoriesData, DeleteOrgMemoriesErrors, DeleteOrgMemoriesResponses, DeleteOrgMemoryData, DeleteOrgMemoryErrors, DeleteOrgMemoryResponses, DeleteOrgProfileKeyData, DeleteOrgProfileKeyErrors, DeleteOrgProfileKeyResponses, DeleteProfileKeyData, DeleteProfileKeyErrors, DeleteProfileKeyResponses, DeleteSummariesData, DeleteSummariesErrors, DeleteSummariesResponses, DeleteThreadData, DeleteThreadErrors, DeleteThreadResponses, ExportUserData, ExportUserErrors, ExportUserResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetKeyedMemoryData, GetKeyedMemoryErrors, GetKeyedMemoryResponses, GetMemoryData, GetMemoryErrors, GetMemoryHistoryData, GetMemoryHistoryErrors, GetMemoryHistoryResponses, GetMemoryResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOrgMemoryData, GetOrgMemoryErrors, GetOrgMemoryHistoryData, GetOrgMemoryHistoryErrors, GetOrgMemoryHistoryResponses, GetOrgMemoryResponses, GetOrgProceduresData, GetOrgProceduresErrors, GetOrgProceduresResponses, GetOrgProfileData, GetOrgProfileErrors, GetOrgProfileResponses, GetProceduresData, GetProceduresErrors, GetProceduresResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetRetentionData, GetRetentionErrors, GetRetentionResponses, GetTenantJobsData, GetTenantJobsErrors, GetTenantJobsResponses, GetThreadData, GetThreadErrors, GetThreadResponses, GetThreadWindowData, GetThreadWindowErrors, GetThreadWindowResponses, GetUserData, GetUserErrors, GetUserJobsData, GetUserJobsErrors, GetUserJobsResponses, GetUserOverviewData, GetUserOverviewErrors, GetUserOverviewResponses, GetUserResponses, ImportUserData, ImportUserErrors, ImportUserResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListAuditEntriesData, ListAuditEntriesErrors, ListAuditEntriesResponses, ListMemoriesData, ListMemoriesErrors, ListMemoriesResponses, ListMessagesData, ListMessagesErrors, ListMessagesResponses, ListOrgMemoriesData, ListOrgMemoriesErrors, ListOrgMemoriesResponses, ListSummariesData, ListSummariesErrors, ListSummariesResponses, ListThreadsData, ListThreadsErrors, ListThreadsResponses, ListUsersData, ListUsersErrors, ListUsersResponses, PatchOrgProfileData, PatchOrgProfileErrors, PatchOrgProfileResponses, PatchProfileData, PatchProfileErrors, PatchProfileResponses, PurgeTenantData, PurgeTenantErrors, PurgeTenantResponses, PurgeUserData, PurgeUserErrors, PurgeUserResponses, PutKeyedMemoryData, PutKeyedMemoryErrors, PutKeyedMemoryResponses, RerunWritePathData, RerunWritePathErrors, RerunWritePathResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, SearchMemoriesData, SearchMemoriesErrors, SearchMemoriesResponses, SetOrgProceduresData, SetOrgProceduresErrors, SetOrgProceduresResponses, SetProceduresData, SetProceduresErrors, SetProceduresResponses, SetRetentionData, SetRetentionErrors, SetRetentionResponses, SetUserAccountData, SetUserAccountErrors, SetUserAccountResponses, SummarizeThreadNowData, SummarizeThreadNowErrors, SummarizeThreadNowResponses, UpdateMemoryData, UpdateMemoryErrors, UpdateMemoryResponses, UpdateOrgMemoryData, UpdateOrgMemoryErrors, UpdateOrgMemoryResponses, UpdateThreadData, UpdateThreadErrors, UpdateThreadResponses } from './types.gen';
+import type { AppendMessagesData, AppendMessagesErrors, AppendMessagesResponses, AppendTurnData, AppendTurnErrors, AppendTurnResponses, BuildContextData, BuildContextErrors, BuildContextResponses, CompactMemoriesData, CompactMemoriesErrors, CompactMemoriesResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateMemoriesData, CreateMemoriesErrors, CreateMemoriesResponses, CreateMemoryData, CreateMemoryErrors, CreateMemoryResponses, CreateOrgMemoriesData, CreateOrgMemoriesErrors, CreateOrgMemoriesResponses, CreateOrgMemoryData, CreateOrgMemoryErrors, CreateOrgMemoryResponses, CreateThreadData, CreateThreadErrors, CreateThreadResponses, DeleteKeyedMemoryData, DeleteKeyedMemoryErrors, DeleteKeyedMemoryResponses, DeleteMemoriesData, DeleteMemoriesErrors, DeleteMemoriesResponses, DeleteMemoryData, DeleteMemoryErrors, DeleteMemoryResponses, DeleteOrgMemoriesData, DeleteOrgMemoriesErrors, DeleteOrgMemoriesResponses, DeleteOrgMemoryData, DeleteOrgMemoryErrors, DeleteOrgMemoryResponses, DeleteOrgProfileKeyData, DeleteOrgProfileKeyErrors, DeleteOrgProfileKeyResponses, DeleteProfileKeyData, DeleteProfileKeyErrors, DeleteProfileKeyResponses, DeleteSummariesData, DeleteSummariesErrors, DeleteSummariesResponses, DeleteThreadData, DeleteThreadErrors, DeleteThreadResponses, ExportUserData, ExportUserErrors, ExportUserResponses, GetApiKeyData, GetApiKeyErrors, GetApiKeyResponses, GetHealthData, GetHealthErrors, GetHealthResponses, GetKeyedMemoryData, GetKeyedMemoryErrors, GetKeyedMemoryResponses, GetMemoryData, GetMemoryErrors, GetMemoryHistoryData, GetMemoryHistoryErrors, GetMemoryHistoryResponses, GetMemoryResponses, GetMetricsData, GetMetricsErrors, GetMetricsResponses, GetOrgMemoryData, GetOrgMemoryErrors, GetOrgMemoryHistoryData, GetOrgMemoryHistoryErrors, GetOrgMemoryHistoryResponses, GetOrgMemoryResponses, GetOrgProceduresData, GetOrgProceduresErrors, GetOrgProceduresResponses, GetOrgProfileData, GetOrgProfileErrors, GetOrgProfileResponses, GetProceduresData, GetProceduresErrors, GetProceduresResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetReadinessData, GetReadinessErrors, GetReadinessResponses, GetRetentionData, GetRetentionErrors, GetRetentionResponses, GetTenantJobsData, GetTenantJobsErrors, GetTenantJobsResponses, GetThreadData, GetThreadErrors, GetThreadResponses, GetThreadWindowData, GetThreadWindowErrors, GetThreadWindowResponses, GetUserData, GetUserErrors, GetUserJobsData, GetUserJobsErrors, GetUserJobsResponses, GetUserOverviewData, GetUserOverviewErrors, GetUserOverviewResponses, GetUserResponses, ImportUserData, ImportUserErrors, ImportUserResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListAuditEntriesData, ListAuditEntriesErrors, ListAuditEntriesResponses, ListMemoriesData, ListMemoriesErrors, ListMemoriesResponses, ListMessagesData, ListMessagesErrors, ListMessagesResponses, ListOrgMemoriesData, ListOrgMemoriesErrors, ListOrgMemoriesResponses, ListSummariesData, ListSummariesErrors, ListSummariesResponses, ListThreadsData, ListThreadsErrors, ListThreadsResponses, ListUsersData, ListUsersErrors, ListUsersResponses, PatchOrgProfileData, PatchOrgProfileErrors, PatchOrgProfileResponses, PatchProfileData, PatchProfileErrors, PatchProfileResponses, PurgeTenantData, PurgeTenantErrors, PurgeTenantResponses, PurgeUserData, PurgeUserErrors, PurgeUserResponses, PutKeyedMemoryData, PutKeyedMemoryErrors, PutKeyedMemoryResponses, RerunWritePathData, RerunWritePathErrors, RerunWritePathResponses, RevokeApiKeyData, RevokeApiKeyErrors, RevokeApiKeyResponses, SearchMemoriesData, SearchMemoriesErrors, SearchMemoriesResponses, SetOrgProceduresData, SetOrgProceduresErrors, SetOrgProceduresResponses, SetProceduresData, SetProceduresErrors, SetProceduresResponses, SetRetentionData, SetRetentionErrors, SetRetentionResponses, SetUserAccountData, SetUserAccountErrors, SetUserAccountResponses, SummarizeThreadNowData, SummarizeThreadNowErrors, SummarizeThreadNowResponses, UpdateMemoryData, UpdateMemoryErrors, UpdateMemoryResponses, UpdateOrgMemoryData, UpdateOrgMemoryErrors, UpdateOrgMemoryResponses, UpdateThreadData, UpdateThreadErrors, UpdateThreadResponses } from './types.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -66,7 +66,8 @@ export const getUser = <ThrowOnError extends boolean = false>(options: Options<G
  * The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
  * `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
  * type is `credential_refused`; nothing is stored. The password `credential` provider is
- * dropped from `socials`.
+ * dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
+ * the account is still in that state (else 412 and nothing changes).
  */
 export const setUserAccount = <ThrowOnError extends boolean = false>(options: Options<SetUserAccountData, ThrowOnError>) => (options.client ?? client).put<SetUserAccountResponses, SetUserAccountErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -115,8 +116,18 @@ export const createApiKey = <ThrowOnError extends boolean = false>(options: Opti
  * Revoke an API key
  *
  * Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
+ * With `If-Match`, only if the key is still in that state (else 412).
  */
 export const revokeApiKey = <ThrowOnError extends boolean = false>(options: Options<RevokeApiKeyData, ThrowOnError>) => (options.client ?? client).delete<RevokeApiKeyResponses, RevokeApiKeyErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/admin/api-keys/{key_id}',
+    ...options
+});
+
+/**
+ * Get an API key
+ */
+export const getApiKey = <ThrowOnError extends boolean = false>(options: Options<GetApiKeyData, ThrowOnError>) => (options.client ?? client).get<GetApiKeyResponses, GetApiKeyErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/admin/api-keys/{key_id}',
     ...options
@@ -218,7 +229,8 @@ export const getMemory = <ThrowOnError extends boolean = false>(options: Options
  * Change a memory
  *
  * Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
- * memory), review flag, event time, metadata or expiry. Recorded in the history.
+ * memory), review flag, event time, metadata or expiry. Recorded in the history. With
+ * `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
  */
 export const updateMemory = <ThrowOnError extends boolean = false>(options: Options<UpdateMemoryData, ThrowOnError>) => (options.client ?? client).patch<UpdateMemoryResponses, UpdateMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -255,7 +267,8 @@ export const getProcedures = <ThrowOnError extends boolean = false>(options: Opt
  * Set the user's procedural instructions
  *
  * Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
- * A replaced instruction is superseded, with history, not deleted.
+ * A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
+ * if the slots still have that ETag (else 412 and nothing changes).
  */
 export const setProcedures = <ThrowOnError extends boolean = false>(options: Options<SetProceduresData, ThrowOnError>) => (options.client ?? client).put<SetProceduresResponses, SetProceduresErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -278,6 +291,8 @@ export const deleteKeyedMemory = <ThrowOnError extends boolean = false>(options:
 
 /**
  * Get the memory a key holds
+ *
+ * The memory with its ETag, the same as on `GET …/memories/{id}`.
  */
 export const getKeyedMemory = <ThrowOnError extends boolean = false>(options: Options<GetKeyedMemoryData, ThrowOnError>) => (options.client ?? client).get<GetKeyedMemoryResponses, GetKeyedMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -290,7 +305,8 @@ export const getKeyedMemory = <ThrowOnError extends boolean = false>(options: Op
  *
  * The first put of a key adds a memory (201); later ones replace its text and metadata
  * (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
- * secrets and PII-like text (422 `SECRET_REFUSED`).
+ * secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
+ * that state (`*`: only if the key holds a memory); else 412 and nothing changes.
  */
 export const putKeyedMemory = <ThrowOnError extends boolean = false>(options: Options<PutKeyedMemoryData, ThrowOnError>) => (options.client ?? client).put<PutKeyedMemoryResponses, PutKeyedMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -559,7 +575,8 @@ export const createThread = <ThrowOnError extends boolean = false>(options: Opti
  * Delete a thread
  *
  * Delete the thread with its messages, summaries and extraction cursor; the answer
- * counts the rows deleted per table.
+ * counts the rows deleted per table. With `If-Match`, only if the thread still has that
+ * ETag.
  */
 export const deleteThread = <ThrowOnError extends boolean = false>(options: Options<DeleteThreadData, ThrowOnError>) => (options.client ?? client).delete<DeleteThreadResponses, DeleteThreadErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -580,7 +597,9 @@ export const getThread = <ThrowOnError extends boolean = false>(options: Options
  * Rename a thread or change its metadata
  *
  * Change the title or the metadata (replaced whole). A title or metadata holding what
- * looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
+ * looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
+ * `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
+ * messages changes a thread's ETag.
  */
 export const updateThread = <ThrowOnError extends boolean = false>(options: Options<UpdateThreadData, ThrowOnError>) => (options.client ?? client).patch<UpdateThreadResponses, UpdateThreadErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -2673,6 +2673,14 @@ export type GetMetricsResponses = {
 
 export type GetUserData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -2720,7 +2728,7 @@ export type GetUserError = GetUserErrors[keyof GetUserErrors];
 
 export type GetUserResponses = {
     /**
-     * Successful Response
+     * The user's account.
      */
     200: UserRead;
 };
@@ -2729,6 +2737,14 @@ export type GetUserResponse = GetUserResponses[keyof GetUserResponses];
 
 export type SetUserAccountData = {
     body: AccountOverlayUpdate;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -2754,6 +2770,10 @@ export type SetUserAccountErrors = {
      * Not Found
      */
     404: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
     /**
      * Request Entity Too Large
      */
@@ -2784,7 +2804,7 @@ export type SetUserAccountError = SetUserAccountErrors[keyof SetUserAccountError
 
 export type SetUserAccountResponses = {
     /**
-     * Successful Response
+     * The user's account as set.
      */
     200: UserRead;
 };
@@ -2913,7 +2933,7 @@ export type CreateApiKeyError = CreateApiKeyErrors[keyof CreateApiKeyErrors];
 
 export type CreateApiKeyResponses = {
     /**
-     * Successful Response
+     * The key, with its secret (shown only here).
      */
     201: ApiKeyCreated;
 };
@@ -2922,6 +2942,14 @@ export type CreateApiKeyResponse = CreateApiKeyResponses[keyof CreateApiKeyRespo
 
 export type RevokeApiKeyData = {
     body?: never;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * Key Id
@@ -2933,6 +2961,76 @@ export type RevokeApiKeyData = {
 };
 
 export type RevokeApiKeyErrors = {
+    /**
+     * Unauthorized
+     */
+    401: Problem;
+    /**
+     * Forbidden
+     */
+    403: Problem;
+    /**
+     * Not Found
+     */
+    404: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
+    /**
+     * Unprocessable Entity
+     */
+    422: Problem;
+    /**
+     * Too Many Requests
+     */
+    429: Problem;
+    /**
+     * Internal server error (`INTERNAL_ERROR`, with a trace id).
+     */
+    500: Problem;
+    /**
+     * Service Unavailable
+     */
+    503: Problem;
+    /**
+     * Any other error, as an RFC 9457 problem.
+     */
+    default: Problem;
+};
+
+export type RevokeApiKeyError = RevokeApiKeyErrors[keyof RevokeApiKeyErrors];
+
+export type RevokeApiKeyResponses = {
+    /**
+     * The revoked key.
+     */
+    200: ApiKeyRead;
+};
+
+export type RevokeApiKeyResponse = RevokeApiKeyResponses[keyof RevokeApiKeyResponses];
+
+export type GetApiKeyData = {
+    body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
+    path: {
+        /**
+         * Key Id
+         */
+        key_id: string;
+    };
+    query?: never;
+    url: '/v1/admin/api-keys/{key_id}';
+};
+
+export type GetApiKeyErrors = {
     /**
      * Unauthorized
      */
@@ -2967,16 +3065,16 @@ export type RevokeApiKeyErrors = {
     default: Problem;
 };
 
-export type RevokeApiKeyError = RevokeApiKeyErrors[keyof RevokeApiKeyErrors];
+export type GetApiKeyError = GetApiKeyErrors[keyof GetApiKeyErrors];
 
-export type RevokeApiKeyResponses = {
+export type GetApiKeyResponses = {
     /**
-     * Successful Response
+     * The key (never its secret).
      */
     200: ApiKeyRead;
 };
 
-export type RevokeApiKeyResponse = RevokeApiKeyResponses[keyof RevokeApiKeyResponses];
+export type GetApiKeyResponse = GetApiKeyResponses[keyof GetApiKeyResponses];
 
 export type DeleteMemoriesData = {
     body?: never;
@@ -3267,7 +3365,7 @@ export type CreateMemoryError = CreateMemoryErrors[keyof CreateMemoryErrors];
 
 export type CreateMemoryResponses = {
     /**
-     * Successful Response
+     * The memory (or the identical one already stored).
      */
     201: MemoryWritten;
 };
@@ -3343,7 +3441,7 @@ export type CreateMemoriesError = CreateMemoriesErrors[keyof CreateMemoriesError
 
 export type CreateMemoriesResponses = {
     /**
-     * Successful Response
+     * The memories, in input order.
      */
     201: MemoryBatchWritten;
 };
@@ -3412,6 +3510,14 @@ export type SearchMemoriesResponse = SearchMemoriesResponses[keyof SearchMemorie
 
 export type DeleteMemoryData = {
     body?: never;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * Memory Id
@@ -3445,6 +3551,10 @@ export type DeleteMemoryErrors = {
      * Conflict
      */
     409: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
     /**
      * Request Entity Too Large
      */
@@ -3484,6 +3594,14 @@ export type DeleteMemoryResponse = DeleteMemoryResponses[keyof DeleteMemoryRespo
 
 export type GetMemoryData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * Memory Id
@@ -3535,7 +3653,7 @@ export type GetMemoryError = GetMemoryErrors[keyof GetMemoryErrors];
 
 export type GetMemoryResponses = {
     /**
-     * Successful Response
+     * The memory.
      */
     200: MemoryRead;
 };
@@ -3544,6 +3662,14 @@ export type GetMemoryResponse = GetMemoryResponses[keyof GetMemoryResponses];
 
 export type UpdateMemoryData = {
     body: MemoryUpdate;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * Memory Id
@@ -3578,6 +3704,10 @@ export type UpdateMemoryErrors = {
      */
     409: Problem;
     /**
+     * Precondition Failed
+     */
+    412: Problem;
+    /**
      * Request Entity Too Large
      */
     413: Problem;
@@ -3607,7 +3737,7 @@ export type UpdateMemoryError = UpdateMemoryErrors[keyof UpdateMemoryErrors];
 
 export type UpdateMemoryResponses = {
     /**
-     * Successful Response
+     * The memory as changed.
      */
     200: MemoryRead;
 };
@@ -3676,6 +3806,14 @@ export type GetMemoryHistoryResponse = GetMemoryHistoryResponses[keyof GetMemory
 
 export type GetProceduresData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -3723,7 +3861,7 @@ export type GetProceduresError = GetProceduresErrors[keyof GetProceduresErrors];
 
 export type GetProceduresResponses = {
     /**
-     * Successful Response
+     * The procedural slots.
      */
     200: Procedures;
 };
@@ -3732,6 +3870,14 @@ export type GetProceduresResponse = GetProceduresResponses[keyof GetProceduresRe
 
 export type SetProceduresData = {
     body: ProceduresUpdate;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -3762,6 +3908,10 @@ export type SetProceduresErrors = {
      */
     409: Problem;
     /**
+     * Precondition Failed
+     */
+    412: Problem;
+    /**
      * Request Entity Too Large
      */
     413: Problem;
@@ -3791,7 +3941,7 @@ export type SetProceduresError = SetProceduresErrors[keyof SetProceduresErrors];
 
 export type SetProceduresResponses = {
     /**
-     * Successful Response
+     * The procedural slots as set.
      */
     200: Procedures;
 };
@@ -3800,6 +3950,14 @@ export type SetProceduresResponse = SetProceduresResponses[keyof SetProceduresRe
 
 export type DeleteKeyedMemoryData = {
     body?: never;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -3839,6 +3997,10 @@ export type DeleteKeyedMemoryErrors = {
      */
     404: Problem;
     /**
+     * Precondition Failed
+     */
+    412: Problem;
+    /**
      * Unprocessable Entity
      */
     422: Problem;
@@ -3873,6 +4035,14 @@ export type DeleteKeyedMemoryResponse = DeleteKeyedMemoryResponses[keyof DeleteK
 
 export type GetKeyedMemoryData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -3937,7 +4107,7 @@ export type GetKeyedMemoryError = GetKeyedMemoryErrors[keyof GetKeyedMemoryError
 
 export type GetKeyedMemoryResponses = {
     /**
-     * Successful Response
+     * The memory.
      */
     200: MemoryRead;
 };
@@ -3946,6 +4116,20 @@ export type GetKeyedMemoryResponse = GetKeyedMemoryResponses[keyof GetKeyedMemor
 
 export type PutKeyedMemoryData = {
     body: KeyedMemoryPut;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`: only add; 412 if the key already holds a memory. An ETag: 412 if the key's memory is in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -3985,6 +4169,10 @@ export type PutKeyedMemoryErrors = {
      */
     404: Problem;
     /**
+     * Precondition Failed
+     */
+    412: Problem;
+    /**
      * Request Entity Too Large
      */
     413: Problem;
@@ -4014,7 +4202,7 @@ export type PutKeyedMemoryError = PutKeyedMemoryErrors[keyof PutKeyedMemoryError
 
 export type PutKeyedMemoryResponses = {
     /**
-     * Successful Response
+     * The key's memory was replaced (or already said this).
      */
     200: KeyedMemoryWritten;
     /**
@@ -4404,7 +4592,7 @@ export type CreateOrgMemoryError = CreateOrgMemoryErrors[keyof CreateOrgMemoryEr
 
 export type CreateOrgMemoryResponses = {
     /**
-     * Successful Response
+     * The memory (or the identical one already stored).
      */
     201: MemoryWritten;
 };
@@ -4473,7 +4661,7 @@ export type CreateOrgMemoriesError = CreateOrgMemoriesErrors[keyof CreateOrgMemo
 
 export type CreateOrgMemoriesResponses = {
     /**
-     * Successful Response
+     * The memories, in input order.
      */
     201: MemoryBatchWritten;
 };
@@ -4482,6 +4670,14 @@ export type CreateOrgMemoriesResponse = CreateOrgMemoriesResponses[keyof CreateO
 
 export type DeleteOrgMemoryData = {
     body?: never;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * Memory Id
@@ -4509,6 +4705,10 @@ export type DeleteOrgMemoryErrors = {
      * Conflict
      */
     409: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
     /**
      * Request Entity Too Large
      */
@@ -4548,6 +4748,14 @@ export type DeleteOrgMemoryResponse = DeleteOrgMemoryResponses[keyof DeleteOrgMe
 
 export type GetOrgMemoryData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * Memory Id
@@ -4593,7 +4801,7 @@ export type GetOrgMemoryError = GetOrgMemoryErrors[keyof GetOrgMemoryErrors];
 
 export type GetOrgMemoryResponses = {
     /**
-     * Successful Response
+     * The memory.
      */
     200: MemoryRead;
 };
@@ -4602,6 +4810,14 @@ export type GetOrgMemoryResponse = GetOrgMemoryResponses[keyof GetOrgMemoryRespo
 
 export type UpdateOrgMemoryData = {
     body: MemoryUpdate;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * Memory Id
@@ -4629,6 +4845,10 @@ export type UpdateOrgMemoryErrors = {
      * Conflict
      */
     409: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
     /**
      * Request Entity Too Large
      */
@@ -4659,7 +4879,7 @@ export type UpdateOrgMemoryError = UpdateOrgMemoryErrors[keyof UpdateOrgMemoryEr
 
 export type UpdateOrgMemoryResponses = {
     /**
-     * Successful Response
+     * The memory as changed.
      */
     200: MemoryRead;
 };
@@ -4722,6 +4942,14 @@ export type GetOrgMemoryHistoryResponse = GetOrgMemoryHistoryResponses[keyof Get
 
 export type GetOrgProceduresData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path?: never;
     query?: never;
     url: '/v1/org/procedures';
@@ -4762,7 +4990,7 @@ export type GetOrgProceduresError = GetOrgProceduresErrors[keyof GetOrgProcedure
 
 export type GetOrgProceduresResponses = {
     /**
-     * Successful Response
+     * The procedural slots.
      */
     200: Procedures;
 };
@@ -4771,6 +4999,14 @@ export type GetOrgProceduresResponse = GetOrgProceduresResponses[keyof GetOrgPro
 
 export type SetOrgProceduresData = {
     body: ProceduresUpdate;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path?: never;
     query?: never;
     url: '/v1/org/procedures';
@@ -4793,6 +5029,10 @@ export type SetOrgProceduresErrors = {
      * Conflict
      */
     409: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
     /**
      * Request Entity Too Large
      */
@@ -4823,7 +5063,7 @@ export type SetOrgProceduresError = SetOrgProceduresErrors[keyof SetOrgProcedure
 
 export type SetOrgProceduresResponses = {
     /**
-     * Successful Response
+     * The procedural slots as set.
      */
     200: Procedures;
 };
@@ -4832,6 +5072,14 @@ export type SetOrgProceduresResponse = SetOrgProceduresResponses[keyof SetOrgPro
 
 export type GetProfileData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * User Id
@@ -4892,7 +5140,7 @@ export type PatchProfileData = {
         /**
          * If-Match
          *
-         * An ETag from a previous read or write: the write happens only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
     };
@@ -4972,7 +5220,7 @@ export type DeleteProfileKeyData = {
         /**
          * If-Match
          *
-         * An ETag from a previous read or write: the write happens only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
     };
@@ -5046,6 +5294,14 @@ export type DeleteProfileKeyResponse = DeleteProfileKeyResponses[keyof DeletePro
 
 export type GetOrgProfileData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path?: never;
     query?: never;
     url: '/v1/org/profile';
@@ -5095,7 +5351,7 @@ export type PatchOrgProfileData = {
         /**
          * If-Match
          *
-         * An ETag from a previous read or write: the write happens only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
     };
@@ -5168,7 +5424,7 @@ export type DeleteOrgProfileKeyData = {
         /**
          * If-Match
          *
-         * An ETag from a previous read or write: the write happens only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
     };
@@ -5366,7 +5622,7 @@ export type CreateThreadError = CreateThreadErrors[keyof CreateThreadErrors];
 
 export type CreateThreadResponses = {
     /**
-     * Successful Response
+     * The new thread.
      */
     201: ThreadRead;
 };
@@ -5375,6 +5631,14 @@ export type CreateThreadResponse = CreateThreadResponses[keyof CreateThreadRespo
 
 export type DeleteThreadData = {
     body?: never;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * Thread Id
@@ -5411,6 +5675,10 @@ export type DeleteThreadErrors = {
      * Conflict
      */
     409: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
     /**
      * Request Entity Too Large
      */
@@ -5450,6 +5718,14 @@ export type DeleteThreadResponse = DeleteThreadResponses[keyof DeleteThreadRespo
 
 export type GetThreadData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path: {
         /**
          * Thread Id
@@ -5501,7 +5777,7 @@ export type GetThreadError = GetThreadErrors[keyof GetThreadErrors];
 
 export type GetThreadResponses = {
     /**
-     * Successful Response
+     * The thread.
      */
     200: ThreadRead;
 };
@@ -5510,6 +5786,14 @@ export type GetThreadResponse = GetThreadResponses[keyof GetThreadResponses];
 
 export type UpdateThreadData = {
     body: ThreadUpdate;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path: {
         /**
          * Thread Id
@@ -5540,6 +5824,10 @@ export type UpdateThreadErrors = {
      */
     409: Problem;
     /**
+     * Precondition Failed
+     */
+    412: Problem;
+    /**
      * Request Entity Too Large
      */
     413: Problem;
@@ -5569,7 +5857,7 @@ export type UpdateThreadError = UpdateThreadErrors[keyof UpdateThreadErrors];
 
 export type UpdateThreadResponses = {
     /**
-     * Successful Response
+     * The thread as changed.
      */
     200: ThreadRead;
 };
@@ -5722,7 +6010,7 @@ export type AppendMessagesError = AppendMessagesErrors[keyof AppendMessagesError
 
 export type AppendMessagesResponses = {
     /**
-     * Successful Response
+     * The messages, stored or found stored.
      */
     201: MessagesAppended;
 };
@@ -6110,7 +6398,7 @@ export type AppendTurnError = AppendTurnErrors[keyof AppendTurnErrors];
 
 export type AppendTurnResponses = {
     /**
-     * Successful Response
+     * The stored messages and the next context block; `Location` names the thread's messages.
      */
     201: TurnAppended;
 };

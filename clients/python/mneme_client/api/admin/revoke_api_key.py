@@ -8,12 +8,17 @@ import httpx
 from ...client import AuthenticatedClient, Client
 from ...models.api_key_read import ApiKeyRead
 from ...models.problem import Problem
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     key_id: UUID,
+    *,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     _kwargs: dict[str, Any] = {
         "method": "delete",
@@ -22,6 +27,7 @@ def _get_kwargs(
         ),
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -47,6 +53,11 @@ def _parse_response(
         response_404 = Problem.from_dict(response.json())
 
         return response_404
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 422:
         response_422 = Problem.from_dict(response.json())
@@ -88,13 +99,18 @@ def sync_detailed(
     key_id: UUID,
     *,
     client: AuthenticatedClient,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[ApiKeyRead | Problem]:
     """Revoke an API key
 
      Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
+    With `If-Match`, only if the key is still in that state (else 412).
 
     Args:
         key_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -106,6 +122,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         key_id=key_id,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -119,13 +136,18 @@ def sync(
     key_id: UUID,
     *,
     client: AuthenticatedClient,
+    if_match: None | str | Unset = UNSET,
 ) -> ApiKeyRead | Problem | None:
     """Revoke an API key
 
      Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
+    With `If-Match`, only if the key is still in that state (else 412).
 
     Args:
         key_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -138,6 +160,7 @@ def sync(
     return sync_detailed(
         key_id=key_id,
         client=client,
+        if_match=if_match,
     ).parsed
 
 
@@ -145,13 +168,18 @@ async def asyncio_detailed(
     key_id: UUID,
     *,
     client: AuthenticatedClient,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[ApiKeyRead | Problem]:
     """Revoke an API key
 
      Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
+    With `If-Match`, only if the key is still in that state (else 412).
 
     Args:
         key_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -163,6 +191,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         key_id=key_id,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -174,13 +203,18 @@ async def asyncio(
     key_id: UUID,
     *,
     client: AuthenticatedClient,
+    if_match: None | str | Unset = UNSET,
 ) -> ApiKeyRead | Problem | None:
     """Revoke an API key
 
      Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
+    With `If-Match`, only if the key is still in that state (else 412).
 
     Args:
         key_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -194,5 +228,6 @@ async def asyncio(
         await asyncio_detailed(
             key_id=key_id,
             client=client,
+            if_match=if_match,
         )
     ).parsed

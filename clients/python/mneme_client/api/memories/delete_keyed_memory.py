@@ -16,7 +16,11 @@ def _get_kwargs(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     params: dict[str, Any] = {}
 
@@ -42,6 +46,7 @@ def _get_kwargs(
         "params": params,
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -61,6 +66,11 @@ def _parse_response(
         response_404 = Problem.from_dict(response.json())
 
         return response_404
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 422:
         response_422 = Problem.from_dict(response.json())
@@ -105,6 +115,7 @@ def sync_detailed(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget the memory a key holds
 
@@ -113,6 +124,9 @@ def sync_detailed(
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -127,6 +141,7 @@ def sync_detailed(
         kind=kind,
         key=key,
         category=category,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -143,6 +158,7 @@ def sync(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget the memory a key holds
 
@@ -151,6 +167,9 @@ def sync(
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -166,6 +185,7 @@ def sync(
         kind=kind,
         key=key,
         category=category,
+        if_match=if_match,
     ).parsed
 
 
@@ -176,6 +196,7 @@ async def asyncio_detailed(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget the memory a key holds
 
@@ -184,6 +205,9 @@ async def asyncio_detailed(
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -198,6 +222,7 @@ async def asyncio_detailed(
         kind=kind,
         key=key,
         category=category,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -212,6 +237,7 @@ async def asyncio(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget the memory a key holds
 
@@ -220,6 +246,9 @@ async def asyncio(
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -236,5 +265,6 @@ async def asyncio(
             kind=kind,
             key=key,
             category=category,
+            if_match=if_match,
         )
     ).parsed

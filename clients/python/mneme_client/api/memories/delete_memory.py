@@ -7,13 +7,18 @@ import httpx
 
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     user_id: str,
     memory_id: UUID,
+    *,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     _kwargs: dict[str, Any] = {
         "method": "delete",
@@ -23,6 +28,7 @@ def _get_kwargs(
         ),
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -52,6 +58,11 @@ def _parse_response(
         response_409 = Problem.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
@@ -99,12 +110,16 @@ def sync_detailed(
     memory_id: UUID,
     *,
     client: AuthenticatedClient,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget a memory
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -117,6 +132,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         user_id=user_id,
         memory_id=memory_id,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -131,12 +147,16 @@ def sync(
     memory_id: UUID,
     *,
     client: AuthenticatedClient,
+    if_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget a memory
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -150,6 +170,7 @@ def sync(
         user_id=user_id,
         memory_id=memory_id,
         client=client,
+        if_match=if_match,
     ).parsed
 
 
@@ -158,12 +179,16 @@ async def asyncio_detailed(
     memory_id: UUID,
     *,
     client: AuthenticatedClient,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget a memory
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -176,6 +201,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         user_id=user_id,
         memory_id=memory_id,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -188,12 +214,16 @@ async def asyncio(
     memory_id: UUID,
     *,
     client: AuthenticatedClient,
+    if_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget a memory
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -208,5 +238,6 @@ async def asyncio(
             user_id=user_id,
             memory_id=memory_id,
             client=client,
+            if_match=if_match,
         )
     ).parsed

@@ -1,5 +1,5 @@
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import httpx
@@ -17,7 +17,11 @@ def _get_kwargs(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     params: dict[str, Any] = {}
 
@@ -43,16 +47,21 @@ def _get_kwargs(
         "params": params,
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> MemoryRead | Problem:
+) -> Any | MemoryRead | Problem:
     if response.status_code == 200:
         response_200 = MemoryRead.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 304:
+        response_304 = cast(Any, None)
+        return response_304
 
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
@@ -91,7 +100,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[MemoryRead | Problem]:
+) -> Response[Any | MemoryRead | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -107,21 +116,26 @@ def sync_detailed(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
-) -> Response[MemoryRead | Problem]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | MemoryRead | Problem]:
     """Get the memory a key holds
+
+     The memory with its ETag, the same as on `GET …/memories/{id}`.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[MemoryRead | Problem]
+        Response[Any | MemoryRead | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -129,6 +143,7 @@ def sync_detailed(
         kind=kind,
         key=key,
         category=category,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -145,21 +160,26 @@ def sync(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
-) -> MemoryRead | Problem | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | MemoryRead | Problem | None:
     """Get the memory a key holds
+
+     The memory with its ETag, the same as on `GET …/memories/{id}`.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        MemoryRead | Problem
+        Any | MemoryRead | Problem
     """
 
     return sync_detailed(
@@ -168,6 +188,7 @@ def sync(
         kind=kind,
         key=key,
         category=category,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -178,21 +199,26 @@ async def asyncio_detailed(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
-) -> Response[MemoryRead | Problem]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | MemoryRead | Problem]:
     """Get the memory a key holds
+
+     The memory with its ETag, the same as on `GET …/memories/{id}`.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[MemoryRead | Problem]
+        Response[Any | MemoryRead | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -200,6 +226,7 @@ async def asyncio_detailed(
         kind=kind,
         key=key,
         category=category,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -214,21 +241,26 @@ async def asyncio(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
-) -> MemoryRead | Problem | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | MemoryRead | Problem | None:
     """Get the memory a key holds
+
+     The memory with its ETag, the same as on `GET …/memories/{id}`.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        MemoryRead | Problem
+        Any | MemoryRead | Problem
     """
 
     return (
@@ -238,5 +270,6 @@ async def asyncio(
             kind=kind,
             key=key,
             category=category,
+            if_none_match=if_none_match,
         )
     ).parsed

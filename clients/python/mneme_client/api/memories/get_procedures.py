@@ -1,5 +1,5 @@
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import httpx
@@ -7,12 +7,17 @@ import httpx
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.procedures import Procedures
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     user_id: str,
+    *,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "get",
@@ -21,16 +26,21 @@ def _get_kwargs(
         ),
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Problem | Procedures:
+) -> Any | Problem | Procedures:
     if response.status_code == 200:
         response_200 = Procedures.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 304:
+        response_304 = cast(Any, None)
+        return response_304
 
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
@@ -69,7 +79,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Problem | Procedures]:
+) -> Response[Any | Problem | Procedures]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -82,22 +92,26 @@ def sync_detailed(
     user_id: str,
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | Procedures]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | Procedures]:
     """Get the user's procedural instructions
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | Procedures]
+        Response[Any | Problem | Procedures]
     """
 
     kwargs = _get_kwargs(
         user_id=user_id,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -111,23 +125,27 @@ def sync(
     user_id: str,
     *,
     client: AuthenticatedClient,
-) -> Problem | Procedures | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | Procedures | None:
     """Get the user's procedural instructions
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | Procedures
+        Any | Problem | Procedures
     """
 
     return sync_detailed(
         user_id=user_id,
         client=client,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -135,22 +153,26 @@ async def asyncio_detailed(
     user_id: str,
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | Procedures]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | Procedures]:
     """Get the user's procedural instructions
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | Procedures]
+        Response[Any | Problem | Procedures]
     """
 
     kwargs = _get_kwargs(
         user_id=user_id,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -162,23 +184,27 @@ async def asyncio(
     user_id: str,
     *,
     client: AuthenticatedClient,
-) -> Problem | Procedures | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | Procedures | None:
     """Get the user's procedural instructions
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | Procedures
+        Any | Problem | Procedures
     """
 
     return (
         await asyncio_detailed(
             user_id=user_id,
             client=client,
+            if_none_match=if_none_match,
         )
     ).parsed

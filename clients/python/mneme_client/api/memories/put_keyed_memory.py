@@ -19,8 +19,15 @@ def _get_kwargs(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     params: dict[str, Any] = {}
 
@@ -77,6 +84,11 @@ def _parse_response(
 
         return response_404
 
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
+
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
 
@@ -126,18 +138,26 @@ def sync_detailed(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[KeyedMemoryWritten | Problem]:
     """Put a memory under a key
 
      The first put of a key adds a memory (201); later ones replace its text and metadata
     (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
-    secrets and PII-like text (422 `SECRET_REFUSED`).
+    secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
+    that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`: only add; 412 if the key already holds a memory.
+            An ETag: 412 if the key's memory is in that state.
         body (KeyedMemoryPut): The memory a key holds; `PUT` replaces text and metadata of the
             memory already there.
 
@@ -155,6 +175,8 @@ def sync_detailed(
         kind=kind,
         key=key,
         category=category,
+        if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -172,18 +194,26 @@ def sync(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> KeyedMemoryWritten | Problem | None:
     """Put a memory under a key
 
      The first put of a key adds a memory (201); later ones replace its text and metadata
     (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
-    secrets and PII-like text (422 `SECRET_REFUSED`).
+    secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
+    that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`: only add; 412 if the key already holds a memory.
+            An ETag: 412 if the key's memory is in that state.
         body (KeyedMemoryPut): The memory a key holds; `PUT` replaces text and metadata of the
             memory already there.
 
@@ -202,6 +232,8 @@ def sync(
         kind=kind,
         key=key,
         category=category,
+        if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -213,18 +245,26 @@ async def asyncio_detailed(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[KeyedMemoryWritten | Problem]:
     """Put a memory under a key
 
      The first put of a key adds a memory (201); later ones replace its text and metadata
     (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
-    secrets and PII-like text (422 `SECRET_REFUSED`).
+    secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
+    that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`: only add; 412 if the key already holds a memory.
+            An ETag: 412 if the key's memory is in that state.
         body (KeyedMemoryPut): The memory a key holds; `PUT` replaces text and metadata of the
             memory already there.
 
@@ -242,6 +282,8 @@ async def asyncio_detailed(
         kind=kind,
         key=key,
         category=category,
+        if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -257,18 +299,26 @@ async def asyncio(
     kind: MemoryKind,
     key: str,
     category: None | str | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> KeyedMemoryWritten | Problem | None:
     """Put a memory under a key
 
      The first put of a key adds a memory (201); later ones replace its text and metadata
     (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
-    secrets and PII-like text (422 `SECRET_REFUSED`).
+    secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
+    that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
         key (str): The client's key.
         category (None | str | Unset): The memory's category, if any.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`: only add; 412 if the key already holds a memory.
+            An ETag: 412 if the key's memory is in that state.
         body (KeyedMemoryPut): The memory a key holds; `PUT` replaces text and metadata of the
             memory already there.
 
@@ -288,5 +338,7 @@ async def asyncio(
             kind=kind,
             key=key,
             category=category,
+            if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

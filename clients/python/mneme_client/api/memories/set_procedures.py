@@ -8,15 +8,18 @@ from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.procedures import Procedures
 from ...models.procedures_update import ProceduresUpdate
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     user_id: str,
     *,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     _kwargs: dict[str, Any] = {
         "method": "put",
@@ -60,6 +63,11 @@ def _parse_response(
         response_409 = Problem.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
@@ -107,14 +115,19 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | Procedures]:
     """Set the user's procedural instructions
 
      Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted.
+    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
+    if the slots still have that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -129,6 +142,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         user_id=user_id,
         body=body,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -143,14 +157,19 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | Procedures | None:
     """Set the user's procedural instructions
 
      Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted.
+    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
+    if the slots still have that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -166,6 +185,7 @@ def sync(
         user_id=user_id,
         client=client,
         body=body,
+        if_match=if_match,
     ).parsed
 
 
@@ -174,14 +194,19 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | Procedures]:
     """Set the user's procedural instructions
 
      Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted.
+    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
+    if the slots still have that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -196,6 +221,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         user_id=user_id,
         body=body,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -208,14 +234,19 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | Procedures | None:
     """Set the user's procedural instructions
 
      Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted.
+    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
+    if the slots still have that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -232,5 +263,6 @@ async def asyncio(
             user_id=user_id,
             client=client,
             body=body,
+            if_match=if_match,
         )
     ).parsed

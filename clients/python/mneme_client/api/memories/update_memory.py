@@ -9,7 +9,7 @@ from ...client import AuthenticatedClient, Client
 from ...models.memory_read import MemoryRead
 from ...models.memory_update import MemoryUpdate
 from ...models.problem import Problem
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
@@ -17,8 +17,11 @@ def _get_kwargs(
     memory_id: UUID,
     *,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     _kwargs: dict[str, Any] = {
         "method": "patch",
@@ -63,6 +66,11 @@ def _parse_response(
         response_409 = Problem.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
@@ -111,15 +119,20 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[MemoryRead | Problem]:
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history.
+    memory), review flag, event time, metadata or expiry. Recorded in the history. With
+    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -134,6 +147,7 @@ def sync_detailed(
         user_id=user_id,
         memory_id=memory_id,
         body=body,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -149,15 +163,20 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> MemoryRead | Problem | None:
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history.
+    memory), review flag, event time, metadata or expiry. Recorded in the history. With
+    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -173,6 +192,7 @@ def sync(
         memory_id=memory_id,
         client=client,
         body=body,
+        if_match=if_match,
     ).parsed
 
 
@@ -182,15 +202,20 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[MemoryRead | Problem]:
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history.
+    memory), review flag, event time, metadata or expiry. Recorded in the history. With
+    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -205,6 +230,7 @@ async def asyncio_detailed(
         user_id=user_id,
         memory_id=memory_id,
         body=body,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -218,15 +244,20 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> MemoryRead | Problem | None:
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history.
+    memory), review flag, event time, metadata or expiry. Recorded in the history. With
+    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -243,5 +274,6 @@ async def asyncio(
             memory_id=memory_id,
             client=client,
             body=body,
+            if_match=if_match,
         )
     ).parsed

@@ -1,31 +1,42 @@
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.procedures import Procedures
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs() -> dict[str, Any]:
+def _get_kwargs(
+    *,
+    if_none_match: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/v1/org/procedures",
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Problem | Procedures:
+) -> Any | Problem | Procedures:
     if response.status_code == 200:
         response_200 = Procedures.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 304:
+        response_304 = cast(Any, None)
+        return response_304
 
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
@@ -64,7 +75,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Problem | Procedures]:
+) -> Response[Any | Problem | Procedures]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -76,18 +87,25 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | Procedures]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | Procedures]:
     """Get the organization's procedural instructions
+
+    Args:
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | Procedures]
+        Response[Any | Problem | Procedures]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        if_none_match=if_none_match,
+    )
 
     response = client.get_httpx_client().request(
         **kwargs,
@@ -99,37 +117,50 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
-) -> Problem | Procedures | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | Procedures | None:
     """Get the organization's procedural instructions
+
+    Args:
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | Procedures
+        Any | Problem | Procedures
     """
 
     return sync_detailed(
         client=client,
+        if_none_match=if_none_match,
     ).parsed
 
 
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | Procedures]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | Procedures]:
     """Get the organization's procedural instructions
+
+    Args:
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | Procedures]
+        Response[Any | Problem | Procedures]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        if_none_match=if_none_match,
+    )
 
     response = await client.get_async_httpx_client().request(**kwargs)
 
@@ -139,19 +170,25 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
-) -> Problem | Procedures | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | Procedures | None:
     """Get the organization's procedural instructions
+
+    Args:
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | Procedures
+        Any | Problem | Procedures
     """
 
     return (
         await asyncio_detailed(
             client=client,
+            if_none_match=if_none_match,
         )
     ).parsed

@@ -7,14 +7,17 @@ from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.procedures import Procedures
 from ...models.procedures_update import ProceduresUpdate
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     *,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     _kwargs: dict[str, Any] = {
         "method": "put",
@@ -56,6 +59,11 @@ def _parse_response(
         response_409 = Problem.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
@@ -102,10 +110,14 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | Procedures]:
     """Set the organization's procedural instructions
 
     Args:
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -119,6 +131,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -132,10 +145,14 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | Procedures | None:
     """Set the organization's procedural instructions
 
     Args:
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -150,6 +167,7 @@ def sync(
     return sync_detailed(
         client=client,
         body=body,
+        if_match=if_match,
     ).parsed
 
 
@@ -157,10 +175,14 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | Procedures]:
     """Set the organization's procedural instructions
 
     Args:
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -174,6 +196,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -185,10 +208,14 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: ProceduresUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | Procedures | None:
     """Set the organization's procedural instructions
 
     Args:
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -204,5 +231,6 @@ async def asyncio(
         await asyncio_detailed(
             client=client,
             body=body,
+            if_match=if_match,
         )
     ).parsed

@@ -9,15 +9,18 @@ from ...client import AuthenticatedClient, Client
 from ...models.memory_read import MemoryRead
 from ...models.memory_update import MemoryUpdate
 from ...models.problem import Problem
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     memory_id: UUID,
     *,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     _kwargs: dict[str, Any] = {
         "method": "patch",
@@ -61,6 +64,11 @@ def _parse_response(
         response_409 = Problem.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
@@ -108,11 +116,15 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[MemoryRead | Problem]:
     """Change an organization memory
 
     Args:
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -126,6 +138,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         memory_id=memory_id,
         body=body,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -140,11 +153,15 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> MemoryRead | Problem | None:
     """Change an organization memory
 
     Args:
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -159,6 +176,7 @@ def sync(
         memory_id=memory_id,
         client=client,
         body=body,
+        if_match=if_match,
     ).parsed
 
 
@@ -167,11 +185,15 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[MemoryRead | Problem]:
     """Change an organization memory
 
     Args:
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -185,6 +207,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         memory_id=memory_id,
         body=body,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -197,11 +220,15 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: MemoryUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> MemoryRead | Problem | None:
     """Change an organization memory
 
     Args:
         memory_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -217,5 +244,6 @@ async def asyncio(
             memory_id=memory_id,
             client=client,
             body=body,
+            if_match=if_match,
         )
     ).parsed

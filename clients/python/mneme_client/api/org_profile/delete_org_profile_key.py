@@ -106,8 +106,9 @@ def sync_detailed(
 
     Args:
         key (str): A stored key.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -141,8 +142,9 @@ def sync(
 
     Args:
         key (str): A stored key.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -171,8 +173,9 @@ async def asyncio_detailed(
 
     Args:
         key (str): A stored key.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -204,8 +207,9 @@ async def asyncio(
 
     Args:
         key (str): A stored key.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

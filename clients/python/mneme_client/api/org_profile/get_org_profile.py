@@ -1,31 +1,42 @@
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.profile_read import ProfileRead
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs() -> dict[str, Any]:
+def _get_kwargs(
+    *,
+    if_none_match: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/v1/org/profile",
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Problem | ProfileRead:
+) -> Any | Problem | ProfileRead:
     if response.status_code == 200:
         response_200 = ProfileRead.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 304:
+        response_304 = cast(Any, None)
+        return response_304
 
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
@@ -59,7 +70,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Problem | ProfileRead]:
+) -> Response[Any | Problem | ProfileRead]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -71,20 +82,27 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | ProfileRead]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | ProfileRead]:
     """Get the organization profile
 
      The profile shared by every user of the tenant; readable by all of them.
+
+    Args:
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | ProfileRead]
+        Response[Any | Problem | ProfileRead]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        if_none_match=if_none_match,
+    )
 
     response = client.get_httpx_client().request(
         **kwargs,
@@ -96,41 +114,54 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
-) -> Problem | ProfileRead | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | ProfileRead | None:
     """Get the organization profile
 
      The profile shared by every user of the tenant; readable by all of them.
+
+    Args:
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | ProfileRead
+        Any | Problem | ProfileRead
     """
 
     return sync_detailed(
         client=client,
+        if_none_match=if_none_match,
     ).parsed
 
 
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | ProfileRead]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | ProfileRead]:
     """Get the organization profile
 
      The profile shared by every user of the tenant; readable by all of them.
+
+    Args:
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | ProfileRead]
+        Response[Any | Problem | ProfileRead]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = _get_kwargs(
+        if_none_match=if_none_match,
+    )
 
     response = await client.get_async_httpx_client().request(**kwargs)
 
@@ -140,21 +171,27 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
-) -> Problem | ProfileRead | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | ProfileRead | None:
     """Get the organization profile
 
      The profile shared by every user of the tenant; readable by all of them.
+
+    Args:
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | ProfileRead
+        Any | Problem | ProfileRead
     """
 
     return (
         await asyncio_detailed(
             client=client,
+            if_none_match=if_none_match,
         )
     ).parsed

@@ -134,8 +134,9 @@ def sync_detailed(
     `ORG_WRITE_FORBIDDEN`).
 
     Args:
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -172,8 +173,9 @@ def sync(
     `ORG_WRITE_FORBIDDEN`).
 
     Args:
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -205,8 +207,9 @@ async def asyncio_detailed(
     `ORG_WRITE_FORBIDDEN`).
 
     Args:
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -241,8 +244,9 @@ async def asyncio(
     `ORG_WRITE_FORBIDDEN`).
 
     Args:
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.

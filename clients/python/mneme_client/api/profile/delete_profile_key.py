@@ -111,8 +111,9 @@ def sync_detailed(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         key (str): A stored key.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -150,8 +151,9 @@ def sync(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         key (str): A stored key.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -184,8 +186,9 @@ async def asyncio_detailed(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         key (str): A stored key.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -221,8 +224,9 @@ async def asyncio(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         key (str): A stored key.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

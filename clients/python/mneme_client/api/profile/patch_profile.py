@@ -149,8 +149,9 @@ def sync_detailed(
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -199,8 +200,9 @@ def sync(
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -244,8 +246,9 @@ async def asyncio_detailed(
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -292,8 +295,9 @@ async def asyncio(
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
-        if_match (None | str | Unset): An ETag from a previous read or write: the write happens
-            only if the profile is still in that state (412 `PRECONDITION_FAILED` otherwise).
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.

@@ -16,7 +16,11 @@ def _get_kwargs(
     thread_id: UUID,
     *,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     params: dict[str, Any] = {}
 
@@ -41,6 +45,7 @@ def _get_kwargs(
         "params": params,
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -66,6 +71,11 @@ def _parse_response(
         response_409 = Problem.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
@@ -114,17 +124,22 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ThreadDeleted]:
     """Delete a thread
 
      Delete the thread with its messages, summaries and extraction cursor; the answer
-    counts the rows deleted per table.
+    counts the rows deleted per table. With `If-Match`, only if the thread still has that
+    ETag.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
         cascade (list[Literal['memories']] | None | Unset): `memories` also forgets the memories
             taken from this thread.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -138,6 +153,7 @@ def sync_detailed(
         user_id=user_id,
         thread_id=thread_id,
         cascade=cascade,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -153,17 +169,22 @@ def sync(
     *,
     client: AuthenticatedClient,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | ThreadDeleted | None:
     """Delete a thread
 
      Delete the thread with its messages, summaries and extraction cursor; the answer
-    counts the rows deleted per table.
+    counts the rows deleted per table. With `If-Match`, only if the thread still has that
+    ETag.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
         cascade (list[Literal['memories']] | None | Unset): `memories` also forgets the memories
             taken from this thread.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -178,6 +199,7 @@ def sync(
         thread_id=thread_id,
         client=client,
         cascade=cascade,
+        if_match=if_match,
     ).parsed
 
 
@@ -187,17 +209,22 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ThreadDeleted]:
     """Delete a thread
 
      Delete the thread with its messages, summaries and extraction cursor; the answer
-    counts the rows deleted per table.
+    counts the rows deleted per table. With `If-Match`, only if the thread still has that
+    ETag.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
         cascade (list[Literal['memories']] | None | Unset): `memories` also forgets the memories
             taken from this thread.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -211,6 +238,7 @@ async def asyncio_detailed(
         user_id=user_id,
         thread_id=thread_id,
         cascade=cascade,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -224,17 +252,22 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | ThreadDeleted | None:
     """Delete a thread
 
      Delete the thread with its messages, summaries and extraction cursor; the answer
-    counts the rows deleted per table.
+    counts the rows deleted per table. With `If-Match`, only if the thread still has that
+    ETag.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
         cascade (list[Literal['memories']] | None | Unset): `memories` also forgets the memories
             taken from this thread.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -250,5 +283,6 @@ async def asyncio(
             thread_id=thread_id,
             client=client,
             cascade=cascade,
+            if_match=if_match,
         )
     ).parsed

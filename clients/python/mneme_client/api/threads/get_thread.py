@@ -1,5 +1,5 @@
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 from uuid import UUID
 
@@ -8,13 +8,18 @@ import httpx
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.thread_read import ThreadRead
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     user_id: str,
     thread_id: UUID,
+    *,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "get",
@@ -24,16 +29,21 @@ def _get_kwargs(
         ),
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Problem | ThreadRead:
+) -> Any | Problem | ThreadRead:
     if response.status_code == 200:
         response_200 = ThreadRead.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 304:
+        response_304 = cast(Any, None)
+        return response_304
 
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
@@ -72,7 +82,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Problem | ThreadRead]:
+) -> Response[Any | Problem | ThreadRead]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -86,24 +96,28 @@ def sync_detailed(
     thread_id: UUID,
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | ThreadRead]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | ThreadRead]:
     """Get a thread
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | ThreadRead]
+        Response[Any | Problem | ThreadRead]
     """
 
     kwargs = _get_kwargs(
         user_id=user_id,
         thread_id=thread_id,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -118,25 +132,29 @@ def sync(
     thread_id: UUID,
     *,
     client: AuthenticatedClient,
-) -> Problem | ThreadRead | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | ThreadRead | None:
     """Get a thread
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | ThreadRead
+        Any | Problem | ThreadRead
     """
 
     return sync_detailed(
         user_id=user_id,
         thread_id=thread_id,
         client=client,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -145,24 +163,28 @@ async def asyncio_detailed(
     thread_id: UUID,
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | ThreadRead]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | ThreadRead]:
     """Get a thread
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | ThreadRead]
+        Response[Any | Problem | ThreadRead]
     """
 
     kwargs = _get_kwargs(
         user_id=user_id,
         thread_id=thread_id,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -175,19 +197,22 @@ async def asyncio(
     thread_id: UUID,
     *,
     client: AuthenticatedClient,
-) -> Problem | ThreadRead | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | ThreadRead | None:
     """Get a thread
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | ThreadRead
+        Any | Problem | ThreadRead
     """
 
     return (
@@ -195,5 +220,6 @@ async def asyncio(
             user_id=user_id,
             thread_id=thread_id,
             client=client,
+            if_none_match=if_none_match,
         )
     ).parsed

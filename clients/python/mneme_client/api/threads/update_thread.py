@@ -9,7 +9,7 @@ from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.thread_read import ThreadRead
 from ...models.thread_update import ThreadUpdate
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
@@ -17,8 +17,11 @@ def _get_kwargs(
     thread_id: UUID,
     *,
     body: ThreadUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     _kwargs: dict[str, Any] = {
         "method": "patch",
@@ -58,6 +61,11 @@ def _parse_response(
         response_409 = Problem.from_dict(response.json())
 
         return response_409
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
@@ -106,15 +114,21 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: ThreadUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ThreadRead]:
     """Rename a thread or change its metadata
 
      Change the title or the metadata (replaced whole). A title or metadata holding what
-    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
+    `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
+    messages changes a thread's ETag.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ThreadUpdate):
 
     Raises:
@@ -129,6 +143,7 @@ def sync_detailed(
         user_id=user_id,
         thread_id=thread_id,
         body=body,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -144,15 +159,21 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: ThreadUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | ThreadRead | None:
     """Rename a thread or change its metadata
 
      Change the title or the metadata (replaced whole). A title or metadata holding what
-    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
+    `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
+    messages changes a thread's ETag.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ThreadUpdate):
 
     Raises:
@@ -168,6 +189,7 @@ def sync(
         thread_id=thread_id,
         client=client,
         body=body,
+        if_match=if_match,
     ).parsed
 
 
@@ -177,15 +199,21 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: ThreadUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ThreadRead]:
     """Rename a thread or change its metadata
 
      Change the title or the metadata (replaced whole). A title or metadata holding what
-    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
+    `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
+    messages changes a thread's ETag.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ThreadUpdate):
 
     Raises:
@@ -200,6 +228,7 @@ async def asyncio_detailed(
         user_id=user_id,
         thread_id=thread_id,
         body=body,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -213,15 +242,21 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: ThreadUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | ThreadRead | None:
     """Rename a thread or change its metadata
 
      Change the title or the metadata (replaced whole). A title or metadata holding what
-    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes.
+    looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
+    `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
+    messages changes a thread's ETag.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (ThreadUpdate):
 
     Raises:
@@ -238,5 +273,6 @@ async def asyncio(
             thread_id=thread_id,
             client=client,
             body=body,
+            if_match=if_match,
         )
     ).parsed

@@ -1,5 +1,5 @@
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import httpx
@@ -7,12 +7,17 @@ import httpx
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.user_read import UserRead
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     user_id: str,
+    *,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "get",
@@ -21,16 +26,21 @@ def _get_kwargs(
         ),
     }
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Problem | UserRead:
+) -> Any | Problem | UserRead:
     if response.status_code == 200:
         response_200 = UserRead.from_dict(response.json())
 
         return response_200
+
+    if response.status_code == 304:
+        response_304 = cast(Any, None)
+        return response_304
 
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
@@ -69,7 +79,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[Problem | UserRead]:
+) -> Response[Any | Problem | UserRead]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -82,7 +92,8 @@ def sync_detailed(
     user_id: str,
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | UserRead]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | UserRead]:
     """Get a user's account
 
      The account Mneme knows for a user: its id and the details its identity provider shared
@@ -90,17 +101,20 @@ def sync_detailed(
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | UserRead]
+        Response[Any | Problem | UserRead]
     """
 
     kwargs = _get_kwargs(
         user_id=user_id,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -114,7 +128,8 @@ def sync(
     user_id: str,
     *,
     client: AuthenticatedClient,
-) -> Problem | UserRead | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | UserRead | None:
     """Get a user's account
 
      The account Mneme knows for a user: its id and the details its identity provider shared
@@ -122,18 +137,21 @@ def sync(
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | UserRead
+        Any | Problem | UserRead
     """
 
     return sync_detailed(
         user_id=user_id,
         client=client,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -141,7 +159,8 @@ async def asyncio_detailed(
     user_id: str,
     *,
     client: AuthenticatedClient,
-) -> Response[Problem | UserRead]:
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | Problem | UserRead]:
     """Get a user's account
 
      The account Mneme knows for a user: its id and the details its identity provider shared
@@ -149,17 +168,20 @@ async def asyncio_detailed(
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem | UserRead]
+        Response[Any | Problem | UserRead]
     """
 
     kwargs = _get_kwargs(
         user_id=user_id,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -171,7 +193,8 @@ async def asyncio(
     user_id: str,
     *,
     client: AuthenticatedClient,
-) -> Problem | UserRead | None:
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | Problem | UserRead | None:
     """Get a user's account
 
      The account Mneme knows for a user: its id and the details its identity provider shared
@@ -179,18 +202,21 @@ async def asyncio(
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem | UserRead
+        Any | Problem | UserRead
     """
 
     return (
         await asyncio_detailed(
             user_id=user_id,
             client=client,
+            if_none_match=if_none_match,
         )
     ).parsed

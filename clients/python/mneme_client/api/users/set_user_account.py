@@ -8,15 +8,18 @@ from ...client import AuthenticatedClient, Client
 from ...models.account_overlay_update import AccountOverlayUpdate
 from ...models.problem import Problem
 from ...models.user_read import UserRead
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     user_id: str,
     *,
     body: AccountOverlayUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     _kwargs: dict[str, Any] = {
         "method": "put",
@@ -55,6 +58,11 @@ def _parse_response(
         response_404 = Problem.from_dict(response.json())
 
         return response_404
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
@@ -102,6 +110,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: AccountOverlayUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | UserRead]:
     """Set a user's account details
 
@@ -114,10 +123,14 @@ def sync_detailed(
     The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
     `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
     type is `credential_refused`; nothing is stored. The password `credential` provider is
-    dropped from `socials`.
+    dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
+    the account is still in that state (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
             the whole overlay: an
             omitted field is cleared.
@@ -133,6 +146,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         user_id=user_id,
         body=body,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -147,6 +161,7 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: AccountOverlayUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | UserRead | None:
     """Set a user's account details
 
@@ -159,10 +174,14 @@ def sync(
     The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
     `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
     type is `credential_refused`; nothing is stored. The password `credential` provider is
-    dropped from `socials`.
+    dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
+    the account is still in that state (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
             the whole overlay: an
             omitted field is cleared.
@@ -179,6 +198,7 @@ def sync(
         user_id=user_id,
         client=client,
         body=body,
+        if_match=if_match,
     ).parsed
 
 
@@ -187,6 +207,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: AccountOverlayUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | UserRead]:
     """Set a user's account details
 
@@ -199,10 +220,14 @@ async def asyncio_detailed(
     The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
     `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
     type is `credential_refused`; nothing is stored. The password `credential` provider is
-    dropped from `socials`.
+    dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
+    the account is still in that state (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
             the whole overlay: an
             omitted field is cleared.
@@ -218,6 +243,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         user_id=user_id,
         body=body,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -230,6 +256,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: AccountOverlayUpdate,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | UserRead | None:
     """Set a user's account details
 
@@ -242,10 +269,14 @@ async def asyncio(
     The body replaces the whole overlay. Fields naming tokens or account ids (`access_token`,
     `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
     type is `credential_refused`; nothing is stored. The password `credential` provider is
-    dropped from `socials`.
+    dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
+    the account is still in that state (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
             the whole overlay: an
             omitted field is cleared.
@@ -263,5 +294,6 @@ async def asyncio(
             user_id=user_id,
             client=client,
             body=body,
+            if_match=if_match,
         )
     ).parsed

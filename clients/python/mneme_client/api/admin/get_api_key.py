@@ -1,0 +1,216 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.api_key_read import ApiKeyRead
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    key_id: UUID,
+    *,
+    if_none_match: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/admin/api-keys/{key_id}".format(
+            key_id=quote(str(key_id), safe=""),
+        ),
+    }
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Any | ApiKeyRead | Problem:
+    if response.status_code == 200:
+        response_200 = ApiKeyRead.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 304:
+        response_304 = cast(Any, None)
+        return response_304
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Any | ApiKeyRead | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    key_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | ApiKeyRead | Problem]:
+    """Get an API key
+
+    Args:
+        key_id (UUID):
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | ApiKeyRead | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        key_id=key_id,
+        if_none_match=if_none_match,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    key_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | ApiKeyRead | Problem | None:
+    """Get an API key
+
+    Args:
+        key_id (UUID):
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | ApiKeyRead | Problem
+    """
+
+    return sync_detailed(
+        key_id=key_id,
+        client=client,
+        if_none_match=if_none_match,
+    ).parsed
+
+
+async def asyncio_detailed(
+    key_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    if_none_match: None | str | Unset = UNSET,
+) -> Response[Any | ApiKeyRead | Problem]:
+    """Get an API key
+
+    Args:
+        key_id (UUID):
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | ApiKeyRead | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        key_id=key_id,
+        if_none_match=if_none_match,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    key_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    if_none_match: None | str | Unset = UNSET,
+) -> Any | ApiKeyRead | Problem | None:
+    """Get an API key
+
+    Args:
+        key_id (UUID):
+        if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
+            the resource is still in that state.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | ApiKeyRead | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            key_id=key_id,
+            client=client,
+            if_none_match=if_none_match,
+        )
+    ).parsed
