@@ -93,7 +93,7 @@ PROFILES: dict[str, EmbeddingProfile] = {
             dims=384,
             query_prompt="query: ",
             document_prompt="passage: ",
-            lexical_weight=0.5,
+            lexical_weight=0.6,
         ),
         EmbeddingProfile(name="all-mpnet-base-v2", dims=768, lexical_weight=0.35, max_tokens=384),
         EmbeddingProfile(
@@ -127,9 +127,9 @@ PROFILES: dict[str, EmbeddingProfile] = {
         ),
     )
 }
-"""The models whose conventions Mneme knows. Their fusion weights: MiniLM's was chosen on
-LoCoMo through the service (docs/benchmarks.md); the others' follow the ablation in
-docs/embedding-models.md and stay None (the settings' weight) where none was measured."""
+"""The models whose conventions Mneme knows. Their fusion weights: MiniLM's and e5-small's were
+chosen on LoCoMo through the service (docs/benchmarks.md); mpnet's and EmbeddingGemma's follow
+the ablation in docs/embedding-models.md; the rest stay None (the settings' weight)."""
 
 
 @dataclass(frozen=True, slots=True)
