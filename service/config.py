@@ -12,9 +12,12 @@ import platformdirs
 from pydantic import AnyHttpUrl, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.kit.types import UnitInterval
+
 # Categories the write path itself gives episodic memories; extracted facts cannot use them.
 RESERVED_CATEGORIES = frozenset({"turn", "episode"})
-_CATEGORY = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+# Matched with `fullmatch`: a `$` would also admit a trailing newline.
+_CATEGORY = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
 
 # A secret that ships in the repository can never protect production tokens.
 DEV_DEFAULT_SECRET = "mneme-dev-secret-not-for-production-use"  # noqa: S105 - the documented dev default
@@ -110,7 +113,7 @@ class Settings(BaseSettings):
     # (docs/benchmarks.md).
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)
-    search_linear_lexical_weight: float = Field(default=0.5, ge=0, le=1)
+    search_linear_lexical_weight: UnitInterval = 0.5
     # How much of a memory's conversation is added to its own fused score: the best fused
     # score among its neighbours in its source thread, and the best fused score of its session
     # (source thread; its own, outside a thread).
@@ -122,8 +125,8 @@ class Settings(BaseSettings):
     # The prior for the time a query names ("on 7 May 2023", "last June"): the memories that
     # happened then, on the fused scale.
     search_date_weight: float = Field(default=0.5, ge=0, le=10)
-    search_recency_weight: float = Field(default=0.2, ge=0, le=1)
-    search_confidence_weight: float = Field(default=0.2, ge=0, le=1)
+    search_recency_weight: UnitInterval = 0.2
+    search_confidence_weight: UnitInterval = 0.2
     # Recency half-lives per kind, in days; 0 = never fades. Facts (semantic) go stale and are
     # superseded, so the newer one should win; an episode is the record of something that
     # happened at its event time and stays as true and as relevant to a question about it
@@ -321,7 +324,9 @@ class Settings(BaseSettings):
             )
         categories = set(self.extraction_category_modes)
         invalid = sorted(
-            c for c in categories | set(self.extraction_org_categories) if not _CATEGORY.match(c)
+            c
+            for c in categories | set(self.extraction_org_categories)
+            if not _CATEGORY.fullmatch(c)
         )
         if invalid or categories & RESERVED_CATEGORIES:
             raise ValueError(

@@ -67,7 +67,8 @@ CombineMode = Literal["replace", "merge", "accumulate"]
 SupersedeReason = Literal["explicit", "subject", "similar"]
 
 EVIDENCE_MAX = 2000
-PROFILE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,127}$")
+# Matched with `fullmatch`: a `$` would also admit a trailing newline.
+PROFILE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
 PROFILE_VALUE_MAX = 500
 # Keys the identity provider fills (the auth overlay): the model never overrides them.
 ACCOUNT_KEYS = frozenset(OVERLAY_KEYS)
@@ -457,7 +458,7 @@ def resolve_profile(
     for index, proposal in ordered:
         key, value = proposal.key.strip(), proposal.value.strip()
         reason: str | None = None
-        if not PROFILE_KEY.match(key) or key in ACCOUNT_KEYS or is_credential_name(key):
+        if not PROFILE_KEY.fullmatch(key) or key in ACCOUNT_KEYS or is_credential_name(key):
             reason = "profile_key"
         elif not value or len(value) > PROFILE_VALUE_MAX:
             reason = "profile_value"
