@@ -485,8 +485,9 @@ _TIMESTAMP_TYPE = "timestamp with time zone"
 
 def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> None:
     """Refuse a record naming a column its table does not have, a time the service could not
-    read back (see `Timestamp`), or a value the API would refuse. Times are rewritten in the
-    ISO 8601 form they were read as, so that Postgres stores exactly that instant."""
+    read back (see `Timestamp`), or a value the API would refuse. Times are rewritten as the
+    UTC instant they were read as, so that Postgres stores exactly that instant whatever forms
+    of offset it would parse differently (seconds, fractions of a second)."""
     unknown = sorted(set(data) - set(table.columns))
     if unknown:
         raise _line_error(number, f"{table.name} has no column {unknown[0]!r}")
@@ -495,7 +496,7 @@ def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> 
             continue
         if table.column_types[column] == _TIMESTAMP_TYPE:
             try:
-                data[column] = parse_timestamp(value).isoformat()
+                data[column] = parse_timestamp(value).astimezone(UTC).isoformat()
             except ValueError as exc:
                 raise _line_error(number, f"{table.name}.{column}: {exc}") from None
         adapter = _API_COLUMN_TYPES.get((table.name, column))

@@ -130,7 +130,7 @@ async def test_a_line_the_api_would_refuse_is_named_and_nothing_is_imported(
     assert (await client.get("/v1/admin/users", headers=admin)).status_code == 200
 
 
-async def test_times_at_the_calendars_edges_in_any_offset_are_imported_and_read_back(
+async def test_times_at_the_calendars_edges_and_in_any_offset_are_imported_and_read_back(
     client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
 ) -> None:
     records = await exported_then_purged(client, settings, tenant)
@@ -140,6 +140,7 @@ async def test_times_at_the_calendars_edges_in_any_offset_are_imported_and_read_
         "event_at": "0001-01-01T14:00:00+14:00",
         "created_at": "9999-12-31T23:59:59.999999Z",
         "expires_at": "9999-12-31T11:59:59-12:00",
+        "updated_at": "2026-06-01T12:00:00+05:30:15.250000",
     }
     records[index]["data"].update(edges)
 
