@@ -6,7 +6,8 @@ with a 4xx, and a value accepted on any path is one the service can read back.
 
 - Timestamps carry a time zone, an offset within ±14:00 (the widest in use; Postgres and
   Python both accept it), and fall in years 1 to 9999 once converted to UTC: Postgres stores
-  earlier and later times, but Python cannot read them back.
+  earlier and later times, but Python cannot read them back. The very first and last
+  microsecond of that range are excluded too (the driver turns them into ±infinity).
 - Weights and confidences are finite, in [0, 1], and either 0 or at least `UNIT_RESOLUTION`:
   the ranking multiplies them together in double precision, where a smaller positive value
   (a subnormal such as 5e-324, or 1e-300 times a decayed score) underflows, which Postgres
@@ -36,6 +37,14 @@ INT64_MAX = 2**63 - 1
 # --- timestamps ---------------------------------------------------------------------------
 
 MAX_UTC_OFFSET = timedelta(hours=14)
+# The driver (asyncpg) sends the calendar's first and last microsecond as -infinity and
+# infinity, and reads those back as naive times: neither instant can be stored as itself.
+_FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)
+_LAST_INSTANT = datetime.max.replace(tzinfo=UTC)
+_OUTSIDE_THE_CALENDAR = (
+    "the time must fall in years 1 to 9999 once converted to UTC, after "
+    "0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z"
+)
 
 
 def storable_time(value: datetime) -> datetime:
@@ -46,9 +55,11 @@ def storable_time(value: datetime) -> datetime:
     if abs(offset) > MAX_UTC_OFFSET:
         raise ValueError("the UTC offset must be within ±14:00")
     try:
-        value.astimezone(UTC)
+        utc = value.astimezone(UTC)
     except OverflowError as exc:
-        raise ValueError("the time must fall in years 1 to 9999 once converted to UTC") from exc
+        raise ValueError(_OUTSIDE_THE_CALENDAR) from exc
+    if utc in (_FIRST_INSTANT, _LAST_INSTANT):
+        raise ValueError(_OUTSIDE_THE_CALENDAR)
     return value
 
 

@@ -90,6 +90,8 @@ REFUSED = [
     ("memory", "created_at", '"2026-01-01T00:00:00"', "UTC offset"),
     ("memory", "created_at", '"2026-01-01T00:00:00+15:00"', "within ±14:00"),
     ("user_account", "created_at", '"9999-12-31T23:59:59-01:00"', "years 1 to 9999"),
+    ("memory", "event_at", '"0001-01-01T14:00:00+14:00"', "after 0001-01-01T00:00:00Z"),
+    ("memory", "expires_at", '"9999-12-31T23:59:59.999999Z"', "before 9999-12-31T23:59:59.999999Z"),
     ("message", "created_at", "1700000000", "ISO 8601"),
     ("memory", "colour", '"red"', "has no column 'colour'"),
     ("memory", "metadata", '{"x": 1e400}', "too large for a number"),
@@ -137,8 +139,8 @@ async def test_times_at_the_calendars_edges_and_in_any_offset_are_imported_and_r
     admin = bearer(settings, tenant, "root", admin=True)
     index = first_of(records, "memory")
     edges = {
-        "event_at": "0001-01-01T14:00:00+14:00",
-        "created_at": "9999-12-31T23:59:59.999999Z",
+        "event_at": "0001-01-01T14:00:00.000001+14:00",
+        "created_at": "9999-12-31T23:59:59.999998Z",
         "expires_at": "9999-12-31T11:59:59-12:00",
         "updated_at": "2026-06-01T12:00:00+05:30:15.250000",
     }

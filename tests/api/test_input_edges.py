@@ -133,7 +133,7 @@ async def test_the_smallest_weights_and_confidence_allowed_rank_without_underflo
     headers = bearer(settings, tenant, "ada")
     old = {
         "text": "green tea in Kyoto",
-        "event_at": "0001-01-01T00:00:00Z",
+        "event_at": "0001-01-01T00:00:00.000001Z",
         "confidence": 1e-6,
     }
     assert (await client.post("/v1/users/me/memories", json=old, headers=headers)).is_success
@@ -220,6 +220,8 @@ async def test_a_user_id_with_a_trailing_newline_is_no_user(
         "9999-12-31T23:59:59-01:00",
         "2026-01-01T00:00:00",
         "2026-01-01",
+        "0001-01-01T00:00:00Z",
+        "9999-12-31T23:59:59.999999Z",
     ],
 )
 @pytest.mark.parametrize(
@@ -248,7 +250,7 @@ async def test_admin_time_filters_at_the_calendars_edges_are_answered(
     client: AsyncClient, settings: Settings, tenant: str, path: str, name: str
 ) -> None:
     admin = bearer(settings, tenant, "root", admin=True)
-    for value in ("0001-01-01T00:00:00Z", "0001-01-01T14:00:00+14:00", "9999-12-31T23:59:59Z"):
+    for value in ("0001-01-01T00:00:01Z", "0001-01-01T14:00:01+14:00", "9999-12-31T23:59:59Z"):
         response = await client.get(path, params={name: value}, headers=admin)
         assert response.status_code == 200, response.text
 
@@ -277,7 +279,7 @@ EDGE_QUESTIONS = [
     ("what happened on 9999-12-31", "9999-12-31T12:00:00Z"),
     ("The deed is dated 1 January 0001", "0001-01-01T05:00:00Z"),
     ("Anything from December 31st, 9999?", "9999-12-31T23:59:59Z"),
-    ("the deed of 0001-01-01 at dawn", "0001-01-01T00:00:00Z"),
+    ("the deed of 0001-01-01 at dawn", "0001-01-01T00:00:00.000001Z"),
 ]
 
 
@@ -316,3 +318,24 @@ async def test_a_turn_naming_a_date_at_the_calendars_edge_is_stored(
     assert retry.status_code == 201 and retry.headers["idempotent-replayed"] == "true"
     stored = await _listed(client, f"/v1/users/me/threads/{thread['id']}/messages", headers)
     assert [m["content"] for m in stored] == [question]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["0001-01-01T00:00:00Z", "0001-01-01T14:00:00+14:00", "9999-12-31T23:59:59.999999Z"],
+)
+async def test_the_calendars_first_and_last_microsecond_are_refused_as_times(
+    client: AsyncClient, settings: Settings, tenant: str, value: str
+) -> None:
+    # The driver would store them as -infinity and infinity and read them back without a zone.
+    admin = bearer(settings, tenant, "root", admin=True)
+    memory = await client.post(
+        "/v1/users/me/memories", json={"text": "when?", "event_at": value}, headers=admin
+    )
+    assert_problem(memory, 422, "VALIDATION_FAILED")
+    key = await client.post(
+        "/v1/admin/api-keys", json={"name": "forever", "expires_at": value}, headers=admin
+    )
+    assert_problem(key, 422, "VALIDATION_FAILED")
+    assert await _listed(client, "/v1/users/me/memories", admin) == []
+    assert await _listed(client, "/v1/admin/api-keys", admin) == []
