@@ -133,19 +133,20 @@ class InputRefused(ValueError):
         self.kind = kind
 
 
-def too_deep(loc: list[str | int]) -> InputRefused:
-    return InputRefused(loc, f"JSON nested deeper than {MAX_JSON_DEPTH} levels.", "json_too_deep")
+def too_deep(loc: list[str | int], max_depth: int = MAX_JSON_DEPTH) -> InputRefused:
+    return InputRefused(loc, f"JSON nested deeper than {max_depth} levels.", "json_too_deep")
 
 
-def check_json(document: Any, loc: list[str | int], *, depth: int = MAX_JSON_DEPTH) -> None:
+def check_json(document: Any, loc: list[str | int], *, max_depth: int = MAX_JSON_DEPTH) -> None:
     """Raise InputRefused for the first value of `document` (a parsed JSON value, located at
-    `loc`) that breaks the free-form JSON rules other than size; `depth` levels allowed."""
+    `loc`) that breaks the free-form JSON rules other than size; `document` itself is level 1
+    of the `max_depth` levels allowed."""
     # Iterative, so no document can exhaust the stack here.
-    pending: list[tuple[Any, list[str | int], int]] = [(document, loc, 0)]
+    pending: list[tuple[Any, list[str | int], int]] = [(document, loc, 1)]
     while pending:
         value, where, level = pending.pop()
-        if level > depth:
-            raise too_deep(where)
+        if level > max_depth:
+            raise too_deep(where, max_depth)
         if isinstance(value, str):
             _check_text(value, where)
         elif isinstance(value, bool) or value is None:

@@ -255,12 +255,17 @@ def test_free_form_json_names_what_it_refuses(value: dict[str, Any], kind: str) 
         JSON_OBJECT.validate_python(value)
 
 
-def test_free_form_json_deeper_than_the_limit_is_refused() -> None:
+def _nested(levels: int) -> dict[str, Any]:
     nested: dict[str, Any] = {}
-    for _ in range(MAX_JSON_DEPTH + 1):
+    for _ in range(levels - 1):
         nested = {"k": nested}
-    with pytest.raises(ValidationError, match="nested deeper"):
-        JSON_OBJECT.validate_python(nested)
+    return nested
+
+
+def test_free_form_json_is_accepted_to_the_depth_limit_and_refused_beyond() -> None:
+    assert JSON_OBJECT.validate_python(_nested(MAX_JSON_DEPTH)) == _nested(MAX_JSON_DEPTH)
+    with pytest.raises(ValidationError, match=f"nested deeper than {MAX_JSON_DEPTH} levels"):
+        JSON_OBJECT.validate_python(_nested(MAX_JSON_DEPTH + 1))
 
 
 @pytest.mark.parametrize(
