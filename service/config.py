@@ -12,7 +12,7 @@ import platformdirs
 from pydantic import AnyHttpUrl, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from service.kit.types import UnitInterval
+from service.kit.types import PriorWeight, UnitInterval
 
 # Categories the write path itself gives episodic memories; extracted facts cannot use them.
 RESERVED_CATEGORIES = frozenset({"turn", "episode"})
@@ -117,14 +117,14 @@ class Settings(BaseSettings):
     # How much of a memory's conversation is added to its own fused score: the best fused
     # score among its neighbours in its source thread, and the best fused score of its session
     # (source thread; its own, outside a thread).
-    search_neighbour_weight: float = Field(default=0.5, ge=0, le=10)
-    search_thread_weight: float = Field(default=0.5, ge=0, le=10)
+    search_neighbour_weight: PriorWeight = 0.5
+    search_thread_weight: PriorWeight = 0.5
     # The prior for the speaker a query names (a memory whose `speaker` is named in the query),
     # on the fused scale: "what did Ada say about X" is most often answered by Ada's words.
-    search_speaker_weight: float = Field(default=0.5, ge=0, le=10)
+    search_speaker_weight: PriorWeight = 0.5
     # The prior for the time a query names ("on 7 May 2023", "last June"): the memories that
     # happened then, on the fused scale.
-    search_date_weight: float = Field(default=0.5, ge=0, le=10)
+    search_date_weight: PriorWeight = 0.5
     search_recency_weight: UnitInterval = 0.2
     search_confidence_weight: UnitInterval = 0.2
     # Recency half-lives per kind, in days; 0 = never fades. Facts (semantic) go stale and are

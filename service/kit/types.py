@@ -8,10 +8,10 @@ with a 4xx, and a value accepted on any path is one the service can read back.
   Python both accept it), and fall in years 1 to 9999 once converted to UTC: Postgres stores
   earlier and later times, but Python cannot read them back. The very first and last
   microsecond of that range are excluded too (the driver turns them into ±infinity).
-- Weights and confidences are finite, in [0, 1], and either 0 or at least `UNIT_RESOLUTION`:
-  the ranking multiplies them together in double precision, where a smaller positive value
-  (a subnormal such as 5e-324, or 1e-300 times a decayed score) underflows, which Postgres
-  reports as an error rather than rounding to 0.
+- Weights and confidences are finite, in [0, 1] (a prior's weight in [0, 10]), and either 0
+  or at least `UNIT_RESOLUTION`: the ranking multiplies them together in double precision,
+  where a smaller positive value (a subnormal such as 5e-324, or 1e-300 times a decayed
+  score) underflows, which Postgres reports as an error rather than rounding to 0.
 - Identifiers (tenant and user ids) match `IDENTIFIER_PATTERN` as a whole: a trailing
   newline is a different string, never a second spelling of the same id.
 - Free-form JSON (metadata, tool calls) is a JSON object of finite numbers, integers of at most
@@ -94,6 +94,9 @@ def _resolvable(value: float) -> float:
 
 UnitInterval = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), AfterValidator(_resolvable)]
 """A weight or a confidence: 0, or from `UNIT_RESOLUTION` to 1."""
+
+PriorWeight = Annotated[float, Field(ge=0, le=10, allow_inf_nan=False), AfterValidator(_resolvable)]
+"""How much a prior adds on the fused scale: 0 (off), or from `UNIT_RESOLUTION` to 10."""
 
 PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]
 """A count or label from 1 that fits Postgres `bigint`."""
