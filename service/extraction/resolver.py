@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from service.kit.secrets import find_secret, is_credential_name
+from service.kit.types import in_unit_interval
 from service.memories.schemas import MEMORY_TEXT_MAX
 from service.profile.service import OVERLAY_KEYS
 
@@ -363,7 +364,7 @@ def _rejection(candidate: Candidate, known: Known, rules: ResolverRules) -> str 
             return "org_category"
     if candidate.category not in rules.category_modes:
         return "unknown_category"
-    if not 0.0 <= _finite(candidate.confidence) <= 1.0:
+    if not in_unit_interval(candidate.confidence):
         return "invalid_confidence"
     if candidate.confidence < rules.min_confidence:
         return "low_confidence"

@@ -92,6 +92,11 @@ def _resolvable(value: float) -> float:
     return value
 
 
+def in_unit_interval(value: float) -> bool:
+    """Whether `value` is a `UnitInterval` (for values that come from a model, not a request)."""
+    return math.isfinite(value) and (value == 0 or UNIT_RESOLUTION <= value <= 1)
+
+
 UnitInterval = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), AfterValidator(_resolvable)]
 """A weight or a confidence: 0, or from `UNIT_RESOLUTION` to 1."""
 
