@@ -472,13 +472,19 @@ class _Importer:
 
 
 # Columns whose values the API gives a narrower type than the column's own: an import holds
-# them to the API's rules, so what it stores is what the API could have stored.
-_API_COLUMN_TYPES: dict[tuple[str, str], TypeAdapter[Any]] = {
+# them to the API's rules, so what it stores is what the API could have stored and reads back.
+# Every jsonb column is here, with the shape its readers expect (a test keeps it so).
+IMPORT_COLUMN_TYPES: dict[tuple[str, str], TypeAdapter[Any]] = {
     ("memory", "confidence"): TypeAdapter(UnitInterval),
     ("memory", "metadata"): TypeAdapter(JsonObject),
     ("thread", "metadata"): TypeAdapter(JsonObject),
     ("message", "metadata"): TypeAdapter(JsonObject),
     ("message", "tool_calls"): TypeAdapter(list[JsonObject] | None),
+    ("profile", "document"): TypeAdapter(dict[str, Any]),
+    ("user_account", "socials"): TypeAdapter(list[str]),
+    ("memory_event", "changes"): TypeAdapter(dict[str, Any]),
+    ("thread_summary", "entries"): TypeAdapter(list[dict[str, Any]]),
+    ("audit_log", "detail"): TypeAdapter(dict[str, Any]),
 }
 _TIMESTAMP_TYPE = "timestamp with time zone"
 
@@ -499,7 +505,7 @@ def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> 
                 data[column] = parse_timestamp(value).astimezone(UTC).isoformat()
             except ValueError as exc:
                 raise _line_error(number, f"{table.name}.{column}: {exc}") from None
-        adapter = _API_COLUMN_TYPES.get((table.name, column))
+        adapter = IMPORT_COLUMN_TYPES.get((table.name, column))
         if adapter is not None:
             try:
                 adapter.validate_python(value)

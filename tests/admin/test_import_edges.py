@@ -17,10 +17,12 @@ import pytest
 from httpx import AsyncClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.admin.service import IMPORT_COLUMN_TYPES
 from service.config import Settings
-from tests.admin.conftest import rows_of
+from tests.admin.conftest import rows_of, seed_user
 from tests.conftest import assert_problem, bearer, new_tenant
 
 NDJSON = {"content-type": "application/x-ndjson"}
@@ -253,3 +255,70 @@ async def test_any_import_line_is_either_refused_storing_nothing_or_imported_and
     else:
         await assert_readable(client, settings, tenant, admin)
     await client.delete("/v1/admin/users/ada", headers=admin)
+
+
+@pytest.mark.parametrize(
+    ("kind", "column", "value"),
+    [
+        ("profile", "document", "[1, 2]"),
+        ("user_account", "socials", '{"github": true}'),
+        ("memory_event", "changes", "[1]"),
+        ("thread_summary", "entries", '{"question": "q"}'),
+        ("audit_log", "detail", '"a string"'),
+        ("message", "tool_calls", '{"name": "f"}'),
+    ],
+)
+async def test_a_json_column_of_another_shape_than_its_readers_expect_is_refused(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    kind: str,
+    column: str,
+    value: str,
+) -> None:
+    # Stored, such a value made the profile, the context block, a memory's history, a
+    # thread's summaries or the audit trail answer 500 on every read.
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    exported = await client.get("/v1/users/ada/export", headers=admin)
+    records = [json.loads(line) for line in exported.text.splitlines()]
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    # An audit record whose target (not its detail) names the user, so it is hers either way.
+    index = next(
+        i
+        for i, record in enumerate(records)
+        if record["type"] == kind and record["data"].get("target_id", "ada") == "ada"
+    )
+
+    response = await client.post(
+        IMPORT,
+        headers={**admin, **NDJSON},
+        content=file_with(records, index, record_line(records[index], column, value)),
+    )
+
+    problem = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+    assert problem["line"] == index + 1 and f"{kind}.{column}" in problem["detail"]
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+
+async def test_every_json_column_an_export_holds_has_the_shape_its_readers_expect(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    """A jsonb column added later must say what it holds before an import can fill it."""
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    exported = await client.get("/v1/users/ada/export", headers=admin)
+    tables = {json.loads(line)["type"] for line in exported.text.splitlines()[1:]}
+    async with owner_engine.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT table_name, column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND data_type = 'jsonb' "
+                "AND table_name = ANY(:tables)"
+            ),
+            {"tables": sorted(tables)},
+        )
+        json_columns = {(row.table_name, row.column_name) for row in rows}
+    assert json_columns
+    assert json_columns <= set(IMPORT_COLUMN_TYPES)
