@@ -339,3 +339,32 @@ async def test_the_calendars_first_and_last_microsecond_are_refused_as_times(
     assert_problem(key, 422, "VALIDATION_FAILED")
     assert await _listed(client, "/v1/users/me/memories", admin) == []
     assert await _listed(client, "/v1/admin/api-keys", admin) == []
+
+
+async def test_patterned_names_with_a_trailing_newline_are_refused_everywhere(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    patch = {**headers, "content-type": "application/json-patch+json"}
+    cases = [
+        client.patch(
+            "/v1/users/me/profile",
+            json=[{"op": "add", "path": "/city\n", "value": "Paris"}],
+            headers=patch,
+        ),
+        client.delete("/v1/users/me/profile/city%0A", headers=headers),
+        client.post(
+            "/v1/users/me/memories", json={"text": "t", "category": "work\n"}, headers=headers
+        ),
+        client.put(
+            "/v1/users/me/keyed-memories",
+            params={"kind": "semantic", "key": "seat", "category": "work\n"},
+            json={"text": "aisle"},
+            headers=headers,
+        ),
+    ]
+    for pending in cases:
+        assert_problem(await pending, 422, "VALIDATION_FAILED")
+    profile = await client.get("/v1/users/me/profile", headers=headers)
+    assert "city\n" not in profile.json()["profile"]
+    assert await _listed(client, "/v1/users/me/memories", headers) == []
