@@ -13,9 +13,12 @@ import platformdirs
 from pydantic import AnyHttpUrl, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.kit.types import PriorWeight, UnitInterval
+
 # Categories the write path itself gives episodic memories; extracted facts cannot use them.
 RESERVED_CATEGORIES = frozenset({"turn", "episode"})
-_CATEGORY = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+# Matched with `fullmatch`: a `$` would also admit a trailing newline.
+_CATEGORY = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
 
 # A secret that ships in the repository can never protect production tokens.
 DEV_DEFAULT_SECRET = "mneme-dev-secret-not-for-production-use"  # noqa: S105 - the documented dev default
@@ -114,7 +117,7 @@ class Settings(BaseSettings):
     # model is cut to the column's size).
     embedding_native_dims: int | None = Field(default=None, ge=1, le=16000)
     embedding_matryoshka: bool | None = None
-    embedding_lexical_weight: float | None = Field(default=None, ge=0, le=1)
+    embedding_lexical_weight: UnitInterval | None = None
     # An ONNX model file of the operator's for the local provider, with tokenizer.json beside
     # it; its sha256 is required and checked when it loads.
     embedding_local_model_path: Path | None = None
@@ -133,20 +136,20 @@ class Settings(BaseSettings):
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)
     # Unset: the embedding profile's weight (its model's share against BM25), else 0.5.
-    search_linear_lexical_weight: float | None = Field(default=None, ge=0, le=1)
+    search_linear_lexical_weight: UnitInterval | None = None
     # How much of a memory's conversation is added to its own fused score: the best fused
     # score among its neighbours in its source thread, and the best fused score of its session
     # (source thread; its own, outside a thread).
-    search_neighbour_weight: float = Field(default=0.5, ge=0, le=10)
-    search_thread_weight: float = Field(default=0.5, ge=0, le=10)
+    search_neighbour_weight: PriorWeight = 0.5
+    search_thread_weight: PriorWeight = 0.5
     # The prior for the speaker a query names (a memory whose `speaker` is named in the query),
     # on the fused scale: "what did Ada say about X" is most often answered by Ada's words.
-    search_speaker_weight: float = Field(default=0.5, ge=0, le=10)
+    search_speaker_weight: PriorWeight = 0.5
     # The prior for the time a query names ("on 7 May 2023", "last June"): the memories that
     # happened then, on the fused scale.
-    search_date_weight: float = Field(default=0.5, ge=0, le=10)
-    search_recency_weight: float = Field(default=0.2, ge=0, le=1)
-    search_confidence_weight: float = Field(default=0.2, ge=0, le=1)
+    search_date_weight: PriorWeight = 0.5
+    search_recency_weight: UnitInterval = 0.2
+    search_confidence_weight: UnitInterval = 0.2
     # Recency half-lives per kind, in days; 0 = never fades. Facts (semantic) go stale and are
     # superseded, so the newer one should win; an episode is the record of something that
     # happened at its event time and stays as true and as relevant to a question about it
@@ -373,7 +376,9 @@ class Settings(BaseSettings):
             )
         categories = set(self.extraction_category_modes)
         invalid = sorted(
-            c for c in categories | set(self.extraction_org_categories) if not _CATEGORY.match(c)
+            c
+            for c in categories | set(self.extraction_org_categories)
+            if not _CATEGORY.fullmatch(c)
         )
         if invalid or categories & RESERVED_CATEGORIES:
             raise ValueError(

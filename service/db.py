@@ -36,9 +36,10 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import DeclarativeBase
 
-from service.auth.principal import TENANT_ID_MAX, is_valid_identifier
+from service.auth.principal import TENANT_ID_MAX
 from service.config import Settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap, start_cluster
+from service.kit.types import is_valid_identifier
 
 logger = logging.getLogger("mneme.db")
 

@@ -67,7 +67,8 @@ if TYPE_CHECKING:
 
 tracer = trace.get_tracer("mneme")
 
-_REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# Matched with `fullmatch`: a `$` would also admit a trailing newline.
+_REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -784,7 +785,7 @@ def _incoming_request_id(scope: Scope) -> str | None:
     for name, value in scope.get("headers", []):
         if name == b"x-request-id":
             candidate: str = value.decode("latin-1")
-            return candidate if _REQUEST_ID_PATTERN.match(candidate) else None
+            return candidate if _REQUEST_ID_PATTERN.fullmatch(candidate) else None
     return None
 
 

@@ -51,3 +51,24 @@ def test_secrets_are_not_printed() -> None:
 def test_prod_mode_refuses_the_embedded_database() -> None:
     with pytest.raises(ValidationError, match="MNEME_DATABASE_URL"):
         Settings(_env_file=None, env="prod", jwt_hs256_secret="x" * 40)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "search_linear_lexical_weight",
+        "search_recency_weight",
+        "search_confidence_weight",
+        "search_neighbour_weight",
+        "search_thread_weight",
+        "search_speaker_weight",
+        "search_date_weight",
+    ],
+)
+@pytest.mark.parametrize("weight", [1e-300, 5e-324, float("inf"), float("nan")])
+def test_a_search_weight_that_would_underflow_the_ranking_is_refused_at_startup(
+    setting: str, weight: float
+) -> None:
+    with pytest.raises(ValidationError, match=setting):
+        Settings(_env_file=None, **{setting: weight})
+    assert getattr(Settings(_env_file=None, **{setting: 1e-6}), setting) == 1e-6

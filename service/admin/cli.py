@@ -41,9 +41,10 @@ async def _user_lifecycle(args: argparse.Namespace) -> int:
     import json
 
     from service.admin.service import UserLifecycle
-    from service.auth.principal import Principal, is_valid_identifier
+    from service.auth.principal import Principal
     from service.db import create_engine, create_sessionmaker, open_database_target
     from service.errors import DomainError
+    from service.kit.types import is_valid_identifier
 
     if not (is_valid_identifier(args.tenant, 128) and is_valid_identifier(args.user)):
         sys.stderr.write("mneme admin: --tenant and --user must be valid ids\n")

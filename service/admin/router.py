@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
@@ -17,10 +16,11 @@ from service.admin.schemas import (
     RetentionPolicy,
     UserOverview,
 )
-from service.auth.principal import ME, is_valid_identifier
+from service.auth.principal import ME
 from service.dependencies import AdminPrincipal, CurrentPrincipal
 from service.errors import Forbidden, NotFound, problem_responses
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+from service.kit.types import Timestamp, is_valid_identifier
 
 admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"])
@@ -51,10 +51,10 @@ async def list_users(
     cursor: str | None = None,
     limit: Limit = DEFAULT_PAGE_SIZE,
     active_after: Annotated[
-        datetime | None, Query(description="Only users last active at or after this time.")
+        Timestamp | None, Query(description="Only users last active at or after this time.")
     ] = None,
     active_before: Annotated[
-        datetime | None, Query(description="Only users last active before this time.")
+        Timestamp | None, Query(description="Only users last active before this time.")
     ] = None,
 ) -> Page[UserOverview]:
     """The tenant's users in id order, each with its memories by kind, threads and messages,
@@ -185,8 +185,8 @@ async def list_audit_entries(
     ] = None,
     target_type: str | None = None,
     target_id: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    since: Timestamp | None = None,
+    until: Timestamp | None = None,
 ) -> Page[AuditEntryRead]:
     """Who did what to whom, newest first: admin actions, credential changes, profile and
     account changes, write-path passes. Admins only."""

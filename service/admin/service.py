@@ -17,13 +17,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.accounts.repository import AccountRepository
 from service.admin.errors import ConfirmationMismatch, ImportLineInvalid, UserNotEmpty
 from service.admin.import_secrets import refuse_record_secrets
-from service.admin.plan import ACCOUNT_TABLE, AUDIT_TABLE, PurgePlan, TableRule, children_first
+from service.admin.plan import (
+    ACCOUNT_TABLE,
+    AUDIT_TABLE,
+    CatalogueTable,
+    PurgePlan,
+    TableRule,
+    children_first,
+)
 from service.admin.repository import (
     JOBS_TABLE,
     MEMORY_TABLE,
@@ -51,6 +59,13 @@ from service.kit.pagination import (
     decode_newest_first_cursor,
     encode_cursor,
     newest_first_cursor,
+)
+from service.kit.types import (
+    InputRefused,
+    JsonObject,
+    UnitInterval,
+    loads_strict,
+    parse_timestamp,
 )
 
 logger = logging.getLogger("mneme.admin")
@@ -382,6 +397,7 @@ class _Importer:
     """Checks each import line against the format and the user it is imported for."""
 
     def __init__(self, plan: PurgePlan, tenant_id: str, user_id: str) -> None:
+        self._tables = plan.tables
         self._rules: dict[str, TableRule] = {r.name: r for r in plan.rules}
         # Parent table → the key its children reference, to check children name a parent
         # imported before them.
@@ -399,9 +415,9 @@ class _Importer:
 
     def check(self, number: int, raw: bytes) -> tuple[str | None, dict[str, Any]]:
         try:
-            record = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise _line_error(number, "not a JSON object") from None
+            record = loads_strict(raw, [])
+        except InputRefused as refused:
+            raise _line_error(number, f"{_at(refused.loc)}{refused.message.rstrip('.')}") from None
         if not isinstance(record, dict) or not isinstance(record.get("type"), str):
             raise _line_error(number, "a record is a JSON object with a string `type`")
         kind = record["type"]
@@ -417,6 +433,7 @@ class _Importer:
             self._check_owned(number, self._rules[kind], data)
         else:
             raise _line_error(number, f"unknown record type {kind!r}")
+        _check_columns(number, self._tables[kind], data)
         data["tenant_id"] = self._tenant_id
         self.counts[kind] = self.counts.get(kind, 0) + 1
         return kind, data
@@ -472,6 +489,53 @@ class _Importer:
                 lines,
                 f"the header announced {declared} records but the file holds {self.counts}",
             )
+
+
+# Columns whose values the API gives a narrower type than the column's own: an import holds
+# them to the API's rules, so what it stores is what the API could have stored and reads back.
+# Every jsonb column is here, with the shape its readers expect (a test keeps it so).
+IMPORT_COLUMN_TYPES: dict[tuple[str, str], TypeAdapter[Any]] = {
+    ("memory", "confidence"): TypeAdapter(UnitInterval),
+    ("memory", "metadata"): TypeAdapter(JsonObject),
+    ("thread", "metadata"): TypeAdapter(JsonObject),
+    ("message", "metadata"): TypeAdapter(JsonObject),
+    ("message", "tool_calls"): TypeAdapter(list[JsonObject] | None),
+    ("profile", "document"): TypeAdapter(dict[str, Any]),
+    ("user_account", "socials"): TypeAdapter(list[str]),
+    ("memory_event", "changes"): TypeAdapter(dict[str, Any]),
+    ("thread_summary", "entries"): TypeAdapter(list[dict[str, Any]]),
+    ("audit_log", "detail"): TypeAdapter(dict[str, Any]),
+}
+_TIMESTAMP_TYPE = "timestamp with time zone"
+
+
+def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> None:
+    """Refuse a record naming a column its table does not have, a time the service could not
+    read back (see `Timestamp`), or a value the API would refuse. Times are rewritten as the
+    UTC instant they were read as, so that Postgres stores exactly that instant whatever forms
+    of offset it would parse differently (seconds, fractions of a second)."""
+    unknown = sorted(set(data) - set(table.columns))
+    if unknown:
+        raise _line_error(number, f"{table.name} has no column {unknown[0]!r}")
+    for column, value in data.items():
+        if value is None:
+            continue
+        if table.column_types[column] == _TIMESTAMP_TYPE:
+            try:
+                data[column] = parse_timestamp(value).astimezone(UTC).isoformat()
+            except ValueError as exc:
+                raise _line_error(number, f"{table.name}.{column}: {exc}") from None
+        adapter = IMPORT_COLUMN_TYPES.get((table.name, column))
+        if adapter is not None:
+            try:
+                adapter.validate_python(value)
+            except ValidationError as exc:
+                reason = exc.errors()[0]["msg"]
+                raise _line_error(number, f"{table.name}.{column}: {reason}") from None
+
+
+def _at(loc: list[str | int]) -> str:
+    return f"at /{'/'.join(str(part) for part in loc)}: " if loc else ""
 
 
 class _Batch:

@@ -15,7 +15,8 @@ import secrets
 import uuid
 from dataclasses import dataclass
 
-from service.auth.principal import TENANT_ID_MAX, is_valid_identifier
+from service.auth.principal import TENANT_ID_MAX
+from service.kit.types import is_valid_identifier
 
 PREFIX = "mneme"
 

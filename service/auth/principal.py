@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+from service.kit.types import is_valid_identifier
 
 PrincipalKind = Literal["user", "service"]
 CredentialKind = Literal["jwt", "api_key"]
 
-# Tenant and user ids come from token claims and appear in URLs: printable, no separators
-# that would break a path, bounded.
-IDENTIFIER_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@|+=-]{0,255}$")
 TENANT_ID_MAX = 128
 
 ME = "me"
@@ -57,7 +55,3 @@ class Principal:
         if self.is_service or user_id == self.subject:
             return user_id
         return None
-
-
-def is_valid_identifier(value: str, max_length: int = 256) -> bool:
-    return len(value) <= max_length and IDENTIFIER_PATTERN.match(value) is not None

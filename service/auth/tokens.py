@@ -17,11 +17,11 @@ from service.auth.principal import (
     TENANT_ID_MAX,
     AccountClaims,
     Principal,
-    is_valid_identifier,
 )
 from service.config import Settings
 from service.errors import ServiceUnavailable, Unauthenticated
 from service.kit.secrets import find_secret
+from service.kit.types import is_valid_identifier
 
 ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
 # Linked-account providers that are not OAuth identities: email+password is not a "linked

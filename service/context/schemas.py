@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.kit.types import QueryText
+from service.kit.types import QueryText, UnitInterval
 from service.memories.schemas import ComponentScores
 from service.threads.schemas import APPEND_MAX, MessageIn, MessagesAppended
 
@@ -41,8 +41,8 @@ class ContextOptions(BaseModel):
     include_proposed: bool = Field(
         default=False, description="Also use facts still awaiting review (lifecycle proposed)."
     )
-    mmr_lambda: float = Field(
-        default=0.7, ge=0, le=1, description="Relevance vs. diversity when picking memories."
+    mmr_lambda: UnitInterval = Field(
+        default=0.7, description="Relevance vs. diversity when picking memories."
     )
 
 

@@ -11,10 +11,10 @@ import uuid
 from service.context.schemas import ContextRequest, TurnAppend, TurnAppended
 from service.context.service import ContextBuilder
 from service.errors import ValidationFailed
+from service.kit.types import QUERY_MAX_CHARS, visible_text
 from service.threads.schemas import MessageIn
 from service.threads.service import ThreadService
 
-QUERY_MAX_CHARS = 4000
 USER_ROLES = frozenset({"user", "human"})
 
 
@@ -39,7 +39,8 @@ async def record_turn(
 def default_query(messages: list[MessageIn]) -> str:
     """The last user message (else the last message), cut to the query limit from its end."""
     chosen = next((m for m in reversed(messages) if m.role in USER_ROLES), messages[-1])
-    query = chosen.content.strip()[-QUERY_MAX_CHARS:]
+    # The query's own rule (`QueryText`): a message of only invisible characters asks nothing.
+    query = visible_text(chosen.content)[-QUERY_MAX_CHARS:]
     if not query:
         raise ValidationFailed(
             "The context query defaults to the last user message, which is empty; "

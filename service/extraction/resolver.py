@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from service.kit.secrets import find_secret, is_credential_name
+from service.kit.types import in_unit_interval
 from service.memories.schemas import MEMORY_TEXT_MAX
 from service.profile.service import OVERLAY_KEYS
 
@@ -67,7 +68,8 @@ CombineMode = Literal["replace", "merge", "accumulate"]
 SupersedeReason = Literal["explicit", "subject", "similar"]
 
 EVIDENCE_MAX = 2000
-PROFILE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,127}$")
+# Matched with `fullmatch`: a `$` would also admit a trailing newline.
+PROFILE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
 PROFILE_VALUE_MAX = 500
 # Keys the identity provider fills (the auth overlay): the model never overrides them.
 ACCOUNT_KEYS = frozenset(OVERLAY_KEYS)
@@ -368,7 +370,7 @@ def _rejection(candidate: Candidate, known: Known, rules: ResolverRules) -> str 
             return "org_category"
     if candidate.category not in rules.category_modes:
         return "unknown_category"
-    if not 0.0 <= _finite(candidate.confidence) <= 1.0:
+    if not in_unit_interval(candidate.confidence):
         return "invalid_confidence"
     if candidate.confidence < rules.min_confidence:
         return "low_confidence"
@@ -463,7 +465,7 @@ def resolve_profile(
     for index, proposal in ordered:
         key, value = proposal.key.strip(), proposal.value.strip()
         reason: str | None = None
-        if not PROFILE_KEY.match(key) or key in ACCOUNT_KEYS or is_credential_name(key):
+        if not PROFILE_KEY.fullmatch(key) or key in ACCOUNT_KEYS or is_credential_name(key):
             reason = "profile_key"
         elif not value or len(value) > PROFILE_VALUE_MAX:
             reason = "profile_value"

@@ -14,6 +14,7 @@ service at other tables. They must match migration `20261129_1500`.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -30,7 +31,9 @@ from pgqueuer.ports.driver import Driver
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.auth.principal import TENANT_ID_MAX
 from service.db import transaction_driver
+from service.kit.types import InputRefused, is_valid_identifier, loads_strict
 from service.observability import enqueue_span, trace_headers
 
 QUEUE_SETTINGS = DBSettings(
@@ -86,15 +89,24 @@ class PayloadError(ValueError):
 
 
 def decode_payload(raw: bytes | None) -> dict[str, str]:
-    """The payload `encode_payload` wrote; `PayloadError` for anything else."""
+    """The payload `encode_payload` wrote; `PayloadError` for anything else, including a
+    `tenant_id` that is no identifier or a `thread_id` that is no UUID (the same rules as the
+    API's, so a handler never starts on a value the API would have refused)."""
     try:
-        values = json.loads(raw or b"")
-    except ValueError:
+        values = loads_strict(raw or b"", [])
+    except InputRefused:
         raise PayloadError("job payload is not JSON") from None
     if not isinstance(values, dict) or not all(
         isinstance(key, str) and isinstance(value, str) for key, value in values.items()
     ):
         raise PayloadError("job payload is not an object of strings")
+    if "tenant_id" in values and not is_valid_identifier(values["tenant_id"], TENANT_ID_MAX):
+        raise PayloadError("job payload's tenant_id is not an identifier")
+    if "thread_id" in values:
+        try:
+            uuid.UUID(values["thread_id"])
+        except ValueError:
+            raise PayloadError("job payload's thread_id is not a UUID") from None
     return values
 
 

@@ -4,11 +4,17 @@ Every JSON body (`application/json` and `…+json`) is decoded here strictly, on
 framework's own parser and the pydantic models see it. Refused with a 422 problem:
 
 - text that is not UTF-8, or not JSON;
-- NaN, Infinity and -Infinity (Python's parser accepts them; JSON and jsonb do not);
+- NaN, Infinity and -Infinity (Python's parser accepts them; JSON and jsonb do not), and
+  numbers too large for a double (`1e400`, which Python would read as infinity);
+- integers longer than Python reads back (`JSON_INTEGER_MAX_DIGITS` digits);
 - NUL characters in any string or key (Postgres `text` and `jsonb` cannot store them);
 - lone UTF-16 surrogates such as `"\\ud800"` (valid JSON escapes, but not encodable as UTF-8);
 - nesting deeper than `MAX_JSON_DEPTH` (deep documents exhaust recursion in parsers,
   serialisers and Postgres alike, and no field of this API needs them).
+
+These are the free-form JSON rules of `service.kit.types`, applied to the whole body; the
+models apply them again to each free-form field, for the paths that do not come through
+here (MCP over stdio, import lines).
 
 The URL gets the same NUL rule: a `%00` in the path or query string is refused here rather
 than discovered by the database.
@@ -16,9 +22,6 @@ than discovered by the database.
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from starlette.requests import Request
@@ -26,73 +29,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import problem_response
 from service.kit.media_type import is_json_media_type
+from service.kit.types import InputRefused, loads_strict
 
-MAX_JSON_DEPTH = 64
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _NUL_IN_URL = "The URL must not contain NUL (%00) characters."
-
-
-class InputRefused(ValueError):
-    """Input that is refused before validation, with where it is and why."""
-
-    def __init__(self, loc: list[str | int], message: str, kind: str) -> None:
-        super().__init__(message)
-        self.loc = loc
-        self.message = message
-        self.kind = kind
-
-
-def _refuse_constant(name: str) -> Any:
-    raise InputRefused(["body"], f"{name} is not a JSON number", "json_invalid")
-
-
-def loads_strict(raw: bytes) -> Any:
-    """Parse a JSON document under the rules in this module's docstring, or raise InputRefused."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputRefused(["body"], "The body is not UTF-8 text.", "json_invalid") from exc
-    try:
-        document = json.loads(text, parse_constant=_refuse_constant)
-    except RecursionError as exc:
-        raise _too_deep() from exc
-    except json.JSONDecodeError as exc:
-        raise InputRefused(["body"], f"The body is not JSON: {exc.msg}.", "json_invalid") from exc
-    _check_values(document)
-    return document
-
-
-def _too_deep() -> InputRefused:
-    return InputRefused(
-        ["body"], f"JSON nested deeper than {MAX_JSON_DEPTH} levels.", "json_too_deep"
-    )
-
-
-def _check_values(document: Any) -> None:
-    # Iterative, so a document that parsed can never exhaust the stack here.
-    pending: list[tuple[Any, list[str | int]]] = [(document, ["body"])]
-    while pending:
-        value, loc = pending.pop()
-        if len(loc) > MAX_JSON_DEPTH:
-            raise _too_deep()
-        if isinstance(value, str):
-            _check_text(value, loc)
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                _check_text(key, loc)
-                pending.append((item, [*loc, key]))
-        elif isinstance(value, list):
-            pending.extend((item, [*loc, index]) for index, item in enumerate(value))
-
-
-def _check_text(value: str, loc: list[str | int]) -> None:
-    found = _UNSTORABLE.search(value)
-    if found is None:
-        return
-    if found.group() == "\x00":
-        raise InputRefused(loc, "Text must not contain NUL (\\u0000) characters.", "nul_character")
-    raise InputRefused(loc, "Text must not contain lone UTF-16 surrogates.", "lone_surrogate")
 
 
 def _is_json(scope: Scope) -> bool:

@@ -1,46 +1,299 @@
-"""Input types that carry the database's limits, so out-of-range values are a 422, not a 500."""
+"""The rules every input obeys, whichever way it enters: API bodies and query strings (the
+pydantic models and FastAPI parameters), MCP arguments (the same models), import lines
+(`service/admin`, column by column), job payloads and token claims (identifiers). One rule per
+kind of value, written once here, so that a value refused on one path is refused on all of them
+with a 4xx, and a value accepted on any path is one the service can read back.
+
+- Timestamps carry a time zone, an offset within ±14:00 (the widest in use; Postgres and
+  Python both accept it), and fall in years 1 to 9999 once converted to UTC: Postgres stores
+  earlier and later times, but Python cannot read them back. The very first and last
+  microsecond of that range are excluded too (the driver turns them into ±infinity).
+- Weights and confidences are finite, in [0, 1] (a prior's weight in [0, 10]), and either 0
+  or at least `UNIT_RESOLUTION`: the ranking multiplies them together in double precision,
+  where a smaller positive value (a subnormal such as 5e-324, or 1e-300 times a decayed
+  score) underflows, which Postgres reports as an error rather than rounding to 0.
+- Identifiers (tenant and user ids) match `IDENTIFIER_PATTERN` as a whole: a trailing
+  newline is a different string, never a second spelling of the same id.
+- Free-form JSON (metadata, tool calls) is a JSON object of finite numbers, integers of at most
+  `JSON_INTEGER_MAX_DIGITS` digits, text without NUL or lone surrogates, nested at most
+  `MAX_JSON_DEPTH` deep and at most `JSON_MAX_BYTES` long: what `jsonb` stores and what reads
+  back through Python's JSON decoder.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Annotated
+import json
+import math
+import re
+import sys
+import unicodedata
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, Field, StringConstraints
 
 INT64_MAX = 2**63 - 1
 
+# --- timestamps ---------------------------------------------------------------------------
 
-def _convertible_to_utc(value: datetime) -> datetime:
-    # Timestamps are stored and compared in UTC; one whose UTC value leaves the calendar
-    # (year 1 minus an offset, year 9999 plus one) cannot be sent to Postgres at all.
+MAX_UTC_OFFSET = timedelta(hours=14)
+# The driver (asyncpg) sends the calendar's first and last microsecond as -infinity and
+# infinity, and reads those back as naive times: neither instant can be stored as itself.
+_FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)
+_LAST_INSTANT = datetime.max.replace(tzinfo=UTC)
+_OUTSIDE_THE_CALENDAR = (
+    "the time must fall in years 1 to 9999 once converted to UTC, after "
+    "0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z"
+)
+
+
+def storable_time(value: datetime) -> datetime:
+    """`value` when it is a `Timestamp` (see the module docstring), else ValueError saying why."""
+    offset = value.utcoffset()
+    if offset is None:
+        raise ValueError("the time needs a UTC offset or Z")
+    if abs(offset) > MAX_UTC_OFFSET:
+        raise ValueError("the UTC offset must be within ±14:00")
     try:
-        value.astimezone(UTC)
+        utc = value.astimezone(UTC)
     except OverflowError as exc:
-        raise ValueError("the time is outside the supported range once converted to UTC") from exc
+        raise ValueError(_OUTSIDE_THE_CALENDAR) from exc
+    if utc in (_FIRST_INSTANT, _LAST_INSTANT):
+        raise ValueError(_OUTSIDE_THE_CALENDAR)
     return value
 
 
-Timestamp = Annotated[AwareDatetime, AfterValidator(_convertible_to_utc)]
-"""A point in time with a time zone (naive times are ambiguous), storable as timestamptz."""
+Timestamp = Annotated[AwareDatetime, AfterValidator(storable_time)]
+"""A point in time with a time zone (naive times are ambiguous), storable as timestamptz and
+readable back."""
+
+
+def parse_timestamp(value: object) -> datetime:
+    """An ISO 8601 text (`2026-12-02T10:45:00+01:00`, `…Z`) read as a `Timestamp`, else
+    ValueError. Words Postgres would also take (`yesterday`, `infinity`, `4000-01-01 BC`) are
+    not timestamps here."""
+    if not isinstance(value, str):
+        raise ValueError("a time is ISO 8601 text with a UTC offset")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value[:40]!r} is not an ISO 8601 time") from None
+    return storable_time(parsed)
+
+
+# --- numbers ------------------------------------------------------------------------------
+
+UNIT_RESOLUTION = 1e-6
+
+
+def _resolvable(value: float) -> float:
+    if 0 < value < UNIT_RESOLUTION:
+        raise ValueError(f"must be 0 or at least {UNIT_RESOLUTION:g}")
+    return value
+
+
+def in_unit_interval(value: float) -> bool:
+    """Whether `value` is a `UnitInterval` (for values that come from a model, not a request)."""
+    return math.isfinite(value) and (value == 0 or UNIT_RESOLUTION <= value <= 1)
+
+
+UnitInterval = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), AfterValidator(_resolvable)]
+"""A weight or a confidence: 0, or from `UNIT_RESOLUTION` to 1."""
+
+PriorWeight = Annotated[float, Field(ge=0, le=10, allow_inf_nan=False), AfterValidator(_resolvable)]
+"""How much a prior adds on the fused scale: 0 (off), or from `UNIT_RESOLUTION` to 10."""
 
 PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]
 """A count or label from 1 that fits Postgres `bigint`."""
 
+# --- identifiers --------------------------------------------------------------------------
+
+# Tenant and user ids come from token claims and appear in URLs and log lines: printable, no
+# separators that would break a path, bounded. Matched with `fullmatch`: `$` would also
+# accept a trailing newline.
+IDENTIFIER_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@|+=-]{0,255}")
+
+
+def is_valid_identifier(value: str, max_length: int = 256) -> bool:
+    return len(value) <= max_length and IDENTIFIER_PATTERN.fullmatch(value) is not None
+
+
+# --- free-form JSON -----------------------------------------------------------------------
+
+MAX_JSON_DEPTH = 64
+JSON_MAX_BYTES = 65_536
+# Python refuses to convert longer integers to and from text (its default limit), so a longer
+# one, although `jsonb` stores it, could not be read back.
+JSON_INTEGER_MAX_DIGITS = sys.int_info.default_max_str_digits
+_INTEGER_BOUND = 10**JSON_INTEGER_MAX_DIGITS
+
+_UNSTORABLE_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+class InputRefused(ValueError):
+    """A value these rules refuse: where it is (a pydantic-style location), why, and a short
+    machine kind (`json_too_deep`, `finite_number`, …)."""
+
+    def __init__(self, loc: list[str | int], message: str, kind: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.message = message
+        self.kind = kind
+
+
+def too_deep(loc: list[str | int], max_depth: int = MAX_JSON_DEPTH) -> InputRefused:
+    return InputRefused(loc, f"JSON nested deeper than {max_depth} levels.", "json_too_deep")
+
+
+def check_json(document: Any, loc: list[str | int], *, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Raise InputRefused for the first value of `document` (a parsed JSON value, located at
+    `loc`) that breaks the free-form JSON rules other than size; `document` itself is level 1
+    of the `max_depth` levels allowed."""
+    # Iterative, so no document can exhaust the stack here.
+    pending: list[tuple[Any, list[str | int], int]] = [(document, loc, 1)]
+    while pending:
+        value, where, level = pending.pop()
+        if level > max_depth:
+            raise too_deep(where, max_depth)
+        if isinstance(value, str):
+            _check_text(value, where)
+        elif isinstance(value, bool) or value is None:
+            continue
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InputRefused(where, "Numbers must be finite.", "finite_number")
+        elif isinstance(value, int):
+            _check_integer(value, where)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise InputRefused(where, "Object keys are text.", "json_invalid")
+                _check_text(key, where)
+                pending.append((item, [*where, key], level + 1))
+        elif isinstance(value, list):
+            pending.extend((item, [*where, i], level + 1) for i, item in enumerate(value))
+        else:
+            raise InputRefused(where, "Not a JSON value.", "json_invalid")
+
+
+def _check_text(value: str, loc: list[str | int]) -> None:
+    found = _UNSTORABLE_TEXT.search(value)
+    if found is None:
+        return
+    if found.group() == "\x00":
+        raise InputRefused(loc, "Text must not contain NUL (\\u0000) characters.", "nul_character")
+    raise InputRefused(loc, "Text must not contain lone UTF-16 surrogates.", "lone_surrogate")
+
+
+def _check_integer(value: int, loc: list[str | int]) -> None:
+    if abs(value) >= _INTEGER_BOUND:
+        raise InputRefused(
+            loc,
+            f"Integers must have at most {JSON_INTEGER_MAX_DIGITS} digits.",
+            "integer_too_long",
+        )
+
+
+def _refuse_constant(name: str) -> Any:
+    raise InputRefused(["body"], f"{name} is not a JSON number", "json_invalid")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        # `1e400` is valid JSON, but no double (so no jsonb, no float column) holds it.
+        raise InputRefused(["body"], f"{text[:40]} is too large for a number", "finite_number")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > JSON_INTEGER_MAX_DIGITS:
+        raise InputRefused(
+            ["body"],
+            f"Integers must have at most {JSON_INTEGER_MAX_DIGITS} digits.",
+            "integer_too_long",
+        )
+    return int(text)
+
+
+def loads_strict(raw: bytes, loc: list[str | int] | None = None) -> Any:
+    """Parse a JSON document under the free-form JSON rules (except size), or raise
+    InputRefused located under `loc` (the request body by default)."""
+    where: list[str | int] = ["body"] if loc is None else loc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputRefused(where, "The text is not UTF-8.", "json_invalid") from exc
+    try:
+        document = json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+        )
+    except InputRefused as refused:
+        raise InputRefused(where, refused.message, refused.kind) from None
+    except RecursionError as exc:
+        raise too_deep(where) from exc
+    except json.JSONDecodeError as exc:
+        raise InputRefused(where, f"The text is not JSON: {exc.msg}.", "json_invalid") from exc
+    check_json(document, where)
+    return document
+
+
+def _storable_json(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        check_json(value, [])
+    except InputRefused as refused:
+        where = "/".join(str(part) for part in refused.loc)
+        raise ValueError(f"{refused.message} (at /{where})" if where else refused.message) from None
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > JSON_MAX_BYTES:
+        raise ValueError(f"at most {JSON_MAX_BYTES} bytes of JSON (this is {size})")
+    return value
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(_storable_json)]
+"""Free-form structured data kept with a record (metadata, a tool call): see the module
+docstring for what it may hold."""
+
+# --- text ---------------------------------------------------------------------------------
 
 QUERY_MAX_CHARS = 4000
+# Separators (spaces, line and paragraph separators), control and format characters.
+_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
 
 
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must contain something besides whitespace")
+def _is_invisible(character: str) -> bool:
+    return unicodedata.category(character) in _INVISIBLE
+
+
+def visible_text(value: str) -> str:
+    """`value` without the whitespace and invisible characters at either end ("" when it
+    holds nothing else)."""
+    start, end = 0, len(value)
+    while start < end and _is_invisible(value[start]):
+        start += 1
+    while end > start and _is_invisible(value[end - 1]):
+        end -= 1
+    return value[start:end]
+
+
+def _has_visible_character(value: str) -> str:
+    # Whitespace is not the only way to say nothing: control and format characters (a
+    # zero-width space, a byte-order mark) give neither lexemes nor a meaningful embedding.
+    if not visible_text(value):
+        raise ValueError("must contain something besides whitespace and invisible characters")
     return value
 
 
 QueryText = Annotated[
-    str, StringConstraints(min_length=1, max_length=QUERY_MAX_CHARS), AfterValidator(_not_blank)
+    str,
+    StringConstraints(min_length=1, max_length=QUERY_MAX_CHARS),
+    AfterValidator(_has_visible_character),
 ]
-"""What a search or a context block is asked: words, not only whitespace (a query of spaces
-or control characters has no lexemes and no meaningful embedding)."""
+"""What a search or a context block is asked: words, not only whitespace or invisible
+characters."""
 
 
 SPEAKER_MAX_CHARS = 200

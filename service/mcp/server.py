@@ -25,6 +25,7 @@ from service.auth.principal import ME
 from service.context.schemas import ContextRequest, ContextResponse
 from service.errors import DomainError, NotFound
 from service.kit.pagination import MAX_PAGE_SIZE, Page
+from service.kit.types import JsonObject, QueryText
 from service.mcp.calls import (
     CallerResolver,
     McpCall,
@@ -153,7 +154,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             Field(description="Optional lowercase label, e.g. 'preference', 'work', 'health'."),
         ] = None,
         metadata: Annotated[
-            dict[str, Any] | None, Field(description="Optional structured data kept with it.")
+            JsonObject | None, Field(description="Optional structured data kept with it.")
         ] = None,
     ) -> Annotated[CallToolResult, MemoryWritten]:
         """Remember something about the user for future conversations.
@@ -174,10 +175,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
 
     async def recall(
         ctx: Context[Any],
-        query: Annotated[
-            str,
-            Field(max_length=MEMORY_TEXT_MAX, description="What to look for, in natural language."),
-        ],
+        query: Annotated[QueryText, Field(description="What to look for, in natural language.")],
         limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return.")] = 10,
         kinds: Annotated[
             list[MemoryKind] | None, Field(description="Only these kinds (default: all).")
@@ -201,8 +199,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
     async def get_context(
         ctx: Context[Any],
         query: Annotated[
-            str,
-            Field(max_length=4000, description="The user's latest message or the current task."),
+            QueryText, Field(description="The user's latest message or the current task.")
         ],
         budget_tokens: Annotated[
             int | None,

@@ -5,6 +5,10 @@
 gives search an `event_at` window; the memories that happened inside it get a `date` score.
 Only explicit forms are read: a bare month ("in May") or number is left alone, since "may" is
 also a verb and a number without a year is rarely a date.
+
+Whatever the words, reading them never fails: a window that would reach past the calendar
+(the first day of year 1, the last of year 9999) ends at the calendar's edge, and a day that
+cannot be on it (year 0, 31 February) is no date. A question is stored and answered either way.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ _LAST_MONTH_NAMED = re.compile(rf"\blast\s+{_MONTH}\b", re.IGNORECASE)
 # covers the day wherever it was said.
 _EARLIEST_OFFSET = timedelta(hours=14)
 _LATEST_OFFSET = timedelta(hours=12)
+_CALENDAR_START = datetime.min.replace(tzinfo=UTC)
+_CALENDAR_END = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -57,9 +63,19 @@ class TimeWindow:
 
 
 def _window(first: date, last: date) -> TimeWindow:
-    start = datetime(first.year, first.month, first.day, tzinfo=UTC) - _EARLIEST_OFFSET
-    end = datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
-    return TimeWindow(start, end + _LATEST_OFFSET)
+    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    end = datetime(last.year, last.month, last.day, tzinfo=UTC)
+    # Python's datetimes end with year 9999 and begin with year 1: a window around a day at
+    # either edge is clamped to it rather than overflowing.
+    if start - _CALENDAR_START < _EARLIEST_OFFSET:
+        start = _CALENDAR_START
+    else:
+        start -= _EARLIEST_OFFSET
+    if _CALENDAR_END - end < timedelta(days=1) + _LATEST_OFFSET:
+        end = _CALENDAR_END
+    else:
+        end += timedelta(days=1) + _LATEST_OFFSET
+    return TimeWindow(start, end)
 
 
 def _month_number(match: re.Match[str]) -> int:
@@ -80,7 +96,9 @@ def query_time_window(query: str, now: datetime) -> TimeWindow | None:
             return _window(day, day)
     relative = _RELATIVE_DAY.search(query)
     if relative is not None:
-        day = now.astimezone(UTC).date() - timedelta(days=_RELATIVE_DAYS[relative["word"].lower()])
+        today = now.astimezone(UTC).date()
+        back = timedelta(days=_RELATIVE_DAYS[relative["word"].lower()])
+        day = today - back if today - date.min >= back else date.min
         return _window(day, day)
     last_month = _LAST_MONTH_NAMED.search(query)
     if last_month is not None:
@@ -88,6 +106,8 @@ def query_time_window(query: str, now: datetime) -> TimeWindow | None:
         month = _month_number(last_month)
         today = now.astimezone(UTC).date()
         year = today.year if month < today.month else today.year - 1
+        if year < date.min.year:
+            return None
         first = date(year, month, 1)
         following = date(year + (month == 12), month % 12 + 1, 1)
         return _window(first, following - timedelta(days=1))

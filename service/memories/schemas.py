@@ -15,7 +15,7 @@ from pydantic import (
     StringConstraints,
 )
 
-from service.kit.types import QueryText, SpeakerName, Timestamp
+from service.kit.types import JsonObject, QueryText, SpeakerName, Timestamp, UnitInterval
 
 MemoryKind = Literal["semantic", "episodic", "procedural"]
 MemoryScope = Literal["user", "org"]
@@ -68,7 +68,7 @@ class MemoryCreate(BaseModel):
         default="user", description="`org` stores organization-shared memory (admins only)."
     )
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN, examples=["preference"])
-    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    confidence: UnitInterval = 1.0
     lifecycle: NewLifecycle = "confirmed"
     needs_review: bool = False
     event_at: Timestamp | None = Field(
@@ -84,7 +84,7 @@ class MemoryCreate(BaseModel):
         "higher.",
         examples=["Ada"],
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
     expires_at: Timestamp | None = None
 
 
@@ -122,7 +122,7 @@ class MemoryUpdate(BaseModel):
 
     text: str | None = Field(default=None, min_length=1, max_length=MEMORY_TEXT_MAX)
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN)
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: UnitInterval | None = None
     lifecycle: Lifecycle | None = None
     needs_review: bool | None = None
     event_at: Timestamp | None = None
@@ -131,7 +131,7 @@ class MemoryUpdate(BaseModel):
         description="Who said it; `null` removes a speaker that was wrong.",
         examples=["Ada"],
     )
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
     expires_at: Timestamp | None = None
 
 
@@ -294,11 +294,11 @@ class SearchRequest(BaseModel):
         default=None, description="`rrf` or `linear`; absent = the service's setting."
     )
     rrf_k: int | None = Field(default=None, ge=1, le=1000)
-    linear_lexical_weight: float | None = Field(default=None, ge=0, le=1)
-    recency_weight: float | None = Field(default=None, ge=0, le=1)
-    confidence_weight: float | None = Field(default=None, ge=0, le=1)
-    mmr_lambda: float | None = Field(
-        default=None, ge=0, le=1, description="Set to diversify the results (1 = relevance only)."
+    linear_lexical_weight: UnitInterval | None = None
+    recency_weight: UnitInterval | None = None
+    confidence_weight: UnitInterval | None = None
+    mmr_lambda: UnitInterval | None = Field(
+        default=None, description="Set to diversify the results (1 = relevance only)."
     )
 
 
@@ -423,8 +423,8 @@ class KeyedMemoryPut(BaseModel):
     )
 
     text: MemoryText
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    metadata: JsonObject = Field(default_factory=dict)
+    confidence: UnitInterval = 1.0
     event_at: Timestamp | None = None
     expires_at: Timestamp | None = None
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -20,6 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from service.accounts.overlay import credential_refused, find_credential
 from service.kit.secrets import is_credential_name
+from service.kit.types import InputRefused, check_json
 
 JSON_PATCH_MEDIA_TYPE = "application/json-patch+json"
 KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]*$"
@@ -43,34 +43,12 @@ ProfileKey = Annotated[
 
 
 def _refuse_unstorable(value: JsonValue) -> None:
-    """Refuse what Postgres' jsonb cannot hold (NUL, lone surrogates, NaN/Infinity) and
-    documents nested too deeply to be a flat profile value."""
-    pending: list[tuple[object, int]] = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if depth > MAX_VALUE_DEPTH:
-            raise PydanticCustomError(
-                "json_too_deep", "nested deeper than {max_depth} levels", {"max_depth": depth - 1}
-            )
-        if isinstance(item, str):
-            _refuse_unstorable_text(item)
-        elif isinstance(item, float) and not math.isfinite(item):
-            raise PydanticCustomError("json_number", "NaN and Infinity are not JSON numbers")
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                _refuse_unstorable_text(str(key))
-                pending.append((child, depth + 1))
-        elif isinstance(item, list):
-            pending.extend((child, depth + 1) for child in item)
-
-
-def _refuse_unstorable_text(text: str) -> None:
-    if "\x00" in text:
-        raise PydanticCustomError("string_nul", "strings must not contain NUL characters")
+    """Refuse what the free-form JSON rules refuse (`service.kit.types`), nested at most
+    `MAX_VALUE_DEPTH` deep: a profile value is flat, not a document."""
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise PydanticCustomError("string_unicode", "strings must be valid Unicode") from exc
+        check_json(value, [], max_depth=MAX_VALUE_DEPTH)
+    except InputRefused as refused:
+        raise PydanticCustomError(refused.kind, refused.message) from None
 
 
 def _storable(value: JsonValue) -> JsonValue:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
-from service.kit.types import SpeakerName
+from service.kit.types import JsonObject, SpeakerName
 
 StoredRole = Literal["user", "assistant", "tool", "system"]
 MessageRole = Literal["user", "human", "assistant", "ai", "tool", "system"]
@@ -34,7 +34,7 @@ class ThreadCreate(BaseModel):
     )
 
     title: str | None = Field(default=None, max_length=500)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
 
 
 class ThreadUpdate(BaseModel):
@@ -43,7 +43,7 @@ class ThreadUpdate(BaseModel):
     )
 
     title: str | None = Field(default=None, max_length=500)
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
 
 
 class ThreadRead(BaseModel):
@@ -84,14 +84,14 @@ class MessageIn(BaseModel):
         examples=["Ada"],
     )
     content: str = Field(max_length=MESSAGE_CONTENT_MAX)
-    tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=128)
+    tool_calls: list[JsonObject] | None = Field(default=None, max_length=128)
     client_message_id: str | None = Field(
         default=None,
         min_length=1,
         max_length=200,
         description="Your id for this message; appending it again returns the stored one.",
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
 
     @field_validator("role")
     @classmethod

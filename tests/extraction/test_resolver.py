@@ -382,6 +382,18 @@ def test_candidates_the_api_would_refuse_are_dropped(text: str, evidence: str, r
     assert result.dropped == [Dropped(reason, 0)]
 
 
+@pytest.mark.parametrize("confidence", [1e-300, 5e-324, -0.1, 1.5, float("nan"), float("inf")])
+def test_a_confidence_the_api_would_refuse_is_dropped_even_with_no_threshold(
+    confidence: float,
+) -> None:
+    anything_goes = replace(RULES, min_confidence=0.0)
+    result = resolve(
+        [candidate("User likes tea.", confidence=confidence)], [], known(), anything_goes
+    )
+    assert result.new_facts == []
+    assert result.dropped == [Dropped("invalid_confidence", 0)]
+
+
 def test_org_facts_need_the_appending_principals_admin_flag_and_an_org_category() -> None:
     policy = candidate(
         "Pricing answers end with 'Prices may change.'", scope="org", category="policy"

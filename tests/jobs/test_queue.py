@@ -200,13 +200,14 @@ async def test_the_worker_runs_a_job_once_and_removes_it(
 
     worker = make_worker({kind: handle})
     await worker.start()
-    await enqueue(jobs_sessions, kind, {"tenant_id": "t1", "thread_id": "abc"})
+    payload = {"tenant_id": "t1", "thread_id": str(uuid.uuid4())}
+    await enqueue(jobs_sessions, kind, payload)
 
     async def done() -> bool:
         return not await jobs_of(jobs_engine, kind) and len(seen) == 1
 
     await eventually(done)
-    assert seen == [{"tenant_id": "t1", "thread_id": "abc"}]
+    assert seen == [payload]
     await eventually(
         lambda: _has_status(jobs_engine, kind, "successful"),
     )

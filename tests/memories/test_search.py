@@ -353,7 +353,7 @@ async def test_a_memory_from_centuries_ago_ranks_last_instead_of_breaking_search
     alice = bearer(settings, tenant, "alice")
     today = datetime.now(UTC).replace(microsecond=0).isoformat()
     for path, headers, kind, when in (
-        ("/v1/org/memories", admin, "semantic", "0001-01-01T00:00:00+00:00"),
+        ("/v1/org/memories", admin, "semantic", "0001-01-01T00:00:01+00:00"),
         ("/v1/users/me/memories", alice, "semantic", "1700-01-01T00:00:00+00:00"),
         ("/v1/users/me/memories", alice, "episodic", today),
     ):
@@ -371,7 +371,7 @@ async def test_a_memory_from_centuries_ago_ranks_last_instead_of_breaking_search
     factors = {hit["memory"]["text"]: hit["scores"]["recency_factor"] for hit in result["hits"]}
     floor = 1 - settings.search_recency_weight
     assert factors == {
-        "Hiking trip 0001-01-01T00:00:00+00:00": pytest.approx(floor),
+        "Hiking trip 0001-01-01T00:00:01+00:00": pytest.approx(floor),
         "Hiking trip 1700-01-01T00:00:00+00:00": pytest.approx(floor),
         f"Hiking trip {today}": pytest.approx(1.0, abs=1e-3),
     }

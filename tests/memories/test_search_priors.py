@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from httpx import AsyncClient
+from hypothesis import given
+from hypothesis import strategies as st
 
 from service.config import Settings
 from service.memories.dates import query_time_window
@@ -182,3 +184,50 @@ def test_the_day_or_recent_month_a_query_names_becomes_a_window(
 )
 def test_a_query_without_a_day_or_recent_month_has_no_window(query: str) -> None:
     assert query_time_window(query, NOW) is None
+
+
+MONTH_NAMES = ["January", "Feb", "March", "Apr.", "May", "June", "Jul", "August", "Sept."]
+MONTH_NAMES += ["October", "Nov", "December"]
+
+
+CALENDAR_DAYS = st.one_of(
+    st.sampled_from([date(1, 1, 1), date(1, 1, 2), date(9999, 12, 30), date(9999, 12, 31)]),
+    st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31)),
+)
+CALENDAR_TIMES = st.one_of(
+    st.sampled_from([datetime(1, 1, 1, tzinfo=UTC), datetime.max.replace(tzinfo=UTC)]),
+    st.datetimes(
+        min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31), timezones=st.just(UTC)
+    ),
+)
+
+
+@given(
+    CALENDAR_DAYS,
+    st.sampled_from(
+        ["{iso}", "{day} {month} {year}", "{month} {day}, {year}", "on {day}th of {month} {year}"]
+    ),
+    CALENDAR_TIMES,
+)
+def test_any_day_of_the_calendar_is_read_without_error_and_covered(
+    day: date, form: str, now: datetime
+) -> None:
+    query = form.format(
+        iso=day.isoformat(), day=day.day, month=MONTH_NAMES[day.month - 1], year=f"{day.year:04d}"
+    )
+    window = query_time_window(f"what happened {query}", now)
+    assert window is not None
+    # Clamped at the calendar's edges, the window still holds the whole UTC day named.
+    assert window.start <= datetime.combine(day, datetime.min.time(), UTC)
+    assert datetime.combine(day, datetime.max.time(), UTC) <= window.end
+
+
+@given(
+    st.sampled_from(["what did I eat yesterday", "what is on today", "last June", "last December"]),
+    CALENDAR_TIMES,
+)
+def test_relative_days_and_months_are_read_without_error_on_any_day(
+    query: str, now: datetime
+) -> None:
+    window = query_time_window(query, now)
+    assert window is None or window.start < window.end
