@@ -34,7 +34,6 @@ from service.db import (
     open_database_target,
 )
 from service.db_outage import install_outage_handlers
-from service.dependencies import AppState
 from service.embedded_postgres import EmbeddedSupervisor
 from service.errors import UnexpectedErrorMiddleware, install_problem_handlers
 from service.extraction.health import JobFailureRecorder
@@ -75,6 +74,8 @@ from service.providers.llm import build_chat_model
 from service.providers.query_cache import cache_query_embeddings
 from service.providers.telemetry import InstrumentedEmbedder
 from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
+from service.state import AppState
+from service.threads.dependencies import build_thread_setup
 from service.threads.router import router as threads_router
 from service.threads.summaries import thread_summary_job
 from service.web.router import install_web
@@ -162,7 +163,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     cache_query_embeddings(embedder, settings.query_embedding_cache_size),
                     sessionmaker,
                 )
-                app.state.mneme = AppState(
+                state = app.state.mneme = AppState(
                     settings=settings,
                     engine=engine,
                     sessionmaker=sessionmaker,
@@ -179,9 +180,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     chat_model=chat_model,
                     ensure_tenant=ensure_tenant,
                     transaction_hooks=(record_end_user,),
-                    append_listeners=(WritePathScheduler(settings, chat_model),),
+                    threads=build_thread_setup(
+                        sessionmaker,
+                        chat_model,
+                        settings,
+                        (WritePathScheduler(settings, chat_model),),
+                    ),
                 )
-                write_path = WritePath(sessionmaker, chat_model, settings, backfill, background)
+                write_path = WritePath(state)
                 recovery = WritePathRecovery(sessionmaker, settings, chat_model)
                 jobs = JobWorker(
                     settings,

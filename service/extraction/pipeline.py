@@ -28,10 +28,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.auth.owner import Owner
-from service.config import Settings
 from service.errors import DomainError
 from service.extraction.passes import (
     CONTEXT_MESSAGES,
@@ -70,15 +68,14 @@ from service.extraction.resolver import (
 )
 from service.extraction.triggers import HUMAN_ROLE, TriggerRules, decide, windows
 from service.extraction.turns import TurnStorage
-from service.kit.post_commit import BackgroundRunner
-from service.memories.embedding import EmbeddingBackfill, embed_or_none
+from service.memories.embedding import embed_or_none
 from service.memories.models import Memory
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, SearchRequest
 from service.memories.search import MemorySearch
 from service.memories.writer import DerivedMemory, DerivedMemoryWriter
 from service.observability import tracer
 from service.profile.schemas import PatchAdd
-from service.providers.llm import ChatModel
+from service.state import AppState
 from service.threads.models import Message
 
 logger = logging.getLogger("mneme.extraction")
@@ -108,19 +105,12 @@ def speaker_of(source_ids: Sequence[uuid.UUID], window: Sequence[Message]) -> st
 class WritePath:
     """Runs the write path's passes for one process (the job handlers call it)."""
 
-    def __init__(
-        self,
-        sessionmaker: async_sessionmaker[AsyncSession],
-        chat_model: ChatModel | None,
-        settings: Settings,
-        backfill: EmbeddingBackfill,
-        background: BackgroundRunner,
-    ) -> None:
-        self._runner = PassRunner(sessionmaker, settings, backfill, background)
+    def __init__(self, state: AppState) -> None:
+        self._runner = PassRunner(state)
         self._turns = TurnStorage(self._runner)
-        self._chat_model = chat_model
-        self._settings = settings
-        self._backfill = backfill
+        self._chat_model = state.chat_model
+        self._settings = settings = state.settings
+        self._backfill = state.embedding_backfill
         self.trigger_rules = TriggerRules(
             strategy=settings.extraction_strategy,
             interval=settings.extraction_interval_turns,
