@@ -12,8 +12,8 @@ measurable part of its time on two busy cores (docs/benchmarks.md, issue #15).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -27,6 +27,8 @@ from service.kit.post_commit import PostCommitTasks
 from service.rate_limits import RateLimiter
 from service.services import Services, principal_transaction
 from service.state import AppState
+
+T = TypeVar("T")
 
 
 async def get_state(request: Request) -> AppState:
@@ -98,6 +100,16 @@ async def get_services(
 
 
 UnitOfWork = Annotated[Services, Depends(get_services)]
+
+
+def provided(factory: Callable[[Services], T]) -> Callable[[Services], Coroutine[Any, Any, T]]:
+    """The request dependency that takes `factory`'s service from the request's unit of work
+    (`Depends(provided(memory_service))`)."""
+
+    async def from_unit_of_work(services: UnitOfWork) -> T:
+        return services.get(factory)
+
+    return from_unit_of_work
 
 
 async def get_idempotency_store(

@@ -169,11 +169,7 @@ async def _open_state(
     target = await open_database_target(settings)
     stack.callback(target.close)
     if settings.migrate_on_start:
-        owner_engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
-        try:
-            await db_migrations.upgrade(owner_engine, settings)
-        finally:
-            await owner_engine.dispose()
+        await db_migrations.upgrade_as_owner(target.urls.owner, settings)
     engine = create_engine(target.urls.runtime, settings)
     stack.push_async_callback(engine.dispose)
     raw_embedder = build_embedder(embedder_config_from_settings(settings))

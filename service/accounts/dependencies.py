@@ -11,7 +11,7 @@ from service.accounts.repository import AccountRepository
 from service.accounts.service import AccountService
 from service.audit.service import AuditTrail
 from service.auth.principal import Principal
-from service.dependencies import UnitOfWork
+from service.dependencies import provided
 from service.services import Services
 
 
@@ -23,11 +23,7 @@ def account_service(services: Services) -> AccountService:
     )
 
 
-async def get_account_service(services: UnitOfWork) -> AccountService:
-    return services.get(account_service)
-
-
-AccountSvc = Annotated[AccountService, Depends(get_account_service)]
+AccountSvc = Annotated[AccountService, Depends(provided(account_service))]
 
 
 async def record_end_user(session: AsyncSession, principal: Principal) -> None:

@@ -10,7 +10,7 @@ from fastapi import Depends
 
 from service.context.schemas import ContextRequest
 from service.context.service import ContextBuilder, start_embedding_context_question
-from service.dependencies import AddressedUserId, State, UnitOfWork
+from service.dependencies import AddressedUserId, State, provided
 from service.memories.dependencies import memory_search, memory_service
 from service.memories.search import PendingVector, embedding_underway
 from service.profile.dependencies import profile_service
@@ -30,11 +30,7 @@ def context_builder(services: Services) -> ContextBuilder:
     )
 
 
-async def get_context_builder(services: UnitOfWork) -> ContextBuilder:
-    return services.get(context_builder)
-
-
-ContextSvc = Annotated[ContextBuilder, Depends(get_context_builder)]
+ContextSvc = Annotated[ContextBuilder, Depends(provided(context_builder))]
 
 
 async def embed_context_question(

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from service.dependencies import UnitOfWork
+from service.dependencies import provided
 from service.extraction.compaction import CompactionService
 from service.extraction.health import WritePathHealth
 from service.extraction.recovery import RerunInTransaction, WritePathRecovery
@@ -46,18 +46,6 @@ def write_path_recovery(services: Services) -> RerunInTransaction:
     return RerunInTransaction(recovery, services.session, services.tenant_id)
 
 
-async def get_compaction_service(services: UnitOfWork) -> CompactionService:
-    return services.get(compaction_service)
-
-
-async def get_health(services: UnitOfWork) -> WritePathHealth:
-    return services.get(write_path_health)
-
-
-async def get_recovery(services: UnitOfWork) -> RerunInTransaction:
-    return services.get(write_path_recovery)
-
-
-CompactionSvc = Annotated[CompactionService, Depends(get_compaction_service)]
-Health = Annotated[WritePathHealth, Depends(get_health)]
-Recovery = Annotated[RerunInTransaction, Depends(get_recovery)]
+CompactionSvc = Annotated[CompactionService, Depends(provided(compaction_service))]
+Health = Annotated[WritePathHealth, Depends(provided(write_path_health))]
+Recovery = Annotated[RerunInTransaction, Depends(provided(write_path_recovery))]

@@ -15,17 +15,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from service.auth.principal import Principal
 from service.db import tenant_transaction
 from service.extraction.dependencies import extraction_repository
 from service.extraction.repository import ExtractionRepository
-from service.memories.dependencies import memory_search, memory_writer
-from service.memories.search import MemorySearch
+from service.memories.dependencies import memory_writer
 from service.memories.writer import DerivedMemoryWriter
-from service.profile.dependencies import profile_service
-from service.profile.service import ProfileService
 from service.services import Services, unit_of_work
 from service.state import AppState
 from service.threads.models import Message
@@ -63,24 +58,12 @@ class Unit:
         self.services = services
 
     @property
-    def session(self) -> AsyncSession:
-        return self.services.session
-
-    @property
     def repository(self) -> ExtractionRepository:
         return self.services.get(extraction_repository)
 
     @property
     def memories(self) -> DerivedMemoryWriter:
         return self.services.get(memory_writer)
-
-    @property
-    def search(self) -> MemorySearch:
-        return self.services.get(memory_search)
-
-    @property
-    def profiles(self) -> ProfileService:
-        return self.services.get(profile_service)
 
     async def cursor_moved(self, thread_id: uuid.UUID, after: int) -> bool:
         """Whether what the pass read is stale: another pass moved the thread's cursor since

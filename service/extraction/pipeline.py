@@ -68,12 +68,14 @@ from service.extraction.resolver import (
 )
 from service.extraction.triggers import HUMAN_ROLE, TriggerRules, decide, windows
 from service.extraction.turns import TurnStorage
+from service.memories.dependencies import memory_search
 from service.memories.embedding import embed_or_none
 from service.memories.models import Memory
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, SearchRequest
 from service.memories.search import MemorySearch
 from service.memories.writer import DerivedMemory, DerivedMemoryWriter
 from service.observability import tracer
+from service.profile.dependencies import profile_service
 from service.profile.schemas import PatchAdd
 from service.state import AppState
 from service.threads.models import Message
@@ -197,7 +199,7 @@ class WritePath:
         query = "\n".join(m.content for m in humans).strip()[:MEMORY_TEXT_MAX] or "user"
 
         async with self._runner.unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
-            shown = await self._current_facts(unit.search, user_id, query)
+            shown = await self._current_facts(unit.services.get(memory_search), user_id, query)
 
         categories = tuple(settings.extraction_category_modes)
         with tracer.start_as_current_span("extraction.model") as span:
@@ -498,8 +500,10 @@ class WritePath:
             except ValidationError:
                 continue
             try:
-                async with unit.session.begin_nested():
-                    result = await unit.profiles.patch(Owner.user(user_id), [operation], None)
+                async with unit.services.session.begin_nested():
+                    result = await unit.services.get(profile_service).patch(
+                        Owner.user(user_id), [operation], None
+                    )
             except DomainError as exc:
                 logger.info("profile attribute %r not set: %s", change.key, exc.code)
                 continue

@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import Depends
 
 from service.accounts.dependencies import account_service
-from service.dependencies import State, UnitOfWork, UserOwner
+from service.dependencies import State, UserOwner, provided
 from service.memories.fusion import FusionRepository
 from service.memories.keyed import KeyedMemoryService
 from service.memories.recording import MemoryRecorder
@@ -57,22 +57,6 @@ def keyed_memory_service(services: Services) -> KeyedMemoryService:
     return KeyedMemoryService(services.get(memory_recorder), services.get(memory_service))
 
 
-async def get_memory_service(services: UnitOfWork) -> MemoryService:
-    return services.get(memory_service)
-
-
-async def get_memory_search(services: UnitOfWork) -> MemorySearch:
-    return services.get(memory_search)
-
-
-async def get_memory_writer(services: UnitOfWork) -> DerivedMemoryWriter:
-    return services.get(memory_writer)
-
-
-async def get_keyed_memory_service(services: UnitOfWork) -> KeyedMemoryService:
-    return services.get(keyed_memory_service)
-
-
 async def embed_search_question(
     _owner: UserOwner, body: SearchRequest, state: State
 ) -> AsyncIterator[PendingVector | None]:
@@ -89,7 +73,7 @@ async def embed_search_question(
 
 
 EmbeddingQuestion = Annotated[PendingVector | None, Depends(embed_search_question)]
-MemorySvc = Annotated[MemoryService, Depends(get_memory_service)]
-MemorySearchSvc = Annotated[MemorySearch, Depends(get_memory_search)]
-MemoryWriterSvc = Annotated[DerivedMemoryWriter, Depends(get_memory_writer)]
-KeyedMemorySvc = Annotated[KeyedMemoryService, Depends(get_keyed_memory_service)]
+MemorySvc = Annotated[MemoryService, Depends(provided(memory_service))]
+MemorySearchSvc = Annotated[MemorySearch, Depends(provided(memory_search))]
+MemoryWriterSvc = Annotated[DerivedMemoryWriter, Depends(provided(memory_writer))]
+KeyedMemorySvc = Annotated[KeyedMemoryService, Depends(provided(keyed_memory_service))]

@@ -8,7 +8,7 @@ from fastapi import Depends
 
 from service.accounts.dependencies import account_service
 from service.audit.service import AuditTrail
-from service.dependencies import UnitOfWork
+from service.dependencies import provided
 from service.profile.repository import ProfileRepository
 from service.profile.service import ProfileService
 from service.services import Services
@@ -24,8 +24,4 @@ def profile_service(services: Services) -> ProfileService:
     )
 
 
-async def get_profile_service(services: UnitOfWork) -> ProfileService:
-    return services.get(profile_service)
-
-
-ProfileSvc = Annotated[ProfileService, Depends(get_profile_service)]
+ProfileSvc = Annotated[ProfileService, Depends(provided(profile_service))]

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.accounts.dependencies import account_service
 from service.config import Settings
-from service.dependencies import UnitOfWork
+from service.dependencies import provided
 from service.memories.dependencies import memory_service
 from service.providers.llm import ChatModel
 from service.services import Services
@@ -47,8 +47,4 @@ def thread_service(services: Services) -> ThreadService:
     )
 
 
-async def get_thread_service(services: UnitOfWork) -> ThreadService:
-    return services.get(thread_service)
-
-
-ThreadSvc = Annotated[ThreadService, Depends(get_thread_service)]
+ThreadSvc = Annotated[ThreadService, Depends(provided(thread_service))]
