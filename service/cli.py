@@ -157,15 +157,11 @@ async def _shared_embedded_database(settings: Settings) -> DatabaseTarget:
     stops it.
     """
     from service import db_migrations
-    from service.db import create_engine, open_database_target
+    from service.db import open_database_target
 
     target = await open_database_target(settings)
     if settings.migrate_on_start:
-        engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
-        try:
-            await db_migrations.upgrade(engine, settings)
-        finally:
-            await engine.dispose()
+        await db_migrations.upgrade_as_owner(target.urls.owner, settings)
     os.environ["MNEME_DATABASE_URL"] = target.urls.runtime
     os.environ["MNEME_MIGRATION_DATABASE_URL"] = target.urls.owner
     os.environ["MNEME_MIGRATE_ON_START"] = "false"

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
+from service.db import create_engine
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,6 +32,15 @@ def head_revision(settings: Settings) -> str | None:
 
 async def upgrade(owner_engine: AsyncEngine, settings: Settings, revision: str = "head") -> None:
     await _run(owner_engine, settings, command.upgrade, revision)
+
+
+async def upgrade_as_owner(owner_url: str, settings: Settings) -> None:
+    """Upgrade to the head over a one-connection engine of the owner role, closed after."""
+    owner_engine = create_engine(owner_url, settings, pool_size=1, max_overflow=0)
+    try:
+        await upgrade(owner_engine, settings)
+    finally:
+        await owner_engine.dispose()
 
 
 async def downgrade(owner_engine: AsyncEngine, settings: Settings, revision: str) -> None:

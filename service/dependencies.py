@@ -1,8 +1,9 @@
 """The request's cross-cutting injectables, as `Annotated` aliases routers declare.
 
 Only what every domain shares lives here: the process state, the caller, its one
-transaction, the user or organization a route addresses, idempotency. Each domain wires its
-own services in its `dependencies.py`; nothing here imports a domain.
+transaction and unit of work (`service.services`), the user or organization a route
+addresses, idempotency. Each domain declares its services in its `dependencies.py`; nothing
+here imports a domain.
 
 Every dependency is `async def`, even one that never awaits: FastAPI runs a plain `def`
 dependency in a worker thread, and a search resolved five of them — thread hops that were a
@@ -11,55 +12,23 @@ measurable part of its time on two busy cores (docs/benchmarks.md, issue #15).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.auth.authenticator import Authenticator
 from service.auth.owner import Owner, authorize_write
 from service.auth.principal import Principal
-from service.config import Settings
-from service.db import tenant_transaction
 from service.errors import AmbiguousCredentials, Forbidden, NotFound
 from service.kit.idempotency import IdempotencyStore
-from service.kit.post_commit import BackgroundRunner, PostCommitTasks
-from service.observability import Metrics
-from service.providers.llm import ChatModel
+from service.kit.post_commit import PostCommitTasks
 from service.rate_limits import RateLimiter
+from service.services import Services, principal_transaction
+from service.state import AppState
 
-if TYPE_CHECKING:
-    from service.memories.embedding import EmbeddingBackfill
-    from service.threads.hooks import AppendListener
-
-TransactionHook = Callable[[AsyncSession, Principal], Awaitable[None]]
-"""Runs at the start of every request transaction (e.g. recording the caller's account)."""
-
-TenantRegistrar = Callable[[AsyncSession, str], Awaitable[None]]
-"""Makes sure the tenant's row exists (records that reference it need it)."""
-
-
-@dataclass
-class AppState:
-    """Process-wide resources opened by the lifespan and shared by all requests."""
-
-    settings: Settings
-    engine: AsyncEngine
-    sessionmaker: async_sessionmaker[AsyncSession]
-    authenticator: Authenticator
-    metrics: Metrics
-    schema_head: str | None
-    embedding_backfill: EmbeddingBackfill
-    background: BackgroundRunner
-    chat_model: ChatModel | None
-    ensure_tenant: TenantRegistrar
-    transaction_hooks: Sequence[TransactionHook] = field(default_factory=tuple)
-    # Told about every append in its transaction (the write path queues its jobs).
-    append_listeners: tuple[AppendListener, ...] = ()
+T = TypeVar("T")
 
 
 async def get_state(request: Request) -> AppState:
@@ -119,25 +88,28 @@ async def get_session(
         yield session
 
 
-@asynccontextmanager
-async def principal_transaction(
-    state: AppState, principal: Principal, post_commit: PostCommitTasks
-) -> AsyncIterator[AsyncSession]:
-    """One transaction scoped to the principal's tenant, with the per-transaction hooks run
-    first; the work registered in `post_commit` starts only once the commit succeeded.
-
-    Every entry point that acts for a principal (REST requests, MCP tool calls) opens its
-    transaction here, so they all see the same tenant scope and side effects.
-    """
-    async with tenant_transaction(state.sessionmaker, principal.tenant_id) as session:
-        for hook in state.transaction_hooks:
-            await hook(session, principal)
-        yield session
-    for job in post_commit.take():
-        state.background.start(job)
-
-
 Session = Annotated[AsyncSession, Depends(get_session, scope="function")]
+
+
+async def get_services(
+    session: Session, principal: CurrentPrincipal, state: State, post_commit: PostCommit
+) -> Services:
+    """The request's unit of work: each domain's dependency takes its service from it, so the
+    services a request uses are built once, on the request's one transaction."""
+    return Services(session, principal, state, post_commit)
+
+
+UnitOfWork = Annotated[Services, Depends(get_services)]
+
+
+def provided(factory: Callable[[Services], T]) -> Callable[[Services], Coroutine[Any, Any, T]]:
+    """The request dependency that takes `factory`'s service from the request's unit of work
+    (`Depends(provided(memory_service))`)."""
+
+    async def from_unit_of_work(services: UnitOfWork) -> T:
+        return services.get(factory)
+
+    return from_unit_of_work
 
 
 async def get_idempotency_store(

@@ -1,4 +1,6 @@
-"""Application factory: `create_app()` wires routers, errors, telemetry and the lifespan."""
+"""Application factory: `create_app()` assembles the app — the state its lifespan builds, the
+background work it starts (each domain registers its own job handlers), the middleware and
+the routes."""
 
 from __future__ import annotations
 
@@ -6,10 +8,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
+from limits.aio.storage import Storage
 from starlette.routing import Route
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -34,17 +37,13 @@ from service.db import (
     open_database_target,
 )
 from service.db_outage import install_outage_handlers
-from service.dependencies import AppState
 from service.embedded_postgres import EmbeddedSupervisor
 from service.errors import UnexpectedErrorMiddleware, install_problem_handlers
-from service.extraction.health import JobFailureRecorder
 from service.extraction.hooks import WritePathScheduler
-from service.extraction.jobs import memory_extraction_job, turn_memories_job
-from service.extraction.pipeline import WritePath
-from service.extraction.recovery import WritePathRecovery, recovery_jobs
+from service.extraction.jobs import register_jobs as register_write_path_jobs
 from service.extraction.router import admin_router as write_path_admin_router
 from service.extraction.router import user_router as write_path_router
-from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB, JobWorker
+from service.jobs import JobRegistry, JobWorker
 from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.input_guard import InputGuardMiddleware
 from service.kit.limit_storage import limit_storage
@@ -75,8 +74,10 @@ from service.providers.llm import build_chat_model
 from service.providers.query_cache import cache_query_embeddings
 from service.providers.telemetry import InstrumentedEmbedder
 from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
+from service.state import AppState
+from service.threads.dependencies import build_thread_setup
+from service.threads.jobs import register_jobs as register_thread_jobs
 from service.threads.router import router as threads_router
-from service.threads.summaries import thread_summary_job
 from service.web.router import install_web
 
 logger = logging.getLogger("mneme")
@@ -102,7 +103,13 @@ def _supervise_embedded_database(app: FastAPI, target: DatabaseTarget) -> Embedd
     return supervisor
 
 
+# Each domain registers the handlers of the jobs it queues (its `jobs.py`).
+JOB_REGISTRARS = (register_thread_jobs, register_write_path_jobs)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
+    """The app: its state is built and its background work started by the lifespan; its
+    middleware and routes are installed now."""
     settings = settings or get_settings()
     metrics = Metrics()
     mcp = McpEndpoint()
@@ -115,107 +122,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         configure_logging(settings.log_level, settings.effective_log_format)
         exporters = trace_exporters(settings.otel_exporter)
         with trace_export(exporters, settings.otel_service_name):
-            async with _running(app) as schema:
+            # Everything opened is closed in reverse order, however start-up or shutdown ends.
+            async with AsyncExitStack() as stack:
+                state = await _open_state(stack, app, settings, metrics, limit_counters)
+                await _start_background_work(stack, app, state, mcp)
                 logger.info(
                     "mneme ready (embedded database: %s, schema %s, trace export: %s)",
                     settings.uses_embedded_database,
-                    schema,
+                    state.schema_head,
                     ", ".join(exporters) or "none",
                 )
-                loop_lag = asyncio.create_task(watch_event_loop_lag(), name="mneme-loop-lag")
-                try:
-                    yield
-                finally:
-                    loop_lag.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await loop_lag
+                yield
         logger.info("mneme stopped")
-
-    @asynccontextmanager
-    async def _running(app: FastAPI) -> AsyncIterator[str | None]:
-        target = await open_database_target(settings)
-        try:
-            if settings.migrate_on_start:
-                owner_engine = create_engine(
-                    target.urls.owner, settings, pool_size=1, max_overflow=0
-                )
-                try:
-                    await db_migrations.upgrade(owner_engine, settings)
-                finally:
-                    await owner_engine.dispose()
-            engine = create_engine(target.urls.runtime, settings)
-            raw_embedder = build_embedder(embedder_config_from_settings(settings))
-            embedder = InstrumentedEmbedder(raw_embedder)
-            chat_model = build_chat_model(settings)
-            background = BackgroundRunner()
-            try:
-                await assert_runtime_role_is_unprivileged(engine)
-                sessionmaker = create_sessionmaker(engine)
-                # The local model loads now rather than on the first request (API embedders
-                # have nothing to load and are not called at start-up).
-                load_model = getattr(raw_embedder, "load", None)
-                if load_model is not None:
-                    await load_model()
-                # So is the context blocks' tokenizer (reading its BPE ranks takes ~0.4 s).
-                await asyncio.to_thread(encoding_for)
-                backfill = EmbeddingBackfill(
-                    cache_query_embeddings(embedder, settings.query_embedding_cache_size),
-                    sessionmaker,
-                )
-                app.state.mneme = AppState(
-                    settings=settings,
-                    engine=engine,
-                    sessionmaker=sessionmaker,
-                    authenticator=Authenticator(
-                        TokenVerifier(settings),
-                        ApiKeyAuthenticator(sessionmaker),
-                        metrics,
-                        FailedAuthenticationLimit(settings.auth_failure_limit, limit_counters),
-                    ),
-                    metrics=metrics,
-                    schema_head=db_migrations.head_revision(settings),
-                    embedding_backfill=backfill,
-                    background=background,
-                    chat_model=chat_model,
-                    ensure_tenant=ensure_tenant,
-                    transaction_hooks=(record_end_user,),
-                    append_listeners=(WritePathScheduler(settings, chat_model),),
-                )
-                write_path = WritePath(sessionmaker, chat_model, settings, backfill, background)
-                recovery = WritePathRecovery(sessionmaker, settings, chat_model)
-                jobs = JobWorker(
-                    settings,
-                    engine,
-                    {
-                        THREAD_SUMMARY_JOB: thread_summary_job(sessionmaker, chat_model, settings),
-                        MEMORY_EXTRACTION_JOB: memory_extraction_job(write_path),
-                        TURN_MEMORIES_JOB: turn_memories_job(write_path),
-                        **recovery_jobs(recovery),
-                    },
-                    on_failure=JobFailureRecorder(sessionmaker, recovery.interval),
-                )
-                await jobs.start()
-                supervisor = _supervise_embedded_database(app, target)
-                retention = RetentionScheduler(
-                    settings, engine, RetentionSweeper(sessionmaker, metrics)
-                )
-                await retention.start()
-                try:
-                    async with mcp.running():
-                        yield app.state.mneme.schema_head
-                finally:
-                    await retention.stop()
-                    if supervisor is not None:
-                        supervisor.stop()
-                    await jobs.stop()
-                await background.drain()
-            finally:
-                if chat_model is not None:
-                    await chat_model.aclose()
-                await embedder.aclose()
-                await engine.dispose()
-        finally:
-            target.close()
 
     app = FastAPI(
         title="Mneme",
@@ -234,6 +152,104 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.openapi = client_openapi(app)  # type: ignore[method-assign]
     install_problem_handlers(app)
     install_outage_handlers(app)
+    _install_middleware(app, settings, metrics, limit_counters)
+    _install_routes(app, settings, mcp)
+    return app
+
+
+async def _open_state(
+    stack: AsyncExitStack,
+    app: FastAPI,
+    settings: Settings,
+    metrics: Metrics,
+    limit_counters: Storage,
+) -> AppState:
+    """The database (migrated when configured), the providers and everything built once for
+    all requests, as `app.state.mneme`; each closes on `stack`."""
+    target = await open_database_target(settings)
+    stack.callback(target.close)
+    if settings.migrate_on_start:
+        await db_migrations.upgrade_as_owner(target.urls.owner, settings)
+    engine = create_engine(target.urls.runtime, settings)
+    stack.push_async_callback(engine.dispose)
+    raw_embedder = build_embedder(embedder_config_from_settings(settings))
+    embedder = InstrumentedEmbedder(raw_embedder)
+    stack.push_async_callback(embedder.aclose)
+    chat_model = build_chat_model(settings)
+    if chat_model is not None:
+        stack.push_async_callback(chat_model.aclose)
+    background = BackgroundRunner()
+    # Work started after a commit finishes before the providers and the engine close.
+    stack.push_async_callback(background.drain)
+    await assert_runtime_role_is_unprivileged(engine)
+    sessionmaker = create_sessionmaker(engine)
+    # The local model loads now rather than on the first request (API embedders have nothing
+    # to load and are not called at start-up).
+    load_model = getattr(raw_embedder, "load", None)
+    if load_model is not None:
+        await load_model()
+    # So is the context blocks' tokenizer (reading its BPE ranks takes ~0.4 s).
+    await asyncio.to_thread(encoding_for)
+    state = AppState(
+        settings=settings,
+        engine=engine,
+        sessionmaker=sessionmaker,
+        authenticator=Authenticator(
+            TokenVerifier(settings),
+            ApiKeyAuthenticator(sessionmaker),
+            metrics,
+            FailedAuthenticationLimit(settings.auth_failure_limit, limit_counters),
+        ),
+        metrics=metrics,
+        schema_head=db_migrations.head_revision(settings),
+        embedding_backfill=EmbeddingBackfill(
+            cache_query_embeddings(embedder, settings.query_embedding_cache_size), sessionmaker
+        ),
+        background=background,
+        chat_model=chat_model,
+        ensure_tenant=ensure_tenant,
+        threads=build_thread_setup(
+            sessionmaker, chat_model, settings, (WritePathScheduler(settings, chat_model),)
+        ),
+        transaction_hooks=(record_end_user,),
+    )
+    app.state.mneme = state
+    supervisor = _supervise_embedded_database(app, target)
+    if supervisor is not None:
+        stack.callback(supervisor.stop)
+    return state
+
+
+async def _start_background_work(
+    stack: AsyncExitStack, app: FastAPI, state: AppState, mcp: McpEndpoint
+) -> None:
+    """The job worker with every domain's handlers, the retention sweep, the MCP session
+    manager and the event loop's lag probe; each stops on `stack`."""
+    registry = JobRegistry()
+    for register in JOB_REGISTRARS:
+        register(registry, state)
+    jobs = JobWorker(state.settings, state.engine, registry.handlers, on_failure=registry.failed)
+    await jobs.start()
+    stack.push_async_callback(jobs.stop)
+    retention = RetentionScheduler(
+        state.settings, state.engine, RetentionSweeper(state.sessionmaker, state.metrics)
+    )
+    await retention.start()
+    stack.push_async_callback(retention.stop)
+    await stack.enter_async_context(mcp.running())
+    loop_lag = asyncio.create_task(watch_event_loop_lag(), name="mneme-loop-lag")
+
+    async def stop_loop_lag() -> None:
+        loop_lag.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop_lag
+
+    stack.push_async_callback(stop_loop_lag)
+
+
+def _install_middleware(
+    app: FastAPI, settings: Settings, metrics: Metrics, limit_counters: Storage
+) -> None:
     # Innermost of the middlewares: bodies are decoded strictly only after the size limit let
     # them through.
     app.add_middleware(InputGuardMiddleware)
@@ -249,6 +265,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost: every layer inside sees the client's address, not the proxy's, and only a
     # trusted proxy's X-Forwarded-For is believed.
     app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_networks)
+
+
+def _install_routes(app: FastAPI, settings: Settings, mcp: McpEndpoint) -> None:
     app.include_router(ops.router)
     app.include_router(accounts_router)
     app.include_router(api_keys_router)
@@ -266,4 +285,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_web(app, settings)
     declare_common_problems(app)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
-    return app

@@ -316,14 +316,7 @@ async def environment(workdir: Path, server: FakeOpenAIServer) -> AsyncIterator[
             LifespanManager(app),
             AsyncClient(transport=ASGITransport(app=app), base_url="http://mneme.eval") as client,
         ):
-            state = app.state.mneme
-            write_path = WritePath(
-                state.sessionmaker,
-                state.chat_model,
-                settings,
-                state.embedding_backfill,
-                state.background,
-            )
+            write_path = WritePath(app.state.mneme)
             yield settings, client, write_path
     finally:
         cluster.stop()

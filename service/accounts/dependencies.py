@@ -1,4 +1,4 @@
-"""Wiring of the accounts domain: its service per request, and the per-transaction hooks."""
+"""Wiring of the accounts domain: its service per unit of work, and the per-transaction hooks."""
 
 from __future__ import annotations
 
@@ -11,22 +11,19 @@ from service.accounts.repository import AccountRepository
 from service.accounts.service import AccountService
 from service.audit.service import AuditTrail
 from service.auth.principal import Principal
-from service.dependencies import CurrentPrincipal, Session
+from service.dependencies import provided
+from service.services import Services
 
 
-def build_account_service(session: AsyncSession, principal: Principal) -> AccountService:
+def account_service(services: Services) -> AccountService:
     return AccountService(
-        AccountRepository(session, principal.tenant_id),
-        audit=AuditTrail(session, principal),
-        principal=principal,
+        AccountRepository(services.session, services.tenant_id),
+        audit=AuditTrail(services.session, services.principal),
+        principal=services.principal,
     )
 
 
-async def get_account_service(session: Session, principal: CurrentPrincipal) -> AccountService:
-    return build_account_service(session, principal)
-
-
-AccountSvc = Annotated[AccountService, Depends(get_account_service)]
+AccountSvc = Annotated[AccountService, Depends(provided(account_service))]
 
 
 async def record_end_user(session: AsyncSession, principal: Principal) -> None:

@@ -9,15 +9,20 @@ from fastapi import Depends
 from service.admin.repository import AdminRepository
 from service.admin.service import AdminService, UserLifecycle
 from service.audit.service import AuditTrail
-from service.dependencies import AdminPrincipal, CurrentPrincipal, Session, State
+from service.dependencies import AdminPrincipal, CurrentPrincipal, State, UnitOfWork
+from service.services import Services
 
 
-async def get_admin_service(session: Session, principal: AdminPrincipal) -> AdminService:
+def admin_service(services: Services) -> AdminService:
     return AdminService(
-        AdminRepository(session, principal.tenant_id),
-        AuditTrail(session, principal),
-        principal.tenant_id,
+        AdminRepository(services.session, services.tenant_id),
+        AuditTrail(services.session, services.principal),
+        services.tenant_id,
     )
+
+
+async def get_admin_service(services: UnitOfWork, _admin: AdminPrincipal) -> AdminService:
+    return services.get(admin_service)
 
 
 AdminSvc = Annotated[AdminService, Depends(get_admin_service)]

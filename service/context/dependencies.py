@@ -1,5 +1,5 @@
 """Wiring of the context endpoint: the builder over the memories, profile and threads
-services of the same request."""
+services of the same unit of work."""
 
 from __future__ import annotations
 
@@ -8,47 +8,29 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from service.config import Settings
 from service.context.schemas import ContextRequest
 from service.context.service import ContextBuilder, start_embedding_context_question
-from service.dependencies import AddressedUserId, State
-from service.memories.dependencies import MemorySearchSvc, MemorySvc
-from service.memories.search import MemorySearch, PendingVector, embedding_underway
-from service.memories.service import MemoryService
-from service.profile.dependencies import ProfileSvc
-from service.profile.service import ProfileService
-from service.threads.dependencies import ThreadSvc
-from service.threads.service import ThreadService
+from service.dependencies import AddressedUserId, State, provided
+from service.memories.dependencies import memory_search, memory_service
+from service.memories.search import PendingVector, embedding_underway
+from service.profile.dependencies import profile_service
+from service.services import Services
+from service.threads.dependencies import thread_service
 
 
-def build_context_builder(
-    search: MemorySearch,
-    memories: MemoryService,
-    profiles: ProfileService,
-    threads: ThreadService,
-    settings: Settings,
-) -> ContextBuilder:
+def context_builder(services: Services) -> ContextBuilder:
+    settings = services.state.settings
     return ContextBuilder(
-        search,
-        memories,
-        profiles,
-        threads,
+        services.get(memory_search),
+        services.get(memory_service),
+        services.get(profile_service),
+        services.get(thread_service),
         settings.context_budget_tokens,
         settings.thread_messages_buffer_recent_turns,
     )
 
 
-async def get_context_builder(
-    search: MemorySearchSvc,
-    memories: MemorySvc,
-    profiles: ProfileSvc,
-    threads: ThreadSvc,
-    state: State,
-) -> ContextBuilder:
-    return build_context_builder(search, memories, profiles, threads, state.settings)
-
-
-ContextSvc = Annotated[ContextBuilder, Depends(get_context_builder)]
+ContextSvc = Annotated[ContextBuilder, Depends(provided(context_builder))]
 
 
 async def embed_context_question(

@@ -25,11 +25,12 @@ from service.context.schemas import (
     ContextSection,
     SectionName,
 )
+from service.context.telemetry import record_context_sections
 from service.kit.token_counting import count_tokens_memo, encoding_for
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
 from service.memories.search import MemorySearch, PendingVector, embed_question
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
-from service.observability import record_context_sections, traced, tracer
+from service.observability import traced, tracer
 from service.profile.service import ProfileService
 from service.providers import Embedder
 from service.threads.service import ContextWindow, ReplayedMessage, ThreadService

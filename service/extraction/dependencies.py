@@ -6,44 +6,46 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from service.dependencies import CurrentPrincipal, Session, State
+from service.dependencies import provided
 from service.extraction.compaction import CompactionService
 from service.extraction.health import WritePathHealth
 from service.extraction.recovery import RerunInTransaction, WritePathRecovery
 from service.extraction.repository import ExtractionRepository
 from service.jobs.status import JobStatusRepository
-from service.memories.dependencies import MemoryWriterSvc
+from service.memories.dependencies import memory_writer
+from service.services import Services
 
 
-async def get_compaction_service(memories: MemoryWriterSvc, state: State) -> CompactionService:
+def compaction_service(services: Services) -> CompactionService:
+    state = services.state
     return CompactionService(
-        memories, state.chat_model, state.embedding_backfill.embedder, state.settings
+        services.get(memory_writer),
+        state.chat_model,
+        state.embedding_backfill.embedder,
+        state.settings,
     )
 
 
-CompactionSvc = Annotated[CompactionService, Depends(get_compaction_service)]
+def extraction_repository(services: Services) -> ExtractionRepository:
+    return ExtractionRepository(services.session, services.tenant_id)
 
 
-async def get_health(
-    session: Session, principal: CurrentPrincipal, state: State
-) -> WritePathHealth:
+def write_path_health(services: Services) -> WritePathHealth:
     # The tenant is the principal's: pgqueuer's tables are shared and have no row-level security.
     return WritePathHealth(
-        JobStatusRepository(session, principal.tenant_id),
-        ExtractionRepository(session, principal.tenant_id),
-        state.settings,
-        state.chat_model,
+        JobStatusRepository(services.session, services.tenant_id),
+        services.get(extraction_repository),
+        services.state.settings,
+        services.state.chat_model,
     )
 
 
-Health = Annotated[WritePathHealth, Depends(get_health)]
-
-
-async def get_recovery(
-    session: Session, principal: CurrentPrincipal, state: State
-) -> RerunInTransaction:
+def write_path_recovery(services: Services) -> RerunInTransaction:
+    state = services.state
     recovery = WritePathRecovery(state.sessionmaker, state.settings, state.chat_model)
-    return RerunInTransaction(recovery, session, principal.tenant_id)
+    return RerunInTransaction(recovery, services.session, services.tenant_id)
 
 
-Recovery = Annotated[RerunInTransaction, Depends(get_recovery)]
+CompactionSvc = Annotated[CompactionService, Depends(provided(compaction_service))]
+Health = Annotated[WritePathHealth, Depends(provided(write_path_health))]
+Recovery = Annotated[RerunInTransaction, Depends(provided(write_path_recovery))]

@@ -15,19 +15,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from service.auth.principal import Principal
-from service.config import Settings
 from service.db import tenant_transaction
+from service.extraction.dependencies import extraction_repository
 from service.extraction.repository import ExtractionRepository
-from service.kit.post_commit import BackgroundRunner, PostCommitTasks
-from service.memories.dependencies import build_memory_recorder, build_memory_search
-from service.memories.embedding import EmbeddingBackfill
-from service.memories.search import MemorySearch
+from service.memories.dependencies import memory_writer
 from service.memories.writer import DerivedMemoryWriter
-from service.profile.dependencies import build_profile_service
-from service.profile.service import ProfileService
+from service.services import Services, unit_of_work
+from service.state import AppState
 from service.threads.models import Message
 
 EXTRACTOR_ACTOR = "mneme:extractor"
@@ -55,15 +50,20 @@ class Pending:
     truncated: bool
 
 
-@dataclass
 class Unit:
-    """One transaction of a pass, with the services it writes through."""
+    """One transaction of a pass (a unit of work acting as the pass), with the services it
+    writes through."""
 
-    session: AsyncSession
-    repository: ExtractionRepository
-    memories: DerivedMemoryWriter
-    search: MemorySearch
-    profiles: ProfileService
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    @property
+    def repository(self) -> ExtractionRepository:
+        return self.services.get(extraction_repository)
+
+    @property
+    def memories(self) -> DerivedMemoryWriter:
+        return self.services.get(memory_writer)
 
     async def cursor_moved(self, thread_id: uuid.UUID, after: int) -> bool:
         """Whether what the pass read is stale: another pass moved the thread's cursor since
@@ -92,40 +92,20 @@ def writer_principal(tenant_id: str, actor: str, *, org_writes: bool) -> Princip
 class PassRunner:
     """Opens the transactions the passes of one process read and write in."""
 
-    def __init__(
-        self,
-        sessionmaker: async_sessionmaker[AsyncSession],
-        settings: Settings,
-        backfill: EmbeddingBackfill,
-        background: BackgroundRunner,
-    ) -> None:
-        self.sessionmaker = sessionmaker
-        self.settings = settings
-        self.backfill = backfill
-        self._background = background
+    def __init__(self, state: AppState) -> None:
+        self.state = state
 
     @asynccontextmanager
     async def unit(self, tenant_id: str, actor: str, *, org_writes: bool) -> AsyncIterator[Unit]:
-        """A transaction with the memory and profile services acting as the pass; work those
-        services defer until after the commit (embedding retries) starts once it committed."""
-        post_commit = PostCommitTasks()
+        """A unit of work acting as the pass; work its services defer until after the commit
+        (embedding retries) starts once it committed."""
         principal = writer_principal(tenant_id, actor, org_writes=org_writes)
-        async with tenant_transaction(self.sessionmaker, tenant_id) as session:
-            yield Unit(
-                session=session,
-                repository=ExtractionRepository(session, tenant_id),
-                memories=DerivedMemoryWriter(
-                    build_memory_recorder(session, principal, self.backfill, post_commit)
-                ),
-                search=build_memory_search(session, principal, self.backfill, self.settings),
-                profiles=build_profile_service(session, principal, self.settings),
-            )
-        for task in post_commit.take():
-            self._background.start(task)
+        async with unit_of_work(self.state, principal) as services:
+            yield Unit(services)
 
     async def read(self, tenant_id: str, thread_id: uuid.UUID) -> Pending | None:
         """The thread's messages after its cursor (None when the thread is gone)."""
-        async with tenant_transaction(self.sessionmaker, tenant_id) as session:
+        async with tenant_transaction(self.state.sessionmaker, tenant_id) as session:
             repository = ExtractionRepository(session, tenant_id)
             user_id = await repository.thread_owner(thread_id)
             if user_id is None:

@@ -28,10 +28,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.auth.owner import Owner
-from service.config import Settings
 from service.errors import DomainError
 from service.extraction.passes import (
     CONTEXT_MESSAGES,
@@ -70,15 +68,16 @@ from service.extraction.resolver import (
 )
 from service.extraction.triggers import HUMAN_ROLE, TriggerRules, decide, windows
 from service.extraction.turns import TurnStorage
-from service.kit.post_commit import BackgroundRunner
-from service.memories.embedding import EmbeddingBackfill, embed_or_none
+from service.memories.dependencies import memory_search
+from service.memories.embedding import embed_or_none
 from service.memories.models import Memory
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, SearchRequest
 from service.memories.search import MemorySearch
 from service.memories.writer import DerivedMemory, DerivedMemoryWriter
 from service.observability import tracer
+from service.profile.dependencies import profile_service
 from service.profile.schemas import PatchAdd
-from service.providers.llm import ChatModel
+from service.state import AppState
 from service.threads.models import Message
 
 logger = logging.getLogger("mneme.extraction")
@@ -108,19 +107,12 @@ def speaker_of(source_ids: Sequence[uuid.UUID], window: Sequence[Message]) -> st
 class WritePath:
     """Runs the write path's passes for one process (the job handlers call it)."""
 
-    def __init__(
-        self,
-        sessionmaker: async_sessionmaker[AsyncSession],
-        chat_model: ChatModel | None,
-        settings: Settings,
-        backfill: EmbeddingBackfill,
-        background: BackgroundRunner,
-    ) -> None:
-        self._runner = PassRunner(sessionmaker, settings, backfill, background)
+    def __init__(self, state: AppState) -> None:
+        self._runner = PassRunner(state)
         self._turns = TurnStorage(self._runner)
-        self._chat_model = chat_model
-        self._settings = settings
-        self._backfill = backfill
+        self._chat_model = state.chat_model
+        self._settings = settings = state.settings
+        self._backfill = state.embedding_backfill
         self.trigger_rules = TriggerRules(
             strategy=settings.extraction_strategy,
             interval=settings.extraction_interval_turns,
@@ -207,7 +199,7 @@ class WritePath:
         query = "\n".join(m.content for m in humans).strip()[:MEMORY_TEXT_MAX] or "user"
 
         async with self._runner.unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
-            shown = await self._current_facts(unit.search, user_id, query)
+            shown = await self._current_facts(unit.services.get(memory_search), user_id, query)
 
         categories = tuple(settings.extraction_category_modes)
         with tracer.start_as_current_span("extraction.model") as span:
@@ -508,8 +500,10 @@ class WritePath:
             except ValidationError:
                 continue
             try:
-                async with unit.session.begin_nested():
-                    result = await unit.profiles.patch(Owner.user(user_id), [operation], None)
+                async with unit.services.session.begin_nested():
+                    result = await unit.services.get(profile_service).patch(
+                        Owner.user(user_id), [operation], None
+                    )
             except DomainError as exc:
                 logger.info("profile attribute %r not set: %s", change.key, exc.code)
                 continue

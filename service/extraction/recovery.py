@@ -46,7 +46,7 @@ from service.jobs import (
     enqueue_thread_summary,
     enqueue_turn_memories,
 )
-from service.jobs.sweep import WRITE_PATH_SWEEP_JOB, enqueue_write_path_sweep
+from service.jobs.sweep import enqueue_write_path_sweep
 from service.providers.llm import ChatModel
 from service.threads.errors import ThreadNotFound
 from service.threads.service import summarization_status
@@ -205,8 +205,3 @@ def write_path_sweep_job(recovery: WritePathRecovery) -> JobHandler:
         await recovery.sweep(payload["tenant_id"])
 
     return handle
-
-
-def recovery_jobs(recovery: WritePathRecovery) -> dict[str, JobHandler]:
-    """The job handlers this module adds to the worker."""
-    return {WRITE_PATH_SWEEP_JOB: write_path_sweep_job(recovery)}

@@ -35,7 +35,7 @@ class TurnStorage:
             # A turn that looks like a secret is not stored (the same rule as API writes).
             storable = [m for m in turns if refusal(m.content.strip()[:MEMORY_TEXT_MAX]) is None]
             texts = [m.content.strip()[:MEMORY_TEXT_MAX] for m in storable]
-            vectors = await embed_or_none(runner.backfill.embedder, texts)
+            vectors = await embed_or_none(runner.state.embedding_backfill.embedder, texts)
             async with runner.unit(tenant_id, TURNS_ACTOR, org_writes=False) as unit:
                 await unit.memories.lock_derived_writes(Owner.user(state.user_id))
                 if await unit.cursor_moved(thread_id, state.after):

@@ -10,6 +10,7 @@ from service.jobs.kinds import (
     enqueue_turn_memories,
 )
 from service.jobs.queue import enqueue_job
+from service.jobs.registry import JobRegistry
 from service.jobs.worker import (
     FailureHook,
     JobFailed,
@@ -28,6 +29,7 @@ __all__ = [
     "JobFailed",
     "JobFailure",
     "JobHandler",
+    "JobRegistry",
     "JobWorker",
     "RetryPolicy",
     "enqueue_job",

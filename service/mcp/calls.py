@@ -1,4 +1,5 @@
-"""One MCP tool call = one tenant-scoped transaction with the domain services built for it.
+"""One MCP tool call = one unit of work (`service.services`): a tenant-scoped transaction with
+the domain services built on it.
 
 A call acts as a `McpCaller`: the principal its credential authenticated and the one user it
 addresses, both fixed before any tool runs (by the HTTP endpoint, or by `mneme mcp-stdio` at
@@ -10,21 +11,17 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.accounts.dependencies import build_account_service
 from service.auth.owner import Owner
 from service.auth.principal import Principal
-from service.context.dependencies import build_context_builder
+from service.context.dependencies import context_builder
 from service.context.service import ContextBuilder
-from service.dependencies import AppState, principal_transaction
 from service.errors import (
     PROBLEM_TYPE_BASE,
     DomainError,
@@ -32,13 +29,13 @@ from service.errors import (
     ValidationFailed,
     invalid_input,
 )
-from service.kit.post_commit import PostCommitTasks
-from service.memories.dependencies import build_memory_recorder, build_memory_search
+from service.memories.dependencies import memory_search, memory_service
 from service.memories.search import MemorySearch
 from service.memories.service import MemoryService
-from service.profile.dependencies import build_profile_service
+from service.profile.dependencies import profile_service
 from service.profile.service import ProfileService
-from service.threads.dependencies import build_thread_service
+from service.services import Services, unit_of_work
+from service.state import AppState
 
 CALLER_STATE_KEY = "mneme_mcp_caller"
 """Where the HTTP endpoint leaves the authenticated caller on the request's state."""
@@ -74,60 +71,37 @@ def caller_from_request(ctx: Context[Any]) -> McpCaller:
 
 @dataclass
 class McpCall:
-    """The services of one call, built on its session with the domains' own constructors."""
+    """One call's unit of work, with the services its tools use."""
 
-    session: AsyncSession
+    services: Services
     caller: McpCaller
-    post_commit: PostCommitTasks = field(default_factory=PostCommitTasks)
 
     @property
     def owner(self) -> Owner:
         return self.caller.owner
 
-    @cached_property
+    @property
     def memories(self) -> MemoryService:
-        state = self.caller.state
-        return MemoryService(
-            build_memory_recorder(
-                self.session, self.caller.principal, state.embedding_backfill, self.post_commit
-            )
-        )
+        return self.services.get(memory_service)
 
-    @cached_property
+    @property
     def search(self) -> MemorySearch:
-        state = self.caller.state
-        return build_memory_search(
-            self.session, self.caller.principal, state.embedding_backfill, state.settings
-        )
+        return self.services.get(memory_search)
 
-    @cached_property
+    @property
     def profiles(self) -> ProfileService:
-        return build_profile_service(
-            self.session, self.caller.principal, self.caller.state.settings
-        )
+        return self.services.get(profile_service)
 
-    @cached_property
+    @property
     def context(self) -> ContextBuilder:
-        state = self.caller.state
-        principal = self.caller.principal
-        threads = build_thread_service(
-            self.session,
-            principal,
-            self.memories,
-            build_account_service(self.session, principal),
-            state,
-        )
-        return build_context_builder(
-            self.search, self.memories, self.profiles, threads, state.settings
-        )
+        return self.services.get(context_builder)
 
 
 @asynccontextmanager
 async def mcp_call(caller: McpCaller) -> AsyncIterator[McpCall]:
     """The call's one transaction: committed when the block ends, rolled back if it raises."""
-    post_commit = PostCommitTasks()
-    async with principal_transaction(caller.state, caller.principal, post_commit) as session:
-        yield McpCall(session, caller, post_commit)
+    async with unit_of_work(caller.state, caller.principal) as services:
+        yield McpCall(services, caller)
 
 
 def problem_document(error: DomainError) -> dict[str, Any]:

@@ -23,10 +23,11 @@ from starlette.types import Receive, Scope, Send
 
 from service.auth.owner import Owner
 from service.auth.principal import ME
-from service.dependencies import AppState, get_principal
+from service.dependencies import get_principal
 from service.errors import NotFound
 from service.mcp.calls import CALLER_STATE_KEY, McpCaller, caller_from_request
 from service.mcp.server import build_mcp_server
+from service.state import AppState
 
 MCP_PATH = "/mcp"
 USER_HEADER = "x-mneme-user"

@@ -18,10 +18,10 @@ from typing import Any
 from service.auth.owner import Owner
 from service.auth.principal import ME
 from service.config import get_settings
-from service.dependencies import AppState
 from service.errors import DomainError
 from service.mcp.calls import McpCaller
 from service.mcp.server import build_mcp_server
+from service.state import AppState
 
 TOKEN_VARIABLE = "MNEME_MCP_TOKEN"  # noqa: S105 - the name of a variable, not a secret
 

@@ -1,6 +1,6 @@
-"""Wiring of the memories domain: one constructor per service, used by the request
-dependencies below and by everything else that needs them (the write path's jobs, the
-benchmarks), so the object graph is built in one place."""
+"""Wiring of the memories domain: how each of its services is built from a unit of work
+(`service.services`), used by the request dependencies below, MCP tool calls and the write
+path's passes alike, so the object graph is built in one place."""
 
 from __future__ import annotations
 
@@ -8,14 +8,9 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.accounts.dependencies import build_account_service
-from service.auth.principal import Principal
-from service.config import Settings
-from service.dependencies import CurrentPrincipal, PostCommit, Session, State, UserOwner
-from service.kit.post_commit import PostCommitTasks
-from service.memories.embedding import EmbeddingBackfill
+from service.accounts.dependencies import account_service
+from service.dependencies import State, UserOwner, provided
 from service.memories.fusion import FusionRepository
 from service.memories.keyed import KeyedMemoryService
 from service.memories.recording import MemoryRecorder
@@ -29,49 +24,37 @@ from service.memories.search import (
 )
 from service.memories.service import MemoryService
 from service.memories.writer import DerivedMemoryWriter
+from service.services import Services
 
 
-def build_memory_recorder(
-    session: AsyncSession,
-    principal: Principal,
-    backfill: EmbeddingBackfill,
-    post_commit: PostCommitTasks,
-) -> MemoryRecorder:
+def memory_recorder(services: Services) -> MemoryRecorder:
     return MemoryRecorder(
-        MemoryRepository(session, principal.tenant_id),
-        build_account_service(session, principal),
-        backfill,
-        post_commit,
-        principal,
+        MemoryRepository(services.session, services.tenant_id),
+        services.get(account_service),
+        services.state.embedding_backfill,
+        services.post_commit,
+        services.principal,
     )
 
 
-def build_memory_search(
-    session: AsyncSession, principal: Principal, backfill: EmbeddingBackfill, settings: Settings
-) -> MemorySearch:
-    return MemorySearch(FusionRepository(session, principal.tenant_id), backfill.embedder, settings)
+def memory_service(services: Services) -> MemoryService:
+    return MemoryService(services.get(memory_recorder))
 
 
-async def get_memory_service(
-    session: Session, principal: CurrentPrincipal, state: State, post_commit: PostCommit
-) -> MemoryService:
-    return MemoryService(
-        build_memory_recorder(session, principal, state.embedding_backfill, post_commit)
+def memory_search(services: Services) -> MemorySearch:
+    return MemorySearch(
+        FusionRepository(services.session, services.tenant_id),
+        services.state.embedding_backfill.embedder,
+        services.state.settings,
     )
 
 
-async def get_memory_search(
-    session: Session, principal: CurrentPrincipal, state: State
-) -> MemorySearch:
-    return build_memory_search(session, principal, state.embedding_backfill, state.settings)
+def memory_writer(services: Services) -> DerivedMemoryWriter:
+    return DerivedMemoryWriter(services.get(memory_recorder))
 
 
-async def get_memory_writer(
-    session: Session, principal: CurrentPrincipal, state: State, post_commit: PostCommit
-) -> DerivedMemoryWriter:
-    return DerivedMemoryWriter(
-        build_memory_recorder(session, principal, state.embedding_backfill, post_commit)
-    )
+def keyed_memory_service(services: Services) -> KeyedMemoryService:
+    return KeyedMemoryService(services.get(memory_recorder), services.get(memory_service))
 
 
 async def embed_search_question(
@@ -90,21 +73,7 @@ async def embed_search_question(
 
 
 EmbeddingQuestion = Annotated[PendingVector | None, Depends(embed_search_question)]
-MemorySvc = Annotated[MemoryService, Depends(get_memory_service)]
-MemorySearchSvc = Annotated[MemorySearch, Depends(get_memory_search)]
-MemoryWriterSvc = Annotated[DerivedMemoryWriter, Depends(get_memory_writer)]
-
-
-def build_keyed_memory_service(recorder: MemoryRecorder) -> KeyedMemoryService:
-    return KeyedMemoryService(recorder, MemoryService(recorder))
-
-
-async def get_keyed_memory_service(
-    session: Session, principal: CurrentPrincipal, state: State, post_commit: PostCommit
-) -> KeyedMemoryService:
-    return build_keyed_memory_service(
-        build_memory_recorder(session, principal, state.embedding_backfill, post_commit)
-    )
-
-
-KeyedMemorySvc = Annotated[KeyedMemoryService, Depends(get_keyed_memory_service)]
+MemorySvc = Annotated[MemoryService, Depends(provided(memory_service))]
+MemorySearchSvc = Annotated[MemorySearch, Depends(provided(memory_search))]
+MemoryWriterSvc = Annotated[DerivedMemoryWriter, Depends(provided(memory_writer))]
+KeyedMemorySvc = Annotated[KeyedMemoryService, Depends(provided(keyed_memory_service))]

@@ -18,13 +18,8 @@ from service.memories.dates import query_time_window
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, SearchRow
 from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
-from service.observability import (
-    fusion_statement,
-    record_search_hits,
-    search_stage,
-    traced,
-    tracer,
-)
+from service.memories.telemetry import fusion_statement, record_search_hits, search_stage
+from service.observability import traced, tracer
 from service.providers import (
     Embedder,
     EmbedderConfig,

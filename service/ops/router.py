@@ -12,11 +12,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import QueuePool
 
 from service import db_migrations
-from service.dependencies import AppState, State
+from service.dependencies import State
 from service.errors import ServiceUnavailable, problem_responses
 from service.jobs import THREAD_SUMMARY_JOB, WRITE_PATH_JOBS
 from service.jobs.status import queue_backlog
 from service.observability import DOMAIN_METRICS, RUNTIME_METRICS
+from service.state import AppState
 
 router = APIRouter(tags=["ops"])
 

@@ -1,55 +1,50 @@
-"""Wiring of the threads domain: its service per request, with what an append queues."""
+"""Wiring of the threads domain: the start-up setup every thread service shares, and its
+service per unit of work."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import Depends
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from service.accounts.dependencies import AccountSvc
-from service.accounts.service import AccountService
-from service.auth.principal import Principal
-from service.dependencies import AppState, CurrentPrincipal, Session, State
-from service.memories.dependencies import MemorySvc
-from service.memories.service import MemoryService
-from service.threads.hooks import SummaryScheduler
+from service.accounts.dependencies import account_service
+from service.config import Settings
+from service.dependencies import provided
+from service.memories.dependencies import memory_service
+from service.providers.llm import ChatModel
+from service.services import Services
+from service.threads.hooks import AppendListener, SummaryScheduler
 from service.threads.repository import ThreadRepository
-from service.threads.service import Summarizer, ThreadService
+from service.threads.service import Summarizer, ThreadService, ThreadSetup
 
 
-def build_thread_service(
-    session: AsyncSession,
-    principal: Principal,
-    memories: MemoryService,
-    accounts: AccountService,
-    state: AppState,
-) -> ThreadService:
-    summarizer = Summarizer(state.sessionmaker, state.chat_model, state.settings)
-    # Appends queue a summary pass (when one could run) and whatever the app's other append
-    # listeners queue (the write path), in the append's transaction.
-    summaries = SummaryScheduler(summarizer.status.enabled and state.settings.jobs_enabled)
-    return ThreadService(
-        session,
-        ThreadRepository(session, principal.tenant_id),
-        accounts,
-        memories,
-        principal.tenant_id,
+def build_thread_setup(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    chat_model: ChatModel | None,
+    settings: Settings,
+    listeners: Sequence[AppendListener],
+) -> ThreadSetup:
+    """Built once at start-up. Appends queue a summary pass (when one could run) and whatever
+    the app's other append listeners queue (the write path), in the append's transaction."""
+    summarizer = Summarizer(sessionmaker, chat_model, settings)
+    summaries = SummaryScheduler(summarizer.status.enabled and settings.jobs_enabled)
+    return ThreadSetup(
         summarizer,
-        (summaries, *state.append_listeners),
-        appended_by_admin=principal.is_admin,
-        mask_replayed_secrets=state.settings.message_secrets_on_replay == "mask",
+        (summaries, *listeners),
+        mask_replayed_secrets=settings.message_secrets_on_replay == "mask",
     )
 
 
-async def get_thread_service(
-    session: Session,
-    principal: CurrentPrincipal,
-    memories: MemorySvc,
-    state: State,
-    accounts: AccountSvc,
-) -> ThreadService:
-    return build_thread_service(session, principal, memories, accounts, state)
+def thread_service(services: Services) -> ThreadService:
+    return ThreadService(
+        ThreadRepository(services.session, services.tenant_id),
+        services.get(account_service),
+        services.get(memory_service),
+        services.principal,
+        services.state.threads,
+    )
 
 
-ThreadSvc = Annotated[ThreadService, Depends(get_thread_service)]
+ThreadSvc = Annotated[ThreadService, Depends(provided(thread_service))]

@@ -54,6 +54,11 @@ class ThreadRepository:
         self._session = session
         self._tenant_id = tenant_id
 
+    @property
+    def session(self) -> AsyncSession:
+        """The transaction the threads' append listeners queue their follow-up work in."""
+        return self._session
+
     async def add(self, thread: Thread) -> Thread:
         self._session.add(thread)
         await self._session.flush()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.accounts.service import AccountService
 from service.auth.owner import Owner
+from service.auth.principal import Principal
 from service.config import Settings
 from service.kit.pagination import (
     Page,
@@ -120,31 +121,36 @@ def thread_etag(thread: Thread | ThreadRead) -> str:
     return entity_tag(read)
 
 
+@dataclass(frozen=True)
+class ThreadSetup:
+    """What every thread service of a process shares, built once at start-up: the summarizer,
+    the listeners an append tells (in its transaction), and whether replays mask secrets."""
+
+    summarizer: Summarizer
+    listeners: tuple[AppendListener, ...]
+    # Messages are stored exactly as sent (they are the user's record of the conversation);
+    # a prompt window replays them with detected secrets masked, unless configured not to.
+    mask_replayed_secrets: bool
+
+
 class ThreadService:
     def __init__(
         self,
-        session: AsyncSession,
         repository: ThreadRepository,
         accounts: AccountService,
         memories: MemoryService,
-        tenant_id: str,
-        summarization: Summarizer,
-        listeners: Sequence[AppendListener] = (),
-        *,
-        appended_by_admin: bool = False,
-        mask_replayed_secrets: bool = True,
+        principal: Principal,
+        setup: ThreadSetup,
     ) -> None:
-        self._session = session
         self._repository = repository
         self._accounts = accounts
         self._memories = memories
-        self._tenant_id = tenant_id
-        self._summarizer = summarization
-        self._listeners = tuple(listeners)
-        self._appended_by_admin = appended_by_admin
-        # Messages are stored exactly as sent (they are the user's record of the conversation);
-        # a prompt window replays them with detected secrets masked, unless configured not to.
-        self._mask_replayed_secrets = mask_replayed_secrets
+        self._tenant_id = principal.tenant_id
+        # Follow-up work may write org memory only for an append by an admin.
+        self._appended_by_admin = principal.is_admin
+        self._summarizer = setup.summarizer
+        self._listeners = setup.listeners
+        self._mask_replayed_secrets = setup.mask_replayed_secrets
 
     async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
         refuse_thread_secrets({"title": request.title, "metadata": request.metadata})
@@ -273,7 +279,7 @@ class ThreadService:
             await self._repository.update(thread_id, {"last_message_at": inserted[-1].created_at})
             appended = Appended(self._tenant_id, thread_id, by_admin=self._appended_by_admin)
             for listener in self._listeners:
-                await listener.messages_appended(self._session, appended)
+                await listener.messages_appended(self._repository.session, appended)
         return MessagesAppended(
             items=await self._with_labels(thread_id, result),
             duplicates=len(messages) - len(inserted),

@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
+from fastapi import FastAPI
 from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -38,7 +40,10 @@ WAITING_ADVISORY_LOCKS_SQL = (
 
 @pytest.fixture
 async def write_path(
-    settings: Settings, runtime_engine: AsyncEngine, fresh_llm: FakeOpenAIServer
+    app: FastAPI,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    fresh_llm: FakeOpenAIServer,
 ) -> AsyncIterator[WritePath]:
     chat_model = OpenAIChatModel(
         model=MODEL, base_url=fresh_llm.base_url, api_key=API_KEY, timeout_seconds=10, max_retries=0
@@ -46,12 +51,16 @@ async def write_path(
     background = BackgroundRunner()
     sessionmaker = create_sessionmaker(runtime_engine)
     embedder = build_embedder(embedder_config_from_settings(settings))
+    # The app's state, with the pass's own model, database pool and background runner.
     yield WritePath(
-        sessionmaker,
-        chat_model,
-        settings.model_copy(update={"extraction_strategy": "every_turn"}),
-        EmbeddingBackfill(embedder, sessionmaker),
-        background,
+        replace(
+            app.state.mneme,
+            settings=settings.model_copy(update={"extraction_strategy": "every_turn"}),
+            sessionmaker=sessionmaker,
+            embedding_backfill=EmbeddingBackfill(embedder, sessionmaker),
+            background=background,
+            chat_model=chat_model,
+        )
     )
     await background.drain()
     await chat_model.aclose()

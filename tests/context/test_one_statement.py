@@ -10,17 +10,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
 from httpx import AsyncClient
 
 from service.auth.owner import Owner
 from service.config import Settings
-from service.dependencies import CurrentPrincipal, Session, State
-from service.memories.dependencies import get_memory_search
+from service.context import dependencies as context_dependencies
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, sectioned_search_statement
 from service.memories.schemas import SearchHit, SearchRequest
 from service.memories.search import MemorySearch
+from service.services import Services
 from tests.conftest import bearer, new_tenant
 from tests.context.test_context_api import context
 from tests.fixtures.factories import remember_all
@@ -73,13 +72,12 @@ class SectionBySection(MemorySearch):
         ]
 
 
-async def section_by_section(
-    session: Session, principal: CurrentPrincipal, state: State
-) -> MemorySearch:
+def section_by_section(services: Services) -> MemorySearch:
+    """Built in place of `memory_search` for the context builder of a unit of work."""
     return SectionBySection(
-        FusionRepository(session, principal.tenant_id),
-        state.embedding_backfill.embedder,
-        state.settings,
+        FusionRepository(services.session, services.tenant_id),
+        services.state.embedding_backfill.embedder,
+        services.state.settings,
     )
 
 
@@ -182,7 +180,7 @@ def same_block(one: dict[str, Any], other: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 async def test_one_statement_gives_the_block_of_one_statement_per_section(
-    client: AsyncClient, settings: Settings, app: FastAPI, seed: int
+    client: AsyncClient, settings: Settings, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
     rng = random.Random(seed)
     alice, threads = await seed_corpus(client, settings, rng)
@@ -211,11 +209,9 @@ async def test_one_statement_gives_the_block_of_one_statement_per_section(
             body["include"] = rng.sample(SECTIONS, rng.randint(1, len(SECTIONS)))
         requests.append(body)
     one_statement = [await context(client, alice, **body) for body in requests]
-    app.dependency_overrides[get_memory_search] = section_by_section
-    try:
+    with monkeypatch.context() as patched:
+        patched.setattr(context_dependencies, "memory_search", section_by_section)
         per_section = [await context(client, alice, **body) for body in requests]
-    finally:
-        del app.dependency_overrides[get_memory_search]
     assert any(block["sections"] for block in one_statement)
     for mine, theirs in zip(one_statement, per_section, strict=True):
         same_block(mine, theirs)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -34,7 +36,10 @@ from tests.fixtures.openai_server import (
 
 @pytest.fixture
 async def make_write_path(
-    settings: Settings, runtime_engine: AsyncEngine, fresh_llm: FakeOpenAIServer
+    app: FastAPI,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    fresh_llm: FakeOpenAIServer,
 ) -> AsyncIterator[Any]:
     embedder = build_embedder(embedder_config_from_settings(settings))
     chat_model = OpenAIChatModel(
@@ -48,12 +53,16 @@ async def make_write_path(
     sessionmaker = create_sessionmaker(runtime_engine)
 
     def make(**overrides: Any) -> WritePath:
+        # The app's state, with the passes' own model, database pool and background runner.
         return WritePath(
-            sessionmaker,
-            chat_model,
-            settings.model_copy(update=overrides),
-            EmbeddingBackfill(embedder, sessionmaker),
-            background,
+            replace(
+                app.state.mneme,
+                settings=settings.model_copy(update=overrides),
+                sessionmaker=sessionmaker,
+                embedding_backfill=EmbeddingBackfill(embedder, sessionmaker),
+                background=background,
+                chat_model=chat_model,
+            )
         )
 
     yield make

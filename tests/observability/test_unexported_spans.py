@@ -8,7 +8,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from service.config import Settings
-from service.observability import _RecordedWhileExported, _SpanProcessorSet
+from service.observability.tracing import _RecordedWhileExported, _SpanProcessorSet
 from tests.conftest import bearer
 
 

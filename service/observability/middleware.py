@@ -1,0 +1,125 @@
+"""The request middleware and the request context it sets: request id, what log lines of
+the request add about it, latency and status metrics."""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import re
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import trace
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.observability.metrics import Metrics
+from service.observability.tracing import current_trace_id
+
+# Matched with `fullmatch`: a `$` would also admit a trailing newline.
+_REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+# --- request context for logs ------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class RequestContext:
+    """What log lines of one request add about it; filled in as the request is handled."""
+
+    request_id: str
+    method: str
+    route: str | None = None
+    tenant: str | None = None
+    status: int | None = None
+
+
+request_context: contextvars.ContextVar[RequestContext | None] = contextvars.ContextVar(
+    "mneme_request_context", default=None
+)
+
+
+def current_request_id() -> str | None:
+    """The id of the request being served (its `X-Request-ID`); None outside a request."""
+    context = request_context.get()
+    return None if context is None else context.request_id
+
+
+def bind_tenant(tenant_id: str) -> None:
+    """Tell the current request's log lines (and its span) which tenant it acts for."""
+    context = request_context.get()
+    if context is not None:
+        context.tenant = tenant_id
+
+
+# --- the request middleware --------------------------------------------------------------------
+
+
+class TelemetryMiddleware:
+    """Pure-ASGI middleware: request id, request context for logs, latency and status metrics.
+
+    It runs inside FastAPI's server span and annotates it; it makes no span of its own.
+    """
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, on_complete: RequestLogger) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.on_complete = on_complete
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        request_id = _incoming_request_id(scope) or uuid.uuid4().hex
+        context = RequestContext(request_id=request_id, method=scope["method"])
+        token = request_context.set(context)
+        started = time.perf_counter()
+
+        async def send_with_request_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                context.status = message["status"]
+                # FastAPI ends its span with the last body chunk, before this middleware's
+                # own epilogue: annotate it now.
+                if context.tenant is not None:
+                    span.set_attribute("mneme.tenant_id", context.tenant)
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        span = trace.get_current_span()
+        state: dict[str, Any] = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        state["trace_id"] = current_trace_id()
+        span.set_attribute("mneme.request_id", request_id)
+        try:
+            await self.app(scope, receive, send_with_request_id)
+        finally:
+            context.route = _route_template(scope)
+            status = context.status or 500
+            elapsed = time.perf_counter() - started
+            self.metrics.http_requests.labels(context.method, context.route, str(status)).inc()
+            self.metrics.http_latency.labels(context.method, context.route).observe(elapsed)
+            if status == 429:
+                self.metrics.rate_limited.inc()
+            self.on_complete(context, status, elapsed)
+            request_context.reset(token)
+
+
+RequestLogger = Callable[[RequestContext, int, float], None]
+"""Writes the one access-log line of a finished request."""
+
+
+def _incoming_request_id(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"x-request-id":
+            candidate: str = value.decode("latin-1")
+            return candidate if _REQUEST_ID_PATTERN.fullmatch(candidate) else None
+    return None
+
+
+def _route_template(scope: Scope) -> str:
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "<unmatched>"

@@ -1,0 +1,49 @@
+"""The process state: what the lifespan opens once and every unit of work shares.
+
+It sits on the ground floor, so it names the domains' start-up objects for the type checker
+only; the composition root (`service.main`) builds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from service.auth.authenticator import Authenticator
+from service.auth.principal import Principal
+from service.config import Settings
+from service.kit.post_commit import BackgroundRunner
+from service.observability import Metrics
+from service.providers.llm import ChatModel
+
+if TYPE_CHECKING:
+    from service.memories.embedding import EmbeddingBackfill
+    from service.threads.service import ThreadSetup
+
+TransactionHook = Callable[[AsyncSession, Principal], Awaitable[None]]
+"""Runs at the start of every unit of work's transaction (e.g. recording the caller's account)."""
+
+TenantRegistrar = Callable[[AsyncSession, str], Awaitable[None]]
+"""Makes sure the tenant's row exists (records that reference it need it)."""
+
+
+@dataclass
+class AppState:
+    """Process-wide resources opened by the lifespan and shared by all requests."""
+
+    settings: Settings
+    engine: AsyncEngine
+    sessionmaker: async_sessionmaker[AsyncSession]
+    authenticator: Authenticator
+    metrics: Metrics
+    schema_head: str | None
+    embedding_backfill: EmbeddingBackfill
+    background: BackgroundRunner
+    chat_model: ChatModel | None
+    ensure_tenant: TenantRegistrar
+    # The summarizer and what an append queues (summaries, the write path): built once.
+    threads: ThreadSetup
+    transaction_hooks: Sequence[TransactionHook] = field(default_factory=tuple)
