@@ -7,7 +7,7 @@ here imports a domain.
 
 Every dependency is `async def`, even one that never awaits: FastAPI runs a plain `def`
 dependency in a worker thread, and a search resolved five of them — thread hops that were a
-measurable part of its time on two busy cores (docs/benchmarks.md, issue #15).
+measurable part of its time on two busy cores (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ the current window's count plus the previous window's, weighted by how much of i
 overlaps the last `window` seconds. Two counters per key, where a moving window keeps one
 timestamp per request: in process, the moving window's expiry pass hands every key's list to a
 worker thread after each request, which cost four times the CPU per request with two thousand active
-callers (docs/benchmarks.md, issue #15). The counter assumes the previous window's requests
+callers (docs/benchmarks.md). The counter assumes the previous window's requests
 were spread evenly, so it can admit a request a little before an exact moving window would;
 the failed-authentication limit, which guards credentials and sees few events, keeps the exact
 moving window. Storage is in-process by default;

@@ -1,7 +1,7 @@
 """Concurrent query embeddings share one model run.
 
 On a CPU the cost of a run is mostly fixed per run, not per text: eight short questions embedded
-as one batch cost about half the CPU of eight runs of one (docs/benchmarks.md, issue #15), and
+as one batch cost about half the CPU of eight runs of one (docs/benchmarks.md), and
 eight runs started at once also fight over the same cores. `QueryBatcher` keeps one run in flight
 at a time; questions that arrive while it runs wait for it and then go together in the next run.
 A question that arrives when nothing runs starts a run at once, inside `embed_query`'s first
