@@ -30,6 +30,7 @@ from service.kit.idempotency import IdempotencyStore
 from service.kit.post_commit import BackgroundRunner, PostCommitTasks
 from service.observability import Metrics
 from service.providers.llm import ChatModel
+from service.providers.reranker import Reranker
 from service.rate_limits import RateLimiter
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class AppState:
     transaction_hooks: Sequence[TransactionHook] = field(default_factory=tuple)
     # Told about every append in its transaction (the write path queues its jobs).
     append_listeners: tuple[AppendListener, ...] = ()
+    # The hosted reranking service searches send their first candidates to, when configured.
+    reranker: Reranker | None = None
 
 
 async def get_state(request: Request) -> AppState:

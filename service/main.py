@@ -73,6 +73,7 @@ from service.profile.router import user_router as user_profile_router
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import build_chat_model
 from service.providers.query_cache import cache_query_embeddings
+from service.providers.reranker import build_reranker
 from service.providers.telemetry import InstrumentedEmbedder
 from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
 from service.threads.router import router as threads_router
@@ -147,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raw_embedder = build_embedder(embedder_config_from_settings(settings))
             embedder = InstrumentedEmbedder(raw_embedder)
             chat_model = build_chat_model(settings)
+            reranker = build_reranker(settings)
             background = BackgroundRunner()
             try:
                 await assert_runtime_role_is_unprivileged(engine)
@@ -180,6 +182,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     ensure_tenant=ensure_tenant,
                     transaction_hooks=(record_end_user,),
                     append_listeners=(WritePathScheduler(settings, chat_model),),
+                    reranker=reranker,
                 )
                 write_path = WritePath(sessionmaker, chat_model, settings, backfill, background)
                 recovery = WritePathRecovery(sessionmaker, settings, chat_model)
@@ -212,6 +215,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             finally:
                 if chat_model is not None:
                     await chat_model.aclose()
+                if reranker is not None:
+                    await reranker.aclose()
                 await embedder.aclose()
                 await engine.dispose()
         finally:

@@ -320,6 +320,7 @@ def record_search_hits(span: Span, hits: Sequence[SearchHit], *, mode: str) -> N
             "mneme.score.thread": scores.thread_score,
             "mneme.score.speaker": scores.speaker_score,
             "mneme.score.date": scores.date_score,
+            "mneme.score.rerank": scores.rerank_score,
         }
         attributes: dict[str, str | int | float] = {
             "mneme.memory.id": str(hit.memory.id),
@@ -608,7 +609,7 @@ class DomainMetrics:
         )
         self.search_stage_latency = Histogram(
             "mneme_search_stage_duration_seconds",
-            "Search stages (fusion_query, mmr) by search mode.",
+            "Search stages (fusion_query, mmr, rerank) by search mode.",
             ["stage", "mode"],
             buckets=LATENCY_BUCKETS,
             registry=r,
@@ -618,6 +619,13 @@ class DomainMetrics:
             "Fused candidates the search statement returned, by mode.",
             ["mode"],
             buckets=COUNT_BUCKETS,
+            registry=r,
+        )
+        self.rerank_failures = Counter(
+            "mneme_rerank_failures_total",
+            "Searches whose reranker gave no usable scores (they kept the fused order), by "
+            "reason (timeout, unreachable, error_status, bad_answer).",
+            ["reason"],
             registry=r,
         )
         self.search_hits = Histogram(

@@ -97,7 +97,11 @@ class McpCall:
     def search(self) -> MemorySearch:
         state = self.caller.state
         return build_memory_search(
-            self.session, self.caller.principal, state.embedding_backfill, state.settings
+            self.session,
+            self.caller.principal,
+            state.embedding_backfill,
+            state.settings,
+            state.reranker,
         )
 
     @cached_property

@@ -29,6 +29,7 @@ from service.memories.search import (
 )
 from service.memories.service import MemoryService
 from service.memories.writer import DerivedMemoryWriter
+from service.providers.reranker import Reranker
 
 
 def build_memory_recorder(
@@ -47,9 +48,17 @@ def build_memory_recorder(
 
 
 def build_memory_search(
-    session: AsyncSession, principal: Principal, backfill: EmbeddingBackfill, settings: Settings
+    session: AsyncSession,
+    principal: Principal,
+    backfill: EmbeddingBackfill,
+    settings: Settings,
+    reranker: Reranker | None = None,
 ) -> MemorySearch:
-    return MemorySearch(FusionRepository(session, principal.tenant_id), backfill.embedder, settings)
+    """The search service; with `reranker`, its first candidates are ordered by that service
+    (searches a person or agent reads, not the write path's own look-ups)."""
+    return MemorySearch(
+        FusionRepository(session, principal.tenant_id), backfill.embedder, settings, reranker
+    )
 
 
 async def get_memory_service(
@@ -63,7 +72,9 @@ async def get_memory_service(
 async def get_memory_search(
     session: Session, principal: CurrentPrincipal, state: State
 ) -> MemorySearch:
-    return build_memory_search(session, principal, state.embedding_backfill, state.settings)
+    return build_memory_search(
+        session, principal, state.embedding_backfill, state.settings, state.reranker
+    )
 
 
 async def get_memory_writer(
