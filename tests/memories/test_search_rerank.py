@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 from asgi_lifespan import LifespanManager
 from httpx import ASGITransport, AsyncClient
+from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
 
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from service.main import create_app
-from service.observability import DOMAIN_METRICS
+from service.memories.schemas import SearchHit
+from service.observability import DOMAIN_METRICS, record_search_hits
 from tests.conftest import bearer, make_settings, new_tenant
 
 CORPUS = [
@@ -252,3 +254,33 @@ async def test_the_context_block_orders_its_memories_by_the_reranker(
     assert item["scores"]["rerank_score"] == 3.0
     # The context's searches share one call.
     assert len(fake_reranker.requests) == 1
+
+
+class RecordingSpan(NonRecordingSpan):
+    """A span that keeps the events added to it."""
+
+    def __init__(self) -> None:
+        super().__init__(INVALID_SPAN_CONTEXT)
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    def is_recording(self) -> bool:
+        return True
+
+    def add_event(self, name: str, attributes: Any = None, timestamp: int | None = None) -> None:
+        self.events.append((name, dict(attributes or {})))
+
+
+async def test_the_rerank_score_is_on_each_hit_event_of_the_span(
+    cluster: EmbeddedCluster, fake_reranker: FakeReranker
+) -> None:
+    async with client_with(
+        cluster, rerank_url=f"{fake_reranker.url}/cohere/rerank", rerank_top_n=2
+    ) as client:
+        hits = await seeded_search(client, limit=3)
+    span = RecordingSpan()
+    record_search_hits(span, [SearchHit.model_validate(hit) for hit in hits], mode="hybrid")
+    # Present where the reranker scored the hit, absent (not 0) where it did not.
+    assert [attributes.get("mneme.score.rerank") for _, attributes in span.events] == [
+        hit["scores"]["rerank_score"] for hit in hits
+    ]
+    assert [hit["scores"]["rerank_score"] is None for hit in hits] == [False, False, True]
