@@ -323,7 +323,7 @@ class ComponentScores(BaseModel):
     )
     date_score: float = Field(
         default=0.0,
-        description="Set when the query names a day or a recent month and this memory happened "
+        description="Set when the query names a day, week or month and this memory happened "
         "then (its `event_at`): the prior for that time, on the fused scale.",
     )
     recency_factor: float

@@ -30,7 +30,7 @@ class ComponentScores:
         final_score (float):
         speaker_score (float | Unset): Set when the query names the speaker of this memory (one of the speakers of the
             searched memories): the prior for that speaker's words, on the fused scale. Default: 0.0.
-        date_score (float | Unset): Set when the query names a day or a recent month and this memory happened then (its
+        date_score (float | Unset): Set when the query names a day, week or month and this memory happened then (its
             `event_at`): the prior for that time, on the fused scale. Default: 0.0.
         mmr_score (float | None | Unset):
         rerank_score (float | None | Unset): The configured reranking service's relevance score (`MNEME_RERANK_URL`);

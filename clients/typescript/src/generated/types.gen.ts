@@ -342,7 +342,7 @@ export type ComponentScores = {
     /**
      * Date Score
      *
-     * Set when the query names a day or a recent month and this memory happened then (its `event_at`): the prior for that time, on the fused scale.
+     * Set when the query names a day, week or month and this memory happened then (its `event_at`): the prior for that time, on the fused scale.
      */
     date_score?: number;
     /**
