@@ -158,6 +158,18 @@ class Settings(BaseSettings):
     half_life_semantic_days: float = Field(default=120, ge=0)
     half_life_episodic_days: float = Field(default=0, ge=0)
     half_life_procedural_days: float = Field(default=0, ge=0)
+    # An optional reranking service (docs/embedding-models.md, "Reranking"): the first
+    # `rerank_top_n` fused candidates of a search are sent to `rerank_url` and ordered by its
+    # scores. `rerank_api` is the shape of the request and answer: `cohere` (Cohere v2, Jina,
+    # vLLM, Infinity: `documents` → `results[].relevance_score`), `voyage` (`documents` →
+    # `data[].relevance_score`) or `tei` (`texts` → `[{index, score}]`). A reranker that fails
+    # or is slower than the timeout leaves the fused order.
+    rerank_url: AnyHttpUrl | None = None
+    rerank_api: Literal["cohere", "voyage", "tei"] = "cohere"
+    rerank_api_key: SecretStr | None = None
+    rerank_model: str | None = Field(default=None, max_length=200)
+    rerank_top_n: int = Field(default=30, ge=1, le=300)
+    rerank_timeout_seconds: float = Field(default=2, gt=0, le=60)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
     # pgvector's iterative index scan (≥ 0.8) when the planner takes the HNSW path for a
     # filtered search (an owner with a large share of the table): keep scanning the graph until
@@ -310,6 +322,9 @@ class Settings(BaseSettings):
         "embedding_openai_api_key",
         "llm_api_key",
         "llm_base_url",
+        "rerank_url",
+        "rerank_api_key",
+        "rerank_model",
         "web_oidc_issuer",
         "web_oidc_client_id",
         mode="before",

@@ -72,6 +72,7 @@ from service.profile.router import user_router as user_profile_router
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import build_chat_model
 from service.providers.query_cache import cache_query_embeddings
+from service.providers.reranker import build_reranker
 from service.providers.telemetry import InstrumentedEmbedder
 from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
 from service.state import AppState
@@ -178,6 +179,9 @@ async def _open_state(
     chat_model = build_chat_model(settings)
     if chat_model is not None:
         stack.push_async_callback(chat_model.aclose)
+    reranker = build_reranker(settings)
+    if reranker is not None:
+        stack.push_async_callback(reranker.aclose)
     background = BackgroundRunner()
     # Work started after a commit finishes before the providers and the engine close.
     stack.push_async_callback(background.drain)
@@ -212,6 +216,7 @@ async def _open_state(
             sessionmaker, chat_model, settings, (WritePathScheduler(settings, chat_model),)
         ),
         transaction_hooks=(record_end_user,),
+        reranker=reranker,
     )
     app.state.mneme = state
     supervisor = _supervise_embedded_database(app, target)

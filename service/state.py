@@ -18,6 +18,7 @@ from service.config import Settings
 from service.kit.post_commit import BackgroundRunner
 from service.observability import Metrics
 from service.providers.llm import ChatModel
+from service.providers.reranker import Reranker
 
 if TYPE_CHECKING:
     from service.memories.embedding import EmbeddingBackfill
@@ -47,3 +48,5 @@ class AppState:
     # The summarizer and what an append queues (summaries, the write path): built once.
     threads: ThreadSetup
     transaction_hooks: Sequence[TransactionHook] = field(default_factory=tuple)
+    # The hosted reranking service searches send their first candidates to, when configured.
+    reranker: Reranker | None = None

@@ -68,7 +68,7 @@ from service.extraction.resolver import (
 )
 from service.extraction.triggers import HUMAN_ROLE, TriggerRules, decide, windows
 from service.extraction.turns import TurnStorage
-from service.memories.dependencies import memory_search
+from service.memories.dependencies import write_path_memory_search
 from service.memories.embedding import embed_or_none
 from service.memories.models import Memory
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, SearchRequest
@@ -199,7 +199,9 @@ class WritePath:
         query = "\n".join(m.content for m in humans).strip()[:MEMORY_TEXT_MAX] or "user"
 
         async with self._runner.unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
-            shown = await self._current_facts(unit.services.get(memory_search), user_id, query)
+            shown = await self._current_facts(
+                unit.services.get(write_path_memory_search), user_id, query
+            )
 
         categories = tuple(settings.extraction_category_modes)
         with tracer.start_as_current_span("extraction.model") as span:

@@ -42,6 +42,19 @@ def memory_service(services: Services) -> MemoryService:
 
 
 def memory_search(services: Services) -> MemorySearch:
+    """The search service; with the state's reranker, its first candidates are ordered by that
+    service (searches a person or agent reads, not the write path's own look-ups)."""
+    return MemorySearch(
+        FusionRepository(services.session, services.tenant_id),
+        services.state.embedding_backfill.embedder,
+        services.state.settings,
+        services.state.reranker,
+    )
+
+
+def write_path_memory_search(services: Services) -> MemorySearch:
+    """The search the write path reads what is known through: never reranked (a background
+    pass needs the fused candidates, not a hosted service's opinion of them, nor its latency)."""
     return MemorySearch(
         FusionRepository(services.session, services.tenant_id),
         services.state.embedding_backfill.embedder,

@@ -323,13 +323,20 @@ class ComponentScores(BaseModel):
     )
     date_score: float = Field(
         default=0.0,
-        description="Set when the query names a day or a recent month and this memory happened "
+        description="Set when the query names a day, week or month and this memory happened "
         "then (its `event_at`): the prior for that time, on the fused scale.",
     )
     recency_factor: float
     confidence_factor: float
     final_score: float
     mmr_score: float | None = None
+    rerank_score: float | None = Field(
+        default=None,
+        description="The configured reranking service's relevance score (`MNEME_RERANK_URL`); "
+        "null without one, when it failed or timed out, and beyond its first `top_n` "
+        "candidates. The hits it scored come first, ordered by it; the rest follow in fused "
+        "order.",
+    )
 
 
 class SearchHit(BaseModel):
@@ -359,6 +366,7 @@ class SearchResponse(BaseModel):
                                 "confidence_factor": 0.98,
                                 "final_score": 0.789,
                                 "mmr_score": None,
+                                "rerank_score": None,
                             },
                         }
                     ],

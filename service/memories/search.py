@@ -19,13 +19,14 @@ from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, SearchRow
 from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
 from service.memories.telemetry import fusion_statement, record_search_hits, search_stage
-from service.observability import traced, tracer
+from service.observability import DOMAIN_METRICS, traced, tracer
 from service.providers import (
     Embedder,
     EmbedderConfig,
     EmbedderUnavailable,
     embedder_config_from_settings,
 )
+from service.providers.reranker import Reranker, RerankerUnavailable
 
 # MMR re-ranks a deeper candidate list than it returns.
 MMR_CANDIDATE_FACTOR = 3
@@ -85,10 +86,17 @@ def start_embedding_question(embedder: Embedder, request: SearchRequest) -> Pend
 
 
 class MemorySearch:
-    def __init__(self, fusion: FusionRepository, embedder: Embedder, settings: Settings) -> None:
+    def __init__(
+        self,
+        fusion: FusionRepository,
+        embedder: Embedder,
+        settings: Settings,
+        reranker: Reranker | None = None,
+    ) -> None:
         self._fusion = fusion
         self._embedder = embedder
         self._settings = settings
+        self._reranker = reranker
 
     async def embed_query(self, query: str) -> list[float] | None:
         """The query's vector, or None when the embedder is down (search goes lexical)."""
@@ -104,6 +112,9 @@ class MemorySearch:
         use_lexical = request.mode != "vector" or query_embedding is None
         with_mmr = request.mmr_lambda is not None and use_vector
         fetch = min(request.limit * MMR_CANDIDATE_FACTOR, 300) if with_mmr else request.limit
+        if self._reranker is not None:
+            # The reranker may lift any of its first candidates into the hits returned.
+            fetch = max(fetch, settings.rerank_top_n)
         owners = [owner if scope == "user" else Owner.org() for scope in request.scopes]
         window = query_time_window(request.query, datetime.now(UTC))
         return SearchParams(
@@ -159,7 +170,8 @@ class MemorySearch:
             with fusion_statement(request.mode) as statement:
                 rows = await planned.search(params)
                 statement.rows(len(rows))
-        hits = _hits(request, params, rows, query_embedding)
+        [reranked] = await self._rerank(request.query, [rows], request.mode)
+        hits = _hits(request, params, rows, query_embedding, reranked)
         record_search_hits(trace.get_current_span(), hits, mode=request.mode)
         return SearchResponse(
             hits=hits,
@@ -186,22 +198,51 @@ class MemorySearch:
         with fusion_statement(mode) as statement:
             sections = await self._fusion.search_sections(params)
             statement.rows(sum(len(rows) for rows in sections))
+        reranked = await self._rerank(requests[0].query, sections, mode)
         hits = [
-            _hits(request, section_params, rows, query_embedding)
-            for request, section_params, rows in zip(requests, params, sections, strict=True)
+            _hits(request, section_params, rows, query_embedding, section_reranked)
+            for request, section_params, rows, section_reranked in zip(
+                requests, params, sections, reranked, strict=True
+            )
         ]
         record_search_hits(
             trace.get_current_span(), [hit for each in hits for hit in each], mode=mode
         )
         return hits
 
+    async def _rerank(
+        self, query: str, found: Sequence[list[SearchRow]], mode: str
+    ) -> list[dict[uuid.UUID, float]]:
+        """The reranker's score of each list's first `rerank_top_n` fused candidates, from one
+        call (the lists answer one query); empty without a reranker or when it failed (the
+        failure counted)."""
+        top_n = self._settings.rerank_top_n
+        documents = [row.memory.text for rows in found for row in rows[:top_n]]
+        if self._reranker is None or not documents:
+            return [{} for _ in found]
+        with search_stage("rerank", mode) as span:
+            span.set_attribute("mneme.rerank.documents", len(documents))
+            try:
+                scores = iter(await self._reranker.scores(query, documents))
+            except RerankerUnavailable as error:
+                DOMAIN_METRICS.rerank_failures.labels(error.reason).inc()
+                span.set_attribute("mneme.rerank.failure", error.reason)
+                return [{} for _ in found]
+        return [{row.memory.id: next(scores) for row in rows[:top_n]} for rows in found]
+
 
 def maximal_marginal_relevance(
-    rows: list[SearchRow], query: list[float], lambda_: float, limit: int
+    rows: list[SearchRow],
+    query: list[float],
+    lambda_: float,
+    limit: int,
+    reranked: dict[uuid.UUID, float] | None = None,
 ) -> tuple[list[SearchRow], dict[uuid.UUID, float]]:
     """Greedy MMR: relevance (cosine to the query) against redundancy (max cosine to picks).
 
     Candidates without a vector have no measurable redundancy and keep their fused order.
+    With `reranked` scores, relevance is the reranker's score scaled to [0, 1] over the scored
+    candidates (the lowest 0, the highest 1), and 0 for candidates it did not score.
     """
     if not rows:
         return [], {}
@@ -214,6 +255,10 @@ def maximal_marginal_relevance(
         float(vector @ query_vector) if vector is not None else (row.scores.vector_cosine or 0.0)
         for row, vector in zip(rows, vectors, strict=True)
     ]
+    if reranked:
+        low, high = min(reranked.values()), max(reranked.values())
+        spread = high - low or 1.0
+        relevance = [(reranked.get(row.memory.id, low) - low) / spread for row in rows]
     chosen: list[int] = []
     scores: dict[uuid.UUID, float] = {}
     remaining = list(range(len(rows)))
@@ -243,21 +288,35 @@ def _hits(
     params: SearchParams,
     rows: list[SearchRow],
     query_embedding: list[float] | None,
+    reranked: dict[uuid.UUID, float],
 ) -> list[SearchHit]:
-    """The statement's rows as hits, re-ranked by MMR when the search asks for it."""
+    """The statement's rows as hits: the candidates the reranker scored first, by its score
+    (a stable sort: equal scores keep the fused order), the rest after them in fused order;
+    then picked by MMR when the search asks for it; at most the request's limit."""
+    if reranked:
+        scored = sorted(
+            (row for row in rows if row.memory.id in reranked),
+            key=lambda row: -reranked[row.memory.id],
+        )
+        rows = [*scored, *(row for row in rows if row.memory.id not in reranked)]
     mmr_scores: dict[uuid.UUID, float] = {}
     if params.with_embeddings and query_embedding is not None:
         assert request.mmr_lambda is not None  # with_embeddings is set only for MMR
         with search_stage("mmr", request.mode):
             rows, mmr_scores = maximal_marginal_relevance(
-                rows, query_embedding, request.mmr_lambda, request.limit
+                rows, query_embedding, request.mmr_lambda, request.limit, reranked
             )
     return [
         SearchHit(
             memory=row.memory,
-            scores=row.scores.model_copy(update={"mmr_score": mmr_scores.get(row.memory.id)}),
+            scores=row.scores.model_copy(
+                update={
+                    "mmr_score": mmr_scores.get(row.memory.id),
+                    "rerank_score": reranked.get(row.memory.id),
+                }
+            ),
         )
-        for row in rows
+        for row in rows[: request.limit]
     ]
 
 

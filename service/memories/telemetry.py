@@ -37,6 +37,7 @@ def record_search_hits(span: Span, hits: Sequence[SearchHit], *, mode: str) -> N
             "mneme.score.thread": scores.thread_score,
             "mneme.score.speaker": scores.speaker_score,
             "mneme.score.date": scores.date_score,
+            "mneme.score.rerank": scores.rerank_score,
         }
         attributes: dict[str, str | int | float] = {
             "mneme.memory.id": str(hit.memory.id),

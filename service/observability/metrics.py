@@ -94,7 +94,7 @@ class DomainMetrics:
         )
         self.search_stage_latency = Histogram(
             "mneme_search_stage_duration_seconds",
-            "Search stages (fusion_query, mmr) by search mode.",
+            "Search stages (fusion_query, mmr, rerank) by search mode.",
             ["stage", "mode"],
             buckets=LATENCY_BUCKETS,
             registry=r,
@@ -104,6 +104,13 @@ class DomainMetrics:
             "Fused candidates the search statement returned, by mode.",
             ["mode"],
             buckets=COUNT_BUCKETS,
+            registry=r,
+        )
+        self.rerank_failures = Counter(
+            "mneme_rerank_failures_total",
+            "Searches whose reranker gave no usable scores (they kept the fused order), by "
+            "reason (timeout, unreachable, error_status, bad_answer).",
+            ["reason"],
             registry=r,
         )
         self.search_hits = Histogram(

@@ -159,6 +159,31 @@ NOW = datetime(2026, 11, 30, 21, 0, tzinfo=UTC)
         ("where did we go last June", date(2026, 6, 1), date(2026, 6, 30)),
         ("what did we plan last December", date(2025, 12, 1), date(2025, 12, 31)),
         ("what happened last November", date(2025, 11, 1), date(2025, 11, 30)),
+        ("what did we buy in May 2023", date(2023, 5, 1), date(2023, 5, 31)),
+        ("plans for December, 2023?", date(2023, 12, 1), date(2023, 12, 31)),
+        ("the trip of February of 2024", date(2024, 2, 1), date(2024, 2, 29)),
+        # Slashes put the month first, dots the day, unless only the other reading is a day.
+        ("what happened on 05/07/2023", date(2023, 5, 7), date(2023, 5, 7)),
+        ("what happened on 05.07.2023.", date(2023, 7, 5), date(2023, 7, 5)),
+        ("what happened on 31/05/2023", date(2023, 5, 31), date(2023, 5, 31)),
+        ("what happened on 05.31.2023", date(2023, 5, 31), date(2023, 5, 31)),
+        # Relative to NOW, a Monday.
+        ("what did I cook two days ago", date(2026, 11, 28), date(2026, 11, 28)),
+        ("what did I cook 3 days ago", date(2026, 11, 27), date(2026, 11, 27)),
+        ("what did I cook the day before yesterday", date(2026, 11, 28), date(2026, 11, 28)),
+        ("who called last Tuesday", date(2026, 11, 24), date(2026, 11, 24)),
+        ("who called last Monday", date(2026, 11, 23), date(2026, 11, 23)),
+        ("what did we do last week", date(2026, 11, 23), date(2026, 11, 29)),
+        ("what did we do last weekend", date(2026, 11, 28), date(2026, 11, 29)),
+        ("what happened two weeks ago", date(2026, 11, 13), date(2026, 11, 19)),
+        ("what did we decide last month", date(2026, 10, 1), date(2026, 10, 31)),
+        ("what did we decide a month ago", date(2026, 10, 1), date(2026, 10, 31)),
+        # A named day wins over a relative one.
+        (
+            "what did she do last weekend before April 10, 2023",
+            date(2023, 4, 10),
+            date(2023, 4, 10),
+        ),
     ],
 )
 def test_the_day_or_recent_month_a_query_names_becomes_a_window(
@@ -180,6 +205,10 @@ def test_the_day_or_recent_month_a_query_names_becomes_a_window(
         "order 7 of 2023",
         "what happened on 31 February 2023",
         "the 2023-13-01 release",
+        "what happened on 13/13/2023",
+        "version 1.05.07.2023",
+        "where did she move from two years ago",
+        "what did she buy on her last weekday off",
     ],
 )
 def test_a_query_without_a_day_or_recent_month_has_no_window(query: str) -> None:
@@ -205,7 +234,14 @@ CALENDAR_TIMES = st.one_of(
 @given(
     CALENDAR_DAYS,
     st.sampled_from(
-        ["{iso}", "{day} {month} {year}", "{month} {day}, {year}", "on {day}th of {month} {year}"]
+        [
+            "{iso}",
+            "{day} {month} {year}",
+            "{month} {day}, {year}",
+            "on {day}th of {month} {year}",
+            "on {month_number}/{day}/{year}",
+            "on {day}.{month_number}.{year}",
+        ]
     ),
     CALENDAR_TIMES,
 )
@@ -213,7 +249,11 @@ def test_any_day_of_the_calendar_is_read_without_error_and_covered(
     day: date, form: str, now: datetime
 ) -> None:
     query = form.format(
-        iso=day.isoformat(), day=day.day, month=MONTH_NAMES[day.month - 1], year=f"{day.year:04d}"
+        iso=day.isoformat(),
+        day=day.day,
+        month=MONTH_NAMES[day.month - 1],
+        month_number=f"{day.month:02d}",
+        year=f"{day.year:04d}",
     )
     window = query_time_window(f"what happened {query}", now)
     assert window is not None
@@ -223,7 +263,24 @@ def test_any_day_of_the_calendar_is_read_without_error_and_covered(
 
 
 @given(
-    st.sampled_from(["what did I eat yesterday", "what is on today", "last June", "last December"]),
+    st.sampled_from(
+        [
+            "what did I eat yesterday",
+            "what is on today",
+            "the day before yesterday",
+            "last June",
+            "last December",
+            "in December 9999",
+            "in January 0001",
+            "9999 days ago",
+            "12 weeks ago",
+            "9999 months ago",
+            "last Sunday",
+            "last week",
+            "last weekend",
+            "last month",
+        ]
+    ),
     CALENDAR_TIMES,
 )
 def test_relative_days_and_months_are_read_without_error_on_any_day(
@@ -231,3 +288,9 @@ def test_relative_days_and_months_are_read_without_error_on_any_day(
 ) -> None:
     window = query_time_window(query, now)
     assert window is None or window.start < window.end
+    if not query.startswith("in "):
+        # Relative words name the past (or today), and a time far from the calendar's first
+        # day always has that past.
+        assert window is None or window.start <= now
+        if now.year >= 1000:
+            assert window is not None

@@ -19,7 +19,16 @@ CLASS_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{2,40}$")
 ALLOWED: dict[str, set[str] | re.Pattern[str]] = {
     "method": {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"},
     "status": re.compile(r"^[1-5][0-9][0-9]$"),
-    "reason": {"missing", "invalid"},
+    # Refused credentials; a reranker that gave no usable scores.
+    "reason": {
+        "missing",
+        "invalid",
+        "limited",
+        "timeout",
+        "unreachable",
+        "error_status",
+        "bad_answer",
+    },
     "purpose": {"query", "document"},
     # Model names come from the settings, not from requests; the domain metrics are
     # process-wide, so other tests' stand-in models appear here too.
@@ -27,7 +36,7 @@ ALLOWED: dict[str, set[str] | re.Pattern[str]] = {
     "model": re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,100}$"),
     # An exception class name, or `invalid_output` for a model reply that could not be used.
     "error_type": re.compile(rf"{CLASS_NAME.pattern}|^invalid_output$"),
-    "stage": {"fusion_query", "mmr"},
+    "stage": {"fusion_query", "mmr", "rerank"},
     "mode": {"hybrid", "lexical", "vector"},
     "measure": {"used", "budget"},
     # Job kinds are the entrypoints registered in code (the job tests register their own).

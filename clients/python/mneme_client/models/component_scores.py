@@ -30,9 +30,12 @@ class ComponentScores:
         final_score (float):
         speaker_score (float | Unset): Set when the query names the speaker of this memory (one of the speakers of the
             searched memories): the prior for that speaker's words, on the fused scale. Default: 0.0.
-        date_score (float | Unset): Set when the query names a day or a recent month and this memory happened then (its
+        date_score (float | Unset): Set when the query names a day, week or month and this memory happened then (its
             `event_at`): the prior for that time, on the fused scale. Default: 0.0.
         mmr_score (float | None | Unset):
+        rerank_score (float | None | Unset): The configured reranking service's relevance score (`MNEME_RERANK_URL`);
+            null without one, when it failed or timed out, and beyond its first `top_n` candidates. The hits it scored come
+            first, ordered by it; the rest follow in fused order.
     """
 
     lexical_rank: int | None
@@ -48,6 +51,7 @@ class ComponentScores:
     speaker_score: float | Unset = 0.0
     date_score: float | Unset = 0.0
     mmr_score: float | None | Unset = UNSET
+    rerank_score: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,6 +89,12 @@ class ComponentScores:
         else:
             mmr_score = self.mmr_score
 
+        rerank_score: float | None | Unset
+        if isinstance(self.rerank_score, Unset):
+            rerank_score = UNSET
+        else:
+            rerank_score = self.rerank_score
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -107,6 +117,8 @@ class ComponentScores:
             field_dict["date_score"] = date_score
         if mmr_score is not UNSET:
             field_dict["mmr_score"] = mmr_score
+        if rerank_score is not UNSET:
+            field_dict["rerank_score"] = rerank_score
 
         return field_dict
 
@@ -167,6 +179,15 @@ class ComponentScores:
 
         mmr_score = _parse_mmr_score(d.pop("mmr_score", UNSET))
 
+        def _parse_rerank_score(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        rerank_score = _parse_rerank_score(d.pop("rerank_score", UNSET))
+
         component_scores = cls(
             lexical_rank=lexical_rank,
             lexical_score=lexical_score,
@@ -181,6 +202,7 @@ class ComponentScores:
             speaker_score=speaker_score,
             date_score=date_score,
             mmr_score=mmr_score,
+            rerank_score=rerank_score,
         )
 
         component_scores.additional_properties = d

@@ -342,7 +342,7 @@ export type ComponentScores = {
     /**
      * Date Score
      *
-     * Set when the query names a day or a recent month and this memory happened then (its `event_at`): the prior for that time, on the fused scale.
+     * Set when the query names a day, week or month and this memory happened then (its `event_at`): the prior for that time, on the fused scale.
      */
     date_score?: number;
     /**
@@ -361,6 +361,12 @@ export type ComponentScores = {
      * Mmr Score
      */
     mmr_score?: number | null;
+    /**
+     * Rerank Score
+     *
+     * The configured reranking service's relevance score (`MNEME_RERANK_URL`); null without one, when it failed or timed out, and beyond its first `top_n` candidates. The hits it scored come first, ordered by it; the rest follow in fused order.
+     */
+    rerank_score?: number | null;
 };
 
 /**
