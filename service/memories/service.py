@@ -77,12 +77,15 @@ class MemoryService:
     async def create(
         self, owner: Owner, items: list[MemoryCreate], locate: ItemLocator = in_batch
     ) -> list[MemoryWritten]:
-        """Store memories all-or-nothing; exact duplicates return the existing memory.
+        """Store memories all-or-nothing for `owner`; exact duplicates return the existing
+        memory. `locate` places an item in the request for problems about it.
 
-        An item with `scope: org` is the organization's whatever route it came by. `locate`
-        places an item in the request for problems about it.
+        A user's memories never include an item with `scope: org`: organization memory has
+        its own owner (and route), so such a write is refused whoever sends it.
         """
-        owned = [OwnedCreate(Owner.org() if item.scope == "org" else owner, item) for item in items]
+        if owner.user_id is not None:
+            _refuse_org_items(items, locate)
+        owned = [OwnedCreate(owner, item) for item in items]
         self._recorder.validate_new(owned, locate)
         await self._recorder.check_source_threads(owned, locate)
         await self._recorder.provision([entry.owner for entry in owned])
@@ -347,6 +350,18 @@ class MemoryService:
             if not vectors:
                 self._recorder.schedule_backfill([memory.id])
         return memory
+
+
+def _refuse_org_items(items: list[MemoryCreate], locate: ItemLocator) -> None:
+    org_items = [index for index, item in enumerate(items) if item.scope == "org"]
+    if org_items:
+        raise ValidationFailed(
+            "Org memories are written through /v1/org/memories, not a user's route.",
+            errors=[
+                {"loc": [*locate(index), "scope"], "msg": "only `user` here", "type": "value"}
+                for index in org_items
+            ],
+        )
 
 
 def _validated_changes(change: MemoryUpdate) -> dict[str, Any]:
