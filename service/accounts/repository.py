@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.accounts.models import UserAccount
 from service.auth.principal import AccountClaims
+from service.kit.repository import TenantRepository
 
 ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
 """Provision the tenant row on first use; a no-op afterwards."""
@@ -96,11 +96,7 @@ ENSURE_USER_SQL = text(
 """Provision a user a service writes for before the user ever signed in."""
 
 
-class AccountRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
-
+class AccountRepository(TenantRepository):
     async def ensure_tenant(self) -> None:
         await self._session.execute(ENSURE_TENANT_SQL, {"tenant_id": self._tenant_id})
 

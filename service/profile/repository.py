@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Select, and_, func, or_, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.owner import Owner
+from service.kit.repository import TenantRepository
 from service.profile.models import Profile
 
 ENSURE_PROFILE_SQL = text(
@@ -23,11 +23,7 @@ Version 0 is the state a missing row reports, so an ETag read before the row exi
 matches. No conflict target: each scope has its own partial unique index."""
 
 
-class ProfileRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
-
+class ProfileRepository(TenantRepository):
     def _owned(self, owner: Owner) -> Select[Profile]:
         statement = select(Profile).where(
             Profile.tenant_id == self._tenant_id, Profile.scope == owner.scope
