@@ -20,7 +20,7 @@ MARK_KEY_USED_SQL = text(
 """Record use at most once a minute per key, so authentication is not a write per request."""
 
 
-class ApiKeyRepository(TenantRowRepository[ApiKey]):
+class ApiKeyRepository(TenantRowRepository[ApiKey, uuid.UUID]):
     model = ApiKey
 
     async def add(self, key: ApiKey) -> ApiKey:

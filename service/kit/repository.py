@@ -31,17 +31,20 @@ class TenantRepository:
         self._tenant_id = tenant_id
 
 
+IdT = TypeVar("IdT", uuid.UUID, str)
+
+
 class TenantRow(Protocol):
-    """A mapped table keyed by `(tenant_id, id)`."""
+    """A mapped table keyed by `(tenant_id, id)` (the repository names the id's type)."""
 
     tenant_id: Mapped[str]
-    id: Mapped[uuid.UUID]
+    id: Mapped[Any]
 
 
 RowT = TypeVar("RowT", bound=TenantRow)
 
 
-class TenantRowRepository(TenantRepository, Generic[RowT]):
+class TenantRowRepository(TenantRepository, Generic[RowT, IdT]):
     """A repository whose table is keyed by `(tenant_id, id)`: its statements start from
     `scoped`, and a row is read, changed or deleted by id within the tenant. Extra
     `conditions` narrow each (e.g. the owning user), so a row outside them is not found."""
@@ -53,7 +56,7 @@ class TenantRowRepository(TenantRepository, Generic[RowT]):
         return select(self.model).where(self.model.tenant_id == self._tenant_id, *conditions)
 
     async def get_by_id(
-        self, row_id: uuid.UUID, *conditions: ColumnElement[bool], for_update: bool = False
+        self, row_id: IdT, *conditions: ColumnElement[bool], for_update: bool = False
     ) -> RowT | None:
         """The row; with `for_update`, locked until the transaction ends, and as it is now
         rather than as an earlier statement of this transaction loaded it."""
@@ -62,20 +65,20 @@ class TenantRowRepository(TenantRepository, Generic[RowT]):
             statement = statement.with_for_update().execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
-    async def update_by_id(self, row_id: uuid.UUID, values: dict[str, Any]) -> RowT:
+    async def update_by_id(self, row_id: IdT, values: dict[str, Any]) -> RowT:
         """Set `values` on the row, which must exist (the caller holds its lock), and return
         it as written."""
         return (await self._session.execute(self._update(row_id, values))).scalar_one()
 
     async def update_if(
-        self, row_id: uuid.UUID, values: dict[str, Any], *conditions: ColumnElement[bool]
+        self, row_id: IdT, values: dict[str, Any], *conditions: ColumnElement[bool]
     ) -> RowT | None:
         """Set `values` on the row if it meets `conditions`; the row as written, or None."""
         statement = self._update(row_id, values, *conditions)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     def _update(
-        self, row_id: uuid.UUID, values: dict[str, Any], *conditions: ColumnElement[bool]
+        self, row_id: IdT, values: dict[str, Any], *conditions: ColumnElement[bool]
     ) -> ReturningUpdate[RowT]:
         return (
             update(self.model)
@@ -86,7 +89,7 @@ class TenantRowRepository(TenantRepository, Generic[RowT]):
             .execution_options(synchronize_session=False, populate_existing=True)
         )
 
-    async def delete_by_id(self, row_id: uuid.UUID, *conditions: ColumnElement[bool]) -> int:
+    async def delete_by_id(self, row_id: IdT, *conditions: ColumnElement[bool]) -> int:
         """Delete the row; how many rows went (0 or 1)."""
         result = await self._session.execute(
             delete(self.model)

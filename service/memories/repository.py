@@ -46,7 +46,7 @@ CITABLE_THREADS_SQL = text(
 organization, whose memories may come from any user's conversation)."""
 
 
-class MemoryRepository(TenantRowRepository[Memory]):
+class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
     model = Memory
 
     async def citable_threads(

@@ -49,7 +49,7 @@ TURNS_BY_LABEL_SQL = text(
 after it up to the next human message."""
 
 
-class ThreadRepository(TenantRowRepository[Thread]):
+class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
     model = Thread
 
     async def add(self, thread: Thread) -> Thread:
