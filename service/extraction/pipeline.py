@@ -16,6 +16,8 @@ Written memories carry provenance: thread, message ids, evidence and the extract
 announced the change, not the pass's clock.
 
 `WritePath` is what the job handlers call: this pass with an LLM, turn storage without one.
+`ExtractionPass` runs one window in two phases: `propose` (the model and the embedder, no
+transaction open) and `commit` (one transaction under the write lock).
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def speaker_of(source_ids: Sequence[uuid.UUID], window: Sequence[Message]) -> st
 
 
 @dataclass(frozen=True, slots=True)
-class _Window:
+class ExtractionWindow:
     """One window of a thread's pending messages, and where the pass over it starts."""
 
     tenant_id: str
@@ -121,7 +123,7 @@ class _Window:
 
 
 @dataclass(frozen=True, slots=True)
-class _Proposal:
+class Proposal:
     """What the model proposed for a window, checked and embedded: everything the commit
     phase needs, gathered outside any transaction."""
 
@@ -191,7 +193,7 @@ class WritePath:
             for start, end in windows(turns, self._settings.extraction_max_window_messages):
                 window = turns[start:end]
                 outcome = await self._extraction.run(
-                    _Window(
+                    ExtractionWindow(
                         tenant_id,
                         thread_id,
                         state.user_id,
@@ -244,11 +246,11 @@ class ExtractionPass:
             ),
         )
 
-    async def run(self, window: _Window) -> PassOutcome:
+    async def run(self, window: ExtractionWindow) -> PassOutcome:
         """Propose, then commit; a model failure raises from `propose`, before any write."""
         return await self.commit(window, await self.propose(window))
 
-    async def propose(self, window: _Window) -> _Proposal:
+    async def propose(self, window: ExtractionWindow) -> Proposal:
         """Show the model the window and the user's most relevant facts, and turn its answer
         into resolver candidates with their vectors."""
         settings = self._settings
@@ -285,7 +287,7 @@ class ExtractionPass:
         texts = [c.text for c in candidates] + ([episode] if episode else [])
         with tracer.start_as_current_span("extraction.embed"):
             vectors = await embed_or_none(self._backfill.embedder, texts)
-        return _Proposal(
+        return Proposal(
             rules=rules,
             candidates=candidates,
             removals=removals,
@@ -301,7 +303,7 @@ class ExtractionPass:
             profile_dropped=profile_dropped,
         )
 
-    async def commit(self, window: _Window, proposal: _Proposal) -> PassOutcome:
+    async def commit(self, window: ExtractionWindow, proposal: Proposal) -> PassOutcome:
         """In one transaction holding the owners' write locks: unless another pass moved the
         cursor meanwhile, resolve the proposal against the live facts, write the decisions
         and record the pass."""
