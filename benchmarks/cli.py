@@ -532,8 +532,9 @@ def _run_load(args: argparse.Namespace) -> int:
     try:
         from benchmarks.bulk import BulkLoadRefused
         from benchmarks.database import throwaway_database
-        from benchmarks.load import LoadBenchmarkError, LoadRun, run_load
+        from benchmarks.load import LoadBenchmarkError, LoadRun
         from benchmarks.load_report import build_load_report, render_load_markdown
+        from benchmarks.load_run import run_load
         from benchmarks.server import ServerFailed
     except ModuleNotFoundError as exc:
         return _fail(f"{exc.name} is missing; install the bench extra: {BENCH_INSTALL}")

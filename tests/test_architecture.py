@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 SERVICE = Path(__file__).resolve().parents[1] / "service"
+BENCHMARKS = SERVICE.parent / "benchmarks"
 # The composition root wires every domain together; the CLI drives the app from outside.
 COMPOSITION_ROOTS = {"main", "cli", "__main__"}
 # Entry points over the domains: the MCP server calls their services, and the OpenAPI document
@@ -16,8 +17,9 @@ COMPOSITION_ROOTS = {"main", "cli", "__main__"}
 ADAPTERS = {"mcp", "openapi"}
 
 
-def runtime_imports(path: Path) -> set[str]:
-    """Modules of `service` this file imports when it runs (not under TYPE_CHECKING)."""
+def runtime_imports(path: Path, package: str = "service") -> set[str]:
+    """Modules of `package` this file imports when it runs (not under TYPE_CHECKING), at the
+    top or inside a function."""
     tree = ast.parse(path.read_text())
     type_only: set[int] = set()
     for node in ast.walk(tree):
@@ -27,10 +29,10 @@ def runtime_imports(path: Path) -> set[str]:
     for node in ast.walk(tree):
         if id(node) in type_only:
             continue
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("service"):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(package):
             found.add(node.module)
         elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("service"))
+            found.update(a.name for a in node.names if a.name.startswith(package))
     return found
 
 
@@ -111,6 +113,11 @@ def test_the_providers_import_each_other_in_one_direction() -> None:
         for module, imports in modules().items()
         if module.startswith("service.providers.")
     }
+    assert in_a_cycle(graph) == []
+
+
+def in_a_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """The modules of `graph` that reach themselves through their imports."""
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
         for following in graph.get(start, set()):
@@ -120,4 +127,14 @@ def test_the_providers_import_each_other_in_one_direction() -> None:
                 return True
         return False
 
-    assert sorted(module for module in graph if reaches(module, module, set())) == []
+    return sorted(module for module in graph if reaches(module, module, set()))
+
+
+def test_the_benchmark_modules_import_each_other_in_one_direction() -> None:
+    """A module that builds on another's measurements is driven from above both, not by a
+    deferred import back into it."""
+    graph = {
+        f"benchmarks.{path.stem}": runtime_imports(path, "benchmarks")
+        for path in BENCHMARKS.glob("*.py")
+    }
+    assert in_a_cycle(graph) == []

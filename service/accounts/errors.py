@@ -1,3 +1,5 @@
+"""The accounts domain's problems."""
+
 from __future__ import annotations
 
 from service.errors import Forbidden

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.accounts.models import UserAccount
 from service.auth.principal import AccountClaims
+from service.kit.repository import TenantRowRepository
 
 ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
 """Provision the tenant row on first use; a no-op afterwards."""
@@ -96,10 +96,8 @@ ENSURE_USER_SQL = text(
 """Provision a user a service writes for before the user ever signed in."""
 
 
-class AccountRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
+class AccountRepository(TenantRowRepository[UserAccount, str]):
+    model = UserAccount
 
     async def ensure_tenant(self) -> None:
         await self._session.execute(ENSURE_TENANT_SQL, {"tenant_id": self._tenant_id})
@@ -134,13 +132,7 @@ class AccountRepository:
         )
 
     async def get_user(self, user_id: str, *, for_update: bool = False) -> UserAccount | None:
-        statement = select(UserAccount).where(
-            UserAccount.tenant_id == self._tenant_id, UserAccount.id == user_id
-        )
-        if for_update:
-            # The locked row is the truth: refresh a copy the session may hold from earlier.
-            statement = statement.with_for_update().execution_options(populate_existing=True)
-        return (await self._session.execute(statement)).scalar_one_or_none()
+        return await self.get_by_id(user_id, for_update=for_update)
 
     async def set_overlay(self, user_id: str, account: AccountClaims) -> UserAccount:
         """Create the user with this overlay, or replace the overlay it has."""

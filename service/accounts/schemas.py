@@ -1,3 +1,5 @@
+"""What the accounts routes answer: a user as the API shows it."""
+
 from __future__ import annotations
 
 from datetime import datetime

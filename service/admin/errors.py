@@ -1,3 +1,6 @@
+"""The admin domain's problems: an invalid import line, a user who already has data, a
+confirmation that does not name the tenant."""
+
 from __future__ import annotations
 
 from service.errors import Conflict, DomainError

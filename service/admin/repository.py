@@ -26,6 +26,7 @@ from service.admin.plan import (
     quote_identifier,
 )
 from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB
+from service.kit.repository import TenantRepository, rowcount
 
 THREAD_TABLE = "thread"
 MEMORY_TABLE = "memory"
@@ -298,11 +299,7 @@ def _special_params(scope: UserScope) -> dict[str, Any]:
 SPECIAL_PREDICATES = {IDEMPOTENCY_TABLE: IDEMPOTENCY_PREDICATE, AUDIT_TABLE: AUDIT_PREDICATE}
 
 
-class AdminRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
-
+class AdminRepository(TenantRepository):
     @property
     def session(self) -> AsyncSession:
         return self._session
@@ -387,7 +384,7 @@ class AdminRepository:
             f"WHERE tenant_id = :tenant_id AND {_rule_predicate(rule)}"
         )
         result = await self._session.execute(statement, _rule_params(rule, scope))
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return rowcount(result)
 
     async def count_rows(self, rule: TableRule, scope: UserScope) -> int:
         statement = text(
@@ -401,7 +398,7 @@ class AdminRepository:
             f"DELETE FROM {quote_identifier(table)} WHERE {SPECIAL_PREDICATES[table]}"  # noqa: S608
         )
         result = await self._session.execute(statement, _special_params(scope))
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return rowcount(result)
 
     async def count_special(self, table: str, scope: UserScope) -> int:
         statement = text(
@@ -411,7 +408,7 @@ class AdminRepository:
 
     async def delete_queued_jobs(self, scope: UserScope) -> int:
         result = await self._session.execute(DELETE_QUEUED_JOBS_SQL, self._jobs_params(scope))
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return rowcount(result)
 
     async def count_queued_jobs(self, scope: UserScope) -> int:
         result = await self._session.execute(COUNT_QUEUED_JOBS_SQL, self._jobs_params(scope))
@@ -433,7 +430,7 @@ class AdminRepository:
 
     async def redact_org_provenance(self, scope: UserScope) -> int:
         result = await self._session.execute(REDACT_ORG_PROVENANCE_SQL, _provenance_params(scope))
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return rowcount(result)
 
     async def count_org_provenance(self, scope: UserScope) -> int:
         result = await self._session.execute(COUNT_ORG_PROVENANCE_SQL, _provenance_params(scope))
@@ -448,7 +445,7 @@ class AdminRepository:
             f"WHERE {quote_identifier(column)} = :tenant_id"
         )
         result = await self._session.execute(statement, {"tenant_id": self._tenant_id})
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return rowcount(result)
 
     async def count_tenant_rows(self, table: CatalogueTable) -> int:
         column = "id" if TENANT_COLUMN not in table.columns else TENANT_COLUMN
@@ -464,7 +461,7 @@ class AdminRepository:
         result = await self._session.execute(
             DELETE_TENANT_JOBS_SQL, {"kinds": list(THREAD_JOB_KINDS), "tenant_id": self._tenant_id}
         )
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return rowcount(result)
 
     async def count_tenant_jobs(self) -> int:
         result = await self._session.execute(

@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from service.config import Settings
 from service.db import tenant_transaction
 from service.jobs.queue import queries_for
+from service.kit.repository import rowcount
 from service.observability import Metrics
 
 logger = logging.getLogger("mneme.retention")
@@ -131,7 +132,7 @@ class RetentionSweeper:
                 "summaries_days": policy.summaries_days if policy else None,
             }
             return {
-                table: int((await session.execute(statement, params)).rowcount)  # type: ignore[attr-defined]
+                table: rowcount(await session.execute(statement, params))
                 for table, statement in SWEEP_SQL.items()
             }
 

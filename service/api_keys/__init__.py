@@ -1,0 +1,1 @@
+"""API keys: hashed, scoped, revocable credentials for service-to-service calls."""

@@ -1,3 +1,5 @@
+"""The API key table: only the secret's hash is kept."""
+
 from __future__ import annotations
 
 import uuid

@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import func, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import func, text
 
 from service.api_keys.models import ApiKey
+from service.kit.repository import TenantRowRepository
 
 MARK_KEY_USED_SQL = text(
     """
@@ -20,10 +20,8 @@ MARK_KEY_USED_SQL = text(
 """Record use at most once a minute per key, so authentication is not a write per request."""
 
 
-class ApiKeyRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
+class ApiKeyRepository(TenantRowRepository[ApiKey, uuid.UUID]):
+    model = ApiKey
 
     async def add(self, key: ApiKey) -> ApiKey:
         self._session.add(key)
@@ -34,15 +32,12 @@ class ApiKeyRepository:
     async def get(self, key_id: uuid.UUID, *, for_update: bool = False) -> ApiKey | None:
         """The key; with `for_update`, locked until the transaction ends (as it is now, not as
         an earlier statement of this request loaded it)."""
-        statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id, ApiKey.id == key_id)
-        if for_update:
-            statement = statement.with_for_update().execution_options(populate_existing=True)
-        return (await self._session.execute(statement)).scalar_one_or_none()
+        return await self.get_by_id(key_id, for_update=for_update)
 
     async def list_page(
         self, *, after: tuple[datetime, uuid.UUID] | None, limit: int, include_revoked: bool
     ) -> list[ApiKey]:
-        statement = select(ApiKey).where(ApiKey.tenant_id == self._tenant_id)
+        statement = self.scoped()
         if not include_revoked:
             statement = statement.where(ApiKey.revoked_at.is_(None))
         if after is not None:
@@ -54,19 +49,8 @@ class ApiKeyRepository:
         return list((await self._session.execute(statement)).scalars())
 
     async def revoke(self, key_id: uuid.UUID) -> ApiKey | None:
-        statement = (
-            update(ApiKey)
-            .where(
-                ApiKey.tenant_id == self._tenant_id,
-                ApiKey.id == key_id,
-                ApiKey.revoked_at.is_(None),
-            )
-            .values(revoked_at=func.now())
-            .returning(ApiKey)
-            # The row may already sit in the identity map: refresh it from what was written.
-            .execution_options(synchronize_session=False, populate_existing=True)
-        )
-        return (await self._session.execute(statement)).scalar_one_or_none()
+        """Revoke the key unless it already is; the key as revoked, or None."""
+        return await self.update_if(key_id, {"revoked_at": func.now()}, ApiKey.revoked_at.is_(None))
 
     async def mark_used(self, key_id: uuid.UUID) -> None:
         await self._session.execute(

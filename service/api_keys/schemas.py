@@ -1,3 +1,6 @@
+"""The API keys routes' bodies: what creating a key takes, and what listing and creating
+answer (the secret only once)."""
+
 from __future__ import annotations
 
 import uuid

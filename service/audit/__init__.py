@@ -1,0 +1,1 @@
+"""The audit trail of administrative and privacy-relevant actions."""

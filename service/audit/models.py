@@ -1,3 +1,5 @@
+"""The audit log table: one row per recorded action, with its actor and details."""
+
 from __future__ import annotations
 
 import uuid

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from opentelemetry import trace
@@ -107,6 +108,15 @@ def start_embedding_context_question(
     return asyncio.ensure_future(embed_question(embedder, request.query))
 
 
+@dataclass(frozen=True, slots=True)
+class _Retrieved:
+    """The sections a block may show, drafted from what was read, before the budget
+    chooses; and whether the thread (if any) is summarized."""
+
+    drafts: list[SectionDraft[ContextItemSource]]
+    summarization: Literal["on", "off"] | None
+
+
 class ContextBuilder:
     def __init__(
         self,
@@ -134,102 +144,66 @@ class ContextBuilder:
     ) -> ContextResponse:
         """The block for `request`; `embedding_question` is its question's vector already on
         its way (`start_embedding_context_question`), else it is embedded here."""
-        budget = request.budget_tokens or self._default_budget
-        encoding = encoding_for(request.encoding).name
+        with tracer.start_as_current_span("context.retrieve"):
+            retrieved = await self._retrieve(user_id, request, embedding_question)
+        return _assemble(request, retrieved, request.budget_tokens or self._default_budget)
 
-        def count(text: str) -> int:
-            return count_tokens_memo(text, request.encoding)
-
+    async def _retrieve(
+        self, user_id: str, request: ContextRequest, embedding_question: PendingVector | None
+    ) -> _Retrieved:
+        """Read everything the included sections show and draft each section (all its
+        candidates, before the budget chooses)."""
         wanted = set(request.include)
         drafts: list[SectionDraft[ContextItemSource]] = []
-        summarization: str | None = None
-        with tracer.start_as_current_span("context.retrieve"):
-            # The question is embedded (in the embedder's thread, or by a remote service) while
-            # the reads that do not need its vector run.
-            embedding = embedding_question
-            if embedding is None and needs_question_vector(request):
-                embedding = asyncio.ensure_future(self._search_service.embed_query(request.query))
-            try:
-                window = None
-                if request.thread_id is not None:
-                    window = await self._threads.context_window(
-                        user_id, request.thread_id, self._buffer_recent_turns
-                    )
-                    summarization = "on" if window.summarization_enabled else "off"
-                profile_owners = [
-                    owner
-                    for section, owner in (("org", Owner.org()), ("profile", Owner.user(user_id)))
-                    if section in wanted
-                ]
-                profiles = (
-                    await self._profiles.merged_documents(profile_owners) if profile_owners else {}
+        summarization: Literal["on", "off"] | None = None
+        # The question is embedded (in the embedder's thread, or by a remote service) while
+        # the reads that do not need its vector run.
+        embedding = embedding_question
+        if embedding is None and needs_question_vector(request):
+            embedding = asyncio.ensure_future(self._search_service.embed_query(request.query))
+        try:
+            window = None
+            if request.thread_id is not None:
+                window = await self._threads.context_window(
+                    user_id, request.thread_id, self._buffer_recent_turns
                 )
-                procedures = await self._procedures(user_id) if "procedures" in wanted else None
-                query_embedding = await embedding if embedding is not None else None
-            finally:
-                if embedding is not None and not embedding.done():
-                    embedding.cancel()
-            # Messages the block shows verbatim: a memory made of them alone would say it twice.
-            shown_messages = (
-                {message.id for message in window.messages if _is_shown(message)}
-                if window is not None and "recent" in wanted
-                else set()
+                summarization = "on" if window.summarization_enabled else "off"
+            profile_owners = [
+                owner
+                for section, owner in (("org", Owner.org()), ("profile", Owner.user(user_id)))
+                if section in wanted
+            ]
+            profiles = (
+                await self._profiles.merged_documents(profile_owners) if profile_owners else {}
             )
-            hits = await self._memory_hits(user_id, request, query_embedding, shown_messages)
-            if "org" in wanted:
-                drafts.append(_org_section(profiles[Owner.org()], hits["org"]))
-            if "profile" in wanted:
-                drafts.append(_profile_section(profiles[Owner.user(user_id)]))
-            if procedures is not None:
-                drafts.append(procedures)
-            if "facts" in wanted:
-                drafts.append(_hits_section("facts", hits["facts"], "•"))
-            if "episodes" in wanted:
-                drafts.append(_hits_section("episodes", hits["episodes"], EPISODE_DASH))
-            if window is not None:
-                if "thread" in wanted:
-                    drafts.append(_summary_section(window))
-                if "recent" in wanted:
-                    drafts.append(_recent_section(window))
-        with tracer.start_as_current_span("context.assemble") as span:
-            text = fit(HEADER, drafts, budget, count)
-            token_count = count(text) if text else 0
-            span.set_attribute("mneme.context.tokens", token_count)
-            span.set_attribute("mneme.context.budget", budget)
-
-        sections = [
-            ContextSection(
-                # Drafts are only ever built with section names; pydantic checks it again.
-                name=cast(SectionName, draft.name),
-                title=draft.title,
-                items=[
-                    ContextItem(
-                        id=c.item.id,
-                        kind=c.item.kind,
-                        text=c.item.text,
-                        tokens=count(c.line),
-                        scores=c.item.scores,
-                    )
-                    for c in sorted(draft.chosen, key=lambda c: c.render_key)
-                ],
-                omitted=draft.omitted,
-            )
-            for draft in drafts
-            if draft.chosen
-        ]
-        omitted = {draft.name: draft.omitted for draft in drafts if draft.omitted}
-        record_context_sections(
-            trace.get_current_span(), sections, omitted, token_count=token_count, budget=budget
+            procedures = await self._procedures(user_id) if "procedures" in wanted else None
+            query_embedding = await embedding if embedding is not None else None
+        finally:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()
+        # Messages the block shows verbatim: a memory made of them alone would say it twice.
+        shown_messages = (
+            {message.id for message in window.messages if _is_shown(message)}
+            if window is not None and "recent" in wanted
+            else set()
         )
-        return ContextResponse(
-            text=text if request.format in ("text", "both") else None,
-            sections=sections if request.format in ("json", "both") else None,
-            token_count=token_count,
-            budget_tokens=budget,
-            encoding=encoding,
-            omitted=omitted,
-            summarization="on" if summarization == "on" else "off" if summarization else None,
-        )
+        hits = await self._memory_hits(user_id, request, query_embedding, shown_messages)
+        if "org" in wanted:
+            drafts.append(_org_section(profiles[Owner.org()], hits["org"]))
+        if "profile" in wanted:
+            drafts.append(_profile_section(profiles[Owner.user(user_id)]))
+        if procedures is not None:
+            drafts.append(procedures)
+        if "facts" in wanted:
+            drafts.append(_hits_section("facts", hits["facts"], "•"))
+        if "episodes" in wanted:
+            drafts.append(_hits_section("episodes", hits["episodes"], EPISODE_DASH))
+        if window is not None:
+            if "thread" in wanted:
+                drafts.append(_summary_section(window))
+            if "recent" in wanted:
+                drafts.append(_recent_section(window))
+        return _Retrieved(drafts, summarization)
 
     async def _memory_hits(
         self,
@@ -297,6 +271,55 @@ class ContextBuilder:
         return SectionDraft(
             "procedures", TITLES["procedures"], SECTION_WEIGHTS["procedures"], candidates
         )
+
+
+def _assemble(request: ContextRequest, retrieved: _Retrieved, budget: int) -> ContextResponse:
+    """Choose whole items of the drafted sections within the token budget and render the
+    block, its structure or both."""
+
+    def count(text: str) -> int:
+        return count_tokens_memo(text, request.encoding)
+
+    drafts = retrieved.drafts
+    with tracer.start_as_current_span("context.assemble") as span:
+        text = fit(HEADER, drafts, budget, count)
+        token_count = count(text) if text else 0
+        span.set_attribute("mneme.context.tokens", token_count)
+        span.set_attribute("mneme.context.budget", budget)
+
+    sections = [
+        ContextSection(
+            # Drafts are only ever built with section names; pydantic checks it again.
+            name=cast(SectionName, draft.name),
+            title=draft.title,
+            items=[
+                ContextItem(
+                    id=c.item.id,
+                    kind=c.item.kind,
+                    text=c.item.text,
+                    tokens=count(c.line),
+                    scores=c.item.scores,
+                )
+                for c in sorted(draft.chosen, key=lambda c: c.render_key)
+            ],
+            omitted=draft.omitted,
+        )
+        for draft in drafts
+        if draft.chosen
+    ]
+    omitted = {draft.name: draft.omitted for draft in drafts if draft.omitted}
+    record_context_sections(
+        trace.get_current_span(), sections, omitted, token_count=token_count, budget=budget
+    )
+    return ContextResponse(
+        text=text if request.format in ("text", "both") else None,
+        sections=sections if request.format in ("json", "both") else None,
+        token_count=token_count,
+        budget_tokens=budget,
+        encoding=encoding_for(request.encoding).name,
+        omitted=omitted,
+        summarization=retrieved.summarization,
+    )
 
 
 def _org_section(

@@ -1,3 +1,5 @@
+"""The write path's problems: compaction switched off, or its model unavailable."""
+
 from __future__ import annotations
 
 from service.errors import ModelUnavailable, ServiceUnavailable

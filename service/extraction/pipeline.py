@@ -16,6 +16,8 @@ Written memories carry provenance: thread, message ids, evidence and the extract
 announced the change, not the pass's clock.
 
 `WritePath` is what the job handlers call: this pass with an LLM, turn storage without one.
+`ExtractionPass` runs one window in two phases: `propose` (the model and the embedder, no
+transaction open) and `commit` (one transaction under the write lock).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from service.auth.owner import Owner
+from service.config import Settings
 from service.errors import DomainError
 from service.extraction.passes import (
     CONTEXT_MESSAGES,
@@ -54,6 +57,7 @@ from service.extraction.record import PassOutcome, PassRecord
 from service.extraction.resolver import (
     EVIDENCE_MAX,
     Candidate,
+    Dropped,
     Known,
     KnownFact,
     ProfileChange,
@@ -69,7 +73,7 @@ from service.extraction.resolver import (
 from service.extraction.triggers import HUMAN_ROLE, TriggerRules, decide, windows
 from service.extraction.turns import TurnStorage
 from service.memories.dependencies import write_path_memory_search
-from service.memories.embedding import embed_or_none
+from service.memories.embedding import EmbeddingBackfill, embed_or_none
 from service.memories.models import Memory
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, SearchRequest
 from service.memories.search import MemorySearch
@@ -77,6 +81,7 @@ from service.memories.writer import DerivedMemory, DerivedMemoryWriter
 from service.observability import tracer
 from service.profile.dependencies import profile_service
 from service.profile.schemas import PatchAdd
+from service.providers.llm import ChatModel
 from service.state import AppState
 from service.threads.models import Message
 
@@ -104,35 +109,56 @@ def speaker_of(source_ids: Sequence[uuid.UUID], window: Sequence[Message]) -> st
     return remembered_speaker(names.pop()) if len(names) == 1 else None
 
 
+@dataclass(frozen=True, slots=True)
+class ExtractionWindow:
+    """One window of a thread's pending messages, and where the pass over it starts."""
+
+    tenant_id: str
+    thread_id: uuid.UUID
+    user_id: str
+    after: int  # the cursor the pass read; the commit checks that it has not moved
+    earlier: Sequence[Message]
+    messages: Sequence[Message]
+    org_writes: bool
+    trigger: str
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """What the model proposed for a window, checked and embedded: everything the commit
+    phase needs, gathered outside any transaction."""
+
+    rules: ResolverRules
+    candidates: list[Candidate]
+    removals: list[uuid.UUID]
+    unknown_ids: int
+    vectors: dict[int, list[float] | None]
+    episode: str | None
+    episode_vector: list[float] | None
+    episode_refusal: str | None
+    profile_changes: list[ProfileChange]
+    profile_dropped: list[Dropped]
+
+
 class WritePath:
     """Runs the write path's passes for one process (the job handlers call it)."""
 
     def __init__(self, state: AppState) -> None:
         self._runner = PassRunner(state)
         self._turns = TurnStorage(self._runner)
-        self._chat_model = state.chat_model
-        self._settings = settings = state.settings
-        self._backfill = state.embedding_backfill
+        settings = state.settings
+        # The extraction pass exists only with a model; without one the write path stores turns.
+        self._extraction = (
+            ExtractionPass(self._runner, state.chat_model, settings, state.embedding_backfill)
+            if state.chat_model is not None
+            else None
+        )
+        self._settings = settings
         self.trigger_rules = TriggerRules(
             strategy=settings.extraction_strategy,
             interval=settings.extraction_interval_turns,
             farewell_phrases=tuple(settings.extraction_farewell_phrases),
             min_chars=settings.extraction_min_conversation_chars,
-        )
-
-    def resolver_rules(self, human_turns: int) -> ResolverRules:
-        settings = self._settings
-        return ResolverRules(
-            min_confidence=settings.extraction_fact_confidence_threshold,
-            quarantine_confidence=settings.extraction_quarantine_confidence,
-            near_duplicate_cosine=settings.extraction_near_duplicate_cosine,
-            max_facts=settings.extraction_max_facts_per_turn * max(human_turns, 1),
-            category_modes=dict(settings.extraction_category_modes),
-            org_categories=frozenset(settings.extraction_org_categories),
-            contradiction_cosine=settings.extraction_contradiction_cosine,
-            multi_valued_subjects=frozenset(
-                normalise_subject(s) or s for s in settings.extraction_multi_valued_subjects
-            ),
         )
 
     async def store_turns(self, tenant_id: str, thread_id: uuid.UUID) -> list[PassOutcome]:
@@ -144,7 +170,7 @@ class WritePath:
     ) -> list[PassOutcome]:
         """Run the passes due on the thread (none when the trigger does not fire). Raises
         `LLMUnavailable` when the model fails; nothing of that window is written then."""
-        if self._chat_model is None:
+        if self._extraction is None:
             return await self.store_turns(tenant_id, thread_id)
         outcomes: list[PassOutcome] = []
         for _ in range(MAX_ROUNDS):
@@ -161,15 +187,17 @@ class WritePath:
             lost_race = False
             for start, end in windows(turns, self._settings.extraction_max_window_messages):
                 window = turns[start:end]
-                outcome = await self._extract_window(
-                    tenant_id,
-                    thread_id,
-                    state.user_id,
-                    after=after,
-                    earlier=earlier[-CONTEXT_MESSAGES:],
-                    window=window,
-                    org_writes=org_writes,
-                    trigger=decision.reason,
+                outcome = await self._extraction.run(
+                    ExtractionWindow(
+                        tenant_id,
+                        thread_id,
+                        state.user_id,
+                        after=after,
+                        earlier=earlier[-CONTEXT_MESSAGES:],
+                        messages=window,
+                        org_writes=org_writes,
+                        trigger=decision.reason,
+                    )
                 )
                 outcomes.append(outcome)
                 if outcome.status != "written":
@@ -180,27 +208,56 @@ class WritePath:
                 return outcomes
         return outcomes
 
-    async def _extract_window(
+
+class ExtractionPass:
+    """One extraction pass over one window, in two phases: `propose` asks the model and
+    embeds what it proposed (no transaction open), `commit` resolves the proposal against the
+    live facts and writes it under the owner's write lock."""
+
+    def __init__(
         self,
-        tenant_id: str,
-        thread_id: uuid.UUID,
-        user_id: str,
-        *,
-        after: int,
-        earlier: Sequence[Message],
-        window: Sequence[Message],
-        org_writes: bool,
-        trigger: str,
-    ) -> PassOutcome:
-        assert self._chat_model is not None
+        runner: PassRunner,
+        chat_model: ChatModel,
+        settings: Settings,
+        backfill: EmbeddingBackfill,
+    ) -> None:
+        self._runner = runner
+        self._chat_model = chat_model
+        self._settings = settings
+        self._backfill = backfill
+
+    def resolver_rules(self, human_turns: int) -> ResolverRules:
         settings = self._settings
-        humans = [m for m in window if m.role == HUMAN_ROLE]
+        return ResolverRules(
+            min_confidence=settings.extraction_fact_confidence_threshold,
+            quarantine_confidence=settings.extraction_quarantine_confidence,
+            near_duplicate_cosine=settings.extraction_near_duplicate_cosine,
+            max_facts=settings.extraction_max_facts_per_turn * max(human_turns, 1),
+            category_modes=dict(settings.extraction_category_modes),
+            org_categories=frozenset(settings.extraction_org_categories),
+            contradiction_cosine=settings.extraction_contradiction_cosine,
+            multi_valued_subjects=frozenset(
+                normalise_subject(s) or s for s in settings.extraction_multi_valued_subjects
+            ),
+        )
+
+    async def run(self, window: ExtractionWindow) -> PassOutcome:
+        """Propose, then commit; a model failure raises from `propose`, before any write."""
+        return await self.commit(window, await self.propose(window))
+
+    async def propose(self, window: ExtractionWindow) -> Proposal:
+        """Show the model the window and the user's most relevant facts, and turn its answer
+        into resolver candidates with their vectors."""
+        settings = self._settings
+        humans = [m for m in window.messages if m.role == HUMAN_ROLE]
         rules = self.resolver_rules(len(humans))
         query = "\n".join(m.content for m in humans).strip()[:MEMORY_TEXT_MAX] or "user"
 
-        async with self._runner.unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
+        async with self._runner.unit(
+            window.tenant_id, EXTRACTOR_ACTOR, org_writes=window.org_writes
+        ) as unit:
             shown = await self._current_facts(
-                unit.services.get(write_path_memory_search), user_id, query
+                unit.services.get(write_path_memory_search), window.user_id, query
             )
 
         categories = tuple(settings.extraction_category_modes)
@@ -209,10 +266,10 @@ class WritePath:
                 system=system_prompt(
                     settings.extraction_category_modes,
                     settings.extraction_org_categories,
-                    org_writes=org_writes,
+                    org_writes=window.org_writes,
                     max_facts=rules.max_facts,
                 ),
-                user=render_user_prompt(shown, earlier, window),
+                user=render_user_prompt(shown, window.earlier, window.messages),
                 output=extraction_output_model(categories),
                 schema_name=EXTRACTION_SCHEMA_NAME,
             )
@@ -227,57 +284,89 @@ class WritePath:
         texts = [c.text for c in candidates] + ([episode] if episode else [])
         with tracer.start_as_current_span("extraction.embed"):
             vectors = await embed_or_none(self._backfill.embedder, texts)
-        candidate_vectors: dict[int, list[float] | None] = {
-            c.index: (vectors[position] if vectors is not None else None)
-            for position, c in enumerate(candidates)
-        }
-        episode_vector = vectors[-1] if vectors is not None and episode else None
+        return Proposal(
+            rules=rules,
+            candidates=candidates,
+            removals=removals,
+            unknown_ids=unknown_ids,
+            vectors={
+                c.index: (vectors[position] if vectors is not None else None)
+                for position, c in enumerate(candidates)
+            },
+            episode=episode,
+            episode_vector=vectors[-1] if vectors is not None and episode else None,
+            episode_refusal=episode_refusal,
+            profile_changes=profile_changes,
+            profile_dropped=profile_dropped,
+        )
 
-        async with self._runner.unit(tenant_id, EXTRACTOR_ACTOR, org_writes=org_writes) as unit:
+    async def commit(self, window: ExtractionWindow, proposal: Proposal) -> PassOutcome:
+        """In one transaction holding the owners' write locks: unless another pass moved the
+        cursor meanwhile, resolve the proposal against the live facts, write the decisions
+        and record the pass."""
+        user_id, thread_id = window.user_id, window.thread_id
+        messages, candidates = window.messages, proposal.candidates
+        async with self._runner.unit(
+            window.tenant_id, EXTRACTOR_ACTOR, org_writes=window.org_writes
+        ) as unit:
             await unit.memories.lock_derived_writes(Owner.user(user_id))
-            if org_writes and any(c.scope == "org" for c in candidates):
+            if window.org_writes and any(c.scope == "org" for c in candidates):
                 await unit.memories.lock_derived_writes(Owner.org())
-            if await unit.cursor_moved(thread_id, after):
-                return PassOutcome("superseded", after + 1, window[-1].seq)
+            if await unit.cursor_moved(thread_id, window.after):
+                return PassOutcome("superseded", window.after + 1, messages[-1].seq)
             known = await self._known(
-                unit.memories, user_id, candidates, candidate_vectors, removals, org_writes, rules
+                unit.memories,
+                user_id,
+                candidates,
+                proposal.vectors,
+                proposal.removals,
+                window.org_writes,
+                proposal.rules,
             )
-            resolution = resolve(candidates, removals, known, rules)
+            resolution = resolve(candidates, proposal.removals, known, proposal.rules)
             with tracer.start_as_current_span("extraction.apply"):
                 applied = await self._apply(
                     unit,
                     user_id,
                     thread_id,
-                    window,
+                    messages,
                     candidates,
                     resolution,
                     known,
-                    candidate_vectors,
-                    trigger,
+                    proposal.vectors,
+                    window.trigger,
                 )
-                if episode:
+                if proposal.episode:
                     episode_written = await unit.memories.record_derived(
-                        [self._episode(user_id, thread_id, window, episode, episode_vector)]
+                        [
+                            self._episode(
+                                user_id,
+                                thread_id,
+                                messages,
+                                proposal.episode,
+                                proposal.episode_vector,
+                            )
+                        ]
                     )
                     applied.written.extend(m.id for m in episode_written if not m.duplicate)
-                profile_keys = await self._apply_profile(unit, user_id, profile_changes)
+                profile_keys = await self._apply_profile(unit, user_id, proposal.profile_changes)
             dropped = resolution.drop_counts()
-            for drop in profile_dropped:
+            for drop in proposal.profile_dropped:
                 dropped[drop.reason] = dropped.get(drop.reason, 0) + 1
-            if len(profile_keys) < len(profile_changes):
-                dropped["profile:refused"] = len(profile_changes) - len(profile_keys)
-            if episode_refusal:
-                dropped[f"episode:{episode_refusal}"] = 1
-            if unknown_ids:
-                dropped["unknown_id"] = unknown_ids
+            if len(profile_keys) < len(proposal.profile_changes):
+                dropped["profile:refused"] = len(proposal.profile_changes) - len(profile_keys)
+            if proposal.episode_refusal:
+                dropped[f"episode:{proposal.episode_refusal}"] = 1
+            if proposal.unknown_ids:
+                dropped["unknown_id"] = proposal.unknown_ids
             record = PassRecord(
                 user_id=user_id,
                 mode="llm",
-                trigger=trigger,
+                trigger=window.trigger,
                 model=self._chat_model.model_name,
-                org_writes=org_writes,
-                from_seq=after + 1,
-                through_seq=window[-1].seq,
+                org_writes=window.org_writes,
+                from_seq=window.after + 1,
+                through_seq=messages[-1].seq,
                 written=applied.written,
                 superseded=applied.superseded,
                 reconfirmed=applied.reconfirmed,
@@ -293,7 +382,7 @@ class WritePath:
             thread_id,
             record.from_seq,
             record.through_seq,
-            trigger,
+            window.trigger,
             len(record.written),
             record.superseded,
             record.reconfirmed,
@@ -389,7 +478,6 @@ class WritePath:
         the facts they supersede — invalid from the newest message the new fact quotes —,
         re-confirmations (the repeating messages added to the fact's sources) and removals
         (invalid from the window's last human message), each with history."""
-        assert self._chat_model is not None
         applied = _Applied()
         sent_at = {m.id: m.created_at for m in window}
         for new_fact in resolution.new_facts:
@@ -472,7 +560,6 @@ class WritePath:
         text: str,
         vector: list[float] | None,
     ) -> DerivedMemory:
-        assert self._chat_model is not None
         return DerivedMemory(
             Owner.user(user_id),
             MemoryCreate(

@@ -16,10 +16,10 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import select, text
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.audit.models import AuditEntry
 from service.extraction.record import FailureRecord, PassRecord, RequeueRecord
+from service.kit.repository import TenantRepository
 from service.threads.models import Message, Thread, ThreadSummary
 
 PASS_ACTION = "extraction.pass"  # noqa: S105 - an audit action name
@@ -128,11 +128,7 @@ class PassCursor:
     through_seq: int
 
 
-class ExtractionRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
-
+class ExtractionRepository(TenantRepository):
     async def thread_owner(self, thread_id: uuid.UUID) -> str | None:
         statement = select(Thread.user_id).where(
             Thread.tenant_id == self._tenant_id, Thread.id == thread_id

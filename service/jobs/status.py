@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import ARRAY, Text, bindparam, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from service.kit.repository import TenantRepository
 
 _TENANT_JOBS = """
     -- Decode only the payloads of the kinds asked for (other kinds may hold anything).
@@ -111,11 +113,7 @@ class JobCount:
     oldest_created_at: datetime
 
 
-class JobStatusRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
-
+class JobStatusRepository(TenantRepository):
     async def pending(
         self, kinds: Sequence[str], *, user_id: str | None, limit: int
     ) -> list[PendingJob]:

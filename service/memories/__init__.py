@@ -1,0 +1,1 @@
+"""Memories: remember, search (one fusion statement), change and forget, with history."""

@@ -1,3 +1,5 @@
+"""The memories domain's problems."""
+
 from __future__ import annotations
 
 from service.errors import Conflict, NotFound

@@ -22,11 +22,11 @@ from typing import Annotated, Any, get_type_hints
 from sqlalchemy import Boolean, DateTime, Float, Integer, Text, TextualSelect, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, REAL
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
 from service.db import Driver, transaction_driver
+from service.kit.repository import TenantRepository
 from service.memories.filters import MemoryFilter, Predicate
 from service.memories.schemas import ComponentScores, MemoryRead
 
@@ -616,12 +616,8 @@ class PlannedSearch:
         return hits
 
 
-class FusionRepository:
+class FusionRepository(TenantRepository):
     """Runs the fusion statement in the request's tenant-scoped transaction."""
-
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
 
     @asynccontextmanager
     async def planned(self) -> AsyncIterator[PlannedSearch]:

@@ -22,10 +22,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from service.auth.owner import Owner
+from service.kit.repository import TenantRowRepository, rowcount
 from service.memories.filters import MemoryFilter
 from service.memories.models import Memory, MemoryEvent
 
@@ -46,10 +46,8 @@ CITABLE_THREADS_SQL = text(
 organization, whose memories may come from any user's conversation)."""
 
 
-class MemoryRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
+class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
+    model = Memory
 
     async def citable_threads(
         self, owner: Owner, thread_ids: Sequence[uuid.UUID]
@@ -168,11 +166,7 @@ class MemoryRepository:
 
     async def reload_many(self, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
         """Memories by id as stored now, refreshing copies the session holds from earlier."""
-        statement = (
-            select(Memory)
-            .where(Memory.tenant_id == self._tenant_id, Memory.id.in_(memory_ids))
-            .execution_options(populate_existing=True)
-        )
+        statement = self.scoped(Memory.id.in_(memory_ids)).execution_options(populate_existing=True)
         return {memory.id: memory for memory in (await self._session.execute(statement)).scalars()}
 
     async def list_page(
@@ -210,15 +204,7 @@ class MemoryRepository:
         return list((await self._session.execute(statement)).scalars())
 
     async def update(self, memory_id: uuid.UUID, values: dict[str, Any]) -> Memory:
-        statement = (
-            update(Memory)
-            .where(Memory.tenant_id == self._tenant_id, Memory.id == memory_id)
-            .values(updated_at=func.now(), **values)
-            .returning(Memory)
-            # The row may already sit in the identity map: refresh it from what was written.
-            .execution_options(synchronize_session=False, populate_existing=True)
-        )
-        return (await self._session.execute(statement)).scalar_one()
+        return await self.update_by_id(memory_id, {"updated_at": func.now(), **values})
 
     async def delete_many(self, memory_ids: list[uuid.UUID]) -> None:
         if memory_ids:
@@ -243,7 +229,7 @@ class MemoryRepository:
             .execution_options(synchronize_session=False)
         )
         result = await self._session.execute(statement)
-        return bool(getattr(result, "rowcount", 0))
+        return rowcount(result) > 0
 
     async def add_events(self, events: list[MemoryEvent]) -> None:
         self._session.add_all(events)

@@ -231,10 +231,11 @@ async def create_memory(
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MemoryWritten | Response:
-    """Store a memory for the user (or, for admins with `scope: org`, for the organization).
-    Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
-    returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
-    replays the first response instead of writing again."""
+    """Store a memory for the user. Organization memory is written through /v1/org/memories:
+    an item with `scope: org` is refused here (422). Refuses secrets and PII-like text (422
+    `SECRET_REFUSED`). An identical live memory is returned instead of stored twice
+    (`duplicate: true`). With an `Idempotency-Key`, a retry replays the first response
+    instead of writing again."""
     return await idempotency.run(
         idempotency_key,
         request,
@@ -261,7 +262,8 @@ async def create_memories(
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MemoryBatchWritten | Response:
-    """Store up to 100 memories at once, all or nothing, in input order."""
+    """Store up to 100 memories at once, all or nothing, in input order; like a single
+    memory, none may have `scope: org` here (422)."""
     return await idempotency.run(
         idempotency_key,
         request,

@@ -65,7 +65,10 @@ class MemoryCreate(BaseModel):
     kind: MemoryKind = "semantic"
     text: MemoryText
     scope: MemoryScope = Field(
-        default="user", description="`org` stores organization-shared memory (admins only)."
+        default="user",
+        description="`user` on a user's route (`org` is refused there with 422); the "
+        "organization's route, /v1/org/memories, stores every memory as the organization's "
+        "(admins only).",
     )
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN, examples=["preference"])
     confidence: UnitInterval = 1.0

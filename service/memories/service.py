@@ -77,12 +77,15 @@ class MemoryService:
     async def create(
         self, owner: Owner, items: list[MemoryCreate], locate: ItemLocator = in_batch
     ) -> list[MemoryWritten]:
-        """Store memories all-or-nothing; exact duplicates return the existing memory.
+        """Store memories all-or-nothing for `owner`; exact duplicates return the existing
+        memory. `locate` places an item in the request for problems about it.
 
-        An item with `scope: org` is the organization's whatever route it came by. `locate`
-        places an item in the request for problems about it.
+        A user's memories never include an item with `scope: org`: organization memory has
+        its own owner (and route), so such a write is refused whoever sends it.
         """
-        owned = [OwnedCreate(Owner.org() if item.scope == "org" else owner, item) for item in items]
+        if owner.user_id is not None:
+            _refuse_org_items(items, locate)
+        owned = [OwnedCreate(owner, item) for item in items]
         self._recorder.validate_new(owned, locate)
         await self._recorder.check_source_threads(owned, locate)
         await self._recorder.provision([entry.owner for entry in owned])
@@ -163,37 +166,34 @@ class MemoryService:
         self._recorder.authorize(owner)
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
-        values: dict[str, Any] = change.model_dump(exclude_unset=True, exclude={"metadata"})
-        if "metadata" in change.model_fields_set:
-            values["metadata_"] = change.metadata or {}
-        if change.expires_at is not None and change.expires_at <= datetime.now(UTC):
-            raise ValidationFailed("expires_at must be in the future.")
-        for field in ("text", "lifecycle", "confidence", "needs_review"):
-            if field in values and values[field] is None:
-                raise ValidationFailed(f"{field} cannot be null.")
+        values = _validated_changes(change)
+        await self._rewrite(owner, memory, values)
+        return await self._record_update(memory, values)
 
-        refuse_secrets(values.get("metadata_"), ["body", "metadata"])
-        refuse_secrets(values.get("speaker"), ["body", "speaker"])
-        old_text = memory.text
+    async def _rewrite(self, owner: Owner, memory: Memory, values: dict[str, Any]) -> None:
+        """When the change gives the memory a new text: refuse it if another live memory of
+        the owner already says exactly that, and embed it (into `values`)."""
         new_text = values.get("text")
-        if new_text is not None:
-            new_text = new_text.strip()
-            values["text"] = new_text
-            refuse_secrets(new_text, ["body", "text"])
-            if new_text != old_text:
-                # A keyed memory is identified by its key, and may repeat another's text.
-                duplicate = (
-                    await self._repository.find_live_duplicate(owner, memory.kind, new_text)
-                    if memory.store_key is None
-                    else None
-                )
-                if duplicate is not None and duplicate.id != memory.id:
-                    raise DuplicateMemory(
-                        "Another memory already says exactly this.", existing_id=str(duplicate.id)
-                    )
-                vectors = await embed_or_none(self._recorder.embedder, [new_text])
-                values["embedding"] = vectors[0] if vectors else None
-                values["embedding_model"] = self._recorder.embedder.model_name if vectors else None
+        if new_text is None or new_text == memory.text:
+            return
+        # A keyed memory is identified by its key, and may repeat another's text.
+        duplicate = (
+            await self._repository.find_live_duplicate(owner, memory.kind, new_text)
+            if memory.store_key is None
+            else None
+        )
+        if duplicate is not None and duplicate.id != memory.id:
+            raise DuplicateMemory(
+                "Another memory already says exactly this.", existing_id=str(duplicate.id)
+            )
+        vectors = await embed_or_none(self._recorder.embedder, [new_text])
+        values["embedding"] = vectors[0] if vectors else None
+        values["embedding_model"] = self._recorder.embedder.model_name if vectors else None
+
+    async def _record_update(self, memory: Memory, values: dict[str, Any]) -> MemoryRead:
+        """Store the change with the lifecycle's timestamps and its history event; a memory
+        whose text was given and that has no vector is queued for the embedding backfill."""
+        old_text = memory.text
         if values.get("lifecycle") == "confirmed":
             values.setdefault("needs_review", False)
             values["last_confirmed_at"] = datetime.now(UTC)
@@ -214,7 +214,7 @@ class MemoryService:
                 )
             ]
         )
-        if new_text is not None and updated.embedding_model is None:
+        if "text" in values and updated.embedding_model is None:
             self._recorder.schedule_backfill([updated.id])
         return MemoryRead.model_validate(updated)
 
@@ -350,6 +350,38 @@ class MemoryService:
             if not vectors:
                 self._recorder.schedule_backfill([memory.id])
         return memory
+
+
+def _refuse_org_items(items: list[MemoryCreate], locate: ItemLocator) -> None:
+    org_items = [index for index, item in enumerate(items) if item.scope == "org"]
+    if org_items:
+        raise ValidationFailed(
+            "Org memories are written through /v1/org/memories, not a user's route.",
+            errors=[
+                {"loc": [*locate(index), "scope"], "msg": "only `user` here", "type": "value"}
+                for index in org_items
+            ],
+        )
+
+
+def _validated_changes(change: MemoryUpdate) -> dict[str, Any]:
+    """The columns a change sets, once it is known to be acceptable: a future expiry, no null
+    where a memory needs a value, no secret in the text, speaker or metadata (the text
+    stripped)."""
+    values: dict[str, Any] = change.model_dump(exclude_unset=True, exclude={"metadata"})
+    if "metadata" in change.model_fields_set:
+        values["metadata_"] = change.metadata or {}
+    if change.expires_at is not None and change.expires_at <= datetime.now(UTC):
+        raise ValidationFailed("expires_at must be in the future.")
+    for field in ("text", "lifecycle", "confidence", "needs_review"):
+        if field in values and values[field] is None:
+            raise ValidationFailed(f"{field} cannot be null.")
+    refuse_secrets(values.get("metadata_"), ["body", "metadata"])
+    refuse_secrets(values.get("speaker"), ["body", "speaker"])
+    if "text" in values:
+        values["text"] = values["text"].strip()
+        refuse_secrets(values["text"], ["body", "text"])
+    return values
 
 
 def _procedures(memories: list[Memory]) -> Procedures:

@@ -1,0 +1,1 @@
+"""Operational endpoints: health, readiness and metrics."""

@@ -1,0 +1,1 @@
+"""Profiles: a JSON document per user (and one for the organization), written by JSON Patch."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, and_, func, or_, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Select, and_, func, or_, select, text
 
 from service.auth.owner import Owner
+from service.kit.repository import TenantRowRepository
 from service.profile.models import Profile
 
 ENSURE_PROFILE_SQL = text(
@@ -23,15 +24,11 @@ Version 0 is the state a missing row reports, so an ETag read before the row exi
 matches. No conflict target: each scope has its own partial unique index."""
 
 
-class ProfileRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
+class ProfileRepository(TenantRowRepository[Profile, uuid.UUID]):
+    model = Profile
 
     def _owned(self, owner: Owner) -> Select[Profile]:
-        statement = select(Profile).where(
-            Profile.tenant_id == self._tenant_id, Profile.scope == owner.scope
-        )
+        statement = self.scoped(Profile.scope == owner.scope)
         if owner.user_id is not None:
             statement = statement.where(Profile.user_id == owner.user_id)
         return statement
@@ -79,11 +76,7 @@ class ProfileRepository:
 
     async def save(self, profile: Profile, document: dict[str, Any]) -> Profile:
         """Store a new document and bump the version."""
-        statement = (
-            update(Profile)
-            .where(Profile.tenant_id == self._tenant_id, Profile.id == profile.id)
-            .values(document=document, version=Profile.version + 1, updated_at=func.now())
-            .returning(Profile)
-            .execution_options(synchronize_session=False, populate_existing=True)
+        return await self.update_by_id(
+            profile.id,
+            {"document": document, "version": Profile.version + 1, "updated_at": func.now()},
         )
-        return (await self._session.execute(statement)).scalar_one()

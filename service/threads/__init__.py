@@ -1,0 +1,1 @@
+"""Threads: conversations, their ordered messages and their summaries."""

@@ -1,3 +1,5 @@
+"""The threads domain's problems."""
+
 from __future__ import annotations
 
 from service.errors import Conflict, ModelUnavailable, NotFound

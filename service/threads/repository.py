@@ -6,10 +6,11 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.kit.repository import TenantRowRepository, rowcount
 from service.threads.models import Message, Thread, ThreadSummary
 
 DELETE_THREAD_CHILDREN_SQL = {
@@ -49,10 +50,8 @@ TURNS_BY_LABEL_SQL = text(
 after it up to the next human message."""
 
 
-class ThreadRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
-        self._session = session
-        self._tenant_id = tenant_id
+class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
+    model = Thread
 
     @property
     def session(self) -> AsyncSession:
@@ -66,22 +65,12 @@ class ThreadRepository:
         return thread
 
     async def get(self, user_id: str, thread_id: uuid.UUID, *, lock: bool = False) -> Thread | None:
-        statement = select(Thread).where(
-            Thread.tenant_id == self._tenant_id,
-            Thread.user_id == user_id,
-            Thread.id == thread_id,
-        )
-        if lock:
-            # The locked row is the truth: refresh a copy the session may hold from earlier.
-            statement = statement.with_for_update().execution_options(populate_existing=True)
-        return (await self._session.execute(statement)).scalar_one_or_none()
+        return await self.get_by_id(thread_id, Thread.user_id == user_id, for_update=lock)
 
     async def list_page(
         self, user_id: str, *, after: tuple[datetime, uuid.UUID] | None, limit: int
     ) -> list[Thread]:
-        statement = select(Thread).where(
-            Thread.tenant_id == self._tenant_id, Thread.user_id == user_id
-        )
+        statement = self.scoped(Thread.user_id == user_id)
         if after is not None:
             statement = statement.where(
                 func.row(Thread.updated_at, Thread.id) < func.row(after[0], after[1])
@@ -90,14 +79,7 @@ class ThreadRepository:
         return list((await self._session.execute(statement)).scalars())
 
     async def update(self, thread_id: uuid.UUID, values: dict[str, Any]) -> Thread:
-        statement = (
-            update(Thread)
-            .where(Thread.tenant_id == self._tenant_id, Thread.id == thread_id)
-            .values(updated_at=func.now(), **values)
-            .returning(Thread)
-            .execution_options(synchronize_session=False, populate_existing=True)
-        )
-        return (await self._session.execute(statement)).scalar_one()
+        return await self.update_by_id(thread_id, {"updated_at": func.now(), **values})
 
     async def delete(self, thread_id: uuid.UUID) -> dict[str, int]:
         """Delete the thread and what hangs off it; rows deleted per table. The children are
@@ -105,15 +87,10 @@ class ThreadRepository:
         would cascade them silently)."""
         params = {"tenant_id": self._tenant_id, "thread_id": thread_id}
         deleted = {
-            table: int((await self._session.execute(statement, params)).rowcount)  # type: ignore[attr-defined]
+            table: rowcount(await self._session.execute(statement, params))
             for table, statement in DELETE_THREAD_CHILDREN_SQL.items()
         }
-        result = await self._session.execute(
-            delete(Thread)
-            .where(Thread.tenant_id == self._tenant_id, Thread.id == thread_id)
-            .execution_options(synchronize_session=False)
-        )
-        deleted["thread"] = int(result.rowcount)  # type: ignore[attr-defined]
+        deleted["thread"] = await self.delete_by_id(thread_id)
         return deleted
 
     async def next_seq(self, thread_id: uuid.UUID) -> int:

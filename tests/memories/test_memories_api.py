@@ -142,7 +142,7 @@ async def test_end_users_cannot_write_org_memory_whatever_the_body_says(
         headers=headers,
         json={"text": "Refunds within 90 days", "scope": "org"},
     )
-    assert_problem(via_user_route, 403, "ORG_WRITE_FORBIDDEN")
+    assert_problem(via_user_route, 422, "VALIDATION_FAILED")
     via_org_route = await client.post(
         "/v1/org/memories", headers=headers, json={"text": "Refunds within 90 days"}
     )
@@ -156,6 +156,30 @@ async def test_end_users_cannot_write_org_memory_whatever_the_body_says(
         "ORG_WRITE_FORBIDDEN",
     )
     assert await listing(client, headers, "/v1/org/memories") == []
+
+
+async def test_a_user_route_refuses_org_scope_even_from_an_admin_and_stores_nothing(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "agent", admin=True, service=True)
+    one = await client.post(
+        "/v1/users/alice/memories",
+        headers=admin,
+        json={"text": "Refunds within 90 days", "scope": "org"},
+    )
+    body = assert_problem(one, 422, "VALIDATION_FAILED")
+    assert "/v1/org/memories" in body["detail"]
+    assert [e["loc"] for e in body["errors"]] == [["body", "scope"]]
+    batch = await client.post(
+        "/v1/users/alice/memories/batch",
+        headers=admin,
+        json={"items": [{"text": "Owns a cat"}, {"text": "Office closes at six", "scope": "org"}]},
+    )
+    body = assert_problem(batch, 422, "VALIDATION_FAILED")
+    assert "/v1/org/memories" in body["detail"]
+    assert [e["loc"] for e in body["errors"]] == [["body", "items", 1, "scope"]]
+    assert await listing(client, admin, "/v1/org/memories") == []
+    assert await listing(client, admin, "/v1/users/alice/memories") == []
 
 
 async def test_org_memory_reaches_every_user_of_the_tenant_only(

@@ -161,10 +161,11 @@ export const listMemories = <ThrowOnError extends boolean = false>(options: Opti
 /**
  * Remember one memory
  *
- * Store a memory for the user (or, for admins with `scope: org`, for the organization).
- * Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
- * returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
- * replays the first response instead of writing again.
+ * Store a memory for the user. Organization memory is written through /v1/org/memories:
+ * an item with `scope: org` is refused here (422). Refuses secrets and PII-like text (422
+ * `SECRET_REFUSED`). An identical live memory is returned instead of stored twice
+ * (`duplicate: true`). With an `Idempotency-Key`, a retry replays the first response
+ * instead of writing again.
  */
 export const createMemory = <ThrowOnError extends boolean = false>(options: Options<CreateMemoryData, ThrowOnError>) => (options.client ?? client).post<CreateMemoryResponses, CreateMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -179,7 +180,8 @@ export const createMemory = <ThrowOnError extends boolean = false>(options: Opti
 /**
  * Remember a batch of memories
  *
- * Store up to 100 memories at once, all or nothing, in input order.
+ * Store up to 100 memories at once, all or nothing, in input order; like a single
+ * memory, none may have `scope: org` here (422).
  */
 export const createMemories = <ThrowOnError extends boolean = false>(options: Options<CreateMemoriesData, ThrowOnError>) => (options.client ?? client).post<CreateMemoriesResponses, CreateMemoriesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

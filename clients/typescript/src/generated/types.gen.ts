@@ -842,7 +842,7 @@ export type MemoryCreate = {
      */
     text: string;
     /**
-     * `org` stores organization-shared memory (admins only).
+     * `user` on a user's route (`org` is refused there with 422); the organization's route, /v1/org/memories, stores every memory as the organization's (admins only).
      */
     scope?: MemoryScope;
     /**

@@ -114,7 +114,8 @@ def sync_detailed(
 ) -> Response[MemoryBatchWritten | Problem]:
     """Remember a batch of memories
 
-     Store up to 100 memories at once, all or nothing, in input order.
+     Store up to 100 memories at once, all or nothing, in input order; like a single
+    memory, none may have `scope: org` here (422).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -154,7 +155,8 @@ def sync(
 ) -> MemoryBatchWritten | Problem | None:
     """Remember a batch of memories
 
-     Store up to 100 memories at once, all or nothing, in input order.
+     Store up to 100 memories at once, all or nothing, in input order; like a single
+    memory, none may have `scope: org` here (422).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -189,7 +191,8 @@ async def asyncio_detailed(
 ) -> Response[MemoryBatchWritten | Problem]:
     """Remember a batch of memories
 
-     Store up to 100 memories at once, all or nothing, in input order.
+     Store up to 100 memories at once, all or nothing, in input order; like a single
+    memory, none may have `scope: org` here (422).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -227,7 +230,8 @@ async def asyncio(
 ) -> MemoryBatchWritten | Problem | None:
     """Remember a batch of memories
 
-     Store up to 100 memories at once, all or nothing, in input order.
+     Store up to 100 memories at once, all or nothing, in input order; like a single
+    memory, none may have `scope: org` here (422).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

@@ -114,10 +114,11 @@ def sync_detailed(
 ) -> Response[MemoryWritten | Problem]:
     """Remember one memory
 
-     Store a memory for the user (or, for admins with `scope: org`, for the organization).
-    Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
-    returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
-    replays the first response instead of writing again.
+     Store a memory for the user. Organization memory is written through /v1/org/memories:
+    an item with `scope: org` is refused here (422). Refuses secrets and PII-like text (422
+    `SECRET_REFUSED`). An identical live memory is returned instead of stored twice
+    (`duplicate: true`). With an `Idempotency-Key`, a retry replays the first response
+    instead of writing again.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -158,10 +159,11 @@ def sync(
 ) -> MemoryWritten | Problem | None:
     """Remember one memory
 
-     Store a memory for the user (or, for admins with `scope: org`, for the organization).
-    Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
-    returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
-    replays the first response instead of writing again.
+     Store a memory for the user. Organization memory is written through /v1/org/memories:
+    an item with `scope: org` is refused here (422). Refuses secrets and PII-like text (422
+    `SECRET_REFUSED`). An identical live memory is returned instead of stored twice
+    (`duplicate: true`). With an `Idempotency-Key`, a retry replays the first response
+    instead of writing again.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -197,10 +199,11 @@ async def asyncio_detailed(
 ) -> Response[MemoryWritten | Problem]:
     """Remember one memory
 
-     Store a memory for the user (or, for admins with `scope: org`, for the organization).
-    Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
-    returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
-    replays the first response instead of writing again.
+     Store a memory for the user. Organization memory is written through /v1/org/memories:
+    an item with `scope: org` is refused here (422). Refuses secrets and PII-like text (422
+    `SECRET_REFUSED`). An identical live memory is returned instead of stored twice
+    (`duplicate: true`). With an `Idempotency-Key`, a retry replays the first response
+    instead of writing again.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -239,10 +242,11 @@ async def asyncio(
 ) -> MemoryWritten | Problem | None:
     """Remember one memory
 
-     Store a memory for the user (or, for admins with `scope: org`, for the organization).
-    Refuses secrets and PII-like text (422 `SECRET_REFUSED`). An identical live memory is
-    returned instead of stored twice (`duplicate: true`). With an `Idempotency-Key`, a retry
-    replays the first response instead of writing again.
+     Store a memory for the user. Organization memory is written through /v1/org/memories:
+    an item with `scope: org` is refused here (422). Refuses secrets and PII-like text (422
+    `SECRET_REFUSED`). An identical live memory is returned instead of stored twice
+    (`duplicate: true`). With an `Idempotency-Key`, a retry replays the first response
+    instead of writing again.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

@@ -1,0 +1,99 @@
+"""What every repository stands on: the request's session and the tenant its statements are
+scoped to, plus the tenant-scoped get / update / delete by id that tables keyed by
+`(tenant_id, id)` share.
+
+Row-level security already confines a transaction to its tenant; the explicit `tenant_id`
+condition is what lets Postgres (and Citus) use the primary key and route to one shard.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Generic, Protocol, TypeVar, cast
+
+from sqlalchemy import ColumnElement, CursorResult, Result, Select, delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped
+from sqlalchemy.sql.dml import ReturningUpdate
+
+
+def rowcount(result: Result[Any]) -> int:
+    """The rows an UPDATE or DELETE matched. `execute` types every result as `Result`; the
+    result of a data-changing statement is a `CursorResult`, which counts them."""
+    return int(cast(CursorResult[Any], result).rowcount)
+
+
+class TenantRepository:
+    """A repository of one request: its session and the tenant every statement is scoped to."""
+
+    def __init__(self, session: AsyncSession, tenant_id: str) -> None:
+        self._session = session
+        self._tenant_id = tenant_id
+
+
+IdT = TypeVar("IdT", uuid.UUID, str)
+
+
+class TenantRow(Protocol):
+    """A mapped table keyed by `(tenant_id, id)` (the repository names the id's type)."""
+
+    tenant_id: Mapped[str]
+    id: Mapped[Any]
+
+
+RowT = TypeVar("RowT", bound=TenantRow)
+
+
+class TenantRowRepository(TenantRepository, Generic[RowT, IdT]):
+    """A repository whose table is keyed by `(tenant_id, id)`: its statements start from
+    `scoped`, and a row is read, changed or deleted by id within the tenant. Extra
+    `conditions` narrow each (e.g. the owning user), so a row outside them is not found."""
+
+    model: type[RowT]
+
+    def scoped(self, *conditions: ColumnElement[bool]) -> Select[RowT]:
+        """The tenant's rows of the table that meet `conditions`."""
+        return select(self.model).where(self.model.tenant_id == self._tenant_id, *conditions)
+
+    async def get_by_id(
+        self, row_id: IdT, *conditions: ColumnElement[bool], for_update: bool = False
+    ) -> RowT | None:
+        """The row; with `for_update`, locked until the transaction ends, and as it is now
+        rather than as an earlier statement of this transaction loaded it."""
+        statement = self.scoped(self.model.id == row_id, *conditions)
+        if for_update:
+            statement = statement.with_for_update().execution_options(populate_existing=True)
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    async def update_by_id(self, row_id: IdT, values: dict[str, Any]) -> RowT:
+        """Set `values` on the row, which must exist (the caller holds its lock), and return
+        it as written."""
+        return (await self._session.execute(self._update(row_id, values))).scalar_one()
+
+    async def update_if(
+        self, row_id: IdT, values: dict[str, Any], *conditions: ColumnElement[bool]
+    ) -> RowT | None:
+        """Set `values` on the row if it meets `conditions`; the row as written, or None."""
+        statement = self._update(row_id, values, *conditions)
+        return (await self._session.execute(statement)).scalar_one_or_none()
+
+    def _update(
+        self, row_id: IdT, values: dict[str, Any], *conditions: ColumnElement[bool]
+    ) -> ReturningUpdate[RowT]:
+        return (
+            update(self.model)
+            .where(self.model.tenant_id == self._tenant_id, self.model.id == row_id, *conditions)
+            .values(**values)
+            .returning(self.model)
+            # The row may already sit in the identity map: refresh it from what was written.
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+
+    async def delete_by_id(self, row_id: IdT, *conditions: ColumnElement[bool]) -> int:
+        """Delete the row; how many rows went (0 or 1)."""
+        result = await self._session.execute(
+            delete(self.model)
+            .where(self.model.tenant_id == self._tenant_id, self.model.id == row_id, *conditions)
+            .execution_options(synchronize_session=False)
+        )
+        return rowcount(result)
