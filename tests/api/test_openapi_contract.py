@@ -1,0 +1,76 @@
+"""The committed OpenAPI document keeps its promises to SDK users: its examples are valid, every
+operation says what it does, and its error codes are the ones the service answers with."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+DOCUMENT_PATH = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+DOCUMENT_URI = "urn:mneme:openapi"
+
+
+@pytest.fixture(scope="module")
+def document() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(DOCUMENT_PATH.read_text())
+    return loaded
+
+
+def escape(segment: str) -> str:
+    """A JSON pointer segment (RFC 6901)."""
+    return segment.replace("~", "~0").replace("/", "~1")
+
+
+def examples(document: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """(where, pointer to the schema it must satisfy, example) for every example in the
+    document: a schema's `examples` (components and inline schemas, properties included), and
+    a media type's or parameter's `example` / `examples`."""
+
+    def visit(node: Any, pointer: str) -> Iterator[tuple[str, str, Any]]:
+        if isinstance(node, list):
+            for index, item in enumerate(node):
+                yield from visit(item, f"{pointer}/{index}")
+            return
+        if not isinstance(node, dict):
+            return
+        schema_pointer = f"{pointer}/schema" if isinstance(node.get("schema"), dict) else None
+        for key, value in node.items():
+            here = f"{pointer}/{escape(key)}"
+            # A schema's `examples` is a list of values; a media type's or parameter's is a map
+            # of Example objects, and `example` a single value, both for its `schema`.
+            if key == "examples" and isinstance(value, list) and "schema" not in node:
+                yield from ((f"{here}/{i}", pointer, item) for i, item in enumerate(value))
+            elif key == "examples" and isinstance(value, dict) and schema_pointer:
+                for name, example in value.items():
+                    yield f"{here}/{escape(name)}", schema_pointer, example["value"]
+            elif key == "example" and schema_pointer:
+                yield here, schema_pointer, value
+            else:
+                yield from visit(value, here)
+
+    yield from visit(document, "")
+
+
+def test_every_example_is_valid_against_its_own_schema(document: dict[str, Any]) -> None:
+    registry: Registry[Any] = Registry().with_resource(
+        DOCUMENT_URI, Resource.from_contents(document, default_specification=DRAFT202012)
+    )
+    found = list(examples(document))
+    # The memory, search, thread and context answers carry examples, as do request bodies.
+    assert len(found) >= 25
+    invalid = []
+    for where, schema_pointer, example in found:
+        validator = Draft202012Validator(
+            {"$ref": f"{DOCUMENT_URI}#{schema_pointer}"},
+            registry=registry,
+            format_checker=Draft202012Validator.FORMAT_CHECKER,
+        )
+        invalid += [f"{where}: {error.message}" for error in validator.iter_errors(example)]
+    assert not invalid, "\n".join(invalid)
