@@ -74,3 +74,15 @@ def test_every_example_is_valid_against_its_own_schema(document: dict[str, Any])
         )
         invalid += [f"{where}: {error.message}" for error in validator.iter_errors(example)]
     assert not invalid, "\n".join(invalid)
+
+
+def test_every_operation_says_what_it_does(document: dict[str, Any]) -> None:
+    """A summary names the operation; the description tells an SDK user (it becomes the
+    method's docstring) what it does and answers beyond the summary."""
+    undescribed = [
+        f"{method.upper()} {path}"
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if not operation.get("summary") or len(operation.get("description", "").strip()) < 20
+    ]
+    assert not undescribed, undescribed
