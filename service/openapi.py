@@ -25,7 +25,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from service.context.schemas import ContextFormat, SectionName
-from service.errors import PROBLEM_CONTENT_TYPE, Problem
+from service.errors import PROBLEM_CONTENT_TYPE, Problem, ProblemCode
 from service.extraction.schemas import QueuedJobState, WritePathMode
 from service.memories.schemas import (
     FusionMethod,
@@ -95,6 +95,7 @@ SHARED_ENUMS: Final[Mapping[str, Any]] = {
     "ProfileSource": ProfileSource,
     "WritePathMode": WritePathMode,
     "QueuedJobState": QueuedJobState,
+    "ProblemCode": ProblemCode,
 }
 """Domain string enums rendered once, as components, and referenced where they occur."""
 

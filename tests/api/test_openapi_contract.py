@@ -3,17 +3,25 @@ operation says what it does, and its error codes are the ones the service answer
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
+import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-DOCUMENT_PATH = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+import service
+from service.errors import DomainError, ProblemCode
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENT_PATH = ROOT / "docs" / "openapi.json"
+SERVICE = ROOT / "service"
 DOCUMENT_URI = "urn:mneme:openapi"
 
 
@@ -86,3 +94,55 @@ def test_every_operation_says_what_it_does(document: dict[str, Any]) -> None:
         if not operation.get("summary") or len(operation.get("description", "").strip()) < 20
     ]
     assert not undescribed, undescribed
+
+
+def domain_errors() -> Iterator[type[DomainError]]:
+    """Every `DomainError` class of the service (all its modules imported first)."""
+    for module in pkgutil.walk_packages(service.__path__, "service."):
+        if not module.name.endswith(".__main__"):  # that one runs the CLI
+            importlib.import_module(module.name)
+    pending = [DomainError]
+    while pending:
+        error = pending.pop()
+        yield error
+        pending += error.__subclasses__()
+
+
+def string_constants(path: Path, skip_lines: range = range(0)) -> set[str]:
+    """The string literals of one source file, except those on `skip_lines`."""
+    return {
+        node.value
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.lineno not in skip_lines
+    }
+
+
+def test_problem_codes_are_the_ones_the_service_answers_with(document: dict[str, Any]) -> None:
+    codes = get_args(ProblemCode)
+    assert len(codes) == len(set(codes))
+    # Each error class's code is listed (mypy checks this too, for the literal assignments)...
+    unlisted = {error.code for error in domain_errors()} - set(codes)
+    assert not unlisted, f"add {unlisted} to service.errors.ProblemCode"
+    # ... and each listed code is answered somewhere: it occurs in the source beyond the list.
+    errors_path = SERVICE / "errors.py"
+    listing = next(
+        node
+        for node in ast.walk(ast.parse(errors_path.read_text()))
+        if isinstance(node, ast.Assign)
+        and any(
+            isinstance(target, ast.Name) and target.id == "ProblemCode" for target in node.targets
+        )
+    )
+    assert listing.end_lineno is not None
+    used = string_constants(errors_path, range(listing.lineno, listing.end_lineno + 1))
+    for path in SERVICE.rglob("*.py"):
+        if path != errors_path:
+            used |= string_constants(path)
+    unused = set(codes) - used
+    assert not unused, f"{unused} listed in ProblemCode but never answered"
+    # The document publishes exactly this list, in this order, as `Problem.code`'s schema.
+    schemas = document["components"]["schemas"]
+    assert schemas["ProblemCode"]["enum"] == list(codes)
+    assert schemas["Problem"]["properties"]["code"]["$ref"] == "#/components/schemas/ProblemCode"
