@@ -48,6 +48,9 @@ def generate_python(target: Path) -> None:
         check=True,
         cwd=target.parent,
     )
+    # PEP 561 marker: the generator writes it only with its own packaging metadata (`--meta`),
+    # which this repository keeps by hand in clients/python/pyproject.toml.
+    (target / "py.typed").write_text("# Marker file for PEP 561\n")
 
 
 def generate_typescript(target: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -26,13 +26,64 @@ PROBLEM_TYPE_BASE = "https://mneme.dev/problems/"
 
 logger = logging.getLogger("mneme.errors")
 
+ProblemCode = Literal[
+    # 400
+    "BAD_REQUEST",
+    "AMBIGUOUS_CREDENTIALS",
+    # 401
+    "UNAUTHENTICATED",
+    # 403
+    "FORBIDDEN",
+    "ORG_WRITE_FORBIDDEN",
+    "ACCOUNT_WRITE_FORBIDDEN",
+    # 404, 405, 406
+    "NOT_FOUND",
+    "METHOD_NOT_ALLOWED",
+    "NOT_ACCEPTABLE",
+    # 409
+    "CONFLICT",
+    "API_KEY_ALREADY_CREATED",
+    "COMPACTION_DISABLED",
+    "DUPLICATE_MEMORY",
+    "IDEMPOTENCY_KEY_IN_PROGRESS",
+    "IDEMPOTENCY_KEY_REUSED",
+    "KEY_FROM_ACCOUNT",
+    "PATCH_FAILED",
+    "SUMMARIZATION_DISABLED",
+    "USER_NOT_EMPTY",
+    # 412, 413, 414, 415
+    "PRECONDITION_FAILED",
+    "PAYLOAD_TOO_LARGE",
+    "PROFILE_TOO_LARGE",
+    "URI_TOO_LONG",
+    "UNSUPPORTED_MEDIA_TYPE",
+    # 422
+    "VALIDATION_FAILED",
+    "CONFIRMATION_MISMATCH",
+    "IMPORT_LINE_INVALID",
+    "SECRET_REFUSED",
+    # 429
+    "RATE_LIMITED",
+    # 500
+    "INTERNAL_ERROR",
+    # 503
+    "SERVICE_UNAVAILABLE",
+    "DATABASE_TIMEOUT",
+    "DATABASE_UNAVAILABLE",
+    "LLM_UNAVAILABLE",
+]
+"""Every stable `code` a problem can carry, and the only place they are listed: a `DomainError`
+subclass or a hand-built problem with a code not listed here fails type checking, and the
+OpenAPI document publishes this list as the `ProblemCode` enum clients switch on. Codes are
+never renamed or removed, only added."""
+
 
 class DomainError(Exception):
     """A failure the client can act on; subclasses fix status, title and code."""
 
     status: ClassVar[int] = 400
     title: ClassVar[str] = "Bad request"
-    code: ClassVar[str] = "BAD_REQUEST"
+    code: ClassVar[ProblemCode] = "BAD_REQUEST"
 
     def __init__(
         self,
@@ -50,7 +101,7 @@ class DomainError(Exception):
 class Unauthenticated(DomainError):
     status = 401
     title = "Authentication required"
-    code = "UNAUTHENTICATED"
+    code: ClassVar[ProblemCode] = "UNAUTHENTICATED"
 
     def __init__(self, detail: str | None = None, *, error: str = "invalid_token") -> None:
         # RFC 6750 §3: tell the client which scheme to use and why the token was refused.
@@ -70,32 +121,32 @@ class AmbiguousCredentials(DomainError):
 
     status = 400
     title = "More than one credential"
-    code = "AMBIGUOUS_CREDENTIALS"
+    code: ClassVar[ProblemCode] = "AMBIGUOUS_CREDENTIALS"
 
 
 class Forbidden(DomainError):
     status = 403
     title = "Forbidden"
-    code = "FORBIDDEN"
+    code: ClassVar[ProblemCode] = "FORBIDDEN"
 
 
 class OrgWriteForbidden(Forbidden):
     """Organization-shared data is written only by admins (from the token's roles)."""
 
     title = "Organization data is admin-only"
-    code = "ORG_WRITE_FORBIDDEN"
+    code: ClassVar[ProblemCode] = "ORG_WRITE_FORBIDDEN"
 
 
 class NotFound(DomainError):
     status = 404
     title = "Not found"
-    code = "NOT_FOUND"
+    code: ClassVar[ProblemCode] = "NOT_FOUND"
 
 
 class Conflict(DomainError):
     status = 409
     title = "Conflict"
-    code = "CONFLICT"
+    code: ClassVar[ProblemCode] = "CONFLICT"
 
 
 class PreconditionFailed(DomainError):
@@ -104,20 +155,20 @@ class PreconditionFailed(DomainError):
 
     status = 412
     title = "The resource changed since it was read"
-    code = "PRECONDITION_FAILED"
+    code: ClassVar[ProblemCode] = "PRECONDITION_FAILED"
 
 
 class ValidationFailed(DomainError):
     status = 422
     title = "Validation failed"
-    code = "VALIDATION_FAILED"
+    code: ClassVar[ProblemCode] = "VALIDATION_FAILED"
 
 
 class SecretRefused(ValidationFailed):
     """What looks like a credential or personal data, refused by the durable-write policy."""
 
     title = "Secret or personal data refused"
-    code = "SECRET_REFUSED"
+    code: ClassVar[ProblemCode] = "SECRET_REFUSED"
 
 
 # The error type a schema gives a value the secret policy refuses while the input is parsed
@@ -140,13 +191,13 @@ def invalid_input(detail: str, errors: list[dict[str, Any]]) -> ValidationFailed
 class RateLimited(DomainError):
     status = 429
     title = "Too many requests"
-    code = "RATE_LIMITED"
+    code: ClassVar[ProblemCode] = "RATE_LIMITED"
 
 
 class ServiceUnavailable(DomainError):
     status = 503
     title = "Service unavailable"
-    code = "SERVICE_UNAVAILABLE"
+    code: ClassVar[ProblemCode] = "SERVICE_UNAVAILABLE"
 
 
 # Seconds a client should wait before calling a model-backed operation again: long enough for
@@ -158,7 +209,7 @@ class ModelUnavailable(ServiceUnavailable):
     """The chat model did not answer a synchronous call; nothing was written, retry later."""
 
     title = "The model is unavailable"
-    code = "LLM_UNAVAILABLE"
+    code: ClassVar[ProblemCode] = "LLM_UNAVAILABLE"
 
     def __init__(self, detail: str | None = None) -> None:
         super().__init__(
@@ -169,7 +220,7 @@ class ModelUnavailable(ServiceUnavailable):
 
 
 # Stable codes for errors raised by the framework rather than by our services.
-_HTTP_STATUS_CODES: dict[int, str] = {
+_HTTP_STATUS_CODES: dict[int, ProblemCode] = {
     400: "BAD_REQUEST",
     401: "UNAUTHENTICATED",
     403: "FORBIDDEN",
@@ -205,7 +256,9 @@ class Problem(BaseModel):
     status: int
     detail: str
     instance: str
-    code: str = Field(description="Stable machine-readable error code.")
+    code: ProblemCode = Field(
+        description="Stable machine-readable error code: switch on it rather than on `title`."
+    )
     trace_id: str | None = None
     errors: list[FieldError] | None = Field(
         default=None, description="Present on validation failures: one entry per invalid input."
@@ -216,7 +269,7 @@ def problem_response(
     request: Request,
     *,
     status: int,
-    code: str,
+    code: ProblemCode,
     title: str | None = None,
     detail: str | None = None,
     headers: Mapping[str, str] | None = None,
@@ -266,7 +319,9 @@ async def handle_domain_error(request: Request, exc: Exception) -> JSONResponse:
 async def _handle_http_exception(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
-    code = _HTTP_STATUS_CODES.get(status, f"HTTP_{status}")
+    # A status with no code of its own (the framework raises few) gets its class's generic one:
+    # clients can rely on every code being in `ProblemCode`.
+    code = _HTTP_STATUS_CODES.get(status, "INTERNAL_ERROR" if status >= 500 else "BAD_REQUEST")
     detail = exc.detail if isinstance(exc.detail, str) else None
     if status == 404 and detail == "Not Found":
         detail = "No resource at this path."

@@ -48,7 +48,7 @@ from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.input_guard import InputGuardMiddleware
 from service.kit.limit_storage import limit_storage
 from service.kit.media_type import require_json_body
-from service.kit.openapi import declare_common_problems
+from service.kit.openapi import declare_common_responses
 from service.kit.post_commit import BackgroundRunner
 from service.kit.security_headers import SecurityHeadersMiddleware
 from service.kit.token_counting import encoding_for
@@ -288,5 +288,5 @@ def _install_routes(app: FastAPI, settings: Settings, mcp: McpEndpoint) -> None:
     app.include_router(admin_router)
     app.include_router(user_export_router)
     install_web(app, settings)
-    declare_common_problems(app)
+    declare_common_responses(app)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))

@@ -10,7 +10,9 @@ and `Model | Problem | None` returns. `shape_for_clients` rewrites it once, at g
 - the string enums of the domain (`MemoryKind`, `Lifecycle`, ...) and free-form `metadata`
   are shared component schemas referenced wherever they occur;
 - tags carry descriptions, the document names a server, and the public endpoints say
-  `security: []` while everything else inherits the bearer requirement.
+  `security: []` while everything else inherits the bearer requirement;
+- examples get back the `null`s FastAPI's rendering drops (it encodes the whole document with
+  `exclude_none`), so each one is valid against its own schema.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from service.context.schemas import ContextFormat, SectionName
-from service.errors import PROBLEM_CONTENT_TYPE, Problem
+from service.errors import PROBLEM_CONTENT_TYPE, Problem, ProblemCode
 from service.extraction.schemas import QueuedJobState, WritePathMode
 from service.memories.schemas import (
     FusionMethod,
@@ -93,6 +95,7 @@ SHARED_ENUMS: Final[Mapping[str, Any]] = {
     "ProfileSource": ProfileSource,
     "WritePathMode": WritePathMode,
     "QueuedJobState": QueuedJobState,
+    "ProblemCode": ProblemCode,
 }
 """Domain string enums rendered once, as components, and referenced where they occur."""
 
@@ -120,6 +123,9 @@ def shape_for_clients(spec: dict[str, Any]) -> dict[str, Any]:
     for name, schema in list(schemas.items()):
         if name not in SHARED_ENUMS and name != "Metadata":
             schemas[name] = _share_components(schema, enums)
+    for schema in schemas.values():
+        for example in schema.get("examples", ()):
+            _restore_nulls(example, schema, schemas)
     for item in spec["paths"].values():
         for operation in item.values():
             _shape_operation(operation, enums)
@@ -185,6 +191,58 @@ def _share_components(node: Any, enums: Mapping[tuple[str, ...], str]) -> Any:
         return {name: visit(child, name) for name, child in value.items()}
 
     return visit(node, None)
+
+
+def _resolve(schema: Mapping[str, Any], schemas: Mapping[str, Any]) -> Mapping[str, Any]:
+    reference = schema.get("$ref")
+    if isinstance(reference, str) and reference.startswith(SCHEMA_PREFIX):
+        return _resolve(schemas[reference.removeprefix(SCHEMA_PREFIX)], schemas)
+    return schema
+
+
+def _allows_null(schema: Mapping[str, Any]) -> bool:
+    kinds = schema.get("type")
+    return (
+        kinds == "null"
+        or (isinstance(kinds, list) and "null" in kinds)
+        or any(_allows_null(option) for option in schema.get("anyOf", ()))
+    )
+
+
+def _restore_nulls(example: Any, schema: Mapping[str, Any], schemas: Mapping[str, Any]) -> None:
+    """Put back, in place, the required properties an example held as `null`.
+
+    FastAPI encodes the whole document with `exclude_none`, which drops them from examples as
+    well: an example of an answer would then lack fields the answer always has. A required
+    property missing from an example was `null` if its schema allows `null` (the examples are
+    written from the models, which cannot leave out a required field otherwise).
+    """
+    schema = _resolve(schema, schemas)
+    if isinstance(example, list) and isinstance(schema.get("items"), Mapping):
+        for item in example:
+            _restore_nulls(item, schema["items"], schemas)
+        return
+    if not isinstance(example, dict):
+        return
+    options = [_resolve(option, schemas) for option in schema.get("anyOf", ())]
+    objects = [option for option in options if "properties" in option]
+    if len(objects) == 1:
+        _restore_nulls(example, objects[0], schemas)
+        return
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    dropped = [
+        name
+        for name in schema.get("required", ())
+        if name not in example and name in properties and _allows_null(properties[name])
+    ]
+    if dropped:
+        # In the alphabetical order the rest of the example was rendered in.
+        restored = sorted({**example, **dict.fromkeys(dropped)}.items())
+        example.clear()
+        example.update(restored)
+    for name, value in example.items():
+        if name in properties:
+            _restore_nulls(value, properties[name], schemas)
 
 
 def _reference(inline: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -111,6 +111,8 @@ async def list_api_keys(
 async def get_api_key(
     key_id: uuid.UUID, api_keys: ApiKeySvc, response: Response, if_none_match: IfNoneMatch = None
 ) -> ApiKeyRead | Response:
+    """One of this tenant's API keys, revoked or not, with its ETag; never its secret. With
+    `If-None-Match` naming the current ETag, 304 and no body."""
     return conditional_read(response, tagged(await api_keys.get(key_id)), if_none_match)
 
 

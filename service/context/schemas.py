@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.kit.types import QueryText, UnitInterval
 from service.memories.schemas import ComponentScores
-from service.threads.schemas import APPEND_MAX, MessageIn, MessagesAppended
+from service.threads.schemas import (
+    APPEND_MAX,
+    MESSAGES_APPENDED_EXAMPLE,
+    MessageIn,
+    MessagesAppended,
+)
 
 ContextFormat = Literal["text", "json", "both"]
 SectionName = Literal["org", "profile", "procedures", "facts", "episodes", "thread", "recent"]
@@ -91,39 +96,36 @@ class ContextSection(BaseModel):
     omitted: int = Field(description="Candidates left out for budget reasons.")
 
 
-class ContextResponse(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
+CONTEXT_EXAMPLE: dict[str, Any] = {
+    "text": "You have long-term memory about this user and earlier "
+    "conversations. …\n\nRelevant facts about the user:\n"
+    "• Prefers window seats on long flights.",
+    "sections": [
+        {
+            "name": "facts",
+            "title": "Relevant facts about the user",
+            "items": [
                 {
-                    "text": "You have long-term memory about this user and earlier "
-                    "conversations. …\n\nRelevant facts about the user:\n"
-                    "• Prefers window seats on long flights.",
-                    "sections": [
-                        {
-                            "name": "facts",
-                            "title": "Relevant facts about the user",
-                            "items": [
-                                {
-                                    "id": "3f2c8e0a-5b1d-4c7e-9a44-0d6e2b9f1a77",
-                                    "kind": "semantic",
-                                    "text": "Prefers window seats on long flights.",
-                                    "tokens": 9,
-                                    "scores": None,
-                                }
-                            ],
-                            "omitted": 0,
-                        }
-                    ],
-                    "token_count": 52,
-                    "budget_tokens": 1200,
-                    "encoding": "cl100k_base",
-                    "omitted": {},
-                    "summarization": None,
+                    "id": "3f2c8e0a-5b1d-4c7e-9a44-0d6e2b9f1a77",
+                    "kind": "semantic",
+                    "text": "Prefers window seats on long flights.",
+                    "tokens": 9,
+                    "scores": None,
                 }
-            ]
+            ],
+            "omitted": 0,
         }
-    )
+    ],
+    "token_count": 52,
+    "budget_tokens": 1200,
+    "encoding": "cl100k_base",
+    "omitted": {},
+    "summarization": None,
+}
+
+
+class ContextResponse(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [CONTEXT_EXAMPLE]})
 
     text: str | None = Field(
         description="One block ready for a system message; null if format=json."
@@ -161,6 +163,10 @@ class TurnAppend(BaseModel):
 
 
 class TurnAppended(MessagesAppended):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{**MESSAGES_APPENDED_EXAMPLE, "context": CONTEXT_EXAMPLE}]}
+    )
+
     context: ContextResponse = Field(
         description="The context block for the next model call, built after the append."
     )

@@ -14,13 +14,13 @@ from http import HTTPStatus
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from service.errors import PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE
+from service.errors import PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, ProblemCode
 
 # httptools stores URL offsets in 16 bits: a longer URL cannot be parsed at all.
 MAX_URL_BYTES = 65_535
 
 
-def unparsable_request_response(status: int, code: str, detail: str) -> bytes:
+def unparsable_request_response(status: int, code: ProblemCode, detail: str) -> bytes:
     """A complete HTTP/1.1 response carrying a problem document; the connection closes."""
     phrase = HTTPStatus(status).phrase
     body = json.dumps(

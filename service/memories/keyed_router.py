@@ -127,4 +127,6 @@ async def put_keyed_memory(
 async def delete_keyed_memory(
     owner: UserOwner, address: Address, keyed: KeyedMemorySvc, if_match: IfMatch = None
 ) -> None:
+    """Delete the memory the key holds (recorded in its history); the key is free for a later
+    put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes."""
     await keyed.delete(owner, address, if_match=if_match)

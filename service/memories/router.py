@@ -336,6 +336,8 @@ async def get_memory(
     response: Response,
     if_none_match: IfNoneMatch = None,
 ) -> MemoryRead | Response:
+    """One of the user's memories, with its ETag. With `If-None-Match` naming the current
+    ETag, 304 and no body."""
     return conditional_read(response, tagged(await memories.get(owner, memory_id)), if_none_match)
 
 
@@ -371,6 +373,8 @@ async def update_memory(
 async def delete_memory(
     owner: UserOwner, memory_id: uuid.UUID, memories: MemorySvc, if_match: IfMatch = None
 ) -> None:
+    """Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+    still has that ETag (else 412 and nothing changes)."""
     await memories.delete(owner, memory_id, if_match=if_match)
 
 
@@ -397,6 +401,8 @@ async def get_memory_history(
 async def get_procedures(
     owner: UserOwner, memories: MemorySvc, response: Response, if_none_match: IfNoneMatch = None
 ) -> Procedures | Response:
+    """The user's instruction slots (style, workflow, safety, task_policies), with their ETag;
+    an unset slot is null. With `If-None-Match` naming the current ETag, 304 and no body."""
     procedures = await memories.procedures(owner)
     return conditional_read(
         response, Tagged(procedures, procedures_etag(procedures)), if_none_match
@@ -470,6 +476,8 @@ async def create_org_memories(
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MemoryBatchWritten | Response:
+    """Store up to 100 organization memories at once, all or nothing, in input order; admins
+    only."""
     return await idempotency.run(
         idempotency_key,
         request,
@@ -489,6 +497,8 @@ async def create_org_memories(
 async def list_org_memories(
     memories: MemorySvc, filters: OrgFilter, cursor: Cursor = None, limit: Limit = DEFAULT_PAGE_SIZE
 ) -> Page[MemoryRead]:
+    """The organization's shared memories, newest first, filtered and paged by cursor;
+    readable by every user of the tenant."""
     return await memories.list_page(filters, cursor=cursor, limit=limit)
 
 
@@ -504,6 +514,9 @@ async def delete_org_memories(
     everything: Everything = False,
     dry_run: DryRun = False,
 ) -> MemoriesDeleted:
+    """Delete exactly the organization memories the same filters list; `all=true` with no
+    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
+    Each deletion is kept in the history. Admins only."""
     return await memories.delete_matching(filters, everything=everything, dry_run=dry_run)
 
 
@@ -520,6 +533,8 @@ async def get_org_memory(
     response: Response,
     if_none_match: IfNoneMatch = None,
 ) -> MemoryRead | Response:
+    """One organization memory, with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body."""
     return conditional_read(response, tagged(await memories.get(owner, memory_id)), if_none_match)
 
 
@@ -537,6 +552,9 @@ async def update_org_memory(
     response: Response,
     if_match: IfMatch = None,
 ) -> MemoryRead:
+    """Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
+    admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
+    changes)."""
     return with_etag(
         response, tagged(await memories.update(owner, memory_id, body, if_match=if_match))
     )
@@ -552,6 +570,8 @@ async def update_org_memory(
 async def delete_org_memory(
     owner: OrgWriter, memory_id: uuid.UUID, memories: MemorySvc, if_match: IfMatch = None
 ) -> None:
+    """Delete an organization memory; its history keeps the deletion. Admins only. With
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes)."""
     await memories.delete(owner, memory_id, if_match=if_match)
 
 
@@ -564,6 +584,8 @@ async def delete_org_memory(
 async def get_org_memory_history(
     owner: OrgOwner, memory_id: uuid.UUID, memories: MemorySvc
 ) -> MemoryHistory:
+    """Every add / update / supersede / delete of the organization memory, oldest first, with
+    old and new text. Still available after the memory was deleted."""
     return await memories.history(owner, memory_id)
 
 
@@ -576,6 +598,8 @@ async def get_org_memory_history(
 async def get_org_procedures(
     owner: OrgOwner, memories: MemorySvc, response: Response, if_none_match: IfNoneMatch = None
 ) -> Procedures | Response:
+    """The organization's instruction slots, which every user's context block includes, with
+    their ETag. With `If-None-Match` naming the current ETag, 304 and no body."""
     procedures = await memories.procedures(owner)
     return conditional_read(
         response, Tagged(procedures, procedures_etag(procedures)), if_none_match
@@ -595,6 +619,8 @@ async def set_org_procedures(
     response: Response,
     if_match: IfMatch = None,
 ) -> Procedures:
+    """Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes)."""
     return _set_procedures_tagged(
         response, await memories.set_procedures(owner, body, if_match=if_match)
     )

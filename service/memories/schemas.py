@@ -441,4 +441,11 @@ class KeyedMemoryPut(BaseModel):
 
 
 class KeyedMemoryWritten(MemoryRead):
+    model_config = ConfigDict(
+        from_attributes=True,
+        json_schema_extra={
+            "examples": [{**_MEMORY_EXAMPLE, "store_key": "seat-preference", "created": True}]
+        },
+    )
+
     created: bool = Field(description="True when the key held no memory and one was added.")

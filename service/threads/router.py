@@ -119,6 +119,8 @@ async def get_thread(
     response: Response,
     if_none_match: IfNoneMatch = None,
 ) -> ThreadRead | Response:
+    """The thread's title, metadata and activity, with its ETag. With `If-None-Match` naming
+    the current ETag, 304 and no body. Its messages are listed by `…/messages`."""
     return conditional_read(response, tagged(await threads.get(user_id, thread_id)), if_none_match)
 
 

@@ -135,30 +135,27 @@ class MessageRead(BaseModel):
     )
 
 
-class MessagesAppended(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "items": [
-                        {
-                            "id": "7c9e6679-7425-40de-944b-e07fc1f90ae7",
-                            "thread_id": "0f8fad5b-d9cb-469f-a165-70867728950e",
-                            "seq": 0,
-                            "role": "user",
-                            "content": "I'm flying to Lisbon next week.",
-                            "tool_calls": None,
-                            "client_message_id": "m-1",
-                            "metadata": {},
-                            "created_at": "2026-11-30T09:12:44Z",
-                            "label": "#1",
-                        }
-                    ],
-                    "duplicates": 0,
-                }
-            ]
+MESSAGES_APPENDED_EXAMPLE: dict[str, Any] = {
+    "items": [
+        {
+            "id": "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+            "thread_id": "0f8fad5b-d9cb-469f-a165-70867728950e",
+            "seq": 0,
+            "role": "user",
+            "content": "I'm flying to Lisbon next week.",
+            "tool_calls": None,
+            "client_message_id": "m-1",
+            "metadata": {},
+            "created_at": "2026-11-30T09:12:44Z",
+            "label": "#1",
         }
-    )
+    ],
+    "duplicates": 0,
+}
+
+
+class MessagesAppended(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [MESSAGES_APPENDED_EXAMPLE]})
 
     items: list[MessageRead]
     duplicates: int = Field(description="Messages whose client_message_id was already stored.")

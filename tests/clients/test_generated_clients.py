@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,3 +33,12 @@ def test_the_committed_clients_match_the_spec() -> None:
         env={**os.environ, "PATH": path},
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+def test_the_python_client_ships_its_types() -> None:
+    """PEP 561: without `py.typed` in the installed package, a typed application gets
+    `import-untyped` and every client type is `Any`."""
+    client = ROOT / "clients" / "python"
+    assert (client / "mneme_client" / "py.typed").is_file()
+    metadata = tomllib.loads((client / "pyproject.toml").read_text())
+    assert "py.typed" in metadata["tool"]["setuptools"]["package-data"]["mneme_client"]

@@ -69,6 +69,7 @@ from .patch_remove import PatchRemove
 from .patch_replace import PatchReplace
 from .pending_job_read import PendingJobRead
 from .problem import Problem
+from .problem_code import ProblemCode
 from .procedure_slot_read import ProcedureSlotRead
 from .procedures import Procedures
 from .procedures_update import ProceduresUpdate
@@ -187,8 +188,9 @@ __all__ = (
     "PatchReplace",
     "PendingJobRead",
     "Problem",
-    "ProcedureSlotRead",
+    "ProblemCode",
     "Procedures",
+    "ProcedureSlotRead",
     "ProceduresUpdate",
     "ProfilePatchResult",
     "ProfilePatchResultAfter",

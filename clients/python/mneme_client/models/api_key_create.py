@@ -5,7 +5,6 @@ from collections.abc import Mapping
 from typing import (
     Any,
     Literal,
-    Self,
     TypeVar,
     cast,
 )
@@ -60,7 +59,7 @@ class ApiKeyCreate:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
         name = d.pop("name")
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 from attrs import define as _attrs_define
@@ -67,9 +67,9 @@ class CompactResult:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.compact_result_dropped import CompactResultDropped
-        from ..models.memory_read import MemoryRead
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.compact_result_dropped import CompactResultDropped  # noqa: PLC0415
+        from ..models.memory_read import MemoryRead  # noqa: PLC0415
 
         d = dict(src_dict)
         status = CompactResultStatus(d.pop("status"))

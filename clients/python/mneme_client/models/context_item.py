@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -34,7 +34,7 @@ class ContextItem:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.component_scores import ComponentScores
+        from ..models.component_scores import ComponentScores  # noqa: PLC0415
 
         id: None | str
         id = self.id
@@ -69,8 +69,8 @@ class ContextItem:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.component_scores import ComponentScores
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.component_scores import ComponentScores  # noqa: PLC0415
 
         d = dict(src_dict)
 

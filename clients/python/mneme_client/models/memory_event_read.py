@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
@@ -78,8 +78,8 @@ class MemoryEventRead:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.memory_event_read_changes import MemoryEventReadChanges
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.memory_event_read_changes import MemoryEventReadChanges  # noqa: PLC0415
 
         d = dict(src_dict)
         id = UUID(d.pop("id"))

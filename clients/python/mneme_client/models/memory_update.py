@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
@@ -43,7 +43,7 @@ class MemoryUpdate:
     expires_at: datetime.datetime | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.metadata import Metadata
+        from ..models.metadata import Metadata  # noqa: PLC0415
 
         text: None | str | Unset
         if isinstance(self.text, Unset):
@@ -132,8 +132,8 @@ class MemoryUpdate:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.metadata import Metadata
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.metadata import Metadata  # noqa: PLC0415
 
         d = dict(src_dict)
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
@@ -89,11 +89,11 @@ class MessageIn:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.message_in_tool_calls_type_0_item import (
-            MessageInToolCallsType0Item,
+            MessageInToolCallsType0Item,  # noqa: PLC0415
         )
-        from ..models.metadata import Metadata
+        from ..models.metadata import Metadata  # noqa: PLC0415
 
         d = dict(src_dict)
         role = MessageRole(d.pop("role"))

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -52,8 +52,8 @@ class PageMemoryRead:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.memory_read import MemoryRead
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.memory_read import MemoryRead  # noqa: PLC0415
 
         d = dict(src_dict)
         items = []

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import (
     Any,
     Literal,
-    Self,
     TypeVar,
     cast,
 )
@@ -43,7 +42,7 @@ class PatchRemove:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
         op = cast(Literal["remove"], d.pop("op"))
         if op != "remove":

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.problem_code import ProblemCode
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ class Problem:
         status (int):
         detail (str):
         instance (str):
-        code (str): Stable machine-readable error code.
+        code (ProblemCode):
         trace_id (None | str | Unset):
         errors (list[FieldError] | None | Unset): Present on validation failures: one entry per invalid input.
     """
@@ -35,7 +36,7 @@ class Problem:
     status: int
     detail: str
     instance: str
-    code: str
+    code: ProblemCode
     trace_id: None | str | Unset = UNSET
     errors: list[FieldError] | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -51,7 +52,7 @@ class Problem:
 
         instance = self.instance
 
-        code = self.code
+        code = self.code.value
 
         trace_id: None | str | Unset
         if isinstance(self.trace_id, Unset):
@@ -91,8 +92,8 @@ class Problem:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.field_error import FieldError
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.field_error import FieldError  # noqa: PLC0415
 
         d = dict(src_dict)
         type_ = d.pop("type")
@@ -105,7 +106,7 @@ class Problem:
 
         instance = d.pop("instance")
 
-        code = d.pop("code")
+        code = ProblemCode(d.pop("code"))
 
         def _parse_trace_id(data: object) -> None | str | Unset:
             if data is None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -33,7 +33,7 @@ class Procedures:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.procedure_slot_read import ProcedureSlotRead
+        from ..models.procedure_slot_read import ProcedureSlotRead  # noqa: PLC0415
 
         style: dict[str, Any] | None | Unset
         if isinstance(self.style, Unset):
@@ -82,8 +82,8 @@ class Procedures:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.procedure_slot_read import ProcedureSlotRead
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.procedure_slot_read import ProcedureSlotRead  # noqa: PLC0415
 
         d = dict(src_dict)
 

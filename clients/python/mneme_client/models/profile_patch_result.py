@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -49,8 +49,8 @@ class ProfilePatchResult:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.applied_add import AppliedAdd
-        from ..models.applied_replace import AppliedReplace
+        from ..models.applied_add import AppliedAdd  # noqa: PLC0415
+        from ..models.applied_replace import AppliedReplace  # noqa: PLC0415
 
         changed = self.changed
 
@@ -69,9 +69,9 @@ class ProfilePatchResult:
         patches = []
         for patches_item_data in self.patches:
             patches_item: dict[str, Any]
-            if isinstance(patches_item_data, AppliedAdd) or isinstance(
-                patches_item_data, AppliedReplace
-            ):
+            if isinstance(patches_item_data, AppliedAdd):
+                patches_item = patches_item_data.to_dict()
+            elif isinstance(patches_item_data, AppliedReplace):
                 patches_item = patches_item_data.to_dict()
             else:
                 patches_item = patches_item_data.to_dict()
@@ -100,13 +100,13 @@ class ProfilePatchResult:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.applied_add import AppliedAdd
-        from ..models.applied_remove import AppliedRemove
-        from ..models.applied_replace import AppliedReplace
-        from ..models.profile_patch_result_after import ProfilePatchResultAfter
-        from ..models.profile_patch_result_before import ProfilePatchResultBefore
-        from ..models.profile_patch_result_sources import ProfilePatchResultSources
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.applied_add import AppliedAdd  # noqa: PLC0415
+        from ..models.applied_remove import AppliedRemove  # noqa: PLC0415
+        from ..models.applied_replace import AppliedReplace  # noqa: PLC0415
+        from ..models.profile_patch_result_after import ProfilePatchResultAfter  # noqa: PLC0415
+        from ..models.profile_patch_result_before import ProfilePatchResultBefore  # noqa: PLC0415
+        from ..models.profile_patch_result_sources import ProfilePatchResultSources  # noqa: PLC0415
 
         d = dict(src_dict)
         changed = d.pop("changed")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -86,9 +86,9 @@ class ProfileRead:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.profile_read_profile import ProfileReadProfile
-        from ..models.profile_read_sources import ProfileReadSources
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.profile_read_profile import ProfileReadProfile  # noqa: PLC0415
+        from ..models.profile_read_sources import ProfileReadSources  # noqa: PLC0415
 
         d = dict(src_dict)
         profile = ProfileReadProfile.from_dict(d.pop("profile"))

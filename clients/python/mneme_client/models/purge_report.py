@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
@@ -96,10 +96,10 @@ class PurgeReport:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.purge_report_deleted import PurgeReportDeleted
-        from ..models.purge_report_redacted import PurgeReportRedacted
-        from ..models.purge_report_remaining import PurgeReportRemaining
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.purge_report_deleted import PurgeReportDeleted  # noqa: PLC0415
+        from ..models.purge_report_redacted import PurgeReportRedacted  # noqa: PLC0415
+        from ..models.purge_report_remaining import PurgeReportRemaining  # noqa: PLC0415
 
         d = dict(src_dict)
         tenant_id = d.pop("tenant_id")

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import (
     Any,
     Literal,
-    Self,
     TypeVar,
     cast,
 )
@@ -44,7 +43,7 @@ class Readiness:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
         status = cast(Literal["ready"], d.pop("status"))
         if status != "ready":

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -43,9 +43,9 @@ class SearchHit:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.component_scores import ComponentScores
-        from ..models.memory_read import MemoryRead
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.component_scores import ComponentScores  # noqa: PLC0415
+        from ..models.memory_read import MemoryRead  # noqa: PLC0415
 
         d = dict(src_dict)
         memory = MemoryRead.from_dict(d.pop("memory"))

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -29,7 +29,7 @@ class SummarizeResult:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.summary_read import SummaryRead
+        from ..models.summary_read import SummaryRead  # noqa: PLC0415
 
         status = self.status.value
 
@@ -54,8 +54,8 @@ class SummarizeResult:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.summary_read import SummaryRead
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.summary_read import SummaryRead  # noqa: PLC0415
 
         d = dict(src_dict)
         status = SummarizeResultStatus(d.pop("status"))

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -71,10 +71,10 @@ class TenantJobs:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.job_count_read import JobCountRead
-        from ..models.job_failure_read import JobFailureRead
-        from ..models.pending_job_read import PendingJobRead
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.job_count_read import JobCountRead  # noqa: PLC0415
+        from ..models.job_failure_read import JobFailureRead  # noqa: PLC0415
+        from ..models.pending_job_read import PendingJobRead  # noqa: PLC0415
 
         d = dict(src_dict)
         extraction = WritePathMode(d.pop("extraction"))

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -38,8 +38,8 @@ class ThreadDeleted:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.thread_deleted_deleted import ThreadDeletedDeleted
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.thread_deleted_deleted import ThreadDeletedDeleted  # noqa: PLC0415
 
         d = dict(src_dict)
         deleted = ThreadDeletedDeleted.from_dict(d.pop("deleted"))

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
@@ -26,7 +26,7 @@ class ThreadUpdate:
     metadata: Metadata | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.metadata import Metadata
+        from ..models.metadata import Metadata  # noqa: PLC0415
 
         title: None | str | Unset
         if isinstance(self.title, Unset):
@@ -53,8 +53,8 @@ class ThreadUpdate:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.metadata import Metadata
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.metadata import Metadata  # noqa: PLC0415
 
         d = dict(src_dict)
 

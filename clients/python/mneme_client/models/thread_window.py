@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -66,10 +66,10 @@ class ThreadWindow:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.message_read import MessageRead
-        from ..models.summarization import Summarization
-        from ..models.summary_read import SummaryRead
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.message_read import MessageRead  # noqa: PLC0415
+        from ..models.summarization import Summarization  # noqa: PLC0415
+        from ..models.summary_read import SummaryRead  # noqa: PLC0415
 
         d = dict(src_dict)
         summarization = Summarization.from_dict(d.pop("summarization"))

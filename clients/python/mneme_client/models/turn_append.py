@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 
@@ -51,9 +51,9 @@ class TurnAppend:
         return field_dict
 
     @classmethod
-    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.message_in import MessageIn
-        from ..models.turn_context_options import TurnContextOptions
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.message_in import MessageIn  # noqa: PLC0415
+        from ..models.turn_context_options import TurnContextOptions  # noqa: PLC0415
 
         d = dict(src_dict)
         messages = []

@@ -126,6 +126,9 @@ export const revokeApiKey = <ThrowOnError extends boolean = false>(options: Opti
 
 /**
  * Get an API key
+ *
+ * One of this tenant's API keys, revoked or not, with its ETag; never its secret. With
+ * `If-None-Match` naming the current ETag, 304 and no body.
  */
 export const getApiKey = <ThrowOnError extends boolean = false>(options: Options<GetApiKeyData, ThrowOnError>) => (options.client ?? client).get<GetApiKeyResponses, GetApiKeyErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -211,6 +214,9 @@ export const searchMemories = <ThrowOnError extends boolean = false>(options: Op
 
 /**
  * Forget a memory
+ *
+ * Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+ * still has that ETag (else 412 and nothing changes).
  */
 export const deleteMemory = <ThrowOnError extends boolean = false>(options: Options<DeleteMemoryData, ThrowOnError>) => (options.client ?? client).delete<DeleteMemoryResponses, DeleteMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -220,6 +226,9 @@ export const deleteMemory = <ThrowOnError extends boolean = false>(options: Opti
 
 /**
  * Get a memory
+ *
+ * One of the user's memories, with its ETag. With `If-None-Match` naming the current
+ * ETag, 304 and no body.
  */
 export const getMemory = <ThrowOnError extends boolean = false>(options: Options<GetMemoryData, ThrowOnError>) => (options.client ?? client).get<GetMemoryResponses, GetMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -258,6 +267,9 @@ export const getMemoryHistory = <ThrowOnError extends boolean = false>(options: 
 
 /**
  * Get the user's procedural instructions
+ *
+ * The user's instruction slots (style, workflow, safety, task_policies), with their ETag;
+ * an unset slot is null. With `If-None-Match` naming the current ETag, 304 and no body.
  */
 export const getProcedures = <ThrowOnError extends boolean = false>(options: Options<GetProceduresData, ThrowOnError>) => (options.client ?? client).get<GetProceduresResponses, GetProceduresErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -284,6 +296,9 @@ export const setProcedures = <ThrowOnError extends boolean = false>(options: Opt
 
 /**
  * Forget the memory a key holds
+ *
+ * Delete the memory the key holds (recorded in its history); the key is free for a later
+ * put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
  */
 export const deleteKeyedMemory = <ThrowOnError extends boolean = false>(options: Options<DeleteKeyedMemoryData, ThrowOnError>) => (options.client ?? client).delete<DeleteKeyedMemoryResponses, DeleteKeyedMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -353,6 +368,10 @@ export const getUserJobs = <ThrowOnError extends boolean = false>(options: Optio
 
 /**
  * Forget organization memories matching a filter
+ *
+ * Delete exactly the organization memories the same filters list; `all=true` with no
+ * filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
+ * Each deletion is kept in the history. Admins only.
  */
 export const deleteOrgMemories = <ThrowOnError extends boolean = false>(options?: Options<DeleteOrgMemoriesData, ThrowOnError>) => (options?.client ?? client).delete<DeleteOrgMemoriesResponses, DeleteOrgMemoriesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -362,6 +381,9 @@ export const deleteOrgMemories = <ThrowOnError extends boolean = false>(options?
 
 /**
  * List organization memories
+ *
+ * The organization's shared memories, newest first, filtered and paged by cursor;
+ * readable by every user of the tenant.
  */
 export const listOrgMemories = <ThrowOnError extends boolean = false>(options?: Options<ListOrgMemoriesData, ThrowOnError>) => (options?.client ?? client).get<ListOrgMemoriesResponses, ListOrgMemoriesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -386,6 +408,9 @@ export const createOrgMemory = <ThrowOnError extends boolean = false>(options: O
 
 /**
  * Remember a batch of organization memories
+ *
+ * Store up to 100 organization memories at once, all or nothing, in input order; admins
+ * only.
  */
 export const createOrgMemories = <ThrowOnError extends boolean = false>(options: Options<CreateOrgMemoriesData, ThrowOnError>) => (options.client ?? client).post<CreateOrgMemoriesResponses, CreateOrgMemoriesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -399,6 +424,9 @@ export const createOrgMemories = <ThrowOnError extends boolean = false>(options:
 
 /**
  * Forget an organization memory
+ *
+ * Delete an organization memory; its history keeps the deletion. Admins only. With
+ * `If-Match`, only if it still has that ETag (else 412 and nothing changes).
  */
 export const deleteOrgMemory = <ThrowOnError extends boolean = false>(options: Options<DeleteOrgMemoryData, ThrowOnError>) => (options.client ?? client).delete<DeleteOrgMemoryResponses, DeleteOrgMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -408,6 +436,9 @@ export const deleteOrgMemory = <ThrowOnError extends boolean = false>(options: O
 
 /**
  * Get an organization memory
+ *
+ * One organization memory, with its ETag. With `If-None-Match` naming the current ETag,
+ * 304 and no body.
  */
 export const getOrgMemory = <ThrowOnError extends boolean = false>(options: Options<GetOrgMemoryData, ThrowOnError>) => (options.client ?? client).get<GetOrgMemoryResponses, GetOrgMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -417,6 +448,10 @@ export const getOrgMemory = <ThrowOnError extends boolean = false>(options: Opti
 
 /**
  * Change an organization memory
+ *
+ * Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
+ * admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
+ * changes).
  */
 export const updateOrgMemory = <ThrowOnError extends boolean = false>(options: Options<UpdateOrgMemoryData, ThrowOnError>) => (options.client ?? client).patch<UpdateOrgMemoryResponses, UpdateOrgMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -430,6 +465,9 @@ export const updateOrgMemory = <ThrowOnError extends boolean = false>(options: O
 
 /**
  * An organization memory's change history
+ *
+ * Every add / update / supersede / delete of the organization memory, oldest first, with
+ * old and new text. Still available after the memory was deleted.
  */
 export const getOrgMemoryHistory = <ThrowOnError extends boolean = false>(options: Options<GetOrgMemoryHistoryData, ThrowOnError>) => (options.client ?? client).get<GetOrgMemoryHistoryResponses, GetOrgMemoryHistoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -439,6 +477,9 @@ export const getOrgMemoryHistory = <ThrowOnError extends boolean = false>(option
 
 /**
  * Get the organization's procedural instructions
+ *
+ * The organization's instruction slots, which every user's context block includes, with
+ * their ETag. With `If-None-Match` naming the current ETag, 304 and no body.
  */
 export const getOrgProcedures = <ThrowOnError extends boolean = false>(options?: Options<GetOrgProceduresData, ThrowOnError>) => (options?.client ?? client).get<GetOrgProceduresResponses, GetOrgProceduresErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -448,6 +489,9 @@ export const getOrgProcedures = <ThrowOnError extends boolean = false>(options?:
 
 /**
  * Set the organization's procedural instructions
+ *
+ * Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
+ * `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
  */
 export const setOrgProcedures = <ThrowOnError extends boolean = false>(options: Options<SetOrgProceduresData, ThrowOnError>) => (options.client ?? client).put<SetOrgProceduresResponses, SetOrgProceduresErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -588,6 +632,9 @@ export const deleteThread = <ThrowOnError extends boolean = false>(options: Opti
 
 /**
  * Get a thread
+ *
+ * The thread's title, metadata and activity, with its ETag. With `If-None-Match` naming
+ * the current ETag, 304 and no body. Its messages are listed by `…/messages`.
  */
 export const getThread = <ThrowOnError extends boolean = false>(options: Options<GetThreadData, ThrowOnError>) => (options.client ?? client).get<GetThreadResponses, GetThreadErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -1578,11 +1578,9 @@ export type Problem = {
      */
     instance: string;
     /**
-     * Code
-     *
-     * Stable machine-readable error code.
+     * Stable machine-readable error code: switch on it rather than on `title`.
      */
-    code: string;
+    code: ProblemCode;
     /**
      * Trace Id
      */
@@ -2562,6 +2560,11 @@ export type WritePathMode = 'llm' | 'turns' | 'off';
  * QueuedJobState
  */
 export type QueuedJobState = 'queued' | 'picked';
+
+/**
+ * ProblemCode
+ */
+export type ProblemCode = 'BAD_REQUEST' | 'AMBIGUOUS_CREDENTIALS' | 'UNAUTHENTICATED' | 'FORBIDDEN' | 'ORG_WRITE_FORBIDDEN' | 'ACCOUNT_WRITE_FORBIDDEN' | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'NOT_ACCEPTABLE' | 'CONFLICT' | 'API_KEY_ALREADY_CREATED' | 'COMPACTION_DISABLED' | 'DUPLICATE_MEMORY' | 'IDEMPOTENCY_KEY_IN_PROGRESS' | 'IDEMPOTENCY_KEY_REUSED' | 'KEY_FROM_ACCOUNT' | 'PATCH_FAILED' | 'SUMMARIZATION_DISABLED' | 'USER_NOT_EMPTY' | 'PRECONDITION_FAILED' | 'PAYLOAD_TOO_LARGE' | 'PROFILE_TOO_LARGE' | 'URI_TOO_LONG' | 'UNSUPPORTED_MEDIA_TYPE' | 'VALIDATION_FAILED' | 'CONFIRMATION_MISMATCH' | 'IMPORT_LINE_INVALID' | 'SECRET_REFUSED' | 'RATE_LIMITED' | 'INTERNAL_ERROR' | 'SERVICE_UNAVAILABLE' | 'DATABASE_TIMEOUT' | 'DATABASE_UNAVAILABLE' | 'LLM_UNAVAILABLE';
 
 /**
  * Metadata

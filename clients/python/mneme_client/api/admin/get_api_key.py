@@ -102,6 +102,9 @@ def sync_detailed(
 ) -> Response[Any | ApiKeyRead | Problem]:
     """Get an API key
 
+     One of this tenant's API keys, revoked or not, with its ETag; never its secret. With
+    `If-None-Match` naming the current ETag, 304 and no body.
+
     Args:
         key_id (UUID):
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
@@ -135,6 +138,9 @@ def sync(
 ) -> Any | ApiKeyRead | Problem | None:
     """Get an API key
 
+     One of this tenant's API keys, revoked or not, with its ETag; never its secret. With
+    `If-None-Match` naming the current ETag, 304 and no body.
+
     Args:
         key_id (UUID):
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
@@ -162,6 +168,9 @@ async def asyncio_detailed(
     if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | ApiKeyRead | Problem]:
     """Get an API key
+
+     One of this tenant's API keys, revoked or not, with its ETag; never its secret. With
+    `If-None-Match` naming the current ETag, 304 and no body.
 
     Args:
         key_id (UUID):
@@ -193,6 +202,9 @@ async def asyncio(
     if_none_match: None | str | Unset = UNSET,
 ) -> Any | ApiKeyRead | Problem | None:
     """Get an API key
+
+     One of this tenant's API keys, revoked or not, with its ETag; never its secret. With
+    `If-None-Match` naming the current ETag, 304 and no body.
 
     Args:
         key_id (UUID):

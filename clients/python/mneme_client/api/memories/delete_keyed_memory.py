@@ -119,6 +119,9 @@ def sync_detailed(
 ) -> Response[Any | Problem]:
     """Forget the memory a key holds
 
+     Delete the memory the key holds (recorded in its history); the key is free for a later
+    put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
@@ -162,6 +165,9 @@ def sync(
 ) -> Any | Problem | None:
     """Forget the memory a key holds
 
+     Delete the memory the key holds (recorded in its history); the key is free for a later
+    put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
@@ -199,6 +205,9 @@ async def asyncio_detailed(
     if_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget the memory a key holds
+
+     Delete the memory the key holds (recorded in its history); the key is free for a later
+    put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -240,6 +249,9 @@ async def asyncio(
     if_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget the memory a key holds
+
+     Delete the memory the key holds (recorded in its history); the key is free for a later
+    put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

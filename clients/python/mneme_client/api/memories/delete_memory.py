@@ -114,6 +114,9 @@ def sync_detailed(
 ) -> Response[Any | Problem]:
     """Forget a memory
 
+     Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+    still has that ETag (else 412 and nothing changes).
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
@@ -151,6 +154,9 @@ def sync(
 ) -> Any | Problem | None:
     """Forget a memory
 
+     Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+    still has that ETag (else 412 and nothing changes).
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
@@ -182,6 +188,9 @@ async def asyncio_detailed(
     if_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget a memory
+
+     Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+    still has that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -217,6 +226,9 @@ async def asyncio(
     if_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget a memory
+
+     Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+    still has that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

@@ -100,6 +100,9 @@ def sync_detailed(
 ) -> Response[Any | MemoryRead | Problem]:
     """Get a memory
 
+     One of the user's memories, with its ETag. With `If-None-Match` naming the current
+    ETag, 304 and no body.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
@@ -136,6 +139,9 @@ def sync(
 ) -> Any | MemoryRead | Problem | None:
     """Get a memory
 
+     One of the user's memories, with its ETag. With `If-None-Match` naming the current
+    ETag, 304 and no body.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         memory_id (UUID):
@@ -166,6 +172,9 @@ async def asyncio_detailed(
     if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | MemoryRead | Problem]:
     """Get a memory
+
+     One of the user's memories, with its ETag. With `If-None-Match` naming the current
+    ETag, 304 and no body.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -200,6 +209,9 @@ async def asyncio(
     if_none_match: None | str | Unset = UNSET,
 ) -> Any | MemoryRead | Problem | None:
     """Get a memory
+
+     One of the user's memories, with its ETag. With `If-None-Match` naming the current
+    ETag, 304 and no body.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

@@ -96,6 +96,9 @@ def sync_detailed(
 ) -> Response[Any | Problem | Procedures]:
     """Get the user's procedural instructions
 
+     The user's instruction slots (style, workflow, safety, task_policies), with their ETag;
+    an unset slot is null. With `If-None-Match` naming the current ETag, 304 and no body.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
@@ -129,6 +132,9 @@ def sync(
 ) -> Any | Problem | Procedures | None:
     """Get the user's procedural instructions
 
+     The user's instruction slots (style, workflow, safety, task_policies), with their ETag;
+    an unset slot is null. With `If-None-Match` naming the current ETag, 304 and no body.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
@@ -156,6 +162,9 @@ async def asyncio_detailed(
     if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem | Procedures]:
     """Get the user's procedural instructions
+
+     The user's instruction slots (style, workflow, safety, task_policies), with their ETag;
+    an unset slot is null. With `If-None-Match` naming the current ETag, 304 and no body.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -187,6 +196,9 @@ async def asyncio(
     if_none_match: None | str | Unset = UNSET,
 ) -> Any | Problem | Procedures | None:
     """Get the user's procedural instructions
+
+     The user's instruction slots (style, workflow, safety, task_policies), with their ETag;
+    an unset slot is null. With `If-None-Match` naming the current ETag, 304 and no body.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

@@ -109,6 +109,9 @@ def sync_detailed(
 ) -> Response[MemoryBatchWritten | Problem]:
     """Remember a batch of organization memories
 
+     Store up to 100 organization memories at once, all or nothing, in input order; admins
+    only.
+
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
             key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
@@ -144,6 +147,9 @@ def sync(
 ) -> MemoryBatchWritten | Problem | None:
     """Remember a batch of organization memories
 
+     Store up to 100 organization memories at once, all or nothing, in input order; admins
+    only.
+
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
             key and the same body gets the first attempt's response (marked `Idempotent-Replayed:
@@ -173,6 +179,9 @@ async def asyncio_detailed(
     idempotency_key: None | str | Unset = UNSET,
 ) -> Response[MemoryBatchWritten | Problem]:
     """Remember a batch of organization memories
+
+     Store up to 100 organization memories at once, all or nothing, in input order; admins
+    only.
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
@@ -206,6 +215,9 @@ async def asyncio(
     idempotency_key: None | str | Unset = UNSET,
 ) -> MemoryBatchWritten | Problem | None:
     """Remember a batch of organization memories
+
+     Store up to 100 organization memories at once, all or nothing, in input order; admins
+    only.
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same

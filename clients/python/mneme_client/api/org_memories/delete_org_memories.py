@@ -198,6 +198,10 @@ def sync_detailed(
 ) -> Response[MemoriesDeleted | Problem]:
     """Forget organization memories matching a filter
 
+     Delete exactly the organization memories the same filters list; `all=true` with no
+    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
+    Each deletion is kept in the history. Admins only.
+
     Args:
         all_ (bool | Unset): Required to delete without any filter; then superseded memories go
             too. Default: False.
@@ -254,6 +258,10 @@ def sync(
 ) -> MemoriesDeleted | Problem | None:
     """Forget organization memories matching a filter
 
+     Delete exactly the organization memories the same filters list; `all=true` with no
+    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
+    Each deletion is kept in the history. Admins only.
+
     Args:
         all_ (bool | Unset): Required to delete without any filter; then superseded memories go
             too. Default: False.
@@ -304,6 +312,10 @@ async def asyncio_detailed(
     event_before: datetime.datetime | None | Unset = UNSET,
 ) -> Response[MemoriesDeleted | Problem]:
     """Forget organization memories matching a filter
+
+     Delete exactly the organization memories the same filters list; `all=true` with no
+    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
+    Each deletion is kept in the history. Admins only.
 
     Args:
         all_ (bool | Unset): Required to delete without any filter; then superseded memories go
@@ -358,6 +370,10 @@ async def asyncio(
     event_before: datetime.datetime | None | Unset = UNSET,
 ) -> MemoriesDeleted | Problem | None:
     """Forget organization memories matching a filter
+
+     Delete exactly the organization memories the same filters list; `all=true` with no
+    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
+    Each deletion is kept in the history. Admins only.
 
     Args:
         all_ (bool | Unset): Required to delete without any filter; then superseded memories go

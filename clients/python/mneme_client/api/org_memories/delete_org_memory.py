@@ -111,6 +111,9 @@ def sync_detailed(
 ) -> Response[Any | Problem]:
     """Forget an organization memory
 
+     Delete an organization memory; its history keeps the deletion. Admins only. With
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes).
+
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
@@ -145,6 +148,9 @@ def sync(
 ) -> Any | Problem | None:
     """Forget an organization memory
 
+     Delete an organization memory; its history keeps the deletion. Admins only. With
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes).
+
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
@@ -173,6 +179,9 @@ async def asyncio_detailed(
     if_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget an organization memory
+
+     Delete an organization memory; its history keeps the deletion. Admins only. With
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes).
 
     Args:
         memory_id (UUID):
@@ -205,6 +214,9 @@ async def asyncio(
     if_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget an organization memory
+
+     Delete an organization memory; its history keeps the deletion. Admins only. With
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes).
 
     Args:
         memory_id (UUID):

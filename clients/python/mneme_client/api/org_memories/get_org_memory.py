@@ -97,6 +97,9 @@ def sync_detailed(
 ) -> Response[Any | MemoryRead | Problem]:
     """Get an organization memory
 
+     One organization memory, with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body.
+
     Args:
         memory_id (UUID):
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
@@ -130,6 +133,9 @@ def sync(
 ) -> Any | MemoryRead | Problem | None:
     """Get an organization memory
 
+     One organization memory, with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body.
+
     Args:
         memory_id (UUID):
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
@@ -157,6 +163,9 @@ async def asyncio_detailed(
     if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | MemoryRead | Problem]:
     """Get an organization memory
+
+     One organization memory, with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body.
 
     Args:
         memory_id (UUID):
@@ -188,6 +197,9 @@ async def asyncio(
     if_none_match: None | str | Unset = UNSET,
 ) -> Any | MemoryRead | Problem | None:
     """Get an organization memory
+
+     One organization memory, with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body.
 
     Args:
         memory_id (UUID):

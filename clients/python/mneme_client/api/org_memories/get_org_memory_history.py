@@ -86,6 +86,9 @@ def sync_detailed(
 ) -> Response[MemoryHistory | Problem]:
     """An organization memory's change history
 
+     Every add / update / supersede / delete of the organization memory, oldest first, with
+    old and new text. Still available after the memory was deleted.
+
     Args:
         memory_id (UUID):
 
@@ -115,6 +118,9 @@ def sync(
 ) -> MemoryHistory | Problem | None:
     """An organization memory's change history
 
+     Every add / update / supersede / delete of the organization memory, oldest first, with
+    old and new text. Still available after the memory was deleted.
+
     Args:
         memory_id (UUID):
 
@@ -138,6 +144,9 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
 ) -> Response[MemoryHistory | Problem]:
     """An organization memory's change history
+
+     Every add / update / supersede / delete of the organization memory, oldest first, with
+    old and new text. Still available after the memory was deleted.
 
     Args:
         memory_id (UUID):
@@ -165,6 +174,9 @@ async def asyncio(
     client: AuthenticatedClient,
 ) -> MemoryHistory | Problem | None:
     """An organization memory's change history
+
+     Every add / update / supersede / delete of the organization memory, oldest first, with
+    old and new text. Still available after the memory was deleted.
 
     Args:
         memory_id (UUID):

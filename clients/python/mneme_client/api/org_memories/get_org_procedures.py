@@ -91,6 +91,9 @@ def sync_detailed(
 ) -> Response[Any | Problem | Procedures]:
     """Get the organization's procedural instructions
 
+     The organization's instruction slots, which every user's context block includes, with
+    their ETag. With `If-None-Match` naming the current ETag, 304 and no body.
+
     Args:
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
             the resource is still in that state.
@@ -121,6 +124,9 @@ def sync(
 ) -> Any | Problem | Procedures | None:
     """Get the organization's procedural instructions
 
+     The organization's instruction slots, which every user's context block includes, with
+    their ETag. With `If-None-Match` naming the current ETag, 304 and no body.
+
     Args:
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
             the resource is still in that state.
@@ -145,6 +151,9 @@ async def asyncio_detailed(
     if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem | Procedures]:
     """Get the organization's procedural instructions
+
+     The organization's instruction slots, which every user's context block includes, with
+    their ETag. With `If-None-Match` naming the current ETag, 304 and no body.
 
     Args:
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
@@ -173,6 +182,9 @@ async def asyncio(
     if_none_match: None | str | Unset = UNSET,
 ) -> Any | Problem | Procedures | None:
     """Get the organization's procedural instructions
+
+     The organization's instruction slots, which every user's context block includes, with
+    their ETag. With `If-None-Match` naming the current ETag, 304 and no body.
 
     Args:
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when

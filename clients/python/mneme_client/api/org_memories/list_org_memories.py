@@ -188,6 +188,9 @@ def sync_detailed(
 ) -> Response[PageMemoryRead | Problem]:
     """List organization memories
 
+     The organization's shared memories, newest first, filtered and paged by cursor;
+    readable by every user of the tenant.
+
     Args:
         cursor (None | str | Unset): From a previous page's next_cursor.
         limit (int | Unset):  Default: 50.
@@ -242,6 +245,9 @@ def sync(
 ) -> PageMemoryRead | Problem | None:
     """List organization memories
 
+     The organization's shared memories, newest first, filtered and paged by cursor;
+    readable by every user of the tenant.
+
     Args:
         cursor (None | str | Unset): From a previous page's next_cursor.
         limit (int | Unset):  Default: 50.
@@ -290,6 +296,9 @@ async def asyncio_detailed(
     event_before: datetime.datetime | None | Unset = UNSET,
 ) -> Response[PageMemoryRead | Problem]:
     """List organization memories
+
+     The organization's shared memories, newest first, filtered and paged by cursor;
+    readable by every user of the tenant.
 
     Args:
         cursor (None | str | Unset): From a previous page's next_cursor.
@@ -342,6 +351,9 @@ async def asyncio(
     event_before: datetime.datetime | None | Unset = UNSET,
 ) -> PageMemoryRead | Problem | None:
     """List organization memories
+
+     The organization's shared memories, newest first, filtered and paged by cursor;
+    readable by every user of the tenant.
 
     Args:
         cursor (None | str | Unset): From a previous page's next_cursor.

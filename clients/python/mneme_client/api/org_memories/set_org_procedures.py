@@ -114,6 +114,9 @@ def sync_detailed(
 ) -> Response[Problem | Procedures]:
     """Set the organization's procedural instructions
 
+     Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
+
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
@@ -149,6 +152,9 @@ def sync(
 ) -> Problem | Procedures | None:
     """Set the organization's procedural instructions
 
+     Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
+
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
@@ -178,6 +184,9 @@ async def asyncio_detailed(
     if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | Procedures]:
     """Set the organization's procedural instructions
+
+     Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
@@ -211,6 +220,9 @@ async def asyncio(
     if_match: None | str | Unset = UNSET,
 ) -> Problem | Procedures | None:
     """Set the organization's procedural instructions
+
+     Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens

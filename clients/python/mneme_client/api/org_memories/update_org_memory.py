@@ -120,6 +120,10 @@ def sync_detailed(
 ) -> Response[MemoryRead | Problem]:
     """Change an organization memory
 
+     Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
+    admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
+    changes).
+
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
@@ -157,6 +161,10 @@ def sync(
 ) -> MemoryRead | Problem | None:
     """Change an organization memory
 
+     Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
+    admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
+    changes).
+
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
@@ -188,6 +196,10 @@ async def asyncio_detailed(
     if_match: None | str | Unset = UNSET,
 ) -> Response[MemoryRead | Problem]:
     """Change an organization memory
+
+     Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
+    admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
+    changes).
 
     Args:
         memory_id (UUID):
@@ -223,6 +235,10 @@ async def asyncio(
     if_match: None | str | Unset = UNSET,
 ) -> MemoryRead | Problem | None:
     """Change an organization memory
+
+     Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
+    admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
+    changes).
 
     Args:
         memory_id (UUID):

@@ -29,9 +29,11 @@ def _get_kwargs(
     _kwargs["json"] = []
     for componentsschemas_profile_patch_item_data in body:
         componentsschemas_profile_patch_item: dict[str, Any]
-        if isinstance(
-            componentsschemas_profile_patch_item_data, PatchAdd
-        ) or isinstance(componentsschemas_profile_patch_item_data, PatchReplace):
+        if isinstance(componentsschemas_profile_patch_item_data, PatchAdd):
+            componentsschemas_profile_patch_item = (
+                componentsschemas_profile_patch_item_data.to_dict()
+            )
+        elif isinstance(componentsschemas_profile_patch_item_data, PatchReplace):
             componentsschemas_profile_patch_item = (
                 componentsschemas_profile_patch_item_data.to_dict()
             )

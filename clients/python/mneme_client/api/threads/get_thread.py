@@ -100,6 +100,9 @@ def sync_detailed(
 ) -> Response[Any | Problem | ThreadRead]:
     """Get a thread
 
+     The thread's title, metadata and activity, with its ETag. With `If-None-Match` naming
+    the current ETag, 304 and no body. Its messages are listed by `…/messages`.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
@@ -136,6 +139,9 @@ def sync(
 ) -> Any | Problem | ThreadRead | None:
     """Get a thread
 
+     The thread's title, metadata and activity, with its ETag. With `If-None-Match` naming
+    the current ETag, 304 and no body. Its messages are listed by `…/messages`.
+
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
@@ -166,6 +172,9 @@ async def asyncio_detailed(
     if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem | ThreadRead]:
     """Get a thread
+
+     The thread's title, metadata and activity, with its ETag. With `If-None-Match` naming
+    the current ETag, 304 and no body. Its messages are listed by `…/messages`.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -200,6 +209,9 @@ async def asyncio(
     if_none_match: None | str | Unset = UNSET,
 ) -> Any | Problem | ThreadRead | None:
     """Get a thread
+
+     The thread's title, metadata and activity, with its ETag. With `If-None-Match` naming
+    the current ETag, 304 and no body. Its messages are listed by `…/messages`.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
