@@ -15,9 +15,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult
+from opentelemetry import trace
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
@@ -27,9 +31,34 @@ from service.dependencies import AppState, get_principal
 from service.errors import NotFound
 from service.mcp.calls import CALLER_STATE_KEY, McpCaller, caller_from_request
 from service.mcp.server import build_mcp_server
+from service.observability import tracer
 
 MCP_PATH = "/mcp"
 USER_HEADER = "x-mneme-user"
+
+
+async def message_span(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """One span per MCP message, nested in the request's server span.
+
+    The SDK's own middleware makes this span a second SERVER span inside the HTTP request's;
+    over HTTP the request's span is the server span, so this one is internal (with the same
+    names and attributes). A tool error marks it failed, as a 4xx marks the request's.
+    """
+    name = ctx.params.get("name") if ctx.params else None
+    target = f" {name}" if isinstance(name, str) else ""
+    with tracer.start_as_current_span(f"{ctx.method}{target}") as span:
+        span.set_attribute("mcp.method.name", ctx.method)
+        span.set_attribute("mcp.protocol.version", ctx.protocol_version)
+        if ctx.request_id is not None:
+            span.set_attribute("jsonrpc.request.id", str(ctx.request_id))
+        if ctx.method == "tools/call" and target:
+            span.set_attribute("gen_ai.operation.name", "execute_tool")
+            span.set_attribute("gen_ai.tool.name", target.strip())
+        result = await call_next(ctx)
+        if isinstance(result, CallToolResult) and result.is_error:
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(trace.StatusCode.ERROR)
+        return result
 
 
 class McpEndpoint:
@@ -47,6 +76,10 @@ class McpEndpoint:
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
         self._sessions: StreamableHTTPSessionManager = self.server.session_manager
+        self.server.middleware[:] = [
+            message_span if isinstance(layer, OpenTelemetryMiddleware) else layer
+            for layer in self.server.middleware
+        ]
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
