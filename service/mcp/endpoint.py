@@ -4,7 +4,8 @@ Each HTTP request is authenticated by the app's `Authenticator` (the same JWTs a
 the same 401 problem), and the user it acts for is resolved exactly as a `/v1/users/{user_id}`
 path is: `me` (the default) is the caller itself; a service credential names the user in the
 `X-Mneme-User` header and may address any user of its own tenant, an end user only itself.
-Anything else is a 404, as on the REST routes. The server runs stateless (a fresh MCP
+Anything else is a 404, as on the REST routes. A 401 also tells an OAuth-discovering host
+where to get a token (`service/mcp/discovery.py`). The server runs stateless (a fresh MCP
 transport per request, JSON responses): no session outlives the credential that opened it,
 and any replica can serve any request.
 """
@@ -28,12 +29,12 @@ from starlette.types import Receive, Scope, Send
 from service.auth.owner import Owner
 from service.auth.principal import ME
 from service.dependencies import AppState, get_principal
-from service.errors import NotFound
+from service.errors import NotFound, Unauthenticated
 from service.mcp.calls import CALLER_STATE_KEY, McpCaller, caller_from_request
+from service.mcp.discovery import MCP_PATH, challenge_parameters
 from service.mcp.server import build_mcp_server
 from service.observability import tracer
 
-MCP_PATH = "/mcp"
 USER_HEADER = "x-mneme-user"
 
 
@@ -92,7 +93,12 @@ class McpEndpoint:
         state: AppState = request.app.state.mneme
         # The REST routes' own dependency: same credentials, failed-auth and per-principal
         # limits. Raised errors become the app's problem responses (401, 404, 429).
-        principal = await get_principal(request, state, None)
+        try:
+            principal = await get_principal(request, state, None)
+        except Unauthenticated as exc:
+            # Only a 401 points at the metadata: a host then signs the user in and retries.
+            exc.headers["WWW-Authenticate"] += challenge_parameters(state.settings, request)
+            raise
         addressed = request.headers.get(USER_HEADER) or ME
         user_id = principal.resolve_user(addressed)
         if user_id is None:
