@@ -43,7 +43,8 @@ async def message_span(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
 
     The SDK's own middleware makes this span a second SERVER span inside the HTTP request's;
     over HTTP the request's span is the server span, so this one is internal (with the same
-    names and attributes). A tool error marks it failed, as a 4xx marks the request's.
+    names and attributes). A tool error marks it failed (`error.type=tool_error`), as the SDK's
+    span does: the HTTP answer is a 200 either way.
     """
     name = ctx.params.get("name") if ctx.params else None
     target = f" {name}" if isinstance(name, str) else ""
