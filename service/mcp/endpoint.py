@@ -57,9 +57,13 @@ async def message_span(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
             span.set_attribute("gen_ai.operation.name", "execute_tool")
             span.set_attribute("gen_ai.tool.name", target.strip())
         result = await call_next(ctx)
-        if isinstance(result, CallToolResult) and result.is_error:
-            span.set_attribute("error.type", "tool_error")
-            span.set_status(trace.StatusCode.ERROR)
+        # The tool's answer arrives as the model or, serialized already, as its wire form.
+        match result:
+            case CallToolResult(is_error=True) | {"isError": True}:
+                span.set_attribute("error.type", "tool_error")
+                span.set_status(trace.StatusCode.ERROR)
+            case _:
+                pass
         return result
 
 
