@@ -53,7 +53,8 @@ from service.kit.post_commit import BackgroundRunner
 from service.kit.security_headers import SecurityHeadersMiddleware
 from service.kit.token_counting import encoding_for
 from service.logs import configure_logging, log_request
-from service.mcp.endpoint import MCP_PATH, McpEndpoint
+from service.mcp.discovery import MCP_PATH, protected_resource_routes
+from service.mcp.endpoint import McpEndpoint
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.keyed_router import router as keyed_memories_router
 from service.memories.router import org_router as org_memories_router
@@ -290,3 +291,4 @@ def _install_routes(app: FastAPI, settings: Settings, mcp: McpEndpoint) -> None:
     install_web(app, settings)
     declare_common_responses(app)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
+    app.router.routes.extend(protected_resource_routes(settings))

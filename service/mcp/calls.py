@@ -142,8 +142,10 @@ def problem_result(error: DomainError) -> CallToolResult:
 
 
 def success_result(body: BaseModel, text: str | None = None) -> CallToolResult:
-    """A tool result: the model reads `text` (the JSON body unless given), clients the structure."""
-    structured = body.model_dump(mode="json", by_alias=True)
+    """A tool result: the model reads `text` (the JSON body unless given), clients the structure.
+
+    Fields that are null are left out: each costs the model tokens and tells it nothing."""
+    structured = body.model_dump(mode="json", by_alias=True, exclude_none=True)
     rendered = text if text is not None else json.dumps(structured, separators=(",", ":"))
     return CallToolResult(
         content=[TextContent(type="text", text=rendered)], structured_content=structured

@@ -4,7 +4,8 @@ Each HTTP request is authenticated by the app's `Authenticator` (the same JWTs a
 the same 401 problem), and the user it acts for is resolved exactly as a `/v1/users/{user_id}`
 path is: `me` (the default) is the caller itself; a service credential names the user in the
 `X-Mneme-User` header and may address any user of its own tenant, an end user only itself.
-Anything else is a 404, as on the REST routes. The server runs stateless (a fresh MCP
+Anything else is a 404, as on the REST routes. A 401 also tells an OAuth-discovering host
+where to get a token (`service/mcp/discovery.py`). The server runs stateless (a fresh MCP
 transport per request, JSON responses): no session outlives the credential that opened it,
 and any replica can serve any request.
 """
@@ -15,22 +16,56 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult
+from opentelemetry import trace
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from service.auth.owner import Owner
 from service.auth.principal import ME
 from service.dependencies import get_principal
-from service.errors import NotFound
+from service.errors import NotFound, Unauthenticated
 from service.mcp.calls import CALLER_STATE_KEY, McpCaller, caller_from_request
+from service.mcp.discovery import MCP_PATH, challenge_parameters
 from service.mcp.server import build_mcp_server
+from service.observability import tracer
 from service.state import AppState
 
-MCP_PATH = "/mcp"
 USER_HEADER = "x-mneme-user"
+
+
+async def message_span(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """One span per MCP message, nested in the request's server span.
+
+    The SDK's own middleware makes this span a second SERVER span inside the HTTP request's;
+    over HTTP the request's span is the server span, so this one is internal (with the same
+    names and attributes). A tool error marks it failed (`error.type=tool_error`), as the SDK's
+    span does: the HTTP answer is a 200 either way.
+    """
+    name = ctx.params.get("name") if ctx.params else None
+    target = f" {name}" if isinstance(name, str) else ""
+    with tracer.start_as_current_span(f"{ctx.method}{target}") as span:
+        span.set_attribute("mcp.method.name", ctx.method)
+        span.set_attribute("mcp.protocol.version", ctx.protocol_version)
+        if ctx.request_id is not None:
+            span.set_attribute("jsonrpc.request.id", str(ctx.request_id))
+        if ctx.method == "tools/call" and target:
+            span.set_attribute("gen_ai.operation.name", "execute_tool")
+            span.set_attribute("gen_ai.tool.name", target.strip())
+        result = await call_next(ctx)
+        # The tool's answer arrives as the model or, serialized already, as its wire form.
+        match result:
+            case CallToolResult(is_error=True) | {"isError": True}:
+                span.set_attribute("error.type", "tool_error")
+                span.set_status(trace.StatusCode.ERROR)
+            case _:
+                pass
+        return result
 
 
 class McpEndpoint:
@@ -48,6 +83,10 @@ class McpEndpoint:
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
         self._sessions: StreamableHTTPSessionManager = self.server.session_manager
+        self.server.middleware[:] = [
+            message_span if isinstance(layer, OpenTelemetryMiddleware) else layer
+            for layer in self.server.middleware
+        ]
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -60,7 +99,12 @@ class McpEndpoint:
         state: AppState = request.app.state.mneme
         # The REST routes' own dependency: same credentials, failed-auth and per-principal
         # limits. Raised errors become the app's problem responses (401, 404, 429).
-        principal = await get_principal(request, state, None)
+        try:
+            principal = await get_principal(request, state, None)
+        except Unauthenticated as exc:
+            # Only a 401 points at the metadata: a host then signs the user in and retries.
+            exc.headers["WWW-Authenticate"] += challenge_parameters(state.settings, request)
+            raise
         addressed = request.headers.get(USER_HEADER) or ME
         user_id = principal.resolve_user(addressed)
         if user_id is None:

@@ -8,6 +8,7 @@ so do arguments that fail validation.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import uuid
@@ -22,9 +23,9 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from service.auth.principal import ME
-from service.context.schemas import ContextRequest, ContextResponse
+from service.context.schemas import ContextRequest
 from service.errors import DomainError, NotFound
-from service.kit.pagination import MAX_PAGE_SIZE, Page
+from service.kit.pagination import MAX_PAGE_SIZE
 from service.kit.types import JsonObject, QueryText
 from service.mcp.calls import (
     CallerResolver,
@@ -36,18 +37,23 @@ from service.mcp.calls import (
     problem_result,
     success_result,
 )
+from service.mcp.schemas import (
+    ContextBlock,
+    Forgotten,
+    Memories,
+    ProfileUpdated,
+    Recalled,
+    Remembered,
+)
 from service.memories.filters import MemoryFilter
 from service.memories.schemas import (
     MEMORY_TEXT_MAX,
     MemoryCreate,
     MemoryKind,
-    MemoryRead,
-    MemoryWritten,
     Procedures,
     SearchRequest,
-    SearchResponse,
 )
-from service.profile.schemas import PatchOperation, ProfilePatchResult
+from service.profile.schemas import PatchOperation
 
 SERVER_NAME = "mneme"
 INSTRUCTIONS = (
@@ -58,10 +64,6 @@ INSTRUCTIONS = (
 )
 
 _OPERATIONS = TypeAdapter(list[PatchOperation])
-
-
-class Forgotten(BaseModel):
-    deleted: uuid.UUID
 
 
 class ProblemReportingTool(Tool):
@@ -85,12 +87,34 @@ class ProblemReportingTool(Tool):
 
 def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     tool = ProblemReportingTool.from_function(fn, annotations=annotations)
+    # The tool list is sent to the model with every conversation: no docstring indentation,
+    # no schema titles (each only repeats its property's name).
+    tool.description = inspect.cleandoc(tool.description or "")
+    tool.parameters = _untitled(tool.parameters)
     metadata = tool.fn_metadata
-    # Publish the schema of what results look like on the wire: the SDK derives it in
-    # validation mode, where a field read from an attribute alias (`MemoryRead.metadata`,
-    # read from `metadata_`) would be advertised under that alias.
-    metadata.output_schema = TypeAdapter(metadata.output_model).json_schema(mode="serialization")
+    # Publish the schema of what results look like on the wire (serialization mode: a
+    # field the result leaves out when empty is advertised as optional, not nullable).
+    metadata.output_schema = _untitled(
+        TypeAdapter(metadata.output_model).json_schema(mode="serialization")
+    )
     return tool
+
+
+def _untitled(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` without the `title` keywords pydantic puts on every model and property."""
+    compact: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            compact[key] = {name: _untitled(sub) for name, sub in value.items()}
+        elif key == "title" and isinstance(value, str):
+            continue
+        elif isinstance(value, dict):
+            compact[key] = _untitled(value)
+        elif isinstance(value, list):
+            compact[key] = [_untitled(v) if isinstance(v, dict) else v for v in value]
+        else:
+            compact[key] = value
+    return compact
 
 
 async def _run(
@@ -110,8 +134,8 @@ async def _run(
     return success_result(body, render(body) if render else None)
 
 
-def _render_context(body: ContextResponse) -> str:
-    return body.text or ""
+def _render_context(body: ContextBlock) -> str:
+    return body.text
 
 
 @contextmanager
@@ -156,7 +180,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         metadata: Annotated[
             JsonObject | None, Field(description="Optional structured data kept with it.")
         ] = None,
-    ) -> Annotated[CallToolResult, MemoryWritten]:
+    ) -> Annotated[CallToolResult, Remembered]:
         """Remember something about the user for future conversations.
 
         Store durable facts, preferences, decisions and notable events the user tells you,
@@ -166,10 +190,10 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         memory (duplicate: true) instead of storing it twice.
         """
 
-        async def work(call: McpCall) -> MemoryWritten:
+        async def work(call: McpCall) -> Remembered:
             body = MemoryCreate(text=text, kind=kind, category=category, metadata=metadata or {})
             [written] = await call.memories.create(call.owner, [body])
-            return written
+            return Remembered.of(written)
 
         return await _run(ctx, resolve, work)
 
@@ -183,16 +207,16 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         categories: Annotated[
             list[str] | None, Field(description="Only these categories (default: all).")
         ] = None,
-    ) -> Annotated[CallToolResult, SearchResponse]:
+    ) -> Annotated[CallToolResult, Recalled]:
         """Search the user's memories (and the organization's shared ones) by meaning and words.
 
-        Hybrid search: full-text and vector similarity fused in one ranking. Each hit carries
-        the memory (with its id, for forget) and its scores (final_score: higher is better).
+        Hybrid search: full-text and vector similarity fused in one ranking, best first. Each
+        hit carries the memory's id (for forget), its text and labels, and its score.
         """
 
-        async def work(call: McpCall) -> SearchResponse:
+        async def work(call: McpCall) -> Recalled:
             request = SearchRequest(query=query, limit=limit, kinds=kinds, categories=categories)
-            return await call.search.search(call.owner, request)
+            return Recalled.of(await call.search.search(call.owner, request))
 
         return await _run(ctx, resolve, work)
 
@@ -209,7 +233,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             uuid.UUID | None,
             Field(description="A Mneme thread id, to add its summaries and recent turns."),
         ] = None,
-    ) -> Annotated[CallToolResult, ContextResponse]:
+    ) -> Annotated[CallToolResult, ContextBlock]:
         """Get what you should know about the user before answering, as one compact block.
 
         Returns a token-budgeted text with the organization's shared memory, the user's
@@ -217,9 +241,11 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         Read it, use what is relevant, and do not recite it to the user.
         """
 
-        async def work(call: McpCall) -> ContextResponse:
-            request = ContextRequest(query=query, budget_tokens=budget_tokens, thread_id=thread_id)
-            return await call.context.build(call.caller.user_id, request)
+        async def work(call: McpCall) -> ContextBlock:
+            request = ContextRequest(
+                query=query, budget_tokens=budget_tokens, thread_id=thread_id, format="text"
+            )
+            return ContextBlock.of(await call.context.build(call.caller.user_id, request))
 
         return await _run(ctx, resolve, work, _render_context)
 
@@ -247,19 +273,19 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
                 '"path": "/timezone", "value": "Europe/Paris"}]; op is add, replace or remove.',
             ),
         ],
-    ) -> Annotated[CallToolResult, ProfilePatchResult]:
+    ) -> Annotated[CallToolResult, ProfileUpdated]:
         """Change the user's profile: a small JSON document of stable attributes (name to
         use, timezone, language, role, preferences). All operations apply or none does.
         Keys match ^[A-Za-z_][A-Za-z0-9_-]*$; the whole profile stays under the size limit
-        (PROFILE_TOO_LARGE otherwise). Returns the profile before and after."""
+        (PROFILE_TOO_LARGE otherwise). Returns the profile after the change."""
 
-        async def work(call: McpCall) -> ProfilePatchResult:
+        async def work(call: McpCall) -> ProfileUpdated:
             try:
                 patch = _OPERATIONS.validate_python(operations)
             except ValidationError as exc:
                 raise invalid_arguments(exc, "operations") from exc
             tagged = await call.profiles.patch(call.owner, patch, None)
-            return tagged.body
+            return ProfileUpdated.of(tagged.body)
 
         return await _run(ctx, resolve, work)
 
@@ -275,13 +301,13 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         cursor: Annotated[
             str | None, Field(description="next_cursor of the previous page, to continue.")
         ] = None,
-    ) -> Annotated[CallToolResult, Page[MemoryRead]]:
+    ) -> Annotated[CallToolResult, Memories]:
         """List the user's most recent memories, newest first (live ones: proposed and
         confirmed). Use it to review what is remembered; use recall to search."""
 
-        async def work(call: McpCall) -> Page[MemoryRead]:
+        async def work(call: McpCall) -> Memories:
             filters = MemoryFilter.build([call.owner], kinds=kinds, categories=categories)
-            return await call.memories.list_page(filters, cursor=cursor, limit=limit)
+            return Memories.of(await call.memories.list_page(filters, cursor=cursor, limit=limit))
 
         return await _run(ctx, resolve, work)
 

@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from httpx import AsyncClient
 from mcp import Client, StdioServerParameters
 
 from benchmarks.server import RunningServer, settings_environment
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
+from tests.conftest import bearer
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
@@ -66,7 +68,7 @@ def test_the_http_client_config_names_the_endpoint_and_the_bearer_header() -> No
 
 
 async def test_the_claude_desktop_config_starts_mcp_stdio_for_the_token_user(
-    settings: Settings, tenant: str, tmp_path: Path
+    client: AsyncClient, settings: Settings, tenant: str, tmp_path: Path
 ) -> None:
     [_, desktop_config] = [json.loads(block) for block in blocks("json")]
     server: dict[str, Any] = desktop_config["mcpServers"]["mneme"]
@@ -84,11 +86,11 @@ async def test_the_claude_desktop_config_starts_mcp_stdio_for_the_token_user(
         env=environment,
         cwd=str(tmp_path),
     )
-    async with Client(command, read_timeout_seconds=120) as client:
-        written = await client.call_tool("remember", {"text": "Gus sails on Sundays."})
-        hits = await client.call_tool("recall", {"query": "when does Gus sail?"})
+    async with Client(command, read_timeout_seconds=120) as stdio:
+        written = await stdio.call_tool("remember", {"text": "Gus sails on Sundays."})
+        hits = await stdio.call_tool("recall", {"query": "when does Gus sail?"})
     assert written.structured_content is not None and hits.structured_content is not None
-    assert written.structured_content["user_id"] == "gus"
-    assert [h["memory"]["id"] for h in hits.structured_content["hits"]] == [
-        written.structured_content["id"]
-    ]
+    assert [h["id"] for h in hits.structured_content["hits"]] == [written.structured_content["id"]]
+    # Written for the token's user, as the REST API sees it.
+    listed = await client.get("/v1/users/me/memories", headers=bearer(settings, tenant, "gus"))
+    assert [m["id"] for m in listed.json()["items"]] == [written.structured_content["id"]]

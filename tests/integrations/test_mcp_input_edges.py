@@ -60,7 +60,13 @@ async def test_recall_and_get_context_answer_a_date_at_the_calendars_edge(
 
     assert not recalled["isError"] and not context["isError"]
     [hit] = recalled["structuredContent"]["hits"]
-    assert hit["scores"]["date_score"] > 0
+    assert hit["text"] == memory["text"]
+    assert hit["event_at"].startswith(event_at[:10])
+    # The tool shows no scores; the same search over REST shows the date was understood.
+    searched = await client.post(
+        "/v1/users/me/memories/search", json={"query": question}, headers=headers
+    )
+    assert searched.json()["hits"][0]["scores"]["date_score"] > 0
 
 
 @pytest.mark.parametrize("tool", ["recall", "get_context"])

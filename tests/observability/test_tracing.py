@@ -236,3 +236,66 @@ async def test_a_replayed_idempotent_write_says_so_on_its_claim_span(
         claim = only(receiver.trace(trace_id), "idempotency.claim")
         replays.append(claim.attributes["mneme.idempotency.replay"])
     assert replays == [False, True]
+
+
+async def test_an_mcp_tool_call_is_one_server_span_with_the_call_nested_under_it(
+    traced_client: AsyncClient, settings: Settings, tenant: str, receiver: OtlpReceiver
+) -> None:
+    trace_id = "a1" * 16
+    response = await traced_client.post(
+        "/mcp",
+        headers={
+            **bearer(settings, tenant, "hal"),
+            "accept": "application/json, text/event-stream",
+            "traceparent": f"00-{trace_id}-{INCOMING_SPAN}-01",
+        },
+        json={
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "which seat on a flight"}},
+        },
+    )
+    assert response.status_code == 200, response.text
+    assert not response.json()["result"]["isError"]
+    flush_spans()
+
+    spans = receiver.trace(trace_id)
+    servers = [span for span in spans if span.kind == "SERVER"]
+    assert [server.name for server in servers] == ["POST /mcp"], [
+        (span.name, span.kind) for span in spans
+    ]
+    call = only(spans, "tools/call recall")
+    assert call.kind == "INTERNAL"
+    assert path_to_root(spans, call)[-1] == "POST /mcp"
+    assert call.attributes["mcp.method.name"] == "tools/call"
+    assert call.attributes["gen_ai.tool.name"] == "recall"
+    assert call.attributes["jsonrpc.request.id"] == "7"
+    assert path_to_root(spans, only(spans, "memories.search"))[1] == "tools/call recall"
+
+
+async def test_an_mcp_tool_error_marks_its_call_span_failed(
+    traced_client: AsyncClient, settings: Settings, tenant: str, receiver: OtlpReceiver
+) -> None:
+    trace_id = "b2" * 16
+    response = await traced_client.post(
+        "/mcp",
+        headers={
+            **bearer(settings, tenant, "hal"),
+            "accept": "application/json, text/event-stream",
+            "traceparent": f"00-{trace_id}-{INCOMING_SPAN}-01",
+        },
+        json={
+            "jsonrpc": "2.0",
+            "id": 8,
+            "method": "tools/call",
+            "params": {"name": "forget", "arguments": {"memory_id": "not-an-id"}},
+        },
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["isError"]
+    flush_spans()
+
+    call = only(receiver.trace(trace_id), "tools/call forget")
+    assert call.attributes["error.type"] == "tool_error"
+    assert call.status_code == 2  # ERROR

@@ -1,17 +1,11 @@
-"""Shared by the browser tests: Debian's Chromium, and servers on loopback ports."""
+"""Shared by the browser tests: Debian's Chromium."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import uvicorn
 from playwright.async_api import Browser, async_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -24,31 +18,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-@contextmanager
-def serving(app: Any, port: int) -> Iterator[str]:
-    """Run an ASGI app with uvicorn in a thread on a loopback port."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 180
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            pytest.fail("the server did not start")
-        time.sleep(0.1)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
 
 
 @pytest.fixture(scope="module")

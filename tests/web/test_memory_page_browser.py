@@ -22,7 +22,7 @@ from playwright.async_api import Browser, Dialog, Page, expect
 from service.config import Settings
 from service.main import create_app
 from tests.conftest import bearer, new_tenant
-from tests.web.conftest import free_port, serving
+from tests.fixtures.loopback import free_port, serving
 
 pytestmark = pytest.mark.browser
 
