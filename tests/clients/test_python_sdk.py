@@ -98,7 +98,8 @@ async def test_the_pager_follows_next_cursor_to_the_last_page(
         texts = {f"Visited city number {n} in {2000 + n}." for n in range(5)}
         for text in sorted(texts):
             await mneme.remember(text, kind="episodic")
-        listed = [memory.text async for memory in mneme.memories(page_size=2)]
+        await mneme.remember("Prefers tea to coffee.")  # semantic: filtered out below
+        listed = [memory.text async for memory in mneme.memories(page_size=2, kind=["episodic"])]
         thread = await mneme.thread()
         for n in range(3):
             await mneme.turn(thread.id, user=f"Question {n}?")

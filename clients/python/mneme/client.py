@@ -15,8 +15,11 @@ from mneme_client.api.threads import create_thread, list_messages, list_threads
 from mneme_client.models import (
     ContextRequest,
     ContextResponse,
+    Lifecycle,
     MemoryCreate,
+    MemoryKind,
     MemoryRead,
+    MemoryScope,
     MemoryWritten,
     MessageRead,
     SearchRequest,
@@ -34,6 +37,13 @@ from mneme.retry import AsyncRetryingTransport, RetryingTransport, RetryPolicy
 from mneme.version import __version__
 
 T = TypeVar("T")
+
+# `list_memories`' filters whose values are enums: given as plain strings too.
+_ENUM_FILTERS: dict[str, Callable[[Any], Any]] = {
+    "scope": MemoryScope,
+    "kind": MemoryKind,
+    "lifecycle": Lifecycle,
+}
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
@@ -203,8 +213,11 @@ class Mneme:
         )
 
     async def memories(self, *, page_size: int = 50, **filters: Any) -> AsyncIterator[MemoryRead]:
-        """Every memory of the user matching `filters` (`list_memories`' query parameters),
-        page after page."""
+        """Every memory of the user matching `filters` (`list_memories`' query parameters, e.g.
+        `kind=["episodic"]`, `category=["travel"]`, `created_after=...`), page after page."""
+        for name, to_enum in _ENUM_FILTERS.items():
+            if filters.get(name) is not None:
+                filters[name] = [to_enum(value) for value in filters[name]]
         async for page in pages(
             list_memories.asyncio_detailed,
             self.user_id,
