@@ -102,6 +102,29 @@ test('pagers follow next_cursor to the last page', async () => {
   assert.equal(new Set(threads).size, threads.length, 'no thread listed twice');
 });
 
+test('a creation retried after a lost answer is stored once', async () => {
+  let deliveries = 0;
+  // Delivers the first request to the server, then drops its answer as a network failure.
+  const losesFirstAnswer = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const response = await fetch(input, init);
+    deliveries += 1;
+    if (deliveries > 1) return response;
+    await response.body?.cancel();
+    throw new TypeError('fetch failed');
+  };
+  const mneme = new Mneme({
+    baseUrl: env('MNEME_BASE_URL'),
+    token: env('MNEME_TOKEN'),
+    fetch: losesFirstAnswer as typeof fetch,
+  });
+  const written = await mneme.remember('Allergic to hazelnuts.', { category: 'allergies' });
+  const listed: string[] = [];
+  for await (const memory of mneme.memories({ category: ['allergies'] })) listed.push(memory.id);
+
+  assert.equal(deliveries, 3); // the lost answer, its retry, the listing
+  assert.deepEqual(listed, [written.id]);
+});
+
 function scripted(answers: (Response | Error)[]): { fetch: typeof fetch; seen: string[] } {
   const seen: string[] = [];
   const fetchImpl = async (input: RequestInfo | URL): Promise<Response> => {
