@@ -1,4 +1,5 @@
-"""The generated TypeScript client, unmodified, through an agent's loop against a live server.
+"""The TypeScript client against a live server: the generated code, unmodified, through an
+agent's loop, and the agent layer over it (src/mneme.ts: typed errors, retries, pagers).
 
 Needs the pinned node tools: `npm ci` in clients/typescript (`.ci/run` does it). Without them
 the test is skipped, saying so.
@@ -41,4 +42,4 @@ def test_the_typescript_client_runs_the_agent_loop(
         check=False,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    assert "# pass 1" in run.stdout and "# fail 0" in run.stdout
+    assert "# pass 7" in run.stdout and "# fail 0" in run.stdout

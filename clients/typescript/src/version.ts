@@ -1,0 +1,3 @@
+// The package version: the version of the API (`info.version` of docs/openapi.json) it was
+// generated from, so a client release names the API it speaks.
+export const VERSION = '0.1.0';

@@ -1,0 +1,158 @@
+"""The `mneme` layer over the generated Python client, against a live server: the agent's three
+calls, dict bodies, problems raised as typed exceptions, pages followed, and a creation retried
+after a lost answer stored once."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+from mneme import Mneme, NotFound, RetryPolicy, ValidationFailed, connect, unwrap
+from mneme.retry import AsyncRetryingTransport
+from mneme_client import AuthenticatedClient
+from mneme_client.api.memories import get_memory, update_memory
+
+from tests.clients.conftest import LiveServer
+
+
+def _mneme(live_server: LiveServer, live_user: tuple[str, str]) -> Mneme:
+    tenant_id, user_id = live_user
+    return Mneme(live_server.base_url, live_server.token_for(tenant_id, user_id))
+
+
+async def test_the_three_line_agent_loop_remembers_and_returns_context(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    async with _mneme(live_server, live_user) as mneme:
+        written = await mneme.remember(
+            "Prefers window seats on long flights.",
+            category="preference",
+            metadata={"source": "onboarding", "tags": ["travel"]},
+        )
+        block = await mneme.context("Which seat should I book?")
+        thread = await mneme.thread("Trip planning")
+        turn = await mneme.turn(
+            thread.id, user="Book me a seat to Lisbon.", assistant="Hello! Where to?"
+        )
+
+        assert "window seats" in (block.text or "")
+        assert "window seats" in (turn.context.text or "")
+        # The assistant's previous reply goes first, then the user's new message.
+        assert [(item.role.value, item.content) for item in turn.items] == [
+            ("assistant", "Hello! Where to?"),
+            ("user", "Book me a seat to Lisbon."),
+        ]
+        stored = await mneme.call(get_memory.asyncio_detailed, "me", written.id)
+        assert stored.metadata.to_dict() == {"source": "onboarding", "tags": ["travel"]}
+
+
+async def test_a_dict_body_is_accepted_by_any_generated_operation(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    async with _mneme(live_server, live_user) as mneme:
+        written = await mneme.remember("Works at Acme as a data engineer.")
+        updated = await mneme.call(
+            update_memory.asyncio_detailed,
+            "me",
+            written.id,
+            body={"text": "Works at Acme as a staff engineer.", "metadata": {"team": "data"}},
+        )
+        assert updated.text == "Works at Acme as a staff engineer."
+        assert updated.metadata.to_dict() == {"team": "data"}
+
+
+async def test_problems_are_raised_as_typed_exceptions_with_their_code(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    async with _mneme(live_server, live_user) as mneme:
+        with pytest.raises(ValidationFailed) as refused:
+            await mneme.remember("Renew the passport.", expires_at=datetime(2000, 1, 1, tzinfo=UTC))
+        with pytest.raises(NotFound) as missing:
+            await mneme.call(get_memory.asyncio_detailed, "me", uuid.uuid4())
+        assert not [memory async for memory in mneme.memories()]
+
+    assert (refused.value.status, refused.value.code) == (422, "VALIDATION_FAILED")
+    assert [error["loc"] for error in refused.value.problem["errors"]] == [["body", "expires_at"]]
+    assert refused.value.detail
+    assert (missing.value.status, missing.value.code) == (404, "NOT_FOUND")
+    assert type(missing.value.status) is int
+    assert missing.value.trace_id is None or isinstance(missing.value.trace_id, str)
+
+
+def test_the_synchronous_generated_functions_raise_through_unwrap(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    tenant_id, user_id = live_user
+    client = connect(live_server.base_url, live_server.token_for(tenant_id, user_id))
+    with client, pytest.raises(NotFound) as missing:
+        unwrap(get_memory.sync_detailed("me", uuid.uuid4(), client=client))
+    assert missing.value.code == "NOT_FOUND"
+
+
+async def test_the_pager_follows_next_cursor_to_the_last_page(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    async with _mneme(live_server, live_user) as mneme:
+        texts = {f"Visited city number {n} in {2000 + n}." for n in range(5)}
+        for text in sorted(texts):
+            await mneme.remember(text, kind="episodic")
+        await mneme.remember("Prefers tea to coffee.")  # semantic: filtered out below
+        listed = [memory.text async for memory in mneme.memories(page_size=2, kind=["episodic"])]
+        thread = await mneme.thread()
+        for n in range(3):
+            await mneme.turn(thread.id, user=f"Question {n}?")
+        messages = [message.content async for message in mneme.messages(thread.id, page_size=2)]
+        threads = [listed_thread.id async for listed_thread in mneme.threads(page_size=1)]
+
+    assert sorted(listed) == sorted(texts)
+    assert messages == ["Question 0?", "Question 1?", "Question 2?"]
+    assert threads == [thread.id]
+
+
+class _AnswerLostOnce(httpx.AsyncBaseTransport):
+    """Delivers the first request to the server, then drops its answer as a broken connection."""
+
+    def __init__(self) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
+        self.deliveries = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        self.deliveries += 1
+        if self.deliveries == 1:
+            await response.aclose()
+            raise httpx.ReadError("connection reset", request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def test_a_creation_retried_after_a_lost_answer_is_stored_once(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    tenant_id, user_id = live_user
+    token = live_server.token_for(tenant_id, user_id)
+    flaky = _AnswerLostOnce()
+    waits: list[float] = []
+
+    async def record_wait(seconds: float) -> None:
+        waits.append(seconds)
+
+    client = AuthenticatedClient(base_url=live_server.base_url, token=token)
+    client.set_async_httpx_client(
+        httpx.AsyncClient(
+            base_url=live_server.base_url,
+            headers={"Authorization": f"Bearer {token}"},
+            transport=AsyncRetryingTransport(RetryPolicy(), flaky, sleep=record_wait),
+        )
+    )
+    async with Mneme(live_server.base_url, token, client=client) as mneme:
+        written = await mneme.remember("Allergic to peanuts.", kind="semantic")
+        listed = [memory.id async for memory in mneme.memories()]
+
+    assert flaky.deliveries == 3  # the lost answer, its retry, the listing
+    assert len(waits) == 1
+    assert listed == [written.id]
