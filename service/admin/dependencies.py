@@ -12,11 +12,14 @@ from service.audit.service import AuditTrail
 from service.dependencies import AdminPrincipal, CurrentPrincipal, Session, State
 
 
-async def get_admin_service(session: Session, principal: AdminPrincipal) -> AdminService:
+async def get_admin_service(
+    session: Session, principal: AdminPrincipal, state: State
+) -> AdminService:
     return AdminService(
         AdminRepository(session, principal.tenant_id),
         AuditTrail(session, principal),
         principal.tenant_id,
+        profile_max_bytes=state.settings.profile_max_bytes,
     )
 
 
