@@ -165,7 +165,7 @@ async def run(args: argparse.Namespace) -> None:
                 f"(seeded in {seeded:.1f} s); heavy users: {args.memories} memories, "
                 f"{args.threads} threads x {args.messages_per_thread} messages"
             )
-            await measure(runtime, owner)
+            await measure(runtime, owner, settings)
         finally:
             await runtime.dispose()
             await owner.dispose()
@@ -174,7 +174,7 @@ async def run(args: argparse.Namespace) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-async def measure(runtime: AsyncEngine, owner: AsyncEngine) -> None:
+async def measure(runtime: AsyncEngine, owner: AsyncEngine, settings: Settings) -> None:
     sessionmaker = create_sessionmaker(runtime)
     operator = Principal(
         tenant_id=TENANT, subject="bench", kind="service", credential="api_key", is_admin=True
@@ -215,7 +215,10 @@ async def measure(runtime: AsyncEngine, owner: AsyncEngine) -> None:
     started = time.perf_counter()
     async with tenant_transaction(sessionmaker, TENANT) as session:
         service = AdminService(
-            AdminRepository(session, TENANT), AuditTrail(session, operator), TENANT
+            AdminRepository(session, TENANT),
+            AuditTrail(session, operator),
+            TENANT,
+            profile_max_bytes=settings.profile_max_bytes,
         )
         imported = await service.import_user(HEAVY[0], body())
     elapsed = time.perf_counter() - started

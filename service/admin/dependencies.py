@@ -18,6 +18,7 @@ def admin_service(services: Services) -> AdminService:
         AdminRepository(services.session, services.tenant_id),
         AuditTrail(services.session, services.principal),
         services.tenant_id,
+        profile_max_bytes=services.state.settings.profile_max_bytes,
     )
 
 

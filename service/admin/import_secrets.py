@@ -6,10 +6,15 @@ refuses it, with the same detector and the same 422 `SECRET_REFUSED`.
 - threads: the title and metadata, as creating or updating a thread checks them;
 - the profile document and the account overlay: the stricter rule of the documents replayed
   into every prompt (a credential-named key is refused whatever it holds);
-- messages and thread summaries are not refused: the API stores messages as sent (they are the
-  user's record) and masks detected secrets wherever they are replayed into a prompt, and an
-  imported message is replayed through the same masking. Refusing them here would make an
-  export of what the API accepted impossible to import.
+- audit records: their `detail`. The API writes there only values that passed this policy
+  (profile and account values before and after a change) and what the service itself says
+  (counts, ids, the kind of a failure, never content), so a detail holding a secret is one no
+  export of the service holds;
+- messages (their content, `tool_calls` and `metadata`) and thread summaries are not refused:
+  the API stores messages as sent (they are the user's record) and masks detected secrets
+  wherever they are replayed into a prompt, and an imported message is replayed through the
+  same masking. Refusing them here would make an export of what the API accepted impossible
+  to import.
 
 One refused line refuses the whole import, as any other bad line does: nothing is stored.
 """
@@ -32,6 +37,7 @@ _CHECKED: dict[str, tuple[tuple[str, ...], bool]] = {
     "thread": (THREAD_SECRET_FIELDS, False),
     "profile": (("document",), True),
     "user_account": (_OVERLAY_FIELDS, True),
+    "audit_log": (("detail",), False),
 }
 
 

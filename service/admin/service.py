@@ -67,6 +67,9 @@ from service.kit.types import (
     loads_strict,
     parse_timestamp,
 )
+from service.profile.models import Profile
+from service.profile.schemas import StoredDocument
+from service.profile.service import document_bytes
 
 logger = logging.getLogger("mneme.admin")
 
@@ -98,10 +101,18 @@ def _overview(row: UserRow) -> UserOverview:
 class AdminService:
     """The use cases that run in the request's transaction."""
 
-    def __init__(self, repository: AdminRepository, audit: AuditTrail, tenant_id: str) -> None:
+    def __init__(
+        self,
+        repository: AdminRepository,
+        audit: AuditTrail,
+        tenant_id: str,
+        *,
+        profile_max_bytes: int,
+    ) -> None:
         self._repository = repository
         self._audit = audit
         self._tenant_id = tenant_id
+        self._profile_max_bytes = profile_max_bytes
 
     async def list_users(
         self,
@@ -187,7 +198,7 @@ class AdminService:
                 f"User {user_id!r} already has data here; purge it first or import elsewhere.",
                 counts={k: v for k, v in held.items() if v},
             )
-        importer = _Importer(plan, self._tenant_id, user_id)
+        importer = _Importer(plan, self._tenant_id, user_id, self._profile_max_bytes)
         batch = _Batch(repository, plan)
         number = 0
         async for raw in lines:
@@ -396,7 +407,9 @@ async def _count_user_rows(
 class _Importer:
     """Checks each import line against the format and the user it is imported for."""
 
-    def __init__(self, plan: PurgePlan, tenant_id: str, user_id: str) -> None:
+    def __init__(
+        self, plan: PurgePlan, tenant_id: str, user_id: str, profile_max_bytes: int
+    ) -> None:
         self._tables = plan.tables
         self._rules: dict[str, TableRule] = {r.name: r for r in plan.rules}
         # Parent table → the key its children reference, to check children name a parent
@@ -406,6 +419,7 @@ class _Importer:
         }
         self._tenant_id = tenant_id
         self._user_id = user_id
+        self._profile_max_bytes = profile_max_bytes
         self._header: dict[str, Any] | None = None
         self._parent_keys: dict[str, set[str]] = {}
         self.counts: dict[str, int] = {}
@@ -434,6 +448,8 @@ class _Importer:
         else:
             raise _line_error(number, f"unknown record type {kind!r}")
         _check_columns(number, self._tables[kind], data)
+        if kind == PROFILE_TABLE:
+            self._check_profile_size(number, data.get("document"))
         data["tenant_id"] = self._tenant_id
         self.counts[kind] = self.counts.get(kind, 0) + 1
         return kind, data
@@ -471,6 +487,21 @@ class _Importer:
             if thread_id not in self._parent_keys.get(THREAD_TABLE, set()):
                 self.cited_threads.setdefault(thread_id, number)
 
+    def _check_profile_size(self, number: int, document: object) -> None:
+        """The API's size limit on a stored profile (413 `PROFILE_TOO_LARGE` there): a document
+        over it is one no write could have produced, refused with the same measures."""
+        if not isinstance(document, dict):
+            return
+        size = document_bytes(document)
+        if size > self._profile_max_bytes:
+            raise ImportLineInvalid(
+                f"Line {number}: profile.document takes {size} bytes; the limit is "
+                f"{self._profile_max_bytes}. Nothing was imported.",
+                line=number,
+                attempted_bytes=size,
+                max_bytes=self._profile_max_bytes,
+            )
+
     def _check_audit(self, number: int, data: dict[str, Any]) -> None:
         action, detail = str(data.get("action", "")), data.get("detail")
         about_user = (
@@ -500,13 +531,14 @@ IMPORT_COLUMN_TYPES: dict[tuple[str, str], TypeAdapter[Any]] = {
     ("thread", "metadata"): TypeAdapter(JsonObject),
     ("message", "metadata"): TypeAdapter(JsonObject),
     ("message", "tool_calls"): TypeAdapter(list[JsonObject] | None),
-    ("profile", "document"): TypeAdapter(dict[str, Any]),
+    ("profile", "document"): TypeAdapter(StoredDocument),
     ("user_account", "socials"): TypeAdapter(list[str]),
     ("memory_event", "changes"): TypeAdapter(dict[str, Any]),
     ("thread_summary", "entries"): TypeAdapter(list[dict[str, Any]]),
     ("audit_log", "detail"): TypeAdapter(dict[str, Any]),
 }
 _TIMESTAMP_TYPE = "timestamp with time zone"
+PROFILE_TABLE = Profile.__tablename__
 
 
 def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> None:
@@ -530,7 +562,9 @@ def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> 
             try:
                 adapter.validate_python(value)
             except ValidationError as exc:
-                reason = exc.errors()[0]["msg"]
+                error = exc.errors()[0]
+                where = _at([part for part in error["loc"] if part != "[key]"])
+                reason = f"{where}{error['msg'].rstrip('.')}"
                 raise _line_error(number, f"{table.name}.{column}: {reason}") from None
 
 

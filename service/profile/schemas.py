@@ -42,13 +42,14 @@ ProfileKey = Annotated[
 ]
 
 
-def _refuse_unstorable(value: JsonValue) -> None:
+def _refuse_unstorable(value: JsonValue) -> JsonValue:
     """Refuse what the free-form JSON rules refuse (`service.kit.types`), nested at most
     `MAX_VALUE_DEPTH` deep: a profile value is flat, not a document."""
     try:
         check_json(value, [], max_depth=MAX_VALUE_DEPTH)
     except InputRefused as refused:
         raise PydanticCustomError(refused.kind, refused.message) from None
+    return value
 
 
 def _storable(value: JsonValue) -> JsonValue:
@@ -60,6 +61,12 @@ def _storable(value: JsonValue) -> JsonValue:
 
 
 StorableJson = Annotated[JsonValue, AfterValidator(_storable)]
+
+StoredDocument = dict[ProfileKey, Annotated[JsonValue, AfterValidator(_refuse_unstorable)]]
+"""A stored profile document as patches build it: top-level keys of `KEY_PATTERN` and at most
+`MAX_KEY_LENGTH` characters, each value under the free-form JSON rules and at most
+`MAX_VALUE_DEPTH` deep. Its size limit is a setting (`profile_max_bytes`, measured by
+`document_bytes`), and credential-named keys are the secret policy's to refuse."""
 
 
 class _Operation(BaseModel):

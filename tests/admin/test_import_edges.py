@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.admin.service import IMPORT_COLUMN_TYPES
 from service.config import Settings
-from tests.admin.conftest import rows_of, seed_user
+from tests.admin.conftest import JSON_PATCH, rows_of, seed_user
 from tests.conftest import assert_problem, bearer, new_tenant
 
 NDJSON = {"content-type": "application/x-ndjson"}
@@ -322,3 +322,122 @@ async def test_every_json_column_an_export_holds_has_the_shape_its_readers_expec
         json_columns = {(row.table_name, row.column_name) for row in rows}
     assert json_columns
     assert json_columns <= set(IMPORT_COLUMN_TYPES)
+
+
+# --- profile documents: the rules a patch holds a profile to -----------------------------
+
+
+def nested(depth: int) -> Any:
+    """A JSON value `depth` levels deep (the value itself is level 1)."""
+    value: Any = "leaf"
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        ({"9lives": "cat"}, "should match pattern"),
+        ({"home town": "Porto"}, "should match pattern"),
+        ({"city\n": "Porto"}, "should match pattern"),
+        ({"": "Porto"}, "should match pattern"),
+        ({"k" * 129: "Porto"}, "at most 128 characters"),
+        ({"city": nested(33)}, "nested deeper than 32 levels"),
+    ],
+)
+async def test_a_profile_no_patch_could_have_written_is_refused_naming_its_line(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    document: dict[str, Any],
+    reason: str,
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    exported = await client.get("/v1/users/ada/export", headers=admin)
+    records = [json.loads(line) for line in exported.text.splitlines()]
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    index = first_of(records, "profile")
+    records[index]["data"]["document"] = document
+
+    response = await client.post(
+        IMPORT,
+        headers={**admin, **NDJSON},
+        content=file_with(records, index, json.dumps(records[index])),
+    )
+
+    problem = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+    assert problem["line"] == index + 1
+    assert "profile.document" in problem["detail"] and reason in problem["detail"]
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+
+async def test_a_profile_over_the_size_limit_is_refused_with_its_size_and_the_limit(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    exported = await client.get("/v1/users/ada/export", headers=admin)
+    records = [json.loads(line) for line in exported.text.splitlines()]
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    index = first_of(records, "profile")
+    limit = settings.profile_max_bytes
+    # `{"notes":"…"}` is 12 bytes around the text; "é" is two bytes in UTF-8.
+    at_limit = {"notes": "é" * ((limit - 12) // 2) + "x" * ((limit - 12) % 2)}
+    over = {"notes": at_limit["notes"] + "x"}
+    assert len(json.dumps(at_limit, ensure_ascii=False, separators=(",", ":")).encode()) == limit
+
+    records[index]["data"]["document"] = over
+    response = await client.post(
+        IMPORT,
+        headers={**admin, **NDJSON},
+        content=file_with(records, index, json.dumps(records[index])),
+    )
+
+    problem = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+    assert problem["line"] == index + 1
+    assert problem["attempted_bytes"] == limit + 1 and problem["max_bytes"] == limit
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+    # At the limit it is what a patch could have written.
+    records[index]["data"]["document"] = at_limit
+    response = await client.post(
+        IMPORT,
+        headers={**admin, **NDJSON},
+        content=file_with(records, index, json.dumps(records[index])),
+    )
+    assert response.status_code == 200, response.text
+    profile = await client.get("/v1/users/me/profile", headers=bearer(settings, tenant, "ada"))
+    assert profile.json()["bytes"] == limit == profile.json()["max_bytes"]
+
+
+async def test_a_profile_value_as_deep_as_a_patch_allows_is_imported(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    exported = await client.get("/v1/users/ada/export", headers=admin)
+    records = [json.loads(line) for line in exported.text.splitlines()]
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    index = first_of(records, "profile")
+    deepest = nested(32)
+    # The API takes the same value: import and API draw the line at the same depth.
+    patched = await client.patch(
+        "/v1/users/me/profile",
+        headers={**bearer(settings, tenant, "bob"), **JSON_PATCH},
+        json=[{"op": "add", "path": "/depth", "value": deepest}],
+    )
+    assert patched.status_code == 200, patched.text
+    records[index]["data"]["document"] = {"depth": deepest}
+
+    response = await client.post(
+        IMPORT,
+        headers={**admin, **NDJSON},
+        content=file_with(records, index, json.dumps(records[index])),
+    )
+
+    assert response.status_code == 200, response.text
+    profile = await client.get("/v1/users/me/profile", headers=bearer(settings, tenant, "ada"))
+    assert profile.json()["profile"]["depth"] == deepest

@@ -50,6 +50,7 @@ REFUSED_PLACES: dict[str, tuple[str, Change]] = {
     "account name": ("user_account", _set("name")),
     "thread title": ("thread", _set("title")),
     "thread metadata": ("thread", _under("metadata", "note")),
+    "audit detail": ("audit_log", _under("detail", "note")),
 }
 
 
@@ -81,7 +82,15 @@ async def import_records(
 
 async def tenant_text(owner_engine: AsyncEngine, tenant: str) -> str:
     """Every row the tenant holds in the tables an import writes, as text (as the owner)."""
-    tables = ("user_account", "profile", "thread", "message", "memory", "memory_event")
+    tables = (
+        "user_account",
+        "profile",
+        "thread",
+        "message",
+        "memory",
+        "memory_event",
+        "audit_log",
+    )
     async with owner_engine.connect() as connection:
         rows = [
             str(row)
@@ -175,3 +184,41 @@ async def test_a_secret_in_an_imported_message_is_kept_as_sent_and_never_replaye
     summaries = (await client.get(f"{thread}/summaries", headers=agent)).json()
     assert summaries["items"][0]["entries"][0]["answer"] == sample.text
     assert sample.core not in summaries["text"] and MASK in summaries["text"]
+
+
+async def test_a_secret_in_message_metadata_or_tool_calls_is_stored_as_the_api_stores_it(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    admin, records = await exported_then_purged(client, settings, owner_engine, tenant)
+    agent = bearer(settings, tenant, "agent", service=True)
+    metadata = {kind: sample.text for kind, sample in SAMPLES.items()}
+    tool_calls = [{"name": "remember", "arguments": sample.text} for sample in SAMPLES.values()]
+    # Through the API, on another user: a message's metadata and tool calls are kept as sent.
+    thread = await client.post("/v1/users/bob/threads", headers=agent, json={})
+    appended = await client.post(
+        f"/v1/users/bob/threads/{thread.json()['id']}/messages",
+        headers=agent,
+        json={
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": "ok",
+                    "metadata": metadata,
+                    "tool_calls": tool_calls,
+                }
+            ]
+        },
+    )
+    assert appended.status_code == 201, appended.text
+    through_api = appended.json()["items"][0]
+    message = records[first_of(records, "message")]["data"]
+    message.update(metadata=metadata, tool_calls=tool_calls)
+
+    imported = await import_records(client, admin, records)
+
+    # What the API keeps as sent, an import keeps as sent: the same message reads back alike.
+    assert imported.status_code == 200, imported.text
+    page = await client.get(f"/v1/users/ada/threads/{message['thread_id']}/messages", headers=agent)
+    stored = next(m for m in page.json()["items"] if m["id"] == message["id"])
+    assert stored["metadata"] == through_api["metadata"] == metadata
+    assert stored["tool_calls"] == through_api["tool_calls"] == tool_calls
