@@ -332,16 +332,18 @@ async def _handle_http_exception(request: Request, exc: Exception) -> JSONRespon
 
 async def _handle_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = [
-        {
-            "loc": [
-                str(part) if not isinstance(part, int) else part for part in err.get("loc", ())
-            ],
-            "msg": str(err.get("msg", "")),
-            "type": str(err.get("type", "")),
-        }
-        for err in exc.errors()
-    ]
+    # FastAPI validates a request body once per dependant that declares it: a route whose
+    # dependency also takes the body (to start embedding its question early) reports every
+    # body error twice. An invalid input is listed once, in first-seen order.
+    errors: list[dict[str, Any]] = []
+    seen: set[tuple[tuple[str | int, ...], str, str]] = set()
+    for err in exc.errors():
+        loc = tuple(str(part) if not isinstance(part, int) else part for part in err.get("loc", ()))
+        msg, kind = str(err.get("msg", "")), str(err.get("type", ""))
+        if (loc, msg, kind) in seen:
+            continue
+        seen.add((loc, msg, kind))
+        errors.append({"loc": list(loc), "msg": msg, "type": kind})
     return await handle_domain_error(
         request, invalid_input(f"{len(errors)} invalid input(s); see `errors`.", errors)
     )

@@ -79,6 +79,28 @@ async def test_invalid_body_is_a_422_problem_listing_each_error(
     assert {("body", "name"), ("body", "roles", 0), ("body", "surprise")} <= locations
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "location"),
+    [
+        ("/v1/users/me/context", {"query": "x", "budget_tokens": 10}, ["body", "budget_tokens"]),
+        ("/v1/users/me/memories/search", {"query": "x", "limit": 0}, ["body", "limit"]),
+    ],
+)
+async def test_a_body_read_by_a_dependency_too_lists_each_error_once(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    path: str,
+    body: dict[str, object],
+    location: list[str],
+) -> None:
+    # These routes also read the body in a dependency, so the framework validates it twice.
+    response = await client.post(path, json=body, headers=bearer(settings, tenant, "alice"))
+    problem = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert [error["loc"] for error in problem["errors"]] == [location]
+    assert problem["detail"].startswith("1 invalid input(s)")
+
+
 async def test_malformed_json_is_a_422_problem(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
