@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 
 from alembic import command
@@ -16,6 +18,20 @@ from service.config import Settings
 from service.db import create_engine
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+_reading_revision: ContextVar[bool] = ContextVar("reading_schema_revision", default=False)
+
+
+class _QuietRevisionRead(logging.Filter):
+    """Drops Alembic's set-up lines ("Context impl …", "Will assume … DDL") while the schema
+    revision is only being read: readiness probes read it every few seconds, and a migration
+    still logs them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _reading_revision.get()
+
+
+logging.getLogger("alembic.runtime.migration").addFilter(_QuietRevisionRead())
 
 
 def alembic_config(settings: Settings) -> Config:
@@ -66,7 +82,11 @@ async def _run(
 
 async def current_revision(engine: AsyncEngine) -> str | None:
     def read(connection: Connection) -> str | None:
-        return MigrationContext.configure(connection).get_current_revision()
+        quiet = _reading_revision.set(True)
+        try:
+            return MigrationContext.configure(connection).get_current_revision()
+        finally:
+            _reading_revision.reset(quiet)
 
     async with engine.connect() as connection:
         return await connection.run_sync(read)
