@@ -43,7 +43,7 @@ def write_path_health(services: Services) -> WritePathHealth:
 def write_path_recovery(services: Services) -> RerunInTransaction:
     state = services.state
     recovery = WritePathRecovery(state.sessionmaker, state.settings, state.chat_model)
-    return RerunInTransaction(recovery, services.session, services.tenant_id)
+    return RerunInTransaction(recovery, services.session, services.principal)
 
 
 CompactionSvc = Annotated[CompactionService, Depends(provided(compaction_service))]

@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service.auth.principal import Principal
 from service.config import Settings
 from service.db import tenant_transaction
 from service.extraction.health import write_path_mode
@@ -47,6 +48,7 @@ from service.jobs import (
     enqueue_turn_memories,
 )
 from service.jobs.sweep import enqueue_write_path_sweep
+from service.observability import current_request_id
 from service.providers.llm import ChatModel
 from service.threads.errors import ThreadNotFound
 from service.threads.service import summarization_status
@@ -158,11 +160,20 @@ class WritePathRecovery:
         return SweepResult(queued=queued, next_run=next_run)
 
     async def rerun(
-        self, session: AsyncSession, tenant_id: str, user_id: str, thread_id: uuid.UUID | None
+        self,
+        session: AsyncSession,
+        tenant_id: str,
+        user_id: str,
+        thread_id: uuid.UUID | None,
+        *,
+        requested_by: Principal | None = None,
     ) -> RerunResult:
         """Queue fresh write-path and summary jobs, in `session`'s tenant transaction, for the
         user's thread (or all the user's threads with messages, the most recently active first,
-        at most `RERUN_MAX_THREADS`). No kinds when background work is off."""
+        at most `RERUN_MAX_THREADS`). No kinds when background work is off.
+
+        Each queued job is audited as `requested_by` (with its request id) when an admin asked
+        over the API; as the recovery actor when an operator ran it from the terminal."""
         kinds = [
             kind
             for kind in (self._write_path_kind(), THREAD_SUMMARY_JOB if self._summaries else None)
@@ -173,26 +184,40 @@ class WritePathRecovery:
         for thread in threads:
             for kind in kinds:
                 await self._queue(session, tenant_id, thread, kind, org_writes=False)
-                await repository.record_requeue(
-                    RECOVERY_ACTOR,
-                    thread,
-                    RequeueRecord(user_id=user_id, kind=kind, reason="rerun"),
-                )
+                record = RequeueRecord(user_id=user_id, kind=kind, reason="rerun")
+                if requested_by is None:
+                    await repository.record_requeue(RECOVERY_ACTOR, thread, record)
+                else:
+                    await repository.record_requeue(
+                        requested_by.subject,
+                        thread,
+                        record,
+                        actor_kind=requested_by.kind,
+                        request_id=current_request_id(),
+                    )
         return RerunResult(threads=threads, kinds=kinds)
 
 
 class RerunInTransaction:
     """`WritePathRecovery.rerun` bound to one request's tenant transaction."""
 
-    def __init__(self, recovery: WritePathRecovery, session: AsyncSession, tenant_id: str) -> None:
+    def __init__(
+        self, recovery: WritePathRecovery, session: AsyncSession, principal: Principal
+    ) -> None:
         self._recovery = recovery
         self._session = session
-        self._tenant_id = tenant_id
+        self._principal = principal
 
     async def rerun(self, user_id: str, thread_id: uuid.UUID | None) -> RerunResult:
         """As `WritePathRecovery.rerun`; a named thread that is not the user's (or has no
         messages) is a 404."""
-        result = await self._recovery.rerun(self._session, self._tenant_id, user_id, thread_id)
+        result = await self._recovery.rerun(
+            self._session,
+            self._principal.tenant_id,
+            user_id,
+            thread_id,
+            requested_by=self._principal,
+        )
         if thread_id is not None and not result.threads:
             raise ThreadNotFound(f"No thread {thread_id} of this user with messages.")
         return result

@@ -177,9 +177,25 @@ class ExtractionRepository(TenantRepository):
         """Record a failed job run on the thread in the audit trail."""
         await self._audit(FAILURE_ACTION, actor, thread_id, record.detail())
 
-    async def record_requeue(self, actor: str, thread_id: uuid.UUID, record: RequeueRecord) -> None:
-        """Record that a fresh job of `record.kind` was queued for the thread."""
-        await self._audit(REQUEUE_ACTION, actor, thread_id, record.detail())
+    async def record_requeue(
+        self,
+        actor: str,
+        thread_id: uuid.UUID,
+        record: RequeueRecord,
+        *,
+        actor_kind: str = SYSTEM_ACTOR_KIND,
+        request_id: str | None = None,
+    ) -> None:
+        """Record that a fresh job of `record.kind` was queued for the thread: by the service
+        itself (the default actor kind), or by a caller whose request asked for it."""
+        await self._audit(
+            REQUEUE_ACTION,
+            actor,
+            thread_id,
+            record.detail(),
+            actor_kind=actor_kind,
+            request_id=request_id,
+        )
 
     async def stranded(self, summary_kind: str) -> list[Stranded]:
         """The tenant's threads whose job gave up since they last progressed (`STRANDED_SQL`)."""
@@ -228,17 +244,25 @@ class ExtractionRepository(TenantRepository):
         return list((await self._session.execute(statement)).scalars())
 
     async def _audit(
-        self, action: str, actor: str, thread_id: uuid.UUID, detail: dict[str, object]
+        self,
+        action: str,
+        actor: str,
+        thread_id: uuid.UUID,
+        detail: dict[str, object],
+        *,
+        actor_kind: str = SYSTEM_ACTOR_KIND,
+        request_id: str | None = None,
     ) -> None:
         self._session.add(
             AuditEntry(
                 tenant_id=self._tenant_id,
-                actor_kind=SYSTEM_ACTOR_KIND,
+                actor_kind=actor_kind,
                 actor_id=actor,
                 action=action,
                 target_type=THREAD_TARGET,
                 target_id=str(thread_id),
                 detail=detail,
+                request_id=request_id,
             )
         )
         await self._session.flush()

@@ -180,6 +180,31 @@ async def test_an_admin_reruns_a_users_stranded_threads(
     assert [m["text"] for m in await memories(client, headers)] == ["User's daughter is named Ada."]
 
 
+async def test_an_admins_rerun_is_audited_as_that_admin(
+    client_for: Any, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    client = await client_for(write_path_sweep_interval_seconds=3600)
+    headers = bearer(settings, tenant, "alex")
+    thread_id = await start_thread(client, headers)
+    await say(client, headers, thread_id, "I'm training for a marathon.")
+    admin = bearer(settings, tenant, "root", admin=True)
+    response = await client.post(
+        "/v1/admin/jobs/rerun",
+        headers={**admin, "X-Request-ID": "rerun-by-root"},
+        json={"user_id": "alex", "thread_id": thread_id},
+    )
+    assert response.status_code == 202, response.text
+    assert response.json()["kinds"]
+    audit = await client.get("/v1/admin/audit", headers=admin, params={"action": "job.requeued"})
+    assert audit.status_code == 200, audit.text
+    entries = audit.json()["items"]
+    assert entries and all(
+        (e["actor_kind"], e["actor_id"], e["target_id"], e["request_id"], e["detail"]["reason"])
+        == ("user", "root", thread_id, "rerun-by-root", "rerun")
+        for e in entries
+    )
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="mneme")
     add_admin_parser(parser.add_subparsers(dest="command", required=True))
