@@ -84,7 +84,7 @@ DELETE_EXPIRED_RECORD_SQL = text(
 COMPLETE_RECORD_SQL = text(
     """
     UPDATE idempotency_record
-       SET status_code = :status_code, response_body = CAST(:response_body AS jsonb)
+       SET status_code = :status_code, response_body = CAST(:response_body AS json)
      WHERE tenant_id = :tenant_id AND principal = :principal AND key = :key
        AND status_code IS NULL
     RETURNING key

@@ -214,8 +214,22 @@ async def test_a_retried_turn_is_replayed_not_appended_twice(
     retry = await client.post(url, json=body, headers=keyed)
     assert retry.status_code == 201 and retry.headers["idempotent-replayed"] == "true"
     assert retry.json() == first.json()
+    assert retry.content == first.content  # the same keys in the same order, byte for byte
     stored = await client.get(f"/v1/users/me/threads/{thread['id']}/messages", headers=headers)
     assert len(stored.json()["items"]) == 1
+
+
+async def test_a_replayed_create_is_the_first_answer_byte_for_byte(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    keyed = {**bearer(settings, tenant, "ada"), "Idempotency-Key": "create-1"}
+    body = {"text": "Ada prefers aisle seats", "metadata": {"source": "chat", "a": 1}}
+    first = await client.post("/v1/users/me/memories", json=body, headers=keyed)
+    assert first.status_code == 201, first.text
+    retry = await client.post("/v1/users/me/memories", json=body, headers=keyed)
+    assert retry.status_code == 201 and retry.headers["idempotent-replayed"] == "true"
+    assert retry.content == first.content
+    assert list(retry.json()) == list(first.json())
 
 
 MAIN_RESPONSES = {
