@@ -8,6 +8,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from service.admin.cli import add_admin_parser, run_admin
@@ -20,8 +21,17 @@ from service.mcp.stdio import add_mcp_stdio_parser, run_mcp_stdio
 BENCH_INSTALL = "pip install -e '.[bench]'"
 
 
+def _installed_version() -> str:
+    """The installed distribution's version (a source tree run without installing has none)."""
+    try:
+        return version("mneme")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mneme", description="Mneme memory service")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the HTTP service (migrates first)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.abc
+import importlib.metadata
 import sys
 from collections.abc import Iterator, Sequence
 from importlib.machinery import ModuleSpec
@@ -25,6 +26,13 @@ def fresh_settings() -> Iterator[None]:
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"mneme {importlib.metadata.version('mneme')}\n"
 
 
 def test_token_mints_a_verifiable_dev_token(
