@@ -21,8 +21,16 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     export = actions.add_parser("export-user", help="write a user's export (NDJSON)")
     for action in (purge, export):
-        action.add_argument("--tenant", required=True)
-        action.add_argument("--user", required=True)
+        action.add_argument("--tenant", required=True, help="the tenant the user belongs to")
+        action.add_argument("--user", required=True, help="the user's id")
+    purge.add_argument(
+        "--yes", "-y", action="store_true", help="purge without asking for confirmation"
+    )
+    purge.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what a purge would delete or redact, per table, and change nothing",
+    )
     export.add_argument(
         "--output", "-o", default="-", help="file to write (default: standard output)"
     )
@@ -67,6 +75,13 @@ async def _user_lifecycle(args: argparse.Namespace) -> int:
 
     try:
         if args.admin_command == "purge-user":
+            if args.dry_run or not args.yes:
+                stored = await lifecycle.purge_preview(args.user)
+                if args.dry_run:
+                    sys.stdout.write(json.dumps(stored, indent=2) + "\n")
+                    return 0
+                if not _confirmed(args.tenant, args.user, stored):
+                    return 2
             report = await lifecycle.purge_user(args.user, on_progress=progress)
             sys.stderr.write("\n")
             sys.stdout.write(report.model_dump_json(indent=2) + "\n")
@@ -101,3 +116,22 @@ async def _user_lifecycle(args: argparse.Namespace) -> int:
     finally:
         await engine.dispose()
         target.close()
+
+
+def _confirmed(tenant: str, user: str, stored: dict[str, int]) -> bool:
+    """Ask the operator to confirm a purge by typing the user's id: it cannot be undone.
+    Without a terminal to ask on, the purge needs `--yes`."""
+    if not sys.stdin.isatty():
+        sys.stderr.write("mneme admin: purge-user asks for confirmation; pass --yes to skip it\n")
+        return False
+    rows = ", ".join(f"{table} {count}" for table, count in stored.items() if count) or "no rows"
+    sys.stderr.write(
+        f"This deletes everything stored about user {user!r} in tenant {tenant!r} ({rows}); "
+        "it cannot be undone.\n"
+    )
+    sys.stderr.write("Type the user's id to confirm: ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip() != user:
+        sys.stderr.write("mneme admin: not confirmed; nothing was purged\n")
+        return False
+    return True

@@ -279,11 +279,16 @@ class UserLifecycle:
     async def remaining(self, plan: PurgePlan, scope: UserScope) -> dict[str, int]:
         """What each table still holds for the user, counted in a transaction of its own."""
         async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+            return await _count_purgeable(AdminRepository(session, self._tenant_id), plan, scope)
+
+    async def purge_preview(self, user_id: str) -> dict[str, int]:
+        """What a purge of the user would delete (per table) or redact (org provenance) now,
+        counted without changing anything."""
+        async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
             repository = AdminRepository(session, self._tenant_id)
-            remaining = await _count_user_rows(repository, plan, scope)
-            remaining[JOBS_TABLE] = await repository.count_queued_jobs(scope)
-            remaining[ORG_PROVENANCE] = await repository.count_org_provenance(scope)
-        return remaining
+            plan = await repository.plan()
+            scope = await repository.user_scope(plan, user_id)
+            return await _count_purgeable(repository, plan, scope)
 
     async def purge_tenant(self, confirm: str, on_progress: Progress | None = None) -> PurgeReport:
         """Delete every row of the tenant in every table under row-level security (and its
@@ -401,6 +406,15 @@ async def _count_user_rows(
     counts = {rule.name: await repository.count_rows(rule, scope) for rule in plan.rules}
     for table in plan.special:
         counts[table.name] = await repository.count_special(table.name, scope)
+    return counts
+
+
+async def _count_purgeable(
+    repository: AdminRepository, plan: PurgePlan, scope: UserScope
+) -> dict[str, int]:
+    counts = await _count_user_rows(repository, plan, scope)
+    counts[JOBS_TABLE] = await repository.count_queued_jobs(scope)
+    counts[ORG_PROVENANCE] = await repository.count_org_provenance(scope)
     return counts
 
 
