@@ -41,11 +41,12 @@ from limits.aio.strategies import SlidingWindowCounterRateLimiter
 from limits.errors import StorageError
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from service.auth.principal import Principal
 from service.config import Settings
 from service.errors import RateLimited
+from service.kit.response_headers import ResponseHeadersMiddleware
 
 logger = logging.getLogger("mneme.rate_limits")
 
@@ -124,25 +125,12 @@ def state_header(states: tuple[PolicyState, ...]) -> str:
     return ", ".join(f'"{s.policy.name}";r={s.remaining};t={s.reset_seconds}' for s in states)
 
 
-class RateLimitHeadersMiddleware:
+class RateLimitHeadersMiddleware(ResponseHeadersMiddleware):
     """Add `RateLimit-Policy` and `RateLimit` to every response whose request was charged,
     error responses included (the charge happens in the authentication dependency)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                states = scope.get("state", {}).get(STATE_KEY)
-                if states:
-                    headers = MutableHeaders(scope=message)
-                    headers["RateLimit-Policy"] = policy_header(states)
-                    headers["RateLimit"] = state_header(states)
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
+    def set_headers(self, scope: Scope, headers: MutableHeaders) -> None:
+        states = scope.get("state", {}).get(STATE_KEY)
+        if states:
+            headers["RateLimit-Policy"] = policy_header(states)
+            headers["RateLimit"] = state_header(states)

@@ -9,7 +9,9 @@ the policy for such responses. Pages that a browser does render (the Memory page
 from __future__ import annotations
 
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
+
+from service.kit.response_headers import ResponseHeadersMiddleware
 
 API_SECURITY_HEADERS: dict[str, str] = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
@@ -19,21 +21,8 @@ API_SECURITY_HEADERS: dict[str, str] = {
 }
 
 
-class SecurityHeadersMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                for name, value in API_SECURITY_HEADERS.items():
-                    if name not in headers:
-                        headers[name] = value
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
+class SecurityHeadersMiddleware(ResponseHeadersMiddleware):
+    def set_headers(self, scope: Scope, headers: MutableHeaders) -> None:
+        for name, value in API_SECURITY_HEADERS.items():
+            if name not in headers:
+                headers[name] = value
