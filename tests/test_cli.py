@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.abc
 import importlib.metadata
+import io
 import sys
 from collections.abc import Iterator, Sequence
 from importlib.machinery import ModuleSpec
@@ -14,7 +15,7 @@ import jwt
 import pytest
 
 from service import db_migrations
-from service.cli import main
+from service.cli import main, reembed_progress
 from service.config import get_settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from tests.conftest import TEST_SECRET
@@ -158,3 +159,13 @@ def test_bench_without_its_extra_says_how_to_install_it(
 
     err = capsys.readouterr().err
     assert f"{missing} is missing; install the bench extra: pip install -e '.[bench]'" in err
+
+
+def test_the_reembed_progress_counts_memories_with_a_space_before_the_unit() -> None:
+    stream = io.StringIO()
+    with reembed_progress(stream) as progress:
+        progress.update(120)
+    shown = stream.getvalue()
+    assert "120 memories" in shown
+    assert "memories/s" in shown
+    assert "0memories" not in shown
