@@ -7,11 +7,13 @@ headers only need the `http.response.start` message, so the middlewares that add
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
-class ResponseHeadersMiddleware:
+class ResponseHeadersMiddleware(ABC):
     """Calls `set_headers` with the request's scope and the headers of each HTTP response,
     before the response starts; error responses included."""
 
@@ -30,5 +32,6 @@ class ResponseHeadersMiddleware:
 
         await self.app(scope, receive, send_with_headers)
 
+    @abstractmethod
     def set_headers(self, scope: Scope, headers: MutableHeaders) -> None:
-        raise NotImplementedError
+        """Change `headers` of the response to the request `scope` describes."""
