@@ -24,6 +24,7 @@ from service.memories.search import (
 )
 from service.memories.service import MemoryService
 from service.memories.writer import DerivedMemoryWriter
+from service.providers.reranker import Reranker
 from service.services import Services
 
 
@@ -44,21 +45,21 @@ def memory_service(services: Services) -> MemoryService:
 def memory_search(services: Services) -> MemorySearch:
     """The search service; with the state's reranker, its first candidates are ordered by that
     service (searches a person or agent reads, not the write path's own look-ups)."""
-    return MemorySearch(
-        FusionRepository(services.session, services.tenant_id),
-        services.state.embedding_backfill.embedder,
-        services.state.settings,
-        services.state.reranker,
-    )
+    return _search(services, services.state.reranker)
 
 
 def write_path_memory_search(services: Services) -> MemorySearch:
     """The search the write path reads what is known through: never reranked (a background
     pass needs the fused candidates, not a hosted service's opinion of them, nor its latency)."""
+    return _search(services, None)
+
+
+def _search(services: Services, reranker: Reranker | None) -> MemorySearch:
     return MemorySearch(
         FusionRepository(services.session, services.tenant_id),
         services.state.embedding_backfill.embedder,
         services.state.settings,
+        reranker,
     )
 
 
