@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from functools import lru_cache
 
 import numpy as np
 from opentelemetry import trace
@@ -22,7 +22,6 @@ from service.memories.telemetry import fusion_statement, record_search_hits, sea
 from service.observability import DOMAIN_METRICS, traced, tracer
 from service.providers import (
     Embedder,
-    EmbedderConfig,
     EmbedderUnavailable,
     embedder_config_from_settings,
 )
@@ -36,16 +35,22 @@ DEFAULT_LEXICAL_WEIGHT = 0.5
 
 def linear_lexical_weight(settings: Settings) -> float:
     """The linear fusion's weight of BM25 when a request names none: the settings', else the
-    embedding profile's (a stronger model earns a larger share), else `DEFAULT_LEXICAL_WEIGHT`."""
+    embedding profile's (a stronger model earns a larger share), else `DEFAULT_LEXICAL_WEIGHT`.
+
+    Every search asks; the profile is resolved once per settings object, not per search."""
     if settings.search_linear_lexical_weight is not None:
         return settings.search_linear_lexical_weight
-    return _profile_lexical_weight(embedder_config_from_settings(settings))
+    known = _profile_weights.get(id(settings))
+    if known is None or known[0]() is not settings:
+        weight = embedder_config_from_settings(settings).resolved_profile().lexical_weight
+        known = (weakref.ref(settings), DEFAULT_LEXICAL_WEIGHT if weight is None else weight)
+        _profile_weights[id(settings)] = known
+    return known[1]
 
 
-@lru_cache(maxsize=16)
-def _profile_lexical_weight(config: EmbedderConfig) -> float:
-    weight = config.resolved_profile().lexical_weight
-    return DEFAULT_LEXICAL_WEIGHT if weight is None else weight
+# By the settings object's id, with a reference that tells a reused id from the object itself
+# (settings are not hashable).
+_profile_weights: dict[int, tuple[weakref.ref[Settings], float]] = {}
 
 
 async def embed_question(embedder: Embedder, query: str) -> list[float] | None:
