@@ -26,8 +26,14 @@ async def main(database_url: str, entrypoint: str, marker: Path) -> None:
     settings = Settings(_env_file=None, env="dev", database_url=SecretStr(database_url))
     engine = create_engine(database_url, settings, pool_size=1)
 
+    def announce(payload: Mapping[str, str]) -> None:
+        # Written beside the marker and renamed onto it, so the test never reads a half-written file.
+        partial = marker.with_suffix(".partial")
+        partial.write_text(json.dumps(dict(payload)))
+        partial.replace(marker)
+
     async def handle(payload: Mapping[str, str]) -> None:
-        await asyncio.to_thread(marker.write_text, json.dumps(dict(payload)))
+        await asyncio.to_thread(announce, payload)
         await asyncio.Event().wait()
 
     worker = JobWorker(
