@@ -135,6 +135,13 @@ class Settings(BaseSettings):
     # (docs/benchmarks.md).
     search_rrf_k: int = Field(default=5, ge=1)
     search_candidate_pool: int = Field(default=100, ge=10, le=1000)
+    # An owner (with the organization, when searched together) holding at least this many
+    # memories is searched through the impact-ordered postings: the lexical side reads the
+    # top `search_postings_per_lexeme` postings of each question lexeme and scores those
+    # memories exactly, instead of testing every memory (docs/benchmarks.md). Below it, or
+    # until the owner's statistics are first counted in the background, search is exact.
+    search_bounded_from: int = Field(default=5_000, ge=1)
+    search_postings_per_lexeme: int = Field(default=300, ge=10, le=10_000)
     # Unset: the embedding profile's weight (its model's share against BM25), else 0.5.
     search_linear_lexical_weight: UnitInterval | None = None
     # How much of a memory's conversation is added to its own fused score: the best fused

@@ -77,6 +77,9 @@ async def _run(
         alembic_command(config, revision)
 
     async with owner_engine.begin() as connection:
+        # A migration backfills or indexes whole tables: the request timeout (a protection for
+        # the service's own statements) would cancel it at a size any real deployment reaches.
+        await connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
         await connection.run_sync(run)
 
 

@@ -56,6 +56,7 @@ from service.logs import configure_logging, log_request
 from service.mcp.discovery import MCP_PATH, protected_resource_routes
 from service.mcp.endpoint import McpEndpoint
 from service.memories.embedding import EmbeddingBackfill
+from service.memories.jobs import register_jobs as register_memory_jobs
 from service.memories.keyed_router import router as keyed_memories_router
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
@@ -106,7 +107,7 @@ def _supervise_embedded_database(app: FastAPI, target: DatabaseTarget) -> Embedd
 
 
 # Each domain registers the handlers of the jobs it queues (its `jobs.py`).
-JOB_REGISTRARS = (register_thread_jobs, register_write_path_jobs)
+JOB_REGISTRARS = (register_thread_jobs, register_write_path_jobs, register_memory_jobs)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -16,7 +16,8 @@ DECLARE
   tenant_tables CONSTANT text[] := ARRAY[
     -- parents before children: a foreign key can only point at an already distributed table
     'user_account', 'api_key', 'profile', 'thread', 'message', 'thread_summary', 'memory',
-    'memory_event', 'audit_log', 'idempotency_record', 'extraction_cursor', 'retention_policy'];
+    'memory_event', 'memory_posting', 'memory_owner_stats', 'memory_lexeme_stats', 'audit_log',
+    'idempotency_record', 'extraction_cursor', 'retention_policy'];
   missing text;
   t text;
 BEGIN

@@ -41,6 +41,14 @@ NOT_USER_DATA: Mapping[str, str] = {
     "the admin who created the key and is kept for accountability",
 }
 
+DERIVED_TABLES: Mapping[str, str] = {
+    "memory_posting": "the search's postings of each memory, written from its text",
+    "memory_owner_stats": "the search's statistics of an owner's memories, recounted from them",
+    "memory_lexeme_stats": "the search's document counts of an owner's common lexemes",
+}
+"""User-bearing tables whose rows are computed from other tables: purged with the user (they
+repeat the user's words), but never exported; an import rebuilds them from what it restores."""
+
 RuleKind = Literal["account", "owner", "parent"]
 
 
@@ -97,9 +105,15 @@ class PurgePlan:
         return next(r for r in self.rules if r.name == table)
 
     @property
+    def exported(self) -> tuple[TableRule, ...]:
+        """The rules of the tables an export carries: every one but `DERIVED_TABLES`."""
+        return tuple(r for r in self.rules if r.name not in DERIVED_TABLES)
+
+    @property
     def export_order(self) -> tuple[TableRule, ...]:
-        """Referenced tables first, so an import inserts parents before children."""
-        return tuple(reversed(self.rules))
+        """Exported tables, referenced tables first, so an import inserts parents before
+        children."""
+        return tuple(reversed(self.exported))
 
 
 class UncoveredTables(RuntimeError):

@@ -25,7 +25,12 @@ from service.admin.plan import (
     build_plan,
     quote_identifier,
 )
-from service.jobs import MEMORY_EXTRACTION_JOB, THREAD_SUMMARY_JOB, TURN_MEMORIES_JOB
+from service.jobs import (
+    MEMORY_EXTRACTION_JOB,
+    SEARCH_STATISTICS_JOB,
+    THREAD_SUMMARY_JOB,
+    TURN_MEMORIES_JOB,
+)
 from service.kit.repository import TenantRepository, rowcount
 
 THREAD_TABLE = "thread"
@@ -33,7 +38,13 @@ MEMORY_TABLE = "memory"
 JOBS_TABLE = "pgqueuer"
 ORG_PROVENANCE = "memory (org provenance)"
 EXPORT_BATCH = 500
-THREAD_JOB_KINDS = (MEMORY_EXTRACTION_JOB, TURN_MEMORIES_JOB, THREAD_SUMMARY_JOB)
+USER_JOB_KINDS = (
+    MEMORY_EXTRACTION_JOB,
+    TURN_MEMORIES_JOB,
+    THREAD_SUMMARY_JOB,
+    SEARCH_STATISTICS_JOB,
+)
+"""The kinds of job queued for a user's threads or the user: dropped by the user's purge."""
 
 CATALOGUE_TABLES_SQL = text(
     """
@@ -416,7 +427,7 @@ class AdminRepository(TenantRepository):
 
     def _jobs_params(self, scope: UserScope) -> dict[str, Any]:
         return {
-            "kinds": list(THREAD_JOB_KINDS),
+            "kinds": list(USER_JOB_KINDS),
             "tenant_id": scope.tenant_id,
             "thread_ids": scope.thread_ids,
             "user_id": scope.user_id,
@@ -459,13 +470,13 @@ class AdminRepository(TenantRepository):
 
     async def delete_tenant_jobs(self) -> int:
         result = await self._session.execute(
-            DELETE_TENANT_JOBS_SQL, {"kinds": list(THREAD_JOB_KINDS), "tenant_id": self._tenant_id}
+            DELETE_TENANT_JOBS_SQL, {"kinds": list(USER_JOB_KINDS), "tenant_id": self._tenant_id}
         )
         return rowcount(result)
 
     async def count_tenant_jobs(self) -> int:
         result = await self._session.execute(
-            COUNT_TENANT_JOBS_SQL, {"kinds": list(THREAD_JOB_KINDS), "tenant_id": self._tenant_id}
+            COUNT_TENANT_JOBS_SQL, {"kinds": list(USER_JOB_KINDS), "tenant_id": self._tenant_id}
         )
         return int(result.scalar_one())
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ from service.kit.types import (
     loads_strict,
     parse_timestamp,
 )
+from service.memories.postings import PostingsRepository
 from service.profile.models import Profile
 from service.profile.schemas import StoredDocument
 from service.profile.service import document_bytes
@@ -200,6 +202,7 @@ class AdminService:
             )
         importer = _Importer(plan, self._tenant_id, user_id, self._profile_max_bytes)
         batch = _Batch(repository, plan)
+        memory_ids: list[uuid.UUID] = []
         number = 0
         async for raw in lines:
             number += 1
@@ -209,8 +212,13 @@ class AdminService:
             if table is not None:
                 refuse_record_secrets(number, table, row)
                 await batch.add(number, table, row)
+                if table == MEMORY_TABLE:
+                    memory_ids.append(uuid.UUID(str(row["id"])))
         await batch.flush()
         importer.finish(number)
+        # The search's postings are derived data, never exported: written from the memories
+        # as restored, like any other write of a memory's text.
+        await PostingsRepository(repository.session, self._tenant_id).write(memory_ids)
         # A memory names as its source a thread of its own user (imported before it) or, as
         # after that thread was deleted, no thread at all; never another user's.
         cited = importer.cited_threads
@@ -343,7 +351,7 @@ class UserLifecycle:
             repository = AdminRepository(session, self._tenant_id)
             plan = await repository.plan()
             scope = await repository.user_scope(plan, user_id)
-            counts = {rule.name: await repository.count_rows(rule, scope) for rule in plan.rules}
+            counts = {rule.name: await repository.count_rows(rule, scope) for rule in plan.exported}
             counts[AUDIT_TABLE] = await repository.count_special(AUDIT_TABLE, scope)
             if not counts.get(ACCOUNT_TABLE):
                 raise NotFound(f"User {user_id!r} is not known in this tenant.")
@@ -425,7 +433,7 @@ class _Importer:
         self, plan: PurgePlan, tenant_id: str, user_id: str, profile_max_bytes: int
     ) -> None:
         self._tables = plan.tables
-        self._rules: dict[str, TableRule] = {r.name: r for r in plan.rules}
+        self._rules: dict[str, TableRule] = {r.name: r for r in plan.exported}
         # Parent table → the key its children reference, to check children name a parent
         # imported before them.
         self._parent_key_columns = {

@@ -36,9 +36,15 @@ class Owner:
         return self.scope == "org"
 
     @property
-    def lock_key(self) -> str:
-        """A stable name for this owner inside its tenant (advisory locks, log context)."""
+    def key(self) -> str:
+        """A stable name for this owner inside its tenant: 'user:<id>' or 'org:' (the
+        `owner_key` column of the search's postings and statistics)."""
         return f"{self.scope}:{self.user_id or ''}"
+
+    @property
+    def lock_key(self) -> str:
+        """The owner's name in advisory locks and log context (its `key`)."""
+        return self.key
 
 
 def authorize_write(principal: Principal, owner: Owner) -> None:

@@ -2,10 +2,12 @@
 
 from service.jobs.kinds import (
     MEMORY_EXTRACTION_JOB,
+    SEARCH_STATISTICS_JOB,
     THREAD_SUMMARY_JOB,
     TURN_MEMORIES_JOB,
     WRITE_PATH_JOBS,
     enqueue_memory_extraction,
+    enqueue_search_statistics,
     enqueue_thread_summary,
     enqueue_turn_memories,
 )
@@ -22,6 +24,7 @@ from service.jobs.worker import (
 
 __all__ = [
     "MEMORY_EXTRACTION_JOB",
+    "SEARCH_STATISTICS_JOB",
     "THREAD_SUMMARY_JOB",
     "TURN_MEMORIES_JOB",
     "WRITE_PATH_JOBS",
@@ -34,6 +37,7 @@ __all__ = [
     "RetryPolicy",
     "enqueue_job",
     "enqueue_memory_extraction",
+    "enqueue_search_statistics",
     "enqueue_thread_summary",
     "enqueue_turn_memories",
 ]

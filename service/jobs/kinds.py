@@ -6,6 +6,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.auth.owner import Owner
 from service.jobs.queue import enqueue_job
 
 THREAD_SUMMARY_JOB = "thread_summary"
@@ -67,3 +68,17 @@ async def enqueue_turn_memories(
         {"tenant_id": tenant_id, "thread_id": str(thread_id)},
         dedupe=True,
     )
+
+
+SEARCH_STATISTICS_JOB = "search_statistics"
+"""Recount an owner's search statistics (memory count, mean length, common lexemes' counts),
+which a large owner's bounded search reads instead of counting them."""
+
+
+async def enqueue_search_statistics(session: AsyncSession, tenant_id: str, owner: Owner) -> None:
+    """Queue a recount of the owner's search statistics in the caller's transaction
+    (deduplicated: the searches that find them missing or old queue one)."""
+    payload = {"tenant_id": tenant_id, "scope": owner.scope}
+    if owner.user_id is not None:
+        payload["user_id"] = owner.user_id
+    await enqueue_job(session, SEARCH_STATISTICS_JOB, payload, dedupe=True)

@@ -14,7 +14,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from string import Template
 from typing import Annotated, Any, get_type_hints
@@ -22,12 +22,16 @@ from typing import Annotated, Any, get_type_hints
 from sqlalchemy import Boolean, DateTime, Float, Integer, Text, TextualSelect, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, REAL
 from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
+from service.auth.owner import Owner
 from service.db import Driver, transaction_driver
+from service.jobs.kinds import enqueue_search_statistics
 from service.kit.repository import TenantRepository
 from service.memories.filters import MemoryFilter, Predicate
+from service.memories.postings import COMMON_LEXEME_DOCUMENTS
 from service.memories.schemas import ComponentScores, MemoryRead
 
 
@@ -51,19 +55,53 @@ WITH query_terms AS (
            terms.lexemes
       FROM (SELECT tsvector_to_array(to_tsvector('english', :query)) AS lexemes) AS terms
 ),
-lexical_matches AS (
+owner_stats AS (
+    ${owner_stats}
+),
+exact_matches AS (
     ${lexical_matches}
+),
+bounded_matches AS (
+    ${bounded_matches}
+),
+lexical_matches AS (
+    SELECT * FROM exact_matches UNION ALL SELECT * FROM bounded_matches
 ),
 collection AS (
     ${collection}
+    UNION ALL
+    SELECT section, documents, mean_length FROM owner_stats
 ),
 term_weights AS (
     -- Inverse document frequency (BM25's, never negative): a name in every memory weighs
-    -- next to nothing, the rare word that identifies one memory weighs most.
+    -- next to nothing, the rare word that identifies one memory weighs most. An exact
+    -- section counts each lexeme's memories among its matches; a bounded one has read only
+    -- the top of each lexeme's postings, so it takes the count from the owners' statistics
+    -- (a common lexeme) or from the postings themselves (a rare one, a bounded count).
     SELECT section, lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf,
            c.mean_length
-      FROM lexical_matches JOIN collection c USING (section)
+      FROM exact_matches JOIN collection c USING (section)
      GROUP BY section, lexeme, c.documents, c.mean_length
+    UNION ALL
+    SELECT o.section, term.lexeme,
+           ln(1 + (greatest(o.documents, df.documents) - df.documents + 0.5)
+                  / (df.documents + 0.5)) AS idf,
+           o.mean_length
+      FROM owner_stats o
+     CROSS JOIN query_terms q
+     CROSS JOIN LATERAL unnest(q.lexemes) AS term(lexeme)
+     CROSS JOIN LATERAL (
+           SELECT sum(coalesce(
+                      (SELECT ls.documents FROM memory_lexeme_stats ls
+                        WHERE ls.tenant_id = :tenant_id AND ls.owner_key = owner.key
+                          AND ls.lexeme = term.lexeme),
+                      (SELECT count(*) FROM (SELECT 1 FROM memory_posting p
+                                              WHERE p.tenant_id = :tenant_id
+                                                AND p.owner_key = owner.key
+                                                AND p.lexeme = term.lexeme
+                                              LIMIT :live_count_cap) AS counted))) AS documents
+             FROM unnest(o.owner_keys) AS owner(key)
+     ) AS df
 ),
 lexical_hits AS (
     SELECT id, section, score, rank
@@ -216,7 +254,13 @@ hits AS (
        s.section, s.stronger_side, s.weaker_side
   FROM scored s
 )
-SELECT *
+SELECT ranked.*,
+       -- How the section's lexical side ran, for keeping the owners' statistics fresh: the
+       -- memories it ranked over, and the age of the statistics it used (NULL: exact).
+       (SELECT c.documents FROM collection c WHERE c.section = ranked.section
+         LIMIT 1) AS section_documents,
+       (SELECT extract(epoch FROM now() - o.refreshed_at) FROM owner_stats o
+         WHERE o.section = ranked.section) AS statistics_age
   FROM (SELECT h.*,
                -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same
                -- rank the same fused score) are decided by what the scores mean: the stronger
@@ -296,9 +340,11 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
  WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
+   AND NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})
    AND ${candidate_filter}
 """
-"""One section's lexical candidates (`lexical_matches` of `HYBRID_SEARCH_SQL`)."""
+"""One exact section's lexical candidates (`exact_matches` of `HYBRID_SEARCH_SQL`): every
+memory of the section that holds a lexeme of the question."""
 
 COLLECTION_SQL = """
 -- The statistics BM25 needs, over exactly the memories the section may return: how many
@@ -308,9 +354,54 @@ SELECT ${section} AS section, count(*) AS documents,
        coalesce(avg(m.tsv_length), 0) AS mean_length
   FROM memory m
  WHERE :use_lexical AND ${candidate_filter}
+   AND NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})
  GROUP BY 1
 """
-"""One section's BM25 statistics (`collection` of `HYBRID_SEARCH_SQL`)."""
+"""One exact section's BM25 statistics (`collection` of `HYBRID_SEARCH_SQL`)."""
+
+OWNER_STATS_SQL = """
+-- A section is bounded when the statistics of its owners (counted in the background) hold at
+-- least :bounded_from memories; its row gives BM25 the collection's size and mean length from
+-- them. An owner without statistics has too few memories to matter (or they were not counted
+-- yet, and the next recount counts them): its postings are still read, its lexemes counted
+-- from them. A section without a row is searched exactly.
+SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS documents,
+       coalesce(sum(s.total_length)::float8 / nullif(sum(s.documents), 0), 0) AS mean_length,
+       min(s.refreshed_at) AS refreshed_at
+  FROM memory_owner_stats s
+ WHERE :use_lexical AND s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
+HAVING sum(s.documents) >= :bounded_from
+"""
+"""One section's owner statistics, if it is bounded (`owner_stats` of `HYBRID_SEARCH_SQL`)."""
+
+BOUNDED_MATCHES_SQL = """
+-- The memories each question lexeme weighs most in, per owner: the first
+-- :postings_per_lexeme postings of the lexeme in impact order, one index range each. A memory
+-- that holds none of the question's lexemes near the top of their lists cannot outscore those
+-- that do by its lexical side, so only these are scored, exactly, from their tsvectors (one
+-- row per question lexeme a candidate holds, as `LEXICAL_MATCHES_SQL` gives them).
+SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS tf,
+       m.tsv_length AS length
+  FROM (SELECT DISTINCT top.memory_id
+          FROM owner_stats o
+         CROSS JOIN query_terms q
+         CROSS JOIN LATERAL unnest(q.lexemes) AS question(lexeme)
+         CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
+         CROSS JOIN LATERAL (
+               SELECT p.memory_id FROM memory_posting p
+                WHERE p.tenant_id = :tenant_id AND p.owner_key = owner.key
+                  AND p.lexeme = question.lexeme
+                ORDER BY p.impact DESC
+                LIMIT :postings_per_lexeme
+         ) AS top
+         WHERE o.section = ${section}) AS candidate
+  JOIN memory m ON m.tenant_id = :tenant_id AND m.id = candidate.memory_id
+ CROSS JOIN query_terms q
+ CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
+ WHERE ${candidate_filter}
+"""
+"""One bounded section's lexical candidates (`bounded_matches` of `HYBRID_SEARCH_SQL`): the
+top postings of the question's lexemes that pass the section's filter."""
 
 NEAREST_SQL = """
 SELECT m.id, ${section} AS section, m.embedding <=> ${question_vector} AS distance
@@ -369,6 +460,9 @@ class SearchParams:
     half_life_semantic: Annotated[float, Float()]
     half_life_episodic: Annotated[float, Float()]
     half_life_procedural: Annotated[float, Float()]
+    bounded_from: Annotated[int, Integer()] = 5_000
+    postings_per_lexeme: Annotated[int, Integer()] = 300
+    live_count_cap: Annotated[int, Integer()] = 2 * COMMON_LEXEME_DOCUMENTS
 
 
 RANKING_PARAMETERS: tuple[tuple[str, TypeEngine[Any]], ...] = tuple(
@@ -388,6 +482,9 @@ class SearchRow:
     memory: MemoryRead
     scores: ComponentScores
     embedding: list[float] | None
+    bounded: bool = False
+    """Whether its section's lexical side read the owners' postings (`BOUNDED_MATCHES_SQL`)
+    rather than testing every memory."""
 
 
 @lru_cache(maxsize=128)
@@ -404,6 +501,7 @@ def _search_template(candidate_filters: tuple[str, ...]) -> str:
                 section=str(index),
                 candidate_filter=candidate_filter,
                 pool=f":pool_{index}",
+                owner_keys=f"CAST(:owner_keys_{index} AS text[])",
                 question_vector=QUESTION_VECTOR_SQL,
             )
             + ")"
@@ -421,7 +519,9 @@ def _search_template(candidate_filters: tuple[str, ...]) -> str:
         lexical_pool = "ALL"
     return render(
         HYBRID_SEARCH_SQL,
+        owner_stats=each_section(OWNER_STATS_SQL),
         lexical_matches=each_section(LEXICAL_MATCHES_SQL),
+        bounded_matches=each_section(BOUNDED_MATCHES_SQL),
         collection=each_section(COLLECTION_SQL),
         nearest=each_section(NEAREST_SQL),
         beyond_pools=render(BEYOND_POOLS_SQL.strip(), question_vector=QUESTION_VECTOR_SQL),
@@ -460,6 +560,7 @@ def _bound_values(tenant_id: str, sections: Sequence[SearchParams]) -> dict[str,
     for index, params in enumerate(sections):
         values[f"pool_{index}"] = params.pool
         values[f"limit_{index}"] = params.limit
+        values[f"owner_keys_{index}"] = [owner.key for owner in params.filter.owners]
     values.update((name, getattr(sections[0], name)) for name, _ in RANKING_PARAMETERS)
     values["tenant_id"] = tenant_id
     return values
@@ -481,13 +582,20 @@ def sectioned_search_statement(tenant_id: str, sections: Sequence[SearchParams])
 
 _SIZE_TYPE = Integer()
 _SQL_TYPES: dict[str, TypeEngine[Any]] = dict(RANKING_PARAMETERS) | {"tenant_id": Text()}
+_OWNER_KEYS_TYPE = ARRAY(Text())
 
 
 def _sectioned_statement(
     tenant_id: str, sections: Sequence[SearchParams], predicates: Sequence[Predicate]
 ) -> TextualSelect:
     binds = [
-        bindparam(name, value, type_=_SQL_TYPES.get(name, _SIZE_TYPE))
+        bindparam(
+            name,
+            value,
+            type_=_OWNER_KEYS_TYPE
+            if name.startswith("owner_keys_")
+            else _SQL_TYPES.get(name, _SIZE_TYPE),
+        )
         for name, value in _bound_values(tenant_id, sections).items()
     ]
     return (
@@ -558,8 +666,11 @@ def compiled_search(
     return compiled, compiled.arguments(values)
 
 
-GENERIC_SEARCH_PLAN_SQL = "SET LOCAL plan_cache_mode = force_generic_plan"
-"""Run the fusion statement on its generic plan (planned once per connection and filter shape).
+GENERIC_SEARCH_PLAN_SQL = (
+    "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL max_parallel_workers_per_gather = 0"
+)
+"""Run the fusion statement on its generic plan (planned once per connection and filter shape),
+without parallel workers.
 
 Left to choose (`auto`), PostgreSQL replans the statement for every search: its plan for the
 actual owner is always estimated cheaper than the plan for any owner, so it never switches. For
@@ -567,9 +678,17 @@ this 7 KB statement that planning cost as much as executing it (4 to 5 ms of a ~
 at 100k memories). The generic plan also makes the result depend on the parameters alone: a
 custom plan may read an owner's nearest memories from the HNSW index (approximate) where the
 generic one sorts the owner's memories by their exact distance, so under `auto` two pooled
-connections holding different plans could return different top 10s for the same question."""
+connections holding different plans could return different top 10s for the same question.
 
-DEFAULT_PLAN_CHOICE_SQL = "SET LOCAL plan_cache_mode TO DEFAULT"
+Parallel workers: the statement holds an exact branch and a bounded one for each section, and
+only one of them runs for a given owner. Planned for any owner, the exact branch's scans over
+an owner's memories may get a parallel plan, whose workers start (~10 ms on two cores) even
+when the branch's one-time filter then says it does not run. A search is one request among
+many: it gains nothing from taking more cores."""
+
+DEFAULT_PLAN_CHOICE_SQL = (
+    "SET LOCAL plan_cache_mode TO DEFAULT; SET LOCAL max_parallel_workers_per_gather TO DEFAULT"
+)
 """The rest of the transaction plans as the server is configured to."""
 
 GENERIC_PLANS_RUN_SQL = "SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
@@ -595,10 +714,13 @@ class PlannedSearch:
     """The fusion statement's runner inside `FusionRepository.planned()`: the planner setting
     is made, and every search runs on the transaction's driver connection."""
 
-    def __init__(self, driver: Driver, tenant_id: str, dialect: Dialect) -> None:
+    def __init__(
+        self, driver: Driver, tenant_id: str, dialect: Dialect, session: AsyncSession
+    ) -> None:
         self._driver = driver
         self._tenant_id = tenant_id
         self._dialect = dialect
+        self._session = session
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
         return (await self.search_sections([params]))[0]
@@ -611,9 +733,32 @@ class PlannedSearch:
         # request's own database work in Python (docs/benchmarks.md).
         compiled, arguments = compiled_search(self._tenant_id, sections, self._dialect)
         hits: list[list[SearchRow]] = [[] for _ in sections]
+        due: set[Owner] = set()
         for row in await self._driver.fetch(compiled.sql, *arguments):
-            hits[row["section"]].append(_search_row(row))
+            section = row["section"]
+            if not hits[section] and statistics_due(
+                sections[section], row["section_documents"], row["statistics_age"]
+            ):
+                due.update(sections[section].filter.owners)
+            hits[section].append(_search_row(row))
+        for owner in sorted(due, key=lambda each: each.key):
+            await enqueue_search_statistics(self._session, self._tenant_id, owner)
         return hits
+
+
+STATISTICS_MAX_AGE = timedelta(minutes=10)
+"""How old a bounded search lets its owners' statistics get before it asks for a recount:
+the collection's size and its common lexemes' counts move slowly (a rare lexeme is counted at
+search time), so minutes of drift change the ranking little."""
+
+
+def statistics_due(params: SearchParams, documents: int | None, age: float | None) -> bool:
+    """Whether a section's search should have its owners' statistics recounted: it ran exactly
+    over enough memories to be bounded (the statistics are missing or short), or it ran
+    bounded on statistics older than `STATISTICS_MAX_AGE`."""
+    if age is not None:
+        return age > STATISTICS_MAX_AGE.total_seconds()
+    return documents is not None and documents >= params.bounded_from
 
 
 class FusionRepository(TenantRepository):
@@ -633,7 +778,7 @@ class FusionRepository(TenantRepository):
         generic_plan = await runs_generic_plans(driver)
         if generic_plan:
             await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        yield PlannedSearch(driver, self._tenant_id, connection.dialect)
+        yield PlannedSearch(driver, self._tenant_id, connection.dialect, self._session)
         # Not after a failed statement: the transaction is aborted, and ends with the setting.
         if generic_plan:
             await driver.execute(DEFAULT_PLAN_CHOICE_SQL)
@@ -666,4 +811,5 @@ def _search_row(row: Mapping[str, Any]) -> SearchRow:
             final_score=float(row["final_score"]),
         ),
         embedding=row["embedding"],
+        bounded=row["statistics_age"] is not None,
     )

@@ -28,6 +28,7 @@ from service.auth.owner import Owner
 from service.kit.repository import TenantRowRepository, rowcount
 from service.memories.filters import MemoryFilter
 from service.memories.models import Memory, MemoryEvent
+from service.memories.postings import PostingsRepository
 
 M = aliased(Memory, name="m")
 """`memory AS m`: the alias `MemoryFilter.where()` predicates are written against."""
@@ -47,7 +48,14 @@ organization, whose memories may come from any user's conversation)."""
 
 
 class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
+    """Every write of a memory's text also writes its postings (`memories/postings.py`), in
+    the same transaction; deleting a memory deletes them (foreign key)."""
+
     model = Memory
+
+    @property
+    def _postings(self) -> PostingsRepository:
+        return PostingsRepository(self._session, self._tenant_id)
 
     async def citable_threads(
         self, owner: Owner, thread_ids: Sequence[uuid.UUID]
@@ -90,7 +98,10 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             )
             .returning(Memory)
         )
-        return (await self._session.execute(statement)).scalar_one_or_none()
+        memory = (await self._session.execute(statement)).scalar_one_or_none()
+        if memory is not None:
+            await self._postings.write([memory.id])
+        return memory
 
     async def find_live_duplicate(self, owner: Owner, kind: str, text_value: str) -> Memory | None:
         statement = self._owned(owner).where(
@@ -204,7 +215,10 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         return list((await self._session.execute(statement)).scalars())
 
     async def update(self, memory_id: uuid.UUID, values: dict[str, Any]) -> Memory:
-        return await self.update_by_id(memory_id, {"updated_at": func.now(), **values})
+        memory = await self.update_by_id(memory_id, {"updated_at": func.now(), **values})
+        if "text" in values:
+            await self._postings.write([memory_id], replacing=True)
+        return memory
 
     async def delete_many(self, memory_ids: list[uuid.UUID]) -> None:
         if memory_ids:
@@ -317,7 +331,9 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
     async def insert_keyed(self, values: dict[str, Any]) -> Memory:
         """Insert a memory that carries a store key (never an exact-duplicate conflict)."""
         statement = pg_insert(Memory).values(tenant_id=self._tenant_id, **values).returning(Memory)
-        return (await self._session.execute(statement)).scalar_one()
+        memory = (await self._session.execute(statement)).scalar_one()
+        await self._postings.write([memory.id])
+        return memory
 
 
 def _content_hash(text_value: str) -> ColumnElement[str]:

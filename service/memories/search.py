@@ -152,6 +152,8 @@ class MemorySearch:
             half_life_episodic=settings.half_life_episodic_days,
             half_life_procedural=settings.half_life_procedural_days,
             with_embeddings=with_mmr,
+            bounded_from=settings.search_bounded_from,
+            postings_per_lexeme=settings.search_postings_per_lexeme,
         )
 
     @traced("memories.search")

@@ -22,6 +22,9 @@ TENANT_TABLES = (
     "thread_summary",
     "memory",
     "memory_event",
+    "memory_posting",
+    "memory_owner_stats",
+    "memory_lexeme_stats",
     "audit_log",
     "idempotency_record",
     "extraction_cursor",
@@ -51,6 +54,12 @@ async def seed_every_table(engine: AsyncEngine, tenant_id: str) -> None:
         "VALUES (:t, :thread, 0, 0, 1)",
         "INSERT INTO memory (tenant_id, id, scope, user_id, kind, text) "
         "VALUES (:t, :memory, 'user', 'u1', 'semantic', 'likes tea')",
+        "INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, impact) "
+        "VALUES (:t, :memory, 'user:u1', 'tea', 1.0)",
+        "INSERT INTO memory_owner_stats (tenant_id, user_id, documents, total_length, "
+        "refreshed_at) VALUES (:t, 'u1', 1, 2, now())",
+        "INSERT INTO memory_lexeme_stats (tenant_id, user_id, lexeme, documents) "
+        "VALUES (:t, 'u1', 'tea', 1)",
         "INSERT INTO memory_event (tenant_id, memory_id, user_id, action, new_text, actor) "
         "VALUES (:t, :memory, 'u1', 'add', 'likes tea', 'u1')",
         "INSERT INTO audit_log (tenant_id, actor_kind, actor_id, action, target_type) "

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from service.jobs import (
     MEMORY_EXTRACTION_JOB,
+    SEARCH_STATISTICS_JOB,
     THREAD_SUMMARY_JOB,
     TURN_MEMORIES_JOB,
     JobFailure,
@@ -30,6 +31,7 @@ async def test_the_domains_register_a_handler_for_every_kind_of_job_the_service_
         MEMORY_EXTRACTION_JOB,
         TURN_MEMORIES_JOB,
         WRITE_PATH_SWEEP_JOB,
+        SEARCH_STATISTICS_JOB,
     }
 
 

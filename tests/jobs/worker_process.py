@@ -27,7 +27,7 @@ async def main(database_url: str, entrypoint: str, marker: Path) -> None:
     engine = create_engine(database_url, settings, pool_size=1)
 
     def announce(payload: Mapping[str, str]) -> None:
-        # Written beside the marker and renamed onto it, so the test never reads a half-written file.
+        # Written beside the marker and renamed onto it: the test never reads it half-written.
         partial = marker.with_suffix(".partial")
         partial.write_text(json.dumps(dict(payload)))
         partial.replace(marker)

@@ -1,0 +1,114 @@
+"""The search's lexical index, kept beside the memories: impact-ordered postings and the owner's
+term statistics.
+
+A memory's postings (`memory_posting`) are one row per lexeme of its text, with the lexeme's
+BM25 term-frequency weight in that memory at a fixed mean length (its impact). They are written
+in the memory's own transaction whenever its text is written (no trigger: Citus does not run
+triggers on distributed tables) and deleted with it (foreign key). The fusion statement reads
+the highest-impact postings of each question lexeme for a large owner instead of testing every
+memory the owner has (`service/memories/fusion.py`).
+
+The owner's statistics (`memory_owner_stats`, `memory_lexeme_stats`) are what BM25 needs beyond
+one memory: how many memories the owner has, their mean length, and the document count of each
+lexeme too common to count at search time. They are refreshed in the background
+(`refresh_statistics`, the `memories.refresh_search_statistics` job); until an owner has them,
+its searches take the exact path.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import text
+
+from service.auth.owner import Owner
+from service.kit.repository import TenantRepository
+
+IMPACT_MEAN_LENGTH = 10.0
+"""The document length (distinct lexemes) an impact is computed at: about the mean of the
+write path's facts, episodes and turns. Impacts only order a lexeme's postings; every candidate
+is scored afterwards with the owner's own mean length."""
+
+COMMON_LEXEME_DOCUMENTS = 200
+"""A lexeme in at least this many of an owner's memories has its document count kept in
+`memory_lexeme_stats`; a rarer one is counted from its postings at search time (at most
+`fusion.LIVE_COUNT_CAP` index entries)."""
+
+WRITE_POSTINGS_SQL = text(
+    """
+INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, impact)
+SELECT m.tenant_id, m.id, coalesce('user:' || m.user_id, 'org:'), term.lexeme,
+       cardinality(term.positions) * 2.2
+       / (cardinality(term.positions)
+          + 1.2 * (0.25 + 0.75 * m.tsv_length / CAST(:mean_length AS float8)))
+  FROM memory m CROSS JOIN LATERAL unnest(m.tsv) AS term
+ WHERE m.tenant_id = :tenant_id AND m.id = ANY(:memory_ids)
+"""
+)
+"""The postings of the given memories, from their stored tsvector (BM25 k1 1.2, b 0.75); the
+owner key is `Owner.key` of the memory's owner."""
+
+CLEAR_POSTINGS_SQL = text(
+    "DELETE FROM memory_posting WHERE tenant_id = :tenant_id AND memory_id = ANY(:memory_ids)"
+)
+
+CLEAR_STATISTICS_SQL = (
+    text("DELETE FROM memory_owner_stats WHERE tenant_id = :tenant_id AND owner_key = :owner_key"),
+    text("DELETE FROM memory_lexeme_stats WHERE tenant_id = :tenant_id AND owner_key = :owner_key"),
+)
+
+COUNT_OWNER_SQL = text(
+    """
+INSERT INTO memory_owner_stats (tenant_id, user_id, documents, total_length, refreshed_at)
+SELECT :tenant_id, :user_id, count(*), coalesce(sum(m.tsv_length), 0), now()
+  FROM memory m
+ WHERE m.tenant_id = :tenant_id AND m.scope = :scope
+   AND (m.user_id = :user_id OR (m.user_id IS NULL AND CAST(:user_id AS text) IS NULL))
+   AND m.lifecycle <> 'superseded' AND (m.expires_at IS NULL OR m.expires_at > now())
+HAVING count(*) > 0
+"""
+)
+"""The owner's live memories and their total length (what a default search ranks over); no
+row for an owner with none (a purged user keeps no statistics)."""
+
+COUNT_COMMON_LEXEMES_SQL = text(
+    """
+INSERT INTO memory_lexeme_stats (tenant_id, user_id, lexeme, documents)
+SELECT :tenant_id, :user_id, p.lexeme, count(*)
+  FROM memory_posting p
+ WHERE p.tenant_id = :tenant_id AND p.owner_key = :owner_key
+ GROUP BY p.lexeme
+HAVING count(*) >= :common
+"""
+)
+
+
+class PostingsRepository(TenantRepository):
+    """Writes the postings of memories and refreshes owners' statistics, in the request's (or
+    the job's) tenant-scoped transaction."""
+
+    async def write(self, memory_ids: Sequence[uuid.UUID], *, replacing: bool = False) -> None:
+        """The postings of `memory_ids` as their stored text has it now; `replacing` clears
+        the ones an earlier text left first (an edit)."""
+        if not memory_ids:
+            return
+        values = {"tenant_id": self._tenant_id, "memory_ids": list(memory_ids)}
+        if replacing:
+            await self._session.execute(CLEAR_POSTINGS_SQL, values)
+        await self._session.execute(
+            WRITE_POSTINGS_SQL, {**values, "mean_length": IMPACT_MEAN_LENGTH}
+        )
+
+    async def refresh_statistics(self, owner: Owner) -> None:
+        """Recount the owner's statistics from its memories and postings (one transaction:
+        a search sees the old set or the new one, never a mix)."""
+        values = {
+            "tenant_id": self._tenant_id,
+            "scope": owner.scope,
+            "user_id": owner.user_id,
+            "owner_key": owner.key,
+            "common": COMMON_LEXEME_DOCUMENTS,
+        }
+        for statement in (*CLEAR_STATISTICS_SQL, COUNT_OWNER_SQL, COUNT_COMMON_LEXEMES_SQL):
+            await self._session.execute(statement, values)

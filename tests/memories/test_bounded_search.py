@@ -1,0 +1,399 @@
+"""A large owner's lexical side reads impact-ordered postings instead of testing every memory:
+the postings follow every write of a memory's text, the owner's statistics are counted in the
+background when a search asks for them, and the bounded search ranks as the exact one does."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+from httpx import ASGITransport, AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.auth.owner import Owner
+from service.config import Settings
+from service.db import tenant_transaction
+from service.jobs import SEARCH_STATISTICS_JOB
+from service.main import create_app
+from service.memories.filters import MemoryFilter
+from service.memories.fusion import FusionRepository
+from service.memories.jobs import search_statistics_job
+from tests.conftest import as_tenant, bearer, new_tenant
+from tests.search_params import search_params
+
+BOUNDED_FROM = 60
+POSTINGS_PER_LEXEME = 40
+
+WORDS = (
+    "piano",
+    "chess",
+    "violin",
+    "hiking",
+    "tea",
+    "coffee",
+    "garden",
+    "painting",
+    "novels",
+    "poetry",
+    "football",
+    "tennis",
+    "sailing",
+    "cooking",
+    "baking",
+    "pottery",
+    "cycling",
+    "running",
+    "swimming",
+    "yoga",
+    "jazz",
+    "opera",
+    "museums",
+    "astronomy",
+    "birds",
+    "dogs",
+    "cats",
+    "horses",
+    "mountains",
+    "beaches",
+    "lakes",
+    "forests",
+    "trains",
+    "photography",
+    "knitting",
+    "climbing",
+    "skiing",
+    "surfing",
+    "dancing",
+    "singing",
+    "writing",
+    "reading",
+    "chemistry",
+    "history",
+)
+VERBS = ("likes", "loves", "enjoys", "mentioned", "talked about", "wants to try", "dislikes")
+
+
+def corpus(seed: int, size: int) -> list[str]:
+    """Facts in the write path's style: every one starts with "User", and the verbs repeat,
+    so a natural question's common words match most of the owner's memories."""
+    chooser = random.Random(seed)
+    texts: set[str] = set()
+    while len(texts) < size:
+        first, second = chooser.sample(WORDS, 2)
+        texts.add(f"User {chooser.choice(VERBS)} {first} and {second} (note {len(texts)})")
+    return sorted(texts)
+
+
+QUESTIONS = [
+    "what does the user like to play",
+    "does the user enjoy piano or violin",
+    "what did the user say about hiking in the mountains",
+    "user loves tea",
+    "which sports does the user talk about, football or tennis",
+    "is the user into photography and painting",
+]
+
+
+@pytest.fixture
+async def bounded_app(settings: Settings) -> AsyncIterator[FastAPI]:
+    """The app with a low threshold: an owner of `BOUNDED_FROM` memories is searched through
+    its postings (the default threshold is thousands of memories)."""
+    changed = settings.model_copy(
+        update={
+            "search_bounded_from": BOUNDED_FROM,
+            "search_postings_per_lexeme": POSTINGS_PER_LEXEME,
+        }
+    )
+    application = create_app(changed)
+    async with LifespanManager(application):
+        yield application
+
+
+@pytest.fixture
+async def bounded_client(bounded_app: FastAPI) -> AsyncIterator[AsyncClient]:
+    transport = ASGITransport(app=bounded_app)
+    async with AsyncClient(transport=transport, base_url="http://mneme.test") as client:
+        yield client
+
+
+async def remember(client: AsyncClient, headers: dict[str, str], texts: list[str]) -> list[str]:
+    ids: list[str] = []
+    for start in range(0, len(texts), 100):
+        response = await client.post(
+            "/v1/users/me/memories/batch",
+            headers=headers,
+            json={"items": [{"text": value} for value in texts[start : start + 100]]},
+        )
+        assert response.status_code == 201, response.text
+        ids += [item["id"] for item in response.json()["items"]]
+    return ids
+
+
+async def postings(owner_engine: AsyncEngine, tenant: str) -> dict[str, tuple[str, set[str]]]:
+    """Each memory of the tenant: its owner key and the lexemes its postings hold."""
+    async with owner_engine.begin() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT memory_id::text, owner_key, lexeme FROM memory_posting "
+                "WHERE tenant_id = :tenant"
+            ),
+            {"tenant": tenant},
+        )
+        found: dict[str, tuple[str, set[str]]] = {}
+        for memory_id, owner_key, lexeme in rows:
+            found.setdefault(memory_id, (owner_key, set()))[1].add(lexeme)
+        return found
+
+
+async def lexemes_of_text(owner_engine: AsyncEngine, tenant: str) -> dict[str, set[str]]:
+    """Each memory of the tenant with the lexemes of its stored text."""
+    async with owner_engine.begin() as connection:
+        rows = await connection.execute(
+            text("SELECT id::text, tsvector_to_array(tsv) FROM memory WHERE tenant_id = :tenant"),
+            {"tenant": tenant},
+        )
+        return {memory_id: set(lexemes) for memory_id, lexemes in rows}
+
+
+async def assert_postings_follow_the_text(owner_engine: AsyncEngine, tenant: str) -> None:
+    expected = await lexemes_of_text(owner_engine, tenant)
+    found = await postings(owner_engine, tenant)
+    assert {key: lexemes for key, (_, lexemes) in found.items()} == {
+        key: lexemes for key, lexemes in expected.items() if lexemes
+    }
+
+
+async def test_postings_follow_every_write_of_a_memorys_text(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    ada = bearer(settings, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    first, second, _ = await remember(
+        client, ada, ["User likes green tea", "User plays the cello", "the a an of"]
+    )
+    org = await client.post(
+        "/v1/org/memories", headers=admin, json={"text": "The team ships on Thursdays"}
+    )
+    assert org.status_code == 201, org.text
+    keyed = await client.put(
+        "/v1/users/me/keyed-memories",
+        params={"kind": "semantic", "key": "diet"},
+        headers=ada,
+        json={"text": "Vegetarian on weekdays"},
+    )
+    assert keyed.status_code == 201, keyed.text
+    changed = await client.patch(
+        f"/v1/users/me/memories/{first}", headers=ada, json={"text": "User prefers black coffee"}
+    )
+    assert changed.status_code == 200, changed.text
+    deleted = await client.delete(f"/v1/users/me/memories/{second}", headers=ada)
+    assert deleted.status_code == 204, deleted.text
+
+    await assert_postings_follow_the_text(owner_engine, tenant)
+    found = await postings(owner_engine, tenant)
+    assert found[first] == ("user:ada", {"user", "prefer", "black", "coffe"})
+    assert second not in found
+    assert found[org.json()["id"]][0] == "org:"
+
+
+async def statistics(owner_engine: AsyncEngine, tenant: str) -> dict[str, Any]:
+    async with owner_engine.begin() as connection:
+        owners = await connection.execute(
+            text(
+                "SELECT owner_key, documents, total_length FROM memory_owner_stats "
+                "WHERE tenant_id = :tenant"
+            ),
+            {"tenant": tenant},
+        )
+        lexemes = await connection.execute(
+            text(
+                "SELECT owner_key, lexeme, documents FROM memory_lexeme_stats "
+                "WHERE tenant_id = :tenant"
+            ),
+            {"tenant": tenant},
+        )
+        return {
+            "owners": {row[0]: (row[1], row[2]) for row in owners},
+            "lexemes": {(row[0], row[1]): row[2] for row in lexemes},
+        }
+
+
+async def queued_statistics_jobs(owner_engine: AsyncEngine, tenant: str) -> list[dict[str, Any]]:
+    async with owner_engine.begin() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT convert_from(payload, 'UTF8')::jsonb FROM pgqueuer "
+                "WHERE entrypoint = :kind AND status = 'queued' "
+                "AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant"
+            ),
+            {"kind": SEARCH_STATISTICS_JOB, "tenant": tenant},
+        )
+        return sorted((dict(row[0]) for row in rows), key=lambda job: job["scope"])
+
+
+async def run_statistics_jobs(app: FastAPI, owner_engine: AsyncEngine, tenant: str) -> int:
+    """Run the queued statistics jobs of `tenant` with the service's handler, as the worker
+    would, and take them off the queue."""
+    handle = search_statistics_job(app.state.mneme)
+    jobs = await queued_statistics_jobs(owner_engine, tenant)
+    for payload in jobs:
+        await handle(payload)
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "DELETE FROM pgqueuer WHERE entrypoint = :kind "
+                "AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant"
+            ),
+            {"kind": SEARCH_STATISTICS_JOB, "tenant": tenant},
+        )
+    return len(jobs)
+
+
+async def search_ids(client: AsyncClient, headers: dict[str, str], question: str) -> list[str]:
+    response = await client.post(
+        "/v1/users/me/memories/search",
+        headers=headers,
+        json={"query": question, "limit": 10, "mode": "lexical"},
+    )
+    assert response.status_code == 200, response.text
+    return [hit["memory"]["id"] for hit in response.json()["hits"]]
+
+
+async def test_a_large_owner_gets_statistics_and_is_then_searched_through_its_postings(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    ada = bearer(settings, tenant, "ada")
+    await remember(client, ada, corpus(7, 4 * BOUNDED_FROM))
+    exact = {question: await search_ids(client, ada, question) for question in QUESTIONS}
+
+    # An owner past the threshold without statistics is searched exactly, and the search asks
+    # for them: one job per owner searched (the user, and the organization it shares), however
+    # many searches ask.
+    for question in QUESTIONS[:2]:
+        assert await search_ids(bounded_client, ada, question) == exact[question]
+    assert await queued_statistics_jobs(owner_engine, tenant) == [
+        {"tenant_id": tenant, "scope": "org"},
+        {"tenant_id": tenant, "scope": "user", "user_id": "ada"},
+    ]
+    assert await run_statistics_jobs(bounded_app, owner_engine, tenant) == 2
+
+    counted = await statistics(owner_engine, tenant)
+    # The organization has no memory: no statistics (a search counts its postings, if any).
+    assert set(counted["owners"]) == {"user:ada"}
+    assert counted["owners"]["user:ada"][0] == 4 * BOUNDED_FROM
+    assert counted["lexemes"][("user:ada", "user")] == 4 * BOUNDED_FROM
+    assert all(documents >= 200 for documents in counted["lexemes"].values())
+
+    async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
+        user_only = MemoryFilter.build([Owner.user("ada")]).live_unless_asked()
+        rows = await FusionRepository(session, tenant).search(
+            search_params(
+                user_only,
+                QUESTIONS[0],
+                bounded_from=BOUNDED_FROM,
+                postings_per_lexeme=POSTINGS_PER_LEXEME,
+            )
+        )
+    assert rows and all(row.bounded for row in rows)
+
+    # The API's default search (the user's memories and the organization's) is bounded now,
+    # and it ranks as the exact search does.
+    agreed = 0
+    for question in QUESTIONS:
+        bounded = await search_ids(bounded_client, ada, question)
+        agreed += len(set(bounded) & set(exact[question]))
+    assert agreed / (10 * len(QUESTIONS)) >= 0.9
+    # A bounded search with fresh statistics asks for nothing more.
+    assert await queued_statistics_jobs(owner_engine, tenant) == []
+
+
+async def test_old_statistics_are_recounted_and_a_purged_user_keeps_none(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    ada = bearer(settings, tenant, "ada")
+    await remember(client, ada, corpus(11, 2 * BOUNDED_FROM))
+    await search_ids(bounded_client, ada, "user likes chess")
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+    await remember(client, ada, ["User adores marmalade"])
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "UPDATE memory_owner_stats SET refreshed_at = now() - interval '1 hour' "
+                "WHERE tenant_id = :tenant"
+            ),
+            {"tenant": tenant},
+        )
+    await search_ids(bounded_client, ada, "user likes chess")
+    assert [job["scope"] for job in await queued_statistics_jobs(owner_engine, tenant)] == [
+        "org",
+        "user",
+    ]
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+    owners = (await statistics(owner_engine, tenant))["owners"]
+    assert owners["user:ada"][0] == 2 * BOUNDED_FROM + 1
+
+    # A user's purge takes the postings and statistics with it (they repeat the user's words),
+    # and a recount queued before it leaves nothing behind.
+    await search_ids(bounded_client, ada, "user likes chess")
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE memory_owner_stats SET refreshed_at = now() - interval '1 hour'")
+        )
+    await search_ids(bounded_client, ada, "user likes chess")
+    pending = await queued_statistics_jobs(owner_engine, tenant)
+    admin = bearer(settings, tenant, "root", admin=True)
+    purged = await client.delete("/v1/admin/users/ada", headers=admin)
+    assert purged.status_code == 200, purged.text
+    report = purged.json()
+    assert report["deleted"]["memory_posting"] > 0
+    assert report["remaining"]["memory_posting"] == 0
+    assert report["remaining"]["memory_lexeme_stats"] == 0
+    # The user's queued recount is dropped; the organization's stays (it is not the user's).
+    assert await queued_statistics_jobs(owner_engine, tenant) == [
+        {"tenant_id": tenant, "scope": "org"}
+    ]
+    for payload in pending:  # a recount that was already running when the purge committed
+        await search_statistics_job(bounded_app.state.mneme)(payload)
+    assert await statistics(owner_engine, tenant) == {"owners": {}, "lexemes": {}}
+    assert await postings(owner_engine, tenant) == {}
+
+
+async def test_another_tenants_postings_and_statistics_are_out_of_reach(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    ada = bearer(settings, tenant, "ada")
+    await remember(client, ada, corpus(13, BOUNDED_FROM))
+    await search_ids(bounded_client, ada, "user likes chess")
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+    other = new_tenant()
+    eve = bearer(settings, other, "ada")
+    # The other tenant's user has the same id and asks the same question: nothing of the
+    # first tenant's comes back, through the postings or the statistics.
+    assert await search_ids(bounded_client, eve, "user likes chess") == []
+    async with runtime_engine.begin() as connection:
+        await as_tenant(connection, other)
+        for table in ("memory_posting", "memory_owner_stats", "memory_lexeme_stats"):
+            count = await connection.execute(text(f"SELECT count(*) FROM {table}"))
+            assert count.scalar_one() == 0, table
