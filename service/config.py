@@ -142,6 +142,10 @@ class Settings(BaseSettings):
     # until the owner's statistics are first counted in the background, search is exact.
     search_bounded_from: int = Field(default=5_000, ge=1)
     search_postings_per_lexeme: int = Field(default=300, ge=10, le=10_000)
+    # Such an owner's vector side reads the HNSW index (iterative scan) when its memories are at
+    # least this share of the memory table; a smaller share is sorted exactly (the index would
+    # walk past other owners' vectors to find its nearest).
+    search_vector_index_share: float = Field(default=0.02, gt=0, le=1)
     # Unset: the embedding profile's weight (its model's share against BM25), else 0.5.
     search_linear_lexical_weight: UnitInterval | None = None
     # How much of a memory's conversation is added to its own fused score: the best fused

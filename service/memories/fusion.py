@@ -10,6 +10,7 @@ setting, and the caller awaits the question's vector inside it.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -102,6 +103,7 @@ term_weights AS (
                                               LIMIT :live_count_cap) AS counted))) AS documents
              FROM unnest(o.owner_keys) AS owner(key)
      ) AS df
+     WHERE :use_lexical
 ),
 lexical_hits AS (
     SELECT id, section, score, rank
@@ -260,7 +262,9 @@ SELECT ranked.*,
        (SELECT c.documents FROM collection c WHERE c.section = ranked.section
          LIMIT 1) AS section_documents,
        (SELECT extract(epoch FROM now() - o.refreshed_at) FROM owner_stats o
-         WHERE o.section = ranked.section) AS statistics_age
+         WHERE o.section = ranked.section) AS statistics_age,
+       coalesce((SELECT o.indexed_vectors FROM owner_stats o
+                  WHERE o.section = ranked.section), false) AS indexed_vectors
   FROM (SELECT h.*,
                -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same
                -- rank the same fused score) are decided by what the scores mean: the stronger
@@ -367,9 +371,15 @@ OWNER_STATS_SQL = """
 -- from them. A section without a row is searched exactly.
 SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS documents,
        coalesce(sum(s.total_length)::float8 / nullif(sum(s.documents), 0), 0) AS mean_length,
-       min(s.refreshed_at) AS refreshed_at
+       min(s.refreshed_at) AS refreshed_at,
+       -- Whether the owners hold enough of the table for the vector index to find their
+       -- nearest memories in about pool / share steps (see `PlannedSearch`; on Citus the
+       -- coordinator's count of a distributed table is 0: always).
+       sum(s.documents) >= :vector_index_share
+                           * greatest((SELECT c.reltuples FROM pg_class c
+                                        WHERE c.oid = 'memory'::regclass), 0) AS indexed_vectors
   FROM memory_owner_stats s
- WHERE :use_lexical AND s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
+ WHERE s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
 HAVING sum(s.documents) >= :bounded_from
 """
 """One section's owner statistics, if it is bounded (`owner_stats` of `HYBRID_SEARCH_SQL`)."""
@@ -394,7 +404,7 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                 ORDER BY p.impact DESC
                 LIMIT :postings_per_lexeme
          ) AS top
-         WHERE o.section = ${section}) AS candidate
+         WHERE :use_lexical AND o.section = ${section}) AS candidate
   JOIN memory m ON m.tenant_id = :tenant_id AND m.id = candidate.memory_id
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
@@ -463,6 +473,7 @@ class SearchParams:
     bounded_from: Annotated[int, Integer()] = 5_000
     postings_per_lexeme: Annotated[int, Integer()] = 300
     live_count_cap: Annotated[int, Integer()] = 2 * COMMON_LEXEME_DOCUMENTS
+    vector_index_share: Annotated[float, Float()] = 0.02
 
 
 RANKING_PARAMETERS: tuple[tuple[str, TypeEngine[Any]], ...] = tuple(
@@ -666,6 +677,10 @@ def compiled_search(
     return compiled, compiled.arguments(values)
 
 
+CUSTOM_SEARCH_PLAN_SQL = "SET LOCAL plan_cache_mode = force_custom_plan"
+"""Plan the fusion statement for the search at hand, for owners whose vectors are best read
+from the HNSW index (see `PlannedSearch`)."""
+
 GENERIC_SEARCH_PLAN_SQL = (
     "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL max_parallel_workers_per_gather = 0"
 )
@@ -712,15 +727,31 @@ async def runs_generic_plans(driver: Driver) -> bool:
 
 class PlannedSearch:
     """The fusion statement's runner inside `FusionRepository.planned()`: the planner setting
-    is made, and every search runs on the transaction's driver connection."""
+    is made, and every search runs on the transaction's driver connection.
+
+    An owner whose memories are a large part of the table (`owner_stats.indexed_vectors`) is
+    searched on a plan made for it (`CUSTOM_SEARCH_PLAN_SQL`): planned knowing whose memories
+    it reads, PostgreSQL reads their nearest vectors from the HNSW index, in a number of steps
+    that follows the owner's share of the table, not its size. The generic plan, made for any
+    owner, sorts the owner's vectors exactly, which is cheaper for the many small owners (and
+    needs no planning per search). Which owners are large is learnt from the searches' own
+    results (`indexed_owners`): the first search of a large owner in a process runs on the
+    generic plan."""
 
     def __init__(
-        self, driver: Driver, tenant_id: str, dialect: Dialect, session: AsyncSession
+        self,
+        driver: Driver,
+        tenant_id: str,
+        dialect: Dialect,
+        session: AsyncSession,
+        *,
+        generic_plan: bool,
     ) -> None:
         self._driver = driver
         self._tenant_id = tenant_id
         self._dialect = dialect
         self._session = session
+        self._generic_plan = generic_plan
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
         return (await self.search_sections([params]))[0]
@@ -732,18 +763,58 @@ class PlannedSearch:
         # driver: SQLAlchemy's execution layer cost ~1 ms of CPU a search, a third of the
         # request's own database work in Python (docs/benchmarks.md).
         compiled, arguments = compiled_search(self._tenant_id, sections, self._dialect)
+        owners = [_owner_keys(self._tenant_id, params) for params in sections]
+        custom_plan = self._generic_plan and any(map(indexed_owners.holds, owners))
+        if custom_plan:
+            await self._driver.execute(CUSTOM_SEARCH_PLAN_SQL)
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
         for row in await self._driver.fetch(compiled.sql, *arguments):
             section = row["section"]
-            if not hits[section] and statistics_due(
-                sections[section], row["section_documents"], row["statistics_age"]
-            ):
-                due.update(sections[section].filter.owners)
+            if not hits[section]:
+                indexed_owners.learn(owners[section], row["indexed_vectors"])
+                if statistics_due(
+                    sections[section], row["section_documents"], row["statistics_age"]
+                ):
+                    due.update(sections[section].filter.owners)
             hits[section].append(_search_row(row))
+        if custom_plan:
+            await self._driver.execute(GENERIC_SEARCH_PLAN_SQL)
         for owner in sorted(due, key=lambda each: each.key):
             await enqueue_search_statistics(self._session, self._tenant_id, owner)
         return hits
+
+
+def _owner_keys(tenant_id: str, params: SearchParams) -> tuple[str, ...]:
+    return (tenant_id, *sorted(owner.key for owner in params.filter.owners))
+
+
+class IndexedOwners:
+    """The owners (a search's tenant and owner keys) whose latest search reported
+    `indexed_vectors`, for `INDEXED_OWNERS_TTL`. In process memory: a process that has not
+    seen an owner yet plans its first search generically, which costs time, never results."""
+
+    def __init__(self, ttl: timedelta, kept: int) -> None:
+        self._ttl = ttl.total_seconds()
+        self._kept = kept
+        self._until: dict[tuple[str, ...], float] = {}
+
+    def holds(self, owners: tuple[str, ...]) -> bool:
+        until = self._until.get(owners)
+        return until is not None and until > time.monotonic()
+
+    def learn(self, owners: tuple[str, ...], indexed: bool) -> None:
+        if not indexed:
+            self._until.pop(owners, None)
+            return
+        if len(self._until) >= self._kept and owners not in self._until:
+            self._until.clear()
+        self._until[owners] = time.monotonic() + self._ttl
+
+
+INDEXED_OWNERS_TTL = timedelta(minutes=5)
+indexed_owners = IndexedOwners(INDEXED_OWNERS_TTL, kept=10_000)
+"""The process's large owners (see `PlannedSearch`)."""
 
 
 STATISTICS_MAX_AGE = timedelta(minutes=10)
@@ -778,7 +849,9 @@ class FusionRepository(TenantRepository):
         generic_plan = await runs_generic_plans(driver)
         if generic_plan:
             await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        yield PlannedSearch(driver, self._tenant_id, connection.dialect, self._session)
+        yield PlannedSearch(
+            driver, self._tenant_id, connection.dialect, self._session, generic_plan=generic_plan
+        )
         # Not after a failed statement: the transaction is aborted, and ends with the setting.
         if generic_plan:
             await driver.execute(DEFAULT_PLAN_CHOICE_SQL)

@@ -154,6 +154,7 @@ class MemorySearch:
             with_embeddings=with_mmr,
             bounded_from=settings.search_bounded_from,
             postings_per_lexeme=settings.search_postings_per_lexeme,
+            vector_index_share=settings.search_vector_index_share,
         )
 
     @traced("memories.search")

@@ -10,7 +10,13 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from service.admin.plan import NOT_USER_DATA, SPECIAL_TABLES, UncoveredTables, build_plan
+from service.admin.plan import (
+    DERIVED_TABLES,
+    NOT_USER_DATA,
+    SPECIAL_TABLES,
+    UncoveredTables,
+    build_plan,
+)
 from service.admin.repository import AdminRepository
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
@@ -36,7 +42,10 @@ async def test_every_table_under_row_level_security_is_covered_by_the_purge_plan
     assert {r.name: r.kind for r in plan.rules if r.kind == "parent"} == {
         "thread_summary": "parent",
         "extraction_cursor": "parent",
+        "memory_posting": "parent",
     }
+    # The search's derived tables are purged (they repeat the user's words), never exported.
+    assert {r.name for r in plan.rules} - {r.name for r in plan.exported} == set(DERIVED_TABLES)
     assert {t.name for t in plan.special} == SPECIAL_TABLES
     order = [r.name for r in plan.rules]
     assert order.index("message") < order.index("thread") < order.index("user_account")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from service.db import tenant_transaction
 from service.jobs import SEARCH_STATISTICS_JOB
 from service.main import create_app
 from service.memories.filters import MemoryFilter
-from service.memories.fusion import FusionRepository
+from service.memories.fusion import FusionRepository, IndexedOwners, indexed_owners
 from service.memories.jobs import search_statistics_job
 from tests.conftest import as_tenant, bearer, new_tenant
 from tests.search_params import search_params
@@ -254,11 +255,13 @@ async def run_statistics_jobs(app: FastAPI, owner_engine: AsyncEngine, tenant: s
     return len(jobs)
 
 
-async def search_ids(client: AsyncClient, headers: dict[str, str], question: str) -> list[str]:
+async def search_ids(
+    client: AsyncClient, headers: dict[str, str], question: str, *, mode: str = "lexical"
+) -> list[str]:
     response = await client.post(
         "/v1/users/me/memories/search",
         headers=headers,
-        json={"query": question, "limit": 10, "mode": "lexical"},
+        json={"query": question, "limit": 10, "mode": mode},
     )
     assert response.status_code == 200, response.text
     return [hit["memory"]["id"] for hit in response.json()["hits"]]
@@ -397,3 +400,61 @@ async def test_another_tenants_postings_and_statistics_are_out_of_reach(
         for table in ("memory_posting", "memory_owner_stats", "memory_lexeme_stats"):
             count = await connection.execute(text(f"SELECT count(*) FROM {table}"))
             assert count.scalar_one() == 0, table
+
+
+async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_exactly(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """Its searches run on a plan made for it (the vector index read nearest first), learnt
+    from the first search; the hits agree with the exact search's."""
+    changed = settings.model_copy(
+        update={
+            "search_bounded_from": BOUNDED_FROM,
+            "search_postings_per_lexeme": POSTINGS_PER_LEXEME,
+            # Any owner with statistics counts as holding much of the table.
+            "search_vector_index_share": 1e-9,
+        }
+    )
+    application = create_app(changed)
+    ada = bearer(settings, tenant, "ada")
+    await remember(client, ada, corpus(17, 2 * BOUNDED_FROM))
+    async with LifespanManager(application):
+        transport = ASGITransport(app=application)
+        async with AsyncClient(transport=transport, base_url="http://mneme.test") as bounded:
+            owners = (tenant, "org:", "user:ada")
+            indexed_owners.learn(owners, False)
+            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
+            await run_statistics_jobs(application, owner_engine, tenant)
+            assert not indexed_owners.holds(owners)
+            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
+            assert indexed_owners.holds(owners)
+            # The exact app (the default threshold) first: its searches of the same owner
+            # report it small, and the learnt owners are the process's.
+            exact = [await search_ids(client, ada, each, mode="hybrid") for each in QUESTIONS]
+            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
+            agreed = 0
+            for question, exact_ids in zip(QUESTIONS, exact, strict=True):
+                assert indexed_owners.holds(owners)
+                found = await search_ids(bounded, ada, question, mode="hybrid")
+                agreed += len(set(found) & set(exact_ids))
+            assert agreed / (10 * len(QUESTIONS)) >= 0.9
+
+
+def test_the_large_owners_are_remembered_for_a_while_and_forgotten_when_they_shrink() -> None:
+    owners = IndexedOwners(timedelta(minutes=5), kept=2)
+    owners.learn(("t", "user:a"), True)
+    assert owners.holds(("t", "user:a"))
+    assert not owners.holds(("t", "user:b"))
+    owners.learn(("t", "user:a"), False)
+    assert not owners.holds(("t", "user:a"))
+    expired = IndexedOwners(timedelta(0), kept=2)
+    expired.learn(("t", "user:a"), True)
+    assert not expired.holds(("t", "user:a"))
+    for name in "abc":
+        owners.learn(("t", f"user:{name}"), True)
+    # Bounded: past `kept` entries it starts again rather than grow.
+    assert owners.holds(("t", "user:c"))
+    assert not owners.holds(("t", "user:a"))
