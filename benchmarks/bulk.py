@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks.corpus import Corpus, MemoryRow, noisy_vectors
 from benchmarks.rawsql import asyncpg_connection
+from service.memories.postings import COMMON_LEXEME_DOCUMENTS, IMPACT_MEAN_LENGTH
 
 HNSW_INDEX = "ix_memory_embedding_hnsw"
 MEMORY_COLUMNS = (
@@ -132,6 +133,41 @@ class BulkSettings:
     rebuild_index: bool = True
 
 
+WRITE_MISSING_POSTINGS_SQL = """
+INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, impact)
+SELECT m.tenant_id, m.id, coalesce('user:' || m.user_id, 'org:'), term.lexeme,
+       cardinality(term.positions) * 2.2
+       / (cardinality(term.positions) + 1.2 * (0.25 + 0.75 * m.tsv_length / $1::float8))
+  FROM memory m CROSS JOIN LATERAL unnest(m.tsv) AS term
+ WHERE NOT EXISTS (SELECT 1 FROM memory_posting p
+                    WHERE p.tenant_id = m.tenant_id AND p.memory_id = m.id)
+"""
+"""The postings of every memory that has none (`service.memories.postings.WRITE_POSTINGS_SQL`
+for the rows COPY loaded)."""
+
+COUNT_EVERY_OWNER_SQL = (
+    "DELETE FROM memory_owner_stats",
+    "DELETE FROM memory_lexeme_stats",
+    """
+    INSERT INTO memory_owner_stats (tenant_id, user_id, documents, total_length, refreshed_at)
+    SELECT tenant_id, user_id, count(*), coalesce(sum(tsv_length), 0), now()
+      FROM memory
+     WHERE lifecycle <> 'superseded' AND (expires_at IS NULL OR expires_at > now())
+     GROUP BY tenant_id, user_id
+    """,
+    """
+    INSERT INTO memory_lexeme_stats (tenant_id, user_id, lexeme, documents)
+    SELECT tenant_id, CASE WHEN owner_key = 'org:' THEN NULL ELSE substr(owner_key, 6) END,
+           lexeme, count(*)
+      FROM memory_posting
+     GROUP BY tenant_id, owner_key, lexeme
+    HAVING count(*) >= $1
+    """,
+)
+"""Every owner's search statistics at once (`PostingsRepository.refresh_statistics`, which the
+service's background job runs per owner), for a database loaded by COPY."""
+
+
 class MemoryTable:
     """The memory table as the bulk paths write it: owner connections, COPY streams, the HNSW
     index dropped and rebuilt, tenants deleted."""
@@ -200,9 +236,20 @@ class MemoryTable:
                 group.create_task(consume())
 
     async def vacuum_analyze(self) -> None:
+        """Write the search's postings and statistics of what COPY loaded (the service's write
+        path and its background recount do that for what it stores), then vacuum and analyse."""
         async with self.connection() as connection:
+            await connection.execute(WRITE_MISSING_POSTINGS_SQL, IMPACT_MEAN_LENGTH)
+            async with connection.transaction():
+                *clear_and_count_owners, count_lexemes = COUNT_EVERY_OWNER_SQL
+                for statement in clear_and_count_owners:
+                    await connection.execute(statement)
+                await connection.execute(count_lexemes, COMMON_LEXEME_DOCUMENTS)
             # Sets hint bits and the visibility map now rather than during the measurements.
             await connection.execute("VACUUM (ANALYZE) memory")
+            await connection.execute(
+                "VACUUM (ANALYZE) memory_posting, memory_owner_stats, memory_lexeme_stats"
+            )
             await connection.execute("ANALYZE tenant, user_account")
 
     async def delete_tenants(self, tenants: Sequence[str]) -> None:

@@ -16,16 +16,20 @@ from benchmarks.corpus import Corpus, CorpusShape, build_pool
 from benchmarks.rawsql import (
     EXACT,
     FORCED_HNSW,
+    NEVER_BOUNDED,
     FusionStatement,
     asyncpg_connection,
+    exact_search_statement,
     service_search_params,
 )
 from service.auth.owner import Owner
 from service.config import Settings
-from service.memories.fusion import HYBRID_SEARCH_SQL
+from service.memories.filters import MemoryFilter
+from service.memories.fusion import HYBRID_SEARCH_SQL, hybrid_search_statement
 from service.memories.schemas import SearchRequest
 from service.providers import Embedder, build_embedder, embedder_config_from_settings
 from tests.conftest import bearer
+from tests.search_params import search_params
 
 MEMORIES = [
     "Prefers green tea in the morning and usually has 3 cups before noon.",
@@ -148,3 +152,11 @@ async def test_the_bulk_path_refuses_a_role_under_row_level_security(
         driver = await asyncpg_connection(connection)
         assert await driver.fetchval("SHOW statement_timeout") == "15s"
         assert await driver.fetchval("SELECT CAST($1 AS vector)::text", "[1,2]") == "[1,2]"
+
+
+def test_the_exact_reference_never_takes_the_bounded_lexical_path() -> None:
+    """However low the search's own threshold, the reference scores every matching memory."""
+    params = search_params(MemoryFilter.build([Owner.user("ada")]), "tea", bounded_from=1)
+    bound = exact_search_statement("t-1", params).compile().params
+    assert bound["bounded_from"] == NEVER_BOUNDED
+    assert hybrid_search_statement("t-1", params).compile().params["bounded_from"] == 1
