@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     reembed.add_argument("--batch-size", type=int, default=64)
 
-    run_bench = _add_bench_parser(commands)
+    run_bench = _add_bench_parser(commands, load=_command_of(argv) == "bench")
     add_admin_parser(commands)
     add_mcp_stdio_parser(commands)
 
@@ -93,12 +93,25 @@ def main(argv: list[str] | None = None) -> int:
     return _token(args)
 
 
+def _command_of(argv: list[str] | None) -> str | None:
+    """The command word of a command line (the first word that is not an option)."""
+    words = sys.argv[1:] if argv is None else argv
+    return next((word for word in words if not word.startswith("-")), None)
+
+
 def _add_bench_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], *, load: bool
 ) -> Callable[[argparse.Namespace], int]:
     """Add `bench` from the `benchmarks` package, which ships apart from the service (the
     `bench` extra); returns what runs it. Without the package, `mneme bench …` says how to
-    install it."""
+    install it.
+
+    The package (which loads the whole service) is imported only when `load` says the command
+    line runs `bench`: every other command starts without it."""
+    if not load:
+        # Listed in `mneme --help`; never run (a command line that runs it loads the package).
+        commands.add_parser("bench", help="benchmarks (see `mneme bench --help`)")
+        return lambda _args: 2
     try:
         from benchmarks.cli import add_bench_parser, run_bench
     except ModuleNotFoundError as exc:
@@ -232,7 +245,7 @@ async def _reembed(batch_size: int) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    from service.auth.tokens import mint_dev_token
+    from service.auth.dev_tokens import mint_dev_token
 
     settings = get_settings()
     if settings.jwt_hs256_secret is None:

@@ -6,9 +6,13 @@ import asyncio
 import importlib.abc
 import importlib.metadata
 import io
+import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from importlib.machinery import ModuleSpec
+from pathlib import Path
 from types import ModuleType
 
 import jwt
@@ -169,3 +173,35 @@ def test_the_reembed_progress_counts_memories_with_a_space_before_the_unit() -> 
     assert "120 memories" in shown
     assert "memories/s" in shown
     assert "0memories" not in shown
+
+
+# What a command that never serves must not load: the web framework, the database toolkit,
+# the vector maths, and the optional features' clients (they cost seconds of start-up).
+SERVING_MODULES = ("fastapi", "sqlalchemy", "alembic", "numpy", "onnxruntime", "openai", "mcp")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["token", "--tenant", "acme", "--user", "ada"], ["--version"], ["admin", "--help"]],
+)
+def test_the_lightweight_commands_do_not_load_the_service(arguments: list[str]) -> None:
+    script = (
+        "import json, sys\n"
+        "from service.cli import main\n"
+        "try:\n"
+        f"    code = main({arguments!r})\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        "top = {name.partition('.')[0] for name in sys.modules}\n"
+        f"loaded = sorted(top & set({SERVING_MODULES!r}))\n"
+        "sys.stderr.write(json.dumps({'code': code, 'loaded': loaded}))\n"
+    )
+    environment = {**os.environ, "MNEME_JWT_HS256_SECRET": TEST_SECRET, "MNEME_ENV": "dev"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), environment.get("PYTHONPATH", "")]
+    )
+    ran = subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=False
+    )
+    outcome = json.loads(ran.stderr.splitlines()[-1])
+    assert outcome == {"code": 0, "loaded": []}, ran.stderr
