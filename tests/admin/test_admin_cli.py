@@ -8,6 +8,7 @@ import asyncio
 import getpass
 import io
 import json
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -330,3 +331,49 @@ async def test_a_rerun_queues_the_users_thread_jobs_and_names_the_operator(
     assert f"\tservice:{OPERATOR}\tjob.requeued\tthread:{seeded.thread_ids[0]}\t" in entry
     with pytest.raises(SystemExit):
         await mneme(*rerun, "--thread", "not-a-uuid")
+
+
+ADMIN_DOC = Path(__file__).resolve().parents[2] / "docs" / "admin.md"
+
+
+def documented_session() -> list[list[str]]:
+    """The `mneme admin` command lines of the terminal session in docs/admin.md, in order."""
+    section = ADMIN_DOC.read_text().split("## From a terminal", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("mneme ")]
+
+
+async def test_the_terminal_session_in_the_admin_docs_runs_as_written(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    before = await rows_of(owner_engine, tenant, "ada")
+    monkeypatch.chdir(tmp_path)
+    session = documented_session()
+    assert {arguments[1] for arguments in session} >= {
+        "list-users",
+        "show-user",
+        "export-user",
+        "import-user",
+        "purge-user",
+        "purge-tenant",
+        "audit",
+        "rerun-jobs",
+    }
+    for arguments in session:
+        command = [tenant if word == "acme" else word for word in arguments]
+        assert await mneme(*command) == 0, (command, capsys.readouterr().err)
+    # The session restored what it purged (but the stored responses exports leave out), and
+    # its rerun recorded a `job.requeued` entry for each of the user's two threads.
+    assert await rows_of(owner_engine, tenant, "ada") == {
+        **before,
+        "idempotency_record": 0,
+        "audit_log": before["audit_log"] + 2,
+    }
