@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib.abc
 import importlib.metadata
@@ -20,7 +21,7 @@ import jwt
 import pytest
 
 from service import db_migrations
-from service.cli import main, reembed_progress
+from service.cli import build_parser, main, reembed_progress
 from service.config import get_settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from tests.conftest import TEST_SECRET
@@ -227,3 +228,19 @@ def test_the_service_starts_without_the_optional_features_clients() -> None:
     outcome = _loaded_after("from service.main import create_app\ncreate_app()")
     assert set(outcome["loaded"]) & set(OPTIONAL_MODULES) == set()
     assert "fastapi" in outcome["loaded"]  # the check sees what the app does load
+
+
+def _options_without_help(parser: argparse.ArgumentParser, command: str) -> list[str]:
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, subcommand in action.choices.items():
+                missing += _options_without_help(subcommand, f"{command} {name}")
+        elif not action.help:
+            missing.append(f"{command} {'/'.join(action.option_strings) or action.dest}")
+    return missing
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    parser, _ = build_parser(["token"])
+    assert _options_without_help(parser, "mneme") == []
