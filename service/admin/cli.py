@@ -20,13 +20,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from service.auth.principal import TENANT_ID_MAX
 from service.extraction.cli import rerun_extraction
 
 if TYPE_CHECKING:
     from service.admin.service import AdminService, UserLifecycle
     from service.operator import OperatorConnection
 
-TENANT_ID_MAX = 128
+# The API's page sizes (`service.kit.pagination`, which loads the web framework: the parser
+# of every command is built at start-up, so it does not import it; a test keeps them equal).
 PAGE_SIZE_DEFAULT = 50
 PAGE_SIZE_MAX = 200
 TIME_HELP = "an ISO 8601 time with a UTC offset, e.g. 2026-12-01T00:00:00Z"

@@ -16,8 +16,10 @@ import pytest
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.admin.cli import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from service.cli import main
 from service.config import Settings, get_settings
+from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from tests.admin.conftest import rows_of, seed_user, tenant_rows
 from tests.conftest import bearer, new_tenant
 
@@ -154,6 +156,10 @@ async def test_list_users_pages_through_the_tenants_users_with_the_apis_counts(
     assert await mneme("admin", "list-users", "--tenant", tenant) == 0
     rows = capsys.readouterr().out.splitlines()
     assert rows[0].startswith("ada\tmemories 1 semantic, 1 episodic, 0 procedural\tthreads 2")
+
+
+def test_the_commands_page_as_the_api_does() -> None:
+    assert (PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX) == (DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
 
 
 @pytest.mark.parametrize(
