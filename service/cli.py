@@ -29,7 +29,11 @@ def _installed_version() -> str:
         return "unknown (not installed)"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser(
+    argv: list[str] | None = None,
+) -> tuple[argparse.ArgumentParser, Callable[[argparse.Namespace], int]]:
+    """The `mneme` command line's parser (with `bench`'s own when `argv` runs it), and what
+    runs `bench`."""
     parser = argparse.ArgumentParser(prog="mneme", description="Mneme memory service")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -55,22 +59,31 @@ def main(argv: list[str] | None = None) -> int:
     reembed = commands.add_parser(
         "reembed", help="embed memories that lack a vector or carry another model's"
     )
-    reembed.add_argument("--batch-size", type=int, default=64)
+    reembed.add_argument(
+        "--batch-size", type=int, default=64, help="memories embedded per batch (default 64)"
+    )
 
-    run_bench = _add_bench_parser(commands)
+    run_bench = _add_bench_parser(commands, load=_command_of(argv) == "bench")
     add_admin_parser(commands)
     add_mcp_stdio_parser(commands)
 
     token = commands.add_parser("token", help="mint a dev HS256 token")
-    token.add_argument("--tenant", required=True)
-    token.add_argument("--user", required=True)
+    token.add_argument("--tenant", required=True, help="the tenant the token is for")
+    token.add_argument("--user", required=True, help="the user, the token's subject")
     token.add_argument("--admin", action="store_true", help="grant the admin role")
     token.add_argument(
         "--service",
         action="store_true",
         help="a service principal (may address any user of the tenant)",
     )
-    token.add_argument("--ttl", type=int, default=None, help="lifetime in seconds")
+    token.add_argument(
+        "--ttl", type=int, default=None, help="lifetime in seconds (MNEME_DEV_TOKEN_TTL_SECONDS)"
+    )
+    return parser, run_bench
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, run_bench = build_parser(argv)
 
     args = parser.parse_args(argv)
     if args.command in ("serve", "migrate", "reembed"):
@@ -93,12 +106,25 @@ def main(argv: list[str] | None = None) -> int:
     return _token(args)
 
 
+def _command_of(argv: list[str] | None) -> str | None:
+    """The command word of a command line (the first word that is not an option)."""
+    words = sys.argv[1:] if argv is None else argv
+    return next((word for word in words if not word.startswith("-")), None)
+
+
 def _add_bench_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], *, load: bool
 ) -> Callable[[argparse.Namespace], int]:
     """Add `bench` from the `benchmarks` package, which ships apart from the service (the
     `bench` extra); returns what runs it. Without the package, `mneme bench …` says how to
-    install it."""
+    install it.
+
+    The package (which loads the whole service) is imported only when `load` says the command
+    line runs `bench`: every other command starts without it."""
+    if not load:
+        # Listed in `mneme --help`; never run (a command line that runs it loads the package).
+        commands.add_parser("bench", help="benchmarks (see `mneme bench --help`)")
+        return lambda _args: 2
     try:
         from benchmarks.cli import add_bench_parser, run_bench
     except ModuleNotFoundError as exc:
@@ -232,7 +258,7 @@ async def _reembed(batch_size: int) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    from service.auth.tokens import mint_dev_token
+    from service.auth.dev_tokens import mint_dev_token
 
     settings = get_settings()
     if settings.jwt_hs256_secret is None:

@@ -71,7 +71,7 @@ from service.openapi import client_openapi
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
-from service.providers import build_embedder, embedder_config_from_settings
+from service.providers import Embedder, build_embedder, embedder_config_from_settings
 from service.providers.llm import build_chat_model
 from service.providers.query_cache import cache_query_embeddings
 from service.providers.reranker import build_reranker
@@ -169,15 +169,19 @@ async def _open_state(
 ) -> AppState:
     """The database (migrated when configured), the providers and everything built once for
     all requests, as `app.state.mneme`; each closes on `stack`."""
+    raw_embedder = build_embedder(embedder_config_from_settings(settings))
+    embedder = InstrumentedEmbedder(raw_embedder)
+    stack.push_async_callback(embedder.aclose)
+    # The local model and the context blocks' tokenizer load in threads while the database
+    # starts and migrates; both are loaded before the first request all the same.
+    warm_up = asyncio.create_task(_load_models(raw_embedder), name="mneme-load-models")
+    stack.push_async_callback(_finished, warm_up)
     target = await open_database_target(settings)
     stack.callback(target.close)
     if settings.migrate_on_start:
         await db_migrations.upgrade_as_owner(target.urls.owner, settings)
     engine = create_engine(target.urls.runtime, settings)
     stack.push_async_callback(engine.dispose)
-    raw_embedder = build_embedder(embedder_config_from_settings(settings))
-    embedder = InstrumentedEmbedder(raw_embedder)
-    stack.push_async_callback(embedder.aclose)
     chat_model = build_chat_model(settings)
     if chat_model is not None:
         stack.push_async_callback(chat_model.aclose)
@@ -189,13 +193,7 @@ async def _open_state(
     stack.push_async_callback(background.drain)
     await assert_runtime_role_is_unprivileged(engine)
     sessionmaker = create_sessionmaker(engine)
-    # The local model loads now rather than on the first request (API embedders have nothing
-    # to load and are not called at start-up).
-    load_model = getattr(raw_embedder, "load", None)
-    if load_model is not None:
-        await load_model()
-    # So is the context blocks' tokenizer (reading its BPE ranks takes ~0.4 s).
-    await asyncio.to_thread(encoding_for)
+    await warm_up
     state = AppState(
         settings=settings,
         engine=engine,
@@ -225,6 +223,24 @@ async def _open_state(
     if supervisor is not None:
         stack.callback(supervisor.stop)
     return state
+
+
+async def _load_models(embedder: Embedder) -> None:
+    """Load the local model and the context blocks' tokenizer now rather than on the first
+    request: reading them takes tenths of a second each. API embedders have nothing to load
+    and are not called at start-up."""
+    load_model = getattr(embedder, "load", None)
+    loading = [asyncio.to_thread(encoding_for)]
+    if load_model is not None:
+        loading.append(load_model())
+    await asyncio.gather(*loading)
+
+
+async def _finished(task: asyncio.Task[None]) -> None:
+    """Wait for `task` (its error, if any, was raised where it was awaited): a start-up that
+    failed meanwhile closes nothing the task still uses."""
+    with contextlib.suppress(Exception):
+        await task
 
 
 async def _start_background_work(

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib.abc
 import importlib.metadata
 import io
+import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from importlib.machinery import ModuleSpec
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import jwt
 import pytest
 
 from service import db_migrations
-from service.cli import main, reembed_progress
+from service.cli import build_parser, main, reembed_progress
 from service.config import get_settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from tests.conftest import TEST_SECRET
@@ -169,3 +175,72 @@ def test_the_reembed_progress_counts_memories_with_a_space_before_the_unit() -> 
     assert "120 memories" in shown
     assert "memories/s" in shown
     assert "0memories" not in shown
+
+
+# What a command that never serves must not load: the web framework, the database toolkit,
+# the vector maths (together, seconds of start-up).
+SERVING_MODULES = ("fastapi", "sqlalchemy", "alembic", "numpy", "onnxruntime")
+# What the service itself loads only when a feature needs it: an LLM or an OpenAI-compatible
+# embedder (openai), the first request to /mcp (mcp), `mneme bench` (benchmarks).
+OPTIONAL_MODULES = ("openai", "mcp", "mcp_types", "benchmarks")
+
+
+def _loaded_after(statements: str) -> dict[str, Any]:
+    """Run `statements` in a fresh interpreter (dev settings); its `code` and which of
+    `SERVING_MODULES` and `OPTIONAL_MODULES` it loaded."""
+    watched = {*SERVING_MODULES, *OPTIONAL_MODULES}
+    script = (
+        "import json, sys\n"
+        "code = 0\n"
+        f"{statements}\n"
+        "top = {name.partition('.')[0] for name in sys.modules}\n"
+        f"loaded = sorted(top & set({sorted(watched)!r}))\n"
+        "sys.stderr.write('\\n' + json.dumps({'code': code, 'loaded': loaded}))\n"
+    )
+    environment = {**os.environ, "MNEME_JWT_HS256_SECRET": TEST_SECRET, "MNEME_ENV": "dev"}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), environment.get("PYTHONPATH", "")]
+    )
+    ran = subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    outcome: dict[str, Any] = json.loads(ran.stderr.splitlines()[-1])
+    return outcome
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["token", "--tenant", "acme", "--user", "ada"], ["--version"], ["admin", "--help"]],
+)
+def test_the_lightweight_commands_do_not_load_the_service(arguments: list[str]) -> None:
+    outcome = _loaded_after(
+        "from service.cli import main\n"
+        "try:\n"
+        f"    code = main({arguments!r})\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+    )
+    assert outcome == {"code": 0, "loaded": []}
+
+
+def test_the_service_starts_without_the_optional_features_clients() -> None:
+    outcome = _loaded_after("from service.main import create_app\ncreate_app()")
+    assert set(outcome["loaded"]) & set(OPTIONAL_MODULES) == set()
+    assert "fastapi" in outcome["loaded"]  # the check sees what the app does load
+
+
+def _options_without_help(parser: argparse.ArgumentParser, command: str) -> list[str]:
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, subcommand in action.choices.items():
+                missing += _options_without_help(subcommand, f"{command} {name}")
+        elif not action.help:
+            missing.append(f"{command} {'/'.join(action.option_strings) or action.dest}")
+    return missing
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    parser, _ = build_parser(["token"])
+    assert _options_without_help(parser, "mneme") == []

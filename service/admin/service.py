@@ -324,10 +324,7 @@ class UserLifecycle:
             self._actor.subject,
             json.dumps(deleted, sort_keys=True),
         )
-        async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
-            repository = AdminRepository(session, self._tenant_id)
-            remaining = {name: await repository.count_tenant_rows(t) for name, t in tables.items()}
-            remaining[JOBS_TABLE] = await repository.count_tenant_jobs()
+        remaining = await self._tenant_rows(tables)
         return PurgeReport(
             tenant_id=self._tenant_id,
             deleted=deleted,
@@ -335,6 +332,24 @@ class UserLifecycle:
             verified=not any(remaining.values()),
             purged_at=purged_at,
         )
+
+    async def purge_tenant_preview(self) -> dict[str, int]:
+        """What a purge of the whole tenant would delete now, per table and in queued jobs,
+        counted without changing anything."""
+        async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+            tables = {
+                t.name: t for t in await AdminRepository(session, self._tenant_id).catalogue()
+            }
+        return await self._tenant_rows(tables)
+
+    async def _tenant_rows(self, tables: dict[str, CatalogueTable]) -> dict[str, int]:
+        """The tenant's rows in each of `tables` and its queued jobs, counted in a transaction
+        of their own."""
+        async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+            repository = AdminRepository(session, self._tenant_id)
+            counts = {name: await repository.count_tenant_rows(t) for name, t in tables.items()}
+            counts[JOBS_TABLE] = await repository.count_tenant_jobs()
+        return counts
 
     async def open_export(self, user_id: str) -> UserExport:
         """Start an export: opens its snapshot (one REPEATABLE READ transaction, so the header's

@@ -1,4 +1,4 @@
-"""Bearer JWT verification (HS256 secret and RS256/ES256 via JWKS) and dev token minting.
+"""Bearer JWT verification (HS256 secret and RS256/ES256 via JWKS).
 
 PyJWT does the cryptography and claim checks; its `PyJWKClient` caches the JWKS and refetches
 it when a token names a `kid` it has not seen (key rotation), so we do not hand-roll either.
@@ -7,12 +7,13 @@ it when a token names a `kid` it has not seen (key rotation), so we do not hand-
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import jwt
 from jwt import PyJWKClient
 
+# Minting lives apart (it needs no web framework); imported from here as it always was.
+from service.auth.dev_tokens import mint_dev_token as mint_dev_token
 from service.auth.principal import (
     TENANT_ID_MAX,
     AccountClaims,
@@ -157,40 +158,6 @@ def account_claims(claims: dict[str, Any], settings: Settings) -> AccountClaims:
         avatar=_overlay_text(claims.get(settings.avatar_claim)),
         socials=socials,
     )
-
-
-def mint_dev_token(
-    settings: Settings,
-    *,
-    tenant_id: str,
-    user_id: str,
-    admin: bool = False,
-    service: bool = False,
-    ttl_seconds: int | None = None,
-    extra_claims: dict[str, Any] | None = None,
-) -> str:
-    """An HS256 token for local development, signed with the configured dev secret."""
-    if settings.jwt_hs256_secret is None:
-        raise RuntimeError("no HS256 secret is configured (MNEME_JWT_HS256_SECRET)")
-    if not is_valid_identifier(tenant_id, TENANT_ID_MAX) or not is_valid_identifier(user_id):
-        raise ValueError("tenant and user ids must be 1-256 printable characters without '/'")
-    now = int(time.time())
-    claims: dict[str, Any] = {
-        settings.user_claim: user_id,
-        settings.tenant_claim: tenant_id,
-        "iat": now,
-        "exp": now + (ttl_seconds or settings.dev_token_ttl_seconds),
-    }
-    if admin:
-        claims[settings.roles_claim] = [settings.admin_role]
-    if service:
-        claims[settings.scope_claim] = settings.service_scope
-    if settings.jwt_issuer:
-        claims["iss"] = settings.jwt_issuer
-    if settings.jwt_audience:
-        claims["aud"] = settings.jwt_audience
-    claims.update(extra_claims or {})
-    return jwt.encode(claims, settings.jwt_hs256_secret.get_secret_value(), algorithm="HS256")
 
 
 def _string_list(value: object) -> list[str]:

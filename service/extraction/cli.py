@@ -1,50 +1,32 @@
-"""`mneme admin rerun-extraction`: queue an operator's rerun of the write path and summaries."""
+"""`mneme admin rerun-extraction` (or `rerun-jobs`): the operator's rerun of the write path and
+summaries, as `POST /v1/admin/jobs/rerun` runs it."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import uuid
-from typing import Any
-
-from service.config import get_settings
-
-
-def add_rerun_parser(actions: Any) -> None:
-    """Add `rerun-extraction` to `mneme admin`'s subcommands."""
-    rerun = actions.add_parser(
-        "rerun-extraction",
-        help="queue fresh extraction (or turn storage) and summary jobs for a user's threads",
-    )
-    rerun.add_argument("--tenant", required=True)
-    rerun.add_argument("--user", required=True, help="the user whose threads to process")
-    rerun.add_argument("--thread", type=uuid.UUID, default=None, help="only this thread")
 
 
 async def rerun_extraction(args: argparse.Namespace) -> int:
-    from service.db import (
-        create_engine,
-        create_sessionmaker,
-        open_database_target,
-        tenant_transaction,
-    )
+    """Queue the rerun in one tenant-scoped transaction, each queued job audited as the
+    operator."""
+    from service.db import tenant_transaction
     from service.extraction.recovery import WritePathRecovery
+    from service.operator import operator_connection
     from service.providers.llm import build_chat_model
 
-    settings = get_settings()
-    target = await open_database_target(settings)
-    engine = create_engine(target.urls.runtime, settings, pool_size=1, max_overflow=0)
-    chat_model = build_chat_model(settings)
-    try:
-        sessionmaker = create_sessionmaker(engine)
-        recovery = WritePathRecovery(sessionmaker, settings, chat_model)
-        async with tenant_transaction(sessionmaker, args.tenant) as session:
-            result = await recovery.rerun(session, args.tenant, args.user, args.thread)
-    finally:
-        if chat_model is not None:
-            await chat_model.aclose()
-        await engine.dispose()
-        target.close()
+    async with operator_connection(args.tenant) as connection:
+        # The kinds of job a rerun queues follow the configured write path (LLM or not).
+        chat_model = build_chat_model(connection.settings)
+        try:
+            recovery = WritePathRecovery(connection.sessionmaker, connection.settings, chat_model)
+            async with tenant_transaction(connection.sessionmaker, args.tenant) as session:
+                result = await recovery.rerun(
+                    session, args.tenant, args.user, args.thread, requested_by=connection.operator
+                )
+        finally:
+            if chat_model is not None:
+                await chat_model.aclose()
     if args.thread is not None and not result.threads:
         sys.stderr.write(
             f"mneme admin: no thread {args.thread} of user {args.user} with messages\n"

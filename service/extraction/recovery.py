@@ -14,7 +14,7 @@ the next append, and a conversation that ended during a model outage has none. S
   scheduling keeps every read under the tenant's row-level security (a global scan would have
   to read across tenants).
 * **Rerun.** An admin (`POST /v1/admin/jobs/rerun`) or an operator (`mneme admin
-  rerun-extraction`) queues fresh write-path and summary jobs for one thread or all of a
+  rerun-jobs`) queues fresh write-path and summary jobs for one thread or all of a
   user's threads at once.
 
 Every job queued here is fresh (none of another job's spent attempts) and recorded as a
@@ -172,8 +172,8 @@ class WritePathRecovery:
         user's thread (or all the user's threads with messages, the most recently active first,
         at most `RERUN_MAX_THREADS`). No kinds when background work is off.
 
-        Each queued job is audited as `requested_by` (with its request id) when an admin asked
-        over the API; as the recovery actor when an operator ran it from the terminal."""
+        Each queued job is audited as `requested_by` (an admin over the API, with its request
+        id; the operator at a terminal), or as the recovery actor when no one is named."""
         kinds = [
             kind
             for kind in (self._write_path_kind(), THREAD_SUMMARY_JOB if self._summaries else None)

@@ -12,16 +12,13 @@ and any replica can serve any request.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
 from opentelemetry import trace
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
@@ -30,11 +27,13 @@ from service.auth.owner import Owner
 from service.auth.principal import ME
 from service.dependencies import get_principal
 from service.errors import NotFound, Unauthenticated
-from service.mcp.calls import CALLER_STATE_KEY, McpCaller, caller_from_request
 from service.mcp.discovery import MCP_PATH, challenge_parameters
-from service.mcp.server import build_mcp_server
 from service.observability import tracer
 from service.state import AppState
+
+if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 USER_HEADER = "x-mneme-user"
 
@@ -47,6 +46,8 @@ async def message_span(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
     names and attributes). A tool error marks it failed (`error.type=tool_error`), as the SDK's
     span does: the HTTP answer is a 200 either way.
     """
+    from mcp.types import CallToolResult
+
     name = ctx.params.get("name") if ctx.params else None
     target = f" {name}" if isinstance(name, str) else ""
     with tracer.start_as_current_span(f"{ctx.method}{target}") as span:
@@ -69,30 +70,38 @@ async def message_span(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
 
 
 class McpEndpoint:
-    """The ASGI app mounted at `/mcp`: authenticate, resolve the user, then serve MCP."""
+    """The ASGI app mounted at `/mcp`: authenticate, resolve the user, then serve MCP.
+
+    The MCP SDK takes about a third of a second to import, more than anything else the service
+    loads, and only MCP clients use it: it loads, and the server is built, on the first
+    request to `/mcp` (that request waits for it), not while the service starts."""
 
     def __init__(self) -> None:
-        self.server: MCPServer[Any] = build_mcp_server(caller_from_request)
-        # Bearer authentication is what protects this endpoint; the SDK's Host/Origin check
-        # (DNS rebinding) targets unauthenticated local servers and would refuse every
-        # public host name the service is deployed under.
-        self.server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
-            stateless_http=True,
-            json_response=True,
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        )
-        self._sessions: StreamableHTTPSessionManager = self.server.session_manager
-        self.server.middleware[:] = [
-            message_span if isinstance(layer, OpenTelemetryMiddleware) else layer
-            for layer in self.server.middleware
-        ]
+        self._task_group: TaskGroup | None = None
+        self._sessions: StreamableHTTPSessionManager | None = None
+        self._starting = asyncio.Lock()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Serve requests while this block runs (enter it in the application's lifespan)."""
-        async with self._sessions.run():
-            yield
+        async with anyio.create_task_group() as task_group:
+            self._task_group = task_group
+            try:
+                yield
+            finally:
+                self._task_group = None
+                task_group.cancel_scope.cancel()
+
+    async def _started(self) -> StreamableHTTPSessionManager:
+        """The session manager, built and running in the lifespan's task group."""
+        async with self._starting:
+            if self._sessions is None:
+                if self._task_group is None:
+                    raise RuntimeError("/mcp is served only while the application runs")
+                sessions = _build_sessions()
+                await self._task_group.start(_run_sessions, sessions)
+                self._sessions = sessions
+        return self._sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -112,5 +121,42 @@ class McpEndpoint:
                 f" (name it in {USER_HEADER})" if principal.is_service and addressed == ME else ""
             )
             raise NotFound(f"No user {addressed!r} that this caller may address{hint}.")
+        from service.mcp.calls import CALLER_STATE_KEY, McpCaller
+
+        sessions = await self._started()
         setattr(request.state, CALLER_STATE_KEY, McpCaller(state, principal, Owner.user(user_id)))
-        await self._sessions.handle_request(scope, receive, send)
+        await sessions.handle_request(scope, receive, send)
+
+
+def _build_sessions() -> StreamableHTTPSessionManager:
+    """The MCP server over streamable HTTP, stateless, with one span per message."""
+    from mcp.server._otel import OpenTelemetryMiddleware
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from service.mcp.calls import caller_from_request
+    from service.mcp.server import build_mcp_server
+
+    server = build_mcp_server(caller_from_request)
+    # Bearer authentication is what protects this endpoint; the SDK's Host/Origin check
+    # (DNS rebinding) targets unauthenticated local servers and would refuse every public
+    # host name the service is deployed under.
+    server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    server.middleware[:] = [
+        message_span if isinstance(layer, OpenTelemetryMiddleware) else layer
+        for layer in server.middleware
+    ]
+    return server.session_manager
+
+
+async def _run_sessions(
+    sessions: StreamableHTTPSessionManager, *, task_status: TaskStatus[None]
+) -> None:
+    """Run the session manager until the lifespan's task group is cancelled at shutdown."""
+    async with sessions.run():
+        task_status.started()
+        await anyio.sleep_forever()

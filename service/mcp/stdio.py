@@ -13,15 +13,13 @@ import argparse
 import asyncio
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from service.auth.owner import Owner
 from service.auth.principal import ME
 from service.config import get_settings
-from service.errors import DomainError
-from service.mcp.calls import McpCaller
-from service.mcp.server import build_mcp_server
-from service.state import AppState
+
+if TYPE_CHECKING:
+    from service.state import AppState
 
 TOKEN_VARIABLE = "MNEME_MCP_TOKEN"  # noqa: S105 - the name of a variable, not a secret
 
@@ -44,7 +42,13 @@ def run_mcp_stdio(args: argparse.Namespace) -> int:
 
 
 async def _serve(token: str, user: str) -> int:
+    # Imported here, not with the command line: `mneme token` and the other commands that
+    # never serve do not load the application.
+    from service.auth.owner import Owner
+    from service.errors import DomainError
     from service.main import create_app
+    from service.mcp.calls import McpCaller
+    from service.mcp.server import build_mcp_server
 
     app = create_app(get_settings())
     async with app.router.lifespan_context(app):

@@ -14,22 +14,17 @@ job records that are not tenant-scoped.
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from openai import (
-    APIConnectionError,
-    APIStatusError,
-    APITimeoutError,
-    AsyncOpenAI,
-    OpenAIError,
-)
-from openai.types.chat import ChatCompletion
 from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
 from service.config import Settings
 from service.observability import DOMAIN_METRICS, tracer
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 
@@ -95,6 +90,10 @@ class OpenAIChatModel:
         timeout_seconds: float,
         max_retries: int,
     ) -> None:
+        # The client library takes a third of a second to import: only a service with an LLM
+        # configured pays for it.
+        from openai import AsyncOpenAI
+
         self.model_name = model
         self._client = AsyncOpenAI(
             api_key=api_key or PLACEHOLDER_API_KEY,
@@ -159,6 +158,8 @@ class OpenAIChatModel:
     async def _create(
         self, system: str, user: str, output: type[BaseModel], schema_name: str
     ) -> ChatCompletion:
+        from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAIError
+
         schema = strict_json_schema(output)
         try:
             return await self._client.chat.completions.create(

@@ -153,3 +153,23 @@ async def rows_by_thread(
         )
         counts["pgqueuer"] = int(value.scalar_one())
     return counts
+
+
+RLS_TABLES_SQL = """
+    SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relrowsecurity
+"""
+
+
+async def tenant_rows(owner_engine: AsyncEngine, tenant_id: str) -> dict[str, int]:
+    """Rows of the tenant in every table under row-level security, counted as the owner."""
+    counts: dict[str, int] = {}
+    async with owner_engine.connect() as connection:
+        for table in (await connection.execute(text(RLS_TABLES_SQL))).scalars():
+            column = "id" if table == "tenant" else "tenant_id"
+            value = await connection.execute(
+                text(f"SELECT count(*) FROM {table} WHERE {column} = :t"),
+                {"t": tenant_id},
+            )
+            counts[table] = int(value.scalar_one())
+    return counts

@@ -1,10 +1,14 @@
-"""`mneme admin purge-user` and `export-user`: progress, the report, the verification."""
+"""`mneme admin …` against the real database: each command runs the admin API's use case as
+the operator (`cli:<login>` in the audit trail), refuses bad input with a non-zero status and
+changes nothing then."""
 
 from __future__ import annotations
 
 import asyncio
+import getpass
 import io
 import json
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,9 +16,19 @@ import pytest
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.admin.cli import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from service.cli import main
 from service.config import Settings, get_settings
-from tests.admin.conftest import rows_of, seed_user
+from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from tests.admin.conftest import rows_of, seed_user, tenant_rows
+from tests.conftest import bearer, new_tenant
+
+OPERATOR = f"cli:{getpass.getuser()}"
+
+
+async def mneme(*arguments: str) -> int:
+    """Run `mneme …` as a shell would (in a thread: the command runs its own event loop)."""
+    return await asyncio.to_thread(main, list(arguments))
 
 
 @pytest.fixture
@@ -106,3 +120,266 @@ async def test_a_purge_without_yes_needs_the_user_id_typed_at_a_terminal(
     assert await asyncio.to_thread(main, purge) == 0
     assert json.loads(capsys.readouterr().out)["verified"] is True
     assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+
+async def test_list_users_pages_through_the_tenants_users_with_the_apis_counts(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for user in ("ada", "bob", "cy"):
+        await seed_user(client, settings, owner_engine, tenant, user)
+    listed = await client.get(
+        "/v1/admin/users", headers=bearer(settings, tenant, "root", admin=True)
+    )
+    by_api = listed.json()["items"]
+
+    assert await mneme("admin", "list-users", "--tenant", tenant, "--limit", "2", "--json") == 0
+    out, err = capsys.readouterr()
+    first_page = [json.loads(line) for line in out.splitlines()]
+    assert [user["id"] for user in first_page] == ["ada", "bob"]
+    cursor = err.split("--cursor ")[1].split()[0]
+    assert await mneme("admin", "list-users", "--tenant", tenant, "--cursor", cursor, "--json") == 0
+    assert [json.loads(line)["id"] for line in capsys.readouterr().out.splitlines()] == [
+        "cy",
+        "root",  # the admin who listed them over the API, recorded by its request
+    ]
+
+    assert (
+        await mneme("admin", "list-users", "--tenant", tenant, "--limit", "1", "--all", "--json")
+        == 0
+    )
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == by_api
+    assert await mneme("admin", "list-users", "--tenant", tenant) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].startswith("ada\tmemories 1 semantic, 1 episodic, 0 procedural\tthreads 2")
+
+
+def test_the_commands_page_as_the_api_does() -> None:
+    assert (PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX) == (DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["list-users", "--limit", "0"],
+        ["list-users", "--limit", "201"],
+        ["list-users", "--active-after", "2026-12-01T00:00:00"],
+        ["audit", "--since", "yesterday"],
+        ["show-user", "--user", "a/b"],
+        ["purge-user", "--user", "", "--yes"],
+    ],
+)
+async def test_bad_options_are_refused_before_anything_runs(
+    cli_env: None,
+    arguments: list[str],
+    tenant: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    command, *options = arguments
+    with pytest.raises(SystemExit) as exited:
+        await mneme("admin", command, "--tenant", tenant, *options)
+    assert exited.value.code == 2
+    assert f"mneme admin {command}: error: argument" in capsys.readouterr().err
+
+
+async def test_show_user_answers_the_counts_or_names_the_problem(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    assert await mneme("admin", "show-user", "--tenant", tenant, "--user", "ada") == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["id"], shown["threads"], shown["messages"]) == ("ada", 2, 4)
+    assert await mneme("admin", "show-user", "--tenant", tenant, "--user", "nobody") == 1
+    assert "show-user: NOT_FOUND: User 'nobody' is not known" in capsys.readouterr().err
+
+
+async def test_export_purge_and_import_restore_the_user_and_the_audit_trail_names_the_operator(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    before = await rows_of(owner_engine, tenant, "ada")
+    saved = tmp_path / "ada.ndjson"
+    user = ("--tenant", tenant, "--user", "ada")
+    assert await mneme("admin", "export-user", *user, "-o", str(saved)) == 0
+    assert await mneme("admin", "purge-user", *user, "--yes") == 0
+    capsys.readouterr()
+
+    assert await mneme("admin", "import-user", *user, "--input", str(saved)) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["user_id"] == "ada" and report["imported"]["memory"] == 2
+    # Everything but the stored responses of replayable requests, which exports leave out.
+    assert await rows_of(owner_engine, tenant, "ada") == {**before, "idempotency_record": 0}
+    again = tmp_path / "again.ndjson"
+    assert await mneme("admin", "export-user", *user, "-o", str(again)) == 0
+    records = [json.loads(line) for line in saved.read_text().splitlines()[1:]]
+    assert [json.loads(line) for line in again.read_text().splitlines()[1:]] == records
+
+    audit = ("admin", "audit", "--tenant", tenant, "--actor", OPERATOR, "--json")
+    assert await mneme(*audit, "--action", "admin.") == 0
+    entries = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [entry["action"] for entry in entries] == [
+        "admin.user_export",
+        "admin.user_import",
+        "admin.user_purge",
+        "admin.user_export",
+    ]
+    assert {(e["actor_kind"], e["actor_id"], e["target_id"]) for e in entries} == {
+        ("service", OPERATOR, "ada")
+    }
+    assert await mneme(*audit, "--since", "2999-01-01T00:00:00Z") == 0
+    assert capsys.readouterr().out == ""
+
+
+async def test_an_import_that_the_api_would_refuse_is_refused_whole(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    saved = tmp_path / "ada.ndjson"
+    user = ("--tenant", tenant, "--user", "ada")
+    assert await mneme("admin", "export-user", *user, "-o", str(saved)) == 0
+    assert await mneme("admin", "import-user", *user, "-i", str(saved)) == 1
+    assert "import-user: USER_NOT_EMPTY" in capsys.readouterr().err
+
+    lines = saved.read_text().splitlines()
+    memory = next(n for n, line in enumerate(lines) if json.loads(line)["type"] == "memory")
+    record = json.loads(lines[memory])
+    record["data"]["confidence"] = 7
+    lines[memory] = json.dumps(record)
+    tampered = tmp_path / "tampered.ndjson"
+    tampered.write_text("\n".join(lines) + "\n")
+    assert await mneme("admin", "purge-user", *user, "--yes") == 0
+    capsys.readouterr()
+
+    assert await mneme("admin", "import-user", *user, "-i", str(tampered)) == 1
+    err = capsys.readouterr().err
+    assert f"import-user: IMPORT_LINE_INVALID: Line {memory + 1}: memory.confidence" in err
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+
+async def test_purge_tenant_counts_asks_then_leaves_nothing_of_that_tenant_alone(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    other_tenant = new_tenant()
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    await seed_user(client, settings, owner_engine, tenant, "bob")
+    await seed_user(client, settings, owner_engine, other_tenant, "ada")
+    before, twin_before = (
+        await tenant_rows(owner_engine, tenant),
+        await tenant_rows(owner_engine, other_tenant),
+    )
+    purge = ("admin", "purge-tenant", "--tenant", tenant)
+
+    assert await mneme(*purge, "--dry-run") == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert {table: counts[table] for table in before} == before
+    assert counts["user_account"] == 2
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{tenant}\n"))  # not a terminal
+    assert await mneme(*purge) == 2
+    assert "pass --yes" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", _Terminal(f"{other_tenant}\n"))
+    assert await mneme(*purge) == 2
+    err = capsys.readouterr().err
+    assert "Type the tenant's id" in err and "nothing was purged" in err
+    assert await tenant_rows(owner_engine, tenant) == before
+
+    monkeypatch.setattr("sys.stdin", _Terminal(f"{tenant}\n"))
+    assert await mneme(*purge) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] is True and report["deleted"]["user_account"] == 2
+    assert set((await tenant_rows(owner_engine, tenant)).values()) == {0}
+    assert await tenant_rows(owner_engine, other_tenant) == twin_before
+    assert await mneme(*purge, "--yes") == 1
+    assert "purge-tenant: NOT_FOUND" in capsys.readouterr().err
+
+
+async def test_a_rerun_queues_the_users_thread_jobs_and_names_the_operator(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    seeded = await seed_user(client, settings, owner_engine, tenant, "ada")
+    rerun = ("admin", "rerun-jobs", "--tenant", tenant, "--user", "ada")
+    assert await mneme(*rerun, "--thread", seeded.thread_ids[0]) == 0
+    assert "for 1 thread(s)" in capsys.readouterr().out
+
+    assert await mneme("admin", "audit", "--tenant", tenant, "--action", "job.requeued") == 0
+    [entry] = capsys.readouterr().out.splitlines()
+    assert f"\tservice:{OPERATOR}\tjob.requeued\tthread:{seeded.thread_ids[0]}\t" in entry
+    with pytest.raises(SystemExit):
+        await mneme(*rerun, "--thread", "not-a-uuid")
+
+
+ADMIN_DOC = Path(__file__).resolve().parents[2] / "docs" / "admin.md"
+
+
+def documented_session() -> list[list[str]]:
+    """The `mneme admin` command lines of the terminal session in docs/admin.md, in order."""
+    section = ADMIN_DOC.read_text().split("## From a terminal", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("mneme ")]
+
+
+async def test_the_terminal_session_in_the_admin_docs_runs_as_written(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    before = await rows_of(owner_engine, tenant, "ada")
+    monkeypatch.chdir(tmp_path)
+    session = documented_session()
+    assert {arguments[1] for arguments in session} >= {
+        "list-users",
+        "show-user",
+        "export-user",
+        "import-user",
+        "purge-user",
+        "purge-tenant",
+        "audit",
+        "rerun-jobs",
+    }
+    for arguments in session:
+        command = [tenant if word == "acme" else word for word in arguments]
+        assert await mneme(*command) == 0, (command, capsys.readouterr().err)
+    # The session restored what it purged (but the stored responses exports leave out), and
+    # its rerun recorded a `job.requeued` entry for each of the user's two threads.
+    assert await rows_of(owner_engine, tenant, "ada") == {
+        **before,
+        "idempotency_record": 0,
+        "audit_log": before["audit_log"] + 2,
+    }
