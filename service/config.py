@@ -33,7 +33,7 @@ def _default_data_dir() -> Path:
 
 
 class Settings(BaseSettings):
-    """All of Mneme's settings; see README.md § Configuration for what each one does."""
+    """All of Mneme's settings; see docs/configuration.md for what each one does."""
 
     model_config = SettingsConfigDict(
         env_prefix="MNEME_", env_file=".env", extra="ignore", frozen=True

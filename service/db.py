@@ -316,5 +316,6 @@ async def assert_runtime_role_is_unprivileged(engine: AsyncEngine) -> None:
     if row.rolsuper or row.rolbypassrls or row.owned_tables:
         raise PrivilegedRuntimeRole(
             "the runtime database role is a superuser, has BYPASSRLS or owns tables; "
-            "connect MNEME_DATABASE_URL as the non-owner runtime role (see README § Database)"
+            "connect MNEME_DATABASE_URL as the non-owner runtime role "
+            "(see docs/configuration.md § Database)"
         )

@@ -18,6 +18,7 @@ from httpx import ASGITransport, AsyncClient
 from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from benchmarks.server import RunningServer, loopback_server
 from service import db_migrations
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
@@ -83,6 +84,14 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
     application = create_app(settings)
     async with LifespanManager(application):
         yield application
+
+
+@pytest.fixture(scope="session")
+async def live_server(settings: Settings) -> AsyncIterator[RunningServer]:
+    """One live server (uvicorn on loopback, as `mneme serve` runs it) for every test that
+    talks real HTTP to it: the MCP SDK's client, the LangGraph store, the documented examples."""
+    async with loopback_server(settings) as server:
+        yield server
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@
 Picks up rows with no embedding (the embedder was down when they were written) and rows
 embedded by another model (the embedder was changed). It works across tenants, so it runs as
 the owner role, which must be allowed to bypass row-level security (the embedded database's
-owner is; see README § Database). Each batch commits on its own: an interrupted run resumes
-where it stopped, because finished rows no longer match.
+owner is; see docs/configuration.md § Database). Each batch commits on its own: an
+interrupted run resumes where it stopped, because finished rows no longer match.
 """
 
 from __future__ import annotations

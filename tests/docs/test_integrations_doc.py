@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,13 @@ from benchmarks.server import RunningServer, settings_environment
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
 from tests.conftest import bearer
+from tests.docs.snippets import snippets
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
+DOCUMENT = "docs/integrations.md"
 
 
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", DOC.read_text(), flags=re.DOTALL)
+    return [snippet.code for snippet in snippets(DOCUMENT, language)]
 
 
 async def run_snippet(code: str, environment: dict[str, str]) -> str:
