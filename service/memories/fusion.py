@@ -111,10 +111,13 @@ lexical_hits AS (
                    row_number() OVER (PARTITION BY section ORDER BY score DESC, id) AS rank
               FROM (SELECT lm.id, lm.section,
                            -- BM25 (k1 1.2, b 0.75): saturating term frequency,
-                           -- length-normalised.
-                           sum(w.idf * lm.tf * 2.2
-                               / (lm.tf + 1.2 * (0.25 + 0.75 * lm.length
-                                                 / nullif(w.mean_length, 0)))) AS score
+                           -- length-normalised. Rounded to 1e-9: a sum's last bits depend on
+                           -- the order the plan adds its terms in, and two memories of equal
+                           -- score must tie (and rank by id) whatever the plan.
+                           round(CAST(sum(w.idf * lm.tf * 2.2
+                                          / (lm.tf + 1.2 * (0.25 + 0.75 * lm.length
+                                                            / nullif(w.mean_length, 0))))
+                                      AS numeric), 9)::float8 AS score
                       FROM lexical_matches lm
                       JOIN term_weights w USING (section, lexeme)
                      GROUP BY lm.section, lm.id
@@ -314,9 +317,11 @@ SELECT b.id, b.section, own.lexical_score, own.cosine AS vector_cosine,
        SELECT CASE WHEN :use_vector
                    THEN 1 - (m.embedding <=> ${question_vector})
               END AS cosine,
-              (SELECT sum(w.idf * cardinality(term.positions) * 2.2
-                          / (cardinality(term.positions)
-                             + 1.2 * (0.25 + 0.75 * m.tsv_length / nullif(w.mean_length, 0))))
+              (SELECT round(CAST(sum(w.idf * cardinality(term.positions) * 2.2
+                                     / (cardinality(term.positions)
+                                        + 1.2 * (0.25 + 0.75 * m.tsv_length
+                                                 / nullif(w.mean_length, 0))))
+                                 AS numeric), 9)::float8
                  FROM unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
                  JOIN term_weights w ON w.section = b.section AND w.lexeme = term.lexeme
                 WHERE :use_lexical) AS lexical_score

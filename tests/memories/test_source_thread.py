@@ -48,7 +48,7 @@ async def test_another_users_or_tenants_thread_or_none_at_all_is_refused(
         response = await client.post(
             "/v1/users/me/memories",
             headers=ada,
-            json={"text": f"Cited {thread_id}.", "source_thread_id": thread_id},
+            json={"text": "Cited from a conversation.", "source_thread_id": thread_id},
         )
         body = assert_problem(response, 422, "VALIDATION_FAILED")
         assert [error["loc"] for error in body["errors"]] == [["body", "source_thread_id"]]
