@@ -13,6 +13,7 @@ from service.accounts.dependencies import account_service
 from service.dependencies import State, UserOwner, provided
 from service.memories.fusion import FusionRepository
 from service.memories.keyed import KeyedMemoryService
+from service.memories.postings import StatisticsRequests
 from service.memories.recording import MemoryRecorder
 from service.memories.repository import MemoryRepository
 from service.memories.schemas import SearchRequest
@@ -55,8 +56,11 @@ def write_path_memory_search(services: Services) -> MemorySearch:
 
 
 def _search(services: Services, reranker: Reranker | None) -> MemorySearch:
+    statistics = StatisticsRequests(
+        services.state.sessionmaker, services.post_commit, services.tenant_id
+    )
     return MemorySearch(
-        FusionRepository(services.session, services.tenant_id),
+        FusionRepository(services.session, services.tenant_id, statistics),
         services.state.embedding_backfill.embedder,
         services.state.settings,
         reranker,

@@ -29,10 +29,9 @@ from sqlalchemy.types import TypeEngine
 
 from service.auth.owner import Owner
 from service.db import Driver, transaction_driver
-from service.jobs.kinds import enqueue_search_statistics
 from service.kit.repository import TenantRepository
 from service.memories.filters import MemoryFilter, Predicate
-from service.memories.postings import COMMON_LEXEME_DOCUMENTS
+from service.memories.postings import COMMON_LEXEME_DOCUMENTS, StatisticsRequests
 from service.memories.schemas import ComponentScores, MemoryRead
 
 
@@ -748,15 +747,15 @@ class PlannedSearch:
         driver: Driver,
         tenant_id: str,
         dialect: Dialect,
-        session: AsyncSession,
         *,
         generic_plan: bool,
+        statistics: StatisticsRequests | None,
     ) -> None:
         self._driver = driver
         self._tenant_id = tenant_id
         self._dialect = dialect
-        self._session = session
         self._generic_plan = generic_plan
+        self._statistics = statistics
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
         return (await self.search_sections([params]))[0]
@@ -785,8 +784,8 @@ class PlannedSearch:
             hits[section].append(_search_row(row))
         if custom_plan:
             await self._driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        for owner in sorted(due, key=lambda each: each.key):
-            await enqueue_search_statistics(self._session, self._tenant_id, owner)
+        if due and self._statistics is not None:
+            self._statistics.ask(due)
         return hits
 
 
@@ -838,7 +837,14 @@ def statistics_due(params: SearchParams, documents: int | None, age: float | Non
 
 
 class FusionRepository(TenantRepository):
-    """Runs the fusion statement in the request's tenant-scoped transaction."""
+    """Runs the fusion statement in the request's tenant-scoped transaction. With `statistics`,
+    a search that finds its owners' statistics missing or old asks for a recount through it."""
+
+    def __init__(
+        self, session: AsyncSession, tenant_id: str, statistics: StatisticsRequests | None = None
+    ) -> None:
+        super().__init__(session, tenant_id)
+        self._statistics = statistics
 
     @asynccontextmanager
     async def planned(self) -> AsyncIterator[PlannedSearch]:
@@ -855,7 +861,11 @@ class FusionRepository(TenantRepository):
         if generic_plan:
             await driver.execute(GENERIC_SEARCH_PLAN_SQL)
         yield PlannedSearch(
-            driver, self._tenant_id, connection.dialect, self._session, generic_plan=generic_plan
+            driver,
+            self._tenant_id,
+            connection.dialect,
+            generic_plan=generic_plan,
+            statistics=self._statistics,
         )
         # Not after a failed statement: the transaction is aborted, and ends with the setting.
         if generic_plan:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from service.auth.owner import Owner
 from service.db import tenant_transaction
 from service.jobs import SEARCH_STATISTICS_JOB, JobHandler, JobRegistry
-from service.memories.postings import PostingsRepository
+from service.memories.postings import PostingsRepository, recounts
 from service.state import AppState
 
 
@@ -24,5 +24,6 @@ def search_statistics_job(state: AppState) -> JobHandler:
         owner = Owner.org() if user_id is None else Owner.user(user_id)
         async with tenant_transaction(state.sessionmaker, payload["tenant_id"]) as session:
             await PostingsRepository(session, payload["tenant_id"]).refresh_statistics(owner)
+        recounts.done(payload["tenant_id"], owner)
 
     return handle

@@ -17,12 +17,18 @@ its searches take the exact path.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.auth.owner import Owner
+from service.db import tenant_transaction
+from service.jobs.kinds import enqueue_search_statistics
+from service.kit.post_commit import PostCommitTasks
 from service.kit.repository import TenantRepository
 
 IMPACT_MEAN_LENGTH = 10.0
@@ -61,24 +67,27 @@ CLEAR_STATISTICS_SQL = (
 COUNT_OWNER_SQL = text(
     """
 INSERT INTO memory_owner_stats (tenant_id, user_id, documents, total_length, refreshed_at)
-SELECT :tenant_id, :user_id, count(*), coalesce(sum(m.tsv_length), 0), now()
+SELECT m.tenant_id, :user_id, count(*), coalesce(sum(m.tsv_length), 0), now()
   FROM memory m
  WHERE m.tenant_id = :tenant_id AND m.scope = :scope
    AND (m.user_id = :user_id OR (m.user_id IS NULL AND CAST(:user_id AS text) IS NULL))
    AND m.lifecycle <> 'superseded' AND (m.expires_at IS NULL OR m.expires_at > now())
-HAVING count(*) > 0
+ GROUP BY m.tenant_id
 """
 )
 """The owner's live memories and their total length (what a default search ranks over); no
-row for an owner with none (a purged user keeps no statistics)."""
+row for an owner with none (a purged user keeps no statistics). The tenant written is the rows'
+own (grouped by it), so on Citus the statement runs on the tenant's shard as a whole: a value
+that only equals it would make Citus move the rows through the coordinator with COPY, which
+row-level security refuses."""
 
 COUNT_COMMON_LEXEMES_SQL = text(
     """
 INSERT INTO memory_lexeme_stats (tenant_id, user_id, lexeme, documents)
-SELECT :tenant_id, :user_id, p.lexeme, count(*)
+SELECT p.tenant_id, :user_id, p.lexeme, count(*)
   FROM memory_posting p
  WHERE p.tenant_id = :tenant_id AND p.owner_key = :owner_key
- GROUP BY p.lexeme
+ GROUP BY p.tenant_id, p.lexeme
 HAVING count(*) >= :common
 """
 )
@@ -112,3 +121,66 @@ class PostingsRepository(TenantRepository):
         }
         for statement in (*CLEAR_STATISTICS_SQL, COUNT_OWNER_SQL, COUNT_COMMON_LEXEMES_SQL):
             await self._session.execute(statement, values)
+
+
+class StatisticsRequests:
+    """Where a search asks for its owners' statistics to be recounted: a job queued after the
+    request's transaction committed, in a short transaction of its own. A search is a read:
+    its transaction writes nothing, and on Citus it may not touch the coordinator's job table
+    after the statement that ran on the tenant's shard."""
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        post_commit: PostCommitTasks,
+        tenant_id: str,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._post_commit = post_commit
+        self._tenant_id = tenant_id
+        self._asked: set[Owner] = set()
+
+    def ask(self, owners: set[Owner]) -> None:
+        """Queue one recount per owner not asked for lately in this process (concurrent
+        searches of one owner would each queue one before any is in the queue to deduplicate
+        against)."""
+        new = {owner for owner in owners - self._asked if recounts.ask(self._tenant_id, owner)}
+        if not new:
+            return
+        self._asked |= new
+        ordered = sorted(new, key=lambda owner: owner.key)
+
+        async def enqueue() -> None:
+            async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+                for owner in ordered:
+                    await enqueue_search_statistics(session, self._tenant_id, owner)
+
+        self._post_commit.add(enqueue)
+
+
+class RecentRecounts:
+    """The owners whose recount this process asked for within `window`, until the recount ran
+    (`done`): one request per owner at a time, however many searches find it due."""
+
+    def __init__(self, window: timedelta, kept: int) -> None:
+        self._window = window.total_seconds()
+        self._kept = kept
+        self._asked: dict[tuple[str, str], float] = {}
+
+    def ask(self, tenant_id: str, owner: Owner) -> bool:
+        """True (and remembered) unless the owner's recount was asked for within the window."""
+        key, now = (tenant_id, owner.key), time.monotonic()
+        asked = self._asked.get(key)
+        if asked is not None and now - asked < self._window:
+            return False
+        if len(self._asked) >= self._kept:
+            self._asked.clear()
+        self._asked[key] = now
+        return True
+
+    def done(self, tenant_id: str, owner: Owner) -> None:
+        self._asked.pop((tenant_id, owner.key), None)
+
+
+recounts = RecentRecounts(timedelta(minutes=1), kept=10_000)
+"""This process's outstanding recount requests (see `StatisticsRequests`)."""

@@ -1,6 +1,5 @@
 """A large owner's bounded search on Citus: postings written with the memories on the tenant's
-shard, statistics counted by the background job there, and the same ranking as single-node
-Postgres gives for the same memories and settings."""
+shard, statistics counted by the background job there, and the top 10 the exact search gives."""
 
 from __future__ import annotations
 
@@ -42,19 +41,14 @@ async def bounded_citus_app(citus_settings: Settings) -> AsyncIterator[FastAPI]:
         yield application
 
 
-@pytest.fixture
-async def bounded_single_app(settings: Settings) -> AsyncIterator[FastAPI]:
-    application = create_app(settings.model_copy(update=BOUNDED))
-    async with LifespanManager(application):
-        yield application
-
-
 def _client(app: FastAPI) -> AsyncClient:
     return AsyncClient(transport=ASGITransport(app=app), base_url="http://mneme.test")
 
 
 async def _count_statistics(app: FastAPI, engine: AsyncEngine, tenant: str) -> None:
-    """Run the tenant's queued statistics jobs with the service's handler (the worker's part)."""
+    """Run the tenant's queued statistics jobs with the service's handler (the worker's part),
+    once the app has queued them (after the search's commit, in the background)."""
+    await app.state.mneme.background.drain()
     async with engine.begin() as connection:
         payloads = (
             await connection.execute(
@@ -72,42 +66,32 @@ async def _count_statistics(app: FastAPI, engine: AsyncEngine, tenant: str) -> N
         await search_statistics_job(app.state.mneme)(payload)
 
 
-async def test_a_bounded_search_on_citus_ranks_as_on_single_node_postgres(
+async def test_a_bounded_search_on_citus_ranks_as_the_exact_search_does(
     bounded_citus_app: FastAPI,
-    bounded_single_app: FastAPI,
-    settings: Settings,
+    citus_client: AsyncClient,
     citus_settings: Settings,
-    owner_engine: AsyncEngine,
     citus_owner_engine: AsyncEngine,
 ) -> None:
     tenant = new_tenant()
+    headers = bearer(citus_settings, tenant, "ada")
     texts = corpus(23, 3 * BOUNDED_FROM)
-    rankings: list[list[list[str]]] = []
-    for app, app_settings, engine in (
-        (bounded_single_app, settings, owner_engine),
-        (bounded_citus_app, citus_settings, citus_owner_engine),
-    ):
-        headers = bearer(app_settings, tenant, "ada")
-        async with _client(app) as client:
-            ids = await remember(client, headers, texts)
-            by_id = dict(zip(ids, texts, strict=True))
-            await search_ids(client, headers, QUESTIONS[0])
-            await _count_statistics(app, engine, tenant)
-            async with engine.begin() as connection:
-                postings = await connection.execute(
-                    text("SELECT count(*) FROM memory_posting WHERE tenant_id = :tenant"),
-                    {"tenant": tenant},
-                )
-                assert postings.scalar_one() > len(texts)
-            rankings.append(
-                [
-                    [by_id[hit] for hit in await search_ids(client, headers, question)]
-                    for question in QUESTIONS
-                ]
+    async with _client(bounded_citus_app) as bounded:
+        await remember(bounded, headers, texts)
+        exact = [await search_ids(citus_client, headers, question) for question in QUESTIONS]
+        await search_ids(bounded, headers, QUESTIONS[0])
+        await _count_statistics(bounded_citus_app, citus_owner_engine, tenant)
+        async with citus_owner_engine.begin() as connection:
+            counts = await connection.execute(
+                text(
+                    "SELECT (SELECT count(*) FROM memory_posting WHERE tenant_id = :tenant), "
+                    "(SELECT documents FROM memory_owner_stats WHERE tenant_id = :tenant)"
+                ),
+                {"tenant": tenant},
             )
-    single, sharded = rankings
-    assert all(single), single
-    # The same memories score the same; only the order of exact ties (broken by the ids, which
-    # each database made itself) may pick another one at the tenth place.
-    agreed = sum(len(set(a) & set(b)) for a, b in zip(single, sharded, strict=True))
-    assert agreed >= 0.95 * sum(len(a) for a in single)
+            postings, documents = counts.one()
+        assert postings > len(texts)
+        assert documents == len(texts)
+        found = [await search_ids(bounded, headers, question) for question in QUESTIONS]
+    assert all(exact), exact
+    agreed = sum(len(set(a) & set(b)) for a, b in zip(exact, found, strict=True))
+    assert agreed >= 0.9 * sum(len(a) for a in exact)

@@ -224,7 +224,13 @@ async def statistics(owner_engine: AsyncEngine, tenant: str) -> dict[str, Any]:
         }
 
 
-async def queued_statistics_jobs(owner_engine: AsyncEngine, tenant: str) -> list[dict[str, Any]]:
+async def queued_statistics_jobs(
+    owner_engine: AsyncEngine, tenant: str, *apps: FastAPI
+) -> list[dict[str, Any]]:
+    """The tenant's queued statistics jobs, once `apps` have queued what their searches asked
+    for (after each request's commit, in the background)."""
+    for app in apps:
+        await app.state.mneme.background.drain()
     async with owner_engine.begin() as connection:
         rows = await connection.execute(
             text(
@@ -241,7 +247,7 @@ async def run_statistics_jobs(app: FastAPI, owner_engine: AsyncEngine, tenant: s
     """Run the queued statistics jobs of `tenant` with the service's handler, as the worker
     would, and take them off the queue."""
     handle = search_statistics_job(app.state.mneme)
-    jobs = await queued_statistics_jobs(owner_engine, tenant)
+    jobs = await queued_statistics_jobs(owner_engine, tenant, app)
     for payload in jobs:
         await handle(payload)
     async with owner_engine.begin() as connection:
@@ -285,7 +291,7 @@ async def test_a_large_owner_gets_statistics_and_is_then_searched_through_its_po
     # many searches ask.
     for question in QUESTIONS[:2]:
         assert await search_ids(bounded_client, ada, question) == exact[question]
-    assert await queued_statistics_jobs(owner_engine, tenant) == [
+    assert await queued_statistics_jobs(owner_engine, tenant, bounded_app) == [
         {"tenant_id": tenant, "scope": "org"},
         {"tenant_id": tenant, "scope": "user", "user_id": "ada"},
     ]
@@ -318,7 +324,7 @@ async def test_a_large_owner_gets_statistics_and_is_then_searched_through_its_po
         agreed += len(set(bounded) & set(exact[question]))
     assert agreed / (10 * len(QUESTIONS)) >= 0.9
     # A bounded search with fresh statistics asks for nothing more.
-    assert await queued_statistics_jobs(owner_engine, tenant) == []
+    assert await queued_statistics_jobs(owner_engine, tenant, bounded_app) == []
 
 
 async def test_old_statistics_are_recounted_and_a_purged_user_keeps_none(
@@ -343,7 +349,9 @@ async def test_old_statistics_are_recounted_and_a_purged_user_keeps_none(
             {"tenant": tenant},
         )
     await search_ids(bounded_client, ada, "user likes chess")
-    assert [job["scope"] for job in await queued_statistics_jobs(owner_engine, tenant)] == [
+    assert [
+        job["scope"] for job in await queued_statistics_jobs(owner_engine, tenant, bounded_app)
+    ] == [
         "org",
         "user",
     ]
@@ -359,7 +367,7 @@ async def test_old_statistics_are_recounted_and_a_purged_user_keeps_none(
             text("UPDATE memory_owner_stats SET refreshed_at = now() - interval '1 hour'")
         )
     await search_ids(bounded_client, ada, "user likes chess")
-    pending = await queued_statistics_jobs(owner_engine, tenant)
+    pending = await queued_statistics_jobs(owner_engine, tenant, bounded_app)
     admin = bearer(settings, tenant, "root", admin=True)
     purged = await client.delete("/v1/admin/users/ada", headers=admin)
     assert purged.status_code == 200, purged.text
@@ -368,7 +376,7 @@ async def test_old_statistics_are_recounted_and_a_purged_user_keeps_none(
     assert report["remaining"]["memory_posting"] == 0
     assert report["remaining"]["memory_lexeme_stats"] == 0
     # The user's queued recount is dropped; the organization's stays (it is not the user's).
-    assert await queued_statistics_jobs(owner_engine, tenant) == [
+    assert await queued_statistics_jobs(owner_engine, tenant, bounded_app) == [
         {"tenant_id": tenant, "scope": "org"}
     ]
     for payload in pending:  # a recount that was already running when the purge committed
