@@ -141,7 +141,7 @@ class Settings(BaseSettings):
     # memories exactly, instead of testing every memory (docs/benchmarks.md). Below it, or
     # until the owner's statistics are first counted in the background, search is exact.
     search_bounded_from: int = Field(default=5_000, ge=1)
-    search_postings_per_lexeme: int = Field(default=300, ge=10, le=10_000)
+    search_postings_per_lexeme: int = Field(default=1_000, ge=10, le=10_000)
     # Such an owner's vector side reads the HNSW index (iterative scan) when its memories are at
     # least this share of the memory table; a smaller share is sorted exactly (the index would
     # walk past other owners' vectors to find its nearest).

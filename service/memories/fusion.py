@@ -475,7 +475,7 @@ class SearchParams:
     half_life_episodic: Annotated[float, Float()]
     half_life_procedural: Annotated[float, Float()]
     bounded_from: Annotated[int, Integer()] = 5_000
-    postings_per_lexeme: Annotated[int, Integer()] = 300
+    postings_per_lexeme: Annotated[int, Integer()] = 1_000
     live_count_cap: Annotated[int, Integer()] = 2 * COMMON_LEXEME_DOCUMENTS
     vector_index_share: Annotated[float, Float()] = 0.02
 
@@ -681,9 +681,16 @@ def compiled_search(
     return compiled, compiled.arguments(values)
 
 
-CUSTOM_SEARCH_PLAN_SQL = "SET LOCAL plan_cache_mode = force_custom_plan"
+CUSTOM_SEARCH_PLAN_SQL = (
+    "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = 400"
+)
 """Plan the fusion statement for the search at hand, for owners whose vectors are best read
-from the HNSW index (see `PlannedSearch`)."""
+from the HNSW index (see `PlannedSearch`), with a wider candidate list than the configured
+one: the index's nearest first are the whole vector side of such a search, not a shortcut
+beside an exact sort, so its recall is the search's."""
+
+INDEX_SCAN_AS_CONFIGURED_SQL = "SET LOCAL hnsw.ef_search TO DEFAULT"
+"""The HNSW candidate list as the connection was configured (`MNEME_HNSW_EF_SEARCH`)."""
 
 GENERIC_SEARCH_PLAN_SQL = (
     "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL max_parallel_workers_per_gather = 0"
@@ -783,7 +790,7 @@ class PlannedSearch:
                     due.update(sections[section].filter.owners)
             hits[section].append(_search_row(row))
         if custom_plan:
-            await self._driver.execute(GENERIC_SEARCH_PLAN_SQL)
+            await self._driver.execute(f"{GENERIC_SEARCH_PLAN_SQL}; {INDEX_SCAN_AS_CONFIGURED_SQL}")
         if due and self._statistics is not None:
             self._statistics.ask(due)
         return hits
