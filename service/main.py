@@ -59,6 +59,7 @@ from service.memories.embedding import EmbeddingBackfill
 from service.memories.keyed_router import router as keyed_memories_router
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
+from service.memories.vector_columns import VectorColumns
 from service.observability import (
     Metrics,
     TelemetryMiddleware,
@@ -70,7 +71,11 @@ from service.openapi import client_openapi
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
-from service.providers import build_embedder, embedder_config_from_settings
+from service.providers import (
+    build_embedder,
+    embedder_config_from_settings,
+    second_embedder_config,
+)
 from service.providers.llm import build_chat_model
 from service.providers.query_cache import cache_query_embeddings
 from service.providers.reranker import build_reranker
@@ -177,6 +182,11 @@ async def _open_state(
     raw_embedder = build_embedder(embedder_config_from_settings(settings))
     embedder = InstrumentedEmbedder(raw_embedder)
     stack.push_async_callback(embedder.aclose)
+    second_config = second_embedder_config(settings)
+    raw_second = None if second_config is None else build_embedder(second_config)
+    second = None if raw_second is None else InstrumentedEmbedder(raw_second)
+    if second is not None:
+        stack.push_async_callback(second.aclose)
     chat_model = build_chat_model(settings)
     if chat_model is not None:
         stack.push_async_callback(chat_model.aclose)
@@ -190,9 +200,17 @@ async def _open_state(
     sessionmaker = create_sessionmaker(engine)
     # The local model loads now rather than on the first request (API embedders have nothing
     # to load and are not called at start-up).
-    load_model = getattr(raw_embedder, "load", None)
-    if load_model is not None:
-        await load_model()
+    for loaded in (raw_embedder, raw_second):
+        load_model = getattr(loaded, "load", None)
+        if load_model is not None:
+            await load_model()
+    vector_columns = VectorColumns(
+        cache_query_embeddings(embedder, settings.query_embedding_cache_size),
+        ()
+        if second is None
+        else (cache_query_embeddings(second, settings.query_embedding_cache_size),),
+    )
+    await vector_columns.refresh(engine)
     # So is the context blocks' tokenizer (reading its BPE ranks takes ~0.4 s).
     await asyncio.to_thread(encoding_for)
     state = AppState(
@@ -207,9 +225,8 @@ async def _open_state(
         ),
         metrics=metrics,
         schema_head=db_migrations.head_revision(settings),
-        embedding_backfill=EmbeddingBackfill(
-            cache_query_embeddings(embedder, settings.query_embedding_cache_size), sessionmaker
-        ),
+        embedding_backfill=EmbeddingBackfill(vector_columns, sessionmaker),
+        vector_columns=vector_columns,
         background=background,
         chat_model=chat_model,
         ensure_tenant=ensure_tenant,
@@ -244,13 +261,20 @@ async def _start_background_work(
     stack.push_async_callback(retention.stop)
     await stack.enter_async_context(mcp.running())
     loop_lag = asyncio.create_task(watch_event_loop_lag(), name="mneme-loop-lag")
+    vector_columns = asyncio.create_task(
+        state.vector_columns.keep_fresh(
+            state.engine, state.settings.embedding_columns_refresh_seconds
+        ),
+        name="mneme-vector-columns",
+    )
 
-    async def stop_loop_lag() -> None:
-        loop_lag.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await loop_lag
+    async def stop_watchers() -> None:
+        for task in (loop_lag, vector_columns):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
-    stack.push_async_callback(stop_loop_lag)
+    stack.push_async_callback(stop_watchers)
 
 
 def _install_middleware(
