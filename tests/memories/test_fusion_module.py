@@ -11,8 +11,8 @@ from service.auth.owner import Owner
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import (
     RANKING_PARAMETERS,
-    hybrid_search_statement,
     SearchParams,
+    hybrid_search_statement,
     render,
     sectioned_search_statement,
 )
