@@ -93,6 +93,6 @@ class EmbeddingBackfill:
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
             repository = MemoryRepository(session, tenant_id)
             for row, vector in zip(rows, vectors, strict=True):
-                await repository.set_vectors(
-                    row.id, self.vector_columns.stored_values(vector, clear_others=False), row.text
-                )
+                values = self.vector_columns.stored_values(vector, clear_others=False)
+                if values:
+                    await repository.set_vectors(row.id, values, row.text)

@@ -1,0 +1,169 @@
+"""Changing the embedding model without downtime: the second vector column is filled, each
+tenant switches once complete, the old column is dropped; searches compare with one model's
+vectors throughout, and memories written meanwhile carry both models' vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.config import Settings
+from service.embedded_postgres import EmbeddedCluster
+from service.memories import reembed
+from service.memories.vector_columns import VectorColumns
+from service.providers import build_embedder, second_embedder_config
+from tests.conftest import bearer, new_tenant
+from tests.fixtures.factories import remember_all
+from tests.fixtures.openai_server import FakeOpenAIServer
+from tests.memories.model_change import (
+    NEW_DIMS,
+    assert_one_model,
+    own_database,
+    owner_engine_for,
+    running_app,
+)
+
+SETTLE = 0.5
+TEXTS = [
+    "Lena lives in Lisbon and cycles to work",
+    "Lena's sister Ana is a nurse in Porto",
+    "Lena is allergic to peanuts",
+    "The team meets every Tuesday at ten",
+    "Lena prefers tea over coffee",
+    "Lena adopted a grey cat called Miso",
+]
+
+
+@pytest.fixture(scope="module")
+def embeddings_server() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer(native_dims=NEW_DIMS)
+    server.start()
+    yield server
+    server.stop()
+
+
+async def _search(client: AsyncClient, headers: dict[str, str], query: str) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/users/me/memories/search", headers=headers, json={"query": query, "limit": 4}
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def _column_models(owner: AsyncEngine, tenant: str) -> list[tuple[str | None, str | None]]:
+    async with owner.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT embedding_model, embedding_alt_model FROM memory "
+                "WHERE tenant_id = :t ORDER BY text"
+            ),
+            {"t": tenant},
+        )
+        return [(row[0], row[1]) for row in rows]
+
+
+async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_column(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings: Settings = await own_database(cluster, embeddings_server.base_url)
+    async with running_app(settings) as (app, client), owner_engine_for(settings) as owner:
+        columns: VectorColumns = app.state.mneme.vector_columns
+        old = columns.configured
+        second = second_embedder_config(settings)
+        assert second is not None
+        new = build_embedder(second)
+        embedders = {old.model_name: old, new.model_name: new}
+        early, late = new_tenant(), new_tenant()
+        early_user, late_user = bearer(settings, early, "lena"), bearer(settings, late, "lena")
+        await remember_all(client, early_user, *({"text": t} for t in TEXTS))
+        await remember_all(client, late_user, *({"text": t} for t in TEXTS))
+
+        assert await reembed.start(owner, old, new) == "embedding_alt"
+        await columns.refresh(app.state.mneme.engine)
+        # Still the old model everywhere until a tenant switches.
+        query = "Where does Lena live?"
+        assert await assert_one_model(
+            await _search(client, early_user, query), query, embedders
+        ) == (old.model_name)
+        # A memory written now carries both models' vectors.
+        await remember_all(client, early_user, {"text": "Lena runs a marathon in May"})
+        assert (old.model_name, new.model_name) in await _column_models(owner, early)
+
+        current = await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
+        assert (current.memories_missing, current.tenants_switched, current.tenants) == (0, 2, 2)
+        assert current.index_built
+        async with owner.connect() as connection:
+            index = (
+                await connection.execute(
+                    text(
+                        "SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+                        "JOIN pg_class c ON c.oid = i.indexrelid "
+                        "WHERE c.relname = 'ix_memory_embedding_alt_hnsw'"
+                    )
+                )
+            ).one()
+        assert index[0] and f"(embedding_alt)::vector({NEW_DIMS})" in index[1]
+        await columns.refresh(app.state.mneme.engine)
+        for headers in (early_user, late_user):
+            answered = await _search(client, headers, query)
+            assert await assert_one_model(answered, query, embedders) == new.model_name
+
+        # A changed text gets both models' vectors again (the old ones would be stale).
+        memory_id = answered["hits"][0]["memory"]["id"]
+        changed = await client.patch(
+            f"/v1/users/me/memories/{memory_id}",
+            headers=late_user,
+            json={"text": "Lena moved to Madrid last spring"},
+        )
+        assert changed.status_code == 200, changed.text
+        assert changed.json()["embedding_model"] == old.model_name
+
+        assert await reembed.finish(owner, new, settle_seconds=SETTLE) == "embedding_alt"
+        await columns.refresh(app.state.mneme.engine)
+        assert columns.live().name == "embedding_alt"
+        async with owner.connect() as connection:
+            state = (
+                await connection.execute(text("SELECT name, model, status FROM embedding_column"))
+            ).all()
+            leftovers = (
+                await connection.execute(
+                    text("SELECT count(*) FROM memory WHERE embedding IS NOT NULL")
+                )
+            ).scalar_one()
+            typmod = (
+                await connection.execute(
+                    text(
+                        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memory'::regclass "
+                        "AND attname = 'embedding' AND NOT attisdropped"
+                    )
+                )
+            ).scalar_one()
+        assert [tuple(row) for row in state] == [("embedding_alt", new.model_name, "live")]
+        assert (leftovers, typmod) == (0, -1)
+
+        # After the change: searches and writes use the new model alone.
+        await remember_all(client, late_user, {"text": "Lena learns the cello"})
+        assert set(await _column_models(owner, late)) == {(None, new.model_name)}
+        moved = "Which city did Lena move to?"
+        found = await _search(client, late_user, moved)
+        assert await assert_one_model(found, moved, embedders) == new.model_name
+        assert found["hits"][0]["memory"]["text"] == "Lena moved to Madrid last spring"
+
+
+async def test_starting_a_change_to_the_live_model_is_refused(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings = await own_database(cluster, embeddings_server.base_url)
+    async with running_app(settings) as (app, _client), owner_engine_for(settings) as owner:
+        columns: VectorColumns = app.state.mneme.vector_columns
+        with pytest.raises(reembed.ReembedRefused, match="already holds"):
+            await reembed.start(owner, columns.configured, columns.configured)
+        with pytest.raises(reembed.ReembedRefused, match="no change of model"):
+            await reembed.finish(owner, None, settle_seconds=0)
+        assert (await reembed.status(owner)).filling_column is None
