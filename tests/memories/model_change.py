@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -24,7 +24,7 @@ from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from service.main import create_app
 from service.providers import Embedder
 from tests.conftest import make_settings
-from tests.fixtures.openai_server import API_KEY, EMBEDDING_MODEL
+from tests.fixtures.openai_server import API_KEY, EMBEDDING_MODEL, fake_vector
 
 NEW_DIMS = 768
 REFRESH_SECONDS = 0.2
@@ -79,6 +79,24 @@ async def owner_engine_for(settings: Settings) -> AsyncIterator[AsyncEngine]:
         yield engine
     finally:
         await engine.dispose()
+
+
+class ServerVectors:
+    """The fake server's vectors computed here, without a request (so the server's record holds
+    only what the service and the command asked it)."""
+
+    def __init__(self, model_name: str, dims: int = NEW_DIMS) -> None:
+        self.model_name = model_name
+        self.dims = dims
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [fake_vector(text, self.dims) for text in texts]
+
+    async def embed_query(self, text: str) -> list[float]:
+        return fake_vector(text, self.dims)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 def _cosine(left: list[float], right: list[float]) -> float:
