@@ -103,6 +103,7 @@ class ChangeStatus:
     memories_embedded: int
     memories_missing: int
     index_built: bool
+    # Tenants with memories, and those of them that read the new column.
     tenants: int
     tenants_switched: int
     retiring_column: str | None
@@ -313,38 +314,45 @@ async def _build_index(owner_engine: AsyncEngine, column: str, dims: int) -> Non
         )
 
 
-SWITCH_TENANT_SQL = """
-INSERT INTO embedding_column_tenant (tenant_id, column_name)
-SELECT :tenant_id, :column
- WHERE NOT EXISTS (SELECT 1 FROM memory
-                    WHERE tenant_id = :tenant_id AND {missing})
-ON CONFLICT (tenant_id) DO NOTHING
-"""
-"""Switch a tenant to the column, in the same statement that checks none of its memories lacks
-the new vector (a memory written after it is embedded for both columns by the service)."""
+TENANTS_SQL = text("SELECT DISTINCT tenant_id FROM memory ORDER BY 1")
+SWITCH_TENANT_SQL = text(
+    "INSERT INTO embedding_column_tenant (tenant_id, column_name) VALUES (:tenant_id, :column) "
+    "ON CONFLICT (tenant_id) DO NOTHING"
+)
+
+
+def _tenant_lacks_sql(column: str) -> str:
+    return (
+        "SELECT EXISTS (SELECT 1 FROM memory WHERE tenant_id = :tenant_id "  # noqa: S608
+        f"AND {_missing_filter(column)})"
+    )
 
 
 async def _switch_complete_tenants(owner_engine: AsyncEngine, column: str, model: str) -> int:
-    """Switch every tenant whose memories all carry the new vector; returns how many now."""
+    """Switch every tenant whose memories all carry the new vector, each in the transaction
+    that checks it; returns how many switched now. (The memories and the switches live apart
+    on Citus, distributed and on the coordinator: the check and the switch are two statements,
+    never a join.) A memory written after the check carries both vectors, made by the service,
+    which knows of the change since before any switch."""
+    switched_already = (await load_state(owner_engine)).switched
     async with owner_engine.connect() as connection:
-        candidates = (
-            await connection.execute(
-                text(
-                    "SELECT DISTINCT m.tenant_id FROM memory m WHERE NOT EXISTS "
-                    "(SELECT 1 FROM embedding_column_tenant s WHERE s.tenant_id = m.tenant_id) "
-                    "ORDER BY 1"
-                )
-            )
-        ).scalars()
-        tenants = list(candidates)
+        tenants = [
+            tenant_id
+            for tenant_id in (await connection.execute(TENANTS_SQL)).scalars()
+            if tenant_id not in switched_already
+        ]
+    lacks = text(_tenant_lacks_sql(column))
     switched = 0
-    statement = text(SWITCH_TENANT_SQL.format(missing=_missing_filter(column)))
     for tenant_id in tenants:
         async with owner_engine.begin() as connection:
-            result = await connection.execute(
-                statement, {"tenant_id": tenant_id, "column": column, "model": model}
-            )
-            switched += result.rowcount
+            incomplete = (
+                await connection.execute(lacks, {"tenant_id": tenant_id, "model": model})
+            ).scalar_one()
+            if not incomplete:
+                await connection.execute(
+                    SWITCH_TENANT_SQL, {"tenant_id": tenant_id, "column": column}
+                )
+                switched += 1
     return switched
 
 
@@ -367,7 +375,8 @@ async def status(owner_engine: AsyncEngine) -> ChangeStatus:
     """Where the change of model stands (counted now, across tenants)."""
     state = await load_state(owner_engine)
     live, filling, retiring = (state.column(s) for s in ("live", "filling", "retiring"))
-    missing = tenants = 0
+    missing = 0
+    tenants: list[str] = []
     async with owner_engine.connect() as connection:
         await _require_owner(connection)
         if filling is not None:
@@ -376,9 +385,7 @@ async def status(owner_engine: AsyncEngine) -> ChangeStatus:
                     text(_count_missing_sql(filling.name)), {"model": filling.model}
                 )
             ).scalar_one()
-            tenants = (
-                await connection.execute(text("SELECT count(DISTINCT tenant_id) FROM memory"))
-            ).scalar_one()
+            tenants = list((await connection.execute(TENANTS_SQL)).scalars())
     return ChangeStatus(
         live_column="embedding" if live is None else live.name,
         live_model=None if live is None else live.model,
@@ -388,8 +395,8 @@ async def status(owner_engine: AsyncEngine) -> ChangeStatus:
         memories_embedded=0 if filling is None else filling.memories_embedded,
         memories_missing=missing,
         index_built=filling is not None and filling.index_built,
-        tenants=tenants,
-        tenants_switched=len(state.switched),
+        tenants=len(tenants),
+        tenants_switched=sum(1 for tenant_id in tenants if tenant_id in state.switched),
         retiring_column=None if retiring is None else retiring.name,
     )
 

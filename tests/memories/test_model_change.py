@@ -16,6 +16,7 @@ from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from service.memories import reembed
 from service.memories.vector_columns import VectorColumns
+from service.observability import DOMAIN_METRICS
 from service.providers import build_embedder, second_embedder_config
 from tests.conftest import bearer, new_tenant
 from tests.fixtures.factories import remember_all
@@ -110,6 +111,26 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
             ).one()
         assert index[0] and f"(embedding_alt)::vector({NEW_DIMS})" in index[1]
         await columns.refresh(app.state.mneme.engine)
+        # The new column's progress, as every service process publishes it.
+        embedded = DOMAIN_METRICS.registry.get_sample_value(
+            "mneme_reembed_memories", {"model": new.model_name, "state": "embedded"}
+        )
+        assert embedded == len(TEXTS) * 2  # the memory written meanwhile had its vector already
+        # A switched tenant's searches read the new column through its index.
+        async with owner.begin() as connection:
+            await connection.execute(text("SET LOCAL enable_seqscan = off"))
+            plan = "\n".join(
+                (
+                    await connection.execute(
+                        text(
+                            "EXPLAIN SELECT id FROM memory m ORDER BY "
+                            f"{columns.read_by(early).expression('m')} <=> "
+                            f"array_fill(0.01, ARRAY[{NEW_DIMS}])::vector LIMIT 3"
+                        )
+                    )
+                ).scalars()
+            )
+        assert "ix_memory_embedding_alt_hnsw" in plan
         for headers in (early_user, late_user):
             answered = await _search(client, headers, query)
             assert await assert_one_model(answered, query, embedders) == new.model_name
@@ -127,6 +148,12 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         assert await reembed.finish(owner, new, settle_seconds=SETTLE) == "embedding_alt"
         await columns.refresh(app.state.mneme.engine)
         assert columns.live().name == "embedding_alt"
+        assert (
+            DOMAIN_METRICS.registry.get_sample_value(
+                "mneme_reembed_memories", {"model": new.model_name, "state": "embedded"}
+            )
+            is None
+        )
         async with owner.connect() as connection:
             state = (
                 await connection.execute(text("SELECT name, model, status FROM embedding_column"))
