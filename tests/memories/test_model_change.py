@@ -4,6 +4,8 @@ vectors throughout, and memories written meanwhile carry both models' vectors.""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +14,8 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.config import Settings
+from service.cli import main
+from service.config import Settings, get_settings
 from service.embedded_postgres import EmbeddedCluster
 from service.memories import reembed
 from service.memories.vector_columns import VectorColumns
@@ -194,3 +197,47 @@ async def test_starting_a_change_to_the_live_model_is_refused(
         with pytest.raises(reembed.ReembedRefused, match="no change of model"):
             await reembed.finish(owner, None, settle_seconds=0)
         assert (await reembed.status(owner)).filling_column is None
+
+
+def test_the_command_walks_a_change_through_start_status_and_finish(
+    cluster: EmbeddedCluster,
+    embeddings_server: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = asyncio.run(own_database(cluster, embeddings_server.base_url))
+    assert settings.database_url is not None and settings.migration_database_url is not None
+    monkeypatch.setenv("MNEME_DATABASE_URL", settings.database_url.get_secret_value())
+    monkeypatch.setenv(
+        "MNEME_MIGRATION_DATABASE_URL", settings.migration_database_url.get_secret_value()
+    )
+    monkeypatch.setenv("MNEME_EMBEDDING_SECOND", json.dumps(settings.embedding_second))
+    monkeypatch.setenv("MNEME_EMBEDDING_COLUMNS_REFRESH_SECONDS", "0.1")
+    get_settings.cache_clear()
+    try:
+        assert main(["reembed", "status"]) == 0
+        assert "no change of model under way" in capsys.readouterr().out
+        for _ in range(2):  # starting what is under way changes nothing
+            assert main(["reembed", "start"]) == 0
+            assert "embedding_alt is being filled for fake-embedding-model" in (
+                capsys.readouterr().out
+            )
+        assert main(["reembed", "status"]) == 0
+        assert "tenants: 0 of 0 read the new column" in capsys.readouterr().out
+        # Filling the live column in place goes on meanwhile.
+        assert main(["reembed"]) == 0
+        capsys.readouterr()
+        assert main(["reembed", "finish"]) == 0
+        assert "memory.embedding_alt is the live vector column" in capsys.readouterr().out
+        # The configured model is now the other one: the change back goes into the emptied
+        # first column, with its own cast and index.
+        assert main(["reembed", "start"]) == 0
+        assert "memory.embedding is being filled for all-MiniLM" in capsys.readouterr().out
+        assert main(["reembed", "run"]) == 0
+        assert "index: built" in capsys.readouterr().out
+        assert main(["reembed", "finish"]) == 0
+        assert "memory.embedding is the live vector column" in capsys.readouterr().out
+        assert main(["reembed", "status"]) == 0
+        assert "live column: embedding (all-MiniLM" in capsys.readouterr().out
+    finally:
+        get_settings.cache_clear()
