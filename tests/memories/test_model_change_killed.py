@@ -131,7 +131,7 @@ async def test_a_killed_run_resumes_and_searches_answer_from_one_model_throughou
         old = columns.configured
         new = ServerVectors(EMBEDDING_MODEL)
         embedders: dict[str, Embedder] = {old.model_name: old, new.model_name: new}
-        tenants = {new_tenant(): {} for _ in range(3)}
+        tenants: dict[str, dict[str, str]] = {new_tenant(): {} for _ in range(3)}
         texts: list[str] = []
         for index, tenant in enumerate(tenants):
             tenants[tenant] = bearer(settings, tenant, "sam")
