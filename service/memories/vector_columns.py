@@ -22,9 +22,8 @@ written during the change need no second pass.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -145,6 +144,7 @@ class VectorColumns:
         self.configured = configured
         self.configure(configured)
         self.state = ColumnsState()
+        self._warned: set[str] = set()
 
     def configure(self, embedder: Embedder) -> None:
         """Make `embedder` the configured model's (`MNEME_EMBEDDING_*`)."""
@@ -161,11 +161,9 @@ class VectorColumns:
     def live(self) -> VectorColumn:
         """The live column: what a tenant that has not switched reads, and where writes go."""
         live = self.state.column("live")
-        return (
-            VectorColumn("embedding", self.configured.model_name)
-            if live is None
-            else (self._vector_column(live))
-        )
+        if live is None:
+            return VectorColumn("embedding", self.configured.model_name)
+        return self._vector_column(live)
 
     def read_by(self, tenant_id: str) -> VectorColumn:
         """The column `tenant_id`'s searches read."""
@@ -198,13 +196,15 @@ class VectorColumns:
     def question_embedder(self, tenant_id: str) -> Embedder | None:
         """The embedder `tenant_id`'s questions are embedded with: its column's model's
         (None: the service does not run that model, and the tenant's searches go lexical)."""
-        embedder = self.embedder_for(self.read_by(tenant_id))
-        if embedder is None:
+        column = self.read_by(tenant_id)
+        embedder = self.embedder_for(column)
+        if embedder is None and column.model not in self._warned:
+            # Once per model and process: every search of such a tenant would repeat it.
+            self._warned.add(column.model)
             logger.warning(
-                "no embedder for the model of the column tenant %s reads (%s); its searches "
-                "go lexical until the service is configured with it",
-                tenant_id,
-                self.read_by(tenant_id).model,
+                "the service runs no embedder for %s, the model of a vector column tenants "
+                "read; their searches go lexical until it is configured (MNEME_EMBEDDING_SECOND)",
+                column.model,
             )
         return embedder
 
@@ -299,7 +299,7 @@ class StorageEmbedder:
         """Nothing of its own to close: the embedders it uses are the service's."""
 
 
-def publish_progress(state: ColumnsState, model_of: Any) -> None:
+def publish_progress(state: ColumnsState, model_of: Callable[[ColumnState], str]) -> None:
     """`mneme_reembed_memories{model,state}` and `mneme_reembed_tenants_switched{model}` for
     the column being filled, as its state row says."""
     metrics = DOMAIN_METRICS
@@ -309,9 +309,6 @@ def publish_progress(state: ColumnsState, model_of: Any) -> None:
         metrics.reembed_tenants_switched.clear()
         return
     model = model_of(filling)
-    with contextlib.suppress(ValueError):
-        metrics.reembed_memories.labels(model=model, state="embedded").set(
-            filling.memories_embedded
-        )
-        metrics.reembed_memories.labels(model=model, state="total").set(filling.memories_total)
-        metrics.reembed_tenants_switched.labels(model=model).set(len(state.switched))
+    metrics.reembed_memories.labels(model=model, state="embedded").set(filling.memories_embedded)
+    metrics.reembed_memories.labels(model=model, state="total").set(filling.memories_total)
+    metrics.reembed_tenants_switched.labels(model=model).set(len(state.switched))

@@ -146,7 +146,9 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
             json={"text": "Lena moved to Madrid last spring"},
         )
         assert changed.status_code == 200, changed.text
-        assert changed.json()["embedding_model"] == old.model_name
+        # Both columns have the new text's vectors; the tenant reads the new model's.
+        assert changed.json()["embedding_model"] == new.model_name
+        assert (old.model_name, new.model_name) in await _column_models(owner, late)
 
         assert await reembed.finish(owner, new, settle_seconds=SETTLE) == "embedding_alt"
         await columns.refresh(app.state.mneme.engine)
@@ -184,6 +186,8 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         found = await _search(client, late_user, moved)
         assert await assert_one_model(found, moved, embedders) == new.model_name
         assert found["hits"][0]["memory"]["text"] == "Lena moved to Madrid last spring"
+        listed = await client.get("/v1/users/me/memories", headers=late_user)
+        assert {item["embedding_model"] for item in listed.json()["items"]} == {new.model_name}
 
 
 async def test_starting_a_change_to_the_live_model_is_refused(
