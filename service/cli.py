@@ -274,10 +274,8 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
     async def new_model() -> Embedder | None:
         """The embedder of the model the change goes to: the one that is not the live
         column's, or the column being filled's."""
-        state = await load_state(engine)
-        filling = state.column("filling")
-        live = state.column("live")
-        live_model = configured.model_name if live is None or live.model is None else live.model
+        filling = (await load_state(engine)).column("filling")
+        live_model = await reembed.live_model(engine, configured)
         for embedder in (configured, second):
             if embedder is None:
                 continue

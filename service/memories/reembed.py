@@ -37,7 +37,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from service.memories.vector_columns import COLUMN_NAMES, ColumnsState, load_state
+from service.memories.vector_columns import COLUMN_NAMES, load_state
 from service.providers import Embedder
 
 logger = logging.getLogger("mneme.reembed")
@@ -208,6 +208,8 @@ async def reembed(
     live = state.column("live")
     column = "embedding" if live is None else live.name
     if live is not None and live.model is not None and live.model != embedder.model_name:
+        # Rewriting them in place would leave searches comparing two models' vectors until
+        # the last row is done.
         raise ReembedRefused(
             f"the live vector column holds {live.model}'s vectors, not {embedder.model_name}'s; "
             "configure that model, or change models with `mneme reembed start`"
@@ -237,14 +239,30 @@ async def reembed(
     return ReembedReport(total=total, embedded=embedded)
 
 
-def _live_model(state: ColumnsState, configured: Embedder) -> str:
+MOST_STORED_MODEL_SQL = text(
+    "SELECT embedding_model FROM memory WHERE embedding_model IS NOT NULL "
+    "GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"
+)
+"""The model most vectors of the first column came from."""
+
+
+async def live_model(owner_engine: AsyncEngine, configured: Embedder) -> str:
+    """The model of the live column's vectors. The column as first migrated records none (it
+    holds the configured model's): its vectors say which model they came from, so a change is
+    right even when the settings already name the new model as the configured one."""
+    state = await load_state(owner_engine)
     live = state.column("live")
-    return configured.model_name if live is None or live.model is None else live.model
+    if live is not None and live.model is not None:
+        return live.model
+    async with owner_engine.connect() as connection:
+        stored = (await connection.execute(MOST_STORED_MODEL_SQL)).scalar_one_or_none()
+    return configured.model_name if stored is None else str(stored)
 
 
 async def start(owner_engine: AsyncEngine, configured: Embedder, new: Embedder) -> str:
-    """Claim the free vector column for `new`'s model; returns the column's name. Starting
-    the change that is already under way changes nothing."""
+    """Claim the free vector column for `new`'s model, and record the live column's model if
+    it had none recorded; returns the claimed column's name. Starting the change that is
+    already under way changes nothing."""
     state = await load_state(owner_engine)
     if state.column("retiring") is not None:
         raise ReembedRefused(
@@ -258,7 +276,8 @@ async def start(owner_engine: AsyncEngine, configured: Embedder, new: Embedder) 
         raise ReembedRefused(
             f"a change to {filling.model} is under way; finish it first (`mneme reembed status`)"
         )
-    if new.model_name == _live_model(state, configured):
+    current = await live_model(owner_engine, configured)
+    if new.model_name == current:
         raise ReembedRefused(f"the live vector column already holds {new.model_name}'s vectors")
     used = {column.name for column in state.columns}
     free = next(name for name in COLUMN_NAMES if name not in used)
@@ -269,6 +288,14 @@ async def start(owner_engine: AsyncEngine, configured: Embedder, new: Embedder) 
         missing = (
             await connection.execute(text(_count_missing_sql(free)), {"model": new.model_name})
         ).scalar_one()
+        # From now on every process reads the live column's model from here, whatever it is
+        # configured with.
+        await connection.execute(
+            text(
+                "UPDATE embedding_column SET model = :model WHERE status = 'live' AND model IS NULL"
+            ),
+            {"model": current},
+        )
         await connection.execute(
             text(
                 "INSERT INTO embedding_column (name, model, dims, status, memories_total) "

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from httpx import AsyncClient
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.cli import main
@@ -23,9 +24,10 @@ from service.observability import DOMAIN_METRICS
 from service.providers import build_embedder, second_embedder_config
 from tests.conftest import bearer, new_tenant
 from tests.fixtures.factories import remember_all
-from tests.fixtures.openai_server import FakeOpenAIServer
+from tests.fixtures.openai_server import EMBEDDING_MODEL, FakeOpenAIServer
 from tests.memories.model_change import (
     NEW_DIMS,
+    ServerVectors,
     assert_one_model,
     own_database,
     owner_engine_for,
@@ -233,6 +235,9 @@ def test_the_command_walks_a_change_through_start_status_and_finish(
         capsys.readouterr()
         assert main(["reembed", "finish"]) == 0
         assert "memory.embedding_alt is the live vector column" in capsys.readouterr().out
+        # In place, the configured model may not overwrite the live column's model's vectors.
+        assert main(["reembed"]) == 2
+        assert "holds fake-embedding-model's vectors" in capsys.readouterr().err
         # The configured model is now the other one: the change back goes into the emptied
         # first column, with its own cast and index.
         assert main(["reembed", "start"]) == 0
@@ -245,3 +250,62 @@ def test_the_command_walks_a_change_through_start_status_and_finish(
         assert "live column: embedding (all-MiniLM" in capsys.readouterr().out
     finally:
         get_settings.cache_clear()
+
+
+async def _index_valid(owner: AsyncEngine) -> bool | None:
+    async with owner.connect() as connection:
+        valid: bool | None = (
+            await connection.execute(
+                text(
+                    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                    "WHERE c.relname = 'ix_memory_embedding_alt_hnsw'"
+                )
+            )
+        ).scalar_one_or_none()
+        return valid
+
+
+async def test_an_index_build_left_invalid_is_built_again_and_an_interrupted_finish_resumes(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings = await own_database(cluster, embeddings_server.base_url)
+    async with running_app(settings) as (app, client), owner_engine_for(settings) as owner:
+        old = app.state.mneme.vector_columns.configured
+        new = ServerVectors(EMBEDDING_MODEL)
+        tenant = new_tenant()
+        await remember_all(client, bearer(settings, tenant, "lena"), *({"text": t} for t in TEXTS))
+        await reembed.start(owner, old, new)
+        # A concurrent build that failed (as a killed one does) leaves an invalid index behind,
+        # which `CREATE INDEX … IF NOT EXISTS` alone would keep.
+        async with owner.connect() as connection:
+            autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await autocommit.execute(
+                text("UPDATE memory SET embedding_alt = '[1,2,3]' WHERE tenant_id = :t"),
+                {"t": tenant},
+            )
+            with pytest.raises(DBAPIError):
+                await autocommit.execute(
+                    text(
+                        "CREATE INDEX CONCURRENTLY ix_memory_embedding_alt_hnsw ON memory "
+                        f"USING hnsw ((embedding_alt::vector({NEW_DIMS})) vector_cosine_ops)"
+                    )
+                )
+        assert await _index_valid(owner) is False
+
+        current = await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
+        assert (current.memories_missing, current.index_built) == (0, True)
+        assert await _index_valid(owner) is True
+
+        # The live column changed, but the process stopped before dropping the old one.
+        async with owner.begin() as connection:
+            await connection.execute(
+                text(
+                    "UPDATE embedding_column SET status = CASE status WHEN 'live' THEN "
+                    "'retiring' ELSE 'live' END, changed_at = now()"
+                )
+            )
+            await connection.execute(text("DELETE FROM embedding_column_tenant"))
+        assert (await reembed.status(owner)).retiring_column == "embedding"
+        assert await reembed.finish(owner, None, settle_seconds=SETTLE) == "embedding_alt"
+        status = await reembed.status(owner)
+        assert (status.live_column, status.retiring_column) == ("embedding_alt", None)
