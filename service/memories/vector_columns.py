@@ -242,6 +242,23 @@ class VectorColumns:
                 values[column.model_column] = each.model
         return values
 
+    def placed(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """A memory row from elsewhere (an import) with each vector in the column that holds
+        its model here; a vector of a model no column holds is left out (the memory is found by
+        its words until `mneme reembed` embeds it), so no search compares it with another
+        model's."""
+        placed = {key: value for key, value in row.items() if key not in VECTOR_VALUES}
+        for name in COLUMN_NAMES:
+            placed[name] = None
+            placed[f"{name}_model"] = None
+        for name in COLUMN_NAMES:
+            vector, model = row.get(name), row.get(f"{name}_model")
+            column = None if vector is None or model is None else self.holding(str(model))
+            if column is not None:
+                placed[column.name] = vector
+                placed[column.model_column] = model
+        return placed
+
     async def refresh(self, engine: AsyncEngine) -> None:
         """Read the columns' state again (and publish a fill's progress as metrics)."""
         self.state = await load_state(engine)
