@@ -63,18 +63,18 @@ def _count_missing_sql(column: str) -> str:
 
 
 def _next_batch_sql(column: str) -> str:
+    """The next rows that lack the model's vector, in (tenant, id) order after the given key."""
     return f"""
     SELECT tenant_id, id, text FROM memory
      WHERE {_missing_filter(column)} AND (tenant_id, id) > (:after_tenant, CAST(:after_id AS uuid))
      ORDER BY tenant_id, id
      LIMIT :batch_size
     """  # noqa: S608
-    # The next rows that need a vector of the model, in (tenant, id) order after the given key.
 
 
 def _store_sql(column: str) -> str:
-    # Not when the text changed since it was read: the vector would be stale (the write that
-    # changed it stored its own).
+    """Store a vector unless the text changed since it was read: the vector would be stale
+    (the write that changed the text stored its own, or cleared the column for the next pass)."""
     return f"""
     UPDATE memory SET {column} = CAST(:vector AS vector), {column}_model = :model
      WHERE tenant_id = :tenant_id AND id = :id AND text = :text
