@@ -38,6 +38,7 @@ def second_model(base_url: str) -> dict[str, Any]:
         "openai_api_key": API_KEY,
         "openai_model": EMBEDDING_MODEL,
         "dims": NEW_DIMS,
+        "openai_max_retries": 0,
     }
 
 

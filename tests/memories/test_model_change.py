@@ -101,9 +101,18 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         await remember_all(client, early_user, {"text": "Lena runs a marathon in May"})
         assert (old.model_name, new.model_name) in await _column_models(owner, early)
 
+        # With the new model's server down, a write still succeeds, without the new vector.
+        embeddings_server.mode = "fail"
+        try:
+            await remember_all(client, late_user, {"text": "Lena sings in a choir"})
+        finally:
+            embeddings_server.mode = "summarize"
+        assert (old.model_name, None) in await _column_models(owner, late)
+
         current = await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
         assert (current.memories_missing, current.tenants_switched, current.tenants) == (0, 2, 2)
         assert current.index_built
+        assert (old.model_name, None) not in await _column_models(owner, late)
         async with owner.connect() as connection:
             index = (
                 await connection.execute(
@@ -120,7 +129,9 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         embedded = DOMAIN_METRICS.registry.get_sample_value(
             "mneme_reembed_memories", {"model": new.model_name, "state": "embedded"}
         )
-        assert embedded == len(TEXTS) * 2  # the memory written meanwhile had its vector already
+        # The memory written meanwhile had its new vector already; the one written while the
+        # new model's server was down had not.
+        assert embedded == len(TEXTS) * 2 + 1
         # A switched tenant's searches read the new column through its index.
         async with owner.begin() as connection:
             await connection.execute(text("SET LOCAL enable_seqscan = off"))
