@@ -105,6 +105,17 @@ def _cosine(left: list[float], right: list[float]) -> float:
     return dot / (math.sqrt(sum(a * a for a in left)) * math.sqrt(sum(b * b for b in right)))
 
 
+async def assert_cosines_of(items: list[dict[str, Any]], query: str, embedder: Embedder) -> None:
+    """Every item found by vector carries the cosine `embedder`'s vectors give."""
+    by_vector = [item for item in items if (item.get("scores") or {}).get("vector_cosine")]
+    assert by_vector, items
+    question = await embedder.embed_query(query)
+    stored = await embedder.embed([item["text"] for item in by_vector])
+    for item, vector in zip(by_vector, stored, strict=True):
+        cosine = item["scores"]["vector_cosine"]
+        assert math.isclose(cosine, _cosine(question, vector), abs_tol=1e-3)
+
+
 async def assert_one_model(
     response: dict[str, Any], query: str, embedders: dict[str, Embedder]
 ) -> str:

@@ -28,6 +28,7 @@ from tests.fixtures.openai_server import EMBEDDING_MODEL, FakeOpenAIServer
 from tests.memories.model_change import (
     NEW_DIMS,
     ServerVectors,
+    assert_cosines_of,
     assert_one_model,
     own_database,
     owner_engine_for,
@@ -150,6 +151,11 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         for headers in (early_user, late_user):
             answered = await _search(client, headers, query)
             assert await assert_one_model(answered, query, embedders) == new.model_name
+        # The context block embeds its question for the tenant's column too.
+        block = await client.post("/v1/users/me/context", headers=early_user, json={"query": query})
+        assert block.status_code == 200, block.text
+        [facts] = [s for s in block.json()["sections"] if s["name"] == "facts"]
+        await assert_cosines_of(facts["items"], query, new)
 
         # A changed text gets both models' vectors again (the old ones would be stale).
         memory_id = answered["hits"][0]["memory"]["id"]
