@@ -33,6 +33,7 @@ from service.memories.fusion import (
 )
 from service.memories.schemas import SearchRequest
 from service.memories.search import MemorySearch
+from service.memories.vector_columns import VectorColumns
 
 
 async def asyncpg_connection(connection: AsyncConnection) -> Any:
@@ -71,7 +72,8 @@ async def service_search_params(
     """The fusion statement's parameters for `request`, exactly as the service builds them."""
     search = MemorySearch(
         FusionRepository(AsyncSession(), tenant_id),
-        _PrecomputedEmbedder(query_embedding, "precomputed"),
+        VectorColumns(_PrecomputedEmbedder(query_embedding, "precomputed")),
+        tenant_id,
         settings,
     )
     return search.params(Owner.user(user_id), request, query_embedding)

@@ -57,10 +57,31 @@ def build_parser(
     )
 
     reembed = commands.add_parser(
-        "reembed", help="embed memories that lack a vector or carry another model's"
+        "reembed",
+        help="embed memories that lack a vector, or change the embedding model without downtime",
+        description=(
+            "Without a step: embed the memories whose live vector is missing or another "
+            "model's. Changing the model (docs/embedding-models.md): `start` claims the second "
+            "vector column for the model that is not the live one's (MNEME_EMBEDDING_* or "
+            "MNEME_EMBEDDING_SECOND), `run` fills it, builds its index and switches each "
+            "complete tenant (resumable), `status` tells where it stands, `finish` makes it "
+            "the live column and drops the old one."
+        ),
+    )
+    reembed.add_argument(
+        "step",
+        nargs="?",
+        choices=("start", "run", "status", "finish"),
+        default=None,
+        help="a step of changing the model; none: fill missing vectors in place",
     )
     reembed.add_argument(
         "--batch-size", type=int, default=64, help="memories embedded per batch (default 64)"
+    )
+    reembed.add_argument(
+        "--follow",
+        action="store_true",
+        help="run: keep embedding memories written meanwhile until the change finishes",
     )
 
     run_bench = _add_bench_parser(commands, load=_command_of(argv) == "bench")
@@ -96,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "migrate":
         return asyncio.run(_migrate(args.revision, args.downgrade))
     if args.command == "reembed":
-        return asyncio.run(_reembed(args.batch_size))
+        if args.step is None:
+            return asyncio.run(_reembed(args.batch_size))
+        return asyncio.run(_change_model(args.step, args.batch_size, args.follow))
     if args.command == "bench":
         return run_bench(args)
     if args.command == "admin":
@@ -254,6 +277,86 @@ async def _reembed(batch_size: int) -> int:
         await engine.dispose()
         target.close()
     sys.stdout.write(f"re-embedded {report.embedded} memories with {embedder.model_name}\n")
+    return 0
+
+
+async def _change_model(step: str, batch_size: int, follow: bool) -> int:
+    """One step of changing the embedding model (`service.memories.reembed`)."""
+    from service.db import create_engine, open_database_target
+    from service.memories import reembed
+    from service.memories.vector_columns import load_state
+    from service.providers import (
+        Embedder,
+        build_embedder,
+        embedder_config_from_settings,
+        second_embedder_config,
+    )
+
+    settings = get_settings()
+    target = await open_database_target(settings)
+    engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
+    configured = build_embedder(embedder_config_from_settings(settings))
+    second_config = second_embedder_config(settings)
+    second = None if second_config is None else build_embedder(second_config)
+    # Long enough for every service process to have read a change of the state again.
+    settle = 2 * settings.embedding_columns_refresh_seconds + 1
+
+    async def new_model() -> Embedder | None:
+        """The embedder of the model the change goes to: the one that is not the live
+        column's, or the column being filled's."""
+        filling = (await load_state(engine)).column("filling")
+        live_model = await reembed.live_model(engine, configured)
+        for embedder in (configured, second):
+            if embedder is None:
+                continue
+            if filling is not None and embedder.model_name == filling.model:
+                return embedder
+            if filling is None and embedder.model_name != live_model:
+                return embedder
+        return None
+
+    try:
+        if step == "status":
+            for line in (await reembed.status(engine)).lines():
+                sys.stdout.write(line + "\n")
+            return 0
+        new = await new_model()
+        if step == "start":
+            if new is None:
+                raise reembed.ReembedRefused(
+                    "no new model to change to: set MNEME_EMBEDDING_SECOND (or MNEME_EMBEDDING_*) "
+                    "to a model other than the live column's"
+                )
+            column = await reembed.start(engine, configured, new)
+            sys.stdout.write(f"memory.{column} is being filled for {new.model_name}\n")
+        elif step == "run":
+            if new is None:
+                raise reembed.ReembedRefused(
+                    "the service's settings name no embedder of the model being filled in"
+                )
+            with reembed_progress(sys.stderr) as progress:
+                current = await reembed.run(
+                    engine,
+                    new,
+                    batch_size=batch_size,
+                    settle_seconds=settle,
+                    follow=follow,
+                    on_progress=progress.update,
+                )
+            for line in current.lines():
+                sys.stdout.write(line + "\n")
+        else:
+            column = await reembed.finish(engine, new, batch_size=batch_size, settle_seconds=settle)
+            sys.stdout.write(f"memory.{column} is the live vector column\n")
+    except reembed.ReembedRefused as exc:
+        sys.stderr.write(f"mneme reembed {step}: {exc}\n")
+        return 2
+    finally:
+        for embedder in (configured, second):
+            if embedder is not None:
+                await embedder.aclose()
+        await engine.dispose()
+        target.close()
     return 0
 
 

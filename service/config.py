@@ -6,7 +6,7 @@ import ipaddress
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import limits
 import platformdirs
@@ -125,6 +125,15 @@ class Settings(BaseSettings):
     # Query vectors kept in process (LRU, keyed by model and text; ~1.5 KB each at 384
     # dimensions); 0 embeds every query afresh.
     query_embedding_cache_size: int = Field(default=2048, ge=0)
+    # A second embedding model the service runs beside the one above while the model changes
+    # (docs/embedding-models.md, "Changing the model"): the embedding settings' fields as a JSON
+    # object without the `embedding_` prefix, e.g. {"provider": "openai", "openai_model":
+    # "all-mpnet-base-v2", "dims": 768}. Fields not given take their defaults, except the
+    # OpenAI-compatible server's URL and key, which are the ones above unless given.
+    embedding_second: dict[str, Any] | None = None
+    # How often the service reads which vector column each tenant searches (a change of the
+    # embedding model waits for longer than this before it relies on a change being seen).
+    embedding_columns_refresh_seconds: float = Field(default=2.0, gt=0, le=60)
 
     # --- memories and retrieval ---------------------------------------------------------------
     # How a hybrid search fuses its two sides when the request does not say: linear weighs the

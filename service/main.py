@@ -60,6 +60,7 @@ from service.memories.jobs import register_jobs as register_memory_jobs
 from service.memories.keyed_router import router as keyed_memories_router
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
+from service.memories.vector_columns import VectorColumns
 from service.observability import (
     Metrics,
     TelemetryMiddleware,
@@ -71,7 +72,12 @@ from service.openapi import client_openapi
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
-from service.providers import Embedder, build_embedder, embedder_config_from_settings
+from service.providers import (
+    Embedder,
+    build_embedder,
+    embedder_config_from_settings,
+    second_embedder_config,
+)
 from service.providers.llm import build_chat_model
 from service.providers.query_cache import cache_query_embeddings
 from service.providers.reranker import build_reranker
@@ -172,9 +178,17 @@ async def _open_state(
     raw_embedder = build_embedder(embedder_config_from_settings(settings))
     embedder = InstrumentedEmbedder(raw_embedder)
     stack.push_async_callback(embedder.aclose)
-    # The local model and the context blocks' tokenizer load in threads while the database
-    # starts and migrates; both are loaded before the first request all the same.
-    warm_up = asyncio.create_task(_load_models(raw_embedder), name="mneme-load-models")
+    # The model a change of embedding model moves to, while one is under way.
+    second_config = second_embedder_config(settings)
+    raw_second = None if second_config is None else build_embedder(second_config)
+    second = None if raw_second is None else InstrumentedEmbedder(raw_second)
+    if second is not None:
+        stack.push_async_callback(second.aclose)
+    # The local models and the context blocks' tokenizer load in threads while the database
+    # starts and migrates; they are loaded before the first request all the same.
+    warm_up = asyncio.create_task(
+        _load_models(raw_embedder, raw_second), name="mneme-load-models"
+    )
     stack.push_async_callback(_finished, warm_up)
     target = await open_database_target(settings)
     stack.callback(target.close)
@@ -194,6 +208,13 @@ async def _open_state(
     await assert_runtime_role_is_unprivileged(engine)
     sessionmaker = create_sessionmaker(engine)
     await warm_up
+    vector_columns = VectorColumns(
+        cache_query_embeddings(embedder, settings.query_embedding_cache_size),
+        ()
+        if second is None
+        else (cache_query_embeddings(second, settings.query_embedding_cache_size),),
+    )
+    await vector_columns.refresh(engine)
     state = AppState(
         settings=settings,
         engine=engine,
@@ -206,9 +227,8 @@ async def _open_state(
         ),
         metrics=metrics,
         schema_head=db_migrations.head_revision(settings),
-        embedding_backfill=EmbeddingBackfill(
-            cache_query_embeddings(embedder, settings.query_embedding_cache_size), sessionmaker
-        ),
+        embedding_backfill=EmbeddingBackfill(vector_columns, sessionmaker),
+        vector_columns=vector_columns,
         background=background,
         chat_model=chat_model,
         ensure_tenant=ensure_tenant,
@@ -225,14 +245,15 @@ async def _open_state(
     return state
 
 
-async def _load_models(embedder: Embedder) -> None:
-    """Load the local model and the context blocks' tokenizer now rather than on the first
+async def _load_models(*embedders: Embedder | None) -> None:
+    """Load the local models and the context blocks' tokenizer now rather than on the first
     request: reading them takes tenths of a second each. API embedders have nothing to load
     and are not called at start-up."""
-    load_model = getattr(embedder, "load", None)
     loading = [asyncio.to_thread(encoding_for)]
-    if load_model is not None:
-        loading.append(load_model())
+    for embedder in embedders:
+        load_model = getattr(embedder, "load", None)
+        if load_model is not None:
+            loading.append(load_model())
     await asyncio.gather(*loading)
 
 
@@ -261,13 +282,20 @@ async def _start_background_work(
     stack.push_async_callback(retention.stop)
     await stack.enter_async_context(mcp.running())
     loop_lag = asyncio.create_task(watch_event_loop_lag(), name="mneme-loop-lag")
+    vector_columns = asyncio.create_task(
+        state.vector_columns.keep_fresh(
+            state.engine, state.settings.embedding_columns_refresh_seconds
+        ),
+        name="mneme-vector-columns",
+    )
 
-    async def stop_loop_lag() -> None:
-        loop_lag.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await loop_lag
+    async def stop_watchers() -> None:
+        for task in (loop_lag, vector_columns):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
-    stack.push_async_callback(stop_loop_lag)
+    stack.push_async_callback(stop_watchers)
 
 
 def _install_middleware(

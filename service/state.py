@@ -22,6 +22,7 @@ from service.providers.reranker import Reranker
 
 if TYPE_CHECKING:
     from service.memories.embedding import EmbeddingBackfill
+    from service.memories.vector_columns import VectorColumns
     from service.threads.service import ThreadSetup
 
 TransactionHook = Callable[[AsyncSession, Principal], Awaitable[None]]
@@ -42,6 +43,8 @@ class AppState:
     metrics: Metrics
     schema_head: str | None
     embedding_backfill: EmbeddingBackfill
+    # Which vector column each tenant reads, and the embedders of their models.
+    vector_columns: VectorColumns
     background: BackgroundRunner
     chat_model: ChatModel | None
     ensure_tenant: TenantRegistrar

@@ -25,7 +25,7 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from pydantic import SecretStr
 from sqlalchemy import text
@@ -39,6 +39,8 @@ from service.auth.principal import Principal
 from service.config import Settings
 from service.db import create_engine, create_sessionmaker, set_tenant, tenant_transaction
 from service.embedded_postgres import OWNER_ROLE, bootstrap, start_cluster
+from service.memories.vector_columns import VectorColumns
+from service.providers import EmbedderUnavailable
 
 TENANT = "bench"
 DATABASE = "mneme_admin_bench"
@@ -219,11 +221,30 @@ async def measure(runtime: AsyncEngine, owner: AsyncEngine, settings: Settings) 
             AuditTrail(session, operator),
             TENANT,
             profile_max_bytes=settings.profile_max_bytes,
+            vector_columns=VectorColumns(_SeededModel(settings.embedding_dims)),
         )
         imported = await service.import_user(HEAVY[0], body())
     elapsed = time.perf_counter() - started
     total = sum(imported.imported.values())
     say(f"import:   {total} records in {elapsed:.2f} s = {total / elapsed:,.0f} records/s")
+
+
+class _SeededModel:
+    """The model the seeded vectors name: an import keeps them in the column that holds it.
+    Nothing is embedded here."""
+
+    def __init__(self, dims: int) -> None:
+        self.model_name = "bench-random"
+        self.dims = dims
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbedderUnavailable("the benchmark embeds nothing")
+
+    async def embed_query(self, text: str) -> list[float]:
+        raise EmbedderUnavailable("the benchmark embeds nothing")
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 def main() -> None:

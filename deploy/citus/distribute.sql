@@ -11,6 +11,9 @@
 --   table. pgqueuer's job queue (pgqueuer*) and alembic_version stay plain tables on the
 --   coordinator: a queue polled with FOR UPDATE SKIP LOCKED and woken by LISTEN/NOTIFY is not
 --   a sharding candidate, and Citus serves coordinator-local tables in the same transactions.
+--   The vector columns' state (embedding_column, embedding_column_tenant: which model each of
+--   memory's vector columns holds, which tenants read the one being filled) stays there too:
+--   global, tiny, read whole by each service process and never joined with a tenant table.
 DO $$
 DECLARE
   tenant_tables CONSTANT text[] := ARRAY[
@@ -24,7 +27,8 @@ BEGIN
   SELECT string_agg(c.relname, ', ') INTO missing
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
    WHERE n.nspname = 'public' AND c.relkind = 'r'
-     AND c.relname <> ALL (tenant_tables || ARRAY['tenant', 'alembic_version'])
+     AND c.relname <> ALL (tenant_tables || ARRAY['tenant', 'alembic_version',
+                                                   'embedding_column', 'embedding_column_tenant'])
      AND c.relname NOT LIKE 'pgqueuer%';
   IF missing IS NOT NULL THEN
     RAISE EXCEPTION 'tables with no distribution decision: % (add them to distribute.sql)', missing;

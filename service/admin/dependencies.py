@@ -19,6 +19,7 @@ def admin_service(services: Services) -> AdminService:
         AuditTrail(services.session, services.principal),
         services.tenant_id,
         profile_max_bytes=services.state.settings.profile_max_bytes,
+        vector_columns=services.state.vector_columns,
     )
 
 

@@ -69,6 +69,7 @@ from service.kit.types import (
     parse_timestamp,
 )
 from service.memories.postings import PostingsRepository
+from service.memories.vector_columns import VectorColumns
 from service.profile.models import Profile
 from service.profile.schemas import StoredDocument
 from service.profile.service import document_bytes
@@ -110,11 +111,13 @@ class AdminService:
         tenant_id: str,
         *,
         profile_max_bytes: int,
+        vector_columns: VectorColumns,
     ) -> None:
         self._repository = repository
         self._audit = audit
         self._tenant_id = tenant_id
         self._profile_max_bytes = profile_max_bytes
+        self._vector_columns = vector_columns
 
     async def list_users(
         self,
@@ -211,6 +214,9 @@ class AdminService:
             table, row = importer.check(number, raw)
             if table is not None:
                 refuse_record_secrets(number, table, row)
+                if table == "memory":
+                    # The exporting deployment's vector columns may hold other models.
+                    row = self._vector_columns.placed(row)
                 await batch.add(number, table, row)
                 if table == MEMORY_TABLE:
                     memory_ids.append(uuid.UUID(str(row["id"])))

@@ -10,7 +10,7 @@ from fastapi import Depends
 
 from service.context.schemas import ContextRequest
 from service.context.service import ContextBuilder, start_embedding_context_question
-from service.dependencies import AddressedUserId, State, provided
+from service.dependencies import AddressedUserId, CurrentPrincipal, State, provided
 from service.memories.dependencies import memory_search, memory_service
 from service.memories.search import PendingVector, embedding_underway
 from service.profile.dependencies import profile_service
@@ -34,11 +34,11 @@ ContextSvc = Annotated[ContextBuilder, Depends(provided(context_builder))]
 
 
 async def embed_context_question(
-    _user_id: AddressedUserId, body: ContextRequest, state: State
+    _user_id: AddressedUserId, principal: CurrentPrincipal, body: ContextRequest, state: State
 ) -> AsyncIterator[PendingVector | None]:
     """The context question's vector, on its way before the request's transaction begins (as
     for a search: `service.memories.dependencies.embed_search_question`)."""
-    embedder = state.embedding_backfill.embedder
+    embedder = state.vector_columns.question_embedder(principal.tenant_id)
     async with embedding_underway(start_embedding_context_question(embedder, body)) as pending:
         yield pending
 

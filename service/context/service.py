@@ -99,11 +99,11 @@ def needs_question_vector(request: ContextRequest) -> bool:
 
 
 def start_embedding_context_question(
-    embedder: Embedder, request: ContextRequest
+    embedder: Embedder | None, request: ContextRequest
 ) -> PendingVector | None:
     """Start embedding the question of a block that needs its vector, so that it runs while
     the request's transaction begins; pass the result to `ContextBuilder.build`."""
-    if not needs_question_vector(request):
+    if not needs_question_vector(request) or embedder is None:
         return None
     return asyncio.ensure_future(embed_question(embedder, request.query))
 

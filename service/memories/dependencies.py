@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import Depends
 
 from service.accounts.dependencies import account_service
-from service.dependencies import State, UserOwner, provided
+from service.dependencies import CurrentPrincipal, State, UserOwner, provided
 from service.memories.fusion import FusionRepository
 from service.memories.keyed import KeyedMemoryService
 from service.memories.postings import StatisticsRequests
@@ -61,7 +61,8 @@ def _search(services: Services, reranker: Reranker | None) -> MemorySearch:
     )
     return MemorySearch(
         FusionRepository(services.session, services.tenant_id, statistics),
-        services.state.embedding_backfill.embedder,
+        services.state.vector_columns,
+        services.tenant_id,
         services.state.settings,
         reranker,
     )
@@ -76,7 +77,7 @@ def keyed_memory_service(services: Services) -> KeyedMemoryService:
 
 
 async def embed_search_question(
-    _owner: UserOwner, body: SearchRequest, state: State
+    _owner: UserOwner, principal: CurrentPrincipal, body: SearchRequest, state: State
 ) -> AsyncIterator[PendingVector | None]:
     """The search question's vector, on its way before the request's transaction begins.
 
@@ -85,7 +86,7 @@ async def embed_search_question(
     go to the database, instead of after them. It depends on the addressed user: nothing is
     embedded for a caller the route refuses. None: a lexical search needs no vector.
     """
-    embedder = state.embedding_backfill.embedder
+    embedder = state.vector_columns.question_embedder(principal.tenant_id)
     async with embedding_underway(start_embedding_question(embedder, body)) as pending:
         yield pending
 

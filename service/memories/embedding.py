@@ -2,7 +2,9 @@
 
 A write embeds inline; if the embedder is down the memory is stored with a NULL embedding
 (still found lexically) and `EmbeddingBackfill` retries after the commit, with backoff. Rows
-that still lack an embedding, or carry another model's, are caught by `mneme reembed`.
+that still lack an embedding, or carry another model's, are caught by `mneme reembed`. Vectors
+are made by the live vector column's model (`service.memories.vector_columns`), and while
+another column is being filled, by its model too.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.db import tenant_transaction
 from service.memories.models import Memory
 from service.memories.repository import MemoryRepository
+from service.memories.vector_columns import StorageEmbedder, VectorColumns
 from service.providers import Embedder, EmbedderUnavailable
 
 logger = logging.getLogger("mneme.embedding")
@@ -37,13 +40,24 @@ async def embed_or_none(embedder: Embedder, texts: Sequence[str]) -> list[list[f
 class EmbeddingBackfill:
     def __init__(
         self,
-        embedder: Embedder,
+        vector_columns: VectorColumns,
         sessionmaker: async_sessionmaker[AsyncSession],
         retry_delays_seconds: Sequence[float] = (1.0, 5.0, 30.0),
     ) -> None:
-        self.embedder = embedder
+        self.vector_columns = vector_columns
         self._sessionmaker = sessionmaker
         self.retry_delays = tuple(retry_delays_seconds)
+
+    @property
+    def embedder(self) -> StorageEmbedder:
+        """The embedder writes store vectors with (`VectorColumns.storage_embedder`)."""
+        return self.vector_columns.storage_embedder()
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        """Run `embedder` as the configured model's (e.g. one that fails, to see a write
+        survive it)."""
+        self.vector_columns.configure(embedder)
 
     async def retry(self, tenant_id: str, memory_ids: list[uuid.UUID]) -> None:
         """Embed these memories, retrying with backoff while the embedder stays down."""
@@ -60,14 +74,16 @@ class EmbeddingBackfill:
         )
 
     async def embed_missing(self, tenant_id: str, memory_ids: list[uuid.UUID]) -> None:
-        """Embed those of `memory_ids` that still lack a vector (raises EmbedderUnavailable)."""
+        """Embed those of `memory_ids` that still lack a vector in the live column (raises
+        EmbedderUnavailable)."""
+        live = self.vector_columns.live()
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
             rows = (
                 await session.execute(
                     select(Memory.id, Memory.text).where(
                         Memory.tenant_id == tenant_id,
                         Memory.id.in_(memory_ids),
-                        Memory.embedding.is_(None),
+                        getattr(Memory, live.name).is_(None),
                     )
                 )
             ).all()
@@ -77,4 +93,6 @@ class EmbeddingBackfill:
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
             repository = MemoryRepository(session, tenant_id)
             for row, vector in zip(rows, vectors, strict=True):
-                await repository.set_embedding(row.id, vector, self.embedder.model_name, row.text)
+                values = self.vector_columns.stored_values(vector, clear_others=False)
+                if values:
+                    await repository.set_vectors(row.id, values, row.text)

@@ -33,6 +33,11 @@ from service.kit.repository import TenantRepository
 from service.memories.filters import MemoryFilter, Predicate
 from service.memories.postings import COMMON_LEXEME_DOCUMENTS, StatisticsRequests
 from service.memories.schemas import ComponentScores, MemoryRead
+from service.memories.vector_columns import VectorColumn
+
+FIRST_VECTOR_COLUMN = VectorColumn("embedding", model="")
+"""`memory.embedding` as first migrated: a search that names no column reads it (its model is
+the caller's business; the statement needs only the column)."""
 
 
 def render(template: str, **fragments: str) -> str:
@@ -245,7 +250,7 @@ hits AS (
     SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
        s.needs_review, s.superseded_by, s.source_thread_id, s.source_message_ids, s.evidence,
        s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
-       s.embedding_model, s.metadata, s.store_key, s.speaker,
+       ${hit_vector_model} AS embedding_model, s.metadata, s.store_key, s.speaker,
        s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
        s.neighbour_score, s.thread_score, s.speaker_score, s.date_score,
        s.recency_factor, s.confidence_factor,
@@ -254,7 +259,7 @@ hits AS (
            * s.recency_factor * s.confidence_factor AS final_score,
        -- As float4[]: the driver decodes the binary array natively, where parsing pgvector's
        -- text form in Python costs ~0.3 ms a vector (an MMR search reads up to 300 of them).
-       CASE WHEN :with_embeddings THEN s.embedding::real[] END AS embedding,
+       CASE WHEN :with_embeddings THEN ${hit_vector}::real[] END AS embedding,
        s.section, s.stronger_side, s.weaker_side
   FROM scored s
 )
@@ -314,7 +319,7 @@ SELECT b.id, b.section, own.lexical_score, own.cosine AS vector_cosine,
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL (
        SELECT CASE WHEN :use_vector
-                   THEN 1 - (m.embedding <=> ${question_vector})
+                   THEN 1 - (${vector} <=> ${question_vector})
               END AS cosine,
               (SELECT round(CAST(sum(w.idf * cardinality(term.positions) * 2.2
                                      / (cardinality(term.positions)
@@ -418,11 +423,11 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
 top postings of the question's lexemes that pass the section's filter."""
 
 NEAREST_SQL = """
-SELECT m.id, ${section} AS section, m.embedding <=> ${question_vector} AS distance
+SELECT m.id, ${section} AS section, ${vector} <=> ${question_vector} AS distance
   FROM memory m
- WHERE :use_vector AND m.embedding IS NOT NULL
+ WHERE :use_vector AND ${vector} IS NOT NULL
    AND ${candidate_filter}
- ORDER BY m.embedding <=> ${question_vector}
+ ORDER BY ${vector} <=> ${question_vector}
  LIMIT ${pool}
 """
 """One section's vector candidates: HNSW with pgvector's iterative scan (hnsw.iterative_scan,
@@ -478,6 +483,8 @@ class SearchParams:
     postings_per_lexeme: Annotated[int, Integer()] = 1_000
     live_count_cap: Annotated[int, Integer()] = 2 * COMMON_LEXEME_DOCUMENTS
     vector_index_share: Annotated[float, Float()] = 0.02
+    # Not bound: it names the column in the statement's text.
+    vector_column: VectorColumn = FIRST_VECTOR_COLUMN
 
 
 RANKING_PARAMETERS: tuple[tuple[str, TypeEngine[Any]], ...] = tuple(
@@ -502,11 +509,23 @@ class SearchRow:
     rather than testing every memory."""
 
 
+def vector_fragments(column: VectorColumn) -> dict[str, str]:
+    """The statement's fragments for the vector column a search reads: the column as its
+    index is built (`${vector}`, over `memory m`), and the hit's vector and model name."""
+    return {
+        "vector": column.expression("m"),
+        "hit_vector": f"s.{column.name}",
+        "hit_vector_model": f"s.{column.model_column}",
+    }
+
+
 @lru_cache(maxsize=128)
-def _search_template(candidate_filters: tuple[str, ...]) -> str:
+def _search_template(candidate_filters: tuple[str, ...], column: VectorColumn) -> str:
     """`HYBRID_SEARCH_SQL` with section `i` selected by `candidate_filters[i]`, its pool and
-    limit bound as `:pool_i` and `:limit_i`."""
+    limit bound as `:pool_i` and `:limit_i`, its vectors read from `column`."""
     # Cached per filter shape: the same text (and so asyncpg's prepared statement) is reused.
+
+    vectors = vector_fragments(column)
 
     def each_section(fragment: str) -> str:
         return " UNION ALL ".join(
@@ -518,6 +537,7 @@ def _search_template(candidate_filters: tuple[str, ...]) -> str:
                 pool=f":pool_{index}",
                 owner_keys=f"CAST(:owner_keys_{index} AS text[])",
                 question_vector=QUESTION_VECTOR_SQL,
+                **vectors,
             )
             + ")"
             for index, candidate_filter in enumerate(candidate_filters)
@@ -539,12 +559,15 @@ def _search_template(candidate_filters: tuple[str, ...]) -> str:
         bounded_matches=each_section(BOUNDED_MATCHES_SQL),
         collection=each_section(COLLECTION_SQL),
         nearest=each_section(NEAREST_SQL),
-        beyond_pools=render(BEYOND_POOLS_SQL.strip(), question_vector=QUESTION_VECTOR_SQL),
+        beyond_pools=render(
+            BEYOND_POOLS_SQL.strip(), question_vector=QUESTION_VECTOR_SQL, **vectors
+        ),
         candidate_filter=candidate_filter,
         section=section,
         lexical_pool=lexical_pool,
         pool=pool,
         limit=limit,
+        **vectors,
     )
 
 
@@ -614,7 +637,11 @@ def _sectioned_statement(
         for name, value in _bound_values(tenant_id, sections).items()
     ]
     return (
-        text(_search_template(tuple(predicate.sql for predicate in predicates)))
+        text(
+            _search_template(
+                tuple(predicate.sql for predicate in predicates), sections[0].vector_column
+            )
+        )
         .bindparams(*(bind for predicate in predicates for bind in predicate.binds), *binds)
         .columns(embedding=ARRAY(REAL()))
     )
@@ -668,7 +695,12 @@ def compiled_search(
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
     """
     predicates = _section_predicates(tenant_id, sections)
-    key = (dialect.name, _search_template(tuple(predicate.sql for predicate in predicates)))
+    key = (
+        dialect.name,
+        _search_template(
+            tuple(predicate.sql for predicate in predicates), sections[0].vector_column
+        ),
+    )
     compiled = _compiled_searches.get(key)
     if compiled is None:
         if len(_compiled_searches) >= _COMPILED_SEARCHES_KEPT:

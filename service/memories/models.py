@@ -41,6 +41,17 @@ class Memory(Base):
     # the type for binding. Deferred: vectors are large and most reads do not need them.
     embedding: Mapped[Any] = mapped_column(Vector(), deferred=True)
     embedding_model: Mapped[str | None] = mapped_column(Text)
+    # The second vector column, filled while the embedding model changes (its dimension is the
+    # new model's; `service.memories.vector_columns`).
+    embedding_alt: Mapped[Any] = mapped_column(Vector(), deferred=True)
+    embedding_alt_model: Mapped[str | None] = mapped_column(Text)
+
+    @property
+    def vector_model(self) -> str | None:
+        """The model of the memory's vector as a reader sees it: the second column's while it
+        holds one (a change into it is under way or done), else the first column's."""
+        return self.embedding_alt_model or self.embedding_model
+
     confidence: Mapped[float] = mapped_column(Float, server_default=sql("1.0"))
     lifecycle: Mapped[str] = mapped_column(Text, server_default=sql("'confirmed'"))
     needs_review: Mapped[bool] = mapped_column(Boolean, server_default=sql("false"))

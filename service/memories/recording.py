@@ -144,9 +144,17 @@ class MemoryRecorder:
             "speaker": item.speaker,
             "metadata_": item.metadata,
             "expires_at": item.expires_at,
-            "embedding": vector,
-            "embedding_model": self.embedder.model_name if vector is not None else None,
+            **self.vector_values(vector),
         }
+
+    def vector_values(self, vector: list[float] | None) -> dict[str, Any]:
+        """The vector columns' values for a new or changed text (`VectorColumns.stored_values`)."""
+        return self.backfill.vector_columns.stored_values(vector)
+
+    def lacks_live_vector(self, memory: Memory) -> bool:
+        """Whether `memory` has no vector in the live column (the backfill's to embed)."""
+        live = self.backfill.vector_columns.live()
+        return getattr(memory, live.model_column) is None
 
     def schedule_backfill(self, memory_ids: list[uuid.UUID]) -> None:
         """Embed these memories after the commit (their vectors could not be computed now)."""

@@ -129,12 +129,14 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         *,
         text_value: str,
         vector: list[float] | None,
+        vector_column: str,
         categories: Sequence[str],
         nearest: int,
     ) -> list[tuple[Memory, float | None]]:
         """The owner's live memories of `kind` a new one must be reconciled with: the `nearest`
-        by cosine to `vector`, those in `categories` and an exact duplicate of `text_value`,
-        each with its cosine to `vector` (None without vectors)."""
+        by cosine to `vector` (compared with `vector_column`, which holds its model's vectors),
+        those in `categories` and an exact duplicate of `text_value`, each with its cosine to
+        `vector` (None without vectors)."""
         live = self._owned(owner).where(M.kind == kind, M.lifecycle != "superseded")
         conditions: list[ColumnElement[bool]] = [
             M.content_hash == _content_hash(text_value),
@@ -143,10 +145,11 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             conditions.append(M.category.in_(list(categories)))
         cosine: ColumnElement[Any] = literal_column("NULL")
         if vector is not None:
-            distance = M.embedding.cosine_distance(vector)
+            stored = getattr(M, vector_column)
+            distance = stored.cosine_distance(vector)
             nearest_ids = (
                 live.with_only_columns(M.id)
-                .where(M.embedding.is_not(None))
+                .where(stored.is_not(None))
                 .order_by(distance)
                 .limit(nearest)
             )
@@ -228,10 +231,11 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
                 .execution_options(synchronize_session=False)
             )
 
-    async def set_embedding(
-        self, memory_id: uuid.UUID, embedding: list[float], model: str, expected_text: str
+    async def set_vectors(
+        self, memory_id: uuid.UUID, vectors: dict[str, Any], expected_text: str
     ) -> bool:
-        """Store an embedding unless the text changed meanwhile (then it is stale)."""
+        """Store vectors (`VectorColumns.stored_values`) unless the text changed meanwhile
+        (then they are stale)."""
         statement = (
             update(Memory)
             .where(
@@ -239,7 +243,7 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
                 Memory.id == memory_id,
                 Memory.text == expected_text,
             )
-            .values(embedding=embedding, embedding_model=model)
+            .values(vectors)
             .execution_options(synchronize_session=False)
         )
         result = await self._session.execute(statement)

@@ -196,7 +196,8 @@ class MemoryRead(BaseModel):
     invalid_at: datetime | None
     expires_at: datetime | None
     embedding_model: str | None = Field(
-        description="Model of the stored embedding; null while it awaits embedding."
+        description="Model of the stored embedding; null while it awaits embedding.",
+        validation_alias=AliasChoices("vector_model", "embedding_model"),
     )
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))
     store_key: str | None = Field(

@@ -19,6 +19,7 @@ from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, SearchRow
 from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
 from service.memories.telemetry import fusion_statement, record_search_hits, search_stage
+from service.memories.vector_columns import ModelVector, VectorColumn, VectorColumns
 from service.observability import DOMAIN_METRICS, traced, tracer
 from service.providers import (
     Embedder,
@@ -53,11 +54,14 @@ def linear_lexical_weight(settings: Settings) -> float:
 _profile_weights: dict[int, tuple[weakref.ref[Settings], float]] = {}
 
 
-async def embed_question(embedder: Embedder, query: str) -> list[float] | None:
-    """The query's vector, or None when the embedder is down (search goes lexical)."""
+async def embed_question(embedder: Embedder | None, query: str) -> list[float] | None:
+    """The query's vector, named by its model (`ModelVector`), or None when there is no
+    embedder or it is down (search goes lexical)."""
+    if embedder is None:
+        return None
     with tracer.start_as_current_span("memories.embed_query"):
         try:
-            return await embedder.embed_query(query)
+            return ModelVector(await embedder.embed_query(query), embedder.model_name)
         except EmbedderUnavailable:
             return None
 
@@ -82,10 +86,12 @@ async def embedding_underway(pending: PendingVector | None) -> AsyncIterator[Pen
             pending.cancel()
 
 
-def start_embedding_question(embedder: Embedder, request: SearchRequest) -> PendingVector | None:
+def start_embedding_question(
+    embedder: Embedder | None, request: SearchRequest
+) -> PendingVector | None:
     """Start embedding `request`'s question (None: a lexical search needs no vector), so that
     it runs while the request's transaction begins; await the result for `search`."""
-    if request.mode == "lexical":
+    if request.mode == "lexical" or embedder is None:
         return None
     return asyncio.ensure_future(embed_question(embedder, request.query))
 
@@ -94,18 +100,28 @@ class MemorySearch:
     def __init__(
         self,
         fusion: FusionRepository,
-        embedder: Embedder,
+        vector_columns: VectorColumns,
+        tenant_id: str,
         settings: Settings,
         reranker: Reranker | None = None,
     ) -> None:
         self._fusion = fusion
-        self._embedder = embedder
+        self._vector_columns = vector_columns
+        self._tenant_id = tenant_id
         self._settings = settings
         self._reranker = reranker
 
     async def embed_query(self, query: str) -> list[float] | None:
-        """The query's vector, or None when the embedder is down (search goes lexical)."""
-        return await embed_question(self._embedder, query)
+        """The query's vector by the model of the column the tenant reads, or None when the
+        embedder is down (search goes lexical)."""
+        return await embed_question(self._vector_columns.question_embedder(self._tenant_id), query)
+
+    def vector_column(self, query_embedding: list[float] | None) -> VectorColumn | None:
+        """The column a search compares `query_embedding` with: the one holding its model's
+        vectors (None: no column does), else the column the tenant reads."""
+        if query_embedding is None:
+            return self._vector_columns.read_by(self._tenant_id)
+        return self._vector_columns.column_for(query_embedding, self._tenant_id)
 
     def params(
         self, owner: Owner, request: SearchRequest, query_embedding: list[float] | None
@@ -113,6 +129,9 @@ class MemorySearch:
         """The fusion statement's parameters for `request` over `owner`'s memories (and the
         organization's, when the request's scopes include `org`)."""
         settings = self._settings
+        column = self.vector_column(query_embedding)
+        if column is None:
+            query_embedding = None
         use_vector = request.mode != "lexical" and query_embedding is not None
         use_lexical = request.mode != "vector" or query_embedding is None
         with_mmr = request.mmr_lambda is not None and use_vector
@@ -155,6 +174,7 @@ class MemorySearch:
             bounded_from=settings.search_bounded_from,
             postings_per_lexeme=settings.search_postings_per_lexeme,
             vector_index_share=settings.search_vector_index_share,
+            vector_column=column or self._vector_columns.live(),
         )
 
     @traced("memories.search")

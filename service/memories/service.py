@@ -40,6 +40,7 @@ from service.memories.schemas import (
     ProcedureSlotRead,
     ProceduresUpdate,
 )
+from service.memories.vector_columns import VECTOR_VALUES
 from service.observability import tracer
 
 PROCEDURE_SLOTS = ("style", "workflow", "safety", "task_policies")
@@ -187,8 +188,7 @@ class MemoryService:
                 "Another memory already says exactly this.", existing_id=str(duplicate.id)
             )
         vectors = await embed_or_none(self._recorder.embedder, [new_text])
-        values["embedding"] = vectors[0] if vectors else None
-        values["embedding_model"] = self._recorder.embedder.model_name if vectors else None
+        values.update(self._recorder.vector_values(vectors[0] if vectors else None))
 
     async def _record_update(self, memory: Memory, values: dict[str, Any]) -> MemoryRead:
         """Store the change with the lifecycle's timestamps and its history event; a memory
@@ -203,7 +203,7 @@ class MemoryService:
         changes = {
             key: jsonable(value)
             for key, value in values.items()
-            if key not in {"embedding", "embedding_model", "text", "last_confirmed_at"}
+            if key not in VECTOR_VALUES and key not in {"text", "last_confirmed_at"}
         }
         updated = await self._repository.update(memory.id, values)
         action = "supersede" if values.get("lifecycle") == "superseded" else "update"
@@ -214,7 +214,7 @@ class MemoryService:
                 )
             ]
         )
-        if "text" in values and updated.embedding_model is None:
+        if "text" in values and self._recorder.lacks_live_vector(updated):
             self._recorder.schedule_backfill([updated.id])
         return MemoryRead.model_validate(updated)
 

@@ -64,11 +64,19 @@ class DerivedMemoryWriter:
     ) -> list[RelatedMemory]:
         """The owner's live memories a new memory with this text and vector must be reconciled
         with: nearest neighbours, those of `categories` and an exact duplicate."""
+        column = (
+            None
+            if vector is None
+            else self._recorder.backfill.vector_columns.column_for(
+                vector, self._recorder.principal.tenant_id
+            )
+        )
         rows = await self._repository.related_live(
             owner,
             kind,
             text_value=text_value,
-            vector=vector,
+            vector=vector if column is not None else None,
+            vector_column=column.name if column is not None else "embedding",
             categories=categories,
             nearest=nearest,
         )

@@ -152,6 +152,20 @@ class DomainMetrics:
             ["kind"],
             registry=r,
         )
+        # Published by every service process from the state `mneme reembed run` records.
+        self.reembed_memories = Gauge(
+            "mneme_reembed_memories",
+            "Memories of the vector column being filled for a new embedding model, by model "
+            "and state (total: to embed when the pass began, embedded: done since).",
+            ["model", "state"],
+            registry=r,
+        )
+        self.reembed_tenants_switched = Gauge(
+            "mneme_reembed_tenants_switched",
+            "Tenants whose searches already read the new embedding model's column, by model.",
+            ["model"],
+            registry=r,
+        )
         self.llm_calls = Counter(
             "mneme_llm_calls_total",
             "Chat model calls by model and outcome (ok, error).",

@@ -5,6 +5,7 @@ from service.providers.embedder import (
     EmbedderConfig,
     EmbedderUnavailable,
     embedder_config_from_settings,
+    second_embedder_config,
 )
 from service.providers.factory import build_embedder
 
@@ -14,4 +15,5 @@ __all__ = [
     "EmbedderUnavailable",
     "build_embedder",
     "embedder_config_from_settings",
+    "second_embedder_config",
 ]

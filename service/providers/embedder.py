@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, get_args
 
@@ -128,6 +128,32 @@ def embedder_config_from_settings(settings: Any) -> EmbedderConfig:
         if hasattr(settings, prefix + config_field.name)
     }
     return EmbedderConfig(**values)
+
+
+def second_embedder_config(settings: Any) -> EmbedderConfig | None:
+    """The second embedder's config (`settings.embedding_second`), or None when there is none;
+    raises ValueError for a field the config does not have or a value it refuses."""
+    given: dict[str, Any] | None = settings.embedding_second
+    if not given:
+        return None
+    known = {config_field.name for config_field in fields(EmbedderConfig)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ValueError(f"embedding_second has unknown fields: {', '.join(unknown)}")
+    main = embedder_config_from_settings(settings)
+    inherited = {
+        "openai_base_url": main.openai_base_url,
+        "openai_api_key": main.openai_api_key,
+    }
+    values = inherited | given
+    if isinstance(values.get("openai_api_key"), str):
+        values["openai_api_key"] = SecretStr(values["openai_api_key"])
+    if isinstance(values.get("local_model_path"), str):
+        values["local_model_path"] = Path(values["local_model_path"])
+    try:
+        return replace(EmbedderConfig(), **values)
+    except TypeError as error:
+        raise ValueError(f"embedding_second: {error}") from None
 
 
 def shortened(vector: Sequence[float], dims: int) -> list[float]:

@@ -22,6 +22,7 @@ from service.extraction.pipeline import WritePath
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.repository import MemoryRepository
+from service.memories.vector_columns import VectorColumns
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import OpenAIChatModel
 from tests.admin.conftest import rows_by_thread, rows_of, seed_user
@@ -57,7 +58,7 @@ async def write_path(
             app.state.mneme,
             settings=settings.model_copy(update={"extraction_strategy": "every_turn"}),
             sessionmaker=sessionmaker,
-            embedding_backfill=EmbeddingBackfill(embedder, sessionmaker),
+            embedding_backfill=EmbeddingBackfill(VectorColumns(embedder), sessionmaker),
             background=background,
             chat_model=chat_model,
         )

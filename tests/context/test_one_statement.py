@@ -76,7 +76,8 @@ def section_by_section(services: Services) -> MemorySearch:
     """Built in place of `memory_search` for the context builder of a unit of work."""
     return SectionBySection(
         FusionRepository(services.session, services.tenant_id),
-        services.state.embedding_backfill.embedder,
+        services.state.vector_columns,
+        services.tenant_id,
         services.state.settings,
     )
 

@@ -16,8 +16,18 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 # pgqueuer's job queue is global (one queue for every tenant, holding ids only) and stays a
 # plain table on the Citus coordinator, as Citus advises for queue tables that are polled with
 # SKIP LOCKED and LISTEN/NOTIFY; the distribution rules do not apply to it.
+# The vector columns' state (which model each column holds, which tenants read the one being
+# filled) is global too, read whole by every service process, and stays on the coordinator.
 LOCAL_TABLES = frozenset(
-    {"pgqueuer", "pgqueuer_log", "pgqueuer_schedules", "pgqueuer_statistics", "alembic_version"}
+    {
+        "pgqueuer",
+        "pgqueuer_log",
+        "pgqueuer_schedules",
+        "pgqueuer_statistics",
+        "alembic_version",
+        "embedding_column",
+        "embedding_column_tenant",
+    }
 )
 
 # `tenant` is the root of every tenant's rows: its key `id` is the tenant id itself.

@@ -33,7 +33,17 @@ TENANT_TABLES = (
 
 # pgqueuer's job queue (migration 20261129_1500): shared by all tenants and holding no tenant
 # content (a job's payload is a tenant id and row ids), so deliberately not under RLS.
-UNSCOPED_TABLES = ("pgqueuer", "pgqueuer_log", "pgqueuer_schedules", "pgqueuer_statistics")
+# The vector columns' state: which model each of memory's vector columns holds and which
+# tenants already read the one being filled (tenant ids, no content). Global, read whole by every
+# service process (`service.memories.vector_columns`), and read-only for the runtime role.
+UNSCOPED_TABLES = (
+    "pgqueuer",
+    "pgqueuer_log",
+    "pgqueuer_schedules",
+    "pgqueuer_statistics",
+    "embedding_column",
+    "embedding_column_tenant",
+)
 
 
 async def seed_every_table(engine: AsyncEngine, tenant_id: str) -> None:

@@ -19,6 +19,7 @@ from service.db import create_sessionmaker
 from service.extraction.pipeline import WritePath, speaker_of
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
+from service.memories.vector_columns import VectorColumns
 from service.providers import build_embedder, embedder_config_from_settings
 from service.providers.llm import LLMUnavailable, OpenAIChatModel
 from service.threads.models import Message
@@ -59,7 +60,7 @@ async def make_write_path(
                 app.state.mneme,
                 settings=settings.model_copy(update=overrides),
                 sessionmaker=sessionmaker,
-                embedding_backfill=EmbeddingBackfill(embedder, sessionmaker),
+                embedding_backfill=EmbeddingBackfill(VectorColumns(embedder), sessionmaker),
                 background=background,
                 chat_model=chat_model,
             )

@@ -229,7 +229,9 @@ async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(
 
     async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
         backend = await session.scalar(text("SELECT pg_backend_pid()"))
-        search = MemorySearch(FusionRepository(session, tenant), embedder, settings)
+        search = MemorySearch(
+            FusionRepository(session, tenant), app.state.mneme.vector_columns, tenant, settings
+        )
         on_its_way: asyncio.Future[list[float] | None] = asyncio.get_running_loop().create_future()
         searching = asyncio.create_task(
             search.search(

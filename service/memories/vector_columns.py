@@ -1,0 +1,331 @@
+"""Which vector column each tenant reads, and which model's vectors each column holds.
+
+`memory` has two vector columns, `embedding` and `embedding_alt`. One is live: searches read
+it and writes fill it. Changing the embedding model fills the other one in the background
+(`mneme reembed start` / `run`, `service.memories.reembed`) while searches keep reading the
+live one; a tenant switches to the new column once every memory of its carries a vector there,
+and when every tenant has switched the new column becomes the live one and the old one is
+emptied. Searches therefore compare a question with vectors of one model only, at every moment.
+
+The state lives in two small global tables (`embedding_column`, `embedding_column_tenant`),
+which the service reads whole every few seconds (`VectorColumns.keep_fresh`): a request never
+waits for it. The command that changes the state waits for longer than that refresh before it
+relies on a change (a switch, the drop of the old column), so a process that has not seen the
+change yet still reads a complete column of one model.
+
+Every vector the service makes is a `ModelVector`, which carries the name of its model: it is
+stored in the column of that model and compared with that column only. While a column is being
+filled, a write embeds its text for that column's model too (`StorageEmbedder`), so memories
+written during the change need no second pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.observability import DOMAIN_METRICS
+from service.providers import Embedder, EmbedderUnavailable
+
+logger = logging.getLogger("mneme.vector_columns")
+
+COLUMN_NAMES = ("embedding", "embedding_alt")
+"""The two vector columns of `memory`, each with its model's name in `<column>_model`."""
+
+VECTOR_VALUES = frozenset(value for name in COLUMN_NAMES for value in (name, f"{name}_model"))
+"""The `memory` fields the vector columns are: a change's history records none of them."""
+
+ColumnStatus = Literal["live", "filling", "retiring"]
+
+
+class ModelVector(list[float]):
+    """A vector with the name of the model that made it (`Embedder.model_name`), and the same
+    text's vectors by the models of columns being filled (`others`)."""
+
+    __slots__ = ("model", "others")
+
+    def __init__(
+        self, values: Sequence[float], model: str, others: Sequence[ModelVector] = ()
+    ) -> None:
+        super().__init__(values)
+        self.model = model
+        self.others = tuple(others)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorColumn:
+    """A vector column as a statement reads it: its name, its model and, for a column whose
+    type has no dimension, the dimension its index casts to."""
+
+    name: str
+    model: str
+    dims: int | None = None
+
+    @property
+    def model_column(self) -> str:
+        return f"{self.name}_model"
+
+    def expression(self, alias: str) -> str:
+        """The column of `alias` as its index is built: cast to its dimension, when its type
+        has none (a cast to the type's own dimension would be a no-op anyway)."""
+        column = f"{alias}.{self.name}"
+        return column if self.dims is None else f"({column}::vector({self.dims}))"
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnState:
+    """One row of `embedding_column`."""
+
+    name: str
+    model: str | None
+    dims: int | None
+    status: ColumnStatus
+    memories_total: int = 0
+    memories_embedded: int = 0
+    index_built: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnsState:
+    """Every column in use and the tenants that already read a column being filled."""
+
+    columns: tuple[ColumnState, ...] = (ColumnState("embedding", None, None, "live"),)
+    switched: Mapping[str, str] = field(default_factory=dict)
+
+    def column(self, status: ColumnStatus) -> ColumnState | None:
+        return next((c for c in self.columns if c.status == status), None)
+
+
+LOAD_COLUMNS_SQL = text(
+    "SELECT name, model, dims, status, memories_total, memories_embedded, index_built "
+    "FROM embedding_column ORDER BY name"
+)
+LOAD_SWITCHED_SQL = text("SELECT tenant_id, column_name FROM embedding_column_tenant")
+
+
+async def load_state(engine: AsyncEngine) -> ColumnsState:
+    """The columns' state as the database holds it now."""
+    async with engine.connect() as connection:
+        columns = (await connection.execute(LOAD_COLUMNS_SQL)).all()
+        switched: dict[str, str] = {}
+        if any(row.status == "filling" for row in columns):
+            rows = await connection.execute(LOAD_SWITCHED_SQL)
+            switched = {row.tenant_id: row.column_name for row in rows}
+    return ColumnsState(
+        tuple(
+            ColumnState(
+                row.name,
+                row.model,
+                row.dims,
+                row.status,
+                row.memories_total,
+                row.memories_embedded,
+                row.index_built,
+            )
+            for row in columns
+        ),
+        switched,
+    )
+
+
+class VectorColumns:
+    """The service's view of the vector columns (refreshed every few seconds) and the
+    embedders it has, by model: which column a tenant reads, with which embedder, and where a
+    vector of a given model is stored."""
+
+    def __init__(self, configured: Embedder, others: Sequence[Embedder] = ()) -> None:
+        self._embedders = {embedder.model_name: embedder for embedder in others}
+        self.configured = configured
+        self.configure(configured)
+        self.state = ColumnsState()
+        self._warned: set[str] = set()
+
+    def configure(self, embedder: Embedder) -> None:
+        """Make `embedder` the configured model's (`MNEME_EMBEDDING_*`)."""
+        self.configured = embedder
+        self._embedders[embedder.model_name] = embedder
+
+    def _model(self, column: ColumnState) -> str:
+        # A column as first migrated holds the model the service is configured with.
+        return column.model or self.configured.model_name
+
+    def _vector_column(self, column: ColumnState) -> VectorColumn:
+        return VectorColumn(column.name, self._model(column), column.dims)
+
+    def live(self) -> VectorColumn:
+        """The live column: what a tenant that has not switched reads, and where writes go."""
+        live = self.state.column("live")
+        if live is None:
+            return VectorColumn("embedding", self.configured.model_name)
+        return self._vector_column(live)
+
+    def read_by(self, tenant_id: str) -> VectorColumn:
+        """The column `tenant_id`'s searches read."""
+        switched = self.state.switched.get(tenant_id)
+        if switched is not None:
+            for column in self.state.columns:
+                if column.name == switched and column.status == "filling":
+                    return self._vector_column(column)
+        return self.live()
+
+    def holding(self, model: str) -> VectorColumn | None:
+        """The column that stores vectors of `model` (None: no column does, so such a
+        vector is not stored, and not compared with anything)."""
+        for column in self.state.columns:
+            if column.status != "retiring" and self._model(column) == model:
+                return self._vector_column(column)
+        return None
+
+    def column_for(self, vector: Sequence[float], tenant_id: str) -> VectorColumn | None:
+        """The column `vector` compares with: the one holding its model's vectors (None: no
+        column does), or for a vector that names no model, the column `tenant_id` reads."""
+        if isinstance(vector, ModelVector):
+            return self.holding(vector.model)
+        return self.read_by(tenant_id)
+
+    def embedder_for(self, column: VectorColumn) -> Embedder | None:
+        """The embedder of the column's model, if the service runs it."""
+        return self._embedders.get(column.model)
+
+    def question_embedder(self, tenant_id: str) -> Embedder | None:
+        """The embedder `tenant_id`'s questions are embedded with: its column's model's
+        (None: the service does not run that model, and the tenant's searches go lexical)."""
+        column = self.read_by(tenant_id)
+        embedder = self.embedder_for(column)
+        if embedder is None and column.model not in self._warned:
+            # Once per model and process: every search of such a tenant would repeat it.
+            self._warned.add(column.model)
+            logger.warning(
+                "the service runs no embedder for %s, the model of a vector column tenants "
+                "read; their searches go lexical until it is configured (MNEME_EMBEDDING_SECOND)",
+                column.model,
+            )
+        return embedder
+
+    def storage_embedder(self) -> StorageEmbedder:
+        """The embedder writes store vectors with: the live column's model, and the model of
+        a column being filled when the service runs it."""
+        live = self.live()
+        embedder = self.embedder_for(live) or self.configured
+        filling = self.state.column("filling")
+        extra = None if filling is None else self.embedder_for(self._vector_column(filling))
+        return StorageEmbedder(embedder, () if extra is None else (extra,))
+
+    def stored_values(
+        self, vector: Sequence[float] | None, *, clear_others: bool = True
+    ) -> dict[str, Any]:
+        """A write's values for the vector columns: each of `vector`'s models in its own
+        column; with `clear_others`, NULL in a column it has no vector for (a new or changed
+        text: another text's vector there would be stale)."""
+        values: dict[str, Any] = {}
+        if clear_others:
+            for name in COLUMN_NAMES:
+                values[name] = None
+                values[f"{name}_model"] = None
+        if vector is None:
+            return values
+        tagged = (
+            vector
+            if isinstance(vector, ModelVector)
+            else ModelVector(vector, self.configured.model_name)
+        )
+        for each in (tagged, *tagged.others):
+            column = self.holding(each.model)
+            if column is not None:
+                values[column.name] = list(each)
+                values[column.model_column] = each.model
+        return values
+
+    def placed(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """A memory row from elsewhere (an import) with each vector in the column that holds
+        its model here; a vector of a model no column holds is left out (the memory is found by
+        its words until `mneme reembed` embeds it), so no search compares it with another
+        model's."""
+        placed = {key: value for key, value in row.items() if key not in VECTOR_VALUES}
+        for name in COLUMN_NAMES:
+            placed[name] = None
+            placed[f"{name}_model"] = None
+        for name in COLUMN_NAMES:
+            vector, model = row.get(name), row.get(f"{name}_model")
+            column = None if vector is None or model is None else self.holding(str(model))
+            if column is not None:
+                placed[column.name] = vector
+                placed[column.model_column] = model
+        return placed
+
+    async def refresh(self, engine: AsyncEngine) -> None:
+        """Read the columns' state again (and publish a fill's progress as metrics)."""
+        self.state = await load_state(engine)
+        publish_progress(self.state, self._model)
+
+    async def keep_fresh(self, engine: AsyncEngine, interval: float) -> None:
+        """Refresh every `interval` seconds until cancelled; a failed read keeps the last
+        state (the database may be briefly unreachable) and tries again."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.refresh(engine)
+            except Exception:
+                logger.warning("could not read the vector columns' state", exc_info=True)
+
+
+class StorageEmbedder:
+    """An `Embedder` for writes: the live column's model's vectors (`ModelVector`), each
+    carrying the same text's vectors by the models of the columns being filled.
+
+    A failure of a column being filled never fails the write: its vectors are left out, and
+    `mneme reembed run` fills them."""
+
+    def __init__(self, live: Embedder, filling: Sequence[Embedder] = ()) -> None:
+        self.live = live
+        self.filling = tuple(filling)
+        self.model_name = live.model_name
+        self.dims = live.dims
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = await self.live.embed(texts)
+        others: list[list[ModelVector]] = [[] for _ in texts]
+        for embedder in self.filling:
+            try:
+                extra = await embedder.embed(texts)
+            except EmbedderUnavailable:
+                logger.warning(
+                    "the embedder of the column being filled (%s) is unavailable; "
+                    "`mneme reembed run` fills these %d memories",
+                    embedder.model_name,
+                    len(texts),
+                )
+                continue
+            for index, vector in enumerate(extra):
+                others[index].append(ModelVector(vector, embedder.model_name))
+        return [
+            ModelVector(vector, self.model_name, others[index])
+            for index, vector in enumerate(vectors)
+        ]
+
+    async def embed_query(self, query: str) -> list[float]:
+        return ModelVector(await self.live.embed_query(query), self.model_name)
+
+    async def aclose(self) -> None:
+        """Nothing of its own to close: the embedders it uses are the service's."""
+
+
+def publish_progress(state: ColumnsState, model_of: Callable[[ColumnState], str]) -> None:
+    """`mneme_reembed_memories{model,state}` and `mneme_reembed_tenants_switched{model}` for
+    the column being filled, as its state row says."""
+    metrics = DOMAIN_METRICS
+    filling = state.column("filling")
+    if filling is None:
+        metrics.reembed_memories.clear()
+        metrics.reembed_tenants_switched.clear()
+        return
+    model = model_of(filling)
+    metrics.reembed_memories.labels(model=model, state="embedded").set(filling.memories_embedded)
+    metrics.reembed_memories.labels(model=model, state="total").set(filling.memories_total)
+    metrics.reembed_tenants_switched.labels(model=model).set(len(state.switched))

@@ -1,0 +1,121 @@
+"""Changing the embedding model on Citus: the second column is filled across shards, its
+expression index is built concurrently on every shard, tenants switch one by one, and the old
+column is dropped and added again through Citus's DDL propagation; searches compare with one
+model's vectors throughout. The change is made back at the end, so the cluster's other tests
+find the column they started with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.config import Settings
+from service.memories import reembed
+from service.memories.vector_columns import VectorColumns
+from service.providers import Embedder
+from tests.conftest import bearer, new_tenant
+from tests.fixtures.factories import remember_all
+from tests.fixtures.openai_server import EMBEDDING_MODEL, FakeOpenAIServer
+from tests.memories.model_change import (
+    NEW_DIMS,
+    REFRESH_SECONDS,
+    ServerVectors,
+    assert_one_model,
+    running_app,
+    second_model,
+)
+
+pytestmark = pytest.mark.citus
+
+SETTLE = 2 * REFRESH_SECONDS + 0.5
+TEXTS = [
+    "Lena lives in Lisbon and cycles to work",
+    "Lena's sister Ana is a nurse in Porto",
+    "Lena is allergic to peanuts",
+    "Lena prefers tea over coffee",
+]
+
+
+@pytest.fixture
+def embeddings_server() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer(native_dims=NEW_DIMS)
+    server.start()
+    yield server
+    server.stop()
+
+
+async def _search(client: AsyncClient, headers: dict[str, str], query: str) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/users/me/memories/search", headers=headers, json={"query": query, "limit": 3}
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def _shard_indexes_valid(owner: AsyncEngine, name: str) -> list[bool]:
+    async with owner.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT result FROM run_command_on_shards('memory', $$SELECT bool_and(i.indisvalid)"
+                " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                f" WHERE c.relname LIKE '{name}%'$$)"
+            )
+        )
+        return [row.result == "t" for row in rows]
+
+
+async def test_a_change_of_model_on_citus_switches_tenants_and_drops_the_old_column(
+    citus_settings: Settings, citus_owner_engine: AsyncEngine, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings = citus_settings.model_copy(
+        update={
+            "embedding_second": second_model(embeddings_server.base_url),
+            "embedding_columns_refresh_seconds": REFRESH_SECONDS,
+        }
+    )
+    owner = citus_owner_engine
+    async with running_app(settings) as (app, client):
+        columns: VectorColumns = app.state.mneme.vector_columns
+        old = columns.configured
+        new = ServerVectors(EMBEDDING_MODEL)
+        embedders: dict[str, Embedder] = {old.model_name: old, new.model_name: new}
+        tenants = [new_tenant(), new_tenant()]
+        headers = [bearer(settings, tenant, "lena") for tenant in tenants]
+        for each in headers:
+            await remember_all(client, each, *({"text": t} for t in TEXTS))
+        query = "Where does Lena live?"
+
+        column = await reembed.start(owner, old, new)
+        await columns.refresh(app.state.mneme.engine)
+        for each in headers:
+            assert await assert_one_model(await _search(client, each, query), query, embedders) == (
+                columns.live().model
+            )
+        current = await reembed.run(owner, new, batch_size=3, settle_seconds=SETTLE)
+        assert current.memories_missing == 0 and current.tenants_switched == current.tenants
+        assert all(await _shard_indexes_valid(owner, f"ix_memory_{column}_hnsw"))
+        await columns.refresh(app.state.mneme.engine)
+        for each in headers:
+            answered = await _search(client, each, query)
+            assert await assert_one_model(answered, query, embedders) == new.model_name
+
+        assert await reembed.finish(owner, new, settle_seconds=SETTLE) == column
+        await columns.refresh(app.state.mneme.engine)
+        for each in headers:
+            answered = await _search(client, each, query)
+            assert await assert_one_model(answered, query, embedders) == new.model_name
+
+        # And back, so the cluster's other tests read the configured model's column again.
+        back = await reembed.start(owner, old, old)
+        await reembed.run(owner, old, batch_size=16, settle_seconds=SETTLE)
+        assert await reembed.finish(owner, old, settle_seconds=SETTLE) == back
+        await columns.refresh(app.state.mneme.engine)
+        for each in headers:
+            answered = await _search(client, each, query)
+            assert await assert_one_model(answered, query, embedders) == old.model_name

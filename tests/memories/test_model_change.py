@@ -1,0 +1,328 @@
+"""Changing the embedding model without downtime: the second vector column is filled, each
+tenant switches once complete, the old column is dropped; searches compare with one model's
+vectors throughout, and memories written meanwhile carry both models' vectors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.cli import main
+from service.config import Settings, get_settings
+from service.embedded_postgres import EmbeddedCluster
+from service.memories import reembed
+from service.memories.vector_columns import VectorColumns
+from service.observability import DOMAIN_METRICS
+from service.providers import build_embedder, second_embedder_config
+from tests.conftest import bearer, new_tenant
+from tests.fixtures.factories import remember_all
+from tests.fixtures.openai_server import EMBEDDING_MODEL, FakeOpenAIServer
+from tests.memories.model_change import (
+    NEW_DIMS,
+    ServerVectors,
+    assert_cosines_of,
+    assert_one_model,
+    own_database,
+    owner_engine_for,
+    running_app,
+)
+
+SETTLE = 0.5
+TEXTS = [
+    "Lena lives in Lisbon and cycles to work",
+    "Lena's sister Ana is a nurse in Porto",
+    "Lena is allergic to peanuts",
+    "The team meets every Tuesday at ten",
+    "Lena prefers tea over coffee",
+    "Lena adopted a grey cat called Miso",
+]
+
+
+@pytest.fixture(scope="module")
+def embeddings_server() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer(native_dims=NEW_DIMS)
+    server.start()
+    yield server
+    server.stop()
+
+
+async def _search(client: AsyncClient, headers: dict[str, str], query: str) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/users/me/memories/search", headers=headers, json={"query": query, "limit": 4}
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def _column_models(owner: AsyncEngine, tenant: str) -> list[tuple[str | None, str | None]]:
+    async with owner.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT embedding_model, embedding_alt_model FROM memory "
+                "WHERE tenant_id = :t ORDER BY text"
+            ),
+            {"t": tenant},
+        )
+        return [(row[0], row[1]) for row in rows]
+
+
+async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_column(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings: Settings = await own_database(cluster, embeddings_server.base_url)
+    async with running_app(settings) as (app, client), owner_engine_for(settings) as owner:
+        columns: VectorColumns = app.state.mneme.vector_columns
+        old = columns.configured
+        second = second_embedder_config(settings)
+        assert second is not None
+        new = build_embedder(second)
+        embedders = {old.model_name: old, new.model_name: new}
+        early, late = new_tenant(), new_tenant()
+        early_user, late_user = bearer(settings, early, "lena"), bearer(settings, late, "lena")
+        await remember_all(client, early_user, *({"text": t} for t in TEXTS))
+        await remember_all(client, late_user, *({"text": t} for t in TEXTS))
+
+        assert await reembed.start(owner, old, new) == "embedding_alt"
+        await columns.refresh(app.state.mneme.engine)
+        # Still the old model everywhere until a tenant switches.
+        query = "Where does Lena live?"
+        assert await assert_one_model(
+            await _search(client, early_user, query), query, embedders
+        ) == (old.model_name)
+        # A memory written now carries both models' vectors.
+        await remember_all(client, early_user, {"text": "Lena runs a marathon in May"})
+        assert (old.model_name, new.model_name) in await _column_models(owner, early)
+
+        # With the new model's server down, a write still succeeds, without the new vector.
+        embeddings_server.mode = "fail"
+        try:
+            await remember_all(client, late_user, {"text": "Lena sings in a choir"})
+        finally:
+            embeddings_server.mode = "summarize"
+        assert (old.model_name, None) in await _column_models(owner, late)
+
+        current = await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
+        assert (current.memories_missing, current.tenants_switched, current.tenants) == (0, 2, 2)
+        assert current.index_built
+        assert (old.model_name, None) not in await _column_models(owner, late)
+        async with owner.connect() as connection:
+            index = (
+                await connection.execute(
+                    text(
+                        "SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+                        "JOIN pg_class c ON c.oid = i.indexrelid "
+                        "WHERE c.relname = 'ix_memory_embedding_alt_hnsw'"
+                    )
+                )
+            ).one()
+        assert index[0] and f"(embedding_alt)::vector({NEW_DIMS})" in index[1]
+        await columns.refresh(app.state.mneme.engine)
+        # The new column's progress, as every service process publishes it.
+        embedded = DOMAIN_METRICS.registry.get_sample_value(
+            "mneme_reembed_memories", {"model": new.model_name, "state": "embedded"}
+        )
+        # The memory written meanwhile had its new vector already; the one written while the
+        # new model's server was down had not.
+        assert embedded == len(TEXTS) * 2 + 1
+        # A switched tenant's searches read the new column through its index.
+        async with owner.begin() as connection:
+            await connection.execute(text("SET LOCAL enable_seqscan = off"))
+            plan = "\n".join(
+                (
+                    await connection.execute(
+                        text(
+                            "EXPLAIN SELECT id FROM memory m ORDER BY "
+                            f"{columns.read_by(early).expression('m')} <=> "
+                            f"array_fill(0.01, ARRAY[{NEW_DIMS}])::vector LIMIT 3"
+                        )
+                    )
+                ).scalars()
+            )
+        assert "ix_memory_embedding_alt_hnsw" in plan
+        for headers in (early_user, late_user):
+            answered = await _search(client, headers, query)
+            assert await assert_one_model(answered, query, embedders) == new.model_name
+        # The context block embeds its question for the tenant's column too.
+        block = await client.post("/v1/users/me/context", headers=early_user, json={"query": query})
+        assert block.status_code == 200, block.text
+        [facts] = [s for s in block.json()["sections"] if s["name"] == "facts"]
+        await assert_cosines_of(facts["items"], query, new)
+
+        # A changed text gets both models' vectors again (the old ones would be stale).
+        memory_id = answered["hits"][0]["memory"]["id"]
+        changed = await client.patch(
+            f"/v1/users/me/memories/{memory_id}",
+            headers=late_user,
+            json={"text": "Lena moved to Madrid last spring"},
+        )
+        assert changed.status_code == 200, changed.text
+        # Both columns have the new text's vectors; the tenant reads the new model's.
+        assert changed.json()["embedding_model"] == new.model_name
+        assert (old.model_name, new.model_name) in await _column_models(owner, late)
+
+        assert await reembed.finish(owner, new, settle_seconds=SETTLE) == "embedding_alt"
+        await columns.refresh(app.state.mneme.engine)
+        assert columns.live().name == "embedding_alt"
+        assert (
+            DOMAIN_METRICS.registry.get_sample_value(
+                "mneme_reembed_memories", {"model": new.model_name, "state": "embedded"}
+            )
+            is None
+        )
+        async with owner.connect() as connection:
+            state = (
+                await connection.execute(text("SELECT name, model, status FROM embedding_column"))
+            ).all()
+            leftovers = (
+                await connection.execute(
+                    text("SELECT count(*) FROM memory WHERE embedding IS NOT NULL")
+                )
+            ).scalar_one()
+            typmod = (
+                await connection.execute(
+                    text(
+                        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memory'::regclass "
+                        "AND attname = 'embedding' AND NOT attisdropped"
+                    )
+                )
+            ).scalar_one()
+        assert [tuple(row) for row in state] == [("embedding_alt", new.model_name, "live")]
+        assert (leftovers, typmod) == (0, -1)
+
+        # After the change: searches and writes use the new model alone.
+        await remember_all(client, late_user, {"text": "Lena learns the cello"})
+        assert set(await _column_models(owner, late)) == {(None, new.model_name)}
+        moved = "Which city did Lena move to?"
+        found = await _search(client, late_user, moved)
+        assert await assert_one_model(found, moved, embedders) == new.model_name
+        assert found["hits"][0]["memory"]["text"] == "Lena moved to Madrid last spring"
+        listed = await client.get("/v1/users/me/memories", headers=late_user)
+        assert {item["embedding_model"] for item in listed.json()["items"]} == {new.model_name}
+
+
+async def test_starting_a_change_to_the_live_model_is_refused(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings = await own_database(cluster, embeddings_server.base_url)
+    async with running_app(settings) as (app, _client), owner_engine_for(settings) as owner:
+        columns: VectorColumns = app.state.mneme.vector_columns
+        with pytest.raises(reembed.ReembedRefused, match="already holds"):
+            await reembed.start(owner, columns.configured, columns.configured)
+        with pytest.raises(reembed.ReembedRefused, match="no change of model"):
+            await reembed.finish(owner, None, settle_seconds=0)
+        assert (await reembed.status(owner)).filling_column is None
+
+
+def test_the_command_walks_a_change_through_start_status_and_finish(
+    cluster: EmbeddedCluster,
+    embeddings_server: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = asyncio.run(own_database(cluster, embeddings_server.base_url))
+    assert settings.database_url is not None and settings.migration_database_url is not None
+    monkeypatch.setenv("MNEME_DATABASE_URL", settings.database_url.get_secret_value())
+    monkeypatch.setenv(
+        "MNEME_MIGRATION_DATABASE_URL", settings.migration_database_url.get_secret_value()
+    )
+    monkeypatch.setenv("MNEME_EMBEDDING_SECOND", json.dumps(settings.embedding_second))
+    monkeypatch.setenv("MNEME_EMBEDDING_COLUMNS_REFRESH_SECONDS", "0.1")
+    get_settings.cache_clear()
+    try:
+        assert main(["reembed", "status"]) == 0
+        assert "no change of model under way" in capsys.readouterr().out
+        for _ in range(2):  # starting what is under way changes nothing
+            assert main(["reembed", "start"]) == 0
+            assert "embedding_alt is being filled for fake-embedding-model" in (
+                capsys.readouterr().out
+            )
+        assert main(["reembed", "status"]) == 0
+        assert "tenants: 0 of 0 read the new column" in capsys.readouterr().out
+        # Filling the live column in place goes on meanwhile.
+        assert main(["reembed"]) == 0
+        capsys.readouterr()
+        assert main(["reembed", "finish"]) == 0
+        assert "memory.embedding_alt is the live vector column" in capsys.readouterr().out
+        # In place, the configured model may not overwrite the live column's model's vectors.
+        assert main(["reembed"]) == 2
+        assert "holds fake-embedding-model's vectors" in capsys.readouterr().err
+        # The configured model is now the other one: the change back goes into the emptied
+        # first column, with its own cast and index.
+        assert main(["reembed", "start"]) == 0
+        assert "memory.embedding is being filled for all-MiniLM" in capsys.readouterr().out
+        assert main(["reembed", "run"]) == 0
+        assert "index: built" in capsys.readouterr().out
+        assert main(["reembed", "finish"]) == 0
+        assert "memory.embedding is the live vector column" in capsys.readouterr().out
+        assert main(["reembed", "status"]) == 0
+        assert "live column: embedding (all-MiniLM" in capsys.readouterr().out
+    finally:
+        get_settings.cache_clear()
+
+
+async def _index_valid(owner: AsyncEngine) -> bool | None:
+    async with owner.connect() as connection:
+        valid: bool | None = (
+            await connection.execute(
+                text(
+                    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                    "WHERE c.relname = 'ix_memory_embedding_alt_hnsw'"
+                )
+            )
+        ).scalar_one_or_none()
+        return valid
+
+
+async def test_an_index_build_left_invalid_is_built_again_and_an_interrupted_finish_resumes(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings = await own_database(cluster, embeddings_server.base_url)
+    async with running_app(settings) as (app, client), owner_engine_for(settings) as owner:
+        old = app.state.mneme.vector_columns.configured
+        new = ServerVectors(EMBEDDING_MODEL)
+        tenant = new_tenant()
+        await remember_all(client, bearer(settings, tenant, "lena"), *({"text": t} for t in TEXTS))
+        await reembed.start(owner, old, new)
+        # A concurrent build that failed (as a killed one does) leaves an invalid index behind,
+        # which `CREATE INDEX … IF NOT EXISTS` alone would keep.
+        async with owner.connect() as connection:
+            autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await autocommit.execute(
+                text("UPDATE memory SET embedding_alt = '[1,2,3]' WHERE tenant_id = :t"),
+                {"t": tenant},
+            )
+            with pytest.raises(DBAPIError):
+                await autocommit.execute(
+                    text(
+                        "CREATE INDEX CONCURRENTLY ix_memory_embedding_alt_hnsw ON memory "
+                        f"USING hnsw ((embedding_alt::vector({NEW_DIMS})) vector_cosine_ops)"
+                    )
+                )
+        assert await _index_valid(owner) is False
+
+        current = await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
+        assert (current.memories_missing, current.index_built) == (0, True)
+        assert await _index_valid(owner) is True
+
+        # The live column changed, but the process stopped before dropping the old one.
+        async with owner.begin() as connection:
+            await connection.execute(
+                text(
+                    "UPDATE embedding_column SET status = CASE status WHEN 'live' THEN "
+                    "'retiring' ELSE 'live' END, changed_at = now()"
+                )
+            )
+            await connection.execute(text("DELETE FROM embedding_column_tenant"))
+        assert (await reembed.status(owner)).retiring_column == "embedding"
+        assert await reembed.finish(owner, None, settle_seconds=SETTLE) == "embedding_alt"
+        status = await reembed.status(owner)
+        assert (status.live_column, status.retiring_column) == ("embedding_alt", None)
