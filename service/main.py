@@ -186,9 +186,7 @@ async def _open_state(
         stack.push_async_callback(second.aclose)
     # The local models and the context blocks' tokenizer load in threads while the database
     # starts and migrates; they are loaded before the first request all the same.
-    warm_up = asyncio.create_task(
-        _load_models(raw_embedder, raw_second), name="mneme-load-models"
-    )
+    warm_up = asyncio.create_task(_load_models(raw_embedder, raw_second), name="mneme-load-models")
     stack.push_async_callback(_finished, warm_up)
     target = await open_database_target(settings)
     stack.callback(target.close)

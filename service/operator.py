@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.auth.principal import Principal
 from service.config import Settings, get_settings
@@ -38,6 +38,7 @@ class OperatorConnection:
     """What a command needs to open its tenant-scoped transactions."""
 
     settings: Settings
+    engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     operator: Principal
 
@@ -51,7 +52,7 @@ async def operator_connection(tenant_id: str) -> AsyncIterator[OperatorConnectio
     engine = create_engine(target.urls.runtime, settings, pool_size=1, max_overflow=0)
     try:
         yield OperatorConnection(
-            settings, create_sessionmaker(engine), operator_principal(tenant_id)
+            settings, engine, create_sessionmaker(engine), operator_principal(tenant_id)
         )
     finally:
         await engine.dispose()

@@ -215,17 +215,26 @@ async def run_admin(args: argparse.Namespace) -> int:
         return 1
 
 
-def _admin_service(connection: OperatorConnection, session: Any) -> AdminService:
-    """The admin API's service, on `session`'s transaction, acting as the operator."""
+async def _admin_service(connection: OperatorConnection, session: Any) -> AdminService:
+    """The admin API's service, on `session`'s transaction, acting as the operator, with the
+    vector columns as the service sees them (an import stores each vector where its model's
+    column is)."""
     from service.admin.repository import AdminRepository
     from service.admin.service import AdminService
     from service.audit.service import AuditTrail
+    from service.memories.vector_columns import VectorColumns
+    from service.providers import build_embedder, embedder_config_from_settings
 
+    # The configured embedder names the first column's model; nothing is embedded here.
+    embedder = build_embedder(embedder_config_from_settings(connection.settings))
+    vector_columns = VectorColumns(embedder)
+    await vector_columns.refresh(connection.engine)
     return AdminService(
         AdminRepository(session, connection.operator.tenant_id),
         AuditTrail(session, connection.operator),
         connection.operator.tenant_id,
         profile_max_bytes=connection.settings.profile_max_bytes,
+        vector_columns=vector_columns,
     )
 
 
@@ -244,7 +253,7 @@ async def _in_transaction(
     async with tenant_transaction(
         connection.sessionmaker, connection.operator.tenant_id
     ) as session:
-        return await work(_admin_service(connection, session))
+        return await work(await _admin_service(connection, session))
 
 
 async def _pages(
