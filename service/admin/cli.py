@@ -25,6 +25,7 @@ from service.extraction.cli import rerun_extraction
 
 if TYPE_CHECKING:
     from service.admin.service import AdminService, UserLifecycle
+    from service.memories.vector_columns import VectorColumns
     from service.operator import OperatorConnection
 
 # The API's page sizes (`service.kit.pagination`, which loads the web framework: the parser
@@ -215,20 +216,26 @@ async def run_admin(args: argparse.Namespace) -> int:
         return 1
 
 
-async def _admin_service(connection: OperatorConnection, session: Any) -> AdminService:
-    """The admin API's service, on `session`'s transaction, acting as the operator, with the
-    vector columns as the service sees them (an import stores each vector where its model's
-    column is)."""
-    from service.admin.repository import AdminRepository
-    from service.admin.service import AdminService
-    from service.audit.service import AuditTrail
+async def _vector_columns(connection: OperatorConnection) -> VectorColumns:
+    """The vector columns as the service sees them (an import stores each vector where its
+    model's column is), read before the command's transaction takes the one connection."""
     from service.memories.vector_columns import VectorColumns
     from service.providers import build_embedder, embedder_config_from_settings
 
     # The configured embedder names the first column's model; nothing is embedded here.
-    embedder = build_embedder(embedder_config_from_settings(connection.settings))
-    vector_columns = VectorColumns(embedder)
-    await vector_columns.refresh(connection.engine)
+    columns = VectorColumns(build_embedder(embedder_config_from_settings(connection.settings)))
+    await columns.refresh(connection.engine)
+    return columns
+
+
+def _admin_service(
+    connection: OperatorConnection, session: Any, vector_columns: VectorColumns
+) -> AdminService:
+    """The admin API's service, on `session`'s transaction, acting as the operator."""
+    from service.admin.repository import AdminRepository
+    from service.admin.service import AdminService
+    from service.audit.service import AuditTrail
+
     return AdminService(
         AdminRepository(session, connection.operator.tenant_id),
         AuditTrail(session, connection.operator),
@@ -250,10 +257,11 @@ async def _in_transaction(
     """`work` on the admin service in one tenant-scoped transaction, committed at the end."""
     from service.db import tenant_transaction
 
+    vector_columns = await _vector_columns(connection)
     async with tenant_transaction(
         connection.sessionmaker, connection.operator.tenant_id
     ) as session:
-        return await work(await _admin_service(connection, session))
+        return await work(_admin_service(connection, session, vector_columns))
 
 
 async def _pages(
