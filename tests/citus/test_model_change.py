@@ -64,7 +64,8 @@ async def _shard_indexes_valid(owner: AsyncEngine, name: str) -> list[bool]:
             text(
                 "SELECT result FROM run_command_on_shards('memory', $$SELECT bool_and(i.indisvalid)"
                 " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-                f" WHERE c.relname LIKE '{name}%'$$)"
+                # run_command_on_shards reads the command as a format() string: %% is a %.
+                f" WHERE c.relname LIKE '{name}%%'$$)"
             )
         )
         return [row.result == "t" for row in rows]
