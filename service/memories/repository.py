@@ -80,8 +80,12 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         """Live (unexpired) memories of any of `owners` in this tenant, any lifecycle."""
         return self._matching(MemoryFilter.build(owners))
 
-    async def insert_unless_duplicate(self, values: dict[str, Any]) -> Memory | None:
-        """Insert a memory; None when a live memory with the same owner/kind/text exists."""
+    async def insert_unless_duplicate(
+        self, values: dict[str, Any], *, postings: bool = True
+    ) -> Memory | None:
+        """Insert a memory; None when a live memory with the same owner/kind/text exists.
+        `postings=False` leaves its postings to the caller, which writes those of a whole batch
+        in one statement (`write_postings`) before its transaction ends."""
         statement = (
             pg_insert(Memory)
             .values(tenant_id=self._tenant_id, **values)
@@ -99,9 +103,13 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             .returning(Memory)
         )
         memory = (await self._session.execute(statement)).scalar_one_or_none()
-        if memory is not None:
+        if memory is not None and postings:
             await self._postings.write([memory.id])
         return memory
+
+    async def write_postings(self, memory_ids: Sequence[uuid.UUID]) -> None:
+        """The postings of memories inserted with `postings=False` (one statement)."""
+        await self._postings.write(memory_ids)
 
     async def find_live_duplicate(self, owner: Owner, kind: str, text_value: str) -> Memory | None:
         statement = self._owned(owner).where(

@@ -100,10 +100,11 @@ class MemoryService:
         results: list[MemoryWritten] = []
         events = []
         unembedded: list[uuid.UUID] = []
+        inserted: list[uuid.UUID] = []
         for index, entry in enumerate(owned):
             vector = vectors[index] if vectors is not None else None
             memory = await self._repository.insert_unless_duplicate(
-                self._recorder.insert_values(entry, vector)
+                self._recorder.insert_values(entry, vector), postings=False
             )
             if memory is None:
                 existing = await self._repository.find_live_duplicate(
@@ -114,9 +115,12 @@ class MemoryService:
                 results.append(written(existing, duplicate=True))
                 continue
             events.append(self._recorder.event(memory, "add", old_text=None, new_text=memory.text))
+            inserted.append(memory.id)
             if vector is None:
                 unembedded.append(memory.id)
             results.append(written(memory, duplicate=False))
+        # The batch's postings in one statement, in its transaction (see `MemoryRepository`).
+        await self._repository.write_postings(inserted)
         await self._repository.add_events(events)
         self._recorder.schedule_backfill(unembedded)
         return results
