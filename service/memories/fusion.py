@@ -714,7 +714,7 @@ def compiled_search(
 
 
 CUSTOM_SEARCH_PLAN_SQL = (
-    "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = 400"
+    "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = 1000"
 )
 """Plan the fusion statement for the search at hand, for owners whose vectors are best read
 from the HNSW index (see `PlannedSearch`), with a wider candidate list than the configured
