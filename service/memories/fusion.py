@@ -154,7 +154,7 @@ fused AS (
 ),
 candidates AS (
     SELECT f.*, m.source_thread_id AS thread_id,
-           coalesce(m.event_at, m.created_at) AS happened_at
+           m.happened_at
       FROM fused f
       JOIN memory m ON m.tenant_id = :tenant_id AND m.id = f.id
 ),
@@ -168,15 +168,15 @@ adjacent AS (
            (SELECT m.id FROM memory m
              WHERE m.source_thread_id = c.thread_id AND ${candidate_filter}
                AND ${section} = c.section
-               AND (coalesce(m.event_at, m.created_at), m.id) < (c.happened_at, c.id)
-             ORDER BY coalesce(m.event_at, m.created_at) DESC, m.id DESC
+               AND (m.happened_at, m.id) < (c.happened_at, c.id)
+             ORDER BY m.happened_at DESC, m.id DESC
              LIMIT 1)
            UNION ALL
            (SELECT m.id FROM memory m
              WHERE m.source_thread_id = c.thread_id AND ${candidate_filter}
                AND ${section} = c.section
-               AND (coalesce(m.event_at, m.created_at), m.id) > (c.happened_at, c.id)
-             ORDER BY coalesce(m.event_at, m.created_at), m.id
+               AND (m.happened_at, m.id) > (c.happened_at, c.id)
+             ORDER BY m.happened_at, m.id
              LIMIT 1)
      ) AS n
      WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL
