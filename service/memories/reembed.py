@@ -383,21 +383,6 @@ async def _switch_complete_tenants(owner_engine: AsyncEngine, column: str, model
     return switched
 
 
-async def _seconds_since_change(owner_engine: AsyncEngine, column: str) -> float:
-    async with owner_engine.connect() as connection:
-        return float(
-            (
-                await connection.execute(
-                    text(
-                        "SELECT extract(epoch FROM now() - changed_at) FROM embedding_column "
-                        "WHERE name = :column"
-                    ),
-                    {"column": column},
-                )
-            ).scalar_one()
-        )
-
-
 async def status(owner_engine: AsyncEngine) -> ChangeStatus:
     """Where the change of model stands (counted now, across tenants)."""
     state = await load_state(owner_engine)
@@ -480,7 +465,7 @@ async def run(
         # Every service process must know the change is under way (and so embed new memories
         # for both columns, and read the tenant's column by the state) before a tenant
         # switches.
-        waited = await _seconds_since_started(owner_engine, filling.name)
+        waited, _ = await _column_age(owner_engine, filling.name)
         if waited < settle_seconds:
             await asyncio.sleep(settle_seconds - waited)
         await _switch_complete_tenants(owner_engine, filling.name, new.model_name)
@@ -491,19 +476,20 @@ async def run(
         await asyncio.sleep(poll_seconds)
 
 
-async def _seconds_since_started(owner_engine: AsyncEngine, column: str) -> float:
+COLUMN_AGE_SQL = text(
+    "SELECT extract(epoch FROM now() - started_at) AS since_started, "
+    "extract(epoch FROM now() - changed_at) AS since_changed "
+    "FROM embedding_column WHERE name = :column"
+)
+"""How long ago a column's change started and its state last changed, by the database's clock
+(the one the service processes' refreshes are measured against)."""
+
+
+async def _column_age(owner_engine: AsyncEngine, column: str) -> tuple[float, float]:
+    """Seconds since `column`'s change started, and since its state last changed."""
     async with owner_engine.connect() as connection:
-        return float(
-            (
-                await connection.execute(
-                    text(
-                        "SELECT extract(epoch FROM now() - started_at) FROM embedding_column "
-                        "WHERE name = :column"
-                    ),
-                    {"column": column},
-                )
-            ).scalar_one()
-        )
+        row = (await connection.execute(COLUMN_AGE_SQL, {"column": column})).one()
+        return float(row.since_started), float(row.since_changed)
 
 
 async def finish(
@@ -553,7 +539,7 @@ async def finish(
     if retiring is None:
         raise ReembedRefused("no change of model to finish (`mneme reembed status`)")
     # Until every service process has seen the new live column, one may still write the old.
-    waited = await _seconds_since_change(owner_engine, retiring.name)
+    _, waited = await _column_age(owner_engine, retiring.name)
     if waited < settle_seconds:
         await asyncio.sleep(settle_seconds - waited)
     await _empty_column(owner_engine, retiring.name, lock_timeout_ms)
