@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks.corpus import Corpus, MemoryRow, noisy_vectors
 from benchmarks.rawsql import asyncpg_connection
-from service.memories.postings import COMMON_LEXEME_DOCUMENTS, IMPACT_MEAN_LENGTH
+from service.memories.postings import COMMON_LEXEME_DOCUMENTS, INSERT_POSTINGS_SQL
 
 HNSW_INDEX = "ix_memory_embedding_hnsw"
 MEMORY_COLUMNS = (
@@ -133,17 +133,15 @@ class BulkSettings:
     rebuild_index: bool = True
 
 
-WRITE_MISSING_POSTINGS_SQL = """
-INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, impact)
-SELECT m.tenant_id, m.id, coalesce('user:' || m.user_id, 'org:'), term.lexeme,
-       cardinality(term.positions) * 2.2
-       / (cardinality(term.positions) + 1.2 * (0.25 + 0.75 * m.tsv_length / $1::float8))
-  FROM memory m CROSS JOIN LATERAL unnest(m.tsv) AS term
+WRITE_MISSING_POSTINGS_SQL = (
+    INSERT_POSTINGS_SQL  # noqa: S608 - module constants
+    + """
  WHERE NOT EXISTS (SELECT 1 FROM memory_posting p
                     WHERE p.tenant_id = m.tenant_id AND p.memory_id = m.id)
 """
-"""The postings of every memory that has none (`service.memories.postings.WRITE_POSTINGS_SQL`
-for the rows COPY loaded)."""
+)
+"""The postings of every memory that has none (`INSERT_POSTINGS_SQL` for the rows COPY
+loaded)."""
 
 COUNT_EVERY_OWNER_SQL = (
     "DELETE FROM memory_owner_stats",
@@ -239,7 +237,7 @@ class MemoryTable:
         """Write the search's postings and statistics of what COPY loaded (the service's write
         path and its background recount do that for what it stores), then vacuum and analyse."""
         async with self.connection() as connection:
-            await connection.execute(WRITE_MISSING_POSTINGS_SQL, IMPACT_MEAN_LENGTH)
+            await connection.execute(WRITE_MISSING_POSTINGS_SQL)
             async with connection.transaction():
                 *clear_and_count_owners, count_lexemes = COUNT_EVERY_OWNER_SQL
                 for statement in clear_and_count_owners:

@@ -10,7 +10,6 @@ setting, and the caller awaits the question's vector inside it.
 
 from __future__ import annotations
 
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -29,6 +28,7 @@ from sqlalchemy.types import TypeEngine
 
 from service.auth.owner import Owner
 from service.db import Driver, transaction_driver
+from service.kit.expiring import ExpiringKeys
 from service.kit.repository import TenantRepository
 from service.memories.filters import MemoryFilter, Predicate
 from service.memories.postings import COMMON_LEXEME_DOCUMENTS, StatisticsRequests
@@ -745,7 +745,8 @@ when the branch's one-time filter then says it does not run. A search is one req
 many: it gains nothing from taking more cores."""
 
 DEFAULT_PLAN_CHOICE_SQL = (
-    "SET LOCAL plan_cache_mode TO DEFAULT; SET LOCAL max_parallel_workers_per_gather TO DEFAULT"
+    "SET LOCAL plan_cache_mode TO DEFAULT; SET LOCAL max_parallel_workers_per_gather TO DEFAULT; "
+    + INDEX_SCAN_AS_CONFIGURED_SQL
 )
 """The rest of the transaction plans as the server is configured to."""
 
@@ -795,6 +796,7 @@ class PlannedSearch:
         self._dialect = dialect
         self._generic_plan = generic_plan
         self._statistics = statistics
+        self._custom_plan = False
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
         return (await self.search_sections([params]))[0]
@@ -807,9 +809,7 @@ class PlannedSearch:
         # request's own database work in Python (docs/benchmarks.md).
         compiled, arguments = compiled_search(self._tenant_id, sections, self._dialect)
         owners = [_owner_keys(self._tenant_id, params) for params in sections]
-        custom_plan = self._generic_plan and any(map(indexed_owners.holds, owners))
-        if custom_plan:
-            await self._driver.execute(CUSTOM_SEARCH_PLAN_SQL)
+        await self._plan_for(self._generic_plan and any(map(indexed_owners.holds, owners)))
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
         for row in await self._driver.fetch(compiled.sql, *arguments):
@@ -821,11 +821,22 @@ class PlannedSearch:
                 ):
                     due.update(sections[section].filter.owners)
             hits[section].append(_search_row(row))
-        if custom_plan:
-            await self._driver.execute(f"{GENERIC_SEARCH_PLAN_SQL}; {INDEX_SCAN_AS_CONFIGURED_SQL}")
         if due and self._statistics is not None:
             self._statistics.ask(due)
         return hits
+
+    async def _plan_for(self, custom: bool) -> None:
+        """Plan the next statement for its owners (`custom`) or generically; a setting is
+        sent only when it changes, and `FusionRepository.planned()` restores the
+        configured ones when the block ends."""
+        if custom == self._custom_plan:
+            return
+        await self._driver.execute(
+            CUSTOM_SEARCH_PLAN_SQL
+            if custom
+            else f"{GENERIC_SEARCH_PLAN_SQL}; {INDEX_SCAN_AS_CONFIGURED_SQL}"
+        )
+        self._custom_plan = custom
 
 
 def _owner_keys(tenant_id: str, params: SearchParams) -> tuple[str, ...]:
@@ -838,21 +849,16 @@ class IndexedOwners:
     seen an owner yet plans its first search generically, which costs time, never results."""
 
     def __init__(self, ttl: timedelta, kept: int) -> None:
-        self._ttl = ttl.total_seconds()
-        self._kept = kept
-        self._until: dict[tuple[str, ...], float] = {}
+        self._owners: ExpiringKeys[tuple[str, ...]] = ExpiringKeys(ttl, kept)
 
     def holds(self, owners: tuple[str, ...]) -> bool:
-        until = self._until.get(owners)
-        return until is not None and until > time.monotonic()
+        return owners in self._owners
 
     def learn(self, owners: tuple[str, ...], indexed: bool) -> None:
-        if not indexed:
-            self._until.pop(owners, None)
-            return
-        if len(self._until) >= self._kept and owners not in self._until:
-            self._until.clear()
-        self._until[owners] = time.monotonic() + self._ttl
+        if indexed:
+            self._owners.add(owners)
+        else:
+            self._owners.discard(owners)
 
 
 INDEXED_OWNERS_TTL = timedelta(minutes=5)

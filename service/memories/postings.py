@@ -17,7 +17,6 @@ its searches take the exact path.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
@@ -28,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.auth.owner import Owner
 from service.db import tenant_transaction
 from service.jobs.kinds import enqueue_search_statistics
+from service.kit.expiring import ExpiringKeys
 from service.kit.post_commit import PostCommitTasks
 from service.kit.repository import TenantRepository
 
@@ -41,19 +41,21 @@ COMMON_LEXEME_DOCUMENTS = 200
 `memory_lexeme_stats`; a rarer one is counted from its postings at search time (at most
 `fusion.LIVE_COUNT_CAP` index entries)."""
 
-WRITE_POSTINGS_SQL = text(
-    """
+INSERT_POSTINGS_SQL = f"""
 INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, impact)
 SELECT m.tenant_id, m.id, coalesce('user:' || m.user_id, 'org:'), term.lexeme,
        cardinality(term.positions) * 2.2
        / (cardinality(term.positions)
-          + 1.2 * (0.25 + 0.75 * m.tsv_length / CAST(:mean_length AS float8)))
+          + 1.2 * (0.25 + 0.75 * m.tsv_length / {IMPACT_MEAN_LENGTH}))
   FROM memory m CROSS JOIN LATERAL unnest(m.tsv) AS term
- WHERE m.tenant_id = :tenant_id AND m.id = ANY(:memory_ids)
-"""
+"""  # noqa: S608 - a module constant
+"""The postings of the memories `m` the caller's WHERE selects, from their stored tsvector (BM25
+k1 1.2, b 0.75); the owner key is `Owner.key` of the memory's owner."""
+
+WRITE_POSTINGS_SQL = text(
+    INSERT_POSTINGS_SQL + " WHERE m.tenant_id = :tenant_id AND m.id = ANY(:memory_ids)"
 )
-"""The postings of the given memories, from their stored tsvector (BM25 k1 1.2, b 0.75); the
-owner key is `Owner.key` of the memory's owner."""
+"""The postings of the given memories."""
 
 CLEAR_POSTINGS_SQL = text(
     "DELETE FROM memory_posting WHERE tenant_id = :tenant_id AND memory_id = ANY(:memory_ids)"
@@ -105,9 +107,7 @@ class PostingsRepository(TenantRepository):
         values = {"tenant_id": self._tenant_id, "memory_ids": list(memory_ids)}
         if replacing:
             await self._session.execute(CLEAR_POSTINGS_SQL, values)
-        await self._session.execute(
-            WRITE_POSTINGS_SQL, {**values, "mean_length": IMPACT_MEAN_LENGTH}
-        )
+        await self._session.execute(WRITE_POSTINGS_SQL, values)
 
     async def refresh_statistics(self, owner: Owner) -> None:
         """Recount the owner's statistics from its memories and postings (one transaction:
@@ -163,23 +163,18 @@ class RecentRecounts:
     (`done`): one request per owner at a time, however many searches find it due."""
 
     def __init__(self, window: timedelta, kept: int) -> None:
-        self._window = window.total_seconds()
-        self._kept = kept
-        self._asked: dict[tuple[str, str], float] = {}
+        self._asked: ExpiringKeys[tuple[str, str]] = ExpiringKeys(window, kept)
 
     def ask(self, tenant_id: str, owner: Owner) -> bool:
         """True (and remembered) unless the owner's recount was asked for within the window."""
-        key, now = (tenant_id, owner.key), time.monotonic()
-        asked = self._asked.get(key)
-        if asked is not None and now - asked < self._window:
+        key = (tenant_id, owner.key)
+        if key in self._asked:
             return False
-        if len(self._asked) >= self._kept:
-            self._asked.clear()
-        self._asked[key] = now
+        self._asked.add(key)
         return True
 
     def done(self, tenant_id: str, owner: Owner) -> None:
-        self._asked.pop((tenant_id, owner.key), None)
+        self._asked.discard((tenant_id, owner.key))
 
 
 recounts = RecentRecounts(timedelta(minutes=1), kept=10_000)
