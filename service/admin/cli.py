@@ -252,12 +252,16 @@ def _lifecycle(connection: OperatorConnection) -> UserLifecycle:
 
 
 async def _in_transaction(
-    connection: OperatorConnection, work: Callable[[AdminService], Awaitable[Any]]
+    connection: OperatorConnection,
+    work: Callable[[AdminService], Awaitable[Any]],
+    vector_columns: VectorColumns | None = None,
 ) -> Any:
-    """`work` on the admin service in one tenant-scoped transaction, committed at the end."""
+    """`work` on the admin service in one tenant-scoped transaction, committed at the end
+    (`vector_columns`: as already read by a command that runs several transactions)."""
     from service.db import tenant_transaction
 
-    vector_columns = await _vector_columns(connection)
+    if vector_columns is None:
+        vector_columns = await _vector_columns(connection)
     async with tenant_transaction(
         connection.sessionmaker, connection.operator.tenant_id
     ) as session:
@@ -272,8 +276,9 @@ async def _pages(
     """Print the page at `--cursor` (every page from there with `--all`), each read in its own
     transaction; tells the next page's cursor when there is one left."""
     cursor: str | None = args.cursor
+    vector_columns = await _vector_columns(connection)
     while True:
-        page = await _in_transaction(connection, _page_after(read, cursor))
+        page = await _in_transaction(connection, _page_after(read, cursor), vector_columns)
         for item in page.items:
             sys.stdout.write((item.model_dump_json() if args.json else _row(item)) + "\n")
         cursor = page.next_cursor
