@@ -24,7 +24,8 @@ import math
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -49,8 +50,9 @@ from benchmarks.rawsql import (
 )
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
+from service.db import create_engine
 from service.memories.schemas import BATCH_MAX, SearchRequest
-from service.providers import Embedder
+from service.providers import Embedder, build_embedder, embedder_config_from_settings
 
 # The loading and searching principal: a service may address any user of its tenant.
 BENCH_SERVICE = "mneme-bench"
@@ -677,3 +679,44 @@ def parse_concurrency(spec: str) -> tuple[int, ...]:
     if not levels or levels[0] < 1:
         raise ValueError("client counts must be positive")
     return tuple(levels)
+
+
+@dataclass(frozen=True)
+class LoadResources:
+    """What a load run holds for its whole length: the configured embedder (the sentence pool
+    and the questions), owner connections for the bulk path, runtime connections for the
+    searches."""
+
+    embedder: Embedder
+    owner_engine: AsyncEngine
+    runtime_engine: AsyncEngine
+
+
+@asynccontextmanager
+async def load_resources(
+    settings: Settings, *, load_connections: int, clients: int
+) -> AsyncIterator[LoadResources]:
+    """`LoadResources` for the (throwaway) database `settings` points at, closed on the way out:
+    `load_connections` COPY streams (and one more), `clients` concurrent searches (and one
+    more)."""
+    if settings.migration_database_url is None or settings.database_url is None:
+        raise ValueError("the load benchmark needs the runtime and the owner database URLs")
+    embedder = build_embedder(embedder_config_from_settings(settings))
+    owner_engine = create_engine(
+        settings.migration_database_url.get_secret_value(),
+        settings,
+        pool_size=load_connections + 1,
+        max_overflow=1,
+    )
+    runtime_engine = create_engine(
+        settings.database_url.get_secret_value(),
+        settings,
+        pool_size=clients + 1,
+        max_overflow=0,
+    )
+    try:
+        yield LoadResources(embedder, owner_engine, runtime_engine)
+    finally:
+        await embedder.aclose()
+        await owner_engine.dispose()
+        await runtime_engine.dispose()

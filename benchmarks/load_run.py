@@ -30,6 +30,7 @@ from benchmarks.load import (
     api_ingest,
     embed_pool,
     latency_summary,
+    load_resources,
     postgres_settings,
     sample_search_queries,
     size_label,
@@ -39,35 +40,16 @@ from benchmarks.load import (
 from benchmarks.rawsql import FusionStatement, asyncpg_connection, service_search_params
 from benchmarks.server import loopback_server
 from service.config import Settings
-from service.db import create_engine
 from service.memories.schemas import SearchRequest
-from service.providers import Embedder, build_embedder, embedder_config_from_settings
+from service.providers import Embedder
 
 
 async def run_load(settings: Settings, options: LoadOptions) -> LoadRun:
     """The whole benchmark against the (throwaway) database `settings` points at."""
-    if settings.migration_database_url is None or settings.database_url is None:
-        raise ValueError("the load benchmark needs the runtime and the owner database URLs")
-    embedder = build_embedder(embedder_config_from_settings(settings))
-    max_clients = max(options.concurrency)
-    owner_engine = create_engine(
-        settings.migration_database_url.get_secret_value(),
-        settings,
-        pool_size=options.load_connections + 1,
-        max_overflow=1,
-    )
-    runtime_engine = create_engine(
-        settings.database_url.get_secret_value(),
-        settings,
-        pool_size=max_clients + 1,
-        max_overflow=0,
-    )
-    try:
-        return await _run(settings, options, embedder, owner_engine, runtime_engine)
-    finally:
-        await embedder.aclose()
-        await owner_engine.dispose()
-        await runtime_engine.dispose()
+    async with load_resources(
+        settings, load_connections=options.load_connections, clients=max(options.concurrency)
+    ) as held:
+        return await _run(settings, options, held.embedder, held.owner_engine, held.runtime_engine)
 
 
 async def _run(

@@ -56,6 +56,7 @@ from benchmarks.load import (
     _plan_json,
     embed_pool,
     latency_summary,
+    load_resources,
     post_batches,
     postgres_settings,
     size_label,
@@ -82,9 +83,8 @@ from benchmarks.scenario_corpus import (
 from benchmarks.server import loopback_server
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
-from service.db import create_engine
 from service.memories.schemas import BATCH_MAX, SearchRequest
-from service.providers import Embedder, build_embedder, embedder_config_from_settings
+from service.providers import Embedder
 
 SCENARIO_COLUMNS = (*MEMORY_COLUMNS, "speaker", "source_thread_id")
 # Rows per COPY chunk (one transaction each), so a 100k owner streams while it is encoded.
@@ -420,28 +420,13 @@ async def vector_fidelity(
 
 async def run_scenario(settings: Settings, options: ScenarioOptions) -> ScenarioRun:
     """The realistic scenario against the (throwaway) database `settings` points at."""
-    if settings.migration_database_url is None or settings.database_url is None:
-        raise ValueError("the load benchmark needs the runtime and the owner database URLs")
     source = SourceText(load_dataset(options.dataset, "locomo", image_captions=False))
-    embedder = build_embedder(embedder_config_from_settings(settings))
-    owner_engine = create_engine(
-        settings.migration_database_url.get_secret_value(),
-        settings,
-        pool_size=options.load_connections + 1,
-        max_overflow=1,
-    )
-    runtime_engine = create_engine(
-        settings.database_url.get_secret_value(),
-        settings,
-        pool_size=max(options.concurrency) + 1,
-        max_overflow=0,
-    )
-    try:
-        return await _run(settings, options, source, embedder, owner_engine, runtime_engine)
-    finally:
-        await embedder.aclose()
-        await owner_engine.dispose()
-        await runtime_engine.dispose()
+    async with load_resources(
+        settings, load_connections=options.load_connections, clients=max(options.concurrency)
+    ) as held:
+        return await _run(
+            settings, options, source, held.embedder, held.owner_engine, held.runtime_engine
+        )
 
 
 async def _run(
