@@ -8,12 +8,17 @@
 The generators are pinned: openapi-python-client in requirements-dev.lock, @hey-api/openapi-ts
 in clients/typescript/package-lock.json (`npm ci` there first). `--only python` skips the
 TypeScript client (for machines without node).
+
+Each package's version is written from the document's `info.version` too (mneme/version.py;
+package.json, its lockfile and src/version.ts), so a client release names the API it speaks;
+only its CHANGELOG entry is written by hand.
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import shutil
 import subprocess
 import sys
@@ -26,6 +31,12 @@ SPEC = CLIENTS.parent / "docs" / "openapi.json"
 PYTHON_PACKAGE = CLIENTS / "python" / "mneme_client"
 TYPESCRIPT = CLIENTS / "typescript"
 TYPESCRIPT_GENERATED = TYPESCRIPT / "src" / "generated"
+PYTHON_VERSION = CLIENTS / "python" / "mneme" / "version.py"
+TYPESCRIPT_VERSION = TYPESCRIPT / "src" / "version.ts"
+VERSION_NOTE = (
+    "The package version: the version of the API (`info.version` of docs/openapi.json) it was\n"
+    "generated from, so a client release names the API it speaks (written by clients/generate.py)."
+)
 
 
 def generate_python(target: Path) -> None:
@@ -71,6 +82,42 @@ def generate_typescript(target: Path) -> None:
     )
 
 
+def api_version() -> str:
+    version: str = json.loads(SPEC.read_text())["info"]["version"]
+    return version
+
+
+def _with_version(path: Path, version: str, *locations: tuple[str, ...]) -> str:
+    """A JSON file of the TypeScript package with `version` at each of `locations` (key paths),
+    in npm's own layout."""
+    document = json.loads(path.read_text())
+    for location in locations:
+        node = document
+        for key in location[:-1]:
+            node = node[key]
+        node[location[-1]] = version
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def python_versioned(version: str) -> dict[Path, str]:
+    """The Python package's files that carry the API version, as they must read."""
+    return {PYTHON_VERSION: f'"""{VERSION_NOTE}"""\n\n__version__ = "{version}"\n'}
+
+
+def typescript_versioned(version: str) -> dict[Path, str]:
+    """The TypeScript package's files that carry the API version, as they must read."""
+    note = "".join(f"// {line}\n" for line in VERSION_NOTE.splitlines())
+    return {
+        TYPESCRIPT_VERSION: f"{note}export const VERSION = '{version}';\n",
+        TYPESCRIPT / "package.json": _with_version(
+            TYPESCRIPT / "package.json", version, ("version",)
+        ),
+        TYPESCRIPT / "package-lock.json": _with_version(
+            TYPESCRIPT / "package-lock.json", version, ("version",), ("packages", "", "version")
+        ),
+    }
+
+
 def differences(left: Path, right: Path) -> Iterator[str]:
     """Relative paths that exist on one side only or differ in content."""
     comparison = filecmp.dircmp(left, right, ignore=["__pycache__"])
@@ -89,19 +136,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["python", "typescript"], help="one client only")
     args = parser.parse_args(argv)
     targets = [
-        (name, generate, committed)
-        for name, generate, committed in (
-            ("python", generate_python, PYTHON_PACKAGE),
-            ("typescript", generate_typescript, TYPESCRIPT_GENERATED),
+        (name, generate, committed, versioned)
+        for name, generate, committed, versioned in (
+            ("python", generate_python, PYTHON_PACKAGE, python_versioned),
+            ("typescript", generate_typescript, TYPESCRIPT_GENERATED, typescript_versioned),
         )
         if args.only in (None, name)
     ]
+    version = api_version()
     stale: list[str] = []
-    for _name, generate, committed in targets:
+    for _name, generate, committed, versioned in targets:
+        files = versioned(version)
         if not args.check:
             shutil.rmtree(committed, ignore_errors=True)
             generate(committed)
+            for path, text in files.items():
+                path.write_text(text)
             continue
+        stale.extend(str(path) for path, text in files.items() if path.read_text() != text)
         with tempfile.TemporaryDirectory() as scratch:
             fresh = Path(scratch) / committed.name
             generate(fresh)

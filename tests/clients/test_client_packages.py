@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import tomllib
@@ -48,3 +49,31 @@ def test_the_typescript_package_is_public_and_versioned_by_the_api() -> None:
     assert _latest_changelog_version(TYPESCRIPT / "CHANGELOG.md") == _api_version()
     assert package["files"] == ["dist/src", "README.md", "CHANGELOG.md"]
     assert package["scripts"]["prepack"] == "npm run build"
+
+
+def test_the_generator_writes_each_package_version_from_the_api_version() -> None:
+    """A new `info.version` reaches every file that names a package version (only the CHANGELOG
+    entry is written by hand); `generate.py --check` fails while one still names another."""
+    spec = importlib.util.spec_from_file_location("generate", ROOT / "clients" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+
+    assert generate.api_version() == _api_version()
+    for path, text in {
+        **generate.python_versioned(_api_version()),
+        **generate.typescript_versioned(_api_version()),
+    }.items():
+        assert path.read_text() == text, f"{path} does not name API version {_api_version()}"
+
+    [python] = generate.python_versioned("2.3.0").values()
+    assert '__version__ = "2.3.0"' in python
+    typescript = {path.name: text for path, text in generate.typescript_versioned("2.3.0").items()}
+    assert "export const VERSION = '2.3.0';" in typescript["version.ts"]
+    assert json.loads(typescript["package.json"])["version"] == "2.3.0"
+    lock = json.loads(typescript["package-lock.json"])
+    assert (lock["version"], lock["packages"][""]["version"]) == ("2.3.0", "2.3.0")
+    # Nothing else in the lockfile moves (the dependencies stay pinned).
+    committed = json.loads((TYPESCRIPT / "package-lock.json").read_text())
+    del lock["packages"][""]["version"], committed["packages"][""]["version"]
+    assert lock["packages"] == committed["packages"]

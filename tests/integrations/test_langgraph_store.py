@@ -314,3 +314,38 @@ def test_a_refused_request_is_sent_again_after_retry_after(
         store.get(("ada", "semantic"), "tea")
     assert refused.value.status == status
     assert exhausted.sent == 3
+
+
+class AsyncRefusing(httpx.AsyncBaseTransport):
+    """`Refusing` for the store's asynchronous API."""
+
+    def __init__(self, refusals: int, status: int) -> None:
+        self.refusals = refusals
+        self.status = status
+        self.sent = 0
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        if self.refusals:
+            self.refusals -= 1
+            return httpx.Response(self.status, headers={"Retry-After": "0"})
+        return await self._inner.handle_async_request(request)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_the_async_api_sends_a_refused_request_again_too(
+    live_server: RunningServer, settings: Settings, tenant: str, status: int
+) -> None:
+    transport = AsyncRefusing(2, status)
+    bearer_token = token(settings, tenant, "ada")
+    store = MnemeStore(
+        live_server.base_url, bearer_token, text_fields=["text"], async_transport=transport
+    )
+    await store.aput(("ada", "semantic"), "coffee", {"text": "Ada drinks no coffee."}, ttl=30)
+    item = await store.aget(("ada", "semantic"), "coffee")
+    await store.aclose()
+    assert item is not None and item.value == {"text": "Ada drinks no coffee."}
+    # Two refusals, then the put, the get and the get's TTL refresh.
+    assert transport.sent == 5
+    assert rest_texts(live_server, bearer_token) == ["Ada drinks no coffee."]

@@ -33,6 +33,7 @@ from mneme_client.models.problem import Problem
 from mneme_client.types import Response
 
 from mneme.calls import coerce_body, model, pages, unwrap
+from mneme.errors import error_from_response
 from mneme.retry import AsyncRetryingTransport, RetryingTransport, RetryPolicy
 from mneme.version import __version__
 
@@ -56,7 +57,8 @@ def connect(
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> AuthenticatedClient:
     """A generated `AuthenticatedClient` whose HTTP sessions (sync and async) retry what is safe
-    to retry; use it with any generated operation and `unwrap` its detailed response."""
+    to retry and raise a failed answer as a `MnemeError`; use it with any generated operation
+    and `unwrap` its detailed response."""
     headers = {"Authorization": f"Bearer {token}", "User-Agent": f"mneme-python/{__version__}"}
     client = AuthenticatedClient(base_url=base_url, token=token)
     client.set_httpx_client(
@@ -65,6 +67,7 @@ def connect(
             headers=headers,
             timeout=timeout,
             transport=RetryingTransport(retry),
+            event_hooks={"response": [_raise_failure]},
         )
     )
     client.set_async_httpx_client(
@@ -73,9 +76,26 @@ def connect(
             headers=headers,
             timeout=timeout,
             transport=AsyncRetryingTransport(retry),
+            event_hooks={"response": [_araise_failure]},
         )
     )
     return client
+
+
+# A failed answer is raised from the raw response, before the generated code parses it: that
+# code reads a problem into its `Problem` model, which fails on what it was not generated for (a
+# code added to the API after this client, a gateway's HTML error page) with a ValueError or a
+# JSONDecodeError instead of the error the caller handles.
+def _raise_failure(response: httpx.Response) -> None:
+    if response.status_code >= 400:
+        response.read()
+        raise error_from_response(response.status_code, response.headers, response.content)
+
+
+async def _araise_failure(response: httpx.Response) -> None:
+    if response.status_code >= 400:
+        await response.aread()
+        raise error_from_response(response.status_code, response.headers, response.content)
 
 
 def _fields(**values: Any) -> dict[str, Any]:
