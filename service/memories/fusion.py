@@ -226,7 +226,7 @@ scored AS (
            END AS date_score,
            greatest(p.lexical_strength, p.vector_strength) AS stronger_side,
            least(p.lexical_strength, p.vector_strength) AS weaker_side,
-           m.*,
+           m.id,
            (1 - :recency_weight) + :recency_weight * decay.factor AS recency_factor,
            (1 - :confidence_weight) + :confidence_weight * m.confidence AS confidence_factor
       FROM pooled p
@@ -247,23 +247,31 @@ scored AS (
       ) AS decay
 ),
 hits AS (
-    SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
-       s.needs_review, s.superseded_by, s.source_thread_id, s.source_message_ids, s.evidence,
-       s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
-       ${hit_vector_model} AS embedding_model, s.metadata, s.store_key, s.speaker,
+    SELECT s.id, s.section,
        s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
        s.neighbour_score, s.thread_score, s.speaker_score, s.date_score,
        s.recency_factor, s.confidence_factor,
        (s.fused_score + :neighbour_weight * s.neighbour_score + :thread_weight * s.thread_score
         + :speaker_weight * s.speaker_score + :date_weight * s.date_score)
            * s.recency_factor * s.confidence_factor AS final_score,
+       s.stronger_side, s.weaker_side
+  FROM scored s
+)
+-- The memory's own columns (everything a response shows) are read for the hits a section
+-- returns, not carried through the ranking of every candidate: a row of `memory` is wide
+-- (its text, tsvector and vectors), and the pools and their neighbours are hundreds of rows
+-- sorted twice over.
+SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
+       s.needs_review, s.superseded_by, s.source_thread_id, s.source_message_ids, s.evidence,
+       s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
+       ${hit_vector_model} AS embedding_model, s.metadata, s.store_key, s.speaker,
+       ranked.lexical_rank, ranked.lexical_score, ranked.vector_rank, ranked.vector_cosine,
+       ranked.fused_score, ranked.neighbour_score, ranked.thread_score, ranked.speaker_score,
+       ranked.date_score, ranked.recency_factor, ranked.confidence_factor, ranked.final_score,
        -- As float4[]: the driver decodes the binary array natively, where parsing pgvector's
        -- text form in Python costs ~0.3 ms a vector (an MMR search reads up to 300 of them).
        CASE WHEN :with_embeddings THEN ${hit_vector}::real[] END AS embedding,
-       s.section, s.stronger_side, s.weaker_side
-  FROM scored s
-)
-SELECT ranked.*,
+       ranked.section, ranked.section_rank,
        -- How the section's lexical side ran, for keeping the owners' statistics fresh: the
        -- memories it ranked over, and the age of the statistics it used (NULL: exact).
        (SELECT c.documents FROM collection c WHERE c.section = ranked.section
@@ -280,8 +288,9 @@ SELECT ranked.*,
                row_number() OVER (PARTITION BY h.section ORDER BY h.final_score DESC,
                                   h.stronger_side DESC, h.weaker_side DESC, h.id) AS section_rank
           FROM hits h) AS ranked
+  JOIN memory s ON s.tenant_id = :tenant_id AND s.id = ranked.id
  WHERE section_rank <= ${limit}
- ORDER BY section, section_rank
+ ORDER BY ranked.section, ranked.section_rank
 """
 """One statement: lexical (tsvector OR query, BM25 with the statistics of the memories
 the search may return: `LEXICAL_MATCHES_SQL`, `COLLECTION_SQL`) and vector (HNSW cosine,
