@@ -338,6 +338,9 @@ SELECT b.id, b.section, own.lexical_score, own.cosine AS vector_cosine,
                  FROM unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
                  JOIN term_weights w ON w.section = b.section AND w.lexeme = term.lexeme
                 WHERE :use_lexical) AS lexical_score
+        -- Kept a subquery of its own: pulled up into the select list, the lexical score's
+        -- subquery would run once for every place that reads it (three).
+        OFFSET 0
  ) AS own
   -- The best lexical hit of the section, which normalises every lexical score.
   LEFT JOIN (SELECT section, max(lexical_score) AS score FROM candidates GROUP BY section) AS best
