@@ -6,6 +6,7 @@ the telemetry package declares no domain's metrics."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -40,6 +41,7 @@ def runtime_imports(path: Path, package: str = "service") -> set[str]:
     return found
 
 
+@functools.cache
 def modules(root: Path = SERVICE) -> dict[str, set[str]]:
     """Every module under `root` (a package of the repository) and the modules of that package
     it imports at run time."""
@@ -125,15 +127,17 @@ def test_the_providers_import_each_other_in_one_direction() -> None:
 def in_a_cycle(graph: dict[str, set[str]]) -> list[str]:
     """The modules of `graph` that reach themselves through their imports."""
 
-    def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        for following in graph.get(start, set()):
-            if following == goal or (
-                following not in seen and reaches(following, goal, seen | {following})
-            ):
-                return True
-        return False
+    def reachable(start: str) -> set[str]:
+        seen: set[str] = set()
+        waiting = list(graph.get(start, ()))
+        while waiting:
+            module = waiting.pop()
+            if module not in seen:
+                seen.add(module)
+                waiting.extend(graph.get(module, ()))
+        return seen
 
-    return sorted(module for module in graph if reaches(module, module, set()))
+    return sorted(module for module in graph if module in reachable(module))
 
 
 def test_the_benchmark_modules_import_each_other_in_one_direction() -> None:
