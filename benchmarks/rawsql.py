@@ -18,7 +18,6 @@ from typing import Any
 
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
-from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
 from service.auth.owner import Owner
@@ -26,6 +25,7 @@ from service.config import Settings
 from service.db import set_tenant_sql
 from service.memories.fusion import (
     GENERIC_SEARCH_PLAN_SQL,
+    CompiledSearch,
     FusionRepository,
     SearchParams,
     hybrid_search_statement,
@@ -79,23 +79,8 @@ async def service_search_params(
     return search.params(Owner.user(user_id), request, query_embedding)
 
 
-Processors = list[tuple[str, Callable[[Any], Any] | None]]
 # Makes a ranking statement for one search's parameters (`hybrid_search_statement` and alike).
 StatementBuilder = Callable[[str, SearchParams], ClauseElement]
-
-
-def _compiled(statement: ClauseElement, dialect: Dialect) -> tuple[str, Processors]:
-    """The statement's SQL as `dialect` renders it, and each positional parameter's name and
-    value conversion (the bind processing SQLAlchemy would apply)."""
-    compiled = statement.compile(dialect=dialect)
-    if not isinstance(compiled, SQLCompiler):
-        raise TypeError(f"{type(compiled).__name__} is not a SQL statement compiler")
-    order = compiled.positiontup or []
-    processors: Processors = []
-    for name in order:
-        processor = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
-        processors.append((name, processor))
-    return compiled.string, processors
 
 
 @dataclass(frozen=True)
@@ -189,16 +174,11 @@ class FusionStatement:
 
     def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
         statement = self._build(tenant_id, params)
-        sql, processors = _compiled(statement, self._dialect)
-        if self.sql and sql != self.sql:
+        compiled = CompiledSearch.compile(statement, self._dialect)
+        if self.sql and compiled.sql != self.sql:
             raise ValueError("searches of different filter shapes need their own statement")
-        self.sql = sql
-        values = statement.compile(dialect=self._dialect).params
-        return [
-            value if processor is None else processor(value)
-            for name, processor in processors
-            for value in (values[name],)
-        ]
+        self.sql = compiled.sql
+        return list(compiled.arguments(statement.compile(dialect=self._dialect).params))
 
     def text(self, variant: Variant) -> str:
         """The SQL for `variant`. Variants get their own text, so each is prepared (and gets

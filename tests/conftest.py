@@ -156,6 +156,13 @@ def assert_problem(response: Any, status: int, code: str) -> dict[str, Any]:
     return body
 
 
+def assert_precondition_failed(response: Any, current: str) -> dict[str, Any]:
+    """A 412 problem that names the resource's current tag, in its body and its ETag."""
+    body = assert_problem(response, 412, "PRECONDITION_FAILED")
+    assert response.headers["etag"] == body["current_etag"] == current
+    return body
+
+
 async def as_tenant(connection: Any, tenant_id: str) -> None:
     """Scope a raw test connection's transaction to one tenant, as the service does."""
     await set_tenant(connection, tenant_id)

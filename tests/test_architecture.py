@@ -1,10 +1,13 @@
 """The import graph shows the architecture: routers never import routers, the ground floor
-(everything the domains stand on) imports no domain, and no two packages of `service` import
-each other."""
+(everything the domains stand on) imports no domain, no two packages of `service` import each
+other, no module reaches itself through its imports, only the CLI reaches the benchmarks, and
+the telemetry package declares no domain's metrics."""
 
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,7 +22,8 @@ ADAPTERS = {"mcp", "openapi"}
 
 def runtime_imports(path: Path, package: str = "service") -> set[str]:
     """Modules of `package` this file imports when it runs (not under TYPE_CHECKING), at the
-    top or inside a function."""
+    top or inside a function; `from a import b` counts `a` and `a.b` (which is a module when
+    `b` is a submodule)."""
     tree = ast.parse(path.read_text())
     type_only: set[int] = set()
     for node in ast.walk(tree):
@@ -31,17 +35,21 @@ def runtime_imports(path: Path, package: str = "service") -> set[str]:
             continue
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(package):
             found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith(package))
     return found
 
 
-def modules() -> dict[str, set[str]]:
+@functools.cache
+def modules(root: Path = SERVICE) -> dict[str, set[str]]:
+    """Every module under `root` (a package of the repository) and the modules of that package
+    it imports at run time."""
     graph = {}
-    for path in SERVICE.rglob("*.py"):
-        name = ".".join(("service", *path.relative_to(SERVICE).with_suffix("").parts))
-        graph[name.removesuffix(".__init__")] = runtime_imports(path)
-    return graph
+    for path in root.rglob("*.py"):
+        name = ".".join((root.name, *path.relative_to(root).with_suffix("").parts))
+        graph[name.removesuffix(".__init__")] = runtime_imports(path, root.name)
+    return {module: imports & graph.keys() for module, imports in graph.items()}
 
 
 def package_of(module: str) -> str:
@@ -119,22 +127,68 @@ def test_the_providers_import_each_other_in_one_direction() -> None:
 def in_a_cycle(graph: dict[str, set[str]]) -> list[str]:
     """The modules of `graph` that reach themselves through their imports."""
 
-    def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        for following in graph.get(start, set()):
-            if following == goal or (
-                following not in seen and reaches(following, goal, seen | {following})
-            ):
-                return True
-        return False
+    def reachable(start: str) -> set[str]:
+        seen: set[str] = set()
+        waiting = list(graph.get(start, ()))
+        while waiting:
+            module = waiting.pop()
+            if module not in seen:
+                seen.add(module)
+                waiting.extend(graph.get(module, ()))
+        return seen
 
-    return sorted(module for module in graph if reaches(module, module, set()))
+    return sorted(module for module in graph if module in reachable(module))
 
 
 def test_the_benchmark_modules_import_each_other_in_one_direction() -> None:
     """A module that builds on another's measurements is driven from above both, not by a
-    deferred import back into it."""
-    graph = {
-        f"benchmarks.{path.stem}": runtime_imports(path, "benchmarks")
-        for path in BENCHMARKS.glob("*.py")
+    deferred import back into it (the scripts included)."""
+    assert in_a_cycle(modules(BENCHMARKS)) == []
+
+
+def test_no_module_of_the_service_reaches_itself_through_its_imports() -> None:
+    """Within a package as between packages, and through deferred imports too: a module that
+    needs another's work is built above it, never imports back into what imports it."""
+    assert in_a_cycle(modules()) == []
+
+
+def test_only_the_cli_reaches_the_benchmarks() -> None:
+    """The benchmarks are a package of their own over the service: the service runs without
+    them, and only `mneme bench` (the CLI) loads them."""
+    offenders = sorted(
+        (module, imported)
+        for module, imports in modules().items()
+        if module != "service.cli"
+        for imported in imports
+        if imported.split(".")[0] == "benchmarks"
+    )
+    assert offenders == []
+
+
+# What the domains are about, beyond their packages' names: a metric named for one of these
+# belongs to the domain that records it.
+DOMAIN_SUBJECTS = ("search", "rerank", "reembed", "summar", "extract", "posting")
+
+
+def test_the_telemetry_package_declares_no_domain_metric() -> None:
+    """`service.observability` declares the instruments of the machinery every domain shares
+    (HTTP, auth, embedders, jobs, LLM, database pool, event loop); a domain declares its own
+    in its telemetry module, on the same registry."""
+    from service.observability import DomainMetrics, Metrics
+
+    words = {*DOMAIN_SUBJECTS, *domains(), *(singular(domain) for domain in domains())}
+    about_a_domain = re.compile("|".join(rf"(^|_){re.escape(word)}" for word in sorted(words)))
+    declared = {
+        family.name
+        for registry in (DomainMetrics().registry, Metrics().registry)
+        for family in registry.collect()
     }
-    assert in_a_cycle(graph) == []
+    assert {"mneme_http_requests", "mneme_job_runs", "mneme_embedding_duration_seconds"} <= declared
+    assert sorted(name for name in declared if about_a_domain.search(name)) == []
+
+
+def singular(name: str) -> str:
+    """`memories` -> `memory`, `threads` -> `thread` (`ops` stays)."""
+    if name.endswith("ies"):
+        return name.removesuffix("ies") + "y"
+    return name.removesuffix("s") if len(name) > 4 else name

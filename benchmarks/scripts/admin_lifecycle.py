@@ -32,9 +32,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import db_migrations
-from service.admin.repository import AdminRepository
 from service.admin.service import AdminService, UserLifecycle
-from service.audit.service import AuditTrail
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import create_engine, create_sessionmaker, set_tenant, tenant_transaction
@@ -216,10 +214,9 @@ async def measure(runtime: AsyncEngine, owner: AsyncEngine, settings: Settings) 
 
     started = time.perf_counter()
     async with tenant_transaction(sessionmaker, TENANT) as session:
-        service = AdminService(
-            AdminRepository(session, TENANT),
-            AuditTrail(session, operator),
-            TENANT,
+        service = AdminService.acting_as(
+            session,
+            operator,
             profile_max_bytes=settings.profile_max_bytes,
             vector_columns=VectorColumns(_SeededModel(settings.embedding_dims)),
         )

@@ -232,14 +232,11 @@ def _admin_service(
     connection: OperatorConnection, session: Any, vector_columns: VectorColumns
 ) -> AdminService:
     """The admin API's service, on `session`'s transaction, acting as the operator."""
-    from service.admin.repository import AdminRepository
     from service.admin.service import AdminService
-    from service.audit.service import AuditTrail
 
-    return AdminService(
-        AdminRepository(session, connection.operator.tenant_id),
-        AuditTrail(session, connection.operator),
-        connection.operator.tenant_id,
+    return AdminService.acting_as(
+        session,
+        connection.operator,
         profile_max_bytes=connection.settings.profile_max_bytes,
         vector_columns=vector_columns,
     )

@@ -6,18 +6,15 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from service.admin.repository import AdminRepository
 from service.admin.service import AdminService, UserLifecycle
-from service.audit.service import AuditTrail
 from service.dependencies import AdminPrincipal, CurrentPrincipal, State, UnitOfWork
 from service.services import Services
 
 
 def admin_service(services: Services) -> AdminService:
-    return AdminService(
-        AdminRepository(services.session, services.tenant_id),
-        AuditTrail(services.session, services.principal),
-        services.tenant_id,
+    return AdminService.acting_as(
+        services.session,
+        services.principal,
         profile_max_bytes=services.state.settings.profile_max_bytes,
         vector_columns=services.state.vector_columns,
     )

@@ -119,6 +119,25 @@ class AdminService:
         self._profile_max_bytes = profile_max_bytes
         self._vector_columns = vector_columns
 
+    @classmethod
+    def acting_as(
+        cls,
+        session: AsyncSession,
+        principal: Principal,
+        *,
+        profile_max_bytes: int,
+        vector_columns: VectorColumns,
+    ) -> AdminService:
+        """The service on `session`'s transaction in `principal`'s tenant, audited as
+        `principal`: an admin's request and the operator at a terminal are served alike."""
+        return cls(
+            AdminRepository(session, principal.tenant_id),
+            AuditTrail(session, principal),
+            principal.tenant_id,
+            profile_max_bytes=profile_max_bytes,
+            vector_columns=vector_columns,
+        )
+
     async def list_users(
         self,
         *,

@@ -6,9 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from opentelemetry.trace import Span
+from prometheus_client import Histogram
 
 from service.context.schemas import ContextSection
-from service.observability import DOMAIN_METRICS
+from service.observability import DOMAIN_METRICS, TOKEN_BUCKETS
+
+CONTEXT_TOKENS = Histogram(
+    "mneme_context_tokens",
+    "Context blocks: tokens used and the budget they had (measure=used|budget).",
+    ["measure"],
+    buckets=TOKEN_BUCKETS,
+    registry=DOMAIN_METRICS.registry,
+)
 
 
 def record_context_sections(
@@ -21,8 +30,8 @@ def record_context_sections(
 ) -> None:
     """The context block's shape on its span: one event per section (tokens used, items,
     items omitted for budget) and one per chosen item (section, id, kind, tokens)."""
-    DOMAIN_METRICS.context_tokens.labels("used").observe(token_count)
-    DOMAIN_METRICS.context_tokens.labels("budget").observe(budget)
+    CONTEXT_TOKENS.labels("used").observe(token_count)
+    CONTEXT_TOKENS.labels("budget").observe(budget)
     if not span.is_recording():
         return
     span.set_attribute("mneme.context.tokens", token_count)

@@ -6,7 +6,7 @@ BM25 term-frequency weight in that memory at a fixed mean length (its impact). T
 in the memory's own transaction whenever its text is written (no trigger: Citus does not run
 triggers on distributed tables) and deleted with it (foreign key). The fusion statement reads
 the highest-impact postings of each question lexeme for a large owner instead of testing every
-memory the owner has (`service/memories/fusion.py`).
+memory the owner has (`service/memories/fusion/`).
 
 The owner's statistics (`memory_owner_stats`, `memory_lexeme_stats`) are what BM25 needs beyond
 one memory: how many memories the owner has, their mean length, and the document count of each

@@ -1,4 +1,4 @@
-"""The memories domain's reads and writes (the search's fusion statement has `fusion.py`);
+"""The memories domain's reads and writes (the search's fusion statement has `fusion/`);
 every statement runs in the tenant-scoped transaction."""
 
 from __future__ import annotations

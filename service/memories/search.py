@@ -18,9 +18,14 @@ from service.memories.dates import query_time_window
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, SearchRow
 from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
-from service.memories.telemetry import fusion_statement, record_search_hits, search_stage
+from service.memories.telemetry import (
+    MEMORY_METRICS,
+    fusion_statement,
+    record_search_hits,
+    search_stage,
+)
 from service.memories.vector_columns import ModelVector, VectorColumn, VectorColumns
-from service.observability import DOMAIN_METRICS, traced, tracer
+from service.observability import traced, tracer
 from service.providers import (
     Embedder,
     EmbedderUnavailable,
@@ -253,7 +258,7 @@ class MemorySearch:
             try:
                 scores = iter(await self._reranker.scores(query, documents))
             except RerankerUnavailable as error:
-                DOMAIN_METRICS.rerank_failures.labels(error.reason).inc()
+                MEMORY_METRICS.rerank_failures.labels(error.reason).inc()
                 span.set_attribute("mneme.rerank.failure", error.reason)
                 return [{} for _ in found]
         return [{row.memory.id: next(scores) for row in rows[:top_n]} for rows in found]

@@ -1,5 +1,7 @@
-"""What a search records about itself: a span and a timing per stage, the fusion statement's
-span, and every returned hit's component scores as span events."""
+"""What the memories domain records about itself: its metrics (a search's stages, candidates,
+hits and reranker failures; a change of embedding model's progress), and a search's spans: a
+span and a timing per stage, the fusion statement's span, and every returned hit's component
+scores as span events."""
 
 from __future__ import annotations
 
@@ -9,9 +11,63 @@ import time
 from collections.abc import Iterator, Sequence
 
 from opentelemetry.trace import Span
+from prometheus_client import Counter, Gauge, Histogram
 
 from service.memories.schemas import SearchHit
-from service.observability import DOMAIN_METRICS, tracer
+from service.observability import COUNT_BUCKETS, DOMAIN_METRICS, LATENCY_BUCKETS, tracer
+
+
+class MemoryMetrics:
+    """The memories domain's instruments, on the process-wide registry `/metrics` renders
+    (`DOMAIN_METRICS.registry`)."""
+
+    def __init__(self) -> None:
+        r = DOMAIN_METRICS.registry
+        self.search_stage_latency = Histogram(
+            "mneme_search_stage_duration_seconds",
+            "Search stages (fusion_query, mmr, rerank) by search mode.",
+            ["stage", "mode"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.search_candidates = Histogram(
+            "mneme_search_candidates",
+            "Fused candidates the search statement returned, by mode.",
+            ["mode"],
+            buckets=COUNT_BUCKETS,
+            registry=r,
+        )
+        self.rerank_failures = Counter(
+            "mneme_rerank_failures_total",
+            "Searches whose reranker gave no usable scores (they kept the fused order), by "
+            "reason (timeout, unreachable, error_status, bad_answer).",
+            ["reason"],
+            registry=r,
+        )
+        self.search_hits = Histogram(
+            "mneme_search_hits",
+            "Hits a search returned, by mode.",
+            ["mode"],
+            buckets=COUNT_BUCKETS,
+            registry=r,
+        )
+        # Published by every service process from the state `mneme reembed run` records.
+        self.reembed_memories = Gauge(
+            "mneme_reembed_memories",
+            "Memories of the vector column being filled for a new embedding model, by model "
+            "and state (total: to embed when the pass began, embedded: done since).",
+            ["model", "state"],
+            registry=r,
+        )
+        self.reembed_tenants_switched = Gauge(
+            "mneme_reembed_tenants_switched",
+            "Tenants whose searches already read the new embedding model's column, by model.",
+            ["model"],
+            registry=r,
+        )
+
+
+MEMORY_METRICS = MemoryMetrics()
 
 
 def record_search_hits(span: Span, hits: Sequence[SearchHit], *, mode: str) -> None:
@@ -20,7 +76,7 @@ def record_search_hits(span: Span, hits: Sequence[SearchHit], *, mode: str) -> N
     Absent components (no lexical match, no vector, no MMR pass) are left out of the event
     rather than written as zeros, so a reader can tell "not a candidate" from "scored 0".
     """
-    DOMAIN_METRICS.search_hits.labels(mode).observe(len(hits))
+    MEMORY_METRICS.search_hits.labels(mode).observe(len(hits))
     if not span.is_recording():
         return
     span.set_attribute("mneme.search.mode", mode)
@@ -60,7 +116,7 @@ def search_stage(stage: str, mode: str) -> Iterator[Span]:
         try:
             yield span
         finally:
-            DOMAIN_METRICS.search_stage_latency.labels(stage, mode).observe(
+            MEMORY_METRICS.search_stage_latency.labels(stage, mode).observe(
                 time.perf_counter() - started
             )
 
@@ -85,4 +141,4 @@ class StatementSpan:
     def rows(self, count: int) -> None:
         """Record how many rows (fused candidates) the statement returned."""
         self.span.set_attribute("db.response.returned_rows", count)
-        DOMAIN_METRICS.search_candidates.labels(self.mode).observe(count)
+        MEMORY_METRICS.search_candidates.labels(self.mode).observe(count)

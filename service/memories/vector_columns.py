@@ -30,7 +30,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.observability import DOMAIN_METRICS
+from service.memories.telemetry import MEMORY_METRICS
 from service.providers import Embedder, EmbedderUnavailable
 
 logger = logging.getLogger("mneme.vector_columns")
@@ -319,7 +319,7 @@ class StorageEmbedder:
 def publish_progress(state: ColumnsState, model_of: Callable[[ColumnState], str]) -> None:
     """`mneme_reembed_memories{model,state}` and `mneme_reembed_tenants_switched{model}` for
     the column being filled, as its state row says."""
-    metrics = DOMAIN_METRICS
+    metrics = MEMORY_METRICS
     filling = state.column("filling")
     if filling is None:
         metrics.reembed_memories.clear()

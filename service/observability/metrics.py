@@ -61,8 +61,10 @@ class Metrics:
 
 
 class DomainMetrics:
-    """What the service does, measured where it happens (embedders, search, context, jobs,
-    LLM, database pool).
+    """What the service does, measured where it happens: the shared machinery's instruments
+    here (embedders, jobs, LLM, database pool, event loop), and on the same `registry` the
+    instruments each domain declares in its own telemetry module (a search's in
+    `service.memories.telemetry`, a context block's in `service.context.telemetry`).
 
     Process-wide, on a registry of their own that `/metrics` renders next to the app's: these
     are recorded deep inside services and providers, which should not carry an app object
@@ -92,41 +94,6 @@ class DomainMetrics:
             ["model", "error_type"],
             registry=r,
         )
-        self.search_stage_latency = Histogram(
-            "mneme_search_stage_duration_seconds",
-            "Search stages (fusion_query, mmr, rerank) by search mode.",
-            ["stage", "mode"],
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-        self.search_candidates = Histogram(
-            "mneme_search_candidates",
-            "Fused candidates the search statement returned, by mode.",
-            ["mode"],
-            buckets=COUNT_BUCKETS,
-            registry=r,
-        )
-        self.rerank_failures = Counter(
-            "mneme_rerank_failures_total",
-            "Searches whose reranker gave no usable scores (they kept the fused order), by "
-            "reason (timeout, unreachable, error_status, bad_answer).",
-            ["reason"],
-            registry=r,
-        )
-        self.search_hits = Histogram(
-            "mneme_search_hits",
-            "Hits a search returned, by mode.",
-            ["mode"],
-            buckets=COUNT_BUCKETS,
-            registry=r,
-        )
-        self.context_tokens = Histogram(
-            "mneme_context_tokens",
-            "Context blocks: tokens used and the budget they had (measure=used|budget).",
-            ["measure"],
-            buckets=TOKEN_BUCKETS,
-            registry=r,
-        )
         self.job_runs = Counter(
             "mneme_job_runs_total",
             "Job runs by kind and outcome (ok, retry, failed).",
@@ -150,20 +117,6 @@ class DomainMetrics:
             "mneme_job_oldest_queued_age_seconds",
             "Age of the oldest queued job by kind, read at scrape time (0 when none).",
             ["kind"],
-            registry=r,
-        )
-        # Published by every service process from the state `mneme reembed run` records.
-        self.reembed_memories = Gauge(
-            "mneme_reembed_memories",
-            "Memories of the vector column being filled for a new embedding model, by model "
-            "and state (total: to embed when the pass began, embedded: done since).",
-            ["model", "state"],
-            registry=r,
-        )
-        self.reembed_tenants_switched = Gauge(
-            "mneme_reembed_tenants_switched",
-            "Tenants whose searches already read the new embedding model's column, by model.",
-            ["model"],
             registry=r,
         )
         self.llm_calls = Counter(

@@ -224,6 +224,8 @@ changes = st.one_of(
 )
 
 
+# A long property test (40 imports, each read back): with the slow tests.
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

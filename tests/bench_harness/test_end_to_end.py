@@ -120,6 +120,8 @@ def test_the_command_writes_json_and_prints_the_tables(
     assert "| hybrid-rrf-k60 | rrf k=60 |" in printed
 
 
+# A cluster of its own, made and deleted: with the process-level tests.
+@pytest.mark.slow
 def test_by_default_a_throwaway_database_is_started_and_deleted(
     locomo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

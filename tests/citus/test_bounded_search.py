@@ -17,12 +17,12 @@ from service.jobs import SEARCH_STATISTICS_JOB
 from service.main import create_app
 from service.memories.jobs import search_statistics_job
 from tests.conftest import bearer, new_tenant
+from tests.fixtures.factories import remember_texts
 from tests.memories.test_bounded_search import (
     BOUNDED_FROM,
     POSTINGS_PER_LEXEME,
     QUESTIONS,
     corpus,
-    remember,
     search_ids,
 )
 
@@ -76,7 +76,7 @@ async def test_a_bounded_search_on_citus_ranks_as_the_exact_search_does(
     headers = bearer(citus_settings, tenant, "ada")
     texts = corpus(23, 3 * BOUNDED_FROM)
     async with _client(bounded_citus_app) as bounded:
-        await remember(bounded, headers, texts)
+        await remember_texts(bounded, headers, texts)
         exact = [await search_ids(citus_client, headers, question) for question in QUESTIONS]
         await search_ids(bounded, headers, QUESTIONS[0])
         await _count_statistics(bounded_citus_app, citus_owner_engine, tenant)

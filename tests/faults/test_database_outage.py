@@ -26,6 +26,9 @@ from service.config import Settings
 from service.main import create_app
 from tests.conftest import TEST_SECRET, assert_problem, bearer, new_tenant
 
+# A postmaster killed and restarted on a cluster of its own: with the process-level tests.
+pytestmark = pytest.mark.slow
+
 RECOVERY_DEADLINE_SECONDS = 90
 
 

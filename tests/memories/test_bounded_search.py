@@ -25,6 +25,7 @@ from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, IndexedOwners, indexed_owners
 from service.memories.jobs import search_statistics_job
 from tests.conftest import as_tenant, bearer, new_tenant
+from tests.fixtures.factories import remember_texts
 from tests.search_params import search_params
 
 BOUNDED_FROM = 60
@@ -122,19 +123,6 @@ async def bounded_client(bounded_app: FastAPI) -> AsyncIterator[AsyncClient]:
         yield client
 
 
-async def remember(client: AsyncClient, headers: dict[str, str], texts: list[str]) -> list[str]:
-    ids: list[str] = []
-    for start in range(0, len(texts), 100):
-        response = await client.post(
-            "/v1/users/me/memories/batch",
-            headers=headers,
-            json={"items": [{"text": value} for value in texts[start : start + 100]]},
-        )
-        assert response.status_code == 201, response.text
-        ids += [item["id"] for item in response.json()["items"]]
-    return ids
-
-
 async def postings(owner_engine: AsyncEngine, tenant: str) -> dict[str, tuple[str, set[str]]]:
     """Each memory of the tenant: its owner key and the lexemes its postings hold."""
     async with owner_engine.begin() as connection:
@@ -174,7 +162,7 @@ async def test_postings_follow_every_write_of_a_memorys_text(
 ) -> None:
     ada = bearer(settings, tenant, "ada")
     admin = bearer(settings, tenant, "root", admin=True)
-    first, second, _ = await remember(
+    first, second, _ = await remember_texts(
         client, ada, ["User likes green tea", "User plays the cello", "the a an of"]
     )
     org = await client.post(
@@ -283,7 +271,7 @@ async def test_a_large_owner_gets_statistics_and_is_then_searched_through_its_po
     tenant: str,
 ) -> None:
     ada = bearer(settings, tenant, "ada")
-    await remember(client, ada, corpus(7, 4 * BOUNDED_FROM))
+    await remember_texts(client, ada, corpus(7, 4 * BOUNDED_FROM))
     exact = {question: await search_ids(client, ada, question) for question in QUESTIONS}
 
     # An owner past the threshold without statistics is searched exactly, and the search asks
@@ -336,10 +324,10 @@ async def test_old_statistics_are_recounted_and_a_purged_user_keeps_none(
     tenant: str,
 ) -> None:
     ada = bearer(settings, tenant, "ada")
-    await remember(client, ada, corpus(11, 2 * BOUNDED_FROM))
+    await remember_texts(client, ada, corpus(11, 2 * BOUNDED_FROM))
     await search_ids(bounded_client, ada, "user likes chess")
     await run_statistics_jobs(bounded_app, owner_engine, tenant)
-    await remember(client, ada, ["User adores marmalade"])
+    await remember_texts(client, ada, ["User adores marmalade"])
     async with owner_engine.begin() as connection:
         await connection.execute(
             text(
@@ -395,7 +383,7 @@ async def test_another_tenants_postings_and_statistics_are_out_of_reach(
     tenant: str,
 ) -> None:
     ada = bearer(settings, tenant, "ada")
-    await remember(client, ada, corpus(13, BOUNDED_FROM))
+    await remember_texts(client, ada, corpus(13, BOUNDED_FROM))
     await search_ids(bounded_client, ada, "user likes chess")
     await run_statistics_jobs(bounded_app, owner_engine, tenant)
     other = new_tenant()
@@ -428,7 +416,7 @@ async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_e
     )
     application = create_app(changed)
     ada = bearer(settings, tenant, "ada")
-    await remember(client, ada, corpus(17, 2 * BOUNDED_FROM))
+    await remember_texts(client, ada, corpus(17, 2 * BOUNDED_FROM))
     async with LifespanManager(application):
         transport = ASGITransport(app=application)
         async with AsyncClient(transport=transport, base_url="http://mneme.test") as bounded:

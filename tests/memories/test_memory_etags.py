@@ -11,21 +11,16 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from httpx import AsyncClient, Response
+from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.providers.embedder import Embedder
-from tests.conftest import as_tenant, assert_problem, bearer
+from tests.conftest import as_tenant, assert_precondition_failed, bearer
+from tests.fixtures.factories import post_created
 
 MEMORIES = "/v1/users/me/memories"
-
-
-async def remember(client: AsyncClient, headers: dict[str, str], words: str) -> Response:
-    response = await client.post(MEMORIES, json={"text": words}, headers=headers)
-    assert response.status_code == 201, response.text
-    return response
 
 
 async def stored(engine: AsyncEngine, tenant: str, memory_id: str) -> tuple[str, list[str]]:
@@ -44,11 +39,6 @@ async def stored(engine: AsyncEngine, tenant: str, memory_id: str) -> tuple[str,
             )
         ).scalars()
         return words, list(actions)
-
-
-def assert_refused(response: Response, current: str) -> None:
-    body = assert_problem(response, 412, "PRECONDITION_FAILED")
-    assert response.headers["etag"] == body["current_etag"] == current
 
 
 async def test_create_names_the_memory_and_its_tag_which_a_read_repeats(
@@ -81,15 +71,15 @@ async def test_a_bogus_if_match_is_412_and_changes_nothing(
     client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine, tag: str
 ) -> None:
     headers = bearer(settings, tenant, "ada")
-    created = await remember(client, headers, "Ada lives in London.")
+    created = await post_created(client, MEMORIES, headers, {"text": "Ada lives in London."})
     memory_id = created.json()["id"]
     path = f"{MEMORIES}/{memory_id}"
     refused = await client.patch(
         path, json={"text": "Ada lives in Paris."}, headers={**headers, "If-Match": tag}
     )
-    assert_refused(refused, created.headers["etag"])
+    assert_precondition_failed(refused, created.headers["etag"])
     deleted = await client.delete(path, headers={**headers, "If-Match": tag})
-    assert_refused(deleted, created.headers["etag"])
+    assert_precondition_failed(deleted, created.headers["etag"])
     assert await stored(runtime_engine, tenant, memory_id) == ("Ada lives in London.", ["add"])
 
 
@@ -97,7 +87,7 @@ async def test_if_match_writes_over_the_state_it_names_only(
     client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
 ) -> None:
     headers = bearer(settings, tenant, "ada")
-    created = await remember(client, headers, "Ada likes jazz.")
+    created = await post_created(client, MEMORIES, headers, {"text": "Ada likes jazz."})
     memory_id, seen = created.json()["id"], created.headers["etag"]
     path = f"{MEMORIES}/{memory_id}"
 
@@ -111,9 +101,9 @@ async def test_if_match_writes_over_the_state_it_names_only(
     stale = await client.patch(
         path, json={"text": "Ada likes swing."}, headers={**headers, "If-Match": seen}
     )
-    assert_refused(stale, first.headers["etag"])
+    assert_precondition_failed(stale, first.headers["etag"])
     stale_delete = await client.delete(path, headers={**headers, "If-Match": seen})
-    assert_refused(stale_delete, first.headers["etag"])
+    assert_precondition_failed(stale_delete, first.headers["etag"])
     assert await stored(runtime_engine, tenant, memory_id) == (
         "Ada likes bebop.",
         ["add", "update"],
@@ -139,7 +129,7 @@ async def test_if_none_match_answers_304_until_the_memory_changes(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = bearer(settings, tenant, "ada")
-    created = await remember(client, headers, "Ada reads Babbage.")
+    created = await post_created(client, MEMORIES, headers, {"text": "Ada reads Babbage."})
     path, seen = created.headers["location"], created.headers["etag"]
     for sent in (seen, f"W/{seen}", f'"other", {seen}', "*"):
         cached = await client.get(path, headers={**headers, "If-None-Match": sent})
@@ -210,7 +200,7 @@ async def test_concurrent_guarded_edits_let_exactly_one_win(
     [winner] = [response for response in responses if response.status_code == 200]
     for loser in responses:
         if loser is not winner:
-            assert_refused(loser, winner.headers["etag"])
+            assert_precondition_failed(loser, winner.headers["etag"])
     words, actions = await stored(runtime_engine, tenant, created.json()["id"])
     assert words == winner.json()["text"]
     assert actions == ["add", "update"]
@@ -238,7 +228,7 @@ async def test_org_memories_share_the_mechanism(
         json={"text": "The office closes at five."},
         headers={**admin, "If-Match": '"stale"'},
     )
-    assert_refused(stale, created.headers["etag"])
+    assert_precondition_failed(stale, created.headers["etag"])
     assert await stored(runtime_engine, tenant, memory_id) == ("The office closes at six.", ["add"])
 
 
@@ -308,7 +298,7 @@ async def test_procedures_carry_a_tag_that_guards_their_writes(
         stale = await client.put(
             path, json={"style": "Be verbose."}, headers={**headers, "If-Match": tag}
         )
-        assert_refused(stale, first.headers["etag"])
+        assert_precondition_failed(stale, first.headers["etag"])
     assert (await client.get(path, headers=headers)).json()["style"]["text"] == "Be brief."
 
 

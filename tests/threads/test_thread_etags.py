@@ -6,20 +6,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from httpx import AsyncClient, Response
+from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
-from tests.conftest import as_tenant, assert_problem, bearer
+from tests.conftest import as_tenant, assert_precondition_failed, bearer
+from tests.fixtures.factories import post_created
 
 THREADS = "/v1/users/me/threads"
-
-
-async def start(client: AsyncClient, headers: dict[str, str], title: str) -> Response:
-    response = await client.post(THREADS, json={"title": title}, headers=headers)
-    assert response.status_code == 201, response.text
-    return response
 
 
 async def stored_title(engine: AsyncEngine, tenant: str, thread_id: str) -> str | None:
@@ -33,16 +28,11 @@ async def stored_title(engine: AsyncEngine, tenant: str, thread_id: str) -> str 
         return title
 
 
-def assert_refused(response: Response, current: str) -> None:
-    body = assert_problem(response, 412, "PRECONDITION_FAILED")
-    assert response.headers["etag"] == body["current_etag"] == current
-
-
 async def test_a_new_thread_is_named_and_tagged_and_reads_304_while_unchanged(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = bearer(settings, tenant, "alice")
-    created = await start(client, headers, "Trip")
+    created = await post_created(client, THREADS, headers, {"title": "Trip"})
     thread_id = created.json()["id"]
     assert created.headers["location"] == f"/v1/users/alice/threads/{thread_id}"
     read = await client.get(created.headers["location"], headers=headers)
@@ -58,7 +48,7 @@ async def test_if_match_guards_renames_and_deletes(
     client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
 ) -> None:
     headers = bearer(settings, tenant, "alice")
-    created = await start(client, headers, "Trip")
+    created = await post_created(client, THREADS, headers, {"title": "Trip"})
     thread_id, seen = created.json()["id"], created.headers["etag"]
     path = f"{THREADS}/{thread_id}"
     renamed = await client.patch(
@@ -70,9 +60,9 @@ async def test_if_match_guards_renames_and_deletes(
         stale = await client.patch(
             path, json={"title": "Porto trip"}, headers={**headers, "If-Match": tag}
         )
-        assert_refused(stale, renamed.headers["etag"])
+        assert_precondition_failed(stale, renamed.headers["etag"])
         refused = await client.delete(path, headers={**headers, "If-Match": tag})
-        assert_refused(refused, renamed.headers["etag"])
+        assert_precondition_failed(refused, renamed.headers["etag"])
     assert await stored_title(runtime_engine, tenant, thread_id) == "Lisbon trip"
     deleted = await client.delete(path, headers={**headers, "If-Match": renamed.headers["etag"]})
     assert deleted.status_code == 200, deleted.text
@@ -83,7 +73,7 @@ async def test_appending_names_the_messages_and_changes_the_threads_tag(
     client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
 ) -> None:
     headers = bearer(settings, tenant, "alice")
-    created = await start(client, headers, "Trip")
+    created = await post_created(client, THREADS, headers, {"title": "Trip"})
     thread_id, seen = created.json()["id"], created.headers["etag"]
     messages = f"/v1/users/alice/threads/{thread_id}/messages"
     appended = await client.post(
@@ -106,7 +96,7 @@ async def test_appending_names_the_messages_and_changes_the_threads_tag(
     )
     current = (await client.get(f"{THREADS}/{thread_id}", headers=headers)).headers["etag"]
     assert current != seen
-    assert_refused(stale, current)
+    assert_precondition_failed(stale, current)
     assert await stored_title(runtime_engine, tenant, thread_id) == "Trip"
 
 
@@ -114,8 +104,8 @@ async def test_a_retried_create_replays_location_and_tag(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = {**bearer(settings, tenant, "alice"), "Idempotency-Key": "thread-1"}
-    first = await start(client, headers, "Trip")
-    again = await start(client, headers, "Trip")
+    first = await post_created(client, THREADS, headers, {"title": "Trip"})
+    again = await post_created(client, THREADS, headers, {"title": "Trip"})
     assert again.headers["idempotent-replayed"] == "true"
     assert again.headers["location"] == first.headers["location"]
     assert again.headers["etag"] == first.headers["etag"]
@@ -157,7 +147,7 @@ async def test_concurrent_guarded_renames_let_exactly_one_win(
     [winner] = [response for response in responses if response.status_code == 200]
     for loser in responses:
         if loser is not winner:
-            assert_refused(loser, winner.headers["etag"])
+            assert_precondition_failed(loser, winner.headers["etag"])
     assert await stored_title(runtime_engine, tenant, thread_id) == winner.json()["title"]
 
 

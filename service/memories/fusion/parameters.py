@@ -1,0 +1,65 @@
+"""What a search binds into the fusion statement: `SearchParams`, each ranking parameter
+declared once with its SQL type (`RANKING_PARAMETERS` is derived from it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, get_type_hints
+
+from sqlalchemy import Boolean, DateTime, Float, Integer, Text
+from sqlalchemy.dialects.postgresql import ARRAY, REAL
+from sqlalchemy.types import TypeEngine
+
+from service.memories.filters import MemoryFilter
+from service.memories.postings import COMMON_LEXEME_DOCUMENTS
+from service.memories.vector_columns import VectorColumn
+
+FIRST_VECTOR_COLUMN = VectorColumn("embedding", model="")
+"""`memory.embedding` as first migrated: a search that names no column reads it (its model is
+the caller's business; the statement needs only the column)."""
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """What one search asks: which memories (`filter`), how many (`pool`, `limit`), and how to
+    rank them: every other field, bound into the statement under its own name with the SQL type
+    its annotation carries (a new ranking parameter is one field here and its use in the SQL)."""
+
+    filter: MemoryFilter
+    pool: int
+    limit: int
+    query: Annotated[str, Text()]
+    query_embedding: Annotated[list[float] | None, ARRAY(REAL())]
+    use_lexical: Annotated[bool, Boolean()]
+    use_vector: Annotated[bool, Boolean()]
+    with_embeddings: Annotated[bool, Boolean()]
+    fusion: Annotated[str, Text()]
+    rrf_k: Annotated[int, Integer()]
+    lexical_weight: Annotated[float, Float()]
+    neighbour_weight: Annotated[float, Float()]
+    thread_weight: Annotated[float, Float()]
+    speaker_weight: Annotated[float, Float()]
+    date_weight: Annotated[float, Float()]
+    window_start: Annotated[datetime | None, DateTime(timezone=True)]
+    window_end: Annotated[datetime | None, DateTime(timezone=True)]
+    recency_weight: Annotated[float, Float()]
+    confidence_weight: Annotated[float, Float()]
+    half_life_semantic: Annotated[float, Float()]
+    half_life_episodic: Annotated[float, Float()]
+    half_life_procedural: Annotated[float, Float()]
+    bounded_from: Annotated[int, Integer()] = 5_000
+    postings_per_lexeme: Annotated[int, Integer()] = 1_000
+    live_count_cap: Annotated[int, Integer()] = 2 * COMMON_LEXEME_DOCUMENTS
+    vector_index_share: Annotated[float, Float()] = 0.02
+    # Not bound: it names the column in the statement's text.
+    vector_column: VectorColumn = FIRST_VECTOR_COLUMN
+
+
+RANKING_PARAMETERS: tuple[tuple[str, TypeEngine[Any]], ...] = tuple(
+    (name, sql_type)
+    for name, hint in get_type_hints(SearchParams, include_extras=True).items()
+    for sql_type in getattr(hint, "__metadata__", ())
+    if isinstance(sql_type, TypeEngine)
+)
+"""Every ranking parameter of `SearchParams` with its SQL type, in declaration order."""

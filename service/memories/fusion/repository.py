@@ -1,0 +1,277 @@
+"""Runs the fusion statement: the planner setting it runs under (a generic plan, or one made
+for a large owner), `FusionRepository` on the transaction's driver connection, and what a
+search learns from its own result (which owners are large, whose statistics are due).
+
+A search overlaps the planner setting with the embedding of its question:
+`FusionRepository.planned()` makes the setting, and the caller awaits the question's vector
+inside it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.auth.owner import Owner
+from service.db import Driver, transaction_driver
+from service.kit.expiring import ExpiringKeys
+from service.kit.repository import TenantRepository
+from service.memories.fusion.parameters import SearchParams
+from service.memories.fusion.statement import compiled_search
+from service.memories.postings import StatisticsRequests
+from service.memories.schemas import ComponentScores, MemoryRead
+
+
+@dataclass(frozen=True)
+class SearchRow:
+    """One hit as the fusion statement returns it: the memory, why it ranked, its vector
+    (only when asked for, for MMR)."""
+
+    memory: MemoryRead
+    scores: ComponentScores
+    embedding: list[float] | None
+    bounded: bool = False
+    """Whether its section's lexical side read the owners' postings (`BOUNDED_MATCHES_SQL`)
+    rather than testing every memory."""
+
+
+CUSTOM_SEARCH_PLAN_SQL = (
+    "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = 1000"
+)
+"""Plan the fusion statement for the search at hand, for owners whose vectors are best read
+from the HNSW index (see `PlannedSearch`), with a wider candidate list than the configured
+one: the index's nearest first are the whole vector side of such a search, not a shortcut
+beside an exact sort, so its recall is the search's."""
+
+INDEX_SCAN_AS_CONFIGURED_SQL = "SET LOCAL hnsw.ef_search TO DEFAULT"
+"""The HNSW candidate list as the connection was configured (`MNEME_HNSW_EF_SEARCH`)."""
+
+GENERIC_SEARCH_PLAN_SQL = (
+    "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL max_parallel_workers_per_gather = 0"
+)
+"""Run the fusion statement on its generic plan (planned once per connection and filter shape),
+without parallel workers.
+
+Left to choose (`auto`), PostgreSQL replans the statement for every search: its plan for the
+actual owner is always estimated cheaper than the plan for any owner, so it never switches. For
+this 7 KB statement that planning cost as much as executing it (4 to 5 ms of a ~10 ms statement
+at 100k memories). The generic plan also makes the result depend on the parameters alone: a
+custom plan may read an owner's nearest memories from the HNSW index (approximate) where the
+generic one sorts the owner's memories by their exact distance, so under `auto` two pooled
+connections holding different plans could return different top 10s for the same question.
+
+Parallel workers: the statement holds an exact branch and a bounded one for each section, and
+only one of them runs for a given owner. Planned for any owner, the exact branch's scans over
+an owner's memories may get a parallel plan, whose workers start (~10 ms on two cores) even
+when the branch's one-time filter then says it does not run. A search is one request among
+many: it gains nothing from taking more cores."""
+
+DEFAULT_PLAN_CHOICE_SQL = (
+    "SET LOCAL plan_cache_mode TO DEFAULT; SET LOCAL max_parallel_workers_per_gather TO DEFAULT; "
+    + INDEX_SCAN_AS_CONFIGURED_SQL
+)
+"""The rest of the transaction plans as the server is configured to."""
+
+GENERIC_PLANS_RUN_SQL = "SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+"""Whether the server can run the fusion statement on a generic plan. Citus cannot: it refuses
+to distribute the statement with its parameters unbound ("could not create distributed plan"),
+and makes PostgreSQL choose custom plans for it by itself."""
+
+_generic_plans_run: weakref.WeakKeyDictionary[Driver, bool] = weakref.WeakKeyDictionary()
+"""The answer of `GENERIC_PLANS_RUN_SQL` per driver connection, for as long as it lives."""
+
+
+async def runs_generic_plans(driver: Driver) -> bool:
+    """`GENERIC_PLANS_RUN_SQL` for the server behind `driver`, asked once per connection (the
+    service's searches and the benchmarks' bare statement alike)."""
+    answer = _generic_plans_run.get(driver)
+    if answer is None:
+        answer = bool(await driver.fetchval(GENERIC_PLANS_RUN_SQL))
+        _generic_plans_run[driver] = answer
+    return answer
+
+
+class PlannedSearch:
+    """The fusion statement's runner inside `FusionRepository.planned()`: the planner setting
+    is made, and every search runs on the transaction's driver connection.
+
+    An owner whose memories are a large part of the table (`owner_stats.indexed_vectors`) is
+    searched on a plan made for it (`CUSTOM_SEARCH_PLAN_SQL`): planned knowing whose memories
+    it reads, PostgreSQL reads their nearest vectors from the HNSW index, in a number of steps
+    that follows the owner's share of the table, not its size. The generic plan, made for any
+    owner, sorts the owner's vectors exactly, which is cheaper for the many small owners (and
+    needs no planning per search). Which owners are large is learnt from the searches' own
+    results (`indexed_owners`): the first search of a large owner in a process runs on the
+    generic plan."""
+
+    def __init__(
+        self,
+        driver: Driver,
+        tenant_id: str,
+        dialect: Dialect,
+        *,
+        generic_plan: bool,
+        statistics: StatisticsRequests | None,
+    ) -> None:
+        self._driver = driver
+        self._tenant_id = tenant_id
+        self._dialect = dialect
+        self._generic_plan = generic_plan
+        self._statistics = statistics
+        self._custom_plan = False
+
+    async def search(self, params: SearchParams) -> list[SearchRow]:
+        return (await self.search_sections([params]))[0]
+
+    async def search_sections(self, sections: Sequence[SearchParams]) -> list[list[SearchRow]]:
+        """Several searches in one statement (see `sectioned_search_statement`): each one's
+        hits, best first, in the order of `sections`."""
+        # Compiled once per filter shape (see `compiled_search`), and run straight on the
+        # driver: SQLAlchemy's execution layer cost ~1 ms of CPU a search, a third of the
+        # request's own database work in Python (docs/benchmarks.md).
+        compiled, arguments = compiled_search(self._tenant_id, sections, self._dialect)
+        owners = [_owner_keys(self._tenant_id, params) for params in sections]
+        await self._plan_for(self._generic_plan and any(map(indexed_owners.holds, owners)))
+        hits: list[list[SearchRow]] = [[] for _ in sections]
+        due: set[Owner] = set()
+        for row in await self._driver.fetch(compiled.sql, *arguments):
+            section = row["section"]
+            if not hits[section]:
+                indexed_owners.learn(owners[section], row["indexed_vectors"])
+                if statistics_due(
+                    sections[section], row["section_documents"], row["statistics_age"]
+                ):
+                    due.update(sections[section].filter.owners)
+            hits[section].append(_search_row(row))
+        if due and self._statistics is not None:
+            self._statistics.ask(due)
+        return hits
+
+    async def _plan_for(self, custom: bool) -> None:
+        """Plan the next statement for its owners (`custom`) or generically; a setting is
+        sent only when it changes, and `FusionRepository.planned()` restores the
+        configured ones when the block ends."""
+        if custom == self._custom_plan:
+            return
+        await self._driver.execute(
+            CUSTOM_SEARCH_PLAN_SQL
+            if custom
+            else f"{GENERIC_SEARCH_PLAN_SQL}; {INDEX_SCAN_AS_CONFIGURED_SQL}"
+        )
+        self._custom_plan = custom
+
+
+def _owner_keys(tenant_id: str, params: SearchParams) -> tuple[str, ...]:
+    return (tenant_id, *sorted(owner.key for owner in params.filter.owners))
+
+
+class IndexedOwners:
+    """The owners (a search's tenant and owner keys) whose latest search reported
+    `indexed_vectors`, for `INDEXED_OWNERS_TTL`. In process memory: a process that has not
+    seen an owner yet plans its first search generically, which costs time, never results."""
+
+    def __init__(self, ttl: timedelta, kept: int) -> None:
+        self._owners: ExpiringKeys[tuple[str, ...]] = ExpiringKeys(ttl, kept)
+
+    def holds(self, owners: tuple[str, ...]) -> bool:
+        return owners in self._owners
+
+    def learn(self, owners: tuple[str, ...], indexed: bool) -> None:
+        if indexed:
+            self._owners.add(owners)
+        else:
+            self._owners.discard(owners)
+
+
+INDEXED_OWNERS_TTL = timedelta(minutes=5)
+indexed_owners = IndexedOwners(INDEXED_OWNERS_TTL, kept=10_000)
+"""The process's large owners (see `PlannedSearch`)."""
+
+
+STATISTICS_MAX_AGE = timedelta(minutes=10)
+"""How old a bounded search lets its owners' statistics get before it asks for a recount:
+the collection's size and its common lexemes' counts move slowly (a rare lexeme is counted at
+search time), so minutes of drift change the ranking little."""
+
+
+def statistics_due(params: SearchParams, documents: int | None, age: float | None) -> bool:
+    """Whether a section's search should have its owners' statistics recounted: it ran exactly
+    over enough memories to be bounded (the statistics are missing or short), or it ran
+    bounded on statistics older than `STATISTICS_MAX_AGE`."""
+    if age is not None:
+        return age > STATISTICS_MAX_AGE.total_seconds()
+    return documents is not None and documents >= params.bounded_from
+
+
+class FusionRepository(TenantRepository):
+    """Runs the fusion statement in the request's tenant-scoped transaction. With `statistics`,
+    a search that finds its owners' statistics missing or old asks for a recount through it."""
+
+    def __init__(
+        self, session: AsyncSession, tenant_id: str, statistics: StatisticsRequests | None = None
+    ) -> None:
+        super().__init__(session, tenant_id)
+        self._statistics = statistics
+
+    @asynccontextmanager
+    async def planned(self) -> AsyncIterator[PlannedSearch]:
+        """The fusion statements run inside run on their generic plan
+        (`GENERIC_SEARCH_PLAN_SQL`), where the server runs one; afterwards the transaction plans
+        as configured again.
+
+        Enter it before awaiting the question's vector: the setting's round trip then overlaps
+        the embedding instead of following it. The settings go as simple queries: nothing to
+        prepare, one round trip each."""
+        connection = await self._session.connection()
+        driver = await transaction_driver(connection)
+        generic_plan = await runs_generic_plans(driver)
+        if generic_plan:
+            await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+        yield PlannedSearch(
+            driver,
+            self._tenant_id,
+            connection.dialect,
+            generic_plan=generic_plan,
+            statistics=self._statistics,
+        )
+        # Not after a failed statement: the transaction is aborted, and ends with the setting.
+        if generic_plan:
+            await driver.execute(DEFAULT_PLAN_CHOICE_SQL)
+
+    async def search(self, params: SearchParams) -> list[SearchRow]:
+        """`PlannedSearch.search` under a planner setting of its own."""
+        return (await self.search_sections([params]))[0]
+
+    async def search_sections(self, sections: Sequence[SearchParams]) -> list[list[SearchRow]]:
+        """`PlannedSearch.search_sections` under a planner setting of its own."""
+        async with self.planned() as planned:
+            return await planned.search_sections(sections)
+
+
+def _search_row(row: Mapping[str, Any]) -> SearchRow:
+    return SearchRow(
+        memory=MemoryRead.model_validate(dict(row.items())),
+        scores=ComponentScores(
+            lexical_rank=row["lexical_rank"],
+            lexical_score=row["lexical_score"],
+            vector_rank=row["vector_rank"],
+            vector_cosine=row["vector_cosine"],
+            fused_score=float(row["fused_score"]),
+            neighbour_score=float(row["neighbour_score"]),
+            thread_score=float(row["thread_score"]),
+            speaker_score=float(row["speaker_score"]),
+            date_score=float(row["date_score"]),
+            recency_factor=float(row["recency_factor"]),
+            confidence_factor=float(row["confidence_factor"]),
+            final_score=float(row["final_score"]),
+        ),
+        embedding=row["embedding"],
+        bounded=row["statistics_age"] is not None,
+    )

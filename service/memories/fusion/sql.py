@@ -1,0 +1,417 @@
+"""The fusion statement's text: `HYBRID_SEARCH_SQL` and the fragments rendered into it.
+
+Every placeholder (`${name}`) is filled by `statement.render`, which fails on one left
+unfilled; every `:name` is a value bound from `SearchParams` (or a section's size and owners).
+Nothing here runs: the SQL is read top to bottom like the search it answers.
+"""
+
+HYBRID_SEARCH_SQL = """
+WITH query_terms AS (
+    -- An OR over the question's lexemes (stop words dropped by the english config);
+    -- plainto_tsquery would AND them and a natural question would match almost nothing.
+    SELECT (SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(terms.lexemes) AS lexeme
+           )::tsquery AS tsq,
+           terms.lexemes
+      FROM (SELECT tsvector_to_array(to_tsvector('english', :query)) AS lexemes) AS terms
+),
+owner_stats AS (
+    ${owner_stats}
+),
+exact_matches AS (
+    ${lexical_matches}
+),
+bounded_matches AS (
+    ${bounded_matches}
+),
+lexical_matches AS (
+    SELECT * FROM exact_matches UNION ALL SELECT * FROM bounded_matches
+),
+collection AS (
+    ${collection}
+    UNION ALL
+    SELECT section, documents, mean_length FROM owner_stats
+),
+term_weights AS (
+    -- Inverse document frequency (BM25's, never negative): a name in every memory weighs
+    -- next to nothing, the rare word that identifies one memory weighs most. An exact
+    -- section counts each lexeme's memories among its matches; a bounded one has read only
+    -- the top of each lexeme's postings, so it takes the count from the owners' statistics
+    -- (a common lexeme) or from the postings themselves (a rare one, a bounded count).
+    SELECT section, lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf,
+           c.mean_length
+      FROM exact_matches JOIN collection c USING (section)
+     GROUP BY section, lexeme, c.documents, c.mean_length
+    UNION ALL
+    SELECT o.section, term.lexeme,
+           ln(1 + (greatest(o.documents, df.documents) - df.documents + 0.5)
+                  / (df.documents + 0.5)) AS idf,
+           o.mean_length
+      FROM owner_stats o
+     CROSS JOIN query_terms q
+     CROSS JOIN LATERAL unnest(q.lexemes) AS term(lexeme)
+     CROSS JOIN LATERAL (
+           SELECT sum(coalesce(
+                      (SELECT ls.documents FROM memory_lexeme_stats ls
+                        WHERE ls.tenant_id = :tenant_id AND ls.owner_key = owner.key
+                          AND ls.lexeme = term.lexeme),
+                      (SELECT count(*) FROM (SELECT 1 FROM memory_posting p
+                                              WHERE p.tenant_id = :tenant_id
+                                                AND p.owner_key = owner.key
+                                                AND p.lexeme = term.lexeme
+                                              LIMIT :live_count_cap) AS counted))) AS documents
+             FROM unnest(o.owner_keys) AS owner(key)
+     ) AS df
+     WHERE :use_lexical
+),
+lexical_hits AS (
+    SELECT id, section, score, rank
+      FROM (SELECT id, section, score,
+                   row_number() OVER (PARTITION BY section ORDER BY score DESC, id) AS rank
+              FROM (SELECT lm.id, lm.section,
+                           -- BM25 (k1 1.2, b 0.75): saturating term frequency,
+                           -- length-normalised. Rounded to 1e-9: a sum's last bits depend on
+                           -- the order the plan adds its terms in, and two memories of equal
+                           -- score must tie (and rank by id) whatever the plan.
+                           round(CAST(sum(w.idf * lm.tf * 2.2
+                                          / (lm.tf + 1.2 * (0.25 + 0.75 * lm.length
+                                                            / nullif(w.mean_length, 0))))
+                                      AS numeric), 9)::float8 AS score
+                      FROM lexical_matches lm
+                      JOIN term_weights w USING (section, lexeme)
+                     GROUP BY lm.section, lm.id
+                     -- One section: only its pool is ranked (a top-N sort, not a full one).
+                     ORDER BY score DESC, lm.id
+                     LIMIT ${lexical_pool}) AS scored_terms) AS ranked
+     WHERE rank <= ${pool}
+),
+vector_hits AS (
+    SELECT id, section, 1 - distance AS cosine,
+           row_number() OVER (PARTITION BY section ORDER BY distance, id) AS rank
+      FROM (${nearest}) AS nearest
+),
+fused AS (
+    SELECT coalesce(l.id, v.id) AS id, coalesce(l.section, v.section) AS section,
+           l.rank AS lexical_rank, l.score AS lexical_score,
+           v.rank AS vector_rank, v.cosine AS vector_cosine,
+           -- Each side on one scale for breaking ties: lexical relative to the best lexical
+           -- hit (0..1), the cosine as is (a negative one ranks below no match at all).
+           coalesce(l.score / nullif(max(l.score) OVER by_section, 0), 0) AS lexical_strength,
+           coalesce(v.cosine, 0) AS vector_strength,
+           CASE WHEN :fusion = 'linear' THEN
+                    -- Magnitude-aware: a perfect vector match outscores a weak lexical one.
+                    :lexical_weight * coalesce(l.score / nullif(max(l.score) OVER by_section, 0), 0)
+                    + (1 - :lexical_weight) * greatest(coalesce(v.cosine, 0), 0)
+                ELSE coalesce(1.0 / (:rrf_k + l.rank), 0) + coalesce(1.0 / (:rrf_k + v.rank), 0)
+           END AS fused_score
+      FROM lexical_hits l FULL OUTER JOIN vector_hits v ON v.id = l.id
+    WINDOW by_section AS (PARTITION BY coalesce(l.section, v.section))
+),
+candidates AS (
+    SELECT f.*, m.source_thread_id AS thread_id,
+           m.happened_at
+      FROM fused f
+      JOIN memory m ON m.tenant_id = :tenant_id AND m.id = f.id
+),
+adjacent AS (
+    -- A conversation turn is often found through the turn next to it (the question it
+    -- answers, the line it replies to): each candidate lends its fused score to the memory
+    -- right before and right after it in its source thread, found or not, on top of their own.
+    SELECT n.id, c.section, max(c.fused_score) AS evidence
+      FROM candidates c
+     CROSS JOIN LATERAL (
+           (SELECT m.id FROM memory m
+             WHERE m.source_thread_id = c.thread_id AND ${candidate_filter}
+               AND ${section} = c.section
+               AND (m.happened_at, m.id) < (c.happened_at, c.id)
+             ORDER BY m.happened_at DESC, m.id DESC
+             LIMIT 1)
+           UNION ALL
+           (SELECT m.id FROM memory m
+             WHERE m.source_thread_id = c.thread_id AND ${candidate_filter}
+               AND ${section} = c.section
+               AND (m.happened_at, m.id) > (c.happened_at, c.id)
+             ORDER BY m.happened_at, m.id
+             LIMIT 1)
+     ) AS n
+     WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL
+     GROUP BY n.id, c.section
+),
+beyond_pools AS (
+    ${beyond_pools}
+),
+pooled AS (
+    SELECT c.id, c.section, c.lexical_rank, c.lexical_score, c.vector_rank, c.vector_cosine,
+           c.fused_score, coalesce(a.evidence, 0) AS neighbour_score,
+           c.lexical_strength, c.vector_strength, true AS in_pool
+      FROM candidates c LEFT JOIN adjacent a ON a.id = c.id
+    UNION ALL
+    SELECT b.id, b.section, NULL, b.lexical_score, NULL, b.vector_cosine,
+           b.fused_score, a.evidence, b.lexical_strength, b.vector_strength, false
+      FROM beyond_pools b JOIN adjacent a ON a.id = b.id
+),
+scored AS (
+    SELECT p.section, p.lexical_rank, p.lexical_score, p.vector_rank, p.vector_cosine,
+           p.fused_score, p.neighbour_score,
+           -- Evidence from the memory's conversation (session): the best fused score among
+           -- its own and the pools' candidates from its source thread. Every turn of a session
+           -- gets the same evidence, so it orders sessions, not the turns within one (there a
+           -- turn's own match and its neighbours decide): the session where the query matches
+           -- best lifts all its turns above the scattered matches of other sessions. A memory
+           -- outside any thread is a session of its own (its own fused score), so a thread
+           -- gives no advantage by itself.
+           greatest(p.fused_score,
+                    CASE WHEN m.source_thread_id IS NOT NULL THEN
+                         max(p.fused_score) FILTER (WHERE p.in_pool)
+                             OVER (PARTITION BY p.section, m.source_thread_id)
+                    END) AS thread_score,
+           -- The prior for a speaker the query names: the memory's speaker shares a lexeme
+           -- with the query (so only the names the owner's memories actually carry can match),
+           -- on the fused scale like the thread evidence.
+           CASE WHEN m.speaker IS NOT NULL
+                     AND tsvector_to_array(to_tsvector('english', m.speaker))
+                         && (SELECT q.lexemes FROM query_terms q)
+                THEN max(p.fused_score) OVER (PARTITION BY p.section) ELSE 0.0
+           END AS speaker_score,
+           -- The time the query names (a day, a recent month), as a window: the memories that
+           -- happened inside it, on the fused scale.
+           CASE WHEN coalesce(m.event_at, m.created_at) >= :window_start
+                     AND coalesce(m.event_at, m.created_at) < :window_end
+                THEN max(p.fused_score) OVER (PARTITION BY p.section) ELSE 0.0
+           END AS date_score,
+           greatest(p.lexical_strength, p.vector_strength) AS stronger_side,
+           least(p.lexical_strength, p.vector_strength) AS weaker_side,
+           m.id,
+           (1 - :recency_weight) + :recency_weight * decay.factor AS recency_factor,
+           (1 - :confidence_weight) + :confidence_weight * m.confidence AS confidence_factor
+      FROM pooled p
+      JOIN memory m ON m.tenant_id = :tenant_id AND m.id = p.id
+      CROSS JOIN LATERAL (
+          -- Half-lives elapsed since the memory happened (or was last confirmed), capped:
+          -- 0.5^1000 is already 0 for ranking, and a larger exponent would make power()
+          -- fail with an underflow error for a memory from long ago.
+          SELECT CASE WHEN half_life.days <= 0 THEN 1.0
+                      ELSE power(0.5, least(greatest(extract(epoch FROM now() - greatest(
+                               coalesce(m.event_at, m.created_at),
+                               coalesce(m.last_confirmed_at, '-infinity'))), 0)
+                           / 86400.0 / half_life.days, 1000))
+                 END AS factor
+            FROM (SELECT CASE m.kind WHEN 'semantic' THEN :half_life_semantic
+                                     WHEN 'episodic' THEN :half_life_episodic
+                                     ELSE :half_life_procedural END AS days) AS half_life
+      ) AS decay
+),
+hits AS (
+    SELECT s.id, s.section,
+       s.lexical_rank, s.lexical_score, s.vector_rank, s.vector_cosine, s.fused_score,
+       s.neighbour_score, s.thread_score, s.speaker_score, s.date_score,
+       s.recency_factor, s.confidence_factor,
+       (s.fused_score + :neighbour_weight * s.neighbour_score + :thread_weight * s.thread_score
+        + :speaker_weight * s.speaker_score + :date_weight * s.date_score)
+           * s.recency_factor * s.confidence_factor AS final_score,
+       s.stronger_side, s.weaker_side
+  FROM scored s
+)
+-- The memory's own columns (everything a response shows) are read for the hits a section
+-- returns, not carried through the ranking of every candidate: a row of `memory` is wide
+-- (its text, tsvector and vectors), and the pools and their neighbours are hundreds of rows
+-- sorted twice over.
+SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lifecycle,
+       s.needs_review, s.superseded_by, s.source_thread_id, s.source_message_ids, s.evidence,
+       s.event_at, s.created_at, s.updated_at, s.last_confirmed_at, s.invalid_at, s.expires_at,
+       ${hit_vector_model} AS embedding_model, s.metadata, s.store_key, s.speaker,
+       ranked.lexical_rank, ranked.lexical_score, ranked.vector_rank, ranked.vector_cosine,
+       ranked.fused_score, ranked.neighbour_score, ranked.thread_score, ranked.speaker_score,
+       ranked.date_score, ranked.recency_factor, ranked.confidence_factor, ranked.final_score,
+       -- As float4[]: the driver decodes the binary array natively, where parsing pgvector's
+       -- text form in Python costs ~0.3 ms a vector (an MMR search reads up to 300 of them).
+       CASE WHEN :with_embeddings THEN ${hit_vector}::real[] END AS embedding,
+       ranked.section, ranked.section_rank,
+       -- How the section's lexical side ran, for keeping the owners' statistics fresh: the
+       -- memories it ranked over, and the age of the statistics it used (NULL: exact).
+       (SELECT c.documents FROM collection c WHERE c.section = ranked.section
+         LIMIT 1) AS section_documents,
+       (SELECT extract(epoch FROM now() - o.refreshed_at) FROM owner_stats o
+         WHERE o.section = ranked.section) AS statistics_age,
+       coalesce((SELECT o.indexed_vectors FROM owner_stats o
+                  WHERE o.section = ranked.section), false) AS indexed_vectors
+  FROM (SELECT h.*,
+               -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same
+               -- rank the same fused score) are decided by what the scores mean: the stronger
+               -- of the two sides, then the other; the id only when everything is equal, so
+               -- the same data and question rank the same.
+               row_number() OVER (PARTITION BY h.section ORDER BY h.final_score DESC,
+                                  h.stronger_side DESC, h.weaker_side DESC, h.id) AS section_rank
+          FROM hits h) AS ranked
+  JOIN memory s ON s.tenant_id = :tenant_id AND s.id = ranked.id
+ WHERE section_rank <= ${limit}
+ ORDER BY ranked.section, ranked.section_rank
+"""
+"""One statement: lexical (tsvector OR query, BM25 with the statistics of the memories
+the search may return: `LEXICAL_MATCHES_SQL`, `COLLECTION_SQL`) and vector (HNSW cosine,
+`NEAREST_SQL`) candidate sets under the same `MemoryFilter` (`${candidate_filter}`), fused (RRF
+or linear); then the evidence of a memory's
+conversation (its neighbours in its source thread, which join the candidates scored by their own
+match, `BEYOND_POOLS_SQL`; the best match of its session) and the priors for the speaker and the
+time the query names added on top, decayed by kind-aware recency and confidence. Returns, best
+first, each hit's memory columns (everything a response shows) and every component score, so no
+second query is needed.
+
+Several searches that differ only in their filter run as one statement of disjoint sections
+(`${section}` says which section a memory's filter puts it in): every rank, normalisation and
+top-N is taken per section, so a section's hits are exactly those its own statement returns."""
+
+BEYOND_POOLS_SQL = """
+-- The memories only a candidate's neighbour brought in (neither side's pool reached them),
+-- scored by their own match like any candidate, so a neighbour that matches the query itself
+-- is not left with its neighbour's evidence alone. Bounded by the neighbours (two per
+-- candidate): each gets one cosine and the BM25 of its own lexemes among the query's (the
+-- statistics of `term_weights`, the same formula as `lexical_hits`), never a rank over all of
+-- the owner's matches. Its ranks stay empty: it is beyond both pools, so under RRF, which
+-- fuses ranks, it has no fused score.
+SELECT b.id, b.section, own.lexical_score, own.cosine AS vector_cosine,
+       coalesce(own.lexical_score / nullif(best.score, 0), 0) AS lexical_strength,
+       coalesce(own.cosine, 0) AS vector_strength,
+       CASE WHEN :fusion = 'linear' THEN
+                :lexical_weight * coalesce(own.lexical_score / nullif(best.score, 0), 0)
+                + (1 - :lexical_weight) * greatest(coalesce(own.cosine, 0), 0)
+            ELSE 0.0
+       END AS fused_score
+  FROM (SELECT a.id, a.section FROM adjacent a
+         WHERE NOT EXISTS (SELECT 1 FROM candidates c WHERE c.id = a.id)) AS b
+  JOIN memory m ON m.tenant_id = :tenant_id AND m.id = b.id
+ CROSS JOIN query_terms q
+ CROSS JOIN LATERAL (
+       SELECT CASE WHEN :use_vector
+                   THEN 1 - (${vector} <=> ${question_vector})
+              END AS cosine,
+              (SELECT round(CAST(sum(w.idf * cardinality(term.positions) * 2.2
+                                     / (cardinality(term.positions)
+                                        + 1.2 * (0.25 + 0.75 * m.tsv_length
+                                                 / nullif(w.mean_length, 0))))
+                                 AS numeric), 9)::float8
+                 FROM unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
+                 JOIN term_weights w ON w.section = b.section AND w.lexeme = term.lexeme
+                WHERE :use_lexical) AS lexical_score
+        -- Kept a subquery of its own: pulled up into the select list, the lexical score's
+        -- subquery would run once for every place that reads it (three).
+        OFFSET 0
+ ) AS own
+  -- The best lexical hit of the section, which normalises every lexical score.
+  LEFT JOIN (SELECT section, max(lexical_score) AS score FROM candidates GROUP BY section) AS best
+         ON best.section = b.section
+"""
+"""The neighbours outside both pools with their own components (`beyond_pools` of
+`HYBRID_SEARCH_SQL`)."""
+
+LEXICAL_MATCHES_SQL = """
+-- Every candidate memory of the section holding any of the question's lexemes, one row per
+-- lexeme it holds, with that lexeme's frequency in the memory. Under row-level security the
+-- GIN index cannot serve `@@` (not leakproof: it may not run ahead of the tenant policy), so
+-- each candidate is tested; ix_memory_lexical carries every column read here, so that is an
+-- index-only scan of narrow tuples rather than a read of the wide table rows.
+-- Only the question's lexemes are unnested: setweight marks them (every lexeme of
+-- to_tsvector's output has weight D, so A marks exactly those) and ts_filter keeps the marked
+-- ones with all their positions, instead of unnesting all of the memory's lexemes (with their
+-- position arrays) and discarding most.
+SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS tf,
+       m.tsv_length AS length
+  FROM memory m
+ CROSS JOIN query_terms q
+ CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
+ WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
+   AND NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})
+   AND ${candidate_filter}
+"""
+"""One exact section's lexical candidates (`exact_matches` of `HYBRID_SEARCH_SQL`): every
+memory of the section that holds a lexeme of the question."""
+
+COLLECTION_SQL = """
+-- The statistics BM25 needs, over exactly the memories the section may return: how many
+-- there are and their mean length (in distinct lexemes: `tsv_length` is `length(tsv)`, stored,
+-- so an index-only scan of ix_memory_lexical serves this without reading the table).
+SELECT ${section} AS section, count(*) AS documents,
+       coalesce(avg(m.tsv_length), 0) AS mean_length
+  FROM memory m
+ WHERE :use_lexical AND ${candidate_filter}
+   AND NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})
+ GROUP BY 1
+"""
+"""One exact section's BM25 statistics (`collection` of `HYBRID_SEARCH_SQL`)."""
+
+OWNER_STATS_SQL = """
+-- A section is bounded when the statistics of its owners (counted in the background) hold at
+-- least :bounded_from memories; its row gives BM25 the collection's size and mean length from
+-- them. An owner without statistics has too few memories to matter (or they were not counted
+-- yet, and the next recount counts them): its postings are still read, its lexemes counted
+-- from them. A section without a row is searched exactly.
+SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS documents,
+       coalesce(sum(s.total_length)::float8 / nullif(sum(s.documents), 0), 0) AS mean_length,
+       min(s.refreshed_at) AS refreshed_at,
+       -- Whether the owners hold enough of the table for the vector index to find their
+       -- nearest memories in about pool / share steps (see `PlannedSearch`; on Citus the
+       -- coordinator's count of a distributed table is 0: always).
+       sum(s.documents) >= :vector_index_share
+                           * greatest((SELECT c.reltuples FROM pg_class c
+                                        WHERE c.oid = 'memory'::regclass), 0) AS indexed_vectors
+  FROM memory_owner_stats s
+ WHERE s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
+HAVING sum(s.documents) >= :bounded_from
+"""
+"""One section's owner statistics, if it is bounded (`owner_stats` of `HYBRID_SEARCH_SQL`)."""
+
+BOUNDED_MATCHES_SQL = """
+-- The memories each question lexeme weighs most in, per owner: the first
+-- :postings_per_lexeme postings of the lexeme in impact order, one index range each. A memory
+-- that holds none of the question's lexemes near the top of their lists cannot outscore those
+-- that do by its lexical side, so only these are scored, exactly, from their tsvectors (one
+-- row per question lexeme a candidate holds, as `LEXICAL_MATCHES_SQL` gives them).
+SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS tf,
+       m.tsv_length AS length
+  FROM (SELECT DISTINCT top.memory_id
+          FROM owner_stats o
+         CROSS JOIN query_terms q
+         CROSS JOIN LATERAL unnest(q.lexemes) AS question(lexeme)
+         CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
+         CROSS JOIN LATERAL (
+               SELECT p.memory_id FROM memory_posting p
+                WHERE p.tenant_id = :tenant_id AND p.owner_key = owner.key
+                  AND p.lexeme = question.lexeme
+                ORDER BY p.impact DESC
+                LIMIT :postings_per_lexeme
+         ) AS top
+         WHERE :use_lexical AND o.section = ${section}) AS candidate
+  JOIN memory m ON m.tenant_id = :tenant_id AND m.id = candidate.memory_id
+ CROSS JOIN query_terms q
+ CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
+ WHERE ${candidate_filter}
+"""
+"""One bounded section's lexical candidates (`bounded_matches` of `HYBRID_SEARCH_SQL`): the
+top postings of the question's lexemes that pass the section's filter."""
+
+NEAREST_SQL = """
+SELECT m.id, ${section} AS section, ${vector} <=> ${question_vector} AS distance
+  FROM memory m
+ WHERE :use_vector AND ${vector} IS NOT NULL
+   AND ${candidate_filter}
+ ORDER BY ${vector} <=> ${question_vector}
+ LIMIT ${pool}
+"""
+"""One section's vector candidates: HNSW with pgvector's iterative scan (hnsw.iterative_scan,
+set per connection), so a scan filtered to one user keeps going until it has found the pool's
+rows that pass the filter.
+
+Each section's candidates come from a scan of its own (the fragments joined by UNION ALL): one
+scan under the sections' filters OR'ed would leave the planner only their common conditions for
+an index, and under one LIMIT a section with near vectors would crowd the others out."""
+
+QUESTION_VECTOR_SQL = "(SELECT CAST(CAST(:query_embedding AS real[]) AS vector))"
+"""The question's vector wherever the statement compares with it (`${question_vector}`). It is
+bound as float4[], which the driver encodes in binary, where formatting pgvector's text form
+cost ~0.2 ms of Python per search.
+
+The conversion is a scalar subquery, so PostgreSQL runs it once per statement (an InitPlan) and
+every comparison reads its result. Written as a bare expression, the generic plan (where the
+bound value is unknown when planning, so the cast is not folded into a constant) converted the
+384 floats again for every row it compared: ~0.5 ms of a ~6 ms statement at 250 memories a
+user. The subquery's result is a parameter of the plan like a bound value, so the HNSW index
+still serves `ORDER BY m.embedding <=> ${question_vector}`."""

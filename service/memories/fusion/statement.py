@@ -1,0 +1,247 @@
+"""The fusion statement for one search's parameters: its text rendered from the fragments
+of `sql` for the search's filter shape (`render` fails on a placeholder left unfilled), its
+values bound, and its compilation to driver SQL, once per filter shape (`compiled_search`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from string import Template
+from typing import Any
+
+from sqlalchemy import Integer, Text, TextualSelect, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY, REAL
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.types import TypeEngine
+
+from service.memories.filters import Predicate
+from service.memories.fusion.parameters import RANKING_PARAMETERS, SearchParams
+from service.memories.fusion.sql import (
+    BEYOND_POOLS_SQL,
+    BOUNDED_MATCHES_SQL,
+    COLLECTION_SQL,
+    HYBRID_SEARCH_SQL,
+    LEXICAL_MATCHES_SQL,
+    NEAREST_SQL,
+    OWNER_STATS_SQL,
+    QUESTION_VECTOR_SQL,
+)
+from service.memories.vector_columns import VectorColumn
+
+
+def render(template: str, **fragments: str) -> str:
+    """`template` with every `${name}` replaced by `fragments[name]`.
+
+    A placeholder without a fragment is an error, never left in the SQL for Postgres to
+    reject at run time (or worse, to parse as something else)."""
+    try:
+        return Template(template).substitute(fragments)
+    except KeyError as missing:
+        raise ValueError(f"the SQL template's placeholder {missing} has no fragment") from None
+
+
+def vector_fragments(column: VectorColumn) -> dict[str, str]:
+    """The statement's fragments for the vector column a search reads: the column as its
+    index is built (`${vector}`, over `memory m`), and the hit's vector and model name."""
+    return {
+        "vector": column.expression("m"),
+        "hit_vector": f"s.{column.name}",
+        "hit_vector_model": f"s.{column.model_column}",
+    }
+
+
+@lru_cache(maxsize=128)
+def _search_template(candidate_filters: tuple[str, ...], column: VectorColumn) -> str:
+    """`HYBRID_SEARCH_SQL` with section `i` selected by `candidate_filters[i]`, its pool and
+    limit bound as `:pool_i` and `:limit_i`, its vectors read from `column`."""
+    # Cached per filter shape: the same text (and so asyncpg's prepared statement) is reused.
+
+    vectors = vector_fragments(column)
+
+    def each_section(fragment: str) -> str:
+        return " UNION ALL ".join(
+            "("
+            + render(
+                fragment,
+                section=str(index),
+                candidate_filter=candidate_filter,
+                pool=f":pool_{index}",
+                owner_keys=f"CAST(:owner_keys_{index} AS text[])",
+                question_vector=QUESTION_VECTOR_SQL,
+                **vectors,
+            )
+            + ")"
+            for index, candidate_filter in enumerate(candidate_filters)
+        )
+
+    if len(candidate_filters) == 1:
+        section, candidate_filter, pool, limit = "0", candidate_filters[0], ":pool_0", ":limit_0"
+        lexical_pool = pool
+    else:
+        section = _case("WHEN ({}) THEN {}", candidate_filters)
+        candidate_filter = "(" + " OR ".join(f"({each})" for each in candidate_filters) + ")"
+        pool = _case("WHEN {1} THEN :pool_{1}", candidate_filters, "section")
+        limit = _case("WHEN {1} THEN :limit_{1}", candidate_filters, "section")
+        lexical_pool = "ALL"
+    return render(
+        HYBRID_SEARCH_SQL,
+        owner_stats=each_section(OWNER_STATS_SQL),
+        lexical_matches=each_section(LEXICAL_MATCHES_SQL),
+        bounded_matches=each_section(BOUNDED_MATCHES_SQL),
+        collection=each_section(COLLECTION_SQL),
+        nearest=each_section(NEAREST_SQL),
+        beyond_pools=render(
+            BEYOND_POOLS_SQL.strip(), question_vector=QUESTION_VECTOR_SQL, **vectors
+        ),
+        candidate_filter=candidate_filter,
+        section=section,
+        lexical_pool=lexical_pool,
+        pool=pool,
+        limit=limit,
+        **vectors,
+    )
+
+
+def _case(branch: str, candidate_filters: tuple[str, ...], subject: str = "") -> str:
+    branches = " ".join(branch.format(each, index) for index, each in enumerate(candidate_filters))
+    return f"CASE {subject} {branches} END"
+
+
+def _section_predicates(tenant_id: str, sections: Sequence[SearchParams]) -> list[Predicate]:
+    """Each section's filter as SQL (binds prefixed by the section), once the sections are
+    checked to be one search split by disjoint filters."""
+    first = sections[0]
+    # A plain search is one section: nothing to compare (this runs on every search).
+    for index, other in enumerate(sections[1:], start=1):
+        if replace(other, filter=first.filter, pool=first.pool, limit=first.limit) != first:
+            raise ValueError("sections of one search share everything but filter, pool and limit")
+        if any(not other.filter.is_disjoint(earlier.filter) for earlier in sections[:index]):
+            raise ValueError("the sections of one search must select disjoint memories")
+    return [
+        params.filter.where(tenant_id, prefix=f"f{index}_") for index, params in enumerate(sections)
+    ]
+
+
+def _bound_values(tenant_id: str, sections: Sequence[SearchParams]) -> dict[str, Any]:
+    """Every value the statement binds but the filters' own: sizes per section, the ranking
+    parameters (shared by the sections) and the tenant."""
+    values: dict[str, Any] = {}
+    for index, params in enumerate(sections):
+        values[f"pool_{index}"] = params.pool
+        values[f"limit_{index}"] = params.limit
+        values[f"owner_keys_{index}"] = [owner.key for owner in params.filter.owners]
+    values.update((name, getattr(sections[0], name)) for name, _ in RANKING_PARAMETERS)
+    values["tenant_id"] = tenant_id
+    return values
+
+
+def hybrid_search_statement(tenant_id: str, params: SearchParams) -> TextualSelect:
+    """`HYBRID_SEARCH_SQL` for these parameters, every value bound."""
+    return sectioned_search_statement(tenant_id, [params])
+
+
+def sectioned_search_statement(tenant_id: str, sections: Sequence[SearchParams]) -> TextualSelect:
+    """`HYBRID_SEARCH_SQL` for several searches as one statement; a row's `section` column is
+    the index of the search it answers, with the rank it has there (`section_rank`).
+
+    The searches must differ only in their filter, pool and limit, and their filters must
+    select disjoint memories (a memory is a candidate of one section at most)."""
+    return _sectioned_statement(tenant_id, sections, _section_predicates(tenant_id, sections))
+
+
+_SIZE_TYPE = Integer()
+_SQL_TYPES: dict[str, TypeEngine[Any]] = dict(RANKING_PARAMETERS) | {"tenant_id": Text()}
+_OWNER_KEYS_TYPE = ARRAY(Text())
+
+
+def _sectioned_statement(
+    tenant_id: str, sections: Sequence[SearchParams], predicates: Sequence[Predicate]
+) -> TextualSelect:
+    binds = [
+        bindparam(
+            name,
+            value,
+            type_=_OWNER_KEYS_TYPE
+            if name.startswith("owner_keys_")
+            else _SQL_TYPES.get(name, _SIZE_TYPE),
+        )
+        for name, value in _bound_values(tenant_id, sections).items()
+    ]
+    return (
+        text(
+            _search_template(
+                tuple(predicate.sql for predicate in predicates), sections[0].vector_column
+            )
+        )
+        .bindparams(*(bind for predicate in predicates for bind in predicate.binds), *binds)
+        .columns(embedding=ARRAY(REAL()))
+    )
+
+
+Conversion = Callable[[Any], Any] | None
+
+
+@dataclass(frozen=True)
+class CompiledSearch:
+    """`HYBRID_SEARCH_SQL` for one filter shape as the driver runs it: the SQL text and, for
+    each positional parameter, its name and the conversion SQLAlchemy applies to its value."""
+
+    sql: str
+    parameters: tuple[tuple[str, Conversion], ...]
+
+    @classmethod
+    def compile(cls, statement: ClauseElement, dialect: Dialect) -> CompiledSearch:
+        compiled = statement.compile(dialect=dialect)
+        if not isinstance(compiled, SQLCompiler):
+            raise TypeError(f"{type(compiled).__name__} is not a SQL statement compiler")
+        return cls(
+            compiled.string,
+            tuple(
+                (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
+                for name in compiled.positiontup or ()
+            ),
+        )
+
+    def arguments(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        return tuple(
+            value if convert is None else convert(value)
+            for name, convert in self.parameters
+            for value in (values[name],)
+        )
+
+
+# By dialect and statement text: one entry per filter shape (which conditions each section
+# sets). Bounded: a client cannot grow it without limit by varying its filters.
+_compiled_searches: dict[tuple[str, str], CompiledSearch] = {}
+_COMPILED_SEARCHES_KEPT = 512
+
+
+def compiled_search(
+    tenant_id: str, sections: Sequence[SearchParams], dialect: Dialect
+) -> tuple[CompiledSearch, tuple[Any, ...]]:
+    """The driver SQL of `sectioned_search_statement` for these sections, compiled once per
+    filter shape, and its positional arguments.
+
+    A search is the service's hottest statement; building and compiling a `TextualSelect` per
+    request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
+    """
+    predicates = _section_predicates(tenant_id, sections)
+    key = (
+        dialect.name,
+        _search_template(
+            tuple(predicate.sql for predicate in predicates), sections[0].vector_column
+        ),
+    )
+    compiled = _compiled_searches.get(key)
+    if compiled is None:
+        if len(_compiled_searches) >= _COMPILED_SEARCHES_KEPT:
+            _compiled_searches.clear()
+        statement = _sectioned_statement(tenant_id, sections, predicates)
+        compiled = CompiledSearch.compile(statement, dialect)
+        _compiled_searches[key] = compiled
+    values = {bind.key: bind.value for predicate in predicates for bind in predicate.binds}
+    values.update(_bound_values(tenant_id, sections))
+    return compiled, compiled.arguments(values)
