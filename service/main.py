@@ -13,7 +13,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from limits.aio.storage import Storage
-from starlette.routing import Route
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from service import db_migrations
@@ -62,6 +61,7 @@ from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
 from service.memories.vector_columns import VectorColumns
 from service.observability import (
+    LabelledRoute,
     Metrics,
     TelemetryMiddleware,
     trace_export,
@@ -333,5 +333,5 @@ def _install_routes(app: FastAPI, settings: Settings, mcp: McpEndpoint) -> None:
     app.include_router(user_export_router)
     install_web(app, settings)
     declare_common_responses(app)
-    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
+    app.router.routes.append(LabelledRoute(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     app.router.routes.extend(protected_resource_routes(settings))

@@ -26,6 +26,7 @@ from starlette.routing import Route
 
 from service.config import Settings
 from service.errors import NotFound
+from service.observability import LabelledRoute
 
 MCP_PATH = "/mcp"
 PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource"
@@ -91,8 +92,8 @@ def protected_resource_routes(settings: Settings) -> list[Route]:
         return _answer(_metadata(settings, _origin(request) + "/"))
 
     return [
-        Route(PROTECTED_RESOURCE_PATH + MCP_PATH, mcp_metadata, methods=["GET"]),
-        Route(PROTECTED_RESOURCE_PATH, service_metadata, methods=["GET"]),
+        LabelledRoute(PROTECTED_RESOURCE_PATH + MCP_PATH, mcp_metadata, methods=["GET"]),
+        LabelledRoute(PROTECTED_RESOURCE_PATH, service_metadata, methods=["GET"]),
     ]
 
 

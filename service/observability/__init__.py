@@ -18,6 +18,7 @@ from service.observability.metrics import (
     watch_event_loop_lag,
 )
 from service.observability.middleware import (
+    LabelledRoute,
     RequestContext,
     RequestLogger,
     TelemetryMiddleware,
@@ -48,6 +49,7 @@ __all__ = [
     "TOKEN_BUCKETS",
     "TRACE_EXPORTERS",
     "DomainMetrics",
+    "LabelledRoute",
     "Metrics",
     "RequestContext",
     "RequestLogger",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import trace
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.observability.metrics import Metrics
@@ -117,6 +118,18 @@ def _incoming_request_id(scope: Scope) -> str | None:
             candidate: str = value.decode("latin-1")
             return candidate if _REQUEST_ID_PATTERN.fullmatch(candidate) else None
     return None
+
+
+class LabelledRoute(Route):
+    """A plain Starlette route (an ASGI app served beside the API, such as `/mcp`) that puts
+    itself in the request's scope as FastAPI's own routes do, so its requests are counted and
+    logged under its path rather than as `<unmatched>`."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child_scope = super().matches(scope)
+        if match != Match.NONE:
+            child_scope["route"] = self
+        return match, child_scope
 
 
 def _route_template(scope: Scope) -> str:

@@ -73,10 +73,14 @@ async def test_every_label_value_is_from_a_known_set_and_no_created_series(
     await client.get(f"/v1/users/{user}/memories/not-a-uuid", headers=headers)
     await client.get("/v1/users/me/memories", headers={"Authorization": "Bearer nonsense"})
     await client.get(f"/no/such/path/{user}")
+    # The MCP endpoint and its OAuth metadata are plain routes beside the API's.
+    await client.post("/mcp", json={})
+    await client.get("/.well-known/oauth-protected-resource/mcp")
 
     exposition = (await client.get("/metrics")).text
     families = {family.name: family for family in text_string_to_metric_families(exposition)}
-    routes = set((await client.get("/openapi.json")).json()["paths"]) | {"<unmatched>"}
+    mcp_routes = {"/mcp", "/.well-known/oauth-protected-resource/mcp"}
+    routes = set((await client.get("/openapi.json")).json()["paths"]) | {"<unmatched>"} | mcp_routes
 
     for family in families.values():
         for sample in family.samples:
@@ -108,6 +112,8 @@ async def test_every_label_value_is_from_a_known_set_and_no_created_series(
         "python_gc_objects_collected",
     ):
         assert name in families, name
+    counted_routes = {s.labels["route"] for s in families["mneme_http_requests"].samples}
+    assert mcp_routes <= counted_routes, counted_routes
     stage_modes = {
         (s.labels["stage"], s.labels["mode"])
         for s in families["mneme_search_stage_duration_seconds"].samples
