@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from service.accounts.service import AccountService
 from service.auth.owner import Owner, authorize_write
 from service.auth.principal import Principal
@@ -207,6 +209,6 @@ def written(memory: Memory, *, duplicate: bool) -> MemoryWritten:
 
 
 def jsonable(value: object) -> object:
-    if isinstance(value, datetime | uuid.UUID):
-        return str(value)
-    return value
+    """`value` as a memory's history stores it: times and ids written exactly as the API
+    writes them in its answers (RFC 3339 with a `Z`, the canonical UUID)."""
+    return to_jsonable_python(value)

@@ -173,7 +173,7 @@ class DerivedMemoryWriter:
                     changes={
                         "lifecycle": "superseded",
                         "superseded_by": str(by.id) if by is not None else None,
-                        "invalid_at": invalid_at.isoformat(),
+                        "invalid_at": jsonable(invalid_at),
                         "reason": reason,
                     },
                 )

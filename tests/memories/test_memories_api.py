@@ -489,3 +489,20 @@ async def test_user_route_never_deletes_org_memories(
     response = await client.delete("/v1/users/root/memories?scope=org&all=true", headers=admin)
     assert_problem(response, 422, "VALIDATION_FAILED")
     assert len(await listing(client, admin, "/v1/org/memories")) == 1
+
+
+async def test_history_records_a_change_of_time_in_the_api_s_own_format(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = user(settings, tenant)
+    created = await client.post(
+        "/v1/users/me/memories", headers=headers, json={"text": "Lives in Lisbon"}
+    )
+    url = f"/v1/users/me/memories/{created.json()['id']}"
+    patched = await client.patch(url, headers=headers, json={"lifecycle": "superseded"})
+    assert patched.status_code == 200, patched.text
+    history = (await client.get(f"{url}/history", headers=headers)).json()["items"]
+    recorded = history[-1]["changes"]["invalid_at"]
+    # The same instant, written as every timestamp the API returns (RFC 3339, "T" separator).
+    assert recorded == patched.json()["invalid_at"]
+    assert "T" in recorded
