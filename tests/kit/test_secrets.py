@@ -34,7 +34,27 @@ SECRETS = {
     "openai": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
     "slack": "xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
     "aws_secret": "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "github_fine_grained": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL",
+    "npm": "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+    "huggingface": "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+    "basic": "Authorization: Basic YWRhOmh1bnRlcjJodW50ZXIy",
+    "stated_password": "my password is hunter2hunter2",
+    "stated_passcode": "the door passcode was 88121999",
+    "pin": "my PIN is 4821",
+    "passcode_assignment": "passcode: letmein123",
+    "connection_pwd": "Server=db;Uid=sa;Pwd=Sup3rS3cret;",
+    "ssn_spaced": "SSN 123 45 6789",
+    "ssn_digits": "my social security number is 123456789",
+    "card_dotted": "card 4111.1111.1111.1111",
+    "card_no_break_spaces": "card 4111\u00a01111\u00a01111\u00a01111",
 }
+# Secrets split by characters nobody sees: each is found, and masking removes them whole.
+SPLIT_BY_INVISIBLE_CHARACTERS = [
+    ("card ", "4111\u200b1111\u200b1111\u200b1111"),
+    ("use ", "ghp_abcdefghijklmn\u00adopqrstuvwxyz0123456789"),
+    ("ssn ", "123\u2060-45-\ufeff6789"),
+    ("key ", "AKIA\u200dIOSFODNN7EXAMPLE"),
+]
 # AWS's documented example secret access key: 40 characters of base64.
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 AWS_SECRET_FORMS = [
@@ -61,6 +81,11 @@ HARMLESS = [
     "My order number is 1234 5678 9012 and my phone is +1 555 010 0199.",
     "The meeting is in room 101; the wifi is slow again.",
     "eyes on the prize: 192.168.1.1 is the router",
+    "my password is forgotten, and the password is on the fridge",
+    "basic internationalization matters; Basic training starts Monday",
+    "pi is 3.14159265358979 and the version is 1.2.3.4",
+    "the pin is 3 inches long; pwd: /home/ada",
+    "the social security office is on 5th avenue",
 ]
 
 
@@ -71,6 +96,14 @@ def test_each_kind_of_secret_is_found_and_masked(kind: str) -> None:
     masked = mask_secrets(text)
     assert MASK in masked
     assert find_secret(masked) is None
+
+
+@pytest.mark.parametrize(("before", "secret"), SPLIT_BY_INVISIBLE_CHARACTERS)
+def test_a_secret_split_by_invisible_characters_is_found_and_masked_whole(
+    before: str, secret: str
+) -> None:
+    assert find_secret(before + secret) is not None
+    assert mask_secrets(f"{before}{secret} ok") == f"{before}{MASK} ok"
 
 
 @pytest.mark.parametrize("text", AWS_SECRET_FORMS)
