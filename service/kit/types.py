@@ -262,10 +262,21 @@ docstring for what it may hold."""
 QUERY_MAX_CHARS = 4000
 # Separators (spaces, line and paragraph separators), control and format characters.
 _INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
+# Characters of other categories that render as nothing: Unicode's default-ignorable marks and
+# fillers (the combining grapheme joiner, the Hangul fillers, Mongolian and other variation
+# selectors) and the blank Braille pattern.
+_BLANK_LOOKING = frozenset(
+    [
+        *(0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0),
+        *range(0x180B, 0x1810),
+        *range(0xFE00, 0xFE10),
+        *range(0xE0100, 0xE01F0),
+    ]
+)
 
 
 def _is_invisible(character: str) -> bool:
-    return unicodedata.category(character) in _INVISIBLE
+    return unicodedata.category(character) in _INVISIBLE or ord(character) in _BLANK_LOOKING
 
 
 def visible_text(value: str) -> str:
@@ -287,6 +298,15 @@ def _has_visible_character(value: str) -> str:
     return value
 
 
+def stripped_visible(value: str) -> str:
+    """`value` without the whitespace and invisible characters at either end; refused when
+    nothing else is left."""
+    stripped = visible_text(value)
+    if not stripped:
+        raise ValueError("must contain something besides whitespace and invisible characters")
+    return stripped
+
+
 QueryText = Annotated[
     str,
     StringConstraints(min_length=1, max_length=QUERY_MAX_CHARS),
@@ -299,17 +319,10 @@ characters."""
 SPEAKER_MAX_CHARS = 200
 
 
-def _speaker_name(value: str) -> str:
-    stripped = value.strip()
-    if not stripped:
-        raise ValueError("must contain something besides whitespace")
-    return stripped
-
-
 SpeakerName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=SPEAKER_MAX_CHARS),
-    AfterValidator(_speaker_name),
+    AfterValidator(stripped_visible),
 ]
 """Who said something in a conversation (a participant's name, not a role), stored without
-surrounding whitespace."""
+surrounding whitespace and invisible characters."""
