@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from service.admin.dependencies import AdminSvc, Lifecycle
@@ -20,6 +20,14 @@ from service.auth.principal import ME
 from service.dependencies import AdminPrincipal, CurrentPrincipal
 from service.errors import Forbidden, NotFound, problem_responses
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
+from service.kit.resource_headers import (
+    NOT_MODIFIED_RESPONSE,
+    IfMatch,
+    IfNoneMatch,
+    conditional_read,
+    tagged_response,
+    with_etag,
+)
 from service.kit.types import Timestamp, is_valid_identifier
 
 admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
@@ -148,24 +156,37 @@ async def import_user(user_id: UserPath, request: Request, admin: AdminSvc) -> I
     "/retention",
     response_model=RetentionPolicy,
     summary="Read the tenant's retention policy",
-    responses=problem_responses(401, 403, 422, 429),
+    responses={
+        **tagged_response("The retention policy."),
+        **NOT_MODIFIED_RESPONSE,
+        **problem_responses(401, 403, 422, 429),
+    },
 )
-async def get_retention(admin: AdminSvc) -> RetentionPolicy:
+async def get_retention(
+    admin: AdminSvc, response: Response, if_none_match: IfNoneMatch = None
+) -> RetentionPolicy | Response:
     """How long the tenant keeps episodic memories, raw messages and summaries (null =
-    forever). Admins only."""
-    return await admin.retention()
+    forever), with its ETag; with `If-None-Match` naming the current ETag, 304 and no body.
+    Admins only."""
+    return conditional_read(response, await admin.retention(), if_none_match)
 
 
 @admin_router.put(
     "/retention",
     response_model=RetentionPolicy,
     summary="Set the tenant's retention policy",
-    responses=problem_responses(401, 403, 422, 429),
+    responses={
+        **tagged_response("The retention policy as set."),
+        **problem_responses(401, 403, 412, 422, 429),
+    },
 )
-async def set_retention(body: RetentionPolicy, admin: AdminSvc) -> RetentionPolicy:
+async def set_retention(
+    body: RetentionPolicy, admin: AdminSvc, response: Response, if_match: IfMatch = None
+) -> RetentionPolicy:
     """Replace the retention policy (an omitted field keeps that data forever). The hourly
-    sweep removes what is older, and memories whose `expires_at` passed. Admins only."""
-    return await admin.set_retention(body)
+    sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
+    if the policy still has that ETag (else 412 and nothing changes). Admins only."""
+    return with_etag(response, await admin.set_retention(body, if_match=if_match))
 
 
 @admin_router.get(
