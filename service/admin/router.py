@@ -28,7 +28,7 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
-from service.kit.types import Timestamp, is_valid_identifier
+from service.kit.types import Timestamp, is_valid_identifier, is_valid_user_id
 
 admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"])
@@ -149,7 +149,11 @@ async def import_user(user_id: UserPath, request: Request, admin: AdminSvc) -> I
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
     written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
     Admins only."""
-    return await admin.import_user(_user(user_id), _body_lines(request))
+    if not is_valid_user_id(user_id):
+        # No credential can name such a user (`me` included), so nothing imported could be
+        # reached by the user it is about.
+        raise NotFound(f"No user {user_id!r} can be imported here.")
+    return await admin.import_user(user_id, _body_lines(request))
 
 
 @admin_router.get(

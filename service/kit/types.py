@@ -118,6 +118,16 @@ def is_valid_identifier(value: str, max_length: int = 256) -> bool:
     return len(value) <= max_length and IDENTIFIER_PATTERN.fullmatch(value) is not None
 
 
+CALLER_ALIAS = "me"
+"""What a user path names to mean the caller itself; never a user's own id."""
+
+
+def is_valid_user_id(value: str) -> bool:
+    """An identifier a user may have: not `me`, which paths read as the caller (a user called
+    `me` could not be addressed by a service or exported by an admin)."""
+    return value != CALLER_ALIAS and is_valid_identifier(value)
+
+
 # --- free-form JSON -----------------------------------------------------------------------
 
 MAX_JSON_DEPTH = 64

@@ -87,6 +87,7 @@ HOSTILE_IDENTIFIERS = [
     "ÄDA",
     "ada;DROP TABLE memory",
     "me\n",
+    "me",
     "",
 ]
 """User ids that are not identifiers (a path segment or a JSON string)."""
