@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from httpx import AsyncClient
+from hypothesis import given
+from hypothesis import strategies as st
 
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
@@ -104,6 +107,31 @@ def test_a_secret_split_by_invisible_characters_is_found_and_masked_whole(
 ) -> None:
     assert find_secret(before + secret) is not None
     assert mask_secrets(f"{before}{secret} ok") == f"{before}{MASK} ok"
+
+
+# Format characters (category Cf) a reader never sees.
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u200e", "\u2062"]
+
+
+def _readable(text: str) -> str:
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+@given(
+    kind=st.sampled_from(sorted(SAMPLES)),
+    insertions=st.lists(
+        st.tuples(st.integers(min_value=0), st.sampled_from(INVISIBLE)), min_size=1, max_size=6
+    ),
+)
+def test_invisible_characters_anywhere_in_a_secret_neither_hide_it_nor_survive_its_mask(
+    kind: str, insertions: list[tuple[int, str]]
+) -> None:
+    text = SAMPLES[kind].text
+    for position, character in insertions:
+        at = position % (len(text) + 1)
+        text = text[:at] + character + text[at:]
+    assert find_secret(text) is not None
+    assert _readable(SAMPLES[kind].core) not in _readable(mask_secrets(text))
 
 
 @pytest.mark.parametrize("text", AWS_SECRET_FORMS)
