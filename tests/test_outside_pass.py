@@ -76,6 +76,7 @@ THREAD_METADATA = '{"metadata": <>}'
 TOOL_CALLS = '{"messages": [{"role": "assistant", "content": "ok", "tool_calls": [<>]}]}'
 TEXT = '{"text": <>}'
 SPEAKER = '{"text": "tea", "speaker": <>}'
+PROCEDURE_STYLE = '{"style": <>, "workflow": "Plan first."}'
 METADATA_NOTE = '{"text": "tea", "metadata": {"note": <>}}'
 TITLE = '{"title": <>}'
 QUERY = '{"query": <>}'
@@ -214,6 +215,9 @@ async def test_rest_bodies_paths_and_queries_refuse_hostile_values_storing_nothi
             headers={**agent, **JSON},
         )
 
+    def put_procedures(body: bytes) -> Callable[[], Any]:
+        return lambda: client.put(f"{user}/procedures", content=body, headers={**agent, **JSON})
+
     def patch_profile(body: bytes) -> Callable[[], Any]:
         return lambda: client.patch(
             f"{user}/profile", content=body, headers={**agent, **JSON_PATCH}
@@ -303,6 +307,7 @@ async def test_rest_bodies_paths_and_queries_refuse_hostile_values_storing_nothi
             Case(f"speaker {blank!r}", post(f"{user}/memories", raw(value, SPEAKER)), True),
             Case(f"search {blank!r}", post(f"{user}/memories/search", raw(value, QUERY)), True),
             Case(f"context {blank!r}", post(f"{user}/context", raw(value, QUERY)), True),
+            Case(f"procedure {blank!r}", put_procedures(raw(value, PROCEDURE_STYLE))),
         ]
     for secret in SECRET_TEXTS:
         value = json.dumps(secret)

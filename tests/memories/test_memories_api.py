@@ -423,6 +423,20 @@ async def test_procedures_are_typed_slots_and_replacements_are_superseded(
     assert_problem(org, 403, "ORG_WRITE_FORBIDDEN")
 
 
+@pytest.mark.parametrize("blank", [*BLANK_TEXTS, "\u0088\u001c"])
+async def test_a_procedure_slot_of_nothing_visible_clears_it_like_an_empty_string(
+    client: AsyncClient, settings: Settings, tenant: str, blank: str
+) -> None:
+    headers = user(settings, tenant)
+    path = "/v1/users/me/procedures"
+    await client.put(path, headers=headers, json={"style": "Answer briefly"})
+    cleared = await client.put(path, headers=headers, json={"style": blank, "workflow": blank})
+    assert cleared.status_code == 200, cleared.text
+    assert cleared.json()["style"] is None and cleared.json()["workflow"] is None
+    kept = await client.put(path, headers=headers, json={"style": "\u200b Be kind \ufeff"})
+    assert kept.json()["style"]["text"] == "Be kind"
+
+
 class FailingEmbedder:
     model_name = "failing"
     dims = 384
