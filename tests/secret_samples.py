@@ -31,6 +31,10 @@ SAMPLES: dict[str, SecretSample] = {
         "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     ),
+    "aws_secret_access_key_bare": SecretSample(
+        "new key 9dK2/xQv7LmZr4TnB8pWc1YhJ6sGf0Ua3EoNiR5q, rotate monthly",
+        "9dK2/xQv7LmZr4TnB8pWc1YhJ6sGf0Ua3EoNiR5q",
+    ),
     "github_token": SecretSample(
         "use ghp_abcdefghijklmnopqrstuvwxyz0123456789 for the repo",
         "ghp_abcdefghijklmnopqrstuvwxyz0123456789",

@@ -14,8 +14,9 @@ path's output, a token's claims) is left out. It combines:
 - rules of our own for what it has no detector for: US social security numbers, payment card
   numbers (confirmed with the Luhn checksum, so order and phone numbers are not refused),
   bearer tokens and HTTP Basic credentials, Mneme API keys, GCP service-account keys, AWS
-  secret access keys, GitHub fine-grained, npm and Hugging Face tokens, `password: …`-style
-  assignments and "my password is …" statements, and JWTs spanned through their signature;
+  secret access keys (labelled, after their key id, or bare when they look random), GitHub
+  fine-grained, npm and Hugging Face tokens, `password: …`-style assignments and "my password
+  is …" statements, and JWTs spanned through their signature;
 - in JSON (metadata, profile values), any non-trivial string under a key that names a
   credential (`password`, `api_key`, `access_token`, …); the documents replayed into every
   prompt (profile values, the account overlay) refuse such a key whatever it holds.
@@ -32,8 +33,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -61,14 +64,20 @@ _PEM_PRIVATE_KEY = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _AWS_ACCESS_KEY = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
-# An AWS secret access key is 40 characters of base64 with nothing to tell it apart from a word,
-# a hash or an id of the same length, so 40 such characters count as one only when something
-# says what they are: a label naming an AWS secret or a secret access key
+# An AWS secret access key is 40 characters of base64 with no prefix to tell it apart from a
+# word, a hash, a path or an id of the same length. 40 such characters count as one when
+# something says what they are: a label naming an AWS secret or a secret access key
 # (`aws_secret_access_key=…`, `"SecretAccessKey": "…"`, "my AWS secret key is …") shortly
 # before them, or an access key id just before them on the same line (the pair as AWS hands
-# it out). After an id, the candidate must also look random (upper and lower case letters and
-# a digit or `/`/`+`). A 40-character string on its own is never refused.
+# it out); after an id, the candidate must also look random (upper and lower case letters and
+# a digit or `/`/`+`). On their own they count only when they look like nothing but a key
+# (`_looks_like_a_bare_aws_secret`): both cases, a digit, one to four `/` or `+` (a git hash
+# has no capitals, a word no digit, a path more separators) and the character variety of
+# random base64 (Shannon entropy at least 4.45 bits, which 99 % of random keys reach and paths
+# and identifiers of that length stay below).
 _BASE64_40 = r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+_BARE_BASE64_40 = re.compile(_BASE64_40)
+_BARE_KEY_MIN_ENTROPY_BITS = 4.45
 _AWS_SECRET_KEY_LABELLED = re.compile(
     r"(?:(?<![a-z])aws(?![a-z])[^\n]{0,24}?secret|secret[ _-]?access[ _-]?key)[^\n]{0,32}?"
     + _BASE64_40,
@@ -189,9 +198,28 @@ def _spans(pattern: re.Pattern[str]) -> Callable[[str], Iterator[tuple[int, int]
     return lambda text: (m.span() for m in pattern.finditer(text))
 
 
+def _shannon_entropy(text: str) -> float:
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+def _looks_like_a_bare_aws_secret(candidate: str) -> bool:
+    separators = sum(candidate.count(c) for c in "/+")
+    return (
+        1 <= separators <= 4
+        and any(c.isupper() for c in candidate)
+        and any(c.islower() for c in candidate)
+        and any(c.isdigit() for c in candidate)
+        and _shannon_entropy(candidate) >= _BARE_KEY_MIN_ENTROPY_BITS
+    )
+
+
 def _aws_secret_keys(text: str) -> Iterator[tuple[int, int]]:
     for match in _AWS_SECRET_KEY_LABELLED.finditer(text):
         yield match.span(1)
+    for match in _BARE_BASE64_40.finditer(text):
+        if _looks_like_a_bare_aws_secret(match.group(1)):
+            yield match.span(1)
     for match in _AWS_SECRET_KEY_AFTER_ID.finditer(text):
         key = match.group(1)
         if (

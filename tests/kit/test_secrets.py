@@ -70,14 +70,24 @@ AWS_SECRET_FORMS = [
     f"AKIAIOSFODNN7EXAMPLE,{AWS_SECRET}",
     f"aws_secret = '{AWS_SECRET}'",
 ]
-# 40 characters that are not AWS secrets: nothing labels them as one.
+# 40 characters that are not AWS secrets: nothing labels them as one, and on their own they do
+# not look random (a hash without capitals, a word, paths and ids with words in them).
 FORTY_CHARACTERS = [
     "the commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed the build",
     "sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709 of the empty file",
     "Pneumonoultramicroscopicsilicovolcanoconiosis is a long word",
-    f"the upload id was {AWS_SECRET} yesterday",
     "we rotated the AWS secret access key last week; the new one is in the vault",
     "AKIA is the prefix of AWS access key ids, 20 characters long",
+    "open src/Components/Button2/IndexFile/abcdefg today",
+    "see Users/Ada/Documents/Project2024/NotesAbc for it",
+    "the notes are in 2024/05/01/MeetingNotes/Version3/FinalAb",
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ/abcdefghijklm is the alphabet",
+]
+# AWS secret access keys on their own, as a user pastes them: random base64 of 40 characters.
+BARE_AWS_SECRETS = [
+    f"the upload id was {AWS_SECRET} yesterday",
+    "here it is: 9dK2/xQv7LmZr4TnB8pWc1YhJ6sGf0Ua3EoNiR5q",
+    "Kq8ZmW3xR1v/Tn5Yb7Lc0Pd2Jf4Hg6Sa9Ue+Io3M",
 ]
 HARMLESS = [
     "I had pasta for dinner on 2024-05-01 and it cost $12.50.",
@@ -147,6 +157,14 @@ def test_an_aws_secret_access_key_is_found_when_labelled_and_masked_whole(text: 
 def test_forty_characters_without_an_aws_label_are_not_a_secret(text: str) -> None:
     assert find_secret(text) is None
     assert mask_secrets(text) == text
+
+
+@pytest.mark.parametrize("text", BARE_AWS_SECRETS)
+def test_an_aws_secret_access_key_on_its_own_is_found_when_it_looks_random(text: str) -> None:
+    found = find_secret(text)
+    assert found is not None and found.rule == "cloud_access_key"
+    key = text[found.start : found.end]
+    assert len(key) == 40 and mask_secrets(text) == text.replace(key, MASK)
 
 
 def test_an_aws_secret_under_a_credential_named_json_key_is_refused() -> None:
