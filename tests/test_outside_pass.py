@@ -8,7 +8,7 @@ row of the tenant (counted per table, as the owner); a case that must be refused
 At the end no secret sits in any row of the tenant outside the tables that keep the user's
 own words as sent (messages and their summaries). Each test reports every failing case at once.
 
-About 700 cases, a minute on a small machine: behind the `slow` marker (`pytest -m slow`).
+About 1,000 cases, a minute or two on a small machine: behind the `slow` marker (`pytest -m slow`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from service.config import Settings
 from tests.admin.conftest import seed_user
 from tests.conftest import bearer, new_tenant
 from tests.fuzz.hostile import (
+    BLANK_TEXTS,
     HOSTILE_IDENTIFIERS,
     HOSTILE_JSON,
     HOSTILE_NUMBERS,
@@ -74,6 +75,8 @@ METADATA = '{"text": "tea", "metadata": <>}'
 THREAD_METADATA = '{"metadata": <>}'
 TOOL_CALLS = '{"messages": [{"role": "assistant", "content": "ok", "tool_calls": [<>]}]}'
 TEXT = '{"text": <>}'
+SPEAKER = '{"text": "tea", "speaker": <>}'
+PROCEDURE_STYLE = '{"style": <>, "workflow": "Plan first."}'
 METADATA_NOTE = '{"text": "tea", "metadata": {"note": <>}}'
 TITLE = '{"title": <>}'
 QUERY = '{"query": <>}'
@@ -191,12 +194,29 @@ async def test_rest_bodies_paths_and_queries_refuse_hostile_values_storing_nothi
     assert (await client.get("/v1/users/me/memories", headers=ada)).status_code == 200
     assert (await client.get("/v1/admin/users", headers=admin)).status_code == 200
     thread = (await client.post(f"{user}/threads", headers=agent, json={})).json()["id"]
+    memory = (await client.post(f"{user}/memories", headers=agent, json={"text": "tea"})).json()
 
     def post(path: str, body: bytes, headers: dict[str, str] = agent) -> Callable[[], Any]:
         return lambda: client.post(path, content=body, headers={**headers, **JSON})
 
     def get(path: str, params: dict[str, str], headers: dict[str, str] = admin) -> Any:
         return lambda: client.get(path, params=params, headers=headers)
+
+    def patch_memory(body: bytes) -> Callable[[], Any]:
+        return lambda: client.patch(
+            f"{user}/memories/{memory['id']}", content=body, headers={**agent, **JSON}
+        )
+
+    def put_keyed(body: bytes) -> Callable[[], Any]:
+        return lambda: client.put(
+            f"{user}/keyed-memories",
+            params={"kind": "semantic", "key": "drink"},
+            content=body,
+            headers={**agent, **JSON},
+        )
+
+    def put_procedures(body: bytes) -> Callable[[], Any]:
+        return lambda: client.put(f"{user}/procedures", content=body, headers={**agent, **JSON})
 
     def patch_profile(body: bytes) -> Callable[[], Any]:
         return lambda: client.patch(
@@ -277,6 +297,17 @@ async def test_rest_bodies_paths_and_queries_refuse_hostile_values_storing_nothi
                 f"tool_calls {value[:20]}",
                 post(f"{user}/threads/{thread}/messages", raw(value, TOOL_CALLS)),
             ),
+        ]
+    for blank in BLANK_TEXTS:
+        value = json.dumps(blank)
+        cases += [
+            Case(f"memory text {blank!r}", post(f"{user}/memories", raw(value, TEXT)), True),
+            Case(f"memory patch {blank!r}", patch_memory(raw(value, TEXT)), True),
+            Case(f"keyed memory {blank!r}", put_keyed(raw(value, TEXT)), True),
+            Case(f"speaker {blank!r}", post(f"{user}/memories", raw(value, SPEAKER)), True),
+            Case(f"search {blank!r}", post(f"{user}/memories/search", raw(value, QUERY)), True),
+            Case(f"context {blank!r}", post(f"{user}/context", raw(value, QUERY)), True),
+            Case(f"procedure {blank!r}", put_procedures(raw(value, PROCEDURE_STYLE))),
         ]
     for secret in SECRET_TEXTS:
         value = json.dumps(secret)
@@ -436,6 +467,13 @@ async def test_mcp_tool_arguments_refuse_hostile_values_storing_nothing(
         ]
     for t in HOSTILE_TIMES:
         cases.append(tool("remember", '{"text": ' + json.dumps(f"met on {t}") + "}"))
+    for blank in BLANK_TEXTS:
+        value = json.dumps(blank)
+        cases += [
+            tool("remember", '{"text": ' + value + "}", must_refuse=True),
+            tool("recall", '{"query": ' + value + "}", must_refuse=True),
+            tool("get_context", '{"query": ' + value + "}", must_refuse=True),
+        ]
     for identifier in HOSTILE_IDENTIFIERS:
         value = json.dumps(identifier)
         cases += [

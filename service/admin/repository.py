@@ -136,9 +136,10 @@ THREADS_AMONG_SQL = text(
 """Which of `thread_ids` (as text, as an import line carries them) are threads of the tenant."""
 
 USER_WRITE_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
-"""The lock the write path's derived writes take for one owner's memories (the same key as
-`MemoryRepository.lock_writers`): a purge holding it waits for a running pass to commit, and a
-pass that starts after the purge committed finds the thread gone."""
+"""A transaction-long lock on a key. With a user's key, the lock the write path's derived writes
+take for one owner's memories (the same key as `MemoryRepository.lock_writers`): a purge holding
+it waits for a running pass to commit, and a pass that starts after the purge committed finds
+the thread gone. With a tenant's retention key, it orders the policy's conditional writes."""
 
 THREAD_JOBS_PREDICATE = """
     entrypoint = ANY(:kinds) AND status = 'queued'
@@ -561,6 +562,13 @@ class AdminRepository(TenantRepository):
         if row is None:
             return {"episodic_days": None, "messages_days": None, "summaries_days": None}
         return dict(row._asdict())
+
+    async def lock_retention(self) -> None:
+        """Hold the tenant's retention policy until the transaction ends, so that of two
+        conditional writers (`If-Match`) only the first sees the state it names, even before
+        the policy's row exists."""
+        key = f"retention:{self._tenant_id}"
+        await self._session.execute(USER_WRITE_LOCK_SQL, {"key": key})
 
     async def set_retention(self, values: Mapping[str, int | None]) -> None:
         await self._session.execute(SET_RETENTION_SQL, {"tenant_id": self._tenant_id, **values})

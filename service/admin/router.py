@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from service.admin.dependencies import AdminSvc, Lifecycle
@@ -20,7 +20,15 @@ from service.auth.principal import ME
 from service.dependencies import AdminPrincipal, CurrentPrincipal
 from service.errors import Forbidden, NotFound, problem_responses
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
-from service.kit.types import Timestamp, is_valid_identifier
+from service.kit.resource_headers import (
+    NOT_MODIFIED_RESPONSE,
+    IfMatch,
+    IfNoneMatch,
+    conditional_read,
+    tagged_response,
+    with_etag,
+)
+from service.kit.types import Timestamp, is_valid_identifier, is_valid_user_id
 
 admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"])
@@ -141,31 +149,48 @@ async def import_user(user_id: UserPath, request: Request, admin: AdminSvc) -> I
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
     written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
     Admins only."""
-    return await admin.import_user(_user(user_id), _body_lines(request))
+    if not is_valid_user_id(user_id):
+        # No credential can name such a user (`me` included), so nothing imported could be
+        # reached by the user it is about.
+        raise NotFound(f"No user {user_id!r} can be imported here.")
+    return await admin.import_user(user_id, _body_lines(request))
 
 
 @admin_router.get(
     "/retention",
     response_model=RetentionPolicy,
     summary="Read the tenant's retention policy",
-    responses=problem_responses(401, 403, 422, 429),
+    responses={
+        **tagged_response("The retention policy."),
+        **NOT_MODIFIED_RESPONSE,
+        **problem_responses(401, 403, 422, 429),
+    },
 )
-async def get_retention(admin: AdminSvc) -> RetentionPolicy:
+async def get_retention(
+    admin: AdminSvc, response: Response, if_none_match: IfNoneMatch = None
+) -> RetentionPolicy | Response:
     """How long the tenant keeps episodic memories, raw messages and summaries (null =
-    forever). Admins only."""
-    return await admin.retention()
+    forever), with its ETag; with `If-None-Match` naming the current ETag, 304 and no body.
+    Admins only."""
+    return conditional_read(response, await admin.retention(), if_none_match)
 
 
 @admin_router.put(
     "/retention",
     response_model=RetentionPolicy,
     summary="Set the tenant's retention policy",
-    responses=problem_responses(401, 403, 422, 429),
+    responses={
+        **tagged_response("The retention policy as set."),
+        **problem_responses(401, 403, 412, 422, 429),
+    },
 )
-async def set_retention(body: RetentionPolicy, admin: AdminSvc) -> RetentionPolicy:
+async def set_retention(
+    body: RetentionPolicy, admin: AdminSvc, response: Response, if_match: IfMatch = None
+) -> RetentionPolicy:
     """Replace the retention policy (an omitted field keeps that data forever). The hourly
-    sweep removes what is older, and memories whose `expires_at` passed. Admins only."""
-    return await admin.set_retention(body)
+    sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
+    if the policy still has that ETag (else 412 and nothing changes). Admins only."""
+    return with_etag(response, await admin.set_retention(body, if_match=if_match))
 
 
 @admin_router.get(

@@ -61,6 +61,7 @@ from service.kit.pagination import (
     encode_cursor,
     newest_first_cursor,
 )
+from service.kit.resource_headers import Tagged, entity_tag, require_match
 from service.kit.types import (
     InputRefused,
     JsonObject,
@@ -189,13 +190,24 @@ class AdminService:
             next_cursor=newest_first_cursor(rows, limit),
         )
 
-    async def retention(self) -> RetentionPolicy:
-        return RetentionPolicy.model_validate(await self._repository.retention())
+    async def retention(self) -> Tagged[RetentionPolicy]:
+        """The tenant's retention policy, with its entity tag."""
+        policy = RetentionPolicy.model_validate(await self._repository.retention())
+        return Tagged(policy, entity_tag(policy))
 
-    async def set_retention(self, policy: RetentionPolicy) -> RetentionPolicy:
-        """Replace the tenant's retention policy; the next sweep applies it."""
+    async def set_retention(
+        self, policy: RetentionPolicy, *, if_match: str | None = None
+    ) -> Tagged[RetentionPolicy]:
+        """Replace the tenant's retention policy; the next sweep applies it. With `if_match`,
+        only if the policy still has that tag (412 `PRECONDITION_FAILED` otherwise)."""
         await AccountRepository(self._repository.session, self._tenant_id).ensure_tenant()
+        await self._repository.lock_retention()
         before = await self._repository.retention()
+        require_match(
+            if_match,
+            entity_tag(RetentionPolicy.model_validate(before)),
+            detail="The retention policy changed since you read it; read it again and retry.",
+        )
         await self._repository.set_retention(policy.model_dump())
         await self._audit.record(
             "admin.retention_set",
@@ -203,7 +215,7 @@ class AdminService:
             target_id=self._tenant_id,
             detail={"before": before, "after": policy.model_dump()},
         )
-        return policy
+        return Tagged(policy, entity_tag(policy))
 
     async def import_user(self, user_id: str, lines: AsyncIterator[bytes]) -> ImportReport:
         """Restore a user from an export (see docs/export-format.md): every record inserted as

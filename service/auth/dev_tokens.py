@@ -13,7 +13,7 @@ import jwt
 
 from service.auth.principal import TENANT_ID_MAX
 from service.config import Settings
-from service.kit.types import is_valid_identifier
+from service.kit.types import is_valid_identifier, is_valid_user_id
 
 
 def mint_dev_token(
@@ -29,8 +29,11 @@ def mint_dev_token(
     """An HS256 token for local development, signed with the configured dev secret."""
     if settings.jwt_hs256_secret is None:
         raise RuntimeError("no HS256 secret is configured (MNEME_JWT_HS256_SECRET)")
-    if not is_valid_identifier(tenant_id, TENANT_ID_MAX) or not is_valid_identifier(user_id):
-        raise ValueError("tenant and user ids must be 1-256 printable characters without '/'")
+    if not is_valid_identifier(tenant_id, TENANT_ID_MAX) or not is_valid_user_id(user_id):
+        raise ValueError(
+            "tenant and user ids must be 1-256 printable characters without '/'"
+            " (and a user is not called 'me')"
+        )
     now = int(time.time())
     claims: dict[str, Any] = {
         settings.user_claim: user_id,

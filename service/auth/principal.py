@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from service.kit.types import is_valid_identifier
+from service.kit.types import CALLER_ALIAS, is_valid_identifier
 
 PrincipalKind = Literal["user", "service"]
 CredentialKind = Literal["jwt", "api_key"]
 
 TENANT_ID_MAX = 128
 
-ME = "me"
+ME = CALLER_ALIAS
 
 
 @dataclass(frozen=True)

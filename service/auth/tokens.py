@@ -22,7 +22,7 @@ from service.auth.principal import (
 from service.config import Settings
 from service.errors import ServiceUnavailable, Unauthenticated
 from service.kit.secrets import find_secret
-from service.kit.types import is_valid_identifier
+from service.kit.types import is_valid_identifier, is_valid_user_id
 
 ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
 # Linked-account providers that are not OAuth identities: email+password is not a "linked
@@ -118,7 +118,7 @@ class TokenVerifier:
         if not isinstance(tenant_id, str) or not is_valid_identifier(tenant_id, TENANT_ID_MAX):
             raise Unauthenticated(f"The token has no valid tenant claim {settings.tenant_claim!r}.")
         subject = claims.get(settings.user_claim)
-        if not isinstance(subject, str) or not is_valid_identifier(subject):
+        if not isinstance(subject, str) or not is_valid_user_id(subject):
             raise Unauthenticated(f"The token has no valid user claim {settings.user_claim!r}.")
         roles = frozenset(_string_list(claims.get(settings.roles_claim)))
         scopes = frozenset(_string_list(claims.get(settings.scope_claim)))

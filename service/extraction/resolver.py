@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from service.kit.secrets import find_secret, is_credential_name
-from service.kit.types import in_unit_interval
+from service.kit.types import in_unit_interval, visible_text
 from service.memories.schemas import MEMORY_TEXT_MAX
 from service.profile.service import OVERLAY_KEYS
 
@@ -210,9 +210,9 @@ def owns(fact: KnownFact, scope: str, user_id: str) -> bool:
 
 def refusal(text: str, evidence: str = "") -> str | None:
     """Why the API would refuse this text (and evidence), or None: the same rules."""
-    if not text.strip():
+    if not visible_text(text):
         return "empty"
-    if len(text.strip()) > MEMORY_TEXT_MAX:
+    if len(visible_text(text)) > MEMORY_TEXT_MAX:
         return "too_long"
     if find_secret(text) is not None or (evidence and find_secret(evidence) is not None):
         return "secret"
@@ -221,8 +221,8 @@ def refusal(text: str, evidence: str = "") -> str | None:
 
 def remembered_speaker(name: str | None) -> str | None:
     """A message author's name as a derived memory's speaker: None when the API would refuse
-    it as a secret, so the memory (whose text passed) is still written, without it."""
-    return name if name and find_secret(name) is None else None
+    it as a secret or as blank, so the memory (whose text passed) is still written, without it."""
+    return name if name and visible_text(name) and find_secret(name) is None else None
 
 
 def resolve(

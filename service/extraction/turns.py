@@ -10,6 +10,7 @@ from service.extraction.passes import MAX_ROUNDS, TURNS_ACTOR, PassRunner
 from service.extraction.record import PassOutcome, PassRecord
 from service.extraction.resolver import refusal, remembered_speaker
 from service.extraction.triggers import HUMAN_ROLE
+from service.kit.types import visible_text
 from service.memories.embedding import embed_or_none
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate
 from service.memories.writer import DerivedMemory
@@ -31,10 +32,11 @@ class TurnStorage:
             if state is None or not state.pending:
                 return outcomes
             first, last = state.after + 1, state.pending[-1].seq
-            turns = [m for m in state.pending if m.role == HUMAN_ROLE and m.content.strip()]
-            # A turn that looks like a secret is not stored (the same rule as API writes).
-            storable = [m for m in turns if refusal(m.content.strip()[:MEMORY_TEXT_MAX]) is None]
-            texts = [m.content.strip()[:MEMORY_TEXT_MAX] for m in storable]
+            turns = [m for m in state.pending if m.role == HUMAN_ROLE]
+            # A turn that looks like a secret, or holds nothing visible, is not stored (the
+            # same rules as API writes).
+            storable = [m for m in turns if refusal(_turn_text(m.content)) is None]
+            texts = [_turn_text(m.content) for m in storable]
             vectors = await embed_or_none(runner.state.embedding_backfill.embedder, texts)
             async with runner.unit(tenant_id, TURNS_ACTOR, org_writes=False) as unit:
                 await unit.memories.lock_derived_writes(Owner.user(state.user_id))
@@ -69,6 +71,12 @@ class TurnStorage:
             if not state.truncated:
                 return outcomes
         return outcomes
+
+
+def _turn_text(content: str) -> str:
+    """A turn as a memory says it: without the whitespace and invisible characters around it,
+    cut to the longest memory text."""
+    return visible_text(content)[:MEMORY_TEXT_MAX]
 
 
 def _turn(

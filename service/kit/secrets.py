@@ -13,11 +13,17 @@ path's output, a token's claims) is left out. It combines:
   words;
 - rules of our own for what it has no detector for: US social security numbers, payment card
   numbers (confirmed with the Luhn checksum, so order and phone numbers are not refused),
-  bearer tokens, Mneme API keys, GCP service-account keys, AWS secret access keys,
-  `password: …`-style assignments, and JWTs spanned through their signature;
+  bearer tokens and HTTP Basic credentials, Mneme API keys, GCP service-account keys, AWS
+  secret access keys (labelled, after their key id, or bare when they look random), GitHub
+  fine-grained, npm and Hugging Face tokens, `password: …`-style assignments and "my password
+  is …" statements, and JWTs spanned through their signature;
 - in JSON (metadata, profile values), any non-trivial string under a key that names a
   credential (`password`, `api_key`, `access_token`, …); the documents replayed into every
   prompt (profile values, the account overlay) refuse such a key whatever it holds.
+
+Text is searched as it reads: format characters a reader never sees (a zero-width space, a
+soft hyphen, a word joiner) are left out and every kind of space counts as a space, so a secret
+split by them is still found, and masked with them.
 
 Each finding has a stable rule name so a refusal can say which rule fired without echoing
 the text.
@@ -25,7 +31,12 @@ the text.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import math
 import re
+import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,20 +50,34 @@ from service.errors import SecretRefused
 MASK = "[secret removed]"
 
 _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
+# Named as one, a social security number is one whatever separates its groups.
+_SSN_LABELLED = re.compile(
+    r"\b(?:ssn|social[ -]security(?:[ -]?(?:number|no\.?|#))?)\b[^\d\n]{0,16}?"
+    r"(?<!\d)(\d{3}[ .-]?\d{2}[ .-]?\d{4})(?!\d)",
+    re.IGNORECASE,
+)
 _CARD_CANDIDATE = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
+# Dots only between groups of four, as a card is printed: a decimal number is not a candidate.
+_DOTTED_CARD_CANDIDATE = re.compile(r"(?<![\d.])(?:\d{4}\.){3}\d{4}(?!\.?\d)")
 _PEM_PRIVATE_KEY = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?",
     re.IGNORECASE | re.DOTALL,
 )
 _AWS_ACCESS_KEY = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
-# An AWS secret access key is 40 characters of base64 with nothing to tell it apart from a word,
-# a hash or an id of the same length, so 40 such characters count as one only when something
-# says what they are: a label naming an AWS secret or a secret access key
+# An AWS secret access key is 40 characters of base64 with no prefix to tell it apart from a
+# word, a hash, a path or an id of the same length. 40 such characters count as one when
+# something says what they are: a label naming an AWS secret or a secret access key
 # (`aws_secret_access_key=…`, `"SecretAccessKey": "…"`, "my AWS secret key is …") shortly
 # before them, or an access key id just before them on the same line (the pair as AWS hands
-# it out). After an id, the candidate must also look random (upper and lower case letters and
-# a digit or `/`/`+`). A 40-character string on its own is never refused.
+# it out); after an id, the candidate must also look random (upper and lower case letters and
+# a digit or `/`/`+`). On their own they count only when they look like nothing but a key
+# (`_looks_like_a_bare_aws_secret`): both cases, a digit, one to four `/` or `+` (a git hash
+# has no capitals, a word no digit, a path more separators) and the character variety of
+# random base64 (Shannon entropy at least 4.45 bits, which 99 % of random keys reach and paths
+# and identifiers of that length stay below).
 _BASE64_40 = r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+_BARE_BASE64_40 = re.compile(_BASE64_40)
+_BARE_KEY_MIN_ENTROPY_BITS = 4.45
 _AWS_SECRET_KEY_LABELLED = re.compile(
     r"(?:(?<![a-z])aws(?![a-z])[^\n]{0,24}?secret|secret[ _-]?access[ _-]?key)[^\n]{0,32}?"
     + _BASE64_40,
@@ -66,6 +91,9 @@ _GCP_SERVICE_ACCOUNT_KEY = re.compile(r'"private_key_id"\s*:\s*"[0-9a-f]{20,}"')
 _API_TOKENS = re.compile(
     r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"  # OpenAI / Anthropic style
     r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
+    r"|github_pat_[A-Za-z0-9_]{40,}"  # GitHub fine-grained tokens
+    r"|npm_[A-Za-z0-9]{36}"  # npm access tokens
+    r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face tokens
     r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack tokens
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
     r"|sk_live_[0-9A-Za-z]{20,})"  # Stripe live keys
@@ -74,11 +102,24 @@ _API_TOKENS = re.compile(
 _BEARER_TOKEN = re.compile(
     r"\bBearer\s+[A-Za-z0-9\-._~+/]{16,}=*|\bya29\.[0-9A-Za-z_-]{20,}", re.IGNORECASE
 )
+# `Basic <base64>` counts only when the base64 decodes to `user:password`: a phrase such as
+# "basic internationalization" is not a credential.
+_BASIC_CREDENTIALS = re.compile(r"\bBasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
 _MNEME_API_KEY = re.compile(r"\bmneme\.[A-Za-z0-9_-]+\.[0-9a-f]{32}\.[A-Za-z0-9_-]{16,}")
 _ASSIGNED_SECRET = re.compile(
-    r"\b(?:password|passwd|api[_-]?key|secret[_-]?key|(?:aws[_-]?)?secret[_-]?access[_-]?key"
-    r"|access[_-]?token|client[_-]?secret)"
-    r"[\"']?\s*[:=]\s*\S{6,}",
+    r"\b(?:password|passwd|passcode|passphrase|api[_-]?key|secret[_-]?key"
+    r"|(?:aws[_-]?)?secret[_-]?access[_-]?key|access[_-]?token|client[_-]?secret)"
+    r"[\"']?\s*[:=]\s*\S{6,}"
+    r"|\bpwd\s*=\s*[^\s;]{6,}",
+    re.IGNORECASE,
+)
+# "My password is hunter2", "the passcode was 8812": a password stated in words. The value must
+# hold a digit, so "my password is forgotten" or "the password is on the fridge" stay readable;
+# a PIN is its four to eight digits.
+_STATED_PASSWORD = re.compile(
+    r"\b(?:password|passwd|passcode|passphrase)\s+(?:is|was)\s*[:=]?\s*[\"'\u201c]?"
+    r"(?=[^\s\"'\u201d]*\d)[^\s\"'\u201d]{6,}"
+    r"|\bpin(?:[ -]?code)?\s+(?:is|was|[:=])\s*\d{4,8}\b",
     re.IGNORECASE,
 )
 _NOT_ALPHANUMERIC = re.compile(r"[^a-z0-9]")
@@ -129,9 +170,27 @@ def _luhn_valid(digits: str) -> bool:
 
 
 def _cards(text: str) -> Iterator[tuple[int, int]]:
-    for match in _CARD_CANDIDATE.finditer(text):
-        digits = re.sub(r"\D", "", match.group())
-        if 13 <= len(digits) <= 19 and _luhn_valid(digits):
+    for pattern in (_CARD_CANDIDATE, _DOTTED_CARD_CANDIDATE):
+        for match in pattern.finditer(text):
+            digits = re.sub(r"\D", "", match.group())
+            if 13 <= len(digits) <= 19 and _luhn_valid(digits):
+                yield match.span()
+
+
+def _labelled_ssns(text: str) -> Iterator[tuple[int, int]]:
+    for match in _SSN_LABELLED.finditer(text):
+        yield match.span(1)
+
+
+def _basic_credentials(text: str) -> Iterator[tuple[int, int]]:
+    for match in _BASIC_CREDENTIALS.finditer(text):
+        encoded = match.group(1)
+        try:
+            decoded = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        user, colon, password = decoded.decode("utf-8", "replace").partition(":")
+        if colon and user and password and decoded.isascii():
             yield match.span()
 
 
@@ -139,9 +198,28 @@ def _spans(pattern: re.Pattern[str]) -> Callable[[str], Iterator[tuple[int, int]
     return lambda text: (m.span() for m in pattern.finditer(text))
 
 
+def _shannon_entropy(text: str) -> float:
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+def _looks_like_a_bare_aws_secret(candidate: str) -> bool:
+    separators = sum(candidate.count(c) for c in "/+")
+    return (
+        1 <= separators <= 4
+        and any(c.isupper() for c in candidate)
+        and any(c.islower() for c in candidate)
+        and any(c.isdigit() for c in candidate)
+        and _shannon_entropy(candidate) >= _BARE_KEY_MIN_ENTROPY_BITS
+    )
+
+
 def _aws_secret_keys(text: str) -> Iterator[tuple[int, int]]:
     for match in _AWS_SECRET_KEY_LABELLED.finditer(text):
         yield match.span(1)
+    for match in _BARE_BASE64_40.finditer(text):
+        if _looks_like_a_bare_aws_secret(match.group(1)):
+            yield match.span(1)
     for match in _AWS_SECRET_KEY_AFTER_ID.finditer(text):
         key = match.group(1)
         if (
@@ -184,36 +262,62 @@ class _Rule:
 
 _RULES: tuple[_Rule, ...] = (
     _Rule("ssn", "US social security number", _spans(_SSN)),
+    _Rule("ssn", "US social security number", _labelled_ssns),
     _Rule("payment_card", "payment card number", _cards),
     _Rule("pem_private_key", "PEM private key", _spans(_PEM_PRIVATE_KEY)),
     _Rule("cloud_access_key", "cloud access key", _spans(_AWS_ACCESS_KEY)),
     _Rule("cloud_access_key", "cloud access key", _spans(_GCP_SERVICE_ACCOUNT_KEY)),
     _Rule("cloud_access_key", "cloud secret access key", _aws_secret_keys),
     _Rule("bearer_token", "bearer token", _spans(_BEARER_TOKEN)),
+    _Rule("bearer_token", "HTTP Basic credentials", _basic_credentials),
     _Rule("api_secret", "API token or credential", _spans(_API_TOKENS)),
     _Rule("api_secret", "API token or credential", _spans(_MNEME_API_KEY)),
     _Rule("api_secret", "API token or credential", _spans(_ASSIGNED_SECRET)),
+    _Rule("api_secret", "API token or credential", _spans(_STATED_PASSWORD)),
     _Rule("credential", "credential or access token", _detect_secrets),
     _Rule("credential", "credential or access token", _jwts),
 )
 
 
+class _ReadableText:
+    """`text` as a reader sees it, and the way back to positions in `text`: format characters
+    (category Cf: zero-width spaces and joiners, soft hyphens, word joiners, byte-order marks,
+    bidirectional controls) are left out and every other space separator becomes a plain
+    space, so that a secret split by characters nobody sees is found all the same."""
+
+    def __init__(self, text: str) -> None:
+        kept: list[str] = []
+        self._origin: list[int] = []
+        for index, character in enumerate(text):
+            category = unicodedata.category(character)
+            if category == "Cf":
+                continue
+            kept.append(" " if category == "Zs" else character)
+            self._origin.append(index)
+        self.text = "".join(kept)
+
+    def original_span(self, start: int, end: int) -> tuple[int, int]:
+        """The span of `text` that the readable span `start:end` (not empty) came from."""
+        return self._origin[start], self._origin[end - 1] + 1
+
+
+def _findings(text: str) -> Iterator[SecretFinding]:
+    readable = _ReadableText(text)
+    for rule in _RULES:
+        for start, end in rule.spans(readable.text):
+            if end > start:
+                where = readable.original_span(start, end)
+                yield SecretFinding(rule.name, rule.description, *where)
+
+
 def find_secrets(text: str) -> list[SecretFinding]:
     """Every secret-looking span of `text`, in order of position."""
-    findings = [
-        SecretFinding(rule.name, rule.description, start, end)
-        for rule in _RULES
-        for start, end in rule.spans(text)
-    ]
-    return sorted(findings, key=lambda f: (f.start, -f.end))
+    return sorted(_findings(text), key=lambda f: (f.start, -f.end))
 
 
 def find_secret(text: str) -> SecretFinding | None:
     """The first rule `text` violates, or None when it is safe to remember."""
-    for rule in _RULES:
-        for start, end in rule.spans(text):
-            return SecretFinding(rule.name, rule.description, start, end)
-    return None
+    return next(_findings(text), None)
 
 
 Location = tuple[str | int, ...]

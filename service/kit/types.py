@@ -118,6 +118,16 @@ def is_valid_identifier(value: str, max_length: int = 256) -> bool:
     return len(value) <= max_length and IDENTIFIER_PATTERN.fullmatch(value) is not None
 
 
+CALLER_ALIAS = "me"
+"""What a user path names to mean the caller itself; never a user's own id."""
+
+
+def is_valid_user_id(value: str) -> bool:
+    """An identifier a user may have: not `me`, which paths read as the caller (a user called
+    `me` could not be addressed by a service or exported by an admin)."""
+    return value != CALLER_ALIAS and is_valid_identifier(value)
+
+
 # --- free-form JSON -----------------------------------------------------------------------
 
 MAX_JSON_DEPTH = 64
@@ -262,10 +272,21 @@ docstring for what it may hold."""
 QUERY_MAX_CHARS = 4000
 # Separators (spaces, line and paragraph separators), control and format characters.
 _INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
+# Characters of other categories that render as nothing: Unicode's default-ignorable marks and
+# fillers (the combining grapheme joiner, the Hangul fillers, Mongolian and other variation
+# selectors) and the blank Braille pattern.
+_BLANK_LOOKING = frozenset(
+    [
+        *(0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0),
+        *range(0x180B, 0x1810),
+        *range(0xFE00, 0xFE10),
+        *range(0xE0100, 0xE01F0),
+    ]
+)
 
 
 def _is_invisible(character: str) -> bool:
-    return unicodedata.category(character) in _INVISIBLE
+    return unicodedata.category(character) in _INVISIBLE or ord(character) in _BLANK_LOOKING
 
 
 def visible_text(value: str) -> str:
@@ -287,6 +308,15 @@ def _has_visible_character(value: str) -> str:
     return value
 
 
+def stripped_visible(value: str) -> str:
+    """`value` without the whitespace and invisible characters at either end; refused when
+    nothing else is left."""
+    stripped = visible_text(value)
+    if not stripped:
+        raise ValueError("must contain something besides whitespace and invisible characters")
+    return stripped
+
+
 QueryText = Annotated[
     str,
     StringConstraints(min_length=1, max_length=QUERY_MAX_CHARS),
@@ -299,17 +329,10 @@ characters."""
 SPEAKER_MAX_CHARS = 200
 
 
-def _speaker_name(value: str) -> str:
-    stripped = value.strip()
-    if not stripped:
-        raise ValueError("must contain something besides whitespace")
-    return stripped
-
-
 SpeakerName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=SPEAKER_MAX_CHARS),
-    AfterValidator(_speaker_name),
+    AfterValidator(stripped_visible),
 ]
 """Who said something in a conversation (a participant's name, not a role), stored without
-surrounding whitespace."""
+surrounding whitespace and invisible characters."""

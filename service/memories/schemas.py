@@ -15,7 +15,14 @@ from pydantic import (
     StringConstraints,
 )
 
-from service.kit.types import JsonObject, QueryText, SpeakerName, Timestamp, UnitInterval
+from service.kit.types import (
+    JsonObject,
+    QueryText,
+    SpeakerName,
+    Timestamp,
+    UnitInterval,
+    stripped_visible,
+)
 
 MemoryKind = Literal["semantic", "episodic", "procedural"]
 MemoryScope = Literal["user", "org"]
@@ -31,18 +38,13 @@ BATCH_MAX = 100
 CATEGORY_PATTERN = r"^[a-z][a-z0-9_.-]{0,63}$"
 
 
-def _stripped_not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("text must contain something besides whitespace")
-    return value.strip()
-
-
 MemoryText = Annotated[
     str,
     StringConstraints(min_length=1, max_length=MEMORY_TEXT_MAX),
-    AfterValidator(_stripped_not_blank),
+    AfterValidator(stripped_visible),
 ]
-"""What a memory says: up to 4000 characters, stored without surrounding whitespace."""
+"""What a memory says: up to 4000 characters, stored without the whitespace and invisible
+characters around it (text of nothing else is refused)."""
 
 
 class MemoryCreate(BaseModel):
@@ -123,7 +125,7 @@ class MemoryUpdate(BaseModel):
         },
     )
 
-    text: str | None = Field(default=None, min_length=1, max_length=MEMORY_TEXT_MAX)
+    text: MemoryText | None = None
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN)
     confidence: UnitInterval | None = None
     lifecycle: Lifecycle | None = None

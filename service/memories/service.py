@@ -15,6 +15,7 @@ from service.auth.owner import Owner
 from service.errors import ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
 from service.kit.resource_headers import entity_tag, require_match
+from service.kit.types import visible_text
 from service.memories.embedding import embed_or_none
 from service.memories.errors import DuplicateMemory, MemoryNotFound
 from service.memories.filters import MemoryFilter
@@ -303,7 +304,8 @@ class MemoryService:
         )
         current = {m.category: m for m in live}
         for slot, value in requested.items():
-            text_value = (value or "").strip()
+            # Nothing visible clears the slot, as an empty string does.
+            text_value = visible_text(value or "")
             previous = current.get(slot)
             if previous is not None and previous.text == text_value:
                 continue

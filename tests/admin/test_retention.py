@@ -131,3 +131,57 @@ async def test_the_scheduler_registers_the_hourly_sweep_with_pgqueuer(
     finally:
         await scheduler.stop()
     assert expressions == ["17 * * * *"]
+
+
+async def test_the_retention_policy_carries_a_tag_that_guards_its_writes(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    path = "/v1/admin/retention"
+    unset = await client.get(path, headers=admin)
+    first = await client.put(
+        path, json={"episodic_days": 30}, headers={**admin, "If-Match": unset.headers["etag"]}
+    )
+    assert first.status_code == 200, first.text
+    read = await client.get(path, headers=admin)
+    assert read.headers["etag"] == first.headers["etag"] != unset.headers["etag"]
+    cached = await client.get(path, headers={**admin, "If-None-Match": read.headers["etag"]})
+    assert cached.status_code == 304 and cached.content == b""
+
+    for tag in (unset.headers["etag"], '"bogus"', "bogus"):
+        stale = await client.put(
+            path, json={"episodic_days": 7}, headers={**admin, "If-Match": tag}
+        )
+        assert_problem(stale, 412, "PRECONDITION_FAILED")
+        assert stale.headers["etag"] == first.headers["etag"]
+    assert (await client.get(path, headers=admin)).json()["episodic_days"] == 30
+
+
+async def test_concurrent_guarded_retention_writes_let_exactly_one_win(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """Admins that all read the same policy and all send its tag: one applies, every other
+    gets 412 with the winner's tag; the stored policy is the winner's."""
+    writers = 5
+    admins = [bearer(settings, tenant, f"root-{index}", admin=True) for index in range(writers)]
+    path = "/v1/admin/retention"
+    seen = (await client.get(path, headers=admins[0])).headers["etag"]
+    responses = await asyncio.gather(
+        *(
+            client.put(
+                path,
+                json={"episodic_days": 10 + index},
+                headers={**admins[index], "If-Match": seen},
+            )
+            for index in range(writers)
+        )
+    )
+    statuses = sorted(response.status_code for response in responses)
+    assert statuses == [200] + [412] * (writers - 1)
+    [winner] = [response for response in responses if response.status_code == 200]
+    stored = await client.get(path, headers=admins[0])
+    assert stored.json() == winner.json()
+    assert stored.headers["etag"] == winner.headers["etag"]
+    for loser in responses:
+        if loser is not winner:
+            assert loser.headers["etag"] == winner.headers["etag"]

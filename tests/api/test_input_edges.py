@@ -211,6 +211,28 @@ async def test_a_user_id_with_a_trailing_newline_is_no_user(
     assert [m["text"] for m in ada] == ["ada's fact"]
 
 
+async def test_no_credential_or_import_makes_a_user_called_me(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """`me` in a path is the caller: a user of that name could not be addressed by a service
+    or exported by an admin, so no token names one and no import creates one."""
+    admin = bearer(settings, tenant, "root", admin=True)
+    assert (await client.get("/v1/admin/users", headers=admin)).status_code == 200
+    named_me = await client.post(
+        "/v1/users/me/memories", json={"text": "who am I"}, headers=_signed(tenant, "me")
+    )
+    assert_problem(named_me, 401, "UNAUTHENTICATED")
+    header = '{"type": "header", "format": "mneme-user-export", "version": 1, "user_id": "me"}'
+    imported = await client.post(
+        "/v1/admin/users/me/import",
+        content=header + "\n",
+        headers={**admin, "content-type": "application/x-ndjson"},
+    )
+    assert_problem(imported, 404, "NOT_FOUND")
+    users = await client.get("/v1/admin/users", headers=admin)
+    assert [u["id"] for u in users.json()["items"]] == ["root"]
+
+
 @pytest.mark.parametrize(
     "value",
     [

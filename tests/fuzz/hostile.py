@@ -87,9 +87,24 @@ HOSTILE_IDENTIFIERS = [
     "ÄDA",
     "ada;DROP TABLE memory",
     "me\n",
+    "me",
     "",
 ]
 """User ids that are not identifiers (a path segment or a JSON string)."""
+
+BLANK_TEXTS = [
+    "",
+    "   ",
+    "\u200b",
+    "\ufeff\u2060\u200d",
+    "\u00ad",
+    "\u3164",
+    "\u2800",
+    "\u034f\ufe0f",
+    "\u2028\u2029",
+    "\u3000\u00a0",
+]
+"""Text a reader sees nothing in: every field that needs words must refuse it."""
 
 
 def nested_json(depth: int, *, kind: str = "list") -> str:

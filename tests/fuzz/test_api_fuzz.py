@@ -32,6 +32,7 @@ from schemathesis.specs.openapi.checks import (
 from service.config import Settings
 from tests.conftest import bearer, new_tenant
 from tests.fuzz.hostile import import_bodies
+from tests.fuzz.tally import counting_session
 
 pytestmark = pytest.mark.fuzz
 
@@ -94,9 +95,10 @@ def _fuzz_operation(
         suppress_health_check=list(HealthCheck),
     )
     def run(case: Any) -> None:
-        case.call_and_validate(base_url=base_url, headers=headers, checks=CHECKS)
+        case.call_and_validate(base_url=base_url, session=session, headers=headers, checks=CHECKS)
 
-    run()
+    with counting_session() as session:
+        run()
 
 
 @pytest.mark.parametrize("identity", ["user", "admin", "api_key"])

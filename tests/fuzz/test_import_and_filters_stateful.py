@@ -36,6 +36,7 @@ from hypothesis.stateful import (
 from service.config import Settings
 from tests.conftest import bearer, new_tenant
 from tests.fuzz.hostile import HOSTILE_TIMES, json_values, splice, times
+from tests.fuzz.tally import counting_session
 
 pytestmark = pytest.mark.fuzz
 
@@ -78,7 +79,7 @@ def test_import_and_filters_hold_under_any_sequence_of_steps(
             self.tenant = new_tenant()
             self.admin = bearer(app_settings, self.tenant, "root", admin=True)
             self.agent = bearer(app_settings, self.tenant, "agent", service=True)
-            self.http = requests.Session()
+            self.http = counting_session()
             self.exports: dict[str, list[str]] = {}
             self.seen_times: list[str] = []
 

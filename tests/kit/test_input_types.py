@@ -297,7 +297,20 @@ def test_strict_parsing_either_parses_or_refuses(raw: bytes) -> None:
     assert refusal.kind in {"json_invalid", "json_too_deep", "nul_character", "lone_surrogate"}
 
 
-@pytest.mark.parametrize("query", ["\u200b", "\u200b \u200b", "\ufeff", "\u2028", " \t\n", "\x01"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "\u200b",
+        "\u200b \u200b",
+        "\ufeff",
+        "\u2028",
+        " \t\n",
+        "\x01",
+        "\u2800",
+        "\u3164\u115f",
+        "\u034f",
+    ],
+)
 def test_a_query_of_invisible_characters_is_refused(query: str) -> None:
     with pytest.raises(ValidationError, match="besides whitespace"):
         QUERY.validate_python(query)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from httpx import AsyncClient
+from hypothesis import given
+from hypothesis import strategies as st
 
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
@@ -34,7 +37,27 @@ SECRETS = {
     "openai": "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
     "slack": "xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
     "aws_secret": "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "github_fine_grained": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL",
+    "npm": "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+    "huggingface": "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+    "basic": "Authorization: Basic YWRhOmh1bnRlcjJodW50ZXIy",
+    "stated_password": "my password is hunter2hunter2",
+    "stated_passcode": "the door passcode was 88121999",
+    "pin": "my PIN is 4821",
+    "passcode_assignment": "passcode: letmein123",
+    "connection_pwd": "Server=db;Uid=sa;Pwd=Sup3rS3cret;",
+    "ssn_spaced": "SSN 123 45 6789",
+    "ssn_digits": "my social security number is 123456789",
+    "card_dotted": "card 4111.1111.1111.1111",
+    "card_no_break_spaces": "card 4111\u00a01111\u00a01111\u00a01111",
 }
+# Secrets split by characters nobody sees: each is found, and masking removes them whole.
+SPLIT_BY_INVISIBLE_CHARACTERS = [
+    ("card ", "4111\u200b1111\u200b1111\u200b1111"),
+    ("use ", "ghp_abcdefghijklmn\u00adopqrstuvwxyz0123456789"),
+    ("ssn ", "123\u2060-45-\ufeff6789"),
+    ("key ", "AKIA\u200dIOSFODNN7EXAMPLE"),
+]
 # AWS's documented example secret access key: 40 characters of base64.
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 AWS_SECRET_FORMS = [
@@ -47,20 +70,35 @@ AWS_SECRET_FORMS = [
     f"AKIAIOSFODNN7EXAMPLE,{AWS_SECRET}",
     f"aws_secret = '{AWS_SECRET}'",
 ]
-# 40 characters that are not AWS secrets: nothing labels them as one.
+# 40 characters that are not AWS secrets: nothing labels them as one, and on their own they do
+# not look random (a hash without capitals, a word, paths and ids with words in them).
 FORTY_CHARACTERS = [
     "the commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed the build",
     "sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709 of the empty file",
     "Pneumonoultramicroscopicsilicovolcanoconiosis is a long word",
-    f"the upload id was {AWS_SECRET} yesterday",
     "we rotated the AWS secret access key last week; the new one is in the vault",
     "AKIA is the prefix of AWS access key ids, 20 characters long",
+    "open src/Components/Button2/IndexFile/abcdefg today",
+    "see Users/Ada/Documents/Project2024/NotesAbc for it",
+    "the notes are in 2024/05/01/MeetingNotes/Version3/FinalAb",
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ/abcdefghijklm is the alphabet",
+]
+# AWS secret access keys on their own, as a user pastes them: random base64 of 40 characters.
+BARE_AWS_SECRETS = [
+    f"the upload id was {AWS_SECRET} yesterday",
+    "here it is: 9dK2/xQv7LmZr4TnB8pWc1YhJ6sGf0Ua3EoNiR5q",
+    "Kq8ZmW3xR1v/Tn5Yb7Lc0Pd2Jf4Hg6Sa9Ue+Io3M",
 ]
 HARMLESS = [
     "I had pasta for dinner on 2024-05-01 and it cost $12.50.",
     "My order number is 1234 5678 9012 and my phone is +1 555 010 0199.",
     "The meeting is in room 101; the wifi is slow again.",
     "eyes on the prize: 192.168.1.1 is the router",
+    "my password is forgotten, and the password is on the fridge",
+    "basic internationalization matters; Basic training starts Monday",
+    "pi is 3.14159265358979 and the version is 1.2.3.4",
+    "the pin is 3 inches long; pwd: /home/ada",
+    "the social security office is on 5th avenue",
 ]
 
 
@@ -71,6 +109,39 @@ def test_each_kind_of_secret_is_found_and_masked(kind: str) -> None:
     masked = mask_secrets(text)
     assert MASK in masked
     assert find_secret(masked) is None
+
+
+@pytest.mark.parametrize(("before", "secret"), SPLIT_BY_INVISIBLE_CHARACTERS)
+def test_a_secret_split_by_invisible_characters_is_found_and_masked_whole(
+    before: str, secret: str
+) -> None:
+    assert find_secret(before + secret) is not None
+    assert mask_secrets(f"{before}{secret} ok") == f"{before}{MASK} ok"
+
+
+# Format characters (category Cf) a reader never sees.
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u200e", "\u2062"]
+
+
+def _readable(text: str) -> str:
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+@given(
+    kind=st.sampled_from(sorted(SAMPLES)),
+    insertions=st.lists(
+        st.tuples(st.integers(min_value=0), st.sampled_from(INVISIBLE)), min_size=1, max_size=6
+    ),
+)
+def test_invisible_characters_anywhere_in_a_secret_neither_hide_it_nor_survive_its_mask(
+    kind: str, insertions: list[tuple[int, str]]
+) -> None:
+    text = SAMPLES[kind].text
+    for position, character in insertions:
+        at = position % (len(text) + 1)
+        text = text[:at] + character + text[at:]
+    assert find_secret(text) is not None
+    assert _readable(SAMPLES[kind].core) not in _readable(mask_secrets(text))
 
 
 @pytest.mark.parametrize("text", AWS_SECRET_FORMS)
@@ -86,6 +157,14 @@ def test_an_aws_secret_access_key_is_found_when_labelled_and_masked_whole(text: 
 def test_forty_characters_without_an_aws_label_are_not_a_secret(text: str) -> None:
     assert find_secret(text) is None
     assert mask_secrets(text) == text
+
+
+@pytest.mark.parametrize("text", BARE_AWS_SECRETS)
+def test_an_aws_secret_access_key_on_its_own_is_found_when_it_looks_random(text: str) -> None:
+    found = find_secret(text)
+    assert found is not None and found.rule == "cloud_access_key"
+    key = text[found.start : found.end]
+    assert len(key) == 40 and mask_secrets(text) == text.replace(key, MASK)
 
 
 def test_an_aws_secret_under_a_credential_named_json_key_is_refused() -> None:

@@ -102,6 +102,44 @@ async def test_ordinary_numbers_are_not_mistaken_for_cards(
     assert created["duplicate"] is False
 
 
+# Text that holds nothing a reader sees: whitespace, format characters (zero-width space,
+# byte-order mark, word joiner) and characters that render as nothing (Hangul filler, blank
+# Braille pattern).
+BLANK_TEXTS = ["   ", "\u200b", "\ufeff\u2060", "\u3164", "\u2800 \u034f"]
+
+
+@pytest.mark.parametrize("blank", BLANK_TEXTS)
+async def test_a_memory_of_nothing_visible_is_refused_on_every_write_and_nothing_changes(
+    client: AsyncClient, settings: Settings, tenant: str, blank: str
+) -> None:
+    headers = user(settings, tenant)
+    created = await remember(client, headers, text="Likes green tea")
+    memory = f"/v1/users/me/memories/{created['id']}"
+    keyed = {"kind": "semantic", "key": "drink"}
+    writes = [
+        ("POST", "/v1/users/me/memories", None, {"text": blank}),
+        ("POST", "/v1/users/me/memories/batch", None, {"items": [{"text": blank}]}),
+        ("PATCH", memory, None, {"text": blank}),
+        ("PUT", "/v1/users/me/keyed-memories", keyed, {"text": blank}),
+        ("POST", "/v1/users/me/memories", None, {"text": "x", "speaker": blank}),
+    ]
+    for method, path, params, body in writes:
+        response = await client.request(method, path, params=params, json=body, headers=headers)
+        assert_problem(response, 422, "VALIDATION_FAILED")
+    assert [m["text"] for m in await listing(client, headers)] == ["Likes green tea"]
+
+
+async def test_a_memory_keeps_its_visible_text_without_invisible_characters_around_it(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = user(settings, tenant)
+    created = await remember(client, headers, text="\u200b Likes green tea\ufeff ")
+    assert created["text"] == "Likes green tea"
+    memory = f"/v1/users/me/memories/{created['id']}"
+    patched = await client.patch(memory, json={"text": "\u2060Likes oolong\u3164"}, headers=headers)
+    assert patched.status_code == 200 and patched.json()["text"] == "Likes oolong"
+
+
 async def test_text_over_4000_characters_is_refused(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
@@ -383,6 +421,20 @@ async def test_procedures_are_typed_slots_and_replacements_are_superseded(
     assert [e["action"] for e in history] == ["add", "supersede"]
     org = await client.put("/v1/org/procedures", headers=headers, json={"style": "Formal"})
     assert_problem(org, 403, "ORG_WRITE_FORBIDDEN")
+
+
+@pytest.mark.parametrize("blank", [*BLANK_TEXTS, "\u0088\u001c"])
+async def test_a_procedure_slot_of_nothing_visible_clears_it_like_an_empty_string(
+    client: AsyncClient, settings: Settings, tenant: str, blank: str
+) -> None:
+    headers = user(settings, tenant)
+    path = "/v1/users/me/procedures"
+    await client.put(path, headers=headers, json={"style": "Answer briefly"})
+    cleared = await client.put(path, headers=headers, json={"style": blank, "workflow": blank})
+    assert cleared.status_code == 200, cleared.text
+    assert cleared.json()["style"] is None and cleared.json()["workflow"] is None
+    kept = await client.put(path, headers=headers, json={"style": "\u200b Be kind \ufeff"})
+    assert kept.json()["style"]["text"] == "Be kind"
 
 
 class FailingEmbedder:

@@ -878,7 +878,8 @@ export const importUser = <ThrowOnError extends boolean = false>(options: Option
  * Read the tenant's retention policy
  *
  * How long the tenant keeps episodic memories, raw messages and summaries (null =
- * forever). Admins only.
+ * forever), with its ETag; with `If-None-Match` naming the current ETag, 304 and no body.
+ * Admins only.
  */
 export const getRetention = <ThrowOnError extends boolean = false>(options?: Options<GetRetentionData, ThrowOnError>) => (options?.client ?? client).get<GetRetentionResponses, GetRetentionErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -890,7 +891,8 @@ export const getRetention = <ThrowOnError extends boolean = false>(options?: Opt
  * Set the tenant's retention policy
  *
  * Replace the retention policy (an omitted field keeps that data forever). The hourly
- * sweep removes what is older, and memories whose `expires_at` passed. Admins only.
+ * sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
+ * if the policy still has that ETag (else 412 and nothing changes). Admins only.
  */
 export const setRetention = <ThrowOnError extends boolean = false>(options: Options<SetRetentionData, ThrowOnError>) => (options.client ?? client).put<SetRetentionResponses, SetRetentionErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

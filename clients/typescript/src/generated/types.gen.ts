@@ -6844,6 +6844,14 @@ export type ImportUserResponse = ImportUserResponses[keyof ImportUserResponses];
 
 export type GetRetentionData = {
     body?: never;
+    headers?: {
+        /**
+         * If-None-Match
+         *
+         * An ETag from a previous read: 304 with no body when the resource is still in that state.
+         */
+        'if-none-match'?: string | null;
+    };
     path?: never;
     query?: never;
     url: '/v1/admin/retention';
@@ -6884,7 +6892,7 @@ export type GetRetentionError = GetRetentionErrors[keyof GetRetentionErrors];
 
 export type GetRetentionResponses = {
     /**
-     * Successful Response
+     * The retention policy.
      */
     200: RetentionPolicy;
 };
@@ -6893,6 +6901,14 @@ export type GetRetentionResponse = GetRetentionResponses[keyof GetRetentionRespo
 
 export type SetRetentionData = {
     body: RetentionPolicy;
+    headers?: {
+        /**
+         * If-Match
+         *
+         * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
+         */
+        'if-match'?: string | null;
+    };
     path?: never;
     query?: never;
     url: '/v1/admin/retention';
@@ -6907,6 +6923,10 @@ export type SetRetentionErrors = {
      * Forbidden
      */
     403: Problem;
+    /**
+     * Precondition Failed
+     */
+    412: Problem;
     /**
      * Request Entity Too Large
      */
@@ -6937,7 +6957,7 @@ export type SetRetentionError = SetRetentionErrors[keyof SetRetentionErrors];
 
 export type SetRetentionResponses = {
     /**
-     * Successful Response
+     * The retention policy as set.
      */
     200: RetentionPolicy;
 };

@@ -6,14 +6,17 @@ import httpx
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.retention_policy import RetentionPolicy
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     *,
     body: RetentionPolicy,
+    if_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(if_match, Unset):
+        headers["if-match"] = if_match
 
     _kwargs: dict[str, Any] = {
         "method": "put",
@@ -45,6 +48,11 @@ def _parse_response(
         response_403 = Problem.from_dict(response.json())
 
         return response_403
+
+    if response.status_code == 412:
+        response_412 = Problem.from_dict(response.json())
+
+        return response_412
 
     if response.status_code == 413:
         response_413 = Problem.from_dict(response.json())
@@ -91,13 +99,18 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: RetentionPolicy,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | RetentionPolicy]:
     """Set the tenant's retention policy
 
      Replace the retention policy (an omitted field keeps that data forever). The hourly
-    sweep removes what is older, and memories whose `expires_at` passed. Admins only.
+    sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
+    if the policy still has that ETag (else 412 and nothing changes). Admins only.
 
     Args:
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
             forever. Memories
             with their own `expires_at` go at that time whatever the policy says.
@@ -112,6 +125,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        if_match=if_match,
     )
 
     response = client.get_httpx_client().request(
@@ -125,13 +139,18 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: RetentionPolicy,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | RetentionPolicy | None:
     """Set the tenant's retention policy
 
      Replace the retention policy (an omitted field keeps that data forever). The hourly
-    sweep removes what is older, and memories whose `expires_at` passed. Admins only.
+    sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
+    if the policy still has that ETag (else 412 and nothing changes). Admins only.
 
     Args:
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
             forever. Memories
             with their own `expires_at` go at that time whatever the policy says.
@@ -147,6 +166,7 @@ def sync(
     return sync_detailed(
         client=client,
         body=body,
+        if_match=if_match,
     ).parsed
 
 
@@ -154,13 +174,18 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: RetentionPolicy,
+    if_match: None | str | Unset = UNSET,
 ) -> Response[Problem | RetentionPolicy]:
     """Set the tenant's retention policy
 
      Replace the retention policy (an omitted field keeps that data forever). The hourly
-    sweep removes what is older, and memories whose `expires_at` passed. Admins only.
+    sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
+    if the policy still has that ETag (else 412 and nothing changes). Admins only.
 
     Args:
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
             forever. Memories
             with their own `expires_at` go at that time whatever the policy says.
@@ -175,6 +200,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        if_match=if_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -186,13 +212,18 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: RetentionPolicy,
+    if_match: None | str | Unset = UNSET,
 ) -> Problem | RetentionPolicy | None:
     """Set the tenant's retention policy
 
      Replace the retention policy (an omitted field keeps that data forever). The hourly
-    sweep removes what is older, and memories whose `expires_at` passed. Admins only.
+    sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
+    if the policy still has that ETag (else 412 and nothing changes). Admins only.
 
     Args:
+        if_match (None | str | Unset): An ETag from a previous read or write: the change happens
+            only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
+            current ETag, and nothing changed).
         body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
             forever. Memories
             with their own `expires_at` go at that time whatever the policy says.
@@ -209,5 +240,6 @@ async def asyncio(
         await asyncio_detailed(
             client=client,
             body=body,
+            if_match=if_match,
         )
     ).parsed
