@@ -286,3 +286,17 @@ async def test_bad_arguments_are_tool_errors_with_the_problem_code_and_write_not
     async with httpx.AsyncClient(base_url=live_server.base_url, headers=headers) as rest:
         profile = (await rest.get("/v1/users/me/profile")).json()
     assert "city" not in profile["profile"] and profile["version"] == 0
+
+
+async def test_mcp_offers_no_event_stream_a_get_is_refused_at_once(
+    live_server: RunningServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "u1") | {"Accept": "text/event-stream"}
+    async with httpx.AsyncClient(base_url=live_server.base_url, timeout=10.0) as http:
+        response = await http.get("/mcp", headers=headers)
+    assert response.status_code == 405, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert {"POST", "DELETE"} <= {m.strip() for m in response.headers["allow"].split(",")}
+    # The SDK's client, which opens that stream after initializing, still works without it.
+    async with mcp_client(live_server, bearer(settings, tenant, "u1")) as client:
+        assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
