@@ -103,16 +103,15 @@ class Unauthenticated(DomainError):
     title = "Authentication required"
     code: ClassVar[ProblemCode] = "UNAUTHENTICATED"
 
-    def __init__(self, detail: str | None = None, *, error: str = "invalid_token") -> None:
-        # RFC 6750 §3: tell the client which scheme to use and why the token was refused.
-        description = (detail or self.title).replace('"', "'")
-        super().__init__(
-            detail,
-            headers={
-                "WWW-Authenticate": f'Bearer realm="mneme", error="{error}", '
-                f'error_description="{description}"'
-            },
-        )
+    def __init__(self, detail: str | None = None, *, error: str | None = "invalid_token") -> None:
+        # RFC 6750 §3: tell the client which scheme to use and why the token was refused. A
+        # request that sent no Bearer credential at all gets the scheme alone (§3.1: no error
+        # code when the client may not have known that authentication was needed).
+        challenge = 'Bearer realm="mneme"'
+        if error is not None:
+            description = (detail or self.title).replace('"', "'")
+            challenge += f', error="{error}", error_description="{description}"'
+        super().__init__(detail, headers={"WWW-Authenticate": challenge})
 
 
 class AmbiguousCredentials(DomainError):

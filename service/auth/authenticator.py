@@ -59,11 +59,11 @@ class Authenticator:
 
     async def _authenticate(self, authorization: str | None) -> Principal:
         if not authorization:
-            raise Unauthenticated("Send `Authorization: Bearer <token>`.", error="invalid_request")
+            raise Unauthenticated("Send `Authorization: Bearer <token>`.", error=None)
         scheme, _, token = authorization.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            raise Unauthenticated("Only the Bearer scheme is accepted.", error="invalid_request")
+            raise Unauthenticated("Only the Bearer scheme is accepted.", error=None)
         if self._api_keys.accepts(token):
             return await self._api_keys.authenticate(token)
         return await self._verifier.verify(token)
