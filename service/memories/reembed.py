@@ -15,9 +15,11 @@ Changing the model goes through the other vector column (`service.memories.vecto
    that checks it. Searches of a tenant read the old column until that switch, the new one
    after it. With `follow` it keeps going (memories written meanwhile whose new vector a
    service process could not make) until the change finishes.
-3. `finish` makes the new column the live one once every tenant has switched, waits until every
-   service process has seen it, and drops the old column's vectors (the column is emptied by
-   dropping and adding it again, which is instant, and so is its index).
+3. `finish` makes the new column the live one once every tenant has switched (first building
+   on it the partial index of the memories that lack a vector, which the embedding backfill
+   reads), waits until every service process has seen it, and drops the old column's vectors
+   (the column is emptied by dropping and adding it again, which is instant, and so are its
+   indexes).
 
 Nothing here relies on a trigger (Citus refuses them on distributed tables); the DDL is plain
 `ALTER TABLE` and `CREATE INDEX CONCURRENTLY`, which Citus propagates to every shard. Every
@@ -310,35 +312,53 @@ def _index_name(column: str) -> str:
     return f"ix_memory_{column}_hnsw"
 
 
-async def _build_index(owner_engine: AsyncEngine, column: str, dims: int) -> None:
-    """The column's HNSW index over the cast to `dims`, built concurrently (writes go on).
-    An index a killed build left invalid is dropped first: `IF NOT EXISTS` would keep it."""
-    name = _index_name(column)
+def _unembedded_index_name(column: str) -> str:
+    # The first column's keeps the name the initial migration gave it.
+    return "ix_memory_unembedded" if column == "embedding" else f"ix_memory_{column}_unembedded"
+
+
+INDEX_VALID_SQL = text(
+    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "WHERE c.relname = :name"
+)
+
+
+async def _create_index_concurrently(owner_engine: AsyncEngine, name: str, definition: str) -> None:
+    """`CREATE INDEX CONCURRENTLY IF NOT EXISTS <name> ON memory <definition>` (writes go on).
+    An index a killed or failed build left invalid is dropped first: `IF NOT EXISTS` alone
+    would keep it."""
     async with owner_engine.connect() as connection:
         autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
-        valid = (
-            await autocommit.execute(
-                text(
-                    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                    "WHERE c.relname = :name"
-                ),
-                {"name": name},
-            )
-        ).scalar_one_or_none()
+        valid = (await autocommit.execute(INDEX_VALID_SQL, {"name": name})).scalar_one_or_none()
         if valid is False:
             await autocommit.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
         await autocommit.execute(
-            text(
-                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory USING hnsw "
-                f"(({column}::vector({dims})) vector_cosine_ops) "
-                "WITH (m = 16, ef_construction = 64)"
-            )
+            text(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory {definition}")
         )
+
+
+async def _build_index(owner_engine: AsyncEngine, column: str, dims: int) -> None:
+    """The column's HNSW index over the cast to `dims`."""
+    await _create_index_concurrently(
+        owner_engine,
+        _index_name(column),
+        f"USING hnsw (({column}::vector({dims})) vector_cosine_ops) "
+        "WITH (m = 16, ef_construction = 64)",
+    )
     async with owner_engine.begin() as connection:
         await connection.execute(
             text("UPDATE embedding_column SET index_built = true WHERE name = :column"),
             {"column": column},
         )
+
+
+async def _build_unembedded_index(owner_engine: AsyncEngine, column: str) -> None:
+    """The partial index of the memories with no vector in `column`, which the embedding
+    backfill looks them up by while `column` is live: the initial migration's, for a column
+    that becomes live (dropping a column drops its own)."""
+    await _create_index_concurrently(
+        owner_engine, _unembedded_index_name(column), f"(tenant_id, id) WHERE {column} IS NULL"
+    )
 
 
 TENANTS_SQL = text("SELECT DISTINCT tenant_id FROM memory ORDER BY 1")
@@ -516,6 +536,8 @@ async def finish(
                 f"{current.memories_missing} memories still lack the new vector and "
                 f"{current.tenants - current.tenants_switched} tenants have not switched"
             )
+        # Built while the column is all but filled (the index is small), before it is live.
+        await _build_unembedded_index(owner_engine, filling.name)
         async with owner_engine.begin() as connection:
             await connection.execute(
                 text(
@@ -538,12 +560,15 @@ async def finish(
     live = state.column("live")
     if retiring is None:
         raise ReembedRefused("no change of model to finish (`mneme reembed status`)")
+    live_name = "embedding" if live is None else live.name
+    # Again for a finish interrupted before the index was built (it is kept if it is there).
+    await _build_unembedded_index(owner_engine, live_name)
     # Until every service process has seen the new live column, one may still write the old.
     _, waited = await _column_age(owner_engine, retiring.name)
     if waited < settle_seconds:
         await asyncio.sleep(settle_seconds - waited)
     await _empty_column(owner_engine, retiring.name, lock_timeout_ms)
-    return "embedding" if live is None else live.name
+    return live_name
 
 
 LOCK_NOT_AVAILABLE = "55P03"
