@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -261,10 +261,12 @@ async def live_model(owner_engine: AsyncEngine, configured: Embedder) -> str:
     return configured.model_name if stored is None else str(stored)
 
 
-async def start(owner_engine: AsyncEngine, configured: Embedder, new: Embedder) -> str:
-    """Claim the free vector column for `new`'s model, and record the live column's model if
-    it had none recorded; returns the claimed column's name. Starting the change that is
-    already under way changes nothing."""
+async def start(
+    owner_engine: AsyncEngine, configured: Embedder, new: Embedder, *, lock_timeout_ms: int = 2000
+) -> str:
+    """Claim the free vector column for `new`'s model (its vectors' size enforced from now on),
+    and record the live column's model if it had none recorded; returns the claimed column's
+    name. Starting the change that is already under way changes nothing."""
     state = await load_state(owner_engine)
     if state.column("retiring") is not None:
         raise ReembedRefused(
@@ -283,10 +285,13 @@ async def start(owner_engine: AsyncEngine, configured: Embedder, new: Embedder) 
         raise ReembedRefused(f"the live vector column already holds {new.model_name}'s vectors")
     used = {column.name for column in state.columns}
     free = next(name for name in COLUMN_NAMES if name not in used)
-    async with owner_engine.begin() as connection:
+    async with owner_engine.connect() as connection:
         await _require_owner(connection)
         if await _type_dims(connection, free) > 0:
             raise ReembedRefused(f"memory.{free} has a fixed dimension; it cannot take any model")
+    # Before any process learns of the column (from the row inserted below) and writes to it.
+    await _enforce_dims(owner_engine, free, new.dims, lock_timeout_ms)
+    async with owner_engine.begin() as connection:
         missing = (
             await connection.execute(text(_count_missing_sql(free)), {"model": new.model_name})
         ).scalar_one()
@@ -457,6 +462,12 @@ async def run(
                 f"the column being filled is for {filling.model}, but the embedder given is "
                 f"{new.model_name}'s"
             )
+        if new.dims != filling.dims:
+            raise ReembedRefused(
+                f"the column being filled takes {filling.dims}-dimensional vectors of "
+                f"{filling.model}, but the embedder given makes {new.dims}; configure the "
+                f"model with dims {filling.dims}"
+            )
         async with owner_engine.begin() as connection:
             await _require_owner(connection)
             missing = (
@@ -574,10 +585,19 @@ async def finish(
 LOCK_NOT_AVAILABLE = "55P03"
 
 
-async def _empty_column(
-    owner_engine: AsyncEngine, column: str, lock_timeout_ms: int, attempts: int = 30
+def _sqlstate(error: DBAPIError) -> str | None:
+    code = getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None)
+    return None if code is None else str(code)
+
+
+async def _alter_memory(
+    owner_engine: AsyncEngine,
+    work: Callable[[AsyncConnection], Awaitable[None]],
+    what: str,
+    lock_timeout_ms: int,
+    attempts: int = 30,
 ) -> None:
-    """Drop the column (and its index) and add it again, empty and without a dimension.
+    """Run `work` (an ALTER of memory, and what goes with it) in a transaction of its own.
 
     The ALTER waits for the transactions reading memory, and every new statement on memory
     would queue behind it: it gives up after `lock_timeout_ms` and tries again instead."""
@@ -585,19 +605,67 @@ async def _empty_column(
         try:
             async with owner_engine.begin() as connection:
                 await connection.execute(text(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}"))
-                await connection.execute(
-                    text(
-                        f"ALTER TABLE memory DROP COLUMN {column}, DROP COLUMN {column}_model, "
-                        f"ADD COLUMN {column} vector, ADD COLUMN {column}_model text"
-                    )
-                )
-                await connection.execute(
-                    text("DELETE FROM embedding_column WHERE name = :column"), {"column": column}
-                )
+                await work(connection)
             return
         except DBAPIError as error:
-            code = getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None)
-            if code != LOCK_NOT_AVAILABLE or attempt == attempts - 1:
+            if _sqlstate(error) != LOCK_NOT_AVAILABLE or attempt == attempts - 1:
                 raise
-            logger.info("memory is busy; dropping memory.%s again in a moment", column)
+            logger.info("memory is busy; %s again in a moment", what)
             await asyncio.sleep(1.0)
+
+
+async def _empty_column(owner_engine: AsyncEngine, column: str, lock_timeout_ms: int) -> None:
+    """Drop the column (with its indexes and its size's constraint) and add it again, empty and
+    without a dimension."""
+
+    async def drop_and_add(connection: AsyncConnection) -> None:
+        await connection.execute(
+            text(
+                f"ALTER TABLE memory DROP COLUMN {column}, DROP COLUMN {column}_model, "
+                f"ADD COLUMN {column} vector, ADD COLUMN {column}_model text"
+            )
+        )
+        await connection.execute(
+            text("DELETE FROM embedding_column WHERE name = :column"), {"column": column}
+        )
+
+    await _alter_memory(owner_engine, drop_and_add, f"dropping memory.{column}", lock_timeout_ms)
+
+
+def _dims_constraint_name(column: str) -> str:
+    return f"ck_memory_{column}_dims"
+
+
+CHECK_VIOLATION = "23514"
+
+
+async def _enforce_dims(
+    owner_engine: AsyncEngine, column: str, dims: int, lock_timeout_ms: int
+) -> None:
+    """Make the database refuse a vector of another size than `dims` in `column`: its type has
+    no dimension, and only its index's cast to `dims` would refuse one — by failing the index
+    build. Added NOT VALID (a brief lock, no scan), then validated (a scan that lets writes
+    go on); a constraint of an earlier, abandoned start is replaced."""
+    name = _dims_constraint_name(column)
+
+    async def replace(connection: AsyncConnection) -> None:
+        # Two statements: Citus takes no ADD CONSTRAINT beside another subcommand.
+        await connection.execute(text(f"ALTER TABLE memory DROP CONSTRAINT IF EXISTS {name}"))
+        await connection.execute(
+            text(
+                f"ALTER TABLE memory ADD CONSTRAINT {name} "
+                f"CHECK (vector_dims({column}) = {int(dims)}) NOT VALID"
+            )
+        )
+
+    await _alter_memory(owner_engine, replace, f"constraining memory.{column}", lock_timeout_ms)
+    try:
+        async with owner_engine.begin() as connection:
+            await connection.execute(text(f"ALTER TABLE memory VALIDATE CONSTRAINT {name}"))
+    except DBAPIError as error:
+        if _sqlstate(error) != CHECK_VIOLATION:
+            raise
+        raise ReembedRefused(
+            f"memory.{column} holds vectors of another size than {dims}, though no change of "
+            "model uses it; empty it first"
+        ) from None

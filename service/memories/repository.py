@@ -49,7 +49,7 @@ organization, whose memories may come from any user's conversation)."""
 
 def unembedded_among_statement(
     tenant_id: str, memory_ids: Sequence[uuid.UUID], column: str
-) -> Select[tuple[uuid.UUID, str]]:
+) -> Select[uuid.UUID, str]:
     """The id and text of those of `memory_ids` with no vector in `column` (one of the vector
     columns): what the embedding backfill embeds. A partial index per live column
     (`WHERE <column> IS NULL`) serves it."""

@@ -4,19 +4,22 @@ model's size only, from `start` on."""
 
 from __future__ import annotations
 
+import json
+import logging
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.embedded_postgres import EmbeddedCluster
 from service.memories import reembed
 from service.memories.repository import unembedded_among_statement
-from service.memories.vector_columns import VectorColumns
-from tests.conftest import bearer, new_tenant
+from service.memories.vector_columns import ColumnsState, ColumnState, ModelVector, VectorColumns
+from tests.conftest import assert_problem, bearer, new_tenant
 from tests.fixtures.factories import remember_all
 from tests.fixtures.openai_server import EMBEDDING_MODEL, FakeOpenAIServer
 from tests.memories.model_change import (
@@ -25,10 +28,12 @@ from tests.memories.model_change import (
     own_database,
     owner_engine_for,
     running_app,
+    second_model,
 )
 
 SETTLE = 0.5
 FILLER = 500
+OTHER_DIMS = 512
 TEXTS = [
     "Lena lives in Lisbon and cycles to work",
     "Lena is allergic to peanuts",
@@ -124,3 +129,156 @@ async def test_after_each_change_of_model_the_backfill_finds_unembedded_memories
         assert await reembed.finish(owner, third, settle_seconds=SETTLE) == "embedding"
         await _assert_backfill_index_on(owner, tenant, "embedding")
         assert set(await _unembedded_indexes(owner)) == {"embedding"}
+
+
+@pytest.fixture(scope="module")
+def other_size_server() -> Iterator[FakeOpenAIServer]:
+    """The same model's name, served at another size than the change claimed the column for."""
+    server = FakeOpenAIServer(native_dims=OTHER_DIMS)
+    server.start()
+    yield server
+    server.stop()
+
+
+async def _alt_sizes(owner: AsyncEngine, tenant: str) -> dict[str, int | None]:
+    async with owner.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT text, vector_dims(embedding_alt) AS dims FROM memory WHERE tenant_id = :t"
+            ),
+            {"t": tenant},
+        )
+        return {row.text: row.dims for row in rows}
+
+
+async def test_from_start_on_the_column_being_filled_takes_only_the_new_models_size(
+    cluster: EmbeddedCluster,
+    embeddings_server: FakeOpenAIServer,
+    other_size_server: FakeOpenAIServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = await own_database(cluster, embeddings_server.base_url)
+    misconfigured = settings.model_copy(
+        update={
+            "embedding_second": {
+                **second_model(other_size_server.base_url),
+                "dims": OTHER_DIMS,
+            }
+        }
+    )
+    async with running_app(settings) as (app, client), owner_engine_for(settings) as owner:
+        columns: VectorColumns = app.state.mneme.vector_columns
+        old = columns.configured
+        new = ServerVectors(EMBEDDING_MODEL)
+        tenant = new_tenant()
+        lena = bearer(settings, tenant, "lena")
+        await remember_all(client, lena, *({"text": t} for t in TEXTS))
+        assert await reembed.start(owner, old, new) == "embedding_alt"
+
+        # The database refuses another size in the column, before its index exists.
+        async with owner.connect() as connection:
+            with pytest.raises(IntegrityError, match="ck_memory_embedding_alt_dims"):
+                await connection.execute(
+                    text(
+                        "UPDATE memory SET embedding_alt = '[1,2,3]', "
+                        "embedding_alt_model = :model WHERE tenant_id = :t"
+                    ),
+                    {"t": tenant, "model": new.model_name},
+                )
+            await connection.rollback()
+            validated = (
+                await connection.execute(
+                    text(
+                        "SELECT convalidated FROM pg_constraint "
+                        "WHERE conname = 'ck_memory_embedding_alt_dims'"
+                    )
+                )
+            ).scalar_one()
+        assert validated
+
+        # A process that runs the new model's name at another size writes, but stores none of
+        # its vectors of that size: the command fills them.
+        async with running_app(misconfigured) as (other_app, other_client):
+            await other_app.state.mneme.vector_columns.refresh(other_app.state.mneme.engine)
+            with caplog.at_level(logging.ERROR, logger="mneme.vector_columns"):
+                await remember_all(other_client, lena, {"text": "Lena sings in a choir"})
+        assert await _alt_sizes(owner, tenant) == {
+            **dict.fromkeys(TEXTS),
+            "Lena sings in a choir": None,
+        }
+        assert any(
+            f"{OTHER_DIMS}" in record.getMessage() and f"{NEW_DIMS}" in record.getMessage()
+            for record in caplog.records
+        ), caplog.text
+        # A write through a process that runs the model at its size stores the new vector.
+        await columns.refresh(app.state.mneme.engine)
+        await remember_all(client, lena, {"text": "Lena learns the cello"})
+        assert (await _alt_sizes(owner, tenant))["Lena learns the cello"] == NEW_DIMS
+
+        # The command refuses an embedder of another size for the column.
+        with pytest.raises(reembed.ReembedRefused, match=f"{OTHER_DIMS}"):
+            await reembed.run(
+                owner, ServerVectors(EMBEDDING_MODEL, OTHER_DIMS), settle_seconds=SETTLE
+            )
+        current = await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
+        assert (current.memories_missing, current.index_built) == (0, True)
+        assert set((await _alt_sizes(owner, tenant)).values()) == {NEW_DIMS}
+
+
+async def test_an_import_of_a_vector_of_another_size_than_its_models_column_is_refused(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings = await own_database(cluster, embeddings_server.base_url)
+    async with running_app(settings) as (app, client), owner_engine_for(settings) as owner:
+        columns: VectorColumns = app.state.mneme.vector_columns
+        new = ServerVectors(EMBEDDING_MODEL)
+        tenant = new_tenant()
+        admin = bearer(settings, tenant, "root", admin=True)
+        await remember_all(client, bearer(settings, tenant, "lena"), *({"text": t} for t in TEXTS))
+        await reembed.start(owner, columns.configured, new)
+        await columns.refresh(app.state.mneme.engine)
+        exported = await client.get("/v1/users/lena/export", headers=admin)
+        assert exported.status_code == 200, exported.text
+        records = [json.loads(line) for line in exported.text.splitlines()]
+        assert (await client.delete("/v1/admin/users/lena", headers=admin)).status_code == 200
+
+        first = next(n for n, record in enumerate(records) if record["type"] == "memory")
+        records[first]["data"] |= {
+            "embedding_alt": str([0.5] * OTHER_DIMS),
+            "embedding_alt_model": new.model_name,
+        }
+        body = "".join(json.dumps(record) + "\n" for record in records)
+        response = await client.post(
+            "/v1/admin/users/lena/import",
+            headers={**admin, "content-type": "application/x-ndjson"},
+            content=body,
+        )
+        problem = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+        assert problem["line"] == first + 1
+        assert f"{OTHER_DIMS}" in problem["detail"] and f"{NEW_DIMS}" in problem["detail"]
+        assert await _alt_sizes(owner, tenant) == {}
+
+
+def test_a_write_leaves_out_a_vector_of_another_size_than_its_models_column() -> None:
+    old = ServerVectors("old-model", dims=4)
+    columns = VectorColumns(old)
+    columns.state = ColumnsState(
+        (
+            ColumnState("embedding", "old-model", None, "live"),
+            ColumnState("embedding_alt", EMBEDDING_MODEL, NEW_DIMS, "filling"),
+        )
+    )
+    right = ModelVector([0.1] * NEW_DIMS, EMBEDDING_MODEL)
+    wrong = ModelVector([0.1] * OTHER_DIMS, EMBEDDING_MODEL)
+    assert columns.stored_values(ModelVector([1.0] * 4, "old-model", [right])) == {
+        "embedding": [1.0] * 4,
+        "embedding_model": "old-model",
+        "embedding_alt": list(right),
+        "embedding_alt_model": EMBEDDING_MODEL,
+    }
+    assert columns.stored_values(ModelVector([1.0] * 4, "old-model", [wrong])) == {
+        "embedding": [1.0] * 4,
+        "embedding_model": "old-model",
+        "embedding_alt": None,
+        "embedding_alt_model": None,
+    }
