@@ -289,6 +289,9 @@ async def start(
         await _require_owner(connection)
         if await _type_dims(connection, free) > 0:
             raise ReembedRefused(f"memory.{free} has a fixed dimension; it cannot take any model")
+    live = state.column("live")
+    # `finish` builds it; this keeps it for a live column whose change finished without it.
+    await _build_unembedded_index(owner_engine, "embedding" if live is None else live.name)
     # Before any process learns of the column (from the row inserted below) and writes to it.
     await _enforce_dims(owner_engine, free, new.dims, lock_timeout_ms)
     async with owner_engine.begin() as connection:

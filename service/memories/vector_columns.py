@@ -263,7 +263,8 @@ class VectorColumns:
                 continue
             if column.dims is not None and len(each) != column.dims:
                 # The database would refuse it and fail the write: the memory is stored
-                # without it, for the backfill or `mneme reembed` to embed.
+                # without it, for `mneme reembed` (in place, or `run` for a column being
+                # filled) to embed.
                 logger.error(
                     "a %d-dimensional vector of %s was not stored: memory.%s takes %d",
                     len(each),
@@ -291,7 +292,7 @@ class VectorColumns:
             column = None if vector is None or model is None else self.holding(str(model))
             if column is not None:
                 size = _size(vector)
-                if column.dims is not None and size != column.dims:
+                if column.dims is not None and size is not None and size != column.dims:
                     raise VectorSizeMismatch(
                         f"{name} is a {size}-dimensional vector of {model}, whose column here "
                         f"({column.name}) takes {column.dims} dimensions"
@@ -316,12 +317,13 @@ class VectorColumns:
                 logger.warning("could not read the vector columns' state", exc_info=True)
 
 
-def _size(vector: Any) -> int:
-    """The number of dimensions of a vector as an export writes it (`[0.1,0.2]`) or a list."""
+def _size(vector: Any) -> int | None:
+    """The number of dimensions of a vector as an export writes it (`[0.1,0.2]`) or a list
+    (None for anything else: the database refuses that as it stands)."""
     if isinstance(vector, str):
         body = vector.strip().removeprefix("[").removesuffix("]").strip()
         return 0 if not body else body.count(",") + 1
-    return len(vector)
+    return len(vector) if isinstance(vector, list) else None
 
 
 class StorageEmbedder:
