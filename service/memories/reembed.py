@@ -6,7 +6,9 @@ meantime either way, so filling them in place mixes nothing.
 
 Changing the model goes through the other vector column (`service.memories.vector_columns`):
 
-1. `start` claims the free column for the new model (its name and dimension).
+1. `start` claims the free column for the new model (its name and dimension), and has the
+   database refuse a vector of another size in it from then on (a CHECK constraint: the column
+   has no dimension of its own, and a wrong-sized vector would fail its index build).
 2. `run` embeds every memory into it in (tenant, id) order, one committed batch at a time, so a
    run that is killed resumes where it stopped: finished rows no longer match. Then it builds
    the column's HNSW index (an expression index over the cast to the new dimension, built
@@ -22,10 +24,11 @@ Changing the model goes through the other vector column (`service.memories.vecto
    indexes).
 
 Nothing here relies on a trigger (Citus refuses them on distributed tables); the DDL is plain
-`ALTER TABLE` and `CREATE INDEX CONCURRENTLY`, which Citus propagates to every shard. Every
-step runs as the owner role, which must be allowed to bypass row-level security (it reads every
-tenant's memories). A step waits `settle_seconds` (longer than the service's refresh of the
-state) before relying on a change it made being seen.
+`ALTER TABLE` (a named CHECK added NOT VALID, then validated) and `CREATE INDEX CONCURRENTLY`,
+which Citus propagates to every shard. Every step runs as the owner role, which must be
+allowed to bypass row-level security (it reads every tenant's memories). A step waits
+`settle_seconds` (longer than the service's refresh of the state) before relying on a change it
+made being seen.
 """
 
 from __future__ import annotations
