@@ -70,7 +70,7 @@ from service.kit.types import (
     parse_timestamp,
 )
 from service.memories.postings import PostingsRepository
-from service.memories.vector_columns import VectorColumns
+from service.memories.vector_columns import VectorColumns, VectorSizeMismatch
 from service.profile.models import Profile
 from service.profile.schemas import StoredDocument
 from service.profile.service import document_bytes
@@ -247,7 +247,10 @@ class AdminService:
                 refuse_record_secrets(number, table, row)
                 if table == "memory":
                     # The exporting deployment's vector columns may hold other models.
-                    row = self._vector_columns.placed(row)
+                    try:
+                        row = self._vector_columns.placed(row)
+                    except VectorSizeMismatch as mismatch:
+                        raise _line_error(number, f"memory.{mismatch}") from None
                 await batch.add(number, table, row)
                 if table == MEMORY_TABLE:
                     memory_ids.append(uuid.UUID(str(row["id"])))

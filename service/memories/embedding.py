@@ -14,11 +14,9 @@ import logging
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db import tenant_transaction
-from service.memories.models import Memory
 from service.memories.repository import MemoryRepository
 from service.memories.vector_columns import StorageEmbedder, VectorColumns
 from service.providers import Embedder, EmbedderUnavailable
@@ -78,21 +76,15 @@ class EmbeddingBackfill:
         EmbedderUnavailable)."""
         live = self.vector_columns.live()
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
-            rows = (
-                await session.execute(
-                    select(Memory.id, Memory.text).where(
-                        Memory.tenant_id == tenant_id,
-                        Memory.id.in_(memory_ids),
-                        getattr(Memory, live.name).is_(None),
-                    )
-                )
-            ).all()
+            rows = await MemoryRepository(session, tenant_id).unembedded_among(
+                memory_ids, live.name
+            )
         if not rows:
             return
-        vectors = await self.embedder.embed([row.text for row in rows])
+        vectors = await self.embedder.embed([text for _, text in rows])
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
             repository = MemoryRepository(session, tenant_id)
-            for row, vector in zip(rows, vectors, strict=True):
+            for (memory_id, text), vector in zip(rows, vectors, strict=True):
                 values = self.vector_columns.stored_values(vector, clear_others=False)
                 if values:
-                    await repository.set_vectors(row.id, values, row.text)
+                    await repository.set_vectors(memory_id, values, text)

@@ -6,7 +6,9 @@ meantime either way, so filling them in place mixes nothing.
 
 Changing the model goes through the other vector column (`service.memories.vector_columns`):
 
-1. `start` claims the free column for the new model (its name and dimension).
+1. `start` claims the free column for the new model (its name and dimension), and has the
+   database refuse a vector of another size in it from then on (a CHECK constraint: the column
+   has no dimension of its own, and a wrong-sized vector would fail its index build).
 2. `run` embeds every memory into it in (tenant, id) order, one committed batch at a time, so a
    run that is killed resumes where it stopped: finished rows no longer match. Then it builds
    the column's HNSW index (an expression index over the cast to the new dimension, built
@@ -15,22 +17,25 @@ Changing the model goes through the other vector column (`service.memories.vecto
    that checks it. Searches of a tenant read the old column until that switch, the new one
    after it. With `follow` it keeps going (memories written meanwhile whose new vector a
    service process could not make) until the change finishes.
-3. `finish` makes the new column the live one once every tenant has switched, waits until every
-   service process has seen it, and drops the old column's vectors (the column is emptied by
-   dropping and adding it again, which is instant, and so is its index).
+3. `finish` makes the new column the live one once every tenant has switched (first building
+   on it the partial index of the memories that lack a vector, which the embedding backfill
+   reads), waits until every service process has seen it, and drops the old column's vectors
+   (the column is emptied by dropping and adding it again, which is instant, and so are its
+   indexes).
 
 Nothing here relies on a trigger (Citus refuses them on distributed tables); the DDL is plain
-`ALTER TABLE` and `CREATE INDEX CONCURRENTLY`, which Citus propagates to every shard. Every
-step runs as the owner role, which must be allowed to bypass row-level security (it reads every
-tenant's memories). A step waits `settle_seconds` (longer than the service's refresh of the
-state) before relying on a change it made being seen.
+`ALTER TABLE` (a named CHECK added NOT VALID, then validated) and `CREATE INDEX CONCURRENTLY`,
+which Citus propagates to every shard. Every step runs as the owner role, which must be
+allowed to bypass row-level security (it reads every tenant's memories). A step waits
+`settle_seconds` (longer than the service's refresh of the state) before relying on a change it
+made being seen.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -259,10 +264,12 @@ async def live_model(owner_engine: AsyncEngine, configured: Embedder) -> str:
     return configured.model_name if stored is None else str(stored)
 
 
-async def start(owner_engine: AsyncEngine, configured: Embedder, new: Embedder) -> str:
-    """Claim the free vector column for `new`'s model, and record the live column's model if
-    it had none recorded; returns the claimed column's name. Starting the change that is
-    already under way changes nothing."""
+async def start(
+    owner_engine: AsyncEngine, configured: Embedder, new: Embedder, *, lock_timeout_ms: int = 2000
+) -> str:
+    """Claim the free vector column for `new`'s model (its vectors' size enforced from now on),
+    and record the live column's model if it had none recorded; returns the claimed column's
+    name. Starting the change that is already under way changes nothing."""
     state = await load_state(owner_engine)
     if state.column("retiring") is not None:
         raise ReembedRefused(
@@ -281,10 +288,16 @@ async def start(owner_engine: AsyncEngine, configured: Embedder, new: Embedder) 
         raise ReembedRefused(f"the live vector column already holds {new.model_name}'s vectors")
     used = {column.name for column in state.columns}
     free = next(name for name in COLUMN_NAMES if name not in used)
-    async with owner_engine.begin() as connection:
+    async with owner_engine.connect() as connection:
         await _require_owner(connection)
         if await _type_dims(connection, free) > 0:
             raise ReembedRefused(f"memory.{free} has a fixed dimension; it cannot take any model")
+    live = state.column("live")
+    # `finish` builds it; this keeps it for a live column whose change finished without it.
+    await _build_unembedded_index(owner_engine, "embedding" if live is None else live.name)
+    # Before any process learns of the column (from the row inserted below) and writes to it.
+    await _enforce_dims(owner_engine, free, new.dims, lock_timeout_ms)
+    async with owner_engine.begin() as connection:
         missing = (
             await connection.execute(text(_count_missing_sql(free)), {"model": new.model_name})
         ).scalar_one()
@@ -310,35 +323,53 @@ def _index_name(column: str) -> str:
     return f"ix_memory_{column}_hnsw"
 
 
-async def _build_index(owner_engine: AsyncEngine, column: str, dims: int) -> None:
-    """The column's HNSW index over the cast to `dims`, built concurrently (writes go on).
-    An index a killed build left invalid is dropped first: `IF NOT EXISTS` would keep it."""
-    name = _index_name(column)
+def _unembedded_index_name(column: str) -> str:
+    # The first column's keeps the name the initial migration gave it.
+    return "ix_memory_unembedded" if column == "embedding" else f"ix_memory_{column}_unembedded"
+
+
+INDEX_VALID_SQL = text(
+    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "WHERE c.relname = :name"
+)
+
+
+async def _create_index_concurrently(owner_engine: AsyncEngine, name: str, definition: str) -> None:
+    """`CREATE INDEX CONCURRENTLY IF NOT EXISTS <name> ON memory <definition>` (writes go on).
+    An index a killed or failed build left invalid is dropped first: `IF NOT EXISTS` alone
+    would keep it."""
     async with owner_engine.connect() as connection:
         autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
-        valid = (
-            await autocommit.execute(
-                text(
-                    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                    "WHERE c.relname = :name"
-                ),
-                {"name": name},
-            )
-        ).scalar_one_or_none()
+        valid = (await autocommit.execute(INDEX_VALID_SQL, {"name": name})).scalar_one_or_none()
         if valid is False:
             await autocommit.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
         await autocommit.execute(
-            text(
-                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory USING hnsw "
-                f"(({column}::vector({dims})) vector_cosine_ops) "
-                "WITH (m = 16, ef_construction = 64)"
-            )
+            text(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory {definition}")
         )
+
+
+async def _build_index(owner_engine: AsyncEngine, column: str, dims: int) -> None:
+    """The column's HNSW index over the cast to `dims`."""
+    await _create_index_concurrently(
+        owner_engine,
+        _index_name(column),
+        f"USING hnsw (({column}::vector({dims})) vector_cosine_ops) "
+        "WITH (m = 16, ef_construction = 64)",
+    )
     async with owner_engine.begin() as connection:
         await connection.execute(
             text("UPDATE embedding_column SET index_built = true WHERE name = :column"),
             {"column": column},
         )
+
+
+async def _build_unembedded_index(owner_engine: AsyncEngine, column: str) -> None:
+    """The partial index of the memories with no vector in `column`, which the embedding
+    backfill looks them up by while `column` is live: the initial migration's, for a column
+    that becomes live (dropping a column drops its own)."""
+    await _create_index_concurrently(
+        owner_engine, _unembedded_index_name(column), f"(tenant_id, id) WHERE {column} IS NULL"
+    )
 
 
 TENANTS_SQL = text("SELECT DISTINCT tenant_id FROM memory ORDER BY 1")
@@ -437,6 +468,12 @@ async def run(
                 f"the column being filled is for {filling.model}, but the embedder given is "
                 f"{new.model_name}'s"
             )
+        if new.dims != filling.dims:
+            raise ReembedRefused(
+                f"the column being filled takes {filling.dims}-dimensional vectors of "
+                f"{filling.model}, but the embedder given makes {new.dims}; configure the "
+                f"model with dims {filling.dims}"
+            )
         async with owner_engine.begin() as connection:
             await _require_owner(connection)
             missing = (
@@ -516,6 +553,8 @@ async def finish(
                 f"{current.memories_missing} memories still lack the new vector and "
                 f"{current.tenants - current.tenants_switched} tenants have not switched"
             )
+        # Built while the column is all but filled (the index is small), before it is live.
+        await _build_unembedded_index(owner_engine, filling.name)
         async with owner_engine.begin() as connection:
             await connection.execute(
                 text(
@@ -538,21 +577,33 @@ async def finish(
     live = state.column("live")
     if retiring is None:
         raise ReembedRefused("no change of model to finish (`mneme reembed status`)")
+    live_name = "embedding" if live is None else live.name
+    # Again for a finish interrupted before the index was built (it is kept if it is there).
+    await _build_unembedded_index(owner_engine, live_name)
     # Until every service process has seen the new live column, one may still write the old.
     _, waited = await _column_age(owner_engine, retiring.name)
     if waited < settle_seconds:
         await asyncio.sleep(settle_seconds - waited)
     await _empty_column(owner_engine, retiring.name, lock_timeout_ms)
-    return "embedding" if live is None else live.name
+    return live_name
 
 
 LOCK_NOT_AVAILABLE = "55P03"
 
 
-async def _empty_column(
-    owner_engine: AsyncEngine, column: str, lock_timeout_ms: int, attempts: int = 30
+def _sqlstate(error: DBAPIError) -> str | None:
+    code = getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None)
+    return None if code is None else str(code)
+
+
+async def _alter_memory(
+    owner_engine: AsyncEngine,
+    work: Callable[[AsyncConnection], Awaitable[None]],
+    what: str,
+    lock_timeout_ms: int,
+    attempts: int = 30,
 ) -> None:
-    """Drop the column (and its index) and add it again, empty and without a dimension.
+    """Run `work` (an ALTER of memory, and what goes with it) in a transaction of its own.
 
     The ALTER waits for the transactions reading memory, and every new statement on memory
     would queue behind it: it gives up after `lock_timeout_ms` and tries again instead."""
@@ -560,19 +611,67 @@ async def _empty_column(
         try:
             async with owner_engine.begin() as connection:
                 await connection.execute(text(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}"))
-                await connection.execute(
-                    text(
-                        f"ALTER TABLE memory DROP COLUMN {column}, DROP COLUMN {column}_model, "
-                        f"ADD COLUMN {column} vector, ADD COLUMN {column}_model text"
-                    )
-                )
-                await connection.execute(
-                    text("DELETE FROM embedding_column WHERE name = :column"), {"column": column}
-                )
+                await work(connection)
             return
         except DBAPIError as error:
-            code = getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None)
-            if code != LOCK_NOT_AVAILABLE or attempt == attempts - 1:
+            if _sqlstate(error) != LOCK_NOT_AVAILABLE or attempt == attempts - 1:
                 raise
-            logger.info("memory is busy; dropping memory.%s again in a moment", column)
+            logger.info("memory is busy; %s again in a moment", what)
             await asyncio.sleep(1.0)
+
+
+async def _empty_column(owner_engine: AsyncEngine, column: str, lock_timeout_ms: int) -> None:
+    """Drop the column (with its indexes and its size's constraint) and add it again, empty and
+    without a dimension."""
+
+    async def drop_and_add(connection: AsyncConnection) -> None:
+        await connection.execute(
+            text(
+                f"ALTER TABLE memory DROP COLUMN {column}, DROP COLUMN {column}_model, "
+                f"ADD COLUMN {column} vector, ADD COLUMN {column}_model text"
+            )
+        )
+        await connection.execute(
+            text("DELETE FROM embedding_column WHERE name = :column"), {"column": column}
+        )
+
+    await _alter_memory(owner_engine, drop_and_add, f"dropping memory.{column}", lock_timeout_ms)
+
+
+def _dims_constraint_name(column: str) -> str:
+    return f"ck_memory_{column}_dims"
+
+
+CHECK_VIOLATION = "23514"
+
+
+async def _enforce_dims(
+    owner_engine: AsyncEngine, column: str, dims: int, lock_timeout_ms: int
+) -> None:
+    """Make the database refuse a vector of another size than `dims` in `column`: its type has
+    no dimension, and only its index's cast to `dims` would refuse one — by failing the index
+    build. Added NOT VALID (a brief lock, no scan), then validated (a scan that lets writes
+    go on); a constraint of an earlier, abandoned start is replaced."""
+    name = _dims_constraint_name(column)
+
+    async def replace(connection: AsyncConnection) -> None:
+        # Two statements: Citus takes no ADD CONSTRAINT beside another subcommand.
+        await connection.execute(text(f"ALTER TABLE memory DROP CONSTRAINT IF EXISTS {name}"))
+        await connection.execute(
+            text(
+                f"ALTER TABLE memory ADD CONSTRAINT {name} "
+                f"CHECK (vector_dims({column}) = {int(dims)}) NOT VALID"
+            )
+        )
+
+    await _alter_memory(owner_engine, replace, f"constraining memory.{column}", lock_timeout_ms)
+    try:
+        async with owner_engine.begin() as connection:
+            await connection.execute(text(f"ALTER TABLE memory VALIDATE CONSTRAINT {name}"))
+    except DBAPIError as error:
+        if _sqlstate(error) != CHECK_VIOLATION:
+            raise
+        raise ReembedRefused(
+            f"memory.{column} holds vectors of another size than {dims}, though no change of "
+            "model uses it; empty it first"
+        ) from None

@@ -47,6 +47,19 @@ CITABLE_THREADS_SQL = text(
 organization, whose memories may come from any user's conversation)."""
 
 
+def unembedded_among_statement(
+    tenant_id: str, memory_ids: Sequence[uuid.UUID], column: str
+) -> Select[uuid.UUID, str]:
+    """The id and text of those of `memory_ids` with no vector in `column` (one of the vector
+    columns): what the embedding backfill embeds. A partial index per live column
+    (`WHERE <column> IS NULL`) serves it."""
+    return select(Memory.id, Memory.text).where(
+        Memory.tenant_id == tenant_id,
+        Memory.id.in_(memory_ids),
+        getattr(Memory, column).is_(None),
+    )
+
+
 class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
     """Every write of a memory's text also writes its postings (`memories/postings.py`), in
     the same transaction; deleting a memory deletes them (foreign key)."""
@@ -238,6 +251,13 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
                 .where(Memory.tenant_id == self._tenant_id, Memory.id.in_(memory_ids))
                 .execution_options(synchronize_session=False)
             )
+
+    async def unembedded_among(
+        self, memory_ids: Sequence[uuid.UUID], column: str
+    ) -> list[tuple[uuid.UUID, str]]:
+        """`unembedded_among_statement`'s rows."""
+        statement = unembedded_among_statement(self._tenant_id, memory_ids, column)
+        return [(row.id, row.text) for row in await self._session.execute(statement)]
 
     async def set_vectors(
         self, memory_id: uuid.UUID, vectors: dict[str, Any], expected_text: str

@@ -44,6 +44,10 @@ VECTOR_VALUES = frozenset(value for name in COLUMN_NAMES for value in (name, f"{
 ColumnStatus = Literal["live", "filling", "retiring"]
 
 
+class VectorSizeMismatch(ValueError):
+    """A vector of another size than its model's column takes; the message says both."""
+
+
 class ModelVector(list[float]):
     """A vector with the name of the model that made it (`Embedder.model_name`), and the same
     text's vectors by the models of columns being filled (`others`)."""
@@ -145,6 +149,7 @@ class VectorColumns:
         self.configure(configured)
         self.state = ColumnsState()
         self._warned: set[str] = set()
+        self._warned_size: set[str] = set()
 
     def configure(self, embedder: Embedder) -> None:
         """Make `embedder` the configured model's (`MNEME_EMBEDDING_*`)."""
@@ -190,8 +195,25 @@ class VectorColumns:
         return self.read_by(tenant_id)
 
     def embedder_for(self, column: VectorColumn) -> Embedder | None:
-        """The embedder of the column's model, if the service runs it."""
-        return self._embedders.get(column.model)
+        """The embedder of the column's model, if the service runs it at the column's size.
+        One configured at another size is not used (and said once): its vectors would be
+        refused, and its questions would compare with none of the column's vectors."""
+        embedder = self._embedders.get(column.model)
+        if embedder is None or column.dims is None or embedder.dims == column.dims:
+            return embedder
+        if column.name not in self._warned_size:
+            self._warned_size.add(column.name)
+            logger.error(
+                "the service runs %s at %d dimensions, but memory.%s holds its vectors at %d; "
+                "it does not use that model for the column until its settings say dims %d "
+                "(MNEME_EMBEDDING_* or MNEME_EMBEDDING_SECOND)",
+                column.model,
+                embedder.dims,
+                column.name,
+                column.dims,
+                column.dims,
+            )
+        return None
 
     def question_embedder(self, tenant_id: str) -> Embedder | None:
         """The embedder `tenant_id`'s questions are embedded with: its column's model's
@@ -237,16 +259,30 @@ class VectorColumns:
         )
         for each in (tagged, *tagged.others):
             column = self.holding(each.model)
-            if column is not None:
-                values[column.name] = list(each)
-                values[column.model_column] = each.model
+            if column is None:
+                continue
+            if column.dims is not None and len(each) != column.dims:
+                # The database would refuse it and fail the write: the memory is stored
+                # without it, for `mneme reembed` (in place, or `run` for a column being
+                # filled) to embed.
+                logger.error(
+                    "a %d-dimensional vector of %s was not stored: memory.%s takes %d",
+                    len(each),
+                    each.model,
+                    column.name,
+                    column.dims,
+                )
+                continue
+            values[column.name] = list(each)
+            values[column.model_column] = each.model
         return values
 
     def placed(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """A memory row from elsewhere (an import) with each vector in the column that holds
         its model here; a vector of a model no column holds is left out (the memory is found by
         its words until `mneme reembed` embeds it), so no search compares it with another
-        model's."""
+        model's. A vector of the column's model but of another size raises
+        `VectorSizeMismatch`."""
         placed = {key: value for key, value in row.items() if key not in VECTOR_VALUES}
         for name in COLUMN_NAMES:
             placed[name] = None
@@ -255,6 +291,12 @@ class VectorColumns:
             vector, model = row.get(name), row.get(f"{name}_model")
             column = None if vector is None or model is None else self.holding(str(model))
             if column is not None:
+                size = _size(vector)
+                if column.dims is not None and size is not None and size != column.dims:
+                    raise VectorSizeMismatch(
+                        f"{name} is a {size}-dimensional vector of {model}, whose column here "
+                        f"({column.name}) takes {column.dims} dimensions"
+                    )
                 placed[column.name] = vector
                 placed[column.model_column] = model
         return placed
@@ -273,6 +315,15 @@ class VectorColumns:
                 await self.refresh(engine)
             except Exception:
                 logger.warning("could not read the vector columns' state", exc_info=True)
+
+
+def _size(vector: Any) -> int | None:
+    """The number of dimensions of a vector as an export writes it (`[0.1,0.2]`) or a list
+    (None for anything else: the database refuses that as it stands)."""
+    if isinstance(vector, str):
+        body = vector.strip().removeprefix("[").removesuffix("]").strip()
+        return 0 if not body else body.count(",") + 1
+    return len(vector) if isinstance(vector, list) else None
 
 
 class StorageEmbedder:

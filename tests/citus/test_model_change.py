@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from httpx import AsyncClient
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
@@ -93,6 +94,13 @@ async def test_a_change_of_model_on_citus_switches_tenants_and_drops_the_old_col
         query = "Where does Lena live?"
 
         column = await reembed.start(owner, old, new)
+        # From the start, every shard refuses a vector of another size in the claimed column.
+        async with owner.connect() as connection:
+            with pytest.raises(IntegrityError, match=f"ck_memory_{column}_dims"):
+                await connection.execute(
+                    text(f"UPDATE memory SET {column} = '[1,2,3]' WHERE tenant_id = :t"),
+                    {"t": tenants[0]},
+                )
         await columns.refresh(app.state.mneme.engine)
         for each in headers:
             assert await assert_one_model(await _search(client, each, query), query, embedders) == (
@@ -107,6 +115,8 @@ async def test_a_change_of_model_on_citus_switches_tenants_and_drops_the_old_col
             assert await assert_one_model(answered, query, embedders) == new.model_name
 
         assert await reembed.finish(owner, new, settle_seconds=SETTLE) == column
+        # The backfill's index of unembedded memories, on every shard, for the live column.
+        assert all(await _shard_indexes_valid(owner, f"ix_memory_{column}_unembedded"))
         await columns.refresh(app.state.mneme.engine)
         for each in headers:
             answered = await _search(client, each, query)
@@ -116,6 +126,8 @@ async def test_a_change_of_model_on_citus_switches_tenants_and_drops_the_old_col
         back = await reembed.start(owner, old, old)
         await reembed.run(owner, old, batch_size=16, settle_seconds=SETTLE)
         assert await reembed.finish(owner, old, settle_seconds=SETTLE) == back
+        assert back == "embedding"
+        assert all(await _shard_indexes_valid(owner, "ix_memory_unembedded"))
         await columns.refresh(app.state.mneme.engine)
         for each in headers:
             answered = await _search(client, each, query)

@@ -293,18 +293,16 @@ async def test_an_index_build_left_invalid_is_built_again_and_an_interrupted_fin
         await remember_all(client, bearer(settings, tenant, "lena"), *({"text": t} for t in TEXTS))
         await reembed.start(owner, old, new)
         # A concurrent build that failed (as a killed one does) leaves an invalid index behind,
-        # which `CREATE INDEX … IF NOT EXISTS` alone would keep.
+        # which `CREATE INDEX … IF NOT EXISTS` alone would keep. (The column refuses a vector
+        # the real index would fail on, so this one fails on something else: its memories
+        # share a scope.)
         async with owner.connect() as connection:
             autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
-            await autocommit.execute(
-                text("UPDATE memory SET embedding_alt = '[1,2,3]' WHERE tenant_id = :t"),
-                {"t": tenant},
-            )
             with pytest.raises(DBAPIError):
                 await autocommit.execute(
                     text(
-                        "CREATE INDEX CONCURRENTLY ix_memory_embedding_alt_hnsw ON memory "
-                        f"USING hnsw ((embedding_alt::vector({NEW_DIMS})) vector_cosine_ops)"
+                        "CREATE UNIQUE INDEX CONCURRENTLY ix_memory_embedding_alt_hnsw "
+                        "ON memory (scope)"
                     )
                 )
         assert await _index_valid(owner) is False
@@ -312,6 +310,13 @@ async def test_an_index_build_left_invalid_is_built_again_and_an_interrupted_fin
         current = await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
         assert (current.memories_missing, current.index_built) == (0, True)
         assert await _index_valid(owner) is True
+        async with owner.connect() as connection:
+            definition = (
+                await connection.execute(
+                    text("SELECT pg_get_indexdef('ix_memory_embedding_alt_hnsw'::regclass)")
+                )
+            ).scalar_one()
+        assert f"hnsw (((embedding_alt)::vector({NEW_DIMS}))" in definition, definition
 
         # The live column changed, but the process stopped before dropping the old one.
         async with owner.begin() as connection:
