@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     # Owner connection used for migrations; defaults to database_url.
     migration_database_url: SecretStr | None = None
     data_dir: Path = Field(default_factory=_default_data_dir)
+    # The embedded database's buffer cache, in MB; unset: a quarter of the machine's memory,
+    # between 128 MB and 2 GB. A change restarts the embedded cluster once.
+    embedded_shared_buffers_mb: int | None = Field(default=None, ge=16, le=1_048_576)
     db_runtime_role: str = Field(default="mneme_app", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     db_pool_size: int = Field(default=10, ge=1)
     db_max_overflow: int = Field(default=10, ge=0)

@@ -101,7 +101,9 @@ async def open_database_target(settings: Settings) -> DatabaseTarget:
         owner = as_async_url(owner_secret.get_secret_value())
         return DatabaseTarget(urls=DatabaseUrls(runtime=runtime, owner=owner), cluster=None)
 
-    cluster = await asyncio.to_thread(start_cluster, settings.data_dir)
+    cluster = await asyncio.to_thread(
+        start_cluster, settings.data_dir, settings.embedded_shared_buffers_mb
+    )
     await bootstrap(cluster)
     urls = DatabaseUrls(
         runtime=cluster.url(settings.db_runtime_role), owner=cluster.url(OWNER_ROLE)
