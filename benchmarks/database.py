@@ -25,7 +25,9 @@ async def throwaway_database(settings: Settings) -> AsyncIterator[Settings]:
     (runtime role, owner for migrations); stop it and delete its directory on the way out."""
     workdir = Path(tempfile.mkdtemp(prefix="mneme-bench-"))
     try:
-        cluster = await asyncio.to_thread(start_cluster, workdir)
+        cluster = await asyncio.to_thread(
+            start_cluster, workdir, settings.embedded_shared_buffers_mb
+        )
         try:
             await bootstrap(cluster, BENCH_DATABASE)
             owner_url = cluster.url(OWNER_ROLE, BENCH_DATABASE)
