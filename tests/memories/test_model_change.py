@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,14 +43,6 @@ TEXTS = [
     "Lena prefers tea over coffee",
     "Lena adopted a grey cat called Miso",
 ]
-
-
-@pytest.fixture(scope="module")
-def embeddings_server() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer(native_dims=NEW_DIMS)
-    server.start()
-    yield server
-    server.stop()
 
 
 async def _search(client: AsyncClient, headers: dict[str, str], query: str) -> dict[str, Any]:

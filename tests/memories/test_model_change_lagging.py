@@ -6,10 +6,8 @@ meanwhile, and what fills them — `reembed run` (as `--follow` repeats it) befo
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -21,7 +19,6 @@ from tests.conftest import bearer, new_tenant
 from tests.fixtures.factories import remember_all
 from tests.fixtures.openai_server import EMBEDDING_MODEL, FakeOpenAIServer
 from tests.memories.model_change import (
-    NEW_DIMS,
     ServerVectors,
     own_database,
     owner_engine_for,
@@ -36,14 +33,6 @@ TEXTS = [
 ]
 LATE = "Lena sings in a choir on Thursdays"
 AFTER = "Lena collects old maps of harbours"
-
-
-@pytest.fixture(scope="module")
-def embeddings_server() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer(native_dims=NEW_DIMS)
-    server.start()
-    yield server
-    server.stop()
 
 
 async def _models_of(owner: AsyncEngine, memory_text: str) -> tuple[str | None, str | None]:

@@ -41,14 +41,6 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def embeddings_server() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer(native_dims=NEW_DIMS)
-    server.start()
-    yield server
-    server.stop()
-
-
 async def _unembedded_indexes(owner: AsyncEngine) -> dict[str, tuple[str, str, bool]]:
     """Every partial index of `memory` whose predicate is a vector column's `IS NULL`, by the
     column it covers: (name, definition, valid)."""
