@@ -25,6 +25,7 @@ from service.admin.plan import (
     build_plan,
     quote_identifier,
 )
+from service.auth.owner import Owner
 from service.jobs import (
     MEMORY_EXTRACTION_JOB,
     SEARCH_STATISTICS_JOB,
@@ -32,6 +33,7 @@ from service.jobs import (
     TURN_MEMORIES_JOB,
 )
 from service.kit.repository import TenantRepository, rowcount
+from service.memories.repository import writers_lock_key
 
 THREAD_TABLE = "thread"
 MEMORY_TABLE = "memory"
@@ -134,12 +136,6 @@ THREADS_AMONG_SQL = text(
     "SELECT id::text FROM thread WHERE tenant_id = :tenant_id AND id::text = ANY(:thread_ids)"
 ).bindparams(bindparam("thread_ids", type_=ARRAY(Text)))
 """Which of `thread_ids` (as text, as an import line carries them) are threads of the tenant."""
-
-USER_WRITE_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
-"""A transaction-long lock on a key. With a user's key, the lock the write path's derived writes
-take for one owner's memories (the same key as `MemoryRepository.lock_writers`): a purge holding
-it waits for a running pass to commit, and a pass that starts after the purge committed finds
-the thread gone. With a tenant's retention key, it orders the policy's conditional writes."""
 
 THREAD_JOBS_PREDICATE = """
     entrypoint = ANY(:kinds) AND status = 'queued'
@@ -366,8 +362,10 @@ class AdminRepository(TenantRepository):
     # --- purge -------------------------------------------------------------------------------
 
     async def lock_user_writes(self, user_id: str) -> None:
-        key = f"memory_writes:{self._tenant_id}:user:{user_id}"
-        await self._session.execute(USER_WRITE_LOCK_SQL, {"key": key})
+        """The lock the write path's derived writes take for the user's memories: a purge
+        holding it waits for a running pass to commit, and a pass that starts after the purge
+        committed finds the thread gone."""
+        await self.hold_lock(writers_lock_key(self._tenant_id, Owner.user(user_id)))
 
     async def user_scope(self, plan: PurgePlan, user_id: str) -> UserScope:
         """The user's parent keys and message ids, as they are now."""
@@ -567,8 +565,7 @@ class AdminRepository(TenantRepository):
         """Hold the tenant's retention policy until the transaction ends, so that of two
         conditional writers (`If-Match`) only the first sees the state it names, even before
         the policy's row exists."""
-        key = f"retention:{self._tenant_id}"
-        await self._session.execute(USER_WRITE_LOCK_SQL, {"key": key})
+        await self.hold_lock(f"retention:{self._tenant_id}")
 
     async def set_retention(self, values: Mapping[str, int | None]) -> None:
         await self._session.execute(SET_RETENTION_SQL, {"tenant_id": self._tenant_id, **values})

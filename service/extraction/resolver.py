@@ -210,9 +210,10 @@ def owns(fact: KnownFact, scope: str, user_id: str) -> bool:
 
 def refusal(text: str, evidence: str = "") -> str | None:
     """Why the API would refuse this text (and evidence), or None: the same rules."""
-    if not visible_text(text):
+    visible = visible_text(text)
+    if not visible:
         return "empty"
-    if len(visible_text(text)) > MEMORY_TEXT_MAX:
+    if len(visible) > MEMORY_TEXT_MAX:
         return "too_long"
     if find_secret(text) is not None or (evidence and find_secret(evidence) is not None):
         return "secret"

@@ -11,7 +11,16 @@ from __future__ import annotations
 import uuid
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from sqlalchemy import ColumnElement, CursorResult, Result, Select, delete, select, update
+from sqlalchemy import (
+    ColumnElement,
+    CursorResult,
+    Result,
+    Select,
+    delete,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped
 from sqlalchemy.sql.dml import ReturningUpdate
@@ -23,12 +32,21 @@ def rowcount(result: Result[Any]) -> int:
     return int(cast(CursorResult[Any], result).rowcount)
 
 
+TRANSACTION_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+"""An advisory lock on a name, held until the transaction ends."""
+
+
 class TenantRepository:
     """A repository of one request: its session and the tenant every statement is scoped to."""
 
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self._session = session
         self._tenant_id = tenant_id
+
+    async def hold_lock(self, key: str) -> None:
+        """Wait for, then hold until the transaction ends, the lock named `key` (writers of
+        the same thing name the same key; nothing else waits on it)."""
+        await self._session.execute(TRANSACTION_LOCK_SQL, {"key": key})
 
 
 IdT = TypeVar("IdT", uuid.UUID, str)

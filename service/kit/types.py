@@ -300,21 +300,21 @@ def visible_text(value: str) -> str:
     return value[start:end]
 
 
-def _has_visible_character(value: str) -> str:
-    # Whitespace is not the only way to say nothing: control and format characters (a
-    # zero-width space, a byte-order mark) give neither lexemes nor a meaningful embedding.
-    if not visible_text(value):
-        raise ValueError("must contain something besides whitespace and invisible characters")
-    return value
-
-
 def stripped_visible(value: str) -> str:
     """`value` without the whitespace and invisible characters at either end; refused when
-    nothing else is left."""
+    nothing else is left. Whitespace is not the only way to say nothing: control and format
+    characters (a zero-width space, a byte-order mark) give neither lexemes nor a meaningful
+    embedding."""
     stripped = visible_text(value)
     if not stripped:
         raise ValueError("must contain something besides whitespace and invisible characters")
     return stripped
+
+
+def _has_visible_character(value: str) -> str:
+    """`value` as it is, refused as `stripped_visible` refuses it."""
+    stripped_visible(value)
+    return value
 
 
 QueryText = Annotated[

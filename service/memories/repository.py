@@ -33,10 +33,12 @@ from service.memories.postings import PostingsRepository
 M = aliased(Memory, name="m")
 """`memory AS m`: the alias `MemoryFilter.where()` predicates are written against."""
 
-WRITER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
-"""Serialise the derived writes (extraction passes, turn storage, compaction) to one owner's
-memories until the transaction ends. Explicit API writes do not take it: they never read a
-snapshot to reconcile against."""
+
+def writers_lock_key(tenant_id: str, owner: Owner) -> str:
+    """The lock that serialises the derived writes (extraction passes, turn storage,
+    compaction) to one owner's memories until the transaction ends; a purge takes it too.
+    Explicit API writes do not: they never read a snapshot to reconcile against."""
+    return f"memory_writes:{tenant_id}:{owner.lock_key}"
 
 
 CITABLE_THREADS_SQL = text(
@@ -134,14 +136,12 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def lock_writers(self, owner: Owner) -> None:
-        key = f"memory_writes:{self._tenant_id}:{owner.lock_key}"
-        await self._session.execute(WRITER_LOCK_SQL, {"key": key})
+        await self.hold_lock(writers_lock_key(self._tenant_id, owner))
 
     async def lock_procedures(self, owner: Owner) -> None:
         """Serialise writes to the owner's procedural slots until the transaction ends, so a
         write reads the slots no other write is changing."""
-        key = f"procedures:{self._tenant_id}:{owner.lock_key}"
-        await self._session.execute(WRITER_LOCK_SQL, {"key": key})
+        await self.hold_lock(f"procedures:{self._tenant_id}:{owner.lock_key}")
 
     async def related_live(
         self,
@@ -324,8 +324,9 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
     async def lock_store_key(self, owner: Owner, kind: str, category: str | None, key: str) -> None:
         """Serialise writes to one key until the transaction ends: the first `put` of a key
         inserts, every later one (even a concurrent one) finds that row and updates it."""
-        lock = f"memory_key:{self._tenant_id}:{owner.lock_key}:{kind}:{category or ''}:{key}"
-        await self._session.execute(WRITER_LOCK_SQL, {"key": lock})
+        await self.hold_lock(
+            f"memory_key:{self._tenant_id}:{owner.lock_key}:{kind}:{category or ''}:{key}"
+        )
 
     async def find_by_store_key(
         self, owner: Owner, kind: str, category: str | None, key: str, *, for_update: bool = False

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from service.threads.models import Message, Thread, ThreadSummary
 from service.threads.repository import ThreadRepository
-
-SUMMARY_WRITER_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
-"""Serialise summary writers of one thread until the transaction ends (appends are not
-blocked: they never take this lock)."""
 
 
 class SummaryRepository(ThreadRepository):
@@ -24,9 +20,9 @@ class SummaryRepository(ThreadRepository):
         return (await self._session.execute(statement)).first() is not None
 
     async def lock_writers(self, thread_id: uuid.UUID) -> None:
-        await self._session.execute(
-            SUMMARY_WRITER_LOCK_SQL, {"key": f"thread_summary:{self._tenant_id}:{thread_id}"}
-        )
+        """Serialise summary writers of one thread until the transaction ends (appends are
+        not blocked: they never take this lock)."""
+        await self.hold_lock(f"thread_summary:{self._tenant_id}:{thread_id}")
 
     async def last_compressed_end(self, thread_id: uuid.UUID) -> int | None:
         """The largest `end_index` of the thread's summaries (None without summaries)."""
