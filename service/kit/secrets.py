@@ -286,8 +286,13 @@ class _ReadableText:
     space, so that a secret split by characters nobody sees is found all the same."""
 
     def __init__(self, text: str) -> None:
+        self.text = text
+        self._origin: list[int] | None = None
+        if text.isascii():
+            # No format characters, and the only space is the plain one: read as it stands.
+            return
         kept: list[str] = []
-        self._origin: list[int] = []
+        self._origin = []
         for index, character in enumerate(text):
             category = unicodedata.category(character)
             if category == "Cf":
@@ -298,6 +303,8 @@ class _ReadableText:
 
     def original_span(self, start: int, end: int) -> tuple[int, int]:
         """The span of `text` that the readable span `start:end` (not empty) came from."""
+        if self._origin is None:
+            return start, end
         return self._origin[start], self._origin[end - 1] + 1
 
 
