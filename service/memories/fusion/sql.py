@@ -307,8 +307,8 @@ LEXICAL_MATCHES_SQL = """
 -- Every candidate memory of the section holding any of the question's lexemes, one row per
 -- lexeme it holds, with that lexeme's frequency in the memory. Under row-level security the
 -- GIN index cannot serve `@@` (not leakproof: it may not run ahead of the tenant policy), so
--- each candidate is tested; ix_memory_lexical carries every column read here, so that is an
--- index-only scan of narrow tuples rather than a read of the wide table rows.
+-- each candidate is tested; ix_memory_lexical carries every column the filter tests, and the
+-- tsvector is read from the rows that pass it (no B-tree entry can hold a long memory's).
 -- Only the question's lexemes are unnested: setweight marks them (every lexeme of
 -- to_tsvector's output has weight D, so A marks exactly those) and ts_filter keeps the marked
 -- ones with all their positions, instead of unnesting all of the memory's lexemes (with their
@@ -396,13 +396,25 @@ SELECT m.id, ${section} AS section, ${vector} <=> ${question_vector} AS distance
  ORDER BY ${vector} <=> ${question_vector}
  LIMIT ${pool}
 """
-"""One section's vector candidates: HNSW with pgvector's iterative scan (hnsw.iterative_scan,
-set per connection), so a scan filtered to one user keeps going until it has found the pool's
-rows that pass the filter.
+"""One owner's vector candidates in one section: HNSW with pgvector's iterative scan
+(hnsw.iterative_scan, set per connection), so a scan filtered to one user keeps going until it
+has found the pool's rows that pass the filter.
 
 Each section's candidates come from a scan of its own (the fragments joined by UNION ALL): one
 scan under the sections' filters OR'ed would leave the planner only their common conditions for
-an index, and under one LIMIT a section with near vectors would crowd the others out."""
+an index, and under one LIMIT a section with near vectors would crowd the others out.
+
+Within a section, each owner (the user, the organization) is scanned on its own
+(`${candidate_filter}` is then the section's filter for that owner alone), and the section
+keeps the nearest of their candidates (`NEAREST_OF_OWNERS_SQL`). A large owner has a vector
+index of its own, partial to its memories (`service.memories.owner_indexes`): the planner can
+use it only for a scan whose conditions imply the index's, which is one owner's."""
+
+NEAREST_OF_OWNERS_SQL = """
+SELECT id, section, distance FROM (${owners}) AS of_owners ORDER BY distance LIMIT ${pool}
+"""
+"""A section's vector candidates from its owners' scans (`NEAREST_SQL` each, joined by UNION
+ALL): the nearest `pool` of them, as one scan over the section would give them."""
 
 QUESTION_VECTOR_SQL = "(SELECT CAST(CAST(:query_embedding AS real[]) AS vector))"
 """The question's vector wherever the statement compares with it (`${question_vector}`). It is

@@ -10,14 +10,14 @@ from functools import lru_cache
 from string import Template
 from typing import Any
 
-from sqlalchemy import Integer, Text, TextualSelect, bindparam, text
+from sqlalchemy import BindParameter, Integer, Text, TextualSelect, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, REAL
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.types import TypeEngine
 
-from service.memories.filters import Predicate
+from service.memories.filters import MemoryFilter, Predicate
 from service.memories.fusion.parameters import RANKING_PARAMETERS, SearchParams
 from service.memories.fusion.sql import (
     BEYOND_POOLS_SQL,
@@ -25,6 +25,7 @@ from service.memories.fusion.sql import (
     COLLECTION_SQL,
     HYBRID_SEARCH_SQL,
     LEXICAL_MATCHES_SQL,
+    NEAREST_OF_OWNERS_SQL,
     NEAREST_SQL,
     OWNER_STATS_SQL,
     QUESTION_VECTOR_SQL,
@@ -53,13 +54,44 @@ def vector_fragments(column: VectorColumn) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class SectionShape:
+    """What the statement's text depends on in one section: its filter as SQL, and the same
+    filter for each of its owners alone (when it has more than one)."""
+
+    candidate_filter: str
+    owner_filters: tuple[str, ...]
+
+
 @lru_cache(maxsize=128)
-def _search_template(candidate_filters: tuple[str, ...], column: VectorColumn) -> str:
-    """`HYBRID_SEARCH_SQL` with section `i` selected by `candidate_filters[i]`, its pool and
-    limit bound as `:pool_i` and `:limit_i`, its vectors read from `column`."""
+def _search_template(shapes: tuple[SectionShape, ...], column: VectorColumn) -> str:
+    """`HYBRID_SEARCH_SQL` with section `i` selected by `shapes[i]`, its pool and limit bound
+    as `:pool_i` and `:limit_i`, its vectors read from `column`."""
     # Cached per filter shape: the same text (and so asyncpg's prepared statement) is reused.
 
     vectors = vector_fragments(column)
+    candidate_filters = tuple(shape.candidate_filter for shape in shapes)
+
+    def nearest(index: int, shape: SectionShape) -> str:
+        """The section's vector candidates: one scan per owner, the nearest of them kept."""
+        scans = [
+            render(
+                NEAREST_SQL,
+                section=str(index),
+                candidate_filter=owner_filter,
+                pool=f":pool_{index}",
+                question_vector=QUESTION_VECTOR_SQL,
+                **vectors,
+            )
+            for owner_filter in shape.owner_filters or (shape.candidate_filter,)
+        ]
+        if len(scans) == 1:
+            return scans[0]
+        return render(
+            NEAREST_OF_OWNERS_SQL,
+            owners=" UNION ALL ".join(f"({scan})" for scan in scans),
+            pool=f":pool_{index}",
+        )
 
     def each_section(fragment: str) -> str:
         return " UNION ALL ".join(
@@ -92,7 +124,9 @@ def _search_template(candidate_filters: tuple[str, ...], column: VectorColumn) -
         lexical_matches=each_section(LEXICAL_MATCHES_SQL),
         bounded_matches=each_section(BOUNDED_MATCHES_SQL),
         collection=each_section(COLLECTION_SQL),
-        nearest=each_section(NEAREST_SQL),
+        nearest=" UNION ALL ".join(
+            f"({nearest(index, shape)})" for index, shape in enumerate(shapes)
+        ),
         beyond_pools=render(
             BEYOND_POOLS_SQL.strip(), question_vector=QUESTION_VECTOR_SQL, **vectors
         ),
@@ -110,9 +144,11 @@ def _case(branch: str, candidate_filters: tuple[str, ...], subject: str = "") ->
     return f"CASE {subject} {branches} END"
 
 
-def _section_predicates(tenant_id: str, sections: Sequence[SearchParams]) -> list[Predicate]:
-    """Each section's filter as SQL (binds prefixed by the section), once the sections are
-    checked to be one search split by disjoint filters."""
+def _section_predicates(
+    tenant_id: str, sections: Sequence[SearchParams]
+) -> list[tuple[Predicate, tuple[Predicate, ...]]]:
+    """Each section's filter as SQL and each of its owners' conditions (binds prefixed by the
+    section), once the sections are checked to be one search split by disjoint filters."""
     first = sections[0]
     # A plain search is one section: nothing to compare (this runs on every search).
     for index, other in enumerate(sections[1:], start=1):
@@ -121,7 +157,43 @@ def _section_predicates(tenant_id: str, sections: Sequence[SearchParams]) -> lis
         if any(not other.filter.is_disjoint(earlier.filter) for earlier in sections[:index]):
             raise ValueError("the sections of one search must select disjoint memories")
     return [
-        params.filter.where(tenant_id, prefix=f"f{index}_") for index, params in enumerate(sections)
+        (
+            params.filter.where(tenant_id, prefix=f"f{index}_"),
+            _each_owner(tenant_id, params.filter, prefix=f"f{index}_"),
+        )
+        for index, params in enumerate(sections)
+    ]
+
+
+def _each_owner(tenant_id: str, memories: MemoryFilter, prefix: str) -> tuple[Predicate, ...]:
+    """`memories` for each of its owners alone, if it has more than one (binds prefixed by
+    `prefix` and the owner's place). A statement that reads each owner apart can use an index
+    partial to one owner: its conditions imply the index's."""
+    if len(memories.owners) < 2:
+        return ()
+    return tuple(
+        replace(memories, owners=(owner,)).where(tenant_id, prefix=f"{prefix}{place}_")
+        for place, owner in enumerate(memories.owners)
+    )
+
+
+def _shapes(
+    predicates: Sequence[tuple[Predicate, tuple[Predicate, ...]]],
+) -> tuple[SectionShape, ...]:
+    return tuple(
+        SectionShape(candidate.sql, tuple(owner.sql for owner in owners))
+        for candidate, owners in predicates
+    )
+
+
+def _binds(
+    predicates: Sequence[tuple[Predicate, tuple[Predicate, ...]]],
+) -> list[BindParameter[Any]]:
+    return [
+        bind
+        for candidate, owners in predicates
+        for predicate in (candidate, *owners)
+        for bind in predicate.binds
     ]
 
 
@@ -158,7 +230,9 @@ _OWNER_KEYS_TYPE = ARRAY(Text())
 
 
 def _sectioned_statement(
-    tenant_id: str, sections: Sequence[SearchParams], predicates: Sequence[Predicate]
+    tenant_id: str,
+    sections: Sequence[SearchParams],
+    predicates: Sequence[tuple[Predicate, tuple[Predicate, ...]]],
 ) -> TextualSelect:
     binds = [
         bindparam(
@@ -171,12 +245,8 @@ def _sectioned_statement(
         for name, value in _bound_values(tenant_id, sections).items()
     ]
     return (
-        text(
-            _search_template(
-                tuple(predicate.sql for predicate in predicates), sections[0].vector_column
-            )
-        )
-        .bindparams(*(bind for predicate in predicates for bind in predicate.binds), *binds)
+        text(_search_template(_shapes(predicates), sections[0].vector_column))
+        .bindparams(*_binds(predicates), *binds)
         .columns(embedding=ARRAY(REAL()))
     )
 
@@ -229,12 +299,7 @@ def compiled_search(
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
     """
     predicates = _section_predicates(tenant_id, sections)
-    key = (
-        dialect.name,
-        _search_template(
-            tuple(predicate.sql for predicate in predicates), sections[0].vector_column
-        ),
-    )
+    key = (dialect.name, _search_template(_shapes(predicates), sections[0].vector_column))
     compiled = _compiled_searches.get(key)
     if compiled is None:
         if len(_compiled_searches) >= _COMPILED_SEARCHES_KEPT:
@@ -242,6 +307,6 @@ def compiled_search(
         statement = _sectioned_statement(tenant_id, sections, predicates)
         compiled = CompiledSearch.compile(statement, dialect)
         _compiled_searches[key] = compiled
-    values = {bind.key: bind.value for predicate in predicates for bind in predicate.binds}
+    values = {bind.key: bind.value for bind in _binds(predicates)}
     values.update(_bound_values(tenant_id, sections))
     return compiled, compiled.arguments(values)
