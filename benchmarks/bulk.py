@@ -88,11 +88,18 @@ class BulkStep:
     copy_seconds: float = 0.0
     vacuum_analyze_seconds: float = 0.0
     index_seconds: float = 0.0
+    owner_index_seconds: float = 0.0
+    owner_indexes_built: int = 0
     relation_bytes: dict[str, int] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
-        return self.copy_seconds + self.vacuum_analyze_seconds + self.index_seconds
+        return (
+            self.copy_seconds
+            + self.vacuum_analyze_seconds
+            + self.index_seconds
+            + self.owner_index_seconds
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,6 +112,8 @@ class BulkStep:
             "copy_rows_per_second": _rate(self.rows_added, self.copy_seconds),
             "vacuum_analyze_seconds": self.vacuum_analyze_seconds,
             "hnsw_build_seconds": self.index_seconds,
+            "owner_index_seconds": self.owner_index_seconds,
+            "owner_indexes_built": self.owner_indexes_built,
             "seconds": self.seconds,
             "rows_per_second_with_index_build": _rate(self.rows_added, self.seconds),
             "relation_bytes": self.relation_bytes,
@@ -174,6 +183,11 @@ class MemoryTable:
         self._engine = owner_engine
         self._settings = settings
         self._index_definition: str | None = None
+
+    @property
+    def owner_engine(self) -> AsyncEngine:
+        """The owner role's engine the table is loaded through."""
+        return self._engine
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:

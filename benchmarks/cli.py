@@ -376,6 +376,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         "migration_database_url": (
             SecretStr(args.migration_database_url) if args.migration_database_url else None
         ),
+        # The run builds the owners' vector indexes itself, right after each load; a refresh
+        # of the served app's own could start in the middle of a measurement.
+        "owner_vector_index_refresh_seconds": 0,
     }
     for option, setting in (
         ("embedding_profile", "embedding_profile"),

@@ -84,6 +84,22 @@ def build_parser(
         help="run: keep embedding memories written meanwhile until the change finishes",
     )
 
+    owner_indexes = commands.add_parser(
+        "owner-indexes",
+        help="build and drop the largest owners' own vector indexes now",
+        description=(
+            "An owner with at least MNEME_OWNER_VECTOR_INDEX_FROM memories (at most "
+            "MNEME_OWNER_VECTOR_INDEXES_MAX owners, the largest) gets an HNSW index of its own, "
+            "which its searches walk instead of the whole table's. A service process with the "
+            "owner role does this every MNEME_OWNER_VECTOR_INDEX_REFRESH_SECONDS; this command "
+            "does it now, with the migration role (MNEME_MIGRATION_DATABASE_URL). `plan` says "
+            "what `refresh` would build and drop."
+        ),
+    )
+    owner_indexes.add_argument(
+        "step", nargs="?", choices=("refresh", "plan"), default="refresh", help="default: refresh"
+    )
+
     run_bench = _add_bench_parser(commands, load=_command_of(argv) == "bench")
     add_admin_parser(commands)
     add_mcp_stdio_parser(commands)
@@ -107,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser, run_bench = build_parser(argv)
 
     args = parser.parse_args(argv)
-    if args.command in ("serve", "migrate", "reembed"):
+    if args.command in ("serve", "migrate", "reembed", "owner-indexes"):
         from service.logs import configure_logging
 
         settings = get_settings()
@@ -120,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.step is None:
             return asyncio.run(_reembed(args.batch_size))
         return asyncio.run(_change_model(args.step, args.batch_size, args.follow))
+    if args.command == "owner-indexes":
+        return asyncio.run(_owner_indexes(args.step))
     if args.command == "bench":
         return run_bench(args)
     if args.command == "admin":
@@ -277,6 +295,34 @@ async def _reembed(batch_size: int) -> int:
         await engine.dispose()
         target.close()
     sys.stdout.write(f"re-embedded {report.embedded} memories with {embedder.model_name}\n")
+    return 0
+
+
+async def _owner_indexes(step: str) -> int:
+    """`mneme owner-indexes`: the owners' vector indexes refreshed now, or the plan of it."""
+    from service.db import create_engine, open_database_target
+    from service.memories.owner_indexes import OwnerIndexes, OwnerIndexesRefused, live_column
+
+    settings = get_settings()
+    target = await open_database_target(settings)
+    engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
+    indexes = OwnerIndexes(
+        engine,
+        build_from=settings.owner_vector_index_from,
+        most=settings.owner_vector_indexes_max,
+    )
+    try:
+        if step == "plan":
+            lines = (await indexes.plan(await live_column(engine))).lines()
+        else:
+            lines = (await indexes.refresh()).lines()
+    except OwnerIndexesRefused as exc:
+        sys.stderr.write(f"mneme owner-indexes: {exc}\n")
+        return 2
+    finally:
+        await engine.dispose()
+        target.close()
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
     return 0
 
 

@@ -158,6 +158,19 @@ class Settings(BaseSettings):
     # least this share of the memory table; a smaller share is sorted exactly (the index would
     # walk past other owners' vectors to find its nearest).
     search_vector_index_share: float = Field(default=0.02, gt=0, le=1)
+    # An owner (a user, or the organization) with at least this many memories gets an HNSW
+    # index of its own, partial to its memories, built concurrently in the background by a
+    # process that has the owner role (the embedded database's, or MNEME_MIGRATION_DATABASE_URL)
+    # every `owner_vector_index_refresh_seconds` (0: never; `mneme owner-indexes refresh` builds
+    # them on demand). Its searches walk a graph of its own vectors only, at
+    # `owner_vector_index_ef_search`, instead of the whole table's graph filtered to it. At most
+    # `owner_vector_indexes_max` owners, the largest, have one: every index on the memory table
+    # costs each write a check of its condition and the planner a look at it. An owner keeps
+    # its index until it holds fewer than half of `owner_vector_index_from` memories.
+    owner_vector_index_from: int = Field(default=5_000, ge=0)
+    owner_vector_indexes_max: int = Field(default=100, ge=0, le=1_000)
+    owner_vector_index_ef_search: int = Field(default=400, ge=10, le=1000)
+    owner_vector_index_refresh_seconds: float = Field(default=600, ge=0)
     # Unset: the embedding profile's weight (its model's share against BM25), else 0.5.
     search_linear_lexical_weight: UnitInterval | None = None
     # How much of a memory's conversation is added to its own fused score: the best fused

@@ -57,6 +57,7 @@ from service.mcp.endpoint import McpEndpoint
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.jobs import register_jobs as register_memory_jobs
 from service.memories.keyed_router import router as keyed_memories_router
+from service.memories.owner_indexes import OwnerIndexes, keep_owner_indexes
 from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
 from service.memories.vector_columns import VectorColumns
@@ -235,12 +236,34 @@ async def _open_state(
         ),
         transaction_hooks=(record_end_user,),
         reranker=reranker,
+        owner_indexes=await _owner_indexes(stack, settings, target.urls.owner),
     )
     app.state.mneme = state
     supervisor = _supervise_embedded_database(app, target)
     if supervisor is not None:
         stack.callback(supervisor.stop)
     return state
+
+
+async def _owner_indexes(
+    stack: AsyncExitStack, settings: Settings, owner_url: str
+) -> OwnerIndexes | None:
+    """What keeps the largest owners' vector indexes, when this process holds the table's
+    owner role (the embedded database's, or MNEME_MIGRATION_DATABASE_URL) and the setting asks
+    for it; the runtime role cannot create an index."""
+    if (
+        settings.owner_vector_index_from <= 0
+        or settings.owner_vector_index_refresh_seconds <= 0
+        or not (settings.uses_embedded_database or settings.migration_database_url is not None)
+    ):
+        return None
+    owner_engine = create_engine(owner_url, settings, pool_size=1, max_overflow=0)
+    stack.push_async_callback(owner_engine.dispose)
+    return OwnerIndexes(
+        owner_engine,
+        build_from=settings.owner_vector_index_from,
+        most=settings.owner_vector_indexes_max,
+    )
 
 
 async def _load_models(*embedders: Embedder | None) -> None:
@@ -287,8 +310,19 @@ async def _start_background_work(
         name="mneme-vector-columns",
     )
 
+    watchers = [loop_lag, vector_columns]
+    if state.owner_indexes is not None:
+        watchers.append(
+            asyncio.create_task(
+                keep_owner_indexes(
+                    state.owner_indexes, state.settings.owner_vector_index_refresh_seconds
+                ),
+                name="mneme-owner-indexes",
+            )
+        )
+
     async def stop_watchers() -> None:
-        for task in (loop_lag, vector_columns):
+        for task in watchers:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -22,6 +22,7 @@ from service.providers.reranker import Reranker
 
 if TYPE_CHECKING:
     from service.memories.embedding import EmbeddingBackfill
+    from service.memories.owner_indexes import OwnerIndexes
     from service.memories.vector_columns import VectorColumns
     from service.threads.service import ThreadSetup
 
@@ -53,3 +54,5 @@ class AppState:
     transaction_hooks: Sequence[TransactionHook] = field(default_factory=tuple)
     # The hosted reranking service searches send their first candidates to, when configured.
     reranker: Reranker | None = None
+    # Keeps the largest owners' vector indexes, in a process that holds the owner role.
+    owner_indexes: OwnerIndexes | None = None

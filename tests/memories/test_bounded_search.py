@@ -22,7 +22,13 @@ from service.db import tenant_transaction
 from service.jobs import SEARCH_STATISTICS_JOB
 from service.main import create_app
 from service.memories.filters import MemoryFilter
-from service.memories.fusion import FusionRepository, IndexedOwners, indexed_owners
+from service.memories.fusion import (
+    OWN_INDEX,
+    SHARED_INDEX,
+    FusionRepository,
+    IndexedOwners,
+    indexed_owners,
+)
 from service.memories.jobs import search_statistics_job
 from tests.conftest import as_tenant, bearer, new_tenant
 from tests.fixtures.factories import remember_texts
@@ -421,7 +427,7 @@ async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_e
         transport = ASGITransport(app=application)
         async with AsyncClient(transport=transport, base_url="http://mneme.test") as bounded:
             owners = (tenant, "org:", "user:ada")
-            indexed_owners.learn(owners, False)
+            indexed_owners.learn(owners, None)
             await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
             await run_statistics_jobs(application, owner_engine, tenant)
             assert not indexed_owners.holds(owners)
@@ -441,16 +447,19 @@ async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_e
 
 def test_the_large_owners_are_remembered_for_a_while_and_forgotten_when_they_shrink() -> None:
     owners = IndexedOwners(timedelta(minutes=5), kept=2)
-    owners.learn(("t", "user:a"), True)
-    assert owners.holds(("t", "user:a"))
+    owners.learn(("t", "user:a"), SHARED_INDEX)
+    assert owners.index_of(("t", "user:a")) == SHARED_INDEX
     assert not owners.holds(("t", "user:b"))
-    owners.learn(("t", "user:a"), False)
+    # An owner that got an index of its own is searched through it from then on.
+    owners.learn(("t", "user:a"), OWN_INDEX)
+    assert owners.index_of(("t", "user:a")) == OWN_INDEX
+    owners.learn(("t", "user:a"), None)
     assert not owners.holds(("t", "user:a"))
     expired = IndexedOwners(timedelta(0), kept=2)
-    expired.learn(("t", "user:a"), True)
+    expired.learn(("t", "user:a"), SHARED_INDEX)
     assert not expired.holds(("t", "user:a"))
     for name in "abc":
-        owners.learn(("t", f"user:{name}"), True)
+        owners.learn(("t", f"user:{name}"), SHARED_INDEX)
     # Bounded: past `kept` entries it starts again rather than grow.
     assert owners.holds(("t", "user:c"))
     assert not owners.holds(("t", "user:a"))

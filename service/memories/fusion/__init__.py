@@ -23,6 +23,8 @@ from service.memories.fusion.parameters import (
 )
 from service.memories.fusion.repository import (
     GENERIC_SEARCH_PLAN_SQL,
+    OWN_INDEX,
+    SHARED_INDEX,
     FusionRepository,
     IndexedOwners,
     PlannedSearch,
@@ -44,7 +46,9 @@ __all__ = [
     "GENERIC_SEARCH_PLAN_SQL",
     "HYBRID_SEARCH_SQL",
     "LEXICAL_MATCHES_SQL",
+    "OWN_INDEX",
     "RANKING_PARAMETERS",
+    "SHARED_INDEX",
     "CompiledSearch",
     "FusionRepository",
     "IndexedOwners",

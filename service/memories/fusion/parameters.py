@@ -54,6 +54,8 @@ class SearchParams:
     vector_index_share: Annotated[float, Float()] = 0.02
     # Not bound: it names the column in the statement's text.
     vector_column: VectorColumn = FIRST_VECTOR_COLUMN
+    # Not bound: the HNSW candidate list for an owner with a vector index of its own.
+    owner_index_ef_search: int = 400
 
 
 RANKING_PARAMETERS: tuple[tuple[str, TypeEngine[Any]], ...] = tuple(

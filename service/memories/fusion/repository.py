@@ -10,7 +10,7 @@ inside it.
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -42,13 +42,22 @@ class SearchRow:
     rather than testing every memory."""
 
 
-CUSTOM_SEARCH_PLAN_SQL = (
-    "SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = 1000"
-)
-"""Plan the fusion statement for the search at hand, for owners whose vectors are best read
-from the HNSW index (see `PlannedSearch`), with a wider candidate list than the configured
-one: the index's nearest first are the whole vector side of such a search, not a shortcut
-beside an exact sort, so its recall is the search's."""
+SHARED_INDEX_EF_SEARCH = 1000
+"""The HNSW candidate list for an owner searched through the whole table's index: the
+index's nearest first are the whole vector side of such a search, not a shortcut beside an
+exact sort, so its recall is the search's, and the graph it walks is mostly other owners'."""
+
+
+def custom_search_plan_sql(ef_search: int) -> str:
+    """Plan the fusion statement for the search at hand, for owners whose vectors are best
+    read from an HNSW index (see `PlannedSearch`), with the candidate list `ef_search`: wider
+    than the configured one for the whole table's index (`SHARED_INDEX_EF_SEARCH`), the
+    owner's own setting for an owner with an index of its own (its graph holds only its
+    vectors, so a narrower list finds the same nearest)."""
+    return (
+        f"SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = {ef_search:d}"
+    )
+
 
 INDEX_SCAN_AS_CONFIGURED_SQL = "SET LOCAL hnsw.ef_search TO DEFAULT"
 """The HNSW candidate list as the connection was configured (`MNEME_HNSW_EF_SEARCH`)."""
@@ -103,13 +112,15 @@ class PlannedSearch:
     is made, and every search runs on the transaction's driver connection.
 
     An owner whose memories are a large part of the table (`owner_stats.indexed_vectors`) is
-    searched on a plan made for it (`CUSTOM_SEARCH_PLAN_SQL`): planned knowing whose memories
+    searched on a plan made for it (`custom_search_plan_sql`): planned knowing whose memories
     it reads, PostgreSQL reads their nearest vectors from the HNSW index, in a number of steps
     that follows the owner's share of the table, not its size. The generic plan, made for any
     owner, sorts the owner's vectors exactly, which is cheaper for the many small owners (and
-    needs no planning per search). Which owners are large is learnt from the searches' own
-    results (`indexed_owners`): the first search of a large owner in a process runs on the
-    generic plan."""
+    needs no planning per search). An owner with a vector index of its own
+    (`service.memories.owner_indexes`) is searched on a plan made for it too, which is what lets
+    the planner see that the index's condition holds. Which owners are large is learnt from the
+    searches' own results (`indexed_owners`): the first search of a large owner in a process
+    runs on the generic plan."""
 
     def __init__(
         self,
@@ -125,7 +136,8 @@ class PlannedSearch:
         self._dialect = dialect
         self._generic_plan = generic_plan
         self._statistics = statistics
-        self._custom_plan = False
+        self._custom_plan: int | None = None
+        """The candidate list of the custom plan the connection is set to; None: generic."""
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
         return (await self.search_sections([params]))[0]
@@ -138,13 +150,24 @@ class PlannedSearch:
         # request's own database work in Python (docs/benchmarks.md).
         compiled, arguments = compiled_search(self._tenant_id, sections, self._dialect)
         owners = [_owner_keys(self._tenant_id, params) for params in sections]
-        await self._plan_for(self._generic_plan and any(map(indexed_owners.holds, owners)))
+        await self._plan_for(
+            _custom_plan_ef_search(sections[0], map(indexed_owners.index_of, owners))
+            if self._generic_plan
+            else None
+        )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
         for row in await self._driver.fetch(compiled.sql, *arguments):
             section = row["section"]
             if not hits[section]:
-                indexed_owners.learn(owners[section], row["indexed_vectors"])
+                indexed_owners.learn(
+                    owners[section],
+                    OWN_INDEX
+                    if row["owner_index"]
+                    else SHARED_INDEX
+                    if row["indexed_vectors"]
+                    else None,
+                )
                 if statistics_due(
                     sections[section], row["section_documents"], row["statistics_age"]
                 ):
@@ -154,18 +177,36 @@ class PlannedSearch:
             self._statistics.ask(due)
         return hits
 
-    async def _plan_for(self, custom: bool) -> None:
-        """Plan the next statement for its owners (`custom`) or generically; a setting is
-        sent only when it changes, and `FusionRepository.planned()` restores the
-        configured ones when the block ends."""
-        if custom == self._custom_plan:
+    async def _plan_for(self, ef_search: int | None) -> None:
+        """Plan the next statement for its owners with the HNSW candidate list `ef_search`, or
+        generically (None); a setting is sent only when it changes, and
+        `FusionRepository.planned()` restores the configured ones when the block ends."""
+        if ef_search == self._custom_plan:
             return
         await self._driver.execute(
-            CUSTOM_SEARCH_PLAN_SQL
-            if custom
+            custom_search_plan_sql(ef_search)
+            if ef_search is not None
             else f"{GENERIC_SEARCH_PLAN_SQL}; {INDEX_SCAN_AS_CONFIGURED_SQL}"
         )
-        self._custom_plan = custom
+        self._custom_plan = ef_search
+
+
+OWN_INDEX = "own"
+"""An owner searched through a vector index of its own."""
+SHARED_INDEX = "shared"
+"""An owner large enough a share of the table to be searched through the table's index."""
+
+
+def _custom_plan_ef_search(params: SearchParams, indexes: Iterable[str | None]) -> int | None:
+    """The HNSW candidate list for a custom plan of sections whose owners are searched through
+    `indexes` (`IndexedOwners.index_of` each), or None for the generic plan: the whole table's
+    index needs the wider list whenever a section reads it."""
+    found = set(indexes)
+    if SHARED_INDEX in found:
+        return SHARED_INDEX_EF_SEARCH
+    if OWN_INDEX in found:
+        return params.owner_index_ef_search
+    return None
 
 
 def _owner_keys(tenant_id: str, params: SearchParams) -> tuple[str, ...]:
@@ -173,21 +214,31 @@ def _owner_keys(tenant_id: str, params: SearchParams) -> tuple[str, ...]:
 
 
 class IndexedOwners:
-    """The owners (a search's tenant and owner keys) whose latest search reported
-    `indexed_vectors`, for `INDEXED_OWNERS_TTL`. In process memory: a process that has not
-    seen an owner yet plans its first search generically, which costs time, never results."""
+    """The owners (a search's tenant and owner keys) whose latest search reported an index to
+    read their vectors from (`OWN_INDEX` or `SHARED_INDEX`), for `INDEXED_OWNERS_TTL`. In
+    process memory: a process that has not seen an owner yet plans its first search
+    generically, which costs time, never results."""
 
     def __init__(self, ttl: timedelta, kept: int) -> None:
-        self._owners: ExpiringKeys[tuple[str, ...]] = ExpiringKeys(ttl, kept)
+        self._own: ExpiringKeys[tuple[str, ...]] = ExpiringKeys(ttl, kept)
+        self._shared: ExpiringKeys[tuple[str, ...]] = ExpiringKeys(ttl, kept)
 
     def holds(self, owners: tuple[str, ...]) -> bool:
-        return owners in self._owners
+        return self.index_of(owners) is not None
 
-    def learn(self, owners: tuple[str, ...], indexed: bool) -> None:
-        if indexed:
-            self._owners.add(owners)
-        else:
-            self._owners.discard(owners)
+    def index_of(self, owners: tuple[str, ...]) -> str | None:
+        if owners in self._own:
+            return OWN_INDEX
+        if owners in self._shared:
+            return SHARED_INDEX
+        return None
+
+    def learn(self, owners: tuple[str, ...], index: str | None) -> None:
+        for kind, keys in ((OWN_INDEX, self._own), (SHARED_INDEX, self._shared)):
+            if index == kind:
+                keys.add(owners)
+            else:
+                keys.discard(owners)
 
 
 INDEXED_OWNERS_TTL = timedelta(minutes=5)

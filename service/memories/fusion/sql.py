@@ -232,8 +232,10 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
          LIMIT 1) AS section_documents,
        (SELECT extract(epoch FROM now() - o.refreshed_at) FROM owner_stats o
          WHERE o.section = ranked.section) AS statistics_age,
-       coalesce((SELECT o.indexed_vectors FROM owner_stats o
-                  WHERE o.section = ranked.section), false) AS indexed_vectors
+       coalesce((SELECT o.indexed_vectors OR o.owner_index FROM owner_stats o
+                  WHERE o.section = ranked.section), false) AS indexed_vectors,
+       coalesce((SELECT o.owner_index FROM owner_stats o
+                  WHERE o.section = ranked.section), false) AS owner_index
   FROM (SELECT h.*,
                -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same
                -- rank the same fused score) are decided by what the scores mean: the stronger
@@ -352,7 +354,15 @@ SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS d
        -- coordinator's count of a distributed table is 0: always).
        sum(s.documents) >= :vector_index_share
                            * greatest((SELECT c.reltuples FROM pg_class c
-                                        WHERE c.oid = 'memory'::regclass), 0) AS indexed_vectors
+                                        WHERE c.oid = 'memory'::regclass), 0) AS indexed_vectors,
+       -- Whether an owner has a vector index of its own on the column searched (see
+       -- `service.memories.owner_indexes`; it is found by its name, made from the owner).
+       EXISTS (SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+                WHERE i.indisvalid
+                  AND c.relname = ANY(ARRAY(
+                      SELECT ${owner_index_prefix} || left(md5(:tenant_id || '/' || owner.key
+                                                              || '/' || '${vector_name}'), 24)
+                        FROM unnest(${owner_keys}) AS owner(key)))) AS owner_index
   FROM memory_owner_stats s
  WHERE s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
 HAVING sum(s.documents) >= :bounded_from

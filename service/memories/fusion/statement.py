@@ -30,6 +30,7 @@ from service.memories.fusion.sql import (
     OWNER_STATS_SQL,
     QUESTION_VECTOR_SQL,
 )
+from service.memories.owner_index_names import OWNER_INDEX_PREFIX
 from service.memories.vector_columns import VectorColumn
 
 
@@ -49,6 +50,8 @@ def vector_fragments(column: VectorColumn) -> dict[str, str]:
     index is built (`${vector}`, over `memory m`), and the hit's vector and model name."""
     return {
         "vector": column.expression("m"),
+        "vector_name": column.name,
+        "owner_index_prefix": f"'{OWNER_INDEX_PREFIX}'",
         "hit_vector": f"s.{column.name}",
         "hit_vector_model": f"s.{column.model_column}",
     }

@@ -1,0 +1,261 @@
+"""Vector indexes of their own for the owners with the most memories.
+
+The memory table's HNSW index holds every owner's vectors. A search of one owner walks that
+graph and skips the other owners' vectors until it has found enough of its own (pgvector's
+iterative scan), so its cost follows the owner's share of the table, not what it asks for; an
+owner too small a share is sorted exactly, which costs what it holds. An owner with many
+memories therefore gets an HNSW index partial to its memories (`WHERE tenant_id = … AND scope =
+… AND user_id = …`): a search planned for it (`fusion.PlannedSearch`) walks a graph of its own
+vectors only.
+
+The indexes are found by name (`owner_index_name`), so nothing else records them. They are
+built and dropped concurrently, by a connection of the table's owner role: the runtime role
+cannot create an index, and searches and writes go on meanwhile. `OwnerIndexes.refresh` makes
+the set of indexes match the owners' sizes as the search statistics count them
+(`memory_owner_stats`): an index for each owner with at least `build_from` memories (at most
+`most` of them, the largest first), kept until the owner falls below half of that (an owner at
+the threshold is not rebuilt on every change), dropped when it does, when it is purged or when
+another owner outgrows it. A change of embedding model (`reembed`) drops the old column's
+indexes with the column; the next refresh builds them on the new live column.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
+from service.memories.vector_columns import VectorColumn, load_state
+
+logger = logging.getLogger("mneme.owner_indexes")
+
+CAN_SEE_ALL_TENANTS_SQL = text(
+    "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+)
+
+OWNERS_SQL = text(
+    """
+SELECT tenant_id, user_id, owner_key, documents
+  FROM memory_owner_stats
+ WHERE documents >= :keep_from
+ ORDER BY documents DESC, tenant_id, owner_key
+"""
+)
+"""Every owner large enough to keep an index, largest first (the statistics as last counted)."""
+
+EXISTING_SQL = text(
+    """
+SELECT c.relname AS name, i.indisvalid AS valid
+  FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE i.indrelid = 'memory'::regclass AND starts_with(c.relname, :prefix)
+"""
+)
+
+INDEX_DEFINITION_SQL = text(
+    """
+SELECT format('CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON memory USING hnsw (%s '
+              'vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE tenant_id = %L AND '
+              'scope = %L AND user_id = %L',
+              CAST(:name AS text), CAST(:vector AS text), CAST(:tenant_id AS text),
+              CAST(:scope AS text), CAST(:user_id AS text))
+"""
+)
+"""The owner's index, its identifiers and values quoted by the server (`format`'s %I and %L):
+a user id is whatever a token said, quotes included. Same graph settings as the table's index.
+
+The condition is the owner's as a search's filter states it for one owner (`tenant_id`,
+`scope`, `user_id`), which the planner must find implied by the scan's conditions; the
+organization's (`ORG_INDEX_DEFINITION_SQL`) says `scope = 'org'` alone, as the filter does."""
+
+ORG_INDEX_DEFINITION_SQL = text(
+    """
+SELECT format('CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON memory USING hnsw (%s '
+              'vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE tenant_id = %L AND '
+              'scope = ''org''',
+              CAST(:name AS text), CAST(:vector AS text), CAST(:tenant_id AS text))
+"""
+)
+
+
+class OwnerIndexesRefused(RuntimeError):
+    """The connection cannot maintain the indexes (not the table's owner, or not allowed to
+    see every tenant's statistics)."""
+
+
+@dataclass(frozen=True)
+class OwnerIndex:
+    """One owner's index: whose, on which column, and under which name."""
+
+    tenant_id: str
+    user_id: str | None
+    owner_key: str
+    memories: int
+    name: str
+
+
+def _described(verb: str, index: OwnerIndex) -> str:
+    return f"{verb}: {index.name} ({index.owner_key} of tenant {index.tenant_id}, {index.memories})"
+
+
+@dataclass
+class OwnerIndexPlan:
+    """What a refresh would do on `column`: the indexes to build (largest owner first), to
+    keep and to drop."""
+
+    column: str
+    build: list[OwnerIndex] = field(default_factory=list)
+    drop: list[str] = field(default_factory=list)
+    kept: list[OwnerIndex] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return (
+            [f"column: {self.column}"]
+            + [_described("build", index) for index in self.build]
+            + [_described("keep", index) for index in self.kept]
+            + [f"drop: {name}" for name in self.drop]
+        )
+
+
+@dataclass
+class OwnerIndexReport:
+    """What a refresh did (as far as it got, if a build failed)."""
+
+    column: str
+    built: list[OwnerIndex] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    kept: list[OwnerIndex] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return (
+            [f"column: {self.column}"]
+            + [_described("built", index) for index in self.built]
+            + [_described("kept", index) for index in self.kept]
+            + [f"dropped: {name}" for name in self.dropped]
+        )
+
+
+class OwnerIndexes:
+    """Builds and drops the owners' vector indexes on `owner_engine` (the table's owner)."""
+
+    def __init__(self, owner_engine: AsyncEngine, *, build_from: int, most: int) -> None:
+        self._engine = owner_engine
+        self._build_from = build_from
+        self._most = most
+
+    async def plan(self, column: VectorColumn) -> OwnerIndexPlan:
+        """The indexes `refresh` would build and drop for `column`, as the statistics stand."""
+        async with self._engine.connect() as connection:
+            await _require_owner(connection)
+            owners = (await connection.execute(OWNERS_SQL, {"keep_from": self._keep_from})).all()
+            existing = {
+                row.name: row.valid
+                for row in await connection.execute(EXISTING_SQL, {"prefix": OWNER_INDEX_PREFIX})
+            }
+        plan = OwnerIndexPlan(column.name)
+        wanted: set[str] = set()
+        if self._build_from > 0:
+            for row in owners[: self._most]:
+                index = OwnerIndex(
+                    row.tenant_id,
+                    row.user_id,
+                    row.owner_key,
+                    row.documents,
+                    owner_index_name(row.tenant_id, row.owner_key, column.name),
+                )
+                if existing.get(index.name):
+                    plan.kept.append(index)
+                    wanted.add(index.name)
+                elif index.memories >= self._build_from:
+                    plan.build.append(index)
+                    wanted.add(index.name)
+        plan.drop = sorted(name for name in existing if name not in wanted)
+        return plan
+
+    async def refresh(self, column: VectorColumn | None = None) -> OwnerIndexReport:
+        """Build the indexes missing and drop those no longer wanted, on the live column (or
+        `column`). Under a session lock: of two processes refreshing at once, the second
+        waits, then finds the work done."""
+        if column is None:
+            column = await live_column(self._engine)
+        report = OwnerIndexReport(column.name)
+        async with self._engine.connect() as connection:
+            autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await autocommit.execute(text("SELECT pg_advisory_lock(:key)"), {"key": REFRESH_LOCK})
+            try:
+                plan = await self.plan(column)
+                report.kept = plan.kept
+                # Dropped first: an index an owner outgrew makes room for the one built next.
+                for name in plan.drop:
+                    await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
+                    report.dropped.append(name)
+                for index in plan.build:
+                    await _build(autocommit, index, column)
+                    report.built.append(index)
+            finally:
+                await autocommit.execute(
+                    text("SELECT pg_advisory_unlock(:key)"), {"key": REFRESH_LOCK}
+                )
+        return report
+
+    @property
+    def _keep_from(self) -> int:
+        return max(1, self._build_from // 2)
+
+
+REFRESH_LOCK = 0x6D6E656D655F6F69 & 0x7FFF_FFFF_FFFF_FFFF
+"""The advisory lock one refresh at a time holds (any number that no other lock uses)."""
+
+
+async def live_column(engine: AsyncEngine) -> VectorColumn:
+    """The column searches read once a change of model is over (`vector_columns`)."""
+    state = await load_state(engine)
+    live = state.column("live")
+    if live is None:
+        raise OwnerIndexesRefused("no vector column is live")
+    return VectorColumn(live.name, live.model or "", live.dims)
+
+
+async def _require_owner(connection: AsyncConnection) -> None:
+    if not (await connection.execute(CAN_SEE_ALL_TENANTS_SQL)).scalar_one():
+        raise OwnerIndexesRefused(
+            "the owner role cannot bypass row-level security, so it cannot read every "
+            "tenant's statistics; grant it BYPASSRLS or use a superuser URL"
+        )
+
+
+async def _build(connection: AsyncConnection, index: OwnerIndex, column: VectorColumn) -> None:
+    """The owner's index, concurrently (writes go on). One a killed or failed build left
+    invalid is dropped first: `IF NOT EXISTS` alone would keep it."""
+    vector = column.name if column.dims is None else f"({column.name}::vector({column.dims}))"
+    values = {"name": index.name, "vector": vector, "tenant_id": index.tenant_id}
+    if index.user_id is None:
+        statement = (await connection.execute(ORG_INDEX_DEFINITION_SQL, values)).scalar_one()
+    else:
+        values |= {"scope": "user", "user_id": index.user_id}
+        statement = (await connection.execute(INDEX_DEFINITION_SQL, values)).scalar_one()
+    await connection.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{index.name}"'))
+    await connection.execute(text(statement))
+    logger.info("built %s for %s of tenant %s", index.name, index.owner_key, index.tenant_id)
+
+
+async def keep_owner_indexes(indexes: OwnerIndexes, every_seconds: float) -> None:
+    """`refresh` every `every_seconds`, for as long as the process runs. A failed refresh is
+    logged and tried again at the next turn; a connection that cannot maintain the indexes
+    stops the loop (nothing would change by trying again)."""
+    while True:
+        await asyncio.sleep(every_seconds)
+        try:
+            report = await indexes.refresh()
+        except OwnerIndexesRefused as refused:
+            logger.warning("owner vector indexes are not maintained: %s", refused)
+            return
+        except Exception:
+            logger.exception("refreshing the owner vector indexes failed; trying again later")
+            continue
+        if report.built or report.dropped:
+            logger.info("owner vector indexes: %s", "; ".join(report.lines()))

@@ -1,0 +1,218 @@
+"""The largest owners get an HNSW index of their own: built for an owner past the threshold,
+used by its searches (which rank as the exact statement does), kept down to half the threshold,
+dropped when the owner shrinks, is outgrown or is purged; built only by the table's owner."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+from httpx import ASGITransport, AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.auth.owner import Owner
+from service.config import Settings
+from service.db import tenant_transaction, transaction_driver
+from service.main import create_app
+from service.memories.filters import MemoryFilter
+from service.memories.fusion import FusionRepository
+from service.memories.fusion.repository import custom_search_plan_sql
+from service.memories.fusion.statement import compiled_search
+from service.memories.owner_index_names import owner_index_name
+from service.memories.owner_indexes import (
+    OwnerIndexes,
+    OwnerIndexesRefused,
+    live_column,
+)
+from service.memories.postings import PostingsRepository
+from tests.conftest import bearer
+from tests.fixtures.factories import remember_all, remember_texts
+from tests.memories.test_bounded_search import corpus
+from tests.search_params import search_params
+
+BUILD_FROM = 40
+# A user id with every punctuation an id may hold: it reaches the index's condition as data.
+USER = "ada.l|ove+lace@example.org:1=2-x_y"
+
+
+@pytest.fixture
+async def indexed_app(settings: Settings) -> AsyncIterator[FastAPI]:
+    """The app with low thresholds: an owner of `BUILD_FROM` memories is searched through its
+    postings and may get an index of its own; no refresh loop (the tests refresh)."""
+    changed = settings.model_copy(
+        update={
+            "search_bounded_from": BUILD_FROM,
+            "owner_vector_index_from": BUILD_FROM,
+            "owner_vector_index_refresh_seconds": 0,
+        }
+    )
+    application = create_app(changed)
+    async with LifespanManager(application):
+        yield application
+
+
+@pytest.fixture
+async def indexed_client(indexed_app: FastAPI) -> AsyncIterator[AsyncClient]:
+    transport = ASGITransport(app=indexed_app)
+    async with AsyncClient(transport=transport, base_url="http://mneme.test") as client:
+        yield client
+
+
+@pytest.fixture
+async def no_owner_indexes(owner_engine: AsyncEngine) -> AsyncIterator[None]:
+    """Every owner index dropped afterwards (other tests' owners may have got one too)."""
+    yield
+    await OwnerIndexes(owner_engine, build_from=0, most=0).refresh()
+
+
+async def count_statistics(app: FastAPI, tenant: str, *owners: Owner) -> None:
+    """The owners' search statistics counted, as the background job counts them."""
+    for owner in owners:
+        async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+            await PostingsRepository(session, tenant).refresh_statistics(owner)
+
+
+async def index_definitions(owner_engine: AsyncEngine) -> dict[str, str]:
+    async with owner_engine.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+                "JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE i.indrelid = 'memory'::regclass AND i.indisvalid "
+                "AND c.relname LIKE 'ix\\_memory\\_owner\\_%'"
+            )
+        )
+        return dict(rows.all())
+
+
+async def large_owner(
+    app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
+) -> dict[str, str]:
+    """`USER` with 60 memories and an organization of 5, their statistics counted; the user's
+    headers."""
+    headers = bearer(settings, tenant, USER)
+    await remember_texts(client, headers, corpus(23, 60))
+    admin = bearer(settings, tenant, "admin", admin=True)
+    await remember_all(
+        client,
+        admin,
+        *({"text": f"The office closes at {hour} on Fridays"} for hour in range(5)),
+        org=True,
+    )
+    await count_statistics(app, tenant, Owner.user(USER), Owner.org())
+    return headers
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_a_large_owner_gets_an_index_of_its_own_and_its_searches_read_it(
+    indexed_app: FastAPI,
+    indexed_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    headers = await large_owner(indexed_app, indexed_client, settings, tenant)
+    name = owner_index_name(tenant, Owner.user(USER).key, "embedding")
+    org_name = owner_index_name(tenant, Owner.org().key, "embedding")
+
+    report = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+
+    assert name in [index.name for index in report.built]
+    definitions = await index_definitions(owner_engine)
+    # The organization's 5 memories are too few for one.
+    assert org_name not in definitions
+    assert "USING hnsw (embedding vector_cosine_ops)" in definitions[name]
+    # The owner's condition, its id quoted as data.
+    assert f"(tenant_id = '{tenant}'::text)" in definitions[name]
+    assert f"(user_id = '{USER}'::text)" in definitions[name]
+    # A second refresh finds nothing to do.
+    again = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+    assert not again.built and not again.dropped and name in [i.name for i in again.kept]
+
+    # The search statement of the user (with the organization) reads the user's index when
+    # planned for this owner, as the service plans it for an owner with an index of its own.
+    question = "what does the user like to play"
+    embedder = indexed_app.state.mneme.embedding_backfill.embedder
+    params = search_params(
+        MemoryFilter.build([Owner.user(USER), Owner.org()]),
+        question,
+        query_embedding=await embedder.embed_query(question),
+        use_vector=True,
+    )
+    async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
+        driver = await transaction_driver(await session.connection())
+        compiled, arguments = compiled_search(
+            tenant, [params], (await session.connection()).dialect
+        )
+        await driver.execute(custom_search_plan_sql(400))
+        plan = json.dumps(
+            await driver.fetchval(f"EXPLAIN (FORMAT JSON) {compiled.sql}", *arguments)
+        )
+        via_index = [
+            row.memory.id for row in await FusionRepository(session, tenant).search(params)
+        ]
+    assert f'"Index Name": "{name}"' in plan
+    async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
+        await session.execute(text("SET LOCAL enable_indexscan = off"))
+        exact = [row.memory.id for row in await FusionRepository(session, tenant).search(params)]
+    assert via_index == exact
+
+    # Through the API: the first search learns the owner has an index; both answer alike.
+    answers = []
+    for _ in range(2):
+        response = await indexed_client.post(
+            f"/v1/users/{USER}/memories/search",
+            headers=headers,
+            json={"query": question, "limit": 10, "mode": "hybrid"},
+        )
+        assert response.status_code == 200, response.text
+        answers.append([hit["memory"]["id"] for hit in response.json()["hits"]])
+    assert answers[0] == answers[1]
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_an_index_is_kept_down_to_half_the_threshold_and_dropped_below_or_when_purged(
+    indexed_app: FastAPI,
+    indexed_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    await large_owner(indexed_app, indexed_client, settings, tenant)
+    name = owner_index_name(tenant, Owner.user(USER).key, "embedding")
+    await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+    column = await live_column(owner_engine)
+
+    # 60 memories: kept while half the threshold is at most 60, not built anew.
+    kept = await OwnerIndexes(owner_engine, build_from=120, most=100).plan(column)
+    assert name in [index.name for index in kept.kept] and name not in kept.drop
+    dropped = await OwnerIndexes(owner_engine, build_from=122, most=100).plan(column)
+    assert name in dropped.drop
+    # Outgrown: only the largest `most` owners keep one.
+    assert (
+        name in (await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=0).plan(column)).drop
+    )
+
+    admin = bearer(settings, tenant, "admin", admin=True)
+    purged = await indexed_client.delete(f"/v1/admin/users/{USER}", headers=admin)
+    assert purged.status_code == 200, purged.text
+    report = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+
+    assert name in report.dropped
+    assert name not in await index_definitions(owner_engine)
+
+
+async def test_only_the_tables_owner_maintains_the_indexes(runtime_engine: AsyncEngine) -> None:
+    with pytest.raises(OwnerIndexesRefused):
+        await OwnerIndexes(runtime_engine, build_from=BUILD_FROM, most=100).refresh()
+
+
+def test_an_index_name_hides_its_owner_and_fits_postgres() -> None:
+    name = owner_index_name("tenant-a", "user:" + "x" * 300, "embedding")
+    assert name.startswith("ix_memory_owner_") and len(name) <= 63
+    assert "tenant-a" not in name
+    assert name != owner_index_name("tenant-a", "user:" + "x" * 300, "embedding_alt")
