@@ -343,9 +343,15 @@ async def _create_index_concurrently(owner_engine: AsyncEngine, name: str, defin
         valid = (await autocommit.execute(INDEX_VALID_SQL, {"name": name})).scalar_one_or_none()
         if valid is False:
             await autocommit.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
-        await autocommit.execute(
-            text(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory {definition}")
-        )
+        # A build over every memory takes minutes on a large table, far past the connection's
+        # statement timeout (which would cancel it and leave the index invalid).
+        await autocommit.execute(text("SET statement_timeout = 0"))
+        try:
+            await autocommit.execute(
+                text(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory {definition}")
+            )
+        finally:
+            await autocommit.execute(text("RESET statement_timeout"))
 
 
 async def _build_index(owner_engine: AsyncEngine, column: str, dims: int) -> None:

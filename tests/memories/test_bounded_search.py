@@ -463,3 +463,32 @@ def test_the_large_owners_are_remembered_for_a_while_and_forgotten_when_they_shr
     # Bounded: past `kept` entries it starts again rather than grow.
     assert owners.holds(("t", "user:c"))
     assert not owners.holds(("t", "user:a"))
+
+
+async def test_a_lexeme_in_most_memories_brings_no_candidates_of_its_own(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """ "user" is in every fact of the corpus: a memory holding it and no other lexeme of the
+    question cannot outscore one that holds the rarer lexeme, so the bounded path takes its
+    candidates from the rarer lexeme's postings alone; the exact path ranks the same first."""
+    ada = bearer(settings, tenant, "ada")
+    zither = ["User plays the zither badly", "The zither came from Vienna", "A zither for Ada"]
+    ids = await remember_texts(client, ada, [*corpus(11, 4 * BOUNDED_FROM), *zither])
+    zither_ids = set(ids[-3:])
+    question = "what about the user and the zither"
+    exact = await search_ids(client, ada, question)
+    await search_ids(bounded_client, ada, question)
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+
+    bounded = await search_ids(bounded_client, ada, question)
+
+    # Exact: the three zither memories first, then memories holding only "user".
+    assert len(exact) == 10 and set(exact[:3]) == zither_ids
+    assert bounded == exact[:3]
+    # A question of such lexemes alone still reads their postings.
+    assert len(await search_ids(bounded_client, ada, "the user")) == 10

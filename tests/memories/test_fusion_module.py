@@ -32,12 +32,14 @@ def test_rendering_fills_every_placeholder_and_leaves_array_literals_alone() -> 
 
 def test_every_ranking_parameter_is_bound_under_its_own_name() -> None:
     """A field added to `SearchParams` reaches the statement as a bind of the same name."""
-    # The vector column is the statement's text, not a value (see the next test).
+    # The vector column is the statement's text, not a value (see the next test); the owner
+    # index's candidate list is a planner setting made before the statement runs.
     declared = {each.name for each in fields(SearchParams)} - {
         "filter",
         "pool",
         "limit",
         "vector_column",
+        "owner_index_ef_search",
     }
     assert {name for name, _ in RANKING_PARAMETERS} == declared
 

@@ -375,12 +375,31 @@ BOUNDED_MATCHES_SQL = """
 -- that holds none of the question's lexemes near the top of their lists cannot outscore those
 -- that do by its lexical side, so only these are scored, exactly, from their tsvectors (one
 -- row per question lexeme a candidate holds, as `LEXICAL_MATCHES_SQL` gives them).
+-- A lexeme in more than :common_lexeme_share of the section's memories ("user", in a write
+-- path's facts) brings no candidates of its own: its inverse document frequency is so low
+-- (under ln 2) that a memory holding it and none of the question's other lexemes cannot
+-- outscore one that holds them; it still counts in the score of every candidate that holds
+-- it. A question made only of such lexemes reads them all.
 SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS tf,
        m.tsv_length AS length
   FROM (SELECT DISTINCT top.memory_id
           FROM owner_stats o
-         CROSS JOIN query_terms q
-         CROSS JOIN LATERAL unnest(q.lexemes) AS question(lexeme)
+         CROSS JOIN LATERAL (
+               SELECT coalesce(nullif(array_agg(counted.lexeme) FILTER (WHERE NOT counted.common),
+                                      '{}'),
+                               array_agg(counted.lexeme)) AS lexemes
+                 FROM query_terms q
+                 CROSS JOIN LATERAL unnest(q.lexemes) AS asked(lexeme)
+                 CROSS JOIN LATERAL (
+                       SELECT asked.lexeme,
+                              coalesce((SELECT sum(ls.documents) FROM memory_lexeme_stats ls
+                                         WHERE ls.tenant_id = :tenant_id
+                                           AND ls.owner_key = ANY(o.owner_keys)
+                                           AND ls.lexeme = asked.lexeme), 0)
+                              > :common_lexeme_share * o.documents::float8 AS common
+                 ) AS counted
+         ) AS seeding
+         CROSS JOIN LATERAL unnest(seeding.lexemes) AS question(lexeme)
          CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
          CROSS JOIN LATERAL (
                SELECT p.memory_id FROM memory_posting p
