@@ -1,0 +1,99 @@
+"""A large owner's own vector index on Citus: built concurrently on every shard of the memory
+table by the owner role; the owner's searches answer alike with it and without it (whether a
+worker reads it is the worker planner's choice by cost: a 60-memory owner's vectors are sorted);
+dropped again."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+from httpx import ASGITransport, AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.auth.owner import Owner
+from service.config import Settings
+from service.main import create_app
+from service.memories.owner_index_names import owner_index_name
+from service.memories.owner_indexes import OwnerIndexes
+from tests.conftest import bearer, new_tenant
+from tests.fixtures.factories import remember_texts
+from tests.memories.test_bounded_search import corpus
+from tests.memories.test_owner_indexes import count_statistics
+
+pytestmark = pytest.mark.citus
+
+BUILD_FROM = 40
+QUESTION = "what does the user like to play"
+
+
+@pytest.fixture
+async def indexed_citus_app(citus_settings: Settings) -> AsyncIterator[FastAPI]:
+    application = create_app(
+        citus_settings.model_copy(
+            update={
+                "search_bounded_from": BUILD_FROM,
+                "owner_vector_index_from": BUILD_FROM,
+                "owner_vector_index_refresh_seconds": 0,
+            }
+        )
+    )
+    async with LifespanManager(application):
+        yield application
+
+
+async def _search(app: FastAPI, headers: dict[str, str]) -> list[str]:
+    transport = ASGITransport(app=app)
+    async with AsyncClient(transport=transport, base_url="http://mneme.test") as client:
+        response = await client.post(
+            "/v1/users/me/memories/search",
+            headers=headers,
+            json={"query": QUESTION, "limit": 10, "mode": "hybrid"},
+        )
+    assert response.status_code == 200, response.text
+    return [hit["memory"]["id"] for hit in response.json()["hits"]]
+
+
+async def test_an_owner_index_on_citus_is_on_every_shard_and_serves_the_owners_search(
+    indexed_citus_app: FastAPI, citus_settings: Settings, citus_owner_engine: AsyncEngine
+) -> None:
+    tenant = new_tenant()
+    headers = bearer(citus_settings, tenant, "ada")
+    transport = ASGITransport(app=indexed_citus_app)
+    async with AsyncClient(transport=transport, base_url="http://mneme.test") as client:
+        await remember_texts(client, headers, corpus(31, 60))
+    await count_statistics(indexed_citus_app, tenant, Owner.user("ada"))
+    name = owner_index_name(tenant, Owner.user("ada").key, "embedding")
+    indexes = OwnerIndexes(citus_owner_engine, build_from=BUILD_FROM, most=1_000)
+    try:
+        report = await indexes.refresh()
+        assert name in [index.name for index in report.built + report.kept]
+        async with citus_owner_engine.connect() as connection:
+            shards = (
+                await connection.execute(
+                    text(
+                        "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'memory'::regclass"
+                    )
+                )
+            ).scalar_one()
+            on_workers = (
+                await connection.execute(
+                    text(
+                        "SELECT sum(result::int) FROM run_command_on_workers($$SELECT count(*) "
+                        "FROM pg_indexes WHERE indexname LIKE '" + name + "\\_%'$$)"
+                    )
+                )
+            ).scalar_one()
+        # One copy per shard (named after it), besides the shell table's on each worker.
+        assert on_workers == shards
+
+        with_index = [await _search(indexed_citus_app, headers) for _ in range(2)]
+    finally:
+        await OwnerIndexes(citus_owner_engine, build_from=0, most=0).refresh()
+    without_index = await _search(indexed_citus_app, headers)
+
+    assert with_index[0] == with_index[1] == without_index
+    assert len(without_index) == 10
