@@ -98,8 +98,24 @@ class OwnerIndex:
     name: str
 
 
-def _described(verb: str, index: OwnerIndex) -> str:
-    return f"{verb}: {index.name} ({index.owner_key} of tenant {index.tenant_id}, {index.memories})"
+def _lines(
+    column: str,
+    verbs: tuple[str, str, str],
+    built: list[OwnerIndex],
+    kept: list[OwnerIndex],
+    dropped: list[str],
+) -> list[str]:
+    """One line per index, under the verbs for built, kept and dropped."""
+    build, keep, drop = verbs
+    return (
+        [f"column: {column}"]
+        + [
+            f"{verb}: {i.name} ({i.owner_key} of tenant {i.tenant_id}, {i.memories})"
+            for verb, group in ((build, built), (keep, kept))
+            for i in group
+        ]
+        + [f"{drop}: {name}" for name in dropped]
+    )
 
 
 @dataclass
@@ -113,12 +129,7 @@ class OwnerIndexPlan:
     kept: list[OwnerIndex] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        return (
-            [f"column: {self.column}"]
-            + [_described("build", index) for index in self.build]
-            + [_described("keep", index) for index in self.kept]
-            + [f"drop: {name}" for name in self.drop]
-        )
+        return _lines(self.column, ("build", "keep", "drop"), self.build, self.kept, self.drop)
 
 
 @dataclass
@@ -131,12 +142,8 @@ class OwnerIndexReport:
     kept: list[OwnerIndex] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        return (
-            [f"column: {self.column}"]
-            + [_described("built", index) for index in self.built]
-            + [_described("kept", index) for index in self.kept]
-            + [f"dropped: {name}" for name in self.dropped]
-        )
+        verbs = ("built", "kept", "dropped")
+        return _lines(self.column, verbs, self.built, self.kept, self.dropped)
 
 
 class OwnerIndexes:
@@ -185,6 +192,8 @@ class OwnerIndexes:
         waits, then finds the work done."""
         if column is None:
             column = await live_column(self._engine)
+        async with self._engine.connect() as connection:
+            await _require_owner(connection)
         report = OwnerIndexReport(column.name)
         async with self._engine.connect() as connection:
             autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")

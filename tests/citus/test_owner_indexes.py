@@ -8,18 +8,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
-from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
 from service.config import Settings
-from service.main import create_app
 from service.memories.owner_index_names import owner_index_name
 from service.memories.owner_indexes import OwnerIndexes
 from tests.conftest import bearer, new_tenant
+from tests.fixtures.apps import app_client, running_app
 from tests.fixtures.factories import remember_texts
 from tests.memories.test_bounded_search import corpus
 from tests.memories.test_owner_indexes import count_statistics
@@ -32,22 +30,17 @@ QUESTION = "what does the user like to play"
 
 @pytest.fixture
 async def indexed_citus_app(citus_settings: Settings) -> AsyncIterator[FastAPI]:
-    application = create_app(
-        citus_settings.model_copy(
-            update={
-                "search_bounded_from": BUILD_FROM,
-                "owner_vector_index_from": BUILD_FROM,
-                "owner_vector_index_refresh_seconds": 0,
-            }
-        )
-    )
-    async with LifespanManager(application):
+    async with running_app(
+        citus_settings,
+        search_bounded_from=BUILD_FROM,
+        owner_vector_index_from=BUILD_FROM,
+        owner_vector_index_refresh_seconds=0,
+    ) as application:
         yield application
 
 
 async def _search(app: FastAPI, headers: dict[str, str]) -> list[str]:
-    transport = ASGITransport(app=app)
-    async with AsyncClient(transport=transport, base_url="http://mneme.test") as client:
+    async with app_client(app) as client:
         response = await client.post(
             "/v1/users/me/memories/search",
             headers=headers,
@@ -62,8 +55,7 @@ async def test_an_owner_index_on_citus_is_on_every_shard_and_serves_the_owners_s
 ) -> None:
     tenant = new_tenant()
     headers = bearer(citus_settings, tenant, "ada")
-    transport = ASGITransport(app=indexed_citus_app)
-    async with AsyncClient(transport=transport, base_url="http://mneme.test") as client:
+    async with app_client(indexed_citus_app) as client:
         await remember_texts(client, headers, corpus(31, 60))
     await count_statistics(indexed_citus_app, tenant, Owner.user("ada"))
     name = owner_index_name(tenant, Owner.user("ada").key, "embedding")

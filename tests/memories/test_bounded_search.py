@@ -473,9 +473,10 @@ async def test_a_lexeme_in_most_memories_brings_no_candidates_of_its_own(
     owner_engine: AsyncEngine,
     tenant: str,
 ) -> None:
-    """ "user" is in every fact of the corpus: a memory holding it and no other lexeme of the
-    question cannot outscore one that holds the rarer lexeme, so the bounded path takes its
-    candidates from the rarer lexeme's postings alone; the exact path ranks the same first."""
+    """The word "user" is in every fact of the corpus: a memory holding it and no other lexeme
+    of the question cannot outscore one that holds the rarer lexeme, so the bounded path takes
+    its candidates from the rarer lexeme's postings alone; the exact path ranks the same
+    first."""
     ada = bearer(settings, tenant, "ada")
     zither = ["User plays the zither badly", "The zither came from Vienna", "A zither for Ada"]
     ids = await remember_texts(client, ada, [*corpus(11, 4 * BOUNDED_FROM), *zither])

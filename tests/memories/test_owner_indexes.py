@@ -8,16 +8,14 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
-from httpx import ASGITransport, AsyncClient
+from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
-from service.main import create_app
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository
 from service.memories.fusion.repository import custom_search_plan_sql
@@ -30,6 +28,7 @@ from service.memories.owner_indexes import (
 )
 from service.memories.postings import PostingsRepository
 from tests.conftest import bearer
+from tests.fixtures.apps import app_client, running_app
 from tests.fixtures.factories import remember_all, remember_texts
 from tests.memories.test_bounded_search import corpus
 from tests.search_params import search_params
@@ -43,22 +42,18 @@ USER = "ada.l|ove+lace@example.org:1=2-x_y"
 async def indexed_app(settings: Settings) -> AsyncIterator[FastAPI]:
     """The app with low thresholds: an owner of `BUILD_FROM` memories is searched through its
     postings and may get an index of its own; no refresh loop (the tests refresh)."""
-    changed = settings.model_copy(
-        update={
-            "search_bounded_from": BUILD_FROM,
-            "owner_vector_index_from": BUILD_FROM,
-            "owner_vector_index_refresh_seconds": 0,
-        }
-    )
-    application = create_app(changed)
-    async with LifespanManager(application):
+    async with running_app(
+        settings,
+        search_bounded_from=BUILD_FROM,
+        owner_vector_index_from=BUILD_FROM,
+        owner_vector_index_refresh_seconds=0,
+    ) as application:
         yield application
 
 
 @pytest.fixture
 async def indexed_client(indexed_app: FastAPI) -> AsyncIterator[AsyncClient]:
-    transport = ASGITransport(app=indexed_app)
-    async with AsyncClient(transport=transport, base_url="http://mneme.test") as client:
+    async with app_client(indexed_app) as client:
         yield client
 
 

@@ -148,12 +148,21 @@ class PlannedSearch:
         # Compiled once per filter shape (see `compiled_search`), and run straight on the
         # driver: SQLAlchemy's execution layer cost ~1 ms of CPU a search, a third of the
         # request's own database work in Python (docs/benchmarks.md).
-        compiled, arguments = compiled_search(self._tenant_id, sections, self._dialect)
         owners = [_owner_keys(self._tenant_id, params) for params in sections]
-        await self._plan_for(
+        ef_search = (
             _custom_plan_ef_search(sections[0], map(indexed_owners.index_of, owners))
             if self._generic_plan
             else None
+        )
+        await self._plan_for(ef_search)
+        # On its generic plan the statement sorts the nearest vectors exactly (see
+        # `EXACT_ORDER_SQL`); a plan made for a large owner, or any plan on a server that makes
+        # no generic ones, may read them from an index.
+        compiled, arguments = compiled_search(
+            self._tenant_id,
+            sections,
+            self._dialect,
+            exact_vectors=self._generic_plan and ef_search is None,
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()

@@ -422,7 +422,7 @@ SELECT m.id, ${section} AS section, ${vector} <=> ${question_vector} AS distance
   FROM memory m
  WHERE :use_vector AND ${vector} IS NOT NULL
    AND ${candidate_filter}
- ORDER BY ${vector} <=> ${question_vector}
+ ORDER BY ${order}
  LIMIT ${pool}
 """
 """One owner's vector candidates in one section: HNSW with pgvector's iterative scan
@@ -438,6 +438,17 @@ Within a section, each owner (the user, the organization) is scanned on its own
 keeps the nearest of their candidates (`NEAREST_OF_OWNERS_SQL`). A large owner has a vector
 index of its own, partial to its memories (`service.memories.owner_indexes`): the planner can
 use it only for a scan whose conditions imply the index's, which is one owner's."""
+
+INDEX_ORDER_SQL = "${vector} <=> ${question_vector}"
+"""The order of `NEAREST_SQL` an HNSW index serves: a plan made for a large owner reads its
+nearest from its own index or the table's."""
+
+EXACT_ORDER_SQL = "(${vector} <=> ${question_vector}) + 0"
+"""The same order as an expression no index is built on, so the planner sorts by the exact
+distance: the order of the generic plan, which serves the small owners. Planned for any owner,
+it could otherwise take the table's HNSW index (it did for a table of a few thousand wide rows),
+whose walk filtered to a small owner visits most of the graph to find a pool of its vectors, and
+whose answer is approximate."""
 
 NEAREST_OF_OWNERS_SQL = """
 SELECT id, section, distance FROM (${owners}) AS of_owners ORDER BY distance LIMIT ${pool}

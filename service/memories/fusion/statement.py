@@ -23,7 +23,9 @@ from service.memories.fusion.sql import (
     BEYOND_POOLS_SQL,
     BOUNDED_MATCHES_SQL,
     COLLECTION_SQL,
+    EXACT_ORDER_SQL,
     HYBRID_SEARCH_SQL,
+    INDEX_ORDER_SQL,
     LEXICAL_MATCHES_SQL,
     NEAREST_OF_OWNERS_SQL,
     NEAREST_SQL,
@@ -67,13 +69,21 @@ class SectionShape:
 
 
 @lru_cache(maxsize=128)
-def _search_template(shapes: tuple[SectionShape, ...], column: VectorColumn) -> str:
+def _search_template(
+    shapes: tuple[SectionShape, ...], column: VectorColumn, exact_vectors: bool = False
+) -> str:
     """`HYBRID_SEARCH_SQL` with section `i` selected by `shapes[i]`, its pool and limit bound
-    as `:pool_i` and `:limit_i`, its vectors read from `column`."""
+    as `:pool_i` and `:limit_i`, its vectors read from `column`; with `exact_vectors`, the
+    nearest vectors are sorted by their exact distance, never read from an HNSW index."""
     # Cached per filter shape: the same text (and so asyncpg's prepared statement) is reused.
 
     vectors = vector_fragments(column)
     candidate_filters = tuple(shape.candidate_filter for shape in shapes)
+    order = render(
+        EXACT_ORDER_SQL if exact_vectors else INDEX_ORDER_SQL,
+        question_vector=QUESTION_VECTOR_SQL,
+        **vectors,
+    )
 
     def nearest(index: int, shape: SectionShape) -> str:
         """The section's vector candidates: one scan per owner, the nearest of them kept."""
@@ -84,6 +94,7 @@ def _search_template(shapes: tuple[SectionShape, ...], column: VectorColumn) -> 
                 candidate_filter=owner_filter,
                 pool=f":pool_{index}",
                 question_vector=QUESTION_VECTOR_SQL,
+                order=order,
                 **vectors,
             )
             for owner_filter in shape.owner_filters or (shape.candidate_filter,)
@@ -236,6 +247,7 @@ def _sectioned_statement(
     tenant_id: str,
     sections: Sequence[SearchParams],
     predicates: Sequence[tuple[Predicate, tuple[Predicate, ...]]],
+    exact_vectors: bool = False,
 ) -> TextualSelect:
     binds = [
         bindparam(
@@ -248,7 +260,7 @@ def _sectioned_statement(
         for name, value in _bound_values(tenant_id, sections).items()
     ]
     return (
-        text(_search_template(_shapes(predicates), sections[0].vector_column))
+        text(_search_template(_shapes(predicates), sections[0].vector_column, exact_vectors))
         .bindparams(*_binds(predicates), *binds)
         .columns(embedding=ARRAY(REAL()))
     )
@@ -293,7 +305,11 @@ _COMPILED_SEARCHES_KEPT = 512
 
 
 def compiled_search(
-    tenant_id: str, sections: Sequence[SearchParams], dialect: Dialect
+    tenant_id: str,
+    sections: Sequence[SearchParams],
+    dialect: Dialect,
+    *,
+    exact_vectors: bool = False,
 ) -> tuple[CompiledSearch, tuple[Any, ...]]:
     """The driver SQL of `sectioned_search_statement` for these sections, compiled once per
     filter shape, and its positional arguments.
@@ -302,12 +318,13 @@ def compiled_search(
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
     """
     predicates = _section_predicates(tenant_id, sections)
-    key = (dialect.name, _search_template(_shapes(predicates), sections[0].vector_column))
+    template = _search_template(_shapes(predicates), sections[0].vector_column, exact_vectors)
+    key = (dialect.name, template)
     compiled = _compiled_searches.get(key)
     if compiled is None:
         if len(_compiled_searches) >= _COMPILED_SEARCHES_KEPT:
             _compiled_searches.clear()
-        statement = _sectioned_statement(tenant_id, sections, predicates)
+        statement = _sectioned_statement(tenant_id, sections, predicates, exact_vectors)
         compiled = CompiledSearch.compile(statement, dialect)
         _compiled_searches[key] = compiled
     values = {bind.key: bind.value for bind in _binds(predicates)}
