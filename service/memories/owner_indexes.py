@@ -28,14 +28,15 @@ from dataclasses import dataclass, field
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from service.memories.index_builds import (
+    create_index_concurrently,
+    hnsw_definition,
+    sees_all_tenants,
+)
 from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
 from service.memories.vector_columns import VectorColumn, load_state
 
 logger = logging.getLogger("mneme.owner_indexes")
-
-CAN_SEE_ALL_TENANTS_SQL = text(
-    "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
-)
 
 OWNERS_SQL = text(
     """
@@ -56,30 +57,17 @@ SELECT c.relname AS name, i.indisvalid AS valid
 """
 )
 
-INDEX_DEFINITION_SQL = text(
+OWNER_CONDITION_SQL = text(
     """
-SELECT format('CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON memory USING hnsw (%s '
-              'vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE tenant_id = %L AND '
-              'scope = %L AND user_id = %L',
-              CAST(:name AS text), CAST(:vector AS text), CAST(:tenant_id AS text),
-              CAST(:scope AS text), CAST(:user_id AS text))
+SELECT 'WHERE ' || format('tenant_id = %L AND scope = %L', CAST(:tenant_id AS text),
+                          CAST(:scope AS text))
+       -- quote_literal of NULL is NULL (format's %L would write NULL): none for the org.
+       || coalesce(' AND user_id = ' || quote_literal(CAST(:user_id AS text)), '')
 """
 )
-"""The owner's index, its identifiers and values quoted by the server (`format`'s %I and %L):
-a user id is whatever a token said, quotes included. Same graph settings as the table's index.
-
-The condition is the owner's as a search's filter states it for one owner (`tenant_id`,
-`scope`, `user_id`), which the planner must find implied by the scan's conditions; the
-organization's (`ORG_INDEX_DEFINITION_SQL`) says `scope = 'org'` alone, as the filter does."""
-
-ORG_INDEX_DEFINITION_SQL = text(
-    """
-SELECT format('CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON memory USING hnsw (%s '
-              'vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE tenant_id = %L AND '
-              'scope = ''org''',
-              CAST(:name AS text), CAST(:vector AS text), CAST(:tenant_id AS text))
-"""
-)
+"""The condition of the owner's index, its values quoted by the server (`format`'s %L): the
+owner's as a search's filter states it for one owner, which the planner must find implied by
+the scan's conditions (the organization's says `scope = 'org'` alone, as the filter does)."""
 
 
 class OwnerIndexesRefused(RuntimeError):
@@ -157,10 +145,10 @@ class OwnerIndexes:
     async def plan(self, column: VectorColumn) -> OwnerIndexPlan:
         """The indexes `refresh` would build and drop for `column`, as the statistics stand."""
         async with self._engine.connect() as connection:
+            await _require_owner(connection)
             return await self._plan(connection, column)
 
     async def _plan(self, connection: AsyncConnection, column: VectorColumn) -> OwnerIndexPlan:
-        await _require_owner(connection)
         owners = (await connection.execute(OWNERS_SQL, {"keep_from": self._keep_from})).all()
         existing = {
             row.name: row.valid
@@ -192,15 +180,16 @@ class OwnerIndexes:
         waits, then finds the work done."""
         if column is None:
             column = await live_column(self._engine)
+        # Checked before the connection is switched to autocommit (a pooled connection of a
+        # role that may not keep its isolation level).
         async with self._engine.connect() as connection:
             await _require_owner(connection)
         report = OwnerIndexReport(column.name)
         async with self._engine.connect() as connection:
             autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
             await autocommit.execute(text("SELECT pg_advisory_lock(:key)"), {"key": REFRESH_LOCK})
-            # A build takes as long as the owner is large (about a minute for 100,000
-            # memories): no statement timeout, and room for the graph of such an owner.
-            await autocommit.execute(text("SET statement_timeout = 0"))
+            # Room for the graph of a large owner (`create_index_concurrently` lifts the
+            # statement timeout for each build).
             await autocommit.execute(text(f"SET maintenance_work_mem = '{BUILD_MEMORY}'"))
             try:
                 plan = await self._plan(autocommit, column)
@@ -213,8 +202,7 @@ class OwnerIndexes:
                     await _build(autocommit, index, column)
                     report.built.append(index)
             finally:
-                for setting in ("statement_timeout", "maintenance_work_mem"):
-                    await autocommit.execute(text(f"RESET {setting}"))
+                await autocommit.execute(text("RESET maintenance_work_mem"))
                 await autocommit.execute(
                     text("SELECT pg_advisory_unlock(:key)"), {"key": REFRESH_LOCK}
                 )
@@ -243,25 +231,28 @@ async def live_column(engine: AsyncEngine) -> VectorColumn:
 
 
 async def _require_owner(connection: AsyncConnection) -> None:
-    if not (await connection.execute(CAN_SEE_ALL_TENANTS_SQL)).scalar_one():
+    if not await sees_all_tenants(connection):
         raise OwnerIndexesRefused(
             "the owner role cannot bypass row-level security, so it cannot read every "
             "tenant's statistics; grant it BYPASSRLS or use a superuser URL"
         )
 
 
-async def _build(connection: AsyncConnection, index: OwnerIndex, column: VectorColumn) -> None:
-    """The owner's index, concurrently (writes go on). One a killed or failed build left
-    invalid is dropped first: `IF NOT EXISTS` alone would keep it."""
-    vector = column.name if column.dims is None else f"({column.name}::vector({column.dims}))"
-    values = {"name": index.name, "vector": vector, "tenant_id": index.tenant_id}
-    if index.user_id is None:
-        statement = (await connection.execute(ORG_INDEX_DEFINITION_SQL, values)).scalar_one()
-    else:
-        values |= {"scope": "user", "user_id": index.user_id}
-        statement = (await connection.execute(INDEX_DEFINITION_SQL, values)).scalar_one()
-    await connection.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{index.name}"'))
-    await connection.execute(text(statement))
+async def _build(autocommit: AsyncConnection, index: OwnerIndex, column: VectorColumn) -> None:
+    """The owner's index, concurrently (writes go on)."""
+    condition = (
+        await autocommit.execute(
+            OWNER_CONDITION_SQL,
+            {
+                "tenant_id": index.tenant_id,
+                "scope": "org" if index.user_id is None else "user",
+                "user_id": index.user_id,
+            },
+        )
+    ).scalar_one()
+    await create_index_concurrently(
+        autocommit, index.name, f"{hnsw_definition(column)} {condition}"
+    )
     logger.info("built %s for %s of tenant %s", index.name, index.owner_key, index.tenant_id)
 
 

@@ -42,14 +42,16 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from service.memories.vector_columns import COLUMN_NAMES, load_state
+from service.memories.index_builds import (
+    create_index_concurrently,
+    hnsw_definition,
+    sees_all_tenants,
+)
+from service.memories.vector_columns import COLUMN_NAMES, VectorColumn, load_state
 from service.providers import Embedder
 
 logger = logging.getLogger("mneme.reembed")
 
-CAN_SEE_ALL_TENANTS_SQL = text(
-    "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
-)
 COLUMN_TYPE_DIMS_SQL = text(
     "SELECT atttypmod FROM pg_attribute "
     "WHERE attrelid = 'memory'::regclass AND attname = :column AND NOT attisdropped"
@@ -133,7 +135,7 @@ class ChangeStatus:
 
 
 async def _require_owner(connection: AsyncConnection) -> None:
-    if not (await connection.execute(CAN_SEE_ALL_TENANTS_SQL)).scalar_one():
+    if not await sees_all_tenants(connection):
         raise ReembedRefused(
             "the migration role cannot bypass row-level security, so it cannot see every "
             "tenant's memories; grant it BYPASSRLS or use a superuser URL for this command"
@@ -328,30 +330,10 @@ def _unembedded_index_name(column: str) -> str:
     return "ix_memory_unembedded" if column == "embedding" else f"ix_memory_{column}_unembedded"
 
 
-INDEX_VALID_SQL = text(
-    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-    "WHERE c.relname = :name"
-)
-
-
 async def _create_index_concurrently(owner_engine: AsyncEngine, name: str, definition: str) -> None:
-    """`CREATE INDEX CONCURRENTLY IF NOT EXISTS <name> ON memory <definition>` (writes go on).
-    An index a killed or failed build left invalid is dropped first: `IF NOT EXISTS` alone
-    would keep it."""
     async with owner_engine.connect() as connection:
         autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
-        valid = (await autocommit.execute(INDEX_VALID_SQL, {"name": name})).scalar_one_or_none()
-        if valid is False:
-            await autocommit.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
-        # A build over every memory takes minutes on a large table, far past the connection's
-        # statement timeout (which would cancel it and leave the index invalid).
-        await autocommit.execute(text("SET statement_timeout = 0"))
-        try:
-            await autocommit.execute(
-                text(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory {definition}")
-            )
-        finally:
-            await autocommit.execute(text("RESET statement_timeout"))
+        await create_index_concurrently(autocommit, name, definition)
 
 
 async def _build_index(owner_engine: AsyncEngine, column: str, dims: int) -> None:
@@ -359,8 +341,7 @@ async def _build_index(owner_engine: AsyncEngine, column: str, dims: int) -> Non
     await _create_index_concurrently(
         owner_engine,
         _index_name(column),
-        f"USING hnsw (({column}::vector({dims})) vector_cosine_ops) "
-        "WITH (m = 16, ef_construction = 64)",
+        hnsw_definition(VectorColumn(column, "", dims)),
     )
     async with owner_engine.begin() as connection:
         await connection.execute(

@@ -75,10 +75,10 @@ class VectorColumn:
     def model_column(self) -> str:
         return f"{self.name}_model"
 
-    def expression(self, alias: str) -> str:
-        """The column of `alias` as its index is built: cast to its dimension, when its type
-        has none (a cast to the type's own dimension would be a no-op anyway)."""
-        column = f"{alias}.{self.name}"
+    def expression(self, alias: str | None = None) -> str:
+        """The column (of `alias`, if given) as its index is built: cast to its dimension, when
+        its type has none (a cast to the type's own dimension would be a no-op anyway)."""
+        column = self.name if alias is None else f"{alias}.{self.name}"
         return column if self.dims is None else f"({column}::vector({self.dims}))"
 
 
