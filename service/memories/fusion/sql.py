@@ -17,6 +17,29 @@ WITH query_terms AS (
 owner_stats AS (
     ${owner_stats}
 ),
+lexeme_documents AS (
+    -- In how many of a bounded section's memories each question lexeme is: from the owners'
+    -- statistics (a common lexeme) or from the postings themselves (a rare one, a bounded
+    -- count). Read by the lexemes' weights and by the choice of the lexemes whose postings
+    -- bring candidates (`BOUNDED_MATCHES_SQL`).
+    SELECT o.section, term.lexeme, df.documents
+      FROM owner_stats o
+     CROSS JOIN query_terms q
+     CROSS JOIN LATERAL unnest(q.lexemes) AS term(lexeme)
+     CROSS JOIN LATERAL (
+           SELECT sum(coalesce(
+                      (SELECT ls.documents FROM memory_lexeme_stats ls
+                        WHERE ls.tenant_id = :tenant_id AND ls.owner_key = owner.key
+                          AND ls.lexeme = term.lexeme),
+                      (SELECT count(*) FROM (SELECT 1 FROM memory_posting p
+                                              WHERE p.tenant_id = :tenant_id
+                                                AND p.owner_key = owner.key
+                                                AND p.lexeme = term.lexeme
+                                              LIMIT :live_count_cap) AS counted))) AS documents
+             FROM unnest(o.owner_keys) AS owner(key)
+     ) AS df
+     WHERE :use_lexical
+),
 exact_matches AS (
     ${lexical_matches}
 ),
@@ -35,33 +58,17 @@ term_weights AS (
     -- Inverse document frequency (BM25's, never negative): a name in every memory weighs
     -- next to nothing, the rare word that identifies one memory weighs most. An exact
     -- section counts each lexeme's memories among its matches; a bounded one has read only
-    -- the top of each lexeme's postings, so it takes the count from the owners' statistics
-    -- (a common lexeme) or from the postings themselves (a rare one, a bounded count).
+    -- the top of each lexeme's postings, so it takes the count from `lexeme_documents`.
     SELECT section, lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf,
            c.mean_length
       FROM exact_matches JOIN collection c USING (section)
      GROUP BY section, lexeme, c.documents, c.mean_length
     UNION ALL
-    SELECT o.section, term.lexeme,
-           ln(1 + (greatest(o.documents, df.documents) - df.documents + 0.5)
-                  / (df.documents + 0.5)) AS idf,
+    SELECT o.section, d.lexeme,
+           ln(1 + (greatest(o.documents, d.documents) - d.documents + 0.5)
+                  / (d.documents + 0.5)) AS idf,
            o.mean_length
-      FROM owner_stats o
-     CROSS JOIN query_terms q
-     CROSS JOIN LATERAL unnest(q.lexemes) AS term(lexeme)
-     CROSS JOIN LATERAL (
-           SELECT sum(coalesce(
-                      (SELECT ls.documents FROM memory_lexeme_stats ls
-                        WHERE ls.tenant_id = :tenant_id AND ls.owner_key = owner.key
-                          AND ls.lexeme = term.lexeme),
-                      (SELECT count(*) FROM (SELECT 1 FROM memory_posting p
-                                              WHERE p.tenant_id = :tenant_id
-                                                AND p.owner_key = owner.key
-                                                AND p.lexeme = term.lexeme
-                                              LIMIT :live_count_cap) AS counted))) AS documents
-             FROM unnest(o.owner_keys) AS owner(key)
-     ) AS df
-     WHERE :use_lexical
+      FROM owner_stats o JOIN lexeme_documents d USING (section)
 ),
 lexical_hits AS (
     SELECT id, section, score, rank
@@ -385,19 +392,13 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
   FROM (SELECT DISTINCT top.memory_id
           FROM owner_stats o
          CROSS JOIN LATERAL (
-               SELECT coalesce(nullif(array_agg(counted.lexeme) FILTER (WHERE NOT counted.common),
+               SELECT coalesce(nullif(array_agg(d.lexeme) FILTER (
+                                          WHERE d.documents
+                                                <= :common_lexeme_share * o.documents::float8),
                                       '{}'),
-                               array_agg(counted.lexeme)) AS lexemes
-                 FROM query_terms q
-                 CROSS JOIN LATERAL unnest(q.lexemes) AS asked(lexeme)
-                 CROSS JOIN LATERAL (
-                       SELECT asked.lexeme,
-                              coalesce((SELECT sum(ls.documents) FROM memory_lexeme_stats ls
-                                         WHERE ls.tenant_id = :tenant_id
-                                           AND ls.owner_key = ANY(o.owner_keys)
-                                           AND ls.lexeme = asked.lexeme), 0)
-                              > :common_lexeme_share * o.documents::float8 AS common
-                 ) AS counted
+                               array_agg(d.lexeme)) AS lexemes
+                 FROM lexeme_documents d
+                WHERE d.section = o.section
          ) AS seeding
          CROSS JOIN LATERAL unnest(seeding.lexemes) AS question(lexeme)
          CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
