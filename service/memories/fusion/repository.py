@@ -136,7 +136,7 @@ class PlannedSearch:
         self._dialect = dialect
         self._generic_plan = generic_plan
         self._statistics = statistics
-        self._custom_plan: int | None = None
+        self._planned_ef_search: int | None = None
         """The candidate list of the custom plan the connection is set to; None: generic."""
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
@@ -190,14 +190,14 @@ class PlannedSearch:
         """Plan the next statement for its owners with the HNSW candidate list `ef_search`, or
         generically (None); a setting is sent only when it changes, and
         `FusionRepository.planned()` restores the configured ones when the block ends."""
-        if ef_search == self._custom_plan:
+        if ef_search == self._planned_ef_search:
             return
         await self._driver.execute(
             custom_search_plan_sql(ef_search)
             if ef_search is not None
             else f"{GENERIC_SEARCH_PLAN_SQL}; {INDEX_SCAN_AS_CONFIGURED_SQL}"
         )
-        self._custom_plan = ef_search
+        self._planned_ef_search = ef_search
 
 
 OWN_INDEX = "own"
