@@ -143,18 +143,40 @@ adjacent AS (
      WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL
      GROUP BY n.id, c.section
 ),
+neighbourhood AS (
+    -- Each candidate and each neighbour once, with the evidence its neighbours lend it: one
+    -- aggregate over both lists rather than a join of one with the other. Planned before the
+    -- pools are known, a join of two CTEs is estimated at a row or two a side and may be run
+    -- as a nested loop, which compares every candidate with every neighbour (a context of
+    -- three sections: ~500 by ~750). A candidate's own columns come through unchanged (it is
+    -- one row of its group, the neighbours' rows hold NULL there).
+    SELECT id, section, bool_or(in_pool) AS in_pool,
+           max(lexical_rank) AS lexical_rank, max(lexical_score) AS lexical_score,
+           max(vector_rank) AS vector_rank, max(vector_cosine) AS vector_cosine,
+           max(fused_score) AS fused_score, coalesce(max(evidence), 0) AS neighbour_score,
+           max(lexical_strength) AS lexical_strength, max(vector_strength) AS vector_strength
+      FROM (SELECT c.id, c.section, true AS in_pool, c.lexical_rank, c.lexical_score,
+                   c.vector_rank, c.vector_cosine, c.fused_score, NULL::float8 AS evidence,
+                   c.lexical_strength, c.vector_strength
+              FROM candidates c
+            UNION ALL
+            SELECT a.id, a.section, false, NULL, NULL, NULL, NULL, NULL, a.evidence, NULL, NULL
+              FROM adjacent a) AS both_lists
+     GROUP BY id, section
+),
 beyond_pools AS (
     ${beyond_pools}
 ),
 pooled AS (
-    SELECT c.id, c.section, c.lexical_rank, c.lexical_score, c.vector_rank, c.vector_cosine,
-           c.fused_score, coalesce(a.evidence, 0) AS neighbour_score,
-           c.lexical_strength, c.vector_strength, true AS in_pool
-      FROM candidates c LEFT JOIN adjacent a ON a.id = c.id
+    SELECT n.id, n.section, n.lexical_rank, n.lexical_score, n.vector_rank, n.vector_cosine,
+           n.fused_score, n.neighbour_score, n.lexical_strength, n.vector_strength,
+           true AS in_pool
+      FROM neighbourhood n
+     WHERE n.in_pool
     UNION ALL
     SELECT b.id, b.section, NULL, b.lexical_score, NULL, b.vector_cosine,
-           b.fused_score, a.evidence, b.lexical_strength, b.vector_strength, false
-      FROM beyond_pools b JOIN adjacent a ON a.id = b.id
+           b.fused_score, b.neighbour_score, b.lexical_strength, b.vector_strength, false
+      FROM beyond_pools b
 ),
 scored AS (
     SELECT p.section, p.lexical_rank, p.lexical_score, p.vector_rank, p.vector_cosine,
@@ -277,7 +299,7 @@ BEYOND_POOLS_SQL = """
 -- statistics of `term_weights`, the same formula as `lexical_hits`), never a rank over all of
 -- the owner's matches. Its ranks stay empty: it is beyond both pools, so under RRF, which
 -- fuses ranks, it has no fused score.
-SELECT b.id, b.section, own.lexical_score, own.cosine AS vector_cosine,
+SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vector_cosine,
        coalesce(own.lexical_score / nullif(best.score, 0), 0) AS lexical_strength,
        coalesce(own.cosine, 0) AS vector_strength,
        CASE WHEN :fusion = 'linear' THEN
@@ -285,8 +307,7 @@ SELECT b.id, b.section, own.lexical_score, own.cosine AS vector_cosine,
                 + (1 - :lexical_weight) * greatest(coalesce(own.cosine, 0), 0)
             ELSE 0.0
        END AS fused_score
-  FROM (SELECT a.id, a.section FROM adjacent a
-         WHERE NOT EXISTS (SELECT 1 FROM candidates c WHERE c.id = a.id)) AS b
+  FROM neighbourhood b
   JOIN memory m ON m.tenant_id = :tenant_id AND m.id = b.id
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL (
@@ -308,6 +329,7 @@ SELECT b.id, b.section, own.lexical_score, own.cosine AS vector_cosine,
   -- The best lexical hit of the section, which normalises every lexical score.
   LEFT JOIN (SELECT section, max(lexical_score) AS score FROM candidates GROUP BY section) AS best
          ON best.section = b.section
+ WHERE NOT b.in_pool
 """
 """The neighbours outside both pools with their own components (`beyond_pools` of
 `HYBRID_SEARCH_SQL`)."""
