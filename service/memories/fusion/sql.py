@@ -123,19 +123,20 @@ adjacent AS (
     -- A conversation turn is often found through the turn next to it (the question it
     -- answers, the line it replies to): each candidate lends its fused score to the memory
     -- right before and right after it in its source thread, found or not, on top of their own.
+    -- The neighbour must be in the candidate's section (the section's filter, or for several
+    -- sections the one that puts it in the candidate's), and is found by walking the thread's
+    -- index in time order from the candidate.
     SELECT n.id, c.section, max(c.fused_score) AS evidence
       FROM candidates c
      CROSS JOIN LATERAL (
            (SELECT m.id FROM memory m
-             WHERE m.source_thread_id = c.thread_id AND ${candidate_filter}
-               AND ${section} = c.section
+             WHERE m.source_thread_id = c.thread_id AND ${neighbour_filter}
                AND (m.happened_at, m.id) < (c.happened_at, c.id)
              ORDER BY m.happened_at DESC, m.id DESC
              LIMIT 1)
            UNION ALL
            (SELECT m.id FROM memory m
-             WHERE m.source_thread_id = c.thread_id AND ${candidate_filter}
-               AND ${section} = c.section
+             WHERE m.source_thread_id = c.thread_id AND ${neighbour_filter}
                AND (m.happened_at, m.id) > (c.happened_at, c.id)
              ORDER BY m.happened_at, m.id
              LIMIT 1)

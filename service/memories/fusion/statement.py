@@ -126,8 +126,13 @@ def _search_template(
     if len(candidate_filters) == 1:
         section, candidate_filter, pool, limit = "0", candidate_filters[0], ":pool_0", ":limit_0"
         lexical_pool = pool
+        neighbour_filter = candidate_filter
     else:
         section = _case("WHEN ({}) THEN {}", candidate_filters)
+        # Not the sections' filters OR'ed beside it: the planner would read the thread's
+        # earlier turns once per section's filter (a BitmapOr) and sort them all, where the
+        # thread's index in time order finds the neighbour in a step or two.
+        neighbour_filter = f"m.tenant_id = :tenant_id AND {section} = c.section"
         candidate_filter = "(" + " OR ".join(f"({each})" for each in candidate_filters) + ")"
         pool = _case("WHEN {1} THEN :pool_{1}", candidate_filters, "section")
         limit = _case("WHEN {1} THEN :limit_{1}", candidate_filters, "section")
@@ -145,6 +150,7 @@ def _search_template(
             BEYOND_POOLS_SQL.strip(), question_vector=QUESTION_VECTOR_SQL, **vectors
         ),
         candidate_filter=candidate_filter,
+        neighbour_filter=neighbour_filter,
         section=section,
         lexical_pool=lexical_pool,
         pool=pool,
