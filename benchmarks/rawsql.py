@@ -122,7 +122,7 @@ FORCED_HNSW = Variant("forced HNSW", ("SET LOCAL enable_sort = off",))
 filtered HNSW path (iterative scan) even where it would rather sort the user's own rows."""
 
 
-async def _explain_prepared(connection: Any, sql: str, arguments: Sequence[Any]) -> Any:
+async def explain_prepared(connection: Any, sql: str, arguments: Sequence[Any]) -> Any:
     """EXPLAIN ANALYZE of `sql` as a prepared statement runs it. EXPLAIN of the text itself
     plans it for the values bound (a custom plan) and EXECUTE takes no bind parameters, so the
     statement is PREPAREd, run once (which makes and caches its plan), and EXPLAINed through
@@ -225,7 +225,7 @@ class FusionStatement:
         planned), else a plan for these values."""
         async with _as_the_service(connection, tenant_id, variant) as generic_plan:
             if generic_plan:
-                document = await _explain_prepared(connection, self.text(variant), arguments)
+                document = await explain_prepared(connection, self.text(variant), arguments)
             else:
                 document = await connection.fetchval(
                     "EXPLAIN (ANALYZE, FORMAT JSON) " + self.text(variant), *arguments

@@ -446,6 +446,19 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _owner_indexes_are_found_by_bounded_searches(self) -> Settings:
+        # A search learns that an owner has an index of its own from its owners' statistics,
+        # which it reads for a bounded section only: an index of an owner below the bounded
+        # size would be built, checked on every write, and never read.
+        if 0 < self.owner_vector_index_from < self.search_bounded_from:
+            raise ValueError(
+                "MNEME_OWNER_VECTOR_INDEX_FROM must be 0 (no owner indexes) or at least "
+                "MNEME_SEARCH_BOUNDED_FROM: an owner's index is read by the searches that "
+                "use its search statistics"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _refuse_default_secrets_outside_dev(self) -> Settings:
         if self.env == "dev":
             return self

@@ -1,4 +1,5 @@
-"""Settings refuse to run production with a guessable signing secret."""
+"""Settings refuse what cannot work: production with a guessable signing secret, owner
+indexes no search would read."""
 
 from __future__ import annotations
 
@@ -72,3 +73,12 @@ def test_a_search_weight_that_would_underflow_the_ranking_is_refused_at_startup(
     with pytest.raises(ValidationError, match=setting):
         Settings(_env_file=None, **{setting: weight})
     assert getattr(Settings(_env_file=None, **{setting: 1e-6}), setting) == 1e-6
+
+
+def test_owner_indexes_start_no_lower_than_bounded_search() -> None:
+    """An owner's index is found through the statistics only a bounded search reads: a lower
+    threshold would build indexes no search reads."""
+    with pytest.raises(ValidationError, match="MNEME_OWNER_VECTOR_INDEX_FROM"):
+        Settings(_env_file=None, search_bounded_from=5_000, owner_vector_index_from=1_000)
+    assert Settings(_env_file=None, owner_vector_index_from=0).owner_vector_index_from == 0
+    assert Settings(_env_file=None, search_bounded_from=800, owner_vector_index_from=800)

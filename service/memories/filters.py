@@ -8,7 +8,7 @@ planner sees a specific predicate instead of "$1 IS NULL OR …".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 
@@ -98,17 +98,34 @@ class MemoryFilter:
             )
         )
 
-    def where(self, tenant_id: str, alias: str = "m", prefix: str = "f_") -> Predicate:
+    def where(
+        self,
+        tenant_id: str,
+        alias: str = "m",
+        prefix: str = "f_",
+        *,
+        owner_literal: Callable[[str], str] | None = None,
+    ) -> Predicate:
         """The filter as a SQL predicate over `memory AS <alias>`, with its own bound values.
 
-        `prefix` keeps its parameter names apart from the statement it is embedded in.
+        `prefix` keeps its parameter names apart from the statement it is embedded in. With
+        `owner_literal` (a driver's quoting of a string as a SQL literal), the tenant and the
+        users are written into the SQL as values instead of bound: a plan made once for the
+        statement then knows whose memories it reads (see `fusion.PlannedSearch`).
         """
         m, p = alias, prefix
-        conditions = [f"{m}.tenant_id = :{p}tenant_id"]
-        binds: list[BindParameter[object]] = [bindparam(f"{p}tenant_id", tenant_id, type_=Text())]
+        binds: list[BindParameter[object]] = []
+        if owner_literal is None:
+            conditions = [f"{m}.tenant_id = :{p}tenant_id"]
+            binds.append(bindparam(f"{p}tenant_id", tenant_id, type_=Text()))
+        else:
+            conditions = [f"{m}.tenant_id = {owner_literal(tenant_id)}"]
         owner_conditions = []
         user_ids = [o.user_id for o in self.owners if not o.is_org and o.user_id is not None]
-        if user_ids:
+        if user_ids and owner_literal is not None:
+            written = ", ".join(owner_literal(user_id) for user_id in user_ids)
+            owner_conditions.append(f"({m}.scope = 'user' AND {m}.user_id IN ({written}))")
+        elif user_ids:
             owner_conditions.append(f"({m}.scope = 'user' AND {m}.user_id = ANY(:{p}user_ids))")
             binds.append(bindparam(f"{p}user_ids", user_ids, type_=ARRAY(Text())))
         if any(o.is_org for o in self.owners):

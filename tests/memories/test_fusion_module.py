@@ -3,9 +3,13 @@ is declared once, on `SearchParams`."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields, replace
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import asyncpg
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
 from service.memories.filters import MemoryFilter
@@ -16,6 +20,7 @@ from service.memories.fusion import (
     render,
     sectioned_search_statement,
 )
+from service.memories.fusion.statement import compiled_search, owner_literal
 from service.memories.vector_columns import VectorColumn
 from tests.search_params import search_params
 
@@ -68,3 +73,56 @@ def test_a_search_reads_the_vector_column_it_names_cast_to_its_index_dimension()
     assert "(m.embedding_alt::vector(768)) <=>" in second
     assert "s.embedding_alt_model AS embedding_model" in second
     assert "m.embedding <=>" not in second and "m.embedding IS" not in second
+
+
+# Strings a quoting must not let out of their literal: quotes, backslashes before quotes, a
+# comment, and text that is SQL itself.
+HOSTILE_STRINGS = [
+    "o'brien",
+    "x\\' OR true --",
+    "\\",
+    "''; DROP TABLE memory; --",
+    "tab\there\nnewline",
+    "ünïcødé ✓",
+    "E'nested'",
+]
+
+
+@pytest.mark.parametrize("conforming", ["on", "off"])
+async def test_an_owner_written_into_the_statement_reads_back_as_itself(
+    runtime_engine: AsyncEngine, conforming: str
+) -> None:
+    """The server reads every written owner back as the very string, whatever
+    `standard_conforming_strings` says about backslashes; a NUL is refused before any SQL."""
+    async with runtime_engine.connect() as connection:
+        await connection.execute(text(f"SET standard_conforming_strings = {conforming}"))
+        for value in HOSTILE_STRINGS:
+            read = await connection.scalar(text(f"SELECT {owner_literal(value)}::text"))
+            assert read == value
+        await connection.rollback()
+    with pytest.raises(ValueError, match="NUL"):
+        owner_literal("a\x00b")
+
+
+def test_a_section_with_its_owners_written_in_binds_neither_them_nor_its_sizes() -> None:
+    """The owners (tenant and user) and the section's pool and limit are in the text, and the
+    owner's nearest vectors are read in the order an index serves; the filter's other
+    conditions stay bound, and a section not written in is as before."""
+    user = "ada.l|ove+lace@example.org"
+    facts = search_params(MemoryFilter.build([Owner.user(user)], kinds=["semantic"]), "tea")
+    dialect = asyncpg.dialect()
+    written, _ = compiled_search("t-1", [facts], dialect, exact_vectors=True, written_owners=[0])
+    plain, _ = compiled_search("t-1", [facts], dialect, exact_vectors=True)
+    names = {name for name, _ in written.parameters}
+    assert f"m.user_id IN ({owner_literal(user)})" in written.sql
+    assert f"m.tenant_id = {owner_literal('t-1')}" in written.sql
+    assert f"LIMIT {facts.pool}" in written.sql
+    assert not {"pool_0", "limit_0", "f0_0_tenant_id", "f0_0_user_ids"} & names
+    # The section's own filter (lexical side, neighbours) keeps its binds.
+    assert {"f0_tenant_id", "f0_user_ids", "f0_kind", "f0_0_kind"} <= names
+    exact_order = re.compile(r"ORDER BY \(m\.embedding <=> .*\) \+ 0")
+    assert exact_order.search(plain.sql) and not exact_order.search(written.sql)
+    assert re.search(r"ORDER BY m\.embedding <=> ", written.sql)
+    plain_names = {name for name, _ in plain.parameters}
+    assert {"pool_0", "limit_0"} <= plain_names
+    assert owner_literal(user) not in plain.sql

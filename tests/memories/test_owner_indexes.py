@@ -13,13 +13,14 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from benchmarks.rawsql import explain_prepared
 from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository
-from service.memories.fusion.repository import custom_search_plan_sql
-from service.memories.fusion.statement import compiled_search
+from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL
+from service.memories.fusion.statement import compiled_search, owner_literal
 from service.memories.owner_index_names import owner_index_name
 from service.memories.owner_indexes import (
     OwnerIndexes,
@@ -128,8 +129,8 @@ async def test_a_large_owner_gets_an_index_of_its_own_and_its_searches_read_it(
     again = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
     assert not again.built and not again.dropped and name in [i.name for i in again.kept]
 
-    # The search statement of the user (with the organization) reads the user's index when
-    # planned for this owner, as the service plans it for an owner with an index of its own.
+    # The search statement of the user (with the organization) reads the user's index on the
+    # plan the service makes once for it: the owners are written into its text.
     question = "what does the user like to play"
     embedder = indexed_app.state.mneme.embedding_backfill.embedder
     params = search_params(
@@ -137,24 +138,38 @@ async def test_a_large_owner_gets_an_index_of_its_own_and_its_searches_read_it(
         question,
         query_embedding=await embedder.embed_query(question),
         use_vector=True,
+        bounded_from=BUILD_FROM,
     )
     async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
         driver = await transaction_driver(await session.connection())
         compiled, arguments = compiled_search(
-            tenant, [params], (await session.connection()).dialect
+            tenant,
+            [params],
+            (await session.connection()).dialect,
+            exact_vectors=True,
+            written_owners=[0],
         )
-        await driver.execute(custom_search_plan_sql(400))
-        plan = json.dumps(
-            await driver.fetchval(f"EXPLAIN (FORMAT JSON) {compiled.sql}", *arguments)
-        )
-        via_index = [
-            row.memory.id for row in await FusionRepository(session, tenant).search(params)
-        ]
+        await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+        plan = json.dumps(await explain_prepared(driver, compiled.sql, arguments))
     assert f'"Index Name": "{name}"' in plan
+
+    # The service learns from its first search that the owner has an index; the next ones run
+    # the statement with the owners written in, on a plan made once per connection (no
+    # planning per search), and rank exactly as the exact statement does.
+    async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
+        repository = FusionRepository(session, tenant)
+        answers = [[row.memory.id for row in await repository.search(params)] for _ in range(4)]
+        driver = await transaction_driver(await session.connection())
+        plans = await driver.fetchrow(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE strpos(statement, $1) > 0",
+            f"m.user_id IN ({owner_literal(USER)})",
+        )
+    assert plans is not None and plans["generic_plans"] == 3 and plans["custom_plans"] == 0
     async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
         await session.execute(text("SET LOCAL enable_indexscan = off"))
         exact = [row.memory.id for row in await FusionRepository(session, tenant).search(params)]
-    assert via_index == exact
+    assert answers == [exact] * 4
 
     # Through the API: the first search learns the owner has an index; both answer alike.
     answers = []

@@ -50,10 +50,8 @@ exact sort, so its recall is the search's, and the graph it walks is mostly othe
 
 def custom_search_plan_sql(ef_search: int) -> str:
     """Plan the fusion statement for the search at hand, for owners whose vectors are best
-    read from an HNSW index (see `PlannedSearch`), with the candidate list `ef_search`: wider
-    than the configured one for the whole table's index (`SHARED_INDEX_EF_SEARCH`), the
-    owner's own setting for an owner with an index of its own (its graph holds only its
-    vectors, so a narrower list finds the same nearest)."""
+    read from the whole table's HNSW index (see `PlannedSearch`), with the candidate list
+    `ef_search` (`SHARED_INDEX_EF_SEARCH`, wider than the configured one)."""
     return (
         f"SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = {ef_search:d}"
     )
@@ -117,10 +115,11 @@ class PlannedSearch:
     that follows the owner's share of the table, not its size. The generic plan, made for any
     owner, sorts the owner's vectors exactly, which is cheaper for the many small owners (and
     needs no planning per search). An owner with a vector index of its own
-    (`service.memories.owner_indexes`) is searched on a plan made for it too, which is what lets
-    the planner see that the index's condition holds. Which owners are large is learnt from the
-    searches' own results (`indexed_owners`): the first search of a large owner in a process
-    runs on the generic plan."""
+    (`service.memories.owner_indexes`) is written into the statement's text where its vectors are
+    read (`compiled_search`'s `written_owners`), which lets the planner see that the index's
+    condition holds on the generic plan of that text, made once per connection and owner. Which
+    owners are large is learnt from the searches' own results (`indexed_owners`): the first
+    search of a large owner in a process runs on the generic plan of any owner."""
 
     def __init__(
         self,
@@ -136,8 +135,8 @@ class PlannedSearch:
         self._dialect = dialect
         self._generic_plan = generic_plan
         self._statistics = statistics
-        self._planned_ef_search: int | None = None
-        """The candidate list of the custom plan the connection is set to; None: generic."""
+        self._plan = GENERIC_PLAN
+        """The plan the connection is set to make for the next statement."""
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
         return (await self.search_sections([params]))[0]
@@ -149,20 +148,23 @@ class PlannedSearch:
         # driver: SQLAlchemy's execution layer cost ~1 ms of CPU a search, a third of the
         # request's own database work in Python (docs/benchmarks.md).
         owners = [_owner_keys(self._tenant_id, params) for params in sections]
-        ef_search = (
-            _custom_plan_ef_search(sections[0], map(indexed_owners.index_of, owners))
-            if self._generic_plan
-            else None
-        )
-        await self._plan_for(ef_search)
+        indexes = [indexed_owners.index_of(keys) for keys in owners]
+        plan = _plan_of(sections[0], indexes) if self._generic_plan else GENERIC_PLAN
+        await self._plan_for(plan)
         # On its generic plan the statement sorts the nearest vectors exactly (see
-        # `EXACT_ORDER_SQL`); a plan made for a large owner, or any plan on a server that makes
-        # no generic ones, may read them from an index.
+        # `EXACT_ORDER_SQL`), but for the owners written into its text, whose own indexes it
+        # reads; a plan made for a large owner, or any plan on a server that makes no generic
+        # ones, may read them from an index.
         compiled, arguments = compiled_search(
             self._tenant_id,
             sections,
             self._dialect,
-            exact_vectors=self._generic_plan and ef_search is None,
+            exact_vectors=self._generic_plan and not plan.custom,
+            written_owners=[
+                index
+                for index, found in enumerate(indexes)
+                if self._generic_plan and not plan.custom and found == OWN_INDEX
+            ],
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
@@ -186,18 +188,36 @@ class PlannedSearch:
             self._statistics.ask(due)
         return hits
 
-    async def _plan_for(self, ef_search: int | None) -> None:
-        """Plan the next statement for its owners with the HNSW candidate list `ef_search`, or
-        generically (None); a setting is sent only when it changes, and
-        `FusionRepository.planned()` restores the configured ones when the block ends."""
-        if ef_search == self._planned_ef_search:
+    async def _plan_for(self, plan: Plan) -> None:
+        """Make the connection plan the next statement as `plan` says; a setting is sent only
+        when it changes, and `FusionRepository.planned()` restores the configured ones when the
+        block ends."""
+        if plan == self._plan:
             return
-        await self._driver.execute(
-            custom_search_plan_sql(ef_search)
-            if ef_search is not None
-            else f"{GENERIC_SEARCH_PLAN_SQL}; {INDEX_SCAN_AS_CONFIGURED_SQL}"
-        )
-        self._planned_ef_search = ef_search
+        await self._driver.execute(plan.settings_sql())
+        self._plan = plan
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the fusion statement is planned: for the search at hand (`custom`) or once for its
+    text (generic), with the HNSW candidate list `ef_search` (None: as configured)."""
+
+    custom: bool
+    ef_search: int | None
+
+    def settings_sql(self) -> str:
+        # An owner's own index holds only its vectors: its setting's narrower list finds the
+        # same nearest as the whole table's index needs the wider one for.
+        if self.custom:
+            return custom_search_plan_sql(self.ef_search or SHARED_INDEX_EF_SEARCH)
+        if self.ef_search is None:
+            return f"{GENERIC_SEARCH_PLAN_SQL}; {INDEX_SCAN_AS_CONFIGURED_SQL}"
+        return f"{GENERIC_SEARCH_PLAN_SQL}; SET LOCAL hnsw.ef_search = {self.ef_search:d}"
+
+
+GENERIC_PLAN = Plan(custom=False, ef_search=None)
+"""The plan of the many small owners: made once per connection and filter shape."""
 
 
 OWN_INDEX = "own"
@@ -206,16 +226,19 @@ SHARED_INDEX = "shared"
 """An owner large enough a share of the table to be searched through the table's index."""
 
 
-def _custom_plan_ef_search(params: SearchParams, indexes: Iterable[str | None]) -> int | None:
-    """The HNSW candidate list for a custom plan of sections whose owners are searched through
-    `indexes` (`IndexedOwners.index_of` each), or None for the generic plan: the whole table's
-    index needs the wider list whenever a section reads it."""
+def _plan_of(params: SearchParams, indexes: Iterable[str | None]) -> Plan:
+    """The plan for sections whose owners are searched through `indexes`
+    (`IndexedOwners.index_of` each). An owner read through the whole table's index needs a plan
+    made for it, and the wider candidate list. Owners with indexes of their own are written
+    into the statement's text (`compiled_search`'s `written_owners`), so its generic plan,
+    made once per connection and owner, reads their indexes: planning the ~15 KiB statement
+    for every search cost 7 to 10 ms, more than the rest of a search of 100k memories."""
     found = set(indexes)
     if SHARED_INDEX in found:
-        return SHARED_INDEX_EF_SEARCH
+        return Plan(custom=True, ef_search=SHARED_INDEX_EF_SEARCH)
     if OWN_INDEX in found:
-        return params.owner_index_ef_search
-    return None
+        return Plan(custom=False, ef_search=params.owner_index_ef_search)
+    return GENERIC_PLAN
 
 
 def _owner_keys(tenant_id: str, params: SearchParams) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ values bound, and its compilation to driver SQL, once per filter shape (`compile
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from string import Template
@@ -35,6 +35,10 @@ from service.memories.fusion.sql import (
 from service.memories.owner_index_names import OWNER_INDEX_PREFIX
 from service.memories.vector_columns import VectorColumn
 
+_COMPILED_SEARCHES_KEPT = 512
+"""How many statement texts are kept compiled (and rendered): one per filter shape, and per
+owner for the owners written in."""
+
 
 def render(template: str, **fragments: str) -> str:
     """`template` with every `${name}` replaced by `fragments[name]`.
@@ -62,13 +66,28 @@ def vector_fragments(column: VectorColumn) -> dict[str, str]:
 @dataclass(frozen=True)
 class SectionShape:
     """What the statement's text depends on in one section: its filter as SQL, and the same
-    filter for each of its owners alone (when it has more than one)."""
+    filter for each of its owners alone (when it has more than one, or when the owners are
+    written into it: `owners_written`). A section whose owners are written in reads their
+    nearest vectors in the order an index serves (their own indexes, which a plan made once
+    for the statement can prove it may use)."""
 
     candidate_filter: str
     owner_filters: tuple[str, ...]
+    owners_written: bool = False
+    written_sizes: tuple[int, int] | None = None
+    """The section's pool and limit, written into the text with its owners: a plan made once
+    for the statement then expects the rows a search reads, not a guess at an unknown LIMIT's
+    (a tenth of the owner's memories), which had it join whole tables where a search reads a
+    few hundred rows."""
+
+    def pool(self, index: int) -> str:
+        return str(self.written_sizes[0]) if self.written_sizes else f":pool_{index}"
+
+    def limit(self, index: int) -> str:
+        return str(self.written_sizes[1]) if self.written_sizes else f":limit_{index}"
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=_COMPILED_SEARCHES_KEPT)
 def _search_template(
     shapes: tuple[SectionShape, ...], column: VectorColumn, exact_vectors: bool = False
 ) -> str:
@@ -85,6 +104,8 @@ def _search_template(
         **vectors,
     )
 
+    index_order = render(INDEX_ORDER_SQL, question_vector=QUESTION_VECTOR_SQL, **vectors)
+
     def nearest(index: int, shape: SectionShape) -> str:
         """The section's vector candidates: one scan per owner, the nearest of them kept."""
         scans = [
@@ -92,9 +113,9 @@ def _search_template(
                 NEAREST_SQL,
                 section=str(index),
                 candidate_filter=owner_filter,
-                pool=f":pool_{index}",
+                pool=shape.pool(index),
                 question_vector=QUESTION_VECTOR_SQL,
-                order=order,
+                order=index_order if shape.owners_written else order,
                 **vectors,
             )
             for owner_filter in shape.owner_filters or (shape.candidate_filter,)
@@ -104,7 +125,7 @@ def _search_template(
         return render(
             NEAREST_OF_OWNERS_SQL,
             owners=" UNION ALL ".join(f"({scan})" for scan in scans),
-            pool=f":pool_{index}",
+            pool=shape.pool(index),
         )
 
     def each_section(fragment: str) -> str:
@@ -113,20 +134,21 @@ def _search_template(
             + render(
                 fragment,
                 section=str(index),
-                candidate_filter=candidate_filter,
-                pool=f":pool_{index}",
+                candidate_filter=shape.candidate_filter,
+                pool=shape.pool(index),
                 owner_keys=f"CAST(:owner_keys_{index} AS text[])",
                 question_vector=QUESTION_VECTOR_SQL,
                 **vectors,
             )
             + ")"
-            for index, candidate_filter in enumerate(candidate_filters)
+            for index, shape in enumerate(shapes)
         )
 
     if len(candidate_filters) == 1:
-        section, candidate_filter, pool, limit = "0", candidate_filters[0], ":pool_0", ":limit_0"
-        lexical_pool = pool
+        section, candidate_filter = "0", candidate_filters[0]
+        pool, limit = shapes[0].pool(0), shapes[0].limit(0)
         neighbour_filter = candidate_filter
+        lexical_pool = pool
     else:
         section = _case("WHEN ({}) THEN {}", candidate_filters)
         # Not the sections' filters OR'ed beside it: the planner would read the thread's
@@ -134,8 +156,20 @@ def _search_template(
         # thread's index in time order finds the neighbour in a step or two.
         neighbour_filter = f"m.tenant_id = :tenant_id AND {section} = c.section"
         candidate_filter = "(" + " OR ".join(f"({each})" for each in candidate_filters) + ")"
-        pool = _case("WHEN {1} THEN :pool_{1}", candidate_filters, "section")
-        limit = _case("WHEN {1} THEN :limit_{1}", candidate_filters, "section")
+        pool = (
+            "CASE section "
+            + " ".join(
+                f"WHEN {index} THEN {shape.pool(index)}" for index, shape in enumerate(shapes)
+            )
+            + " END"
+        )
+        limit = (
+            "CASE section "
+            + " ".join(
+                f"WHEN {index} THEN {shape.limit(index)}" for index, shape in enumerate(shapes)
+            )
+            + " END"
+        )
         lexical_pool = "ALL"
     return render(
         HYBRID_SEARCH_SQL,
@@ -164,11 +198,35 @@ def _case(branch: str, candidate_filters: tuple[str, ...], subject: str = "") ->
     return f"CASE {subject} {branches} END"
 
 
+def owner_literal(value: str) -> str:
+    """`value` as a PostgreSQL escape string literal (`E'…'`, quotes doubled, backslashes
+    escaped): in an escape string a backslash is an escape whatever the server's
+    `standard_conforming_strings`, so the quoting cannot be read back differently."""
+    # A NUL cannot be in a PostgreSQL string: refuse it rather than let the driver cut the SQL.
+    if "\x00" in value:
+        raise ValueError("an owner's identity holds a NUL character")
+    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class SectionPredicates:
+    """A section's filter as SQL and each of its owners' conditions."""
+
+    candidate: Predicate
+    owners: tuple[Predicate, ...]
+    written_sizes: tuple[int, int] | None
+    """The pool and limit when the owners are written in (`SectionShape.written_sizes`)."""
+
+
 def _section_predicates(
-    tenant_id: str, sections: Sequence[SearchParams]
-) -> list[tuple[Predicate, tuple[Predicate, ...]]]:
+    tenant_id: str,
+    sections: Sequence[SearchParams],
+    written_owners: Collection[int] = (),
+) -> list[SectionPredicates]:
     """Each section's filter as SQL and each of its owners' conditions (binds prefixed by the
-    section), once the sections are checked to be one search split by disjoint filters."""
+    section), once the sections are checked to be one search split by disjoint filters; the
+    sections whose index is in `written_owners` have their owners written in
+    (`owner_literal`)."""
     first = sections[0]
     # A plain search is one section: nothing to compare (this runs on every search).
     for index, other in enumerate(sections[1:], start=1):
@@ -176,54 +234,67 @@ def _section_predicates(
             raise ValueError("sections of one search share everything but filter, pool and limit")
         if any(not other.filter.is_disjoint(earlier.filter) for earlier in sections[:index]):
             raise ValueError("the sections of one search must select disjoint memories")
-    return [
-        (
-            params.filter.where(tenant_id, prefix=f"f{index}_"),
-            _each_owner(tenant_id, params.filter, prefix=f"f{index}_"),
+    predicates = []
+    for index, params in enumerate(sections):
+        literal = owner_literal if index in written_owners else None
+        predicates.append(
+            SectionPredicates(
+                params.filter.where(tenant_id, prefix=f"f{index}_"),
+                _each_owner(tenant_id, params.filter, f"f{index}_", literal),
+                (params.pool, params.limit) if literal is not None else None,
+            )
         )
-        for index, params in enumerate(sections)
-    ]
+    return predicates
 
 
-def _each_owner(tenant_id: str, memories: MemoryFilter, prefix: str) -> tuple[Predicate, ...]:
-    """`memories` for each of its owners alone, if it has more than one (binds prefixed by
-    `prefix` and the owner's place). A statement that reads each owner apart can use an index
-    partial to one owner: its conditions imply the index's."""
-    if len(memories.owners) < 2:
+def _each_owner(
+    tenant_id: str, memories: MemoryFilter, prefix: str, literal: Callable[[str], str] | None
+) -> tuple[Predicate, ...]:
+    """`memories` for each of its owners alone (binds prefixed by `prefix` and the owner's
+    place): if it has more than one, or if `literal` writes them in. A statement that reads
+    each owner apart can use an index partial to one owner: its conditions imply the
+    index's."""
+    if len(memories.owners) < 2 and literal is None:
         return ()
     return tuple(
-        replace(memories, owners=(owner,)).where(tenant_id, prefix=f"{prefix}{place}_")
+        replace(memories, owners=(owner,)).where(
+            tenant_id, prefix=f"{prefix}{place}_", owner_literal=literal
+        )
         for place, owner in enumerate(memories.owners)
     )
 
 
-def _shapes(
-    predicates: Sequence[tuple[Predicate, tuple[Predicate, ...]]],
-) -> tuple[SectionShape, ...]:
+def _shapes(predicates: Sequence[SectionPredicates]) -> tuple[SectionShape, ...]:
     return tuple(
-        SectionShape(candidate.sql, tuple(owner.sql for owner in owners))
-        for candidate, owners in predicates
+        SectionShape(
+            section.candidate.sql,
+            tuple(owner.sql for owner in section.owners),
+            section.written_sizes is not None,
+            section.written_sizes,
+        )
+        for section in predicates
     )
 
 
-def _binds(
-    predicates: Sequence[tuple[Predicate, tuple[Predicate, ...]]],
-) -> list[BindParameter[Any]]:
+def _binds(predicates: Sequence[SectionPredicates]) -> list[BindParameter[Any]]:
     return [
         bind
-        for candidate, owners in predicates
-        for predicate in (candidate, *owners)
+        for section in predicates
+        for predicate in (section.candidate, *section.owners)
         for bind in predicate.binds
     ]
 
 
-def _bound_values(tenant_id: str, sections: Sequence[SearchParams]) -> dict[str, Any]:
-    """Every value the statement binds but the filters' own: sizes per section, the ranking
-    parameters (shared by the sections) and the tenant."""
+def _bound_values(
+    tenant_id: str, sections: Sequence[SearchParams], predicates: Sequence[SectionPredicates]
+) -> dict[str, Any]:
+    """Every value the statement binds but the filters' own: sizes per section (unless
+    written in), the ranking parameters (shared by the sections) and the tenant."""
     values: dict[str, Any] = {}
-    for index, params in enumerate(sections):
-        values[f"pool_{index}"] = params.pool
-        values[f"limit_{index}"] = params.limit
+    for index, (params, section) in enumerate(zip(sections, predicates, strict=True)):
+        if section.written_sizes is None:
+            values[f"pool_{index}"] = params.pool
+            values[f"limit_{index}"] = params.limit
         values[f"owner_keys_{index}"] = [owner.key for owner in params.filter.owners]
     values.update((name, getattr(sections[0], name)) for name, _ in RANKING_PARAMETERS)
     values["tenant_id"] = tenant_id
@@ -252,7 +323,7 @@ _OWNER_KEYS_TYPE = ARRAY(Text())
 def _sectioned_statement(
     tenant_id: str,
     sections: Sequence[SearchParams],
-    predicates: Sequence[tuple[Predicate, tuple[Predicate, ...]]],
+    predicates: Sequence[SectionPredicates],
     exact_vectors: bool = False,
 ) -> TextualSelect:
     binds = [
@@ -263,7 +334,7 @@ def _sectioned_statement(
             if name.startswith("owner_keys_")
             else _SQL_TYPES.get(name, _SIZE_TYPE),
         )
-        for name, value in _bound_values(tenant_id, sections).items()
+        for name, value in _bound_values(tenant_id, sections, predicates).items()
     ]
     return (
         text(_search_template(_shapes(predicates), sections[0].vector_column, exact_vectors))
@@ -307,7 +378,6 @@ class CompiledSearch:
 # By dialect and statement text: one entry per filter shape (which conditions each section
 # sets). Bounded: a client cannot grow it without limit by varying its filters.
 _compiled_searches: dict[tuple[str, str], CompiledSearch] = {}
-_COMPILED_SEARCHES_KEPT = 512
 
 
 def compiled_search(
@@ -316,14 +386,17 @@ def compiled_search(
     dialect: Dialect,
     *,
     exact_vectors: bool = False,
+    written_owners: Collection[int] = (),
 ) -> tuple[CompiledSearch, tuple[Any, ...]]:
     """The driver SQL of `sectioned_search_statement` for these sections, compiled once per
-    filter shape, and its positional arguments.
+    filter shape, and its positional arguments; the owners of the sections in
+    `written_owners` are written into the text (see `SectionShape.owners_written`), so it is
+    compiled once per filter shape and owner for those.
 
     A search is the service's hottest statement; building and compiling a `TextualSelect` per
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
     """
-    predicates = _section_predicates(tenant_id, sections)
+    predicates = _section_predicates(tenant_id, sections, written_owners)
     template = _search_template(_shapes(predicates), sections[0].vector_column, exact_vectors)
     key = (dialect.name, template)
     compiled = _compiled_searches.get(key)
@@ -334,5 +407,5 @@ def compiled_search(
         compiled = CompiledSearch.compile(statement, dialect)
         _compiled_searches[key] = compiled
     values = {bind.key: bind.value for bind in _binds(predicates)}
-    values.update(_bound_values(tenant_id, sections))
+    values.update(_bound_values(tenant_id, sections, predicates))
     return compiled, compiled.arguments(values)
