@@ -152,7 +152,10 @@ class Settings(BaseSettings):
     # top `search_postings_per_lexeme` postings of each question lexeme and scores those
     # memories exactly, instead of testing every memory (docs/benchmarks.md). Below it, or
     # until the owner's statistics are first counted in the background, search is exact.
-    search_bounded_from: int = Field(default=5_000, ge=1)
+    # From about a thousand memories the bounded path is the cheaper one (a word in most of
+    # the owner's memories brings no candidates); a smaller owner's top 10 leans on memories
+    # that share only such words with the question, which the bounded path leaves out.
+    search_bounded_from: int = Field(default=1_000, ge=1)
     search_postings_per_lexeme: int = Field(default=1_000, ge=10, le=10_000)
     # Such an owner's vector side reads the HNSW index (iterative scan) when its memories are at
     # least this share of the memory table; a smaller share is sorted exactly (the index would
