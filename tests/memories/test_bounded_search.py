@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -14,6 +15,7 @@ from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
 from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
@@ -29,9 +31,11 @@ from service.memories.fusion import (
     IndexedOwners,
     indexed_owners,
 )
+from service.memories.fusion.statement import compiled_search
 from service.memories.jobs import search_statistics_job
+from service.memories.schemas import BATCH_MAX
 from tests.conftest import as_tenant, bearer, new_tenant
-from tests.fixtures.factories import remember_texts
+from tests.fixtures.factories import remember_all, remember_texts
 from tests.search_params import search_params
 
 BOUNDED_FROM = 60
@@ -493,3 +497,56 @@ async def test_a_lexeme_in_most_memories_brings_no_candidates_of_its_own(
     assert bounded == exact[:3]
     # A question of such lexemes alone still reads their postings.
     assert len(await search_ids(bounded_client, ada, "the user")) == 10
+
+
+async def test_sections_of_one_owner_read_its_postings_once_and_rank_as_each_alone(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """A context asks for one user's facts and episodes in one statement: the two sections
+    have the same owner, so the same postings and candidates. The statement reads them once
+    and puts each candidate in the section whose filter it passes; each section's hits are
+    still exactly those of its own search."""
+    ada = bearer(settings, tenant, "ada")
+    # Every other fact of the corpus is an episode: both kinds hold every word.
+    texts = corpus(13, 4 * BOUNDED_FROM)
+    await remember_texts(client, ada, texts[::2])
+    episodes = texts[1::2]
+    for start in range(0, len(episodes), BATCH_MAX):
+        batch = episodes[start : start + BATCH_MAX]
+        await remember_all(client, ada, *({"text": t, "kind": "episodic"} for t in batch))
+    await search_ids(bounded_client, ada, QUESTIONS[0])
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+
+    owners = [Owner.user("ada")]
+    sections = [
+        search_params(
+            MemoryFilter.build(owners, kinds=[kind]).live_unless_asked(),
+            question,
+            bounded_from=BOUNDED_FROM,
+            postings_per_lexeme=POSTINGS_PER_LEXEME,
+        )
+        for question in QUESTIONS[:1]
+        for kind in ("semantic", "episodic")
+    ]
+    compiled, _ = compiled_search(tenant, sections, asyncpg.dialect())
+    assert compiled.sql.count("ORDER BY p.impact DESC") == 1
+
+    both_found = 0
+    for question in QUESTIONS:
+        asked = [replace(section, query=question) for section in sections]
+        async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
+            together = await FusionRepository(session, tenant).search_sections(asked)
+            alone = [await FusionRepository(session, tenant).search(section) for section in asked]
+        assert all(row.bounded for hits in together for row in hits)
+        assert [row.memory.kind for row in together[0]] == ["semantic"] * len(together[0])
+        assert [row.memory.kind for row in together[1]] == ["episodic"] * len(together[1])
+        assert [[row.memory.id for row in hits] for hits in together] == [
+            [row.memory.id for row in hits] for hits in alone
+        ]
+        both_found += bool(together[0] and together[1])
+    assert both_found >= len(QUESTIONS) - 1

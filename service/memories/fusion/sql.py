@@ -410,6 +410,9 @@ BOUNDED_MATCHES_SQL = """
 -- (under ln 2) that a memory holding it and none of the question's other lexemes cannot
 -- outscore one that holds them; it still counts in the score of every candidate that holds
 -- it. A question made only of such lexemes reads them all.
+-- Sections of the same owners (a context's facts and episodes) read the postings once, with
+-- the first one's statistics (the owners', the same for each), and each candidate goes to
+-- the section whose filter it passes.
 SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS tf,
        m.tsv_length AS length
   FROM (SELECT DISTINCT top.memory_id
@@ -432,14 +435,15 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                 ORDER BY p.impact DESC
                 LIMIT :postings_per_lexeme
          ) AS top
-         WHERE :use_lexical AND o.section = ${section}) AS candidate
+         WHERE :use_lexical AND o.section = ${reading_section}) AS candidate
   JOIN memory m ON m.tenant_id = :tenant_id AND m.id = candidate.memory_id
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
  WHERE ${candidate_filter}
 """
-"""One bounded section's lexical candidates (`bounded_matches` of `HYBRID_SEARCH_SQL`): the
-top postings of the question's lexemes that pass the section's filter."""
+"""The lexical candidates of the bounded sections of one set of owners (`bounded_matches` of
+`HYBRID_SEARCH_SQL`): the top postings of the question's lexemes that pass a section's
+filter."""
 
 NEAREST_SQL = """
 SELECT m.id, ${section} AS section, ${vector} <=> ${question_vector} AS distance

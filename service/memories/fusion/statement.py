@@ -79,6 +79,9 @@ class SectionShape:
     for the statement then expects the rows a search reads, not a guess at an unknown LIMIT's
     (a tenth of the owner's memories), which had it join whole tables where a search reads a
     few hundred rows."""
+    reads_postings_of: int = 0
+    """The first section with the same owners as this one (this one's own index if none comes
+    before it): sections of one owner read its postings once, in that section's scan."""
 
     def pool(self, index: int) -> str:
         return str(self.written_sizes[0]) if self.written_sizes else f":pool_{index}"
@@ -128,6 +131,33 @@ def _search_template(
             pool=shape.pool(index),
         )
 
+    def bounded_matches() -> str:
+        """The bounded sections' lexical candidates: one read of the postings per set of
+        owners, each candidate put in the section whose filter it passes (a context's facts
+        and episodes are one user's memories: the same postings, the same candidates, read
+        and fetched once instead of once per section)."""
+        reads = []
+        for reader in sorted({shape.reads_postings_of for shape in shapes}):
+            filters = {
+                index: shape.candidate_filter
+                for index, shape in enumerate(shapes)
+                if shape.reads_postings_of == reader
+            }
+            if len(filters) == 1:
+                section, candidate_filter = str(reader), filters[reader]
+            else:
+                cases = " ".join(f"WHEN ({each}) THEN {index}" for index, each in filters.items())
+                section = f"CASE {cases} END"
+                candidate_filter = "(" + " OR ".join(f"({each})" for each in filters.values()) + ")"
+            fragment = render(
+                BOUNDED_MATCHES_SQL,
+                section=section,
+                reading_section=str(reader),
+                candidate_filter=candidate_filter,
+            )
+            reads.append(f"({fragment})")
+        return " UNION ALL ".join(reads)
+
     def each_section(fragment: str) -> str:
         return " UNION ALL ".join(
             "("
@@ -175,7 +205,7 @@ def _search_template(
         HYBRID_SEARCH_SQL,
         owner_stats=each_section(OWNER_STATS_SQL),
         lexical_matches=each_section(LEXICAL_MATCHES_SQL),
-        bounded_matches=each_section(BOUNDED_MATCHES_SQL),
+        bounded_matches=bounded_matches(),
         collection=each_section(COLLECTION_SQL),
         nearest=" UNION ALL ".join(
             f"({nearest(index, shape)})" for index, shape in enumerate(shapes)
@@ -264,15 +294,19 @@ def _each_owner(
     )
 
 
-def _shapes(predicates: Sequence[SectionPredicates]) -> tuple[SectionShape, ...]:
+def _shapes(
+    sections: Sequence[SearchParams], predicates: Sequence[SectionPredicates]
+) -> tuple[SectionShape, ...]:
+    owner_sets = [params.filter.owners for params in sections]
     return tuple(
         SectionShape(
             section.candidate.sql,
             tuple(owner.sql for owner in section.owners),
             section.written_sizes is not None,
             section.written_sizes,
+            owner_sets.index(owner_sets[index]),
         )
-        for section in predicates
+        for index, section in enumerate(predicates)
     )
 
 
@@ -337,7 +371,11 @@ def _sectioned_statement(
         for name, value in _bound_values(tenant_id, sections, predicates).items()
     ]
     return (
-        text(_search_template(_shapes(predicates), sections[0].vector_column, exact_vectors))
+        text(
+            _search_template(
+                _shapes(sections, predicates), sections[0].vector_column, exact_vectors
+            )
+        )
         .bindparams(*_binds(predicates), *binds)
         .columns(embedding=ARRAY(REAL()))
     )
@@ -397,7 +435,9 @@ def compiled_search(
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
     """
     predicates = _section_predicates(tenant_id, sections, written_owners)
-    template = _search_template(_shapes(predicates), sections[0].vector_column, exact_vectors)
+    template = _search_template(
+        _shapes(sections, predicates), sections[0].vector_column, exact_vectors
+    )
     key = (dialect.name, template)
     compiled = _compiled_searches.get(key)
     if compiled is None:
