@@ -314,8 +314,13 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
     async def live_procedures(self, *owners: Owner, slots: Sequence[str]) -> list[Memory]:
         """The live procedural memories of `owners` that fill one of `slots` (their category):
         the other procedural memories are never read as slots, so they are not loaded."""
+        # The kind as a literal: a plan made once for the statement (asyncpg prepares it)
+        # then knows it may read `ix_memory_procedures`, partial to procedural memories,
+        # instead of every memory of the organization.
         statement = self._owned(*owners).where(
-            M.kind == "procedural", M.lifecycle != "superseded", M.category.in_(slots)
+            M.kind == literal_column("'procedural'"),
+            M.lifecycle != "superseded",
+            M.category.in_(slots),
         )
         return list((await self._session.execute(statement)).scalars())
 
