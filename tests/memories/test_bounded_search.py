@@ -33,9 +33,8 @@ from service.memories.fusion import (
 )
 from service.memories.fusion.statement import compiled_search
 from service.memories.jobs import search_statistics_job
-from service.memories.schemas import BATCH_MAX
 from tests.conftest import as_tenant, bearer, new_tenant
-from tests.fixtures.factories import remember_all, remember_texts
+from tests.fixtures.factories import remember_texts
 from tests.search_params import search_params
 
 BOUNDED_FROM = 60
@@ -515,10 +514,7 @@ async def test_sections_of_one_owner_read_its_postings_once_and_rank_as_each_alo
     # Every other fact of the corpus is an episode: both kinds hold every word.
     texts = corpus(13, 4 * BOUNDED_FROM)
     await remember_texts(client, ada, texts[::2])
-    episodes = texts[1::2]
-    for start in range(0, len(episodes), BATCH_MAX):
-        batch = episodes[start : start + BATCH_MAX]
-        await remember_all(client, ada, *({"text": t, "kind": "episodic"} for t in batch))
+    await remember_texts(client, ada, texts[1::2], kind="episodic")
     await search_ids(bounded_client, ada, QUESTIONS[0])
     await run_statistics_jobs(bounded_app, owner_engine, tenant)
 
