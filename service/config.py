@@ -157,6 +157,13 @@ class Settings(BaseSettings):
     # that share only such words with the question, which the bounded path leaves out.
     search_bounded_from: int = Field(default=1_000, ge=1)
     search_postings_per_lexeme: int = Field(default=1_000, ge=10, le=10_000)
+    # How deep the same read goes to find the memories that hold two or more of the question's
+    # lexemes: such a memory can outscore the top postings of each while sitting below them
+    # in every list (a longer memory naming both words). It reads index entries, and the rows
+    # of at most twice the candidate pool of such memories. At 100k memories, 5,000 took the
+    # top 10's agreement with the exact ranking from 0.912 to 0.948 (docs/benchmarks.md);
+    # 3,000 postings per lexeme did as much at a row read each.
+    search_postings_scanned: int = Field(default=5_000, ge=10, le=100_000)
     # Such an owner's vector side reads the HNSW index (iterative scan) when its memories are at
     # least this share of the memory table; a smaller share is sorted exactly (the index would
     # walk past other owners' vectors to find its nearest).
@@ -445,6 +452,16 @@ class Settings(BaseSettings):
         if unknown:
             raise ValueError(
                 f"MNEME_EXTRACTION_ORG_CATEGORIES names categories that do not exist: {unknown}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _postings_scanned_reach_past_the_top(self) -> Settings:
+        if self.search_postings_scanned < self.search_postings_per_lexeme:
+            raise ValueError(
+                "MNEME_SEARCH_POSTINGS_SCANNED must be at least "
+                "MNEME_SEARCH_POSTINGS_PER_LEXEME: the top postings of a lexeme are part of "
+                "what is scanned"
             )
         return self
 

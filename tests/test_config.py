@@ -82,3 +82,11 @@ def test_owner_indexes_start_no_lower_than_bounded_search() -> None:
         Settings(_env_file=None, search_bounded_from=5_000, owner_vector_index_from=1_000)
     assert Settings(_env_file=None, owner_vector_index_from=0).owner_vector_index_from == 0
     assert Settings(_env_file=None, search_bounded_from=800, owner_vector_index_from=800)
+
+
+def test_the_postings_scanned_reach_at_least_the_postings_read() -> None:
+    """The top postings of a lexeme are the first of those scanned for memories naming two of
+    the question's words: a shorter scan would read fewer postings than the setting says."""
+    with pytest.raises(ValidationError, match="MNEME_SEARCH_POSTINGS_SCANNED"):
+        Settings(_env_file=None, search_postings_per_lexeme=2_000, search_postings_scanned=1_000)
+    assert Settings(_env_file=None, search_postings_scanned=1_000).search_postings_scanned == 1_000

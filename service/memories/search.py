@@ -178,6 +178,7 @@ class MemorySearch:
             with_embeddings=with_mmr,
             bounded_from=settings.search_bounded_from,
             postings_per_lexeme=settings.search_postings_per_lexeme,
+            postings_scanned=settings.search_postings_scanned,
             vector_index_share=settings.search_vector_index_share,
             owner_index_ef_search=settings.owner_vector_index_ef_search,
             vector_column=column or self._vector_columns.live(),

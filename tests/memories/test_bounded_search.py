@@ -530,7 +530,8 @@ async def test_sections_of_one_owner_read_its_postings_once_and_rank_as_each_alo
         for kind in ("semantic", "episodic")
     ]
     compiled, _ = compiled_search(tenant, sections, asyncpg.dialect())
-    assert compiled.sql.count("ORDER BY p.impact DESC") == 1
+    # One read of the postings (its ranges joined as `top`) for the two sections.
+    assert compiled.sql.count(") AS top") == 1
 
     both_found = 0
     for question in QUESTIONS:
@@ -546,3 +547,41 @@ async def test_sections_of_one_owner_read_its_postings_once_and_rank_as_each_alo
         ]
         both_found += bool(together[0] and together[1])
     assert both_found >= len(QUESTIONS) - 1
+
+
+async def test_a_memory_naming_two_question_words_is_found_below_the_top_of_both_lists(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """Each word of the question has more short memories than the postings read per lexeme,
+    all weighing more in their lists than the one longer memory that names both words; that
+    one still outscores them all, and the bounded search finds it further down the lists."""
+    ada = bearer(settings, tenant, "ada")
+    shorts = [f"Zither practice {n}" for n in range(2 * POSTINGS_PER_LEXEME)]
+    shorts += [f"Marimba concert {n}" for n in range(2 * POSTINGS_PER_LEXEME)]
+    await remember_texts(client, ada, shorts)
+    [both] = await remember_texts(client, ada, ["User mentioned zither and marimba at the lake"])
+    question = "zither marimba"
+    exact = await search_ids(client, ada, question)
+    await search_ids(bounded_client, ada, question)
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+
+    assert exact[0] == both
+    assert (await search_ids(bounded_client, ada, question))[0] == both
+    # Read no further than the top of each list, the memory is not a candidate at all.
+    async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
+        rows = await FusionRepository(session, tenant).search(
+            search_params(
+                MemoryFilter.build([Owner.user("ada"), Owner.org()]).live_unless_asked(),
+                question,
+                bounded_from=BOUNDED_FROM,
+                postings_per_lexeme=POSTINGS_PER_LEXEME,
+                postings_scanned=POSTINGS_PER_LEXEME,
+            )
+        )
+    assert rows and all(row.bounded for row in rows)
+    assert both not in {str(row.memory.id) for row in rows}

@@ -50,6 +50,7 @@ class SearchParams:
     half_life_procedural: Annotated[float, Float()]
     bounded_from: Annotated[int, Integer()] = 5_000
     postings_per_lexeme: Annotated[int, Integer()] = 1_000
+    postings_scanned: Annotated[int, Integer()] = 5_000
     common_lexeme_share: Annotated[float, Float()] = 0.5
     live_count_cap: Annotated[int, Integer()] = 2 * COMMON_LEXEME_DOCUMENTS
     vector_index_share: Annotated[float, Float()] = 0.02

@@ -402,9 +402,12 @@ HAVING sum(s.documents) >= :bounded_from
 BOUNDED_MATCHES_SQL = """
 -- The memories each question lexeme weighs most in, per owner: the first
 -- :postings_per_lexeme postings of the lexeme in impact order, one index range each. A memory
--- that holds none of the question's lexemes near the top of their lists cannot outscore those
--- that do by its lexical side, so only these are scored, exactly, from their tsvectors (one
--- row per question lexeme a candidate holds, as `LEXICAL_MATCHES_SQL` gives them).
+-- that holds one of the question's lexemes and sits below the top of its list cannot outscore
+-- the memories above it by its lexical side; one that holds two or more can, however far down
+-- each list it sits (a longer memory naming both words), so the same ranges are read on, to
+-- :postings_scanned entries (the index alone, no row), for the memories found in two of them.
+-- Only these candidates are scored, exactly, from their tsvectors (one row per question lexeme
+-- a candidate holds, as `LEXICAL_MATCHES_SQL` gives them).
 -- A lexeme in more than :common_lexeme_share of the section's memories ("user", in a write
 -- path's facts) brings no candidates of its own: its inverse document frequency is so low
 -- (under ln 2) that a memory holding it and none of the question's other lexemes cannot
@@ -415,35 +418,47 @@ BOUNDED_MATCHES_SQL = """
 -- the section whose filter it passes.
 SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS tf,
        m.tsv_length AS length
-  FROM (SELECT DISTINCT top.memory_id
-          FROM owner_stats o
-         CROSS JOIN LATERAL (
-               SELECT coalesce(nullif(array_agg(d.lexeme) FILTER (
-                                          WHERE d.documents
-                                                <= :common_lexeme_share * o.documents::float8),
-                                      '{}'),
-                               array_agg(d.lexeme)) AS lexemes
-                 FROM lexeme_documents d
-                WHERE d.section = o.section
-         ) AS seeding
-         CROSS JOIN LATERAL unnest(seeding.lexemes) AS question(lexeme)
-         CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
-         CROSS JOIN LATERAL (
-               SELECT p.memory_id FROM memory_posting p
-                WHERE p.tenant_id = :tenant_id AND p.owner_key = owner.key
-                  AND p.lexeme = question.lexeme
-                ORDER BY p.impact DESC
-                LIMIT :postings_per_lexeme
-         ) AS top
-         WHERE :use_lexical AND o.section = ${reading_section}) AS candidate
+  FROM (SELECT found.memory_id
+          FROM (SELECT top.memory_id, min(top.place) AS best_place, count(*) AS lexemes,
+                       -- The memories found in two or more ranges, by their summed impact:
+                       -- at most twice the sections' pool of them are read, however often
+                       -- the question's words go together.
+                       row_number() OVER (ORDER BY count(*) >= 2 DESC, sum(top.impact) DESC,
+                                                   top.memory_id) AS shared_place
+                  FROM owner_stats o
+                 CROSS JOIN LATERAL (
+                       SELECT coalesce(nullif(array_agg(d.lexeme) FILTER (
+                                                  WHERE d.documents
+                                                        <= :common_lexeme_share
+                                                           * o.documents::float8),
+                                              '{}'),
+                                       array_agg(d.lexeme)) AS lexemes
+                         FROM lexeme_documents d
+                        WHERE d.section = o.section
+                 ) AS seeding
+                 CROSS JOIN LATERAL unnest(seeding.lexemes) AS question(lexeme)
+                 CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
+                 CROSS JOIN LATERAL (
+                       SELECT p.memory_id, p.impact,
+                              row_number() OVER (ORDER BY p.impact DESC) AS place
+                         FROM memory_posting p
+                        WHERE p.tenant_id = :tenant_id AND p.owner_key = owner.key
+                          AND p.lexeme = question.lexeme
+                        ORDER BY p.impact DESC
+                        LIMIT :postings_scanned
+                 ) AS top
+                 WHERE :use_lexical AND o.section = ${reading_section}
+                 GROUP BY top.memory_id) AS found
+         WHERE found.best_place <= :postings_per_lexeme
+            OR (found.lexemes >= 2 AND found.shared_place <= ${shared_candidates})) AS candidate
   JOIN memory m ON m.tenant_id = :tenant_id AND m.id = candidate.memory_id
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
  WHERE ${candidate_filter}
 """
 """The lexical candidates of the bounded sections of one set of owners (`bounded_matches` of
-`HYBRID_SEARCH_SQL`): the top postings of the question's lexemes that pass a section's
-filter."""
+`HYBRID_SEARCH_SQL`): the top postings of the question's lexemes, and the memories found
+under two or more of them further down, that pass a section's filter."""
 
 NEAREST_SQL = """
 SELECT m.id, ${section} AS section, ${vector} <=> ${question_vector} AS distance

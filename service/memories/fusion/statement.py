@@ -149,11 +149,13 @@ def _search_template(
                 cases = " ".join(f"WHEN ({each}) THEN {index}" for index, each in filters.items())
                 section = f"CASE {cases} END"
                 candidate_filter = "(" + " OR ".join(f"({each})" for each in filters.values()) + ")"
+            pools = ", ".join(shapes[index].pool(index) for index in filters)
             fragment = render(
                 BOUNDED_MATCHES_SQL,
                 section=section,
                 reading_section=str(reader),
                 candidate_filter=candidate_filter,
+                shared_candidates=f"2 * greatest({pools})",
             )
             reads.append(f"({fragment})")
         return " UNION ALL ".join(reads)
