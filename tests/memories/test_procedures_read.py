@@ -9,23 +9,16 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
+from benchmarks.rawsql import explain_prepared
 from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
-from service.memories.fusion.statement import owner_literal
 from service.memories.repository import MemoryRepository
 from service.memories.service import PROCEDURE_SLOTS
 from tests.conftest import bearer
 from tests.fixtures.factories import remember_all
 
 ORGANIZATION_FACTS = 400
-
-
-def as_literal(value: Any) -> str:
-    """A bound value of the read as SQL, for `EXECUTE`'s argument list."""
-    if isinstance(value, list):
-        return "ARRAY[" + ", ".join(owner_literal(str(each)) for each in value) + "]::text[]"
-    return owner_literal(str(value))
 
 
 def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
@@ -84,15 +77,9 @@ async def test_the_procedures_read_seeks_only_procedural_memories_on_a_generic_p
             )
             read, values = next(s for s in reversed(statements) if "m.kind = " in s[0])
             driver = await transaction_driver(await session.connection())
-            await driver.execute(f"PREPARE procedures_read AS {read}")
             await driver.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            arguments = ", ".join(as_literal(value) for value in values)
             # The driver decodes the JSON document.
-            explained = await driver.fetchval(
-                f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE procedures_read({arguments})"
-            )
-            plan = explained[0]["Plan"]
-            await driver.execute("DEALLOCATE procedures_read")
+            plan = (await explain_prepared(driver, read, values))[0]["Plan"]
     finally:
         event.remove(runtime_engine.sync_engine, "before_cursor_execute", capture)
 

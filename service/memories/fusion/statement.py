@@ -146,9 +146,7 @@ def _search_template(
             if len(filters) == 1:
                 section, candidate_filter = str(reader), filters[reader]
             else:
-                cases = " ".join(f"WHEN ({each}) THEN {index}" for index, each in filters.items())
-                section = f"CASE {cases} END"
-                candidate_filter = "(" + " OR ".join(f"({each})" for each in filters.values()) + ")"
+                section, candidate_filter = _sections_of(filters)
             pools = ", ".join(shapes[index].pool(index) for index in filters)
             fragment = render(
                 BOUNDED_MATCHES_SQL,
@@ -182,12 +180,11 @@ def _search_template(
         neighbour_filter = candidate_filter
         lexical_pool = pool
     else:
-        section = _case("WHEN ({}) THEN {}", candidate_filters)
+        section, candidate_filter = _sections_of(dict(enumerate(candidate_filters)))
         # Not the sections' filters OR'ed beside it: the planner would read the thread's
         # earlier turns once per section's filter (a BitmapOr) and sort them all, where the
         # thread's index in time order finds the neighbour in a step or two.
         neighbour_filter = f"m.tenant_id = :tenant_id AND {section} = c.section"
-        candidate_filter = "(" + " OR ".join(f"({each})" for each in candidate_filters) + ")"
         pool = (
             "CASE section "
             + " ".join(
@@ -225,9 +222,11 @@ def _search_template(
     )
 
 
-def _case(branch: str, candidate_filters: tuple[str, ...], subject: str = "") -> str:
-    branches = " ".join(branch.format(each, index) for index, each in enumerate(candidate_filters))
-    return f"CASE {subject} {branches} END"
+def _sections_of(filters: Mapping[int, str]) -> tuple[str, str]:
+    """For several disjoint sections (their filters by index): the expression giving a memory's
+    section, and the filter a memory of any of them passes."""
+    cases = " ".join(f"WHEN ({each}) THEN {index}" for index, each in filters.items())
+    return f"CASE {cases} END", "(" + " OR ".join(f"({each})" for each in filters.values()) + ")"
 
 
 def owner_literal(value: str) -> str:
