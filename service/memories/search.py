@@ -281,41 +281,51 @@ def maximal_marginal_relevance(
     """
     if not rows:
         return [], {}
-    query_vector = np.asarray(query, dtype=np.float32)
-    vectors = [
-        None if row.embedding is None else np.asarray(row.embedding, dtype=np.float32)
-        for row in rows
-    ]
-    relevance = [
-        float(vector @ query_vector) if vector is not None else (row.scores.vector_cosine or 0.0)
-        for row, vector in zip(rows, vectors, strict=True)
-    ]
+    # The candidates' vectors as one matrix (a row without a vector holds zeros and is never
+    # compared): each pick updates every candidate's redundancy at once, where comparing
+    # candidate by candidate cost ~1.5 ms of Python per context. Cosines are summed row by row
+    # (`_cosines`), so two copies of one vector always score alike and keep their fused order.
+    has_vector = np.array([row.embedding is not None for row in rows])
+    vectors = np.zeros((len(rows), len(query)))
+    for index, row in enumerate(rows):
+        if row.embedding is not None:
+            vectors[index] = row.embedding
+    relevance = np.where(
+        has_vector,
+        _cosines(vectors, np.asarray(query, dtype=np.float64)),
+        [row.scores.vector_cosine or 0.0 for row in rows],
+    )
     if reranked:
         low, high = min(reranked.values()), max(reranked.values())
         spread = high - low or 1.0
-        relevance = [(reranked.get(row.memory.id, low) - low) / spread for row in rows]
+        relevance = np.array([(reranked.get(row.memory.id, low) - low) / spread for row in rows])
+    # The highest cosine to a pick so far; 0 while nothing with a vector is picked, and always
+    # for a candidate without a vector (it has no measurable redundancy).
+    redundancy = np.zeros(len(rows))
+    compared = False
+    available = np.ones(len(rows), dtype=bool)
     chosen: list[int] = []
     scores: dict[uuid.UUID, float] = {}
-    remaining = list(range(len(rows)))
-    while remaining and len(chosen) < limit:
-        best_index, best_score = remaining[0], float("-inf")
-        for index in remaining:
-            vector = vectors[index]
-            redundancy = 0.0
-            if vector is not None:
-                similarities = [
-                    float(vector @ chosen_vector)
-                    for chosen_vector in (vectors[c] for c in chosen)
-                    if chosen_vector is not None
-                ]
-                redundancy = max(similarities, default=0.0)
-            score = lambda_ * relevance[index] - (1 - lambda_) * redundancy
-            if score > best_score:
-                best_index, best_score = index, score
-        chosen.append(best_index)
-        remaining.remove(best_index)
-        scores[rows[best_index].memory.id] = best_score
+    while len(chosen) < min(limit, len(rows)):
+        score = np.where(available, lambda_ * relevance - (1 - lambda_) * redundancy, -np.inf)
+        # The first of equal scores, as the fused order has them.
+        best = int(np.argmax(score))
+        chosen.append(best)
+        available[best] = False
+        scores[rows[best].memory.id] = float(score[best])
+        if has_vector[best]:
+            similarity = np.where(has_vector, _cosines(vectors, vectors[best]), 0.0)
+            redundancy = similarity if not compared else np.maximum(redundancy, similarity)
+            compared = True
     return [rows[index] for index in chosen], scores
+
+
+def _cosines(vectors: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Each row of `vectors` times `other` (unit vectors: their cosines), each row summed by
+    the same steps: a matrix product may sum rows in different orders, and then two equal
+    vectors would differ in their last bits."""
+    cosines: np.ndarray = (vectors * other).sum(axis=1)
+    return cosines
 
 
 def _hits(
