@@ -18,9 +18,10 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from benchmarks.rawsql import explain_prepared
 from service.auth.owner import Owner
 from service.config import Settings
-from service.db import tenant_transaction
+from service.db import tenant_transaction, transaction_driver
 from service.jobs import SEARCH_STATISTICS_JOB
 from service.main import create_app
 from service.memories.filters import MemoryFilter
@@ -585,3 +586,77 @@ async def test_a_memory_naming_two_question_words_is_found_below_the_top_of_both
         )
     assert rows and all(row.bounded for row in rows)
     assert both not in {str(row.memory.id) for row in rows}
+
+
+def postings_read(plan: dict[str, Any]) -> int:
+    """The index entries the plan read from the postings' impact index, over every loop."""
+    own = (
+        int(plan["Actual Rows"]) * int(plan["Actual Loops"])
+        if plan.get("Index Name") == "ix_memory_posting_impact"
+        else 0
+    )
+    return own + sum(postings_read(child) for child in plan.get("Plans", []))
+
+
+async def test_the_postings_are_read_past_the_top_only_when_two_lists_are_cut_there(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """A memory found in two ranges can be a candidate only from below the top of both lists,
+    so with one list longer than the top (the other read whole), the ranges stop at the top;
+    with two, they go on. Either way the hits start as the exact search's."""
+    ada = bearer(settings, tenant, "ada")
+    await remember_texts(
+        client, ada, [f"Zither practice {n}" for n in range(2 * POSTINGS_PER_LEXEME)]
+    )
+    await remember_texts(client, ada, [f"Marimba concert {n}" for n in range(6)])
+    await remember_texts(
+        client, ada, [f"Ukulele lesson {n}" for n in range(2 * POSTINGS_PER_LEXEME)]
+    )
+    [every_word] = await remember_texts(
+        client, ada, ["User mentioned zither, marimba and ukulele at the lake"]
+    )
+    await search_ids(bounded_client, ada, "zither")
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+
+    async def search_and_postings_read(question: str, scanned: int) -> tuple[list[str], int]:
+        params = search_params(
+            MemoryFilter.build([Owner.user("ada"), Owner.org()]).live_unless_asked(),
+            question,
+            bounded_from=BOUNDED_FROM,
+            postings_per_lexeme=POSTINGS_PER_LEXEME,
+            postings_scanned=scanned,
+        )
+        async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
+            hits = await FusionRepository(session, tenant).search(params)
+            driver = await transaction_driver(await session.connection())
+            compiled, arguments = compiled_search(
+                tenant, [params], (await session.connection()).dialect
+            )
+            plan = (await explain_prepared(driver, compiled.sql, arguments))[0]["Plan"]
+        assert hits and all(row.bounded for row in hits)
+        return [str(row.memory.id) for row in hits], postings_read(plan)
+
+    for question in ("zither marimba", "zither ukulele"):
+        exact = await search_ids(client, ada, question)
+        hits, read = await search_and_postings_read(question, 10 * POSTINGS_PER_LEXEME)
+        top_only, read_at_top = await search_and_postings_read(question, POSTINGS_PER_LEXEME)
+        if question == "zither marimba":
+            # One list cut (zither's 81 memories), the other read whole (marimba's 7): no
+            # entry is read past the top, and the hits are those of the top alone. They start
+            # as the exact search's: the six marimba memories (the rarer word) and the one
+            # naming both; the zither ones after them tie, and only some of those were read.
+            assert read == read_at_top
+            assert hits == top_only
+            assert hits[:7] == exact[:7] and every_word in hits[:7]
+        else:
+            # Both cut: both read on, to their ends here (41 entries each past the top; more
+            # than one list's worth), where the memory naming both words is, first as in the
+            # exact search.
+            assert read > read_at_top + 81 - POSTINGS_PER_LEXEME
+            assert exact[0] == hits[0] == every_word
+            assert every_word not in top_only

@@ -406,6 +406,13 @@ BOUNDED_MATCHES_SQL = """
 -- the memories above it by its lexical side; one that holds two or more can, however far down
 -- each list it sits (a longer memory naming both words), so the same ranges are read on, to
 -- :postings_scanned entries (the index alone, no row), for the memories found in two of them.
+-- That takes two lists cut at the top: a list no longer than the top is read whole, so every
+-- memory in it is a candidate already, and with at most one list cut the ranges stop at the
+-- top. The lengths are the section's, over its owners, so a list counted as whole is whole for
+-- each owner; a rare lexeme is counted at search time up to :live_count_cap, so one that grew
+-- past that since the owners' statistics were counted may be taken as whole (the drift the
+-- statistics allow their weights too). A question made only of common lexemes (below) reads
+-- each of their ranges on.
 -- Only these candidates are scored, exactly, from their tsvectors (one row per question lexeme
 -- a candidate holds, as `LEXICAL_MATCHES_SQL` gives them).
 -- A lexeme in more than :common_lexeme_share of the section's memories ("user", in a write
@@ -432,7 +439,18 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                                                         <= :common_lexeme_share
                                                            * o.documents::float8),
                                               '{}'),
-                                       array_agg(d.lexeme)) AS lexemes
+                                       array_agg(d.lexeme)) AS lexemes,
+                              -- How far each range is read: on past the top only when two
+                              -- or more of the lists read are cut there (see above).
+                              CASE WHEN count(*) FILTER (
+                                            WHERE d.documents > :postings_per_lexeme
+                                              AND d.documents <= :common_lexeme_share
+                                                                 * o.documents::float8) >= 2
+                                     OR count(*) FILTER (
+                                            WHERE d.documents <= :common_lexeme_share
+                                                                 * o.documents::float8) = 0
+                                   THEN :postings_scanned ELSE :postings_per_lexeme
+                              END AS depth
                          FROM lexeme_documents d
                         WHERE d.section = o.section
                  ) AS seeding
@@ -445,7 +463,7 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                         WHERE p.tenant_id = :tenant_id AND p.owner_key = owner.key
                           AND p.lexeme = question.lexeme
                         ORDER BY p.impact DESC
-                        LIMIT :postings_scanned
+                        LIMIT seeding.depth
                  ) AS top
                  WHERE :use_lexical AND o.section = ${reading_section}
                  GROUP BY top.memory_id) AS found
