@@ -282,9 +282,10 @@ def maximal_marginal_relevance(
     if not rows:
         return [], {}
     # The candidates' vectors as one matrix (a row without a vector holds zeros and is never
-    # compared): each pick updates every candidate's redundancy at once, where comparing
-    # candidate by candidate cost ~1.5 ms of Python per context. Cosines are summed row by row
-    # (`_cosines`), so two copies of one vector always score alike and keep their fused order.
+    # compared): each pick updates every candidate's redundancy at once. Comparing candidate
+    # by candidate in Python grew with the square of the limit (1.2 s for a search's 300
+    # candidates at limit 100). Cosines are summed row by row (`_cosines`), so two copies of
+    # one vector always score alike and keep their fused order.
     has_vector = np.array([row.embedding is not None for row in rows])
     vectors = np.zeros((len(rows), len(query)))
     for index, row in enumerate(rows):
