@@ -434,25 +434,22 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                                                    top.memory_id) AS shared_place
                   FROM owner_stats o
                  CROSS JOIN LATERAL (
-                       SELECT coalesce(nullif(array_agg(d.lexeme) FILTER (
-                                                  WHERE d.documents
-                                                        <= :common_lexeme_share
-                                                           * o.documents::float8),
-                                              '{}'),
+                       -- The lexemes whose postings bring candidates (all of them when none
+                       -- does), and how far each range is read: on past the top only when two
+                       -- or more of the lists read are cut there (see above).
+                       SELECT coalesce(nullif(array_agg(d.lexeme) FILTER (WHERE d.seeds), '{}'),
                                        array_agg(d.lexeme)) AS lexemes,
-                              -- How far each range is read: on past the top only when two
-                              -- or more of the lists read are cut there (see above).
                               CASE WHEN count(*) FILTER (
-                                            WHERE d.documents > :postings_per_lexeme
-                                              AND d.documents <= :common_lexeme_share
-                                                                 * o.documents::float8) >= 2
-                                     OR count(*) FILTER (
-                                            WHERE d.documents <= :common_lexeme_share
-                                                                 * o.documents::float8) = 0
+                                            WHERE d.seeds
+                                              AND d.documents > :postings_per_lexeme) >= 2
+                                     OR NOT bool_or(d.seeds)
                                    THEN :postings_scanned ELSE :postings_per_lexeme
                               END AS depth
-                         FROM lexeme_documents d
-                        WHERE d.section = o.section
+                         FROM (SELECT l.lexeme, l.documents,
+                                      l.documents <= :common_lexeme_share * o.documents::float8
+                                          AS seeds
+                                 FROM lexeme_documents l
+                                WHERE l.section = o.section) AS d
                  ) AS seeding
                  CROSS JOIN LATERAL unnest(seeding.lexemes) AS question(lexeme)
                  CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
