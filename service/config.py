@@ -159,8 +159,9 @@ class Settings(BaseSettings):
     search_postings_per_lexeme: int = Field(default=1_000, ge=10, le=10_000)
     # How deep the same read goes to find the memories that hold two or more of the question's
     # lexemes: such a memory can outscore the top postings of each while sitting below them
-    # in every list (a longer memory naming both words). It reads index entries, and the rows
-    # of at most twice the candidate pool of such memories. At 100k memories, 5,000 took the
+    # in every list (a longer memory naming both words), so it goes on only where two or more
+    # of the lists are longer than the top. It reads index entries, and the rows of at most
+    # twice the candidate pool of such memories. At 100k memories, 5,000 took the
     # top 10's agreement with the exact ranking from 0.912 to 0.948 (docs/benchmarks.md);
     # 3,000 postings per lexeme did as much at a row read each.
     search_postings_scanned: int = Field(default=5_000, ge=10, le=100_000)

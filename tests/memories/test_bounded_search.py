@@ -36,6 +36,7 @@ from service.memories.fusion.statement import compiled_search
 from service.memories.jobs import search_statistics_job
 from tests.conftest import as_tenant, bearer, new_tenant
 from tests.fixtures.factories import remember_texts
+from tests.plans import plan_nodes
 from tests.search_params import search_params
 
 BOUNDED_FROM = 60
@@ -590,12 +591,11 @@ async def test_a_memory_naming_two_question_words_is_found_below_the_top_of_both
 
 def postings_read(plan: dict[str, Any]) -> int:
     """The index entries the plan read from the postings' impact index, over every loop."""
-    own = (
-        int(plan["Actual Rows"]) * int(plan["Actual Loops"])
-        if plan.get("Index Name") == "ix_memory_posting_impact"
-        else 0
+    return sum(
+        int(node["Actual Rows"]) * int(node["Actual Loops"])
+        for node in plan_nodes(plan)
+        if node.get("Index Name") == "ix_memory_posting_impact"
     )
-    return own + sum(postings_read(child) for child in plan.get("Plans", []))
 
 
 async def test_the_postings_are_read_past_the_top_only_when_two_lists_are_cut_there(

@@ -17,12 +17,9 @@ from service.memories.repository import MemoryRepository
 from service.memories.service import PROCEDURE_SLOTS
 from tests.conftest import bearer
 from tests.fixtures.factories import remember_all
+from tests.plans import plan_nodes
 
 ORGANIZATION_FACTS = 400
-
-
-def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    return [plan, *(node for child in plan.get("Plans", []) for node in plan_nodes(child))]
 
 
 def rows_thrown_away(plan: dict[str, Any]) -> int:
