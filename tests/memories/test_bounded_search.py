@@ -30,6 +30,7 @@ from service.memories.fusion import (
     SHARED_INDEX,
     FusionRepository,
     IndexedOwners,
+    SearchParams,
     indexed_owners,
 )
 from service.memories.fusion.statement import compiled_search
@@ -260,6 +261,18 @@ async def run_statistics_jobs(app: FastAPI, owner_engine: AsyncEngine, tenant: s
     return len(jobs)
 
 
+def bounded_params(memory_filter: MemoryFilter, question: str, **changes: Any) -> SearchParams:
+    """`search_params` with this module's thresholds: bounded from `BOUNDED_FROM` memories,
+    `POSTINGS_PER_LEXEME` postings read per lexeme."""
+    return search_params(
+        memory_filter,
+        question,
+        bounded_from=BOUNDED_FROM,
+        postings_per_lexeme=POSTINGS_PER_LEXEME,
+        **changes,
+    )
+
+
 async def search_ids(
     client: AsyncClient, headers: dict[str, str], question: str, *, mode: str = "lexical"
 ) -> list[str]:
@@ -306,11 +319,9 @@ async def test_a_large_owner_gets_statistics_and_is_then_searched_through_its_po
     async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
         user_only = MemoryFilter.build([Owner.user("ada")]).live_unless_asked()
         rows = await FusionRepository(session, tenant).search(
-            search_params(
+            bounded_params(
                 user_only,
                 QUESTIONS[0],
-                bounded_from=BOUNDED_FROM,
-                postings_per_lexeme=POSTINGS_PER_LEXEME,
             )
         )
     assert rows and all(row.bounded for row in rows)
@@ -522,11 +533,9 @@ async def test_sections_of_one_owner_read_its_postings_once_and_rank_as_each_alo
 
     owners = [Owner.user("ada")]
     sections = [
-        search_params(
+        bounded_params(
             MemoryFilter.build(owners, kinds=[kind]).live_unless_asked(),
             question,
-            bounded_from=BOUNDED_FROM,
-            postings_per_lexeme=POSTINGS_PER_LEXEME,
         )
         for question in QUESTIONS[:1]
         for kind in ("semantic", "episodic")
@@ -577,11 +586,9 @@ async def test_a_memory_naming_two_question_words_is_found_below_the_top_of_both
     # Read no further than the top of each list, the memory is not a candidate at all.
     async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
         rows = await FusionRepository(session, tenant).search(
-            search_params(
+            bounded_params(
                 MemoryFilter.build([Owner.user("ada"), Owner.org()]).live_unless_asked(),
                 question,
-                bounded_from=BOUNDED_FROM,
-                postings_per_lexeme=POSTINGS_PER_LEXEME,
                 postings_scanned=POSTINGS_PER_LEXEME,
             )
         )
@@ -624,11 +631,9 @@ async def test_the_postings_are_read_past_the_top_only_when_two_lists_are_cut_th
     await run_statistics_jobs(bounded_app, owner_engine, tenant)
 
     async def search_and_postings_read(question: str, scanned: int) -> tuple[list[str], int]:
-        params = search_params(
+        params = bounded_params(
             MemoryFilter.build([Owner.user("ada"), Owner.org()]).live_unless_asked(),
             question,
-            bounded_from=BOUNDED_FROM,
-            postings_per_lexeme=POSTINGS_PER_LEXEME,
             postings_scanned=scanned,
         )
         async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
