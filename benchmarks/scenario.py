@@ -545,13 +545,9 @@ async def _measure_size(
     # What a service process with the owner role does in the background after a load: the
     # largest owners get their own vector index (the served app's own loop is off).
     started = time.perf_counter()
-    built = await OwnerIndexes(
-        loader.table.owner_engine,
-        build_from=settings.owner_vector_index_from,
-        most=settings.owner_vector_indexes_max,
-    ).refresh()
+    built = await OwnerIndexes.configured(loader.table.owner_engine, settings).refresh()
     step.owner_index_seconds = time.perf_counter() - started
-    step.owner_indexes_built = len(built.built) + len(built.kept)
+    step.owner_indexes_built = len(built.built) + len(built.rebuilt) + len(built.kept)
     step.relation_bytes = await loader.table.relation_sizes()
     _say(
         options,

@@ -306,11 +306,7 @@ async def _owner_indexes(step: str) -> int:
     settings = get_settings()
     target = await open_database_target(settings)
     engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
-    indexes = OwnerIndexes(
-        engine,
-        build_from=settings.owner_vector_index_from,
-        most=settings.owner_vector_indexes_max,
-    )
+    indexes = OwnerIndexes.configured(engine, settings)
     try:
         if step == "plan":
             lines = (await indexes.plan(await live_column(engine))).lines()

@@ -181,6 +181,13 @@ class Settings(BaseSettings):
     owner_vector_index_from: int = Field(default=5_000, ge=0)
     owner_vector_indexes_max: int = Field(default=100, ge=0, le=1_000)
     owner_vector_index_ef_search: int = Field(default=400, ge=10, le=1000)
+    # The candidate list while an owner's graph is built (pgvector needs at least twice the
+    # graph's 16 neighbours). The whole table's 64 left the graph of an owner of 100,000
+    # natural-text memories poorly connected in places: its top 10 agreed with the exact ranking
+    # 0.965 of the time, against 0.989 when built with 200, which costs a search nothing
+    # measurable and the background build 2.7 times as long. An index built with another value
+    # is built again beside the old one at the next refresh.
+    owner_vector_index_ef_construction: int = Field(default=200, ge=32, le=1000)
     owner_vector_index_refresh_seconds: float = Field(default=600, ge=0)
     # Unset: the embedding profile's weight (its model's share against BM25), else 0.5.
     search_linear_lexical_weight: UnitInterval | None = None

@@ -259,11 +259,7 @@ async def _owner_indexes(
         return None
     owner_engine = create_engine(owner_url, settings, pool_size=1, max_overflow=0)
     stack.push_async_callback(owner_engine.dispose)
-    return OwnerIndexes(
-        owner_engine,
-        build_from=settings.owner_vector_index_from,
-        most=settings.owner_vector_indexes_max,
-    )
+    return OwnerIndexes.configured(owner_engine, settings)
 
 
 async def _load_models(*embedders: Embedder | None) -> None:

@@ -25,11 +25,25 @@ async def sees_all_tenants(connection: AsyncConnection) -> bool:
     return bool((await connection.execute(CAN_SEE_ALL_TENANTS_SQL)).scalar_one())
 
 
-def hnsw_definition(column: VectorColumn) -> str:
+HNSW_M = 16
+"""Neighbours per node of every HNSW graph on the memory table (pgvector's default)."""
+
+TABLE_EF_CONSTRUCTION = 64
+"""Candidate list while the whole table's graph is built (the initial migration's): a larger
+one would multiply the build time of every vector of every tenant."""
+
+
+def hnsw_options(ef_construction: int = TABLE_EF_CONSTRUCTION) -> list[str]:
+    """An HNSW index's storage parameters as the catalog keeps them (`pg_class.reloptions`)."""
+    return [f"m={HNSW_M}", f"ef_construction={ef_construction}"]
+
+
+def hnsw_definition(column: VectorColumn, ef_construction: int = TABLE_EF_CONSTRUCTION) -> str:
     """An HNSW index over `column` as searches compare with it (`VectorColumn.expression`),
-    with the graph settings of the table's first index."""
+    built with a candidate list of `ef_construction`."""
     return (
-        f"USING hnsw ({column.expression()} vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+        f"USING hnsw ({column.expression()} vector_cosine_ops) "
+        f"WITH ({', '.join(hnsw_options(ef_construction))})"
     )
 
 
@@ -49,3 +63,24 @@ async def create_index_concurrently(
         )
     finally:
         await autocommit.execute(text("RESET statement_timeout"))
+
+
+async def replace_index_concurrently(
+    autocommit: AsyncConnection, name: str, definition: str
+) -> None:
+    """Index `name` replaced by one of `definition`, on a connection in autocommit mode: the new
+    one is built concurrently beside it (`<name>_next`), takes its name in one transaction and
+    the old one (`<name>_prev` by then) is dropped concurrently. Searches read the old index
+    until the new one is complete, and never find neither (a search may learn from the name
+    whether an index exists). A killed replacement leaves `_next` or `_prev` behind, under
+    names a caller that owns `name`'s prefix drops as unwanted."""
+    building, retiring = f"{name}_next", f"{name}_prev"
+    await create_index_concurrently(autocommit, building, definition)
+    await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{retiring}"'))
+    # One transaction on the driver: the connection's autocommit mode leaves it none.
+    driver = (await autocommit.get_raw_connection()).driver_connection
+    assert driver is not None
+    async with driver.transaction():
+        await driver.execute(f'ALTER INDEX "{name}" RENAME TO "{retiring}"')
+        await driver.execute(f'ALTER INDEX "{building}" RENAME TO "{name}"')
+    await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{retiring}"'))

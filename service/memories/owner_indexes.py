@@ -15,8 +15,11 @@ the set of indexes match the owners' sizes as the search statistics count them
 (`memory_owner_stats`): an index for each owner with at least `build_from` memories (at most
 `most` of them, the largest first), kept until the owner falls below half of that (an owner at
 the threshold is not rebuilt on every change), dropped when it does, when it is purged or when
-another owner outgrows it. A change of embedding model (`reembed`) drops the old column's
-indexes with the column; the next refresh builds them on the new live column.
+another owner outgrows it. An index built with other graph settings than the configured ones
+(`ef_construction`) is replaced: the new one is built beside it and takes its name, so the
+owner's searches read one or the other throughout. A change of embedding model (`reembed`)
+drops the old column's indexes with the column; the next refresh builds them on the new live
+column.
 """
 
 from __future__ import annotations
@@ -28,15 +31,21 @@ from dataclasses import dataclass, field
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from service.config import Settings
 from service.memories.index_builds import (
     create_index_concurrently,
     hnsw_definition,
+    hnsw_options,
+    replace_index_concurrently,
     sees_all_tenants,
 )
 from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
 from service.memories.vector_columns import VectorColumn, load_state
 
 logger = logging.getLogger("mneme.owner_indexes")
+
+DEFAULT_EF_CONSTRUCTION: int = Settings.model_fields["owner_vector_index_ef_construction"].default
+"""The candidate list while an owner's graph is built, as configured by default."""
 
 OWNERS_SQL = text(
     """
@@ -50,7 +59,7 @@ SELECT tenant_id, user_id, owner_key, documents
 
 EXISTING_SQL = text(
     """
-SELECT c.relname AS name, i.indisvalid AS valid
+SELECT c.relname AS name, i.indisvalid AS valid, c.reloptions AS options
   FROM pg_index i
   JOIN pg_class c ON c.oid = i.indexrelid
  WHERE i.indrelid = 'memory'::regclass AND starts_with(c.relname, :prefix)
@@ -88,18 +97,19 @@ class OwnerIndex:
 
 def _lines(
     column: str,
-    verbs: tuple[str, str, str],
+    verbs: tuple[str, str, str, str],
     built: list[OwnerIndex],
+    rebuilt: list[OwnerIndex],
     kept: list[OwnerIndex],
     dropped: list[str],
 ) -> list[str]:
-    """One line per index, under the verbs for built, kept and dropped."""
-    build, keep, drop = verbs
+    """One line per index, under the verbs for built, rebuilt, kept and dropped."""
+    build, rebuild, keep, drop = verbs
     return (
         [f"column: {column}"]
         + [
             f"{verb}: {i.name} ({i.owner_key} of tenant {i.tenant_id}, {i.memories})"
-            for verb, group in ((build, built), (keep, kept))
+            for verb, group in ((build, built), (rebuild, rebuilt), (keep, kept))
             for i in group
         ]
         + [f"{drop}: {name}" for name in dropped]
@@ -109,15 +119,17 @@ def _lines(
 @dataclass
 class OwnerIndexPlan:
     """What a refresh would do on `column`: the indexes to build (largest owner first), to
-    keep and to drop."""
+    build again with the configured graph settings, to keep and to drop."""
 
     column: str
     build: list[OwnerIndex] = field(default_factory=list)
+    rebuild: list[OwnerIndex] = field(default_factory=list)
     drop: list[str] = field(default_factory=list)
     kept: list[OwnerIndex] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        return _lines(self.column, ("build", "keep", "drop"), self.build, self.kept, self.drop)
+        verbs = ("build", "rebuild", "keep", "drop")
+        return _lines(self.column, verbs, self.build, self.rebuild, self.kept, self.drop)
 
 
 @dataclass
@@ -126,21 +138,40 @@ class OwnerIndexReport:
 
     column: str
     built: list[OwnerIndex] = field(default_factory=list)
+    rebuilt: list[OwnerIndex] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     kept: list[OwnerIndex] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        verbs = ("built", "kept", "dropped")
-        return _lines(self.column, verbs, self.built, self.kept, self.dropped)
+        verbs = ("built", "rebuilt", "kept", "dropped")
+        return _lines(self.column, verbs, self.built, self.rebuilt, self.kept, self.dropped)
 
 
 class OwnerIndexes:
     """Builds and drops the owners' vector indexes on `owner_engine` (the table's owner)."""
 
-    def __init__(self, owner_engine: AsyncEngine, *, build_from: int, most: int) -> None:
+    def __init__(
+        self,
+        owner_engine: AsyncEngine,
+        *,
+        build_from: int,
+        most: int,
+        ef_construction: int = DEFAULT_EF_CONSTRUCTION,
+    ) -> None:
         self._engine = owner_engine
         self._build_from = build_from
         self._most = most
+        self._ef_construction = ef_construction
+
+    @classmethod
+    def configured(cls, owner_engine: AsyncEngine, settings: Settings) -> OwnerIndexes:
+        """The indexes as `settings` ask for them (`MNEME_OWNER_VECTOR_INDEX_*`)."""
+        return cls(
+            owner_engine,
+            build_from=settings.owner_vector_index_from,
+            most=settings.owner_vector_indexes_max,
+            ef_construction=settings.owner_vector_index_ef_construction,
+        )
 
     async def plan(self, column: VectorColumn) -> OwnerIndexPlan:
         """The indexes `refresh` would build and drop for `column`, as the statistics stand."""
@@ -151,9 +182,10 @@ class OwnerIndexes:
     async def _plan(self, connection: AsyncConnection, column: VectorColumn) -> OwnerIndexPlan:
         owners = (await connection.execute(OWNERS_SQL, {"keep_from": self._keep_from})).all()
         existing = {
-            row.name: row.valid
+            row.name: row
             for row in await connection.execute(EXISTING_SQL, {"prefix": OWNER_INDEX_PREFIX})
         }
+        options = sorted(hnsw_options(self._ef_construction))
         plan = OwnerIndexPlan(column.name)
         wanted: set[str] = set()
         if self._build_from > 0:
@@ -165,8 +197,10 @@ class OwnerIndexes:
                     row.documents,
                     owner_index_name(row.tenant_id, row.owner_key, column.name),
                 )
-                if existing.get(index.name):
-                    plan.kept.append(index)
+                found = existing.get(index.name)
+                if found is not None and found.valid:
+                    same = sorted(found.options or []) == options
+                    (plan.kept if same else plan.rebuild).append(index)
                     wanted.add(index.name)
                 elif index.memories >= self._build_from:
                     plan.build.append(index)
@@ -199,8 +233,11 @@ class OwnerIndexes:
                     await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
                     report.dropped.append(name)
                 for index in plan.build:
-                    await _build(autocommit, index, column)
+                    await _build(autocommit, index, column, self._ef_construction)
                     report.built.append(index)
+                for index in plan.rebuild:
+                    await _build(autocommit, index, column, self._ef_construction, replace=True)
+                    report.rebuilt.append(index)
             finally:
                 await autocommit.execute(text("RESET maintenance_work_mem"))
                 await autocommit.execute(
@@ -238,8 +275,16 @@ async def _require_owner(connection: AsyncConnection) -> None:
         )
 
 
-async def _build(autocommit: AsyncConnection, index: OwnerIndex, column: VectorColumn) -> None:
-    """The owner's index, concurrently (writes go on)."""
+async def _build(
+    autocommit: AsyncConnection,
+    index: OwnerIndex,
+    column: VectorColumn,
+    ef_construction: int,
+    *,
+    replace: bool = False,
+) -> None:
+    """The owner's index, concurrently (writes go on); with `replace`, beside the one it
+    replaces."""
     condition = (
         await autocommit.execute(
             OWNER_CONDITION_SQL,
@@ -250,10 +295,10 @@ async def _build(autocommit: AsyncConnection, index: OwnerIndex, column: VectorC
             },
         )
     ).scalar_one()
-    await create_index_concurrently(
-        autocommit, index.name, f"{hnsw_definition(column)} {condition}"
-    )
-    logger.info("built %s for %s of tenant %s", index.name, index.owner_key, index.tenant_id)
+    create = replace_index_concurrently if replace else create_index_concurrently
+    await create(autocommit, index.name, f"{hnsw_definition(column, ef_construction)} {condition}")
+    verb = "rebuilt" if replace else "built"
+    logger.info("%s %s for %s of tenant %s", verb, index.name, index.owner_key, index.tenant_id)
 
 
 async def keep_owner_indexes(indexes: OwnerIndexes, every_seconds: float) -> None:
@@ -270,5 +315,5 @@ async def keep_owner_indexes(indexes: OwnerIndexes, every_seconds: float) -> Non
         except Exception:
             logger.exception("refreshing the owner vector indexes failed; trying again later")
             continue
-        if report.built or report.dropped:
+        if report.built or report.rebuilt or report.dropped:
             logger.info("owner vector indexes: %s", "; ".join(report.lines()))

@@ -83,9 +83,33 @@ async def test_an_owner_index_on_citus_is_on_every_shard_and_serves_the_owners_s
         assert on_workers == shards
 
         with_index = [await _search(indexed_citus_app, headers) for _ in range(2)]
+
+        # Built again with other graph settings: beside the old one, then renamed to its name
+        # on the coordinator and on every shard.
+        replaced = await OwnerIndexes(
+            citus_owner_engine, build_from=BUILD_FROM, most=1_000, ef_construction=64
+        ).refresh()
+        assert name in [index.name for index in replaced.rebuilt]
+        async with citus_owner_engine.connect() as connection:
+            shard_indexes = (
+                await connection.execute(
+                    text(
+                        "SELECT result FROM run_command_on_workers($$SELECT string_agg("
+                        "indexname || ' ' || indexdef, E'\\n') FROM pg_indexes "
+                        "WHERE indexname LIKE '" + name + "\\_%'$$)"
+                    )
+                )
+            ).scalars()
+            lines = "\n".join(result or "" for result in shard_indexes).splitlines()
+        # One per shard as before, named after the owner's index and with the new settings;
+        # no `_next` or `_prev` copy left on any worker.
+        assert len(lines) == shards
+        assert all("ef_construction='64'" in line for line in lines)
+        assert not [line for line in lines if "_next" in line or "_prev" in line]
+        with_index.append(await _search(indexed_citus_app, headers))
     finally:
         await OwnerIndexes(citus_owner_engine, build_from=0, most=0).refresh()
     without_index = await _search(indexed_citus_app, headers)
 
-    assert with_index[0] == with_index[1] == without_index
+    assert with_index[0] == with_index[1] == with_index[2] == without_index
     assert len(without_index) == 10

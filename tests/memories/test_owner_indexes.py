@@ -122,6 +122,8 @@ async def test_a_large_owner_gets_an_index_of_its_own_and_its_searches_read_it(
     # The organization's 5 memories are too few for one.
     assert org_name not in definitions
     assert "USING hnsw (embedding vector_cosine_ops)" in definitions[name]
+    # The owner's graph is built with a wider candidate list than the whole table's.
+    assert "WITH (m='16', ef_construction='200')" in definitions[name]
     # The owner's condition, its id quoted as data.
     assert f"(tenant_id = '{tenant}'::text)" in definitions[name]
     assert f"(user_id = '{USER}'::text)" in definitions[name]
@@ -218,6 +220,57 @@ async def test_an_index_is_kept_down_to_half_the_threshold_and_dropped_below_or_
 
     assert name in report.dropped
     assert name not in await index_definitions(owner_engine)
+
+
+async def search_ids(client: AsyncClient, headers: dict[str, str]) -> list[str]:
+    response = await client.post(
+        f"/v1/users/{USER}/memories/search",
+        headers=headers,
+        json={"query": "what does the user like to play", "limit": 10, "mode": "hybrid"},
+    )
+    assert response.status_code == 200, response.text
+    return [hit["memory"]["id"] for hit in response.json()["hits"]]
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_an_index_built_with_other_graph_settings_is_replaced_under_its_name(
+    indexed_app: FastAPI,
+    indexed_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    headers = await large_owner(indexed_app, indexed_client, settings, tenant)
+    name = owner_index_name(tenant, Owner.user(USER).key, "embedding")
+    # As an earlier version built them: the whole table's candidate list.
+    await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100, ef_construction=64).refresh()
+    assert "ef_construction='64'" in (await index_definitions(owner_engine))[name]
+    before = await search_ids(indexed_client, headers)
+    # A replacement killed before it finished left its pieces behind.
+    async with owner_engine.connect() as connection:
+        await connection.execute(text(f'CREATE INDEX "{name}_prev" ON memory (id)'))
+        await connection.commit()
+    indexes = OwnerIndexes.configured(
+        owner_engine, settings.model_copy(update={"owner_vector_index_from": BUILD_FROM})
+    )
+
+    # (Other tests' large owners may be in the plan too.)
+    plan = await indexes.plan(await live_column(owner_engine))
+    assert name in [index.name for index in plan.rebuild]
+    assert name not in [index.name for index in plan.build + plan.kept]
+    assert f"{name}_prev" in plan.drop and "rebuild: " + name in "\n".join(plan.lines())
+    report = await indexes.refresh()
+
+    assert name in [index.name for index in report.rebuilt]
+    definitions = await index_definitions(owner_engine)
+    # One index for the owner, under its name, with the configured settings; nothing left over.
+    assert [n for n in definitions if n.startswith(name)] == [name]
+    assert "WITH (m='16', ef_construction='200')" in definitions[name]
+    assert f"(user_id = '{USER}'::text)" in definitions[name]
+    again = await indexes.refresh()
+    assert not again.rebuilt and not again.built and name in [i.name for i in again.kept]
+    # The owner's searches go on reading it (the new graph finds the same 60 memories' top 10).
+    assert await search_ids(indexed_client, headers) == before
 
 
 async def test_only_the_tables_owner_maintains_the_indexes(runtime_engine: AsyncEngine) -> None:
