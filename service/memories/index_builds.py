@@ -79,7 +79,8 @@ async def replace_index_concurrently(
     await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{retiring}"'))
     # One transaction on the driver: the connection's autocommit mode leaves it none.
     driver = (await autocommit.get_raw_connection()).driver_connection
-    assert driver is not None
+    if driver is None:
+        raise RuntimeError(f"the connection replacing {name} has no driver connection")
     async with driver.transaction():
         await driver.execute(f'ALTER INDEX "{name}" RENAME TO "{retiring}"')
         await driver.execute(f'ALTER INDEX "{building}" RENAME TO "{name}"')
