@@ -29,7 +29,12 @@ AdminSvc = Annotated[AdminService, Depends(get_admin_service)]
 
 async def get_user_lifecycle(state: State, principal: CurrentPrincipal) -> UserLifecycle:
     # Runs its own transactions (see service.admin.service), so it takes no request Session.
-    return UserLifecycle(state.sessionmaker, principal)
+    owner_indexes = state.owner_indexes
+    return UserLifecycle(
+        state.sessionmaker,
+        principal,
+        on_purged=owner_indexes.refresh_soon if owner_indexes is not None else None,
+    )
 
 
 Lifecycle = Annotated[UserLifecycle, Depends(get_user_lifecycle)]

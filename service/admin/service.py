@@ -278,10 +278,18 @@ class AdminService:
 class UserLifecycle:
     """Purge (of a user or the whole tenant) and export, each in its own transactions."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], actor: Principal) -> None:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        actor: Principal,
+        on_purged: Callable[[], None] | None = None,
+    ) -> None:
+        """`on_purged` is called after a purge commits: the process's refresh of the owners'
+        vector indexes, whose conditions may name a purged user, when it runs one."""
         self._sessionmaker = sessionmaker
         self._actor = actor
         self._tenant_id = actor.tenant_id
+        self._on_purged = on_purged or (lambda: None)
 
     async def purge_user(self, user_id: str, on_progress: Progress | None = None) -> PurgeReport:
         """Delete every row of the user in every user-bearing table in one transaction, then
@@ -312,6 +320,7 @@ class UserLifecycle:
                 detail={"deleted": deleted, "redacted": redacted},
             )
             audit_id, purged_at = entry.id, datetime.now(UTC)
+        self._on_purged()
         remaining = await self.remaining(plan, scope)
         return PurgeReport(
             tenant_id=self._tenant_id,
@@ -357,6 +366,7 @@ class UserLifecycle:
             if not any(deleted.values()):
                 raise NotFound(f"Tenant {self._tenant_id!r} has nothing stored.")
         purged_at = datetime.now(UTC)
+        self._on_purged()
         logger.warning(
             "tenant %s purged by %s:%s: %s",
             self._tenant_id,

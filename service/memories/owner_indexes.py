@@ -25,6 +25,7 @@ column.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 
@@ -162,6 +163,7 @@ class OwnerIndexes:
         self._build_from = build_from
         self._most = most
         self._ef_construction = ef_construction
+        self._due = asyncio.Event()
 
     @classmethod
     def configured(cls, owner_engine: AsyncEngine, settings: Settings) -> OwnerIndexes:
@@ -245,6 +247,18 @@ class OwnerIndexes:
                 )
         return report
 
+    def refresh_soon(self) -> None:
+        """Have the refresh loop (`keep_owner_indexes`) run now rather than at its next turn:
+        a purge leaves an index whose condition names the purged user, which the next refresh
+        drops."""
+        self._due.set()
+
+    async def until_due(self, every_seconds: float) -> None:
+        """Wait `every_seconds`, or less if `refresh_soon` is called meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._due.wait(), every_seconds)
+        self._due.clear()
+
     @property
     def _keep_from(self) -> int:
         return max(1, self._build_from // 2)
@@ -302,11 +316,11 @@ async def _build(
 
 
 async def keep_owner_indexes(indexes: OwnerIndexes, every_seconds: float) -> None:
-    """`refresh` every `every_seconds`, for as long as the process runs. A failed refresh is
-    logged and tried again at the next turn; a connection that cannot maintain the indexes
-    stops the loop (nothing would change by trying again)."""
+    """`refresh` every `every_seconds`, and when asked to (`refresh_soon`), for as long as the
+    process runs. A failed refresh is logged and tried again at the next turn; a connection
+    that cannot maintain the indexes stops the loop (nothing would change by trying again)."""
     while True:
-        await asyncio.sleep(every_seconds)
+        await indexes.until_due(every_seconds)
         try:
             report = await indexes.refresh()
         except OwnerIndexesRefused as refused:

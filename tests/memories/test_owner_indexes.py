@@ -4,6 +4,7 @@ dropped when the owner shrinks, is outgrown or is purged; built only by the tabl
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 
@@ -271,6 +272,36 @@ async def test_an_index_built_with_other_graph_settings_is_replaced_under_its_na
     assert not again.rebuilt and not again.built and name in [i.name for i in again.kept]
     # The owner's searches go on reading it (the new graph finds the same 60 memories' top 10).
     assert await search_ids(indexed_client, headers) == before
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_a_purge_has_the_serving_process_drop_the_users_index_at_once(
+    settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    # A process that refreshes the indexes itself, every ten minutes.
+    async with (
+        running_app(
+            settings,
+            search_bounded_from=BUILD_FROM,
+            owner_vector_index_from=BUILD_FROM,
+            owner_vector_index_refresh_seconds=600,
+        ) as application,
+        app_client(application) as client,
+    ):
+        await large_owner(application, client, settings, tenant)
+        name = owner_index_name(tenant, Owner.user(USER).key, "embedding")
+        await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+        assert name in await index_definitions(owner_engine)
+
+        admin = bearer(settings, tenant, "admin", admin=True)
+        purged = await client.delete(f"/v1/admin/users/{USER}", headers=admin)
+        assert purged.status_code == 200, purged.text
+        # The purge asked the process's refresh loop to run now, not in ten minutes.
+        for _ in range(300):
+            if name not in await index_definitions(owner_engine):
+                break
+            await asyncio.sleep(0.1)
+        assert name not in await index_definitions(owner_engine)
 
 
 async def test_only_the_tables_owner_maintains_the_indexes(runtime_engine: AsyncEngine) -> None:
