@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from tqdm import tqdm
 
 from benchmarks.bulk import (
@@ -83,6 +83,9 @@ from benchmarks.scenario_corpus import (
 from benchmarks.server import loopback_server
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
+from service.context.service import MEMORY_SECTIONS
+from service.db import tenant_transaction
+from service.memories.fusion import FusionRepository
 from service.memories.owner_indexes import OwnerIndexes
 from service.memories.schemas import BATCH_MAX, SearchRequest
 from service.providers import Embedder
@@ -126,6 +129,8 @@ class ScenarioSize:
     fresh: LevelResult
     context: LevelResult
     recall: dict[str, Any]
+    context_recall: dict[str, Any]
+    """R@10 of a context's memory sections against the reference (`context_recall`)."""
     api_ingest: dict[str, Any] | None
     plan: dict[str, Any] | None
     seconds: float
@@ -334,6 +339,60 @@ async def reference_recall(
         "target_in_service_top10": service_found / targeted if targeted else None,
         "target_in_reference_top10": reference_found / targeted if targeted else None,
         "reference_ms": latency_summary(latencies),
+    }
+
+
+async def context_recall(
+    settings: Settings,
+    reference_name: str,
+    runtime_engine: AsyncEngine,
+    queries: Sequence[Query],
+) -> dict[str, Any]:
+    """For each question, a context's memory sections (the organization's facts, the user's
+    facts, the user's episodes, with a context's default lifecycle) ranked as the context ranks
+    them, in one statement: how many of each section's reference top 10, run on that
+    section's filter alone, it holds."""
+    requests = {
+        name: {"scopes": scopes, "kinds": kinds, "lifecycles": ["confirmed"]}
+        for name, (scopes, kinds) in MEMORY_SECTIONS.items()
+    }
+    # One reference per section: a statement is prepared for one filter shape.
+    references = {
+        name: reference_statement(reference_name, runtime_engine.dialect) for name in requests
+    }
+    sessionmaker = async_sessionmaker(runtime_engine, expire_on_commit=False)
+    recalls: dict[str, list[float]] = {name: [] for name in requests}
+    for query in queries:
+        params = [
+            await service_search_params(
+                settings,
+                query.tenant_id,
+                query.user_id,
+                SearchRequest(query=query.text, limit=RECALL_DEPTH, **request),
+                query.embedding,
+            )
+            for request in requests.values()
+        ]
+        async with tenant_transaction(sessionmaker, query.tenant_id) as session:
+            sections = await FusionRepository(session, query.tenant_id).search_sections(params)
+        async with runtime_engine.connect() as connection:
+            driver = await asyncpg_connection(connection)
+            for name, section_params, hits in zip(requests, params, sections, strict=True):
+                reference = references[name]
+                arguments = reference.arguments(query.tenant_id, section_params)
+                truth = {str(i) for i in await reference.ids(driver, query.tenant_id, arguments)}
+                got = {str(hit.memory.id) for hit in hits[:RECALL_DEPTH]}
+                recalls[name].append(len(got & truth) / len(truth) if truth else 1.0)
+    return {
+        "reference": reference_name,
+        "queries": len(queries),
+        "sections": {
+            name: {
+                "recall_at_10": sum(values) / len(values) if values else None,
+                "recall_at_10_min": min(values, default=None),
+            }
+            for name, values in recalls.items()
+        },
     }
 
 
@@ -606,6 +665,9 @@ async def _measure_size(
         first,
         [q.kind for q in asked[:recall_count]],
     )
+    sections_recall = await context_recall(
+        settings, reference.name, runtime_engine, queries[:recall_count]
+    )
     async with runtime_engine.connect() as connection:
         driver = await asyncpg_connection(connection)
         plan = _plan_json(await statement.explain(driver, queries[0].tenant_id, arguments[0]))
@@ -628,6 +690,7 @@ async def _measure_size(
         fresh=fresh_level,
         context=context,
         recall=recall,
+        context_recall=sections_recall,
         api_ingest=api,
         plan=plan,
         seconds=time.perf_counter() - size_started,

@@ -30,6 +30,7 @@ def _size_json(result: ScenarioSize) -> dict[str, Any]:
         "never_seen_search": _level_json(result.fresh),
         "context": _level_json(result.context),
         "recall": result.recall,
+        "context_recall": result.context_recall,
         "plan": result.plan,
         "seconds": result.seconds,
         "load_average": result.load_average,
@@ -215,11 +216,12 @@ def render_scenario_markdown(report: Mapping[str, Any]) -> str:
                 "distinct-token ratio (first 1,000)",
                 "questions by kind",
                 "R@10 by kind",
+                "context sections R@10 (org / facts / episodes)",
                 "target in reference top 10",
                 "hybrid scans",
             ]
         ),
-        _row(["---", "---:", "---:", "---:", "---:", "---", "---", "---:", "---"]),
+        _row(["---", "---:", "---:", "---:", "---:", "---", "---", "---", "---:", "---"]),
     ]
     for size in sizes:
         owner, recall = size["owner"], size["recall"]
@@ -236,6 +238,10 @@ def render_scenario_markdown(report: Mapping[str, Any]) -> str:
                     ", ".join(f"{k} {v}" for k, v in size["questions"]["by_kind"].items()),
                     ", ".join(
                         f"{k} {_number(v, 3)}" for k, v in recall["recall_at_10_by_kind"].items()
+                    ),
+                    " / ".join(
+                        _number(section["recall_at_10"], 3)
+                        for section in size["context_recall"]["sections"].values()
                     ),
                     _number(recall["target_in_reference_top10"], 2),
                     _scans(size["plan"]),

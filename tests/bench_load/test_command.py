@@ -216,12 +216,19 @@ def test_the_realistic_scenario_loads_owners_among_others_and_measures_each(
         # The statement the service runs is exact here: the reference ranks the same top 10.
         assert size["recall"]["queries"] == 4
         assert size["recall"]["recall_at_10"] == 1.0
+        # So are a context's sections, each against the reference on its own filter.
+        sections = size["context_recall"]["sections"]
+        assert size["context_recall"]["queries"] == 4
+        assert list(sections) == ["org", "facts", "episodes"]
+        assert all(section["recall_at_10"] == 1.0 for section in sections.values())
         api = size["api_ingest"]
         assert api["stored"] == 30 and api["duplicates"] == 0
         assert api["stored_without_embedding"] == 0
     printed = capsys.readouterr().out
     assert "## Load, realistic scenario: owners of 60, 120 memories" in printed
     assert "| 60 | 200 |" in printed and "| 120 | 586 |" in printed
+    assert "context sections R@10 (org / facts / episodes)" in printed
+    assert "| 1.000 / 1.000 / 1.000 |" in printed
 
 
 def test_the_realistic_scenario_says_where_to_get_its_text_when_it_is_missing(
