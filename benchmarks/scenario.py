@@ -349,9 +349,11 @@ async def context_recall(
     queries: Sequence[Query],
 ) -> dict[str, Any]:
     """For each question, a context's memory sections (the organization's facts, the user's
-    facts, the user's episodes, with a context's default lifecycle) ranked as the context ranks
-    them, in one statement: how many of each section's reference top 10, run on that
-    section's filter alone, it holds."""
+    facts, the user's episodes, with a context's default lifecycle) ranked by the fusion
+    statement as a context runs it, all three in one statement: how many of each section's
+    reference top 10, run on that section's filter alone, it holds. The context's MMR choice
+    among a section's hits comes after the ranking and is left out, as the search's recall
+    leaves it out."""
     requests = {
         name: {"scopes": scopes, "kinds": kinds, "lifecycles": ["confirmed"]}
         for name, (scopes, kinds) in MEMORY_SECTIONS.items()

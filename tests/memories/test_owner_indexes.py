@@ -32,10 +32,11 @@ from service.memories.postings import PostingsRepository
 from tests.conftest import bearer
 from tests.fixtures.apps import app_client, running_app
 from tests.fixtures.factories import remember_all, remember_texts
-from tests.memories.test_bounded_search import corpus
+from tests.memories.test_bounded_search import corpus, search_ids
 from tests.search_params import search_params
 
 BUILD_FROM = 40
+QUESTION = "what does the user like to play"
 # A user id with every punctuation an id may hold: it reaches the index's condition as data.
 USER = "ada.l|ove+lace@example.org:1=2-x_y"
 
@@ -137,7 +138,7 @@ async def test_a_large_owner_gets_an_index_of_its_own_and_its_searches_read_it(
     # planner can prove the index's condition. Sorting is priced out to show that alone: for
     # a 60-memory owner that the table's statistics know about (whether they do depends on
     # the tests that ran before), sorting its vectors is rightly the cheaper plan.
-    question = "what does the user like to play"
+    question = QUESTION
     embedder = indexed_app.state.mneme.embedding_backfill.embedder
     params = search_params(
         MemoryFilter.build([Owner.user(USER), Owner.org()]),
@@ -223,16 +224,6 @@ async def test_an_index_is_kept_down_to_half_the_threshold_and_dropped_below_or_
     assert name not in await index_definitions(owner_engine)
 
 
-async def search_ids(client: AsyncClient, headers: dict[str, str]) -> list[str]:
-    response = await client.post(
-        f"/v1/users/{USER}/memories/search",
-        headers=headers,
-        json={"query": "what does the user like to play", "limit": 10, "mode": "hybrid"},
-    )
-    assert response.status_code == 200, response.text
-    return [hit["memory"]["id"] for hit in response.json()["hits"]]
-
-
 @pytest.mark.usefixtures("no_owner_indexes")
 async def test_an_index_built_with_other_graph_settings_is_replaced_under_its_name(
     indexed_app: FastAPI,
@@ -246,7 +237,7 @@ async def test_an_index_built_with_other_graph_settings_is_replaced_under_its_na
     # As an earlier version built them: the whole table's candidate list.
     await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100, ef_construction=64).refresh()
     assert "ef_construction='64'" in (await index_definitions(owner_engine))[name]
-    before = await search_ids(indexed_client, headers)
+    before = await search_ids(indexed_client, headers, QUESTION, mode="hybrid")
     # A replacement killed before it finished left its pieces behind.
     async with owner_engine.connect() as connection:
         await connection.execute(text(f'CREATE INDEX "{name}_prev" ON memory (id)'))
@@ -271,7 +262,7 @@ async def test_an_index_built_with_other_graph_settings_is_replaced_under_its_na
     again = await indexes.refresh()
     assert not again.rebuilt and not again.built and name in [i.name for i in again.kept]
     # The owner's searches go on reading it (the new graph finds the same 60 memories' top 10).
-    assert await search_ids(indexed_client, headers) == before
+    assert await search_ids(indexed_client, headers, QUESTION, mode="hybrid") == before
 
 
 @pytest.mark.usefixtures("no_owner_indexes")
