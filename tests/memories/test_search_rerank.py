@@ -35,6 +35,7 @@ CORPUS = [
     "The cello case is in the hallway",
 ]
 QUERY = "which instrument does Ada play"
+SLOW_ANSWER_SECONDS = 4.0
 
 
 def relevance(document: str) -> float:
@@ -51,7 +52,9 @@ class FakeReranker:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, object]:
         if path == "/slow/rerank":
-            time.sleep(1.5)
+            # Far past the search's timeout (0.3 s) and its bound below (1.5 s), so a loaded
+            # machine cannot make the search that gave up look like one that waited.
+            time.sleep(SLOW_ANSWER_SECONDS)
         if path == "/broken/rerank":
             return 503, {"message": "overloaded"}
         if path == "/tei/rerank":
