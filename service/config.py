@@ -169,18 +169,23 @@ class Settings(BaseSettings):
     # least this share of the memory table; a smaller share is sorted exactly (the index would
     # walk past other owners' vectors to find its nearest).
     search_vector_index_share: float = Field(default=0.02, gt=0, le=1)
-    # An owner (a user, or the organization) with at least this many memories gets an HNSW
-    # index of its own, partial to its memories, built concurrently in the background by a
-    # process that has the owner role (the embedded database's, or MNEME_MIGRATION_DATABASE_URL)
-    # every `owner_vector_index_refresh_seconds` (0: never; `mneme owner-indexes refresh` builds
-    # them on demand). Its searches walk a graph of its own vectors only, at
-    # `owner_vector_index_ef_search`, instead of the whole table's graph filtered to it. At most
-    # `owner_vector_indexes_max` owners, the largest, have one: every index on the memory table
-    # costs each write a check of its condition and the planner a look at it. An owner keeps
-    # its index until it holds fewer than half of `owner_vector_index_from` memories.
-    owner_vector_index_from: int = Field(default=5_000, ge=0)
+    # An owner (a user, or the organization) with at least this many memories of one kind
+    # (semantic, episodic, procedural) gets an HNSW index of its own, partial to its memories of
+    # that kind, built concurrently in the background by a process that has the owner role (the
+    # embedded database's, or MNEME_MIGRATION_DATABASE_URL) every
+    # `owner_vector_index_refresh_seconds` (0: never; `mneme owner-indexes refresh` builds them
+    # on demand). Its searches walk the graphs of its own vectors only, at
+    # `owner_vector_index_ef_search`, instead of the whole table's graph filtered to it; a
+    # context's facts and episodes each walk their kind's. At most `owner_vector_indexes_max`
+    # indexes, the largest, are kept: every index on the memory table costs each write a check
+    # of its condition and the planner a look at it. An index is kept until its kind holds
+    # fewer than half of `owner_vector_index_from` of the owner's memories.
+    owner_vector_index_from: int = Field(default=2_000, ge=0)
     owner_vector_indexes_max: int = Field(default=100, ge=0, le=1_000)
-    owner_vector_index_ef_search: int = Field(default=400, ge=10, le=1000)
+    # A graph of one owner's memories of one kind: at 200 a search over every kind (a walk per
+    # kind) agreed with the exact order as often as one walk at 400 of the owner's memories
+    # of every kind, in the same time.
+    owner_vector_index_ef_search: int = Field(default=200, ge=10, le=1000)
     # The candidate list while an owner's graph is built (pgvector needs at least twice the
     # graph's 16 neighbours). The whole table's 64 left the graph of an owner of 100,000
     # natural-text memories poorly connected in places: its top 10 agreed with the exact ranking

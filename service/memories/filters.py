@@ -105,13 +105,18 @@ class MemoryFilter:
         prefix: str = "f_",
         *,
         owner_literal: Callable[[str], str] | None = None,
+        org_without_user: bool = False,
     ) -> Predicate:
         """The filter as a SQL predicate over `memory AS <alias>`, with its own bound values.
 
         `prefix` keeps its parameter names apart from the statement it is embedded in. With
         `owner_literal` (a driver's quoting of a string as a SQL literal), the tenant and the
         users are written into the SQL as values instead of bound: a plan made once for the
-        statement then knows whose memories it reads (see `fusion.PlannedSearch`).
+        statement then knows whose memories it reads (see `fusion.PlannedSearch`). With
+        `org_without_user`, the organization's memories are stated as those without a user
+        (the same rows, by the table's constraint), which the planner estimates by the user
+        column alone: stated by scope as well, it multiplies the two and expects a few rows of
+        a large organization's thousands.
         """
         m, p = alias, prefix
         binds: list[BindParameter[object]] = []
@@ -129,7 +134,9 @@ class MemoryFilter:
             owner_conditions.append(f"({m}.scope = 'user' AND {m}.user_id = ANY(:{p}user_ids))")
             binds.append(bindparam(f"{p}user_ids", user_ids, type_=ARRAY(Text())))
         if any(o.is_org for o in self.owners):
-            owner_conditions.append(f"{m}.scope = 'org'")
+            owner_conditions.append(
+                f"{m}.user_id IS NULL" if org_without_user else f"{m}.scope = 'org'"
+            )
         # No owner at all matches nothing (never "everything").
         conditions.append("(" + (" OR ".join(owner_conditions) or "false") + ")")
         for column, values in (

@@ -1,23 +1,33 @@
-"""Vector indexes of their own for the owners with the most memories.
+"""Vector indexes of their own for the owners with the most memories, one per kind of memory.
 
 The memory table's HNSW index holds every owner's vectors. A search of one owner walks that
 graph and skips the other owners' vectors until it has found enough of its own (pgvector's
 iterative scan), so its cost follows the owner's share of the table, not what it asks for; an
 owner too small a share is sorted exactly, which costs what it holds. An owner with many
-memories therefore gets an HNSW index partial to its memories (`WHERE tenant_id = … AND scope =
-… AND user_id = …`): a search planned for it (`fusion.PlannedSearch`) walks a graph of its own
-vectors only.
+memories of a kind therefore gets an HNSW index partial to them (`WHERE tenant_id = … AND scope
+= … AND user_id = … AND kind = …`): a search planned for it (`fusion.PlannedSearch`) walks a
+graph of that owner's vectors of that kind only.
+
+The unit is the owner's memories of one kind, not all of them, because a context asks for its
+facts and its episodes apart: in one graph of both, the walk for the episodes nearest a question
+about facts visits and discards the facts on its way (thousands of them at 100,000 memories, and
+the most of a context's time), where a graph per kind holds only what the scan returns. A search
+over every kind walks each kind's graph and keeps the nearest of them, which at a narrower
+candidate list costs what one walk of the whole owner cost, and agrees with the exact order
+more often. Each memory is still in one owner graph (its kind's): a write costs what it did.
 
 The indexes are found by name (`owner_index_name`), so nothing else records them. They are
 built and dropped concurrently, by a connection of the table's owner role: the runtime role
 cannot create an index, and searches and writes go on meanwhile. `OwnerIndexes.refresh` makes
-the set of indexes match the owners' sizes as the search statistics count them
-(`memory_owner_stats`): an index for each owner with at least `build_from` memories (at most
-`most` of them, the largest first), kept until the owner falls below half of that (an owner at
-the threshold is not rebuilt on every change), dropped when it does, when it is purged or when
-another owner outgrows it. An index built with other graph settings than the configured ones
-(`ef_construction`) is replaced: the new one is built beside it and takes its name, so the
-owner's searches read one or the other throughout. A change of embedding model (`reembed`)
+the set of indexes match the owners' sizes: among the owners with the most memories as the
+search statistics count them (`memory_owner_stats`), an index for each kind an owner holds at
+least `build_from` memories of (at most `most` indexes, the largest first), kept until the kind
+falls below half of that (a kind at the threshold is not rebuilt on every change), dropped when
+it does, when the owner is purged or when others outgrow it. An index built with other graph
+settings than the configured ones (`ef_construction`) is replaced: the new one is built beside
+it and takes its name, so the owner's searches read one or the other throughout. An owner's
+index over all its kinds (as earlier versions built them) is read by its searches until its
+kinds' indexes are built, then dropped (`retire`). A change of embedding model (`reembed`)
 drops the old column's indexes with the column; the next refresh builds them on the new live
 column.
 """
@@ -28,8 +38,9 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Row, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from service.config import Settings
@@ -54,9 +65,24 @@ SELECT tenant_id, user_id, owner_key, documents
   FROM memory_owner_stats
  WHERE documents >= :keep_from
  ORDER BY documents DESC, tenant_id, owner_key
+ LIMIT :most
 """
 )
-"""Every owner large enough to keep an index, largest first (the statistics as last counted)."""
+"""The largest `most` owners that may keep an index, largest first (the statistics as last
+counted): their kinds are the candidates for the `most` indexes (an owner beyond them waits
+until it is among them, even if one of its kinds outgrows a kind of theirs)."""
+
+OWNER_KINDS_SQL = text(
+    """
+SELECT kind, count(*) AS documents
+  FROM memory
+ WHERE tenant_id = :tenant_id AND scope = :scope
+   AND (CAST(:user_id AS text) IS NULL OR user_id = CAST(:user_id AS text))
+ GROUP BY kind
+"""
+)
+"""How many memories of each kind one owner holds (one tenant's rows: a single shard on
+Citus)."""
 
 EXISTING_SQL = text(
     """
@@ -73,11 +99,13 @@ SELECT 'WHERE ' || format('tenant_id = %L AND scope = %L', CAST(:tenant_id AS te
                           CAST(:scope AS text))
        -- quote_literal of NULL is NULL (format's %L would write NULL): none for the org.
        || coalesce(' AND user_id = ' || quote_literal(CAST(:user_id AS text)), '')
+       || format(' AND kind = %L', CAST(:kind AS text))
 """
 )
-"""The condition of the owner's index, its values quoted by the server (`format`'s %L): the
-owner's as a search's filter states it for one owner, which the planner must find implied by
-the scan's conditions (the organization's says `scope = 'org'` alone, as the filter does)."""
+"""The condition of the owner's index of one kind, its values quoted by the server (`format`'s
+%L): the owner's as a search's filter states it for one owner, and the kind as the search's scan
+of that kind states it, which the planner must find implied by the scan's conditions (the
+organization's says `scope = 'org'` alone, as the filter does)."""
 
 
 class OwnerIndexesRefused(RuntimeError):
@@ -87,50 +115,63 @@ class OwnerIndexesRefused(RuntimeError):
 
 @dataclass(frozen=True)
 class OwnerIndex:
-    """One owner's index: whose, on which column, and under which name."""
+    """One owner's index of one kind of memory: whose, of which kind, how many memories it
+    holds, and under which name."""
 
     tenant_id: str
     user_id: str | None
     owner_key: str
+    kind: str
     memories: int
     name: str
+
+    @property
+    def scope(self) -> str:
+        return "org" if self.user_id is None else "user"
 
 
 def _lines(
     column: str,
-    verbs: tuple[str, str, str, str],
+    verbs: tuple[str, str, str, str, str],
     built: list[OwnerIndex],
     rebuilt: list[OwnerIndex],
     kept: list[OwnerIndex],
     dropped: list[str],
+    retired: list[str],
 ) -> list[str]:
-    """One line per index, under the verbs for built, rebuilt, kept and dropped."""
-    build, rebuild, keep, drop = verbs
+    """One line per index, under the verbs for built, rebuilt, kept, dropped and retired."""
+    build, rebuild, keep, drop, retire = verbs
     return (
         [f"column: {column}"]
         + [
-            f"{verb}: {i.name} ({i.owner_key} of tenant {i.tenant_id}, {i.memories})"
+            f"{verb}: {i.name} ({i.kind} memories of {i.owner_key} of tenant {i.tenant_id}, "
+            f"{i.memories})"
             for verb, group in ((build, built), (rebuild, rebuilt), (keep, kept))
             for i in group
         ]
         + [f"{drop}: {name}" for name in dropped]
+        + [f"{retire}: {name}" for name in retired]
     )
 
 
 @dataclass
 class OwnerIndexPlan:
-    """What a refresh would do on `column`: the indexes to build (largest owner first), to
-    build again with the configured graph settings, to keep and to drop."""
+    """What a refresh would do on `column`: the indexes to build (largest first), to build
+    again with the configured graph settings, to keep and to drop, and the owners' indexes over
+    all their kinds to drop once their kinds' indexes are built (`retire`)."""
 
     column: str
     build: list[OwnerIndex] = field(default_factory=list)
     rebuild: list[OwnerIndex] = field(default_factory=list)
     drop: list[str] = field(default_factory=list)
     kept: list[OwnerIndex] = field(default_factory=list)
+    retire: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        verbs = ("build", "rebuild", "keep", "drop")
-        return _lines(self.column, verbs, self.build, self.rebuild, self.kept, self.drop)
+        verbs = ("build", "rebuild", "keep", "drop", "retire")
+        return _lines(
+            self.column, verbs, self.build, self.rebuild, self.kept, self.drop, self.retire
+        )
 
 
 @dataclass
@@ -142,10 +183,13 @@ class OwnerIndexReport:
     rebuilt: list[OwnerIndex] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     kept: list[OwnerIndex] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        verbs = ("built", "rebuilt", "kept", "dropped")
-        return _lines(self.column, verbs, self.built, self.rebuilt, self.kept, self.dropped)
+        verbs = ("built", "rebuilt", "kept", "dropped", "retired")
+        return _lines(
+            self.column, verbs, self.built, self.rebuilt, self.kept, self.dropped, self.retired
+        )
 
 
 class OwnerIndexes:
@@ -182,7 +226,9 @@ class OwnerIndexes:
             return await self._plan(connection, column)
 
     async def _plan(self, connection: AsyncConnection, column: VectorColumn) -> OwnerIndexPlan:
-        owners = (await connection.execute(OWNERS_SQL, {"keep_from": self._keep_from})).all()
+        owners = (
+            await connection.execute(OWNERS_SQL, {"keep_from": self._keep_from, "most": self._most})
+        ).all()
         existing = {
             row.name: row
             for row in await connection.execute(EXISTING_SQL, {"prefix": OWNER_INDEX_PREFIX})
@@ -191,14 +237,13 @@ class OwnerIndexes:
         plan = OwnerIndexPlan(column.name)
         wanted: set[str] = set()
         if self._build_from > 0:
-            for row in owners[: self._most]:
-                index = OwnerIndex(
-                    row.tenant_id,
-                    row.user_id,
-                    row.owner_key,
-                    row.documents,
-                    owner_index_name(row.tenant_id, row.owner_key, column.name),
-                )
+            candidates = [
+                index
+                for owner in owners
+                for index in await self._kinds_of(connection, owner, column)
+            ]
+            candidates.sort(key=lambda i: (-i.memories, i.tenant_id, i.owner_key, i.kind))
+            for index in candidates[: self._most]:
                 found = existing.get(index.name)
                 if found is not None and found.valid:
                     same = sorted(found.options or []) == options
@@ -207,8 +252,40 @@ class OwnerIndexes:
                 elif index.memories >= self._build_from:
                     plan.build.append(index)
                     wanted.add(index.name)
-        plan.drop = sorted(name for name in existing if name not in wanted)
+        indexed_owners = {
+            (index.tenant_id, index.owner_key) for index in plan.build + plan.rebuild + plan.kept
+        }
+        for owner in owners:
+            whole = owner_index_name(owner.tenant_id, owner.owner_key, column.name)
+            if whole in existing and (owner.tenant_id, owner.owner_key) in indexed_owners:
+                plan.retire.append(whole)
+        plan.drop = sorted(name for name in existing if name not in wanted | set(plan.retire))
         return plan
+
+    async def _kinds_of(
+        self, connection: AsyncConnection, owner: Row[Any], column: VectorColumn
+    ) -> list[OwnerIndex]:
+        """The owner's kinds with enough memories to keep an index, as indexes to have."""
+        counts = await connection.execute(
+            OWNER_KINDS_SQL,
+            {
+                "tenant_id": owner.tenant_id,
+                "scope": "org" if owner.user_id is None else "user",
+                "user_id": owner.user_id,
+            },
+        )
+        return [
+            OwnerIndex(
+                owner.tenant_id,
+                owner.user_id,
+                owner.owner_key,
+                row.kind,
+                row.documents,
+                owner_index_name(owner.tenant_id, owner.owner_key, column.name, row.kind),
+            )
+            for row in counts
+            if row.documents >= self._keep_from
+        ]
 
     async def refresh(self, column: VectorColumn | None = None) -> OwnerIndexReport:
         """Build the indexes missing and drop those no longer wanted, on the live column (or
@@ -240,6 +317,10 @@ class OwnerIndexes:
                 for index in plan.rebuild:
                     await _build(autocommit, index, column, self._ef_construction, replace=True)
                     report.rebuilt.append(index)
+                # Last: the owner's searches read the index over all its kinds until then.
+                for name in plan.retire:
+                    await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
+                    report.retired.append(name)
             finally:
                 await autocommit.execute(text("RESET maintenance_work_mem"))
                 await autocommit.execute(
@@ -304,15 +385,23 @@ async def _build(
             OWNER_CONDITION_SQL,
             {
                 "tenant_id": index.tenant_id,
-                "scope": "org" if index.user_id is None else "user",
+                "scope": index.scope,
                 "user_id": index.user_id,
+                "kind": index.kind,
             },
         )
     ).scalar_one()
     create = replace_index_concurrently if replace else create_index_concurrently
     await create(autocommit, index.name, f"{hnsw_definition(column, ef_construction)} {condition}")
     verb = "rebuilt" if replace else "built"
-    logger.info("%s %s for %s of tenant %s", verb, index.name, index.owner_key, index.tenant_id)
+    logger.info(
+        "%s %s for the %s memories of %s of tenant %s",
+        verb,
+        index.name,
+        index.kind,
+        index.owner_key,
+        index.tenant_id,
+    )
 
 
 async def keep_owner_indexes(indexes: OwnerIndexes, every_seconds: float) -> None:
@@ -329,5 +418,5 @@ async def keep_owner_indexes(indexes: OwnerIndexes, every_seconds: float) -> Non
         except Exception:
             logger.exception("refreshing the owner vector indexes failed; trying again later")
             continue
-        if report.built or report.rebuilt or report.dropped:
+        if report.built or report.rebuilt or report.dropped or report.retired:
             logger.info("owner vector indexes: %s", "; ".join(report.lines()))

@@ -1,7 +1,7 @@
-"""A large owner's own vector index on Citus: built concurrently on every shard of the memory
-table by the owner role; the owner's searches answer alike with it and without it (whether a
-worker reads it is the worker planner's choice by cost: a 60-memory owner's vectors are sorted);
-dropped again."""
+"""A large owner's own vector index (of its facts) on Citus: built concurrently on every shard
+of the memory table by the owner role; the owner's searches answer alike with it and without it
+(whether a worker reads it is the worker planner's choice by cost: a 60-memory owner's vectors
+are sorted); dropped again."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ async def test_an_owner_index_on_citus_is_on_every_shard_and_serves_the_owners_s
     async with app_client(indexed_citus_app) as client:
         await remember_texts(client, headers, corpus(31, 60))
     await count_statistics(indexed_citus_app, tenant, Owner.user("ada"))
-    name = owner_index_name(tenant, Owner.user("ada").key, "embedding")
+    name = owner_index_name(tenant, Owner.user("ada").key, "embedding", "semantic")
     indexes = OwnerIndexes(citus_owner_engine, build_from=BUILD_FROM, most=1_000)
     try:
         report = await indexes.refresh()

@@ -111,7 +111,9 @@ def test_a_section_with_its_owners_written_in_binds_neither_them_nor_its_sizes()
     user = "ada.l|ove+lace@example.org"
     facts = search_params(MemoryFilter.build([Owner.user(user)], kinds=["semantic"]), "tea")
     dialect = asyncpg.dialect()
-    written, _ = compiled_search("t-1", [facts], dialect, exact_vectors=True, written_owners=[0])
+    written, _ = compiled_search(
+        "t-1", [facts], dialect, exact_vectors=True, written_owners={0: frozenset()}
+    )
     plain, _ = compiled_search("t-1", [facts], dialect, exact_vectors=True)
     names = {name for name, _ in written.parameters}
     assert f"m.user_id IN ({owner_literal(user)})" in written.sql
@@ -126,3 +128,59 @@ def test_a_section_with_its_owners_written_in_binds_neither_them_nor_its_sizes()
     plain_names = {name for name, _ in plain.parameters}
     assert {"pool_0", "limit_0"} <= plain_names
     assert owner_literal(user) not in plain.sql
+
+
+def test_an_owner_with_indexes_per_kind_is_scanned_per_kind_and_the_rest_exactly() -> None:
+    """A written owner with indexes of its own for some kinds reads each of them in a scan of
+    that kind (in the order an index serves, the kind written in) and the kinds without one in
+    one exact scan; a section asking for one kind scans that kind alone."""
+    user = Owner.user("ada")
+    both = frozenset({f"semantic:{user.key}", f"episodic:{user.key}"})
+    dialect = asyncpg.dialect()
+    every_kind = search_params(MemoryFilter.build([user]), "tea")
+    episodes = search_params(MemoryFilter.build([user], kinds=["episodic"]), "tea")
+    index_order = r"ORDER BY m\.embedding <=> \(SELECT [^\n]*\)\n LIMIT"
+    exact_order = r"ORDER BY \(m\.embedding <=> \(SELECT [^\n]*\)\) \+ 0\n LIMIT"
+
+    written, _ = compiled_search(
+        "t-1", [every_kind], dialect, exact_vectors=True, written_owners={0: both}
+    )
+    scans = re.findall(r"AND m\.kind (= E'\w+'|IN \([^)]*\))\n ORDER BY (\(?)", written.sql)
+    assert scans == [("= E'semantic'", ""), ("= E'episodic'", ""), ("IN (E'procedural')", "(")]
+    assert len(re.findall(index_order, written.sql)) == 2
+    assert len(re.findall(exact_order, written.sql)) == 1
+
+    written, _ = compiled_search(
+        "t-1", [episodes], dialect, exact_vectors=True, written_owners={0: both}
+    )
+    assert re.findall(r"AND m\.kind (= E'\w+'|IN \([^)]*\))\n ORDER BY", written.sql) == [
+        "= E'episodic'"
+    ]
+    assert not re.findall(exact_order, written.sql)
+
+    # The organization's kinds without an index are stated by its user column in their scan
+    # (the index by user and kind finds them), its indexed kinds by scope (as its index is).
+    org = Owner.org()
+    organization = search_params(MemoryFilter.build([org]), "tea")
+    written, _ = compiled_search(
+        "t-1",
+        [organization],
+        dialect,
+        exact_vectors=True,
+        written_owners={0: frozenset({f"semantic:{org.key}"})},
+    )
+    assert re.search(r"\(m\.scope = 'org'\)\n[^\n]*\n    AND m\.kind = E'semantic'", written.sql)
+    assert re.search(
+        r"\(m\.user_id IS NULL\)\n[^\n]*\n    AND m\.kind IN \(E'episodic', E'procedural'\)",
+        written.sql,
+    )
+
+    # An index over all of the owner's kinds (as earlier versions built them): one scan.
+    whole, _ = compiled_search(
+        "t-1",
+        [every_kind],
+        dialect,
+        exact_vectors=True,
+        written_owners={0: both | {f":{user.key}"}},
+    )
+    assert "AND m.kind = E'" not in whole.sql and len(re.findall(index_order, whole.sql)) == 1

@@ -1,6 +1,9 @@
-"""The largest owners get an HNSW index of their own: built for an owner past the threshold,
-used by its searches (which rank as the exact statement does), kept down to half the threshold,
-dropped when the owner shrinks, is outgrown or is purged; built only by the table's owner."""
+"""The largest owners get HNSW indexes of their own, one per kind of memory: built for each
+kind an owner holds past the threshold, used by its searches over every kind and over one
+(which rank as the exact statement does), kept down to half the threshold, dropped when the kind
+shrinks, is outgrown or its owner is purged; an index over all of an owner's kinds (as earlier
+versions built them) is read until its kinds' are built, then retired; built only by the
+table's owner."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
 from service.memories.filters import MemoryFilter
-from service.memories.fusion import FusionRepository
+from service.memories.fusion import FusionRepository, indexed_owners
+from service.memories.fusion.parameters import SearchParams
 from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL
 from service.memories.fusion.statement import compiled_search, owner_literal
 from service.memories.owner_index_names import owner_index_name
@@ -87,13 +91,25 @@ async def index_definitions(owner_engine: AsyncEngine) -> dict[str, str]:
         return dict(rows.all())
 
 
+def episodes(seed: int, size: int) -> list[str]:
+    """Episodes in the write path's style ("User shared: …")."""
+    return [f"User shared: {text.removeprefix('User ')}" for text in corpus(seed, size)]
+
+
 async def large_owner(
     app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
 ) -> dict[str, str]:
-    """`USER` with 60 memories and an organization of 5, their statistics counted; the user's
-    headers."""
+    """`USER` with 60 facts, 50 episodes and 2 procedures, and an organization of 5 facts,
+    their statistics counted; the user's headers."""
     headers = bearer(settings, tenant, USER)
     await remember_texts(client, headers, corpus(23, 60))
+    await remember_texts(client, headers, episodes(24, 50), kind="episodic")
+    await remember_texts(
+        client,
+        headers,
+        [f"When the user asks about {word}, answer in one line" for word in ("tea", "piano")],
+        kind="procedural",
+    )
     admin = bearer(settings, tenant, "admin", admin=True)
     await remember_all(
         client,
@@ -105,8 +121,67 @@ async def large_owner(
     return headers
 
 
+def owner_keys(tenant: str) -> tuple[str, ...]:
+    """`USER`'s search's owners as the service remembers which have indexes."""
+    return (tenant, *sorted([Owner.user(USER).key, Owner.org().key]))
+
+
+def kind_names(tenant: str, *kinds: str) -> list[str]:
+    """The names of `USER`'s indexes of `kinds`."""
+    return [owner_index_name(tenant, Owner.user(USER).key, "embedding", kind) for kind in kinds]
+
+
+async def planned_json(
+    app: FastAPI, tenant: str, params: SearchParams, written: frozenset[str]
+) -> str:
+    """The plan of the search statement with the user's owners written in and `written` as
+    the indexes of their own, as the service plans it once per connection. Sorting is priced
+    out to show which indexes the plan can read: for owners of a few dozen memories that the
+    table's statistics know about (whether they do depends on the tests that ran before),
+    sorting their vectors is rightly the cheaper plan."""
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        driver = await transaction_driver(await session.connection())
+        compiled, arguments = compiled_search(
+            tenant,
+            [params],
+            (await session.connection()).dialect,
+            exact_vectors=True,
+            written_owners={0: written},
+        )
+        await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+        await driver.execute("SET LOCAL enable_sort = off")
+        return json.dumps(await explain_prepared(driver, compiled.sql, arguments))
+
+
+async def ranked_alike_with_and_without_indexes(
+    app: FastAPI, tenant: str, params: SearchParams
+) -> list[str]:
+    """The search's top 10 ids through the repository, four times (the first learns the
+    owner's indexes, the next ones read them on the plan made once per connection: checked),
+    each equal to the exact statement's; returned."""
+    indexed_owners.learn(owner_keys(tenant), None)
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        repository = FusionRepository(session, tenant)
+        answers = [[row.memory.id for row in await repository.search(params)] for _ in range(4)]
+        driver = await transaction_driver(await session.connection())
+        # The text with the owners written in (the search's kinds: the facts' scan or not).
+        plans = await driver.fetchrow(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE strpos(statement, $1) > 0 AND (strpos(statement, $2) > 0) = $3",
+            f"m.user_id IN ({owner_literal(USER)})",
+            "AND m.kind = E'semantic'",
+            params.filter.kinds is None,
+        )
+    assert plans is not None and plans["generic_plans"] == 3 and plans["custom_plans"] == 0
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        await session.execute(text("SET LOCAL enable_indexscan = off"))
+        exact = [row.memory.id for row in await FusionRepository(session, tenant).search(params)]
+    assert answers == [exact] * 4
+    return exact
+
+
 @pytest.mark.usefixtures("no_owner_indexes")
-async def test_a_large_owner_gets_an_index_of_its_own_and_its_searches_read_it(
+async def test_a_large_owner_gets_an_index_per_kind_and_its_searches_read_them(
     indexed_app: FastAPI,
     indexed_client: AsyncClient,
     settings: Settings,
@@ -114,82 +189,120 @@ async def test_a_large_owner_gets_an_index_of_its_own_and_its_searches_read_it(
     tenant: str,
 ) -> None:
     headers = await large_owner(indexed_app, indexed_client, settings, tenant)
-    name = owner_index_name(tenant, Owner.user(USER).key, "embedding")
-    org_name = owner_index_name(tenant, Owner.org().key, "embedding")
+    facts_index, episodes_index, procedures_index = kind_names(
+        tenant, "semantic", "episodic", "procedural"
+    )
+    org_names = [
+        owner_index_name(tenant, Owner.org().key, "embedding", kind) for kind in ("", "semantic")
+    ]
 
     report = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
 
-    assert name in [index.name for index in report.built]
+    assert {facts_index, episodes_index} <= {index.name for index in report.built}
     definitions = await index_definitions(owner_engine)
-    # The organization's 5 memories are too few for one.
-    assert org_name not in definitions
-    assert "USING hnsw (embedding vector_cosine_ops)" in definitions[name]
-    # The owner's graph is built with a wider candidate list than the whole table's.
-    assert "WITH (m='16', ef_construction='200')" in definitions[name]
-    # The owner's condition, its id quoted as data.
-    assert f"(tenant_id = '{tenant}'::text)" in definitions[name]
-    assert f"(user_id = '{USER}'::text)" in definitions[name]
+    # The user's 2 procedures and the organization's 5 facts are too few for one.
+    assert procedures_index not in definitions and not set(org_names) & set(definitions)
+    for name, kind in ((facts_index, "semantic"), (episodes_index, "episodic")):
+        assert "USING hnsw (embedding vector_cosine_ops)" in definitions[name]
+        # The owner's graph is built with a wider candidate list than the whole table's.
+        assert "WITH (m='16', ef_construction='200')" in definitions[name]
+        # The owner's condition, its id quoted as data, and the kind.
+        assert f"(tenant_id = '{tenant}'::text)" in definitions[name]
+        assert f"(user_id = '{USER}'::text)" in definitions[name]
+        assert f"(kind = '{kind}'::text)" in definitions[name]
     # A second refresh finds nothing to do.
     again = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
-    assert not again.built and not again.dropped and name in [i.name for i in again.kept]
+    assert not again.built and not again.dropped
+    assert {facts_index, episodes_index} <= {index.name for index in again.kept}
 
-    # The search statement of the user (with the organization) can read the user's index on
-    # the plan the service makes once for it: the owners are written into its text, so the
-    # planner can prove the index's condition. Sorting is priced out to show that alone: for
-    # a 60-memory owner that the table's statistics know about (whether they do depends on
-    # the tests that ran before), sorting its vectors is rightly the cheaper plan.
-    question = QUESTION
+    # The search statement of the user (with the organization) reads each kind's index on the
+    # plan the service makes once for it: the owners and the kinds are written into its text,
+    # so the planner can prove each index's condition. A search over every kind reads both;
+    # a context's episodes read their own only.
+    key = Owner.user(USER).key
+    written = frozenset({f"semantic:{key}", f"episodic:{key}"})
     embedder = indexed_app.state.mneme.embedding_backfill.embedder
-    params = search_params(
-        MemoryFilter.build([Owner.user(USER), Owner.org()]),
-        question,
-        query_embedding=await embedder.embed_query(question),
-        use_vector=True,
-        bounded_from=BUILD_FROM,
-    )
-    async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
-        driver = await transaction_driver(await session.connection())
-        compiled, arguments = compiled_search(
-            tenant,
-            [params],
-            (await session.connection()).dialect,
-            exact_vectors=True,
-            written_owners=[0],
+    vector = await embedder.embed_query(QUESTION)
+    every_kind, episodic = (
+        search_params(
+            MemoryFilter.build([Owner.user(USER), Owner.org()], kinds=kinds),
+            QUESTION,
+            query_embedding=vector,
+            use_vector=True,
+            bounded_from=BUILD_FROM,
         )
-        await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        await driver.execute("SET LOCAL enable_sort = off")
-        plan = json.dumps(await explain_prepared(driver, compiled.sql, arguments))
-    assert f'"Index Name": "{name}"' in plan
+        for kinds in (None, ["episodic"])
+    )
+    plan = await planned_json(indexed_app, tenant, every_kind, written)
+    assert f'"Index Name": "{facts_index}"' in plan
+    assert f'"Index Name": "{episodes_index}"' in plan
+    plan = await planned_json(indexed_app, tenant, episodic, written)
+    assert f'"Index Name": "{episodes_index}"' in plan
+    assert facts_index not in plan
 
-    # The service learns from its first search that the owner has an index; the next ones run
+    # The service learns from its first search which indexes the owner has; the next ones run
     # the statement with the owners written in, on a plan made once per connection (no
     # planning per search), and rank exactly as the exact statement does.
-    async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
-        repository = FusionRepository(session, tenant)
-        answers = [[row.memory.id for row in await repository.search(params)] for _ in range(4)]
-        driver = await transaction_driver(await session.connection())
-        plans = await driver.fetchrow(
-            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
-            "WHERE strpos(statement, $1) > 0",
-            f"m.user_id IN ({owner_literal(USER)})",
-        )
-    assert plans is not None and plans["generic_plans"] == 3 and plans["custom_plans"] == 0
-    async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
-        await session.execute(text("SET LOCAL enable_indexscan = off"))
-        exact = [row.memory.id for row in await FusionRepository(session, tenant).search(params)]
-    assert answers == [exact] * 4
+    # The procedures have no index of their own: the search over every kind sorts them exactly.
+    await ranked_alike_with_and_without_indexes(indexed_app, tenant, every_kind)
+    assert indexed_owners.own_indexes(owner_keys(tenant)) == written
+    await ranked_alike_with_and_without_indexes(indexed_app, tenant, episodic)
 
-    # Through the API: the first search learns the owner has an index; both answer alike.
+    # Through the API: the first search learns the owner's indexes; both answer alike.
     answers = []
     for _ in range(2):
         response = await indexed_client.post(
             f"/v1/users/{USER}/memories/search",
             headers=headers,
-            json={"query": question, "limit": 10, "mode": "hybrid"},
+            json={"query": QUESTION, "limit": 10, "mode": "hybrid"},
         )
         assert response.status_code == 200, response.text
         answers.append([hit["memory"]["id"] for hit in response.json()["hits"]])
     assert answers[0] == answers[1]
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_an_index_over_all_of_an_owners_kinds_is_read_until_its_kinds_are_built(
+    indexed_app: FastAPI,
+    indexed_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    headers = await large_owner(indexed_app, indexed_client, settings, tenant)
+    key = Owner.user(USER).key
+    whole = owner_index_name(tenant, key, "embedding")
+    # As an earlier version built it: one graph of the owner's memories of every kind.
+    async with owner_engine.connect() as connection:
+        await connection.execute(
+            text(
+                f'CREATE INDEX "{whole}" ON memory USING hnsw (embedding vector_cosine_ops) '
+                f"WITH (m = 16, ef_construction = 200) WHERE tenant_id = '{tenant}' "
+                f"AND scope = 'user' AND user_id = {owner_literal(USER)}"
+            )
+        )
+        await connection.commit()
+    before = await search_ids(indexed_client, headers, QUESTION, mode="hybrid")
+    owners = owner_keys(tenant)
+    assert indexed_owners.own_indexes(owners) == {f":{key}"}
+    indexes = OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100)
+
+    plan = await indexes.plan(await live_column(owner_engine))
+    assert set(kind_names(tenant, "semantic", "episodic")) <= {i.name for i in plan.build}
+    # Dropped after the kinds' indexes are built, not before (the owner's searches read it).
+    assert plan.retire == [whole] and whole not in plan.drop
+    assert f"retire: {whole}" in plan.lines()
+    report = await indexes.refresh()
+
+    assert report.retired == [whole]
+    definitions = await index_definitions(owner_engine)
+    assert whole not in definitions and set(kind_names(tenant, "semantic", "episodic")) <= set(
+        definitions
+    )
+    # The next search learns the owner's indexes per kind; the answer is the same.
+    assert await search_ids(indexed_client, headers, QUESTION, mode="hybrid") == before
+    assert await search_ids(indexed_client, headers, QUESTION, mode="hybrid") == before
+    assert indexed_owners.own_indexes(owners) == {f"semantic:{key}", f"episodic:{key}"}
 
 
 @pytest.mark.usefixtures("no_owner_indexes")
@@ -201,27 +314,31 @@ async def test_an_index_is_kept_down_to_half_the_threshold_and_dropped_below_or_
     tenant: str,
 ) -> None:
     await large_owner(indexed_app, indexed_client, settings, tenant)
-    name = owner_index_name(tenant, Owner.user(USER).key, "embedding")
+    facts_index, episodes_index = kind_names(tenant, "semantic", "episodic")
     await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
     column = await live_column(owner_engine)
 
-    # 60 memories: kept while half the threshold is at most 60, not built anew.
-    kept = await OwnerIndexes(owner_engine, build_from=120, most=100).plan(column)
-    assert name in [index.name for index in kept.kept] and name not in kept.drop
+    # 60 facts and 50 episodes: each kept while half the threshold is at most its count, not
+    # built anew.
+    kept = await OwnerIndexes(owner_engine, build_from=100, most=100).plan(column)
+    assert {facts_index, episodes_index} <= {index.name for index in kept.kept}
+    assert not {facts_index, episodes_index} & ({i.name for i in kept.build} | set(kept.drop))
+    fewer = await OwnerIndexes(owner_engine, build_from=120, most=100).plan(column)
+    assert facts_index in [index.name for index in fewer.kept]
+    assert episodes_index in fewer.drop
     dropped = await OwnerIndexes(owner_engine, build_from=122, most=100).plan(column)
-    assert name in dropped.drop
-    # Outgrown: only the largest `most` owners keep one.
-    assert (
-        name in (await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=0).plan(column)).drop
-    )
+    assert {facts_index, episodes_index} <= set(dropped.drop)
+    # Outgrown: only the largest `most` indexes are kept.
+    outgrown = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=0).plan(column)
+    assert {facts_index, episodes_index} <= set(outgrown.drop)
 
     admin = bearer(settings, tenant, "admin", admin=True)
     purged = await indexed_client.delete(f"/v1/admin/users/{USER}", headers=admin)
     assert purged.status_code == 200, purged.text
     report = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
 
-    assert name in report.dropped
-    assert name not in await index_definitions(owner_engine)
+    assert {facts_index, episodes_index} <= set(report.dropped)
+    assert not {facts_index, episodes_index} & set(await index_definitions(owner_engine))
 
 
 @pytest.mark.usefixtures("no_owner_indexes")
@@ -233,7 +350,7 @@ async def test_an_index_built_with_other_graph_settings_is_replaced_under_its_na
     tenant: str,
 ) -> None:
     headers = await large_owner(indexed_app, indexed_client, settings, tenant)
-    name = owner_index_name(tenant, Owner.user(USER).key, "embedding")
+    name = owner_index_name(tenant, Owner.user(USER).key, "embedding", "semantic")
     # As an earlier version built them: the whole table's candidate list.
     await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100, ef_construction=64).refresh()
     assert "ef_construction='64'" in (await index_definitions(owner_engine))[name]
@@ -280,7 +397,7 @@ async def test_a_purge_has_the_serving_process_drop_the_users_index_at_once(
         app_client(application) as client,
     ):
         await large_owner(application, client, settings, tenant)
-        name = owner_index_name(tenant, Owner.user(USER).key, "embedding")
+        name = owner_index_name(tenant, Owner.user(USER).key, "embedding", "semantic")
         await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
         assert name in await index_definitions(owner_engine)
 
@@ -305,3 +422,9 @@ def test_an_index_name_hides_its_owner_and_fits_postgres() -> None:
     assert name.startswith("ix_memory_owner_") and len(name) <= 63
     assert "tenant-a" not in name
     assert name != owner_index_name("tenant-a", "user:" + "x" * 300, "embedding_alt")
+    # One per kind, none of them the name of the index over all the owner's kinds.
+    names = {
+        owner_index_name("tenant-a", "user:x", "embedding", kind)
+        for kind in ("", "semantic", "episodic", "procedural")
+    }
+    assert len(names) == 4

@@ -57,7 +57,7 @@ class SearchParams:
     # Not bound: it names the column in the statement's text.
     vector_column: VectorColumn = FIRST_VECTOR_COLUMN
     # Not bound: the HNSW candidate list for an owner with a vector index of its own.
-    owner_index_ef_search: int = 400
+    owner_index_ef_search: int = 200
 
 
 RANKING_PARAMETERS: tuple[tuple[str, TypeEngine[Any]], ...] = tuple(

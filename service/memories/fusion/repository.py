@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.owner import Owner
 from service.db import Driver, transaction_driver
-from service.kit.expiring import ExpiringKeys
+from service.kit.expiring import ExpiringKeys, ExpiringValues
 from service.kit.repository import TenantRepository
 from service.memories.fusion.parameters import SearchParams
 from service.memories.fusion.statement import compiled_search
@@ -160,24 +160,22 @@ class PlannedSearch:
             sections,
             self._dialect,
             exact_vectors=self._generic_plan and not plan.custom,
-            written_owners=[
-                index
+            written_owners={
+                index: indexed_owners.own_indexes(owners[index])
                 for index, found in enumerate(indexes)
                 if self._generic_plan and not plan.custom and found == OWN_INDEX
-            ],
+            },
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
         for row in await self._driver.fetch(compiled.sql, *arguments):
             section = row["section"]
             if not hits[section]:
+                own_indexes = frozenset(row["owner_indexes"] or ())
                 indexed_owners.learn(
                     owners[section],
-                    OWN_INDEX
-                    if row["owner_index"]
-                    else SHARED_INDEX
-                    if row["indexed_vectors"]
-                    else None,
+                    OWN_INDEX if own_indexes else SHARED_INDEX if row["indexed_vectors"] else None,
+                    own_indexes,
                 )
                 if statistics_due(
                     sections[section], row["section_documents"], row["statistics_age"]
@@ -247,30 +245,40 @@ def _owner_keys(tenant_id: str, params: SearchParams) -> tuple[str, ...]:
 
 class IndexedOwners:
     """The owners (a search's tenant and owner keys) whose latest search reported an index to
-    read their vectors from (`OWN_INDEX` or `SHARED_INDEX`), for `INDEXED_OWNERS_TTL`. In
-    process memory: a process that has not seen an owner yet plans its first search
-    generically, which costs time, never results."""
+    read their vectors from (`OWN_INDEX` or `SHARED_INDEX`), for `INDEXED_OWNERS_TTL`, with
+    the indexes of their own it found (`kind:owner key` each, `OWNER_STATS_SQL`). In process
+    memory: a process that has not seen an owner yet plans its first search generically, which
+    costs time, never results."""
 
     def __init__(self, ttl: timedelta, kept: int) -> None:
-        self._own: ExpiringKeys[tuple[str, ...]] = ExpiringKeys(ttl, kept)
+        self._own: ExpiringValues[tuple[str, ...], frozenset[str]] = ExpiringValues(ttl, kept)
         self._shared: ExpiringKeys[tuple[str, ...]] = ExpiringKeys(ttl, kept)
 
     def holds(self, owners: tuple[str, ...]) -> bool:
         return self.index_of(owners) is not None
 
     def index_of(self, owners: tuple[str, ...]) -> str | None:
-        if owners in self._own:
+        if self._own.get(owners) is not None:
             return OWN_INDEX
         if owners in self._shared:
             return SHARED_INDEX
         return None
 
-    def learn(self, owners: tuple[str, ...], index: str | None) -> None:
-        for kind, keys in ((OWN_INDEX, self._own), (SHARED_INDEX, self._shared)):
-            if index == kind:
-                keys.add(owners)
-            else:
-                keys.discard(owners)
+    def own_indexes(self, owners: tuple[str, ...]) -> frozenset[str]:
+        """The owners' own indexes as their latest search found them (`kind:owner key`)."""
+        return self._own.get(owners) or frozenset()
+
+    def learn(
+        self, owners: tuple[str, ...], index: str | None, own_indexes: frozenset[str] = frozenset()
+    ) -> None:
+        if index == OWN_INDEX:
+            self._own.put(owners, own_indexes)
+        else:
+            self._own.discard(owners)
+        if index == SHARED_INDEX:
+            self._shared.add(owners)
+        else:
+            self._shared.discard(owners)
 
 
 INDEXED_OWNERS_TTL = timedelta(minutes=5)

@@ -262,10 +262,11 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
          LIMIT 1) AS section_documents,
        (SELECT extract(epoch FROM now() - o.refreshed_at) FROM owner_stats o
          WHERE o.section = ranked.section) AS statistics_age,
-       coalesce((SELECT o.indexed_vectors OR o.owner_index FROM owner_stats o
+       coalesce((SELECT o.indexed_vectors OR cardinality(o.owner_indexes) > 0
+                   FROM owner_stats o
                   WHERE o.section = ranked.section), false) AS indexed_vectors,
-       coalesce((SELECT o.owner_index FROM owner_stats o
-                  WHERE o.section = ranked.section), false) AS owner_index
+       (SELECT o.owner_indexes FROM owner_stats o
+         WHERE o.section = ranked.section) AS owner_indexes
   FROM (SELECT h.*,
                -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same
                -- rank the same fused score) are decided by what the scores mean: the stronger
@@ -385,14 +386,19 @@ SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS d
        sum(s.documents) >= :vector_index_share
                            * greatest((SELECT c.reltuples FROM pg_class c
                                         WHERE c.oid = 'memory'::regclass), 0) AS indexed_vectors,
-       -- Whether an owner has a vector index of its own on the column searched (see
-       -- `service.memories.owner_indexes`; it is found by its name, made from the owner).
-       EXISTS (SELECT 1 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
-                WHERE i.indisvalid
-                  AND c.relname = ANY(ARRAY(
-                      SELECT ${owner_index_prefix} || left(md5(:tenant_id || '/' || owner.key
-                                                              || '/' || '${vector_name}'), 24)
-                        FROM unnest(${owner_keys}) AS owner(key)))) AS owner_index
+       -- The vector indexes of the owners' own on the column searched, as `kind:owner key`
+       -- (see `service.memories.owner_indexes`: one per kind of memory, found by its name,
+       -- made from the owner and the kind; the empty kind is an index over all of them).
+       ARRAY(SELECT kind.name || ':' || owner.key
+               FROM unnest(${owner_keys}) AS owner(key)
+              CROSS JOIN unnest(${owner_index_kinds}) AS kind(name)
+               JOIN pg_class c
+                 ON c.relname = ${owner_index_prefix}
+                                || left(md5(:tenant_id || '/' || owner.key || '/'
+                                            || '${vector_name}'
+                                            || CASE WHEN kind.name = '' THEN ''
+                                                    ELSE '/' || kind.name END), 24)
+               JOIN pg_index i ON i.indexrelid = c.oid AND i.indisvalid) AS owner_indexes
   FROM memory_owner_stats s
  WHERE s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
 HAVING sum(s.documents) >= :bounded_from

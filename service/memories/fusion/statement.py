@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from string import Template
-from typing import Any
+from typing import Any, get_args
 
 from sqlalchemy import BindParameter, Integer, Text, TextualSelect, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, REAL
@@ -32,8 +32,12 @@ from service.memories.fusion.sql import (
     OWNER_STATS_SQL,
     QUESTION_VECTOR_SQL,
 )
-from service.memories.owner_index_names import OWNER_INDEX_PREFIX
+from service.memories.owner_index_names import ALL_KINDS, OWNER_INDEX_PREFIX
+from service.memories.schemas import MemoryKind
 from service.memories.vector_columns import VectorColumn
+
+MEMORY_KINDS: tuple[str, ...] = get_args(MemoryKind)
+"""Every kind of memory, in the order a search over all of them scans their owner indexes."""
 
 _COMPILED_SEARCHES_KEPT = 512
 """How many statement texts are kept compiled (and rendered): one per filter shape, and per
@@ -58,6 +62,9 @@ def vector_fragments(column: VectorColumn) -> dict[str, str]:
         "vector": column.expression("m"),
         "vector_name": column.name,
         "owner_index_prefix": f"'{OWNER_INDEX_PREFIX}'",
+        "owner_index_kinds": "ARRAY["
+        + ", ".join(f"'{kind}'" for kind in (ALL_KINDS, *MEMORY_KINDS))
+        + "]::text[]",
         "hit_vector": f"s.{column.name}",
         "hit_vector_model": f"s.{column.model_column}",
     }
@@ -75,6 +82,15 @@ class SectionShape:
     owner_filters: tuple[str, ...]
     owners_written: bool = False
     written_sizes: tuple[int, int] | None = None
+    indexed_kinds: tuple[tuple[str, ...], ...] = ()
+    """For each owner written in, the kinds of memory it has an index of its own for
+    (`ALL_KINDS` for one over all of them)."""
+    rest_filters: tuple[str, ...] = ()
+    """For each owner written in, its filter for the scan of the kinds it has no index for
+    (the organization's stated by its user column: `MemoryFilter.where`'s
+    `org_without_user`)."""
+    kinds: tuple[str, ...] = MEMORY_KINDS
+    """The kinds of memory the section's filter lets through."""
     """The section's pool and limit, written into the text with its owners: a plan made once
     for the statement then expects the rows a search reads, not a guess at an unknown LIMIT's
     (a tenth of the owner's memories), which had it join whole tables where a search reads a
@@ -108,20 +124,49 @@ def _search_template(
     )
 
     index_order = render(INDEX_ORDER_SQL, question_vector=QUESTION_VECTOR_SQL, **vectors)
+    exact_order = render(EXACT_ORDER_SQL, question_vector=QUESTION_VECTOR_SQL, **vectors)
+
+    def owner_scans(shape: SectionShape) -> list[tuple[str, str]]:
+        """The section's vector scans, each a filter and an order: one per owner, and for an
+        owner written in with indexes of its own per kind, one per kind it has an index for
+        (the kind written in, so the plan can prove the index's condition) and one, exact, for
+        the kinds it has none for."""
+        if not shape.owners_written:
+            return [(each, order) for each in shape.owner_filters or (shape.candidate_filter,)]
+        scans = []
+        for owner_filter, indexed, rest_filter in zip(
+            shape.owner_filters, shape.indexed_kinds, shape.rest_filters, strict=True
+        ):
+            if not indexed or ALL_KINDS in indexed:
+                scans.append((owner_filter, index_order))
+                continue
+            scans += [
+                (f"{owner_filter}\n    AND m.kind = {owner_literal(kind)}", index_order)
+                for kind in shape.kinds
+                if kind in indexed
+            ]
+            rest = [kind for kind in shape.kinds if kind not in indexed]
+            if rest:
+                written = ", ".join(owner_literal(kind) for kind in rest)
+                # Found through the index by user and kind: a kind the owner has few or none of
+                # costs a probe, not a read of every one of the owner's memories' entries.
+                scans.append((f"{rest_filter}\n    AND m.kind IN ({written})", exact_order))
+        return scans
 
     def nearest(index: int, shape: SectionShape) -> str:
-        """The section's vector candidates: one scan per owner, the nearest of them kept."""
+        """The section's vector candidates: one scan per owner (or per owner and kind), the
+        nearest of them kept."""
         scans = [
             render(
                 NEAREST_SQL,
                 section=str(index),
-                candidate_filter=owner_filter,
+                candidate_filter=scan_filter,
                 pool=shape.pool(index),
                 question_vector=QUESTION_VECTOR_SQL,
-                order=index_order if shape.owners_written else order,
+                order=scan_order,
                 **vectors,
             )
-            for owner_filter in shape.owner_filters or (shape.candidate_filter,)
+            for scan_filter, scan_order in owner_scans(shape)
         ]
         if len(scans) == 1:
             return scans[0]
@@ -247,17 +292,24 @@ class SectionPredicates:
     owners: tuple[Predicate, ...]
     written_sizes: tuple[int, int] | None
     """The pool and limit when the owners are written in (`SectionShape.written_sizes`)."""
+    indexed_kinds: tuple[tuple[str, ...], ...] = ()
+    """When the owners are written in, the kinds each has an index of its own for."""
+    rest: tuple[Predicate, ...] = ()
+    """When the owners are written in, each one's filter for its kinds without an index
+    (`SectionShape.rest_filters`)."""
 
 
 def _section_predicates(
     tenant_id: str,
     sections: Sequence[SearchParams],
-    written_owners: Collection[int] = (),
+    written_owners: Mapping[int, Collection[str]] | None = None,
 ) -> list[SectionPredicates]:
     """Each section's filter as SQL and each of its owners' conditions (binds prefixed by the
     section), once the sections are checked to be one search split by disjoint filters; the
-    sections whose index is in `written_owners` have their owners written in
-    (`owner_literal`)."""
+    sections whose index is a key of `written_owners` have their owners written in
+    (`owner_literal`), and read the indexes of their own it names (`kind:owner key` each, as
+    `OWNER_STATS_SQL` finds them)."""
+    written_owners = written_owners or {}
     first = sections[0]
     # A plain search is one section: nothing to compare (this runs on every search).
     for index, other in enumerate(sections[1:], start=1):
@@ -268,18 +320,33 @@ def _section_predicates(
     predicates = []
     for index, params in enumerate(sections):
         literal = owner_literal if index in written_owners else None
+        units = [unit.partition(":") for unit in written_owners.get(index, ())]
         predicates.append(
             SectionPredicates(
                 params.filter.where(tenant_id, prefix=f"f{index}_"),
                 _each_owner(tenant_id, params.filter, f"f{index}_", literal),
                 (params.pool, params.limit) if literal is not None else None,
+                tuple(
+                    tuple(sorted(kind for kind, _, key in units if key == owner.key))
+                    for owner in params.filter.owners
+                )
+                if literal is not None
+                else (),
+                _each_owner(tenant_id, params.filter, f"f{index}_", literal, org_without_user=True)
+                if literal is not None
+                else (),
             )
         )
     return predicates
 
 
 def _each_owner(
-    tenant_id: str, memories: MemoryFilter, prefix: str, literal: Callable[[str], str] | None
+    tenant_id: str,
+    memories: MemoryFilter,
+    prefix: str,
+    literal: Callable[[str], str] | None,
+    *,
+    org_without_user: bool = False,
 ) -> tuple[Predicate, ...]:
     """`memories` for each of its owners alone (binds prefixed by `prefix` and the owner's
     place): if it has more than one, or if `literal` writes them in. A statement that reads
@@ -289,7 +356,10 @@ def _each_owner(
         return ()
     return tuple(
         replace(memories, owners=(owner,)).where(
-            tenant_id, prefix=f"{prefix}{place}_", owner_literal=literal
+            tenant_id,
+            prefix=f"{prefix}{place}_",
+            owner_literal=literal,
+            org_without_user=org_without_user,
         )
         for place, owner in enumerate(memories.owners)
     )
@@ -305,9 +375,16 @@ def _shapes(
             tuple(owner.sql for owner in section.owners),
             section.written_sizes is not None,
             section.written_sizes,
+            section.indexed_kinds,
+            tuple(rest.sql for rest in section.rest),
+            # Only a text with its owners written in depends on the kinds' values (it has a
+            # scan per kind); elsewhere they are bound, and one text serves any.
+            tuple(kind for kind in MEMORY_KINDS if kind in (params.filter.kinds or MEMORY_KINDS))
+            if section.written_sizes is not None
+            else MEMORY_KINDS,
             owner_sets.index(owner_sets[index]),
         )
-        for index, section in enumerate(predicates)
+        for index, (params, section) in enumerate(zip(sections, predicates, strict=True))
     )
 
 
@@ -425,12 +502,13 @@ def compiled_search(
     dialect: Dialect,
     *,
     exact_vectors: bool = False,
-    written_owners: Collection[int] = (),
+    written_owners: Mapping[int, Collection[str]] | None = None,
 ) -> tuple[CompiledSearch, tuple[Any, ...]]:
     """The driver SQL of `sectioned_search_statement` for these sections, compiled once per
-    filter shape, and its positional arguments; the owners of the sections in
-    `written_owners` are written into the text (see `SectionShape.owners_written`), so it is
-    compiled once per filter shape and owner for those.
+    filter shape, and its positional arguments; the owners of the sections keyed in
+    `written_owners` are written into the text (see `SectionShape.owners_written`) with the
+    indexes of their own it names (`kind:owner key`), so it is compiled once per filter shape,
+    owner and set of indexes for those.
 
     A search is the service's hottest statement; building and compiling a `TextualSelect` per
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
