@@ -431,47 +431,53 @@ BOUNDED_MATCHES_SQL = """
 -- the section whose filter it passes.
 SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS tf,
        m.tsv_length AS length
-  FROM (SELECT found.memory_id
-          FROM (SELECT top.memory_id, min(top.place) AS best_place, count(*) AS lexemes,
-                       -- The memories found in two or more ranges, by their summed impact:
-                       -- at most twice the sections' pool of them are read, however often
-                       -- the question's words go together.
-                       row_number() OVER (ORDER BY count(*) >= 2 DESC, sum(top.impact) DESC,
-                                                   top.memory_id) AS shared_place
-                  FROM owner_stats o
-                 CROSS JOIN LATERAL (
-                       -- The lexemes whose postings bring candidates (all of them when none
-                       -- does), and how far each range is read: on past the top only when two
-                       -- or more of the lists read are cut there (see above).
-                       SELECT coalesce(nullif(array_agg(d.lexeme) FILTER (WHERE d.seeds), '{}'),
-                                       array_agg(d.lexeme)) AS lexemes,
-                              CASE WHEN count(*) FILTER (
-                                            WHERE d.seeds
-                                              AND d.documents > :postings_per_lexeme) >= 2
-                                     OR NOT bool_or(d.seeds)
-                                   THEN :postings_scanned ELSE :postings_per_lexeme
-                              END AS depth
-                         FROM (SELECT l.lexeme, l.documents,
-                                      l.documents <= :common_lexeme_share * o.documents::float8
-                                          AS seeds
-                                 FROM lexeme_documents l
-                                WHERE l.section = o.section) AS d
-                 ) AS seeding
-                 CROSS JOIN LATERAL unnest(seeding.lexemes) AS question(lexeme)
-                 CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
-                 CROSS JOIN LATERAL (
-                       SELECT p.memory_id, p.impact,
-                              row_number() OVER (ORDER BY p.impact DESC) AS place
-                         FROM memory_posting p
-                        WHERE p.tenant_id = :tenant_id AND p.owner_key = owner.key
-                          AND p.lexeme = question.lexeme
-                        ORDER BY p.impact DESC
-                        LIMIT seeding.depth
-                 ) AS top
-                 WHERE :use_lexical AND o.section = ${reading_section}
-                 GROUP BY top.memory_id) AS found
-         WHERE found.best_place <= :postings_per_lexeme
-            OR (found.lexemes >= 2 AND found.shared_place <= ${shared_candidates})) AS candidate
+  FROM (WITH found AS (
+        SELECT top.memory_id, min(top.place) AS best_place, count(*) AS lexemes,
+               sum(top.impact) AS impact
+          FROM owner_stats o
+         CROSS JOIN LATERAL (
+               -- The lexemes whose postings bring candidates (all of them when none
+               -- does), and how far each range is read: on past the top only when two
+               -- or more of the lists read are cut there (see above).
+               SELECT coalesce(nullif(array_agg(d.lexeme) FILTER (WHERE d.seeds), '{}'),
+                               array_agg(d.lexeme)) AS lexemes,
+                      CASE WHEN count(*) FILTER (
+                                    WHERE d.seeds
+                                      AND d.documents > :postings_per_lexeme) >= 2
+                             OR NOT bool_or(d.seeds)
+                           THEN :postings_scanned ELSE :postings_per_lexeme
+                      END AS depth
+                 FROM (SELECT l.lexeme, l.documents,
+                              l.documents <= :common_lexeme_share * o.documents::float8
+                                  AS seeds
+                         FROM lexeme_documents l
+                        WHERE l.section = o.section) AS d
+         ) AS seeding
+         CROSS JOIN LATERAL unnest(seeding.lexemes) AS question(lexeme)
+         CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
+         CROSS JOIN LATERAL (
+               SELECT p.memory_id, p.impact,
+                      row_number() OVER (ORDER BY p.impact DESC) AS place
+                 FROM memory_posting p
+                WHERE p.tenant_id = :tenant_id AND p.owner_key = owner.key
+                  AND p.lexeme = question.lexeme
+                ORDER BY p.impact DESC
+                LIMIT seeding.depth
+         ) AS top
+         WHERE :use_lexical AND o.section = ${reading_section}
+         GROUP BY top.memory_id)
+        SELECT memory_id FROM found WHERE best_place <= :postings_per_lexeme
+        UNION ALL
+        -- The memories found in two or more ranges, by their summed impact: at most twice
+        -- the sections' pool of them are read, however often the question's words go
+        -- together (a top-N of those alone, not a sort of every memory found), but for those
+        -- at the top of a range, taken above already.
+        SELECT shared.memory_id
+          FROM (SELECT memory_id, best_place FROM found
+                 WHERE lexemes >= 2
+                 ORDER BY impact DESC, memory_id
+                 LIMIT ${shared_candidates}) AS shared
+         WHERE shared.best_place > :postings_per_lexeme) AS candidate
   JOIN memory m ON m.tenant_id = :tenant_id AND m.id = candidate.memory_id
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
