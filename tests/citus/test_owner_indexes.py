@@ -14,6 +14,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
 from service.config import Settings
+from service.db import tenant_transaction, transaction_driver
+from service.memories.filters import MemoryFilter
+from service.memories.fusion import FusionRepository, indexed_owners
+from service.memories.fusion.statement import owner_literal
 from service.memories.owner_index_names import owner_index_name
 from service.memories.owner_indexes import OwnerIndexes
 from tests.conftest import bearer, new_tenant
@@ -21,6 +25,7 @@ from tests.fixtures.apps import app_client, running_app
 from tests.fixtures.factories import remember_texts
 from tests.memories.test_bounded_search import corpus
 from tests.memories.test_owner_indexes import count_statistics
+from tests.search_params import search_params
 
 pytestmark = pytest.mark.citus
 
@@ -83,6 +88,27 @@ async def test_an_owner_index_on_citus_is_on_every_shard_and_serves_the_owners_s
         assert on_workers == shards
 
         with_index = [await _search(indexed_citus_app, headers) for _ in range(2)]
+        # The first search learnt the user's index of its facts; the second ran the statement
+        # with the owner written in and its facts scanned apart, which the index serves.
+        key = Owner.user("ada").key
+        owners = (tenant, *sorted([key, Owner.org().key]))
+        assert indexed_owners.own_indexes(owners) == {f"semantic:{key}"}
+        async with tenant_transaction(indexed_citus_app.state.mneme.sessionmaker, tenant) as s:
+            await FusionRepository(s, tenant).search(
+                search_params(
+                    MemoryFilter.build([Owner.user("ada"), Owner.org()]),
+                    QUESTION,
+                    bounded_from=BUILD_FROM,
+                )
+            )
+            driver = await transaction_driver(await s.connection())
+            written = await driver.fetchval(
+                "SELECT count(*) FROM pg_prepared_statements "
+                "WHERE strpos(statement, $1) > 0 AND strpos(statement, $2) > 0",
+                f"m.user_id IN ({owner_literal('ada')})",
+                "AND m.kind = E'semantic'\n ORDER BY m.embedding <=> ",
+            )
+        assert written == 1
 
         # Built again with other graph settings: beside the old one, then renamed to its name
         # on the coordinator and on every shard.

@@ -154,7 +154,9 @@ class PlannedSearch:
         # On its generic plan the statement sorts the nearest vectors exactly (see
         # `EXACT_ORDER_SQL`), but for the owners written into its text, whose own indexes it
         # reads; a plan made for a large owner, or any plan on a server that makes no generic
-        # ones, may read them from an index.
+        # ones, may read them from an index. A server that makes no generic plans (Citus) gets
+        # the owners with indexes of their own written in too: their indexes are per kind, and
+        # a scan over every kind can read them only split by kind, as the written text is.
         compiled, arguments = compiled_search(
             self._tenant_id,
             sections,
@@ -163,7 +165,7 @@ class PlannedSearch:
             written_owners={
                 index: indexed_owners.own_indexes(owners[index])
                 for index, found in enumerate(indexes)
-                if self._generic_plan and not plan.custom and found == OWN_INDEX
+                if not plan.custom and found == OWN_INDEX
             },
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
