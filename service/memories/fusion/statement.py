@@ -82,6 +82,10 @@ class SectionShape:
     owner_filters: tuple[str, ...]
     owners_written: bool = False
     written_sizes: tuple[int, int] | None = None
+    """The section's pool and limit, written into the text with its owners: a plan made once
+    for the statement then expects the rows a search reads, not a guess at an unknown LIMIT's
+    (a tenth of the owner's memories), which had it join whole tables where a search reads a
+    few hundred rows."""
     indexed_kinds: tuple[tuple[str, ...], ...] = ()
     """For each owner written in, the kinds of memory it has an index of its own for
     (`ALL_KINDS` for one over all of them)."""
@@ -91,10 +95,6 @@ class SectionShape:
     `org_without_user`)."""
     kinds: tuple[str, ...] = MEMORY_KINDS
     """The kinds of memory the section's filter lets through."""
-    """The section's pool and limit, written into the text with its owners: a plan made once
-    for the statement then expects the rows a search reads, not a guess at an unknown LIMIT's
-    (a tenth of the owner's memories), which had it join whole tables where a search reads a
-    few hundred rows."""
     reads_postings_of: int = 0
     """The first section with the same owners as this one (this one's own index if none comes
     before it): sections of one owner read its postings once, in that section's scan."""
