@@ -127,7 +127,12 @@ class OwnerIndex:
 
     @property
     def scope(self) -> str:
-        return "org" if self.user_id is None else "user"
+        return scope_of(self.user_id)
+
+
+def scope_of(user_id: str | None) -> str:
+    """The memory scope of an owner: the organization's has no user."""
+    return "org" if user_id is None else "user"
 
 
 def _lines(
@@ -270,7 +275,7 @@ class OwnerIndexes:
             OWNER_KINDS_SQL,
             {
                 "tenant_id": owner.tenant_id,
-                "scope": "org" if owner.user_id is None else "user",
+                "scope": scope_of(owner.user_id),
                 "user_id": owner.user_id,
             },
         )
