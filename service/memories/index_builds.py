@@ -47,6 +47,12 @@ def hnsw_definition(column: VectorColumn, ef_construction: int = TABLE_EF_CONSTR
     )
 
 
+async def drop_index_concurrently(autocommit: AsyncConnection, name: str) -> None:
+    """`DROP INDEX CONCURRENTLY IF EXISTS <name>` on a connection in autocommit mode: searches
+    and writes go on while it waits for them."""
+    await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
+
+
 async def create_index_concurrently(
     autocommit: AsyncConnection, name: str, definition: str
 ) -> None:
@@ -55,7 +61,7 @@ async def create_index_concurrently(
     NOT EXISTS` alone would keep it."""
     valid = (await autocommit.execute(INDEX_VALID_SQL, {"name": name})).scalar_one_or_none()
     if valid is False:
-        await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
+        await drop_index_concurrently(autocommit, name)
     await autocommit.execute(text("SET statement_timeout = 0"))
     try:
         await autocommit.execute(
@@ -76,7 +82,7 @@ async def replace_index_concurrently(
     names a caller that owns `name`'s prefix drops as unwanted."""
     building, retiring = f"{name}_next", f"{name}_prev"
     await create_index_concurrently(autocommit, building, definition)
-    await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{retiring}"'))
+    await drop_index_concurrently(autocommit, retiring)
     # One transaction on the driver: the connection's autocommit mode leaves it none.
     driver = (await autocommit.get_raw_connection()).driver_connection
     if driver is None:
@@ -84,4 +90,4 @@ async def replace_index_concurrently(
     async with driver.transaction():
         await driver.execute(f'ALTER INDEX "{name}" RENAME TO "{retiring}"')
         await driver.execute(f'ALTER INDEX "{building}" RENAME TO "{name}"')
-    await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{retiring}"'))
+    await drop_index_concurrently(autocommit, retiring)

@@ -43,9 +43,11 @@ from typing import Any
 from sqlalchemy import Row, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from service.auth.owner import Owner
 from service.config import Settings
 from service.memories.index_builds import (
     create_index_concurrently,
+    drop_index_concurrently,
     hnsw_definition,
     hnsw_options,
     replace_index_concurrently,
@@ -119,20 +121,10 @@ class OwnerIndex:
     holds, and under which name."""
 
     tenant_id: str
-    user_id: str | None
-    owner_key: str
+    owner: Owner
     kind: str
     memories: int
     name: str
-
-    @property
-    def scope(self) -> str:
-        return scope_of(self.user_id)
-
-
-def scope_of(user_id: str | None) -> str:
-    """The memory scope of an owner: the organization's has no user."""
-    return "org" if user_id is None else "user"
 
 
 def _lines(
@@ -149,7 +141,7 @@ def _lines(
     return (
         [f"column: {column}"]
         + [
-            f"{verb}: {i.name} ({i.kind} memories of {i.owner_key} of tenant {i.tenant_id}, "
+            f"{verb}: {i.name} ({i.kind} memories of {i.owner.key} of tenant {i.tenant_id}, "
             f"{i.memories})"
             for verb, group in ((build, built), (rebuild, rebuilt), (keep, kept))
             for i in group
@@ -247,7 +239,7 @@ class OwnerIndexes:
                 for owner in owners
                 for index in await self._kinds_of(connection, owner, column)
             ]
-            candidates.sort(key=lambda i: (-i.memories, i.tenant_id, i.owner_key, i.kind))
+            candidates.sort(key=lambda i: (-i.memories, i.tenant_id, i.owner.key, i.kind))
             for index in candidates[: self._most]:
                 found = existing.get(index.name)
                 if found is not None and found.valid:
@@ -258,7 +250,7 @@ class OwnerIndexes:
                     plan.build.append(index)
                     wanted.add(index.name)
         indexed_owners = {
-            (index.tenant_id, index.owner_key) for index in plan.build + plan.rebuild + plan.kept
+            (index.tenant_id, index.owner.key) for index in plan.build + plan.rebuild + plan.kept
         }
         for owner in owners:
             whole = owner_index_name(owner.tenant_id, owner.owner_key, column.name)
@@ -271,22 +263,18 @@ class OwnerIndexes:
         self, connection: AsyncConnection, owner: Row[Any], column: VectorColumn
     ) -> list[OwnerIndex]:
         """The owner's kinds with enough memories to keep an index, as indexes to have."""
+        whose = Owner.org() if owner.user_id is None else Owner.user(owner.user_id)
         counts = await connection.execute(
             OWNER_KINDS_SQL,
-            {
-                "tenant_id": owner.tenant_id,
-                "scope": scope_of(owner.user_id),
-                "user_id": owner.user_id,
-            },
+            {"tenant_id": owner.tenant_id, "scope": whose.scope, "user_id": whose.user_id},
         )
         return [
             OwnerIndex(
                 owner.tenant_id,
-                owner.user_id,
-                owner.owner_key,
+                whose,
                 row.kind,
                 row.documents,
-                owner_index_name(owner.tenant_id, owner.owner_key, column.name, row.kind),
+                owner_index_name(owner.tenant_id, whose.key, column.name, row.kind),
             )
             for row in counts
             if row.documents >= self._keep_from
@@ -314,7 +302,7 @@ class OwnerIndexes:
                 report.kept = plan.kept
                 # Dropped first: an index an owner outgrew makes room for the one built next.
                 for name in plan.drop:
-                    await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
+                    await drop_index_concurrently(autocommit, name)
                     report.dropped.append(name)
                 for index in plan.build:
                     await _build(autocommit, index, column, self._ef_construction)
@@ -324,7 +312,7 @@ class OwnerIndexes:
                     report.rebuilt.append(index)
                 # Last: the owner's searches read the index over all its kinds until then.
                 for name in plan.retire:
-                    await autocommit.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
+                    await drop_index_concurrently(autocommit, name)
                     report.retired.append(name)
             finally:
                 await autocommit.execute(text("RESET maintenance_work_mem"))
@@ -390,8 +378,8 @@ async def _build(
             OWNER_CONDITION_SQL,
             {
                 "tenant_id": index.tenant_id,
-                "scope": index.scope,
-                "user_id": index.user_id,
+                "scope": index.owner.scope,
+                "user_id": index.owner.user_id,
                 "kind": index.kind,
             },
         )
@@ -404,7 +392,7 @@ async def _build(
         verb,
         index.name,
         index.kind,
-        index.owner_key,
+        index.owner.key,
         index.tenant_id,
     )
 

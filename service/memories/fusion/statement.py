@@ -295,8 +295,8 @@ class SectionPredicates:
     indexed_kinds: tuple[tuple[str, ...], ...] = ()
     """When the owners are written in, the kinds each has an index of its own for."""
     rest: tuple[Predicate, ...] = ()
-    """When the owners are written in, each one's filter for its kinds without an index
-    (`SectionShape.rest_filters`)."""
+    """Each owner's filter for its kinds without an index (`SectionShape.rest_filters`): its
+    own filter, but where an owner written in has indexes per kind."""
 
 
 def _section_predicates(
@@ -321,10 +321,15 @@ def _section_predicates(
     for index, params in enumerate(sections):
         literal = owner_literal if index in written_owners else None
         units = [unit.partition(":") for unit in written_owners.get(index, ())]
+        owners = _each_owner(tenant_id, params.filter, f"f{index}_", literal)
+        # The filters for the kinds without an index are needed only beside indexes per kind
+        # (and differ only for the organization): not made again on every other search. Their
+        # binds are the owners' own (the same names and values), bound once.
+        per_kind = any(kind != ALL_KINDS for kind, _, _ in units)
         predicates.append(
             SectionPredicates(
                 params.filter.where(tenant_id, prefix=f"f{index}_"),
-                _each_owner(tenant_id, params.filter, f"f{index}_", literal),
+                owners,
                 (params.pool, params.limit) if literal is not None else None,
                 tuple(
                     tuple(sorted(kind for kind, _, key in units if key == owner.key))
@@ -333,8 +338,8 @@ def _section_predicates(
                 if literal is not None
                 else (),
                 _each_owner(tenant_id, params.filter, f"f{index}_", literal, org_without_user=True)
-                if literal is not None
-                else (),
+                if per_kind
+                else owners,
             )
         )
     return predicates
