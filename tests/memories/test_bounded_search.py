@@ -33,8 +33,9 @@ from service.memories.fusion import (
     SearchParams,
     indexed_owners,
 )
-from service.memories.fusion.statement import compiled_search
+from service.memories.fusion.statement import compiled_search, weight_bound
 from service.memories.jobs import search_statistics_job
+from service.memories.postings import IMPACT_MEAN_LENGTH
 from tests.conftest import as_tenant, bearer, new_tenant
 from tests.fixtures.factories import remember_texts
 from tests.plans import plan_nodes
@@ -665,3 +666,168 @@ async def test_the_postings_are_read_past_the_top_only_when_two_lists_are_cut_th
             assert read > read_at_top + 81 - POSTINGS_PER_LEXEME
             assert exact[0] == hits[0] == every_word
             assert every_word not in top_only
+
+
+FILLER = (
+    "quietly",
+    "every",
+    "morning",
+    "beside",
+    "the",
+    "old",
+    "harbour",
+    "wall",
+    "while",
+    "gulls",
+    "circled",
+    "over",
+    "fishing",
+    "boats",
+    "painted",
+    "bright",
+    "colours",
+    "against",
+    "grey",
+    "winter",
+    "skies",
+    "near",
+    "market",
+    "stalls",
+    "selling",
+    "fresh",
+    "bread",
+    "cheese",
+    "olives",
+)
+
+
+def candidates_pruned(plan: dict[str, Any]) -> tuple[int, int]:
+    """The bounded read's candidates kept and left unread by the bound on their score."""
+    [pruning] = [
+        node
+        for node in plan_nodes(plan)
+        if node.get("CTE Name") == "candidate" and "at_most" in node.get("Filter", "")
+    ]
+    return int(pruning["Actual Rows"]), int(pruning["Rows Removed by Filter"])
+
+
+async def test_a_candidate_whose_score_cannot_reach_the_pool_is_never_read(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """Each candidate's score lies between what the question words it was found under give
+    and that plus the most every other question word can add (the impact past that word's
+    range); a candidate whose most is below the score the section's pool already reaches is
+    not read. The hits stay the exact search's: with the other word's range cut above the
+    memories that hold both words, and with higher-scoring memories of a kind the section
+    leaves out."""
+    ada = bearer(settings, tenant, "ada")
+    await remember_texts(client, ada, corpus(17, 2 * BOUNDED_FROM))
+    # "zither": 35 memories, read whole; shorter ones weigh more.
+    zithers = [f"Zither {' '.join(FILLER[:length])}" for length in range(20)]
+    await remember_texts(client, ada, zithers)
+    await remember_texts(client, ada, [f"Zither tune {n}" for n in range(12)], kind="episodic")
+    both = await remember_texts(
+        client, ada, [f"Zither and marimba {' '.join(FILLER[:n])}" for n in (3, 4, 5)]
+    )
+    # "marimba": 83 memories, cut at the top 40, above the three that hold both words.
+    marimbas = [f"Marimba {' '.join(FILLER[: n % 5])} {n}" for n in range(80)]
+    await remember_texts(client, ada, marimbas)
+    await search_ids(bounded_client, ada, "zither")
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+
+    question = "zither marimba"
+
+    async def search_and_plan(params: SearchParams) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
+        async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
+            hits = await FusionRepository(session, tenant).search(params)
+            connection = await session.connection()
+            compiled, arguments = compiled_search(tenant, [params], connection.dialect)
+            driver = await transaction_driver(connection)
+            plan = (await explain_prepared(driver, compiled.sql, arguments))[0]["Plan"]
+        assert all(row.bounded for row in hits) == (params.bounded_from == BOUNDED_FROM)
+        return [(row.memory.id, row.scores.lexical_score) for row in hits], plan
+
+    for kinds in (None, ["semantic"]):
+        memory_filter = MemoryFilter.build([Owner.user("ada"), Owner.org()], kinds=kinds)
+        params = bounded_params(memory_filter.live_unless_asked(), question, pool=10)
+        found, plan = await search_and_plan(params)
+        # The same read with a pool of 100: its ~75 candidates are too few to prune.
+        unpruned, whole_plan = await search_and_plan(replace(params, pool=100))
+        assert candidates_pruned(whole_plan)[1] == 0
+        assert found == unpruned
+        if kinds is None:
+            # Over every kind, the owners' statistics are the exact search's too.
+            exact, _ = await search_and_plan(replace(params, bounded_from=10**9))
+            assert found == exact
+        # The memories naming both words are found under one alone, and outscore all but one.
+        assert set(both) <= {str(memory_id) for memory_id, _ in found[:4]}
+        kept, pruned = candidates_pruned(plan)
+        assert pruned >= 20 and kept >= 10
+
+
+async def test_the_score_a_sections_pool_reaches_is_taken_from_its_own_memories(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """Higher-scoring memories of a kind the section leaves out do not set the score its pool
+    reaches: a section of facts keeps the facts its pool holds (and reads fewer)."""
+    ada = bearer(settings, tenant, "ada")
+    await remember_texts(client, ada, corpus(19, 2 * BOUNDED_FROM))
+    await remember_texts(client, ada, [f"Marimba tune {n}" for n in range(15)], kind="episodic")
+    # Facts far longer than the episodes: each weighs less than any episode.
+    facts = [f"Marimba {' '.join(FILLER[: 7 + n % 12])} {n}" for n in range(60)]
+    await remember_texts(client, ada, facts)
+    await search_ids(bounded_client, ada, "marimba")
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+
+    semantic = MemoryFilter.build([Owner.user("ada")], kinds=["semantic"]).live_unless_asked()
+    params = bounded_params(semantic, "marimba", pool=10)
+    async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
+        repository = FusionRepository(session, tenant)
+        found = await repository.search(params)
+        unpruned = await repository.search(replace(params, pool=100))
+        connection = await session.connection()
+        compiled, arguments = compiled_search(tenant, [params], connection.dialect)
+        driver = await transaction_driver(connection)
+        plan = (await explain_prepared(driver, compiled.sql, arguments))[0]["Plan"]
+    assert [row.memory.kind for row in found] == ["semantic"] * 10
+    assert [(row.memory.id, row.scores.lexical_score) for row in found] == [
+        (row.memory.id, row.scores.lexical_score) for row in unpruned
+    ]
+    assert candidates_pruned(plan)[1] >= 10
+
+
+@pytest.mark.parametrize("mean_length", [1.5, 3.0, 7.5, 10.0, 14.0, 40.0])
+async def test_a_weight_bound_holds_the_bm25_weight_of_every_frequency_and_length(
+    runtime_engine: AsyncEngine, mean_length: float
+) -> None:
+    """From its impact alone, a lexeme's BM25 weight at the owners' mean length lies between
+    the two bounds, for any term frequency and memory length; at one occurrence one bound is
+    the weight itself."""
+    impact = f"tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / {IMPACT_MEAN_LENGTH}))"
+    weight = "tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / s.mean))"
+    bounds = f"""
+        SELECT tf, length, {weight} AS weight,
+               {weight_bound("greatest", f"({impact})")} AS least_weight,
+               {weight_bound("least", f"({impact})")} AS most_weight
+          FROM (SELECT CAST(:mean AS float8) AS mean,
+                       {IMPACT_MEAN_LENGTH} / CAST(:mean AS float8) AS k) AS s
+         CROSS JOIN generate_series(1, 12) AS tf
+         CROSS JOIN generate_series(1, 60) AS length
+    """
+    async with runtime_engine.connect() as connection:
+        rows = (await connection.execute(text(bounds), {"mean": mean_length})).all()
+    assert len(rows) == 12 * 60
+    for tf, length, exact, least_weight, most_weight in rows:
+        assert least_weight <= exact <= most_weight, (tf, length)
+        if tf == 1:
+            assert min(exact - least_weight, most_weight - exact) <= 1e-5 * exact

@@ -419,8 +419,9 @@ BOUNDED_MATCHES_SQL = """
 -- past that since the owners' statistics were counted may be taken as whole (the drift the
 -- statistics allow their weights too). A question made only of common lexemes (below) reads
 -- each of their ranges on.
--- Only these candidates are scored, exactly, from their tsvectors (one row per question lexeme
--- a candidate holds, as `LEXICAL_MATCHES_SQL` gives them).
+-- Those of these candidates whose score can reach a section's pool (the bound below) are
+-- scored, exactly, from their tsvectors (one row per question lexeme a candidate holds, as
+-- `LEXICAL_MATCHES_SQL` gives them); the rest are never read.
 -- A lexeme in more than :common_lexeme_share of the section's memories ("user", in a write
 -- path's facts) brings no candidates of its own: its inverse document frequency is so low
 -- (under ln 2) that a memory holding it and none of the question's other lexemes cannot
@@ -431,61 +432,150 @@ BOUNDED_MATCHES_SQL = """
 -- the section whose filter it passes.
 SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS tf,
        m.tsv_length AS length
-  FROM (WITH found AS (
-        SELECT top.memory_id, min(top.place) AS best_place, count(*) AS lexemes,
-               sum(top.impact) AS impact
+  FROM (WITH scale AS (
+        -- A memory's BM25 weight for a lexeme is its impact's formula at the owners' mean
+        -- length instead of the impact's fixed one (`k` is their ratio, fixed / mean): given
+        -- the impact, the weight lies between its values at the least term frequency the
+        -- impact allows and at an unbounded one, whatever the memory's length
+        -- (`WEIGHT_BOUND_SQL`).
+        SELECT ${impact_mean_length} / nullif(o.mean_length, 0) AS k
           FROM owner_stats o
-         CROSS JOIN LATERAL (
-               -- The lexemes whose postings bring candidates (all of them when none
-               -- does), and how far each range is read: on past the top only when two
-               -- or more of the lists read are cut there (see above).
-               SELECT coalesce(nullif(array_agg(d.lexeme) FILTER (WHERE d.seeds), '{}'),
-                               array_agg(d.lexeme)) AS lexemes,
-                      CASE WHEN count(*) FILTER (
-                                    WHERE d.seeds
-                                      AND d.documents > :postings_per_lexeme) >= 2
-                             OR NOT bool_or(d.seeds)
-                           THEN :postings_scanned ELSE :postings_per_lexeme
-                      END AS depth
-                 FROM (SELECT l.lexeme, l.documents,
-                              l.documents <= :common_lexeme_share * o.documents::float8
-                                  AS seeds
-                         FROM lexeme_documents l
-                        WHERE l.section = o.section) AS d
-         ) AS seeding
-         CROSS JOIN LATERAL unnest(seeding.lexemes) AS question(lexeme)
-         CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
+         WHERE o.section = ${reading_section}
+       ),
+       reading AS (
+        -- Each question lexeme's range for each owner: its weight (as `term_weights` gives
+        -- it), how far it is read (`depth`: to the top, or on past it only when two or more
+        -- of the lists read are cut there, see above; not at all for a lexeme that brings no
+        -- candidates), and the most it can weigh in a memory the range leaves out (`beyond`:
+        -- the impact right after the range, at the lexeme's weight).
+        SELECT r.key, r.lexeme, r.depth, r.idf, ${beyond} AS beyond
+          FROM scale s
+         CROSS JOIN (SELECT owner.key, d.lexeme,
+                       CASE WHEN d.lexeme = ANY(seeding.lexemes) THEN seeding.depth ELSE 0
+                       END AS depth,
+                       ln(1 + (greatest(o.documents, d.documents) - d.documents + 0.5)
+                              / (d.documents + 0.5)) AS idf
+                  FROM owner_stats o
+                 CROSS JOIN LATERAL (
+                       -- The lexemes whose postings bring candidates (all of them when none
+                       -- does).
+                       SELECT coalesce(nullif(array_agg(d.lexeme) FILTER (WHERE d.seeds), '{}'),
+                                       array_agg(d.lexeme)) AS lexemes,
+                              CASE WHEN count(*) FILTER (
+                                            WHERE d.seeds
+                                              AND d.documents > :postings_per_lexeme) >= 2
+                                     OR NOT bool_or(d.seeds)
+                                   THEN :postings_scanned ELSE :postings_per_lexeme
+                              END AS depth
+                         FROM (SELECT l.lexeme, l.documents,
+                                      l.documents <= :common_lexeme_share * o.documents::float8
+                                          AS seeds
+                                 FROM lexeme_documents l
+                                WHERE l.section = o.section) AS d
+                 ) AS seeding
+                  JOIN lexeme_documents d ON d.section = o.section
+                 CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
+                 WHERE :use_lexical AND o.section = ${reading_section}) AS r
+          ${past_range}
+       ),
+       found AS (
+        SELECT top.memory_id, r.key, min(top.place) AS best_place, count(*) AS lexemes,
+               sum(top.impact) AS impact, sum(r.idf * ${weight_at_least}) AS at_least,
+               sum(r.idf * ${weight_at_most}) AS at_most, sum(r.beyond) AS beyond_found
+          FROM scale s
+         CROSS JOIN reading r
          CROSS JOIN LATERAL (
                SELECT p.memory_id, p.impact,
                       row_number() OVER (ORDER BY p.impact DESC) AS place
                  FROM memory_posting p
-                WHERE p.tenant_id = :tenant_id AND p.owner_key = owner.key
-                  AND p.lexeme = question.lexeme
+                WHERE p.tenant_id = :tenant_id AND p.owner_key = r.key
+                  AND p.lexeme = r.lexeme
                 ORDER BY p.impact DESC
-                LIMIT seeding.depth
+                LIMIT r.depth
          ) AS top
-         WHERE :use_lexical AND o.section = ${reading_section}
-         GROUP BY top.memory_id)
-        SELECT memory_id FROM found WHERE best_place <= :postings_per_lexeme
-        UNION ALL
-        -- The memories found in two or more ranges, by their summed impact: at most twice
-        -- the sections' pool of them are read, however often the question's words go
-        -- together (a top-N of those alone, not a sort of every memory found), but for those
-        -- at the top of a range, taken above already.
-        SELECT shared.memory_id
-          FROM (SELECT memory_id, best_place FROM found
-                 WHERE lexemes >= 2
-                 ORDER BY impact DESC, memory_id
-                 LIMIT ${shared_candidates}) AS shared
-         WHERE shared.best_place > :postings_per_lexeme) AS candidate
-  JOIN memory m ON m.tenant_id = :tenant_id AND m.id = candidate.memory_id
+         WHERE r.depth > 0
+         GROUP BY top.memory_id, r.key
+       ),
+       candidate AS (
+        -- Each candidate's lexical score lies between `at_least` (the lexemes it was found
+        -- under) and `at_most` (those, and the most each other question lexeme can add:
+        -- `beyond`, for a lexeme not read its first posting's).
+        SELECT c.memory_id, coalesce(c.at_least, 0) AS at_least,
+               coalesce(c.at_most + u.beyond - c.beyond_found, 'Infinity') AS at_most
+          FROM (SELECT memory_id, key, at_least, at_most, beyond_found FROM found
+                 WHERE best_place <= :postings_per_lexeme
+                UNION ALL
+                -- The memories found in two or more ranges, by their summed impact: at most
+                -- twice the sections' pool of them are read, however often the question's
+                -- words go together (a top-N of those alone, not a sort of every memory
+                -- found), but for those at the top of a range, taken above already.
+                SELECT shared.memory_id, shared.key, shared.at_least, shared.at_most,
+                       shared.beyond_found
+                  FROM (SELECT memory_id, key, best_place, at_least, at_most, beyond_found
+                          FROM found
+                         WHERE lexemes >= 2
+                         ORDER BY impact DESC, memory_id
+                         LIMIT ${shared_candidates}) AS shared
+                 WHERE shared.best_place > :postings_per_lexeme) AS c
+          JOIN (SELECT key, sum(beyond) AS beyond FROM reading GROUP BY key) AS u USING (key)
+       )
+        -- A candidate whose score cannot reach the pool's lowest is not read: the pool-th
+        -- best `at_least` of the candidates that pass a section's filter (read in that order,
+        -- only until the pool is full) is a score the section's pool reaches.
+        SELECT memory_id FROM candidate WHERE at_most >= ${pool_reached}) AS candidate
+ -- Each candidate's row by its key, whatever the planner guesses of how many there are (a
+ -- subquery with a LIMIT is planned as is, never merged into a scan of the owner's rows).
+ CROSS JOIN LATERAL (SELECT * FROM memory m
+                      WHERE m.tenant_id = :tenant_id AND m.id = candidate.memory_id
+                      LIMIT 1) AS m
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
  WHERE ${candidate_filter}
 """
 """The lexical candidates of the bounded sections of one set of owners (`bounded_matches` of
 `HYBRID_SEARCH_SQL`): the top postings of the question's lexemes, and the memories found
-under two or more of them further down, that pass a section's filter."""
+under two or more of them further down, that pass a section's filter and can reach its pool
+(`${pool_reached}`: `POOL_REACHED_SQL` for a read of one section, 0 for one of several)."""
+
+PAST_RANGE_SQL = """
+LEFT JOIN LATERAL (SELECT p.impact FROM memory_posting p
+                    WHERE p.tenant_id = :tenant_id AND p.owner_key = r.key
+                      AND p.lexeme = r.lexeme
+                    ORDER BY p.impact DESC
+                   OFFSET r.depth LIMIT 1) AS past ON true
+"""
+"""The posting right after the range of `reading`'s row `r` (`past`): the highest impact of
+the lexeme in the owner's memories that the range leaves out (`BOUNDED_MATCHES_SQL`'s
+`${past_range}` when it prunes)."""
+
+WEIGHT_BOUND_SQL = """
+2.2 / ${pick}(1 + s.k * (2.2 / ${impact} - 1),
+              1 + s.k * (2.2 / ${impact} - 1) + (1 - s.k) * least(0.3, 2.2 / ${impact} - 1))
+"""
+"""The least (`pick` greatest) or the most (`pick` least) BM25 weight (k1 1.2, b 0.75) at the
+owners' mean length that a lexeme with this `impact` can have in a memory. With a = 2.2 /
+impact, the impact's formula gives the memory's length from its term frequency tf, and the
+weight is then 2.2 / (1 + k (a - 1) + (1 - k) 0.3 / tf): monotonic in tf, so its bounds are at
+tf's least (1, or where the length would be 0: 0.3 / tf = a - 1, the weight then the impact
+itself) and at tf without bound. `s.k` is `scale`'s."""
+
+POOL_REACHED_SQL = """
+CASE WHEN (SELECT count(*) FROM candidate) > ${pruned_from} THEN
+coalesce((SELECT c.at_least
+            FROM (SELECT memory_id, at_least FROM candidate
+                   ORDER BY at_least DESC, memory_id
+                   LIMIT ${most_read}) AS c
+           CROSS JOIN LATERAL (SELECT FROM memory m
+                                WHERE m.tenant_id = :tenant_id AND m.id = c.memory_id
+                                  AND ${candidate_filter}
+                                LIMIT 1) AS passing
+           ORDER BY c.at_least DESC, c.memory_id
+          OFFSET ${pool} - 1 LIMIT 1), 0)
+ELSE 0 END
+"""
+"""A lexical score a section's pool reaches among a bounded read's candidates: the pool-th best
+`at_least` of those that pass its filter, among the `${most_read}` best (0 when fewer pass, or
+when the candidates are no more than `${pruned_from}`)."""
 
 NEAREST_SQL = """
 SELECT m.id, ${section} AS section, ${vector} <=> ${question_vector} AS distance

@@ -30,9 +30,13 @@ from service.memories.fusion.sql import (
     NEAREST_OF_OWNERS_SQL,
     NEAREST_SQL,
     OWNER_STATS_SQL,
+    PAST_RANGE_SQL,
+    POOL_REACHED_SQL,
     QUESTION_VECTOR_SQL,
+    WEIGHT_BOUND_SQL,
 )
 from service.memories.owner_index_names import ALL_KINDS, OWNER_INDEX_PREFIX
+from service.memories.postings import IMPACT_MEAN_LENGTH
 from service.memories.schemas import MemoryKind
 from service.memories.vector_columns import VectorColumn
 
@@ -68,6 +72,17 @@ def vector_fragments(column: VectorColumn) -> dict[str, str]:
         "hit_vector": f"s.{column.name}",
         "hit_vector_model": f"s.{column.model_column}",
     }
+
+
+POOL_REACHED_READS = 4
+"""How many candidates per memory of a section's pool a bounded read checks against the
+section's filter to find the score its pool reaches (`POOL_REACHED_SQL`): a section whose
+memories are rarer among the candidates than that prunes none."""
+
+PRUNED_FROM = 2
+"""A bounded read prunes its candidates (see `BOUNDED_MATCHES_SQL`) only when they are more
+than this many times its section's pool: with fewer, reading the pool's rows to find the score
+it reaches costs more than the rows it would save."""
 
 
 @dataclass(frozen=True)
@@ -193,12 +208,35 @@ def _search_template(
             else:
                 section, candidate_filter = _sections_of(filters)
             pools = ", ".join(shapes[index].pool(index) for index in filters)
+            if len(filters) == 1:
+                pool_reached = render(
+                    POOL_REACHED_SQL.strip(),
+                    candidate_filter=candidate_filter,
+                    pool=shapes[reader].pool(reader),
+                    most_read=f"{POOL_REACHED_READS} * {shapes[reader].pool(reader)}",
+                    pruned_from=f"{PRUNED_FROM} * {shapes[reader].pool(reader)}",
+                )
+            else:
+                # Sections that share a read (a context's facts and episodes) would each need
+                # their own pool's score, and a candidate the least of them: with each section
+                # holding part of the candidates, that pruned too few to pay for the rows the
+                # scores took.
+                pool_reached = "0"
+            prunes = len(filters) == 1
             fragment = render(
                 BOUNDED_MATCHES_SQL,
                 section=section,
                 reading_section=str(reader),
                 candidate_filter=candidate_filter,
                 shared_candidates=f"2 * greatest({pools})",
+                pool_reached=pool_reached,
+                past_range=PAST_RANGE_SQL.strip() if prunes else "",
+                beyond=f"r.idf * coalesce({weight_bound('least', 'past.impact')}, 0)"
+                if prunes
+                else "0::float8",
+                weight_at_least=weight_bound("greatest", "top.impact") if prunes else "0::float8",
+                weight_at_most=weight_bound("least", "top.impact") if prunes else "0::float8",
+                impact_mean_length=repr(IMPACT_MEAN_LENGTH),
             )
             reads.append(f"({fragment})")
         return " UNION ALL ".join(reads)
@@ -265,6 +303,13 @@ def _search_template(
         limit=limit,
         **vectors,
     )
+
+
+def weight_bound(pick: str, impact: str) -> str:
+    """`WEIGHT_BOUND_SQL` for `impact`: the least weight (`pick` "greatest") or the most
+    ("least"), widened by a millionth for the rounding of a stored impact."""
+    widened = {"greatest": "(1 - 1e-6)", "least": "(1 + 1e-6)"}[pick]
+    return f"{widened} * " + render(WEIGHT_BOUND_SQL.strip(), pick=pick, impact=impact)
 
 
 def _sections_of(filters: Mapping[int, str]) -> tuple[str, str]:
