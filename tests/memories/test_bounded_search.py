@@ -817,8 +817,8 @@ async def test_a_weight_bound_holds_the_bm25_weight_of_every_frequency_and_lengt
     weight = "tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / s.mean))"
     bounds = f"""
         SELECT tf, length, {weight} AS weight,
-               {weight_bound("greatest", f"({impact})")} AS least_weight,
-               {weight_bound("least", f"({impact})")} AS most_weight
+               {weight_bound(f"({impact})", most=False)} AS least_weight,
+               {weight_bound(f"({impact})", most=True)} AS most_weight
           FROM (SELECT CAST(:mean AS float8) AS mean,
                        {IMPACT_MEAN_LENGTH} / CAST(:mean AS float8) AS k) AS s
          CROSS JOIN generate_series(1, 12) AS tf

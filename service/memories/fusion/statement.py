@@ -208,35 +208,19 @@ def _search_template(
             else:
                 section, candidate_filter = _sections_of(filters)
             pools = ", ".join(shapes[index].pool(index) for index in filters)
-            if len(filters) == 1:
-                pool_reached = render(
-                    POOL_REACHED_SQL.strip(),
-                    candidate_filter=candidate_filter,
-                    pool=shapes[reader].pool(reader),
-                    most_read=f"{POOL_REACHED_READS} * {shapes[reader].pool(reader)}",
-                    pruned_from=f"{PRUNED_FROM} * {shapes[reader].pool(reader)}",
-                )
-            else:
-                # Sections that share a read (a context's facts and episodes) would each need
-                # their own pool's score, and a candidate the least of them: with each section
-                # holding part of the candidates, that pruned too few to pay for the rows the
-                # scores took.
-                pool_reached = "0"
-            prunes = len(filters) == 1
+            pruning = (
+                _pruning(shapes[reader].pool(reader), candidate_filter)
+                if len(filters) == 1
+                else NO_PRUNING
+            )
             fragment = render(
                 BOUNDED_MATCHES_SQL,
                 section=section,
                 reading_section=str(reader),
                 candidate_filter=candidate_filter,
                 shared_candidates=f"2 * greatest({pools})",
-                pool_reached=pool_reached,
-                past_range=PAST_RANGE_SQL.strip() if prunes else "",
-                beyond=f"r.idf * coalesce({weight_bound('least', 'past.impact')}, 0)"
-                if prunes
-                else "0::float8",
-                weight_at_least=weight_bound("greatest", "top.impact") if prunes else "0::float8",
-                weight_at_most=weight_bound("least", "top.impact") if prunes else "0::float8",
                 impact_mean_length=repr(IMPACT_MEAN_LENGTH),
+                **pruning,
             )
             reads.append(f"({fragment})")
         return " UNION ALL ".join(reads)
@@ -305,11 +289,44 @@ def _search_template(
     )
 
 
-def weight_bound(pick: str, impact: str) -> str:
-    """`WEIGHT_BOUND_SQL` for `impact`: the least weight (`pick` "greatest") or the most
-    ("least"), widened by a millionth for the rounding of a stored impact."""
-    widened = {"greatest": "(1 - 1e-6)", "least": "(1 + 1e-6)"}[pick]
-    return f"{widened} * " + render(WEIGHT_BOUND_SQL.strip(), pick=pick, impact=impact)
+def weight_bound(impact: str, *, most: bool) -> str:
+    """`WEIGHT_BOUND_SQL` for `impact`: the most BM25 weight a memory's lexeme with that
+    impact can have (`most`) or the least, widened by a millionth for the rounding of a stored
+    impact."""
+    if most:
+        return "(1 + 1e-6) * " + render(WEIGHT_BOUND_SQL.strip(), pick="least", impact=impact)
+    return "(1 - 1e-6) * " + render(WEIGHT_BOUND_SQL.strip(), pick="greatest", impact=impact)
+
+
+def _pruning(pool: str, candidate_filter: str) -> dict[str, str]:
+    """`BOUNDED_MATCHES_SQL`'s fragments for a read of one section (its `pool` and filter):
+    the candidates whose score cannot reach the pool are left unread."""
+    return {
+        "pool_reached": render(
+            POOL_REACHED_SQL.strip(),
+            candidate_filter=candidate_filter,
+            pool=pool,
+            most_read=f"{POOL_REACHED_READS} * {pool}",
+            pruned_from=f"{PRUNED_FROM} * {pool}",
+        ),
+        "past_range": PAST_RANGE_SQL.strip(),
+        "beyond": f"r.idf * coalesce({weight_bound('past.impact', most=True)}, 0)",
+        "weight_at_least": weight_bound("top.impact", most=False),
+        "weight_at_most": weight_bound("top.impact", most=True),
+    }
+
+
+NO_PRUNING = {
+    "pool_reached": "0",
+    "past_range": "",
+    "beyond": "0::float8",
+    "weight_at_least": "0::float8",
+    "weight_at_most": "0::float8",
+}
+"""`BOUNDED_MATCHES_SQL`'s fragments for a read that several sections share (a context's facts
+and episodes): each would need its own pool's score and a candidate the least of them, and
+with each section holding part of the candidates, that pruned too few to pay for the rows the
+scores took (docs/benchmarks.md)."""
 
 
 def _sections_of(filters: Mapping[int, str]) -> tuple[str, str]:
