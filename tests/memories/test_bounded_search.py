@@ -31,6 +31,7 @@ from service.memories.fusion import (
     FusionRepository,
     IndexedOwners,
     SearchParams,
+    SearchRow,
     indexed_owners,
 )
 from service.memories.fusion.statement import compiled_search, weight_bound
@@ -606,6 +607,20 @@ def postings_read(plan: dict[str, Any]) -> int:
     )
 
 
+async def search_with_plan(
+    app: FastAPI, tenant: str, params: SearchParams
+) -> tuple[list[SearchRow], dict[str, Any]]:
+    """The repository's hits for `params`, and the plan (EXPLAIN ANALYZE) of the statement it
+    runs for them."""
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        hits = await FusionRepository(session, tenant).search(params)
+        connection = await session.connection()
+        compiled, arguments = compiled_search(tenant, [params], connection.dialect)
+        driver = await transaction_driver(connection)
+        plan = (await explain_prepared(driver, compiled.sql, arguments))[0]["Plan"]
+    return hits, plan
+
+
 async def test_the_postings_are_read_past_the_top_only_when_two_lists_are_cut_there(
     client: AsyncClient,
     bounded_client: AsyncClient,
@@ -637,13 +652,7 @@ async def test_the_postings_are_read_past_the_top_only_when_two_lists_are_cut_th
             question,
             postings_scanned=scanned,
         )
-        async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
-            hits = await FusionRepository(session, tenant).search(params)
-            driver = await transaction_driver(await session.connection())
-            compiled, arguments = compiled_search(
-                tenant, [params], (await session.connection()).dialect
-            )
-            plan = (await explain_prepared(driver, compiled.sql, arguments))[0]["Plan"]
+        hits, plan = await search_with_plan(bounded_app, tenant, params)
         assert hits and all(row.bounded for row in hits)
         return [str(row.memory.id) for row in hits], postings_read(plan)
 
@@ -743,12 +752,7 @@ async def test_a_candidate_whose_score_cannot_reach_the_pool_is_never_read(
     question = "zither marimba"
 
     async def search_and_plan(params: SearchParams) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
-        async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
-            hits = await FusionRepository(session, tenant).search(params)
-            connection = await session.connection()
-            compiled, arguments = compiled_search(tenant, [params], connection.dialect)
-            driver = await transaction_driver(connection)
-            plan = (await explain_prepared(driver, compiled.sql, arguments))[0]["Plan"]
+        hits, plan = await search_with_plan(bounded_app, tenant, params)
         assert all(row.bounded for row in hits) == (params.bounded_from == BOUNDED_FROM)
         return [(row.memory.id, row.scores.lexical_score) for row in hits], plan
 
@@ -791,14 +795,8 @@ async def test_the_score_a_sections_pool_reaches_is_taken_from_its_own_memories(
 
     semantic = MemoryFilter.build([Owner.user("ada")], kinds=["semantic"]).live_unless_asked()
     params = bounded_params(semantic, "marimba", pool=10)
-    async with tenant_transaction(bounded_app.state.mneme.sessionmaker, tenant) as session:
-        repository = FusionRepository(session, tenant)
-        found = await repository.search(params)
-        unpruned = await repository.search(replace(params, pool=100))
-        connection = await session.connection()
-        compiled, arguments = compiled_search(tenant, [params], connection.dialect)
-        driver = await transaction_driver(connection)
-        plan = (await explain_prepared(driver, compiled.sql, arguments))[0]["Plan"]
+    found, plan = await search_with_plan(bounded_app, tenant, params)
+    unpruned, _ = await search_with_plan(bounded_app, tenant, replace(params, pool=100))
     assert [row.memory.kind for row in found] == ["semantic"] * 10
     assert [(row.memory.id, row.scores.lexical_score) for row in found] == [
         (row.memory.id, row.scores.lexical_score) for row in unpruned
