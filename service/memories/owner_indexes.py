@@ -249,14 +249,15 @@ class OwnerIndexes:
                 elif index.memories >= self._build_from:
                     plan.build.append(index)
                     wanted.add(index.name)
-        indexed_owners = {
+        with_kind_indexes = {
             (index.tenant_id, index.owner.key) for index in plan.build + plan.rebuild + plan.kept
         }
         for owner in owners:
             whole = owner_index_name(owner.tenant_id, owner.owner_key, column.name)
-            if whole in existing and (owner.tenant_id, owner.owner_key) in indexed_owners:
+            if whole in existing and (owner.tenant_id, owner.owner_key) in with_kind_indexes:
                 plan.retire.append(whole)
-        plan.drop = sorted(name for name in existing if name not in wanted | set(plan.retire))
+        accounted_for = wanted | set(plan.retire)
+        plan.drop = sorted(name for name in existing if name not in accounted_for)
         return plan
 
     async def _kinds_of(
