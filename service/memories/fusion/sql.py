@@ -114,8 +114,12 @@ fused AS (
     WINDOW by_section AS (PARTITION BY coalesce(l.section, v.section))
 ),
 candidates AS (
+    -- With the few columns of the memory that the ranking reads beyond its scores (its thread
+    -- and time, speaker, confidence and kind), carried from here to the final scores rather
+    -- than read again for every candidate and neighbour there.
     SELECT f.*, m.source_thread_id AS thread_id,
-           m.happened_at
+           m.happened_at, m.speaker, m.event_at, m.created_at, m.confidence, m.kind,
+           m.last_confirmed_at
       FROM fused f
       JOIN memory m ON m.tenant_id = :tenant_id AND m.id = f.id
 ),
@@ -155,13 +159,19 @@ neighbourhood AS (
            max(lexical_rank) AS lexical_rank, max(lexical_score) AS lexical_score,
            max(vector_rank) AS vector_rank, max(vector_cosine) AS vector_cosine,
            max(fused_score) AS fused_score, coalesce(max(evidence), 0) AS neighbour_score,
-           max(lexical_strength) AS lexical_strength, max(vector_strength) AS vector_strength
+           max(lexical_strength) AS lexical_strength, max(vector_strength) AS vector_strength,
+           any_value(thread_id) AS thread_id, any_value(speaker) AS speaker,
+           any_value(event_at) AS event_at, any_value(created_at) AS created_at,
+           any_value(confidence) AS confidence, any_value(kind) AS kind,
+           any_value(last_confirmed_at) AS last_confirmed_at
       FROM (SELECT c.id, c.section, true AS in_pool, c.lexical_rank, c.lexical_score,
                    c.vector_rank, c.vector_cosine, c.fused_score, NULL::float8 AS evidence,
-                   c.lexical_strength, c.vector_strength
+                   c.lexical_strength, c.vector_strength, c.thread_id, c.speaker, c.event_at,
+                   c.created_at, c.confidence, c.kind, c.last_confirmed_at
               FROM candidates c
             UNION ALL
-            SELECT a.id, a.section, false, NULL, NULL, NULL, NULL, NULL, a.evidence, NULL, NULL
+            SELECT a.id, a.section, false, NULL, NULL, NULL, NULL, NULL, a.evidence, NULL, NULL,
+                   NULL, NULL, NULL, NULL, NULL, NULL, NULL
               FROM adjacent a) AS both_lists
      GROUP BY id, section
 ),
@@ -171,12 +181,15 @@ beyond_pools AS (
 pooled AS (
     SELECT n.id, n.section, n.lexical_rank, n.lexical_score, n.vector_rank, n.vector_cosine,
            n.fused_score, n.neighbour_score, n.lexical_strength, n.vector_strength,
-           true AS in_pool
+           true AS in_pool, n.thread_id, n.speaker, n.event_at, n.created_at, n.confidence,
+           n.kind, n.last_confirmed_at
       FROM neighbourhood n
      WHERE n.in_pool
     UNION ALL
     SELECT b.id, b.section, NULL, b.lexical_score, NULL, b.vector_cosine,
-           b.fused_score, b.neighbour_score, b.lexical_strength, b.vector_strength, false
+           b.fused_score, b.neighbour_score, b.lexical_strength, b.vector_strength, false,
+           b.thread_id, b.speaker, b.event_at, b.created_at, b.confidence, b.kind,
+           b.last_confirmed_at
       FROM beyond_pools b
 ),
 scored AS (
@@ -190,42 +203,41 @@ scored AS (
            -- outside any thread is a session of its own (its own fused score), so a thread
            -- gives no advantage by itself.
            greatest(p.fused_score,
-                    CASE WHEN m.source_thread_id IS NOT NULL THEN
+                    CASE WHEN p.thread_id IS NOT NULL THEN
                          max(p.fused_score) FILTER (WHERE p.in_pool)
-                             OVER (PARTITION BY p.section, m.source_thread_id)
+                             OVER (PARTITION BY p.section, p.thread_id)
                     END) AS thread_score,
            -- The prior for a speaker the query names: the memory's speaker shares a lexeme
            -- with the query (so only the names the owner's memories actually carry can match),
            -- on the fused scale like the thread evidence.
-           CASE WHEN m.speaker IS NOT NULL
-                     AND tsvector_to_array(to_tsvector('english', m.speaker))
+           CASE WHEN p.speaker IS NOT NULL
+                     AND tsvector_to_array(to_tsvector('english', p.speaker))
                          && (SELECT q.lexemes FROM query_terms q)
                 THEN max(p.fused_score) OVER (PARTITION BY p.section) ELSE 0.0
            END AS speaker_score,
            -- The time the query names (a day, a recent month), as a window: the memories that
            -- happened inside it, on the fused scale.
-           CASE WHEN coalesce(m.event_at, m.created_at) >= :window_start
-                     AND coalesce(m.event_at, m.created_at) < :window_end
+           CASE WHEN coalesce(p.event_at, p.created_at) >= :window_start
+                     AND coalesce(p.event_at, p.created_at) < :window_end
                 THEN max(p.fused_score) OVER (PARTITION BY p.section) ELSE 0.0
            END AS date_score,
            greatest(p.lexical_strength, p.vector_strength) AS stronger_side,
            least(p.lexical_strength, p.vector_strength) AS weaker_side,
-           m.id,
+           p.id,
            (1 - :recency_weight) + :recency_weight * decay.factor AS recency_factor,
-           (1 - :confidence_weight) + :confidence_weight * m.confidence AS confidence_factor
+           (1 - :confidence_weight) + :confidence_weight * p.confidence AS confidence_factor
       FROM pooled p
-      JOIN memory m ON m.tenant_id = :tenant_id AND m.id = p.id
       CROSS JOIN LATERAL (
           -- Half-lives elapsed since the memory happened (or was last confirmed), capped:
           -- 0.5^1000 is already 0 for ranking, and a larger exponent would make power()
           -- fail with an underflow error for a memory from long ago.
           SELECT CASE WHEN half_life.days <= 0 THEN 1.0
                       ELSE power(0.5, least(greatest(extract(epoch FROM now() - greatest(
-                               coalesce(m.event_at, m.created_at),
-                               coalesce(m.last_confirmed_at, '-infinity'))), 0)
+                               coalesce(p.event_at, p.created_at),
+                               coalesce(p.last_confirmed_at, '-infinity'))), 0)
                            / 86400.0 / half_life.days, 1000))
                  END AS factor
-            FROM (SELECT CASE m.kind WHEN 'semantic' THEN :half_life_semantic
+            FROM (SELECT CASE p.kind WHEN 'semantic' THEN :half_life_semantic
                                      WHEN 'episodic' THEN :half_life_episodic
                                      ELSE :half_life_procedural END AS days) AS half_life
       ) AS decay
@@ -302,6 +314,8 @@ BEYOND_POOLS_SQL = """
 -- the owner's matches. Its ranks stay empty: it is beyond both pools, so under RRF, which
 -- fuses ranks, it has no fused score.
 SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vector_cosine,
+       m.source_thread_id AS thread_id, m.speaker, m.event_at, m.created_at, m.confidence,
+       m.kind, m.last_confirmed_at,
        coalesce(own.lexical_score / nullif(best.score, 0), 0) AS lexical_strength,
        coalesce(own.cosine, 0) AS vector_strength,
        CASE WHEN :fusion = 'linear' THEN

@@ -250,8 +250,14 @@ def _search_template(
         section, candidate_filter = _sections_of(dict(enumerate(candidate_filters)))
         # Not the sections' filters OR'ed beside it: the planner would read the thread's
         # earlier turns once per section's filter (a BitmapOr) and sort them all, where the
-        # thread's index in time order finds the neighbour in a step or two.
-        neighbour_filter = f"m.tenant_id = :tenant_id AND {section} = c.section"
+        # thread's index in time order finds the neighbour in a step or two. Each turn it
+        # steps over is tested against the candidate's own section's filter alone (the
+        # sections are disjoint, so passing it is being in that section), not against each
+        # section's filter in turn until one holds.
+        own_section = " ".join(
+            f"WHEN {index} THEN ({each})" for index, each in enumerate(candidate_filters)
+        )
+        neighbour_filter = f"m.tenant_id = :tenant_id AND CASE c.section {own_section} END"
         pool = (
             "CASE section "
             + " ".join(
