@@ -117,6 +117,41 @@ class _Retrieved:
     summarization: Literal["on", "off"] | None
 
 
+def section_limits(request: ContextRequest) -> dict[MemorySectionName, int]:
+    """How many memories each memory section of `request`'s block may show."""
+    return {"org": request.k_org, "facts": request.k_user, "episodes": request.k_episodic}
+
+
+def memory_section_searches(
+    request: ContextRequest, shown_messages: int = 0
+) -> list[tuple[MemorySectionName, SearchRequest]]:
+    """The searches a context block runs for its memory sections (those it includes and may
+    show any of), in one statement, in `MEMORY_SECTIONS`' order; `shown_messages` is how many
+    of the thread's messages the block already shows verbatim."""
+    lifecycles = ["confirmed", "proposed"] if request.include_proposed else ["confirmed"]
+    limits = section_limits(request)
+    return [
+        (
+            name,
+            SearchRequest.model_validate(
+                {
+                    "query": request.query,
+                    "scopes": MEMORY_SECTIONS[name][0],
+                    "kinds": MEMORY_SECTIONS[name][1],
+                    "lifecycles": lifecycles,
+                    # Enough to fill the section even if every shown message has its memory.
+                    "limit": min(limits[name] + shown_messages, SEARCH_LIMIT_MAX)
+                    if name == "episodes"
+                    else limits[name],
+                    "mmr_lambda": request.mmr_lambda,
+                }
+            ),
+        )
+        for name in MEMORY_SECTIONS
+        if name in request.include and limits[name]
+    ]
+
+
 class ContextBuilder:
     def __init__(
         self,
@@ -216,38 +251,19 @@ class ContextBuilder:
 
         Episodes leave out those whose source messages are all in `shown_messages` (a
         thread's turns stored as memories, when the block already carries the turns)."""
-        lifecycles = ["confirmed", "proposed"] if request.include_proposed else ["confirmed"]
-        limits: dict[MemorySectionName, int] = {
-            "org": request.k_org,
-            "facts": request.k_user,
-            "episodes": request.k_episodic,
-        }
-        names = [name for name in MEMORY_SECTIONS if name in request.include and limits[name]]
-        searches = [
-            SearchRequest.model_validate(
-                {
-                    "query": request.query,
-                    "scopes": MEMORY_SECTIONS[name][0],
-                    "kinds": MEMORY_SECTIONS[name][1],
-                    "lifecycles": lifecycles,
-                    # Enough to fill the section even if every shown message has its memory.
-                    "limit": min(limits[name] + len(shown_messages), SEARCH_LIMIT_MAX)
-                    if name == "episodes"
-                    else limits[name],
-                    "mmr_lambda": request.mmr_lambda,
-                }
-            )
-            for name in names
-        ]
+        sections = memory_section_searches(request, len(shown_messages))
         found = (
             await self._search_service.search_sections(
-                Owner.user(user_id), searches, query_embedding=query_embedding
+                Owner.user(user_id),
+                [search for _, search in sections],
+                query_embedding=query_embedding,
             )
-            if searches
+            if sections
             else []
         )
+        limits = section_limits(request)
         hits: dict[MemorySectionName, list[SearchHit]] = {name: [] for name in MEMORY_SECTIONS}
-        for name, section_hits in zip(names, found, strict=True):
+        for (name, _), section_hits in zip(sections, found, strict=True):
             if name == "episodes" and shown_messages:
                 section_hits = [hit for hit in section_hits if not _repeats(hit, shown_messages)]
             hits[name] = section_hits[: limits[name]]

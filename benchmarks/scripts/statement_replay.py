@@ -1,0 +1,520 @@
+"""The fusion statements of two or more code versions, replayed side by side on one database of
+the realistic scenario: which runs faster, and whether they return the same hits.
+
+Run from the repository root:
+
+    python -m benchmarks.scripts.statement_replay --tree before=/path/to/checkout --tree after=.
+        [--data DIR] [--sizes 1k,10k,100k] [--questions 40] [--passes 5]
+        [--what search|context] [--env NAME=DIR:VAR=VALUE[,VAR=VALUE]]
+
+The first run loads the realistic scenario into an embedded Postgres under `--data` (one owner
+per size among other users and tenants, as `mneme bench load --scenario realistic` loads it,
+their own vector indexes built) with the owners' questions, each embedded once, and keeps both;
+later runs with the same `--data` reuse them (loading an owner of 100k memories takes minutes).
+
+`--tree NAME=DIR` compiles the statements with the code in DIR (put first on PYTHONPATH of a
+child process; the dependencies are this virtualenv's); `--env NAME=DIR:VAR=VALUE[,…]` does the
+same with settings overridden. Each version builds, for every question, the statement the
+service would run and how it would run it: its text for the filter shape and for the owners it
+writes in, its bound values, its planner settings (`--what search`: `POST …/memories/search`
+with the API's defaults; `context`: the default context block's three memory sections in one
+statement). The replay runs each version's statements on a connection of its own, on their
+generic plans as the service runs them, alternating which version goes first, one unrecorded
+pass and then `--passes`. It prints, per size, each version's p50 statement round trip, its
+change against the first version's, and for how many questions it returned the same rows as the
+first (ids, sections, ranks, and the lexical, neighbour and thread scores). Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import pickle
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "scenario.json"
+"""In `--data`: the sizes loaded, the corpus's shape, and every owner's questions."""
+CLUSTER_DIR = "cluster"
+
+COMPARED_SCORES = ("lexical_score", "neighbour_score", "thread_score")
+"""The scores besides the ranks that two versions must agree on for the same hits (rounded to
+1e-9). Recency and the final score move with the clock between two runs; they are left out."""
+
+
+@dataclass(frozen=True)
+class Version:
+    name: str
+    tree: Path
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+def parse_version(spec: str, *, with_environment: bool) -> Version:
+    """`NAME=DIR` (a `--tree`), or `NAME=DIR:VAR=VALUE[,VAR=VALUE]` (an `--env`)."""
+    name, separator, rest = spec.partition("=")
+    if not separator or not name or not rest:
+        raise ValueError(f"expected NAME=DIR, got {spec!r}")
+    environment: dict[str, str] = {}
+    tree = rest
+    if with_environment:
+        tree, colon, assignments = rest.partition(":")
+        if not colon or not assignments:
+            raise ValueError(f"expected NAME=DIR:VAR=VALUE[,VAR=VALUE], got {spec!r}")
+        for assignment in assignments.split(","):
+            variable, equals, value = assignment.partition("=")
+            if not equals or not variable:
+                raise ValueError(f"expected VAR=VALUE, got {assignment!r} in {spec!r}")
+            environment[variable] = value
+    path = Path(tree).resolve()
+    if not (path / "service" / "__init__.py").is_file():
+        raise ValueError(f"{tree} holds no service package")
+    return Version(name, path, environment)
+
+
+# ---------------------------------------------------------------------------------------------
+# The database: loaded once, kept under --data.
+
+
+def _cluster_urls(data: Path) -> tuple[Any, str, str]:
+    """Start (initialising on first use) the cluster under `data`; it and its runtime and
+    owner URLs for the bench database."""
+    from benchmarks.database import BENCH_DATABASE
+    from service.config import Settings
+    from service.embedded_postgres import OWNER_ROLE, start_cluster
+
+    settings = Settings()
+    cluster = start_cluster(data / CLUSTER_DIR, settings.embedded_shared_buffers_mb)
+    return (
+        cluster,
+        cluster.url(settings.db_runtime_role, BENCH_DATABASE),
+        cluster.url(OWNER_ROLE, BENCH_DATABASE),
+    )
+
+
+async def _load(data: Path, arguments: argparse.Namespace, sizes: Sequence[int]) -> None:
+    """Load the scenario's owners of `sizes` into a new database under `data`, and write the
+    manifest (last, so a load that failed is loaded again next time)."""
+    from pydantic import SecretStr
+
+    from benchmarks.bulk import BulkSettings, MemoryTable
+    from benchmarks.database import BENCH_DATABASE
+    from benchmarks.datasets import load_dataset
+    from benchmarks.load import embed_pool, load_resources, size_label
+    from benchmarks.scenario import ScenarioLoader, build_size
+    from benchmarks.scenario_corpus import ScenarioShape, SourceText, sample_questions
+    from service import db_migrations
+    from service.config import Settings
+    from service.db import create_engine
+    from service.embedded_postgres import bootstrap
+    from service.memories.owner_indexes import OwnerIndexes
+
+    cluster, runtime_url, owner_url = await asyncio.to_thread(_cluster_urls, data)
+    try:
+        await bootstrap(cluster, BENCH_DATABASE)
+        base = Settings()
+        owner_engine = create_engine(owner_url, base, pool_size=1, max_overflow=0)
+        try:
+            await db_migrations.upgrade(owner_engine, base)
+        finally:
+            await owner_engine.dispose()
+        settings = base.model_copy(
+            update={
+                "database_url": SecretStr(runtime_url),
+                "migration_database_url": SecretStr(owner_url),
+                "migrate_on_start": False,
+            }
+        )
+        source = SourceText(load_dataset(arguments.dataset, "locomo", image_captions=False))
+        shape = ScenarioShape(
+            seed=arguments.seed,
+            background_user_memories=arguments.memories_per_user,
+            users_per_tenant=arguments.users_per_tenant,
+            org_per_tenant=arguments.org_memories_per_tenant,
+        )
+        questions: dict[str, list[dict[str, Any]]] = {}
+        async with load_resources(settings, load_connections=2, clients=1) as held:
+            pool, _ = await embed_pool(held.embedder, source.pool, progress=False)
+            table = MemoryTable(
+                held.owner_engine,
+                BulkSettings(
+                    connections=2,
+                    maintenance_work_mem=arguments.maintenance_work_mem,
+                    parallel_workers=1,
+                    vector_noise=arguments.vector_noise,
+                    embedding_model=held.embedder.model_name,
+                ),
+            )
+            await table.check_privileges()
+            loader = ScenarioLoader(
+                table, pool, arguments.vector_noise, shape.seed, held.embedder.model_name
+            )
+            for size in sizes:
+                label = size_label(size)
+                started = time.perf_counter()
+                owner, owners, tenants = build_size(source, shape, label, size)
+                await loader.load(owners, tenants, lambda _rows: None)
+                await OwnerIndexes.configured(held.owner_engine, settings).refresh()
+                questions[label] = [
+                    {
+                        "tenant_id": owner.tenant_id,
+                        "user_id": owner.user_id,
+                        "text": question.text,
+                        "embedding": await held.embedder.embed_query(question.text),
+                    }
+                    for question in sample_questions(owner, arguments.questions, shape.seed)
+                ]
+                _say(f"{label}: loaded in {time.perf_counter() - started:.0f} s")
+        manifest = {
+            "sizes": [size_label(size) for size in sizes],
+            "dataset": str(arguments.dataset),
+            "shape": {
+                "seed": shape.seed,
+                "memories_per_user": shape.background_user_memories,
+                "users_per_tenant": shape.users_per_tenant,
+                "org_memories_per_tenant": shape.org_per_tenant,
+                "vector_noise": arguments.vector_noise,
+            },
+            "questions": questions,
+        }
+        (data / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    finally:
+        await asyncio.to_thread(cluster.stop)
+
+
+# ---------------------------------------------------------------------------------------------
+# One version's statements, compiled in a child process by its own code.
+
+
+async def compile_statements(
+    runtime_url: str, questions: dict[str, list[dict[str, Any]]], count: int, what: str
+) -> list[dict[str, Any]]:
+    """Every question's statement as this process's `service` builds and runs it (`what`:
+    a search with the API's defaults, or a default context block's memory sections)."""
+    from benchmarks.rawsql import asyncpg_connection, service_search_params
+    from service.config import Settings
+    from service.db import create_engine, set_tenant_sql
+    from service.memories.fusion.repository import Plan
+    from service.memories.fusion.statement import compiled_search
+    from service.memories.schemas import SearchRequest
+
+    settings = Settings()
+    engine = create_engine(runtime_url, settings, pool_size=1, max_overflow=0)
+    statements: list[dict[str, Any]] = []
+    try:
+        async with engine.connect() as connection:
+            driver = await asyncpg_connection(connection)
+            for label, asked in questions.items():
+                for index, question in enumerate(asked[:count]):
+                    if what == "search":
+                        requests = [SearchRequest(query=question["text"])]
+                    else:
+                        requests = _context_searches(question["text"])
+                    params = [
+                        await service_search_params(
+                            settings,
+                            question["tenant_id"],
+                            question["user_id"],
+                            request,
+                            question["embedding"],
+                        )
+                        for request in requests
+                    ]
+                    tenant = question["tenant_id"]
+                    # Run once as any owner's, to learn the owners' own indexes as a search
+                    # reports them; then built as the service builds it for those owners.
+                    compiled, values = compiled_search(
+                        tenant, params, engine.dialect, exact_vectors=True
+                    )
+                    async with driver.transaction():
+                        await driver.execute(set_tenant_sql(tenant))
+                        rows = await driver.fetch(compiled.sql, *values)
+                    own: dict[int, frozenset[str]] = {}
+                    for row in rows:
+                        own.setdefault(row["section"], frozenset(row["owner_indexes"] or ()))
+                    written = {section: kinds for section, kinds in own.items() if kinds}
+                    plan = Plan(
+                        custom=False,
+                        ef_search=params[0].owner_index_ef_search if written else None,
+                    )
+                    compiled, values = compiled_search(
+                        tenant, params, engine.dialect, exact_vectors=True, written_owners=written
+                    )
+                    statements.append(
+                        {
+                            "size": label,
+                            "question": index,
+                            "tenant_id": tenant,
+                            "settings": plan.settings_sql(),
+                            "sql": compiled.sql,
+                            "values": list(values),
+                        }
+                    )
+    finally:
+        await engine.dispose()
+    return statements
+
+
+def _context_searches(query: str) -> list[Any]:
+    """The searches of a default context block for `query`, as this process's service makes
+    them. A version from before they had a function of their own made the same ones inline:
+    each memory section's filter, confirmed memories only, 4 hits by MMR at 0.7."""
+    from service.context.schemas import ContextRequest
+    from service.memories.schemas import SearchRequest
+
+    try:
+        from service.context.service import memory_section_searches
+    except ImportError:
+        from service.context.service import MEMORY_SECTIONS
+
+        return [
+            SearchRequest.model_validate(
+                {
+                    "query": query,
+                    "scopes": scopes,
+                    "kinds": kinds,
+                    "lifecycles": ["confirmed"],
+                    "limit": 4,
+                    "mmr_lambda": 0.7,
+                }
+            )
+            for scopes, kinds in MEMORY_SECTIONS.values()
+        ]
+    return [search for _, search in memory_section_searches(ContextRequest(query=query))]
+
+
+def _compile_in_child(
+    version: Version, runtime_url: str, manifest: Path, count: int, what: str
+) -> list[dict[str, Any]]:
+    """`compile_statements` run by `version`'s code in a child process."""
+    environment = {**os.environ, **version.environment, "PYTHONPATH": str(version.tree)}
+    with tempfile.TemporaryDirectory(prefix="mneme-replay-") as scratch:
+        out = Path(scratch) / "statements.pickle"
+        command = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--compile-to",
+            str(out),
+            "--runtime-url",
+            runtime_url,
+            "--manifest",
+            str(manifest),
+            "--questions",
+            str(count),
+            "--what",
+            what,
+        ]
+        done = subprocess.run(  # noqa: S603  # this interpreter, this file, our arguments
+            command, env=environment, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{version.name}: compiling failed:\n{done.stderr[-3000:]}")
+        statements: list[dict[str, Any]] = pickle.loads(out.read_bytes())  # noqa: S301  # ours
+    return statements
+
+
+# ---------------------------------------------------------------------------------------------
+# The replay.
+
+
+@dataclass
+class Figures:
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    same: dict[str, int] = field(default_factory=dict)
+    """Per version: the questions it answered with the first version's rows."""
+    questions: int = 0
+
+
+def _rows_key(rows: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return [
+        (
+            row["section"],
+            row["id"],
+            row["lexical_rank"],
+            row["vector_rank"],
+            *(None if row[name] is None else round(row[name], 9) for name in COMPARED_SCORES),
+        )
+        for row in rows
+    ]
+
+
+async def replay(
+    runtime_url: str,
+    versions: Sequence[Version],
+    compiled: dict[str, list[dict[str, Any]]],
+    passes: int,
+) -> dict[str, Figures]:
+    """Each version's statements on a connection of its own, alternating which goes first;
+    the figures per size."""
+    from benchmarks.rawsql import asyncpg_connection
+    from service.config import Settings
+    from service.db import create_engine, set_tenant_sql
+
+    engine = create_engine(runtime_url, Settings(), pool_size=len(versions), max_overflow=0)
+    figures: dict[str, Figures] = {}
+    try:
+        connections = [await engine.connect() for _ in versions]
+        drivers = [await asyncpg_connection(connection) for connection in connections]
+        first = compiled[versions[0].name]
+        for round_number in range(passes + 1):
+            for position, reference in enumerate(first):
+                size = figures.setdefault(reference["size"], Figures())
+                order = list(range(len(versions)))
+                if (round_number + position) % 2:
+                    order.reverse()
+                answers: dict[int, list[tuple[Any, ...]]] = {}
+                for which in order:
+                    statement = compiled[versions[which].name][position]
+                    driver = drivers[which]
+                    async with driver.transaction():
+                        await driver.execute(set_tenant_sql(statement["tenant_id"]))
+                        await driver.execute(statement["settings"])
+                        started = time.perf_counter()
+                        rows = await driver.fetch(statement["sql"], *statement["values"])
+                        elapsed = time.perf_counter() - started
+                    answers[which] = _rows_key(rows)
+                    if round_number:
+                        size.seconds.setdefault(versions[which].name, []).append(elapsed)
+                if round_number == 0:
+                    size.questions += 1
+                    for which, answer in answers.items():
+                        name = versions[which].name
+                        size.same[name] = size.same.get(name, 0) + (answer == answers[0])
+        for connection in connections:
+            await connection.close()
+    finally:
+        await engine.dispose()
+    return figures
+
+
+def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) -> str:
+    lines = [
+        f"## Fusion statements replayed ({what}), p50 of the statement's round trip",
+        "",
+        "| size | version | p50 ms | against the first | same rows as the first |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for size, each in figures.items():
+        baseline = statistics.median(each.seconds[versions[0].name]) * 1000
+        for version in versions:
+            p50 = statistics.median(each.seconds[version.name]) * 1000
+            change = "" if version is versions[0] else f"{(p50 - baseline) / baseline:+.1%}"
+            same = "" if version is versions[0] else f"{each.same[version.name]}/{each.questions}"
+            lines.append(f"| {size} | {version.name} | {p50:.1f} | {change} | {same} |")
+    return "\n".join(lines) + "\n"
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(message + "\n")
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    from benchmarks.cli import DATASET_ENV, DEFAULT_DATASET, REALISTIC_SIZES
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=DIR:VAR=VALUE")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "mneme-statement-replay",
+        help="where the scenario's database is kept (default: %(default)s)",
+    )
+    parser.add_argument("--sizes", default=REALISTIC_SIZES)
+    parser.add_argument("--questions", type=int, default=40)
+    parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--what", choices=("search", "context"), default="search")
+    parser.add_argument(
+        "--dataset", type=Path, default=Path(os.environ.get(DATASET_ENV) or DEFAULT_DATASET)
+    )
+    parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument("--memories-per-user", type=int, default=250)
+    parser.add_argument("--users-per-tenant", type=int, default=10)
+    parser.add_argument("--org-memories-per-tenant", type=int, default=20)
+    parser.add_argument("--vector-noise", type=float, default=0.15)
+    parser.add_argument("--maintenance-work-mem", default="4GB")
+    # The child's side: compile this version's statements into a file.
+    parser.add_argument("--compile-to", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--runtime-url", help=argparse.SUPPRESS)
+    parser.add_argument("--manifest", type=Path, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = _arguments(argv)
+    if arguments.compile_to is not None:
+        questions = json.loads(arguments.manifest.read_text(encoding="utf-8"))["questions"]
+        statements = asyncio.run(
+            compile_statements(
+                arguments.runtime_url, questions, arguments.questions, arguments.what
+            )
+        )
+        arguments.compile_to.write_bytes(pickle.dumps(statements))
+        return 0
+
+    from benchmarks.load import parse_sizes, size_label
+
+    try:
+        versions = [parse_version(spec, with_environment=False) for spec in arguments.tree]
+        versions += [parse_version(spec, with_environment=True) for spec in arguments.env]
+        sizes = parse_sizes(arguments.sizes)
+    except ValueError as error:
+        _say(f"statement_replay: {error}")
+        return 2
+    if len(versions) < 2 or len({version.name for version in versions}) < len(versions):
+        _say("statement_replay: give two or more versions with distinct names (--tree, --env)")
+        return 2
+    if arguments.questions < 1 or arguments.passes < 1:
+        _say("statement_replay: --questions and --passes must be at least 1")
+        return 2
+    data: Path = arguments.data
+    manifest = data / MANIFEST
+    wanted = [size_label(size) for size in sizes]
+    if manifest.exists():
+        loaded = json.loads(manifest.read_text(encoding="utf-8"))["sizes"]
+        if loaded != wanted:
+            _say(
+                f"statement_replay: {data} holds the sizes {','.join(loaded)}, not "
+                f"{','.join(wanted)}: give another --data to load those"
+            )
+            return 2
+    else:
+        if (data / CLUSTER_DIR).exists():
+            _say(f"statement_replay: {data} holds a load that did not finish: remove it first")
+            return 2
+        data.mkdir(parents=True, exist_ok=True)
+        asyncio.run(_load(data, arguments, sizes))
+
+    cluster, runtime_url, _ = _cluster_urls(data)
+    try:
+        try:
+            compiled = {
+                version.name: _compile_in_child(
+                    version, runtime_url, manifest, arguments.questions, arguments.what
+                )
+                for version in versions
+            }
+        except RuntimeError as error:
+            _say(f"statement_replay: {error}")
+            return 1
+        counts = {len(statements) for statements in compiled.values()}
+        if len(counts) != 1:
+            _say("statement_replay: the versions compiled different numbers of statements")
+            return 1
+        figures = asyncio.run(replay(runtime_url, versions, compiled, arguments.passes))
+    finally:
+        cluster.stop()
+    sys.stdout.write(report(versions, figures, arguments.what))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

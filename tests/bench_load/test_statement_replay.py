@@ -1,0 +1,112 @@
+"""`python -m benchmarks.scripts.statement_replay`: two code versions' fusion statements replayed
+on one kept database of the realistic scenario, timed, and their rows compared."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from benchmarks.scripts.statement_replay import MANIFEST, main, parse_version
+from tests.bench_load.chats import write_chats
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+TOY = [
+    "--sizes",
+    "60,120",
+    "--memories-per-user",
+    "30",
+    "--users-per-tenant",
+    "2",
+    "--org-memories-per-tenant",
+    "3",
+    "--maintenance-work-mem",
+    "64MB",
+    "--questions",
+    "4",
+    "--passes",
+    "1",
+]
+
+
+def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
+    """The report's rows by (size, version): the p50, the change, the rows that agree."""
+    rows = {}
+    for line in printed.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and re.fullmatch(r"\d+", cells[0]):
+            rows[(cells[0], cells[1])] = cells[2:]
+    return rows
+
+
+@pytest.mark.slow
+def test_versions_are_timed_on_one_kept_database_and_their_rows_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chats = write_chats(tmp_path / "chats.json")
+    data = tmp_path / "replay"
+    versions = [
+        "--tree",
+        f"first={REPOSITORY}",
+        "--tree",
+        f"again={REPOSITORY}",
+        # A setting that changes what a search returns: the neighbours lend no evidence.
+        "--env",
+        f"alone={REPOSITORY}:MNEME_SEARCH_NEIGHBOUR_WEIGHT=0",
+    ]
+    arguments = [*TOY, "--dataset", str(chats), "--data", str(data), *versions]
+
+    assert main(arguments) == 0
+    first_report = table_rows(capsys.readouterr().out)
+    manifest = json.loads((data / MANIFEST).read_text())
+    assert manifest["sizes"] == ["60", "120"]
+    assert [len(manifest["questions"][size]) for size in ("60", "120")] == [4, 4]
+    for size in ("60", "120"):
+        assert float(first_report[(size, "first")][0]) > 0
+        # The same code compiles the same statements: the same rows for every question.
+        assert first_report[(size, "again")][2] == "4/4"
+    # Without the neighbours' evidence some question ranks differently.
+    assert any(first_report[(size, "alone")][2] != "4/4" for size in ("60", "120"))
+
+    # A second run reuses the database: nothing is loaded again.
+    loaded_at = (data / MANIFEST).stat().st_mtime_ns
+    assert main([*arguments, "--what", "context"]) == 0
+    assert (data / MANIFEST).stat().st_mtime_ns == loaded_at
+    context_report = table_rows(capsys.readouterr().out)
+    assert context_report[("120", "again")][2] == "4/4"
+
+    # Other sizes need a database of their own.
+    other_sizes = [*arguments, "--sizes", "60"]
+    assert main(other_sizes) == 2
+    assert "holds the sizes 60,120" in capsys.readouterr().err
+
+
+def test_a_version_is_a_tree_with_the_service_and_optional_settings(tmp_path: Path) -> None:
+    version = parse_version(f"after={REPOSITORY}", with_environment=False)
+    assert (version.name, version.tree, version.environment) == ("after", REPOSITORY, {})
+    tuned = parse_version(
+        f"tuned={REPOSITORY}:MNEME_SEARCH_CANDIDATE_POOL=50,MNEME_SEARCH_RRF_K=30",
+        with_environment=True,
+    )
+    assert tuned.environment == {
+        "MNEME_SEARCH_CANDIDATE_POOL": "50",
+        "MNEME_SEARCH_RRF_K": "30",
+    }
+    for spec, with_environment, refusal in (
+        ("after", False, "expected NAME=DIR"),
+        (f"={REPOSITORY}", False, "expected NAME=DIR"),
+        (f"after={tmp_path}", False, "holds no service package"),
+        (f"tuned={REPOSITORY}", True, "expected NAME=DIR:VAR=VALUE"),
+        (f"tuned={REPOSITORY}:POOL", True, "expected VAR=VALUE"),
+    ):
+        with pytest.raises(ValueError, match=refusal):
+            parse_version(spec, with_environment=with_environment)
+
+
+def test_fewer_than_two_versions_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--tree", f"only={REPOSITORY}"]) == 2
+    assert "two or more versions" in capsys.readouterr().err
+    assert main(["--tree", f"same={REPOSITORY}", "--tree", f"same={REPOSITORY}"]) == 2
