@@ -7,6 +7,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+# The realistic scenario at toy sizes, over these conversations: owners of 60 and 120 memories
+# among users of 30, two to a tenant, with 3 organization memories per tenant.
+TOY_SCENARIO = [
+    "--sizes",
+    "60,120",
+    "--memories-per-user",
+    "30",
+    "--users-per-tenant",
+    "2",
+    "--org-memories-per-tenant",
+    "3",
+    "--maintenance-work-mem",
+    "64MB",
+]
+
 SESSIONS = {
     "conv-a": (
         ("Noor", "Teo"),

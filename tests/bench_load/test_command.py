@@ -26,7 +26,7 @@ from benchmarks.server import settings_environment
 from service.config import Settings
 from service.memories.fusion import SearchParams
 from service.memories.schemas import SearchRequest
-from tests.bench_load.chats import write_chats
+from tests.bench_load.chats import TOY_SCENARIO, write_chats
 
 TOY = [
     "load",
@@ -156,14 +156,7 @@ REALISTIC_TOY = [
     "load",
     "--scenario",
     "realistic",
-    "--sizes",
-    "60,120",
-    "--memories-per-user",
-    "30",
-    "--users-per-tenant",
-    "2",
-    "--org-memories-per-tenant",
-    "3",
+    *TOY_SCENARIO,
     "--concurrency",
     "1,3",
     "--requests",
@@ -176,8 +169,6 @@ REALISTIC_TOY = [
     "3",
     "--api-rows",
     "30",
-    "--maintenance-work-mem",
-    "64MB",
     "--no-progress",
 ]
 

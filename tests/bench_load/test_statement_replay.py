@@ -10,26 +10,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks.scripts.statement_replay import MANIFEST, main, parse_version
-from tests.bench_load.chats import write_chats
+from tests.bench_load.chats import TOY_SCENARIO, write_chats
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
-TOY = [
-    "--sizes",
-    "60,120",
-    "--memories-per-user",
-    "30",
-    "--users-per-tenant",
-    "2",
-    "--org-memories-per-tenant",
-    "3",
-    "--maintenance-work-mem",
-    "64MB",
-    "--questions",
-    "4",
-    "--passes",
-    "1",
-]
+TOY = [*TOY_SCENARIO, "--questions", "4", "--passes", "1"]
 
 
 def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
