@@ -130,7 +130,7 @@ adjacent AS (
     -- The neighbour must be in the candidate's section (the section's filter, or for several
     -- sections the one that puts it in the candidate's), and is found by walking the thread's
     -- index in time order from the candidate.
-    SELECT n.id, c.section, max(c.fused_score) AS evidence
+    SELECT n.id, c.section, c.thread_id, max(c.fused_score) AS evidence
       FROM candidates c
      CROSS JOIN LATERAL (
            (SELECT m.id FROM memory m
@@ -146,7 +146,8 @@ adjacent AS (
              LIMIT 1)
      ) AS n
      WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL
-     GROUP BY n.id, c.section
+     -- A neighbour is in its candidates' thread: the thread is the neighbour's own.
+     GROUP BY n.id, c.section, c.thread_id
 ),
 neighbourhood AS (
     -- Each candidate and each neighbour once, with the evidence its neighbours lend it: one
@@ -154,16 +155,16 @@ neighbourhood AS (
     -- pools are known, a join of two CTEs is estimated at a row or two a side and may be run
     -- as a nested loop, which compares every candidate with every neighbour (a context of
     -- three sections: ~500 by ~750). A candidate's own columns come through unchanged (it is
-    -- one row of its group, the neighbours' rows hold NULL there).
-    SELECT id, section, bool_or(in_pool) AS in_pool,
+    -- one row of its group, the neighbours' rows hold NULL there); the thread is the memory's
+    -- own on every row of its group.
+    SELECT id, section, thread_id, bool_or(in_pool) AS in_pool,
            max(lexical_rank) AS lexical_rank, max(lexical_score) AS lexical_score,
            max(vector_rank) AS vector_rank, max(vector_cosine) AS vector_cosine,
            max(fused_score) AS fused_score, coalesce(max(evidence), 0) AS neighbour_score,
            max(lexical_strength) AS lexical_strength, max(vector_strength) AS vector_strength,
-           any_value(thread_id) AS thread_id, any_value(speaker) AS speaker,
-           any_value(event_at) AS event_at, any_value(created_at) AS created_at,
-           any_value(confidence) AS confidence, any_value(kind) AS kind,
-           any_value(last_confirmed_at) AS last_confirmed_at
+           max(speaker) AS speaker, max(event_at) AS event_at,
+           max(created_at) AS created_at, max(confidence) AS confidence, max(kind) AS kind,
+           max(last_confirmed_at) AS last_confirmed_at
       FROM (SELECT c.id, c.section, true AS in_pool, c.lexical_rank, c.lexical_score,
                    c.vector_rank, c.vector_cosine, c.fused_score, NULL::float8 AS evidence,
                    c.lexical_strength, c.vector_strength, c.thread_id, c.speaker, c.event_at,
@@ -171,9 +172,9 @@ neighbourhood AS (
               FROM candidates c
             UNION ALL
             SELECT a.id, a.section, false, NULL, NULL, NULL, NULL, NULL, a.evidence, NULL, NULL,
-                   NULL, NULL, NULL, NULL, NULL, NULL, NULL
+                   a.thread_id, NULL, NULL, NULL, NULL, NULL, NULL
               FROM adjacent a) AS both_lists
-     GROUP BY id, section
+     GROUP BY id, section, thread_id
 ),
 beyond_pools AS (
     ${beyond_pools}
