@@ -194,16 +194,45 @@ async def _load(data: Path, arguments: argparse.Namespace, sizes: Sequence[int])
 # One version's statements, compiled in a child process by its own code.
 
 
+class _RecordingDriver:
+    """An asyncpg connection (`service.db.Driver`) that keeps what the service's search sends
+    through it: the planner settings (`execute`) and the statement with its values (`fetch`)."""
+
+    def __init__(self, driver: Any) -> None:
+        self._driver = driver
+        self.settings: list[str] = []
+        self.statement: tuple[str, list[Any]] | None = None
+
+    async def execute(self, query: str, *args: Any) -> str:
+        self.settings.append(query)
+        status: str = await self._driver.execute(query, *args)
+        return status
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]:
+        self.statement = (query, list(args))
+        rows: list[Any] = await self._driver.fetch(query, *args)
+        return rows
+
+    async def fetchval(self, query: str, *args: Any) -> Any:
+        return await self._driver.fetchval(query, *args)
+
+
 async def compile_statements(
     runtime_url: str, questions: dict[str, list[dict[str, Any]]], count: int, what: str
 ) -> list[dict[str, Any]]:
     """Every question's statement as this process's `service` builds and runs it (`what`:
-    a search with the API's defaults, or a default context block's memory sections)."""
+    a search with the API's defaults, or a default context block's memory sections): the
+    service's own `PlannedSearch` runs it, twice, on a driver that records what it sends. The
+    first run teaches the process the owners' indexes (`indexed_owners`), as a service's first
+    search of an owner does; the second is the statement and settings the service then runs."""
     from benchmarks.rawsql import asyncpg_connection, service_search_params
     from service.config import Settings
     from service.db import create_engine, set_tenant_sql
-    from service.memories.fusion.repository import Plan
-    from service.memories.fusion.statement import compiled_search
+    from service.memories.fusion import (
+        GENERIC_SEARCH_PLAN_SQL,
+        PlannedSearch,
+        runs_generic_plans,
+    )
     from service.memories.schemas import SearchRequest
 
     settings = Settings()
@@ -212,50 +241,47 @@ async def compile_statements(
     try:
         async with engine.connect() as connection:
             driver = await asyncpg_connection(connection)
+            generic_plan = await runs_generic_plans(driver)
             for label, asked in questions.items():
                 for index, question in enumerate(asked[:count]):
                     if what == "search":
                         requests = [SearchRequest(query=question["text"])]
                     else:
                         requests = _context_searches(question["text"])
+                    tenant = question["tenant_id"]
                     params = [
                         await service_search_params(
-                            settings,
-                            question["tenant_id"],
-                            question["user_id"],
-                            request,
-                            question["embedding"],
+                            settings, tenant, question["user_id"], request, question["embedding"]
                         )
                         for request in requests
                     ]
-                    tenant = question["tenant_id"]
-                    # Run once as any owner's, to learn the owners' own indexes as a search
-                    # reports them; then built as the service builds it for those owners.
-                    compiled, values = compiled_search(
-                        tenant, params, engine.dialect, exact_vectors=True
-                    )
-                    async with driver.transaction():
-                        await driver.execute(set_tenant_sql(tenant))
-                        rows = await driver.fetch(compiled.sql, *values)
-                    own: dict[int, frozenset[str]] = {}
-                    for row in rows:
-                        own.setdefault(row["section"], frozenset(row["owner_indexes"] or ()))
-                    written = {section: kinds for section, kinds in own.items() if kinds}
-                    plan = Plan(
-                        custom=False,
-                        ef_search=params[0].owner_index_ef_search if written else None,
-                    )
-                    compiled, values = compiled_search(
-                        tenant, params, engine.dialect, exact_vectors=True, written_owners=written
-                    )
+                    for _ in range(2):
+                        recording = _RecordingDriver(driver)
+                        async with driver.transaction():
+                            await driver.execute(set_tenant_sql(tenant))
+                            if generic_plan:
+                                # What `FusionRepository.planned()` sets before a search.
+                                await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+                            search = PlannedSearch(
+                                recording,
+                                tenant,
+                                engine.dialect,
+                                generic_plan=generic_plan,
+                                statistics=None,
+                            )
+                            await search.search_sections(params)
+                    if recording.statement is None:
+                        raise RuntimeError("the search sent no statement")
+                    sql, values = recording.statement
+                    planner = [GENERIC_SEARCH_PLAN_SQL] if generic_plan else []
                     statements.append(
                         {
                             "size": label,
                             "question": index,
                             "tenant_id": tenant,
-                            "settings": plan.settings_sql(),
-                            "sql": compiled.sql,
-                            "values": list(values),
+                            "settings": "; ".join([*planner, *recording.settings]),
+                            "sql": sql,
+                            "values": values,
                         }
                     )
     finally:
@@ -376,7 +402,8 @@ async def replay(
                     driver = drivers[which]
                     async with driver.transaction():
                         await driver.execute(set_tenant_sql(statement["tenant_id"]))
-                        await driver.execute(statement["settings"])
+                        if statement["settings"]:
+                            await driver.execute(statement["settings"])
                         started = time.perf_counter()
                         rows = await driver.fetch(statement["sql"], *statement["values"])
                         elapsed = time.perf_counter() - started

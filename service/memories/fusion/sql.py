@@ -315,8 +315,8 @@ BEYOND_POOLS_SQL = """
 -- the owner's matches. Its ranks stay empty: it is beyond both pools, so under RRF, which
 -- fuses ranks, it has no fused score.
 SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vector_cosine,
-       m.source_thread_id AS thread_id, m.speaker, m.event_at, m.created_at, m.confidence,
-       m.kind, m.last_confirmed_at,
+       b.thread_id, m.speaker, m.event_at, m.created_at, m.confidence, m.kind,
+       m.last_confirmed_at,
        coalesce(own.lexical_score / nullif(best.score, 0), 0) AS lexical_strength,
        coalesce(own.cosine, 0) AS vector_strength,
        CASE WHEN :fusion = 'linear' THEN
