@@ -22,7 +22,9 @@ statement). The replay runs each version's statements on a connection of its own
 generic plans as the service runs them, alternating which version goes first, one unrecorded
 pass and then `--passes`. It prints, per size, each version's p50 statement round trip, its
 change against the first version's, and for how many questions it returned the same rows as the
-first (ids, sections, ranks, and the lexical, neighbour and thread scores). Asserts nothing.
+first (ids, sections, ranks, and the lexical, neighbour and thread scores), and what share of the
+first version's hits it returned in any order (for a change meant to rank differently: how far
+its top hits moved). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -356,6 +358,9 @@ class Figures:
     seconds: dict[str, list[float]] = field(default_factory=dict)
     same: dict[str, int] = field(default_factory=dict)
     """Per version: the questions it answered with the first version's rows."""
+    shared: dict[str, float] = field(default_factory=dict)
+    """Per version: the sum over questions of the share of the first version's hits it
+    returned too (in the same section, in any order)."""
     questions: int = 0
 
 
@@ -370,6 +375,15 @@ def _rows_key(rows: Sequence[Any]) -> list[tuple[Any, ...]]:
         )
         for row in rows
     ]
+
+
+def hits_share(first: Sequence[tuple[Any, ...]], other: Sequence[tuple[Any, ...]]) -> float:
+    """How many of `first`'s hits (section and id) `other` returned too, as a share (1 when
+    `first` returned none)."""
+    wanted = {row[:2] for row in first}
+    if not wanted:
+        return 1.0
+    return len(wanted & {row[:2] for row in other}) / len(wanted)
 
 
 async def replay(
@@ -415,6 +429,9 @@ async def replay(
                     for which, answer in answers.items():
                         name = versions[which].name
                         size.same[name] = size.same.get(name, 0) + (answer == answers[0])
+                        size.shared[name] = size.shared.get(name, 0.0) + hits_share(
+                            answers[0], answer
+                        )
         for connection in connections:
             await connection.close()
     finally:
@@ -426,16 +443,20 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
     lines = [
         f"## Fusion statements replayed ({what}), p50 of the statement's round trip",
         "",
-        "| size | version | p50 ms | against the first | same rows as the first |",
-        "| --- | --- | --- | --- | --- |",
+        "| size | version | p50 ms | against the first | same rows as the first "
+        "| the first's hits returned |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for size, each in figures.items():
         baseline = statistics.median(each.seconds[versions[0].name]) * 1000
         for version in versions:
             p50 = statistics.median(each.seconds[version.name]) * 1000
             change = "" if version is versions[0] else f"{(p50 - baseline) / baseline:+.1%}"
-            same = "" if version is versions[0] else f"{each.same[version.name]}/{each.questions}"
-            lines.append(f"| {size} | {version.name} | {p50:.1f} | {change} | {same} |")
+            same = shared = ""
+            if version is not versions[0]:
+                same = f"{each.same[version.name]}/{each.questions}"
+                shared = f"{each.shared[version.name] / each.questions:.3f}"
+            lines.append(f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} |")
     return "\n".join(lines) + "\n"
 
 

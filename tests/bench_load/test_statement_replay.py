@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.scripts.statement_replay import MANIFEST, main, parse_version
+from benchmarks.scripts.statement_replay import MANIFEST, hits_share, main, parse_version
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -18,11 +18,12 @@ TOY = [*TOY_SCENARIO, "--questions", "4", "--passes", "1"]
 
 
 def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
-    """The report's rows by (size, version): the p50, the change, the rows that agree."""
+    """The report's rows by (size, version): the p50, the change, the rows that agree, the
+    share of the first version's hits returned."""
     rows = {}
     for line in printed.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 5 and re.fullmatch(r"\d+", cells[0]):
+        if len(cells) == 6 and re.fullmatch(r"\d+", cells[0]):
             rows[(cells[0], cells[1])] = cells[2:]
     return rows
 
@@ -53,8 +54,10 @@ def test_versions_are_timed_on_one_kept_database_and_their_rows_compared(
         assert float(first_report[(size, "first")][0]) > 0
         # The same code compiles the same statements: the same rows for every question.
         assert first_report[(size, "again")][2] == "4/4"
+        assert first_report[(size, "again")][3] == "1.000"
     # Without the neighbours' evidence some question ranks differently.
     assert any(first_report[(size, "alone")][2] != "4/4" for size in ("60", "120"))
+    assert all(0 <= float(first_report[(size, "alone")][3]) <= 1 for size in ("60", "120"))
 
     # A second run reuses the database: nothing is loaded again.
     loaded_at = (data / MANIFEST).stat().st_mtime_ns
@@ -67,6 +70,15 @@ def test_versions_are_timed_on_one_kept_database_and_their_rows_compared(
     other_sizes = [*arguments, "--sizes", "60"]
     assert main(other_sizes) == 2
     assert "holds the sizes 60,120" in capsys.readouterr().err
+
+
+def test_the_share_of_the_first_versions_hits_counts_each_section_apart() -> None:
+    first = [(0, "a", 1), (0, "b", 2), (1, "c", 1), (1, "d", 2)]
+    # The same hits in another order, ranks or scores: all of them returned.
+    assert hits_share(first, [(1, "d", 1), (0, "b", 1), (0, "a", 2), (1, "c", 2)]) == 1.0
+    # "c" in another section is not the first's "c"; "e" is not among the first's hits.
+    assert hits_share(first, [(0, "a", 1), (0, "c", 2), (1, "d", 1), (1, "e", 2)]) == 0.5
+    assert hits_share([], [(0, "a", 1)]) == 1.0
 
 
 def test_a_version_is_a_tree_with_the_service_and_optional_settings(tmp_path: Path) -> None:
