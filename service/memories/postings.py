@@ -30,6 +30,7 @@ from service.jobs.kinds import enqueue_search_statistics
 from service.kit.expiring import ExpiringKeys
 from service.kit.post_commit import PostCommitTasks
 from service.kit.repository import TenantRepository
+from service.memories.bm25 import number, term_weight
 
 IMPACT_MEAN_LENGTH = 10.0
 """The document length (distinct lexemes) an impact is computed at: about the mean of the
@@ -44,13 +45,12 @@ COMMON_LEXEME_DOCUMENTS = 200
 INSERT_POSTINGS_SQL = f"""
 INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, impact)
 SELECT m.tenant_id, m.id, coalesce('user:' || m.user_id, 'org:'), term.lexeme,
-       cardinality(term.positions) * 2.2
-       / (cardinality(term.positions)
-          + 1.2 * (0.25 + 0.75 * m.tsv_length / {IMPACT_MEAN_LENGTH}))
+       {term_weight("cardinality(term.positions)", "m.tsv_length", number(IMPACT_MEAN_LENGTH))}
   FROM memory m CROSS JOIN LATERAL unnest(m.tsv) AS term
-"""  # noqa: S608 - a module constant
-"""The postings of the memories `m` the caller's WHERE selects, from their stored tsvector (BM25
-k1 1.2, b 0.75); the owner key is `Owner.key` of the memory's owner."""
+"""  # noqa: S608 - module constants
+"""The postings of the memories `m` the caller's WHERE selects, from their stored tsvector (the
+BM25 term weight of `service.memories.bm25` at `IMPACT_MEAN_LENGTH`); the owner key is
+`Owner.key` of the memory's owner."""
 
 WRITE_POSTINGS_SQL = text(
     INSERT_POSTINGS_SQL + " WHERE m.tenant_id = :tenant_id AND m.id = ANY(:memory_ids)"

@@ -24,6 +24,7 @@ from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
 from service.jobs import SEARCH_STATISTICS_JOB
 from service.main import create_app
+from service.memories.bm25 import number, term_weight
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import (
     OWN_INDEX,
@@ -811,8 +812,8 @@ async def test_a_weight_bound_holds_the_bm25_weight_of_every_frequency_and_lengt
     """From its impact alone, a lexeme's BM25 weight at the owners' mean length lies between
     the two bounds, for any term frequency and memory length; at one occurrence one bound is
     the weight itself."""
-    impact = f"tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / {IMPACT_MEAN_LENGTH}))"
-    weight = "tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / s.mean))"
+    impact = term_weight("tf", "length", number(IMPACT_MEAN_LENGTH))
+    weight = term_weight("tf", "length", "s.mean")
     bounds = f"""
         SELECT tf, length, {weight} AS weight,
                {weight_bound(f"({impact})", most=False)} AS least_weight,

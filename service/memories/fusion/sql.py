@@ -75,14 +75,12 @@ lexical_hits AS (
       FROM (SELECT id, section, score,
                    row_number() OVER (PARTITION BY section ORDER BY score DESC, id) AS rank
               FROM (SELECT lm.id, lm.section,
-                           -- BM25 (k1 1.2, b 0.75): saturating term frequency,
+                           -- BM25 (`service.memories.bm25`): saturating term frequency,
                            -- length-normalised. Rounded to 1e-9: a sum's last bits depend on
                            -- the order the plan adds its terms in, and two memories of equal
                            -- score must tie (and rank by id) whatever the plan.
-                           round(CAST(sum(w.idf * lm.tf * 2.2
-                                          / (lm.tf + 1.2 * (0.25 + 0.75 * lm.length
-                                                            / nullif(w.mean_length, 0))))
-                                      AS numeric), 9)::float8 AS score
+                           round(CAST(sum(w.idf * ${match_weight}) AS numeric), 9)::float8
+                               AS score
                       FROM lexical_matches lm
                       JOIN term_weights w USING (section, lexeme)
                      GROUP BY lm.section, lm.id
@@ -331,11 +329,7 @@ SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vect
        SELECT CASE WHEN :use_vector
                    THEN 1 - (${vector} <=> ${question_vector})
               END AS cosine,
-              (SELECT round(CAST(sum(w.idf * cardinality(term.positions) * 2.2
-                                     / (cardinality(term.positions)
-                                        + 1.2 * (0.25 + 0.75 * m.tsv_length
-                                                 / nullif(w.mean_length, 0))))
-                                 AS numeric), 9)::float8
+              (SELECT round(CAST(sum(w.idf * ${own_match_weight}) AS numeric), 9)::float8
                  FROM unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
                  JOIN term_weights w ON w.section = b.section AND w.lexeme = term.lexeme
                 WHERE :use_lexical) AS lexical_score
@@ -564,15 +558,17 @@ the lexeme in the owner's memories that the range leaves out (`BOUNDED_MATCHES_S
 `${past_range}` when it prunes)."""
 
 WEIGHT_BOUND_SQL = """
-2.2 / ${pick}(1 + s.k * (2.2 / ${impact} - 1),
-              1 + s.k * (2.2 / ${impact} - 1) + (1 - s.k) * least(0.3, 2.2 / ${impact} - 1))
+${saturation} / ${pick}(1 + s.k * (${saturation} / ${impact} - 1),
+                        1 + s.k * (${saturation} / ${impact} - 1)
+                        + (1 - s.k) * least(${shortest_share}, ${saturation} / ${impact} - 1))
 """
-"""The least (`pick` greatest) or the most (`pick` least) BM25 weight (k1 1.2, b 0.75) at the
-owners' mean length that a lexeme with this `impact` can have in a memory. With a = 2.2 /
-impact, the impact's formula gives the memory's length from its term frequency tf, and the
-weight is then 2.2 / (1 + k (a - 1) + (1 - k) 0.3 / tf): monotonic in tf, so its bounds are at
-tf's least (1, or where the length would be 0: 0.3 / tf = a - 1, the weight then the impact
-itself) and at tf without bound. `s.k` is `scale`'s."""
+"""The least (`pick` greatest) or the most (`pick` least) BM25 weight at the owners' mean length
+that a lexeme with this `impact` can have in a memory (`service.memories.bm25`: `saturation`
+is k1 + 1, `shortest_share` k1 (1 - b)). With a = (k1 + 1) / impact, the impact's formula gives
+the memory's length from its term frequency tf, and the weight is then (k1 + 1) / (1 + k (a - 1)
++ (1 - k) k1 (1 - b) / tf): monotonic in tf, so its bounds are at tf's least (1, or where the
+length would be 0: k1 (1 - b) / tf = a - 1, the weight then the impact itself) and at tf without
+bound. `s.k` is `scale`'s."""
 
 POOL_REACHED_SQL = """
 CASE WHEN (SELECT count(*) FROM candidate) > ${pruned_from} THEN

@@ -17,6 +17,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.types import TypeEngine
 
+from service.memories.bm25 import SATURATION, SHORTEST_SHARE, term_weight
 from service.memories.filters import MemoryFilter, Predicate
 from service.memories.fusion.parameters import RANKING_PARAMETERS, SearchParams
 from service.memories.fusion.sql import (
@@ -283,8 +284,14 @@ def _search_template(
             f"({nearest(index, shape)})" for index, shape in enumerate(shapes)
         ),
         beyond_pools=render(
-            BEYOND_POOLS_SQL.strip(), question_vector=QUESTION_VECTOR_SQL, **vectors
+            BEYOND_POOLS_SQL.strip(),
+            question_vector=QUESTION_VECTOR_SQL,
+            own_match_weight=term_weight(
+                "cardinality(term.positions)", "m.tsv_length", "nullif(w.mean_length, 0)"
+            ),
+            **vectors,
         ),
+        match_weight=term_weight("lm.tf", "lm.length", "nullif(w.mean_length, 0)"),
         candidate_filter=candidate_filter,
         neighbour_filter=neighbour_filter,
         section=section,
@@ -299,9 +306,14 @@ def weight_bound(impact: str, *, most: bool) -> str:
     """`WEIGHT_BOUND_SQL` for `impact`: the most BM25 weight a memory's lexeme with that
     impact can have (`most`) or the least, widened by a millionth for the rounding of a stored
     impact."""
-    if most:
-        return "(1 + 1e-6) * " + render(WEIGHT_BOUND_SQL.strip(), pick="least", impact=impact)
-    return "(1 - 1e-6) * " + render(WEIGHT_BOUND_SQL.strip(), pick="greatest", impact=impact)
+    bound = render(
+        WEIGHT_BOUND_SQL.strip(),
+        pick="least" if most else "greatest",
+        impact=impact,
+        saturation=SATURATION,
+        shortest_share=SHORTEST_SHARE,
+    )
+    return f"(1 + 1e-6) * {bound}" if most else f"(1 - 1e-6) * {bound}"
 
 
 def _pruning(pool: str, candidate_filter: str) -> dict[str, str]:

@@ -1,0 +1,51 @@
+"""BM25's one definition (`service.memories.bm25`): the SQL the statement, the postings and the
+pruning bounds are rendered from computes BM25's weight, and its literals stay fractional."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.memories.bm25 import K1, SATURATION, SHORTEST_SHARE, B, number, term_weight
+from service.memories.postings import INSERT_POSTINGS_SQL
+
+
+def bm25_weight(frequency: int, length: int, mean_length: float) -> float:
+    """BM25's term weight as its definition states it (Robertson and Zaragoza, 2009)."""
+    return frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * length / mean_length))
+
+
+def test_a_literal_is_fractional_and_without_float_noise() -> None:
+    # An integer literal would make PostgreSQL divide an integer column by it as integers.
+    assert number(10.0) == "10.0"
+    assert number(3) == "3.0"
+    assert number(1.2 * 0.25) == "0.3"
+    assert (SATURATION, SHORTEST_SHARE) == ("2.2", "0.3")
+
+
+def test_the_postings_impact_is_the_term_weight_at_the_fixed_mean_length() -> None:
+    assert term_weight("cardinality(term.positions)", "m.tsv_length", "10.0") in (
+        INSERT_POSTINGS_SQL
+    )
+
+
+async def test_postgres_computes_the_weight_bm25_defines(runtime_engine: AsyncEngine) -> None:
+    # Integer frequencies and lengths, as the statement's columns hold them.
+    cases = [(1, 1, 10.0), (1, 7, 10.0), (3, 5, 10.0), (2, 40, 6.5), (9, 3, 23.25)]
+    async with runtime_engine.connect() as connection:
+        for frequency, length, mean_length in cases:
+            weight = (
+                await connection.execute(
+                    text(
+                        "SELECT "
+                        + term_weight(
+                            "CAST(:frequency AS integer)",
+                            "CAST(:length AS integer)",
+                            "CAST(:mean_length AS float8)",
+                        )
+                    ),
+                    {"frequency": frequency, "length": length, "mean_length": mean_length},
+                )
+            ).scalar_one()
+            assert weight == pytest.approx(bm25_weight(frequency, length, mean_length), rel=1e-12)
