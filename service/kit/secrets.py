@@ -59,6 +59,13 @@ _SSN_LABELLED = re.compile(
 _CARD_CANDIDATE = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 # Dots only between groups of four, as a card is printed: a decimal number is not a candidate.
 _DOTTED_CARD_CANDIDATE = re.compile(r"(?<![\d.])(?:\d{4}\.){3}\d{4}(?!\.?\d)")
+# An identifier in the UUID format is never a card number, whatever its digits: about one
+# random UUID in 400 holds a run of 13 to 19 digits across its hyphens that passes the Luhn
+# checksum ("98c828d5-3390-4770-8015-11eb0d9b420c"), and ids are everywhere in what agents
+# store (threads, messages, memories, orders).
+_UUID = re.compile(
+    r"(?<![0-9A-Za-z])[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}(?![0-9A-Za-z])"
+)
 _PEM_PRIVATE_KEY = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?",
     re.IGNORECASE | re.DOTALL,
@@ -170,8 +177,10 @@ def _luhn_valid(digits: str) -> bool:
 
 
 def _cards(text: str) -> Iterator[tuple[int, int]]:
+    # The UUIDs blanked out (same length: the spans found still point into `text`).
+    searched = _UUID.sub(lambda uuid: "_" * len(uuid.group()), text)
     for pattern in (_CARD_CANDIDATE, _DOTTED_CARD_CANDIDATE):
-        for match in pattern.finditer(text):
+        for match in pattern.finditer(searched):
             digits = re.sub(r"\D", "", match.group())
             if 13 <= len(digits) <= 19 and _luhn_valid(digits):
                 yield match.span()

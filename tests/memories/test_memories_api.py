@@ -102,6 +102,23 @@ async def test_ordinary_numbers_are_not_mistaken_for_cards(
     assert created["duplicate"] is False
 
 
+async def test_an_identifier_whose_digits_pass_a_cards_checksum_is_stored(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    # The digits of this UUID across its hyphens pass the Luhn checksum a card number's do.
+    order = "98c828d5-3390-4770-8015-11eb0d9b420c"
+    created = await remember(
+        client,
+        user(settings, tenant),
+        text=f"Order {order} was delivered late",
+        metadata={"order_id": order},
+    )
+    assert (created["text"], created["metadata"]) == (
+        f"Order {order} was delivered late",
+        {"order_id": order},
+    )
+
+
 # Text that holds nothing a reader sees: whitespace, format characters (zero-width space,
 # byte-order mark, word joiner) and characters that render as nothing (Hangul filler, blank
 # Braille pattern).
