@@ -12,7 +12,8 @@ path's output, a token's claims) is left out. It combines:
   Its entropy and keyword detectors are left out: on conversational text they fire on ordinary
   words;
 - rules of our own for what it has no detector for: US social security numbers, payment card
-  numbers (confirmed with the Luhn checksum, so order and phone numbers are not refused),
+  numbers (in the card networks' number ranges and confirmed with the Luhn checksum, so order
+  and phone numbers, timestamps and ids are not refused),
   bearer tokens and HTTP Basic credentials, Mneme API keys, GCP service-account keys, AWS
   secret access keys (labelled, after their key id, or bare when they look random), GitHub
   fine-grained, npm and Hugging Face tokens, `password: …`-style assignments and "my password
@@ -176,13 +177,33 @@ def _luhn_valid(digits: str) -> bool:
     return total % 10 == 0
 
 
+def _issued_by_a_card_network(digits: str) -> bool:
+    """Whether `digits` begin as the payment networks' card numbers do: Visa 4; Mastercard 51-55
+    and 2221-2720; American Express 34 and 37; JCB 35; Diners Club 30, 36, 38 and 39; Maestro 50
+    and 56-59; Discover, UnionPay, RuPay and Maestro under 6.
+
+    A Luhn checksum passes one number in ten, so the checksum alone took one millisecond
+    timestamp in ten (1733753037352), one snowflake id in ten and many a long order number for
+    a card; none of the networks issues numbers under 0, 1, 7, 8 or 9."""
+    first = digits[0]
+    if first in "456":
+        return True
+    if first == "2":
+        return 2221 <= int(digits[:4]) <= 2720
+    return first == "3" and digits[1] in "0456789"
+
+
 def _cards(text: str) -> Iterator[tuple[int, int]]:
     # The UUIDs blanked out (same length: the spans found still point into `text`).
     searched = _UUID.sub(lambda uuid: "_" * len(uuid.group()), text)
     for pattern in (_CARD_CANDIDATE, _DOTTED_CARD_CANDIDATE):
         for match in pattern.finditer(searched):
             digits = re.sub(r"\D", "", match.group())
-            if 13 <= len(digits) <= 19 and _luhn_valid(digits):
+            if (
+                13 <= len(digits) <= 19
+                and _issued_by_a_card_network(digits)
+                and _luhn_valid(digits)
+            ):
                 yield match.span()
 
 

@@ -218,6 +218,47 @@ def test_a_card_number_beside_an_identifier_is_still_found_and_masked_alone() ->
     assert mask_secrets(text) == f"order {UUID_WITH_A_CARDS_DIGITS} paid with {MASK}"
 
 
+# The networks' published test numbers, one per number range a card network issues from.
+TEST_CARDS = {
+    "Visa": "4111 1111 1111 1111",
+    "Mastercard": "5555 5555 5555 4444",
+    "Mastercard, 2-series": "2223 0031 2200 3222",
+    "American Express": "3782 822463 10005",
+    "American Express, 34": "3400 000000 00009",
+    "Discover": "6011 1111 1111 1117",
+    "JCB": "3530 1113 3330 0000",
+    "Diners Club": "3056 930902 5904",
+    "UnionPay": "6200 0000 0000 0005",
+    "Maestro": "6759 6498 2643 8453",
+}
+
+
+@pytest.mark.parametrize("network", sorted(TEST_CARDS))
+def test_a_card_number_of_every_network_is_found(network: str) -> None:
+    number = TEST_CARDS[network]
+    assert find_secret(f"my card is {number}") is not None
+    assert find_secret(f"my card is {number.replace(' ', '')}") is not None
+    assert mask_secrets(f"pay with {number} today") == f"pay with {MASK} today"
+
+
+def test_long_numbers_outside_the_card_networks_ranges_are_not_cards() -> None:
+    # Each of these passes the Luhn checksum, as one number in ten does.
+    for text in (
+        "the event at 1733753037352 ms",  # a millisecond timestamp
+        "discord user 1100000000000000015",  # a snowflake id
+        "exported 20240501120008 UTC",  # yyyymmddhhmmss
+        "invoice 7000000000000005",
+        "ticket 3100000000000003",
+    ):
+        assert find_secret(text) is None, text
+    # A Luhn checksum passed one timestamp and one snowflake in ten; none may be a card now.
+    numbers = random.Random(10)
+    for _ in range(5_000):
+        timestamp = 1_700_000_000_000 + numbers.randrange(10**11)
+        snowflake = 1_100_000_000_000_000_000 + numbers.randrange(10**18)
+        assert find_secret(f"at {timestamp}, id {snowflake}") is None, (timestamp, snowflake)
+
+
 @pytest.mark.parametrize("text", HARMLESS)
 def test_ordinary_text_is_not_a_secret(text: str) -> None:
     assert find_secret(text) is None

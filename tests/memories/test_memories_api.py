@@ -102,20 +102,21 @@ async def test_ordinary_numbers_are_not_mistaken_for_cards(
     assert created["duplicate"] is False
 
 
-async def test_an_identifier_whose_digits_pass_a_cards_checksum_is_stored(
+async def test_ids_and_timestamps_whose_digits_pass_a_cards_checksum_are_stored(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
-    # The digits of this UUID across its hyphens pass the Luhn checksum a card number's do.
-    order = "98c828d5-3390-4770-8015-11eb0d9b420c"
+    # The digits of this UUID across its hyphens pass the Luhn checksum a card number's do, and
+    # so do those of the millisecond timestamp (but no card network issues numbers under 1).
+    order, placed_at = "98c828d5-3390-4770-8015-11eb0d9b420c", "1733753037352"
     created = await remember(
         client,
         user(settings, tenant),
-        text=f"Order {order} was delivered late",
-        metadata={"order_id": order},
+        text=f"Order {order} placed at {placed_at} was delivered late",
+        metadata={"order_id": order, "placed_at_ms": placed_at},
     )
     assert (created["text"], created["metadata"]) == (
-        f"Order {order} was delivered late",
-        {"order_id": order},
+        f"Order {order} placed at {placed_at} was delivered late",
+        {"order_id": order, "placed_at_ms": placed_at},
     )
 
 
