@@ -57,9 +57,11 @@ _SSN_LABELLED = re.compile(
     r"(?<!\d)(\d{3}[ .-]?\d{2}[ .-]?\d{4})(?!\d)",
     re.IGNORECASE,
 )
-_CARD_CANDIDATE = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
+# A card number stands on its own: not inside a word, a hash or an id (a run of digits in a hex
+# digest, 4751324109739), nor after a "+" (an international phone number, +4834008596635).
+_CARD_CANDIDATE = re.compile(r"(?<![^\W_])(?<!\+)(?:\d[ -]?){12,18}\d(?![^\W_])")
 # Dots only between groups of four, as a card is printed: a decimal number is not a candidate.
-_DOTTED_CARD_CANDIDATE = re.compile(r"(?<![\d.])(?:\d{4}\.){3}\d{4}(?!\.?\d)")
+_DOTTED_CARD_CANDIDATE = re.compile(r"(?<![^\W_])(?<![\d.+])(?:\d{4}\.){3}\d{4}(?!\.?\d)(?![^\W_])")
 # An identifier in the UUID format is never a card number, whatever its digits: about one
 # random UUID in 400 holds a run of 13 to 19 digits across its hyphens that passes the Luhn
 # checksum ("98c828d5-3390-4770-8015-11eb0d9b420c"), and ids are everywhere in what agents

@@ -241,7 +241,7 @@ def test_a_card_number_of_every_network_is_found(network: str) -> None:
     assert mask_secrets(f"pay with {number} today") == f"pay with {MASK} today"
 
 
-def test_long_numbers_outside_the_card_networks_ranges_are_not_cards() -> None:
+def test_timestamps_ids_digests_and_phone_numbers_are_not_cards() -> None:
     # Each of these passes the Luhn checksum, as one number in ten does.
     for text in (
         "the event at 1733753037352 ms",  # a millisecond timestamp
@@ -251,12 +251,18 @@ def test_long_numbers_outside_the_card_networks_ranges_are_not_cards() -> None:
         "ticket 3100000000000003",
     ):
         assert find_secret(text) is None, text
+    # Digits inside a hex digest (4751324109739) and after the "+" of a phone number.
+    assert find_secret("d989f9558ac9129f817904b0b409e194faaf7f1707dd4751324109739b76fbb0") is None
+    assert find_secret("call +4834008596635 or +49 151 23456789") is None
     # A Luhn checksum passed one timestamp and one snowflake in ten; none may be a card now.
     numbers = random.Random(10)
     for _ in range(5_000):
         timestamp = 1_700_000_000_000 + numbers.randrange(10**11)
         snowflake = 1_100_000_000_000_000_000 + numbers.randrange(10**18)
         assert find_secret(f"at {timestamp}, id {snowflake}") is None, (timestamp, snowflake)
+        digest = numbers.randbytes(32).hex()
+        phone = f"+4{numbers.randrange(10**11, 10**12)}"
+        assert find_secret(f"commit {digest}, phone {phone}") is None, (digest, phone)
 
 
 @pytest.mark.parametrize("text", HARMLESS)
