@@ -200,7 +200,8 @@ def _cards(text: str) -> Iterator[tuple[int, int]]:
     searched = _UUID.sub(lambda uuid: "_" * len(uuid.group()), text)
     for pattern in (_CARD_CANDIDATE, _DOTTED_CARD_CANDIDATE):
         for match in pattern.finditer(searched):
-            digits = re.sub(r"\D", "", match.group())
+            # In ASCII: a card written in other digits (fullwidth, Arabic-Indic) is one too.
+            digits = "".join(str(int(digit)) for digit in re.findall(r"\d", match.group()))
             if (
                 13 <= len(digits) <= 19
                 and _issued_by_a_card_network(digits)

@@ -239,6 +239,10 @@ def test_a_card_number_of_every_network_is_found(network: str) -> None:
     assert find_secret(f"my card is {number}") is not None
     assert find_secret(f"my card is {number.replace(' ', '')}") is not None
     assert mask_secrets(f"pay with {number} today") == f"pay with {MASK} today"
+    # Written in other digits: fullwidth, Arabic-Indic.
+    for zero in (0xFF10, 0x0660):
+        other_digits = "".join(chr(zero + int(char)) if char.isdigit() else char for char in number)
+        assert find_secret(f"my card is {other_digits}") is not None, other_digits
 
 
 def test_timestamps_ids_digests_and_phone_numbers_are_not_cards() -> None:
