@@ -186,7 +186,8 @@ def _issued_by_a_card_network(digits: str) -> bool:
 
     A Luhn checksum passes one number in ten, so the checksum alone took one millisecond
     timestamp in ten (1733753037352), one snowflake id in ten and many a long order number for
-    a card; none of the networks issues numbers under 0, 1, 7, 8 or 9."""
+    a card. Numbers that begin with 0, 7, 8 or 9 are not payment cards, nor those with 1 but for
+    airlines' own UATP cards, which are left out with them."""
     first = digits[0]
     if first in "456":
         return True
