@@ -10,7 +10,7 @@ path's output, a token's claims) is left out. It combines:
 - detect-secrets' pattern detectors (JWTs, cloud, GitHub/GitLab/Slack/Stripe/OpenAI/… tokens,
   private keys, credentials in URLs): well kept, and each pattern is specific to one issuer.
   Its entropy and keyword detectors are left out: on conversational text they fire on ordinary
-  words;
+  words; so are its IP address and Artifactory detectors (`_DETECTORS_LEFT_OUT`);
 - rules of our own for what it has no detector for: US social security numbers, payment card
   numbers (in the card networks' number ranges and confirmed with the Luhn checksum, so order
   and phone numbers, timestamps and ids are not refused),
@@ -106,7 +106,8 @@ _API_TOKENS = re.compile(
     r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face tokens
     r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack tokens
     r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
-    r"|sk_live_[0-9A-Za-z]{20,})"  # Stripe live keys
+    r"|sk_live_[0-9A-Za-z]{20,}"  # Stripe live keys
+    r"|AKCp[0-9A-Za-z]{69}\b)"  # Artifactory API keys (73 characters)
 )
 # "Bearer <token>", and Google OAuth access tokens (detect-secrets has no detector for them).
 _BEARER_TOKEN = re.compile(
@@ -145,13 +146,18 @@ _CREDENTIAL_NAME_PARTS = (
 )
 
 
+_DETECTORS_LEFT_OUT = frozenset({"IPPublicDetector", "ArtifactoryDetector"})
+"""detect-secrets' pattern detectors that do not find credentials in conversational text: an
+IP address is not one, and the Artifactory detector takes any word of capitals after "AP" and
+a hex digit for an encrypted password ("APACHESPARK", a part number "AP123456789"); its API
+keys are found by their exact form instead (`_API_TOKENS`)."""
+
+
 def _pattern_detectors() -> tuple[RegexBasedDetector, ...]:
-    # All of detect-secrets' RegexBasedDetector plugins but the public-IP one: an address is
-    # not a credential.
     detectors: list[RegexBasedDetector] = []
     plugins: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
     for plugin in plugins:
-        if issubclass(plugin, RegexBasedDetector) and plugin.__name__ != "IPPublicDetector":
+        if issubclass(plugin, RegexBasedDetector) and plugin.__name__ not in _DETECTORS_LEFT_OUT:
             detectors.append(plugin())
     return tuple(sorted(detectors, key=lambda detector: type(detector).__name__))
 

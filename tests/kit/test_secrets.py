@@ -52,6 +52,9 @@ SECRETS = {
     "ssn_digits": "my social security number is 123456789",
     "card_dotted": "card 4111.1111.1111.1111",
     "card_no_break_spaces": "card 4111\u00a01111\u00a01111\u00a01111",
+    # An Artifactory API key: "AKCp" and 69 letters and digits.
+    "artifactory": "export ARTIFACTORY_TOKEN="
+    "AKCp5bueTFpfypEqQbGJPp7eHFi28fBivfWczrjbPb9erDff9LbXZbj6UsRExVXA8asWGc8fM",
 }
 # Secrets split by characters nobody sees: each is found, and masking removes them whole.
 SPLIT_BY_INVISIBLE_CHARACTERS = [
@@ -101,6 +104,9 @@ HARMLESS = [
     "pi is 3.14159265358979 and the version is 1.2.3.4",
     "the pin is 3 inches long; pwd: /home/ada",
     "the social security office is on 5th avenue",
+    # Capitals after "AP" and a hex digit, which a generic Artifactory pattern takes for an
+    # encrypted password.
+    "We migrated the pipeline to APACHESPARK; part AP123456789 is out of stock",
 ]
 
 
