@@ -25,7 +25,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.extraction.errors import CompactionDisabled, CompactorUnavailable
 from service.extraction.prompt import normalise_subject
-from service.extraction.resolver import normalise_text, refusal
+from service.extraction.resolver import normalise_text, refusal, remembered_subject
 from service.extraction.schemas import CompactRequest, CompactResult
 from service.memories.embedding import embed_or_none
 from service.memories.models import Memory
@@ -133,7 +133,10 @@ def plan_compaction(
             claimed.update(source.id for source in own)
             plan.append(
                 Consolidation(
-                    fact.text.strip(), fact.category, normalise_subject(fact.subject), tuple(own)
+                    fact.text.strip(),
+                    fact.category,
+                    remembered_subject(normalise_subject(fact.subject)),
+                    tuple(own),
                 )
             )
     return plan, dropped

@@ -226,6 +226,13 @@ def remembered_speaker(name: str | None) -> str | None:
     return name if name and visible_text(name) and find_secret(name) is None else None
 
 
+def remembered_subject(subject: str | None) -> str | None:
+    """A candidate's subject key as its memory's metadata keeps it: None when the API would
+    refuse it as a secret ("card_4111111111111111"), so the fact (whose text passed) is still
+    written, without one; kept, the refusal would fail the whole pass for good."""
+    return subject if subject is not None and find_secret(subject) is None else None
+
+
 def resolve(
     candidates: Sequence[Candidate],
     removals: Sequence[uuid.UUID],

@@ -150,3 +150,21 @@ async def test_a_repeated_fact_is_reconfirmed_visibly(
     [*_, event] = await history(llm_client, headers, repeated["id"])
     assert (event["action"], event["changes"]["reason"]) == ("update", "reconfirmed")
     assert event["changes"]["source_message_ids_added"] == [again["id"]]
+
+
+async def test_a_subject_that_looks_like_a_secret_is_left_out_and_the_fact_kept(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [("new card", [fact("User got a new payment card.", subject="card 4111111111111111")])]
+    )
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I got a new card today.")
+    # The pass completes: kept, the subject would make the API refuse the memory's metadata,
+    # which failed the pass for good and lost every fact of its window.
+    [finished] = await wait_for_passes(llm_client, headers, 1)
+    [card] = await memories(llm_client, headers, kind="semantic")
+    assert finished["written"] == [card["id"]]
+    assert card["text"] == "User got a new payment card."
+    assert card["metadata"]["subject"] is None
