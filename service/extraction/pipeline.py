@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from service.auth.owner import Owner
 from service.config import Settings
-from service.errors import DomainError
+from service.errors import DomainError, ValidationFailed
 from service.extraction.passes import (
     CONTEXT_MESSAGES,
     EXTRACTOR_ACTOR,
@@ -99,6 +99,8 @@ class _Applied:
     superseded: int = 0
     reconfirmed: int = 0
     removed: int = 0
+    refused: int = 0
+    """New facts the API's rules refused (`dropped["refused"]` of the pass)."""
 
 
 def speaker_of(source_ids: Sequence[uuid.UUID], window: Sequence[Message]) -> str | None:
@@ -360,6 +362,8 @@ class ExtractionPass:
                 dropped[f"episode:{proposal.episode_refusal}"] = 1
             if proposal.unknown_ids:
                 dropped["unknown_id"] = proposal.unknown_ids
+            if applied.refused:
+                dropped["refused"] = applied.refused
             record = PassRecord(
                 user_id=user_id,
                 mode="llm",
@@ -495,23 +499,36 @@ class ExtractionPass:
             if new_fact.flagged:
                 metadata["review_reason"] = "contradicts_deliberate_fact"
             source_ids = evidence_message_ids(candidate.evidence, window)
-            item = MemoryCreate(
-                kind="semantic",
-                text=candidate.text,
-                scope=candidate.scope,
-                category=candidate.category,
-                confidence=candidate.confidence,
-                lifecycle=new_fact.lifecycle,
-                needs_review=new_fact.needs_review,
-                source_thread_id=thread_id,
-                source_message_ids=source_ids,
-                speaker=speaker_of(source_ids, window),
-                evidence=candidate.evidence or None,
-                metadata=metadata,
-            )
-            [memory] = await unit.memories.record_derived(
-                [DerivedMemory(owner, item, vectors.get(candidate.index), "extraction")]
-            )
+            try:
+                item = MemoryCreate(
+                    kind="semantic",
+                    text=candidate.text,
+                    scope=candidate.scope,
+                    category=candidate.category,
+                    confidence=candidate.confidence,
+                    lifecycle=new_fact.lifecycle,
+                    needs_review=new_fact.needs_review,
+                    source_thread_id=thread_id,
+                    source_message_ids=source_ids,
+                    speaker=speaker_of(source_ids, window),
+                    evidence=candidate.evidence or None,
+                    metadata=metadata,
+                )
+                [memory] = await unit.memories.record_derived(
+                    [DerivedMemory(owner, item, vectors.get(candidate.index), "extraction")]
+                )
+            except (ValidationError, ValidationFailed) as refused:
+                # The API's rules refused what the resolver let through: this fact is left
+                # out, and the pass goes on with the others (the refusal comes before anything
+                # of the fact is written; raised, it would fail the pass, and every fact of its
+                # window, for good).
+                logger.warning(
+                    "extraction: a fact of thread %s refused by the API's rules (%s); left out",
+                    thread_id,
+                    type(refused).__name__,
+                )
+                applied.refused += 1
+                continue
             if not memory.duplicate:
                 applied.written.append(memory.id)
             for supersession in new_fact.supersedes:

@@ -8,9 +8,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import pytest
 from httpx import AsyncClient
 
 from service.config import Settings
+from service.extraction import pipeline
 from tests.conftest import bearer
 from tests.extraction.conftest import fact, say, wait_for_passes
 from tests.fixtures.factories import memories, remember, start_thread
@@ -168,3 +170,34 @@ async def test_a_subject_that_looks_like_a_secret_is_left_out_and_the_fact_kept(
     assert finished["written"] == [card["id"]]
     assert card["text"] == "User got a new payment card."
     assert card["metadata"]["subject"] is None
+
+
+async def test_a_fact_the_api_refuses_is_left_out_and_the_pass_writes_the_others(
+    llm_client: AsyncClient,
+    fresh_llm: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A rule the resolver does not check before writing (here: the subject's, switched off)
+    # refuses one fact: that fact is dropped and counted, the other fact of the window written.
+    monkeypatch.setattr(pipeline, "remembered_subject", lambda subject: subject)
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            (
+                "new card",
+                [
+                    fact("User got a new payment card.", subject="card 4111111111111111"),
+                    fact("User banks with a credit union.", subject="bank"),
+                ],
+            )
+        ]
+    )
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I got a new card today from my credit union.")
+    [finished] = await wait_for_passes(llm_client, headers, 1)
+    assert finished["dropped"] == {"refused": 1}
+    assert [m["text"] for m in await memories(llm_client, headers, kind="semantic")] == [
+        "User banks with a credit union."
+    ]
