@@ -25,7 +25,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.extraction.errors import CompactionDisabled, CompactorUnavailable
 from service.extraction.prompt import normalise_subject
-from service.extraction.resolver import normalise_text, refusal, remembered_subject
+from service.extraction.resolver import normalise_text, refusal, remembered_name
 from service.extraction.schemas import CompactRequest, CompactResult
 from service.memories.embedding import embed_or_none
 from service.memories.models import Memory
@@ -135,7 +135,7 @@ def plan_compaction(
                 Consolidation(
                     fact.text.strip(),
                     fact.category,
-                    remembered_subject(normalise_subject(fact.subject)),
+                    remembered_name(normalise_subject(fact.subject)),
                     tuple(own),
                 )
             )

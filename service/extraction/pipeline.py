@@ -65,8 +65,7 @@ from service.extraction.resolver import (
     Resolution,
     ResolverRules,
     normalise_text,
-    remembered_speaker,
-    remembered_subject,
+    remembered_name,
     resolve,
     resolve_episode,
     resolve_profile,
@@ -109,7 +108,7 @@ def speaker_of(source_ids: Sequence[uuid.UUID], window: Sequence[Message]) -> st
     question names its author, as it does for the turns themselves."""
     sources = set(source_ids)
     names = {m.name for m in window if m.id in sources and m.name}
-    return remembered_speaker(names.pop()) if len(names) == 1 else None
+    return remembered_name(names.pop()) if len(names) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -651,7 +650,7 @@ def _candidates(
             index=index,
             text=fact.text.strip(),
             category=fact.category,
-            subject=remembered_subject(normalise_subject(fact.subject)),
+            subject=remembered_name(normalise_subject(fact.subject)),
             scope=fact.scope,
             confidence=fact.confidence,
             evidence=fact.evidence.strip()[:EVIDENCE_MAX],

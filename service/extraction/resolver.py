@@ -220,17 +220,12 @@ def refusal(text: str, evidence: str = "") -> str | None:
     return None
 
 
-def remembered_speaker(name: str | None) -> str | None:
-    """A message author's name as a derived memory's speaker: None when the API would refuse
-    it as a secret or as blank, so the memory (whose text passed) is still written, without it."""
+def remembered_name(name: str | None) -> str | None:
+    """A name a derived memory keeps beside its text (a message author's as its speaker, the
+    model's subject key in its metadata): None when the API would refuse it as blank or as a
+    secret ("card_4111111111111111"), so the memory (whose text passed) is still written,
+    without it; kept, the refusal would fail the whole pass for good."""
     return name if name and visible_text(name) and find_secret(name) is None else None
-
-
-def remembered_subject(subject: str | None) -> str | None:
-    """A candidate's subject key as its memory's metadata keeps it: None when the API would
-    refuse it as a secret ("card_4111111111111111"), so the fact (whose text passed) is still
-    written, without one; kept, the refusal would fail the whole pass for good."""
-    return subject if subject is not None and find_secret(subject) is None else None
 
 
 def resolve(

@@ -8,7 +8,7 @@ import uuid
 from service.auth.owner import Owner
 from service.extraction.passes import MAX_ROUNDS, TURNS_ACTOR, PassRunner
 from service.extraction.record import PassOutcome, PassRecord
-from service.extraction.resolver import refusal, remembered_speaker
+from service.extraction.resolver import refusal, remembered_name
 from service.extraction.triggers import HUMAN_ROLE
 from service.kit.types import visible_text
 from service.memories.embedding import embed_or_none
@@ -95,7 +95,7 @@ def _turn(
             event_at=message.created_at,
             source_thread_id=thread_id,
             source_message_ids=[message.id],
-            speaker=remembered_speaker(message.name),
+            speaker=remembered_name(message.name),
             metadata={"origin": "turn", "seq": message.seq},
         ),
         vector,

@@ -179,9 +179,9 @@ async def test_a_fact_the_api_refuses_is_left_out_and_the_pass_writes_the_others
     tenant: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A rule the resolver does not check before writing (here: the subject's, switched off)
+    # A rule the resolver does not check before writing (here: the names', switched off)
     # refuses one fact: that fact is dropped and counted, the other fact of the window written.
-    monkeypatch.setattr(pipeline, "remembered_subject", lambda subject: subject)
+    monkeypatch.setattr(pipeline, "remembered_name", lambda name: name)
     headers = bearer(settings, tenant, "alex")
     fresh_llm.reply = ScriptedExtraction(
         [
