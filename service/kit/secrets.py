@@ -62,10 +62,11 @@ _SSN_LABELLED = re.compile(
 _CARD_CANDIDATE = re.compile(r"(?<![^\W_])(?<!\+)(?:\d[ -]?){12,18}\d(?![^\W_])")
 # Dots only between groups of four, as a card is printed: a decimal number is not a candidate.
 _DOTTED_CARD_CANDIDATE = re.compile(r"(?<![^\W_])(?<![\d.+])(?:\d{4}\.){3}\d{4}(?!\.?\d)(?![^\W_])")
-# An identifier in the UUID format is never a card number, whatever its digits: about one
-# random UUID in 400 holds a run of 13 to 19 digits across its hyphens that passes the Luhn
-# checksum ("98c828d5-3390-4770-8015-11eb0d9b420c"), and ids are everywhere in what agents
-# store (threads, messages, memories, orders).
+# An identifier in the UUID format is never a card number, whatever its digits: with the Luhn
+# checksum alone, one random UUID in 400 held a card-like run across its hyphens
+# ("98c828d5-3390-4770-8015-11eb0d9b420c"), and with the network ranges and the standalone rule
+# above still one in 30,000 does (its first three groups all digits); ids are everywhere in
+# what agents store (threads, messages, memories, orders).
 _UUID = re.compile(
     r"(?<![0-9A-Za-z])[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}(?![0-9A-Za-z])"
 )
