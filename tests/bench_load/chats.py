@@ -7,17 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.fixtures.bench import TOY_CORPUS
+
 # The realistic scenario at toy sizes, over these conversations: owners of 60 and 120 memories
-# among users of 30, two to a tenant, with 3 organization memories per tenant.
+# among the toy corpus's users.
 TOY_SCENARIO = [
     "--sizes",
     "60,120",
-    "--memories-per-user",
-    "30",
-    "--users-per-tenant",
-    "2",
-    "--org-memories-per-tenant",
-    "3",
+    *TOY_CORPUS,
     "--maintenance-work-mem",
     "64MB",
 ]

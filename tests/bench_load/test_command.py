@@ -27,17 +27,13 @@ from service.config import Settings
 from service.memories.fusion import SearchParams
 from service.memories.schemas import SearchRequest
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
+from tests.fixtures.bench import TOY_CORPUS
 
 TOY = [
     "load",
     "--sizes",
     "120,240",
-    "--memories-per-user",
-    "30",
-    "--users-per-tenant",
-    "2",
-    "--org-memories-per-tenant",
-    "3",
+    *TOY_CORPUS,
     "--pool-size",
     "60",
     "--concurrency",

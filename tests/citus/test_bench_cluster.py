@@ -13,18 +13,14 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks.cli import main
+from tests.fixtures.bench import TOY_CORPUS
 
 pytestmark = pytest.mark.citus
 
 TOY = [
     "--size",
     "120",
-    "--memories-per-user",
-    "30",
-    "--users-per-tenant",
-    "2",
-    "--org-memories-per-tenant",
-    "3",
+    *TOY_CORPUS,
     "--pool-size",
     "60",
     "--concurrency",
