@@ -275,13 +275,23 @@ def reembed_progress(stream: TextIO) -> Any:
 
 async def _reembed(batch_size: int) -> int:
     from service.db import create_engine, open_database_target
-    from service.memories.reembed import ReembedRefused, reembed
-    from service.providers import build_embedder, embedder_config_from_settings
+    from service.memories.reembed import ReembedRefused, live_model, reembed
+    from service.providers import (
+        build_embedder,
+        build_packaged_embedder,
+        embedder_config_from_settings,
+    )
 
     settings = get_settings()
     target = await open_database_target(settings)
     engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
-    embedder = build_embedder(embedder_config_from_settings(settings))
+    config = embedder_config_from_settings(settings)
+    embedder = build_embedder(config)
+    # A live column of a packaged model is filled with that model, as the service serves it.
+    packaged = build_packaged_embedder(await live_model(engine, embedder), config)
+    if packaged is not None and packaged.model_name != embedder.model_name:
+        await embedder.aclose()
+        embedder = packaged
     try:
         with reembed_progress(sys.stderr) as progress:
             report = await reembed(

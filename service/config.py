@@ -99,7 +99,7 @@ class Settings(BaseSettings):
     # Size of memory.embedding; fixed when the schema is first migrated.
     embedding_dims: int = Field(default=384, ge=1, le=16000)
     embedding_local_threads: int = Field(default=2, ge=1)
-    # Questions asked at the same time share one run of the local model, at most this many.
+    # Questions asked at the same time are embedded together, at most this many (docs).
     embedding_local_query_batch: int = Field(default=16, ge=1, le=256)
     embedding_openai_base_url: str | None = None
     embedding_openai_api_key: SecretStr | None = None

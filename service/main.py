@@ -76,7 +76,9 @@ from service.profile.router import user_router as user_profile_router
 from service.providers import (
     Embedder,
     build_embedder,
+    build_packaged_embedder,
     embedder_config_from_settings,
+    load_model,
     second_embedder_config,
 )
 from service.providers.llm import build_chat_model
@@ -207,12 +209,24 @@ async def _open_state(
     await assert_runtime_role_is_unprivileged(engine)
     sessionmaker = create_sessionmaker(engine)
     await warm_up
+
+    def packaged(model: str) -> Embedder | None:
+        """A packaged model a vector column holds, observed and cached like the others."""
+        built = build_packaged_embedder(model, embedder_config_from_settings(settings))
+        if built is None:
+            return None
+        return cache_query_embeddings(
+            InstrumentedEmbedder(built), settings.query_embedding_cache_size
+        )
+
     vector_columns = VectorColumns(
         cache_query_embeddings(embedder, settings.query_embedding_cache_size),
         ()
         if second is None
         else (cache_query_embeddings(second, settings.query_embedding_cache_size),),
+        packaged,
     )
+    stack.push_async_callback(vector_columns.aclose)
     await vector_columns.refresh(engine)
     state = AppState(
         settings=settings,
@@ -266,12 +280,8 @@ async def _load_models(*embedders: Embedder | None) -> None:
     """Load the local models and the context blocks' tokenizer now rather than on the first
     request: reading them takes tenths of a second each. API embedders have nothing to load
     and are not called at start-up."""
-    loading = [asyncio.to_thread(encoding_for)]
-    for embedder in embedders:
-        load_model = getattr(embedder, "load", None)
-        if load_model is not None:
-            loading.append(load_model())
-    await asyncio.gather(*loading)
+    loading = [load_model(embedder) for embedder in embedders if embedder is not None]
+    await asyncio.gather(asyncio.to_thread(encoding_for), *loading)
 
 
 async def _finished(task: asyncio.Task[None]) -> None:

@@ -14,9 +14,13 @@ relies on a change (a switch, the drop of the old column), so a process that has
 change yet still reads a complete column of one model.
 
 Every vector the service makes is a `ModelVector`, which carries the name of its model: it is
-stored in the column of that model and compared with that column only. While a column is being
-filled, a write embeds its text for that column's model too (`StorageEmbedder`), so memories
-written during the change need no second pass.
+stored in the column of that model and compared with that column only. A column that holds a
+packaged model's vectors (`service.providers.profiles.PACKAGED_PROFILES`) is served by that
+model whatever the settings name: the service runs it itself, so a database that holds the
+first releases' default model's vectors keeps being searched with it until it changes models.
+
+While a column is being filled, a write embeds its text for that column's model too
+(`StorageEmbedder`), so memories written during the change need no second pass.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.memories.telemetry import MEMORY_METRICS
-from service.providers import Embedder, EmbedderUnavailable
+from service.providers import Embedder, EmbedderUnavailable, load_model
 
 logger = logging.getLogger("mneme.vector_columns")
 
@@ -143,11 +147,20 @@ class VectorColumns:
     embedders it has, by model: which column a tenant reads, with which embedder, and where a
     vector of a given model is stored."""
 
-    def __init__(self, configured: Embedder, others: Sequence[Embedder] = ()) -> None:
+    def __init__(
+        self,
+        configured: Embedder,
+        others: Sequence[Embedder] = (),
+        packaged: Callable[[str], Embedder | None] | None = None,
+    ) -> None:
+        """`packaged` builds the embedder of a packaged model by its vectors' name (None for
+        another name), for a column that holds a model the settings do not name."""
         self._embedders = {embedder.model_name: embedder for embedder in others}
         self.configured = configured
         self.configure(configured)
         self.state = ColumnsState()
+        self._packaged = packaged
+        self._built: list[Embedder] = []
         self._warned: set[str] = set()
         self._warned_size: set[str] = set()
 
@@ -199,6 +212,8 @@ class VectorColumns:
         One configured at another size is not used (and said once): its vectors would be
         refused, and its questions would compare with none of the column's vectors."""
         embedder = self._embedders.get(column.model)
+        if embedder is None:
+            embedder = self._build_packaged(column.model)
         if embedder is None or column.dims is None or embedder.dims == column.dims:
             return embedder
         if column.name not in self._warned_size:
@@ -214,6 +229,14 @@ class VectorColumns:
                 column.dims,
             )
         return None
+
+    def _build_packaged(self, model: str) -> Embedder | None:
+        """The packaged model named `model`, built the first time a column needs it."""
+        embedder = None if self._packaged is None else self._packaged(model)
+        if embedder is not None:
+            self._embedders[model] = embedder
+            self._built.append(embedder)
+        return embedder
 
     def question_embedder(self, tenant_id: str) -> Embedder | None:
         """The embedder `tenant_id`'s questions are embedded with: its column's model's
@@ -234,7 +257,9 @@ class VectorColumns:
         """The embedder writes store vectors with: the live column's model, and the model of
         a column being filled when the service runs it."""
         live = self.live()
-        embedder = self.embedder_for(live) or self.configured
+        embedder = self.embedder_for(live)
+        if embedder is None:
+            embedder = self.configured
         filling = self.state.column("filling")
         extra = None if filling is None else self.embedder_for(self._vector_column(filling))
         return StorageEmbedder(embedder, () if extra is None else (extra,))
@@ -302,9 +327,28 @@ class VectorColumns:
         return placed
 
     async def refresh(self, engine: AsyncEngine) -> None:
-        """Read the columns' state again (and publish a fill's progress as metrics)."""
+        """Read the columns' state again (and publish a fill's progress as metrics); a
+        packaged model a column now needs is loaded before this returns."""
         self.state = await load_state(engine)
         publish_progress(self.state, self._model)
+        for column in self.state.columns:
+            if column.status != "retiring" and self._model(column) not in self._embedders:
+                built = self._build_packaged(self._model(column))
+                if built is None:
+                    continue
+                try:
+                    await load_model(built)
+                except EmbedderUnavailable as exc:
+                    # Its first text tries again; until then the column's tenants search by
+                    # their words.
+                    logger.error(
+                        "could not load %s for memory.%s: %s", built.model_name, column.name, exc
+                    )
+
+    async def aclose(self) -> None:
+        """Close the packaged models built for columns (the others' owners close them)."""
+        for embedder in self._built:
+            await embedder.aclose()
 
     async def keep_fresh(self, engine: AsyncEngine, interval: float) -> None:
         """Refresh every `interval` seconds until cancelled; a failed read keeps the last

@@ -5,15 +5,18 @@ from service.providers.embedder import (
     EmbedderConfig,
     EmbedderUnavailable,
     embedder_config_from_settings,
+    load_model,
     second_embedder_config,
 )
-from service.providers.factory import build_embedder
+from service.providers.factory import build_embedder, build_packaged_embedder
 
 __all__ = [
     "Embedder",
     "EmbedderConfig",
     "EmbedderUnavailable",
     "build_embedder",
+    "build_packaged_embedder",
     "embedder_config_from_settings",
+    "load_model",
     "second_embedder_config",
 ]

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, get_args
 from pydantic import SecretStr
 
 from service.providers.profiles import (
-    MINILM,
+    PACKAGED_PROFILES,
     EmbeddingProfile,
     Pooling,
     ProfileOverrides,
@@ -48,6 +48,14 @@ class Embedder(Protocol):
         ...
 
 
+async def load_model(embedder: Embedder) -> None:
+    """Load `embedder`'s model now rather than on its first text, if it has one to load (a
+    local model takes tenths of a second; an API embedder has nothing to load)."""
+    load = getattr(embedder, "load", None)
+    if load is not None:
+        await load()
+
+
 @dataclass(frozen=True, slots=True)
 class EmbedderConfig:
     """What the embedders need from the settings (each field is `Settings.embedding_<name>`)."""
@@ -56,7 +64,7 @@ class EmbedderConfig:
     # The size of the stored vectors; every provider must produce exactly this many floats.
     dims: int = 384
     local_threads: int = 2
-    # At most this many concurrent questions share one run of the local model.
+    # At most this many concurrent questions are embedded together by the local model.
     local_query_batch: int = 16
     # None means the OpenAI API itself (or OPENAI_BASE_URL, which the client reads).
     openai_base_url: str | None = None
@@ -113,7 +121,7 @@ class EmbedderConfig:
         if self.provider == "openai":
             model = self.openai_model
         elif self.local_model_path is None:
-            model = MINILM.name
+            model = PACKAGED_PROFILES[0].name
         else:
             model = self.local_model_path.stem
         return resolve_profile(self.profile, model, self.dims, overrides)

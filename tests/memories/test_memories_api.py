@@ -47,7 +47,7 @@ async def test_memory_round_trip_keeps_every_field(
         expires_at="2999-01-01T00:00:00Z",
     )
     assert created["duplicate"] is False
-    assert created["embedding_model"] == "all-MiniLM-L6-v2-onnx-int8"
+    assert created["embedding_model"] == "all-MiniLM-L6-v2-onnx-int8-dynamic"
     fetched = (await client.get(f"/v1/users/me/memories/{created['id']}", headers=headers)).json()
     for field in (
         "kind",

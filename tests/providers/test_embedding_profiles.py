@@ -40,7 +40,8 @@ async def test_an_operator_model_embeds_with_its_profile_prompts(
     operator_model: tuple[Path, str],
 ) -> None:
     path, sha256 = operator_model
-    packaged = LocalEmbedder(EmbedderConfig())
+    # The packaged file as onnxruntime runs it by itself, like the operator's copy of it.
+    packaged = LocalEmbedder(EmbedderConfig(profile=MINILM.name))
     custom = build_embedder(
         EmbedderConfig(
             local_model_path=path,
@@ -85,7 +86,7 @@ async def test_a_matryoshka_model_is_cut_to_the_column_and_renormalised(
     operator_model: tuple[Path, str],
 ) -> None:
     path, sha256 = operator_model
-    full = LocalEmbedder(EmbedderConfig())
+    full = LocalEmbedder(EmbedderConfig(profile=MINILM.name))
     short = build_embedder(
         EmbedderConfig(
             dims=128,
@@ -175,8 +176,10 @@ def test_the_fusion_weight_follows_the_profile_unless_the_settings_set_one() -> 
     assert linear_lexical_weight(overridden) == 0.3
 
 
-def test_the_packaged_model_keeps_the_name_its_vectors_were_stored_under() -> None:
-    assert LocalEmbedder(EmbedderConfig()).model_name == "all-MiniLM-L6-v2-onnx-int8"
+def test_the_packaged_models_keep_the_names_their_vectors_were_stored_under() -> None:
+    assert LocalEmbedder(EmbedderConfig()).model_name == "all-MiniLM-L6-v2-onnx-int8-dynamic"
+    first_releases = LocalEmbedder(EmbedderConfig(profile="all-MiniLM-L6-v2-onnx-int8"))
+    assert first_releases.model_name == "all-MiniLM-L6-v2-onnx-int8"
     assert EmbeddingProfile(name="x", dims=8).space_name(8) == "x"
 
 

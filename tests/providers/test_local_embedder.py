@@ -151,7 +151,7 @@ async def test_the_event_loop_hands_a_question_to_the_model_before_it_goes_on(
 ) -> None:
     embedder = LocalEmbedder(EmbedderConfig(local_threads=4))
     await embedder.load()
-    key = (ModelFile(_bundled_model_path()), 4)
+    key = (ModelFile(_bundled_model_path(), int8_products=True), 4)
     session = EnteredSession(_models[key].session)
     monkeypatch.setitem(_models, key, dataclasses.replace(_models[key], session=session))
     run = embedder._embed_questions(["Where does my sister live?"])

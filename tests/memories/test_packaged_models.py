@@ -1,0 +1,172 @@
+"""A database that holds the first releases' default model's vectors keeps being searched and
+written with that model after the upgrade, with no setting, and moves to the packaged default
+(the same file with int8 products) through a change of model."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import SecretStr
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service import db_migrations
+from service.config import Settings
+from service.db import create_engine
+from service.embedded_postgres import OWNER_ROLE, SUPERUSER, EmbeddedCluster, bootstrap
+from service.memories import reembed
+from service.memories.vector_columns import VectorColumns
+from service.providers import Embedder, EmbedderConfig, build_embedder
+from service.providers.profiles import MINILM, MINILM_INT8_PRODUCTS
+from tests.conftest import bearer, make_settings, new_tenant
+from tests.fixtures.factories import remember_all
+from tests.memories.model_change import (
+    REFRESH_SECONDS,
+    assert_one_model,
+    owner_engine_for,
+    running_app,
+)
+
+# The last revision before the live column records its model.
+BEFORE_RECORDING = "20261203_0800"
+SETTLE = 0.5
+TEXTS = [
+    "Lena lives in Lisbon and cycles to work",
+    "Lena's sister Ana is a nurse in Porto",
+    "Lena prefers tea over coffee",
+]
+
+
+async def _database(cluster: EmbeddedCluster, **overrides: Any) -> Settings:
+    name = "mneme_packaged_" + uuid.uuid4().hex[:8]
+    await bootstrap(cluster, name)
+    return make_settings(
+        cluster,
+        database_url=SecretStr(cluster.url("mneme_app", name)),
+        migration_database_url=SecretStr(cluster.url(OWNER_ROLE, name)),
+        embedding_columns_refresh_seconds=REFRESH_SECONDS,
+        **overrides,
+    )
+
+
+async def _migrate(settings: Settings, revision: str = "head") -> None:
+    engine = create_engine(settings.migration_url_for_tests, settings, pool_size=1, max_overflow=0)
+    try:
+        await db_migrations.upgrade(engine, settings, revision)
+    finally:
+        await engine.dispose()
+
+
+async def _live_column(owner: AsyncEngine) -> tuple[str, str | None]:
+    async with owner.connect() as connection:
+        row = (
+            await connection.execute(
+                text("SELECT name, model FROM embedding_column WHERE status = 'live'")
+            )
+        ).one()
+    return row[0], row[1]
+
+
+async def _search(client: Any, headers: dict[str, str], query: str) -> dict[str, Any]:
+    response = await client.post(
+        "/v1/users/me/memories/search", headers=headers, json={"query": query, "limit": 3}
+    )
+    assert response.status_code == 200, response.text
+    found: dict[str, Any] = response.json()
+    return found
+
+
+async def test_an_upgraded_database_keeps_its_model_until_it_changes_to_the_default(
+    cluster: EmbeddedCluster,
+) -> None:
+    first_releases = await _database(cluster, migrate_on_start=False, embedding_profile=MINILM.name)
+    tenant = new_tenant()
+    headers = bearer(first_releases, tenant, "lena")
+    await _migrate(first_releases, BEFORE_RECORDING)
+    # Written as the first releases wrote them: their default model, no model recorded.
+    async with running_app(first_releases) as (_, client):
+        written = await remember_all(client, headers, *({"text": t} for t in TEXTS))
+    assert {memory["embedding_model"] for memory in written} == {MINILM.name}
+
+    upgraded = first_releases.model_copy(
+        update={"migrate_on_start": True, "embedding_profile": None}
+    )
+    first: Embedder = build_embedder(EmbedderConfig(profile=MINILM.name))
+    default: Embedder = build_embedder(EmbedderConfig())
+    embedders = {MINILM.name: first, MINILM_INT8_PRODUCTS.name: default}
+    assert default.model_name == MINILM_INT8_PRODUCTS.name
+    try:
+        async with running_app(upgraded) as (app, client), owner_engine_for(upgraded) as owner:
+            # The upgrade recorded whose vectors the live column holds ...
+            assert await _live_column(owner) == ("embedding", MINILM.name)
+            # ... so the service, configured with the new default, runs the first releases'
+            # model for it: writes name it, questions compare with the stored vectors.
+            (added,) = await remember_all(client, headers, {"text": "Lena learns the cello"})
+            assert added["embedding_model"] == MINILM.name
+            query = "Where does Lena live?"
+            found = await _search(client, headers, query)
+            assert await assert_one_model(found, query, embedders) == MINILM.name
+            assert found["hits"][0]["memory"]["text"] == TEXTS[0]
+
+            # The change of model needs no second setting: the new default is configured.
+            columns: VectorColumns = app.state.mneme.vector_columns
+            assert await reembed.live_model(owner, default) == MINILM.name
+            assert await reembed.start(owner, first, default) == "embedding_alt"
+            await reembed.run(owner, default, batch_size=2, settle_seconds=SETTLE)
+            assert await reembed.finish(owner, default, settle_seconds=SETTLE) == "embedding_alt"
+            await columns.refresh(app.state.mneme.engine)
+            assert await _live_column(owner) == ("embedding_alt", MINILM_INT8_PRODUCTS.name)
+            found = await _search(client, headers, query)
+            assert await assert_one_model(found, query, embedders) == MINILM_INT8_PRODUCTS.name
+            assert found["hits"][0]["memory"]["text"] == TEXTS[0]
+            (later,) = await remember_all(client, headers, {"text": "Lena visits Ana in May"})
+            assert later["embedding_model"] == MINILM_INT8_PRODUCTS.name
+    finally:
+        await first.aclose()
+        await default.aclose()
+
+
+async def test_the_upgrade_records_the_model_even_for_an_owner_held_to_row_level_security(
+    cluster: EmbeddedCluster,
+) -> None:
+    settings = await _database(cluster, migrate_on_start=False, embedding_profile=MINILM.name)
+    await _migrate(settings, BEFORE_RECORDING)
+    headers = bearer(settings, new_tenant(), "lena")
+    async with running_app(settings) as (_, client):
+        await remember_all(client, headers, {"text": TEXTS[0]})
+    superuser = create_engine(cluster.url(SUPERUSER, "postgres"), settings, pool_size=1)
+    try:
+        # A table owner without BYPASSRLS sees no tenant's rows (FORCE ROW LEVEL SECURITY).
+        async with superuser.begin() as connection:
+            await connection.execute(text(f'ALTER ROLE "{OWNER_ROLE}" NOBYPASSRLS'))
+        try:
+            await _migrate(settings)
+        finally:
+            async with superuser.begin() as connection:
+                await connection.execute(text(f'ALTER ROLE "{OWNER_ROLE}" BYPASSRLS'))
+    finally:
+        await superuser.dispose()
+    async with owner_engine_for(settings) as owner:
+        assert await _live_column(owner) == ("embedding", MINILM.name)
+        async with owner.connect() as connection:
+            forced = (
+                await connection.execute(
+                    text("SELECT relforcerowsecurity FROM pg_class WHERE relname = 'memory'")
+                )
+            ).scalar_one()
+        # The policy was lifted for the read alone.
+        assert forced is True
+
+
+async def test_a_database_without_vectors_records_no_model_and_takes_the_configured_one(
+    cluster: EmbeddedCluster,
+) -> None:
+    settings = await _database(cluster)
+    await _migrate(settings)
+    async with owner_engine_for(settings) as owner:
+        assert await _live_column(owner) == ("embedding", None)
+    headers = bearer(settings, new_tenant(), "lena")
+    async with running_app(settings) as (_, client):
+        (memory,) = await remember_all(client, headers, {"text": TEXTS[0]})
+    assert memory["embedding_model"] == MINILM_INT8_PRODUCTS.name

@@ -1,0 +1,111 @@
+"""The packaged model with its matrix products in int8: the file's own weights, another vector
+space close to the float run's, and each text's vector independent of the texts run with it."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from service.providers import EmbedderConfig, EmbedderUnavailable
+from service.providers.int8_products import NotAnInt8Model, with_int8_products
+from service.providers.local_embedder import LocalEmbedder, _bundled_model_path
+from service.providers.profiles import MINILM, MINILM_INT8_PRODUCTS
+
+SENTENCES = [
+    "Lena lives in Lisbon and cycles to work",
+    "User likes piano and chess",
+    "Where does my sister live?",
+    "The team meets every Tuesday at ten to plan the release",
+]
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (math.hypot(*a) * math.hypot(*b))
+
+
+def test_every_product_over_stored_int8_weights_runs_on_those_weights() -> None:
+    packaged = onnx.load(str(_bundled_model_path()))
+    producers = {output: node for node in packaged.graph.node for output in node.output}
+    matrices = {
+        producers[producers[node.input[1]].input[0]].input[0]
+        for node in packaged.graph.node
+        if node.op_type == "MatMul"
+        and producers.get(node.input[1]) is not None
+        and producers[node.input[1]].op_type == "Mul"
+    }
+    stored = {
+        initializer.name: numpy_helper.to_array(initializer)
+        for initializer in packaged.graph.initializer
+        if initializer.data_type == TensorProto.INT8 and initializer.name in matrices
+    }
+    rewritten = onnx.load_from_string(with_int8_products(_bundled_model_path()))
+    initializers = {i.name: numpy_helper.to_array(i) for i in rewritten.graph.initializer}
+    products = [node for node in rewritten.graph.node if node.op_type == "MatMulInteger"]
+    # One integer product per stored matrix; no float copy of the weights is left to fold.
+    assert len(products) == len(stored) == 36
+    assert not any(
+        node.op_type == "Cast" and node.input[0] in stored for node in rewritten.graph.node
+    )
+    weights = sorted(
+        (initializers[node.input[1]].astype(np.int16) - 128).astype(np.int8).tobytes()
+        for node in products
+    )
+    # The file's weights bit for bit (as uint8 with zero point 128).
+    assert weights == sorted(matrix.tobytes() for matrix in stored.values())
+    assert {initializers[node.input[3]].item() for node in products} == {128}
+
+
+def test_a_model_without_int8_weights_is_refused(tmp_path: Path) -> None:
+    weights = numpy_helper.from_array(np.ones((4, 2), dtype=np.float32), "weights")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "weights"], ["y"])],
+        "float",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
+        [weights],
+    )
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    with pytest.raises(NotAnInt8Model):
+        with_int8_products(path)
+    embedder = LocalEmbedder(EmbedderConfig(), model_path=path)
+    with pytest.raises(EmbedderUnavailable, match="int8"):
+        asyncio.run(embedder.embed(["anything"]))
+
+
+async def test_its_vectors_lie_close_to_the_float_run_but_are_a_space_of_their_own() -> None:
+    int8 = LocalEmbedder(EmbedderConfig())
+    float32 = LocalEmbedder(EmbedderConfig(profile=MINILM.name))
+    try:
+        assert (int8.model_name, float32.model_name) == (MINILM_INT8_PRODUCTS.name, MINILM.name)
+        cosines = [
+            _cosine(a, b)
+            for a, b in zip(
+                await int8.embed(SENTENCES), await float32.embed(SENTENCES), strict=True
+            )
+        ]
+    finally:
+        await int8.aclose()
+        await float32.aclose()
+    assert min(cosines) > 0.97
+    assert max(cosines) < 0.9999
+
+
+async def test_questions_asked_together_get_the_vectors_they_get_alone() -> None:
+    # The activations' scale covers one run: run together, the questions would change each
+    # other's vectors (and a padded short one would change by its padding).
+    embedder = LocalEmbedder(EmbedderConfig(local_threads=2))
+    try:
+        alone = [await embedder.embed_query(question) for question in SENTENCES]
+        together = await asyncio.gather(*(embedder.embed_query(q) for q in SENTENCES))
+        stored = await embedder.embed(SENTENCES)
+    finally:
+        await embedder.aclose()
+    assert together == alone
+    assert stored == alone
