@@ -19,7 +19,7 @@ saturates sums of two products at 16 bits, which would make the vectors depend o
 uint8 by uint8 is summed exactly on every CPU.
 
 The rewrite is a pure function of the packaged file, which its package pins, so every process
-derives the same model; it takes a fraction of a second, once per process.
+derives the same model (`service.providers.derived_models` keeps it between starts).
 """
 
 from __future__ import annotations

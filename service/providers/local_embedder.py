@@ -38,6 +38,7 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 from tokenizers import Encoding, Tokenizer
 
 from service.providers.batching import QueryBatcher
+from service.providers.derived_models import int8_products_model
 from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
 from service.providers.profiles import MINILM_INT8_PRODUCTS, PACKAGED_PROFILES, EmbeddingProfile
 
@@ -152,10 +153,8 @@ def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
     try:
         model_input: str | bytes = str(model_path)
         if source.int8_products:
-            # Imported here: only this way of running the packaged file needs onnx.
-            from service.providers.int8_products import with_int8_products
-
-            model_input = with_int8_products(model_path)
+            derived = int8_products_model(model_path)
+            model_input = str(derived) if isinstance(derived, Path) else derived
         session = ort.InferenceSession(
             model_input, sess_options=options, providers=["CPUExecutionProvider"]
         )

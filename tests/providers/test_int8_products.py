@@ -1,10 +1,13 @@
 """The packaged model with its matrix products in int8: the file's own weights, another vector
-space close to the float run's, and each text's vector independent of the texts run with it."""
+space close to the float run's, each text's vector independent of the texts run with it, and
+the derived model kept between starts."""
 
 from __future__ import annotations
 
 import asyncio
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from service.providers import EmbedderConfig, EmbedderUnavailable
+from service.providers.derived_models import int8_products_model
 from service.providers.int8_products import NotAnInt8Model, with_int8_products
 from service.providers.local_embedder import LocalEmbedder, _bundled_model_path
 from service.providers.profiles import MINILM, MINILM_INT8_PRODUCTS
@@ -109,3 +113,46 @@ async def test_questions_asked_together_get_the_vectors_they_get_alone() -> None
         await embedder.aclose()
     assert together == alone
     assert stored == alone
+
+
+def test_the_derived_model_is_kept_and_read_back_only_while_intact(tmp_path: Path) -> None:
+    source = _bundled_model_path()
+    derived = int8_products_model(source, tmp_path)
+    assert isinstance(derived, bytes)
+    (kept,) = tmp_path.glob("*.onnx")
+    assert kept.read_bytes() == derived
+    # The next start reads the kept copy.
+    assert int8_products_model(source, tmp_path) == kept
+    # A copy that no longer matches its digest is derived again, and replaced.
+    kept.write_bytes(derived[:1000])
+    assert int8_products_model(source, tmp_path) == derived
+    assert kept.read_bytes() == derived
+
+
+def test_a_cache_that_cannot_be_written_derives_the_model_each_time(tmp_path: Path) -> None:
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    derived = int8_products_model(_bundled_model_path(), not_a_directory / "models")
+    assert isinstance(derived, bytes)
+    assert onnx.load_from_string(derived).graph.node
+
+
+def test_a_kept_model_loads_without_importing_onnx(tmp_path: Path) -> None:
+    # Importing onnx takes most of a second of a start; only deriving needs it.
+    int8_products_model(_bundled_model_path(), tmp_path)
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from service.providers.derived_models import int8_products_model\n"
+        "from service.providers.local_embedder import _bundled_model_path\n"
+        f"kept = int8_products_model(_bundled_model_path(), Path({str(tmp_path)!r}))\n"
+        "print(isinstance(kept, Path), 'onnx' in sys.modules)\n"
+    )
+    ran = subprocess.run(  # noqa: S603 - our own interpreter and script
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert ran.stdout.split() == ["True", "False"]
