@@ -288,8 +288,9 @@ async def _reembed(batch_size: int) -> int:
     config = embedder_config_from_settings(settings)
     embedder = build_embedder(config)
     # A live column of a packaged model is filled with that model, as the service serves it.
-    packaged = build_packaged_embedder(await live_model(engine, embedder), config)
-    if packaged is not None and packaged.model_name != embedder.model_name:
+    live = await live_model(engine, embedder)
+    packaged = None if live == embedder.model_name else build_packaged_embedder(live, config)
+    if packaged is not None:
         await embedder.aclose()
         embedder = packaged
     try:

@@ -161,7 +161,7 @@ _MEMORY_EXAMPLE: dict[str, Any] = {
     "last_confirmed_at": "2026-11-30T09:12:44Z",
     "invalid_at": None,
     "expires_at": None,
-    "embedding_model": "all-MiniLM-L6-v2-onnx-int8",
+    "embedding_model": "all-MiniLM-L6-v2-onnx-int8-dynamic",
     "metadata": {"source": "settings page"},
     "store_key": None,
 }

@@ -4,15 +4,18 @@ written with that model after the upgrade, with no setting, and moves to the pac
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import db_migrations
-from service.config import Settings
+from service.cli import main
+from service.config import Settings, get_settings
 from service.db import create_engine
 from service.embedded_postgres import OWNER_ROLE, SUPERUSER, EmbeddedCluster, bootstrap
 from service.memories import reembed
@@ -77,21 +80,26 @@ async def _search(client: Any, headers: dict[str, str], query: str) -> dict[str,
     return found
 
 
+async def _first_releases_database(cluster: EmbeddedCluster) -> tuple[Settings, str]:
+    """A database as the first releases left it: migrated up to the revision before the
+    recording, `TEXTS` written by the user "lena" of a new tenant (returned) with their default
+    model; the settings returned are the new release's defaults (which migrate at start)."""
+    first_releases = await _database(cluster, migrate_on_start=False, embedding_profile=MINILM.name)
+    await _migrate(first_releases, BEFORE_RECORDING)
+    tenant = new_tenant()
+    async with running_app(first_releases) as (_, client):
+        headers = bearer(first_releases, tenant, "lena")
+        written = await remember_all(client, headers, *({"text": t} for t in TEXTS))
+    assert {memory["embedding_model"] for memory in written} == {MINILM.name}
+    defaults = {"migrate_on_start": True, "embedding_profile": None}
+    return first_releases.model_copy(update=defaults), tenant
+
+
 async def test_an_upgraded_database_keeps_its_model_until_it_changes_to_the_default(
     cluster: EmbeddedCluster,
 ) -> None:
-    first_releases = await _database(cluster, migrate_on_start=False, embedding_profile=MINILM.name)
-    tenant = new_tenant()
-    headers = bearer(first_releases, tenant, "lena")
-    await _migrate(first_releases, BEFORE_RECORDING)
-    # Written as the first releases wrote them: their default model, no model recorded.
-    async with running_app(first_releases) as (_, client):
-        written = await remember_all(client, headers, *({"text": t} for t in TEXTS))
-    assert {memory["embedding_model"] for memory in written} == {MINILM.name}
-
-    upgraded = first_releases.model_copy(
-        update={"migrate_on_start": True, "embedding_profile": None}
-    )
+    upgraded, tenant = await _first_releases_database(cluster)
+    headers = bearer(upgraded, tenant, "lena")
     first: Embedder = build_embedder(EmbedderConfig(profile=MINILM.name))
     default: Embedder = build_embedder(EmbedderConfig())
     embedders = {MINILM.name: first, MINILM_INT8_PRODUCTS.name: default}
@@ -170,3 +178,32 @@ async def test_a_database_without_vectors_records_no_model_and_takes_the_configu
     async with running_app(settings) as (_, client):
         (memory,) = await remember_all(client, headers, {"text": TEXTS[0]})
     assert memory["embedding_model"] == MINILM_INT8_PRODUCTS.name
+
+
+def test_the_commands_move_an_upgraded_database_with_no_second_model(
+    cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings, _ = asyncio.run(_first_releases_database(cluster))
+    assert settings.database_url is not None and settings.migration_database_url is not None
+    monkeypatch.setenv("MNEME_DATABASE_URL", settings.database_url.get_secret_value())
+    monkeypatch.setenv(
+        "MNEME_MIGRATION_DATABASE_URL", settings.migration_database_url.get_secret_value()
+    )
+    monkeypatch.setenv("MNEME_EMBEDDING_COLUMNS_REFRESH_SECONDS", "0.1")
+    get_settings.cache_clear()
+    try:
+        asyncio.run(_migrate(settings))
+        # In place, the live column is filled with the model it holds, not the configured one.
+        assert main(["reembed"]) == 0
+        assert f"with {MINILM.name}\n" in capsys.readouterr().out
+        assert main(["reembed", "start"]) == 0
+        assert f"being filled for {MINILM_INT8_PRODUCTS.name}" in capsys.readouterr().out
+        assert main(["reembed", "run"]) == 0
+        assert main(["reembed", "finish"]) == 0
+        capsys.readouterr()
+        assert main(["reembed", "status"]) == 0
+        assert f"live column: embedding_alt ({MINILM_INT8_PRODUCTS.name}" in (
+            capsys.readouterr().out
+        )
+    finally:
+        get_settings.cache_clear()
