@@ -7,10 +7,8 @@ find the column they started with."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -28,6 +26,7 @@ from tests.memories.model_change import (
     ServerVectors,
     assert_one_model,
     running_app,
+    search_memories,
     second_model,
 )
 
@@ -48,15 +47,6 @@ def embeddings_server() -> Iterator[FakeOpenAIServer]:
     server.start()
     yield server
     server.stop()
-
-
-async def _search(client: AsyncClient, headers: dict[str, str], query: str) -> dict[str, Any]:
-    response = await client.post(
-        "/v1/users/me/memories/search", headers=headers, json={"query": query, "limit": 3}
-    )
-    assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()
-    return result
 
 
 async def _shard_indexes_valid(owner: AsyncEngine, name: str) -> list[bool]:
@@ -103,15 +93,18 @@ async def test_a_change_of_model_on_citus_switches_tenants_and_drops_the_old_col
                 )
         await columns.refresh(app.state.mneme.engine)
         for each in headers:
-            assert await assert_one_model(await _search(client, each, query), query, embedders) == (
-                columns.live().model
+            assert (
+                await assert_one_model(
+                    await search_memories(client, each, query, limit=3), query, embedders
+                )
+                == columns.live().model
             )
         current = await reembed.run(owner, new, batch_size=3, settle_seconds=SETTLE)
         assert current.memories_missing == 0 and current.tenants_switched == current.tenants
         assert all(await _shard_indexes_valid(owner, f"ix_memory_{column}_hnsw"))
         await columns.refresh(app.state.mneme.engine)
         for each in headers:
-            answered = await _search(client, each, query)
+            answered = await search_memories(client, each, query, limit=3)
             assert await assert_one_model(answered, query, embedders) == new.model_name
 
         assert await reembed.finish(owner, new, settle_seconds=SETTLE) == column
@@ -119,7 +112,7 @@ async def test_a_change_of_model_on_citus_switches_tenants_and_drops_the_old_col
         assert all(await _shard_indexes_valid(owner, f"ix_memory_{column}_unembedded"))
         await columns.refresh(app.state.mneme.engine)
         for each in headers:
-            answered = await _search(client, each, query)
+            answered = await search_memories(client, each, query, limit=3)
             assert await assert_one_model(answered, query, embedders) == new.model_name
 
         # And back, so the cluster's other tests read the configured model's column again.
@@ -130,5 +123,5 @@ async def test_a_change_of_model_on_citus_switches_tenants_and_drops_the_old_col
         assert all(await _shard_indexes_valid(owner, "ix_memory_unembedded"))
         await columns.refresh(app.state.mneme.engine)
         for each in headers:
-            answered = await _search(client, each, query)
+            answered = await search_memories(client, each, query, limit=3)
             assert await assert_one_model(answered, query, embedders) == old.model_name

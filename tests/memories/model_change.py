@@ -100,6 +100,18 @@ class ServerVectors:
         """Nothing to release."""
 
 
+async def search_memories(
+    client: AsyncClient, headers: dict[str, str], query: str, limit: int
+) -> dict[str, Any]:
+    """The caller's search for `query` (API defaults otherwise), answered 200."""
+    response = await client.post(
+        "/v1/users/me/memories/search", headers=headers, json={"query": query, "limit": limit}
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
 def _cosine(left: list[float], right: list[float]) -> float:
     dot = sum(a * b for a, b in zip(left, right, strict=True))
     return dot / (math.sqrt(sum(a * a for a in left)) * math.sqrt(sum(b * b for b in right)))

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import pytest
-from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -32,6 +30,7 @@ from tests.memories.model_change import (
     own_database,
     owner_engine_for,
     running_app,
+    search_memories,
 )
 
 SETTLE = 0.5
@@ -43,15 +42,6 @@ TEXTS = [
     "Lena prefers tea over coffee",
     "Lena adopted a grey cat called Miso",
 ]
-
-
-async def _search(client: AsyncClient, headers: dict[str, str], query: str) -> dict[str, Any]:
-    response = await client.post(
-        "/v1/users/me/memories/search", headers=headers, json={"query": query, "limit": 4}
-    )
-    assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()
-    return result
 
 
 async def _column_models(owner: AsyncEngine, tenant: str) -> list[tuple[str | None, str | None]]:
@@ -87,7 +77,7 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         # Still the old model everywhere until a tenant switches.
         query = "Where does Lena live?"
         assert await assert_one_model(
-            await _search(client, early_user, query), query, embedders
+            await search_memories(client, early_user, query, limit=4), query, embedders
         ) == (old.model_name)
         # A memory written now carries both models' vectors.
         await remember_all(client, early_user, {"text": "Lena runs a marathon in May"})
@@ -140,7 +130,7 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
             )
         assert "ix_memory_embedding_alt_hnsw" in plan
         for headers in (early_user, late_user):
-            answered = await _search(client, headers, query)
+            answered = await search_memories(client, headers, query, limit=4)
             assert await assert_one_model(answered, query, embedders) == new.model_name
         # The context block embeds its question for the tenant's column too.
         block = await client.post("/v1/users/me/context", headers=early_user, json={"query": query})
@@ -193,7 +183,7 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         await remember_all(client, late_user, {"text": "Lena learns the cello"})
         assert set(await _column_models(owner, late)) == {(None, new.model_name)}
         moved = "Which city did Lena move to?"
-        found = await _search(client, late_user, moved)
+        found = await search_memories(client, late_user, moved, limit=4)
         assert await assert_one_model(found, moved, embedders) == new.model_name
         assert found["hits"][0]["memory"]["text"] == "Lena moved to Madrid last spring"
         listed = await client.get("/v1/users/me/memories", headers=late_user)

@@ -29,6 +29,7 @@ from tests.memories.model_change import (
     assert_one_model,
     owner_engine_for,
     running_app,
+    search_memories,
 )
 
 # The last revision before the live column records its model.
@@ -71,15 +72,6 @@ async def _live_column(owner: AsyncEngine) -> tuple[str, str | None]:
     return row[0], row[1]
 
 
-async def _search(client: Any, headers: dict[str, str], query: str) -> dict[str, Any]:
-    response = await client.post(
-        "/v1/users/me/memories/search", headers=headers, json={"query": query, "limit": 3}
-    )
-    assert response.status_code == 200, response.text
-    found: dict[str, Any] = response.json()
-    return found
-
-
 async def _first_releases_database(cluster: EmbeddedCluster) -> tuple[Settings, str]:
     """A database as the first releases left it: migrated up to the revision before the
     recording, `TEXTS` written by the user "lena" of a new tenant (returned) with their default
@@ -113,7 +105,7 @@ async def test_an_upgraded_database_keeps_its_model_until_it_changes_to_the_defa
             (added,) = await remember_all(client, headers, {"text": "Lena learns the cello"})
             assert added["embedding_model"] == MINILM.name
             query = "Where does Lena live?"
-            found = await _search(client, headers, query)
+            found = await search_memories(client, headers, query, limit=3)
             assert await assert_one_model(found, query, embedders) == MINILM.name
             assert found["hits"][0]["memory"]["text"] == TEXTS[0]
 
@@ -125,7 +117,7 @@ async def test_an_upgraded_database_keeps_its_model_until_it_changes_to_the_defa
             assert await reembed.finish(owner, default, settle_seconds=SETTLE) == "embedding_alt"
             await columns.refresh(app.state.mneme.engine)
             assert await _live_column(owner) == ("embedding_alt", MINILM_INT8_PRODUCTS.name)
-            found = await _search(client, headers, query)
+            found = await search_memories(client, headers, query, limit=3)
             assert await assert_one_model(found, query, embedders) == MINILM_INT8_PRODUCTS.name
             assert found["hits"][0]["memory"]["text"] == TEXTS[0]
             (later,) = await remember_all(client, headers, {"text": "Lena visits Ana in May"})
