@@ -5,13 +5,19 @@ The default is all-MiniLM-L6-v2 as an int8 ONNX model: the file ships in the
 runs in one of two ways, each a profile and a vector space of its own: with its matrix products
 in int8 (`all-MiniLM-L6-v2-onnx-int8-dynamic`, the default: the graph rewritten when it loads,
 `service.providers.int8_products`), or as onnxruntime runs the file by itself, in float32
-(`all-MiniLM-L6-v2-onnx-int8`, the first releases' default). An
-operator's model (`embedding_local_model_path`) brings its `tokenizer.json` in the same
-directory and is pinned by its sha256, checked when it loads. The pipeline is
-sentence-transformers': the profile's prompt before each text, tokens truncated to the profile's
-limit, the model's own sentence embedding where the file has one (`sentence_embedding`, e.g.
-EmbeddingGemma's export with its dense layers) or else mean or [CLS] pooling of the token states
-as the profile says, a Matryoshka model's vector cut to the column's size, L2 normalisation.
+(`all-MiniLM-L6-v2-onnx-int8`, the first releases' default). An operator's model
+(`embedding_local_model_path`) brings its `tokenizer.json` in the same directory and is pinned
+by its sha256, checked when it loads.
+
+A model that quantizes its activations per run (the int8 products, or an operator's
+dynamically quantized file) runs each text alone, texts side by side on the local threads: one
+scale for a whole run would make a text's vector depend on the texts run with it.
+
+The pipeline is sentence-transformers': the profile's prompt before each text, tokens truncated
+to the profile's limit, the model's own sentence embedding where the file has one
+(`sentence_embedding`, e.g. EmbeddingGemma's export with its dense layers) or else mean or
+[CLS] pooling of the token states as the profile says, a Matryoshka model's vector cut to the
+column's size, L2 normalisation.
 
 Texts to store are embedded in the event loop's worker threads. A search's question is on the
 request's critical path, so it has a thread of its own, and the event loop hands each run over
@@ -125,6 +131,22 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+# The operators that quantize a run's activations with one scale for the whole run: what
+# onnxruntime's `quantize_dynamic` makes, as many downloadable "quantized" models are.
+_PER_RUN_QUANTIZATION = (b"DynamicQuantizeLinear", b"DynamicQuantizeMatMul")
+
+
+def _quantizes_per_run(path: Path) -> bool:
+    """Whether the model file's graph holds one of `_PER_RUN_QUANTIZATION` (an ONNX file
+    stores each node's operator type as plain bytes); False for a file it cannot read (its
+    load then says why)."""
+    try:
+        content = path.read_bytes()
+    except OSError:
+        return False
+    return any(operator in content for operator in _PER_RUN_QUANTIZATION)
+
+
 def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
     model_path = source.path
     if source.sha256 is not None:
@@ -139,11 +161,12 @@ def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
                 f"the embedding model {model_path} has sha256 {actual}, not the configured "
                 f"{source.sha256}; vectors of another model would not compare with those stored"
             )
+    # A model that quantizes each run's activations with one scale for the whole run (int8
+    # products) would make a text's vector depend on the texts run with it and on their
+    # padding: each text runs alone, on one thread, and the threads run texts side by side.
+    one_text_per_run = source.int8_products or _quantizes_per_run(model_path)
     options = ort.SessionOptions()
-    # A model with int8 products quantizes each run's activations with one scale for the whole
-    # run, so a text's vector would depend on the texts run with it (and on their padding):
-    # each text runs alone, on one thread, and the threads run texts side by side instead.
-    options.intra_op_num_threads = 1 if source.int8_products else intra_op_threads
+    options.intra_op_num_threads = 1 if one_text_per_run else intra_op_threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Idle intra-op threads otherwise spin for a while after each run, burning the cores that
@@ -177,7 +200,7 @@ def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
     )
     text_runners = (
         ThreadPoolExecutor(intra_op_threads, thread_name_prefix="mneme-embedding")
-        if source.int8_products
+        if one_text_per_run
         else None
     )
     return _LoadedModel(

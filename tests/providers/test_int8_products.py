@@ -5,6 +5,7 @@ the derived model kept between starts."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import subprocess
 import sys
@@ -156,3 +157,55 @@ def test_a_kept_model_loads_without_importing_onnx(tmp_path: Path) -> None:
         check=True,
     )
     assert ran.stdout.split() == ["True", "False"]
+
+
+def _per_run_quantized_model(directory: Path) -> tuple[Path, str]:
+    """A small model as onnxruntime's `quantize_dynamic` makes them: token vectors looked up,
+    quantized with one scale for the whole run, multiplied in integers; the packaged tokenizer
+    beside it."""
+    rng = np.random.default_rng(7)
+    table = (rng.normal(size=(30522, 8)) * rng.uniform(0.1, 10, (30522, 1))).astype(np.float32)
+    weights = rng.integers(0, 256, size=(8, 8), dtype=np.uint8)
+    nodes = [
+        helper.make_node("Gather", ["table", "input_ids"], ["tokens"]),
+        helper.make_node("DynamicQuantizeLinear", ["tokens"], ["q", "scale", "zero"]),
+        helper.make_node("MatMulInteger", ["q", "weights", "zero", "weights_zero"], ["sums"]),
+        helper.make_node("Cast", ["sums"], ["float_sums"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["float_sums", "scale"], ["last_hidden_state"]),
+    ]
+    ids = [
+        helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
+        for name in ("input_ids", "attention_mask")
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "per_run",
+        ids,
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, None)],
+        [
+            numpy_helper.from_array(table, "table"),
+            numpy_helper.from_array(weights, "weights"),
+            numpy_helper.from_array(np.array(128, dtype=np.uint8), "weights_zero"),
+        ],
+    )
+    path = directory / "model.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    tokenizer = Path(__file__).resolve().parents[2] / "service/providers/data/tokenizer.json"
+    (directory / "tokenizer.json").write_bytes(tokenizer.read_bytes())
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+async def test_an_operators_model_that_quantizes_per_run_embeds_each_text_alone(
+    tmp_path: Path,
+) -> None:
+    path, sha256 = _per_run_quantized_model(tmp_path)
+    embedder = LocalEmbedder(
+        EmbedderConfig(dims=8, local_model_path=path, local_model_sha256=sha256)
+    )
+    texts = ["a", "Lena keeps bees in Lisbon, and her sister Ana is a nurse in Porto"]
+    try:
+        together = await embedder.embed(texts)
+        alone = [(await embedder.embed([text]))[0] for text in texts]
+    finally:
+        await embedder.aclose()
+    assert together == alone
