@@ -10,8 +10,10 @@ the activations are quantized on every run (`DynamicQuantizeLinear`: uint8, with
 zero point of their own), multiplied in integers (`MatMulInteger`: exact int32 sums) and scaled
 back by the activations' scale times the column's (onnxruntime fuses the four nodes into one
 kernel). The weights are the file's, bit for bit; only the activations are rounded to 8 bits.
-The vectors therefore lie close to the packaged model's but are not the same: they are the
-vector space of a profile of their own (`all-MiniLM-L6-v2-onnx-int8-dynamic`).
+The vectors therefore lie close to the float32 run's but are not the same: they are the vector
+space of a profile of their own (`all-MiniLM-L6-v2-onnx-int8-dynamic`). A run's activations
+share one scale, so a text's vector would depend on the texts run with it: the local embedder
+runs each text alone.
 
 The weights enter the product as uint8 with zero point 128 (the same integers, shifted): on a
 CPU without VNNI instructions onnxruntime multiplies uint8 by int8 with an instruction that
