@@ -163,10 +163,13 @@ def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
             )
     # A model that quantizes each run's activations with one scale for the whole run (int8
     # products) would make a text's vector depend on the texts run with it and on their
-    # padding: each text runs alone, on one thread, and the threads run texts side by side.
+    # padding: each text runs alone, and as many texts as there are threads run side by side.
+    # Each run keeps the session's threads: a long text on one thread took longer than in
+    # float32 on two (45 against 34 ms for 200 words), and the runs side by side still beat
+    # runs of 16 (docs/benchmarks.md).
     one_text_per_run = source.int8_products or _quantizes_per_run(model_path)
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1 if one_text_per_run else intra_op_threads
+    options.intra_op_num_threads = intra_op_threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Idle intra-op threads otherwise spin for a while after each run, burning the cores that
