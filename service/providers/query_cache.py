@@ -48,6 +48,11 @@ class QueryEmbeddingCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __bool__(self) -> bool:
+        # An embedder is always there: without this, `__len__` would make an empty cache
+        # falsy, and `cache or fallback` would silently pick the fallback.
+        return True
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed(texts)
 

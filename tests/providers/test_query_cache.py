@@ -91,3 +91,9 @@ def test_size_zero_leaves_the_embedder_uncached() -> None:
     inner = CountingEmbedder()
     assert cache_query_embeddings(inner, 0) is inner
     assert isinstance(cache_query_embeddings(inner, 4), QueryEmbeddingCache)
+
+
+def test_an_empty_cache_is_still_an_embedder_in_a_condition() -> None:
+    cache = QueryEmbeddingCache(CountingEmbedder(), max_entries=4)
+    assert len(cache) == 0
+    assert (cache or None) is cache
