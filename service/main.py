@@ -178,7 +178,8 @@ async def _open_state(
 ) -> AppState:
     """The database (migrated when configured), the providers and everything built once for
     all requests, as `app.state.mneme`; each closes on `stack`."""
-    raw_embedder = build_embedder(embedder_config_from_settings(settings))
+    embedder_config = embedder_config_from_settings(settings)
+    raw_embedder = build_embedder(embedder_config)
     embedder = InstrumentedEmbedder(raw_embedder)
     stack.push_async_callback(embedder.aclose)
     # The model a change of embedding model moves to, while one is under way.
@@ -212,7 +213,7 @@ async def _open_state(
 
     def packaged(model: str) -> Embedder | None:
         """A packaged model a vector column holds, observed and cached like the others."""
-        built = build_packaged_embedder(model, embedder_config_from_settings(settings))
+        built = build_packaged_embedder(model, embedder_config)
         if built is None:
             return None
         return cache_query_embeddings(

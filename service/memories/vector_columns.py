@@ -211,9 +211,8 @@ class VectorColumns:
         """The embedder of the column's model, if the service runs it at the column's size.
         One configured at another size is not used (and said once): its vectors would be
         refused, and its questions would compare with none of the column's vectors."""
+        # A packaged model a column needs was built when `refresh` read that column.
         embedder = self._embedders.get(column.model)
-        if embedder is None:
-            embedder = self._build_packaged(column.model)
         if embedder is None or column.dims is None or embedder.dims == column.dims:
             return embedder
         if column.name not in self._warned_size:
@@ -231,7 +230,8 @@ class VectorColumns:
         return None
 
     def _build_packaged(self, model: str) -> Embedder | None:
-        """The packaged model named `model`, built the first time a column needs it."""
+        """The packaged model named `model`, built the first time a column needs it (None: no
+        packaged model is named so)."""
         embedder = None if self._packaged is None else self._packaged(model)
         if embedder is not None:
             self._embedders[model] = embedder
