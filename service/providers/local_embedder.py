@@ -123,51 +123,62 @@ def _load_model(model: Path | ModelFile, intra_op_threads: int) -> _LoadedModel:
         return loaded
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 # The operators that quantize a run's activations with one scale for the whole run: what
 # onnxruntime's `quantize_dynamic` makes, as many downloadable "quantized" models are.
 _PER_RUN_QUANTIZATION = (b"DynamicQuantizeLinear", b"DynamicQuantizeMatMul")
 
 
-def _quantizes_per_run(path: Path) -> bool:
-    """Whether the model file's graph holds one of `_PER_RUN_QUANTIZATION` (an ONNX file
-    stores each node's operator type as plain bytes); False for a file it cannot read (its
-    load then says why)."""
-    try:
-        content = path.read_bytes()
-    except OSError:
-        return False
-    return any(operator in content for operator in _PER_RUN_QUANTIZATION)
+@dataclass(frozen=True, slots=True)
+class _FileFacts:
+    sha256: str
+    # The graph holds one of `_PER_RUN_QUANTIZATION` (an ONNX file stores each node's operator
+    # type as plain bytes).
+    quantizes_per_run: bool
+
+
+def _scan_model_file(path: Path) -> _FileFacts:
+    """The model file's sha256 and whether it quantizes per run, in one pass over it, a block
+    at a time (a model file may be gigabytes); raises OSError."""
+    digest = hashlib.sha256()
+    found = False
+    overlap = max(map(len, _PER_RUN_QUANTIZATION)) - 1
+    tail = b""
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+            if not found:
+                # An operator's name may straddle two blocks.
+                window = tail + block
+                found = any(operator in window for operator in _PER_RUN_QUANTIZATION)
+                tail = window[-overlap:]
+    return _FileFacts(digest.hexdigest(), found)
 
 
 def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
     model_path = source.path
-    if source.sha256 is not None:
+    facts = None
+    # The rewritten packaged file needs neither: it is the package's, and runs one text per run.
+    if source.sha256 is not None or not source.int8_products:
         try:
-            actual = _file_sha256(model_path)
+            facts = _scan_model_file(model_path)
         except OSError as exc:
-            raise EmbedderUnavailable(
-                f"cannot read the embedding model {model_path}: {exc}"
-            ) from exc
-        if actual != source.sha256.lower():
-            raise EmbedderUnavailable(
-                f"the embedding model {model_path} has sha256 {actual}, not the configured "
-                f"{source.sha256}; vectors of another model would not compare with those stored"
-            )
+            if source.sha256 is not None:
+                raise EmbedderUnavailable(
+                    f"cannot read the embedding model {model_path}: {exc}"
+                ) from exc
+            # An unpinned file that cannot be read: its load below says why.
+    if source.sha256 is not None and facts is not None and facts.sha256 != source.sha256.lower():
+        raise EmbedderUnavailable(
+            f"the embedding model {model_path} has sha256 {facts.sha256}, not the configured "
+            f"{source.sha256}; vectors of another model would not compare with those stored"
+        )
     # A model that quantizes each run's activations with one scale for the whole run (int8
     # products) would make a text's vector depend on the texts run with it and on their
     # padding: each text runs alone, and as many texts as there are threads run side by side.
     # Each run keeps the session's threads: a long text on one thread took longer than in
     # float32 on two (45 against 34 ms for 200 words), and the runs side by side still beat
     # runs of 16 (docs/benchmarks.md).
-    one_text_per_run = source.int8_products or _quantizes_per_run(model_path)
+    one_text_per_run = source.int8_products or (facts is not None and facts.quantizes_per_run)
     options = ort.SessionOptions()
     options.intra_op_num_threads = intra_op_threads
     options.inter_op_num_threads = 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ from service.providers.local_embedder import (
     _bundled_model_path,
     _load_model,
     _models,
+    _scan_model_file,
 )
 
 
@@ -182,3 +184,17 @@ async def test_a_question_after_closing_is_refused_as_unavailable() -> None:
     await embedder.aclose()
     with pytest.raises(EmbedderUnavailable, match="closed"):
         await embedder.embed_query("Anyone there?")
+
+
+def test_a_model_file_is_read_once_for_its_digest_and_its_per_run_quantization(
+    tmp_path: Path,
+) -> None:
+    # The operator's name straddles the first 1 MiB block the file is read in.
+    content = bytes((1 << 20) - 5) + b"DynamicQuantizeLinear" + bytes(100)
+    straddling, plain = tmp_path / "straddling.onnx", tmp_path / "plain.onnx"
+    straddling.write_bytes(content)
+    plain.write_bytes(bytes(len(content)))
+    facts = _scan_model_file(straddling)
+    assert facts.sha256 == hashlib.sha256(content).hexdigest()
+    assert facts.quantizes_per_run
+    assert not _scan_model_file(plain).quantizes_per_run
