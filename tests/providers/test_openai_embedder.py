@@ -162,3 +162,25 @@ async def test_an_unreachable_server_makes_the_embedder_unavailable(
 def test_the_openai_embedder_needs_an_api_key() -> None:
     with pytest.raises(ValueError, match="API key"):
         build_embedder(EmbedderConfig(provider="openai"))
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\n",
+        b'POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 80\r\n\r\n{"input": [',
+    ],
+    ids=["headers cut short", "body cut short"],
+)
+async def test_a_request_its_client_abandoned_midway_is_not_recorded(
+    make_embedder: MakeEmbedder, embeddings_server: FakeOpenAIServer, sent: bytes
+) -> None:
+    # Tests that kill a process mid-request count the requests the fake server saw; a
+    # request cut short by the kill must not show up as one that arrived.
+    host, port = embeddings_server.base_url.removeprefix("http://").split("/")[0].split(":")
+    with socket.create_connection((host, int(port))) as abandoned:
+        abandoned.sendall(sent)
+        abandoned.shutdown(socket.SHUT_WR)
+        assert abandoned.recv(1024) == b""
+    await make_embedder().embed(["hello"])
+    assert [request.body["input"] for request in embeddings_server.requests] == [["hello"]]
