@@ -338,19 +338,32 @@ class ExtractionPass:
                     proposal.vectors,
                     window.trigger,
                 )
+                episode_refused = False
                 if proposal.episode:
-                    episode_written = await unit.memories.record_derived(
-                        [
-                            self._episode(
-                                user_id,
-                                thread_id,
-                                messages,
-                                proposal.episode,
-                                proposal.episode_vector,
-                            )
-                        ]
-                    )
-                    applied.written.extend(m.id for m in episode_written if not m.duplicate)
+                    try:
+                        episode_written = await unit.memories.record_derived(
+                            [
+                                self._episode(
+                                    user_id,
+                                    thread_id,
+                                    messages,
+                                    proposal.episode,
+                                    proposal.episode_vector,
+                                )
+                            ]
+                        )
+                    except (ValidationError, ValidationFailed) as refused:
+                        # As for a fact: the episode alone is left out, before anything of it
+                        # is written, and the pass keeps its facts.
+                        logger.warning(
+                            "extraction: the episode of thread %s refused by the API's rules "
+                            "(%s); left out",
+                            thread_id,
+                            type(refused).__name__,
+                        )
+                        episode_refused = True
+                    else:
+                        applied.written.extend(m.id for m in episode_written if not m.duplicate)
                 profile_keys = await self._apply_profile(unit, user_id, proposal.profile_changes)
             dropped = resolution.drop_counts()
             for drop in proposal.profile_dropped:
@@ -359,6 +372,8 @@ class ExtractionPass:
                 dropped["profile:refused"] = len(proposal.profile_changes) - len(profile_keys)
             if proposal.episode_refusal:
                 dropped[f"episode:{proposal.episode_refusal}"] = 1
+            elif episode_refused:
+                dropped["episode:refused"] = 1
             if proposal.unknown_ids:
                 dropped["unknown_id"] = proposal.unknown_ids
             if applied.refused:

@@ -16,7 +16,7 @@ from service.extraction import pipeline
 from tests.conftest import bearer
 from tests.extraction.conftest import fact, say, wait_for_passes
 from tests.fixtures.factories import memories, remember, start_thread
-from tests.fixtures.openai_server import FakeOpenAIServer, ScriptedExtraction
+from tests.fixtures.openai_server import FakeOpenAIServer, ScriptedExtraction, extraction
 
 HOME = [
     ("I live in Lisbon", [fact("User lives in Lisbon.", subject="home_city")]),
@@ -201,3 +201,28 @@ async def test_a_fact_the_api_refuses_is_left_out_and_the_pass_writes_the_others
     assert [m["text"] for m in await memories(llm_client, headers, kind="semantic")] == [
         "User banks with a credit union."
     ]
+
+
+async def test_an_episode_the_api_refuses_is_left_out_and_the_pass_keeps_its_facts(
+    llm_client: AsyncClient,
+    fresh_llm: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The episode's text check switched off: the API's own rules refuse the episode when it is
+    # written. Refused, it is dropped and counted; the window's fact is still written.
+    monkeypatch.setattr(pipeline, "resolve_episode", lambda text: (text, None))
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = lambda request: extraction(
+        [fact("User banks with a credit union.", subject="bank")],
+        episode="Alex read out the card 4111 1111 1111 1111 to pay.",
+    )
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I bank with a credit union.")
+    [finished] = await wait_for_passes(llm_client, headers, 1)
+    assert finished["dropped"] == {"episode:refused": 1}
+    [bank] = await memories(llm_client, headers, kind="semantic")
+    assert bank["text"] == "User banks with a credit union."
+    assert finished["written"] == [bank["id"]]
+    assert await memories(llm_client, headers, kind="episodic") == []
