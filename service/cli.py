@@ -7,8 +7,10 @@ import argparse
 import asyncio
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from service.admin.cli import add_admin_parser, run_admin
@@ -202,6 +204,7 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
     shared = None
     if workers > 1 and settings.database_url is None:
         shared = asyncio.run(_shared_embedded_database(settings))
+    metrics_dir = _workers_metrics_directory() if workers > 1 else None
     try:
         uvicorn.run(
             "service.main:create_app",
@@ -220,9 +223,29 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
             http=ProblemHttpToolsProtocol,
         )
     finally:
+        if metrics_dir is not None:
+            metrics_dir.cleanup()
         if shared is not None:
             shared.close()
     return 0
+
+
+def _workers_metrics_directory() -> tempfile.TemporaryDirectory[str] | None:
+    """A directory of this run's own where the workers keep their metrics, so a scrape that
+    reaches any of them renders all of theirs (prometheus_client's multiprocess mode, which the
+    workers take from the environment they inherit). An operator's `PROMETHEUS_MULTIPROC_DIR`
+    is used instead, emptied first: files of an earlier run would count its workers again.
+    Returns the directory to remove at exit (None for the operator's)."""
+    from service.observability.metrics import MULTIPROCESS_DIR_VARIABLE
+
+    given = os.environ.get(MULTIPROCESS_DIR_VARIABLE)
+    if given:
+        for stale in Path(given).glob("*.db"):
+            stale.unlink()
+        return None
+    directory = tempfile.TemporaryDirectory(prefix="mneme-metrics-")
+    os.environ[MULTIPROCESS_DIR_VARIABLE] = directory.name
+    return directory
 
 
 async def _shared_embedded_database(settings: Settings) -> DatabaseTarget:

@@ -62,12 +62,15 @@ from service.memories.router import org_router as org_memories_router
 from service.memories.router import user_router as user_memories_router
 from service.memories.vector_columns import VectorColumns
 from service.observability import (
+    SHARED_BETWEEN_WORKERS,
     LabelledRoute,
     Metrics,
     TelemetryMiddleware,
+    leave_shared_metrics,
     trace_export,
     trace_exporters,
     watch_event_loop_lag,
+    watch_pool,
 )
 from service.openapi import client_openapi
 from service.ops import router as ops
@@ -145,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     ", ".join(exporters) or "none",
                 )
                 yield
+        leave_shared_metrics()
         logger.info("mneme stopped")
 
     app = FastAPI(
@@ -198,6 +202,8 @@ async def _open_state(
         await db_migrations.upgrade_as_owner(target.urls.owner, settings)
     engine = create_engine(target.urls.runtime, settings)
     stack.push_async_callback(engine.dispose)
+    if SHARED_BETWEEN_WORKERS:
+        watch_pool(engine.pool)
     chat_model = build_chat_model(settings)
     if chat_model is not None:
         stack.push_async_callback(chat_model.aclose)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from service.config import Settings
 from tests.conftest import TEST_SECRET, bearer, new_tenant
@@ -111,6 +113,16 @@ def test_workers_share_one_embedded_cluster(tmp_path: Path) -> None:
         assert all(
             str(tmp_path / "pgdata") in worker.get("MNEME_DATABASE_URL", "") for worker in workers
         )
+        # Whichever worker a scrape reaches, it counts every worker's requests: the 8 lists,
+        # answered by both, in each of several scrapes on fresh connections.
+        [metrics_dir] = {worker["PROMETHEUS_MULTIPROC_DIR"] for worker in workers}
+        for _ in range(6):
+            scraped = httpx.get(f"{base_url}/metrics", timeout=30)
+            assert scraped.status_code == 200
+            assert _requests_counted(scraped.text, "GET", "/v1/users/{user_id}/memories") == 8
+            assert _series(scraped.text, "mneme_db_pool_connections")
+            # Series of one process would describe whichever worker answered.
+            assert not _series(scraped.text, "process_cpu_seconds_total")
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -120,5 +132,23 @@ def test_workers_share_one_embedded_cluster(tmp_path: Path) -> None:
                 process.kill()
             log.close()
     assert process.returncode == 0, (tmp_path / "serve.log").read_text()
-    # The parent stopped the cluster it started.
+    # The parent stopped the cluster it started, and removed the workers' metrics.
     assert _postmaster_pid(tmp_path) is None
+    assert not Path(metrics_dir).exists()
+
+
+def _series(exposition: str, name: str) -> list[Sample]:
+    return [
+        sample
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+        if sample.name == name
+    ]
+
+
+def _requests_counted(exposition: str, method: str, route: str) -> float:
+    return sum(
+        sample.value
+        for sample in _series(exposition, "mneme_http_requests_total")
+        if sample.labels["method"] == method and sample.labels["route"] == route
+    )

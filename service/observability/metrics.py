@@ -2,11 +2,17 @@
 
 Labels are route templates, modes, kinds, stages, models and outcome classes — values from
 small fixed sets — never raw paths, user ids or text, so label cardinality stays bounded.
+
+Under `mneme serve --workers N` the workers share one port, so one scrape reaches one of them:
+their values are then kept in files of a directory they share (prometheus_client's
+multiprocess mode, chosen when it is imported, by `PROMETHEUS_MULTIPROC_DIR`, which the serve
+command sets for its workers), and every scrape renders all workers' together.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 
 from prometheus_client import (
     CollectorRegistry,
@@ -17,7 +23,18 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
     disable_created_metrics,
+    generate_latest,
 )
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from sqlalchemy import event
+from sqlalchemy.pool import Pool, QueuePool
+
+MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+"""Where the workers of one `mneme serve` keep their metrics (prometheus_client reads it)."""
+
+SHARED_BETWEEN_WORKERS = bool(os.environ.get(MULTIPROCESS_DIR_VARIABLE))
+"""Whether this process keeps its metrics in the workers' shared directory: read when
+prometheus_client is imported, as prometheus_client itself decides it."""
 
 # `_created` series repeat every counter and histogram with its creation time; Prometheus never
 # needs them (it detects resets itself) and they double the series count.
@@ -107,17 +124,21 @@ class DomainMetrics:
             buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
             registry=r,
         )
+        # The queue is the database's, the same whichever worker reads it: with several
+        # workers, the value read last.
         self.job_queue_depth = Gauge(
             "mneme_job_queue_depth",
             "Jobs in the queue by kind and state (queued, picked), read at scrape time.",
             ["kind", "state"],
             registry=r,
+            multiprocess_mode="mostrecent",
         )
         self.job_oldest_age = Gauge(
             "mneme_job_oldest_queued_age_seconds",
             "Age of the oldest queued job by kind, read at scrape time (0 when none).",
             ["kind"],
             registry=r,
+            multiprocess_mode="mostrecent",
         )
         self.llm_calls = Counter(
             "mneme_llm_calls_total",
@@ -144,11 +165,13 @@ class DomainMetrics:
             buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
             registry=r,
         )
+        # Each worker has a pool of its own: with several, the sum over the running ones.
         self.db_pool = Gauge(
             "mneme_db_pool_connections",
-            "Runtime pool connections by state (in_use, idle, overflow), read at scrape time.",
+            "Runtime pool connections by state (in_use, idle, overflow).",
             ["state"],
             registry=r,
+            multiprocess_mode="livesum",
         )
         self.event_loop_lag = Histogram(
             "mneme_event_loop_lag_seconds",
@@ -167,6 +190,53 @@ version (`python_info`) and the garbage collector's work (`python_gc_*`)."""
 ProcessCollector(registry=RUNTIME_METRICS)
 PlatformCollector(registry=RUNTIME_METRICS)
 GCCollector(registry=RUNTIME_METRICS)
+
+PLATFORM_METRICS = CollectorRegistry()
+"""The interpreter's version alone (`python_info`): the same in every worker. The process and
+garbage collector series describe the one process a scrape reaches, so with several workers
+they are left out rather than shown for whichever answered."""
+PlatformCollector(registry=PLATFORM_METRICS)
+
+
+def render_metrics(app_registry: CollectorRegistry) -> bytes:
+    """The text exposition `/metrics` answers: this app's and the process-wide instruments, or
+    with several workers every worker's, from the files they share."""
+    if SHARED_BETWEEN_WORKERS:
+        workers = CollectorRegistry()
+        MultiProcessCollector(workers)  # type: ignore[no-untyped-call]
+        return generate_latest(workers) + generate_latest(PLATFORM_METRICS)
+    return b"".join(
+        generate_latest(registry)
+        for registry in (app_registry, DOMAIN_METRICS.registry, RUNTIME_METRICS)
+    )
+
+
+def record_pool_state(pool: Pool) -> None:
+    """Set the pool gauges from `pool` as it is now."""
+    if isinstance(pool, QueuePool):
+        DOMAIN_METRICS.db_pool.labels("in_use").set(pool.checkedout())
+        DOMAIN_METRICS.db_pool.labels("idle").set(pool.checkedin())
+        DOMAIN_METRICS.db_pool.labels("overflow").set(max(pool.overflow(), 0))
+
+
+def watch_pool(pool: Pool) -> None:
+    """Keep the pool gauges current as connections are taken and given back: a scrape reaches
+    one worker, and the others' pools must be counted as they are, not as they were when each
+    last answered one."""
+
+    def changed(*_: object) -> None:
+        record_pool_state(pool)
+
+    event.listen(pool, "checkout", changed)
+    event.listen(pool, "checkin", changed)
+
+
+def leave_shared_metrics() -> None:
+    """A worker that stops takes its pool out of the workers' sum (its counters stay counted:
+    what it did happened)."""
+    if SHARED_BETWEEN_WORKERS:
+        mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+
 
 EVENT_LOOP_PROBE_SECONDS = 0.5
 

@@ -5,18 +5,17 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.pool import QueuePool
 
 from service import db_migrations
 from service.dependencies import State
 from service.errors import ServiceUnavailable, problem_responses
 from service.jobs import THREAD_SUMMARY_JOB, WRITE_PATH_JOBS
 from service.jobs.status import queue_backlog
-from service.observability import DOMAIN_METRICS, RUNTIME_METRICS
+from service.observability import DOMAIN_METRICS, record_pool_state, render_metrics
 from service.state import AppState
 
 router = APIRouter(tags=["ops"])
@@ -71,22 +70,14 @@ async def get_readiness(state: State) -> Readiness:
 async def get_metrics(state: State) -> Response:
     """Prometheus text exposition of the service's metrics."""
     await read_gauges(state)
-    body = b"".join(
-        generate_latest(registry)
-        for registry in (state.metrics.registry, DOMAIN_METRICS.registry, RUNTIME_METRICS)
-    )
-    return Response(body, media_type=CONTENT_TYPE_LATEST)
+    return Response(render_metrics(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
 async def read_gauges(state: AppState) -> None:
     """Refresh the gauges that describe state rather than events: the runtime connection pool
     and the job queue's backlog. A database that does not answer leaves the queue gauges as
     they were (the scrape still succeeds; /readyz reports the outage)."""
-    pool = state.engine.pool
-    if isinstance(pool, QueuePool):
-        DOMAIN_METRICS.db_pool.labels("in_use").set(pool.checkedout())
-        DOMAIN_METRICS.db_pool.labels("idle").set(pool.checkedin())
-        DOMAIN_METRICS.db_pool.labels("overflow").set(max(pool.overflow(), 0))
+    record_pool_state(state.engine.pool)
     kinds = (THREAD_SUMMARY_JOB, *WRITE_PATH_JOBS)
     try:
         async with state.engine.connect() as connection:
