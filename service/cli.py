@@ -201,10 +201,17 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
 
     settings = get_settings()
     workers = workers or settings.workers
+    try:
+        metrics_dir = _workers_metrics_directory() if workers > 1 else None
+    except OSError as exc:
+        sys.stderr.write(
+            f"mneme serve: the workers need a directory to share their metrics in: {exc}; "
+            "set TMPDIR or PROMETHEUS_MULTIPROC_DIR to a writable directory\n"
+        )
+        return 2
     shared = None
     if workers > 1 and settings.database_url is None:
         shared = asyncio.run(_shared_embedded_database(settings))
-    metrics_dir = _workers_metrics_directory() if workers > 1 else None
     try:
         uvicorn.run(
             "service.main:create_app",
@@ -240,6 +247,7 @@ def _workers_metrics_directory() -> tempfile.TemporaryDirectory[str] | None:
 
     given = os.environ.get(MULTIPROCESS_DIR_VARIABLE)
     if given:
+        Path(given).mkdir(parents=True, exist_ok=True)
         for stale in Path(given).glob("*.db"):
             stale.unlink()
         return None

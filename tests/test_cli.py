@@ -19,6 +19,7 @@ from typing import Any
 
 import jwt
 import pytest
+import uvicorn
 
 from service import db_migrations
 from service.cli import build_parser, main, reembed_progress
@@ -70,6 +71,21 @@ def test_token_refuses_outside_dev_mode(
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", "p" * 40)
     assert main(["token", "--tenant", "acme", "--user", "ada"]) == 2
     assert "MNEME_ENV=dev" in capsys.readouterr().err
+
+
+def test_serve_with_workers_refuses_a_metrics_directory_it_cannot_make(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Checked before anything starts: a worker could not record a single metric there (a
+    # directory inside a file cannot be made, whoever asks).
+    not_a_directory = tmp_path / "metrics.txt"
+    not_a_directory.write_text("")
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(not_a_directory / "workers"))
+    # Were the check missing, the command would go on to serve: it returns at once instead.
+    monkeypatch.setenv("MNEME_DATABASE_URL", "postgresql+asyncpg://nobody@127.0.0.1:1/none")
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: None)
+    assert main(["serve", "--workers", "2"]) == 2
+    assert "PROMETHEUS_MULTIPROC_DIR" in capsys.readouterr().err
 
 
 def test_token_rejects_ids_that_cannot_be_addressed(monkeypatch: pytest.MonkeyPatch) -> None:
