@@ -25,7 +25,7 @@ from pgqueuer.adapters.drivers.asyncpg import AsyncpgPoolDriver
 from pgqueuer.core.sm import SchedulerManager
 from pgqueuer.domain.models import Schedule
 from prometheus_client import Counter
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.config import Settings
@@ -48,44 +48,77 @@ READ_POLICY_SQL = text(
     "WHERE tenant_id = :tenant_id"
 )
 
-SWEEP_SQL = {
-    "memory_event": text(
-        """
-        DELETE FROM memory_event e USING memory m
-         WHERE e.tenant_id = :tenant_id AND m.tenant_id = :tenant_id AND e.memory_id = m.id
-           AND (m.expires_at <= now()
-                OR (m.kind = 'episodic' AND CAST(:episodic_days AS int) IS NOT NULL
-                    AND m.created_at < now() - make_interval(days => :episodic_days)))
-        """
+SWEEP_SQL: tuple[tuple[str, TextClause], ...] = (
+    # Expired memories' history, then the memories: read through `ix_memory_expiry`, an index
+    # of the memories that carry an expiry, so the hourly sweep visits the expired ones, not
+    # every memory the tenant holds (a table scan of 365 ms an hour for a tenant of 100,000).
+    (
+        "memory_event",
+        text(
+            """
+            DELETE FROM memory_event e USING memory m
+             WHERE e.tenant_id = :tenant_id AND e.memory_id = m.id
+               AND m.tenant_id = :tenant_id AND m.expires_at <= now()
+            """
+        ),
     ),
-    "memory": text(
-        """
-        DELETE FROM memory
-         WHERE tenant_id = :tenant_id
-           AND (expires_at <= now()
-                OR (kind = 'episodic' AND CAST(:episodic_days AS int) IS NOT NULL
-                    AND created_at < now() - make_interval(days => :episodic_days)))
-        """
+    ("memory", text("DELETE FROM memory WHERE tenant_id = :tenant_id AND expires_at <= now()")),
+    # Episodic memories past the tenant's limit, and their history. Only a tenant whose policy
+    # sets one reads its episodic memories for them: without a limit, the first condition (it
+    # names no row) stops each statement before any scan.
+    (
+        "memory_event",
+        text(
+            """
+            DELETE FROM memory_event e USING memory m
+             WHERE CAST(:episodic_days AS int) IS NOT NULL
+               AND e.tenant_id = :tenant_id AND e.memory_id = m.id
+               AND m.tenant_id = :tenant_id AND m.kind = 'episodic'
+               AND m.created_at < now() - make_interval(days => :episodic_days)
+            """
+        ),
     ),
-    "thread_summary": text(
-        """
-        DELETE FROM thread_summary
-         WHERE tenant_id = :tenant_id AND CAST(:summaries_days AS int) IS NOT NULL
-           AND created_at < now() - make_interval(days => :summaries_days)
-        """
+    (
+        "memory",
+        text(
+            """
+            DELETE FROM memory
+             WHERE CAST(:episodic_days AS int) IS NOT NULL
+               AND tenant_id = :tenant_id AND kind = 'episodic'
+               AND created_at < now() - make_interval(days => :episodic_days)
+            """
+        ),
     ),
-    "message": text(
-        """
-        DELETE FROM message m
-         WHERE m.tenant_id = :tenant_id AND CAST(:messages_days AS int) IS NOT NULL
-           AND m.created_at < now() - make_interval(days => :messages_days)
-           AND m.seq < (SELECT max(n.seq) FROM message n
-                         WHERE n.tenant_id = m.tenant_id AND n.thread_id = m.thread_id)
-        """
+    (
+        "thread_summary",
+        text(
+            """
+            DELETE FROM thread_summary
+             WHERE tenant_id = :tenant_id AND CAST(:summaries_days AS int) IS NOT NULL
+               AND created_at < now() - make_interval(days => :summaries_days)
+            """
+        ),
     ),
-}
-"""One tenant's sweep, table by table: expired memories and their history (and episodic ones
-past the policy's limit), old summaries, old messages except each thread's newest."""
+    (
+        "message",
+        text(
+            """
+            DELETE FROM message m
+             WHERE m.tenant_id = :tenant_id AND CAST(:messages_days AS int) IS NOT NULL
+               AND m.created_at < now() - make_interval(days => :messages_days)
+               AND m.seq < (SELECT max(n.seq) FROM message n
+                             WHERE n.tenant_id = m.tenant_id AND n.thread_id = m.thread_id)
+            """
+        ),
+    ),
+)
+"""One tenant's sweep, statement by statement, each with the table it removes rows from:
+expired memories and their history, episodic ones past the policy's limit and theirs, old
+summaries, old messages except each thread's newest. Expiry and age are separate statements so
+that each reads what it removes; a memory both expired and too old goes with the first."""
+
+SWEPT_TABLES = tuple(dict.fromkeys(table for table, _ in SWEEP_SQL))
+"""The tables the sweep removes rows from, as its counts name them."""
 
 
 class RetentionSweeper:
@@ -111,7 +144,7 @@ class RetentionSweeper:
         if tenant_ids is None:
             async with self._sessionmaker() as session:
                 tenant_ids = list((await session.execute(TENANT_IDS_SQL)).scalars())
-        totals = dict.fromkeys(SWEEP_SQL, 0)
+        totals = dict.fromkeys(SWEPT_TABLES, 0)
         for tenant_id in tenant_ids:
             for table, count in (await self.sweep_tenant(tenant_id)).items():
                 totals[table] += count
@@ -131,10 +164,10 @@ class RetentionSweeper:
                 "messages_days": policy.messages_days if policy else None,
                 "summaries_days": policy.summaries_days if policy else None,
             }
-            return {
-                table: rowcount(await session.execute(statement, params))
-                for table, statement in SWEEP_SQL.items()
-            }
+            swept = dict.fromkeys(SWEPT_TABLES, 0)
+            for table, statement in SWEEP_SQL:
+                swept[table] += rowcount(await session.execute(statement, params))
+            return swept
 
 
 class RetentionScheduler:

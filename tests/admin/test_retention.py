@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import pytest
 from httpx import AsyncClient
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from benchmarks.rawsql import explain_prepared
 from service.admin.retention import (
     RETENTION_SWEEP_JOB,
     TENANT_IDS_SQL,
@@ -17,10 +20,12 @@ from service.admin.retention import (
     RetentionSweeper,
 )
 from service.config import Settings
-from service.db import create_sessionmaker
+from service.db import create_sessionmaker, tenant_transaction, transaction_driver
 from service.observability import Metrics
 from tests.admin.conftest import seed_user
 from tests.conftest import assert_problem, bearer, new_tenant
+from tests.fixtures.factories import remember_all
+from tests.plans import plan_nodes
 
 
 async def test_admins_set_the_tenants_retention_policy(
@@ -185,3 +190,69 @@ async def test_concurrent_guarded_retention_writes_let_exactly_one_win(
     for loser in responses:
         if loser is not winner:
             assert loser.headers["etag"] == winner.headers["etag"]
+
+
+class RolledBack(Exception):
+    """Ends a transaction that only looked."""
+
+
+async def test_the_sweep_reads_the_expired_memories_not_every_memory_of_the_tenant(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    ada = bearer(settings, tenant, "ada")
+    for first in (0, 100):
+        hives = range(first, first + 100)
+        await remember_all(client, ada, *({"text": f"Ada keeps bees, hive {n}"} for n in hives))
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "UPDATE memory SET expires_at = now() + make_interval(hours => hives.hours) "
+                "FROM (VALUES ('Ada keeps bees, hive 7', -1), ('Ada keeps bees, hive 8', -2), "
+                "('Ada keeps bees, hive 9', 24)) AS hives(text, hours) "
+                "WHERE memory.tenant_id = :t AND memory.text = hives.text"
+            ),
+            {"t": tenant},
+        )
+        await connection.exec_driver_sql("ANALYZE memory")
+    sessions = create_sessionmaker(runtime_engine)
+    sweeper = RetentionSweeper(sessions, None)
+    statements: list[tuple[str, Any]] = []
+    nothing_to_remove = new_tenant()
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        statements.append((statement, parameters))
+
+    # The sweep's statements as it sends them (a tenant with nothing to remove), then each
+    # expiry statement's plan for this tenant, made once for any tenant as an hourly
+    # statement's is, in a transaction that is rolled back.
+    event.listen(runtime_engine.sync_engine, "before_cursor_execute", capture)
+    try:
+        await sweeper.sweep([nothing_to_remove])
+    finally:
+        event.remove(runtime_engine.sync_engine, "before_cursor_execute", capture)
+    expiry = [(sql, values) for sql, values in statements if "expires_at <= now()" in sql]
+    assert len(expiry) == 2  # the history's and the memories'
+    for sql, values in expiry:
+        with pytest.raises(RolledBack):
+            async with tenant_transaction(sessions, tenant) as session:
+                driver = await transaction_driver(await session.connection())
+                await driver.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+                here = [tenant if value == nothing_to_remove else value for value in values]
+                [document] = await explain_prepared(driver, sql, here)
+                raise RolledBack
+        nodes = plan_nodes(document["Plan"])
+        scans = [node for node in nodes if node.get("Relation Name") == "memory"]
+        assert scans and all(node["Node Type"] != "Seq Scan" for node in scans), sql
+        # None of the 198 memories without a past expiry is read and thrown away.
+        assert sum(int(node.get("Rows Removed by Filter", 0)) for node in scans) == 0, sql
+
+    assert (await sweeper.sweep([tenant]))["memory"] == 2
+    async with tenant_transaction(sessions, tenant) as session:
+        kept = await session.execute(
+            text("SELECT count(*) FROM memory WHERE tenant_id = :t"), {"t": tenant}
+        )
+        assert kept.scalar_one() == 198
