@@ -8,7 +8,8 @@ points at it.
 
 The sweep is a durable cron job on pgqueuer's scheduler (`RetentionScheduler`): every replica
 may run the scheduler, and pgqueuer lets one of them take each due run. It acts as the runtime
-role, one tenant per transaction (under that tenant's row-level security); the tenant list
+role, one tenant at a time, in transactions under that tenant's row-level security (memories in
+batches of `MEMORY_BATCH`, a transaction each); the tenant list
 comes from `mneme_tenant_ids()`, which returns ids and nothing else. Rows swept are counted in
 `mneme_retention_swept_rows_total{table}`.
 """
@@ -48,47 +49,44 @@ READ_POLICY_SQL = text(
     "WHERE tenant_id = :tenant_id"
 )
 
-SWEEP_SQL: tuple[tuple[str, TextClause], ...] = (
-    # Expired memories' history, then the memories: read through `ix_memory_expiry`, an index
-    # of the memories that carry an expiry, so the hourly sweep visits the expired ones, not
-    # every memory the tenant holds (a table scan of 365 ms an hour for a tenant of 100,000).
+MEMORY_BATCH = 1_000
+"""Memories removed per transaction. A tenant that sets a limit for the first time may have
+tens of thousands past it (41,632 of one scenario tenant's 100,000 at 30 days, 7 s to remove
+with their postings): in batches, no transaction holds its rows, or the server's oldest
+snapshot, for that long."""
+
+DOOMED_MEMORIES_SQL: dict[str, TextClause] = {
+    # Read through `ix_memory_expiry`, an index of the memories that carry an expiry, so the
+    # hourly sweep visits the expired ones, not every memory the tenant holds (a table scan of
+    # 365 ms an hour for a tenant of 100,000).
+    "expired": text(
+        "SELECT id FROM memory WHERE tenant_id = :tenant_id AND expires_at <= now() LIMIT :batch"
+    ),
+    # Only a tenant whose policy sets a limit reads its episodic memories for their age:
+    # without one, the first condition (it names no row) stops the statement before any scan.
+    "too_old": text(
+        """
+        SELECT id FROM memory
+         WHERE CAST(:episodic_days AS int) IS NOT NULL
+           AND tenant_id = :tenant_id AND kind = 'episodic'
+           AND created_at < now() - make_interval(days => :episodic_days)
+         LIMIT :batch
+        """
+    ),
+}
+"""A batch of the memories the sweep removes, by reason: expired, or episodic past the
+tenant's limit (a memory both goes with the first)."""
+
+REMOVE_MEMORIES_SQL: tuple[tuple[str, TextClause], ...] = (
     (
         "memory_event",
-        text(
-            """
-            DELETE FROM memory_event e USING memory m
-             WHERE e.tenant_id = :tenant_id AND e.memory_id = m.id
-               AND m.tenant_id = :tenant_id AND m.expires_at <= now()
-            """
-        ),
+        text("DELETE FROM memory_event WHERE tenant_id = :tenant_id AND memory_id = ANY(:ids)"),
     ),
-    ("memory", text("DELETE FROM memory WHERE tenant_id = :tenant_id AND expires_at <= now()")),
-    # Episodic memories past the tenant's limit, and their history. Only a tenant whose policy
-    # sets one reads its episodic memories for them: without a limit, the first condition (it
-    # names no row) stops each statement before any scan.
-    (
-        "memory_event",
-        text(
-            """
-            DELETE FROM memory_event e USING memory m
-             WHERE CAST(:episodic_days AS int) IS NOT NULL
-               AND e.tenant_id = :tenant_id AND e.memory_id = m.id
-               AND m.tenant_id = :tenant_id AND m.kind = 'episodic'
-               AND m.created_at < now() - make_interval(days => :episodic_days)
-            """
-        ),
-    ),
-    (
-        "memory",
-        text(
-            """
-            DELETE FROM memory
-             WHERE CAST(:episodic_days AS int) IS NOT NULL
-               AND tenant_id = :tenant_id AND kind = 'episodic'
-               AND created_at < now() - make_interval(days => :episodic_days)
-            """
-        ),
-    ),
+    ("memory", text("DELETE FROM memory WHERE tenant_id = :tenant_id AND id = ANY(:ids)")),
+)
+"""A batch's history, then the memories (their postings go with them)."""
+
+SWEEP_OTHERS_SQL: tuple[tuple[str, TextClause], ...] = (
     (
         "thread_summary",
         text(
@@ -112,12 +110,9 @@ SWEEP_SQL: tuple[tuple[str, TextClause], ...] = (
         ),
     ),
 )
-"""One tenant's sweep, statement by statement, each with the table it removes rows from:
-expired memories and their history, episodic ones past the policy's limit and theirs, old
-summaries, old messages except each thread's newest. Expiry and age are separate statements so
-that each reads what it removes; a memory both expired and too old goes with the first."""
+"""Old summaries, and old messages except each thread's newest."""
 
-SWEPT_TABLES = tuple(dict.fromkeys(table for table, _ in SWEEP_SQL))
+SWEPT_TABLES = ("memory_event", "memory", "thread_summary", "message")
 """The tables the sweep removes rows from, as its counts name them."""
 
 
@@ -156,18 +151,31 @@ class RetentionSweeper:
         return totals
 
     async def sweep_tenant(self, tenant_id: str) -> dict[str, int]:
+        """One tenant's sweep: its memories in batches of `MEMORY_BATCH`, a transaction each,
+        then its old summaries and messages in one."""
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
             policy = (await session.execute(READ_POLICY_SQL, {"tenant_id": tenant_id})).first()
-            params: dict[str, Any] = {
-                "tenant_id": tenant_id,
-                "episodic_days": policy.episodic_days if policy else None,
-                "messages_days": policy.messages_days if policy else None,
-                "summaries_days": policy.summaries_days if policy else None,
-            }
-            swept = dict.fromkeys(SWEPT_TABLES, 0)
-            for table, statement in SWEEP_SQL:
+        params: dict[str, Any] = {
+            "tenant_id": tenant_id,
+            "episodic_days": policy.episodic_days if policy else None,
+            "messages_days": policy.messages_days if policy else None,
+            "summaries_days": policy.summaries_days if policy else None,
+        }
+        swept = dict.fromkeys(SWEPT_TABLES, 0)
+        for doomed in DOOMED_MEMORIES_SQL.values():
+            while True:
+                async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+                    found = await session.execute(doomed, {**params, "batch": MEMORY_BATCH})
+                    ids = list(found.scalars())
+                    for table, statement in REMOVE_MEMORIES_SQL if ids else ():
+                        removed = await session.execute(statement, {**params, "ids": ids})
+                        swept[table] += rowcount(removed)
+                if len(ids) < MEMORY_BATCH:
+                    break
+        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+            for table, statement in SWEEP_OTHERS_SQL:
                 swept[table] += rowcount(await session.execute(statement, params))
-            return swept
+        return swept
 
 
 class RetentionScheduler:

@@ -14,6 +14,7 @@ from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks.rawsql import explain_prepared
+from service.admin import retention
 from service.admin.retention import (
     RETENTION_SWEEP_JOB,
     TENANT_IDS_SQL,
@@ -256,7 +257,7 @@ async def test_the_sweep_reads_the_expired_memories_not_every_memory_of_the_tena
     finally:
         event.remove(runtime_engine.sync_engine, "before_cursor_execute", capture)
     expiry = [(sql, values) for sql, values in statements if "expires_at <= now()" in sql]
-    assert len(expiry) == 2  # the history's and the memories'
+    assert len(expiry) == 1  # the batch of expired memories the sweep removes
     async with tenant_transaction(sessions, tenant) as session:
         # Citus plans each run for its tenant's shard, no plan made for any tenant, on shards a
         # few hundred rows long: the plan's shape is checked on a single node.
@@ -283,3 +284,44 @@ async def test_the_sweep_reads_the_expired_memories_not_every_memory_of_the_tena
             text("SELECT count(*) FROM memory WHERE tenant_id = :t"), {"t": tenant}
         )
         assert kept.scalar_one() == 198
+
+
+async def test_the_sweep_removes_many_memories_in_batches_of_a_transaction_each(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(retention, "MEMORY_BATCH", 2)
+    ada = bearer(settings, tenant, "ada")
+    await remember_all(
+        client, ada, *({"text": f"Ada's parcel {n} is on its way"} for n in range(6))
+    )
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE memory SET expires_at = :past WHERE tenant_id = :t AND text <> :kept"),
+            {
+                "past": datetime.now(UTC) - timedelta(hours=1),
+                "t": tenant,
+                "kept": "Ada's parcel 0 is on its way",
+            },
+        )
+    commits: list[str] = []
+
+    def committed(_connection: Any) -> None:
+        commits.append(tenant)
+
+    event.listen(runtime_engine.sync_engine, "commit", committed)
+    try:
+        swept = await RetentionSweeper(create_sessionmaker(runtime_engine), None).sweep([tenant])
+    finally:
+        event.remove(runtime_engine.sync_engine, "commit", committed)
+    assert swept["memory"] == 5 and swept["memory_event"] == 5
+    # The policy's read, three batches of at most two (2, 2, 1), the search for old episodic
+    # memories (none: no limit), and the summaries and messages.
+    assert len(commits) == 6
+    service = bearer(settings, tenant, "agent", service=True)
+    listed = await client.get("/v1/users/ada/memories", headers=service)
+    assert [item["text"] for item in listed.json()["items"]] == ["Ada's parcel 0 is on its way"]
