@@ -122,16 +122,11 @@ FORCED_HNSW = Variant("forced HNSW", ("SET LOCAL enable_sort = off",))
 filtered HNSW path (iterative scan) even where it would rather sort the user's own rows."""
 
 
-async def explain_prepared(
-    connection: Any, sql: str, arguments: Sequence[Any], *, plan_format: str = "JSON"
-) -> Any:
+async def explain_prepared(connection: Any, sql: str, arguments: Sequence[Any]) -> Any:
     """EXPLAIN ANALYZE of `sql` as a prepared statement runs it. EXPLAIN of the text itself
     plans it for the values bound (a custom plan) and EXECUTE takes no bind parameters, so the
     statement is PREPAREd, run once (which makes and caches its plan), and EXPLAINed through
-    EXECUTE with each argument written as a typed literal by the server itself. `plan_format`
-    TEXT gives the plan's lines (Citus writes a DELETE's remote plan into JSON unescaped)."""
-    if plan_format not in ("JSON", "TEXT"):
-        raise ValueError(f"plan_format is JSON or TEXT, not {plan_format!r}")
+    EXECUTE with each argument written as a typed literal by the server itself."""
     literals = []
     parameters = (await connection.prepare(sql)).get_parameters()
     for parameter, value in zip(parameters, arguments, strict=True):
@@ -145,10 +140,7 @@ async def explain_prepared(
     execute = f"EXECUTE {name}({', '.join(literals)})"
     await connection.execute(f"PREPARE {name} AS {sql}")
     await connection.execute(execute)
-    if plan_format == "JSON":
-        document = await connection.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {execute}")
-    else:
-        document = [row[0] for row in await connection.fetch(f"EXPLAIN (ANALYZE) {execute}")]
+    document = await connection.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {execute}")
     await connection.execute(f"DEALLOCATE {name}")
     return document
 

@@ -1,9 +1,30 @@
-"""Reading EXPLAIN (FORMAT JSON) plans in tests: every node of a plan, to count what its scans
-did."""
+"""Reading EXPLAIN (FORMAT JSON) plans in tests: the statements an engine sends, to explain
+them, and every node of a plan, to count what its scans did."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+
+@contextmanager
+def statements_sent(engine: AsyncEngine) -> Iterator[list[tuple[str, Any]]]:
+    """The statements `engine` sends while the block runs, each with its parameters, as the
+    driver receives them (placeholders `$n`)."""
+    sent: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        sent.append((statement, parameters))
+
+    event.listen(engine.sync_engine, "before_cursor_execute", capture)
+    try:
+        yield sent
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", capture)
 
 
 def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,7 +4,6 @@ rows of that tenant only, its metric, and its cron schedule in pgqueuer."""
 from __future__ import annotations
 
 import asyncio
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,6 +27,7 @@ from service.observability import Metrics
 from tests.admin.conftest import seed_user
 from tests.conftest import assert_problem, bearer, new_tenant
 from tests.fixtures.factories import remember_all
+from tests.plans import plan_nodes, statements_sent
 
 
 async def test_admins_set_the_tenants_retention_policy(
@@ -194,25 +194,6 @@ async def test_concurrent_guarded_retention_writes_let_exactly_one_win(
             assert loser.headers["etag"] == winner.headers["etag"]
 
 
-MEMORY_SCAN = re.compile(r"Scan (?:using \S+ )?on memory(?:_\d+)?(?: |$)")
-"""A plan line that scans the memory table (or, on Citus, one of its shards)."""
-
-
-def scans_of_memory(plan: list[str]) -> dict[str, int]:
-    """The scans of the memory table in an EXPLAIN ANALYZE text plan, each with the rows its
-    filter read and threw away."""
-    scans: dict[str, int] = {}
-    node: str | None = None
-    for number, line in enumerate(plan):
-        if number == 0 or line.lstrip().startswith("->"):
-            node = line.strip() if MEMORY_SCAN.search(line) else None
-            if node is not None:
-                scans[node] = 0
-        elif node is not None and "Rows Removed by Filter:" in line:
-            scans[node] += int(line.split(":")[1])
-    return scans
-
-
 class RolledBack(Exception):
     """Ends a transaction that only looked."""
 
@@ -242,20 +223,12 @@ async def test_the_sweep_reads_the_expired_memories_not_every_memory_of_the_tena
         await connection.exec_driver_sql("ANALYZE memory")
     sessions = create_sessionmaker(runtime_engine)
     sweeper = RetentionSweeper(sessions, None)
-    statements: list[tuple[str, Any]] = []
     nothing_to_remove = new_tenant()
-
-    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        statements.append((statement, parameters))
-
     # The sweep's statements as it sends them (a tenant with nothing to remove), then each
     # expiry statement's plan for this tenant, made once for any tenant as an hourly
     # statement's is, in a transaction that is rolled back.
-    event.listen(runtime_engine.sync_engine, "before_cursor_execute", capture)
-    try:
+    with statements_sent(runtime_engine) as statements:
         await sweeper.sweep([nothing_to_remove])
-    finally:
-        event.remove(runtime_engine.sync_engine, "before_cursor_execute", capture)
     expiry = [(sql, values) for sql, values in statements if "expires_at <= now()" in sql]
     assert len(expiry) == 1  # the batch of expired memories the sweep removes
     async with tenant_transaction(sessions, tenant) as session:
@@ -270,13 +243,13 @@ async def test_the_sweep_reads_the_expired_memories_not_every_memory_of_the_tena
                 driver = await transaction_driver(await session.connection())
                 await driver.execute("SET LOCAL plan_cache_mode = force_generic_plan")
                 here = [tenant if value == nothing_to_remove else value for value in values]
-                plan = await explain_prepared(driver, sql, here, plan_format="TEXT")
+                [document] = await explain_prepared(driver, sql, here)
                 raise RolledBack
         # The memories are not scanned whole, and none without a past expiry is read and
         # thrown away.
-        memory_scans = scans_of_memory(plan)
-        assert memory_scans and all("Seq Scan" not in node for node in memory_scans), plan
-        assert all(removed == 0 for removed in memory_scans.values()), plan
+        scans = [n for n in plan_nodes(document["Plan"]) if n.get("Relation Name") == "memory"]
+        assert scans and all(node["Node Type"] != "Seq Scan" for node in scans), sql
+        assert sum(int(node.get("Rows Removed by Filter", 0)) for node in scans) == 0, sql
 
     assert (await sweeper.sweep([tenant]))["memory"] == 2
     async with tenant_transaction(sessions, tenant) as session:

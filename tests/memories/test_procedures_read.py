@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from benchmarks.rawsql import explain_prepared
@@ -17,7 +16,7 @@ from service.memories.repository import MemoryRepository
 from service.memories.service import PROCEDURE_SLOTS
 from tests.conftest import bearer
 from tests.fixtures.factories import remember_all
-from tests.plans import plan_nodes
+from tests.plans import plan_nodes, statements_sent
 
 ORGANIZATION_FACTS = 400
 
@@ -60,14 +59,8 @@ async def test_the_procedures_read_seeks_only_procedural_memories_on_a_generic_p
     async with owner_engine.begin() as connection:
         await connection.exec_driver_sql("ANALYZE memory")
 
-    statements: list[tuple[str, Any]] = []
-
-    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        statements.append((statement, parameters))
-
-    event.listen(runtime_engine.sync_engine, "before_cursor_execute", capture)
-    try:
-        sessions = async_sessionmaker(runtime_engine, expire_on_commit=False)
+    sessions = async_sessionmaker(runtime_engine, expire_on_commit=False)
+    with statements_sent(runtime_engine) as statements:
         async with tenant_transaction(sessions, tenant) as session:
             found = await MemoryRepository(session, tenant).live_procedures(
                 Owner.user("ada"), Owner.org(), slots=PROCEDURE_SLOTS
@@ -77,8 +70,6 @@ async def test_the_procedures_read_seeks_only_procedural_memories_on_a_generic_p
             await driver.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             # The driver decodes the JSON document.
             plan = (await explain_prepared(driver, read, values))[0]["Plan"]
-    finally:
-        event.remove(runtime_engine.sync_engine, "before_cursor_execute", capture)
 
     assert sorted(memory.text for memory in found) == sorted(
         [org_style["text"], ada_safety["text"]]
