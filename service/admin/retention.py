@@ -55,16 +55,15 @@ tens of thousands past it (41,632 of one scenario tenant's 100,000 at 30 days, 7
 with their postings): in batches, no transaction holds its rows, or the server's oldest
 snapshot, for that long."""
 
-DOOMED_MEMORIES_SQL: dict[str, TextClause] = {
-    # Read through `ix_memory_expiry`, an index of the memories that carry an expiry, so the
-    # hourly sweep visits the expired ones, not every memory the tenant holds (a table scan of
-    # 365 ms an hour for a tenant of 100,000).
-    "expired": text(
-        "SELECT id FROM memory WHERE tenant_id = :tenant_id AND expires_at <= now() LIMIT :batch"
-    ),
-    # Only a tenant whose policy sets a limit reads its episodic memories for their age:
-    # without one, the first condition (it names no row) stops the statement before any scan.
-    "too_old": text(
+DOOMED_MEMORIES_SQL: tuple[TextClause, ...] = (
+    # Expired: read through `ix_memory_expiry`, an index of the memories that carry an expiry,
+    # so the hourly sweep visits the expired ones, not every memory the tenant holds (a table
+    # scan of 365 ms an hour for a tenant of 100,000).
+    text("SELECT id FROM memory WHERE tenant_id = :tenant_id AND expires_at <= now() LIMIT :batch"),
+    # Episodic past the tenant's limit. Only a tenant whose policy sets one reads its episodic
+    # memories for their age: without it, the first condition (it names no row) stops the
+    # statement before any scan.
+    text(
         """
         SELECT id FROM memory
          WHERE CAST(:episodic_days AS int) IS NOT NULL
@@ -73,7 +72,7 @@ DOOMED_MEMORIES_SQL: dict[str, TextClause] = {
          LIMIT :batch
         """
     ),
-}
+)
 """A batch of the memories the sweep removes, by reason: expired, or episodic past the
 tenant's limit (a memory both goes with the first)."""
 
@@ -162,7 +161,7 @@ class RetentionSweeper:
             "summaries_days": policy.summaries_days if policy else None,
         }
         swept = dict.fromkeys(SWEPT_TABLES, 0)
-        for doomed in DOOMED_MEMORIES_SQL.values():
+        for doomed in DOOMED_MEMORIES_SQL:
             while True:
                 async with tenant_transaction(self._sessionmaker, tenant_id) as session:
                     found = await session.execute(doomed, {**params, "batch": MEMORY_BATCH})

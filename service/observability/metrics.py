@@ -24,6 +24,7 @@ from prometheus_client import (
     ProcessCollector,
     disable_created_metrics,
     generate_latest,
+    values,
 )
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from sqlalchemy import event
@@ -32,9 +33,9 @@ from sqlalchemy.pool import Pool, QueuePool
 MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 """Where the workers of one `mneme serve` keep their metrics (prometheus_client reads it)."""
 
-SHARED_BETWEEN_WORKERS = bool(os.environ.get(MULTIPROCESS_DIR_VARIABLE))
-"""Whether this process keeps its metrics in the workers' shared directory: read when
-prometheus_client is imported, as prometheus_client itself decides it."""
+SHARED_BETWEEN_WORKERS = values.ValueClass is not values.MutexValue
+"""Whether this process keeps its metrics in the workers' shared directory: prometheus_client's
+own choice, made from the environment when it was imported."""
 
 # `_created` series repeat every counter and histogram with its creation time; Prometheus never
 # needs them (it detects resets itself) and they double the series count.
