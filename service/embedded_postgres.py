@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import platform
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,48 @@ SUPERUSER = "postgres"
 REQUIRED_EXTENSIONS = ("vector", "pg_trgm")
 # pgserver's list of the processes holding a handle on a cluster, in its data directory.
 HANDLES_FILE = ".handle_pids.json"
+
+EMBEDDED_CPU_FEATURES = frozenset({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe"})
+"""The x86-64 instruction sets the wheel's pgvector uses outside the functions it chooses at run
+time by the CPU's own report (x86-64-v3: Intel since 2013, AMD since 2015), as
+`/proc/cpuinfo` names them (`abm` holds LZCNT). Its binary is compiled for them, so on a CPU
+without one every vector distance would stop the server with an illegal instruction;
+`tests/db/test_embedded_portable.py` reads the instructions of the installed library."""
+
+
+class UnsupportedCpu(RuntimeError):
+    """The machine's CPU lacks an instruction set the embedded database's pgvector needs."""
+
+
+def cpu_features() -> frozenset[str] | None:
+    """The CPU's instruction sets as Linux reports them (the `flags` of `/proc/cpuinfo`), or
+    None where that report is not there to read (another system or architecture)."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return None
+    try:
+        report = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in report.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "flags":
+            return frozenset(value.split())
+    return None
+
+
+def require_cpu_features(features: frozenset[str] | None) -> None:
+    """Refuse to start the embedded database on a CPU that lacks what its pgvector needs: the
+    server would start, then stop at the first vector stored or compared."""
+    if features is None:
+        return
+    missing = sorted(EMBEDDED_CPU_FEATURES - features)
+    if missing:
+        raise UnsupportedCpu(
+            "the embedded PostgreSQL's pgvector needs a CPU with "
+            f"{', '.join(sorted(EMBEDDED_CPU_FEATURES))} (x86-64-v3); this one lacks "
+            f"{', '.join(missing)}. Set MNEME_DATABASE_URL to a PostgreSQL with pgvector "
+            "(docs/configuration.md)."
+        )
 
 
 @dataclass(frozen=True)
@@ -129,6 +172,7 @@ class EmbeddedSupervisor:
 def start_cluster(data_dir: Path, shared_buffers_mb: int | None = None) -> EmbeddedCluster:
     """Start (initialising on first use) the cluster in `data_dir/pgdata`, its buffer cache
     sized `shared_buffers_mb` (`default_shared_buffers_mb()` when not given). Blocking."""
+    require_cpu_features(cpu_features())
     get_server = _import_pgserver()
     data_dir.mkdir(parents=True, exist_ok=True)
     forget_dead_handles(data_dir / "pgdata")
