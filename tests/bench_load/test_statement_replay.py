@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.scripts.statement_replay import MANIFEST, hits_share, main, parse_version
+from benchmarks.scripts.statement_replay import (
+    MANIFEST,
+    hits_share,
+    main,
+    parse_version,
+    run_order,
+)
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -107,3 +113,13 @@ def test_fewer_than_two_versions_are_refused(capsys: pytest.CaptureFixture[str])
     assert main(["--tree", f"only={REPOSITORY}"]) == 2
     assert "two or more versions" in capsys.readouterr().err
     assert main(["--tree", f"same={REPOSITORY}", "--tree", f"same={REPOSITORY}"]) == 2
+
+
+def test_each_version_takes_each_place_in_the_order_in_turn() -> None:
+    places = {version: [] for version in range(3)}
+    for turn in range(6):
+        order = run_order(3, turn)
+        assert sorted(order) == [0, 1, 2]
+        for place, version in enumerate(order):
+            places[version].append(place)
+    assert all(sorted(taken) == [0, 0, 1, 1, 2, 2] for taken in places.values())
