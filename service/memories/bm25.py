@@ -33,10 +33,24 @@ SHORTEST_SHARE = number(K1 * (1 - B))
 lexeme in a memory of length 0 is k1 + 1 over its frequency plus this)."""
 
 
+def inverse_document_frequency(documents: str, containing: str) -> str:
+    """BM25's inverse document frequency (Lucene's, never negative) of a lexeme in
+    `containing` of `documents` memories: each a SQL expression of integers, the result a
+    float8 one (PostgreSQL would compute `ln` of a fractional literal over integers as numeric,
+    and every weight multiplied by it after)."""
+    half = "float8 '0.5'"
+    return f"ln(1 + ({documents} - {containing} + {half}) / ({containing} + {half}))"
+
+
 def term_weight(frequency: str, length: str, mean_length: str) -> str:
     """The BM25 weight (without the inverse document frequency) of a lexeme that occurs
     `frequency` times in a memory of `length` distinct lexemes, in memories of `mean_length`
-    on average: each argument a SQL expression, the result one too."""
+    on average: each argument a SQL expression, the result a float8 one. Computed in float8
+    whatever the arguments' types (an integer frequency times a fractional literal would be
+    numeric, whose arithmetic costs several times float8's for every candidate scored)."""
+    frequency, length, mean_length = (
+        f"CAST({value} AS float8)" for value in (frequency, length, mean_length)
+    )
     return (
         f"({frequency} * {SATURATION} / ({frequency} + {number(K1)} * "
         f"({number(1 - B)} + {number(B)} * {length} / {mean_length})))"

@@ -3,17 +3,32 @@ pruning bounds are rendered from computes BM25's weight, and its literals stay f
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.memories.bm25 import K1, SATURATION, SHORTEST_SHARE, B, number, term_weight
+from service.memories.bm25 import (
+    K1,
+    SATURATION,
+    SHORTEST_SHARE,
+    B,
+    inverse_document_frequency,
+    number,
+    term_weight,
+)
 from service.memories.postings import INSERT_POSTINGS_SQL
 
 
 def bm25_weight(frequency: int, length: int, mean_length: float) -> float:
     """BM25's term weight as its definition states it (Robertson and Zaragoza, 2009)."""
     return frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * length / mean_length))
+
+
+def bm25_idf(documents: int, containing: int) -> float:
+    """BM25's inverse document frequency as Lucene defines it (never negative)."""
+    return math.log(1 + (documents - containing + 0.5) / (containing + 0.5))
 
 
 def test_a_literal_is_fractional_and_without_float_noise() -> None:
@@ -49,3 +64,28 @@ async def test_postgres_computes_the_weight_bm25_defines(runtime_engine: AsyncEn
                 )
             ).scalar_one()
             assert weight == pytest.approx(bm25_weight(frequency, length, mean_length), rel=1e-12)
+
+
+async def test_weights_and_idf_are_float8_whatever_their_arguments_types(
+    runtime_engine: AsyncEngine,
+) -> None:
+    # The statement's frequencies and lengths are integers, an exact section's mean length is
+    # avg()'s numeric and the counts are bigints: computed as they come, the weight of every
+    # candidate scored would be numeric arithmetic, several times float8's cost.
+    weight = term_weight(
+        "CAST(:frequency AS integer)", "CAST(:length AS integer)", "CAST(:mean AS numeric)"
+    )
+    idf = inverse_document_frequency("CAST(:documents AS bigint)", "CAST(:containing AS bigint)")
+    async with runtime_engine.connect() as connection:
+        row = (
+            await connection.execute(
+                text(
+                    f"SELECT {weight} AS weight, {idf} AS idf, "
+                    f"pg_typeof({weight})::text AS weight_type, pg_typeof({idf})::text AS idf_type"
+                ),
+                {"frequency": 2, "length": 40, "mean": 6.5, "documents": 1000, "containing": 7},
+            )
+        ).one()
+    assert (row.weight_type, row.idf_type) == ("double precision", "double precision")
+    assert row.weight == pytest.approx(bm25_weight(2, 40, 6.5), rel=1e-12)
+    assert row.idf == pytest.approx(bm25_idf(1000, 7), rel=1e-12)

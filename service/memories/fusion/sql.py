@@ -59,15 +59,11 @@ term_weights AS (
     -- next to nothing, the rare word that identifies one memory weighs most. An exact
     -- section counts each lexeme's memories among its matches; a bounded one has read only
     -- the top of each lexeme's postings, so it takes the count from `lexeme_documents`.
-    SELECT section, lexeme, ln(1 + (c.documents - count(*) + 0.5) / (count(*) + 0.5)) AS idf,
-           c.mean_length
+    SELECT section, lexeme, ${exact_idf} AS idf, c.mean_length
       FROM exact_matches JOIN collection c USING (section)
      GROUP BY section, lexeme, c.documents, c.mean_length
     UNION ALL
-    SELECT o.section, d.lexeme,
-           ln(1 + (greatest(o.documents, d.documents) - d.documents + 0.5)
-                  / (d.documents + 0.5)) AS idf,
-           o.mean_length
+    SELECT o.section, d.lexeme, ${bounded_idf} AS idf, o.mean_length
       FROM owner_stats o JOIN lexeme_documents d USING (section)
 ),
 lexical_hits AS (
@@ -372,7 +368,7 @@ COLLECTION_SQL = """
 -- there are and their mean length (in distinct lexemes: `tsv_length` is `length(tsv)`, stored,
 -- so an index-only scan of ix_memory_lexical serves this without reading the table).
 SELECT ${section} AS section, count(*) AS documents,
-       coalesce(avg(m.tsv_length), 0) AS mean_length
+       coalesce(CAST(avg(m.tsv_length) AS float8), 0) AS mean_length
   FROM memory m
  WHERE :use_lexical AND ${candidate_filter}
    AND NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})
@@ -462,8 +458,7 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
          CROSS JOIN (SELECT owner.key, d.lexeme,
                        CASE WHEN d.lexeme = ANY(seeding.lexemes) THEN seeding.depth ELSE 0
                        END AS depth,
-                       ln(1 + (greatest(o.documents, d.documents) - d.documents + 0.5)
-                              / (d.documents + 0.5)) AS idf
+                       ${bounded_idf} AS idf
                   FROM owner_stats o
                  CROSS JOIN LATERAL (
                        -- The lexemes whose postings bring candidates (all of them when none

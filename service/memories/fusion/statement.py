@@ -17,7 +17,12 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.types import TypeEngine
 
-from service.memories.bm25 import SATURATION, SHORTEST_SHARE, term_weight
+from service.memories.bm25 import (
+    SATURATION,
+    SHORTEST_SHARE,
+    inverse_document_frequency,
+    term_weight,
+)
 from service.memories.filters import MemoryFilter, Predicate
 from service.memories.fusion.parameters import RANKING_PARAMETERS, SearchParams
 from service.memories.fusion.sql import (
@@ -221,6 +226,7 @@ def _search_template(
                 candidate_filter=candidate_filter,
                 shared_candidates=f"2 * greatest({pools})",
                 impact_mean_length=repr(IMPACT_MEAN_LENGTH),
+                bounded_idf=BOUNDED_IDF,
                 **pruning,
             )
             reads.append(f"({fragment})")
@@ -292,6 +298,8 @@ def _search_template(
             **vectors,
         ),
         match_weight=term_weight("lm.tf", "lm.length", "nullif(w.mean_length, 0)"),
+        exact_idf=inverse_document_frequency("c.documents", "count(*)"),
+        bounded_idf=BOUNDED_IDF,
         candidate_filter=candidate_filter,
         neighbour_filter=neighbour_filter,
         section=section,
@@ -300,6 +308,12 @@ def _search_template(
         limit=limit,
         **vectors,
     )
+
+
+BOUNDED_IDF = inverse_document_frequency("greatest(o.documents, d.documents)", "d.documents")
+"""A bounded section's inverse document frequency of a question lexeme (`lexeme_documents`
+`d`), over its owners' memories (`owner_stats` `o`; never fewer than the lexeme's own count,
+which may be newer)."""
 
 
 def weight_bound(impact: str, *, most: bool) -> str:
