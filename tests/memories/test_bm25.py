@@ -16,6 +16,7 @@ from service.memories.bm25 import (
     B,
     inverse_document_frequency,
     number,
+    score_for_ties,
     term_weight,
 )
 from service.memories.postings import INSERT_POSTINGS_SQL
@@ -89,3 +90,29 @@ async def test_weights_and_idf_are_float8_whatever_their_arguments_types(
     assert (row.weight_type, row.idf_type) == ("double precision", "double precision")
     assert row.weight == pytest.approx(bm25_weight(2, 40, 6.5), rel=1e-12)
     assert row.idf == pytest.approx(bm25_idf(1000, 7), rel=1e-12)
+
+
+async def test_scores_that_differ_in_their_last_bits_tie_and_stay_float8(
+    runtime_engine: AsyncEngine,
+) -> None:
+    # 0.1 + 0.2 and 0.3 are one sum added in two orders: 0.30000000000000004 and 0.3.
+    async with runtime_engine.connect() as connection:
+        row = (
+            await connection.execute(
+                text(
+                    "SELECT "
+                    + score_for_ties("(float8 '0.1' + float8 '0.2')")
+                    + " AS summed, "
+                    + score_for_ties("float8 '0.3'")
+                    + " AS exact, "
+                    + score_for_ties("float8 '2.7182818284'")
+                    + " AS kept, pg_typeof("
+                    + score_for_ties("float8 '0.3'")
+                    + ")::text AS type"
+                )
+            )
+        ).one()
+    assert 0.1 + 0.2 != 0.3
+    assert row.summed == row.exact == 0.3
+    assert row.kept == 2.718281828
+    assert row.type == "double precision"

@@ -75,8 +75,7 @@ lexical_hits AS (
                            -- length-normalised. Rounded to 1e-9: a sum's last bits depend on
                            -- the order the plan adds its terms in, and two memories of equal
                            -- score must tie (and rank by id) whatever the plan.
-                           round(CAST(sum(w.idf * ${match_weight}) AS numeric), 9)::float8
-                               AS score
+                           ${lexical_score} AS score
                       FROM lexical_matches lm
                       JOIN term_weights w USING (section, lexeme)
                      GROUP BY lm.section, lm.id
@@ -325,7 +324,7 @@ SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vect
        SELECT CASE WHEN :use_vector
                    THEN 1 - (${vector} <=> ${question_vector})
               END AS cosine,
-              (SELECT round(CAST(sum(w.idf * ${own_match_weight}) AS numeric), 9)::float8
+              (SELECT ${own_lexical_score}
                  FROM unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
                  JOIN term_weights w ON w.section = b.section AND w.lexeme = term.lexeme
                 WHERE :use_lexical) AS lexical_score

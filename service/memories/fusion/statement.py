@@ -21,6 +21,7 @@ from service.memories.bm25 import (
     SATURATION,
     SHORTEST_SHARE,
     inverse_document_frequency,
+    score_for_ties,
     term_weight,
 )
 from service.memories.filters import MemoryFilter, Predicate
@@ -292,12 +293,14 @@ def _search_template(
         beyond_pools=render(
             BEYOND_POOLS_SQL.strip(),
             question_vector=QUESTION_VECTOR_SQL,
-            own_match_weight=term_weight(
-                "cardinality(term.positions)", "m.tsv_length", "nullif(w.mean_length, 0)"
+            own_lexical_score=lexical_score(
+                term_weight(
+                    "cardinality(term.positions)", "m.tsv_length", "nullif(w.mean_length, 0)"
+                )
             ),
             **vectors,
         ),
-        match_weight=term_weight("lm.tf", "lm.length", "nullif(w.mean_length, 0)"),
+        lexical_score=lexical_score(term_weight("lm.tf", "lm.length", "nullif(w.mean_length, 0)")),
         exact_idf=inverse_document_frequency("c.documents", "count(*)"),
         bounded_idf=BOUNDED_IDF,
         candidate_filter=candidate_filter,
@@ -308,6 +311,12 @@ def _search_template(
         limit=limit,
         **vectors,
     )
+
+
+def lexical_score(weight: str) -> str:
+    """A memory's BM25 score over its rows of the question's lexemes joined to their
+    `term_weights` `w`, each lexeme's `weight` in the memory (`term_weight`)."""
+    return score_for_ties(f"sum(w.idf * {weight})")
 
 
 BOUNDED_IDF = inverse_document_frequency("greatest(o.documents, d.documents)", "d.documents")
