@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser, run_bench = build_parser(argv)
 
     args = parser.parse_args(argv)
+    if args.command in EMBEDDED_DATABASE_COMMANDS and _embedded_database_refused(args.command):
+        return 2
     if args.command in ("serve", "migrate", "reembed", "owner-indexes"):
         from service.logs import configure_logging
 
@@ -147,6 +149,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "mcp-stdio":
         return run_mcp_stdio(args)
     return _token(args)
+
+
+EMBEDDED_DATABASE_COMMANDS = ("serve", "migrate", "reembed", "owner-indexes", "admin", "mcp-stdio")
+"""The commands that start the embedded database when no `MNEME_DATABASE_URL` is set."""
+
+
+def _embedded_database_refused(command: str) -> bool:
+    """Whether the embedded database cannot run on this machine's CPU (said on stderr): before
+    anything starts, rather than as a worker's failed start-up with its traceback."""
+    from service.embedded_postgres import UnsupportedCpu, cpu_features, require_cpu_features
+
+    if get_settings().database_url is not None:
+        return False
+    try:
+        require_cpu_features(cpu_features())
+    except UnsupportedCpu as refusal:
+        sys.stderr.write(f"mneme {command}: {refusal}\n")
+        return True
+    return False
 
 
 def _command_of(argv: list[str] | None) -> str | None:

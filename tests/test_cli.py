@@ -88,6 +88,27 @@ def test_serve_with_workers_refuses_a_metrics_directory_it_cannot_make(
     assert "PROMETHEUS_MULTIPROC_DIR" in capsys.readouterr().err
 
 
+def test_a_cpu_the_embedded_database_cannot_run_on_is_refused_before_anything_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setattr("service.embedded_postgres.cpu_features", lambda: frozenset({"sse4_2"}))
+    monkeypatch.delenv("MNEME_DATABASE_URL", raising=False)
+    assert main(["serve"]) == 2
+    assert main(["migrate"]) == 2
+    assert started == []
+    said = capsys.readouterr().err
+    assert "mneme serve: the embedded PostgreSQL's pgvector needs a CPU with" in said
+    assert "lacks abm, avx, avx2" in said
+    assert "Set MNEME_DATABASE_URL" in said
+    # With a database of one's own, the CPU is that server's business.
+    monkeypatch.setenv("MNEME_DATABASE_URL", "postgresql+asyncpg://nobody@127.0.0.1:1/none")
+    get_settings.cache_clear()
+    assert main(["serve"]) == 0
+    assert len(started) == 1
+
+
 def test_token_rejects_ids_that_cannot_be_addressed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
     assert main(["token", "--tenant", "acme", "--user", "a/b"]) == 2
