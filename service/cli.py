@@ -121,6 +121,10 @@ def build_parser(
     return parser, run_bench
 
 
+EMBEDDED_DATABASE_COMMANDS = ("serve", "migrate", "reembed", "owner-indexes", "admin", "mcp-stdio")
+"""The commands that start the embedded database when no `MNEME_DATABASE_URL` is set."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser, run_bench = build_parser(argv)
 
@@ -149,10 +153,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "mcp-stdio":
         return run_mcp_stdio(args)
     return _token(args)
-
-
-EMBEDDED_DATABASE_COMMANDS = ("serve", "migrate", "reembed", "owner-indexes", "admin", "mcp-stdio")
-"""The commands that start the embedded database when no `MNEME_DATABASE_URL` is set."""
 
 
 def _embedded_database_refused(command: str) -> bool:
