@@ -26,9 +26,10 @@ from service.embedded_postgres import (
     start_cluster,
 )
 
-RUNTIME_DISPATCHED = re.compile(r"Avx512")
+RUNTIME_DISPATCHED = re.compile(r"avx512", re.IGNORECASE)
 """pgvector's functions it calls only after asking the CPU (`cpuid`) whether it has their
-instructions: the AVX-512 popcount kernels of its bit distances."""
+instructions: the AVX-512 popcount kernels of its bit distances (`…Avx512Popcount`), and the
+`.avx512f`-style clones a compiler's `target_clones` would name."""
 
 AVX512_OPERAND = re.compile(r"%zmm|%k[0-7]\b|%[xy]mm(1[6-9]|2[0-9]|3[01])\b")
 """Registers only AVX-512 (EVEX) instructions name."""
