@@ -24,7 +24,9 @@ one unrecorded pass and then `--passes`. It prints, per size, each version's p50
 trip, its change against the first version's, and for how many questions it returned the same
 rows as the first (ids, sections, ranks, and the lexical, neighbour and thread scores), and what
 share of the first version's hits it returned in any order (for a change meant to rank
-differently: how far its top hits moved). Asserts nothing.
+differently: how far its top hits moved), and the shared buffers its statements touched (one
+`EXPLAIN (ANALYZE, BUFFERS)` each in the unrecorded pass: the work, whatever the machine's speed
+does meanwhile). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -361,6 +363,10 @@ class Figures:
     shared: dict[str, float] = field(default_factory=dict)
     """Per version: the sum over questions of the share of the first version's hits it
     returned too (in the same section, in any order)."""
+    buffers: dict[str, int] = field(default_factory=dict)
+    """Per version: the shared buffers its statements touched, summed over the questions (one
+    `EXPLAIN (ANALYZE, BUFFERS)` of each in the unrecorded pass): the work a change saves or
+    adds, whatever the machine's speed does meanwhile."""
     questions: int = 0
 
 
@@ -427,6 +433,11 @@ async def replay(
                         started = time.perf_counter()
                         rows = await driver.fetch(statement["sql"], *statement["values"])
                         elapsed = time.perf_counter() - started
+                        if round_number == 0:
+                            name = versions[which].name
+                            size.buffers[name] = size.buffers.get(name, 0) + (
+                                await _buffers_touched(driver, statement)
+                            )
                     answers[which] = _rows_key(rows)
                     if round_number:
                         size.seconds.setdefault(versions[which].name, []).append(elapsed)
@@ -445,24 +456,44 @@ async def replay(
     return figures
 
 
+async def _buffers_touched(driver: Any, statement: dict[str, Any]) -> int:
+    """The shared buffers one run of `statement` touches (hits and reads: the same count
+    whether its pages were cached), from `EXPLAIN (ANALYZE, BUFFERS)` in the transaction that
+    set its tenant and planner settings."""
+    plan = await driver.fetchval(
+        "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) " + statement["sql"],
+        *statement["values"],
+    )
+    # The service's connections decode JSON themselves; a bare asyncpg one returns its text.
+    top = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
+    return int(top.get("Shared Hit Blocks", 0)) + int(top.get("Shared Read Blocks", 0))
+
+
 def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) -> str:
     lines = [
         f"## Fusion statements replayed ({what}), p50 of the statement's round trip",
         "",
         "| size | version | p50 ms | against the first | same rows as the first "
-        "| the first's hits returned |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| the first's hits returned | shared buffers (against the first) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for size, each in figures.items():
         baseline = statistics.median(each.seconds[versions[0].name]) * 1000
+        first_buffers = each.buffers[versions[0].name]
         for version in versions:
             p50 = statistics.median(each.seconds[version.name]) * 1000
-            change = "" if version is versions[0] else f"{(p50 - baseline) / baseline:+.1%}"
-            same = shared = ""
+            buffers = each.buffers[version.name]
+            change = same = shared = ""
+            touched = f"{buffers}"
             if version is not versions[0]:
+                change = f"{(p50 - baseline) / baseline:+.1%}"
                 same = f"{each.same[version.name]}/{each.questions}"
                 shared = f"{each.shared[version.name] / each.questions:.3f}"
-            lines.append(f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} |")
+                touched += f" ({(buffers - first_buffers) / max(first_buffers, 1):+.1%})"
+            lines.append(
+                f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} "
+                f"| {touched} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -25,11 +25,11 @@ TOY = [*TOY_SCENARIO, "--questions", "4", "--passes", "1"]
 
 def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
     """The report's rows by (size, version): the p50, the change, the rows that agree, the
-    share of the first version's hits returned."""
+    share of the first version's hits returned, the shared buffers touched."""
     rows = {}
     for line in printed.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 6 and re.fullmatch(r"\d+", cells[0]):
+        if len(cells) == 7 and re.fullmatch(r"\d+", cells[0]):
             rows[(cells[0], cells[1])] = cells[2:]
     return rows
 
@@ -61,6 +61,10 @@ def test_versions_are_timed_on_one_kept_database_and_their_rows_compared(
         # The same code compiles the same statements: the same rows for every question.
         assert first_report[(size, "again")][2] == "4/4"
         assert first_report[(size, "again")][3] == "1.000"
+        # ... which touch the same buffers: the work is counted, not timed.
+        first_buffers = int(first_report[(size, "first")][4])
+        assert first_buffers > 0
+        assert first_report[(size, "again")][4] == f"{first_buffers} (+0.0%)"
     # Without the neighbours' evidence some question ranks differently.
     assert any(first_report[(size, "alone")][2] != "4/4" for size in ("60", "120"))
     assert all(0 <= float(first_report[(size, "alone")][3]) <= 1 for size in ("60", "120"))
