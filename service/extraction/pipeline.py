@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -60,6 +61,7 @@ from service.extraction.resolver import (
     Dropped,
     Known,
     KnownFact,
+    NewFact,
     ProfileChange,
     ProfileProposalIn,
     Resolution,
@@ -75,7 +77,7 @@ from service.extraction.turns import TurnStorage
 from service.memories.dependencies import write_path_memory_search
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
 from service.memories.models import Memory
-from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, SearchRequest
+from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, MemoryWritten, SearchRequest
 from service.memories.search import MemorySearch
 from service.memories.writer import DerivedMemory, DerivedMemoryWriter
 from service.observability import tracer
@@ -340,30 +342,21 @@ class ExtractionPass:
                 )
                 episode_refused = False
                 if proposal.episode:
-                    try:
-                        episode_written = await unit.memories.record_derived(
-                            [
-                                self._episode(
-                                    user_id,
-                                    thread_id,
-                                    messages,
-                                    proposal.episode,
-                                    proposal.episode_vector,
-                                )
-                            ]
-                        )
-                    except (ValidationError, ValidationFailed) as refused:
-                        # As for a fact: the episode alone is left out, before anything of it
-                        # is written, and the pass keeps its facts.
-                        logger.warning(
-                            "extraction: the episode of thread %s refused by the API's rules "
-                            "(%s); left out",
+                    episode = await _record_unless_refused(
+                        unit,
+                        partial(
+                            self._episode,
+                            user_id,
                             thread_id,
-                            type(refused).__name__,
-                        )
-                        episode_refused = True
-                    else:
-                        applied.written.extend(m.id for m in episode_written if not m.duplicate)
+                            messages,
+                            proposal.episode,
+                            proposal.episode_vector,
+                        ),
+                        f"the episode of thread {thread_id}",
+                    )
+                    episode_refused = episode is None
+                    if episode is not None and not episode.duplicate:
+                        applied.written.append(episode.id)
                 profile_keys = await self._apply_profile(unit, user_id, proposal.profile_changes)
             dropped = resolution.drop_counts()
             for drop in proposal.profile_dropped:
@@ -513,34 +506,22 @@ class ExtractionPass:
             if new_fact.flagged:
                 metadata["review_reason"] = "contradicts_deliberate_fact"
             source_ids = evidence_message_ids(candidate.evidence, window)
-            try:
-                item = MemoryCreate(
-                    kind="semantic",
-                    text=candidate.text,
-                    scope=candidate.scope,
-                    category=candidate.category,
-                    confidence=candidate.confidence,
-                    lifecycle=new_fact.lifecycle,
-                    needs_review=new_fact.needs_review,
-                    source_thread_id=thread_id,
-                    source_message_ids=source_ids,
-                    speaker=speaker_of(source_ids, window),
-                    evidence=candidate.evidence or None,
-                    metadata=metadata,
-                )
-                [memory] = await unit.memories.record_derived(
-                    [DerivedMemory(owner, item, vectors.get(candidate.index), "extraction")]
-                )
-            except (ValidationError, ValidationFailed) as refused:
-                # The API's rules refused what the resolver let through: this fact is left
-                # out, and the pass goes on with the others (the refusal comes before anything
-                # of the fact is written; raised, it would fail the pass, and every fact of its
-                # window, for good).
-                logger.warning(
-                    "extraction: a fact of thread %s refused by the API's rules (%s); left out",
+            memory = await _record_unless_refused(
+                unit,
+                partial(
+                    _fact,
+                    owner,
+                    candidate,
+                    new_fact,
                     thread_id,
-                    type(refused).__name__,
-                )
+                    source_ids,
+                    window,
+                    vectors.get(candidate.index),
+                    metadata,
+                ),
+                f"a fact of thread {thread_id}",
+            )
+            if memory is None:
                 applied.refused += 1
                 continue
             if not memory.duplicate:
@@ -631,6 +612,54 @@ class ExtractionPass:
             if result.body.changed:
                 applied.append(change.key)
         return applied
+
+
+def _fact(
+    owner: Owner,
+    candidate: Candidate,
+    new_fact: NewFact,
+    thread_id: uuid.UUID,
+    source_ids: list[uuid.UUID],
+    window: Sequence[Message],
+    vector: list[float] | None,
+    metadata: dict[str, Any],
+) -> DerivedMemory:
+    """A new fact of the resolution as the memory service writes it, with its provenance."""
+    return DerivedMemory(
+        owner,
+        MemoryCreate(
+            kind="semantic",
+            text=candidate.text,
+            scope=candidate.scope,
+            category=candidate.category,
+            confidence=candidate.confidence,
+            lifecycle=new_fact.lifecycle,
+            needs_review=new_fact.needs_review,
+            source_thread_id=thread_id,
+            source_message_ids=source_ids,
+            speaker=speaker_of(source_ids, window),
+            evidence=candidate.evidence or None,
+            metadata=metadata,
+        ),
+        vector,
+        "extraction",
+    )
+
+
+async def _record_unless_refused(
+    unit: Unit, derive: Callable[[], DerivedMemory], what: str
+) -> MemoryWritten | None:
+    """Write the memory `derive` makes, or None when the API's rules refuse it (logged as
+    `what`). A refusal comes before anything of it is written, so the pass goes on without it:
+    raised, it would fail the pass, and every fact of its window, for good."""
+    try:
+        [written] = await unit.memories.record_derived([derive()])
+    except (ValidationError, ValidationFailed) as refused:
+        logger.warning(
+            "extraction: %s refused by the API's rules (%s); left out", what, type(refused).__name__
+        )
+        return None
+    return written
 
 
 def evidence_message_ids(evidence: str, window: Sequence[Message]) -> list[uuid.UUID]:
