@@ -111,7 +111,7 @@ SWEEP_OTHERS_SQL: tuple[tuple[str, TextClause], ...] = (
 )
 """Old summaries, and old messages except each thread's newest."""
 
-SWEPT_TABLES = ("memory_event", "memory", "thread_summary", "message")
+SWEPT_TABLES = tuple(table for table, _ in (*REMOVE_MEMORIES_SQL, *SWEEP_OTHERS_SQL))
 """The tables the sweep removes rows from, as its counts name them."""
 
 
