@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
+from pgvector import Vector
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -71,7 +72,7 @@ def _as_before(rows: Any) -> list[tuple[Any, ...]]:
         (
             row["id"],
             {key: row[key] for key in row if key != "embedding"},
-            None if row["embedding"] is None else list(row["embedding"]),
+            None if row["embedding"] is None else Vector.from_binary(row["embedding"]).to_list(),
         )
         for row in rows
     ]
@@ -116,6 +117,14 @@ async def test_the_compiled_read_path_returns_what_the_statement_returns(
         hits = await FusionRepository(session, tenant).search(params)
         statement = hybrid_search_statement(tenant, params)
         rows = (await session.execute(statement)).mappings().all()
+        stored = dict(
+            (
+                await session.execute(
+                    text("SELECT id, embedding::real[] FROM memory WHERE id = ANY(:ids)"),
+                    {"ids": [hit.memory.id for hit in hits]},
+                )
+            ).all()
+        )
 
     assert hits, "the search found nothing to compare"
     assert [hit.memory.id for hit in hits] == [row["id"] for row in rows]
@@ -150,8 +159,12 @@ async def test_the_compiled_read_path_returns_what_the_statement_returns(
         assert hit.memory.text == columns["text"]
         assert hit.memory.metadata == columns["metadata"]
         assert hit.memory.created_at == columns["created_at"]
-        assert hit.embedding == embedding
+        vector = None if hit.embedding is None else hit.embedding.tolist()
+        assert vector == embedding
         assert (hit.embedding is not None) == params.with_embeddings
+        # The vector the hit carries is the one stored, value for value.
+        if hit.embedding is not None:
+            assert vector == list(stored[hit.memory.id])
 
 
 def _sections(query: str, vector: list[float], count: int) -> list[SearchParams]:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
+from pgvector import Vector
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -36,7 +38,7 @@ class SearchRow:
 
     memory: MemoryRead
     scores: ComponentScores
-    embedding: list[float] | None
+    embedding: np.ndarray | None
     bounded: bool = False
     """Whether its section's lexical side read the owners' postings (`BOUNDED_MATCHES_SQL`)
     rather than testing every memory."""
@@ -365,6 +367,12 @@ def _search_row(row: Mapping[str, Any]) -> SearchRow:
             confidence_factor=float(row["confidence_factor"]),
             final_score=float(row["final_score"]),
         ),
-        embedding=row["embedding"],
+        embedding=hit_vector(row["embedding"]),
         bounded=row["statistics_age"] is not None,
     )
+
+
+def hit_vector(sent: bytes | None) -> np.ndarray | None:
+    """A hit's vector as the statement sends it (pgvector's binary form, `vector_send`), as
+    float32 values; None for a hit the statement sent none for."""
+    return None if sent is None else Vector.from_binary(sent).to_numpy()

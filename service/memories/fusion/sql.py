@@ -258,9 +258,10 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
        ranked.lexical_rank, ranked.lexical_score, ranked.vector_rank, ranked.vector_cosine,
        ranked.fused_score, ranked.neighbour_score, ranked.thread_score, ranked.speaker_score,
        ranked.date_score, ranked.recency_factor, ranked.confidence_factor, ranked.final_score,
-       -- As float4[]: the driver decodes the binary array natively, where parsing pgvector's
-       -- text form in Python costs ~0.3 ms a vector (an MMR search reads up to 300 of them).
-       CASE WHEN :with_embeddings THEN ${hit_vector}::real[] END AS embedding,
+       -- In pgvector's binary form (its dimension, then the float4 values), which Python reads
+       -- as one array: a float4[] of 384 elements costs ~35 µs a vector to build, send and
+       -- decode into Python floats, the binary form ~4 µs (an MMR search reads up to 300).
+       CASE WHEN :with_embeddings THEN vector_send(${hit_vector}) END AS embedding,
        ranked.section, ranked.section_rank,
        -- How the section's lexical side ran, for keeping the owners' statistics fresh: the
        -- memories it ranked over, and the age of the statistics it used (NULL: exact).

@@ -11,7 +11,7 @@ from string import Template
 from typing import Any, get_args
 
 from sqlalchemy import BindParameter, Integer, Text, TextualSelect, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY, REAL
+from sqlalchemy.dialects.postgresql import ARRAY, BYTEA
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
@@ -563,7 +563,7 @@ def _sectioned_statement(
             )
         )
         .bindparams(*_binds(predicates), *binds)
-        .columns(embedding=ARRAY(REAL()))
+        .columns(embedding=BYTEA())
     )
 
 
