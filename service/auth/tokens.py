@@ -7,6 +7,9 @@ it when a token names a `kid` it has not seen (key rotation), so we do not hand-
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import jwt
@@ -21,6 +24,7 @@ from service.auth.principal import (
 )
 from service.config import Settings
 from service.errors import ServiceUnavailable, Unauthenticated
+from service.kit.expiring import ExpiringValues
 from service.kit.secrets import find_secret
 from service.kit.types import is_valid_identifier, is_valid_user_id
 
@@ -28,6 +32,20 @@ ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", 
 # Linked-account providers that are not OAuth identities: email+password is not a "linked
 # account" and must not be shown as one.
 PASSWORD_PROVIDERS = frozenset({"credential", "password", "pwd", "email"})
+
+VERIFIED_TOKEN_SECONDS = 60
+"""How long a verified token's principal is reused for the same token string (never past
+the token's own expiry, nor past the JWKS cache's lifespan: a key dropped from the key set
+stops a token no later than it would without this memory)."""
+VERIFIED_TOKENS_KEPT = 4096
+"""The most tokens remembered at once; past it the memory starts again (a verification each)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Verified:
+    principal: Principal
+    expires_at: float
+    """The token's `exp` claim (seconds since the epoch)."""
 
 
 class TokenVerifier:
@@ -48,10 +66,33 @@ class TokenVerifier:
             if settings.jwks_url
             else None
         )
+        # An agent sends the same bearer token with every call of a session; its signature and
+        # claims are checked once, and the principal reused while the token is valid.
+        remembered = VERIFIED_TOKEN_SECONDS
+        if settings.jwks_url:
+            remembered = min(remembered, settings.jwks_cache_seconds)
+        self._verified: ExpiringValues[str, _Verified] | None = (
+            ExpiringValues(timedelta(seconds=remembered), VERIFIED_TOKENS_KEPT)
+            if remembered > 0
+            else None
+        )
 
     async def verify(self, token: str) -> Principal:
+        verified = self._verified
+        if verified is not None:
+            held = verified.get(token)
+            # PyJWT's own rule for `exp`: a token is expired once exp <= now - leeway.
+            if held is not None and held.expires_at > time.time() - self._leeway:
+                return held.principal
         claims = await self.decode(token)
-        return self.principal_from_claims(claims)
+        principal = self.principal_from_claims(claims)
+        if verified is not None:
+            verified.put(token, _Verified(principal, float(claims["exp"])))
+        return principal
+
+    @property
+    def _leeway(self) -> int:
+        return self._settings.jwt_leeway_seconds
 
     async def decode(self, token: str) -> dict[str, Any]:
         try:

@@ -3,6 +3,7 @@ way a token can be refused (each a 401 problem with WWW-Authenticate)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -16,7 +17,7 @@ from asgi_lifespan import LifespanManager
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from httpx import ASGITransport, AsyncClient
 
-from service.auth.tokens import TokenVerifier
+from service.auth.tokens import TokenVerifier, mint_dev_token
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from service.errors import Unauthenticated
@@ -323,3 +324,36 @@ def test_overlay_claim_names_are_settings() -> None:
 def test_unauthenticated_error_carries_a_bearer_challenge() -> None:
     error = Unauthenticated("expired")
     assert error.headers["WWW-Authenticate"].startswith('Bearer realm="mneme"')
+
+
+async def test_a_verified_token_is_remembered_and_still_refused_once_it_expires() -> None:
+    settings = Settings(_env_file=None, jwt_hs256_secret=TEST_SECRET, jwt_leeway_seconds=0)
+    verifier = TokenVerifier(settings)
+    token = mint_dev_token(settings, tenant_id="acme", user_id="ada", ttl_seconds=1)
+    first = await verifier.verify(token)
+    # The same token again: the principal verified the first time, not a new check.
+    assert await verifier.verify(token) is first
+    # Another token is its own: nothing of the first carries over.
+    other = await verifier.verify(mint_dev_token(settings, tenant_id="acme", user_id="bob"))
+    assert (other.subject, other is first) == ("bob", False)
+    # Remembered or not, a token past its `exp` is refused as PyJWT refuses it.
+    expires = jwt.decode(token, options={"verify_signature": False})["exp"]
+    await asyncio.sleep(max(0.0, expires - time.time()) + 0.05)
+    with pytest.raises(Unauthenticated, match="expired"):
+        await verifier.verify(token)
+
+
+async def test_a_token_is_not_remembered_longer_than_the_key_set() -> None:
+    # With a JWKS cached for 0 s, a key dropped from the set stops its tokens at once, so no
+    # verified token is reused either.
+    settings = Settings(
+        _env_file=None,
+        jwt_hs256_secret=TEST_SECRET,
+        jwks_url="http://127.0.0.1:9/.well-known/jwks.json",
+        jwks_cache_seconds=0,
+    )
+    verifier = TokenVerifier(settings)
+    token = mint_dev_token(settings, tenant_id="acme", user_id="ada")
+    first = await verifier.verify(token)
+    again = await verifier.verify(token)
+    assert again == first and again is not first
