@@ -81,6 +81,13 @@ def _importing_this_service(environment: dict[str, str]) -> dict[str, str]:
     return {**environment, "PYTHONPATH": str(Path(service.__file__).resolve().parent.parent)}
 
 
+def _importing(tree: Path | None, environment: dict[str, str]) -> dict[str, str]:
+    """`environment` importing the service from `tree` (None: as `_importing_this_service`)."""
+    if tree is None:
+        return _importing_this_service(environment)
+    return {**environment, "PYTHONPATH": str(tree)}
+
+
 def _log_tail(log: Path, lines: int = 30) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
@@ -96,9 +103,13 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def loopback_server(settings: Settings) -> AsyncIterator[RunningServer]:
+async def loopback_server(
+    settings: Settings, *, tree: Path | None = None, environment: dict[str, str] | None = None
+) -> AsyncIterator[RunningServer]:
     """Run `create_app(settings)` under uvicorn (`settings.workers` processes, as `mneme
-    serve` runs it; no access log) until exit."""
+    serve` runs it; no access log) until exit: the service of `tree` when given (another
+    checkout, to compare code versions), with `environment`'s variables on top of the
+    settings'."""
     port = _free_port()
     command = (
         sys.executable,
@@ -126,7 +137,7 @@ async def loopback_server(settings: Settings) -> AsyncIterator[RunningServer]:
             process = await asyncio.create_subprocess_exec(
                 *command,
                 cwd=workdir,
-                env=_importing_this_service(settings_environment(settings)),
+                env=_importing(tree, {**settings_environment(settings), **(environment or {})}),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=log_file,

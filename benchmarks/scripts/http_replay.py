@@ -1,0 +1,257 @@
+"""The realistic scenario's questions asked over HTTP of two or more code versions' servers at
+once, each question of every server in turn: which answers faster, and whether they return the
+same hits.
+
+Run from the repository root, after `statement_replay` has loaded the scenario under `--data`:
+
+    python -m benchmarks.scripts.http_replay --tree before=/path/to/checkout --tree after=.
+        [--data DIR] [--questions 40] [--passes 3] [--what search|context]
+        [--env NAME=DIR:VAR=VALUE[,VAR=VALUE]]
+
+Each version is `mneme serve`'s app (uvicorn, one worker) of its tree (`--tree NAME=DIR`, its
+`service` first on the child's import path), or of a tree with settings overridden (`--env`),
+all on the scenario's database, none migrating it. A question goes to every server before the
+next question, each version taking each place in the order in turn (`run_order`), one client,
+one request at a time: a machine whose speed drifts by ±10 % between two runs a minute apart
+(a shared VM) moves every version alike, which sequential runs of one version after another do
+not. The first pass is not recorded: it warms each server's question-vector cache, as an agent's
+repeated question is answered; the search and the context block are the API's defaults.
+
+It prints, per size, each version's p50 request time, its change against the first version's,
+for how many questions it returned the first version's hits in the same order (search: the
+memory ids; context: each section's item ids), and what share of the first version's hits it
+returned in any order. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.scripts.statement_replay import (
+    MANIFEST,
+    Version,
+    _cluster_urls,
+    parse_version,
+    run_order,
+)
+
+
+@dataclass
+class Figures:
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    same: dict[str, int] = field(default_factory=dict)
+    """Per version: the questions it answered with the first version's hits, in order."""
+    shared: dict[str, float] = field(default_factory=dict)
+    """Per version: the sum over questions of the share of the first version's hits it
+    returned too, in any order."""
+    questions: int = 0
+
+
+def answered_hits(what: str, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The hits of one answer, in order: a search's memory ids, or each section of a context
+    block with its items' ids (the profile's keys have none and are left out)."""
+    if what == "search":
+        return [("hits", hit["memory"]["id"]) for hit in body["hits"]]
+    return [
+        (section["name"], item["id"])
+        for section in body["sections"] or []
+        for item in section["items"]
+        if item["id"] is not None
+    ]
+
+
+def hits_share(first: Sequence[tuple[str, str]], other: Sequence[tuple[str, str]]) -> float:
+    """How many of `first`'s hits `other` returned too, as a share (1 when `first` has none)."""
+    wanted = set(first)
+    return len(wanted & set(other)) / len(wanted) if wanted else 1.0
+
+
+@asynccontextmanager
+async def serving(
+    versions: Sequence[Version], runtime_url: str, owner_url: str
+) -> AsyncIterator[list[str]]:
+    """Every version's server on the scenario's database, until exit: their base URLs."""
+    from pydantic import SecretStr
+
+    from benchmarks.server import loopback_server
+    from service.config import Settings
+
+    settings = Settings().model_copy(
+        update={
+            "database_url": SecretStr(runtime_url),
+            "migration_database_url": SecretStr(owner_url),
+            # The database is the scenario's, migrated by the code that loaded it: a version
+            # with another head must not move it.
+            "migrate_on_start": False,
+            "rate_limit_enabled": False,
+            "jobs_enabled": False,
+            "workers": 1,
+        }
+    )
+    async with AsyncExitStack() as stack:
+        yield [
+            (
+                await stack.enter_async_context(
+                    loopback_server(settings, tree=version.tree, environment=version.environment)
+                )
+            ).base_url
+            for version in versions
+        ]
+
+
+async def replay(
+    base_urls: Sequence[str],
+    versions: Sequence[Version],
+    questions: dict[str, list[dict[str, Any]]],
+    passes: int,
+    what: str,
+) -> dict[str, Figures]:
+    """Each question of every server in turn, `passes` recorded passes after one that is not;
+    the figures per size."""
+    import httpx
+
+    from service.auth.dev_tokens import mint_dev_token
+    from service.config import Settings
+
+    settings = Settings()
+    figures: dict[str, Figures] = {}
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=60.0))
+            for url in base_urls
+        ]
+        turn = 0
+        for round_number in range(passes + 1):
+            for size, asked in questions.items():
+                each = figures.setdefault(size, Figures())
+                for question in asked:
+                    user = question["user_id"]
+                    token = mint_dev_token(settings, tenant_id=question["tenant_id"], user_id=user)
+                    path = f"/v1/users/{user}/" + (
+                        "memories/search" if what == "search" else "context"
+                    )
+                    answers: dict[int, list[tuple[str, str]]] = {}
+                    for which in run_order(len(versions), turn):
+                        started = time.perf_counter()
+                        response = await clients[which].post(
+                            path,
+                            json={"query": question["text"]},
+                            headers={"Authorization": f"Bearer {token}"},
+                        )
+                        elapsed = time.perf_counter() - started
+                        if response.status_code != 200:
+                            raise RuntimeError(
+                                f"{versions[which].name} answered {response.status_code}: "
+                                f"{response.text[:500]}"
+                            )
+                        answers[which] = answered_hits(what, response.json())
+                        if round_number:
+                            each.seconds.setdefault(versions[which].name, []).append(elapsed)
+                    turn += 1
+                    if round_number == 0:
+                        each.questions += 1
+                        for which, answer in answers.items():
+                            name = versions[which].name
+                            each.same[name] = each.same.get(name, 0) + (answer == answers[0])
+                            each.shared[name] = each.shared.get(name, 0.0) + hits_share(
+                                answers[0], answer
+                            )
+    return figures
+
+
+def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) -> str:
+    lines = [
+        f"## The scenario's questions over HTTP ({what}), p50 of the request",
+        "",
+        "| size | version | p50 ms | against the first | same hits as the first "
+        "| the first's hits returned |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for size, each in figures.items():
+        baseline = statistics.median(each.seconds[versions[0].name]) * 1000
+        for version in versions:
+            p50 = statistics.median(each.seconds[version.name]) * 1000
+            change = same = shared = ""
+            if version is not versions[0]:
+                change = f"{(p50 - baseline) / baseline:+.1%}"
+                same = f"{each.same[version.name]}/{each.questions}"
+                shared = f"{each.shared[version.name] / each.questions:.3f}"
+            lines.append(f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} |")
+    return "\n".join(lines) + "\n"
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(message + "\n")
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=DIR:VAR=VALUE")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "mneme-statement-replay",
+        help="the scenario's database as statement_replay keeps it (default: %(default)s)",
+    )
+    parser.add_argument("--questions", type=int, default=40)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--what", choices=("search", "context"), default="search")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = _arguments(argv)
+    try:
+        versions = [parse_version(spec, with_environment=False) for spec in arguments.tree]
+        versions += [parse_version(spec, with_environment=True) for spec in arguments.env]
+    except ValueError as error:
+        _say(f"http_replay: {error}")
+        return 2
+    if len(versions) < 2 or len({version.name for version in versions}) < len(versions):
+        _say("http_replay: give two or more versions with distinct names (--tree, --env)")
+        return 2
+    if arguments.questions < 1 or arguments.passes < 1:
+        _say("http_replay: --questions and --passes must be at least 1")
+        return 2
+    manifest = arguments.data / MANIFEST
+    if not manifest.exists():
+        _say(
+            f"http_replay: {arguments.data} holds no loaded scenario: load it with "
+            "`python -m benchmarks.scripts.statement_replay --data` first"
+        )
+        return 2
+    questions = {
+        size: asked[: arguments.questions]
+        for size, asked in json.loads(manifest.read_text(encoding="utf-8"))["questions"].items()
+    }
+
+    async def run(runtime_url: str, owner_url: str) -> dict[str, Figures]:
+        async with serving(versions, runtime_url, owner_url) as base_urls:
+            return await replay(base_urls, versions, questions, arguments.passes, arguments.what)
+
+    cluster, runtime_url, owner_url = _cluster_urls(arguments.data)
+    try:
+        figures = asyncio.run(run(runtime_url, owner_url))
+    except RuntimeError as error:
+        _say(f"http_replay: {error}")
+        return 1
+    finally:
+        cluster.stop()
+    sys.stdout.write(report(versions, figures, arguments.what))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

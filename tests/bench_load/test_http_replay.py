@@ -1,0 +1,87 @@
+"""`python -m benchmarks.scripts.http_replay`: two or more code versions' servers asked the
+scenario's questions in turn over HTTP, timed, and their hits compared."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from benchmarks.scripts import statement_replay
+from benchmarks.scripts.http_replay import answered_hits, hits_share, main
+from tests.bench_load.chats import TOY_SCENARIO, write_chats
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
+    """The report's rows by (size, version): the p50, the change, the questions answered with
+    the first version's hits, the share of the first version's hits returned."""
+    rows = {}
+    for line in printed.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and re.fullmatch(r"\d+", cells[0]):
+            rows[(cells[0], cells[1])] = cells[2:]
+    return rows
+
+
+@pytest.mark.slow
+def test_servers_of_each_version_answer_in_turn_and_their_hits_are_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chats = write_chats(tmp_path / "chats.json")
+    data = tmp_path / "replay"
+    # Without a loaded scenario there is nothing to ask.
+    assert (
+        main(["--data", str(data), "--tree", f"a={REPOSITORY}", "--tree", f"b={REPOSITORY}"]) == 2
+    )
+    assert "holds no loaded scenario" in capsys.readouterr().err
+    # The scenario as statement_replay loads and keeps it.
+    loaded = [*TOY_SCENARIO, "--questions", "4", "--passes", "1", "--dataset", str(chats)]
+    versions = ["--tree", f"first={REPOSITORY}", "--tree", f"again={REPOSITORY}"]
+    assert statement_replay.main([*loaded, "--data", str(data), *versions]) == 0
+    capsys.readouterr()
+
+    asked = [
+        "--data",
+        str(data),
+        "--passes",
+        "1",
+        *versions,
+        # A setting that changes what a search returns: the neighbours lend no evidence.
+        "--env",
+        f"alone={REPOSITORY}:MNEME_SEARCH_NEIGHBOUR_WEIGHT=0",
+    ]
+    assert main(asked) == 0
+    search = table_rows(capsys.readouterr().out)
+    for size in ("60", "120"):
+        assert float(search[(size, "first")][0]) > 0
+        # The same code answers the same questions with the same hits.
+        assert search[(size, "again")][2:] == ["4/4", "1.000"]
+    assert any(search[(size, "alone")][2] != "4/4" for size in ("60", "120"))
+
+    assert main([*asked, "--what", "context"]) == 0
+    context = table_rows(capsys.readouterr().out)
+    assert context[("120", "again")][2:] == ["4/4", "1.000"]
+
+
+def test_the_hits_of_a_search_and_of_a_context_block_are_their_memories_in_order() -> None:
+    search = {"hits": [{"memory": {"id": "m1"}}, {"memory": {"id": "m2"}}]}
+    assert answered_hits("search", search) == [("hits", "m1"), ("hits", "m2")]
+    block = {
+        "sections": [
+            {"name": "profile", "items": [{"id": None}]},
+            {"name": "facts", "items": [{"id": "m2"}, {"id": "m1"}]},
+        ]
+    }
+    assert answered_hits("context", block) == [("facts", "m2"), ("facts", "m1")]
+    assert answered_hits("context", {"sections": None}) == []
+    # Any order counts; a hit in another section is another hit.
+    assert hits_share([("facts", "m1"), ("facts", "m2")], [("facts", "m2"), ("org", "m1")]) == 0.5
+    assert hits_share([], [("facts", "m1")]) == 1.0
+
+
+def test_fewer_than_two_versions_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--tree", f"only={REPOSITORY}"]) == 2
+    assert "two or more versions" in capsys.readouterr().err
