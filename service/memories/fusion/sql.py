@@ -394,16 +394,20 @@ SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS d
        -- The vector indexes of the owners' own on the column searched, as `kind:owner key`
        -- (see `service.memories.owner_indexes`: one per kind of memory, found by its name,
        -- made from the owner and the kind; the empty kind is an index over all of them).
+       -- Each name is looked up in the catalog's cache (to_regclass, in the schema `memory`
+       -- is found in, as 'memory'::regclass is): a join with pg_class by name was planned,
+       -- generically, as a scan of all of pg_class for every section.
        ARRAY(SELECT kind.name || ':' || owner.key
                FROM unnest(${owner_keys}) AS owner(key)
               CROSS JOIN unnest(${owner_index_kinds}) AS kind(name)
-               JOIN pg_class c
-                 ON c.relname = ${owner_index_prefix}
+              WHERE (SELECT i.indisvalid FROM pg_index i
+                      WHERE i.indexrelid = to_regclass(
+                                ${owner_index_prefix}
                                 || left(md5(:tenant_id || '/' || owner.key || '/'
                                             || '${vector_name}'
                                             || CASE WHEN kind.name = '' THEN ''
-                                                    ELSE '/' || kind.name END), 24)
-               JOIN pg_index i ON i.indexrelid = c.oid AND i.indisvalid) AS owner_indexes
+                                                    ELSE '/' || kind.name END), 24)))
+            ) AS owner_indexes
   FROM memory_owner_stats s
  WHERE s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
 HAVING sum(s.documents) >= :bounded_from
