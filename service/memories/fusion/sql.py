@@ -394,19 +394,22 @@ SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS d
        -- The vector indexes of the owners' own on the column searched, as `kind:owner key`
        -- (see `service.memories.owner_indexes`: one per kind of memory, found by its name,
        -- made from the owner and the kind; the empty kind is an index over all of them).
-       -- Each name is looked up in the catalog's cache (to_regclass, in the schema `memory`
-       -- is found in, as 'memory'::regclass is): a join with pg_class by name was planned,
-       -- generically, as a scan of all of pg_class for every section.
+       -- Each name is looked up by pg_class's index on names, one look-up per owner and
+       -- kind (a subquery with a LIMIT is run as it stands): a join with pg_class, or an
+       -- EXISTS, was planned generically as a scan of all of pg_class for every section.
+       -- (Not by to_regclass: on Citus the statement runs on a worker, whose search path
+       -- need not hold the shell table's schema.)
        ARRAY(SELECT kind.name || ':' || owner.key
                FROM unnest(${owner_keys}) AS owner(key)
               CROSS JOIN unnest(${owner_index_kinds}) AS kind(name)
-              WHERE (SELECT i.indisvalid FROM pg_index i
-                      WHERE i.indexrelid = to_regclass(
-                                ${owner_index_prefix}
-                                || left(md5(:tenant_id || '/' || owner.key || '/'
-                                            || '${vector_name}'
-                                            || CASE WHEN kind.name = '' THEN ''
-                                                    ELSE '/' || kind.name END), 24)))
+              WHERE (SELECT true FROM pg_class c
+                       JOIN pg_index i ON i.indexrelid = c.oid AND i.indisvalid
+                      WHERE c.relname = ${owner_index_prefix}
+                                        || left(md5(:tenant_id || '/' || owner.key || '/'
+                                                    || '${vector_name}'
+                                                    || CASE WHEN kind.name = '' THEN ''
+                                                            ELSE '/' || kind.name END), 24)
+                      LIMIT 1)
             ) AS owner_indexes
   FROM memory_owner_stats s
  WHERE s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
