@@ -456,14 +456,35 @@ async def replay(
     return figures
 
 
+BUFFERS_STATEMENT = "mneme_replay_buffers"
+"""The name `_buffers_touched` prepares a statement under (for one EXPLAIN, then released)."""
+
+
 async def _buffers_touched(driver: Any, statement: dict[str, Any]) -> int:
     """The shared buffers one run of `statement` touches (hits and reads: the same count
     whether its pages were cached), from `EXPLAIN (ANALYZE, BUFFERS)` in the transaction that
-    set its tenant and planner settings."""
-    plan = await driver.fetchval(
-        "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) " + statement["sql"],
-        *statement["values"],
-    )
+    set its tenant and planner settings, of the plan the replay times: the statement is
+    prepared and executed, so the planner settings choose a generic or a custom plan as they
+    do for the service. (EXPLAIN of the statement with its values would plan it for those
+    values, a custom plan, which may read other indexes than the generic one.)"""
+    prepared = await driver.prepare(statement["sql"])
+    types = [
+        await driver.fetchval("SELECT format_type($1::oid, NULL)", parameter.oid)
+        for parameter in prepared.get_parameters()
+    ]
+    literals = [
+        f"CAST({await driver.fetchval(f'SELECT quote_nullable(CAST($1 AS {kind})::text)', value)}"
+        f" AS {kind})"
+        for kind, value in zip(types, statement["values"], strict=True)
+    ]
+    await driver.execute(f"PREPARE {BUFFERS_STATEMENT}({', '.join(types)}) AS {statement['sql']}")
+    try:
+        plan = await driver.fetchval(
+            "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) "
+            f"EXECUTE {BUFFERS_STATEMENT}({', '.join(literals)})"
+        )
+    finally:
+        await driver.execute(f"DEALLOCATE {BUFFERS_STATEMENT}")
     # The service's connections decode JSON themselves; a bare asyncpg one returns its text.
     top = (json.loads(plan) if isinstance(plan, str) else plan)[0]["Plan"]
     return int(top.get("Shared Hit Blocks", 0)) + int(top.get("Shared Read Blocks", 0))

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from benchmarks.rawsql import asyncpg_connection
 from benchmarks.scripts.statement_replay import (
     MANIFEST,
+    _buffers_touched,
     hits_share,
     main,
     parse_version,
@@ -127,3 +131,33 @@ def test_each_version_takes_each_place_in_the_order_in_turn() -> None:
         for place, version in enumerate(order):
             places[version].append(place)
     assert all(sorted(taken) == [0, 0, 1, 1, 2, 2] for taken in places.values())
+
+
+async def test_the_buffers_counted_are_those_of_the_plan_the_settings_choose(
+    owner_engine: AsyncEngine,
+) -> None:
+    # An index partial to one value (as an owner's own vector index is partial to the owner):
+    # the custom plan for that value reads the index, the generic plan (planned for any
+    # value, which the index may not hold) the whole table.
+    table = f"replay_skewed_{uuid.uuid4().hex[:12]}"
+    async with owner_engine.connect() as held:
+        connection = await asyncpg_connection(held)
+        await connection.execute(
+            f"CREATE TABLE {table} AS SELECT CASE WHEN n = 1 THEN 5 ELSE n % 4 END AS k, "
+            "repeat('x', 200) AS filler FROM generate_series(1, 20000) AS n; "
+            f"CREATE INDEX ON {table} (k) WHERE k = 5; ANALYZE {table}"
+        )
+        try:
+            pages = await connection.fetchval(
+                f"SELECT relpages FROM pg_class WHERE oid = '{table}'::regclass"
+            )
+            rare = {"sql": f"SELECT count(filler) FROM {table} WHERE k = $1", "values": [5]}
+            counted = {}
+            for mode in ("force_custom_plan", "force_generic_plan"):
+                async with connection.transaction():
+                    await connection.execute(f"SET LOCAL plan_cache_mode = {mode}")
+                    counted[mode] = await _buffers_touched(connection, rare)
+        finally:
+            await connection.execute(f"DROP TABLE {table}")
+    assert counted["force_custom_plan"] < 10
+    assert counted["force_generic_plan"] >= pages > 100
