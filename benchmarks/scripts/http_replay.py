@@ -30,19 +30,20 @@ import asyncio
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from benchmarks.scripts.statement_replay import (
     MANIFEST,
     Version,
     _cluster_urls,
-    parse_version,
+    _say,
+    add_version_arguments,
+    chosen_versions,
+    hits_share,
     run_order,
 )
 
@@ -69,12 +70,6 @@ def answered_hits(what: str, body: dict[str, Any]) -> list[tuple[str, str]]:
         for item in section["items"]
         if item["id"] is not None
     ]
-
-
-def hits_share(first: Sequence[tuple[str, str]], other: Sequence[tuple[str, str]]) -> float:
-    """How many of `first`'s hits `other` returned too, as a share (1 when `first` has none)."""
-    wanted = set(first)
-    return len(wanted & set(other)) / len(wanted) if wanted else 1.0
 
 
 @asynccontextmanager
@@ -191,39 +186,16 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
     return "\n".join(lines) + "\n"
 
 
-def _say(message: str) -> None:
-    sys.stderr.write(message + "\n")
-
-
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=DIR:VAR=VALUE")
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "mneme-statement-replay",
-        help="the scenario's database as statement_replay keeps it (default: %(default)s)",
-    )
-    parser.add_argument("--questions", type=int, default=40)
-    parser.add_argument("--passes", type=int, default=3)
-    parser.add_argument("--what", choices=("search", "context"), default="search")
+    add_version_arguments(parser, passes=3)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _arguments(argv)
-    try:
-        versions = [parse_version(spec, with_environment=False) for spec in arguments.tree]
-        versions += [parse_version(spec, with_environment=True) for spec in arguments.env]
-    except ValueError as error:
-        _say(f"http_replay: {error}")
-        return 2
-    if len(versions) < 2 or len({version.name for version in versions}) < len(versions):
-        _say("http_replay: give two or more versions with distinct names (--tree, --env)")
-        return 2
-    if arguments.questions < 1 or arguments.passes < 1:
-        _say("http_replay: --questions and --passes must be at least 1")
+    versions = chosen_versions(arguments, "http_replay")
+    if versions is None:
         return 2
     manifest = arguments.data / MANIFEST
     if not manifest.exists():

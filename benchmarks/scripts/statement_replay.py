@@ -522,10 +522,9 @@ def _say(message: str) -> None:
     sys.stderr.write(message + "\n")
 
 
-def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
-    from benchmarks.cli import DATASET_ENV, DEFAULT_DATASET, REALISTIC_SIZES
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_version_arguments(parser: argparse.ArgumentParser, *, passes: int) -> None:
+    """The options a replay of code versions on the kept scenario takes (this one's, and
+    `http_replay`'s): the versions, where the scenario is kept, how much of it to ask."""
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=DIR:VAR=VALUE")
     parser.add_argument(
@@ -534,10 +533,36 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         default=Path(tempfile.gettempdir()) / "mneme-statement-replay",
         help="where the scenario's database is kept (default: %(default)s)",
     )
-    parser.add_argument("--sizes", default=REALISTIC_SIZES)
     parser.add_argument("--questions", type=int, default=40)
-    parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--passes", type=int, default=passes)
     parser.add_argument("--what", choices=("search", "context"), default="search")
+
+
+def chosen_versions(arguments: argparse.Namespace, program: str) -> list[Version] | None:
+    """The versions `--tree` and `--env` name, or None, said on stderr as `program`'s, when
+    they cannot be compared (fewer than two, names alike, a tree without the service) or
+    `--questions` or `--passes` ask for nothing."""
+    try:
+        versions = [parse_version(spec, with_environment=False) for spec in arguments.tree]
+        versions += [parse_version(spec, with_environment=True) for spec in arguments.env]
+    except ValueError as error:
+        _say(f"{program}: {error}")
+        return None
+    if len(versions) < 2 or len({version.name for version in versions}) < len(versions):
+        _say(f"{program}: give two or more versions with distinct names (--tree, --env)")
+        return None
+    if arguments.questions < 1 or arguments.passes < 1:
+        _say(f"{program}: --questions and --passes must be at least 1")
+        return None
+    return versions
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    from benchmarks.cli import DATASET_ENV, DEFAULT_DATASET, REALISTIC_SIZES
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_version_arguments(parser, passes=5)
+    parser.add_argument("--sizes", default=REALISTIC_SIZES)
     parser.add_argument(
         "--dataset", type=Path, default=Path(os.environ.get(DATASET_ENV) or DEFAULT_DATASET)
     )
@@ -568,18 +593,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from benchmarks.load import parse_sizes, size_label
 
+    versions = chosen_versions(arguments, "statement_replay")
+    if versions is None:
+        return 2
     try:
-        versions = [parse_version(spec, with_environment=False) for spec in arguments.tree]
-        versions += [parse_version(spec, with_environment=True) for spec in arguments.env]
         sizes = parse_sizes(arguments.sizes)
     except ValueError as error:
         _say(f"statement_replay: {error}")
-        return 2
-    if len(versions) < 2 or len({version.name for version in versions}) < len(versions):
-        _say("statement_replay: give two or more versions with distinct names (--tree, --env)")
-        return 2
-    if arguments.questions < 1 or arguments.passes < 1:
-        _say("statement_replay: --questions and --passes must be at least 1")
         return 2
     data: Path = arguments.data
     manifest = data / MANIFEST
