@@ -3,11 +3,13 @@ scenario's questions in turn over HTTP, timed, and their hits compared."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
 import pytest
 
+from benchmarks.load import parse_sizes
 from benchmarks.scripts import statement_replay
 from benchmarks.scripts.http_replay import answered_hits, hits_share, main
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
@@ -37,33 +39,25 @@ def test_servers_of_each_version_answer_in_turn_and_their_hits_are_compared(
         main(["--data", str(data), "--tree", f"a={REPOSITORY}", "--tree", f"b={REPOSITORY}"]) == 2
     )
     assert "holds no loaded scenario" in capsys.readouterr().err
-    # The scenario as statement_replay loads and keeps it.
-    loaded = [*TOY_SCENARIO, "--questions", "4", "--passes", "1", "--dataset", str(chats)]
-    versions = ["--tree", f"first={REPOSITORY}", "--tree", f"again={REPOSITORY}"]
-    assert statement_replay.main([*loaded, "--data", str(data), *versions]) == 0
-    capsys.readouterr()
+    # The scenario as statement_replay loads and keeps it (loaded alone: no replay of its own).
+    loading = statement_replay._arguments([*TOY_SCENARIO, "--dataset", str(chats)])
+    asyncio.run(statement_replay._load(data, loading, parse_sizes(loading.sizes)))
 
-    asked = [
-        "--data",
-        str(data),
-        "--passes",
-        "1",
-        *versions,
-        # A setting that changes what a search returns: the neighbours lend no evidence.
-        "--env",
-        f"alone={REPOSITORY}:MNEME_SEARCH_NEIGHBOUR_WEIGHT=0",
-    ]
-    assert main(asked) == 0
-    search = table_rows(capsys.readouterr().out)
-    for size in ("60", "120"):
-        assert float(search[(size, "first")][0]) > 0
-        # The same code answers the same questions with the same hits.
-        assert search[(size, "again")][2:] == ["4/4", "1.000"]
-    assert any(search[(size, "alone")][2] != "4/4" for size in ("60", "120"))
-
-    assert main([*asked, "--what", "context"]) == 0
+    asked = ["--data", str(data), "--questions", "4", "--passes", "1"]
+    first = ["--tree", f"first={REPOSITORY}"]
+    # The same code answers the same questions with the same hits...
+    assert main([*asked, *first, "--tree", f"again={REPOSITORY}", "--what", "context"]) == 0
     context = table_rows(capsys.readouterr().out)
-    assert context[("120", "again")][2:] == ["4/4", "1.000"]
+    for size in ("60", "120"):
+        assert float(context[(size, "first")][0]) > 0
+        assert context[(size, "again")][2:] == ["4/4", "1.000"]
+    # ... and a setting that changes what a search returns (the neighbours lend no evidence)
+    # answers some question with other hits.
+    alone = ["--env", f"alone={REPOSITORY}:MNEME_SEARCH_NEIGHBOUR_WEIGHT=0"]
+    assert main([*asked, *first, *alone]) == 0
+    search = table_rows(capsys.readouterr().out)
+    assert any(search[(size, "alone")][2] != "4/4" for size in ("60", "120"))
+    assert all(0 <= float(search[(size, "alone")][3]) <= 1 for size in ("60", "120"))
 
 
 def test_the_hits_of_a_search_and_of_a_context_block_are_their_memories_in_order() -> None:
