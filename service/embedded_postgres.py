@@ -9,6 +9,7 @@ bootstrap creates the owner role, the database and the extensions; the Alembic m
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import platform
 import warnings
@@ -40,9 +41,11 @@ class UnsupportedCpu(RuntimeError):
     """The machine's CPU lacks an instruction set the embedded database's pgvector needs."""
 
 
+@functools.cache
 def cpu_features() -> frozenset[str] | None:
     """The CPU's instruction sets as Linux reports them (the `flags` of `/proc/cpuinfo`), or
-    None where that report is not there to read (another system or architecture)."""
+    None where that report is not there to read (another system or architecture). Read once a
+    process: `mneme serve` checks before uvicorn starts, and the cluster's start checks again."""
     if platform.machine() not in ("x86_64", "AMD64"):
         return None
     try:

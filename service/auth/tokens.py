@@ -82,17 +82,14 @@ class TokenVerifier:
         if verified is not None:
             held = verified.get(token)
             # PyJWT's own rule for `exp`: a token is expired once exp <= now - leeway.
-            if held is not None and held.expires_at > time.time() - self._leeway:
+            leeway = self._settings.jwt_leeway_seconds
+            if held is not None and held.expires_at > time.time() - leeway:
                 return held.principal
         claims = await self.decode(token)
         principal = self.principal_from_claims(claims)
         if verified is not None:
             verified.put(token, _Verified(principal, float(claims["exp"])))
         return principal
-
-    @property
-    def _leeway(self) -> int:
-        return self._settings.jwt_leeway_seconds
 
     async def decode(self, token: str) -> dict[str, Any]:
         try:
