@@ -467,21 +467,29 @@ async def _buffers_touched(driver: Any, statement: dict[str, Any]) -> int:
     prepared and executed, so the planner settings choose a generic or a custom plan as they
     do for the service. (EXPLAIN of the statement with its values would plan it for those
     values, a custom plan, which may read other indexes than the generic one.)"""
-    prepared = await driver.prepare(statement["sql"])
-    types = [
-        await driver.fetchval("SELECT format_type($1::oid, NULL)", parameter.oid)
-        for parameter in prepared.get_parameters()
-    ]
-    literals = [
-        f"CAST({await driver.fetchval(f'SELECT quote_nullable(CAST($1 AS {kind})::text)', value)}"
-        f" AS {kind})"
-        for kind, value in zip(types, statement["values"], strict=True)
-    ]
-    await driver.execute(f"PREPARE {BUFFERS_STATEMENT}({', '.join(types)}) AS {statement['sql']}")
+    # EXECUTE takes no bound values: each is passed as a literal of the type the server
+    # inferred for its parameter, all of them rendered by one query.
+    await driver.execute(f"PREPARE {BUFFERS_STATEMENT} AS {statement['sql']}")
     try:
+        types = await driver.fetchval(
+            "SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = $1",
+            BUFFERS_STATEMENT,
+        )
+        rendered = ", ".join(
+            f"quote_nullable(CAST(CAST(${index} AS {kind}) AS text))"
+            for index, kind in enumerate(types, start=1)
+        )
+        literals = (
+            await driver.fetchval(f"SELECT ARRAY[{rendered}]", *statement["values"])
+            if types
+            else []
+        )
+        arguments = ", ".join(
+            f"CAST({literal} AS {kind})" for literal, kind in zip(literals, types, strict=True)
+        )
         plan = await driver.fetchval(
             "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) "
-            f"EXECUTE {BUFFERS_STATEMENT}({', '.join(literals)})"
+            f"EXECUTE {BUFFERS_STATEMENT}" + (f"({arguments})" if arguments else "")
         )
     finally:
         await driver.execute(f"DEALLOCATE {BUFFERS_STATEMENT}")
