@@ -4,7 +4,6 @@ scenario's questions in turn over HTTP, timed, and their hits compared."""
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from benchmarks.load import parse_sizes
 from benchmarks.scripts import statement_replay
 from benchmarks.scripts.http_replay import answered_hits, hits_share, main
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
+from tests.bench_load.replay_report import table_rows as report_rows
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -20,12 +20,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
     """The report's rows by (size, version): the p50, the change, the questions answered with
     the first version's hits, the share of the first version's hits returned."""
-    rows = {}
-    for line in printed.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 6 and re.fullmatch(r"\d+", cells[0]):
-            rows[(cells[0], cells[1])] = cells[2:]
-    return rows
+    return report_rows(printed, 6)
 
 
 @pytest.mark.slow

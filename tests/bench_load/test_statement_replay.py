@@ -4,7 +4,6 @@ on one kept database of the realistic scenario, timed, and their rows compared."
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from benchmarks.scripts.statement_replay import (
     run_order,
 )
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
+from tests.bench_load.replay_report import table_rows as report_rows
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -30,12 +30,7 @@ TOY = [*TOY_SCENARIO, "--questions", "4", "--passes", "1"]
 def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
     """The report's rows by (size, version): the p50, the change, the rows that agree, the
     share of the first version's hits returned, the shared buffers touched."""
-    rows = {}
-    for line in printed.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) == 7 and re.fullmatch(r"\d+", cells[0]):
-            rows[(cells[0], cells[1])] = cells[2:]
-    return rows
+    return report_rows(printed, 7)
 
 
 @pytest.mark.slow
