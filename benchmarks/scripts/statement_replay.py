@@ -24,9 +24,11 @@ one unrecorded pass and then `--passes`. It prints, per size, each version's p50
 trip, its change against the first version's, and for how many questions it returned the same
 rows as the first (ids, sections, ranks, and the lexical, neighbour and thread scores), and what
 share of the first version's hits it returned in any order (for a change meant to rank
-differently: how far its top hits moved), and the shared buffers its statements touched (one
+differently: how far its top hits moved), the shared buffers its statements touched (one
 `EXPLAIN (ANALYZE, BUFFERS)` each in the unrecorded pass: the work, whatever the machine's speed
-does meanwhile). Asserts nothing.
+does meanwhile), and the spread of its time per statement over the first version's (the 10th
+and 90th percentiles: a change that speeds some questions and slows others, which the p50 may
+not show). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -200,7 +202,11 @@ async def _load(data: Path, arguments: argparse.Namespace, sizes: Sequence[int])
 
 class _RecordingDriver:
     """An asyncpg connection (`service.db.Driver`) that keeps what the service's search sends
-    through it: the planner settings (`execute`) and the statement with its values (`fetch`)."""
+    through it: the planner settings (`execute`) and the statement with its values (`fetch`).
+
+    `benchmarks.rawsql.service_statement` records the same way; this file keeps its own
+    because it compiles each version's statements with that version's packages on the path,
+    which may predate it."""
 
     def __init__(self, driver: Any) -> None:
         self._driver = driver
@@ -498,13 +504,25 @@ async def _buffers_touched(driver: Any, statement: dict[str, Any]) -> int:
     return int(top.get("Shared Hit Blocks", 0)) + int(top.get("Shared Read Blocks", 0))
 
 
+def question_ratios(seconds: Sequence[float], first: Sequence[float]) -> tuple[float, float]:
+    """The 10th and 90th percentiles of a version's time for each statement over the first
+    version's time for the same statement (the two lists in the replay's order): a change that
+    speeds some questions and slows others shows there while its p50 stays put."""
+    ratios = [mine / theirs for mine, theirs in zip(seconds, first, strict=True)]
+    if len(ratios) < 2:
+        return ratios[0], ratios[0]
+    deciles = statistics.quantiles(ratios, n=10, method="inclusive")
+    return deciles[0], deciles[-1]
+
+
 def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) -> str:
     lines = [
         f"## Fusion statements replayed ({what}), p50 of the statement's round trip",
         "",
         "| size | version | p50 ms | against the first | same rows as the first "
-        "| the first's hits returned | shared buffers (against the first) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| the first's hits returned | shared buffers (against the first) "
+        "| each question against the first (p10 / p90) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for size, each in figures.items():
         baseline = statistics.median(each.seconds[versions[0].name]) * 1000
@@ -512,16 +530,20 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
         for version in versions:
             p50 = statistics.median(each.seconds[version.name]) * 1000
             buffers = each.buffers[version.name]
-            change = same = shared = ""
+            change = same = shared = spread = ""
             touched = f"{buffers}"
             if version is not versions[0]:
                 change = f"{(p50 - baseline) / baseline:+.1%}"
                 same = f"{each.same[version.name]}/{each.questions}"
                 shared = f"{each.shared[version.name] / each.questions:.3f}"
                 touched += f" ({(buffers - first_buffers) / max(first_buffers, 1):+.1%})"
+                low, high = question_ratios(
+                    each.seconds[version.name], each.seconds[versions[0].name]
+                )
+                spread = f"{low:.3f} / {high:.3f}"
             lines.append(
                 f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} "
-                f"| {touched} |"
+                f"| {touched} | {spread} |"
             )
     return "\n".join(lines) + "\n"
 

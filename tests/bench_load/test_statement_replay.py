@@ -17,6 +17,7 @@ from benchmarks.scripts.statement_replay import (
     hits_share,
     main,
     parse_version,
+    question_ratios,
     run_order,
 )
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
@@ -29,8 +30,9 @@ TOY = [*TOY_SCENARIO, "--questions", "4", "--passes", "1"]
 
 def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
     """The report's rows by (size, version): the p50, the change, the rows that agree, the
-    share of the first version's hits returned, the shared buffers touched."""
-    return report_rows(printed, 7)
+    share of the first version's hits returned, the shared buffers touched, the spread of the
+    time per statement against the first version's."""
+    return report_rows(printed, 8)
 
 
 @pytest.mark.slow
@@ -64,6 +66,10 @@ def test_versions_are_timed_on_one_kept_database_and_their_rows_compared(
         first_buffers = int(first_report[(size, "first")][4])
         assert first_buffers > 0
         assert first_report[(size, "again")][4] == f"{first_buffers} (+0.0%)"
+        # The spread of its time per statement: for the versions after the first only.
+        assert first_report[(size, "first")][5] == ""
+        low, high = (float(each) for each in first_report[(size, "again")][5].split(" / "))
+        assert 0 < low <= high
     # Without the neighbours' evidence some question ranks differently.
     assert any(first_report[(size, "alone")][2] != "4/4" for size in ("60", "120"))
     assert all(0 <= float(first_report[(size, "alone")][3]) <= 1 for size in ("60", "120"))
@@ -88,6 +94,20 @@ def test_the_share_of_the_first_versions_hits_counts_each_section_apart() -> Non
     # "c" in another section is not the first's "c"; "e" is not among the first's hits.
     assert hits_share(first, [(0, "a", 1), (0, "c", 2), (1, "d", 1), (1, "e", 2)]) == 0.5
     assert hits_share([], [(0, "a", 1)]) == 1.0
+
+
+def test_the_spread_of_a_versions_time_is_taken_statement_by_statement() -> None:
+    # Half the statements twice as fast, half twice as slow: the p50 of either list is the
+    # same, the spread shows both.
+    first = [0.010, 0.020, 0.010, 0.020, 0.010, 0.020, 0.010, 0.020, 0.010, 0.020]
+    mixed = [0.005, 0.040, 0.005, 0.040, 0.005, 0.040, 0.005, 0.040, 0.005, 0.040]
+    assert question_ratios(mixed, first) == (0.5, 2.0)
+    assert question_ratios(first, first) == (1.0, 1.0)
+    # One statement: its own ratio both ways.
+    assert question_ratios([0.003], [0.002]) == (1.5, 1.5)
+    # The two lists are the same statements in the same order.
+    with pytest.raises(ValueError, match="shorter"):
+        question_ratios([0.1, 0.2], [0.1])
 
 
 def test_a_version_is_a_tree_with_the_service_and_optional_settings(tmp_path: Path) -> None:
