@@ -27,6 +27,7 @@ from service.memories.fusion import (
     GENERIC_SEARCH_PLAN_SQL,
     CompiledSearch,
     FusionRepository,
+    PlannedSearch,
     SearchParams,
     hybrid_search_statement,
     runs_generic_plans,
@@ -146,10 +147,13 @@ async def explain_prepared(connection: Any, sql: str, arguments: Sequence[Any]) 
 
 
 @asynccontextmanager
-async def _as_the_service(connection: Any, tenant_id: str, variant: Variant) -> AsyncIterator[bool]:
+async def _as_the_service(
+    connection: Any, tenant_id: str, variant: Variant, planned: Sequence[str] = ()
+) -> AsyncIterator[bool]:
     """A transaction of `connection` set up as the service runs the statement: `variant`'s
-    planner settings, the tenant, and the generic plan where the server runs one (whether it
-    does is what the block gets)."""
+    planner settings, the tenant, the generic plan where the server runs one (whether it does
+    is what the block gets), then the settings the service's search made for its owners
+    (`planned`, as `service_statement` recorded them)."""
     async with connection.transaction():
         for setting in variant.settings:
             await connection.execute(setting)
@@ -157,7 +161,69 @@ async def _as_the_service(connection: Any, tenant_id: str, variant: Variant) -> 
         generic_plan = await runs_generic_plans(connection)
         if generic_plan:
             await connection.execute(GENERIC_SEARCH_PLAN_SQL)
+        for setting in planned:
+            await connection.execute(setting)
         yield generic_plan
+
+
+class RecordingDriver:
+    """An asyncpg connection (`service.db.Driver`) that keeps what the service's search sends
+    through it: the planner settings (`execute`) and the statement with its values (`fetch`)."""
+
+    def __init__(self, driver: Any) -> None:
+        self._driver = driver
+        self.settings: list[str] = []
+        self.statement: tuple[str, list[Any]] | None = None
+
+    async def execute(self, query: str, *args: Any) -> str:
+        self.settings.append(query)
+        status: str = await self._driver.execute(query, *args)
+        return status
+
+    async def fetch(self, query: str, *args: Any) -> list[Any]:
+        self.statement = (query, list(args))
+        rows: list[Any] = await self._driver.fetch(query, *args)
+        return rows
+
+    async def fetchval(self, query: str, *args: Any) -> Any:
+        return await self._driver.fetchval(query, *args)
+
+
+@dataclass(frozen=True)
+class ServiceStatement:
+    """The fusion statement one search of the service sends, as its `PlannedSearch` makes it."""
+
+    sql: str
+    values: list[Any]
+    settings: tuple[str, ...]
+    """What the search set before it (the plan made for an owner), after the generic plan."""
+
+
+async def service_statement(
+    driver: Any, dialect: Dialect, tenant_id: str, params: Sequence[SearchParams]
+) -> ServiceStatement:
+    """The statement the service's own `PlannedSearch` sends for the searches `params` (one
+    statement of disjoint sections), on `driver`: run twice, each time in a transaction set up
+    as `FusionRepository.planned()` sets it, through a driver that records it. The first run
+    teaches the process the owners' indexes (`indexed_owners`), as a service's first search of
+    an owner does; the second is the statement the service then sends: the vector indexes of
+    the owners' own written into its text, and the plan it runs on."""
+    generic_plan = await runs_generic_plans(driver)
+    recording = RecordingDriver(driver)
+    for _ in range(2):
+        recording = RecordingDriver(driver)
+        async with driver.transaction():
+            await driver.execute(set_tenant_sql(tenant_id))
+            if generic_plan:
+                await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+            search = PlannedSearch(
+                recording, tenant_id, dialect, generic_plan=generic_plan, statistics=None
+            )
+            await search.search_sections(params)
+    if recording.statement is None:
+        raise RuntimeError("the search sent no statement")
+    sql, values = recording.statement
+    return ServiceStatement(sql, values, tuple(recording.settings))
 
 
 class FusionStatement:
@@ -171,6 +237,7 @@ class FusionStatement:
         self._dialect = dialect
         self._build = build
         self.sql = ""
+        self._planned: tuple[str, ...] = ()
 
     def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
         statement = self._build(tenant_id, params)
@@ -179,6 +246,17 @@ class FusionStatement:
             raise ValueError("searches of different filter shapes need their own statement")
         self.sql = compiled.sql
         return list(compiled.arguments(statement.compile(dialect=self._dialect).params))
+
+    async def learn(self, driver: Any, tenant_id: str, params: SearchParams) -> list[Any]:
+        """The statement the service sends for `params` (`service_statement`: for an owner with
+        vector indexes of its own, a text that reads them, and the plan made for it), kept as
+        this statement's text and settings; its values, the arguments to run it with. All the
+        searches learnt must get the same text (one owner's, one shape)."""
+        sent = await service_statement(driver, self._dialect, tenant_id, [params])
+        if self.sql and (sent.sql, sent.settings) != (self.sql, self._planned):
+            raise ValueError("searches the service plans apart need their own statement")
+        self.sql, self._planned = sent.sql, sent.settings
+        return sent.values
 
     def text(self, variant: Variant) -> str:
         """The SQL for `variant`. Variants get their own text, so each is prepared (and gets
@@ -196,7 +274,7 @@ class FusionStatement:
     ) -> list[uuid.UUID]:
         """The statement in a tenant-scoped transaction, as the service runs it (on its generic
         plan where the server runs one); hit ids."""
-        async with _as_the_service(connection, tenant_id, variant):
+        async with _as_the_service(connection, tenant_id, variant, self._planned):
             rows = await connection.fetch(self.text(variant), *arguments)
         return [row["id"] for row in rows]
 
@@ -223,7 +301,7 @@ class FusionStatement:
         """EXPLAIN (ANALYZE, FORMAT JSON) of one execution, on the plan the service runs: the
         generic plan where the server runs one, as the service's connections hold it (already
         planned), else a plan for these values."""
-        async with _as_the_service(connection, tenant_id, variant) as generic_plan:
+        async with _as_the_service(connection, tenant_id, variant, self._planned) as generic_plan:
             if generic_plan:
                 document = await explain_prepared(connection, self.text(variant), arguments)
             else:

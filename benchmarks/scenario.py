@@ -85,7 +85,7 @@ from service.auth.tokens import mint_dev_token
 from service.config import Settings
 from service.context.service import MEMORY_SECTIONS
 from service.db import tenant_transaction
-from service.memories.fusion import FusionRepository
+from service.memories.fusion import FusionRepository, SearchParams
 from service.memories.owner_indexes import OwnerIndexes
 from service.memories.schemas import BATCH_MAX, SearchRequest
 from service.providers import Embedder
@@ -276,22 +276,40 @@ async def _queries(
     return queries
 
 
+async def _params(settings: Settings, query: Query) -> SearchParams:
+    return await service_search_params(
+        settings,
+        query.tenant_id,
+        query.user_id,
+        SearchRequest(query=query.text, limit=SEARCH_LIMIT),
+        query.embedding,
+    )
+
+
 async def _arguments(
     settings: Settings,
     queries: Sequence[Query],
     build: Callable[[str, Any], list[Any]],
 ) -> list[list[Any]]:
-    arguments = []
-    for query in queries:
-        params = await service_search_params(
-            settings,
-            query.tenant_id,
-            query.user_id,
-            SearchRequest(query=query.text, limit=SEARCH_LIMIT),
-            query.embedding,
-        )
-        arguments.append(build(query.tenant_id, params))
-    return arguments
+    return [build(query.tenant_id, await _params(settings, query)) for query in queries]
+
+
+async def _sent_arguments(
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    queries: Sequence[Query],
+    statement: FusionStatement,
+) -> list[list[Any]]:
+    """Each question's arguments for the statement the service itself sends for it
+    (`FusionStatement.learn`): for an owner with vector indexes of its own, the text that
+    reads them, so the bare statement is the service's, not the one it sends for a small
+    owner."""
+    async with runtime_engine.connect() as connection:
+        driver = await asyncpg_connection(connection)
+        return [
+            await statement.learn(driver, query.tenant_id, await _params(settings, query))
+            for query in queries
+        ]
 
 
 async def reference_recall(
@@ -627,10 +645,10 @@ async def _measure_size(
     queries = await _queries(embedder, owner, asked)
     fresh = await _queries(embedder, owner, fresh_questions)
     statement = FusionStatement(runtime_engine.dialect)
-    arguments = await _arguments(settings, queries, statement.arguments)
+    arguments = await _sent_arguments(settings, runtime_engine, queries, statement)
     reference_arguments = await _arguments(settings, queries, reference.arguments)
     bench = SearchBench(settings, options, runtime_engine, queries, arguments, statement)
-    fresh_arguments = await _arguments(settings, fresh, statement.arguments)
+    fresh_arguments = await _sent_arguments(settings, runtime_engine, fresh, statement)
     fresh_bench = SearchBench(settings, options, runtime_engine, fresh, fresh_arguments, statement)
     await bench.warm_caches()
     load_average = {"before_search": os.getloadavg()}

@@ -17,7 +17,12 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from benchmarks.rawsql import explain_prepared
+from benchmarks.rawsql import (
+    FusionStatement,
+    asyncpg_connection,
+    explain_prepared,
+    service_search_params,
+)
 from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
@@ -33,6 +38,7 @@ from service.memories.owner_indexes import (
     live_column,
 )
 from service.memories.postings import PostingsRepository
+from service.memories.schemas import SearchRequest
 from tests.conftest import bearer
 from tests.fixtures.apps import app_client, running_app
 from tests.fixtures.factories import remember_all, remember_texts
@@ -259,6 +265,49 @@ async def test_a_large_owner_gets_an_index_per_kind_and_its_searches_read_them(
         assert response.status_code == 200, response.text
         answers.append([hit["memory"]["id"] for hit in response.json()["hits"]])
     assert answers[0] == answers[1]
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_the_benchmarks_bare_statement_is_the_one_the_service_sends_for_the_owner(
+    indexed_app: FastAPI,
+    indexed_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    headers = await large_owner(indexed_app, indexed_client, settings, tenant)
+    await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+    served = indexed_app.state.mneme.settings
+    vector = await indexed_app.state.mneme.embedding_backfill.embedder.embed_query(QUESTION)
+    request = SearchRequest(query=QUESTION, limit=10, mode="hybrid")
+    params = await service_search_params(served, tenant, USER, request, list(vector))
+    assert params.use_vector
+
+    learnt = FusionStatement(runtime_engine.dialect)
+    built = FusionStatement(runtime_engine.dialect)
+    async with runtime_engine.connect() as connection:
+        driver = await asyncpg_connection(connection)
+        arguments = await learnt.learn(driver, tenant, params)
+        # Learning again gives the same text and values: one owner, one statement.
+        assert await learnt.learn(driver, tenant, params) == arguments
+        ids = await learnt.ids(driver, tenant, arguments)
+    built.arguments(tenant, params)
+
+    # The service's statement reads the owner's own vector indexes: the owner is written into
+    # its text. The one built from the parameters alone is the statement of any owner.
+    assert f"m.user_id IN ({owner_literal(USER)})" in learnt.sql
+    assert owner_literal(USER) not in built.sql
+    # It ranks what the API returns for the same question.
+    response = await indexed_client.post(
+        f"/v1/users/{USER}/memories/search",
+        headers=headers,
+        json={"query": QUESTION, "limit": 10, "mode": "hybrid"},
+    )
+    assert response.status_code == 200, response.text
+    assert [str(memory_id) for memory_id in ids] == [
+        hit["memory"]["id"] for hit in response.json()["hits"]
+    ]
 
 
 @pytest.mark.usefixtures("no_owner_indexes")
