@@ -209,7 +209,6 @@ async def service_statement(
     an owner does; the second is the statement the service then sends: the vector indexes of
     the owners' own written into its text, and the plan it runs on."""
     generic_plan = await runs_generic_plans(driver)
-    recording = RecordingDriver(driver)
     for _ in range(2):
         recording = RecordingDriver(driver)
         async with driver.transaction():

@@ -302,8 +302,8 @@ async def _sent_arguments(
 ) -> list[list[Any]]:
     """Each question's arguments for the statement the service itself sends for it
     (`FusionStatement.learn`): for an owner with vector indexes of its own, the text that
-    reads them, so the bare statement is the service's, not the one it sends for a small
-    owner."""
+    reads them, so the bare statement is the service's own rather than the statement of any
+    owner that the parameters alone build."""
     async with runtime_engine.connect() as connection:
         driver = await asyncpg_connection(connection)
         return [
