@@ -19,8 +19,9 @@ repeated question is answered; the search and the context block are the API's de
 
 It prints, per size, each version's p50 request time, its change against the first version's,
 for how many questions it returned the first version's hits in the same order (search: the
-memory ids; context: each section's item ids), and what share of the first version's hits it
-returned in any order. Asserts nothing.
+memory ids; context: each section's item ids), what share of the first version's hits it
+returned in any order, and the spread of its time per question over the first version's (the
+10th and 90th percentiles, as `statement_replay` prints it). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from benchmarks.scripts.statement_replay import (
     add_version_arguments,
     chosen_versions,
     hits_share,
+    question_ratios,
     run_order,
 )
 
@@ -170,19 +172,25 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
         f"## The scenario's questions over HTTP ({what}), p50 of the request",
         "",
         "| size | version | p50 ms | against the first | same hits as the first "
-        "| the first's hits returned |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| the first's hits returned | each question against the first (p10 / p90) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for size, each in figures.items():
         baseline = statistics.median(each.seconds[versions[0].name]) * 1000
         for version in versions:
             p50 = statistics.median(each.seconds[version.name]) * 1000
-            change = same = shared = ""
+            change = same = shared = spread = ""
             if version is not versions[0]:
                 change = f"{(p50 - baseline) / baseline:+.1%}"
                 same = f"{each.same[version.name]}/{each.questions}"
                 shared = f"{each.shared[version.name] / each.questions:.3f}"
-            lines.append(f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} |")
+                low, high = question_ratios(
+                    each.seconds[version.name], each.seconds[versions[0].name]
+                )
+                spread = f"{low:.3f} / {high:.3f}"
+            lines.append(
+                f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} | {spread} |"
+            )
     return "\n".join(lines) + "\n"
 
 
