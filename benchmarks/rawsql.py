@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from sqlalchemy.sql.elements import ClauseElement
 
 from service.auth.owner import Owner
@@ -319,6 +319,18 @@ class FusionStatement:
             self.sql,
         )
         return int(row["generic"]), int(row["custom"])
+
+
+async def learnt_arguments(
+    runtime_engine: AsyncEngine,
+    statement: FusionStatement,
+    searches: Sequence[tuple[str, SearchParams]],
+) -> list[list[Any]]:
+    """`statement.learn` for each search (its tenant and parameters), on one connection of
+    `runtime_engine`: the arguments to run the statement the service sends for each."""
+    async with runtime_engine.connect() as connection:
+        driver = await asyncpg_connection(connection)
+        return [await statement.learn(driver, tenant, params) for tenant, params in searches]
 
 
 NEVER_BOUNDED = 2**31 - 1

@@ -65,6 +65,7 @@ from benchmarks.rawsql import (
     FusionStatement,
     ReferenceStatement,
     asyncpg_connection,
+    learnt_arguments,
     reference_statement,
     service_search_params,
 )
@@ -304,12 +305,8 @@ async def _sent_arguments(
     (`FusionStatement.learn`): for an owner with vector indexes of its own, the text that
     reads them, so the bare statement is the service's own rather than the statement of any
     owner that the parameters alone build."""
-    async with runtime_engine.connect() as connection:
-        driver = await asyncpg_connection(connection)
-        return [
-            await statement.learn(driver, query.tenant_id, await _params(settings, query))
-            for query in queries
-        ]
+    searches = [(query.tenant_id, await _params(settings, query)) for query in queries]
+    return await learnt_arguments(runtime_engine, statement, searches)
 
 
 async def reference_recall(
