@@ -34,31 +34,18 @@ import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.scripts.statement_replay import (
     MANIFEST,
+    Figures,
     Version,
     _cluster_urls,
     _say,
     add_version_arguments,
     chosen_versions,
-    hits_share,
-    question_ratios,
     run_order,
 )
-
-
-@dataclass
-class Figures:
-    seconds: dict[str, list[float]] = field(default_factory=dict)
-    same: dict[str, int] = field(default_factory=dict)
-    """Per version: the questions it answered with the first version's hits, in order."""
-    shared: dict[str, float] = field(default_factory=dict)
-    """Per version: the sum over questions of the share of the first version's hits it
-    returned too, in any order."""
-    questions: int = 0
 
 
 def answered_hits(what: str, body: dict[str, Any]) -> list[tuple[str, str]]:
@@ -157,13 +144,7 @@ async def replay(
                             each.seconds.setdefault(versions[which].name, []).append(elapsed)
                     turn += 1
                     if round_number == 0:
-                        each.questions += 1
-                        for which, answer in answers.items():
-                            name = versions[which].name
-                            each.same[name] = each.same.get(name, 0) + (answer == answers[0])
-                            each.shared[name] = each.shared.get(name, 0.0) + hits_share(
-                                answers[0], answer
-                            )
+                        each.compare(versions, answers)
     return figures
 
 
@@ -175,19 +156,13 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
         "| the first's hits returned | each question against the first (p10 / p90) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
+    first = versions[0].name
     for size, each in figures.items():
-        baseline = statistics.median(each.seconds[versions[0].name]) * 1000
         for version in versions:
             p50 = statistics.median(each.seconds[version.name]) * 1000
             change = same = shared = spread = ""
             if version is not versions[0]:
-                change = f"{(p50 - baseline) / baseline:+.1%}"
-                same = f"{each.same[version.name]}/{each.questions}"
-                shared = f"{each.shared[version.name] / each.questions:.3f}"
-                low, high = question_ratios(
-                    each.seconds[version.name], each.seconds[versions[0].name]
-                )
-                spread = f"{low:.3f} / {high:.3f}"
+                change, same, shared, spread = each.against_first(version.name, first)
             lines.append(
                 f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} | {spread} |"
             )

@@ -363,17 +363,42 @@ def _compile_in_child(
 
 @dataclass
 class Figures:
+    """One size's figures per version, in this replay and in `http_replay`'s."""
+
     seconds: dict[str, list[float]] = field(default_factory=dict)
     same: dict[str, int] = field(default_factory=dict)
-    """Per version: the questions it answered with the first version's rows."""
+    """Per version: the questions it answered as the first version did (its rows; over HTTP,
+    its hits in order)."""
     shared: dict[str, float] = field(default_factory=dict)
     """Per version: the sum over questions of the share of the first version's hits it
     returned too (in the same section, in any order)."""
     buffers: dict[str, int] = field(default_factory=dict)
     """Per version: the shared buffers its statements touched, summed over the questions (one
     `EXPLAIN (ANALYZE, BUFFERS)` of each in the unrecorded pass): the work a change saves or
-    adds, whatever the machine's speed does meanwhile."""
+    adds, whatever the machine's speed does meanwhile. (Not counted over HTTP.)"""
     questions: int = 0
+
+    def compare(self, versions: Sequence[Version], answers: dict[int, Any]) -> None:
+        """One question's answers, by version index, counted against the first version's."""
+        self.questions += 1
+        for which, answer in answers.items():
+            name = versions[which].name
+            self.same[name] = self.same.get(name, 0) + (answer == answers[0])
+            self.shared[name] = self.shared.get(name, 0.0) + hits_share(answers[0], answer)
+
+    def against_first(self, name: str, first: str) -> tuple[str, str, str, str]:
+        """A version's report cells against the first version's: its p50's change, the
+        questions answered alike, the share of the first's hits returned, the spread of its
+        time per question (`question_ratios`)."""
+        baseline = statistics.median(self.seconds[first])
+        change = (statistics.median(self.seconds[name]) - baseline) / baseline
+        low, high = question_ratios(self.seconds[name], self.seconds[first])
+        return (
+            f"{change:+.1%}",
+            f"{self.same[name]}/{self.questions}",
+            f"{self.shared[name] / self.questions:.3f}",
+            f"{low:.3f} / {high:.3f}",
+        )
 
 
 def _rows_key(rows: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -448,13 +473,7 @@ async def replay(
                     if round_number:
                         size.seconds.setdefault(versions[which].name, []).append(elapsed)
                 if round_number == 0:
-                    size.questions += 1
-                    for which, answer in answers.items():
-                        name = versions[which].name
-                        size.same[name] = size.same.get(name, 0) + (answer == answers[0])
-                        size.shared[name] = size.shared.get(name, 0.0) + hits_share(
-                            answers[0], answer
-                        )
+                    size.compare(versions, answers)
         for connection in connections:
             await connection.close()
     finally:
@@ -524,23 +543,17 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
         "| each question against the first (p10 / p90) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    first = versions[0].name
     for size, each in figures.items():
-        baseline = statistics.median(each.seconds[versions[0].name]) * 1000
-        first_buffers = each.buffers[versions[0].name]
+        first_buffers = each.buffers[first]
         for version in versions:
             p50 = statistics.median(each.seconds[version.name]) * 1000
             buffers = each.buffers[version.name]
             change = same = shared = spread = ""
             touched = f"{buffers}"
             if version is not versions[0]:
-                change = f"{(p50 - baseline) / baseline:+.1%}"
-                same = f"{each.same[version.name]}/{each.questions}"
-                shared = f"{each.shared[version.name] / each.questions:.3f}"
+                change, same, shared, spread = each.against_first(version.name, first)
                 touched += f" ({(buffers - first_buffers) / max(first_buffers, 1):+.1%})"
-                low, high = question_ratios(
-                    each.seconds[version.name], each.seconds[versions[0].name]
-                )
-                spread = f"{low:.3f} / {high:.3f}"
             lines.append(
                 f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} "
                 f"| {touched} | {spread} |"

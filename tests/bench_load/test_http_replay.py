@@ -10,7 +10,8 @@ import pytest
 
 from benchmarks.load import parse_sizes
 from benchmarks.scripts import statement_replay
-from benchmarks.scripts.http_replay import answered_hits, hits_share, main
+from benchmarks.scripts.http_replay import answered_hits, main
+from benchmarks.scripts.statement_replay import hits_share
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
 from tests.bench_load.replay_report import table_rows as report_rows
 
