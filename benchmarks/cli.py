@@ -74,8 +74,9 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
         "retrieval",
         help="retrieval quality (recall@k, MRR, nDCG, latency) on LoCoMo or LongMemEval",
         description=(
-            "Store every dialogue turn as an episodic memory (a fresh tenant per conversation), "
-            "search every question in each mode, score against the gold turns. Prints markdown "
+            "Store every dialogue turn as an episodic memory (or, with --memories observations, "
+            "LoCoMo's observations as facts; a fresh tenant per conversation), search every "
+            "question in each mode, score against the gold turns. Prints markdown "
             "tables and writes every number, with the configuration, to a JSON file."
         ),
     )
@@ -102,6 +103,14 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
         dest="with_decay",
         action="store_false",
         help="set the recency and confidence weights to 0 (default: the service's settings)",
+    )
+    retrieval.add_argument(
+        "--memories",
+        choices=("turns", "observations"),
+        default="turns",
+        help="what is stored: every dialogue turn as an episodic memory (turns), or LoCoMo's "
+        "observations as facts (semantic memories in their session's thread), each found when "
+        "a question's gold turns are among those it rests on (default: %(default)s)",
     )
     retrieval.add_argument(
         "--no-image-captions",
@@ -436,7 +445,11 @@ def _run_retrieval(args: argparse.Namespace) -> int:
         return _fail(f"invalid settings: {exc}")
     if dataset.question_count == 0:
         return _fail(f"{args.dataset} has no question to evaluate")
-    options = RetrievalOptions(modes=modes, with_decay=args.with_decay, progress=args.progress)
+    if args.memories == "observations" and dataset.observation_count == 0:
+        return _fail(f"{args.dataset} has no observations to store (LoCoMo's have)")
+    options = RetrievalOptions(
+        modes=modes, with_decay=args.with_decay, progress=args.progress, memories=args.memories
+    )
 
     async def measure() -> tuple[Settings, RetrievalRun]:
         if settings.database_url is not None:

@@ -101,6 +101,18 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class Observation:
+    """A fact about a speaker that the dataset's annotators drew from one session (LoCoMo's
+    `observation`), with the turns it rests on: stored as a fact in its session's thread, it
+    is found when a question's gold turns are among them."""
+
+    text: str
+    session: str
+    event_at: datetime
+    evidence: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Question:
     question_id: str
     text: str
@@ -113,6 +125,8 @@ class Conversation:
     conversation_id: str
     turns: tuple[Turn, ...]
     questions: tuple[Question, ...]
+    # In the order they were said (by their first turn); none in LongMemEval.
+    observations: tuple[Observation, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,6 +195,10 @@ class Dataset:
     @property
     def turn_count(self) -> int:
         return sum(len(c.turns) for c in self.conversations)
+
+    @property
+    def observation_count(self) -> int:
+        return sum(len(c.observations) for c in self.conversations)
 
     def selected(self, *, conversations: int | None, questions: int | None) -> Dataset:
         """The first `conversations`, then the first `questions` of their questions in file
@@ -363,7 +381,43 @@ def _locomo_conversation(
             continue
         label = f"{category} {LOCOMO_CATEGORIES.get(category, 'unknown')}"
         questions.append(Question(question_id, str(qa["question"]), label, gold))
-    return Conversation(conversation_id, tuple(turns), tuple(questions))
+    observations = _locomo_observations(sample, dialogue, turn_ids)
+    return Conversation(conversation_id, tuple(turns), tuple(questions), observations)
+
+
+def _locomo_observations(
+    sample: dict[str, Any], dialogue: dict[str, Any], turn_ids: Set[str]
+) -> tuple[Observation, ...]:
+    """Each session's observations, ordered as a write path extracting facts during the
+    conversation would have written them: by the first turn each rests on. An observation
+    whose evidence names no stored turn is left out (it could never be found)."""
+    found: list[tuple[int, int, int, Observation]] = []
+    for key, by_speaker in (sample.get("observation") or {}).items():
+        match = _SESSION_KEY.match(key)
+        if match is None or not isinstance(by_speaker, dict):
+            continue
+        number = int(match.group(1))
+        session_time = dialogue.get(f"session_{number}_date_time")
+        if session_time is None:
+            continue
+        said_at = parse_locomo_datetime(str(session_time))
+        for entries in by_speaker.values():
+            for entry in entries:
+                text, raw = str(entry[0]).strip(), entry[1]
+                evidence, _ = parse_evidence(
+                    [raw] if isinstance(raw, str) else [str(item) for item in raw], turn_ids
+                )
+                if not text or not evidence:
+                    continue
+                first = min(evidence, key=_turn_order)
+                observation = Observation(text, f"D{number}", said_at, evidence)
+                found.append((*_turn_order(first), len(found), observation))
+    return tuple(observation for *_, observation in sorted(found, key=lambda item: item[:3]))
+
+
+def _turn_order(dia_id: str) -> tuple[int, int]:
+    session, _, number = dia_id.removeprefix("D").partition(":")
+    return int(session), int(number)
 
 
 def _longmemeval_conversation(item: dict[str, Any], report: DataReport) -> Conversation:

@@ -126,6 +126,7 @@ def build_report(
             },
             "limits": dict(limits),
             "database": database,
+            "memories": options.memories,
             "search": {
                 "limit": SEARCH_LIMIT,
                 "with_decay": options.with_decay,
@@ -153,6 +154,9 @@ def build_report(
             "conversations_evaluated": len(dataset.conversations),
             "questions_evaluated": dataset.question_count,
             "turns_sent": dataset.turn_count,
+            "observations_sent": (
+                dataset.observation_count if options.memories == "observations" else 0
+            ),
             "turns_stored": load.stored,
             "turns_merged_into_identical_memories": load.merged_duplicates,
             "turns_refused_by_service": dict(load.refused),
@@ -215,6 +219,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     """Tables for a terminal or a pull request, from a `build_report` document."""
     config, data, results = report["config"], report["data"], report["results"]
     dataset, search, timing = config["dataset"], config["search"], report["timing"]
+    observations = config.get("memories") == "observations"
+    sent = f"{data['observations_sent']} observations" if observations else str(data["turns_sent"])
     commit = report["git"]["commit"]
     machine = report["machine"]
     captions = ""
@@ -226,7 +232,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     )
     lines = [
         f"## Retrieval: {dataset['format']} — {data['questions_evaluated']} questions, "
-        f"{data['conversations_evaluated']} conversation(s), {data['turns_stored']} memories",
+        f"{data['conversations_evaluated']} conversation(s), {data['turns_stored']} memories"
+        f"{' (observations stored as facts)' if observations else ''}",
         "",
         f"Dataset `{dataset['path']}` (sha256 {dataset['sha256'][:12]}…{captions}); "
         f"top {search['limit']} per "
@@ -237,7 +244,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"Embedding profile {config['embedder']['profile']['name']} (fusion weight of BM25 "
         f"{search['settings_linear_lexical_weight']}).",
         f"Wall time {timing['wall_seconds']:.0f} s (storing {timing['load_seconds']:.0f} s, "
-        f"{_rate(timing.get('ingest_turns_per_second'))} turns/s through the API; "
+        f"{_rate(timing.get('ingest_turns_per_second'))} "
+        f"{'facts' if observations else 'turns'}/s through the API; "
         f"searching {timing['search_seconds']:.0f} s).",
         "",
         _row(["mode", "fusion", *METRIC_NAMES, "p50 ms", "p95 ms"]),
@@ -287,7 +295,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"{data['questions_evaluated']} evaluated (after limits).",
         f"- Evidence repairs: {_counts(data['evidence_repairs'], reasons)}.",
         f"- Turns: {data['turns_in_file']} in the file, issues: "
-        f"{_counts(data['turn_issues'], TURN_ISSUES)}; {data['turns_sent']} sent, "
+        f"{_counts(data['turn_issues'], TURN_ISSUES)}; {sent} sent, "
         f"{data['turns_stored']} stored, {data['turns_merged_into_identical_memories']} merged "
         f"into an identical memory, refused: {_counts(data['turns_refused_by_service'], {})}, "
         f"{data['memories_stored_without_embedding']} stored without an embedding.",

@@ -16,13 +16,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 from asgi_lifespan import LifespanManager
 from httpx import ASGITransport, AsyncClient, Response
 from tqdm import tqdm
 
-from benchmarks.datasets import Conversation, Dataset, Turn
+from benchmarks.datasets import Conversation, Dataset, Observation, Turn
 from benchmarks.metrics import score_ranking
 from benchmarks.modes import SearchMode
 from service.auth.tokens import mint_dev_token
@@ -40,11 +41,18 @@ class BenchmarkError(RuntimeError):
     """The service answered a benchmark request with something other than success."""
 
 
+StoredMemories = Literal["turns", "observations"]
+STORED_MEMORIES: tuple[StoredMemories, ...] = ("turns", "observations")
+
+
 @dataclass(frozen=True)
 class RetrievalOptions:
     modes: tuple[SearchMode, ...]
     with_decay: bool = True
     progress: bool = True
+    # What is stored: every dialogue turn as an episodic memory, or the dataset's observations
+    # as facts (semantic memories), each standing for the turns it rests on.
+    memories: StoredMemories = "turns"
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,44 @@ def _memory_item(turn: Turn, thread_id: str) -> dict[str, Any]:
     }
 
 
+def _fact_item(observation: Observation, position: int, thread_id: str) -> dict[str, Any]:
+    """An observation as the write path stores a fact it drew from a conversation: a semantic
+    memory whose source thread is the session's, dated in the order the facts were drawn
+    (`position` seconds after the session's time), pointing at the turns it rests on."""
+    return {
+        "kind": "semantic",
+        "text": observation.text,
+        "event_at": (observation.event_at + timedelta(seconds=position)).isoformat(),
+        "source_thread_id": thread_id,
+        "metadata": {"dia_ids": sorted(observation.evidence)},
+    }
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """One memory the benchmark sends: its API item and the turns finding it counts for."""
+
+    session: str
+    turns: frozenset[str]
+    item: Callable[[str], dict[str, Any]]
+
+
+def _memories(conversation: Conversation, memories: StoredMemories) -> list[_Stored]:
+    if memories == "observations":
+        return [
+            _Stored(
+                observation.session,
+                observation.evidence,
+                partial(_fact_item, observation, position),
+            )
+            for position, observation in enumerate(conversation.observations)
+        ]
+    return [
+        _Stored(_session_of(turn), frozenset({turn.dia_id}), partial(_memory_item, turn))
+        for turn in conversation.turns
+    ]
+
+
 def _refused_index(response: Response) -> tuple[int, str] | None:
     """Which batch item the secret/PII rules refused, and the rule; None for other errors."""
     if response.status_code != 422:
@@ -142,26 +188,29 @@ async def load_conversation(
     conversation: Conversation,
     stats: LoadStats,
     advance: Callable[[int], object],
+    memories: StoredMemories = "turns",
 ) -> dict[str, set[str]]:
-    """Store every turn as an episodic memory, `BATCH_MAX` per request. Returns, by memory id,
-    the turns the service merged into an existing identical memory (their metadata is lost)."""
+    """Store every turn as an episodic memory (or every observation as a fact), `BATCH_MAX`
+    per request. Returns, by memory id, the turns of what the service merged into an existing
+    identical memory (their metadata is lost)."""
     merged: dict[str, set[str]] = {}
     url = f"/v1/users/{BENCH_USER}/memories/batch"
+    stored = _memories(conversation, memories)
     # A memory names a thread of its user as its source: one thread per session.
     threads: dict[str, str] = {}
-    for session in dict.fromkeys(_session_of(turn) for turn in conversation.turns):
+    for session in dict.fromkeys(memory.session for memory in stored):
         created = await client.post(
             f"/v1/users/{BENCH_USER}/threads", headers=headers, json={"title": session}
         )
         threads[session] = str(_expect(created, 201)["id"])
-    for start in range(0, len(conversation.turns), BATCH_MAX):
-        batch = list(conversation.turns[start : start + BATCH_MAX])
+    for start in range(0, len(stored), BATCH_MAX):
+        batch = stored[start : start + BATCH_MAX]
         while batch:
-            payload = [_memory_item(turn, threads[_session_of(turn)]) for turn in batch]
+            payload = [memory.item(threads[memory.session]) for memory in batch]
             response = await client.post(url, headers=headers, json={"items": payload})
             refused = _refused_index(response)
             if refused is not None:
-                # All or nothing per batch: leave the refused turn out and send the rest again.
+                # All or nothing per batch: leave the refused item out and send the rest again.
                 index, rule = refused
                 if not 0 <= index < len(batch):
                     raise BenchmarkError(f"a refusal names item {index} of {len(batch)}")
@@ -170,10 +219,10 @@ async def load_conversation(
                 advance(1)
                 continue
             items = _expect(response, 201)["items"]
-            for turn, item in zip(batch, items, strict=True):
+            for memory, item in zip(batch, items, strict=True):
                 if item["duplicate"]:
                     stats.merged_duplicates += 1
-                    merged.setdefault(item["id"], set()).add(turn.dia_id)
+                    merged.setdefault(item["id"], set()).update(memory.turns)
                 else:
                     stats.stored += 1
                 model = item["embedding_model"]
@@ -187,11 +236,14 @@ async def load_conversation(
 
 
 def _hit_turns(hit: dict[str, Any], merged: dict[str, set[str]]) -> frozenset[str]:
-    """The turn ids a hit stands for: its own (metadata) and any merged into it."""
-    own = hit["memory"]["metadata"].get("dia_id")
+    """The turn ids a hit stands for: its own (metadata: a turn's id, or the turns a fact rests
+    on) and those of any memory merged into it."""
+    metadata = hit["memory"]["metadata"]
     turns = set(merged.get(hit["memory"]["id"], ()))
+    own = metadata.get("dia_id")
     if isinstance(own, str):
         turns.add(own)
+    turns.update(turn for turn in metadata.get("dia_ids") or () if isinstance(turn, str))
     return frozenset(turns)
 
 
@@ -210,16 +262,20 @@ async def run_retrieval(
 
     started = time.perf_counter()
     with tqdm(
-        total=dataset.turn_count,
-        desc="storing turns",
-        unit="turn",
+        total=(
+            dataset.observation_count if options.memories == "observations" else dataset.turn_count
+        ),
+        desc=f"storing {options.memories}",
+        unit="memory",
         file=sys.stderr,
         disable=not options.progress,
     ) as bar:
         for tenant, conversation in zip(tenants, dataset.conversations, strict=True):
             headers = _service_headers(settings, tenant)
             merged_by_conversation.append(
-                await load_conversation(client, headers, conversation, stats, bar.update)
+                await load_conversation(
+                    client, headers, conversation, stats, bar.update, options.memories
+                )
             )
     load_seconds = time.perf_counter() - started
 

@@ -93,7 +93,24 @@ def synthetic_locomo() -> list[dict[str, Any]]:
             "category": 4,
         },
     ]
-    return [{"sample_id": "conv-x", "conversation": conversation, "qa": qa}]
+    # Facts drawn from each session, per speaker, with the turns they rest on (one string, a
+    # list, and one naming no turn of the file), listed by speaker rather than in turn order.
+    observation = {
+        "session_2_observation": {
+            "Ben": [["Ben is taking cello lessons with a patient teacher.", ["D2:1", "D2:3"]]],
+        },
+        "session_1_observation": {
+            "Ben": [["Ben asked what Sheldon eats.", "D1:2"]],
+            "Ada": [
+                ["Ada feeds Sheldon dandelions and kale.", "D1:3"],
+                ["Ada adopted a tortoise named Sheldon.", "D1:1"],
+                ["Ada once owned a parrot.", "D1:99"],
+            ],
+        },
+    }
+    return [
+        {"sample_id": "conv-x", "conversation": conversation, "qa": qa, "observation": observation}
+    ]
 
 
 EVALUATED = ["conv-x#q1", "conv-x#q2", "conv-x#q3", "conv-x#q7", "conv-x#q8", "conv-x#q9"]

@@ -130,6 +130,25 @@ def test_locomo_turns_become_speaker_prefixed_memories_dated_by_their_session(
     )
 
 
+def test_locomo_observations_become_facts_in_the_order_they_were_said(
+    locomo_file: Path,
+) -> None:
+    """Each observation keeps the turns it rests on, ordered by the first of them (the order a
+    write path drawing facts during the conversation writes them), dated by its session; one
+    whose evidence names no turn of the conversation is left out."""
+    dataset = load_dataset(locomo_file, "locomo")
+    observations = dataset.conversations[0].observations
+    assert [(o.text, o.session, sorted(o.evidence)) for o in observations] == [
+        ("Ada adopted a tortoise named Sheldon.", "D1", ["D1:1"]),
+        ("Ben asked what Sheldon eats.", "D1", ["D1:2"]),
+        ("Ada feeds Sheldon dandelions and kale.", "D1", ["D1:3"]),
+        ("Ben is taking cello lessons with a patient teacher.", "D2", ["D2:1", "D2:3"]),
+    ]
+    assert observations[0].event_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert observations[3].event_at == datetime(2023, 6, 27, 0, 21, tzinfo=UTC)
+    assert dataset.observation_count == 4
+
+
 def test_image_captions_can_be_left_out(locomo_file: Path) -> None:
     dataset = load_dataset(locomo_file, "locomo", image_captions=False)
     turns = {t.dia_id: t.text for t in dataset.conversations[0].turns}

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks.cli import main
 from benchmarks.datasets import load_dataset
@@ -74,6 +76,72 @@ async def test_every_question_is_searched_in_every_mode_through_the_api(
     for mode in MODES:
         assert f"| {mode} |" in markdown
     assert f"{lexical['overall']['R@10']:.3f}" in markdown
+
+
+async def test_observations_are_stored_as_facts_and_found_by_the_turns_they_rest_on(
+    settings: Settings, locomo_file: Path
+) -> None:
+    dataset = load_dataset(locomo_file, "locomo")
+    options = RetrievalOptions(
+        modes=parse_modes("lexical"), progress=False, memories="observations"
+    )
+
+    run = await benchmark_app(settings, dataset, options)
+
+    outcomes = {q.question_id: q.by_mode["lexical"] for q in run.questions}
+    # "Sheldon" and "tortoise": the fact drawn from D1:1 ranks first and stands for that turn.
+    assert outcomes["conv-x#q1"].first_relevant == 1
+    # No observation rests on D2:4 ("Thanks!"): a question about it finds no fact.
+    assert outcomes["conv-x#q7"].first_relevant is None
+    assert run.load.stored == 4
+    assert run.load.refused == {}
+
+    report = build_report(
+        dataset=dataset,
+        run=run,
+        options=options,
+        settings=settings,
+        database="external",
+        limits={"conversations": None, "questions": None},
+        wall_seconds=1.0,
+    )
+    assert report["config"]["memories"] == "observations"
+    assert report["data"]["observations_sent"] == 4
+    assert "(observations stored as facts)" in render_markdown(report)
+
+
+async def test_a_fact_is_stored_as_the_write_path_stores_one(
+    settings: Settings, locomo_file: Path, owner_engine: AsyncEngine
+) -> None:
+    """Semantic, in its session's thread, in the order the facts were drawn."""
+    dataset = load_dataset(locomo_file, "locomo")
+    options = RetrievalOptions(
+        modes=parse_modes("lexical"), progress=False, memories="observations"
+    )
+    await benchmark_app(settings, dataset, options)
+    async with owner_engine.connect() as connection:
+        rows = (
+            await connection.execute(
+                text(
+                    "SELECT m.tenant_id, m.text, m.kind, t.title FROM memory m "
+                    "JOIN thread t ON t.tenant_id = m.tenant_id AND t.id = m.source_thread_id "
+                    "WHERE m.tenant_id LIKE 'bench-%' AND m.metadata ? 'dia_ids' "
+                    "ORDER BY m.tenant_id, m.event_at, m.id"
+                )
+            )
+        ).all()
+    by_tenant: dict[str, list[tuple[str, str, str]]] = {}
+    for tenant, *fact in rows:
+        by_tenant.setdefault(tenant, []).append((fact[0], fact[1], fact[2]))
+    # Every run of the benchmark (each its own tenant) stored the same facts, the same way.
+    assert by_tenant
+    for facts in by_tenant.values():
+        assert facts == [
+            ("Ada adopted a tortoise named Sheldon.", "semantic", "D1"),
+            ("Ben asked what Sheldon eats.", "semantic", "D1"),
+            ("Ada feeds Sheldon dandelions and kale.", "semantic", "D1"),
+            ("Ben is taking cello lessons with a patient teacher.", "semantic", "D2"),
+        ]
 
 
 def test_the_command_writes_json_and_prints_the_tables(
