@@ -180,3 +180,33 @@ async def test_the_session_where_the_query_matches_best_lifts_its_turns(
     assert ranking.index(BEST_SESSION[2]) < ranking.index(LOOSE)
     alone = list(await run(runtime_engine, tenant, replace(search, thread_weight=0)))
     assert alone.index(BEST_SESSION[2]) > max(alone.index(OTHER_SESSION[0]), alone.index(LOOSE))
+
+
+# A session whose question and answer have a fact drawn between them, as the write path draws
+# facts while the conversation goes on. The fact matches the query too, less than the question.
+QUESTION = "Melanie: How did the adoption meeting go?"
+FACT_BETWEEN = "Caroline went to the adoption meeting about the adoption"
+ANSWER = "Caroline: Really well, they said the paperwork takes six months"
+
+
+async def test_only_turns_lend_and_receive_a_neighbours_evidence(
+    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
+) -> None:
+    """Facts stand alone: a fact drawn between a question and its answer neither takes the
+    question's evidence nor lends its own to the answer, and the answer's neighbour is the
+    question, past the fact."""
+    headers = bearer(settings, tenant, "alice")
+    items = await session_items(client, headers, [QUESTION, FACT_BETWEEN, ANSWER], day=1)
+    items[1]["kind"] = "semantic"
+    response = await client.post(
+        "/v1/users/me/memories/batch", headers=headers, json={"items": items}
+    )
+    assert response.status_code == 201, response.text
+
+    found = await run(runtime_engine, tenant, params(QUERY, None, pool=100, use_vector=False))
+    question, fact, answer = (found[text].scores for text in (QUESTION, FACT_BETWEEN, ANSWER))
+    assert question.fused_score > fact.fused_score > 0
+    assert fact.neighbour_score == 0
+    # The answer's evidence is the question's, not that of the fact right before it.
+    assert answer.neighbour_score == pytest.approx(question.fused_score)
+    assert question.neighbour_score == 0

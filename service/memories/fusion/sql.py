@@ -118,8 +118,13 @@ candidates AS (
 ),
 adjacent AS (
     -- A conversation turn is often found through the turn next to it (the question it
-    -- answers, the line it replies to): each candidate lends its fused score to the memory
+    -- answers, the line it replies to): each candidate turn lends its fused score to the turn
     -- right before and right after it in its source thread, found or not, on top of their own.
+    -- Turns are the thread's episodic memories (its stored messages and the episodes drawn
+    -- from them). A fact (semantic) or a procedure is a statement that stands alone: the facts
+    -- drawn from a conversation follow one another in the order they were drawn, not as a
+    -- question and its answer, so they neither lend nor receive, and a turn's neighbour is the
+    -- nearest turn, past any fact drawn in between.
     -- The neighbour must be in the candidate's section (the section's filter, or for several
     -- sections the one that puts it in the candidate's), and is found by walking the thread's
     -- index in time order from the candidate.
@@ -127,18 +132,20 @@ adjacent AS (
       FROM candidates c
      CROSS JOIN LATERAL (
            (SELECT m.id FROM memory m
-             WHERE m.source_thread_id = c.thread_id AND ${neighbour_filter}
+             WHERE m.source_thread_id = c.thread_id AND m.kind = 'episodic'
+               AND ${neighbour_filter}
                AND (m.happened_at, m.id) < (c.happened_at, c.id)
              ORDER BY m.happened_at DESC, m.id DESC
              LIMIT 1)
            UNION ALL
            (SELECT m.id FROM memory m
-             WHERE m.source_thread_id = c.thread_id AND ${neighbour_filter}
+             WHERE m.source_thread_id = c.thread_id AND m.kind = 'episodic'
+               AND ${neighbour_filter}
                AND (m.happened_at, m.id) > (c.happened_at, c.id)
              ORDER BY m.happened_at, m.id
              LIMIT 1)
      ) AS n
-     WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL
+     WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL AND c.kind = 'episodic'
      -- A neighbour is in its candidates' thread: the thread is the neighbour's own.
      GROUP BY n.id, c.section, c.thread_id
 ),
