@@ -42,7 +42,6 @@ class BenchmarkError(RuntimeError):
 
 
 StoredMemories = Literal["turns", "observations"]
-STORED_MEMORIES: tuple[StoredMemories, ...] = ("turns", "observations")
 
 
 @dataclass(frozen=True)
@@ -155,14 +154,20 @@ class _Stored:
 
 def _memories(conversation: Conversation, memories: StoredMemories) -> list[_Stored]:
     if memories == "observations":
-        return [
-            _Stored(
-                observation.session,
-                observation.evidence,
-                partial(_fact_item, observation, position),
+        # Each fact a second after the one before it in its session, from the session's time.
+        drawn: Counter[str] = Counter()
+        facts: list[_Stored] = []
+        for observation in conversation.observations:
+            position = drawn[observation.session]
+            drawn[observation.session] += 1
+            facts.append(
+                _Stored(
+                    observation.session,
+                    observation.evidence,
+                    partial(_fact_item, observation, position),
+                )
             )
-            for position, observation in enumerate(conversation.observations)
-        ]
+        return facts
     return [
         _Stored(_session_of(turn), frozenset({turn.dia_id}), partial(_memory_item, turn))
         for turn in conversation.turns

@@ -123,24 +123,32 @@ async def test_a_fact_is_stored_as_the_write_path_stores_one(
         rows = (
             await connection.execute(
                 text(
-                    "SELECT m.tenant_id, m.text, m.kind, t.title FROM memory m "
+                    "SELECT m.tenant_id, m.text, m.kind, t.title, "
+                    "to_char(m.event_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') "
+                    "FROM memory m "
                     "JOIN thread t ON t.tenant_id = m.tenant_id AND t.id = m.source_thread_id "
                     "WHERE m.tenant_id LIKE 'bench-%' AND m.metadata ? 'dia_ids' "
                     "ORDER BY m.tenant_id, m.event_at, m.id"
                 )
             )
         ).all()
-    by_tenant: dict[str, list[tuple[str, str, str]]] = {}
+    by_tenant: dict[str, list[tuple[str, str, str, str]]] = {}
     for tenant, *fact in rows:
-        by_tenant.setdefault(tenant, []).append((fact[0], fact[1], fact[2]))
-    # Every run of the benchmark (each its own tenant) stored the same facts, the same way.
+        by_tenant.setdefault(tenant, []).append((fact[0], fact[1], fact[2], fact[3]))
+    # Every run of the benchmark (each its own tenant) stored the same facts, the same way:
+    # a second apart from their session's time, in the order they were drawn.
     assert by_tenant
     for facts in by_tenant.values():
         assert facts == [
-            ("Ada adopted a tortoise named Sheldon.", "semantic", "D1"),
-            ("Ben asked what Sheldon eats.", "semantic", "D1"),
-            ("Ada feeds Sheldon dandelions and kale.", "semantic", "D1"),
-            ("Ben is taking cello lessons with a patient teacher.", "semantic", "D2"),
+            ("Ada adopted a tortoise named Sheldon.", "semantic", "D1", "2023-05-08 13:56:00"),
+            ("Ben asked what Sheldon eats.", "semantic", "D1", "2023-05-08 13:56:01"),
+            ("Ada feeds Sheldon dandelions and kale.", "semantic", "D1", "2023-05-08 13:56:02"),
+            (
+                "Ben is taking cello lessons with a patient teacher.",
+                "semantic",
+                "D2",
+                "2023-06-27 00:21:00",
+            ),
         ]
 
 
