@@ -14,15 +14,30 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks.cli import main
-from benchmarks.datasets import load_dataset
+from benchmarks.datasets import Dataset, load_dataset
 from benchmarks.metrics import METRIC_NAMES
 from benchmarks.modes import DEFAULT_MODES, parse_modes
 from benchmarks.report import build_report, render_markdown
-from benchmarks.retrieval import RetrievalOptions, benchmark_app
+from benchmarks.retrieval import RetrievalOptions, RetrievalRun, benchmark_app
 from service.config import Settings
 from tests.bench_harness.conftest import EVALUATED
 
 MODES = [mode.name for mode in parse_modes(DEFAULT_MODES)]
+
+
+def _report(
+    dataset: Dataset, run: RetrievalRun, options: RetrievalOptions, settings: Settings
+) -> dict[str, Any]:
+    """The report of an in-process run against the test database, with every question."""
+    return build_report(
+        dataset=dataset,
+        run=run,
+        options=options,
+        settings=settings,
+        database="external",
+        limits={"conversations": None, "questions": None},
+        wall_seconds=1.0,
+    )
 
 
 async def test_every_question_is_searched_in_every_mode_through_the_api(
@@ -52,15 +67,7 @@ async def test_every_question_is_searched_in_every_mode_through_the_api(
     assert not run.not_embedded
     assert all(o.latency_ms > 0 for q in run.questions for o in q.by_mode.values())
 
-    report = build_report(
-        dataset=dataset,
-        run=run,
-        options=options,
-        settings=settings,
-        database="external",
-        limits={"conversations": None, "questions": None},
-        wall_seconds=1.0,
-    )
+    report = _report(dataset, run, options, settings)
     json.dumps(report)
     lexical = report["results"]["lexical"]
     assert lexical["questions"] == 6
@@ -96,15 +103,7 @@ async def test_observations_are_stored_as_facts_and_found_by_the_turns_they_rest
     assert run.load.stored == 4
     assert run.load.refused == {}
 
-    report = build_report(
-        dataset=dataset,
-        run=run,
-        options=options,
-        settings=settings,
-        database="external",
-        limits={"conversations": None, "questions": None},
-        wall_seconds=1.0,
-    )
+    report = _report(dataset, run, options, settings)
     assert report["config"]["memories"] == "observations"
     assert report["data"]["observations_sent"] == 4
     assert "(observations stored as facts)" in render_markdown(report)
