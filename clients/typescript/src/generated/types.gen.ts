@@ -325,6 +325,8 @@ export type ComponentScores = {
     fused_score: number;
     /**
      * Neighbour Score
+     *
+     * The evidence of this memory's neighbours in its conversation: the best fused score of the turns right before and right after it in its source thread. Only turns (episodic memories) lend and receive it: 0 for a fact or a procedure, and for a memory outside any thread.
      */
     neighbour_score: number;
     /**
