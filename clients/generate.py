@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -58,10 +59,20 @@ def generate_python(target: Path) -> None:
         ],
         check=True,
         cwd=target.parent,
+        env=_with_interpreter_scripts(),
     )
     # PEP 561 marker: the generator writes it only with its own packaging metadata (`--meta`),
     # which this repository keeps by hand in clients/python/pyproject.toml.
     (target / "py.typed").write_text("# Marker file for PEP 561\n")
+
+
+def _with_interpreter_scripts() -> dict[str, str]:
+    """The environment with this interpreter's scripts first on PATH: the generator's post
+    hooks call `ruff` by name, and the pinned one is installed beside this interpreter whether
+    or not its virtualenv is activated. Without it on PATH the generator only warns and writes
+    its code unformatted, which differs from the committed client in every file."""
+    scripts = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
 
 
 def generate_typescript(target: Path) -> None:

@@ -21,9 +21,12 @@ def test_the_committed_clients_match_the_spec() -> None:
     command = [sys.executable, str(ROOT / "clients" / "generate.py"), "--check"]
     if not typescript_ready:
         command += ["--only", "python"]
-    # The Python generator formats its output with the ruff beside this interpreter, which is on
-    # PATH only when the virtualenv is activated.
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    # Run as from a virtualenv that is not activated: the generator must find the ruff beside
+    # its interpreter by itself (on PATH only when the virtualenv is activated).
+    scripts = str(Path(sys.executable).parent)
+    path = os.pathsep.join(
+        entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry != scripts
+    )
     run = subprocess.run(
         command,
         capture_output=True,
