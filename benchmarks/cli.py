@@ -106,11 +106,12 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
     )
     retrieval.add_argument(
         "--memories",
-        choices=("turns", "observations"),
+        choices=("turns", "observations", "turns-and-observations"),
         default="turns",
-        help="what is stored: every dialogue turn as an episodic memory (turns), or LoCoMo's "
+        help="what is stored: every dialogue turn as an episodic memory (turns), LoCoMo's "
         "observations as facts (semantic memories in their session's thread), each found when "
-        "a question's gold turns are among those it rests on (default: %(default)s)",
+        "a question's gold turns are among those it rests on, or both in the same threads, each "
+        "fact right after the last turn it rests on (default: %(default)s)",
     )
     retrieval.add_argument(
         "--no-image-captions",
@@ -445,7 +446,7 @@ def _run_retrieval(args: argparse.Namespace) -> int:
         return _fail(f"invalid settings: {exc}")
     if dataset.question_count == 0:
         return _fail(f"{args.dataset} has no question to evaluate")
-    if args.memories == "observations" and dataset.observation_count == 0:
+    if args.memories != "turns" and dataset.observation_count == 0:
         return _fail(f"{args.dataset} has no observations to store (LoCoMo's have)")
     options = RetrievalOptions(
         modes=modes, with_decay=args.with_decay, progress=args.progress, memories=args.memories

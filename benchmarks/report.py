@@ -154,9 +154,7 @@ def build_report(
             "conversations_evaluated": len(dataset.conversations),
             "questions_evaluated": dataset.question_count,
             "turns_sent": dataset.turn_count,
-            "observations_sent": (
-                dataset.observation_count if options.memories == "observations" else 0
-            ),
+            "observations_sent": (dataset.observation_count if options.memories != "turns" else 0),
             "turns_stored": load.stored,
             "turns_merged_into_identical_memories": load.merged_duplicates,
             "turns_refused_by_service": dict(load.refused),
@@ -219,8 +217,20 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     """Tables for a terminal or a pull request, from a `build_report` document."""
     config, data, results = report["config"], report["data"], report["results"]
     dataset, search, timing = config["dataset"], config["search"], report["timing"]
-    observations = config.get("memories") == "observations"
-    sent = f"{data['observations_sent']} observations" if observations else str(data["turns_sent"])
+    memories = config.get("memories", "turns")
+    observations = memories == "observations"
+    sent = {
+        "turns": str(data["turns_sent"]),
+        "observations": f"{data['observations_sent']} observations",
+        "turns-and-observations": (
+            f"{data['turns_sent']} + {data['observations_sent']} observations"
+        ),
+    }[memories]
+    stored_as = {
+        "turns": "",
+        "observations": " (observations stored as facts)",
+        "turns-and-observations": " (turns, and observations stored as facts beside them)",
+    }[memories]
     commit = report["git"]["commit"]
     machine = report["machine"]
     captions = ""
@@ -233,7 +243,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     lines = [
         f"## Retrieval: {dataset['format']} — {data['questions_evaluated']} questions, "
         f"{data['conversations_evaluated']} conversation(s), {data['turns_stored']} memories"
-        f"{' (observations stored as facts)' if observations else ''}",
+        f"{stored_as}",
         "",
         f"Dataset `{dataset['path']}` (sha256 {dataset['sha256'][:12]}…{captions}); "
         f"top {search['limit']} per "
@@ -245,7 +255,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"{search['settings_linear_lexical_weight']}).",
         f"Wall time {timing['wall_seconds']:.0f} s (storing {timing['load_seconds']:.0f} s, "
         f"{_rate(timing.get('ingest_turns_per_second'))} "
-        f"{'facts' if observations else 'turns'}/s through the API; "
+        f"{'facts' if observations else 'memories' if memories != 'turns' else 'turns'}/s "
+        "through the API; "
         f"searching {timing['search_seconds']:.0f} s).",
         "",
         _row(["mode", "fusion", *METRIC_NAMES, "p50 ms", "p95 ms"]),

@@ -41,7 +41,7 @@ class BenchmarkError(RuntimeError):
     """The service answered a benchmark request with something other than success."""
 
 
-StoredMemories = Literal["turns", "observations"]
+StoredMemories = Literal["turns", "observations", "turns-and-observations"]
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,9 @@ class RetrievalOptions:
     modes: tuple[SearchMode, ...]
     with_decay: bool = True
     progress: bool = True
-    # What is stored: every dialogue turn as an episodic memory, or the dataset's observations
-    # as facts (semantic memories), each standing for the turns it rests on.
+    # What is stored: every dialogue turn as an episodic memory, the dataset's observations as
+    # facts (semantic memories) each standing for the turns it rests on, or both in the same
+    # threads, each fact right after the last turn it rests on (as a write path draws them).
     memories: StoredMemories = "turns"
 
 
@@ -130,14 +131,14 @@ def _memory_item(turn: Turn, thread_id: str) -> dict[str, Any]:
     }
 
 
-def _fact_item(observation: Observation, position: int, thread_id: str) -> dict[str, Any]:
+def _fact_item(observation: Observation, after: timedelta, thread_id: str) -> dict[str, Any]:
     """An observation as the write path stores a fact it drew from a conversation: a semantic
-    memory whose source thread is the session's, dated in the order the facts were drawn
-    (`position` seconds after the session's time), pointing at the turns it rests on."""
+    memory whose source thread is the session's, dated `after` the session's time (the order
+    the facts were drawn in), pointing at the turns it rests on."""
     return {
         "kind": "semantic",
         "text": observation.text,
-        "event_at": (observation.event_at + timedelta(seconds=position)).isoformat(),
+        "event_at": (observation.event_at + after).isoformat(),
         "source_thread_id": thread_id,
         "metadata": {"dia_ids": sorted(observation.evidence)},
     }
@@ -153,25 +154,38 @@ class _Stored:
 
 
 def _memories(conversation: Conversation, memories: StoredMemories) -> list[_Stored]:
-    if memories == "observations":
-        # Each fact a second after the one before it in its session, from the session's time.
-        drawn: Counter[str] = Counter()
-        facts: list[_Stored] = []
-        for observation in conversation.observations:
-            position = drawn[observation.session]
-            drawn[observation.session] += 1
-            facts.append(
-                _Stored(
-                    observation.session,
-                    observation.evidence,
-                    partial(_fact_item, observation, position),
-                )
-            )
-        return facts
-    return [
+    turns = [
         _Stored(_session_of(turn), frozenset({turn.dia_id}), partial(_memory_item, turn))
         for turn in conversation.turns
     ]
+    if memories == "turns":
+        return turns
+    # Alone, each fact a second after the one before it in its session, from the session's
+    # time. Beside the turns (each a second after the session's time per its number), each fact
+    # half a second after the last turn it rests on, a millisecond after the fact drawn before
+    # it from the same turn: between that turn and the next, where a write path drawing facts
+    # while the conversation goes on writes it.
+    drawn: Counter[str] = Counter()
+    facts: list[_Stored] = []
+    for observation in conversation.observations:
+        if memories == "observations":
+            after = timedelta(seconds=drawn[observation.session])
+            drawn[observation.session] += 1
+        else:
+            last = max(observation.evidence, key=_turn_number)
+            after = timedelta(seconds=_turn_number(last), milliseconds=500 + drawn[last])
+            drawn[last] += 1
+        facts.append(
+            _Stored(
+                observation.session, observation.evidence, partial(_fact_item, observation, after)
+            )
+        )
+    return facts if memories == "observations" else turns + facts
+
+
+def _turn_number(dia_id: str) -> int:
+    number = dia_id.partition(":")[2]
+    return int(number) if number.isdigit() else 0
 
 
 def _refused_index(response: Response) -> tuple[int, str] | None:
@@ -240,6 +254,12 @@ async def load_conversation(
     return merged
 
 
+def _memory_count(dataset: Dataset, memories: StoredMemories) -> int:
+    """How many memories a run of `dataset` sends."""
+    turns = dataset.turn_count if memories != "observations" else 0
+    return turns + (dataset.observation_count if memories != "turns" else 0)
+
+
 def _hit_turns(hit: dict[str, Any], merged: dict[str, set[str]]) -> frozenset[str]:
     """The turn ids a hit stands for: its own (metadata: a turn's id, or the turns a fact rests
     on) and those of any memory merged into it."""
@@ -267,9 +287,7 @@ async def run_retrieval(
 
     started = time.perf_counter()
     with tqdm(
-        total=(
-            dataset.observation_count if options.memories == "observations" else dataset.turn_count
-        ),
+        total=_memory_count(dataset, options.memories),
         desc=f"storing {options.memories}",
         unit="memory",
         file=sys.stderr,

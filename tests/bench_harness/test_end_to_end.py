@@ -241,3 +241,48 @@ def test_the_command_refuses_a_bad_dataset_or_mode_list(
     assert "cannot read" in capsys.readouterr().err
     assert main(["retrieval", "--dataset", str(locomo_file), "--modes", "bm25"]) == 2
     assert "unknown search mode" in capsys.readouterr().err
+
+
+async def test_beside_the_turns_each_fact_follows_the_last_turn_it_rests_on(
+    settings: Settings, locomo_file: Path, owner_engine: AsyncEngine
+) -> None:
+    """Turns and facts in the same threads, as a write path that draws facts while the
+    conversation goes on leaves them: each fact between the last turn it rests on and the next."""
+    dataset = load_dataset(locomo_file, "locomo")
+    options = RetrievalOptions(
+        modes=parse_modes("lexical"), progress=False, memories="turns-and-observations"
+    )
+    run = await benchmark_app(settings, dataset, options)
+    # Nine turns (the SSN refused, "Thanks!" merged into its twin) and four facts.
+    assert run.load.stored == 7 + 4
+    async with owner_engine.connect() as connection:
+        rows = (
+            await connection.execute(
+                text(
+                    "SELECT m.tenant_id, m.kind, left(m.text, 12) FROM memory m "
+                    "WHERE m.tenant_id LIKE 'bench-%' AND m.tenant_id IN ("
+                    "  SELECT tenant_id FROM memory WHERE metadata ? 'dia_ids') "
+                    "AND m.tenant_id IN ("
+                    "  SELECT tenant_id FROM memory WHERE metadata ? 'dia_id') "
+                    "ORDER BY m.tenant_id, m.event_at, m.id"
+                )
+            )
+        ).all()
+    by_tenant: dict[str, list[tuple[str, str]]] = {}
+    for tenant, kind, start in rows:
+        by_tenant.setdefault(tenant, []).append((kind, start))
+    assert by_tenant
+    for memories in by_tenant.values():
+        assert memories == [
+            ("episodic", "Ada: I adopt"),
+            ("semantic", "Ada adopted "),
+            ("episodic", "Ben: Congrat"),
+            ("semantic", "Ben asked wh"),
+            ("episodic", "Ada: Mostly "),
+            ("semantic", "Ada feeds Sh"),
+            ("episodic", "Ben: Thanks!"),
+            ("episodic", "Ben: Look wh"),
+            ("episodic", "Ada: Wonderf"),
+            ("episodic", "Ben: Slowly,"),
+            ("semantic", "Ben is takin"),
+        ]
