@@ -318,9 +318,10 @@ class ComponentScores(BaseModel):
     fused_score: float
     neighbour_score: float = Field(
         description="The evidence of this memory's neighbours in its conversation: the best "
-        "fused score of the turns right before and right after it in its source thread. Only "
-        "turns (episodic memories) lend and receive it: 0 for a fact or a procedure, and for "
-        "a memory outside any thread."
+        "fused score among the candidates whose turn right before or right after them in the "
+        "source thread it is (a fact lends to the turns around it). Only turns (episodic "
+        "memories) receive it: 0 for a fact or a procedure, and for a memory outside any "
+        "thread."
     )
     thread_score: float = Field(
         description="The evidence of this memory's session: the best fused score among its own "

@@ -184,3 +184,22 @@ def test_an_owner_with_indexes_per_kind_is_scanned_per_kind_and_the_rest_exactly
         written_owners={0: both | {f":{user.key}"}},
     )
     assert "AND m.kind = E'" not in whole.sql and len(re.findall(index_order, whole.sql)) == 1
+
+
+def test_only_the_sections_that_hold_turns_look_up_neighbours() -> None:
+    """Only a turn (an episodic memory) receives a neighbour's evidence: a section whose filter
+    lets no episodic memory through has no look-ups in its text, whatever it is given."""
+    ada = [Owner.user("ada")]
+    facts = MemoryFilter.build(ada, kinds=["semantic"])
+    episodes = MemoryFilter.build(ada, kinds=["episodic"])
+    org = MemoryFilter.build([Owner.org()], kinds=["semantic", "procedural"])
+
+    def adjacent(*filters: MemoryFilter) -> str:
+        sql = str(sectioned_search_statement("t-1", [search_params(f, "tea") for f in filters]))
+        return sql[sql.index("adjacent AS") : sql.index("neighbourhood AS")]
+
+    assert "c.thread_id IS NOT NULL AND false" in adjacent(facts)
+    assert "c.thread_id IS NOT NULL AND true" in adjacent(MemoryFilter.build(ada))
+    assert "c.thread_id IS NOT NULL AND true" in adjacent(episodes)
+    assert "c.thread_id IS NOT NULL AND c.section IN (1)" in adjacent(org, episodes, facts)
+    assert "c.thread_id IS NOT NULL AND false" in adjacent(org, facts)

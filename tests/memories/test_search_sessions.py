@@ -183,30 +183,52 @@ async def test_the_session_where_the_query_matches_best_lifts_its_turns(
 
 
 # A session whose question and answer have a fact drawn between them, as the write path draws
-# facts while the conversation goes on. The fact matches the query too, less than the question.
+# facts while the conversation goes on.
 QUESTION = "Melanie: How did the adoption meeting go?"
-FACT_BETWEEN = "Caroline went to the adoption meeting about the adoption"
 ANSWER = "Caroline: Really well, they said the paperwork takes six months"
+# Matches the query too, less than the question.
+WEAKER_FACT = "Caroline went to the adoption meeting about the adoption"
+# Matches the query better than the question does.
+STRONGER_FACT = "Caroline: adoption meeting went well, the adoption meeting did go well"
 
 
-async def test_only_turns_lend_and_receive_a_neighbours_evidence(
-    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
+async def seed_with_a_fact_between(
+    client: AsyncClient, settings: Settings, tenant: str, fact: str
 ) -> None:
-    """Facts stand alone: a fact drawn between a question and its answer neither takes the
-    question's evidence nor lends its own to the answer, and the answer's neighbour is the
-    question, past the fact."""
     headers = bearer(settings, tenant, "alice")
-    items = await session_items(client, headers, [QUESTION, FACT_BETWEEN, ANSWER], day=1)
+    items = await session_items(client, headers, [QUESTION, fact, ANSWER], day=1)
     items[1]["kind"] = "semantic"
     response = await client.post(
         "/v1/users/me/memories/batch", headers=headers, json={"items": items}
     )
     assert response.status_code == 201, response.text
 
+
+async def test_a_turns_neighbour_is_the_nearest_turn_and_a_fact_receives_nothing(
+    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
+) -> None:
+    """Facts stand alone: a fact drawn between a question and its answer takes no evidence
+    from them, and the answer's neighbour is the question, past the fact."""
+    await seed_with_a_fact_between(client, settings, tenant, WEAKER_FACT)
     found = await run(runtime_engine, tenant, params(QUERY, None, pool=100, use_vector=False))
-    question, fact, answer = (found[text].scores for text in (QUESTION, FACT_BETWEEN, ANSWER))
+    question, fact, answer = (found[text].scores for text in (QUESTION, WEAKER_FACT, ANSWER))
     assert question.fused_score > fact.fused_score > 0
     assert fact.neighbour_score == 0
-    # The answer's evidence is the question's, not that of the fact right before it.
+    # The best of what lies next to the answer: the question (past the fact) and the fact.
     assert answer.neighbour_score == pytest.approx(question.fused_score)
-    assert question.neighbour_score == 0
+    # The question's turn after it is the answer, which matches nothing; the fact lends to it.
+    assert question.neighbour_score == pytest.approx(fact.fused_score)
+
+
+async def test_a_fact_lends_to_the_turns_around_it(
+    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
+) -> None:
+    """A fact that matches better than the turn it was drawn from lifts that turn and the turn
+    after it, and still receives nothing itself."""
+    await seed_with_a_fact_between(client, settings, tenant, STRONGER_FACT)
+    found = await run(runtime_engine, tenant, params(QUERY, None, pool=100, use_vector=False))
+    question, fact, answer = (found[text].scores for text in (QUESTION, STRONGER_FACT, ANSWER))
+    assert fact.fused_score > question.fused_score > 0
+    assert fact.neighbour_score == 0
+    assert question.neighbour_score == pytest.approx(fact.fused_score)
+    assert answer.neighbour_score == pytest.approx(fact.fused_score)

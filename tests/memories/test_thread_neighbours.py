@@ -1,6 +1,6 @@
-"""A candidate's neighbours in its thread are found from the index at the candidate: the
-memory's time is the stored `happened_at` (its event time, else when it was recorded), whose
-comparison the planner uses as an index condition under row-level security."""
+"""A candidate's neighbours in its thread are found from the index of the thread's turns at the
+candidate: the memory's time is the stored `happened_at` (its event time, else when it was
+recorded), whose comparison the planner uses as an index condition under row-level security."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.memories.sessions import new_source_thread
 NEIGHBOUR_BEFORE_SQL = """
 SELECT m.id FROM memory m
  WHERE m.tenant_id = :tenant AND m.source_thread_id = CAST(:thread AS uuid)
+   AND m.kind = 'episodic'
    AND (m.happened_at, m.id) < (now(), CAST(:id AS uuid))
  ORDER BY m.happened_at DESC, m.id DESC
  LIMIT 1
@@ -64,8 +65,10 @@ async def test_happened_at_is_the_event_time_else_the_time_recorded(
 async def test_the_neighbour_look_up_starts_at_the_candidate_under_row_level_security(
     client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
 ) -> None:
-    # The statement's own look-up has this shape (the comparison on the stored column).
+    # The statement's own look-up has this shape (the comparison on the stored column, among
+    # the thread's turns).
     assert "(m.happened_at, m.id) < (c.happened_at, c.id)" in HYBRID_SEARCH_SQL
+    assert "m.source_thread_id = c.thread_id AND m.kind = 'episodic'" in HYBRID_SEARCH_SQL
     headers = bearer(settings, tenant, "ada")
     thread = await new_source_thread(client, headers)
     async with runtime_engine.begin() as connection:
@@ -78,6 +81,7 @@ async def test_the_neighbour_look_up_starts_at_the_candidate_under_row_level_sec
                 {"tenant": tenant, "thread": thread, "id": "00000000-0000-0000-0000-000000000000"},
             )
         )
-    assert "ix_memory_thread_happened" in plan, plan
+    # The index of the thread's turns alone: a look-up from a fact never steps over facts.
+    assert "ix_memory_thread_turns" in plan, plan
     index_condition = next(line for line in plan.splitlines() if "Index Cond" in line)
     assert "happened_at" in index_condition, plan

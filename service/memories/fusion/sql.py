@@ -117,17 +117,19 @@ candidates AS (
       JOIN memory m ON m.tenant_id = :tenant_id AND m.id = f.id
 ),
 adjacent AS (
-    -- A conversation turn is often found through the turn next to it (the question it
-    -- answers, the line it replies to): each candidate turn lends its fused score to the turn
-    -- right before and right after it in its source thread, found or not, on top of their own.
-    -- Turns are the thread's episodic memories (its stored messages and the episodes drawn
-    -- from them). A fact (semantic) or a procedure is a statement that stands alone: the facts
-    -- drawn from a conversation follow one another in the order they were drawn, not as a
-    -- question and its answer, so they neither lend nor receive, and a turn's neighbour is the
+    -- A conversation turn is often found through what is next to it: the question it
+    -- answers, the line it replies to, a fact drawn from it. Each candidate lends its fused
+    -- score to the turn right before and right after it in its source thread, found or not, on
+    -- top of their own. Turns are the thread's episodic memories (its stored messages and the
+    -- episodes drawn from them), and only they receive: a fact (semantic) or a procedure is a
+    -- statement that stands alone, and the facts drawn from a conversation follow one another
+    -- in the order they were drawn, not as a question and its answer. A fact lends to the turns
+    -- around it (the one it was drawn from, the one after), and a turn's neighbour is the
     -- nearest turn, past any fact drawn in between.
     -- The neighbour must be in the candidate's section (the section's filter, or for several
-    -- sections the one that puts it in the candidate's), and is found by walking the thread's
-    -- index in time order from the candidate.
+    -- sections the one that puts it in the candidate's; a section that holds no turns has no
+    -- look-ups, `${turn_sections}`), and is found by walking the thread's turns
+    -- (`ix_memory_thread_turns`) in time order from the candidate.
     SELECT n.id, c.section, c.thread_id, max(c.fused_score) AS evidence
       FROM candidates c
      CROSS JOIN LATERAL (
@@ -145,7 +147,7 @@ adjacent AS (
              ORDER BY m.happened_at, m.id
              LIMIT 1)
      ) AS n
-     WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL AND c.kind = 'episodic'
+     WHERE :neighbour_weight > 0 AND c.thread_id IS NOT NULL AND ${turn_sections}
      -- A neighbour is in its candidates' thread: the thread is the neighbour's own.
      GROUP BY n.id, c.section, c.thread_id
 ),

@@ -120,6 +120,9 @@ class SectionShape:
     reads_postings_of: int = 0
     """The first section with the same owners as this one (this one's own index if none comes
     before it): sections of one owner read its postings once, in that section's scan."""
+    holds_turns: bool = True
+    """Whether the section's filter lets episodic memories (a conversation's turns) through:
+    only a turn receives a neighbour's evidence, so a section without them looks none up."""
 
     def pool(self, index: int) -> str:
         return str(self.written_sizes[0]) if self.written_sizes else f":pool_{index}"
@@ -249,6 +252,13 @@ def _search_template(
             for index, shape in enumerate(shapes)
         )
 
+    turn_sections = [str(index) for index, shape in enumerate(shapes) if shape.holds_turns]
+    if not turn_sections:
+        sections_with_turns = "false"
+    elif len(turn_sections) == len(shapes):
+        sections_with_turns = "true"
+    else:
+        sections_with_turns = f"c.section IN ({', '.join(turn_sections)})"
     if len(candidate_filters) == 1:
         section, candidate_filter = "0", candidate_filters[0]
         pool, limit = shapes[0].pool(0), shapes[0].limit(0)
@@ -305,6 +315,7 @@ def _search_template(
         bounded_idf=BOUNDED_IDF,
         candidate_filter=candidate_filter,
         neighbour_filter=neighbour_filter,
+        turn_sections=sections_with_turns,
         section=section,
         lexical_pool=lexical_pool,
         pool=pool,
@@ -491,6 +502,9 @@ def _shapes(
             if section.written_sizes is not None
             else MEMORY_KINDS,
             owner_sets.index(owner_sets[index]),
+            # The text depends on it (a section without turns has no look-ups), so a filter
+            # that leaves episodic memories out has a text of its own.
+            params.filter.kinds is None or "episodic" in params.filter.kinds,
         )
         for index, (params, section) in enumerate(zip(sections, predicates, strict=True))
     )

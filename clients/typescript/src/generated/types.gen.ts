@@ -326,7 +326,7 @@ export type ComponentScores = {
     /**
      * Neighbour Score
      *
-     * The evidence of this memory's neighbours in its conversation: the best fused score of the turns right before and right after it in its source thread. Only turns (episodic memories) lend and receive it: 0 for a fact or a procedure, and for a memory outside any thread.
+     * The evidence of this memory's neighbours in its conversation: the best fused score among the candidates whose turn right before or right after them in the source thread it is (a fact lends to the turns around it). Only turns (episodic memories) receive it: 0 for a fact or a procedure, and for a memory outside any thread.
      */
     neighbour_score: number;
     /**
