@@ -17,6 +17,7 @@ from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, SearchRow
+from service.memories.schemas import ComponentScores
 from tests.conftest import bearer
 from tests.memories.sessions import session_items
 from tests.search_params import search_params
@@ -192,9 +193,11 @@ WEAKER_FACT = "Caroline went to the adoption meeting about the adoption"
 STRONGER_FACT = "Caroline: adoption meeting went well, the adoption meeting did go well"
 
 
-async def seed_with_a_fact_between(
-    client: AsyncClient, settings: Settings, tenant: str, fact: str
-) -> None:
+async def scores_with_a_fact_between(
+    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str, fact: str
+) -> tuple[ComponentScores, ComponentScores, ComponentScores]:
+    """The question's, the fact's and the answer's scores for `QUERY` (lexical), the fact
+    stored as a fact between the two turns of one thread."""
     headers = bearer(settings, tenant, "alice")
     items = await session_items(client, headers, [QUESTION, fact, ANSWER], day=1)
     items[1]["kind"] = "semantic"
@@ -202,33 +205,32 @@ async def seed_with_a_fact_between(
         "/v1/users/me/memories/batch", headers=headers, json={"items": items}
     )
     assert response.status_code == 201, response.text
+    found = await run(runtime_engine, tenant, params(QUERY, None, pool=100, use_vector=False))
+    return found[QUESTION].scores, found[fact].scores, found[ANSWER].scores
 
 
-async def test_a_turns_neighbour_is_the_nearest_turn_and_a_fact_receives_nothing(
-    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
+@pytest.mark.parametrize(
+    ("fact", "fact_matches_better"),
+    [(WEAKER_FACT, False), (STRONGER_FACT, True)],
+    ids=["weaker-fact", "stronger-fact"],
+)
+async def test_a_fact_lends_to_the_turns_around_it_and_receives_nothing(
+    client: AsyncClient,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+    fact: str,
+    fact_matches_better: bool,
 ) -> None:
     """Facts stand alone: a fact drawn between a question and its answer takes no evidence
-    from them, and the answer's neighbour is the question, past the fact."""
-    await seed_with_a_fact_between(client, settings, tenant, WEAKER_FACT)
-    found = await run(runtime_engine, tenant, params(QUERY, None, pool=100, use_vector=False))
-    question, fact, answer = (found[text].scores for text in (QUESTION, WEAKER_FACT, ANSWER))
-    assert question.fused_score > fact.fused_score > 0
-    assert fact.neighbour_score == 0
-    # The best of what lies next to the answer: the question (past the fact) and the fact.
-    assert answer.neighbour_score == pytest.approx(question.fused_score)
-    # The question's turn after it is the answer, which matches nothing; the fact lends to it.
-    assert question.neighbour_score == pytest.approx(fact.fused_score)
-
-
-async def test_a_fact_lends_to_the_turns_around_it(
-    client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine, tenant: str
-) -> None:
-    """A fact that matches better than the turn it was drawn from lifts that turn and the turn
-    after it, and still receives nothing itself."""
-    await seed_with_a_fact_between(client, settings, tenant, STRONGER_FACT)
-    found = await run(runtime_engine, tenant, params(QUERY, None, pool=100, use_vector=False))
-    question, fact, answer = (found[text].scores for text in (QUESTION, STRONGER_FACT, ANSWER))
-    assert fact.fused_score > question.fused_score > 0
-    assert fact.neighbour_score == 0
-    assert question.neighbour_score == pytest.approx(fact.fused_score)
-    assert answer.neighbour_score == pytest.approx(fact.fused_score)
+    from them, and lends its own to both; the answer's turn before it is the question, past
+    the fact, so the answer takes the better of the two."""
+    question, between, answer = await scores_with_a_fact_between(
+        client, settings, runtime_engine, tenant, fact
+    )
+    assert question.fused_score > 0 and between.fused_score > 0
+    assert (between.fused_score > question.fused_score) is fact_matches_better
+    assert between.neighbour_score == 0
+    # The question's turn after it is the answer, which matches nothing: the fact's evidence.
+    assert question.neighbour_score == pytest.approx(between.fused_score)
+    assert answer.neighbour_score == pytest.approx(max(question.fused_score, between.fused_score))
