@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr, ValidationError
 
-from benchmarks.datasets import DATASET_FORMATS, DatasetError, DatasetMissing, load_dataset
+from benchmarks.datasets import (
+    DATASET_FORMATS,
+    STORED_MEMORIES,
+    DatasetError,
+    DatasetMissing,
+    load_dataset,
+)
 from benchmarks.modes import DEFAULT_MODES, MODE_GRAMMAR, parse_modes
 from service.config import Settings
 from service.db_migrations import PROJECT_ROOT
@@ -74,9 +80,10 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
         "retrieval",
         help="retrieval quality (recall@k, MRR, nDCG, latency) on LoCoMo or LongMemEval",
         description=(
-            "Store every dialogue turn as an episodic memory (or, with --memories observations, "
-            "LoCoMo's observations as facts; a fresh tenant per conversation), search every "
-            "question in each mode, score against the gold turns. Prints markdown "
+            "Store every dialogue turn as an episodic memory (or, with --memories, LoCoMo's "
+            "observations as facts, alone or beside the turns; a fresh tenant per "
+            "conversation), search every question in each mode, score against the gold turns. "
+            "Prints markdown "
             "tables and writes every number, with the configuration, to a JSON file."
         ),
     )
@@ -106,7 +113,7 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
     )
     retrieval.add_argument(
         "--memories",
-        choices=("turns", "observations", "turns-and-observations"),
+        choices=STORED_MEMORIES,
         default="turns",
         help="what is stored: every dialogue turn as an episodic memory (turns), LoCoMo's "
         "observations as facts (semantic memories in their session's thread), each found when "

@@ -23,6 +23,12 @@ from service.memories.schemas import MEMORY_TEXT_MAX
 DatasetFormat = Literal["locomo", "longmemeval"]
 DATASET_FORMATS: tuple[DatasetFormat, ...] = ("locomo", "longmemeval")
 
+StoredMemories = Literal["turns", "observations", "turns-and-observations"]
+STORED_MEMORIES: tuple[StoredMemories, ...] = ("turns", "observations", "turns-and-observations")
+"""What a retrieval run stores: every dialogue turn as an episodic memory, the dataset's
+observations as facts (semantic memories) each standing for the turns it rests on, or both in
+the same threads, each fact right after the last turn it rests on."""
+
 LOCOMO_CATEGORIES = {
     1: "multi-hop",
     2: "temporal",
@@ -409,13 +415,14 @@ def _locomo_observations(
                 )
                 if not text or not evidence:
                     continue
-                first = min(evidence, key=_turn_order)
+                first = min(evidence, key=turn_position)
                 observation = Observation(text, f"D{number}", said_at, evidence)
-                found.append((*_turn_order(first), len(found), observation))
+                found.append((*turn_position(first), len(found), observation))
     return tuple(observation for *_, observation in sorted(found, key=lambda item: item[:3]))
 
 
-def _turn_order(dia_id: str) -> tuple[int, int]:
+def turn_position(dia_id: str) -> tuple[int, int]:
+    """A canonical turn id's session and number (`D3:12` → (3, 12)), the order it was said in."""
     session, _, number = dia_id.removeprefix("D").partition(":")
     return int(session), int(number)
 

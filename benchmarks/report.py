@@ -218,18 +218,19 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     config, data, results = report["config"], report["data"], report["results"]
     dataset, search, timing = config["dataset"], config["search"], report["timing"]
     memories = config.get("memories", "turns")
-    observations = memories == "observations"
-    sent = {
-        "turns": str(data["turns_sent"]),
-        "observations": f"{data['observations_sent']} observations",
-        "turns-and-observations": (
-            f"{data['turns_sent']} + {data['observations_sent']} observations"
+    # What was sent, what it was stored as, and the unit of the ingest rate, by what was stored.
+    sent, stored_as, unit = {
+        "turns": (str(data["turns_sent"]), "", "turns"),
+        "observations": (
+            f"{data['observations_sent']} observations",
+            " (observations stored as facts)",
+            "facts",
         ),
-    }[memories]
-    stored_as = {
-        "turns": "",
-        "observations": " (observations stored as facts)",
-        "turns-and-observations": " (turns, and observations stored as facts beside them)",
+        "turns-and-observations": (
+            f"{data['turns_sent']} + {data['observations_sent']} observations",
+            " (turns, and observations stored as facts beside them)",
+            "memories",
+        ),
     }[memories]
     commit = report["git"]["commit"]
     machine = report["machine"]
@@ -254,9 +255,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"Embedding profile {config['embedder']['profile']['name']} (fusion weight of BM25 "
         f"{search['settings_linear_lexical_weight']}).",
         f"Wall time {timing['wall_seconds']:.0f} s (storing {timing['load_seconds']:.0f} s, "
-        f"{_rate(timing.get('ingest_turns_per_second'))} "
-        f"{'facts' if observations else 'memories' if memories != 'turns' else 'turns'}/s "
-        "through the API; "
+        f"{_rate(timing.get('ingest_turns_per_second'))} {unit}/s through the API; "
         f"searching {timing['search_seconds']:.0f} s).",
         "",
         _row(["mode", "fusion", *METRIC_NAMES, "p50 ms", "p95 ms"]),

@@ -17,13 +17,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 from asgi_lifespan import LifespanManager
 from httpx import ASGITransport, AsyncClient, Response
 from tqdm import tqdm
 
-from benchmarks.datasets import Conversation, Dataset, Observation, Turn
+from benchmarks.datasets import (
+    Conversation,
+    Dataset,
+    Observation,
+    StoredMemories,
+    Turn,
+    turn_position,
+)
 from benchmarks.metrics import score_ranking
 from benchmarks.modes import SearchMode
 from service.auth.tokens import mint_dev_token
@@ -41,17 +48,11 @@ class BenchmarkError(RuntimeError):
     """The service answered a benchmark request with something other than success."""
 
 
-StoredMemories = Literal["turns", "observations", "turns-and-observations"]
-
-
 @dataclass(frozen=True)
 class RetrievalOptions:
     modes: tuple[SearchMode, ...]
     with_decay: bool = True
     progress: bool = True
-    # What is stored: every dialogue turn as an episodic memory, the dataset's observations as
-    # facts (semantic memories) each standing for the turns it rests on, or both in the same
-    # threads, each fact right after the last turn it rests on (as a write path draws them).
     memories: StoredMemories = "turns"
 
 
@@ -172,8 +173,8 @@ def _memories(conversation: Conversation, memories: StoredMemories) -> list[_Sto
             after = timedelta(seconds=drawn[observation.session])
             drawn[observation.session] += 1
         else:
-            last = max(observation.evidence, key=_turn_number)
-            after = timedelta(seconds=_turn_number(last), milliseconds=500 + drawn[last])
+            last = max(observation.evidence, key=turn_position)
+            after = timedelta(seconds=turn_position(last)[1], milliseconds=500 + drawn[last])
             drawn[last] += 1
         facts.append(
             _Stored(
@@ -181,11 +182,6 @@ def _memories(conversation: Conversation, memories: StoredMemories) -> list[_Sto
             )
         )
     return facts if memories == "observations" else turns + facts
-
-
-def _turn_number(dia_id: str) -> int:
-    number = dia_id.partition(":")[2]
-    return int(number) if number.isdigit() else 0
 
 
 def _refused_index(response: Response) -> tuple[int, str] | None:
