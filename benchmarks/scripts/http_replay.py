@@ -18,10 +18,13 @@ not. The first pass is not recorded: it warms each server's question-vector cach
 repeated question is answered; the search and the context block are the API's defaults.
 
 It prints, per size, each version's p50 request time, its change against the first version's,
-for how many questions it returned the first version's hits in the same order (search: the
-memory ids; context: each section's item ids), what share of the first version's hits it
-returned in any order, and the spread of its time per question over the first version's (the
-10th and 90th percentiles, as `statement_replay` prints it). Asserts nothing.
+the server's own CPU per request (the mean over the recorded requests of its threads' CPU time
+around each, `server_cpu_seconds`: what a change saves in the service's Python, which the
+request time shows only mixed with Postgres and the client), for how many questions it
+returned the first version's hits in the same order (search: the memory ids; context: each
+section's item ids), what share of the first version's hits it returned in any order, and the
+spread of its time per question over the first version's (the 10th and 90th percentiles, as
+`statement_replay` prints it). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.scripts.statement_replay import (
     MANIFEST,
@@ -46,6 +49,9 @@ from benchmarks.scripts.statement_replay import (
     chosen_versions,
     run_order,
 )
+
+if TYPE_CHECKING:
+    from benchmarks.server import RunningServer
 
 
 def answered_hits(what: str, body: dict[str, Any]) -> list[tuple[str, str]]:
@@ -64,8 +70,8 @@ def answered_hits(what: str, body: dict[str, Any]) -> list[tuple[str, str]]:
 @asynccontextmanager
 async def serving(
     versions: Sequence[Version], runtime_url: str, owner_url: str
-) -> AsyncIterator[list[str]]:
-    """Every version's server on the scenario's database, until exit: their base URLs."""
+) -> AsyncIterator[list[RunningServer]]:
+    """Every version's server on the scenario's database, until exit."""
     from pydantic import SecretStr
 
     from benchmarks.server import loopback_server
@@ -85,17 +91,15 @@ async def serving(
     )
     async with AsyncExitStack() as stack:
         yield [
-            (
-                await stack.enter_async_context(
-                    loopback_server(settings, tree=version.tree, environment=version.environment)
-                )
-            ).base_url
+            await stack.enter_async_context(
+                loopback_server(settings, tree=version.tree, environment=version.environment)
+            )
             for version in versions
         ]
 
 
 async def replay(
-    base_urls: Sequence[str],
+    servers: Sequence[RunningServer],
     versions: Sequence[Version],
     questions: dict[str, list[dict[str, Any]]],
     passes: int,
@@ -105,6 +109,7 @@ async def replay(
     the figures per size."""
     import httpx
 
+    from benchmarks.server import server_cpu_seconds
     from service.auth.dev_tokens import mint_dev_token
     from service.config import Settings
 
@@ -112,8 +117,10 @@ async def replay(
     figures: dict[str, Figures] = {}
     async with AsyncExitStack() as stack:
         clients = [
-            await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=60.0))
-            for url in base_urls
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=server.base_url, timeout=60.0)
+            )
+            for server in servers
         ]
         turn = 0
         for round_number in range(passes + 1):
@@ -127,6 +134,7 @@ async def replay(
                     )
                     answers: dict[int, list[tuple[str, str]]] = {}
                     for which in run_order(len(versions), turn):
+                        cpu_before = server_cpu_seconds(servers[which].pid)
                         started = time.perf_counter()
                         response = await clients[which].post(
                             path,
@@ -134,6 +142,7 @@ async def replay(
                             headers={"Authorization": f"Bearer {token}"},
                         )
                         elapsed = time.perf_counter() - started
+                        cpu = server_cpu_seconds(servers[which].pid) - cpu_before
                         if response.status_code != 200:
                             raise RuntimeError(
                                 f"{versions[which].name} answered {response.status_code}: "
@@ -142,6 +151,7 @@ async def replay(
                         answers[which] = answered_hits(what, response.json())
                         if round_number:
                             each.seconds.setdefault(versions[which].name, []).append(elapsed)
+                            each.cpu_seconds.setdefault(versions[which].name, []).append(cpu)
                     turn += 1
                     if round_number == 0:
                         each.compare(versions, answers)
@@ -152,19 +162,22 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
     lines = [
         f"## The scenario's questions over HTTP ({what}), p50 of the request",
         "",
-        "| size | version | p50 ms | against the first | same hits as the first "
-        "| the first's hits returned | each question against the first (p10 / p90) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| size | version | p50 ms | against the first | server CPU ms a request "
+        "| same hits as the first | the first's hits returned "
+        "| each question against the first (p10 / p90) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     first = versions[0].name
     for size, each in figures.items():
         for version in versions:
             p50 = statistics.median(each.seconds[version.name]) * 1000
+            cpu = statistics.fmean(each.cpu_seconds[version.name]) * 1000
             change = same = shared = spread = ""
             if version is not versions[0]:
                 change, same, shared, spread = each.against_first(version.name, first)
             lines.append(
-                f"| {size} | {version.name} | {p50:.1f} | {change} | {same} | {shared} | {spread} |"
+                f"| {size} | {version.name} | {p50:.1f} | {change} | {cpu:.2f} | {same} | {shared} "
+                f"| {spread} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -193,8 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
 
     async def run(runtime_url: str, owner_url: str) -> dict[str, Figures]:
-        async with serving(versions, runtime_url, owner_url) as base_urls:
-            return await replay(base_urls, versions, questions, arguments.passes, arguments.what)
+        async with serving(versions, runtime_url, owner_url) as servers:
+            return await replay(servers, versions, questions, arguments.passes, arguments.what)
 
     cluster, runtime_url, owner_url = _cluster_urls(arguments.data)
     try:

@@ -42,7 +42,7 @@ from pydantic import SecretStr
 from benchmarks.corpus import Corpus, CorpusShape, build_pool, sample_queries
 from benchmarks.database import throwaway_database
 from benchmarks.rawsql import FusionStatement, asyncpg_connection, service_search_params
-from benchmarks.server import RunningServer, loopback_server
+from benchmarks.server import RunningServer, loopback_server, server_cpu_seconds
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
 from service.db import create_engine
@@ -53,7 +53,6 @@ ENDPOINTS = {"search": "memories/search", "context": "context"}
 
 MEMORIES = 300
 QUESTIONS = 400
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -101,15 +100,11 @@ async def _concurrent_block(
             else:
                 figures.errors += 1
 
-    started, cpu_before = time.perf_counter(), _cpu_seconds(pid)
+    started, cpu_before = time.perf_counter(), server_cpu_seconds(pid)
     await asyncio.gather(*(one_client(offset) for offset in range(clients)))
     figures.throughput.append(answered / (time.perf_counter() - started))
-    figures.concurrent_cpu_ms.append((_cpu_seconds(pid) - cpu_before) * 1000 / max(answered, 1))
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    cpu_ms = (server_cpu_seconds(pid) - cpu_before) * 1000
+    figures.concurrent_cpu_ms.append(cpu_ms / max(answered, 1))
 
 
 def _parse(spec: str) -> tuple[str, Path, dict[str, str]]:
@@ -197,7 +192,7 @@ async def main(args: argparse.Namespace) -> None:
                 order = list(running.items())
                 rng.shuffle(order)
                 for name, server in order:
-                    before = _cpu_seconds(server.pid)
+                    before = server_cpu_seconds(server.pid)
                     url = f"{server.base_url}/v1/users/{user}/{ENDPOINTS[args.endpoint]}"
                     for _ in range(args.n):
                         question = questions[asked % len(questions)]
@@ -210,7 +205,8 @@ async def main(args: argparse.Namespace) -> None:
                         )
                         figures[name].latency_ms.append((time.perf_counter() - sent) * 1000)
                         response.raise_for_status()
-                    figures[name].cpu_ms.append((_cpu_seconds(server.pid) - before) * 1000 / args.n)
+                    cpu_ms = (server_cpu_seconds(server.pid) - before) * 1000
+                    figures[name].cpu_ms.append(cpu_ms / args.n)
                     if args.clients:
                         await _concurrent_block(
                             client,

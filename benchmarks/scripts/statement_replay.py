@@ -376,6 +376,8 @@ class Figures:
     """Per version: the shared buffers its statements touched, summed over the questions (one
     `EXPLAIN (ANALYZE, BUFFERS)` of each in the unrecorded pass): the work a change saves or
     adds, whatever the machine's speed does meanwhile. (Not counted over HTTP.)"""
+    cpu_seconds: dict[str, list[float]] = field(default_factory=dict)
+    """Per version: the server's own CPU time around each recorded request (over HTTP only)."""
     questions: int = 0
 
     def compare(self, versions: Sequence[Version], answers: dict[int, Any]) -> None:
