@@ -23,9 +23,8 @@ from service.auth.owner import Owner, authorize_write
 from service.auth.principal import Principal
 from service.errors import AmbiguousCredentials, Forbidden, NotFound
 from service.kit.idempotency import IdempotencyStore
-from service.kit.post_commit import PostCommitTasks
 from service.rate_limits import RateLimiter
-from service.services import Services, principal_transaction
+from service.services import Services, unit_of_work
 from service.state import AppState
 
 T = TypeVar("T")
@@ -44,9 +43,13 @@ _bearer = HTTPBearer(auto_error=False, description="A JWT or a Mneme API key.")
 
 async def get_principal(
     request: Request,
-    state: State,
+    # Declared for the OpenAPI document's bearer scheme; the header is read below.
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
+    # The process state straight from the app rather than as `State`: nearly every dependency
+    # depends on the caller, and FastAPI walks a dependency's own dependencies again at each
+    # place it meets it (before it finds the value cached), so the caller stays two nodes deep.
+    state: AppState = request.app.state.mneme
     limiter: RateLimiter | None = request.app.state.rate_limiter
     if len(request.headers.getlist("authorization")) > 1:
         raise AmbiguousCredentials(
@@ -68,38 +71,28 @@ async def get_principal(
 CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
 
 
-async def get_post_commit_tasks() -> PostCommitTasks:
-    return PostCommitTasks()
-
-
-PostCommit = Annotated[PostCommitTasks, Depends(get_post_commit_tasks)]
-
-
-async def get_session(
-    state: State, principal: CurrentPrincipal, post_commit: PostCommit
-) -> AsyncIterator[AsyncSession]:
-    """The request's one transaction, scoped to the caller's tenant.
+async def get_services(request: Request, principal: CurrentPrincipal) -> AsyncIterator[Services]:
+    """The request's unit of work: its one transaction, scoped to the caller's tenant, and the
+    domain services built on it (each domain's dependency takes its service from here, built
+    once for the request).
 
     Used with scope="function": the commit runs after the endpoint returns and before the
-    response is sent, so a failed commit is a 5xx and never a 2xx. Work registered in
-    `PostCommit` starts only once the commit succeeded.
+    response is sent, so a failed commit is a 5xx and never a 2xx. Work registered in the
+    unit's post-commit tasks starts only once the commit succeeded.
     """
-    async with principal_transaction(state, principal, post_commit) as session:
-        yield session
+    async with unit_of_work(request.app.state.mneme, principal) as services:
+        yield services
 
 
-Session = Annotated[AsyncSession, Depends(get_session, scope="function")]
+UnitOfWork = Annotated[Services, Depends(get_services, scope="function")]
 
 
-async def get_services(
-    session: Session, principal: CurrentPrincipal, state: State, post_commit: PostCommit
-) -> Services:
-    """The request's unit of work: each domain's dependency takes its service from it, so the
-    services a request uses are built once, on the request's one transaction."""
-    return Services(session, principal, state, post_commit)
+async def get_session(services: UnitOfWork) -> AsyncSession:
+    """The request's one transaction (the unit of work's session)."""
+    return services.session
 
 
-UnitOfWork = Annotated[Services, Depends(get_services)]
+Session = Annotated[AsyncSession, Depends(get_session)]
 
 
 def provided(factory: Callable[[Services], T]) -> Callable[[Services], Coroutine[Any, Any, T]]:
@@ -112,13 +105,14 @@ def provided(factory: Callable[[Services], T]) -> Callable[[Services], Coroutine
     return from_unit_of_work
 
 
-async def get_idempotency_store(
-    session: Session, principal: CurrentPrincipal, state: State
-) -> IdempotencyStore:
+async def get_idempotency_store(services: UnitOfWork) -> IdempotencyStore:
+    principal = services.principal
     # The record references the tenant row, which a service's first request may not have made.
-    await state.ensure_tenant(session, principal.tenant_id)
+    await services.state.ensure_tenant(services.session, principal.tenant_id)
     # Keys are per principal; the kind keeps a service and a user sharing a `sub` apart.
-    return IdempotencyStore(session, principal.tenant_id, f"{principal.kind}:{principal.subject}")
+    return IdempotencyStore(
+        services.session, principal.tenant_id, f"{principal.kind}:{principal.subject}"
+    )
 
 
 Idempotency = Annotated[IdempotencyStore, Depends(get_idempotency_store)]

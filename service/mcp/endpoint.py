@@ -109,7 +109,7 @@ class McpEndpoint:
         # The REST routes' own dependency: same credentials, failed-auth and per-principal
         # limits. Raised errors become the app's problem responses (401, 404, 429).
         try:
-            principal = await get_principal(request, state, None)
+            principal = await get_principal(request, None)
         except Unauthenticated as exc:
             # Only a 401 points at the metadata: a host then signs the user in and retries.
             exc.headers["WWW-Authenticate"] += challenge_parameters(state.settings, request)
