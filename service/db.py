@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from typing import Any, Protocol, cast
 
 import asyncpg
 from asyncpg.exceptions import ConnectionDoesNotExistError
-from sqlalchemy import MetaData, text
+from sqlalchemy import Connection, MetaData, event, text
+from sqlalchemy.engine.interfaces import AdaptedConnection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
@@ -133,31 +135,82 @@ def set_tenant_sql(tenant_id: str) -> str:
     return "SET LOCAL app.tenant_id = " + quote_literal(tenant_id)
 
 
+_ENDS_TRANSACTION = re.compile(
+    r"\s*(?:BEGIN\b|START\s+TRANSACTION\b|(?:COMMIT|END|ROLLBACK|ABORT)\s*;?\s*$)", re.IGNORECASE
+)
+"""A simple query that ends the transaction or opens another: `COMMIT`, `ROLLBACK` (not
+`ROLLBACK TO SAVEPOINT`, after which the transaction goes on), `BEGIN`."""
+
+
 class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncpg is untyped
-    """An asyncpg connection whose next BEGIN can carry settings for the transaction it opens.
+    """An asyncpg connection whose transactions spend no round trip on `SET LOCAL` alone.
 
     `SET LOCAL` lasts only inside a transaction, so sent as a statement of its own it is one
     more round trip after BEGIN on every request. A simple query may hold several statements,
     which PostgreSQL runs in order: "BEGIN; SET LOCAL ...;" opens the transaction already
-    scoped, in one round trip. Passed to asyncpg as its `connection_class` (by `create_engine`).
+    scoped, in one round trip (`send_with_next_begin`). And settings a statement made for
+    itself are restored only if the transaction goes on (`restore_before_next_statement`).
+    Passed to asyncpg as its `connection_class` (by `create_engine`).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._with_next_begin: str | None = None
+        self._before_next_statement: str | None = None
 
     def send_with_next_begin(self, statements: str) -> None:
         """Send `statements` (trusted SQL, no parameters) in the same query as the next BEGIN."""
         self._with_next_begin = statements
 
+    def restore_before_next_statement(self, statements: str) -> None:
+        """Send `statements` (trusted `SET LOCAL` SQL restoring settings, no parameters) before
+        the transaction's next statement, or never if the transaction ends first.
+
+        A `SET LOCAL` ends with its transaction, and after a search the request's transaction
+        usually just commits: restoring the settings then is a round trip for nothing. The
+        next statement pays it, whichever way it goes: a simple query carries it in the same
+        query; one with parameters (SQLAlchemy's, `restore_owed_settings` by an engine event of
+        `create_engine`) or a statement on the driver connection (`transaction_driver`) is
+        preceded by it. COMMIT, ROLLBACK and the next BEGIN drop it.
+        """
+        self._before_next_statement = statements
+
+    @property
+    def owes_settings(self) -> bool:
+        return self._before_next_statement is not None
+
+    async def restore_owed_settings(self) -> None:
+        """Send the settings `restore_before_next_statement` left owed, now."""
+        statements, self._before_next_statement = self._before_next_statement, None
+        if statements is not None:
+            await super().execute(statements)
+
     # The signature is asyncpg's own, `timeout` included.
     async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:  # noqa: ASYNC109
+        owed, self._before_next_statement = self._before_next_statement, None
+        if owed is not None and not _ENDS_TRANSACTION.match(query):
+            if args:
+                await super().execute(owed)
+            else:
+                query = f"{owed}; {query}"
         statements = self._with_next_begin
         if statements is not None and not args and query.startswith("BEGIN"):
             self._with_next_begin = None
             query = f"{query.rstrip(';')}; {statements};"
         status: str = await super().execute(query, *args, timeout=timeout)
         return status
+
+
+def _restore_owed_settings_first(
+    connection: Connection, _cursor: Any, _statement: str, *_: Any
+) -> None:
+    """Before SQLAlchemy sends a statement: the settings its transaction owes
+    (`ScopedBeginConnection.restore_before_next_statement`) go first."""
+    adapted = connection.connection.dbapi_connection
+    driver = getattr(adapted, "driver_connection", None)
+    owing = isinstance(driver, ScopedBeginConnection) and driver.owes_settings
+    if owing and isinstance(adapted, AdaptedConnection):
+        adapted.run_async(lambda owed: owed.restore_owed_settings())
 
 
 async def set_tenant(connection: AsyncConnection, tenant_id: str) -> None:
@@ -236,6 +289,9 @@ async def transaction_driver(connection: AsyncConnection) -> Driver:
     # before it would run outside the transaction, without the tenant setting.
     if driver is None or not driver.is_in_transaction():
         raise RuntimeError("the driver connection is used only inside a begun transaction")
+    if isinstance(driver, ScopedBeginConnection):
+        # Its statements bypass `execute` and SQLAlchemy's events: what is owed goes now.
+        await driver.restore_owed_settings()
     return cast(Driver, driver)
 
 
@@ -266,7 +322,9 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
         },
     }
     options.update(overrides)
-    return create_async_engine(url, **options)
+    engine = create_async_engine(url, **options)
+    event.listen(engine.sync_engine, "before_cursor_execute", _restore_owed_settings_first)
+    return engine
 
 
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -13,8 +13,8 @@ import uuid
 
 import pytest
 from httpx import AsyncClient
-from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.db import (
@@ -27,6 +27,7 @@ from service.db import (
     tenant_transaction,
 )
 from tests.conftest import assert_problem, new_tenant
+from tests.db.sent_queries import sent_queries
 
 CURRENT_TENANT_SQL = text("SELECT current_setting('app.tenant_id', true)")
 
@@ -81,27 +82,10 @@ async def test_the_setting_holds_for_its_transaction_only(runtime_engine: AsyncE
             assert (await connection.execute(CURRENT_TENANT_SQL)).scalar() in (None, "")
 
 
-async def _sent_queries(connection: AsyncConnection) -> list[str]:
-    """Every query sent on `connection` from now on: the driver's simple queries (BEGIN,
-    COMMIT) and the statements SQLAlchemy executes. Compare them sorted: the driver reports a
-    query once it is done, SQLAlchemy a statement before it runs."""
-    sent: list[str] = []
-    raw = await connection.get_raw_connection()
-    assert raw.driver_connection is not None
-    # asyncpg logs the queries it runs as text, not the prepared statements SQLAlchemy runs.
-    raw.driver_connection.add_query_logger(lambda record: sent.append(record.query))
-
-    def executed(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        sent.append(statement)
-
-    event.listen(connection.sync_engine, "before_cursor_execute", executed)
-    return sent
-
-
 async def test_the_setting_goes_in_the_same_query_as_begin(runtime_engine: AsyncEngine) -> None:
     tenant = new_tenant()
     async with runtime_engine.connect() as connection:
-        sent = await _sent_queries(connection)
+        sent = await sent_queries(connection)
         async with connection.begin():
             await set_tenant(connection, tenant)
             assert (await connection.execute(CURRENT_TENANT_SQL)).scalar() == tenant
@@ -120,7 +104,7 @@ async def test_a_transaction_under_way_gets_the_setting_as_a_statement_of_its_ow
 ) -> None:
     tenant = new_tenant()
     async with runtime_engine.connect() as connection:
-        sent = await _sent_queries(connection)
+        sent = await sent_queries(connection)
         async with connection.begin():
             assert (await connection.execute(CURRENT_TENANT_SQL)).scalar() in (None, "")
             await set_tenant(connection, tenant)
@@ -147,7 +131,7 @@ async def test_a_request_transaction_is_three_round_trips(settings: Settings) ->
     tenant = new_tenant()
     try:
         async with engine.connect() as connection:
-            sent = await _sent_queries(connection)
+            sent = await sent_queries(connection)
         async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
             assert (await session.execute(CURRENT_TENANT_SQL)).scalar() == tenant
     finally:

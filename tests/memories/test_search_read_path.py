@@ -28,6 +28,7 @@ from service.memories.fusion import (
 from service.memories.schemas import SearchRequest
 from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
+from tests.db.sent_queries import sent_queries
 from tests.search_params import search_params
 
 TEXTS = [
@@ -227,6 +228,42 @@ async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_confi
     # The question's vector travels as a float array (binary), not as pgvector's text.
     assert "real[]" in parameter_types
     assert "vector" not in parameter_types
+
+
+async def test_a_search_as_a_transactions_last_statement_restores_no_setting(
+    app: FastAPI, client: AsyncClient, settings: Settings
+) -> None:
+    """A request's search is usually its last statement: the transaction commits, which ends
+    the search's plan settings with it, and restoring them first would be a round trip for
+    nothing. Three round trips besides BEGIN and COMMIT: the setting, the statement, nothing
+    after it."""
+    tenant = await _tenant_with_texts(client, settings)
+    embedder = app.state.mneme.embedding_backfill.embedder
+    query = "Where does Lena live?"
+    params = _params(query, await embedder.embed_query(query))
+    assert settings.database_url is not None
+    engine = create_engine(
+        settings.database_url.get_secret_value(), settings, pool_size=1, max_overflow=0
+    )
+    sessionmaker = create_sessionmaker(engine)
+    try:
+        # The connection's first search asks what the server runs and learns the types.
+        async with tenant_transaction(sessionmaker, tenant) as session:
+            await FusionRepository(session, tenant).search_sections([params])
+        async with engine.connect() as connection:
+            sent = await sent_queries(connection)
+        async with tenant_transaction(sessionmaker, tenant) as session:
+            [found] = await FusionRepository(session, tenant).search_sections([params])
+    finally:
+        await engine.dispose()
+    assert "Lisbon" in found[0].memory.text
+    assert [query[:40] for query in sent] == [
+        f"BEGIN; SET LOCAL app.tenant_id = '{tenant}';"[:40],
+        GENERIC_SEARCH_PLAN_SQL[:40],
+        "\nWITH query_terms AS (\n    -- An OR over",
+        "COMMIT;",
+    ]
+    assert not any("TO DEFAULT" in query for query in sent)
 
 
 async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(

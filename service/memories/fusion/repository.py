@@ -22,7 +22,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.owner import Owner
-from service.db import Driver, transaction_driver
+from service.db import Driver, ScopedBeginConnection, transaction_driver
 from service.kit.expiring import ExpiringKeys, ExpiringValues
 from service.kit.repository import TenantRepository
 from service.memories.fusion.parameters import SearchParams
@@ -319,7 +319,8 @@ class FusionRepository(TenantRepository):
     async def planned(self) -> AsyncIterator[PlannedSearch]:
         """The fusion statements run inside run on their generic plan
         (`GENERIC_SEARCH_PLAN_SQL`), where the server runs one; afterwards the transaction plans
-        as configured again.
+        as configured again (from its next statement on, if there is one:
+        `ScopedBeginConnection.restore_before_next_statement`).
 
         Enter it before awaiting the question's vector: the setting's round trip then overlaps
         the embedding instead of following it. The settings go as simple queries: nothing to
@@ -338,7 +339,12 @@ class FusionRepository(TenantRepository):
         )
         # Not after a failed statement: the transaction is aborted, and ends with the setting.
         if generic_plan:
-            await driver.execute(DEFAULT_PLAN_CHOICE_SQL)
+            if isinstance(driver, ScopedBeginConnection):
+                # Sent only if the transaction goes on: a request's search is usually its last
+                # statement before COMMIT, which ends the settings anyway.
+                driver.restore_before_next_statement(DEFAULT_PLAN_CHOICE_SQL)
+            else:
+                await driver.execute(DEFAULT_PLAN_CHOICE_SQL)
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
         """`PlannedSearch.search` under a planner setting of its own."""
