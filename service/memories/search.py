@@ -195,8 +195,17 @@ class MemorySearch:
     ) -> SearchResponse:
         """Hybrid search; pass `query_embedding` to reuse one embedding across searches, or
         `embedding_question` (`start_embedding_question`) for a vector already on its way."""
-        # The statement's planner setting is made while the question is embedded.
-        async with self._fusion.planned() as planned:
+        # The statement's planner setting is made while the question is embedded, if it is
+        # still on its way (a question asked before has its vector at once, from the cache).
+        on_its_way = (
+            not embedding_question.done()
+            if isinstance(embedding_question, asyncio.Future)
+            else (
+                embedding_question is not None
+                or (request.mode != "lexical" and query_embedding is None)
+            )
+        )
+        async with self._fusion.planned(ahead=on_its_way) as planned:
             if embedding_question is not None:
                 query_embedding = await embedding_question
             elif request.mode != "lexical" and query_embedding is None:

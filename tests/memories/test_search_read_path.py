@@ -4,6 +4,7 @@ it must return exactly what SQLAlchemy returns for the same statement built per 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -13,7 +14,7 @@ from fastapi import FastAPI
 from httpx import AsyncClient
 from pgvector import Vector
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from service.auth.owner import Owner
 from service.config import Settings
@@ -21,10 +22,13 @@ from service.db import create_engine, create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import (
     GENERIC_SEARCH_PLAN_SQL,
+    SHARED_INDEX,
     FusionRepository,
     SearchParams,
     hybrid_search_statement,
+    indexed_owners,
 )
+from service.memories.fusion.repository import SHARED_INDEX_EF_SEARCH, custom_search_plan_sql
 from service.memories.schemas import SearchRequest
 from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
@@ -230,17 +234,28 @@ async def test_a_search_runs_on_its_generic_plan_and_leaves_the_planner_as_confi
     assert "vector" not in parameter_types
 
 
-async def test_a_search_as_a_transactions_last_statement_restores_no_setting(
-    app: FastAPI, client: AsyncClient, settings: Settings
-) -> None:
-    """A request's search is usually its last statement: the transaction commits, which ends
-    the search's plan settings with it, and restoring them first would be a round trip for
-    nothing. Three round trips besides BEGIN and COMMIT: the setting, the statement, nothing
-    after it."""
-    tenant = await _tenant_with_texts(client, settings)
-    embedder = app.state.mneme.embedding_backfill.embedder
-    query = "Where does Lena live?"
-    params = _params(query, await embedder.embed_query(query))
+Search = Callable[[AsyncSession], Awaitable[list[str]]]
+"""A search run in a session: the texts it found, best first."""
+
+
+def _through_the_repository(tenant: str, params: SearchParams) -> Search:
+    async def search(session: AsyncSession) -> list[str]:
+        [found] = await FusionRepository(session, tenant).search_sections([params])
+        return [row.memory.text for row in found]
+
+    return search
+
+
+async def _sent_by_a_search(
+    settings: Settings,
+    tenant: str,
+    search: Search,
+    owners: tuple[str, ...] = (),
+    index: str | None = None,
+) -> tuple[list[str], list[str]]:
+    """The queries a request's transaction that runs `search` sends, on a connection that has
+    searched before, and what the search found; with `index`, the process takes the search's
+    `owners` to be read through it (as a search of theirs would have told it)."""
     assert settings.database_url is not None
     engine = create_engine(
         settings.database_url.get_secret_value(), settings, pool_size=1, max_overflow=0
@@ -249,21 +264,86 @@ async def test_a_search_as_a_transactions_last_statement_restores_no_setting(
     try:
         # The connection's first search asks what the server runs and learns the types.
         async with tenant_transaction(sessionmaker, tenant) as session:
-            await FusionRepository(session, tenant).search_sections([params])
+            await search(session)
         async with engine.connect() as connection:
             sent = await sent_queries(connection)
+        if owners:
+            indexed_owners.learn(owners, index)
         async with tenant_transaction(sessionmaker, tenant) as session:
-            [found] = await FusionRepository(session, tenant).search_sections([params])
+            found = await search(session)
     finally:
         await engine.dispose()
-    assert "Lisbon" in found[0].memory.text
+    return sent, found
+
+
+async def test_a_search_as_a_transactions_last_statement_restores_no_setting(
+    app: FastAPI, client: AsyncClient, settings: Settings
+) -> None:
+    """A request's search is usually its last statement: the transaction commits, which ends
+    the search's plan settings with it, and restoring them first would be a round trip for
+    nothing. Two round trips besides BEGIN and COMMIT: the setting, the statement."""
+    tenant = await _tenant_with_texts(client, settings)
+    embedder = app.state.mneme.embedding_backfill.embedder
+    query = "Where does Lena live?"
+    params = _params(query, await embedder.embed_query(query))
+    sent, found = await _sent_by_a_search(settings, tenant, _through_the_repository(tenant, params))
+    assert "Lisbon" in found[0]
     assert [query[:40] for query in sent] == [
         f"BEGIN; SET LOCAL app.tenant_id = '{tenant}';"[:40],
         GENERIC_SEARCH_PLAN_SQL[:40],
         "\nWITH query_terms AS (\n    -- An OR over",
         "COMMIT;",
     ]
-    assert not any("TO DEFAULT" in query for query in sent)
+    assert not any("plan_cache_mode TO DEFAULT" in query for query in sent)
+
+
+async def test_a_search_with_its_vector_in_hand_sets_its_plan_in_one_query(
+    app: FastAPI, client: AsyncClient, settings: Settings
+) -> None:
+    """An owner searched through an index (here the table's, as for an owner holding a large
+    share of it) needs a setting of its own besides the generic plan's: with nothing to
+    overlap (the question's vector is in hand), both go in one query, the plan made for the
+    search with the generic plan's parallelism."""
+    tenant = await _tenant_with_texts(client, settings)
+    embedder = app.state.mneme.embedding_backfill.embedder
+    query = "Where does Lena live?"
+    params = _params(query, await embedder.embed_query(query))
+    owners = (tenant, *sorted(owner.key for owner in params.filter.owners))
+    sent, found = await _sent_by_a_search(
+        settings, tenant, _through_the_repository(tenant, params), owners, SHARED_INDEX
+    )
+    assert "Lisbon" in found[0]
+    settings_sent = [query for query in sent if query.startswith("SET LOCAL")]
+    assert settings_sent == [custom_search_plan_sql(SHARED_INDEX_EF_SEARCH)]
+    assert "max_parallel_workers_per_gather = 0" in settings_sent[0]
+
+
+async def test_a_search_whose_vector_has_arrived_sets_its_plan_with_the_statement(
+    app: FastAPI, client: AsyncClient, settings: Settings
+) -> None:
+    """A question asked before has its vector at once (the cache): nothing to overlap, so the
+    generic plan's setting waits for the plan the search needs and goes with it, in one query
+    (here the generic plan itself, with the configured HNSW candidate list)."""
+    tenant = await _tenant_with_texts(client, settings)
+    embedder = app.state.mneme.embedding_backfill.embedder
+    question = "Where does Lena live?"
+    vector = await embedder.embed_query(question)
+
+    async def search(session: AsyncSession) -> list[str]:
+        arrived: asyncio.Future[list[float] | None] = asyncio.get_running_loop().create_future()
+        arrived.set_result(vector)
+        response = await MemorySearch(
+            FusionRepository(session, tenant), app.state.mneme.vector_columns, tenant, settings
+        ).search(
+            Owner.user("ada"), SearchRequest(query=question, limit=3), embedding_question=arrived
+        )
+        return [hit.memory.text for hit in response.hits]
+
+    sent, found = await _sent_by_a_search(settings, tenant, search)
+    assert "Lisbon" in found[0]
+    assert [query for query in sent if "plan_cache_mode" in query] == [
+        f"{GENERIC_SEARCH_PLAN_SQL}; SET LOCAL hnsw.ef_search TO DEFAULT"
+    ]
 
 
 async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(

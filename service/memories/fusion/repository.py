@@ -55,7 +55,8 @@ def custom_search_plan_sql(ef_search: int) -> str:
     read from the whole table's HNSW index (see `PlannedSearch`), with the candidate list
     `ef_search` (`SHARED_INDEX_EF_SEARCH`, wider than the configured one)."""
     return (
-        f"SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL hnsw.ef_search = {ef_search:d}"
+        "SET LOCAL plan_cache_mode = force_custom_plan; "
+        f"SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL hnsw.ef_search = {ef_search:d}"
     )
 
 
@@ -131,14 +132,23 @@ class PlannedSearch:
         *,
         generic_plan: bool,
         statistics: StatisticsRequests | None,
+        plan_made: bool = True,
     ) -> None:
         self._driver = driver
         self._tenant_id = tenant_id
         self._dialect = dialect
         self._generic_plan = generic_plan
         self._statistics = statistics
-        self._plan = GENERIC_PLAN
-        """The plan the connection is set to make for the next statement."""
+        # Where the server makes no generic plans (Citus) nothing is ever set: its plan is
+        # the server's choice, as the generic plan's setting would say if it could be made.
+        self._plan: Plan | None = GENERIC_PLAN if plan_made or not generic_plan else None
+        """The plan the connection is set to make for the next statement (None: none set yet,
+        `GENERIC_SEARCH_PLAN_SQL` not sent)."""
+
+    @property
+    def plan_made(self) -> bool:
+        """Whether a plan setting was made for the statements (and is to be restored)."""
+        return self._plan is not None
 
     async def search(self, params: SearchParams) -> list[SearchRow]:
         return (await self.search_sections([params]))[0]
@@ -316,29 +326,34 @@ class FusionRepository(TenantRepository):
         self._statistics = statistics
 
     @asynccontextmanager
-    async def planned(self) -> AsyncIterator[PlannedSearch]:
+    async def planned(self, *, ahead: bool = True) -> AsyncIterator[PlannedSearch]:
         """The fusion statements run inside run on their generic plan
         (`GENERIC_SEARCH_PLAN_SQL`), where the server runs one; afterwards the transaction plans
         as configured again (from its next statement on, if there is one:
         `ScopedBeginConnection.restore_before_next_statement`).
 
-        Enter it before awaiting the question's vector: the setting's round trip then overlaps
-        the embedding instead of following it. The settings go as simple queries: nothing to
-        prepare, one round trip each."""
+        Enter it before awaiting a question's vector still on its way (`ahead`): the setting's
+        round trip then overlaps the embedding instead of following it. With the vector in
+        hand (`ahead=False`) there is nothing to overlap: the setting goes with the plan the
+        search needs, in one query (an owner searched through an index of its own or the
+        table's needs a setting of its own besides the generic plan's). The settings go as
+        simple queries: nothing to prepare, one round trip each."""
         connection = await self._session.connection()
         driver = await transaction_driver(connection)
         generic_plan = await runs_generic_plans(driver)
-        if generic_plan:
+        if generic_plan and ahead:
             await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        yield PlannedSearch(
+        planned = PlannedSearch(
             driver,
             self._tenant_id,
             connection.dialect,
             generic_plan=generic_plan,
             statistics=self._statistics,
+            plan_made=ahead,
         )
+        yield planned
         # Not after a failed statement: the transaction is aborted, and ends with the setting.
-        if generic_plan:
+        if generic_plan and planned.plan_made:
             if isinstance(driver, ScopedBeginConnection):
                 # Sent only if the transaction goes on: a request's search is usually its last
                 # statement before COMMIT, which ends the settings anyway.
@@ -351,8 +366,9 @@ class FusionRepository(TenantRepository):
         return (await self.search_sections([params]))[0]
 
     async def search_sections(self, sections: Sequence[SearchParams]) -> list[list[SearchRow]]:
-        """`PlannedSearch.search_sections` under a planner setting of its own."""
-        async with self.planned() as planned:
+        """`PlannedSearch.search_sections` under a planner setting of its own (the vectors
+        are in hand: it goes with the statement's plan)."""
+        async with self.planned(ahead=False) as planned:
             return await planned.search_sections(sections)
 
 
