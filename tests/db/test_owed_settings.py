@@ -5,6 +5,7 @@ same query), by SQLAlchemy, or on the driver connection."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -52,44 +53,21 @@ async def _owing(session: AsyncSession) -> ScopedBeginConnection:
     return driver
 
 
-async def test_a_transaction_that_commits_next_never_sends_them(
-    engine: AsyncEngine, tenant: str
+@pytest.mark.parametrize("ending", ["COMMIT;", "ROLLBACK;"])
+async def test_a_transaction_that_ends_next_never_sends_them(
+    engine: AsyncEngine, tenant: str, ending: str
 ) -> None:
     sent = await _logged(engine)
-    async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
-        await _owing(session)
-    assert sorted(sent) == sorted(
-        [f"BEGIN; SET LOCAL app.tenant_id = '{tenant}';", CHANGE, "COMMIT;"]
-    )
+    with contextlib.suppress(LookupError):
+        async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
+            await _owing(session)
+            if ending == "ROLLBACK;":
+                raise LookupError
+    assert sorted(sent) == sorted([f"BEGIN; SET LOCAL app.tenant_id = '{tenant}';", CHANGE, ending])
     # The setting ended with its transaction; nothing is owed to the next one.
     async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
         assert await session.scalar(text(PLANNER_SQL)) == "auto"
     assert RESTORE not in "\n".join(sent)
-
-
-async def test_a_transaction_that_rolls_back_next_never_sends_them(
-    engine: AsyncEngine, tenant: str
-) -> None:
-    sent = await _logged(engine)
-    with pytest.raises(LookupError):
-        async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
-            await _owing(session)
-            raise LookupError
-    assert sorted(sent) == sorted(
-        [f"BEGIN; SET LOCAL app.tenant_id = '{tenant}';", CHANGE, "ROLLBACK;"]
-    )
-
-
-async def test_sqlalchemys_next_statement_is_preceded_by_them(
-    engine: AsyncEngine, tenant: str
-) -> None:
-    sent = await _logged(engine)
-    async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
-        await _owing(session)
-        assert await session.scalar(text(PLANNER_SQL)) == "auto"
-        assert await session.scalar(text(PLANNER_SQL)) == "auto"
-    # Once, before the first of the statements that followed (which read it restored).
-    assert sent.count(RESTORE) == 1
 
 
 async def test_a_simple_query_carries_them_in_the_same_query(
@@ -108,12 +86,20 @@ async def test_a_simple_query_carries_them_in_the_same_query(
     assert RESTORE not in sent
 
 
-async def test_a_statement_on_the_driver_is_preceded_by_them(
-    engine: AsyncEngine, tenant: str
+@pytest.mark.parametrize("through", ["sqlalchemy", "driver"])
+async def test_the_next_statement_with_parameters_is_preceded_by_them(
+    engine: AsyncEngine, tenant: str, through: str
 ) -> None:
+    """SQLAlchemy's statements (by an engine event) and those run on the driver connection
+    (`transaction_driver`) are prepared: the restoring goes before them, once."""
     sent = await _logged(engine)
     async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
         await _owing(session)
-        driver = await transaction_driver(await session.connection())
-        assert await driver.fetchval(PLANNER_SQL) == "auto"
+        for _ in range(2):
+            if through == "sqlalchemy":
+                planner = await session.scalar(text(PLANNER_SQL))
+            else:
+                driver = await transaction_driver(await session.connection())
+                planner = await driver.fetchval(PLANNER_SQL)
+            assert planner == "auto"
     assert sent.count(RESTORE) == 1
