@@ -169,9 +169,9 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         A `SET LOCAL` ends with its transaction, and after a search the request's transaction
         usually just commits: restoring the settings then is a round trip for nothing. The
         next statement pays it, whichever way it goes: a simple query carries it in the same
-        query; one with parameters (SQLAlchemy's, `restore_owed_settings` by an engine event of
-        `create_engine`) or a statement on the driver connection (`transaction_driver`) is
-        preceded by it. COMMIT, ROLLBACK and the next BEGIN drop it.
+        query; a statement of SQLAlchemy's (the engine event `create_engine` registers) or one
+        on the driver connection (`transaction_driver`) is preceded by it. COMMIT, ROLLBACK
+        and the next BEGIN drop it (a ROLLBACK TO SAVEPOINT does not).
         """
         self._before_next_statement = statements
 

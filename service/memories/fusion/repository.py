@@ -139,8 +139,8 @@ class PlannedSearch:
         self._dialect = dialect
         self._generic_plan = generic_plan
         self._statistics = statistics
-        # Where the server makes no generic plans (Citus) nothing is ever set: its plan is
-        # the server's choice, as the generic plan's setting would say if it could be made.
+        # Where the server makes no generic plans (Citus) no setting is ever made: the server
+        # plans each statement itself.
         self._plan: Plan | None = GENERIC_PLAN if plan_made or not generic_plan else None
         """The plan the connection is set to make for the next statement (None: none set yet,
         `GENERIC_SEARCH_PLAN_SQL` not sent)."""
