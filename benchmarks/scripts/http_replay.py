@@ -20,11 +20,12 @@ repeated question is answered; the search and the context block are the API's de
 It prints, per size, each version's p50 request time, its change against the first version's,
 the server's own CPU per request (the mean over the recorded requests of its threads' CPU time
 around each, `server_cpu_seconds`: what a change saves in the service's Python, which the
-request time shows only mixed with Postgres and the client), for how many questions it
-returned the first version's hits in the same order (search: the memory ids; context: each
-section's item ids), what share of the first version's hits it returned in any order, and the
-spread of its time per question over the first version's (the 10th and 90th percentiles, as
-`statement_replay` prints it). Asserts nothing.
+request time shows only mixed with Postgres and the client; it includes what the server does
+in the background meanwhile, such as a recount of owners' statistics a search asked for), for
+how many questions it returned the first version's hits in the same order (search: the memory
+ids; context: each section's item ids), what share of the first version's hits it returned in
+any order, and the spread of its time per question over the first version's (the 10th and 90th
+percentiles, as `statement_replay` prints it). Asserts nothing.
 """
 
 from __future__ import annotations

@@ -47,10 +47,10 @@ def test_servers_of_each_version_answer_in_turn_and_their_hits_are_compared(
     context = table_rows(capsys.readouterr().out)
     for size in ("60", "120"):
         assert float(context[(size, "first")][0]) > 0
-        # Each server's own CPU for a request: some, and less than the request took.
+        # Each server's own CPU for a request (with what it does in the background meanwhile,
+        # a recount of the owners' statistics a search asked for: it may exceed the p50).
         for version in ("first", "again"):
-            p50, cpu = float(context[(size, version)][0]), float(context[(size, version)][2])
-            assert 0 < cpu < 2 * p50
+            assert float(context[(size, version)][2]) > 0
         assert context[(size, "again")][3:5] == ["4/4", "1.000"]
         low, high = (float(each) for each in context[(size, "again")][5].split(" / "))
         assert 0 < low <= high
