@@ -128,6 +128,16 @@ def quote_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def escaped_literal(value: str) -> str:
+    """`value` as a PostgreSQL escape string literal (`E'…'`, quotes doubled, backslashes
+    escaped): in an escape string a backslash is an escape whatever the server's
+    `standard_conforming_strings`, so the quoting cannot be read back differently."""
+    # A NUL cannot be in a PostgreSQL string: refuse it rather than let the driver cut the SQL.
+    if "\x00" in value:
+        raise ValueError("a SQL string literal cannot hold a NUL character")
+    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def set_tenant_sql(tenant_id: str) -> str:
     """The statement that scopes the current transaction to `tenant_id`."""
     if not is_valid_identifier(tenant_id, TENANT_ID_MAX):
@@ -157,6 +167,8 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         super().__init__(*args, **kwargs)
         self._with_next_begin: str | None = None
         self._before_next_statement: str | None = None
+        self.begun_with: str | None = None
+        """The command tag of the last statement sent with the latest BEGIN ("SELECT 1")."""
 
     def send_with_next_begin(self, statements: str) -> None:
         """Send `statements` (trusted SQL, no parameters) in the same query as the next BEGIN."""
@@ -194,10 +206,13 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
             else:
                 query = f"{owed}; {query}"
         statements = self._with_next_begin
-        if statements is not None and not args and query.startswith("BEGIN"):
+        with_begin = statements is not None and not args and query.startswith("BEGIN")
+        if with_begin:
             self._with_next_begin = None
             query = f"{query.rstrip(';')}; {statements};"
         status: str = await super().execute(query, *args, timeout=timeout)
+        if with_begin:
+            self.begun_with = status
         return status
 
 
@@ -213,13 +228,17 @@ def _restore_owed_settings_first(
         adapted.run_async(lambda owed: owed.restore_owed_settings())
 
 
-async def set_tenant(connection: AsyncConnection, tenant_id: str) -> None:
-    """Scope `connection`'s transaction to `tenant_id`.
+async def set_tenant(
+    connection: AsyncConnection, tenant_id: str, *, also: str | None = None
+) -> str | None:
+    """Scope `connection`'s transaction to `tenant_id`; with `also` (trusted SQL of literals,
+    no parameters), run that statement too and return its command tag ("SELECT 1").
 
     In a transaction SQLAlchemy has begun but not yet sent (the driver sends BEGIN just before
     the first statement), the setting goes in BEGIN's own query, sent now: one round trip for
-    both. In one already under way, it is a statement of its own. Never straight to asyncpg
-    outside SQLAlchemy's transaction: `SET LOCAL` outside a transaction is a no-op.
+    both, and for `also` with them. In one already under way, each is a statement of its own.
+    Never straight to asyncpg outside SQLAlchemy's transaction: `SET LOCAL` outside a
+    transaction is a no-op.
     """
     statement = set_tenant_sql(tenant_id)
     raw = await connection.get_raw_connection()
@@ -230,10 +249,15 @@ async def set_tenant(connection: AsyncConnection, tenant_id: str) -> None:
         and isinstance(driver, ScopedBeginConnection)
         and getattr(adapted, "_transaction", False) is None
     ):
-        driver.send_with_next_begin(statement)
-        await _send_begin(connection, adapted, statement)
-    else:
-        await connection.exec_driver_sql(statement)
+        with_begin = statement if also is None else f"{statement}; {also}"
+        driver.send_with_next_begin(with_begin)
+        await _send_begin(connection, adapted, with_begin)
+        return None if also is None else driver.begun_with
+    await connection.exec_driver_sql(statement)
+    if also is None:
+        return None
+    tag: str = await (await transaction_driver(connection)).execute(also)
+    return tag
 
 
 async def _send_begin(connection: AsyncConnection, adapted: Any, statement: str) -> None:
@@ -334,11 +358,16 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
 
 @asynccontextmanager
 async def tenant_transaction(
-    sessionmaker: async_sessionmaker[AsyncSession], tenant_id: str
+    sessionmaker: async_sessionmaker[AsyncSession],
+    tenant_id: str,
+    *,
+    with_begin: str | None = None,
 ) -> AsyncIterator[AsyncSession]:
-    """One transaction scoped to `tenant_id`; commits on success, rolls back on error."""
+    """One transaction scoped to `tenant_id`; commits on success, rolls back on error. With
+    `with_begin` (a statement of literals, `set_tenant`'s `also`), that statement runs first,
+    in BEGIN's own query where it can, and its command tag is `begun_with(session)`."""
     async with sessionmaker() as session:
-        await _begin_scoped(session, tenant_id)
+        session.info[BEGUN_WITH] = await _begin_scoped(session, tenant_id, with_begin)
         try:
             yield session
         except BaseException:
@@ -347,7 +376,19 @@ async def tenant_transaction(
         await session.commit()
 
 
-async def _begin_scoped(session: AsyncSession, tenant_id: str) -> None:
+BEGUN_WITH = "mneme.begun_with"
+"""The session's `info` key of the command tag of `tenant_transaction`'s `with_begin`."""
+
+
+def begun_with(session: AsyncSession) -> str | None:
+    """The command tag of the statement `tenant_transaction` ran with the session's BEGIN."""
+    tag: str | None = session.info.get(BEGUN_WITH)
+    return tag
+
+
+async def _begin_scoped(
+    session: AsyncSession, tenant_id: str, also: str | None = None
+) -> str | None:
     """Begin `session`'s transaction and scope it to `tenant_id`, on a live connection.
 
     The pool hands out connections without pinging them first (`db_pool_pre_ping`), so one may
@@ -358,12 +399,12 @@ async def _begin_scoped(session: AsyncSession, tenant_id: str) -> None:
     503 `DATABASE_UNAVAILABLE`).
     """
     try:
-        await set_tenant(await session.connection(), tenant_id)
+        return await set_tenant(await session.connection(), tenant_id, also=also)
     except DBAPIError as error:
         if not error.connection_invalidated:
             raise
         await session.rollback()
-        await set_tenant(await session.connection(), tenant_id)
+        return await set_tenant(await session.connection(), tenant_id, also=also)
 
 
 class PrivilegedRuntimeRole(RuntimeError):

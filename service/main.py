@@ -16,7 +16,7 @@ from limits.aio.storage import Storage
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from service import db_migrations
-from service.accounts.dependencies import ensure_tenant, record_end_user
+from service.accounts.dependencies import EndUserRecord, ensure_tenant
 from service.accounts.router import router as accounts_router
 from service.admin.retention import RetentionScheduler, RetentionSweeper
 from service.admin.router import admin_router
@@ -255,7 +255,7 @@ async def _open_state(
         threads=build_thread_setup(
             sessionmaker, chat_model, settings, (WritePathScheduler(settings, chat_model),)
         ),
-        transaction_hooks=(record_end_user,),
+        transaction_hooks=(EndUserRecord(),),
         reranker=reranker,
         owner_indexes=await _owner_indexes(stack, settings, target.urls.owner),
     )

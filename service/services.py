@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.principal import Principal
-from service.db import tenant_transaction
+from service.db import begun_with, tenant_transaction
 from service.kit.post_commit import PostCommitTasks
 from service.state import AppState
 
@@ -62,9 +62,21 @@ async def principal_transaction(
 ) -> AsyncIterator[AsyncSession]:
     """One transaction scoped to the principal's tenant, with the per-transaction hooks run
     first; the work registered in `post_commit` starts only once the commit succeeded."""
-    async with tenant_transaction(state.sessionmaker, principal.tenant_id) as session:
-        for hook in state.transaction_hooks:
-            await hook(session, principal)
+    hooks = state.transaction_hooks
+    # The first hook with a statement for BEGIN's query gets it sent there, and its tag back.
+    first, with_begin = next(
+        (
+            (index, statement)
+            for index, statement in enumerate(hook.with_begin(principal) for hook in hooks)
+            if statement is not None
+        ),
+        (None, None),
+    )
+    async with tenant_transaction(
+        state.sessionmaker, principal.tenant_id, with_begin=with_begin
+    ) as session:
+        for index, hook in enumerate(hooks):
+            await hook(session, principal, begun_with(session) if index == first else None)
         yield session
     for job in post_commit.take():
         state.background.start(job)

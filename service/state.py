@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -26,8 +26,22 @@ if TYPE_CHECKING:
     from service.memories.vector_columns import VectorColumns
     from service.threads.service import ThreadSetup
 
-TransactionHook = Callable[[AsyncSession, Principal], Awaitable[None]]
-"""Runs at the start of every unit of work's transaction (e.g. recording the caller's account)."""
+
+class TransactionHook(Protocol):
+    """Runs at the start of every unit of work's transaction (e.g. recording the caller's
+    account)."""
+
+    def with_begin(self, principal: Principal) -> str | None:
+        """A read-only statement of literals to send in the same query as the transaction's
+        BEGIN (one round trip for both), or None; its command tag (e.g. "SELECT 1") is handed
+        to the hook. Only the first hook of a transaction that has one gets it sent."""
+
+    async def __call__(
+        self, session: AsyncSession, principal: Principal, begun: str | None
+    ) -> None:
+        """The hook's work in the transaction; `begun` is the command tag of its `with_begin`
+        statement, or None if that was not sent (then it asks for itself)."""
+
 
 TenantRegistrar = Callable[[AsyncSession, str], Awaitable[None]]
 """Makes sure the tenant's row exists (records that reference it need it)."""

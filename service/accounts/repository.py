@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from service.accounts.models import UserAccount
 from service.auth.principal import AccountClaims
+from service.db import escaped_literal
 from service.kit.repository import TenantRowRepository
 
 ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
@@ -67,24 +69,72 @@ MARK_END_USER_SEEN_SQL = text(
 last-seen mark is refreshed at most every `SEEN_REFRESH`."""
 
 
-END_USER_CURRENT_SQL = text(
-    """
-    SELECT u.last_seen_at IS NOT NULL
-           AND now() - u.last_seen_at <= :seen_refresh
-           AND (NOT :compare_account
-                OR (u.name, u.email, u.avatar, u.socials)
-                   IS NOT DISTINCT FROM (:name, :email, :avatar, CAST(:socials AS jsonb)))
-      FROM user_account u
-     WHERE u.tenant_id = :tenant_id AND u.id = :user_id
-    """
-)
+_END_USER_CURRENT = """
+    SELECT 1 FROM user_account u
+     WHERE u.tenant_id = {tenant_id} AND u.id = {user_id}
+       AND u.last_seen_at IS NOT NULL AND now() - u.last_seen_at <= {seen_refresh}
+       AND (NOT {compare_account}
+            OR (u.name, u.email, u.avatar, u.socials)
+               IS NOT DISTINCT FROM ({name}, {email}, {avatar}, CAST({socials} AS jsonb)))
+"""
 """Whether the end user's row already says what `TOUCH_END_USER_SQL` / `MARK_END_USER_SEEN_SQL`
-would write (the same comparisons), read without a lock.
+would write (the same comparisons): a row when it does, none when not. Read without a lock.
 
 Those upserts lock the user's row even when their WHERE leaves it unchanged (ON CONFLICT DO
 UPDATE locks every conflicting row), until the transaction ends: every request of one end user
 would wait for the user's other requests to commit, and each would be a write transaction.
 Read first, the common request (nothing changed, seen within `SEEN_REFRESH`) takes no lock."""
+
+_END_USER_VALUES = (
+    "tenant_id",
+    "user_id",
+    "seen_refresh",
+    "compare_account",
+    "name",
+    "email",
+    "avatar",
+    "socials",
+)
+
+END_USER_CURRENT_SQL = text(
+    _END_USER_CURRENT.format(**{key: f":{key}" for key in _END_USER_VALUES})
+)
+"""`_END_USER_CURRENT` with its values bound."""
+
+
+def end_user_current_sql(tenant_id: str, user_id: str, account: AccountClaims) -> str | None:
+    """`_END_USER_CURRENT` with its values written in as literals, for the query of the
+    request's BEGIN (which takes no parameters): its command tag is "SELECT 1" when the row
+    already says it, "SELECT 0" when not. None when a value cannot be a literal (a NUL
+    character; Postgres text cannot hold one): then the bound statement asks."""
+    values = _end_user_values(tenant_id, user_id, account)
+    try:
+        texts = {
+            key: "NULL" if values[key] is None else escaped_literal(str(values[key]))
+            for key in ("tenant_id", "user_id", "name", "email", "avatar", "socials")
+        }
+    except ValueError:
+        return None
+    return _END_USER_CURRENT.format(
+        **texts,
+        seen_refresh=f"interval '{int(SEEN_REFRESH.total_seconds())} seconds'",
+        compare_account="true" if values["compare_account"] else "false",
+    ).strip()
+
+
+def _end_user_values(tenant_id: str, user_id: str, account: AccountClaims) -> dict[str, Any]:
+    """What recording the end user compares and writes."""
+    return {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "name": account.name,
+        "email": account.email,
+        "avatar": account.avatar,
+        "socials": json.dumps(list(account.socials)),
+        "seen_refresh": SEEN_REFRESH,
+        # The claims-less mark leaves the account columns (and so their values) alone.
+        "compare_account": account != AccountClaims(),
+    }
 
 
 ENSURE_USER_SQL = text(
@@ -108,27 +158,19 @@ class AccountRepository(TenantRowRepository[UserAccount, str]):
             ENSURE_USER_SQL, {"tenant_id": self._tenant_id, "user_id": user_id}
         )
 
-    async def touch_end_user(self, user_id: str, account: AccountClaims) -> None:
+    async def touch_end_user(
+        self, user_id: str, account: AccountClaims, *, current: bool | None = None
+    ) -> None:
         """Record the end user making the request (and its tenant, on first use); nothing is
-        written, or locked, while the row already says it (`END_USER_CURRENT_SQL`)."""
-        with_account = account != AccountClaims()
-        values = {
-            "tenant_id": self._tenant_id,
-            "user_id": user_id,
-            "name": account.name,
-            "email": account.email,
-            "avatar": account.avatar,
-            "socials": json.dumps(list(account.socials)),
-            "seen_refresh": SEEN_REFRESH,
-        }
-        current = await self._session.scalar(
-            END_USER_CURRENT_SQL, {**values, "compare_account": with_account}
-        )
+        written, or locked, while the row already says it (`_END_USER_CURRENT`; `current`
+        when that was asked already, in the query of the transaction's BEGIN)."""
+        values = _end_user_values(self._tenant_id, user_id, account)
+        if current is None:
+            current = await self._session.scalar(END_USER_CURRENT_SQL, values) is not None
         if current:
             return
-        # The claims-less mark leaves the account columns (and so their values) alone.
         await self._session.execute(
-            TOUCH_END_USER_SQL if with_account else MARK_END_USER_SEEN_SQL, values
+            TOUCH_END_USER_SQL if values["compare_account"] else MARK_END_USER_SEEN_SQL, values
         )
 
     async def get_user(self, user_id: str, *, for_update: bool = False) -> UserAccount | None:

@@ -120,6 +120,27 @@ async def test_a_transaction_under_way_gets_the_setting_as_a_statement_of_its_ow
     )
 
 
+async def test_a_statement_sent_with_the_setting_tells_its_command_tag(
+    runtime_engine: AsyncEngine,
+) -> None:
+    """`also` runs after the setting, in BEGIN's query when the transaction has not begun and
+    as a statement of its own when it has; either way its command tag comes back."""
+    tenant = new_tenant()
+    count_one = "SELECT 1 WHERE current_setting('app.tenant_id') = " + quote_literal(tenant)
+    async with runtime_engine.connect() as connection:
+        sent = await sent_queries(connection)
+        async with connection.begin():
+            assert await set_tenant(connection, tenant, also=count_one) == "SELECT 1"
+        async with connection.begin():
+            await connection.execute(CURRENT_TENANT_SQL)
+            assert await set_tenant(connection, tenant, also=count_one) == "SELECT 1"
+            assert await set_tenant(connection, tenant, also=count_one + " AND false") == (
+                "SELECT 0"
+            )
+    assert f"BEGIN; SET LOCAL app.tenant_id = '{tenant}'; {count_one};" in sent
+    assert count_one in sent
+
+
 async def test_a_request_transaction_is_three_round_trips(settings: Settings) -> None:
     """What every request runs (`tenant_transaction`): BEGIN with the setting, the request's
     statements (here one), COMMIT."""

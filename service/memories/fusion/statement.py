@@ -17,6 +17,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.types import TypeEngine
 
+from service.db import escaped_literal
 from service.memories.bm25 import (
     SATURATION,
     SHORTEST_SHARE,
@@ -388,14 +389,8 @@ def _sections_of(filters: Mapping[int, str]) -> tuple[str, str]:
     return f"CASE {cases} END", "(" + " OR ".join(f"({each})" for each in filters.values()) + ")"
 
 
-def owner_literal(value: str) -> str:
-    """`value` as a PostgreSQL escape string literal (`E'…'`, quotes doubled, backslashes
-    escaped): in an escape string a backslash is an escape whatever the server's
-    `standard_conforming_strings`, so the quoting cannot be read back differently."""
-    # A NUL cannot be in a PostgreSQL string: refuse it rather than let the driver cut the SQL.
-    if "\x00" in value:
-        raise ValueError("an owner's identity holds a NUL character")
-    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+owner_literal = escaped_literal
+"""An owner, a tenant or a kind written into the statement's text (`service.db.escaped_literal`)."""
 
 
 @dataclass(frozen=True)
