@@ -169,6 +169,11 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         self._before_next_statement: str | None = None
         self.begun_with: str | None = None
         """The command tag of the last statement sent with the latest BEGIN ("SELECT 1")."""
+        self.distributes = True
+        """Whether the server distributes queries (Citus), asked once the connection is made
+        (`_ask_whether_distributed`): it refuses a distributed query inside a query of several
+        statements ("cannot execute a distributed query from a query on a shard"). Until
+        asked, taken to."""
 
     def send_with_next_begin(self, statements: str) -> None:
         """Send `statements` (trusted SQL, no parameters) in the same query as the next BEGIN."""
@@ -216,6 +221,21 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         return status
 
 
+DISTRIBUTES_SQL = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+"""Whether the server distributes queries (`ScopedBeginConnection.distributes`)."""
+
+
+def _ask_whether_distributed(dbapi_connection: Any, _record: Any) -> None:
+    """When the pool makes a connection: whether its server distributes queries, asked once."""
+    driver = getattr(dbapi_connection, "driver_connection", None)
+    if isinstance(driver, ScopedBeginConnection) and isinstance(
+        dbapi_connection, AdaptedConnection
+    ):
+        driver.distributes = bool(
+            dbapi_connection.run_async(lambda asked: asked.fetchval(DISTRIBUTES_SQL))
+        )
+
+
 def _restore_owed_settings_first(
     connection: Connection, _cursor: Any, _statement: str, *_: Any
 ) -> None:
@@ -236,7 +256,9 @@ async def set_tenant(
 
     In a transaction SQLAlchemy has begun but not yet sent (the driver sends BEGIN just before
     the first statement), the setting goes in BEGIN's own query, sent now: one round trip for
-    both, and for `also` with them. In one already under way, each is a statement of its own.
+    both, and for `also` with them (but where the server distributes queries, which it refuses
+    among the statements of one query: `ScopedBeginConnection.distributes`). In one already
+    under way, each is a statement of its own.
     Never straight to asyncpg outside SQLAlchemy's transaction: `SET LOCAL` outside a
     transaction is a no-op.
     """
@@ -249,11 +271,14 @@ async def set_tenant(
         and isinstance(driver, ScopedBeginConnection)
         and getattr(adapted, "_transaction", False) is None
     ):
-        with_begin = statement if also is None else f"{statement}; {also}"
+        together = also is not None and not driver.distributes
+        with_begin = f"{statement}; {also}" if together else statement
         driver.send_with_next_begin(with_begin)
         await _send_begin(connection, adapted, with_begin)
-        return None if also is None else driver.begun_with
-    await connection.exec_driver_sql(statement)
+        if together:
+            return driver.begun_with
+    else:
+        await connection.exec_driver_sql(statement)
     if also is None:
         return None
     tag: str = await (await transaction_driver(connection)).execute(also)
@@ -348,6 +373,7 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
     options.update(overrides)
     engine = create_async_engine(url, **options)
     event.listen(engine.sync_engine, "before_cursor_execute", _restore_owed_settings_first)
+    event.listen(engine.sync_engine, "connect", _ask_whether_distributed)
     return engine
 
 
