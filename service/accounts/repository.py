@@ -106,14 +106,17 @@ def end_user_current_sql(tenant_id: str, user_id: str, account: AccountClaims) -
     """`_END_USER_CURRENT` with its values written in as literals, for the query of the
     request's BEGIN (which takes no parameters): its command tag is "SELECT 1" when the row
     already says it, "SELECT 0" when not. None when a value cannot be a literal (a NUL
-    character; Postgres text cannot hold one): then the bound statement asks."""
+    character, which Postgres text cannot hold, or text that is not UTF-8): then the bound
+    statement asks, and fails as it always did, with the request's own error."""
     values = _end_user_values(tenant_id, user_id, account)
     try:
         texts = {
             key: "NULL" if values[key] is None else escaped_literal(str(values[key]))
             for key in ("tenant_id", "user_id", "name", "email", "avatar", "socials")
         }
-    except ValueError:
+        for literal in texts.values():
+            literal.encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
         return None
     return _END_USER_CURRENT.format(
         **texts,

@@ -26,7 +26,7 @@ from service.config import Settings
 from service.errors import ServiceUnavailable, Unauthenticated
 from service.kit.expiring import ExpiringValues
 from service.kit.secrets import find_secret
-from service.kit.types import is_valid_identifier, is_valid_user_id
+from service.kit.types import is_storable_text, is_valid_identifier, is_valid_user_id
 
 ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
 # Linked-account providers that are not OAuth identities: email+password is not a "linked
@@ -187,7 +187,11 @@ def account_claims(claims: dict[str, Any], settings: Settings) -> AccountClaims:
     providers.extend(_string_list(claims.get("amr")) if not providers else [])
     socials = tuple(
         dict.fromkeys(
-            p for p in providers if p.lower() not in PASSWORD_PROVIDERS and find_secret(p) is None
+            p
+            for p in providers
+            if p.lower() not in PASSWORD_PROVIDERS
+            and find_secret(p) is None
+            and is_storable_text(p)
         )
     )
     return AccountClaims(
@@ -208,8 +212,9 @@ def _string_list(value: object) -> list[str]:
 
 def _overlay_text(value: object) -> str | None:
     """A name, email or avatar claim as the overlay records it. One the secret policy refuses
-    (say, an avatar URL signed with a token) is left out: a service setting it gets 422
-    `SECRET_REFUSED`, but a token's request cannot be refused for what its issuer put in it."""
-    if not isinstance(value, str) or not value:
+    (say, an avatar URL signed with a token) is left out, and so is one Postgres text cannot
+    hold (a NUL, a lone surrogate): a service setting it gets a 422, but a token's request
+    cannot be refused for what its issuer put in it."""
+    if not isinstance(value, str) or not value or not is_storable_text(value):
         return None
     return None if find_secret(value) is not None else value

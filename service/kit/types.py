@@ -186,6 +186,11 @@ def check_json(document: Any, loc: list[str | int], *, max_depth: int = MAX_JSON
             raise InputRefused(where, "Not a JSON value.", "json_invalid")
 
 
+def is_storable_text(value: str) -> bool:
+    """Whether Postgres text can hold `value`: no NUL character, no lone UTF-16 surrogate."""
+    return _UNSTORABLE_TEXT.search(value) is None
+
+
 def _check_text(value: str, loc: list[str | int]) -> None:
     found = _UNSTORABLE_TEXT.search(value)
     if found is None:

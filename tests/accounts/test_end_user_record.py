@@ -156,4 +156,5 @@ async def test_a_recorded_users_request_asks_in_begins_query_alone(
 
 def test_a_value_no_literal_can_hold_is_asked_on_its_own() -> None:
     assert end_user_current_sql("t", "ada", AccountClaims(name="a\x00b")) is None
+    assert end_user_current_sql("t", "ada", AccountClaims(email="lone \ud800")) is None
     assert end_user_current_sql("t", "ada", AccountClaims(name="ab")) is not None

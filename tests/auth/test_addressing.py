@@ -3,6 +3,7 @@ Everything else is a 404, never a 403, so existence does not leak."""
 
 from __future__ import annotations
 
+import pytest
 from httpx import AsyncClient
 
 from service.config import Settings
@@ -93,3 +94,24 @@ async def test_end_user_overlay_is_recorded_from_claims_without_tokens(
         "https://img.example/ada.png",
     )
     assert body["socials"] == ["github"]
+
+
+@pytest.mark.parametrize("unstorable", ["nul \x00 here", "lone \ud800 surrogate"])
+async def test_a_claim_no_text_column_can_hold_is_left_out_of_the_overlay(
+    client: AsyncClient, settings: Settings, tenant: str, unstorable: str
+) -> None:
+    """The token's request goes on (it cannot be refused for what its issuer put in it), as if
+    the token did not carry that claim; the others are recorded."""
+    headers = bearer(
+        settings,
+        tenant,
+        "ada",
+        name=unstorable,
+        email="ada@example.test",
+        identities=[{"provider": unstorable}, {"provider": "github"}],
+    )
+    answered = await client.get("/v1/users/me", headers=headers)
+    assert answered.status_code == 200, answered.text
+    body = answered.json()
+    assert (body["name"], body["email"], body["socials"]) == (None, "ada@example.test", ["github"])
+    assert (await client.get("/v1/users/me/profile", headers=headers)).status_code == 200
