@@ -17,6 +17,9 @@ from service.kit.repository import TenantRowRepository
 ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
 """Provision the tenant row on first use; a no-op afterwards."""
 
+KNOWN_OVERLAY = "mneme.known_overlay"
+"""The session's `info` key of the overlay its end user's record found or wrote."""
+
 SEEN_REFRESH = timedelta(minutes=5)
 """How old an end user's last-seen mark may grow before a request writes it again (bound as
 `:seen_refresh` in every statement that applies it): steady traffic does not rewrite the row."""
@@ -170,11 +173,24 @@ class AccountRepository(TenantRowRepository[UserAccount, str]):
         values = _end_user_values(self._tenant_id, user_id, account)
         if current is None:
             current = await self._session.scalar(END_USER_CURRENT_SQL, values) is not None
-        if current:
-            return
-        await self._session.execute(
-            TOUCH_END_USER_SQL if values["compare_account"] else MARK_END_USER_SEEN_SQL, values
-        )
+        if not current:
+            await self._session.execute(
+                TOUCH_END_USER_SQL if values["compare_account"] else MARK_END_USER_SEEN_SQL,
+                values,
+            )
+        if values["compare_account"]:
+            # The row says what the token carries, compared or just written: the transaction's
+            # reads of this user's overlay need not read it again (`known_overlay`).
+            self._session.info[KNOWN_OVERLAY] = (self._tenant_id, user_id, account)
+
+    def known_overlay(self, user_id: str) -> AccountClaims | None:
+        """The user's overlay as this transaction already knows it (its end user's, from the
+        token's claims the row was found or made to hold: `touch_end_user`), or None."""
+        known = self._session.info.get(KNOWN_OVERLAY)
+        if known is None or known[:2] != (self._tenant_id, user_id):
+            return None
+        claims: AccountClaims = known[2]
+        return claims
 
     async def get_user(self, user_id: str, *, for_update: bool = False) -> UserAccount | None:
         return await self.get_by_id(user_id, for_update=for_update)

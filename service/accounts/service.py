@@ -43,7 +43,11 @@ class AccountService:
         return UserRead.model_validate(user)
 
     async def overlay(self, user_id: str) -> AccountClaims:
-        """The user's auth overlay; empty for a user Mneme has not seen."""
+        """The user's auth overlay; empty for a user Mneme has not seen. The caller's own, when
+        its token carries claims, is known without a read (`known_overlay`)."""
+        known = self._repository.known_overlay(user_id)
+        if known is not None:
+            return known
         user = await self._repository.get_user(user_id)
         return AccountClaims() if user is None else _claims(user)
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from httpx import AsyncClient
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
@@ -154,6 +156,32 @@ async def test_a_token_with_account_claims_replaces_a_set_overlay_and_one_withou
         "name": "Gustav",
         "email": "g@example.test",
     }
+
+
+async def test_an_end_users_own_overlay_is_not_read_again_after_its_record(
+    app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """The record at the start of the request found (or made) the user's row hold the token's
+    claims: its profile shows them without reading the row again. A token without claims, whose
+    overlay a service may have set, still reads it."""
+    statements: list[str] = []
+
+    def executed(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        statements.append(statement)
+
+    engine = app.state.mneme.engine.sync_engine
+    with_claims = bearer(settings, tenant, "ivo", name="Ivo", email="ivo@example.test")
+    await profile_of(client, with_claims, "me")
+    event.listen(engine, "before_cursor_execute", executed)
+    try:
+        profile = (await profile_of(client, with_claims, "me"))["profile"]
+        assert profile == {"name": "Ivo", "email": "ivo@example.test"}
+        assert not any("FROM user_account" in statement for statement in statements)
+        bare = await profile_of(client, bearer(settings, tenant, "ivo"), "me")
+        assert bare["profile"] == profile
+        assert any("FROM user_account" in statement for statement in statements)
+    finally:
+        event.remove(engine, "before_cursor_execute", executed)
 
 
 @pytest.mark.parametrize(
