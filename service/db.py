@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -169,11 +170,11 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         self._before_next_statement: str | None = None
         self.begun_with: str | None = None
         """The command tag of the last statement sent with the latest BEGIN ("SELECT 1")."""
-        self.distributes = True
+        self.distributes: bool | None = None
         """Whether the server distributes queries (Citus), asked once the connection is made
-        (`_ask_whether_distributed`): it refuses a distributed query inside a query of several
-        statements ("cannot execute a distributed query from a query on a shard"). Until
-        asked, taken to."""
+        (`_ask_whether_distributed`; None until then): it refuses a distributed query inside a
+        query of several statements ("cannot execute a distributed query from a query on a
+        shard")."""
 
     def send_with_next_begin(self, statements: str) -> None:
         """Send `statements` (trusted SQL, no parameters) in the same query as the next BEGIN."""
@@ -222,7 +223,24 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
 
 
 DISTRIBUTES_SQL = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
-"""Whether the server distributes queries (`ScopedBeginConnection.distributes`)."""
+"""Whether the server distributes queries (Citus)."""
+
+_distributes: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+"""The answer of `DISTRIBUTES_SQL` per driver connection that is not a `ScopedBeginConnection`
+(the benchmarks' own), for as long as it lives."""
+
+
+async def distributes_queries(driver: Any) -> bool:
+    """Whether the server behind the asyncpg connection `driver` distributes queries, asked
+    once per connection: when the pool made it (`ScopedBeginConnection.distributes`), or on
+    the first call."""
+    if isinstance(driver, ScopedBeginConnection) and driver.distributes is not None:
+        return driver.distributes
+    answer = _distributes.get(driver)
+    if answer is None:
+        answer = bool(await driver.fetchval(DISTRIBUTES_SQL))
+        _distributes[driver] = answer
+    return answer
 
 
 def _ask_whether_distributed(dbapi_connection: Any, _record: Any) -> None:
@@ -271,7 +289,7 @@ async def set_tenant(
         and isinstance(driver, ScopedBeginConnection)
         and getattr(adapted, "_transaction", False) is None
     ):
-        together = also is not None and not driver.distributes
+        together = also is not None and driver.distributes is False
         with_begin = f"{statement}; {also}" if together else statement
         driver.send_with_next_begin(with_begin)
         await _send_begin(connection, adapted, with_begin)

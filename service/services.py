@@ -64,14 +64,9 @@ async def principal_transaction(
     first; the work registered in `post_commit` starts only once the commit succeeded."""
     hooks = state.transaction_hooks
     # The first hook with a statement for BEGIN's query gets it sent there, and its tag back.
-    first, with_begin = next(
-        (
-            (index, statement)
-            for index, statement in enumerate(hook.with_begin(principal) for hook in hooks)
-            if statement is not None
-        ),
-        (None, None),
-    )
+    offered = [hook.with_begin(principal) for hook in hooks]
+    first = next((index for index, statement in enumerate(offered) if statement), None)
+    with_begin = None if first is None else offered[first]
     async with tenant_transaction(
         state.sessionmaker, principal.tenant_id, with_begin=with_begin
     ) as session:

@@ -13,6 +13,7 @@ from service.accounts.models import UserAccount
 from service.auth.principal import AccountClaims
 from service.db import escaped_literal
 from service.kit.repository import TenantRowRepository
+from service.kit.types import is_storable_text
 
 ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
 """Provision the tenant row on first use; a no-op afterwards."""
@@ -112,15 +113,14 @@ def end_user_current_sql(tenant_id: str, user_id: str, account: AccountClaims) -
     character, which Postgres text cannot hold, or text that is not UTF-8): then the bound
     statement asks, and fails as it always did, with the request's own error."""
     values = _end_user_values(tenant_id, user_id, account)
-    try:
-        texts = {
-            key: "NULL" if values[key] is None else escaped_literal(str(values[key]))
-            for key in ("tenant_id", "user_id", "name", "email", "avatar", "socials")
-        }
-        for literal in texts.values():
-            literal.encode("utf-8")
-    except (ValueError, UnicodeEncodeError):
+    written = {
+        key: values[key] for key in ("tenant_id", "user_id", "name", "email", "avatar", "socials")
+    }
+    if not all(value is None or is_storable_text(value) for value in written.values()):
         return None
+    texts = {
+        key: "NULL" if value is None else escaped_literal(value) for key, value in written.items()
+    }
     return _END_USER_CURRENT.format(
         **texts,
         seen_refresh=f"interval '{int(SEEN_REFRESH.total_seconds())} seconds'",

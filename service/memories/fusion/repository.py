@@ -9,7 +9,6 @@ inside it.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.owner import Owner
-from service.db import Driver, ScopedBeginConnection, transaction_driver
+from service.db import Driver, ScopedBeginConnection, distributes_queries, transaction_driver
 from service.kit.expiring import ExpiringKeys, ExpiringValues
 from service.kit.repository import TenantRepository
 from service.memories.fusion.parameters import SearchParams
@@ -89,23 +88,13 @@ DEFAULT_PLAN_CHOICE_SQL = (
 )
 """The rest of the transaction plans as the server is configured to."""
 
-GENERIC_PLANS_RUN_SQL = "SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
-"""Whether the server can run the fusion statement on a generic plan. Citus cannot: it refuses
-to distribute the statement with its parameters unbound ("could not create distributed plan"),
-and makes PostgreSQL choose custom plans for it by itself."""
-
-_generic_plans_run: weakref.WeakKeyDictionary[Driver, bool] = weakref.WeakKeyDictionary()
-"""The answer of `GENERIC_PLANS_RUN_SQL` per driver connection, for as long as it lives."""
-
 
 async def runs_generic_plans(driver: Driver) -> bool:
-    """`GENERIC_PLANS_RUN_SQL` for the server behind `driver`, asked once per connection (the
-    service's searches and the benchmarks' bare statement alike)."""
-    answer = _generic_plans_run.get(driver)
-    if answer is None:
-        answer = bool(await driver.fetchval(GENERIC_PLANS_RUN_SQL))
-        _generic_plans_run[driver] = answer
-    return answer
+    """Whether the server behind `driver` can run the fusion statement on a generic plan (asked
+    once per connection: `service.db.distributes_queries`). Citus cannot: it refuses to
+    distribute the statement with its parameters unbound ("could not create distributed plan"),
+    and makes PostgreSQL choose custom plans for it by itself."""
+    return not await distributes_queries(driver)
 
 
 class PlannedSearch:
