@@ -272,7 +272,7 @@ class MemorySearch:
                 MEMORY_METRICS.rerank_failures.labels(error.reason).inc()
                 span.set_attribute("mneme.rerank.failure", error.reason)
                 return [{} for _ in found]
-        return [{row.memory.id: next(scores) for row in rows[:top_n]} for rows in found]
+        return [{row.id: next(scores) for row in rows[:top_n]} for rows in found]
 
 
 def maximal_marginal_relevance(
@@ -303,12 +303,12 @@ def maximal_marginal_relevance(
     relevance = np.where(
         has_vector,
         _cosines(vectors, np.asarray(query, dtype=np.float64)),
-        [row.scores.vector_cosine or 0.0 for row in rows],
+        [row.vector_cosine or 0.0 for row in rows],
     )
     if reranked:
         low, high = min(reranked.values()), max(reranked.values())
         spread = high - low or 1.0
-        relevance = np.array([(reranked.get(row.memory.id, low) - low) / spread for row in rows])
+        relevance = np.array([(reranked.get(row.id, low) - low) / spread for row in rows])
     # The highest cosine to a pick so far; 0 while nothing with a vector is picked, and always
     # for a candidate without a vector (it has no measurable redundancy).
     redundancy = np.zeros(len(rows))
@@ -322,7 +322,7 @@ def maximal_marginal_relevance(
         best = int(np.argmax(score))
         chosen.append(best)
         available[best] = False
-        scores[rows[best].memory.id] = float(score[best])
+        scores[rows[best].id] = float(score[best])
         if has_vector[best]:
             similarity = np.where(has_vector, _cosines(vectors, vectors[best]), 0.0)
             redundancy = similarity if not compared else np.maximum(redundancy, similarity)
@@ -350,10 +350,10 @@ def _hits(
     then picked by MMR when the search asks for it; at most the request's limit."""
     if reranked:
         scored = sorted(
-            (row for row in rows if row.memory.id in reranked),
-            key=lambda row: -reranked[row.memory.id],
+            (row for row in rows if row.id in reranked),
+            key=lambda row: -reranked[row.id],
         )
-        rows = [*scored, *(row for row in rows if row.memory.id not in reranked)]
+        rows = [*scored, *(row for row in rows if row.id not in reranked)]
     mmr_scores: dict[uuid.UUID, float] = {}
     if params.with_embeddings and query_embedding is not None:
         assert request.mmr_lambda is not None  # with_embeddings is set only for MMR
@@ -366,8 +366,8 @@ def _hits(
             memory=row.memory,
             scores=row.scores.model_copy(
                 update={
-                    "mmr_score": mmr_scores.get(row.memory.id),
-                    "rerank_score": reranked.get(row.memory.id),
+                    "mmr_score": mmr_scores.get(row.id),
+                    "rerank_score": reranked.get(row.id),
                 }
             ),
         )

@@ -9,15 +9,13 @@ import uuid
 import numpy as np
 
 from service.memories.fusion import SearchRow
-from service.memories.schemas import ComponentScores, MemoryRead
 from service.memories.search import maximal_marginal_relevance
 
 
 def row(embedding: list[float] | None, vector_cosine: float | None = None) -> SearchRow:
     return SearchRow(
-        memory=MemoryRead.model_construct(id=uuid.uuid4()),
-        scores=ComponentScores.model_construct(vector_cosine=vector_cosine),
-        embedding=embedding,
+        record={"id": uuid.uuid4(), "vector_cosine": vector_cosine},
+        embedding=None if embedding is None else np.asarray(embedding),
     )
 
 
@@ -38,17 +36,17 @@ def test_each_pick_weighs_relevance_against_the_closest_pick_so_far() -> None:
 
     # First: the most relevant. Second: `different` (0.5*0.6 - 0.5*cos(different, best)) beats
     # the near copy, whose redundancy is ~1. Third: the copy, against its closest pick.
-    assert [hit.memory.id for hit in picked] == [
-        best.memory.id,
-        different.memory.id,
-        copy_of_best.memory.id,
+    assert [hit.id for hit in picked] == [
+        best.id,
+        different.id,
+        copy_of_best.id,
     ]
     cosine = float(np.dot(unit(0.6, 0.0, 0.8), unit(1.0, 0.1, 0.0)))
-    assert math.isclose(scores[different.memory.id], 0.5 * 0.6 - 0.5 * cosine, abs_tol=1e-6)
+    assert math.isclose(scores[different.id], 0.5 * 0.6 - 0.5 * cosine, abs_tol=1e-6)
     relevance_of_copy = unit(1.0, 0.12, 0.0)[0]
     closest = float(np.dot(unit(1.0, 0.12, 0.0), unit(1.0, 0.1, 0.0)))
     assert math.isclose(
-        scores[copy_of_best.memory.id], 0.5 * relevance_of_copy - 0.5 * closest, abs_tol=1e-6
+        scores[copy_of_best.id], 0.5 * relevance_of_copy - 0.5 * closest, abs_tol=1e-6
     )
 
 
@@ -66,7 +64,7 @@ def test_copies_of_one_vector_score_alike_and_keep_their_fused_order() -> None:
 
     order = [rows.index(hit) for hit in picked]
     for copy_at in range(1, 40, 3):
-        assert scores[rows[copy_at].memory.id] == scores[rows[copy_at - 1].memory.id]
+        assert scores[rows[copy_at].id] == scores[rows[copy_at - 1].id]
         assert order.index(copy_at - 1) + 1 == order.index(copy_at)
 
 
@@ -81,8 +79,8 @@ def test_a_candidate_without_a_vector_keeps_its_cosine_and_is_never_redundant() 
     )
 
     # The twin's redundancy (1.0) puts it below the candidate with no vector (0.5 * 0.4).
-    assert [hit.memory.id for hit in picked] == [first.memory.id, unvectored.memory.id]
-    assert math.isclose(scores[unvectored.memory.id], 0.2)
+    assert [hit.id for hit in picked] == [first.id, unvectored.id]
+    assert math.isclose(scores[unvectored.id], 0.2)
 
 
 def test_a_candidate_pointing_away_from_the_only_pick_gains_from_it() -> None:
@@ -97,7 +95,7 @@ def test_a_candidate_pointing_away_from_the_only_pick_gains_from_it() -> None:
     # more relevant `aside` (0.5 * 0.7 - 0.5 * 0.35 = 0.175).
     cosine = float(np.dot(unit(0.2, -0.98, 0.0), unit(1.0, 1.0, 0.0)))
     assert cosine < 0
-    assert [hit.memory.id for hit in picked] == [best.memory.id, away.memory.id]
+    assert [hit.id for hit in picked] == [best.id, away.id]
     assert math.isclose(
-        scores[away.memory.id], 0.5 * unit(0.2, -0.98, 0.0)[0] - 0.5 * cosine, abs_tol=1e-6
+        scores[away.id], 0.5 * unit(0.2, -0.98, 0.0)[0] - 0.5 * cosine, abs_tol=1e-6
     )
