@@ -22,10 +22,9 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from service.auth.owner import Owner
 from service.config import Settings
-from service.db import set_tenant_sql
+from service.db import DriverStatement, set_tenant_sql
 from service.memories.fusion import (
     GENERIC_SEARCH_PLAN_SQL,
-    CompiledSearch,
     FusionRepository,
     PlannedSearch,
     SearchParams,
@@ -240,7 +239,7 @@ class FusionStatement:
 
     def arguments(self, tenant_id: str, params: SearchParams) -> list[Any]:
         statement = self._build(tenant_id, params)
-        compiled = CompiledSearch.compile(statement, self._dialect)
+        compiled = DriverStatement.compile(statement, self._dialect)
         if self.sql and compiled.sql != self.sql:
             raise ValueError("searches of different filter shapes need their own statement")
         self.sql = compiled.sql

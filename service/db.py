@@ -20,14 +20,15 @@ import asyncio
 import logging
 import re
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 import asyncpg
 from asyncpg.exceptions import ConnectionDoesNotExistError
-from sqlalchemy import Connection, MetaData, event, text
+from sqlalchemy import BindParameter, Connection, MetaData, event, text
+from sqlalchemy.engine import Dialect
 from sqlalchemy.engine.interfaces import AdaptedConnection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
@@ -38,6 +39,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
 
 from service.auth.principal import TENANT_ID_MAX
 from service.config import Settings
@@ -336,6 +339,62 @@ class Driver(Protocol):
     async def fetch(self, query: str, *args: Any) -> list[Mapping[str, Any]]: ...
 
     async def fetchval(self, query: str, *args: Any) -> Any: ...
+
+
+Conversion = Callable[[Any], Any] | None
+"""What SQLAlchemy does to a bound value before the driver sends it (None: nothing)."""
+
+
+@dataclass(frozen=True)
+class DriverStatement:
+    """A SQLAlchemy statement compiled for the driver once: its SQL text with positional
+    parameters and, for each, its name and the conversion SQLAlchemy applies to its value.
+    Run on `transaction_driver` for statements whose cost through SQLAlchemy's execution
+    layer is a measurable part of a request (see there)."""
+
+    sql: str
+    parameters: tuple[tuple[str, Conversion], ...]
+
+    @classmethod
+    def compile(cls, statement: ClauseElement, dialect: Dialect) -> DriverStatement:
+        compiled = statement.compile(dialect=dialect)
+        if not isinstance(compiled, SQLCompiler):
+            raise TypeError(f"{type(compiled).__name__} is not a SQL statement compiler")
+        return cls(
+            compiled.string,
+            tuple(
+                (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
+                for name in compiled.positiontup or ()
+            ),
+        )
+
+    def arguments(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        return tuple(
+            value if convert is None else convert(value)
+            for name, convert in self.parameters
+            for value in (values[name],)
+        )
+
+
+_STATEMENTS_KEPT = 256
+"""How many texts `driver_statement` keeps compiled: one per statement shape, which a client
+cannot vary without bound (the values are bound, not written in)."""
+
+_driver_statements: dict[tuple[str, str], DriverStatement] = {}
+
+
+def driver_statement(
+    sql: str, binds: Sequence[BindParameter[Any]], dialect: Dialect
+) -> DriverStatement:
+    """`sql` with its `:name` parameters `binds` compiled for the driver, once per text."""
+    key = (dialect.name, sql)
+    compiled = _driver_statements.get(key)
+    if compiled is None:
+        if len(_driver_statements) >= _STATEMENTS_KEPT:
+            _driver_statements.clear()
+        compiled = DriverStatement.compile(text(sql).bindparams(*binds), dialect)
+        _driver_statements[key] = compiled
+    return compiled
 
 
 async def transaction_driver(connection: AsyncConnection) -> Driver:

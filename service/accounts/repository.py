@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Text, bindparam, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from service.accounts.models import UserAccount
@@ -17,6 +17,12 @@ from service.kit.types import is_storable_text
 
 ENSURE_TENANT_SQL = text("INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING")
 """Provision the tenant row on first use; a no-op afterwards."""
+
+STORED_OVERLAY_SQL = (
+    "SELECT name, email, avatar, socials FROM user_account"
+    " WHERE tenant_id = :tenant_id AND id = :user_id"
+)
+"""A user's overlay as stored (`AccountRepository.stored_overlay`)."""
 
 KNOWN_OVERLAY = "mneme.known_overlay"
 """The session's `info` key of the overlay its end user's record found or wrote."""
@@ -192,6 +198,21 @@ class AccountRepository(TenantRowRepository[UserAccount, str]):
         claims: AccountClaims = known[2]
         return claims
 
+    async def stored_overlay(self, user_id: str) -> AccountClaims | None:
+        """The user's overlay as stored, None for a user Mneme has not seen: on the driver,
+        for a profile read and the context block read it on every call."""
+        rows = await self._fetch_on_driver(
+            STORED_OVERLAY_SQL,
+            [
+                bindparam("tenant_id", self._tenant_id, type_=Text()),
+                bindparam("user_id", user_id, type_=Text()),
+            ],
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return stored_claims(row["name"], row["email"], row["avatar"], row["socials"])
+
     async def get_user(self, user_id: str, *, for_update: bool = False) -> UserAccount | None:
         return await self.get_by_id(user_id, for_update=for_update)
 
@@ -215,3 +236,11 @@ class AccountRepository(TenantRowRepository[UserAccount, str]):
             .execution_options(populate_existing=True)
         )
         return (await self._session.execute(statement)).scalar_one()
+
+
+def stored_claims(
+    name: str | None, email: str | None, avatar: str | None, socials: Any
+) -> AccountClaims:
+    """The overlay a user row holds: its linked providers are the strings of its `socials`."""
+    providers = tuple(item for item in socials or [] if isinstance(item, str))
+    return AccountClaims(name=name, email=email, avatar=avatar, socials=providers)

@@ -7,7 +7,7 @@ from typing import Any
 from service.accounts.errors import AccountWriteForbidden
 from service.accounts.models import UserAccount
 from service.accounts.overlay import AccountOverlayUpdate
-from service.accounts.repository import AccountRepository
+from service.accounts.repository import AccountRepository, stored_claims
 from service.accounts.schemas import UserRead
 from service.audit.service import AuditTrail
 from service.auth.principal import AccountClaims, Principal
@@ -48,8 +48,7 @@ class AccountService:
         known = self._repository.known_overlay(user_id)
         if known is not None:
             return known
-        user = await self._repository.get_user(user_id)
-        return AccountClaims() if user is None else _claims(user)
+        return await self._repository.stored_overlay(user_id) or AccountClaims()
 
     async def set_overlay(
         self, user_id: str, update: AccountOverlayUpdate, *, if_match: str | None = None
@@ -100,8 +99,7 @@ class AccountService:
 
 
 def _claims(user: UserAccount) -> AccountClaims:
-    socials = tuple(item for item in user.socials or [] if isinstance(item, str))
-    return AccountClaims(name=user.name, email=user.email, avatar=user.avatar, socials=socials)
+    return stored_claims(user.name, user.email, user.avatar, user.socials)
 
 
 def _overlay_detail(claims: AccountClaims) -> dict[str, Any]:

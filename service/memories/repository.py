@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
@@ -31,6 +31,33 @@ from service.memories.models import Memory, MemoryEvent
 from service.memories.postings import PostingsRepository
 
 M = aliased(Memory, name="m")
+
+
+class ProcedureRow(NamedTuple):
+    """A live procedural memory as its slot shows it."""
+
+    id: uuid.UUID
+    scope: str
+    category: str
+    text: str
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, memory: Memory) -> ProcedureRow:
+        return cls(memory.id, memory.scope, memory.category or "", memory.text, memory.updated_at)
+
+
+PROCEDURE_ROWS_SQL = """
+SELECT m.id, m.scope, m.category, m.text, m.updated_at
+  FROM memory m
+ WHERE {filter}
+   -- The kind as a literal: a plan made once for the statement then knows it may read
+   -- `ix_memory_procedures`, partial to procedural memories, instead of every memory of the
+   -- organization.
+   AND m.kind = 'procedural' AND m.lifecycle <> 'superseded'
+"""
+"""The live procedural memories a `MemoryFilter` (`{filter}`, over `memory m`) selects, in the
+columns a slot shows (`MemoryRepository.procedure_rows`)."""
 """`memory AS m`: the alias `MemoryFilter.where()` predicates are written against."""
 
 
@@ -310,6 +337,15 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             .distinct()
         )
         return set((await self._session.execute(statement)).scalars())
+
+    async def procedure_rows(self, *owners: Owner, slots: Sequence[str]) -> list[ProcedureRow]:
+        """What `live_procedures` reads, as the slots show it, on the driver: the context block
+        and a read of the procedures ask for them on every call."""
+        predicate = MemoryFilter.build(owners, categories=slots).where(self._tenant_id)
+        rows = await self._fetch_on_driver(
+            PROCEDURE_ROWS_SQL.format(filter=predicate.sql), predicate.binds
+        )
+        return [ProcedureRow(**row) for row in rows]
 
     async def live_procedures(self, *owners: Owner, slots: Sequence[str]) -> list[Memory]:
         """The live procedural memories of `owners` that fill one of `slots` (their category):

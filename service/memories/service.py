@@ -8,6 +8,7 @@ Search lives in `search.py`; the writes the write path derives from conversation
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from service.memories.recording import (
     refuse_secrets,
     written,
 )
+from service.memories.repository import ProcedureRow
 from service.memories.schemas import (
     MemoriesDeleted,
     MemoryCreate,
@@ -273,12 +275,12 @@ class MemoryService:
     # --- procedural slots --------------------------------------------------------------------
 
     async def procedures(self, owner: Owner) -> Procedures:
-        return _procedures(await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS))
+        return _procedures(await self._repository.procedure_rows(owner, slots=PROCEDURE_SLOTS))
 
     async def user_and_org_procedures(self, user: Owner) -> tuple[Procedures, Procedures]:
         """The user's slots and the organization's, read in one statement (the context call
         layers them)."""
-        rows = await self._repository.live_procedures(user, Owner.org(), slots=PROCEDURE_SLOTS)
+        rows = await self._repository.procedure_rows(user, Owner.org(), slots=PROCEDURE_SLOTS)
         return (
             _procedures([m for m in rows if m.scope == "user"]),
             _procedures([m for m in rows if m.scope == "org"]),
@@ -299,7 +301,7 @@ class MemoryService:
         live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
         require_match(
             if_match,
-            procedures_etag(_procedures(live)),
+            procedures_etag(_procedures([ProcedureRow.of(memory) for memory in live])),
             detail="The procedures changed since you read them; read them again and retry.",
         )
         current = {m.category: m for m in live}
@@ -335,7 +337,9 @@ class MemoryService:
                         )
                     ]
                 )
-        return await self.procedures(owner)
+        # Read through the session, which writes whatever it still holds first.
+        live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
+        return _procedures([ProcedureRow.of(memory) for memory in live])
 
     async def _create_procedure(self, owner: Owner, slot: str, text_value: str) -> Memory:
         vectors = await embed_or_none(self._recorder.embedder, [text_value])
@@ -390,11 +394,11 @@ def _validated_changes(change: MemoryUpdate) -> dict[str, Any]:
     return values
 
 
-def _procedures(memories: list[Memory]) -> Procedures:
+def _procedures(rows: Sequence[ProcedureRow]) -> Procedures:
     slots: dict[str, ProcedureSlotRead] = {}
-    for memory in memories:
-        if memory.category in PROCEDURE_SLOTS:
-            slots[memory.category] = ProcedureSlotRead(
-                text=memory.text, memory_id=memory.id, updated_at=memory.updated_at
+    for row in rows:
+        if row.category in PROCEDURE_SLOTS:
+            slots[row.category] = ProcedureSlotRead(
+                text=row.text, memory_id=row.id, updated_at=row.updated_at
             )
     return Procedures.model_validate(slots)

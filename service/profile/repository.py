@@ -6,11 +6,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, and_, func, or_, select, text
+from sqlalchemy import ARRAY, BindParameter, Select, Text, bindparam, func, text
 
 from service.auth.owner import Owner
 from service.kit.repository import TenantRowRepository
 from service.profile.models import Profile
+from service.profile.schemas import Document
 
 ENSURE_PROFILE_SQL = text(
     """
@@ -22,6 +23,18 @@ ENSURE_PROFILE_SQL = text(
 """Create the owner's empty profile row so there is a row to lock; a no-op when it exists.
 Version 0 is the state a missing row reports, so an ETag read before the row existed still
 matches. No conflict target: each scope has its own partial unique index."""
+
+ORG_DOCUMENT_SQL = (
+    "SELECT user_id, document FROM profile WHERE tenant_id = :tenant_id AND scope = 'org'"
+)
+"""The organization's stored document (`uq_profile_org`), as `ProfileRepository.documents`
+reads it."""
+
+USER_DOCUMENTS_SQL = (
+    "SELECT user_id, document FROM profile"
+    " WHERE tenant_id = :tenant_id AND scope = 'user' AND user_id = ANY(:user_ids)"
+)
+"""Users' stored documents (`uq_profile_user`), as `ProfileRepository.documents` reads them."""
 
 
 class ProfileRepository(TenantRowRepository[Profile, uuid.UUID]):
@@ -43,25 +56,23 @@ class ProfileRepository(TenantRowRepository[Profile, uuid.UUID]):
         statement = statement.execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
-    async def get_many(self, owners: Sequence[Owner]) -> dict[Owner, Profile]:
-        """The profile rows of `owners` that exist, in one statement."""
-        statement = select(Profile).where(
-            Profile.tenant_id == self._tenant_id,
-            or_(
-                *(
-                    and_(
-                        Profile.scope == owner.scope,
-                        Profile.user_id.is_(None)
-                        if owner.user_id is None
-                        else Profile.user_id == owner.user_id,
-                    )
-                    for owner in owners
-                )
-            ),
-        )
-        rows = (await self._session.execute(statement)).scalars()
+    async def documents(self, owners: Sequence[Owner]) -> dict[Owner, Document]:
+        """The stored documents of `owners` that have a profile row, in one statement on the
+        driver (the context block reads them on every call)."""
+        branches = []
+        binds: list[BindParameter[Any]] = [bindparam("tenant_id", self._tenant_id, type_=Text())]
+        if any(owner.is_org for owner in owners):
+            branches.append(ORG_DOCUMENT_SQL)
+        users = [owner.user_id for owner in owners if owner.user_id is not None]
+        if users:
+            branches.append(USER_DOCUMENTS_SQL)
+            binds.append(bindparam("user_ids", users, type_=ARRAY(Text())))
+        if not branches:
+            return {}
+        rows = await self._fetch_on_driver(" UNION ALL ".join(branches), binds)
         return {
-            Owner.org() if row.user_id is None else Owner.user(row.user_id): row for row in rows
+            Owner.org() if row["user_id"] is None else Owner.user(row["user_id"]): row["document"]
+            for row in rows
         }
 
     async def lock_or_create(self, owner: Owner) -> Profile:

@@ -62,6 +62,9 @@ def _storable(value: JsonValue) -> JsonValue:
 
 StorableJson = Annotated[JsonValue, AfterValidator(_storable)]
 
+Document = dict[str, JsonValue]
+"""A profile document as read: its keys and their JSON values."""
+
 StoredDocument = dict[ProfileKey, Annotated[JsonValue, AfterValidator(_refuse_unstorable)]]
 """A stored profile document as patches build it: top-level keys of `KEY_PATTERN` and at most
 `MAX_KEY_LENGTH` characters, each value under the free-form JSON rules and at most

@@ -38,6 +38,7 @@ from service.profile.schemas import (
     AppliedPatch,
     AppliedRemove,
     AppliedReplace,
+    Document,
     PatchAdd,
     PatchOperation,
     PatchRemove,
@@ -48,8 +49,6 @@ from service.profile.schemas import (
 
 # The auth overlay's keys, in the order the Memory tab lists account rows.
 OVERLAY_KEYS = ("name", "email", "avatar", "socials")
-
-Document = dict[str, JsonValue]
 
 
 @dataclass(frozen=True)
@@ -171,11 +170,10 @@ class ProfileService:
         """Each owner's merged profile (stored keys, then the account's), nothing else: the
         read the context block needs, without versions, sizes or an entity tag; the stored
         rows of all owners come from one statement."""
-        profiles = await self._repository.get_many(owners)
+        stored_documents = await self._repository.documents(owners)
         merged: dict[Owner, Document] = {}
         for owner in owners:
-            profile = profiles.get(owner)
-            stored: Document = dict(profile.document) if profile else {}
+            stored: Document = dict(stored_documents.get(owner, {}))
             merged[owner] = merge_profile(stored, await self._overlay(owner)).document
         return merged
 

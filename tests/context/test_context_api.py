@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -16,6 +17,7 @@ from service.kit.token_counting import _load, count_tokens
 from tests.conftest import assert_problem, bearer, new_tenant
 from tests.fixtures.factories import remember_all, start_thread
 from tests.fixtures.state import tenant_state
+from tests.plans import statements_sent
 
 
 async def context(
@@ -377,6 +379,39 @@ async def test_the_orgs_and_the_users_profiles_each_land_in_their_own_section(
     assert "carnivore" not in result["text"]
     only_org = await context(client, alice, query="where do we eat", include=["org"])
     assert [s["name"] for s in only_org["sections"]] == ["org"]
+
+
+async def test_a_blocks_reads_besides_its_search_go_to_the_driver(
+    app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """The profiles, the account's overlay and the procedures are read on every call: on the
+    driver, not through the session (whose execution costs ten times the statement)."""
+    admin = bearer(settings, tenant, "root", admin=True)
+    service = bearer(settings, tenant, "backend", service=True)
+    response = await client.put(
+        "/v1/users/alice/account", headers=service, json={"name": "Alice", "socials": ["github"]}
+    )
+    assert response.status_code == 200, response.text
+    patch = {"Content-Type": "application/json-patch+json"}
+    for path, headers in (("/v1/org/profile", admin), ("/v1/users/alice/profile", service)):
+        response = await client.patch(
+            path,
+            headers={**headers, **patch},
+            json=[{"op": "add", "path": "/office", "value": "Lisbon"}],
+        )
+        assert response.status_code == 200, response.text
+    await client.put("/v1/org/procedures", headers=admin, json={"safety": "No medical advice"})
+    await client.put("/v1/users/alice/procedures", headers=service, json={"style": "Be brief"})
+    alice = bearer(settings, tenant, "alice")  # no claims: the overlay is the stored one
+    await context(client, alice, query="warm-up")
+
+    with statements_sent(app.state.mneme.engine) as through_the_session:
+        result = await context(client, alice, query="where is the office", budget_tokens=4000)
+
+    assert through_the_session == []
+    assert '<memory>\nname: Alice\nsocials: ["github"]\noffice: Lisbon\n</memory>' in result["text"]
+    assert [i["text"] for i in section(result, "org")["items"]] == ["office: Lisbon"]  # type: ignore[index]
+    assert "- Style: Be brief" in result["text"] and "- Safety: No medical advice" in result["text"]
 
 
 async def test_the_answer_names_the_encoding_it_counted_with(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 
 async def sent_queries(connection: AsyncConnection) -> list[str]:
@@ -21,3 +25,33 @@ async def sent_queries(connection: AsyncConnection) -> list[str]:
 
     event.listen(connection.sync_engine, "before_cursor_execute", executed)
     return sent
+
+
+@contextmanager
+def queries_of(engine: AsyncEngine) -> Iterator[list[str]]:
+    """Every query the engine's connections send while the block runs: on each connection the
+    pool hands out, the driver's own queries (`sent_queries`) and SQLAlchemy's statements."""
+    sent: list[str] = []
+    logged: list[Any] = []
+
+    def log(record: Any) -> None:
+        sent.append(record.query)
+
+    def checked_out(dbapi_connection: Any, *_: object) -> None:
+        driver = dbapi_connection.driver_connection
+        if all(driver is not each for each in logged):
+            driver.add_query_logger(log)
+            logged.append(driver)
+
+    def executed(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        sent.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", executed)
+    event.listen(engine.sync_engine.pool, "checkout", checked_out)
+    try:
+        yield sent
+    finally:
+        event.remove(engine.sync_engine.pool, "checkout", checked_out)
+        event.remove(engine.sync_engine, "before_cursor_execute", executed)
+        for driver in logged:
+            driver.remove_query_logger(log)

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from tests.conftest import assert_problem, bearer
+from tests.db.sent_queries import queries_of
 from tests.profile.conftest import account_row_text, audit_entries
 
 ID_TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJkYW5hIiwiZW1haWwiOiJkQHguZXgifQ.c2lnbmF0dXJl"
@@ -164,24 +164,21 @@ async def test_an_end_users_own_overlay_is_not_read_again_after_its_record(
     """The record at the start of the request found (or made) the user's row hold the token's
     claims: its profile shows them without reading the row again. A token without claims, whose
     overlay a service may have set, still reads it."""
-    statements: list[str] = []
-
-    def executed(_conn: object, _cursor: object, statement: str, *_: object) -> None:
-        statements.append(statement)
-
-    engine = app.state.mneme.engine.sync_engine
     with_claims = bearer(settings, tenant, "ivo", name="Ivo", email="ivo@example.test")
     await profile_of(client, with_claims, "me")
-    event.listen(engine, "before_cursor_execute", executed)
-    try:
+
+    def overlay_reads(statements: list[str]) -> list[str]:
+        # BEGIN's query checks the user's record (`EndUserRecord`); any other reads its row.
+        return [s for s in statements if "FROM user_account" in s and not s.startswith("BEGIN")]
+
+    with queries_of(app.state.mneme.engine) as statements:
         profile = (await profile_of(client, with_claims, "me"))["profile"]
         assert profile == {"name": "Ivo", "email": "ivo@example.test"}
-        assert not any("FROM user_account" in statement for statement in statements)
+        assert any(statement.startswith("BEGIN") for statement in statements)
+        assert overlay_reads(statements) == []
         bare = await profile_of(client, bearer(settings, tenant, "ivo"), "me")
         assert bare["profile"] == profile
-        assert any("FROM user_account" in statement for statement in statements)
-    finally:
-        event.remove(engine, "before_cursor_execute", executed)
+        assert len(overlay_reads(statements)) == 1
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,6 @@ from service.memories.fusion.repository import (
 )
 from service.memories.fusion.sql import COLLECTION_SQL, HYBRID_SEARCH_SQL, LEXICAL_MATCHES_SQL
 from service.memories.fusion.statement import (
-    CompiledSearch,
     hybrid_search_statement,
     render,
     sectioned_search_statement,
@@ -49,7 +48,6 @@ __all__ = [
     "OWN_INDEX",
     "RANKING_PARAMETERS",
     "SHARED_INDEX",
-    "CompiledSearch",
     "FusionRepository",
     "IndexedOwners",
     "PlannedSearch",

@@ -13,11 +13,9 @@ from typing import Any, get_args
 from sqlalchemy import BindParameter, Integer, Text, TextualSelect, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY, BYTEA
 from sqlalchemy.engine import Dialect
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.types import TypeEngine
 
-from service.db import escaped_literal
+from service.db import DriverStatement, escaped_literal
 from service.memories.bm25 import (
     SATURATION,
     SHORTEST_SHARE,
@@ -576,41 +574,9 @@ def _sectioned_statement(
     )
 
 
-Conversion = Callable[[Any], Any] | None
-
-
-@dataclass(frozen=True)
-class CompiledSearch:
-    """`HYBRID_SEARCH_SQL` for one filter shape as the driver runs it: the SQL text and, for
-    each positional parameter, its name and the conversion SQLAlchemy applies to its value."""
-
-    sql: str
-    parameters: tuple[tuple[str, Conversion], ...]
-
-    @classmethod
-    def compile(cls, statement: ClauseElement, dialect: Dialect) -> CompiledSearch:
-        compiled = statement.compile(dialect=dialect)
-        if not isinstance(compiled, SQLCompiler):
-            raise TypeError(f"{type(compiled).__name__} is not a SQL statement compiler")
-        return cls(
-            compiled.string,
-            tuple(
-                (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
-                for name in compiled.positiontup or ()
-            ),
-        )
-
-    def arguments(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
-        return tuple(
-            value if convert is None else convert(value)
-            for name, convert in self.parameters
-            for value in (values[name],)
-        )
-
-
 # By dialect and statement text: one entry per filter shape (which conditions each section
 # sets). Bounded: a client cannot grow it without limit by varying its filters.
-_compiled_searches: dict[tuple[str, str], CompiledSearch] = {}
+_compiled_searches: dict[tuple[str, str], DriverStatement] = {}
 
 
 def compiled_search(
@@ -620,7 +586,7 @@ def compiled_search(
     *,
     exact_vectors: bool = False,
     written_owners: Mapping[int, Collection[str]] | None = None,
-) -> tuple[CompiledSearch, tuple[Any, ...]]:
+) -> tuple[DriverStatement, tuple[Any, ...]]:
     """The driver SQL of `sectioned_search_statement` for these sections, compiled once per
     filter shape, and its positional arguments; the owners of the sections keyed in
     `written_owners` are written into the text (see `SectionShape.owners_written`) with the
@@ -640,7 +606,7 @@ def compiled_search(
         if len(_compiled_searches) >= _COMPILED_SEARCHES_KEPT:
             _compiled_searches.clear()
         statement = _sectioned_statement(tenant_id, sections, predicates, exact_vectors)
-        compiled = CompiledSearch.compile(statement, dialect)
+        compiled = DriverStatement.compile(statement, dialect)
         _compiled_searches[key] = compiled
     values = {bind.key: bind.value for bind in _binds(predicates)}
     values.update(_bound_values(tenant_id, sections, predicates))
