@@ -397,6 +397,21 @@ def driver_statement(
     return compiled
 
 
+async def fetch_on_driver(
+    session: AsyncSession, sql: str, binds: Sequence[BindParameter[Any]]
+) -> list[Mapping[str, Any]]:
+    """The rows of `sql` (its `:name` parameters bound by `binds`) from the driver, in the
+    session's transaction: for a small read on a hot path, where SQLAlchemy's execution and
+    its ORM cost ten times the statement (~0.4 ms of CPU against ~0.04 for a row by its key).
+    The session's pending changes are not written first (the read is not the session's)."""
+    connection = await session.connection()
+    statement = driver_statement(sql, binds, connection.dialect)
+    driver = await transaction_driver(connection)
+    return await driver.fetch(
+        statement.sql, *statement.arguments({bind.key: bind.value for bind in binds})
+    )
+
+
 async def transaction_driver(connection: AsyncConnection) -> Driver:
     """The asyncpg connection under `connection`, inside the transaction `connection` has begun.
 

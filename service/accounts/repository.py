@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from service.accounts.models import UserAccount
 from service.auth.principal import AccountClaims
-from service.db import escaped_literal
+from service.db import escaped_literal, fetch_on_driver
 from service.kit.repository import TenantRowRepository
 from service.kit.types import is_storable_text
 
@@ -201,7 +201,8 @@ class AccountRepository(TenantRowRepository[UserAccount, str]):
     async def stored_overlay(self, user_id: str) -> AccountClaims | None:
         """The user's overlay as stored, None for a user Mneme has not seen: on the driver,
         for a profile read and the context block read it on every call."""
-        rows = await self._fetch_on_driver(
+        rows = await fetch_on_driver(
+            self._session,
             STORED_OVERLAY_SQL,
             [
                 bindparam("tenant_id", self._tenant_id, type_=Text()),

@@ -25,6 +25,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import aliased
 
 from service.auth.owner import Owner
+from service.db import fetch_on_driver
 from service.kit.repository import TenantRowRepository, rowcount
 from service.memories.filters import MemoryFilter
 from service.memories.models import Memory, MemoryEvent
@@ -342,8 +343,8 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         """What `live_procedures` reads, as the slots show it, on the driver: the context block
         and a read of the procedures ask for them on every call."""
         predicate = MemoryFilter.build(owners, categories=slots).where(self._tenant_id)
-        rows = await self._fetch_on_driver(
-            PROCEDURE_ROWS_SQL.format(filter=predicate.sql), predicate.binds
+        rows = await fetch_on_driver(
+            self._session, PROCEDURE_ROWS_SQL.format(filter=predicate.sql), predicate.binds
         )
         return [ProcedureRow(**row) for row in rows]
 

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import ARRAY, BindParameter, Select, Text, bindparam, func, text
 
 from service.auth.owner import Owner
+from service.db import fetch_on_driver
 from service.kit.repository import TenantRowRepository
 from service.profile.models import Profile
 from service.profile.schemas import Document
@@ -69,7 +70,7 @@ class ProfileRepository(TenantRowRepository[Profile, uuid.UUID]):
             binds.append(bindparam("user_ids", users, type_=ARRAY(Text())))
         if not branches:
             return {}
-        rows = await self._fetch_on_driver(" UNION ALL ".join(branches), binds)
+        rows = await fetch_on_driver(self._session, " UNION ALL ".join(branches), binds)
         return {
             Owner.org() if row["user_id"] is None else Owner.user(row["user_id"]): row["document"]
             for row in rows
