@@ -36,6 +36,8 @@ class SectionDraft(Generic[ItemT]):
     opening: str | None = None
     closing: str | None = None
     chosen: list[Candidate[ItemT]] = field(default_factory=list)
+    # Items left out before they became candidates (turns older than the budget could hold).
+    left_out: int = 0
 
     def render(self) -> str:
         if not self.chosen:
@@ -50,7 +52,7 @@ class SectionDraft(Generic[ItemT]):
 
     @property
     def omitted(self) -> int:
-        return len(self.candidates) - len(self.chosen)
+        return len(self.candidates) - len(self.chosen) + self.left_out
 
 
 def render_block(header: str, sections: list[SectionDraft[ItemT]]) -> str:

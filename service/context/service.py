@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -123,11 +124,10 @@ def section_limits(request: ContextRequest) -> dict[MemorySectionName, int]:
 
 
 def memory_section_searches(
-    request: ContextRequest, shown_messages: int = 0
+    request: ContextRequest,
 ) -> list[tuple[MemorySectionName, SearchRequest]]:
     """The searches a context block runs for its memory sections (those it includes and may
-    show any of), in one statement, in `MEMORY_SECTIONS`' order; `shown_messages` is how many
-    of the thread's messages the block already shows verbatim."""
+    show any of), in one statement, in `MEMORY_SECTIONS`' order."""
     lifecycles = ["confirmed", "proposed"] if request.include_proposed else ["confirmed"]
     limits = section_limits(request)
     return [
@@ -139,10 +139,7 @@ def memory_section_searches(
                     "scopes": MEMORY_SECTIONS[name][0],
                     "kinds": MEMORY_SECTIONS[name][1],
                     "lifecycles": lifecycles,
-                    # Enough to fill the section even if every shown message has its memory.
-                    "limit": min(limits[name] + shown_messages, SEARCH_LIMIT_MAX)
-                    if name == "episodes"
-                    else limits[name],
+                    "limit": limits[name],
                     "mmr_lambda": request.mmr_lambda,
                 }
             ),
@@ -197,10 +194,11 @@ class ContextBuilder:
         if embedding is None and needs_question_vector(request):
             embedding = asyncio.ensure_future(self._search_service.embed_query(request.query))
         try:
-            window = None
+            window: ContextWindow | None = None
+            offered: list[ReplayedMessage] = []
             if request.thread_id is not None:
-                window = await self._threads.context_window(
-                    user_id, request.thread_id, self._buffer_recent_turns
+                window, offered = await self._thread_window(
+                    user_id, request, request.thread_id, showing_turns="recent" in wanted
                 )
                 summarization = "on" if window.summarization_enabled else "off"
             profile_owners = [
@@ -217,11 +215,7 @@ class ContextBuilder:
             if embedding is not None and not embedding.done():
                 embedding.cancel()
         # Messages the block shows verbatim: a memory made of them alone would say it twice.
-        shown_messages = (
-            {message.id for message in window.messages if _is_shown(message)}
-            if window is not None and "recent" in wanted
-            else set()
-        )
+        shown_messages = {message.id for message in offered}
         hits = await self._memory_hits(user_id, request, query_embedding, shown_messages)
         if "org" in wanted:
             drafts.append(_org_section(profiles[Owner.org()], hits["org"]))
@@ -237,8 +231,29 @@ class ContextBuilder:
             if "thread" in wanted:
                 drafts.append(_summary_section(window))
             if "recent" in wanted:
-                drafts.append(_recent_section(window))
+                read = sum(1 for message in window.messages if _is_shown(message))
+                drafts.append(_recent_section(offered, left_out=read - len(offered)))
         return _Retrieved(drafts, summarization)
+
+    async def _thread_window(
+        self, user_id: str, request: ContextRequest, thread_id: uuid.UUID, *, showing_turns: bool
+    ) -> tuple[ContextWindow, list[ReplayedMessage]]:
+        """The thread's window, read only as far back as the block could show its turns, and
+        the turns the recent section offers (none when the block does not show them)."""
+        budget = request.budget_tokens or self._default_budget
+
+        def count(text: str) -> int:
+            return count_tokens_memo(text, request.encoding)
+
+        def enough(newest_first: Sequence[ReplayedMessage]) -> bool:
+            return not showing_turns or _offered_turns(newest_first, budget, count)[1]
+
+        window = await self._threads.context_window(
+            user_id, thread_id, self._buffer_recent_turns, enough=enough
+        )
+        if not showing_turns:
+            return window, []
+        return window, _offered_turns(window.messages[::-1], budget, count)[0]
 
     async def _memory_hits(
         self,
@@ -249,24 +264,26 @@ class ContextBuilder:
     ) -> dict[MemorySectionName, list[SearchHit]]:
         """The best memories of each memory section the request includes, from one statement.
 
-        Episodes leave out those whose source messages are all in `shown_messages` (a
-        thread's turns stored as memories, when the block already carries the turns)."""
-        sections = memory_section_searches(request, len(shown_messages))
+        Episodes leave out those drawn from `shown_messages` alone (a thread's turns stored as
+        memories, when the block already carries the turns): in the statement, so the
+        section's ranking and its MMR choose among the episodes it can show."""
+        sections = memory_section_searches(request)
         found = (
             await self._search_service.search_sections(
                 Owner.user(user_id),
                 [search for _, search in sections],
                 query_embedding=query_embedding,
+                not_only_of_messages=[
+                    shown_messages if name == "episodes" and shown_messages else None
+                    for name, _ in sections
+                ],
             )
             if sections
             else []
         )
-        limits = section_limits(request)
         hits: dict[MemorySectionName, list[SearchHit]] = {name: [] for name in MEMORY_SECTIONS}
         for (name, _), section_hits in zip(sections, found, strict=True):
-            if name == "episodes" and shown_messages:
-                section_hits = [hit for hit in section_hits if not _repeats(hit, shown_messages)]
-            hits[name] = section_hits[: limits[name]]
+            hits[name] = section_hits
         return hits
 
     async def _procedures(self, user_id: str) -> SectionDraft[ContextItemSource]:
@@ -374,11 +391,6 @@ def _hits_section(
     return SectionDraft(name, TITLES[name], SECTION_WEIGHTS[name], _hit_candidates(hits, bullet))
 
 
-def _repeats(hit: SearchHit, shown_messages: set[uuid.UUID]) -> bool:
-    sources = hit.memory.source_message_ids
-    return bool(sources) and all(source in shown_messages for source in sources)
-
-
 def _hit_candidates(
     hits: list[SearchHit], bullet: str, offset: int = 0
 ) -> list[Candidate[ContextItemSource]]:
@@ -420,18 +432,49 @@ def _summary_section(window: ContextWindow) -> SectionDraft[ContextItemSource]:
     )
 
 
-def _recent_section(window: ContextWindow) -> SectionDraft[ContextItemSource]:
-    """The raw turns after the summaries; trimmed from the oldest end."""
+def _offered_turns(
+    newest_first: Iterable[ReplayedMessage], budget: int, count: Callable[[str], int]
+) -> tuple[list[ReplayedMessage], bool]:
+    """The turns the recent section offers, newest first: the newest shown turns whose lines
+    add up to at most the block's budget (a turn longer than the whole budget is passed over:
+    it could never be shown); and whether older turns are left out because they would not fit
+    after these. Offering only these bounds what a block of a long conversation reads."""
+    offered: list[ReplayedMessage] = []
+    spent = 0
+    for message in newest_first:
+        if not _is_shown(message):
+            continue
+        cost = count(_turn_line(message)) + 1  # its newline
+        if cost > budget:
+            continue
+        if spent + cost > budget:
+            return offered, True
+        offered.append(message)
+        spent += cost
+    return offered, False
+
+
+def _recent_section(
+    offered: list[ReplayedMessage], *, left_out: int
+) -> SectionDraft[ContextItemSource]:
+    """The raw turns after the summaries that the section offers (`_offered_turns`, newest
+    first); the budget takes them newest first. `left_out`: the turns read and not offered,
+    which count as omitted (those older than what was read are not counted)."""
     candidates = [
         Candidate(
-            f"{message.role}: {message.content}",
+            _turn_line(message),
             ContextItemSource(str(message.id), f"message:{message.role}", message.content),
             render_key=message.seq,
         )
-        for message in reversed(window.messages)
-        if _is_shown(message)
+        for message in offered
     ]
-    return SectionDraft("recent", TITLES["recent"], SECTION_WEIGHTS["recent"], candidates)
+    return SectionDraft(
+        "recent", TITLES["recent"], SECTION_WEIGHTS["recent"], candidates, left_out=left_out
+    )
+
+
+def _turn_line(message: ReplayedMessage) -> str:
+    return f"{message.role}: {message.content}"
 
 
 def _is_shown(message: ReplayedMessage) -> bool:

@@ -8,11 +8,13 @@ planner sees a specific predicate instead of "$1 IS NULL OR …".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 
 from sqlalchemy import ARRAY, BindParameter, DateTime, Text, TextClause, bindparam, text
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 
 from service.auth.owner import Owner
 
@@ -47,6 +49,9 @@ class MemoryFilter:
     created_before: datetime | None = None
     event_after: datetime | None = None
     event_before: datetime | None = None
+    not_only_of_messages: tuple[uuid.UUID, ...] | None = None
+    """Leave out the memories drawn from these messages alone (a context block that shows the
+    messages themselves); a memory drawn from no message is never left out."""
 
     @classmethod
     def build(
@@ -60,6 +65,7 @@ class MemoryFilter:
         created_before: datetime | None = None,
         event_after: datetime | None = None,
         event_before: datetime | None = None,
+        not_only_of_messages: Collection[uuid.UUID] | None = None,
     ) -> MemoryFilter:
         """A filter from optional lists; an empty list means the same as no condition."""
         return cls(
@@ -71,6 +77,9 @@ class MemoryFilter:
             created_before=created_before,
             event_after=event_after,
             event_before=event_before,
+            not_only_of_messages=tuple(sorted(not_only_of_messages))
+            if not_only_of_messages
+            else None,
         )
 
     def live_unless_asked(self) -> MemoryFilter:
@@ -148,6 +157,18 @@ class MemoryFilter:
                 conditions.append(f"{m}.{column} = ANY(:{p}{column})")
                 binds.append(bindparam(f"{p}{column}", list(values), type_=ARRAY(Text())))
         conditions.append(f"({m}.expires_at IS NULL OR {m}.expires_at > now())")
+        if self.not_only_of_messages is not None:
+            conditions.append(
+                f"NOT ({m}.source_message_ids <@ :{p}not_only_of_messages"
+                f" AND cardinality({m}.source_message_ids) > 0)"
+            )
+            binds.append(
+                bindparam(
+                    f"{p}not_only_of_messages",
+                    list(self.not_only_of_messages),
+                    type_=ARRAY(PG_UUID(as_uuid=True)),
+                )
+            )
         # A memory without an event time happened when it was recorded.
         event_time = f"coalesce({m}.event_at, {m}.created_at)"
         for name, expression, operator in (

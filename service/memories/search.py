@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
@@ -129,10 +129,16 @@ class MemorySearch:
         return self._vector_columns.column_for(query_embedding, self._tenant_id)
 
     def params(
-        self, owner: Owner, request: SearchRequest, query_embedding: list[float] | None
+        self,
+        owner: Owner,
+        request: SearchRequest,
+        query_embedding: list[float] | None,
+        *,
+        not_only_of_messages: Collection[uuid.UUID] | None = None,
     ) -> SearchParams:
         """The fusion statement's parameters for `request` over `owner`'s memories (and the
-        organization's, when the request's scopes include `org`)."""
+        organization's, when the request's scopes include `org`); leaving out the memories
+        drawn from `not_only_of_messages` alone (`MemoryFilter.not_only_of_messages`)."""
         settings = self._settings
         column = self.vector_column(query_embedding)
         if column is None:
@@ -154,6 +160,7 @@ class MemorySearch:
                 lifecycles=request.lifecycles,
                 event_after=request.event_after,
                 event_before=request.event_before,
+                not_only_of_messages=not_only_of_messages,
             ),
             query=request.query,
             query_embedding=query_embedding,
@@ -231,13 +238,19 @@ class MemorySearch:
         requests: Sequence[SearchRequest],
         *,
         query_embedding: list[float] | None,
+        not_only_of_messages: Sequence[Collection[uuid.UUID] | None] | None = None,
     ) -> list[list[SearchHit]]:
         """Several searches with one query vector (None: lexical) in one fusion statement:
-        each request's hits, as `search` would return them.
+        each request's hits, as `search` would return them; request `i` leaves out the
+        memories drawn from `not_only_of_messages[i]` alone.
 
         The requests may differ only in what they select (scopes, kinds, …) and their limit,
         and must select disjoint memories."""
-        params = [self.params(owner, request, query_embedding) for request in requests]
+        leaving_out = not_only_of_messages or [None] * len(requests)
+        params = [
+            self.params(owner, request, query_embedding, not_only_of_messages=messages)
+            for request, messages in zip(requests, leaving_out, strict=True)
+        ]
         mode = requests[0].mode
         with fusion_statement(mode) as statement:
             sections = await self._fusion.search_sections(params)

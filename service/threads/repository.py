@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import BigInteger, Integer, Text, bindparam, delete, func, select, text
+from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.db import fetch_on_driver
 from service.kit.repository import TenantRowRepository, rowcount
 from service.threads.models import Message, Thread, ThreadSummary
 
@@ -48,6 +51,21 @@ TURNS_BY_LABEL_SQL = text(
 )
 """The messages of the given human turns: turn #N is its human message and every message
 after it up to the next human message."""
+
+
+NEWEST_MESSAGES_SQL = """
+SELECT id, role, content, seq
+  FROM message
+ WHERE tenant_id = :tenant_id AND thread_id = :thread_id
+   AND seq >= :from_seq AND seq < :before_seq
+ ORDER BY seq DESC
+ LIMIT :page
+"""
+"""A page of a thread's messages, newest first, between two positions (`uq_message_thread_seq`
+read backwards): the columns a prompt replays."""
+
+NO_LATER_SEQ = 2**63 - 1
+"""A position after every message's (the largest bigint): the first page starts at the end."""
 
 
 class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
@@ -197,6 +215,23 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
         )
         value = (await self._session.execute(statement)).scalar_one_or_none()
         return None if value is None else int(value)
+
+    async def newest_messages(
+        self, thread_id: uuid.UUID, *, from_seq: int, before_seq: int, page: int
+    ) -> list[Mapping[str, Any]]:
+        """Up to `page` messages with `from_seq` <= seq < `before_seq`, newest first: id, role,
+        content and seq, on the driver (a context block reads them on every call)."""
+        return await fetch_on_driver(
+            self._session,
+            NEWEST_MESSAGES_SQL,
+            [
+                bindparam("tenant_id", self._tenant_id, type_=Text()),
+                bindparam("thread_id", thread_id, type_=UUID(as_uuid=True)),
+                bindparam("from_seq", from_seq, type_=BigInteger()),
+                bindparam("before_seq", before_seq, type_=BigInteger()),
+                bindparam("page", page, type_=Integer()),
+            ],
+        )
 
     async def messages_from(self, thread_id: uuid.UUID, seq: int) -> list[Message]:
         statement = (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from service.providers.llm import ChatModel, LLMUnavailable
 from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
 from service.threads.hooks import Appended, AppendListener
 from service.threads.models import Message, Thread, ThreadSummary
-from service.threads.repository import ThreadRepository
+from service.threads.repository import NO_LATER_SEQ, ThreadRepository
 from service.threads.schemas import (
     MessageIn,
     MessagePage,
@@ -45,6 +45,7 @@ from service.threads.schemas import (
     ThreadWindow,
 )
 from service.threads.summaries import (
+    HUMAN_ROLE,
     SummaryPassResult,
     format_summaries_for_prompt,
     summarize_thread,
@@ -55,6 +56,10 @@ from service.threads.summaries import (
 # as they are: they follow the durable-write policy (422 `SECRET_REFUSED`). Messages do not:
 # they are the user's record, stored as sent and masked when replayed into a prompt.
 THREAD_SECRET_FIELDS = ("title", "metadata")
+
+CONTEXT_PAGE = 64
+"""How many of a thread's messages a context block reads at a time, newest first: more than a
+default block's budget shows of a chat's short turns, so one page is usually all it reads."""
 
 
 def refuse_thread_secrets(values: dict[str, Any]) -> None:
@@ -356,32 +361,71 @@ class ThreadService:
         return masked_window(window) if self._mask_replayed_secrets else window
 
     async def context_window(
-        self, user_id: str, thread_id: uuid.UUID, buffer_turns: int
+        self,
+        user_id: str,
+        thread_id: uuid.UUID,
+        buffer_turns: int,
+        *,
+        enough: Callable[[Sequence[ReplayedMessage]], bool] = lambda newest_first: False,
     ) -> ContextWindow:
-        """The same window, as the context block needs it: no turn labels, no rendered text."""
-        summaries, _, raw = await self._window_rows(user_id, thread_id, buffer_turns)
+        """The same window, as the context block needs it: no turn labels, no rendered text.
+
+        Its raw messages are read newest first, `CONTEXT_PAGE` at a time, until `enough` holds
+        for those read (newest first) or the window's start is reached: a block that can show
+        only the latest turns of a long conversation does not read, mask and count all of it.
+        With summaries, reading also goes on until the last `buffer_turns` human turns are
+        read, which decide where the window starts."""
+        await self.load(user_id, thread_id)
+        summaries = await self._repository.summaries(thread_id)
+        first_needed = await self._first_needed(thread_id, summaries, buffer_turns)
         replay = mask_secrets if self._mask_replayed_secrets else _as_sent
+        newest_first: list[ReplayedMessage] = []
+        humans = 0
+        before = NO_LATER_SEQ
+        while True:
+            page = await self._repository.newest_messages(
+                thread_id, from_seq=first_needed, before_seq=before, page=CONTEXT_PAGE
+            )
+            for row in page:
+                newest_first.append(
+                    ReplayedMessage(row["id"], row["role"], replay(row["content"]), row["seq"])
+                )
+                humans += row["role"] == HUMAN_ROLE
+            if len(page) < CONTEXT_PAGE:
+                break
+            if enough(newest_first) and (not summaries or humans >= buffer_turns):
+                break
+            before = page[-1]["seq"]
+        messages = newest_first[::-1]
+        start = window_start_index(summaries, messages, buffer_turns)
         return ContextWindow(
             summarization_enabled=self._summarizer.status.enabled,
             summaries=[
                 ReplayedSummary(s.sequence, _replayed_entries(s.entries, replay)) for s in summaries
             ],
-            messages=[ReplayedMessage(m.id, m.role, replay(m.content), m.seq) for m in raw],
+            messages=[message for message in messages if message.seq >= start],
         )
+
+    async def _first_needed(
+        self, thread_id: uuid.UUID, summaries: Sequence[ThreadSummary], buffer_turns: int
+    ) -> int:
+        """The first position a window of the thread may start at: after its last summarised
+        window, but no later than its `buffer_turns`-th most recent human turn; 0 without
+        summaries (`window_start_index` decides within the messages from there)."""
+        if not summaries:
+            return 0
+        first_needed = max(s.end_index for s in summaries)
+        if buffer_turns > 0:
+            nth_human = await self._repository.nth_latest_human_seq(thread_id, buffer_turns)
+            first_needed = min(first_needed, 0 if nth_human is None else nth_human)
+        return first_needed
 
     async def _window_rows(
         self, user_id: str, thread_id: uuid.UUID, buffer_turns: int
     ) -> tuple[list[ThreadSummary], int, list[Message]]:
         await self.load(user_id, thread_id)
         summaries = await self._repository.summaries(thread_id)
-        first_needed = 0
-        if summaries:
-            first_needed = max(s.end_index for s in summaries)
-            if buffer_turns > 0:
-                nth_human = await self._repository.nth_latest_human_seq(thread_id, buffer_turns)
-                if nth_human is None:  # fewer human turns than the buffer: all of them
-                    nth_human = 0
-                first_needed = min(first_needed, nth_human)
+        first_needed = await self._first_needed(thread_id, summaries, buffer_turns)
         suffix = await self._repository.messages_from(thread_id, first_needed)
         start = window_start_index(summaries, suffix, buffer_turns)
         return summaries, start, [m for m in suffix if m.seq >= start]

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service.config import Settings
 from service.kit.token_counting import _load, count_tokens
 from tests.conftest import assert_problem, bearer, new_tenant
+from tests.db.sent_queries import queries_of
 from tests.fixtures.factories import remember_all, start_thread
 from tests.fixtures.state import tenant_state
 from tests.plans import statements_sent
@@ -236,6 +237,64 @@ async def test_thread_window_is_included_newest_turns_first_when_trimmed(
     assert 0 < len(kept) < 16
     assert kept[-1].startswith("assistant turn 8")  # the newest survive, in order
     assert trimmed["token_count"] <= 150 and trimmed["omitted"]["recent"] == 16 - len(kept)
+
+
+async def test_a_long_conversation_is_read_only_as_far_back_as_the_block_can_show(
+    app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """The recent section offers the newest turns whose lines fit the budget; the thread is
+    read a page at a time, newest first, and no further back than that."""
+    headers = bearer(settings, tenant, "alice")
+    thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
+    for start in range(0, 300, 100):
+        messages = [
+            {"role": ("user", "assistant")[n % 2], "content": f"turn {n} about the trip"}
+            for n in range(start, start + 100)
+        ]
+        response = await client.post(
+            f"/v1/users/me/threads/{thread_id}/messages",
+            headers=headers,
+            json={"messages": messages},
+        )
+        assert response.status_code == 201, response.text
+
+    with queries_of(app.state.mneme.engine) as sent:
+        result = await context(
+            client, headers, query="the trip", thread_id=thread_id, budget_tokens=300
+        )
+
+    pages = [query for query in sent if "FROM message" in query and "seq DESC" in query]
+    assert len(pages) == 1  # 64 turns of ~8 tokens: more than the block's 300
+    kept = [item["text"] for item in section(result, "recent")["items"]]  # type: ignore[index]
+    numbers = [int(text.split()[1]) for text in kept]
+    assert numbers == list(range(300 - len(kept), 300))  # the newest, without a gap
+    assert result["token_count"] <= 300
+    # The turns read and not shown count as omitted (the 64 of the page read).
+    assert result["omitted"]["recent"] == 64 - len(kept)
+
+    everything = await context(
+        client, headers, query="the trip", thread_id=thread_id, budget_tokens=32_000
+    )
+    assert len(section(everything, "recent")["items"]) == 300  # type: ignore[index]
+
+
+async def test_a_turn_longer_than_the_whole_block_is_passed_over(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
+    messages = [{"role": "user", "content": f"short turn {n}"} for n in range(5)]
+    messages.append({"role": "assistant", "content": "a pasted log line " * 400})
+    response = await client.post(
+        f"/v1/users/me/threads/{thread_id}/messages", headers=headers, json={"messages": messages}
+    )
+    assert response.status_code == 201, response.text
+
+    result = await context(client, headers, query="log", thread_id=thread_id, budget_tokens=300)
+
+    kept = [item["text"] for item in section(result, "recent")["items"]]  # type: ignore[index]
+    assert kept == [f"short turn {n}" for n in range(5)]
+    assert "pasted log line" not in result["text"]
 
 
 async def test_another_users_thread_is_a_404(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -65,11 +65,16 @@ class SectionBySection(MemorySearch):
         requests: Sequence[SearchRequest],
         *,
         query_embedding: list[float] | None,
+        not_only_of_messages: Sequence[Collection[uuid.UUID] | None] | None = None,
     ) -> list[list[SearchHit]]:
-        return [
-            list((await self.search(owner, request, query_embedding=query_embedding)).hits)
-            for request in requests
-        ]
+        leaving_out = not_only_of_messages or [None] * len(requests)
+        each = []
+        for request, messages in zip(requests, leaving_out, strict=True):
+            [hits] = await super().search_sections(
+                owner, [request], query_embedding=query_embedding, not_only_of_messages=[messages]
+            )
+            each.append(hits)
+        return each
 
 
 def section_by_section(services: Services) -> MemorySearch:
