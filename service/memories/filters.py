@@ -115,6 +115,7 @@ class MemoryFilter:
         *,
         owner_literal: Callable[[str], str] | None = None,
         org_without_user: bool = False,
+        leaving_out_messages: bool = True,
     ) -> Predicate:
         """The filter as a SQL predicate over `memory AS <alias>`, with its own bound values.
 
@@ -125,7 +126,9 @@ class MemoryFilter:
         `org_without_user`, the organization's memories are stated as those without a user
         (the same rows, by the table's constraint), which the planner estimates by the user
         column alone: stated by scope as well, it multiplies the two and expects a few rows of
-        a large organization's thousands.
+        a large organization's thousands. With `leaving_out_messages` False, the memories
+        drawn from `not_only_of_messages` alone are not left out here: the caller leaves them
+        out itself (`drawn_only_from_left_out`), as the fusion statement does after ranking.
         """
         m, p = alias, prefix
         binds: list[BindParameter[object]] = []
@@ -157,18 +160,10 @@ class MemoryFilter:
                 conditions.append(f"{m}.{column} = ANY(:{p}{column})")
                 binds.append(bindparam(f"{p}{column}", list(values), type_=ARRAY(Text())))
         conditions.append(f"({m}.expires_at IS NULL OR {m}.expires_at > now())")
-        if self.not_only_of_messages is not None:
-            conditions.append(
-                f"NOT ({m}.source_message_ids <@ :{p}not_only_of_messages"
-                f" AND cardinality({m}.source_message_ids) > 0)"
-            )
-            binds.append(
-                bindparam(
-                    f"{p}not_only_of_messages",
-                    list(self.not_only_of_messages),
-                    type_=ARRAY(PG_UUID(as_uuid=True)),
-                )
-            )
+        left_out = self.drawn_only_from_left_out(alias, prefix) if leaving_out_messages else None
+        if left_out is not None:
+            conditions.append(f"NOT {left_out.sql}")
+            binds.extend(left_out.binds)
         # A memory without an event time happened when it was recorded.
         event_time = f"coalesce({m}.event_at, {m}.created_at)"
         for name, expression, operator in (
@@ -182,3 +177,16 @@ class MemoryFilter:
                 conditions.append(f"{expression} {operator} :{p}{name}")
                 binds.append(bindparam(f"{p}{name}", value, type_=DateTime(timezone=True)))
         return Predicate("\n    AND ".join(conditions), tuple(binds))
+
+    def drawn_only_from_left_out(self, alias: str = "m", prefix: str = "f_") -> Predicate | None:
+        """The memories drawn from `not_only_of_messages` alone, as a SQL predicate over
+        `memory AS <alias>` (None when the filter leaves none out): a memory drawn from no
+        message, or from any other, is not one of them."""
+        if self.not_only_of_messages is None:
+            return None
+        name = f"{prefix}not_only_of_messages"
+        return Predicate(
+            f"({alias}.source_message_ids <@ :{name}"
+            f" AND cardinality({alias}.source_message_ids) > 0)",
+            (bindparam(name, list(self.not_only_of_messages), type_=ARRAY(PG_UUID(as_uuid=True))),),
+        )

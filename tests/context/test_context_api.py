@@ -377,6 +377,54 @@ async def test_a_threads_own_turns_are_not_repeated_as_earlier_episodes(
     assert episodes is not None and turn_ids <= {item["id"] for item in episodes["items"]}
 
 
+async def test_the_episodes_left_out_as_shown_turns_leave_the_section_full(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """The thread's turns stored as episodes rank first for the question, and the block shows
+    the turns themselves: the section is filled from the episodes ranked after them."""
+    headers = bearer(settings, tenant, "alice")
+    thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
+    contents = [f"The greyhound Pixel chased ball number {n} in the park" for n in range(8)]
+    appended = (
+        await client.post(
+            f"/v1/users/me/threads/{thread_id}/messages",
+            headers=headers,
+            json={"messages": [{"role": "user", "content": content} for content in contents]},
+        )
+    ).json()["items"]
+    await remember_all(
+        client,
+        headers,
+        *(
+            {
+                "text": f"user: {message['content']}",
+                "kind": "episodic",
+                "source_thread_id": thread_id,
+                "source_message_ids": [message["id"]],
+            }
+            for message in appended
+        ),
+    )
+    others = await remember_all(
+        client,
+        headers,
+        *({"text": f"Pixel the greyhound met dog {n}", "kind": "episodic"} for n in range(6)),
+    )
+
+    result = await context(
+        client,
+        headers,
+        query="Pixel the greyhound in the park",
+        thread_id=thread_id,
+        budget_tokens=4000,
+        k_episodic=4,
+    )
+
+    episodes = section(result, "episodes")
+    assert episodes is not None and len(episodes["items"]) == 4
+    assert {item["id"] for item in episodes["items"]} <= {memory["id"] for memory in others}
+
+
 async def test_instructions_layer_the_users_slots_over_the_orgs_for_random_slot_sets(
     client: AsyncClient, settings: Settings
 ) -> None:

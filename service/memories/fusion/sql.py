@@ -290,7 +290,11 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
                -- the same data and question rank the same.
                row_number() OVER (PARTITION BY h.section ORDER BY h.final_score DESC,
                                   h.stronger_side DESC, h.weaker_side DESC, h.id) AS section_rank
-          FROM hits h) AS ranked
+          FROM hits h
+         -- A section that leaves out the memories drawn only from the messages a context block
+         -- shows itself (`${left_out}`: false for every other) ranks them like any other, for
+         -- their evidence to their neighbours and their session, but returns none of them.
+         WHERE NOT ${left_out}) AS ranked
   JOIN memory s ON s.tenant_id = :tenant_id AND s.id = ranked.id
  WHERE section_rank <= ${limit}
  ORDER BY ranked.section, ranked.section_rank

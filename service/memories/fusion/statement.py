@@ -122,6 +122,9 @@ class SectionShape:
     holds_turns: bool = True
     """Whether the section's filter lets episodic memories (a conversation's turns) through:
     only a turn receives a neighbour's evidence, so a section without them looks none up."""
+    left_out: str | None = None
+    """The memories the section ranks but does not return, as a condition over `memory x`
+    (`MemoryFilter.drawn_only_from_left_out`), or None."""
 
     def pool(self, index: int) -> str:
         return str(self.written_sizes[0]) if self.written_sizes else f":pool_{index}"
@@ -315,12 +318,25 @@ def _search_template(
         candidate_filter=candidate_filter,
         neighbour_filter=neighbour_filter,
         turn_sections=sections_with_turns,
+        left_out=_left_out(shapes),
         section=section,
         lexical_pool=lexical_pool,
         pool=pool,
         limit=limit,
         **vectors,
     )
+
+
+def _left_out(shapes: Sequence[SectionShape]) -> str:
+    """Whether a hit `h` is one its section ranks but does not return (`SectionShape.left_out`),
+    as SQL: a look-up of the memory's row for the hits of such a section alone."""
+    cases = " ".join(
+        f"WHEN {index} THEN EXISTS (SELECT FROM memory x WHERE x.tenant_id = :tenant_id"
+        f" AND x.id = h.id AND {shape.left_out})"
+        for index, shape in enumerate(shapes)
+        if shape.left_out is not None
+    )
+    return f"(CASE h.section {cases} ELSE false END)" if cases else "false"
 
 
 def lexical_score(weight: str) -> str:
@@ -404,6 +420,8 @@ class SectionPredicates:
     rest: tuple[Predicate, ...] = ()
     """Each owner's filter for its kinds without an index (`SectionShape.rest_filters`): its
     own filter, but where an owner written in has indexes per kind."""
+    left_out: Predicate | None = None
+    """The memories the section ranks but does not return (`SectionShape.left_out`)."""
 
 
 def _section_predicates(
@@ -435,7 +453,7 @@ def _section_predicates(
         per_kind = any(kind != ALL_KINDS for kind, _, _ in units)
         predicates.append(
             SectionPredicates(
-                params.filter.where(tenant_id, prefix=f"f{index}_"),
+                params.filter.where(tenant_id, prefix=f"f{index}_", leaving_out_messages=False),
                 owners,
                 (params.pool, params.limit) if literal is not None else None,
                 tuple(
@@ -447,6 +465,7 @@ def _section_predicates(
                 _each_owner(tenant_id, params.filter, f"f{index}_", literal, org_without_user=True)
                 if per_kind
                 else owners,
+                params.filter.drawn_only_from_left_out("x", prefix=f"f{index}_"),
             )
         )
     return predicates
@@ -472,6 +491,7 @@ def _each_owner(
             prefix=f"{prefix}{place}_",
             owner_literal=literal,
             org_without_user=org_without_user,
+            leaving_out_messages=False,
         )
         for place, owner in enumerate(memories.owners)
     )
@@ -498,6 +518,7 @@ def _shapes(
             # The text depends on it (a section without turns has no look-ups), so a filter
             # that leaves episodic memories out has a text of its own.
             params.filter.kinds is None or "episodic" in params.filter.kinds,
+            None if section.left_out is None else section.left_out.sql,
         )
         for index, (params, section) in enumerate(zip(sections, predicates, strict=True))
     )
@@ -507,7 +528,7 @@ def _binds(predicates: Sequence[SectionPredicates]) -> list[BindParameter[Any]]:
     return [
         bind
         for section in predicates
-        for predicate in (section.candidate, *section.owners)
+        for predicate in (section.candidate, *section.owners, *filter(None, [section.left_out]))
         for bind in predicate.binds
     ]
 
