@@ -310,18 +310,16 @@ async def test_another_users_thread_is_a_404(
     assert_problem(response, 404, "NOT_FOUND")
 
 
-async def test_a_threads_own_turns_are_not_repeated_as_earlier_episodes(
-    client: AsyncClient, settings: Settings, tenant: str
-) -> None:
-    """The thread's turns stored as episodic memories are in the block once, as messages."""
-    headers = bearer(settings, tenant, "alice")
-    thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
-    turns = ["I adopted a greyhound called Pixel", "Pixel sleeps on the sofa all day"]
+async def turns_stored_as_episodes(
+    client: AsyncClient, headers: dict[str, str], thread_id: str, contents: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The user's turns appended to the thread, and each stored as an episode drawn from it
+    (as the write path stores a thread's turns): the messages and the memories."""
     appended = (
         await client.post(
             f"/v1/users/me/threads/{thread_id}/messages",
             headers=headers,
-            json={"messages": [{"role": "user", "content": content} for content in turns]},
+            json={"messages": [{"role": "user", "content": content} for content in contents]},
         )
     ).json()["items"]
     stored = await remember_all(
@@ -336,6 +334,21 @@ async def test_a_threads_own_turns_are_not_repeated_as_earlier_episodes(
             }
             for message in appended
         ),
+    )
+    return appended, stored
+
+
+async def test_a_threads_own_turns_are_not_repeated_as_earlier_episodes(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """The thread's turns stored as episodic memories are in the block once, as messages."""
+    headers = bearer(settings, tenant, "alice")
+    thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
+    turns = ["I adopted a greyhound called Pixel", "Pixel sleeps on the sofa all day"]
+    appended, stored = await turns_stored_as_episodes(client, headers, thread_id, turns)
+    stored += await remember_all(
+        client,
+        headers,
         # From the same thread but also from a message outside it: not a repeat.
         {
             "text": "Walked Pixel the greyhound in the park",
@@ -385,26 +398,7 @@ async def test_the_episodes_left_out_as_shown_turns_leave_the_section_full(
     headers = bearer(settings, tenant, "alice")
     thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
     contents = [f"The greyhound Pixel chased ball number {n} in the park" for n in range(8)]
-    appended = (
-        await client.post(
-            f"/v1/users/me/threads/{thread_id}/messages",
-            headers=headers,
-            json={"messages": [{"role": "user", "content": content} for content in contents]},
-        )
-    ).json()["items"]
-    await remember_all(
-        client,
-        headers,
-        *(
-            {
-                "text": f"user: {message['content']}",
-                "kind": "episodic",
-                "source_thread_id": thread_id,
-                "source_message_ids": [message["id"]],
-            }
-            for message in appended
-        ),
-    )
+    await turns_stored_as_episodes(client, headers, thread_id, contents)
     others = await remember_all(
         client,
         headers,
