@@ -64,8 +64,6 @@ TITLES: dict[SectionName, str] = {
 }
 # Bullets for facts, en dashes for episodes, so the model sees the difference.
 EPISODE_DASH = "\u2013"
-# The most hits one search returns (`SearchRequest.limit`'s bound).
-SEARCH_LIMIT_MAX = 100
 MemorySectionName = Literal["org", "facts", "episodes"]
 # The sections made of searched memories: the scopes and kinds each searches. They select
 # disjoint memories, so one fusion statement ranks all three.
@@ -282,8 +280,9 @@ class ContextBuilder:
             else []
         )
         hits: dict[MemorySectionName, list[SearchHit]] = {name: [] for name in MEMORY_SECTIONS}
-        for (name, _), section_hits in zip(sections, found, strict=True):
-            hits[name] = section_hits
+        hits.update(
+            (name, section_hits) for (name, _), section_hits in zip(sections, found, strict=True)
+        )
         return hits
 
     async def _procedures(self, user_id: str) -> SectionDraft[ContextItemSource]:
