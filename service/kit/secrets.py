@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import math
 import re
 import unicodedata
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -427,6 +428,34 @@ def mask_secrets(text: str) -> str:
         position = finding.end
     parts.append(text[position:])
     return "".join(parts)
+
+
+_MASKED_KEPT = 8192
+"""How many masked texts `mask_secrets_memo` keeps (each at most `_MASK_MEMO_MAX_CHARS`)."""
+
+_MASK_MEMO_MAX_CHARS = 4096
+"""A longer text is masked on every call: it is rarely replayed whole again and again."""
+
+_masked: OrderedDict[bytes, str] = OrderedDict()
+
+
+def mask_secrets_memo(text: str) -> str:
+    """`mask_secrets`, remembered for the texts a prompt replays on every call (a conversation's
+    recent turns: ~0.1 ms each to mask, a context block replays dozens). Kept by a digest of the
+    text, least recently used first out: what the process keeps is the masked text, never the
+    text with its secrets."""
+    if len(text) > _MASK_MEMO_MAX_CHARS:
+        return mask_secrets(text)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    masked = _masked.get(key)
+    if masked is not None:
+        _masked.move_to_end(key)
+        return masked
+    masked = mask_secrets(text)
+    _masked[key] = masked
+    if len(_masked) > _MASKED_KEPT:
+        _masked.popitem(last=False)
+    return masked
 
 
 def refuse_secrets(

@@ -21,7 +21,7 @@ from service.kit.pagination import (
     newest_first_cursor,
 )
 from service.kit.resource_headers import entity_tag, require_match
-from service.kit.secrets import mask_secrets, refuse_secrets
+from service.kit.secrets import mask_secrets, mask_secrets_memo, refuse_secrets
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel, LLMUnavailable
 from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
@@ -378,7 +378,7 @@ class ThreadService:
         await self.load(user_id, thread_id)
         summaries = await self._repository.summaries(thread_id)
         first_needed = await self._first_needed(thread_id, summaries, buffer_turns)
-        replay = mask_secrets if self._mask_replayed_secrets else _as_sent
+        replay = mask_secrets_memo if self._mask_replayed_secrets else _as_sent
         newest_first: list[ReplayedMessage] = []
         humans = 0
         before = NO_LATER_SEQ

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import unicodedata
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,7 +16,14 @@ from hypothesis import strategies as st
 
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
-from service.kit.secrets import MASK, find_secret, find_secret_in, mask_secrets
+from service.kit import secrets as secrets_module
+from service.kit.secrets import (
+    MASK,
+    find_secret,
+    find_secret_in,
+    mask_secrets,
+    mask_secrets_memo,
+)
 from service.main import create_app
 from tests.conftest import assert_problem, bearer
 from tests.extraction.conftest import say, serve, wait_for_passes, write_path_settings
@@ -117,6 +125,27 @@ def test_each_kind_of_secret_is_found_and_masked(kind: str) -> None:
     masked = mask_secrets(text)
     assert MASK in masked
     assert find_secret(masked) is None
+
+
+def test_the_remembered_masking_masks_alike_and_keeps_no_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A replayed turn is masked once and then remembered: the same result every time, and the
+    memory holds the masked text only, never the secret, and at most its bound of texts."""
+    monkeypatch.setattr(secrets_module, "_masked", OrderedDict())
+    monkeypatch.setattr(secrets_module, "_MASKED_KEPT", 3)
+    texts = [f"note {n}: {SECRETS[kind]}" for n, kind in enumerate(sorted(SECRETS))]
+    texts += [*HARMLESS[:4], "x" * 5000 + SECRETS[sorted(SECRETS)[0]]]
+    for _ in range(2):
+        for text in texts:
+            assert mask_secrets_memo(text) == mask_secrets(text)
+    kept = secrets_module._masked
+    assert len(kept) == 3
+    for key, masked in kept.items():
+        assert find_secret(masked) is None
+        assert all(SECRETS[kind].encode() not in key for kind in SECRETS)
+    # The longest text is masked each time, not kept.
+    assert all(len(masked) < 4096 for masked in kept.values())
 
 
 @pytest.mark.parametrize(("before", "secret"), SPLIT_BY_INVISIBLE_CHARACTERS)
