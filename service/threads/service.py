@@ -464,11 +464,12 @@ def masked_window(window: ThreadWindow) -> ThreadWindow:
         update={
             "summary_text": mask_secrets(window.summary_text),
             "summaries": [
-                s.model_copy(update={"entries": _replayed_entries(s.entries, mask_secrets)})
+                s.model_copy(update={"entries": _replayed_entries(s.entries, mask_secrets_memo)})
                 for s in window.summaries
             ],
             "messages": [
-                m.model_copy(update={"content": mask_secrets(m.content)}) for m in window.messages
+                m.model_copy(update={"content": mask_secrets_memo(m.content)})
+                for m in window.messages
             ],
         }
     )
