@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, Integer, Text, bindparam, delete, func, select, text
 from sqlalchemy.dialects.postgresql import UUID
@@ -63,6 +63,29 @@ SELECT id, role, content, seq
 """
 """A page of a thread's messages, newest first, between two positions (`uq_message_thread_seq`
 read backwards): the columns a prompt replays."""
+
+THREAD_OF_USER_SQL = (
+    "SELECT 1 FROM thread WHERE tenant_id = :tenant_id AND id = :thread_id AND user_id = :user_id"
+)
+"""Whether the thread is the user's (`ThreadRepository.is_users`)."""
+
+SUMMARY_ROWS_SQL = """
+SELECT sequence, end_index, entries
+  FROM thread_summary
+ WHERE tenant_id = :tenant_id AND thread_id = :thread_id
+ ORDER BY sequence
+"""
+"""A thread's summaries, oldest first, in the columns a prompt replays (`ThreadRepository.
+summary_rows`)."""
+
+
+class SummaryRow(NamedTuple):
+    """A stored summary as a prompt replays it (`summaries.SummaryLike`)."""
+
+    sequence: int
+    end_index: int
+    entries: list[dict[str, Any]]
+
 
 NO_LATER_SEQ = 2**63 - 1
 """A position after every message's (the largest bigint): the first page starts at the end."""
@@ -215,6 +238,33 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
         )
         value = (await self._session.execute(statement)).scalar_one_or_none()
         return None if value is None else int(value)
+
+    async def is_users(self, user_id: str, thread_id: uuid.UUID) -> bool:
+        """Whether the thread exists and is the user's, on the driver (a context block asks on
+        every call)."""
+        rows = await fetch_on_driver(
+            self._session,
+            THREAD_OF_USER_SQL,
+            [
+                bindparam("tenant_id", self._tenant_id, type_=Text()),
+                bindparam("thread_id", thread_id, type_=UUID(as_uuid=True)),
+                bindparam("user_id", user_id, type_=Text()),
+            ],
+        )
+        return bool(rows)
+
+    async def summary_rows(self, thread_id: uuid.UUID) -> list[SummaryRow]:
+        """The thread's summaries, oldest first, on the driver (a context block reads them on
+        every call)."""
+        rows = await fetch_on_driver(
+            self._session,
+            SUMMARY_ROWS_SQL,
+            [
+                bindparam("tenant_id", self._tenant_id, type_=Text()),
+                bindparam("thread_id", thread_id, type_=UUID(as_uuid=True)),
+            ],
+        )
+        return [SummaryRow(row["sequence"], row["end_index"], row["entries"]) for row in rows]
 
     async def newest_messages(
         self, thread_id: uuid.UUID, *, from_seq: int, before_seq: int, page: int

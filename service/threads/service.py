@@ -46,6 +46,7 @@ from service.threads.schemas import (
 )
 from service.threads.summaries import (
     HUMAN_ROLE,
+    SummaryLike,
     SummaryPassResult,
     format_summaries_for_prompt,
     summarize_thread,
@@ -375,8 +376,9 @@ class ThreadService:
         only the latest turns of a long conversation does not read, mask and count all of it.
         With summaries, reading also goes on until the last `buffer_turns` human turns are
         read, which decide where the window starts."""
-        await self.load(user_id, thread_id)
-        summaries = await self._repository.summaries(thread_id)
+        if not await self._repository.is_users(user_id, thread_id):
+            raise ThreadNotFound(f"No thread {thread_id} here.")
+        summaries = await self._repository.summary_rows(thread_id)
         first_needed = await self._first_needed(thread_id, summaries, buffer_turns)
         replay = mask_secrets_memo if self._mask_replayed_secrets else _as_sent
         newest_first: list[ReplayedMessage] = []
@@ -407,7 +409,7 @@ class ThreadService:
         )
 
     async def _first_needed(
-        self, thread_id: uuid.UUID, summaries: Sequence[ThreadSummary], buffer_turns: int
+        self, thread_id: uuid.UUID, summaries: Sequence[SummaryLike], buffer_turns: int
     ) -> int:
         """The first position a window of the thread may start at: after its last summarised
         window, but no later than its `buffer_turns`-th most recent human turn; 0 without

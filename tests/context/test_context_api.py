@@ -485,8 +485,9 @@ async def test_the_orgs_and_the_users_profiles_each_land_in_their_own_section(
 async def test_a_blocks_reads_besides_its_search_go_to_the_driver(
     app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
-    """The profiles, the account's overlay and the procedures are read on every call: on the
-    driver, not through the session (whose execution costs ten times the statement)."""
+    """The profiles, the account's overlay, the procedures and the thread's window are read on
+    every call: on the driver, not through the session (whose execution costs ten times the
+    statement)."""
     admin = bearer(settings, tenant, "root", admin=True)
     service = bearer(settings, tenant, "backend", service=True)
     response = await client.put(
@@ -504,12 +505,22 @@ async def test_a_blocks_reads_besides_its_search_go_to_the_driver(
     await client.put("/v1/org/procedures", headers=admin, json={"safety": "No medical advice"})
     await client.put("/v1/users/alice/procedures", headers=service, json={"style": "Be brief"})
     alice = bearer(settings, tenant, "alice")  # no claims: the overlay is the stored one
-    await context(client, alice, query="warm-up")
+    thread_id = await start_thread(client, alice)
+    response = await client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=alice,
+        json={"messages": [{"role": "user", "content": "Which floor is the office on?"}]},
+    )
+    assert response.status_code == 201, response.text
+    await context(client, alice, query="warm-up", thread_id=thread_id)
 
     with statements_sent(app.state.mneme.engine) as through_the_session:
-        result = await context(client, alice, query="where is the office", budget_tokens=4000)
+        result = await context(
+            client, alice, query="where is the office", thread_id=thread_id, budget_tokens=4000
+        )
 
     assert through_the_session == []
+    assert "user: Which floor is the office on?" in result["text"]
     assert '<memory>\nname: Alice\nsocials: ["github"]\noffice: Lisbon\n</memory>' in result["text"]
     assert [i["text"] for i in section(result, "org")["items"]] == ["office: Lisbon"]  # type: ignore[index]
     assert "- Style: Be brief" in result["text"] and "- Safety: No medical advice" in result["text"]
