@@ -8,13 +8,11 @@ planner sees a specific predicate instead of "$1 IS NULL OR …".
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 
 from sqlalchemy import ARRAY, BindParameter, DateTime, Text, TextClause, bindparam, text
-from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 
 from service.auth.owner import Owner
 
@@ -49,9 +47,6 @@ class MemoryFilter:
     created_before: datetime | None = None
     event_after: datetime | None = None
     event_before: datetime | None = None
-    not_only_of_messages: tuple[uuid.UUID, ...] | None = None
-    """Leave out the memories drawn from these messages alone (a context block that shows the
-    messages themselves); a memory drawn from no message is never left out."""
 
     @classmethod
     def build(
@@ -65,7 +60,6 @@ class MemoryFilter:
         created_before: datetime | None = None,
         event_after: datetime | None = None,
         event_before: datetime | None = None,
-        not_only_of_messages: Collection[uuid.UUID] | None = None,
     ) -> MemoryFilter:
         """A filter from optional lists; an empty list means the same as no condition."""
         return cls(
@@ -77,9 +71,6 @@ class MemoryFilter:
             created_before=created_before,
             event_after=event_after,
             event_before=event_before,
-            not_only_of_messages=tuple(sorted(not_only_of_messages))
-            if not_only_of_messages
-            else None,
         )
 
     def live_unless_asked(self) -> MemoryFilter:
@@ -115,7 +106,6 @@ class MemoryFilter:
         *,
         owner_literal: Callable[[str], str] | None = None,
         org_without_user: bool = False,
-        leaving_out_messages: bool = True,
     ) -> Predicate:
         """The filter as a SQL predicate over `memory AS <alias>`, with its own bound values.
 
@@ -126,9 +116,7 @@ class MemoryFilter:
         `org_without_user`, the organization's memories are stated as those without a user
         (the same rows, by the table's constraint), which the planner estimates by the user
         column alone: stated by scope as well, it multiplies the two and expects a few rows of
-        a large organization's thousands. With `leaving_out_messages` False, the memories
-        drawn from `not_only_of_messages` alone are not left out here: the caller leaves them
-        out itself (`drawn_only_from_left_out`), as the fusion statement does after ranking.
+        a large organization's thousands.
         """
         m, p = alias, prefix
         binds: list[BindParameter[object]] = []
@@ -160,10 +148,6 @@ class MemoryFilter:
                 conditions.append(f"{m}.{column} = ANY(:{p}{column})")
                 binds.append(bindparam(f"{p}{column}", list(values), type_=ARRAY(Text())))
         conditions.append(f"({m}.expires_at IS NULL OR {m}.expires_at > now())")
-        left_out = self.drawn_only_from_left_out(alias, prefix) if leaving_out_messages else None
-        if left_out is not None:
-            conditions.append(f"NOT {left_out.sql}")
-            binds.extend(left_out.binds)
         # A memory without an event time happened when it was recorded.
         event_time = f"coalesce({m}.event_at, {m}.created_at)"
         for name, expression, operator in (
@@ -177,16 +161,3 @@ class MemoryFilter:
                 conditions.append(f"{expression} {operator} :{p}{name}")
                 binds.append(bindparam(f"{p}{name}", value, type_=DateTime(timezone=True)))
         return Predicate("\n    AND ".join(conditions), tuple(binds))
-
-    def drawn_only_from_left_out(self, alias: str = "m", prefix: str = "f_") -> Predicate | None:
-        """The memories drawn from `not_only_of_messages` alone, as a SQL predicate over
-        `memory AS <alias>` (None when the filter leaves none out): a memory drawn from no
-        message, or from any other, is not one of them."""
-        if self.not_only_of_messages is None:
-            return None
-        name = f"{prefix}not_only_of_messages"
-        return Predicate(
-            f"({alias}.source_message_ids <@ :{name}"
-            f" AND cardinality({alias}.source_message_ids) > 0)",
-            (bindparam(name, list(self.not_only_of_messages), type_=ARRAY(PG_UUID(as_uuid=True))),),
-        )

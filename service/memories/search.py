@@ -137,8 +137,8 @@ class MemorySearch:
         not_only_of_messages: Collection[uuid.UUID] | None = None,
     ) -> SearchParams:
         """The fusion statement's parameters for `request` over `owner`'s memories (and the
-        organization's, when the request's scopes include `org`); leaving out the memories
-        drawn from `not_only_of_messages` alone (`MemoryFilter.not_only_of_messages`)."""
+        organization's, when the request's scopes include `org`); not returning the memories
+        drawn from `not_only_of_messages` alone (`SearchParams.not_only_of_messages`)."""
         settings = self._settings
         column = self.vector_column(query_embedding)
         if column is None:
@@ -160,7 +160,6 @@ class MemorySearch:
                 lifecycles=request.lifecycles,
                 event_after=request.event_after,
                 event_before=request.event_before,
-                not_only_of_messages=not_only_of_messages,
             ),
             query=request.query,
             query_embedding=query_embedding,
@@ -188,6 +187,9 @@ class MemorySearch:
             postings_scanned=settings.search_postings_scanned,
             vector_index_share=settings.search_vector_index_share,
             owner_index_ef_search=settings.owner_vector_index_ef_search,
+            not_only_of_messages=tuple(sorted(not_only_of_messages))
+            if not_only_of_messages
+            else None,
             vector_column=column or self._vector_columns.live(),
         )
 

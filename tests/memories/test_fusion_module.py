@@ -38,13 +38,15 @@ def test_rendering_fills_every_placeholder_and_leaves_array_literals_alone() -> 
 def test_every_ranking_parameter_is_bound_under_its_own_name() -> None:
     """A field added to `SearchParams` reaches the statement as a bind of the same name."""
     # The vector column is the statement's text, not a value (see the next test); the owner
-    # index's candidate list is a planner setting made before the statement runs.
+    # index's candidate list is a planner setting made before the statement runs; the messages
+    # whose memories a section does not return are bound per section, like its filter.
     declared = {each.name for each in fields(SearchParams)} - {
         "filter",
         "pool",
         "limit",
         "vector_column",
         "owner_index_ef_search",
+        "not_only_of_messages",
     }
     assert {name for name, _ in RANKING_PARAMETERS} == declared
 

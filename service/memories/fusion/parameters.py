@@ -3,6 +3,7 @@ declared once with its SQL type (`RANKING_PARAMETERS` is derived from it)."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, get_type_hints
@@ -58,6 +59,10 @@ class SearchParams:
     vector_column: VectorColumn = FIRST_VECTOR_COLUMN
     # Not bound: the HNSW candidate list for an owner with a vector index of its own.
     owner_index_ef_search: int = 200
+    # Not a ranking parameter: the memories drawn from these messages alone are ranked like any
+    # other (their evidence to their neighbours and session counts) but not returned (a context
+    # block that shows the messages themselves). A memory drawn from no message is returned.
+    not_only_of_messages: tuple[uuid.UUID, ...] | None = None
 
 
 RANKING_PARAMETERS: tuple[tuple[str, TypeEngine[Any]], ...] = tuple(

@@ -4,6 +4,7 @@ values bound, and its compilation to driver SQL, once per filter shape (`compile
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -11,7 +12,7 @@ from string import Template
 from typing import Any, get_args
 
 from sqlalchemy import BindParameter, Integer, Text, TextualSelect, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY, BYTEA
+from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, UUID
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
@@ -124,7 +125,7 @@ class SectionShape:
     only a turn receives a neighbour's evidence, so a section without them looks none up."""
     left_out: str | None = None
     """The memories the section ranks but does not return, as a condition over `memory x`
-    (`MemoryFilter.drawn_only_from_left_out`), or None."""
+    (`SearchParams.not_only_of_messages`), or None."""
 
     def pool(self, index: int) -> str:
         return str(self.written_sizes[0]) if self.written_sizes else f":pool_{index}"
@@ -438,8 +439,20 @@ def _section_predicates(
     first = sections[0]
     # A plain search is one section: nothing to compare (this runs on every search).
     for index, other in enumerate(sections[1:], start=1):
-        if replace(other, filter=first.filter, pool=first.pool, limit=first.limit) != first:
-            raise ValueError("sections of one search share everything but filter, pool and limit")
+        if (
+            replace(
+                other,
+                filter=first.filter,
+                pool=first.pool,
+                limit=first.limit,
+                not_only_of_messages=first.not_only_of_messages,
+            )
+            != first
+        ):
+            raise ValueError(
+                "sections of one search share everything but filter, pool, limit and the "
+                "messages whose memories they do not return"
+            )
         if any(not other.filter.is_disjoint(earlier.filter) for earlier in sections[:index]):
             raise ValueError("the sections of one search must select disjoint memories")
     predicates = []
@@ -453,7 +466,7 @@ def _section_predicates(
         per_kind = any(kind != ALL_KINDS for kind, _, _ in units)
         predicates.append(
             SectionPredicates(
-                params.filter.where(tenant_id, prefix=f"f{index}_", leaving_out_messages=False),
+                params.filter.where(tenant_id, prefix=f"f{index}_"),
                 owners,
                 (params.pool, params.limit) if literal is not None else None,
                 tuple(
@@ -465,10 +478,22 @@ def _section_predicates(
                 _each_owner(tenant_id, params.filter, f"f{index}_", literal, org_without_user=True)
                 if per_kind
                 else owners,
-                params.filter.drawn_only_from_left_out("x", prefix=f"f{index}_"),
+                _drawn_only_from(params.not_only_of_messages, f"f{index}_"),
             )
         )
     return predicates
+
+
+def _drawn_only_from(messages: tuple[uuid.UUID, ...] | None, prefix: str) -> Predicate | None:
+    """The memories drawn from `messages` alone, as a condition over `memory x`, or None: a
+    memory drawn from no message, or from any other, is not one of them."""
+    if messages is None:
+        return None
+    name = f"{prefix}not_only_of_messages"
+    return Predicate(
+        f"(x.source_message_ids <@ :{name} AND cardinality(x.source_message_ids) > 0)",
+        (bindparam(name, list(messages), type_=ARRAY(UUID(as_uuid=True))),),
+    )
 
 
 def _each_owner(
@@ -491,7 +516,6 @@ def _each_owner(
             prefix=f"{prefix}{place}_",
             owner_literal=literal,
             org_without_user=org_without_user,
-            leaving_out_messages=False,
         )
         for place, owner in enumerate(memories.owners)
     )
