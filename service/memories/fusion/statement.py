@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, UUID
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
-from service.db import DriverStatement, escaped_literal
+from service.db import DriverStatement, compiled_once, escaped_literal
 from service.memories.bm25 import (
     SATURATION,
     SHORTEST_SHARE,
@@ -619,11 +619,6 @@ def _sectioned_statement(
     )
 
 
-# By dialect and statement text: one entry per filter shape (which conditions each section
-# sets). Bounded: a client cannot grow it without limit by varying its filters.
-_compiled_searches: dict[tuple[str, str], DriverStatement] = {}
-
-
 def compiled_search(
     tenant_id: str,
     sections: Sequence[SearchParams],
@@ -645,14 +640,11 @@ def compiled_search(
     template = _search_template(
         _shapes(sections, predicates), sections[0].vector_column, exact_vectors
     )
-    key = (dialect.name, template)
-    compiled = _compiled_searches.get(key)
-    if compiled is None:
-        if len(_compiled_searches) >= _COMPILED_SEARCHES_KEPT:
-            _compiled_searches.clear()
-        statement = _sectioned_statement(tenant_id, sections, predicates, exact_vectors)
-        compiled = DriverStatement.compile(statement, dialect)
-        _compiled_searches[key] = compiled
+    compiled = compiled_once(
+        template,
+        dialect,
+        lambda: _sectioned_statement(tenant_id, sections, predicates, exact_vectors),
+    )
     values = {bind.key: bind.value for bind in _binds(predicates)}
     values.update(_bound_values(tenant_id, sections, predicates))
     return compiled, compiled.arguments(values)
