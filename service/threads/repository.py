@@ -7,7 +7,17 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import BigInteger, Integer, Text, bindparam, delete, func, select, text
+from sqlalchemy import (
+    BigInteger,
+    BindParameter,
+    Integer,
+    Text,
+    bindparam,
+    delete,
+    func,
+    select,
+    text,
+)
 from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -242,28 +252,15 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
     async def is_users(self, user_id: str, thread_id: uuid.UUID) -> bool:
         """Whether the thread exists and is the user's, on the driver (a context block asks on
         every call)."""
-        rows = await fetch_on_driver(
-            self._session,
-            THREAD_OF_USER_SQL,
-            [
-                bindparam("tenant_id", self._tenant_id, type_=Text()),
-                bindparam("thread_id", thread_id, type_=UUID(as_uuid=True)),
-                bindparam("user_id", user_id, type_=Text()),
-            ],
+        rows = await self._thread_rows(
+            THREAD_OF_USER_SQL, thread_id, bindparam("user_id", user_id, type_=Text())
         )
         return bool(rows)
 
     async def summary_rows(self, thread_id: uuid.UUID) -> list[SummaryRow]:
         """The thread's summaries, oldest first, on the driver (a context block reads them on
         every call)."""
-        rows = await fetch_on_driver(
-            self._session,
-            SUMMARY_ROWS_SQL,
-            [
-                bindparam("tenant_id", self._tenant_id, type_=Text()),
-                bindparam("thread_id", thread_id, type_=UUID(as_uuid=True)),
-            ],
-        )
+        rows = await self._thread_rows(SUMMARY_ROWS_SQL, thread_id)
         return [SummaryRow(row["sequence"], row["end_index"], row["entries"]) for row in rows]
 
     async def newest_messages(
@@ -271,15 +268,26 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
     ) -> list[Mapping[str, Any]]:
         """Up to `page` messages with `from_seq` <= seq < `before_seq`, newest first: id, role,
         content and seq, on the driver (a context block reads them on every call)."""
+        return await self._thread_rows(
+            NEWEST_MESSAGES_SQL,
+            thread_id,
+            bindparam("from_seq", from_seq, type_=BigInteger()),
+            bindparam("before_seq", before_seq, type_=BigInteger()),
+            bindparam("page", page, type_=Integer()),
+        )
+
+    async def _thread_rows(
+        self, sql: str, thread_id: uuid.UUID, *binds: BindParameter[Any]
+    ) -> list[Mapping[str, Any]]:
+        """The rows of `sql` about one thread of this tenant (`:tenant_id`, `:thread_id`, and
+        `binds`), on the driver."""
         return await fetch_on_driver(
             self._session,
-            NEWEST_MESSAGES_SQL,
+            sql,
             [
                 bindparam("tenant_id", self._tenant_id, type_=Text()),
                 bindparam("thread_id", thread_id, type_=UUID(as_uuid=True)),
-                bindparam("from_seq", from_seq, type_=BigInteger()),
-                bindparam("before_seq", before_seq, type_=BigInteger()),
-                bindparam("page", page, type_=Integer()),
+                *binds,
             ],
         )
 
