@@ -16,7 +16,7 @@ from service.config import Settings
 from service.kit.token_counting import _load, count_tokens
 from tests.conftest import assert_problem, bearer, new_tenant
 from tests.db.sent_queries import queries_of
-from tests.fixtures.factories import remember_all, start_thread
+from tests.fixtures.factories import long_conversation, remember_all, start_thread
 from tests.fixtures.state import tenant_state
 from tests.plans import statements_sent
 
@@ -245,18 +245,7 @@ async def test_a_long_conversation_is_read_only_as_far_back_as_the_block_can_sho
     """The recent section offers the newest turns whose lines fit the budget; the thread is
     read a page at a time, newest first, and no further back than that."""
     headers = bearer(settings, tenant, "alice")
-    thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
-    for start in range(0, 300, 100):
-        messages = [
-            {"role": ("user", "assistant")[n % 2], "content": f"turn {n} about the trip"}
-            for n in range(start, start + 100)
-        ]
-        response = await client.post(
-            f"/v1/users/me/threads/{thread_id}/messages",
-            headers=headers,
-            json={"messages": messages},
-        )
-        assert response.status_code == 201, response.text
+    thread_id = await long_conversation(client, headers, 300, "turn {n} about the trip")
 
     with queries_of(app.state.mneme.engine) as sent:
         result = await context(

@@ -18,26 +18,13 @@ from service.services import unit_of_work
 from service.threads.dependencies import thread_service
 from service.threads.service import CONTEXT_PAGE, ContextWindow
 from tests.conftest import bearer
-from tests.fixtures.factories import start_thread
+from tests.fixtures.factories import long_conversation
 
 MESSAGES = 200
 
 
 async def thread_of(client: AsyncClient, settings: Settings, tenant: str) -> str:
-    headers = bearer(settings, tenant, "ada")
-    thread_id = await start_thread(client, headers)
-    for start in range(0, MESSAGES, 100):
-        messages = [
-            {"role": ("user", "assistant")[n % 2], "content": f"turn {n}"}
-            for n in range(start, start + 100)
-        ]
-        response = await client.post(
-            f"/v1/users/me/threads/{thread_id}/messages",
-            headers=headers,
-            json={"messages": messages},
-        )
-        assert response.status_code == 201, response.text
-    return thread_id
+    return await long_conversation(client, bearer(settings, tenant, "ada"), MESSAGES)
 
 
 async def windows(
