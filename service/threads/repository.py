@@ -36,16 +36,23 @@ DELETE_THREAD_CHILDREN_SQL = {
 
 MESSAGES_WITH_LABELS_SQL = text(
     """
-    SELECT id, label FROM (
-        SELECT id, seq, role,
-               count(*) FILTER (WHERE role = 'user') OVER (ORDER BY seq) AS label
-          FROM message
-         WHERE tenant_id = :tenant_id AND thread_id = :thread_id
-    ) AS numbered
-     WHERE role = 'user' AND seq = ANY(CAST(:seqs AS bigint[]))
+    SELECT id,
+           -- A scalar subquery: counted once, not again for every labelled row.
+           (SELECT count(*) FROM message
+             WHERE tenant_id = :tenant_id AND thread_id = :thread_id
+               AND seq < :first_seq AND role = 'user') + numbered.label AS label
+      FROM (SELECT id, seq, role,
+                   count(*) FILTER (WHERE role = 'user') OVER (ORDER BY seq) AS label
+              FROM message
+             WHERE tenant_id = :tenant_id AND thread_id = :thread_id
+               AND seq >= :first_seq AND seq <= :last_seq
+           ) AS numbered
+     WHERE numbered.role = 'user' AND numbered.seq = ANY(CAST(:seqs AS bigint[]))
     """
 )
-"""Human-turn labels (`#N`, counted from 1 over the thread) of the given user messages."""
+"""Human-turn labels (`#N`, counted from 1 over the thread) of the given user messages: the
+human messages before the first of them counted, and those from it to the last numbered, so
+labelling a page of a long thread reads that page's rows, not every row before it."""
 
 TURNS_BY_LABEL_SQL = text(
     """
@@ -211,7 +218,13 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
         rows = (
             await self._session.execute(
                 MESSAGES_WITH_LABELS_SQL,
-                {"tenant_id": self._tenant_id, "thread_id": thread_id, "seqs": seqs},
+                {
+                    "tenant_id": self._tenant_id,
+                    "thread_id": thread_id,
+                    "seqs": seqs,
+                    "first_seq": min(seqs),
+                    "last_seq": max(seqs),
+                },
             )
         ).all()
         return {row.id: int(row.label) for row in rows}
