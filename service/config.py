@@ -256,6 +256,10 @@ class Settings(BaseSettings):
     thread_summary_keep_recent: int = 10
     # Human turns always kept raw at the end of a prompt window.
     thread_messages_buffer_recent_turns: int = Field(default=5, ge=0)
+    # The most raw messages `GET …/threads/{id}/window` returns unless the request asks for a
+    # number (`max_messages`): the newest of the window. Without summaries the window is the
+    # whole thread, and a response (and its read) would otherwise grow with the conversation.
+    thread_window_max_messages: int = Field(default=200, ge=1, le=1000)
 
     # --- background jobs --------------------------------------------------------------------------
     jobs_enabled: bool = True

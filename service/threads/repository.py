@@ -304,6 +304,22 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
             ],
         )
 
+    async def newest_messages_from(
+        self, thread_id: uuid.UUID, seq: int, *, limit: int
+    ) -> list[Message]:
+        """The newest `limit` messages from position `seq` on, newest first."""
+        statement = (
+            select(Message)
+            .where(
+                Message.tenant_id == self._tenant_id,
+                Message.thread_id == thread_id,
+                Message.seq >= seq,
+            )
+            .order_by(Message.seq.desc())
+            .limit(limit)
+        )
+        return list((await self._session.execute(statement)).scalars())
+
     async def messages_from(self, thread_id: uuid.UUID, seq: int) -> list[Message]:
         statement = (
             select(Message)

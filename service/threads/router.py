@@ -45,6 +45,9 @@ READ_PROBLEMS = problem_responses(401, 404, 422, 429)
 WRITE_PROBLEMS = problem_responses(401, 404, 409, 413, 422, 429)
 GUARDED_WRITE_PROBLEMS = problem_responses(401, 404, 409, 412, 413, 422, 429)
 
+MAX_WINDOW_MESSAGES = 1000
+"""The most raw messages one window response may ask for (`max_messages`)."""
+
 
 def tagged(thread: ThreadRead) -> Tagged[ThreadRead]:
     return Tagged(thread, thread_etag(thread))
@@ -273,12 +276,29 @@ async def summarize_thread_now(
     responses=READ_PROBLEMS,
 )
 async def get_thread_window(
-    user_id: AddressedUserId, thread_id: uuid.UUID, threads: ThreadSvc, state: State
+    user_id: AddressedUserId,
+    thread_id: uuid.UUID,
+    threads: ThreadSvc,
+    state: State,
+    max_messages: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_WINDOW_MESSAGES,
+            description="The most raw messages to return, the newest "
+            "(default MNEME_THREAD_WINDOW_MAX_MESSAGES, 200).",
+        ),
+    ] = None,
 ) -> ThreadWindow:
     """The summaries (oldest first, formatted for an `<earlier_conversation>` block) and the raw
     messages after the last summarised window, keeping at least
-    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw. `summarization` says
+    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
+    them, the newest (`truncated` says when older ones were left out). `summarization` says
     whether summaries are being written at all."""
+    settings = state.settings
     return await threads.window(
-        user_id, thread_id, state.settings.thread_messages_buffer_recent_turns
+        user_id,
+        thread_id,
+        settings.thread_messages_buffer_recent_turns,
+        max_messages=max_messages or settings.thread_window_max_messages,
     )

@@ -215,5 +215,10 @@ class ThreadWindow(BaseModel):
     summary_text: str = Field(
         description="Formatted summaries for an <earlier_conversation> block."
     )
-    start_index: int = Field(description="Position of the first raw message.")
+    start_index: int = Field(description="Position of the first raw message returned.")
     messages: list[MessageRead]
+    truncated: bool = Field(
+        default=False,
+        description="Whether older raw messages of the window were left out to keep to "
+        "`max_messages` (the newest are returned; GET …/messages pages through all of them).",
+    )

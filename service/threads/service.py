@@ -348,16 +348,31 @@ class ThreadService:
             raise ThreadNotFound(f"No thread {thread_id} here.")
         raise SummarizationDisabled(f"Summarization is off ({result.status}).")
 
-    async def window(self, user_id: str, thread_id: uuid.UUID, buffer_turns: int) -> ThreadWindow:
+    async def window(
+        self, user_id: str, thread_id: uuid.UUID, buffer_turns: int, *, max_messages: int
+    ) -> ThreadWindow:
         """Summaries oldest first, then the raw messages after the last summarised window,
-        always keeping the `buffer_turns` most recent human turns raw."""
-        summaries, start, raw = await self._window_rows(user_id, thread_id, buffer_turns)
+        always keeping the `buffer_turns` most recent human turns raw; of those, the newest
+        `max_messages` (read newest first, so a long thread without summaries costs what is
+        returned, not its length)."""
+        await self.load(user_id, thread_id)
+        summaries = await self._repository.summaries(thread_id)
+        first_needed = await self._first_needed(thread_id, summaries, buffer_turns)
+        newest_first = await self._repository.newest_messages_from(
+            thread_id, first_needed, limit=max_messages + 1
+        )
+        truncated = len(newest_first) > max_messages
+        raw = newest_first[:max_messages][::-1]
+        # Read whole, the window starts where `window_start_index` says; cut, at the oldest
+        # message kept (every message from `first_needed` on is in the window).
+        start = raw[0].seq if truncated else window_start_index(summaries, raw, buffer_turns)
         window = ThreadWindow(
             summarization=self._summarizer.status,
             summaries=[SummaryRead.model_validate(s) for s in summaries],
             summary_text=format_summaries_for_prompt(summaries),
             start_index=start,
-            messages=await self._with_labels(thread_id, raw),
+            messages=await self._with_labels(thread_id, [m for m in raw if m.seq >= start]),
+            truncated=truncated,
         )
         return masked_window(window) if self._mask_replayed_secrets else window
 
@@ -421,16 +436,6 @@ class ThreadService:
             nth_human = await self._repository.nth_latest_human_seq(thread_id, buffer_turns)
             first_needed = min(first_needed, 0 if nth_human is None else nth_human)
         return first_needed
-
-    async def _window_rows(
-        self, user_id: str, thread_id: uuid.UUID, buffer_turns: int
-    ) -> tuple[list[ThreadSummary], int, list[Message]]:
-        await self.load(user_id, thread_id)
-        summaries = await self._repository.summaries(thread_id)
-        first_needed = await self._first_needed(thread_id, summaries, buffer_turns)
-        suffix = await self._repository.messages_from(thread_id, first_needed)
-        start = window_start_index(summaries, suffix, buffer_turns)
-        return summaries, start, [m for m in suffix if m.seq >= start]
 
     async def _with_labels(
         self, thread_id: uuid.UUID, messages: list[Message]

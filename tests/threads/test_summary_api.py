@@ -97,6 +97,15 @@ async def test_appends_trigger_a_background_summary_and_the_window_combines_both
     assert window["summary_text"].startswith("Q: ")
     assert [m["content"] for m in window["messages"]] == ["question 3", "answer 3"]
     assert window["start_index"] == 4
+    assert window["truncated"] is False
+    cut = (
+        await llm_client.get(
+            f"/v1/users/me/threads/{thread_id}/window?max_messages=1", headers=headers
+        )
+    ).json()
+    assert cut["summary_text"] == window["summary_text"]
+    assert [m["content"] for m in cut["messages"]] == ["answer 3"]
+    assert (cut["start_index"], cut["truncated"]) == (5, True)
 
 
 async def test_deleting_summaries_heals_and_summarize_forces_a_pass(

@@ -151,6 +151,50 @@ async def test_messages_keep_order_roles_and_human_turn_labels(
     assert [m["seq"] for m in page["items"] + rest["items"]] == list(range(8))
 
 
+async def test_the_window_of_a_long_thread_is_its_newest_messages_with_their_labels(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    for first in range(0, 201, 100):
+        await append(
+            client,
+            headers,
+            thread_id,
+            *(
+                turn("user" if seq % 2 == 0 else "assistant", f"message {seq}")
+                for seq in range(first, min(first + 100, 201))
+            ),
+        )
+    window_url = f"/v1/users/me/threads/{thread_id}/window"
+    cut = (await client.get(f"{window_url}?max_messages=5", headers=headers)).json()
+    assert [m["seq"] for m in cut["messages"]] == [196, 197, 198, 199, 200]
+    assert [m["label"] for m in cut["messages"]] == ["#99", None, "#100", None, "#101"]
+    assert (cut["start_index"], cut["truncated"]) == (196, True)
+    by_default = (await client.get(window_url, headers=headers)).json()
+    assert len(by_default["messages"]) == settings.thread_window_max_messages == 200
+    assert (by_default["start_index"], by_default["truncated"]) == (1, True)
+    whole = (await client.get(f"{window_url}?max_messages=1000", headers=headers)).json()
+    assert [m["seq"] for m in whole["messages"]] == list(range(201))
+    assert (whole["start_index"], whole["truncated"]) == (0, False)
+    for refused in ("0", "1001", "many"):
+        response = await client.get(f"{window_url}?max_messages={refused}", headers=headers)
+        assert_problem(response, 422, "VALIDATION_FAILED")
+    messages_url = f"/v1/users/me/threads/{thread_id}/messages"
+    early_page = (await client.get(f"{messages_url}?limit=151", headers=headers)).json()
+    late_page = (
+        await client.get(
+            f"{messages_url}?cursor={early_page['next_cursor']}&limit=4", headers=headers
+        )
+    ).json()
+    assert [(m["seq"], m["label"]) for m in late_page["items"]] == [
+        (151, None),
+        (152, "#77"),
+        (153, None),
+        (154, "#78"),
+    ]
+
+
 async def test_appends_are_idempotent_by_client_id_and_by_key(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

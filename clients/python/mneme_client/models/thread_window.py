@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.message_read import MessageRead
     from ..models.summarization import Summarization
@@ -23,8 +25,10 @@ class ThreadWindow:
         summarization (Summarization):
         summaries (list[SummaryRead]):
         summary_text (str): Formatted summaries for an <earlier_conversation> block.
-        start_index (int): Position of the first raw message.
+        start_index (int): Position of the first raw message returned.
         messages (list[MessageRead]):
+        truncated (bool | Unset): Whether older raw messages of the window were left out to keep to `max_messages` (the
+            newest are returned; GET …/messages pages through all of them). Default: False.
     """
 
     summarization: Summarization
@@ -32,6 +36,7 @@ class ThreadWindow:
     summary_text: str
     start_index: int
     messages: list[MessageRead]
+    truncated: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -51,6 +56,8 @@ class ThreadWindow:
             messages_item = messages_item_data.to_dict()
             messages.append(messages_item)
 
+        truncated = self.truncated
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -62,6 +69,8 @@ class ThreadWindow:
                 "messages": messages,
             }
         )
+        if truncated is not UNSET:
+            field_dict["truncated"] = truncated
 
         return field_dict
 
@@ -92,12 +101,15 @@ class ThreadWindow:
 
             messages.append(messages_item)
 
+        truncated = d.pop("truncated", UNSET)
+
         thread_window = cls(
             summarization=summarization,
             summaries=summaries,
             summary_text=summary_text,
             start_index=start_index,
             messages=messages,
+            truncated=truncated,
         )
 
         thread_window.additional_properties = d

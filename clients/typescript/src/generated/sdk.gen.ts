@@ -728,7 +728,8 @@ export const summarizeThreadNow = <ThrowOnError extends boolean = false>(options
  *
  * The summaries (oldest first, formatted for an `<earlier_conversation>` block) and the raw
  * messages after the last summarised window, keeping at least
- * MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw. `summarization` says
+ * MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
+ * them, the newest (`truncated` says when older ones were left out). `summarization` says
  * whether summaries are being written at all.
  */
 export const getThreadWindow = <ThrowOnError extends boolean = false>(options: Options<GetThreadWindowData, ThrowOnError>) => (options.client ?? client).get<GetThreadWindowResponses, GetThreadWindowErrors, ThrowOnError>({

@@ -2276,13 +2276,19 @@ export type ThreadWindow = {
     /**
      * Start Index
      *
-     * Position of the first raw message.
+     * Position of the first raw message returned.
      */
     start_index: number;
     /**
      * Messages
      */
     messages: Array<MessageRead>;
+    /**
+     * Truncated
+     *
+     * Whether older raw messages of the window were left out to keep to `max_messages` (the newest are returned; GET …/messages pages through all of them).
+     */
+    truncated?: boolean;
 };
 
 /**
@@ -6234,7 +6240,14 @@ export type GetThreadWindowData = {
          */
         user_id: string;
     };
-    query?: never;
+    query?: {
+        /**
+         * Max Messages
+         *
+         * The most raw messages to return, the newest (default MNEME_THREAD_WINDOW_MAX_MESSAGES, 200).
+         */
+        max_messages?: number | null;
+    };
     url: '/v1/users/{user_id}/threads/{thread_id}/window';
 };
 

@@ -8,13 +8,26 @@ import httpx
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.thread_window import ThreadWindow
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     user_id: str,
     thread_id: UUID,
+    *,
+    max_messages: int | None | Unset = UNSET,
 ) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_max_messages: int | None | Unset
+    if isinstance(max_messages, Unset):
+        json_max_messages = UNSET
+    else:
+        json_max_messages = max_messages
+    params["max_messages"] = json_max_messages
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
@@ -22,6 +35,7 @@ def _get_kwargs(
             user_id=quote(str(user_id), safe=""),
             thread_id=quote(str(thread_id), safe=""),
         ),
+        "params": params,
     }
 
     return _kwargs
@@ -86,17 +100,21 @@ def sync_detailed(
     thread_id: UUID,
     *,
     client: AuthenticatedClient,
+    max_messages: int | None | Unset = UNSET,
 ) -> Response[Problem | ThreadWindow]:
     """The thread as a prompt should carry it
 
      The summaries (oldest first, formatted for an `<earlier_conversation>` block) and the raw
     messages after the last summarised window, keeping at least
-    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw. `summarization` says
+    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
+    them, the newest (`truncated` says when older ones were left out). `summarization` says
     whether summaries are being written at all.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        max_messages (int | None | Unset): The most raw messages to return, the newest (default
+            MNEME_THREAD_WINDOW_MAX_MESSAGES, 200).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -109,6 +127,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         user_id=user_id,
         thread_id=thread_id,
+        max_messages=max_messages,
     )
 
     response = client.get_httpx_client().request(
@@ -123,17 +142,21 @@ def sync(
     thread_id: UUID,
     *,
     client: AuthenticatedClient,
+    max_messages: int | None | Unset = UNSET,
 ) -> Problem | ThreadWindow | None:
     """The thread as a prompt should carry it
 
      The summaries (oldest first, formatted for an `<earlier_conversation>` block) and the raw
     messages after the last summarised window, keeping at least
-    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw. `summarization` says
+    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
+    them, the newest (`truncated` says when older ones were left out). `summarization` says
     whether summaries are being written at all.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        max_messages (int | None | Unset): The most raw messages to return, the newest (default
+            MNEME_THREAD_WINDOW_MAX_MESSAGES, 200).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -147,6 +170,7 @@ def sync(
         user_id=user_id,
         thread_id=thread_id,
         client=client,
+        max_messages=max_messages,
     ).parsed
 
 
@@ -155,17 +179,21 @@ async def asyncio_detailed(
     thread_id: UUID,
     *,
     client: AuthenticatedClient,
+    max_messages: int | None | Unset = UNSET,
 ) -> Response[Problem | ThreadWindow]:
     """The thread as a prompt should carry it
 
      The summaries (oldest first, formatted for an `<earlier_conversation>` block) and the raw
     messages after the last summarised window, keeping at least
-    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw. `summarization` says
+    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
+    them, the newest (`truncated` says when older ones were left out). `summarization` says
     whether summaries are being written at all.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        max_messages (int | None | Unset): The most raw messages to return, the newest (default
+            MNEME_THREAD_WINDOW_MAX_MESSAGES, 200).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -178,6 +206,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         user_id=user_id,
         thread_id=thread_id,
+        max_messages=max_messages,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -190,17 +219,21 @@ async def asyncio(
     thread_id: UUID,
     *,
     client: AuthenticatedClient,
+    max_messages: int | None | Unset = UNSET,
 ) -> Problem | ThreadWindow | None:
     """The thread as a prompt should carry it
 
      The summaries (oldest first, formatted for an `<earlier_conversation>` block) and the raw
     messages after the last summarised window, keeping at least
-    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw. `summarization` says
+    MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
+    them, the newest (`truncated` says when older ones were left out). `summarization` says
     whether summaries are being written at all.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         thread_id (UUID):
+        max_messages (int | None | Unset): The most raw messages to return, the newest (default
+            MNEME_THREAD_WINDOW_MAX_MESSAGES, 200).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -215,5 +248,6 @@ async def asyncio(
             user_id=user_id,
             thread_id=thread_id,
             client=client,
+            max_messages=max_messages,
         )
     ).parsed
