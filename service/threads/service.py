@@ -26,7 +26,7 @@ from service.memories.service import MemoryService
 from service.providers.llm import ChatModel, LLMUnavailable
 from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
 from service.threads.hooks import Appended, AppendListener
-from service.threads.models import Message, Thread, ThreadSummary
+from service.threads.models import Message, Thread
 from service.threads.repository import NO_LATER_SEQ, ThreadRepository
 from service.threads.schemas import (
     MessageIn,
