@@ -77,6 +77,7 @@ from service.extraction.turns import TurnStorage
 from service.memories.dependencies import write_path_memory_search
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
 from service.memories.models import Memory
+from service.memories.repository import CategoryRelevance
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, MemoryWritten, SearchRequest
 from service.memories.search import MemorySearch
 from service.memories.writer import DerivedMemory, DerivedMemoryWriter
@@ -455,7 +456,7 @@ class ExtractionPass:
                 "semantic",
                 text_value=candidate.text,
                 vector=vectors.get(candidate.index),
-                categories=[candidate.category],
+                category=_relevance(candidate, rules),
             )
             for item in related:
                 facts[item.memory.id] = _known_fact(item.memory)
@@ -715,6 +716,17 @@ def _known_fact(memory: Memory) -> KnownFact:
         text=memory.text,
         lifecycle=memory.lifecycle,
     )
+
+
+def _relevance(candidate: Candidate, rules: ResolverRules) -> CategoryRelevance:
+    """The facts of the candidate's category the resolver may act on: a repeat (at least the
+    near-duplicate cosine), one with its subject (rule 6, subject), and in a `replace` category
+    one at least the contradiction cosine similar (rule 6, similar). Its other facts cannot
+    change what the candidate does, so they are not read."""
+    similar_from = rules.near_duplicate_cosine
+    if rules.category_modes.get(candidate.category) == "replace":
+        similar_from = min(similar_from, rules.contradiction_cosine)
+    return CategoryRelevance(candidate.category, candidate.subject, similar_from)
 
 
 def _subject_of(metadata: Mapping[str, Any] | None) -> str | None:

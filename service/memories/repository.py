@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
     Select,
+    and_,
     bindparam,
     delete,
     func,
@@ -32,6 +34,17 @@ from service.memories.models import Memory, MemoryEvent
 from service.memories.postings import PostingsRepository
 
 M = aliased(Memory, name="m")
+
+
+@dataclass(frozen=True)
+class CategoryRelevance:
+    """Which live memories of one category a new memory is reconciled with, beyond its nearest
+    and an exact duplicate (`MemoryRepository.related_live`): those at least `similar_from`
+    similar to it (cosine), and those whose stored subject is `subject` (a normalised key)."""
+
+    name: str
+    subject: str | None
+    similar_from: float
 
 
 class ProcedureRow(NamedTuple):
@@ -179,20 +192,23 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         text_value: str,
         vector: list[float] | None,
         vector_column: str,
-        categories: Sequence[str],
+        category: CategoryRelevance | None,
         nearest: int,
     ) -> list[tuple[Memory, float | None]]:
         """The owner's live memories of `kind` a new one must be reconciled with: the `nearest`
         by cosine to `vector` (compared with `vector_column`, which holds its model's vectors),
-        those in `categories` and an exact duplicate of `text_value`, each with its cosine to
-        `vector` (None without vectors)."""
+        an exact duplicate of `text_value`, and those of `category` that it is about (see
+        `CategoryRelevance`), each with its cosine to `vector` (None without vectors).
+
+        A category is not read whole: an owner's category grows with everything it remembers
+        (30,000 facts of one category at 100,000 memories), and loading each of them for every
+        new fact made reconciling one take a second."""
         live = self._owned(owner).where(M.kind == kind, M.lifecycle != "superseded")
         conditions: list[ColumnElement[bool]] = [
             M.content_hash == _content_hash(text_value),
         ]
-        if categories:
-            conditions.append(M.category.in_(list(categories)))
         cosine: ColumnElement[Any] = literal_column("NULL")
+        about: list[ColumnElement[bool]] = []
         if vector is not None:
             stored = getattr(M, vector_column)
             distance = stored.cosine_distance(vector)
@@ -204,6 +220,12 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             )
             conditions.append(M.id.in_(nearest_ids.scalar_subquery()))
             cosine = 1 - distance
+            if category is not None:
+                about.append(distance <= 1 - category.similar_from)
+        if category is not None and category.subject is not None:
+            about.append(_subject_may_be(category.subject))
+        if category is not None and about:
+            conditions.append(and_(M.category == category.name, or_(*about)))
         statement = live.add_columns(cosine.label("cosine")).where(or_(*conditions))
         rows = (await self._session.execute(statement)).all()
         return [(row[0], None if row[1] is None else float(row[1])) for row in rows]
@@ -409,6 +431,28 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         memory = (await self._session.execute(statement)).scalar_one()
         await self._postings.write([memory.id])
         return memory
+
+
+def _subject_may_be(subject: str) -> ColumnElement[bool]:
+    """Whether a memory's stored subject (`metadata.subject`) may be `subject` as the write
+    path compares subjects (normalised: `subject_key`): the same key in SQL, or a stored subject
+    beyond ASCII, which the SQL key cannot follow (the caller compares the keys itself)."""
+    stored = M.metadata_["subject"].astext
+    return or_(subject_key(stored) == subject, beyond_ascii(stored))
+
+
+def subject_key(stored: ColumnElement[str]) -> ColumnElement[str]:
+    """A subject's key as `extraction.prompt.normalise_subject` makes it (case-folded, each run
+    of characters other than a-z and 0-9 one underscore, none at either end, at most 64
+    characters), in SQL: the same for a subject in ASCII. Beyond ASCII, case-folding may turn a
+    character into ASCII letters ("ß" into "ss") where `lower` does not (`beyond_ascii`)."""
+    underscored = func.btrim(func.regexp_replace(func.lower(stored), "[^a-z0-9]+", "_", "g"), "_")
+    return func.btrim(func.left(underscored, 64), "_")
+
+
+def beyond_ascii(stored: ColumnElement[str]) -> ColumnElement[bool]:
+    """Whether a text holds a character beyond ASCII (more bytes than characters in UTF-8)."""
+    return func.octet_length(stored) != func.char_length(stored)
 
 
 def _content_hash(text_value: str) -> ColumnElement[str]:

@@ -17,6 +17,7 @@ from service.auth.owner import Owner
 from service.memories.errors import DuplicateMemory
 from service.memories.models import Memory
 from service.memories.recording import MemoryRecorder, OwnedCreate, jsonable, written
+from service.memories.repository import CategoryRelevance
 from service.memories.schemas import MemoryCreate, MemoryRead, MemoryWritten
 
 
@@ -59,11 +60,12 @@ class DerivedMemoryWriter:
         *,
         text_value: str,
         vector: list[float] | None,
-        categories: list[str],
+        category: CategoryRelevance | None,
         nearest: int = 5,
     ) -> list[RelatedMemory]:
         """The owner's live memories a new memory with this text and vector must be reconciled
-        with: nearest neighbours, those of `categories` and an exact duplicate."""
+        with: nearest neighbours, those of its category it is about (`CategoryRelevance`) and an
+        exact duplicate."""
         column = (
             None
             if vector is None
@@ -77,7 +79,7 @@ class DerivedMemoryWriter:
             text_value=text_value,
             vector=vector if column is not None else None,
             vector_column=column.name if column is not None else "embedding",
-            categories=categories,
+            category=category,
             nearest=nearest,
         )
         return [RelatedMemory(memory, cosine) for memory, cosine in rows]

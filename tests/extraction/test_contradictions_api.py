@@ -15,7 +15,7 @@ from service.config import Settings
 from service.extraction import pipeline
 from tests.conftest import bearer
 from tests.extraction.conftest import fact, say, wait_for_passes
-from tests.fixtures.factories import memories, remember, start_thread
+from tests.fixtures.factories import memories, remember, remember_texts, start_thread
 from tests.fixtures.openai_server import FakeOpenAIServer, ScriptedExtraction, extraction
 
 HOME = [
@@ -98,6 +98,46 @@ async def test_an_unrelated_preference_never_replaces_one_set_through_the_api(
     assert (await get(llm_client, headers, metric["id"]))["lifecycle"] == "confirmed"
     assert live["User prefers dark mode."]["lifecycle"] == "confirmed"
     assert finished["superseded"] == 0 and finished["flagged"] == 0
+
+
+async def test_a_fact_falls_to_its_own_subject_however_many_facts_lie_nearer(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # The resolver reads, of the new fact's category, only the facts it may act on: its
+    # nearest, its repeats, and those of its subject. This one is none of the nearest (six
+    # facts of another category lie nearer, cosine 0.69-0.90 to the new fact against 0.66),
+    # nor similar, and its subject was written unnormalised through the API.
+    headers = bearer(settings, tenant, "alex")
+    lisbon = await remember(
+        llm_client,
+        headers,
+        kind="semantic",
+        text="User's home base is Lisbon.",
+        category="context",
+        metadata={"subject": "Home City"},
+    )
+    nearer = [
+        "User often visits Porto for work.",
+        "User loves the food in Porto.",
+        "User plans a trip to Porto in May.",
+        "User has friends who live in Porto.",
+        "User is learning Portuguese in Porto.",
+        "User's sister lives in Porto.",
+    ]
+    await remember_texts(llm_client, headers, nearer, kind="semantic", category="goal")
+    fresh_llm.reply = ScriptedExtraction(
+        [("Porto", [fact("User lives in Porto.", subject="home_city")])]
+    )
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I moved to Porto.")
+    [finished] = await wait_for_passes(llm_client, headers, 1)
+
+    superseded = await get(llm_client, headers, lisbon["id"])
+    [porto] = await memories(llm_client, headers, kind="semantic", category="context")
+    assert porto["text"] == "User lives in Porto."
+    assert (superseded["lifecycle"], superseded["superseded_by"]) == ("superseded", porto["id"])
+    assert finished["superseded"] == 1 and finished["flagged"] == 0
 
 
 async def test_a_deliberate_fact_contradicted_on_weak_evidence_is_only_flagged(
