@@ -9,6 +9,7 @@ condition is what lets Postgres (and Citus) use the primary key and route to one
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from sqlalchemy import (
@@ -16,13 +17,17 @@ from sqlalchemy import (
     CursorResult,
     Result,
     Select,
+    any_,
+    bindparam,
     delete,
     select,
     text,
     update,
 )
+from sqlalchemy import cast as cast_as
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Mapped
+from sqlalchemy.orm import Mapped, QueryableAttribute
 from sqlalchemy.sql.dml import ReturningUpdate
 
 
@@ -30,6 +35,21 @@ def rowcount(result: Result[Any]) -> int:
     """The rows an UPDATE or DELETE matched. `execute` types every result as `Result`; the
     result of a data-changing statement is a `CursorResult`, which counts them."""
     return int(cast(CursorResult[Any], result).rowcount)
+
+
+ValueT = TypeVar("ValueT")
+
+
+def one_of(
+    column: ColumnElement[ValueT] | QueryableAttribute[ValueT], values: Iterable[ValueT]
+) -> ColumnElement[bool]:
+    """`column = ANY(:values)`, the values bound as one array. `column IN (…)` binds a parameter
+    per value, and a statement carries at most 32,767 of them: a list that grows with what a
+    user stores (their memories, a thread's messages) must be bound as one."""
+    element = column if isinstance(column, ColumnElement) else column.expression
+    array = ARRAY(element.type)
+    # Cast, so the array keeps its type wherever the statement is rendered with its values.
+    return element == any_(cast_as(bindparam(None, list(values), type_=array), array))
 
 
 TRANSACTION_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")

@@ -28,7 +28,7 @@ from sqlalchemy.orm import aliased
 
 from service.auth.owner import Owner
 from service.db import fetch_on_driver
-from service.kit.repository import TenantRowRepository, rowcount
+from service.kit.repository import TenantRowRepository, one_of, rowcount
 from service.memories.filters import MemoryFilter
 from service.memories.models import Memory, MemoryEvent
 from service.memories.postings import PostingsRepository
@@ -98,7 +98,7 @@ def unembedded_among_statement(
     (`WHERE <column> IS NULL`) serves it."""
     return select(Memory.id, Memory.text).where(
         Memory.tenant_id == tenant_id,
-        Memory.id.in_(memory_ids),
+        one_of(Memory.id, memory_ids),
         getattr(Memory, column).is_(None),
     )
 
@@ -251,7 +251,9 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
 
     async def reload_many(self, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
         """Memories by id as stored now, refreshing copies the session holds from earlier."""
-        statement = self.scoped(Memory.id.in_(memory_ids)).execution_options(populate_existing=True)
+        statement = self.scoped(one_of(Memory.id, memory_ids)).execution_options(
+            populate_existing=True
+        )
         return {memory.id: memory for memory in (await self._session.execute(statement)).scalars()}
 
     async def list_page(
@@ -298,7 +300,7 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         if memory_ids:
             await self._session.execute(
                 delete(Memory)
-                .where(Memory.tenant_id == self._tenant_id, Memory.id.in_(memory_ids))
+                .where(Memory.tenant_id == self._tenant_id, one_of(Memory.id, memory_ids))
                 .execution_options(synchronize_session=False)
             )
 
@@ -354,7 +356,7 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             select(MemoryEvent.memory_id)
             .where(
                 MemoryEvent.tenant_id == self._tenant_id,
-                MemoryEvent.memory_id.in_(list(memory_ids)),
+                one_of(MemoryEvent.memory_id, memory_ids),
                 MemoryEvent.actor.not_in(list(actors)),
             )
             .distinct()

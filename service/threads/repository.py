@@ -23,7 +23,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db import fetch_on_driver
-from service.kit.repository import TenantRowRepository, rowcount
+from service.kit.repository import TenantRowRepository, one_of, rowcount
 from service.threads.models import Message, Thread, ThreadSummary
 
 DELETE_THREAD_CHILDREN_SQL = {
@@ -207,7 +207,7 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
             return []
         statement = (
             select(Message)
-            .where(Message.tenant_id == self._tenant_id, Message.id.in_(list(ids)))
+            .where(Message.tenant_id == self._tenant_id, one_of(Message.id, ids))
             .order_by(Message.seq)
         )
         return list((await self._session.execute(statement)).scalars())

@@ -10,9 +10,12 @@ from urllib.parse import urlencode
 
 import pytest
 from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
-from tests.conftest import assert_problem, bearer, new_tenant
+from tests.conftest import as_tenant, assert_problem, bearer, new_tenant
+from tests.fixtures.factories import remember
 
 KINDS = ("semantic", "episodic", "procedural")
 CATEGORIES = ("travel", "food", "work")
@@ -75,6 +78,36 @@ async def test_an_event_window_limits_what_a_delete_removes(
     assert response.status_code == 200, response.text
     assert response.json() == {"matched": 1, "deleted": 1, "dry_run": False, "ids": [old]}
     assert await listed_ids(client, headers, []) == [new]
+
+
+MORE_THAN_ONE_STATEMENT_BINDS = 33_000
+"""More memories than PostgreSQL's protocol has parameters for one statement (32,767)."""
+
+
+@pytest.mark.slow
+async def test_every_memory_of_a_user_with_tens_of_thousands_is_deleted(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine
+) -> None:
+    # A statement that named each memory by a parameter of its own could not be sent.
+    tenant = new_tenant()
+    headers = bearer(settings, tenant, "alice")
+    await remember(client, headers, kind="semantic", text="User keeps note 0")
+    async with owner_engine.begin() as connection:
+        await as_tenant(connection, tenant)
+        await connection.execute(
+            text(
+                "INSERT INTO memory (tenant_id, scope, user_id, kind, text) "
+                "SELECT :tenant, 'user', 'alice', 'semantic', 'User keeps note ' || n "
+                "FROM generate_series(1, :count) AS n"
+            ),
+            {"tenant": tenant, "count": MORE_THAN_ONE_STATEMENT_BINDS},
+        )
+
+    response = await client.delete("/v1/users/me/memories?all=true", headers=headers)
+
+    assert response.status_code == 200, response.text
+    assert response.json()["deleted"] == MORE_THAN_ONE_STATEMENT_BINDS + 1
+    assert await listed_ids(client, headers, []) == []
 
 
 async def test_a_dry_run_counts_and_names_without_deleting(
