@@ -9,7 +9,8 @@ condition is what lets Postgres (and Citus) use the primary key and route to one
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from sqlalchemy import (
@@ -56,12 +57,29 @@ TRANSACTION_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key,
 """An advisory lock on a name, held until the transaction ends."""
 
 
+CUSTOM_PLANS_SQL = text("SET LOCAL plan_cache_mode = force_custom_plan")
+DEFAULT_PLANS_SQL = text("SET LOCAL plan_cache_mode TO DEFAULT")
+
+
 class TenantRepository:
     """A repository of one request: its session and the tenant every statement is scoped to."""
 
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self._session = session
         self._tenant_id = tenant_id
+
+    @asynccontextmanager
+    async def planned_for_its_values(self) -> AsyncIterator[None]:
+        """Plan each statement of the block for the values it is sent with. A statement the
+        driver has prepared is planned once for any values after its fifth run when PostgreSQL
+        finds that plan no costlier; for a statement whose best plan depends on the owner (an
+        owner's own vector index, a partial index whose condition the values decide) that
+        plan can be ten times slower."""
+        await self._session.execute(CUSTOM_PLANS_SQL)
+        try:
+            yield
+        finally:
+            await self._session.execute(DEFAULT_PLANS_SQL)
 
     async def hold_lock(self, key: str) -> None:
         """Wait for, then hold until the transaction ends, the lock named `key` (writers of
