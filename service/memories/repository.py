@@ -20,6 +20,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    union_all,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
@@ -40,7 +41,8 @@ M = aliased(Memory, name="m")
 class CategoryRelevance:
     """Which live memories of one category a new memory is reconciled with, beyond its nearest
     and an exact duplicate (`MemoryRepository.related_live`): those at least `similar_from`
-    similar to it (cosine), and those whose stored subject is `subject` (a normalised key)."""
+    similar to it (cosine) among the owner's `NEAREST_READ` nearest, and those whose stored
+    subject is `subject` (a normalised key)."""
 
     name: str
     subject: str | None
@@ -200,33 +202,58 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         an exact duplicate of `text_value`, and those of `category` that it is about (see
         `CategoryRelevance`), each with its cosine to `vector` (None without vectors).
 
-        A category is not read whole: an owner's category grows with everything it remembers
-        (30,000 facts of one category at 100,000 memories), and loading each of them for every
-        new fact made reconciling one take a second."""
+        Each is found by an index of its own (the owner's vector index, the live memories'
+        content, the facts that name a subject), so the read costs what it finds, not what
+        the owner remembers: an owner's category grows with everything it remembers (30,000
+        facts of one category at 100,000 memories), and reading it whole for every new fact
+        made reconciling one take a second."""
         live = self._owned(owner).where(M.kind == kind, M.lifecycle != "superseded")
-        conditions: list[ColumnElement[bool]] = [
-            M.content_hash == _content_hash(text_value),
+        # An exact duplicate, by the memories' content (`ix_memory_content`).
+        found: list[Select[Any]] = [
+            live.with_only_columns(M.id).where(M.content_hash == _content_hash(text_value))
         ]
         cosine: ColumnElement[Any] = literal_column("NULL")
-        about: list[ColumnElement[bool]] = []
         if vector is not None:
             stored = getattr(M, vector_column)
             distance = stored.cosine_distance(vector)
-            nearest_ids = (
-                live.with_only_columns(M.id)
-                .where(stored.is_not(None))
+            # One walk of the owner's graph: its nearest, and of the category's memories among
+            # the nearest `NEAREST_READ`, those similar enough to matter.
+            near = (
+                live.where(stored.is_not(None))
+                .with_only_columns(
+                    M.id,
+                    M.category,
+                    distance.label("distance"),
+                    func.row_number().over(order_by=distance).label("place"),
+                )
                 .order_by(distance)
-                .limit(nearest)
+                .limit(max(nearest, NEAREST_READ if category is not None else nearest))
+                .subquery()
             )
-            conditions.append(M.id.in_(nearest_ids.scalar_subquery()))
-            cosine = 1 - distance
+            kept = near.c.place <= nearest
             if category is not None:
-                about.append(distance <= 1 - category.similar_from)
+                kept = or_(
+                    kept,
+                    and_(
+                        near.c.category == category.name,
+                        near.c.distance <= 1 - category.similar_from,
+                    ),
+                )
+            found.append(select(near.c.id).where(kept))
+            cosine = 1 - distance
         if category is not None and category.subject is not None:
-            about.append(_subject_may_be(category.subject))
-        if category is not None and about:
-            conditions.append(and_(M.category == category.name, or_(*about)))
-        statement = live.add_columns(cosine.label("cosine")).where(or_(*conditions))
+            # Among the category's facts that name a subject (`ix_memory_subjects`), those
+            # whose key is the subject's or '' (a subject beyond ASCII: the resolver compares).
+            found.append(
+                live.with_only_columns(M.id).where(
+                    M.category == category.name,
+                    literal_column("m.metadata ? 'subject'"),
+                    literal_column(STORED_SUBJECT_KEY_SQL).in_([category.subject, ""]),
+                )
+            )
+        statement = live.add_columns(cosine.label("cosine")).where(
+            M.id.in_(union_all(*found).scalar_subquery())
+        )
         # The owner's nearest are read from its own vector index only on a plan made for it:
         # on the plan for any owner, a write path's sixth pass took ten times as long.
         async with self.planned_for_its_values():
@@ -438,26 +465,27 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         return memory
 
 
-def _subject_may_be(subject: str) -> ColumnElement[bool]:
-    """Whether a memory's stored subject (`metadata.subject`) may be `subject` as the write
-    path compares subjects (normalised: `subject_key`): the same key in SQL, or a stored subject
-    beyond ASCII, which the SQL key cannot follow (the caller compares the keys itself)."""
-    stored = M.metadata_["subject"].astext
-    return or_(subject_key(stored) == subject, beyond_ascii(stored))
+def subject_key_sql(subject: str) -> str:
+    """The key of a subject (the SQL text `subject`) as the write path compares subjects
+    (`extraction.prompt.normalise_subject`: case-folded, each run of characters other than a-z
+    and 0-9 one underscore, none at either end, at most 64 characters), in SQL: the same key
+    for a subject in ASCII, and '' for one beyond it, where case-folding may turn a character
+    into ASCII letters ("ß" into "ss") and `lower` does not: a reader asking for a key asks for
+    '' too, and compares those subjects' keys itself."""
+    return (
+        f"CASE WHEN octet_length({subject}) <> char_length({subject}) THEN '' "
+        f"ELSE btrim(left(btrim(regexp_replace(lower({subject}), '[^a-z0-9]+', '_', 'g'), "
+        f"'_'), 64), '_') END"
+    )
 
 
-def subject_key(stored: ColumnElement[str]) -> ColumnElement[str]:
-    """A subject's key as `extraction.prompt.normalise_subject` makes it (case-folded, each run
-    of characters other than a-z and 0-9 one underscore, none at either end, at most 64
-    characters), in SQL: the same for a subject in ASCII. Beyond ASCII, case-folding may turn a
-    character into ASCII letters ("ß" into "ss") where `lower` does not (`beyond_ascii`)."""
-    underscored = func.btrim(func.regexp_replace(func.lower(stored), "[^a-z0-9]+", "_", "g"), "_")
-    return func.btrim(func.left(underscored, 64), "_")
+STORED_SUBJECT_KEY_SQL = subject_key_sql("m.metadata ->> 'subject'")
+"""A memory's subject key (`subject_key_sql`)."""
 
-
-def beyond_ascii(stored: ColumnElement[str]) -> ColumnElement[bool]:
-    """Whether a text holds a character beyond ASCII (more bytes than characters in UTF-8)."""
-    return func.octet_length(stored) != func.char_length(stored)
+NEAREST_READ = 50
+"""How many of the owner's memories nearest a new one are read for those of its category
+similar enough to matter (`CategoryRelevance.similar_from`): the owner's graph is walked once,
+and its category is never read whole."""
 
 
 def _content_hash(text_value: str) -> ColumnElement[str]:

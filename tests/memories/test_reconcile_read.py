@@ -1,21 +1,25 @@
-"""The write path's read of what a new fact meets (`MemoryRepository.related_live`): planned
-for its owner on every run, never on the plan PostgreSQL would make for any owner after a
-prepared statement's fifth run (which cannot read the owner's own vector index)."""
+"""The write path's read of what a new fact meets (`MemoryRepository.related_live`): each part
+found by an index of its own, and planned for its owner on every run, never on the plan
+PostgreSQL would make for any owner after a prepared statement's fifth run (which cannot read
+the owner's own vector index)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from fastapi import FastAPI
 from httpx import AsyncClient
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
 from service.config import Settings
-from service.db import tenant_transaction
+from service.db import create_sessionmaker, tenant_transaction
 from service.memories.repository import CategoryRelevance, MemoryRepository
 from tests.conftest import bearer
-from tests.fixtures.factories import remember_texts
+from tests.fixtures.factories import remember, remember_all, remember_texts
+from tests.plans import plan_nodes, statements_sent
 
 RUNS = 8
 """More runs of one prepared statement than PostgreSQL plans for their values by default (5)."""
@@ -52,3 +56,66 @@ async def test_the_read_of_what_a_new_fact_meets_is_planned_for_its_values_every
         ).all()
     assert [generic for generic, _ in plans] == [0]
     assert [custom for _, custom in plans] == [RUNS]
+
+
+async def test_each_part_of_what_a_new_fact_meets_is_found_by_its_index(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    runtime_engine: AsyncEngine,
+    owner_engine: AsyncEngine,
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await remember(
+        client,
+        headers,
+        kind="semantic",
+        text="User's home base is Lisbon.",
+        category="context",
+        metadata={"subject": "Home City"},
+    )
+    # Facts of other subjects, and the table's statistics counted: the planner chooses an
+    # index by what it expects its conditions to leave out.
+    others = [
+        {
+            "kind": "semantic",
+            "text": f"User has pet {n}.",
+            "category": "context",
+            "metadata": {"subject": f"pet_{n}"},
+        }
+        for n in range(40)
+    ]
+    await remember_all(client, headers, *others)
+    async with owner_engine.connect() as connection:
+        await connection.execution_options(isolation_level="AUTOCOMMIT")
+        await connection.execute(text("ANALYZE memory"))
+    with statements_sent(runtime_engine) as sent:
+        async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
+            related = await MemoryRepository(session, tenant).related_live(
+                Owner.user("alice"),
+                "semantic",
+                text_value="User lives in Porto.",
+                vector=None,
+                vector_column="embedding",
+                category=CategoryRelevance("context", "home_city", 0.75),
+                nearest=5,
+            )
+    assert [memory.text for memory, _ in related] == ["User's home base is Lisbon."]
+    [(statement, parameters)] = [(s, p) for s, p in sent if "content_hash" in s]
+    async with runtime_engine.connect() as connection:
+        raw = (await connection.get_raw_connection()).driver_connection
+        async with raw.transaction():
+            await raw.execute(f"SELECT set_config('app.tenant_id', '{tenant}', true)")
+            await raw.execute("SET LOCAL enable_seqscan = off")
+            explained = await raw.fetchval("EXPLAIN (FORMAT JSON) " + statement, *parameters)
+    # The service's connections decode JSON themselves.
+    [plan] = json.loads(explained) if isinstance(explained, str) else explained
+    conditions = {
+        node["Index Name"]: node.get("Index Cond", "")
+        for node in plan_nodes(plan["Plan"])
+        if "Index Name" in node
+    }
+    # The duplicate by the live memories' content, the subject among the category's facts
+    # that name one.
+    assert "content_hash" in conditions.get("ix_memory_content", ""), conditions
+    assert "category" in conditions.get("ix_memory_subjects", ""), conditions
