@@ -218,18 +218,16 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             distance = stored.cosine_distance(vector)
             # One walk of the owner's graph: its nearest, and of the category's memories among
             # the nearest `NEAREST_READ`, those similar enough to matter.
-            near = (
+            walked = (
                 live.where(stored.is_not(None))
-                .with_only_columns(
-                    M.id,
-                    M.category,
-                    distance.label("distance"),
-                    func.row_number().over(order_by=distance).label("place"),
-                )
+                .with_only_columns(M.id, M.category, distance.label("distance"))
                 .order_by(distance)
-                .limit(max(nearest, NEAREST_READ if category is not None else nearest))
+                .limit(max(nearest, NEAREST_READ) if category is not None else nearest)
                 .subquery()
             )
+            near = select(
+                walked, func.row_number().over(order_by=walked.c.distance).label("place")
+            ).subquery()
             kept = near.c.place <= nearest
             if category is not None:
                 kept = or_(
@@ -480,7 +478,7 @@ def subject_key_sql(subject: str) -> str:
 
 
 STORED_SUBJECT_KEY_SQL = subject_key_sql("m.metadata ->> 'subject'")
-"""A memory's subject key (`subject_key_sql`)."""
+"""A memory's subject key (`subject_key_sql`), in a statement over `M` (`memory AS m`)."""
 
 NEAREST_READ = 50
 """How many of the owner's memories nearest a new one are read for those of its category
