@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +42,7 @@ from benchmarks.scripts.statement_replay import (
     Version,
     _cluster_urls,
     parse_version,
+    run_in_child,
 )
 
 TOPICS = (
@@ -172,29 +171,11 @@ def _run_child(
     version: Version, runtime_url: str, owner_url: str, sizes: Sequence[str], passes: int
 ) -> dict[str, Any]:
     """`measure` run by `version`'s code in a child process."""
-    environment = {**os.environ, **version.environment, "PYTHONPATH": str(version.tree)}
-    with tempfile.TemporaryDirectory(prefix="mneme-extraction-pass-") as scratch:
-        out = Path(scratch) / "figures.json"
-        command = [
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--figures-to",
-            str(out),
-            "--runtime-url",
-            runtime_url,
-            "--owner-url",
-            owner_url,
-            "--sizes",
-            ",".join(sizes),
-            "--passes",
-            str(passes),
-        ]
-        done = subprocess.run(  # noqa: S603  # this interpreter, this file, our arguments
-            command, env=environment, capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"{version.name}: the passes failed:\n{done.stderr[-3000:]}")
-        figures: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    arguments = ["--runtime-url", runtime_url, "--owner-url", owner_url]
+    arguments += ["--sizes", ",".join(sizes), "--passes", str(passes)]
+    figures: dict[str, Any] = json.loads(
+        run_in_child(version, Path(__file__), arguments, "the passes")
+    )
     return figures
 
 
@@ -245,7 +226,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--passes", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=2)
     # The child's side.
-    parser.add_argument("--figures-to", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--runtime-url", help=argparse.SUPPRESS)
     parser.add_argument("--owner-url", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", help=argparse.SUPPRESS)
@@ -254,7 +235,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _arguments(argv)
-    if arguments.figures_to is not None:
+    if arguments.out is not None:
         figures = asyncio.run(
             measure(
                 arguments.runtime_url,
@@ -263,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 arguments.passes,
             )
         )
-        arguments.figures_to.write_text(json.dumps(figures), encoding="utf-8")
+        arguments.out.write_text(json.dumps(figures), encoding="utf-8")
         return 0
     try:
         versions = [parse_version(spec, with_environment=False) for spec in arguments.tree]

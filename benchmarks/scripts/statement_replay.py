@@ -327,33 +327,30 @@ def _context_searches(query: str) -> list[Any]:
     return [search for _, search in memory_section_searches(ContextRequest(query=query))]
 
 
+def run_in_child(version: Version, script: Path, arguments: Sequence[str], what: str) -> bytes:
+    """The output file `script` writes when run as `version` (its tree first on the import
+    path, its environment on top of this one's) with `arguments` and `--out FILE`; `what` it
+    was doing names a failure (RuntimeError, with the child's last stderr)."""
+    environment = {**os.environ, **version.environment, "PYTHONPATH": str(version.tree)}
+    with tempfile.TemporaryDirectory(prefix="mneme-version-") as scratch:
+        out = Path(scratch) / "out"
+        command = [sys.executable, str(script.resolve()), *arguments, "--out", str(out)]
+        done = subprocess.run(  # noqa: S603  # this interpreter, our script, our arguments
+            command, env=environment, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{version.name}: {what} failed:\n{done.stderr[-3000:]}")
+        return out.read_bytes()
+
+
 def _compile_in_child(
     version: Version, runtime_url: str, manifest: Path, count: int, what: str
 ) -> list[dict[str, Any]]:
     """`compile_statements` run by `version`'s code in a child process."""
-    environment = {**os.environ, **version.environment, "PYTHONPATH": str(version.tree)}
-    with tempfile.TemporaryDirectory(prefix="mneme-replay-") as scratch:
-        out = Path(scratch) / "statements.pickle"
-        command = [
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--compile-to",
-            str(out),
-            "--runtime-url",
-            runtime_url,
-            "--manifest",
-            str(manifest),
-            "--questions",
-            str(count),
-            "--what",
-            what,
-        ]
-        done = subprocess.run(  # noqa: S603  # this interpreter, this file, our arguments
-            command, env=environment, capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"{version.name}: compiling failed:\n{done.stderr[-3000:]}")
-        statements: list[dict[str, Any]] = pickle.loads(out.read_bytes())  # noqa: S301  # ours
+    arguments = ["--runtime-url", runtime_url, "--manifest", str(manifest)]
+    arguments += ["--questions", str(count), "--what", what]
+    output = run_in_child(version, Path(__file__), arguments, "compiling")
+    statements: list[dict[str, Any]] = pickle.loads(output)  # noqa: S301  # our own child's
     return statements
 
 
@@ -618,7 +615,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--vector-noise", type=float, default=0.15)
     parser.add_argument("--maintenance-work-mem", default="4GB")
     # The child's side: compile this version's statements into a file.
-    parser.add_argument("--compile-to", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--runtime-url", help=argparse.SUPPRESS)
     parser.add_argument("--manifest", type=Path, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -626,14 +623,14 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _arguments(argv)
-    if arguments.compile_to is not None:
+    if arguments.out is not None:
         questions = json.loads(arguments.manifest.read_text(encoding="utf-8"))["questions"]
         statements = asyncio.run(
             compile_statements(
                 arguments.runtime_url, questions, arguments.questions, arguments.what
             )
         )
-        arguments.compile_to.write_bytes(pickle.dumps(statements))
+        arguments.out.write_bytes(pickle.dumps(statements))
         return 0
 
     from benchmarks.load import parse_sizes, size_label

@@ -11,6 +11,7 @@ from sqlalchemy import (
     BigInteger,
     BindParameter,
     Integer,
+    Select,
     Text,
     bindparam,
     delete,
@@ -308,26 +309,17 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
         self, thread_id: uuid.UUID, seq: int, *, limit: int
     ) -> list[Message]:
         """The newest `limit` messages from position `seq` on, newest first."""
-        statement = (
-            select(Message)
-            .where(
-                Message.tenant_id == self._tenant_id,
-                Message.thread_id == thread_id,
-                Message.seq >= seq,
-            )
-            .order_by(Message.seq.desc())
-            .limit(limit)
-        )
+        statement = self._from_position(thread_id, seq).order_by(Message.seq.desc()).limit(limit)
         return list((await self._session.execute(statement)).scalars())
 
     async def messages_from(self, thread_id: uuid.UUID, seq: int) -> list[Message]:
-        statement = (
-            select(Message)
-            .where(
-                Message.tenant_id == self._tenant_id,
-                Message.thread_id == thread_id,
-                Message.seq >= seq,
-            )
-            .order_by(Message.seq)
-        )
+        statement = self._from_position(thread_id, seq).order_by(Message.seq)
         return list((await self._session.execute(statement)).scalars())
+
+    def _from_position(self, thread_id: uuid.UUID, seq: int) -> Select[Message]:
+        """The thread's messages from position `seq` on."""
+        return select(Message).where(
+            Message.tenant_id == self._tenant_id,
+            Message.thread_id == thread_id,
+            Message.seq >= seq,
+        )
