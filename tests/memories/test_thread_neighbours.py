@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from service.config import Settings
 from service.memories.fusion import HYBRID_SEARCH_SQL
 from tests.conftest import as_tenant, bearer
+from tests.fixtures.factories import remember_all
 from tests.memories.sessions import new_source_thread
 
 NEIGHBOUR_BEFORE_SQL = """
@@ -63,7 +64,11 @@ async def test_happened_at_is_the_event_time_else_the_time_recorded(
 
 
 async def test_the_neighbour_look_up_starts_at_the_candidate_under_row_level_security(
-    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    runtime_engine: AsyncEngine,
+    owner_engine: AsyncEngine,
 ) -> None:
     # The statement's own look-up has this shape (the comparison on the stored column, among
     # the thread's turns).
@@ -71,6 +76,15 @@ async def test_the_neighbour_look_up_starts_at_the_candidate_under_row_level_sec
     assert "m.source_thread_id = c.thread_id AND m.kind = 'episodic'" in HYBRID_SEARCH_SQL
     headers = bearer(settings, tenant, "ada")
     thread = await new_source_thread(client, headers)
+    # Facts drawn from the thread, and the table's statistics counted: the index of every
+    # memory of the thread then holds what the turns' index leaves out (on a table without
+    # them the two cost the planner the same, and it may take either).
+    facts = [{"text": f"User mentioned fact {n}.", "source_thread_id": thread} for n in range(200)]
+    await remember_all(client, headers, *facts[:100])
+    await remember_all(client, headers, *facts[100:])
+    async with owner_engine.connect() as connection:
+        await connection.execution_options(isolation_level="AUTOCOMMIT")
+        await connection.execute(text("ANALYZE memory"))
     async with runtime_engine.begin() as connection:
         await as_tenant(connection, tenant)
         await connection.execute(text("SET LOCAL enable_seqscan = off"))
