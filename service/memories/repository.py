@@ -295,7 +295,7 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         statement = self._matching(memory_filter)
         if len(memory_filter.owners) == 1:
             # The owner once more, as an equality (the filter states its users as `= ANY(…)`):
-            # the index of each user's memories newest first (`ix_memory_owner_recent`) then
+            # the index of each user's memories newest first (`ix_memory_user_newest`) then
             # gives a page in order and stops when it is full, where the filter's own
             # condition has every matching memory of the owner read and sorted.
             [owner] = memory_filter.owners
@@ -305,7 +305,7 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         if after is not None:
             statement = statement.where(func.row(M.created_at, M.id) < func.row(after[0], after[1]))
         statement = statement.order_by(M.created_at.desc(), M.id.desc()).limit(limit)
-        # Whether the user's memories in time order (`ix_memory_owner_recent`) fill a page
+        # Whether the user's memories in time order (`ix_memory_user_newest`) fill a page
         # sooner than those of the filter's kind and lifecycle sorted depends on how many
         # match: a plan for any filter chose the sort, 60 ms a page at 100,000 memories.
         async with self.planned_for_its_values():

@@ -51,5 +51,5 @@ async def test_a_page_of_one_owners_memories_is_read_in_time_order(
     [plan] = json.loads(explained) if isinstance(explained, str) else explained
     nodes = plan_nodes(plan["Plan"])
     assert not [node for node in nodes if node["Node Type"] == "Sort"], nodes
-    [scan] = [node for node in nodes if node.get("Index Name") == "ix_memory_owner_recent"]
+    [scan] = [node for node in nodes if node.get("Index Name") == "ix_memory_user_newest"]
     assert "user_id = 'alice'" in scan["Index Cond"], scan

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -31,7 +32,7 @@ from service.memories.fusion import FusionRepository, indexed_owners
 from service.memories.fusion.parameters import SearchParams
 from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL
 from service.memories.fusion.statement import compiled_search, owner_literal
-from service.memories.owner_index_names import owner_index_name
+from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
 from service.memories.owner_indexes import (
     OwnerIndexes,
     OwnerIndexesRefused,
@@ -479,3 +480,23 @@ def test_an_index_name_hides_its_owner_and_fits_postgres() -> None:
         for kind in ("", "semantic", "episodic", "procedural")
     }
     assert len(names) == 4
+
+
+async def test_no_index_of_the_schema_goes_by_the_owner_indexes_name(
+    owner_engine: AsyncEngine,
+) -> None:
+    # The keeper of the owners' indexes drops every index on `memory` whose name starts with
+    # the prefix and that it did not build: a schema index so named would be dropped by the
+    # first refresh. Names it builds are the prefix and 24 hex digits.
+    async with owner_engine.connect() as connection:
+        names = (
+            await connection.execute(
+                text(
+                    "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                    "WHERE i.indrelid = 'memory'::regclass"
+                )
+            )
+        ).scalars()
+        prefixed = [name for name in names if name.startswith(OWNER_INDEX_PREFIX)]
+    owner_name = re.compile(re.escape(OWNER_INDEX_PREFIX) + "[0-9a-f]{24}")
+    assert [name for name in prefixed if not owner_name.fullmatch(name)] == []
