@@ -64,9 +64,7 @@ async def own_database(cluster: EmbeddedCluster, embeddings_url: str) -> Setting
 @asynccontextmanager
 async def running_app(settings: Settings) -> AsyncIterator[tuple[FastAPI, AsyncClient]]:
     application = create_app(settings)
-    # Shutdown drains the background work a model change starts (its backfill), which on a
-    # busy machine (the suite's parallel workers) takes longer than the manager's default 5 s.
-    async with LifespanManager(application, shutdown_timeout=60):
+    async with LifespanManager(application):
         transport = ASGITransport(app=application)
         async with AsyncClient(transport=transport, base_url="http://mneme.test") as client:
             yield application, client
