@@ -410,6 +410,12 @@ async def keep_owner_indexes(indexes: OwnerIndexes, every_seconds: float) -> Non
             logger.warning("owner vector indexes are not maintained: %s", refused)
             return
         except Exception:
+            # Cancelled mid-statement (the process stopping), the driver may raise its own
+            # error instead of the cancellation: the loop must end then, not wait for its next
+            # turn (a shutdown waits for it).
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                return
             logger.exception("refreshing the owner vector indexes failed; trying again later")
             continue
         if report.built or report.rebuilt or report.dropped or report.retired:

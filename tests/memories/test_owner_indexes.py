@@ -36,6 +36,7 @@ from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_n
 from service.memories.owner_indexes import (
     OwnerIndexes,
     OwnerIndexesRefused,
+    keep_owner_indexes,
     live_column,
 )
 from service.memories.postings import PostingsRepository
@@ -500,3 +501,32 @@ async def test_no_index_of_the_schema_goes_by_the_owner_indexes_name(
         prefixed = [name for name in names if name.startswith(OWNER_INDEX_PREFIX)]
     owner_name = re.compile(re.escape(OWNER_INDEX_PREFIX) + "[0-9a-f]{24}")
     assert [name for name in prefixed if not owner_name.fullmatch(name)] == []
+
+
+class _RefreshCancelledAsAnError:
+    """Owner indexes whose refresh, when cancelled mid-statement, raises the driver's own error
+    (as SQLAlchemy over asyncpg may) instead of the cancellation."""
+
+    def __init__(self) -> None:
+        self.refreshing = asyncio.Event()
+
+    async def until_due(self, every_seconds: float) -> None:
+        if self.refreshing.is_set():
+            await asyncio.sleep(every_seconds)
+
+    async def refresh(self) -> None:
+        self.refreshing.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError as cancelled:
+            raise RuntimeError("connection was closed in the middle of operation") from cancelled
+
+
+async def test_the_index_keeper_stops_when_cancelled_mid_refresh() -> None:
+    # A shutdown cancels the keeper and waits for it: had the loop taken the driver's error
+    # for a failed refresh, it would wait for its next turn (600 s) and the shutdown with it.
+    indexes = _RefreshCancelledAsAnError()
+    keeper = asyncio.create_task(keep_owner_indexes(indexes, 600))  # type: ignore[arg-type]
+    await asyncio.wait_for(indexes.refreshing.wait(), 5)
+    keeper.cancel()
+    await asyncio.wait_for(keeper, 5)
