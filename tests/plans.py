@@ -3,6 +3,7 @@ them, and every node of a plan, to count what its scans did."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,3 +31,22 @@ def statements_sent(engine: AsyncEngine) -> Iterator[list[tuple[str, Any]]]:
 def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     """The plan node and every node under it, depth first."""
     return [plan, *(node for child in plan.get("Plans", []) for node in plan_nodes(child))]
+
+
+async def tenant_plan(
+    engine: AsyncEngine, tenant: str, sent: tuple[str, Any], *settings: str
+) -> list[dict[str, Any]]:
+    """Every node of the plan of a statement as `statements_sent` captured it, explained
+    (FORMAT JSON) with its parameters in a transaction of `tenant`, after the `settings`
+    statements (`SET LOCAL …`)."""
+    statement, parameters = sent
+    async with engine.connect() as connection:
+        raw = (await connection.get_raw_connection()).driver_connection
+        async with raw.transaction():
+            await raw.execute(f"SELECT set_config('app.tenant_id', '{tenant}', true)")
+            for setting in settings:
+                await raw.execute(setting)
+            explained = await raw.fetchval("EXPLAIN (FORMAT JSON) " + statement, *parameters)
+    # The service's connections decode JSON themselves.
+    [plan] = json.loads(explained) if isinstance(explained, str) else explained
+    return plan_nodes(plan["Plan"])

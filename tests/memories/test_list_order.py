@@ -5,8 +5,6 @@ page is the page's, not the owner's (a sort of every matching memory took 161 ms
 
 from __future__ import annotations
 
-import json
-
 from httpx import AsyncClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -18,7 +16,7 @@ from service.memories.repository import MemoryRepository
 from service.memories.schemas import BATCH_MAX
 from tests.conftest import bearer
 from tests.fixtures.factories import remember_texts
-from tests.plans import plan_nodes, statements_sent
+from tests.plans import statements_sent, tenant_plan
 
 
 async def test_a_page_of_one_owners_memories_is_read_in_time_order(
@@ -39,17 +37,10 @@ async def test_a_page_of_one_owners_memories_is_read_in_time_order(
     last_batch = range(150 - (150 % BATCH_MAX or BATCH_MAX), 150)
     newest = {f"User noted episodic item {n}." for n in last_batch}
     assert len(page) == 20 and {memory.text for memory in page} <= newest
-    [(statement, parameters)] = [(s, p) for s, p in sent if "ORDER BY m.created_at" in s]
-    async with runtime_engine.connect() as connection:
-        raw = (await connection.get_raw_connection()).driver_connection
-        async with raw.transaction():
-            await raw.execute(f"SELECT set_config('app.tenant_id', '{tenant}', true)")
-            # Whether an ordered read is cheaper than a sort depends on the owner's size and
-            # the table's statistics (other tests' memories); whether one exists does not.
-            await raw.execute("SET LOCAL enable_sort = off")
-            explained = await raw.fetchval("EXPLAIN (FORMAT JSON) " + statement, *parameters)
-    [plan] = json.loads(explained) if isinstance(explained, str) else explained
-    nodes = plan_nodes(plan["Plan"])
+    [listed] = [(s, p) for s, p in sent if "ORDER BY m.created_at" in s]
+    # Whether an ordered read is cheaper than a sort depends on the owner's size and the
+    # table's statistics (other tests' memories); whether one exists does not.
+    nodes = await tenant_plan(runtime_engine, tenant, listed, "SET LOCAL enable_sort = off")
     assert not [node for node in nodes if node["Node Type"] == "Sort"], nodes
     [scan] = [node for node in nodes if node.get("Index Name") == "ix_memory_user_newest"]
     assert "user_id = 'alice'" in scan["Index Cond"], scan

@@ -5,7 +5,6 @@ the owner's own vector index)."""
 
 from __future__ import annotations
 
-import json
 import math
 
 from fastapi import FastAPI
@@ -19,7 +18,7 @@ from service.db import create_sessionmaker, tenant_transaction
 from service.memories.repository import CategoryRelevance, MemoryRepository
 from tests.conftest import bearer
 from tests.fixtures.factories import remember, remember_all, remember_texts
-from tests.plans import plan_nodes, statements_sent
+from tests.plans import statements_sent, tenant_plan
 
 RUNS = 8
 """More runs of one prepared statement than PostgreSQL plans for their values by default (5)."""
@@ -101,19 +100,10 @@ async def test_each_part_of_what_a_new_fact_meets_is_found_by_its_index(
                 nearest=5,
             )
     assert [memory.text for memory, _ in related] == ["User's home base is Lisbon."]
-    [(statement, parameters)] = [(s, p) for s, p in sent if "content_hash" in s]
-    async with runtime_engine.connect() as connection:
-        raw = (await connection.get_raw_connection()).driver_connection
-        async with raw.transaction():
-            await raw.execute(f"SELECT set_config('app.tenant_id', '{tenant}', true)")
-            await raw.execute("SET LOCAL enable_seqscan = off")
-            explained = await raw.fetchval("EXPLAIN (FORMAT JSON) " + statement, *parameters)
-    # The service's connections decode JSON themselves.
-    [plan] = json.loads(explained) if isinstance(explained, str) else explained
+    [reconciled] = [(s, p) for s, p in sent if "content_hash" in s]
+    nodes = await tenant_plan(runtime_engine, tenant, reconciled, "SET LOCAL enable_seqscan = off")
     conditions = {
-        node["Index Name"]: node.get("Index Cond", "")
-        for node in plan_nodes(plan["Plan"])
-        if "Index Name" in node
+        node["Index Name"]: node.get("Index Cond", "") for node in nodes if "Index Name" in node
     }
     # The duplicate by the live memories' content, the subject among the category's facts
     # that name one.
