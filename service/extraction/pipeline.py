@@ -456,7 +456,13 @@ class ExtractionPass:
                 "semantic",
                 text_value=candidate.text,
                 vector=vectors.get(candidate.index),
-                category=_relevance(candidate, rules),
+                # Of its category, only the facts the resolver may act on: the similar enough
+                # and those of its subject.
+                category=CategoryRelevance(
+                    candidate.category,
+                    candidate.subject,
+                    rules.least_cosine_acted_on(candidate.category),
+                ),
             )
             for item in related:
                 facts[item.memory.id] = _known_fact(item.memory)
@@ -716,17 +722,6 @@ def _known_fact(memory: Memory) -> KnownFact:
         text=memory.text,
         lifecycle=memory.lifecycle,
     )
-
-
-def _relevance(candidate: Candidate, rules: ResolverRules) -> CategoryRelevance:
-    """The facts of the candidate's category the resolver may act on: a repeat (at least the
-    near-duplicate cosine), one with its subject (rule 6, subject), and in a `replace` category
-    one at least the contradiction cosine similar (rule 6, similar). Its other facts cannot
-    change what the candidate does, so they are not read."""
-    similar_from = rules.near_duplicate_cosine
-    if rules.category_modes.get(candidate.category) == "replace":
-        similar_from = min(similar_from, rules.contradiction_cosine)
-    return CategoryRelevance(candidate.category, candidate.subject, similar_from)
 
 
 def _subject_of(metadata: Mapping[str, Any] | None) -> str | None:

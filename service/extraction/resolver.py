@@ -125,6 +125,14 @@ class ResolverRules:
     contradiction_cosine: float = 0.75
     multi_valued_subjects: frozenset[str] = frozenset()
 
+    def least_cosine_acted_on(self, category: str) -> float:
+        """The least cosine at which a fact of `category` can matter to a new one of it by
+        similarity alone: a repeat (rule 5), or in a `replace` category a fact it supersedes as
+        similar (rule 6). Facts of the category less similar matter only by their subject."""
+        if self.category_modes.get(category) == "replace":
+            return min(self.near_duplicate_cosine, self.contradiction_cosine)
+        return self.near_duplicate_cosine
+
     def multi_valued(self, subject: str | None) -> bool:
         """Whether facts about `subject` add up: one of its words, singular or plural, is a
         multi-valued subject."""

@@ -25,7 +25,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy import cast as cast_as
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, QueryableAttribute
@@ -50,7 +49,7 @@ def one_of(
     element = column if isinstance(column, ColumnElement) else column.expression
     array = ARRAY(element.type)
     # Cast, so the array keeps its type wherever the statement is rendered with its values.
-    return element == any_(cast_as(bindparam(None, list(values), type_=array), array))
+    return element == any_(bindparam(None, list(values), type_=array).cast(array))
 
 
 TRANSACTION_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
