@@ -24,7 +24,7 @@ from tests.conftest import bearer, new_tenant
 from tests.fixtures.apps import app_client, running_app
 from tests.fixtures.factories import remember_texts
 from tests.memories.test_bounded_search import corpus
-from tests.memories.test_owner_indexes import count_statistics
+from tests.memories.large_owners import count_statistics
 from tests.search_params import search_params
 
 pytestmark = pytest.mark.citus

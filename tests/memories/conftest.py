@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from fastapi import FastAPI
+from httpx import AsyncClient
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.config import Settings
+from service.memories.owner_indexes import OwnerIndexes
+from tests.fixtures.apps import app_client, running_app
 from tests.fixtures.openai_server import FakeOpenAIServer
+from tests.memories.large_owners import BUILD_FROM
 from tests.memories.model_change import NEW_DIMS
 
 
@@ -18,3 +25,29 @@ def embeddings_server() -> Iterator[FakeOpenAIServer]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+async def indexed_app(settings: Settings) -> AsyncIterator[FastAPI]:
+    """The app with low thresholds: an owner of `BUILD_FROM` memories is searched through its
+    postings and may get an index of its own; no refresh loop (the tests refresh)."""
+    async with running_app(
+        settings,
+        search_bounded_from=BUILD_FROM,
+        owner_vector_index_from=BUILD_FROM,
+        owner_vector_index_refresh_seconds=0,
+    ) as application:
+        yield application
+
+
+@pytest.fixture
+async def indexed_client(indexed_app: FastAPI) -> AsyncIterator[AsyncClient]:
+    async with app_client(indexed_app) as client:
+        yield client
+
+
+@pytest.fixture
+async def no_owner_indexes(owner_engine: AsyncEngine) -> AsyncIterator[None]:
+    """Every owner index dropped afterwards (other tests' owners may have got one too)."""
+    yield
+    await OwnerIndexes(owner_engine, build_from=0, most=0).refresh()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 
 import pytest
 from fastapi import FastAPI
@@ -39,104 +38,20 @@ from service.memories.owner_indexes import (
     keep_owner_indexes,
     live_column,
 )
-from service.memories.postings import PostingsRepository
 from service.memories.schemas import SearchRequest
 from tests.conftest import bearer
 from tests.fixtures.apps import app_client, running_app
-from tests.fixtures.factories import remember_all, remember_texts
-from tests.memories.test_bounded_search import corpus, search_ids
+from tests.memories.large_owners import (
+    BUILD_FROM,
+    QUESTION,
+    USER,
+    index_definitions,
+    kind_names,
+    large_owner,
+    owner_keys,
+)
+from tests.memories.test_bounded_search import search_ids
 from tests.search_params import search_params
-
-BUILD_FROM = 40
-QUESTION = "what does the user like to play"
-# A user id with every punctuation an id may hold: it reaches the index's condition as data.
-USER = "ada.l|ove+lace@example.org:1=2-x_y"
-
-
-@pytest.fixture
-async def indexed_app(settings: Settings) -> AsyncIterator[FastAPI]:
-    """The app with low thresholds: an owner of `BUILD_FROM` memories is searched through its
-    postings and may get an index of its own; no refresh loop (the tests refresh)."""
-    async with running_app(
-        settings,
-        search_bounded_from=BUILD_FROM,
-        owner_vector_index_from=BUILD_FROM,
-        owner_vector_index_refresh_seconds=0,
-    ) as application:
-        yield application
-
-
-@pytest.fixture
-async def indexed_client(indexed_app: FastAPI) -> AsyncIterator[AsyncClient]:
-    async with app_client(indexed_app) as client:
-        yield client
-
-
-@pytest.fixture
-async def no_owner_indexes(owner_engine: AsyncEngine) -> AsyncIterator[None]:
-    """Every owner index dropped afterwards (other tests' owners may have got one too)."""
-    yield
-    await OwnerIndexes(owner_engine, build_from=0, most=0).refresh()
-
-
-async def count_statistics(app: FastAPI, tenant: str, *owners: Owner) -> None:
-    """The owners' search statistics counted, as the background job counts them."""
-    for owner in owners:
-        async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
-            await PostingsRepository(session, tenant).refresh_statistics(owner)
-
-
-async def index_definitions(owner_engine: AsyncEngine) -> dict[str, str]:
-    async with owner_engine.connect() as connection:
-        rows = await connection.execute(
-            text(
-                "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i "
-                "JOIN pg_class c ON c.oid = i.indexrelid "
-                "WHERE i.indrelid = 'memory'::regclass AND i.indisvalid "
-                "AND c.relname LIKE 'ix\\_memory\\_owner\\_%'"
-            )
-        )
-        return dict(rows.all())
-
-
-def episodes(seed: int, size: int) -> list[str]:
-    """Episodes in the write path's style ("User shared: …")."""
-    return [f"User shared: {text.removeprefix('User ')}" for text in corpus(seed, size)]
-
-
-async def large_owner(
-    app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
-) -> dict[str, str]:
-    """`USER` with 60 facts, 50 episodes and 2 procedures, and an organization of 5 facts,
-    their statistics counted; the user's headers."""
-    headers = bearer(settings, tenant, USER)
-    await remember_texts(client, headers, corpus(23, 60))
-    await remember_texts(client, headers, episodes(24, 50), kind="episodic")
-    await remember_texts(
-        client,
-        headers,
-        [f"When the user asks about {word}, answer in one line" for word in ("tea", "piano")],
-        kind="procedural",
-    )
-    admin = bearer(settings, tenant, "admin", admin=True)
-    await remember_all(
-        client,
-        admin,
-        *({"text": f"The office closes at {hour} on Fridays"} for hour in range(5)),
-        org=True,
-    )
-    await count_statistics(app, tenant, Owner.user(USER), Owner.org())
-    return headers
-
-
-def owner_keys(tenant: str) -> tuple[str, ...]:
-    """`USER`'s search's owners as the service remembers which have indexes."""
-    return (tenant, *sorted([Owner.user(USER).key, Owner.org().key]))
-
-
-def kind_names(tenant: str, *kinds: str) -> list[str]:
-    """The names of `USER`'s indexes of `kinds`."""
-    return [owner_index_name(tenant, Owner.user(USER).key, "embedding", kind) for kind in kinds]
 
 
 async def planned_json(

@@ -1,0 +1,84 @@
+"""An owner large enough, under lowered thresholds, to get vector indexes of its own: the
+constants, the memories and the helpers the tests of owner indexes share (their fixtures are in
+this package's conftest)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.auth.owner import Owner
+from service.config import Settings
+from service.db import tenant_transaction
+from service.memories.owner_index_names import owner_index_name
+from service.memories.postings import PostingsRepository
+from tests.conftest import bearer
+from tests.fixtures.factories import remember_all, remember_texts
+from tests.memories.test_bounded_search import corpus
+
+BUILD_FROM = 40
+QUESTION = "what does the user like to play"
+# A user id with every punctuation an id may hold: it reaches the index's condition as data.
+USER = "ada.l|ove+lace@example.org:1=2-x_y"
+
+
+async def count_statistics(app: FastAPI, tenant: str, *owners: Owner) -> None:
+    """The owners' search statistics counted, as the background job counts them."""
+    for owner in owners:
+        async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+            await PostingsRepository(session, tenant).refresh_statistics(owner)
+
+
+async def index_definitions(owner_engine: AsyncEngine) -> dict[str, str]:
+    async with owner_engine.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+                "JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE i.indrelid = 'memory'::regclass AND i.indisvalid "
+                "AND c.relname LIKE 'ix\\_memory\\_owner\\_%'"
+            )
+        )
+        return dict(rows.all())
+
+
+def episodes(seed: int, size: int) -> list[str]:
+    """Episodes in the write path's style ("User shared: …")."""
+    return [f"User shared: {text.removeprefix('User ')}" for text in corpus(seed, size)]
+
+
+async def large_owner(
+    app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
+) -> dict[str, str]:
+    """`USER` with 60 facts, 50 episodes and 2 procedures, and an organization of 5 facts,
+    their statistics counted; the user's headers."""
+    headers = bearer(settings, tenant, USER)
+    await remember_texts(client, headers, corpus(23, 60))
+    await remember_texts(client, headers, episodes(24, 50), kind="episodic")
+    await remember_texts(
+        client,
+        headers,
+        [f"When the user asks about {word}, answer in one line" for word in ("tea", "piano")],
+        kind="procedural",
+    )
+    admin = bearer(settings, tenant, "admin", admin=True)
+    await remember_all(
+        client,
+        admin,
+        *({"text": f"The office closes at {hour} on Fridays"} for hour in range(5)),
+        org=True,
+    )
+    await count_statistics(app, tenant, Owner.user(USER), Owner.org())
+    return headers
+
+
+def owner_keys(tenant: str) -> tuple[str, ...]:
+    """`USER`'s search's owners as the service remembers which have indexes."""
+    return (tenant, *sorted([Owner.user(USER).key, Owner.org().key]))
+
+
+def kind_names(tenant: str, *kinds: str) -> list[str]:
+    """The names of `USER`'s indexes of `kinds`."""
+    return [owner_index_name(tenant, Owner.user(USER).key, "embedding", kind) for kind in kinds]
