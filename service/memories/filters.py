@@ -80,6 +80,39 @@ class MemoryFilter:
         return replace(self, lifecycles=LIVE_LIFECYCLES)
 
     @property
+    def passes_part_of_a_kind(self) -> bool:
+        """True when the filter may pass only a few of an owner's memories of one kind: it
+        names categories, a time bound, or lifecycles without the confirmed one (which most
+        memories are: what the API writes is confirmed unless it says otherwise). A vector
+        index walked for such a filter may visit many memories for each one that passes."""
+        return (
+            self.categories is not None
+            or (self.lifecycles is not None and "confirmed" not in self.lifecycles)
+            or any(
+                bound is not None
+                for bound in (
+                    self.created_after,
+                    self.created_before,
+                    self.event_after,
+                    self.event_before,
+                )
+            )
+        )
+
+    def of_kinds_only(self) -> MemoryFilter:
+        """This filter without what passes only part of a kind (`passes_part_of_a_kind`): the
+        same owners and kinds, any lifecycle, any time."""
+        return replace(
+            self,
+            categories=None,
+            lifecycles=None,
+            created_after=None,
+            created_before=None,
+            event_after=None,
+            event_before=None,
+        )
+
+    @property
     def has_conditions(self) -> bool:
         """True when anything besides the owner narrows the set."""
         return any(getattr(self, f.name) is not None for f in fields(self) if f.name != "owners")
@@ -148,8 +181,10 @@ class MemoryFilter:
                 conditions.append(f"{m}.{column} = ANY(:{p}{column})")
                 binds.append(bindparam(f"{p}{column}", list(values), type_=ARRAY(Text())))
         conditions.append(f"({m}.expires_at IS NULL OR {m}.expires_at > now())")
-        # A memory without an event time happened when it was recorded.
-        event_time = f"coalesce({m}.event_at, {m}.created_at)"
+        # A memory without an event time happened when it was recorded: `happened_at` is
+        # coalesce(event_at, created_at), stored. Compared as a column, the bound is
+        # leakproof, so under row-level security an index on it serves the condition.
+        event_time = f"{m}.happened_at"
         for name, expression, operator in (
             ("created_after", f"{m}.created_at", ">="),
             ("created_before", f"{m}.created_at", "<"),

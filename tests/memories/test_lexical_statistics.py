@@ -111,8 +111,38 @@ async def test_the_lexical_side_of_any_filter_reads_only_the_tsvector_from_the_r
             ).scalars()
         )
     # An index-only scan is possible exactly when the index holds every column read.
-    assert {"tenant_id", "user_id", "scope", "tsv_length", "event_at"} <= read
+    assert {"tenant_id", "user_id", "scope", "tsv_length", "happened_at"} <= read
     assert read - indexed == read_from_rows
+
+
+async def test_a_filters_conditions_are_the_lexical_indexs_keys_in_the_order_they_narrow(
+    owner_engine: AsyncEngine,
+) -> None:
+    """The owner first, then what a filter narrows an owner's memories by (kind, lifecycle,
+    category, event time): each can be an index condition under row-level security (plain
+    columns, leakproof comparisons), so a filter to one category or one month finds its
+    memories without reading the owner's others (`COUNT_PASSING_SQL`)."""
+    async with owner_engine.connect() as connection:
+        keys = (
+            await connection.execute(
+                text(
+                    "SELECT array_agg(a.attname ORDER BY k.position) "
+                    "FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey[0:i.indnkeyatts - 1]) "
+                    "WITH ORDINALITY AS k(attnum, position) "
+                    "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+                    "WHERE i.indexrelid = 'ix_memory_lexical'::regclass"
+                )
+            )
+        ).scalar_one()
+    assert keys == [
+        "tenant_id",
+        "scope",
+        "user_id",
+        "kind",
+        "lifecycle",
+        "category",
+        "happened_at",
+    ]
 
 
 async def test_lexical_scores_are_bm25_with_repeated_terms_and_stored_lengths(
