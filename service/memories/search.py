@@ -187,6 +187,7 @@ class MemorySearch:
             postings_scanned=settings.search_postings_scanned,
             vector_index_share=settings.search_vector_index_share,
             owner_index_ef_search=settings.owner_vector_index_ef_search,
+            walk_scanned=settings.hnsw_max_scan_tuples,
             not_only_of_messages=tuple(sorted(not_only_of_messages))
             if not_only_of_messages
             else None,

@@ -23,8 +23,8 @@ from service.memories.owner_indexes import OwnerIndexes
 from tests.conftest import bearer, new_tenant
 from tests.fixtures.apps import app_client, running_app
 from tests.fixtures.factories import remember_texts
-from tests.memories.test_bounded_search import corpus
 from tests.memories.large_owners import count_statistics
+from tests.memories.test_bounded_search import corpus
 from tests.search_params import search_params
 
 pytestmark = pytest.mark.citus
@@ -44,12 +44,18 @@ async def indexed_citus_app(citus_settings: Settings) -> AsyncIterator[FastAPI]:
         yield application
 
 
-async def _search(app: FastAPI, headers: dict[str, str]) -> list[str]:
+FILTERS = ({"categories": ["travel"]}, {"event_after": "1970-01-01T00:00:00Z"})
+"""A filter few of the owner's facts pass (sorted exactly) and one all pass (walked)."""
+
+
+async def _search(
+    app: FastAPI, headers: dict[str, str], conditions: dict[str, object] | None = None
+) -> list[str]:
     async with app_client(app) as client:
         response = await client.post(
             "/v1/users/me/memories/search",
             headers=headers,
-            json={"query": QUESTION, "limit": 10, "mode": "hybrid"},
+            json={"query": QUESTION, "limit": 10, "mode": "hybrid", **(conditions or {})},
         )
     assert response.status_code == 200, response.text
     return [hit["memory"]["id"] for hit in response.json()["hits"]]
@@ -62,6 +68,12 @@ async def test_an_owner_index_on_citus_is_on_every_shard_and_serves_the_owners_s
     headers = bearer(citus_settings, tenant, "ada")
     async with app_client(indexed_citus_app) as client:
         await remember_texts(client, headers, corpus(31, 60))
+        await remember_texts(
+            client,
+            headers,
+            ["User flew to Lisbon in May", "User plans a rail trip through the Alps"],
+            category="travel",
+        )
     await count_statistics(indexed_citus_app, tenant, Owner.user("ada"))
     name = owner_index_name(tenant, Owner.user("ada").key, "embedding", "semantic")
     indexes = OwnerIndexes(citus_owner_engine, build_from=BUILD_FROM, most=1_000)
@@ -109,6 +121,9 @@ async def test_an_owner_index_on_citus_is_on_every_shard_and_serves_the_owners_s
                 "AND m.kind = E'semantic'\n ORDER BY m.embedding <=> ",
             )
         assert written == 1
+        # Filtered searches run the count of what passes, and the exact sort or the walk, on
+        # the shards too.
+        filtered = [await _search(indexed_citus_app, headers, each) for each in FILTERS]
 
         # Built again with other graph settings: beside the old one, then renamed to its name
         # on the coordinator and on every shard.
@@ -139,3 +154,5 @@ async def test_an_owner_index_on_citus_is_on_every_shard_and_serves_the_owners_s
 
     assert with_index[0] == with_index[1] == with_index[2] == without_index
     assert len(without_index) == 10
+    assert filtered == [await _search(indexed_citus_app, headers, each) for each in FILTERS]
+    assert [len(each) for each in filtered] == [2, 10]

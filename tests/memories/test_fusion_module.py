@@ -39,7 +39,8 @@ def test_every_ranking_parameter_is_bound_under_its_own_name() -> None:
     """A field added to `SearchParams` reaches the statement as a bind of the same name."""
     # The vector column is the statement's text, not a value (see the next test); the owner
     # index's candidate list is a planner setting made before the statement runs; the messages
-    # whose memories a section does not return are bound per section, like its filter.
+    # whose memories a section does not return are bound per section, like its filter; the
+    # most a filtered walk reads is bound only in a statement with one (test_filtered_walks).
     declared = {each.name for each in fields(SearchParams)} - {
         "filter",
         "pool",
@@ -47,6 +48,7 @@ def test_every_ranking_parameter_is_bound_under_its_own_name() -> None:
         "vector_column",
         "owner_index_ef_search",
         "not_only_of_messages",
+        "walk_scanned",
     }
     assert {name for name, _ in RANKING_PARAMETERS} == declared
 

@@ -59,6 +59,9 @@ class SearchParams:
     vector_column: VectorColumn = FIRST_VECTOR_COLUMN
     # Not bound: the HNSW candidate list for an owner with a vector index of its own.
     owner_index_ef_search: int = 200
+    # Bound only in a statement with a filtered walk (`FILTERED_WALK_SQL`): the most memories
+    # it reads (`hnsw.max_scan_tuples`, where pgvector's iterative scan stops anyway).
+    walk_scanned: int = 20_000
     # Not a ranking parameter: the memories drawn from these messages alone are ranked like any
     # other (their evidence to their neighbours and session counts) but not returned (a context
     # block that shows the messages themselves). A memory drawn from no message is returned.

@@ -16,7 +16,7 @@ WITH query_terms AS (
 ),
 owner_stats AS (
     ${owner_stats}
-),
+),${few_passing}
 lexeme_documents AS (
     -- In how many of a bounded section's memories each question lexeme is: from the owners'
     -- statistics (a common lexeme) or from the postings themselves (a rare one, a bounded
@@ -635,6 +635,76 @@ distance: the order of the generic plan, which serves the small owners. Planned 
 it could otherwise take the table's HNSW index (it did for a table of a few thousand wide rows),
 whose walk filtered to a small owner visits most of the graph to find a pool of its vectors, and
 whose answer is approximate."""
+
+FEW_PASSING_SQL = """
+few_passing AS MATERIALIZED (
+    ${passing}
+),"""
+"""For each filtered walk (`COUNT_PASSING_SQL` each, numbered), whether few memories pass its
+filter.
+
+A walk of a vector index under a filter that few of the walked memories pass (a category, a
+month, a lifecycle) visits about `pool` / share memories to find `pool` that pass it, up to
+`hnsw.max_scan_tuples` when almost none do: its cost then grows with the owner, not with what
+is found. When few pass, the scan sorts exactly those (`FEW_PASSED_SQL`); when more pass, the
+walk finds them in fewer steps the more there are (`FILTERED_WALK_SQL`). Few is the geometric
+mean of the pool and the owner's memories (sqrt(pool * memories), at least the pool): an exact
+sort costs about a row's read for each memory that passes, a walk about a graph step for each
+memory it visits, pool / share of them; the two meet near that count, so a filtered search
+reads about sqrt(pool * memories) rows at most either way, where a walk alone went up to
+`hnsw.max_scan_tuples`."""
+
+COUNT_PASSING_SQL = """
+SELECT ${scan} AS scan,
+       (SELECT count(*) FROM (SELECT FROM memory m WHERE ${candidate_filter}
+                               LIMIT ${few} + 1) AS passing) <= ${few} AS few"""
+"""Whether at most few memories pass one scan's filter (see `FEW_PASSING_SQL`), counted in a
+B-tree index (ix_memory_lexical: the owner, kind, lifecycle, category and time as its keys, the
+rest of what a filter tests included, so the count reads no row)."""
+
+FEW_SQL = """(SELECT greatest(${pool}, sqrt(${pool} * coalesce(
+                 (SELECT o.documents FROM owner_stats o WHERE o.section = ${section}), 0)))::int)"""
+"""How many memories passing a filter make few for a section's scans (`FEW_PASSING_SQL`). An
+owner without statistics (`owner_stats`) counts as none: few is the pool."""
+
+FEW_PASSED_SQL = """m.tenant_id = :tenant_id
+    AND m.id IN (SELECT m.id FROM memory m WHERE ${candidate_filter})
+    AND (SELECT few FROM few_passing WHERE scan = ${scan})"""
+"""The exact sort's memories of one scan, when few pass its filter: their ids from the same
+index as the count (an index-only scan), their rows by the table's key. An uncorrelated
+subquery decides whether it runs."""
+
+MANY_PASSED_SQL = "NOT (SELECT few FROM few_passing WHERE scan = ${scan})"
+"""Whether the walk of one scan runs: when more memories than few pass its filter. An
+uncorrelated subquery: run once, it switches the walk on or off."""
+
+FILTERED_WALK_SQL = """
+SELECT m.id, ${section} AS section, m.distance
+  FROM (SELECT m.id, m.tenant_id, m.scope, m.user_id, m.kind, m.category, m.lifecycle,
+               m.expires_at, m.created_at, m.happened_at,
+               ${vector} <=> ${question_vector} AS distance
+          FROM memory m
+         WHERE :use_vector AND ${vector} IS NOT NULL
+           AND ${graph_filter}
+         ORDER BY ${order}
+         LIMIT :walk_scanned) AS m
+ WHERE ${candidate_filter}
+ ORDER BY m.distance
+ LIMIT ${pool}
+"""
+"""One owner's vector candidates in one section, walked in its own index, for a filter that
+passes only part of a kind, when many memories pass it (`FEW_PASSING_SQL`): the walk reads the
+memories of the owner and kind (`${graph_filter}`, what its index holds), the rest of the
+filter (`${candidate_filter}`) is tested on what the walk returns, and the walk goes on
+(pgvector's iterative scan) until `${pool}` have passed. The inner query is planned apart (its
+LIMIT keeps it a subquery) and does not see the rest of the filter: estimating a category or a
+window as a few rows, the planner would sort every memory that passes instead of walking (its
+estimate does not know the count that chose the walk). Its LIMIT is bound
+(`hnsw.max_scan_tuples`, where the iterative scan stops anyway): unknown to a generic plan,
+which then expects to read a part of the rows and walks. The walk returns its memories nearest
+first, in the order the outer query asks: the planner knows it, sorts nothing (a sort would wait
+for the whole walk), and a section of several scans merges them, reading from each walk only as
+far as the section's pool needs."""
 
 NEAREST_OF_OWNERS_SQL = """
 SELECT id, section, distance FROM (${owners}) AS of_owners ORDER BY distance LIMIT ${pool}

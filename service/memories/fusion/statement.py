@@ -30,10 +30,16 @@ from service.memories.fusion.sql import (
     BEYOND_POOLS_SQL,
     BOUNDED_MATCHES_SQL,
     COLLECTION_SQL,
+    COUNT_PASSING_SQL,
     EXACT_ORDER_SQL,
+    FEW_PASSED_SQL,
+    FEW_PASSING_SQL,
+    FEW_SQL,
+    FILTERED_WALK_SQL,
     HYBRID_SEARCH_SQL,
     INDEX_ORDER_SQL,
     LEXICAL_MATCHES_SQL,
+    MANY_PASSED_SQL,
     NEAREST_OF_OWNERS_SQL,
     NEAREST_SQL,
     OWNER_STATS_SQL,
@@ -126,12 +132,29 @@ class SectionShape:
     left_out: str | None = None
     """The memories the section ranks but does not return, as a condition over `memory x`
     (`SearchParams.not_only_of_messages`), or None."""
+    graph_filters: tuple[str, ...] = ()
+    """For owners written in, when the filter passes only part of a kind, each owner's filter
+    without that part: each walk of an owner's index then becomes an exact sort when few
+    memories pass its filter (`FEW_PASSING_SQL`), and otherwise reads the memories of
+    `graph_filters`, testing each against its filter as it finds them (`FILTERED_WALK_SQL`).
+    Empty: walked under the filter."""
 
     def pool(self, index: int) -> str:
         return str(self.written_sizes[0]) if self.written_sizes else f":pool_{index}"
 
     def limit(self, index: int) -> str:
         return str(self.written_sizes[1]) if self.written_sizes else f":limit_{index}"
+
+
+@dataclass(frozen=True)
+class VectorScan:
+    """One scan of a section's vector candidates (`NEAREST_SQL`): the memories it reads and
+    their order; with `graph_filter`, a walk of an owner's index (`FILTERED_WALK_SQL`) that
+    tests `candidate_filter` on the memories of `graph_filter` it finds."""
+
+    candidate_filter: str
+    order: str
+    graph_filter: str | None = None
 
 
 @lru_cache(maxsize=_COMPILED_SEARCHES_KEPT)
@@ -153,32 +176,70 @@ def _search_template(
 
     index_order = render(INDEX_ORDER_SQL, question_vector=QUESTION_VECTOR_SQL, **vectors)
     exact_order = render(EXACT_ORDER_SQL, question_vector=QUESTION_VECTOR_SQL, **vectors)
+    # Whether few memories pass each filtered walk's filter (`COUNT_PASSING_SQL`), numbered as
+    # `owner_scans` writes them.
+    passing_counts: list[str] = []
 
-    def owner_scans(shape: SectionShape) -> list[tuple[str, str]]:
-        """The section's vector scans, each a filter and an order: one per owner, and for an
-        owner written in with indexes of its own per kind, one per kind it has an index for
-        (the kind written in, so the plan can prove the index's condition) and one, exact, for
-        the kinds it has none for."""
+    def owner_scans(index: int, shape: SectionShape) -> list[VectorScan]:
+        """The section's vector scans: one per owner, and for an owner written in with
+        indexes of its own per kind, one per kind it has an index for (the kind written in, so
+        the plan can prove the index's condition) and one, exact, for the kinds it has none
+        for."""
         if not shape.owners_written:
-            return [(each, order) for each in shape.owner_filters or (shape.candidate_filter,)]
+            return [
+                VectorScan(each, order) for each in shape.owner_filters or (shape.candidate_filter,)
+            ]
+
+        def walked(scan_filter: str, graph_filter: str) -> list[VectorScan]:
+            """A walk of the owner's index under `scan_filter`; for a filter that passes only
+            part of a kind, two scans, of which the statement runs one: the exact sort when
+            few memories pass it, the walk (of the memories `graph_filter` passes, tested
+            against `scan_filter` as it finds them) when more do."""
+            if not shape.graph_filters:
+                return [VectorScan(scan_filter, index_order)]
+            scan = str(len(passing_counts))
+            passing_counts.append(
+                render(
+                    COUNT_PASSING_SQL,
+                    scan=scan,
+                    candidate_filter=scan_filter,
+                    few=render(FEW_SQL, section=str(index), pool=shape.pool(index)),
+                )
+            )
+            return [
+                VectorScan(
+                    render(FEW_PASSED_SQL, scan=scan, candidate_filter=scan_filter), exact_order
+                ),
+                VectorScan(
+                    f"{scan_filter}\n    AND {render(MANY_PASSED_SQL, scan=scan)}",
+                    index_order,
+                    graph_filter,
+                ),
+            ]
+
         scans = []
-        for owner_filter, indexed, rest_filter in zip(
-            shape.owner_filters, shape.indexed_kinds, shape.rest_filters, strict=True
+        for owner_filter, graph_filter, indexed, rest_filter in zip(
+            shape.owner_filters,
+            shape.graph_filters or shape.owner_filters,
+            shape.indexed_kinds,
+            shape.rest_filters,
+            strict=True,
         ):
             if not indexed or ALL_KINDS in indexed:
-                scans.append((owner_filter, index_order))
+                scans += walked(owner_filter, graph_filter)
                 continue
-            scans += [
-                (f"{owner_filter}\n    AND m.kind = {owner_literal(kind)}", index_order)
-                for kind in shape.kinds
-                if kind in indexed
-            ]
+            for kind in shape.kinds:
+                if kind in indexed:
+                    of_kind = f"\n    AND m.kind = {owner_literal(kind)}"
+                    scans += walked(owner_filter + of_kind, graph_filter + of_kind)
             rest = [kind for kind in shape.kinds if kind not in indexed]
             if rest:
                 written = ", ".join(owner_literal(kind) for kind in rest)
                 # Found through the index by user and kind: a kind the owner has few or none of
                 # costs a probe, not a read of every one of the owner's memories' entries.
-                scans.append((f"{rest_filter}\n    AND m.kind IN ({written})", exact_order))
+                scans.append(
+                    VectorScan(f"{rest_filter}\n    AND m.kind IN ({written})", exact_order)
+                )
         return scans
 
     def nearest(index: int, shape: SectionShape) -> str:
@@ -186,15 +247,16 @@ def _search_template(
         nearest of them kept."""
         scans = [
             render(
-                NEAREST_SQL,
+                NEAREST_SQL if scan.graph_filter is None else FILTERED_WALK_SQL,
                 section=str(index),
-                candidate_filter=scan_filter,
+                candidate_filter=scan.candidate_filter,
                 pool=shape.pool(index),
                 question_vector=QUESTION_VECTOR_SQL,
-                order=scan_order,
+                order=scan.order,
+                **({} if scan.graph_filter is None else {"graph_filter": scan.graph_filter}),
                 **vectors,
             )
-            for scan_filter, scan_order in owner_scans(shape)
+            for scan in owner_scans(index, shape)
         ]
         if len(scans) == 1:
             return scans[0]
@@ -294,15 +356,19 @@ def _search_template(
             + " END"
         )
         lexical_pool = "ALL"
+    nearest_scans = " UNION ALL ".join(
+        f"({nearest(index, shape)})" for index, shape in enumerate(shapes)
+    )
     return render(
         HYBRID_SEARCH_SQL,
         owner_stats=each_section(OWNER_STATS_SQL),
         lexical_matches=each_section(LEXICAL_MATCHES_SQL),
         bounded_matches=bounded_matches(),
         collection=each_section(COLLECTION_SQL),
-        nearest=" UNION ALL ".join(
-            f"({nearest(index, shape)})" for index, shape in enumerate(shapes)
-        ),
+        nearest=nearest_scans,
+        few_passing=render(FEW_PASSING_SQL, passing="\n UNION ALL ".join(passing_counts))
+        if passing_counts
+        else "",
         beyond_pools=render(
             BEYOND_POOLS_SQL.strip(),
             question_vector=QUESTION_VECTOR_SQL,
@@ -423,6 +489,9 @@ class SectionPredicates:
     own filter, but where an owner written in has indexes per kind."""
     left_out: Predicate | None = None
     """The memories the section ranks but does not return (`SectionShape.left_out`)."""
+    graphs: tuple[Predicate, ...] = ()
+    """When the owners are written in and the filter passes only part of a kind, each owner's
+    filter without that part (`SectionShape.graph_filters`); its binds are the owner's."""
 
 
 def _section_predicates(
@@ -479,6 +548,9 @@ def _section_predicates(
                 if per_kind
                 else owners,
                 _drawn_only_from(params.not_only_of_messages, f"f{index}_"),
+                _each_owner(tenant_id, params.filter.of_kinds_only(), f"f{index}_", literal)
+                if literal is not None and params.filter.passes_part_of_a_kind
+                else (),
             )
         )
     return predicates
@@ -543,6 +615,7 @@ def _shapes(
             # that leaves episodic memories out has a text of its own.
             params.filter.kinds is None or "episodic" in params.filter.kinds,
             None if section.left_out is None else section.left_out.sql,
+            tuple(graph.sql for graph in section.graphs),
         )
         for index, (params, section) in enumerate(zip(sections, predicates, strict=True))
     )
@@ -569,6 +642,8 @@ def _bound_values(
             values[f"limit_{index}"] = params.limit
         values[f"owner_keys_{index}"] = [owner.key for owner in params.filter.owners]
     values.update((name, getattr(sections[0], name)) for name, _ in RANKING_PARAMETERS)
+    if any(section.graphs for section in predicates):
+        values["walk_scanned"] = sections[0].walk_scanned
     values["tenant_id"] = tenant_id
     return values
 

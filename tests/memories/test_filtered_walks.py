@@ -1,0 +1,152 @@
+"""A search filtered to part of a kind (a category, a time window, a lifecycle) of an owner with
+vector indexes of its own: when few of the owner's memories pass the filter they are sorted
+exactly, found by their keys in one B-tree, and its graph is not walked; when many pass, the
+graph is walked and the filter tested on what the walk finds. Either way the answer is the exact
+statement's, and the filter's conditions are index conditions under row-level security."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from benchmarks.rawsql import explain_prepared
+from service.auth.owner import Owner
+from service.config import Settings
+from service.db import tenant_transaction, transaction_driver
+from service.memories.filters import MemoryFilter
+from service.memories.fusion import FusionRepository
+from service.memories.fusion.parameters import SearchParams
+from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL
+from service.memories.fusion.statement import compiled_search
+from service.memories.owner_indexes import OwnerIndexes
+from tests.fixtures.factories import remember_texts
+from tests.memories.large_owners import (
+    BUILD_FROM,
+    QUESTION,
+    USER,
+    count_statistics,
+    kind_names,
+    large_owner,
+)
+from tests.plans import plan_nodes
+from tests.search_params import search_params
+
+POOL = 10
+"""A pool small enough that the owner's 66 facts are many: few is sqrt(pool * memories)."""
+
+TRAVEL = [
+    "User flew to Lisbon for a conference in May",
+    "User is planning a rail trip through the Alps",
+    "User prefers window seats on long flights",
+]
+
+
+async def executed_plan(app: FastAPI, tenant: str, params: SearchParams) -> list[dict[str, Any]]:
+    """Every node of the statement's plan as the service runs it for `USER` with the facts'
+    and episodes' indexes of their own (owners written in, generic plan), explained with ANALYZE:
+    a node of a branch that did not run has no loops."""
+    key = Owner.user(USER).key
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        driver = await transaction_driver(await session.connection())
+        compiled, arguments = compiled_search(
+            tenant,
+            [params],
+            (await session.connection()).dialect,
+            written_owners={0: frozenset({f"semantic:{key}", f"episodic:{key}"})},
+        )
+        await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+        document = await explain_prepared(driver, compiled.sql, arguments)
+    [plan] = json.loads(document) if isinstance(document, str) else document
+    return plan_nodes(plan["Plan"])
+
+
+def loops_of(nodes: list[dict[str, Any]], index: str) -> list[int]:
+    return [node["Actual Loops"] for node in nodes if node.get("Index Name") == index]
+
+
+async def answers(app: FastAPI, tenant: str, params: SearchParams) -> tuple[list[Any], list[Any]]:
+    """The search's ids as the service ranks them, and as the exact statement does (no index
+    order anywhere)."""
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        served = [row.memory.id for row in await FusionRepository(session, tenant).search(params)]
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        await session.execute(text("SET LOCAL enable_indexscan = off"))
+        exact = [row.memory.id for row in await FusionRepository(session, tenant).search(params)]
+    return served, exact
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_few_passing_a_filter_are_sorted_exactly_and_many_are_walked(
+    indexed_app: FastAPI,
+    indexed_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    headers = await large_owner(indexed_app, indexed_client, settings, tenant)
+    await remember_texts(indexed_client, headers, TRAVEL, category="travel")
+    await count_statistics(indexed_app, tenant, Owner.user(USER), Owner.org())
+    await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+    facts_index, episodes_index = kind_names(tenant, "semantic", "episodic")
+    vector = await indexed_app.state.mneme.embedding_backfill.embedder.embed_query(QUESTION)
+
+    def searched(**conditions: Any) -> SearchParams:
+        return search_params(
+            MemoryFilter.build([Owner.user(USER), Owner.org()], **conditions),
+            QUESTION,
+            query_embedding=vector,
+            use_vector=True,
+            pool=POOL,
+            bounded_from=BUILD_FROM,
+        )
+
+    # Three facts of a category among the owner's 113 memories: sorted exactly; neither graph
+    # is walked (the episodes hold none: found so by the count, not by a walk of all 50).
+    few = searched(categories=["travel"])
+    nodes = await executed_plan(indexed_app, tenant, few)
+    assert loops_of(nodes, facts_index) in ([0], [])
+    assert loops_of(nodes, episodes_index) in ([0], [])
+    served, exact = await answers(indexed_app, tenant, few)
+    assert served == exact and len(served) == len(TRAVEL)
+
+    # Every memory recorded since 1970 passes: more than few, so the graphs are walked.
+    many = searched(event_after=datetime(1970, 1, 1, tzinfo=UTC))
+    nodes = await executed_plan(indexed_app, tenant, many)
+    assert loops_of(nodes, facts_index) == [1]
+    assert loops_of(nodes, episodes_index) == [1]
+    served, exact = await answers(indexed_app, tenant, many)
+    assert served == exact and len(served) == 10
+
+    # A lifecycle none of the owner's memories has: nothing to sort, nothing walked.
+    none = searched(lifecycles=["superseded"])
+    nodes = await executed_plan(indexed_app, tenant, none)
+    assert loops_of(nodes, facts_index) in ([0], [])
+    served, exact = await answers(indexed_app, tenant, none)
+    assert served == exact == []
+
+
+async def test_a_filter_of_confirmed_memories_or_of_kinds_walks_as_before() -> None:
+    owners = [Owner.user(USER)]
+    # What a context asks (confirmed memories of a kind) passes most of an owner's memories.
+    for unfiltered in (
+        MemoryFilter.build(owners),
+        MemoryFilter.build(owners, kinds=["semantic"], lifecycles=["confirmed"]),
+        MemoryFilter.build(owners, lifecycles=["proposed", "confirmed"]),
+    ):
+        assert not unfiltered.passes_part_of_a_kind
+    for filtered in (
+        MemoryFilter.build(owners, categories=["travel"]),
+        MemoryFilter.build(owners, lifecycles=["proposed"]),
+        MemoryFilter.build(owners, event_before=datetime(2024, 1, 1, tzinfo=UTC)),
+        MemoryFilter.build(owners, created_after=datetime(2024, 1, 1, tzinfo=UTC)),
+    ):
+        assert filtered.passes_part_of_a_kind
+        assert not filtered.of_kinds_only().passes_part_of_a_kind
+        assert filtered.of_kinds_only().owners == filtered.owners
