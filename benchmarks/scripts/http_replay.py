@@ -6,7 +6,7 @@ Run from the repository root, after `statement_replay` has loaded the scenario u
 
     python -m benchmarks.scripts.http_replay --tree before=/path/to/checkout --tree after=.
         [--data DIR] [--questions 40] [--passes 3] [--what search|context]
-        [--env NAME=DIR:VAR=VALUE[,VAR=VALUE]]
+        [--env NAME=DIR:VAR=VALUE[,VAR=VALUE]] [--body JSON]
 
 Each version is `mneme serve`'s app (uvicorn, one worker) of its tree (`--tree NAME=DIR`, its
 `service` first on the child's import path), or of a tree with settings overridden (`--env`),
@@ -15,7 +15,9 @@ next question, each version taking each place in the order in turn (`run_order`)
 one request at a time: a machine whose speed drifts by ±10 % between two runs a minute apart
 (a shared VM) moves every version alike, which sequential runs of one version after another do
 not. The first pass is not recorded: it warms each server's question-vector cache, as an agent's
-repeated question is answered; the search and the context block are the API's defaults.
+repeated question is answered; the search and the context block are the API's defaults, with the
+fields of `--body` (a JSON object, such as `{"categories": ["preference"]}` for a filtered
+search) added to every request.
 
 It prints, per size, each version's p50 request time, its change against the first version's,
 the server's own CPU per request (the mean over the recorded requests of its threads' CPU time
@@ -105,9 +107,10 @@ async def replay(
     questions: dict[str, list[dict[str, Any]]],
     passes: int,
     what: str,
+    body: dict[str, Any] | None = None,
 ) -> dict[str, Figures]:
-    """Each question of every server in turn, `passes` recorded passes after one that is not;
-    the figures per size."""
+    """Each question of every server in turn, `passes` recorded passes after one that is not,
+    each request's body the question and `body`'s fields; the figures per size."""
     import httpx
 
     from benchmarks.server import server_cpu_seconds
@@ -139,7 +142,7 @@ async def replay(
                         started = time.perf_counter()
                         response = await clients[which].post(
                             path,
-                            json={"query": question["text"]},
+                            json={"query": question["text"], **(body or {})},
                             headers={"Authorization": f"Bearer {token}"},
                         )
                         elapsed = time.perf_counter() - started
@@ -186,7 +189,24 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_version_arguments(parser, passes=3)
+    parser.add_argument(
+        "--body",
+        type=_json_object,
+        default={},
+        metavar="JSON",
+        help="fields added to every request's body, as a JSON object",
+    )
     return parser.parse_args(argv)
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from error
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError('a JSON object, such as {"categories": ["food"]}')
+    return parsed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,7 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     async def run(runtime_url: str, owner_url: str) -> dict[str, Figures]:
         async with serving(versions, runtime_url, owner_url) as servers:
-            return await replay(servers, versions, questions, arguments.passes, arguments.what)
+            return await replay(
+                servers, versions, questions, arguments.passes, arguments.what, arguments.body
+            )
 
     cluster, runtime_url, owner_url = _cluster_urls(arguments.data)
     try:

@@ -61,6 +61,9 @@ def test_servers_of_each_version_answer_in_turn_and_their_hits_are_compared(
     search = table_rows(capsys.readouterr().out)
     assert any(search[(size, "alone")][3] != "4/4" for size in ("60", "120"))
     assert all(0 <= float(search[(size, "alone")][4]) <= 1 for size in ("60", "120"))
+    # `--body` reaches every request: a filter the API refuses stops the replay with its answer.
+    with pytest.raises(RuntimeError, match="answered 422"):
+        main([*asked, *first, "--tree", f"again={REPOSITORY}", "--body", '{"limit": 0}'])
 
 
 def test_the_hits_of_a_search_and_of_a_context_block_are_their_memories_in_order() -> None:
@@ -82,3 +85,13 @@ def test_the_hits_of_a_search_and_of_a_context_block_are_their_memories_in_order
 def test_fewer_than_two_versions_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--tree", f"only={REPOSITORY}"]) == 2
     assert "two or more versions" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("body", ["[1]", "{categories", '"food"'])
+def test_a_body_that_is_not_a_json_object_is_refused(
+    body: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--tree", f"a={REPOSITORY}", "--tree", f"b={REPOSITORY}", "--body", body])
+    assert stopped.value.code == 2
+    assert "--body" in capsys.readouterr().err
