@@ -302,6 +302,10 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             statement = statement.where(
                 M.user_id.is_(None) if owner.user_id is None else M.user_id == owner.user_id
             )
+            if memory_filter.kinds is not None and len(memory_filter.kinds) == 1:
+                # The kind too: the owner's memories of one kind in time order
+                # (`ix_memory_owner`) give its page without passing the other kinds'.
+                statement = statement.where(M.kind == memory_filter.kinds[0])
         if after is not None:
             statement = statement.where(func.row(M.created_at, M.id) < func.row(after[0], after[1]))
         statement = statement.order_by(M.created_at.desc(), M.id.desc()).limit(limit)

@@ -1,11 +1,13 @@
 """A listing of one owner's memories (`MemoryRepository.list_page`) reads them newest first from
-the index of each user's memories in time order and stops when the page is full: the cost of a
-page is the page's, not the owner's (a sort of every matching memory took 161 ms a page at
-100,000 memories)."""
+the index of each user's memories in time order and stops when the page is full, and a listing of
+one kind from the index of the user's memories of each kind in time order: the cost of a page is
+the page's, not the owner's (a sort of every matching memory took 161 ms a page at 100,000
+memories; the memories of one kind, read from all of them newest first, 48.6 ms)."""
 
 from __future__ import annotations
 
 from httpx import AsyncClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
@@ -44,3 +46,32 @@ async def test_a_page_of_one_owners_memories_is_read_in_time_order(
     assert not [node for node in nodes if node["Node Type"] == "Sort"], nodes
     [scan] = [node for node in nodes if node.get("Index Name") == "ix_memory_user_newest"]
     assert "user_id = 'alice'" in scan["Index Cond"], scan
+
+
+async def test_a_page_of_one_kind_is_read_in_time_order_from_that_kinds_memories(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    runtime_engine: AsyncEngine,
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    # The facts first, then many turns: newest first over all kinds, a page of facts would be
+    # found only past every turn.
+    await remember_texts(client, headers, [f"User likes item {n}." for n in range(30)])
+    turns = [f"User said line {n}." for n in range(120)]
+    await remember_texts(client, headers, turns, kind="episodic")
+    facts = MemoryFilter.build([Owner.user("alice")], kinds=["semantic"]).live_unless_asked()
+    with statements_sent(runtime_engine) as sent:
+        async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
+            page = await MemoryRepository(session, tenant).list_page(facts, after=None, limit=20)
+    assert len(page) == 20 and {memory.kind for memory in page} == {"semantic"}
+    [(statement, parameters)] = [(s, p) for s, p in sent if "ORDER BY m.created_at" in s]
+    # The kind stated as an equality: with the owner's, the leading keys of the index of each
+    # kind's memories in time order (which of the two ordered reads a plan takes is the
+    # planner's choice by the table's statistics: for a small owner either is cheap).
+    assert "m.kind = $" in statement and "semantic" in parameters
+    async with runtime_engine.connect() as connection:
+        definition = (
+            await connection.execute(text("SELECT pg_get_indexdef('ix_memory_owner'::regclass)"))
+        ).scalar_one()
+    assert "(tenant_id, user_id, kind, created_at DESC, id DESC) INCLUDE (lifecycle)" in definition
