@@ -4,14 +4,20 @@ this package's conftest)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI
 from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from benchmarks.rawsql import explain_prepared
 from service.auth.owner import Owner
 from service.config import Settings
-from service.db import tenant_transaction
+from service.db import tenant_transaction, transaction_driver
+from service.memories.fusion.parameters import SearchParams
+from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL
+from service.memories.fusion.statement import compiled_search
 from service.memories.owner_index_names import owner_index_name
 from service.memories.postings import PostingsRepository
 from tests.conftest import bearer
@@ -82,3 +88,29 @@ def owner_keys(tenant: str) -> tuple[str, ...]:
 def kind_names(tenant: str, *kinds: str) -> list[str]:
     """The names of `USER`'s indexes of `kinds`."""
     return [owner_index_name(tenant, Owner.user(USER).key, "embedding", kind) for kind in kinds]
+
+
+async def explained_as_served(
+    app: FastAPI,
+    tenant: str,
+    params: SearchParams,
+    written: frozenset[str],
+    *settings: str,
+    exact_vectors: bool = False,
+) -> Any:
+    """EXPLAIN (ANALYZE, FORMAT JSON) of the search statement with the owners written in and
+    `written` as their indexes of their own, on the generic plan the service makes once per
+    connection for it, after the `settings` statements (`SET LOCAL …`)."""
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        driver = await transaction_driver(await session.connection())
+        compiled, arguments = compiled_search(
+            tenant,
+            [params],
+            (await session.connection()).dialect,
+            exact_vectors=exact_vectors,
+            written_owners={0: written},
+        )
+        await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+        for setting in settings:
+            await driver.execute(setting)
+        return await explain_prepared(driver, compiled.sql, arguments)

@@ -16,15 +16,12 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from benchmarks.rawsql import explain_prepared
 from service.auth.owner import Owner
 from service.config import Settings
-from service.db import tenant_transaction, transaction_driver
+from service.db import tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository
 from service.memories.fusion.parameters import SearchParams
-from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL
-from service.memories.fusion.statement import compiled_search
 from service.memories.owner_indexes import OwnerIndexes
 from tests.fixtures.factories import remember_texts
 from tests.memories.large_owners import (
@@ -32,6 +29,7 @@ from tests.memories.large_owners import (
     QUESTION,
     USER,
     count_statistics,
+    explained_as_served,
     kind_names,
     large_owner,
 )
@@ -50,19 +48,11 @@ TRAVEL = [
 
 async def executed_plan(app: FastAPI, tenant: str, params: SearchParams) -> list[dict[str, Any]]:
     """Every node of the statement's plan as the service runs it for `USER` with the facts'
-    and episodes' indexes of their own (owners written in, generic plan), explained with ANALYZE:
-    a node of a branch that did not run has no loops."""
+    and episodes' indexes of their own, explained with ANALYZE: a node of a branch that did
+    not run has no loops."""
     key = Owner.user(USER).key
-    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
-        driver = await transaction_driver(await session.connection())
-        compiled, arguments = compiled_search(
-            tenant,
-            [params],
-            (await session.connection()).dialect,
-            written_owners={0: frozenset({f"semantic:{key}", f"episodic:{key}"})},
-        )
-        await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        document = await explain_prepared(driver, compiled.sql, arguments)
+    written = frozenset({f"semantic:{key}", f"episodic:{key}"})
+    document = await explained_as_served(app, tenant, params, written)
     [plan] = json.loads(document) if isinstance(document, str) else document
     return plan_nodes(plan["Plan"])
 

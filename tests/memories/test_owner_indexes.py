@@ -20,7 +20,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from benchmarks.rawsql import (
     FusionStatement,
     asyncpg_connection,
-    explain_prepared,
     service_search_params,
 )
 from service.auth.owner import Owner
@@ -29,8 +28,7 @@ from service.db import tenant_transaction, transaction_driver
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, indexed_owners
 from service.memories.fusion.parameters import SearchParams
-from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL
-from service.memories.fusion.statement import compiled_search, owner_literal
+from service.memories.fusion.statement import owner_literal
 from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
 from service.memories.owner_indexes import (
     OwnerIndexes,
@@ -45,6 +43,7 @@ from tests.memories.large_owners import (
     BUILD_FROM,
     QUESTION,
     USER,
+    explained_as_served,
     index_definitions,
     kind_names,
     large_owner,
@@ -62,18 +61,10 @@ async def planned_json(
     out to show which indexes the plan can read: for owners of a few dozen memories that the
     table's statistics know about (whether they do depends on the tests that ran before),
     sorting their vectors is rightly the cheaper plan."""
-    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
-        driver = await transaction_driver(await session.connection())
-        compiled, arguments = compiled_search(
-            tenant,
-            [params],
-            (await session.connection()).dialect,
-            exact_vectors=True,
-            written_owners={0: written},
-        )
-        await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        await driver.execute("SET LOCAL enable_sort = off")
-        return json.dumps(await explain_prepared(driver, compiled.sql, arguments))
+    document = await explained_as_served(
+        app, tenant, params, written, "SET LOCAL enable_sort = off", exact_vectors=True
+    )
+    return json.dumps(document)
 
 
 async def ranked_alike_with_and_without_indexes(
