@@ -7,6 +7,7 @@ statement's, and the filter's conditions are index conditions under row-level se
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from service.db import tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository
 from service.memories.fusion.parameters import SearchParams
+from service.memories.fusion.sql import FILTERED_WALK_SQL
 from service.memories.owner_indexes import OwnerIndexes
 from tests.fixtures.factories import remember_texts
 from tests.memories.large_owners import (
@@ -140,3 +142,22 @@ async def test_a_filter_of_confirmed_memories_or_of_kinds_walks_as_before() -> N
         assert filtered.passes_part_of_a_kind
         assert not filtered.of_kinds_only().passes_part_of_a_kind
         assert filtered.of_kinds_only().owners == filtered.owners
+
+
+def test_a_filtered_walk_returns_every_column_a_filter_tests() -> None:
+    """The walk's outer query tests the section's whole filter on what the inner one returns:
+    a condition on a column the inner query does not return would be an error there."""
+    every_condition = MemoryFilter.build(
+        [Owner.user(USER), Owner.org()],
+        kinds=["semantic"],
+        categories=["travel"],
+        lifecycles=["proposed"],
+        created_after=datetime(2024, 1, 1, tzinfo=UTC),
+        created_before=datetime(2025, 1, 1, tzinfo=UTC),
+        event_after=datetime(2024, 1, 1, tzinfo=UTC),
+        event_before=datetime(2025, 1, 1, tzinfo=UTC),
+    )
+    tested = set(re.findall(r"\bm\.(\w+)", every_condition.where("t-1").sql))
+    inner = FILTERED_WALK_SQL.split("FROM memory m")[0]
+    returned = set(re.findall(r"\bm\.(\w+)", inner))
+    assert tested <= returned, tested - returned

@@ -670,9 +670,9 @@ owner without statistics (`owner_stats`) counts as none: few is the pool."""
 FEW_PASSED_SQL = """m.tenant_id = :tenant_id
     AND m.id IN (SELECT m.id FROM memory m WHERE ${candidate_filter})
     AND (SELECT few FROM few_passing WHERE scan = ${scan})"""
-"""The exact sort's memories of one scan, when few pass its filter: their ids from the same
-index as the count (an index-only scan), their rows by the table's key. An uncorrelated
-subquery decides whether it runs."""
+"""The exact sort's memories of one scan, when few pass its filter: their ids found by the
+filter again (where the planner takes it, the count's index-only scan), their rows by the
+table's key. An uncorrelated subquery decides whether it runs."""
 
 MANY_PASSED_SQL = "NOT (SELECT few FROM few_passing WHERE scan = ${scan})"
 """Whether the walk of one scan runs: when more memories than few pass its filter. An
@@ -696,7 +696,8 @@ SELECT m.id, ${section} AS section, m.distance
 passes only part of a kind, when many memories pass it (`FEW_PASSING_SQL`): the walk reads the
 memories of the owner and kind (`${graph_filter}`, what its index holds), the rest of the
 filter (`${candidate_filter}`) is tested on what the walk returns, and the walk goes on
-(pgvector's iterative scan) until `${pool}` have passed. The inner query is planned apart (its
+(pgvector's iterative scan) until `${pool}` have passed. The inner query returns every column
+a `MemoryFilter` tests, for the outer one to test them. It is planned apart (its
 LIMIT keeps it a subquery) and does not see the rest of the filter: estimating a category or a
 window as a few rows, the planner would sort every memory that passes instead of walking (its
 estimate does not know the count that chose the walk). Its LIMIT is bound
