@@ -656,11 +656,12 @@ reads about sqrt(pool * memories) rows at most either way, where a walk alone we
 
 COUNT_PASSING_SQL = """
 SELECT ${scan} AS scan,
-       (SELECT count(*) FROM (SELECT FROM memory m WHERE ${candidate_filter}
+       (SELECT count(*) FROM (SELECT FROM memory m WHERE :use_vector AND ${candidate_filter}
                                LIMIT ${few} + 1) AS passing) <= ${few} AS few"""
 """Whether at most few memories pass one scan's filter (see `FEW_PASSING_SQL`), counted in a
 B-tree index (ix_memory_lexical: the owner, kind, lifecycle, category and time as its keys, the
-rest of what a filter tests included, so the count reads no row)."""
+rest of what a filter tests included, so the count reads no row). A lexical search counts
+nothing (its vector scans do not run either way)."""
 
 FEW_SQL = """(SELECT greatest(${pool}, sqrt(${pool} * coalesce(
                  (SELECT o.documents FROM owner_stats o WHERE o.section = ${section}), 0)))::int)"""
