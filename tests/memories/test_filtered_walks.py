@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -63,6 +64,16 @@ def loops_of(nodes: list[dict[str, Any]], index: str) -> list[int]:
     return [node["Actual Loops"] for node in nodes if node.get("Index Name") == index]
 
 
+def counted(nodes: list[dict[str, Any]]) -> bool:
+    """Whether the statement counted what passes its filtered walks' filters (a scan of the
+    memory table under `few_passing` ran)."""
+    [counts] = [node for node in nodes if node.get("Subplan Name") == "CTE few_passing"]
+    return any(
+        node.get("Relation Name") == "memory" and node["Actual Loops"] > 0
+        for node in plan_nodes(counts)
+    )
+
+
 async def answers(app: FastAPI, tenant: str, params: SearchParams) -> tuple[list[Any], list[Any]]:
     """The search's ids as the service ranks them, and as the exact statement does (no index
     order anywhere)."""
@@ -105,6 +116,10 @@ async def test_few_passing_a_filter_are_sorted_exactly_and_many_are_walked(
     nodes = await executed_plan(indexed_app, tenant, few)
     assert loops_of(nodes, facts_index) in ([0], [])
     assert loops_of(nodes, episodes_index) in ([0], [])
+    assert counted(nodes)
+    # A lexical search runs no vector scan, so it counts nothing.
+    lexical = replace(few, use_vector=False)
+    assert not counted(await executed_plan(indexed_app, tenant, lexical))
     served, exact = await answers(indexed_app, tenant, few)
     assert served == exact and len(served) == len(TRAVEL)
 
