@@ -1,9 +1,11 @@
-"""The fusion statement's parameters for tests that call the repository directly."""
+"""The fusion statement's parameters and filters for tests that call the repository directly."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from service.auth.owner import Owner
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import SearchParams
 
@@ -37,3 +39,18 @@ def search_params(memory_filter: MemoryFilter, query: str, **changes: Any) -> Se
         "with_embeddings": False,
     }
     return SearchParams(**(values | changes))
+
+
+def filter_with_every_condition(owners: list[Owner]) -> MemoryFilter:
+    """A filter of `owners` that sets every condition a filter can set (one value each): what
+    must reach every column a filter tests."""
+    return MemoryFilter.build(
+        owners,
+        kinds=["semantic"],
+        categories=["food"],
+        lifecycles=["confirmed"],
+        created_after=datetime(2026, 1, 1, tzinfo=UTC),
+        created_before=datetime(2027, 1, 1, tzinfo=UTC),
+        event_after=datetime(2026, 1, 1, tzinfo=UTC),
+        event_before=datetime(2027, 1, 1, tzinfo=UTC),
+    )

@@ -37,7 +37,7 @@ from tests.memories.large_owners import (
     large_owner,
 )
 from tests.plans import plan_nodes
-from tests.search_params import search_params
+from tests.search_params import filter_with_every_condition, search_params
 
 POOL = 10
 """A pool small enough that the owner's 66 facts are many: few is sqrt(pool * memories)."""
@@ -162,16 +162,7 @@ async def test_a_filter_of_confirmed_memories_or_of_kinds_walks_as_before() -> N
 def test_a_filtered_walk_returns_every_column_a_filter_tests() -> None:
     """The walk's outer query tests the section's whole filter on what the inner one returns:
     a condition on a column the inner query does not return would be an error there."""
-    every_condition = MemoryFilter.build(
-        [Owner.user(USER), Owner.org()],
-        kinds=["semantic"],
-        categories=["travel"],
-        lifecycles=["proposed"],
-        created_after=datetime(2024, 1, 1, tzinfo=UTC),
-        created_before=datetime(2025, 1, 1, tzinfo=UTC),
-        event_after=datetime(2024, 1, 1, tzinfo=UTC),
-        event_before=datetime(2025, 1, 1, tzinfo=UTC),
-    )
+    every_condition = filter_with_every_condition([Owner.user(USER), Owner.org()])
     tested = set(re.findall(r"\bm\.(\w+)", every_condition.where("t-1").sql))
     inner = FILTERED_WALK_SQL.split("FROM memory m")[0]
     returned = set(re.findall(r"\bm\.(\w+)", inner))

@@ -5,7 +5,6 @@ and the lexical matches of any search filter without reading the table."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
 import pytest
 from httpx import AsyncClient
@@ -14,10 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
 from service.config import Settings
-from service.memories.filters import MemoryFilter
 from service.memories.fusion import COLLECTION_SQL, LEXICAL_MATCHES_SQL
 from tests.conftest import as_tenant, bearer
 from tests.memories.test_search import bm25_scores
+from tests.search_params import filter_with_every_condition
 
 TEXTS = [
     "Her sister Lena lives in Lisbon and visits her sister in Porto every summer",
@@ -84,16 +83,7 @@ async def test_the_lexical_side_of_any_filter_reads_only_the_tsvector_from_the_r
     its row (no B-tree entry can hold a long memory's tsvector), every condition from the
     index."""
     # Every condition a filter can set, so the index must carry every column they test.
-    memory_filter = MemoryFilter.build(
-        [Owner.user("ada"), Owner.org()],
-        kinds=["semantic"],
-        categories=["food"],
-        lifecycles=["confirmed"],
-        created_after=datetime(2026, 1, 1, tzinfo=UTC),
-        created_before=datetime(2027, 1, 1, tzinfo=UTC),
-        event_after=datetime(2026, 1, 1, tzinfo=UTC),
-        event_before=datetime(2027, 1, 1, tzinfo=UTC),
-    )
+    memory_filter = filter_with_every_condition([Owner.user("ada"), Owner.org()])
     sql = fragment.replace("{section}", "0").replace(
         "{candidate_filter}", memory_filter.where(tenant).sql
     )
