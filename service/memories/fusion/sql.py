@@ -673,7 +673,8 @@ FEW_PASSED_SQL = """m.tenant_id = :tenant_id
     AND (SELECT few FROM few_passing WHERE scan = ${scan})"""
 """The exact sort's memories of one scan, when few pass its filter: their ids found by the
 filter again (where the planner takes it, the count's index-only scan), their rows by the
-table's key. An uncorrelated subquery decides whether it runs."""
+table's key. An uncorrelated subquery decides whether it runs. The `m` inside the `IN` is the
+subquery's own row (the filter is written for that alias), not the outer one."""
 
 MANY_PASSED_SQL = "NOT (SELECT few FROM few_passing WHERE scan = ${scan})"
 """Whether the walk of one scan runs: when more memories than few pass its filter. An
