@@ -162,10 +162,11 @@ class CompactionService:
             raise CompactionDisabled("Compaction needs an LLM (MNEME_LLM_*); none is configured.")
         owner = Owner.user(user_id)
         facts = await self._memories.live_memories(
-            owner, "semantic", limit=self._settings.compaction_max_facts
+            owner,
+            "semantic",
+            limit=self._settings.compaction_max_facts,
+            categories=request.categories,
         )
-        if request.categories:
-            facts = [f for f in facts if f.category in request.categories]
         if len(facts) < 2:
             return CompactResult(
                 status="nothing_to_compact", read=len(facts), written=[], superseded=[], dropped={}

@@ -258,14 +258,16 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             rows = (await self._session.execute(statement)).all()
         return [(row[0], None if row[1] is None else float(row[1])) for row in rows]
 
-    async def live_owned(self, owner: Owner, kind: str, *, limit: int) -> list[Memory]:
-        """The owner's live memories of `kind`, oldest first."""
-        statement = (
-            self._owned(owner)
-            .where(M.kind == kind, M.lifecycle != "superseded")
-            .order_by(M.created_at, M.id)
-            .limit(limit)
-        )
+    async def live_owned(
+        self, owner: Owner, kind: str, *, limit: int, categories: Sequence[str] | None = None
+    ) -> list[Memory]:
+        """The owner's live memories of `kind` (of `categories` when given), oldest first."""
+        statement = self._owned(owner).where(M.kind == kind, M.lifecycle != "superseded")
+        if categories:
+            # In the statement, before its limit: a limit read first and filtered after
+            # would miss every memory of the categories past the owner's oldest of any.
+            statement = statement.where(one_of(M.category, list(categories)))
+        statement = statement.order_by(M.created_at, M.id).limit(limit)
         return list((await self._session.execute(statement)).scalars())
 
     async def get(

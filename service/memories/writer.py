@@ -84,9 +84,12 @@ class DerivedMemoryWriter:
         )
         return [RelatedMemory(memory, cosine) for memory, cosine in rows]
 
-    async def live_memories(self, owner: Owner, kind: str, *, limit: int) -> list[Memory]:
-        """The owner's live memories of `kind`, oldest first (compaction's input)."""
-        return await self._repository.live_owned(owner, kind, limit=limit)
+    async def live_memories(
+        self, owner: Owner, kind: str, *, limit: int, categories: Sequence[str] | None = None
+    ) -> list[Memory]:
+        """The owner's live memories of `kind` (of `categories` when given), oldest first
+        (compaction's input)."""
+        return await self._repository.live_owned(owner, kind, limit=limit, categories=categories)
 
     async def by_ids(self, memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
         """Memories of this tenant by id as stored now, whoever owns them: callers check

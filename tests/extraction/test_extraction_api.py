@@ -25,7 +25,7 @@ from tests.extraction.conftest import (
     shown_facts,
     wait_for_passes,
 )
-from tests.fixtures.factories import memories, remember, start_thread
+from tests.fixtures.factories import memories, remember, remember_texts, start_thread
 from tests.fixtures.openai_server import (
     MODEL,
     FakeOpenAIServer,
@@ -460,6 +460,49 @@ async def test_compaction_consolidates_facts_and_supersedes_the_originals(
             f"/v1/users/me/memories/{original['id']}/history", headers=headers
         )
         assert history.json()["items"][-1]["changes"]["reason"] == "compacted"
+
+
+async def test_compaction_of_some_categories_reads_the_facts_of_those_categories(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # More older facts of another category than a compaction reads: the two goals come after
+    # them, and a compaction of goals must still find them.
+    headers = bearer(settings, tenant, "alex")
+    older = [f"User visited city number {n}." for n in range(settings.compaction_max_facts)]
+    await remember_texts(llm_client, headers, older, category="context")
+    goals = [
+        await remember(llm_client, headers, text=text, category="goal")
+        for text in ("User wants to run a marathon.", "User trains for a marathon in spring.")
+    ]
+    shown: list[str] = []
+
+    def reply(request: RecordedRequest) -> Reply:
+        lines = [json.loads(line) for line in request.user.splitlines()]
+        shown.extend(line["text"] for line in lines)
+        return completion(
+            json.dumps(
+                {
+                    "facts": [
+                        {
+                            "text": "User trains to run a marathon in spring.",
+                            "category": "goal",
+                            "subject": "marathon",
+                            "sources": [line["id"] for line in lines],
+                        }
+                    ]
+                }
+            )
+        )
+
+    fresh_llm.reply = reply
+    response = await llm_client.post(
+        "/v1/users/me/memories/compact", headers=headers, json={"categories": ["goal"]}
+    )
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["status"] == "compacted" and result["read"] == 2
+    assert sorted(shown) == sorted(goal["text"] for goal in goals)
+    assert sorted(result["superseded"]) == sorted(goal["id"] for goal in goals)
 
 
 async def test_compaction_writes_nothing_when_the_model_fails(
