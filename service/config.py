@@ -169,6 +169,11 @@ class Settings(BaseSettings):
     # least this share of the memory table; a smaller share is sorted exactly (the index would
     # walk past other owners' vectors to find its nearest).
     search_vector_index_share: float = Field(default=0.02, gt=0, le=1)
+    # ... and holds at least this many memories: the table's index is read on a plan made for
+    # each search (its planning alone ~7 ms), which costs more than sorting a smaller owner's
+    # vectors exactly (10,000 memories holding a third of the table: 29 ms a statement sorted,
+    # 36 walked; docs/benchmarks.md). An owner with indexes of its own reads those instead.
+    search_vector_index_from: int = Field(default=20_000, ge=0)
     # An owner (a user, or the organization) with at least this many memories of one kind
     # (semantic, episodic, procedural) gets an HNSW index of its own, partial to its memories of
     # that kind, built concurrently in the background by a process that has the owner role (the

@@ -423,6 +423,49 @@ async def test_another_tenants_postings_and_statistics_are_out_of_reach(
             assert count.scalar_one() == 0, table
 
 
+async def test_an_owner_of_few_memories_is_sorted_exactly_whatever_its_share_of_the_table(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """Below `search_vector_index_from` memories, an owner holding much of the table is still
+    sorted exactly on the generic plan: planning a search for the index costs more than the
+    sort (the statement's text and settings are those of any small owner)."""
+    changed = settings.model_copy(
+        update={
+            "search_bounded_from": BOUNDED_FROM,
+            "search_postings_per_lexeme": POSTINGS_PER_LEXEME,
+            "search_vector_index_share": 1e-9,
+            "search_vector_index_from": 4 * BOUNDED_FROM,
+        }
+    )
+    application = create_app(changed)
+    ada = bearer(settings, tenant, "ada")
+    await remember_texts(client, ada, corpus(18, 2 * BOUNDED_FROM))
+    async with LifespanManager(application):
+        transport = ASGITransport(app=application)
+        async with AsyncClient(transport=transport, base_url="http://mneme.test") as bounded:
+            owners = (tenant, "org:", "user:ada")
+            indexed_owners.learn(owners, None)
+            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
+            await run_statistics_jobs(application, owner_engine, tenant)
+            # Counted (bounded: statistics in hand), and still not an owner of the index.
+            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
+            assert not indexed_owners.holds(owners)
+            async with tenant_transaction(application.state.mneme.sessionmaker, tenant) as session:
+                documents = (
+                    await session.execute(
+                        text(
+                            "SELECT documents FROM memory_owner_stats "
+                            "WHERE tenant_id = :tenant AND owner_key = 'user:ada'"
+                        ),
+                        {"tenant": tenant},
+                    )
+                ).scalar_one()
+            assert BOUNDED_FROM <= documents < 4 * BOUNDED_FROM
+
+
 async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_exactly(
     client: AsyncClient,
     settings: Settings,
@@ -437,6 +480,7 @@ async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_e
             "search_postings_per_lexeme": POSTINGS_PER_LEXEME,
             # Any owner with statistics counts as holding much of the table.
             "search_vector_index_share": 1e-9,
+            "search_vector_index_from": 0,
         }
     )
     application = create_app(changed)

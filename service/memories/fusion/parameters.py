@@ -55,6 +55,7 @@ class SearchParams:
     common_lexeme_share: Annotated[float, Float()] = 0.5
     live_count_cap: Annotated[int, Integer()] = 2 * COMMON_LEXEME_DOCUMENTS
     vector_index_share: Annotated[float, Float()] = 0.02
+    vector_index_from: Annotated[int, Integer()] = 20_000
     # Not bound: it names the column in the statement's text.
     vector_column: VectorColumn = FIRST_VECTOR_COLUMN
     # Not bound: the HNSW candidate list for an owner with a vector index of its own.

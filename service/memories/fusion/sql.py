@@ -400,10 +400,13 @@ SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS d
        min(s.refreshed_at) AS refreshed_at,
        -- Whether the owners hold enough of the table for the vector index to find their
        -- nearest memories in about pool / share steps (see `PlannedSearch`; on Citus the
-       -- coordinator's count of a distributed table is 0: always).
-       sum(s.documents) >= :vector_index_share
-                           * greatest((SELECT c.reltuples FROM pg_class c
-                                        WHERE c.oid = 'memory'::regclass), 0) AS indexed_vectors,
+       -- coordinator's count of a distributed table is 0: any share is enough), and enough
+       -- memories that sorting them costs more than planning a search for the index.
+       sum(s.documents) >= greatest(
+           :vector_index_from,
+           :vector_index_share * greatest((SELECT c.reltuples FROM pg_class c
+                                            WHERE c.oid = 'memory'::regclass), 0)
+       ) AS indexed_vectors,
        -- The vector indexes of the owners' own on the column searched, as `kind:owner key`
        -- (see `service.memories.owner_indexes`: one per kind of memory, found by its name,
        -- made from the owner and the kind; the empty kind is an index over all of them).
