@@ -423,6 +423,22 @@ async def test_another_tenants_postings_and_statistics_are_out_of_reach(
             assert count.scalar_one() == 0, table
 
 
+def any_share_app(settings: Settings, *, vector_index_from: int) -> FastAPI:
+    """The app with bounded searches from `BOUNDED_FROM` memories, and any owner with
+    statistics counted as holding much of the table (its share), from `vector_index_from`
+    memories."""
+    return create_app(
+        settings.model_copy(
+            update={
+                "search_bounded_from": BOUNDED_FROM,
+                "search_postings_per_lexeme": POSTINGS_PER_LEXEME,
+                "search_vector_index_share": 1e-9,
+                "search_vector_index_from": vector_index_from,
+            }
+        )
+    )
+
+
 async def test_an_owner_of_few_memories_is_sorted_exactly_whatever_its_share_of_the_table(
     client: AsyncClient,
     settings: Settings,
@@ -432,15 +448,7 @@ async def test_an_owner_of_few_memories_is_sorted_exactly_whatever_its_share_of_
     """Below `search_vector_index_from` memories, an owner holding much of the table is still
     sorted exactly on the generic plan: planning a search for the index costs more than the
     sort (the statement's text and settings are those of any small owner)."""
-    changed = settings.model_copy(
-        update={
-            "search_bounded_from": BOUNDED_FROM,
-            "search_postings_per_lexeme": POSTINGS_PER_LEXEME,
-            "search_vector_index_share": 1e-9,
-            "search_vector_index_from": 4 * BOUNDED_FROM,
-        }
-    )
-    application = create_app(changed)
+    application = any_share_app(settings, vector_index_from=4 * BOUNDED_FROM)
     ada = bearer(settings, tenant, "ada")
     await remember_texts(client, ada, corpus(18, 2 * BOUNDED_FROM))
     async with LifespanManager(application):
@@ -474,16 +482,7 @@ async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_e
 ) -> None:
     """Its searches run on a plan made for it (the vector index read nearest first), learnt
     from the first search; the hits agree with the exact search's."""
-    changed = settings.model_copy(
-        update={
-            "search_bounded_from": BOUNDED_FROM,
-            "search_postings_per_lexeme": POSTINGS_PER_LEXEME,
-            # Any owner with statistics counts as holding much of the table.
-            "search_vector_index_share": 1e-9,
-            "search_vector_index_from": 0,
-        }
-    )
-    application = create_app(changed)
+    application = any_share_app(settings, vector_index_from=0)
     ada = bearer(settings, tenant, "ada")
     await remember_texts(client, ada, corpus(17, 2 * BOUNDED_FROM))
     async with LifespanManager(application):
