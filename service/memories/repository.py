@@ -261,13 +261,13 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
     async def live_owned(
         self, owner: Owner, kind: str, *, limit: int, categories: Sequence[str] | None = None
     ) -> list[Memory]:
-        """The owner's live memories of `kind` (of `categories` when given), oldest first."""
-        statement = self._owned(owner).where(M.kind == kind, M.lifecycle != "superseded")
-        if categories:
-            # In the statement, before its limit: a limit read first and filtered after
-            # would miss every memory of the categories past the owner's oldest of any.
-            statement = statement.where(one_of(M.category, list(categories)))
-        statement = statement.order_by(M.created_at, M.id).limit(limit)
+        """The owner's live memories of `kind` (of `categories` when given), oldest first: the
+        categories a condition of the statement, before its limit (a limit read first and
+        filtered after would miss every memory of the categories past the owner's oldest)."""
+        live = MemoryFilter.build([owner], kinds=[kind], categories=categories)
+        statement = (
+            self._matching(live.live_unless_asked()).order_by(M.created_at, M.id).limit(limit)
+        )
         return list((await self._session.execute(statement)).scalars())
 
     async def get(
