@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -439,6 +440,25 @@ def any_share_app(settings: Settings, *, vector_index_from: int) -> FastAPI:
     )
 
 
+@asynccontextmanager
+async def counted_owner(
+    application: FastAPI,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    headers: dict[str, str],
+    owners: tuple[str, ...],
+) -> AsyncIterator[AsyncClient]:
+    """A client of `application` after one search of the caller's memories, with `owners` not
+    yet known to the process, and their statistics counted as the background job counts them."""
+    async with LifespanManager(application):
+        transport = ASGITransport(app=application)
+        async with AsyncClient(transport=transport, base_url="http://mneme.test") as bounded:
+            indexed_owners.learn(owners, None)
+            await search_ids(bounded, headers, QUESTIONS[0], mode="hybrid")
+            await run_statistics_jobs(application, owner_engine, tenant)
+            yield bounded
+
+
 async def test_an_owner_of_few_memories_is_sorted_exactly_whatever_its_share_of_the_table(
     client: AsyncClient,
     settings: Settings,
@@ -451,27 +471,22 @@ async def test_an_owner_of_few_memories_is_sorted_exactly_whatever_its_share_of_
     application = any_share_app(settings, vector_index_from=4 * BOUNDED_FROM)
     ada = bearer(settings, tenant, "ada")
     await remember_texts(client, ada, corpus(18, 2 * BOUNDED_FROM))
-    async with LifespanManager(application):
-        transport = ASGITransport(app=application)
-        async with AsyncClient(transport=transport, base_url="http://mneme.test") as bounded:
-            owners = (tenant, "org:", "user:ada")
-            indexed_owners.learn(owners, None)
-            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
-            await run_statistics_jobs(application, owner_engine, tenant)
-            # Counted (bounded: statistics in hand), and still not an owner of the index.
-            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
-            assert not indexed_owners.holds(owners)
-            async with tenant_transaction(application.state.mneme.sessionmaker, tenant) as session:
-                documents = (
-                    await session.execute(
-                        text(
-                            "SELECT documents FROM memory_owner_stats "
-                            "WHERE tenant_id = :tenant AND owner_key = 'user:ada'"
-                        ),
-                        {"tenant": tenant},
-                    )
-                ).scalar_one()
-            assert BOUNDED_FROM <= documents < 4 * BOUNDED_FROM
+    owners = (tenant, "org:", "user:ada")
+    async with counted_owner(application, owner_engine, tenant, ada, owners) as bounded:
+        # Counted (bounded: statistics in hand), and still not an owner of the index.
+        await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
+        assert not indexed_owners.holds(owners)
+        async with tenant_transaction(application.state.mneme.sessionmaker, tenant) as session:
+            documents = (
+                await session.execute(
+                    text(
+                        "SELECT documents FROM memory_owner_stats "
+                        "WHERE tenant_id = :tenant AND owner_key = 'user:ada'"
+                    ),
+                    {"tenant": tenant},
+                )
+            ).scalar_one()
+        assert BOUNDED_FROM <= documents < 4 * BOUNDED_FROM
 
 
 async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_exactly(
@@ -485,26 +500,21 @@ async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_e
     application = any_share_app(settings, vector_index_from=0)
     ada = bearer(settings, tenant, "ada")
     await remember_texts(client, ada, corpus(17, 2 * BOUNDED_FROM))
-    async with LifespanManager(application):
-        transport = ASGITransport(app=application)
-        async with AsyncClient(transport=transport, base_url="http://mneme.test") as bounded:
-            owners = (tenant, "org:", "user:ada")
-            indexed_owners.learn(owners, None)
-            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
-            await run_statistics_jobs(application, owner_engine, tenant)
-            assert not indexed_owners.holds(owners)
-            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
+    owners = (tenant, "org:", "user:ada")
+    async with counted_owner(application, owner_engine, tenant, ada, owners) as bounded:
+        assert not indexed_owners.holds(owners)
+        await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
+        assert indexed_owners.holds(owners)
+        # The exact app (the default threshold) first: its searches of the same owner
+        # report it small, and the learnt owners are the process's.
+        exact = [await search_ids(client, ada, each, mode="hybrid") for each in QUESTIONS]
+        await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
+        agreed = 0
+        for question, exact_ids in zip(QUESTIONS, exact, strict=True):
             assert indexed_owners.holds(owners)
-            # The exact app (the default threshold) first: its searches of the same owner
-            # report it small, and the learnt owners are the process's.
-            exact = [await search_ids(client, ada, each, mode="hybrid") for each in QUESTIONS]
-            await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
-            agreed = 0
-            for question, exact_ids in zip(QUESTIONS, exact, strict=True):
-                assert indexed_owners.holds(owners)
-                found = await search_ids(bounded, ada, question, mode="hybrid")
-                agreed += len(set(found) & set(exact_ids))
-            assert agreed / (10 * len(QUESTIONS)) >= 0.9
+            found = await search_ids(bounded, ada, question, mode="hybrid")
+            agreed += len(set(found) & set(exact_ids))
+        assert agreed / (10 * len(QUESTIONS)) >= 0.9
 
 
 def test_the_large_owners_are_remembered_for_a_while_and_forgotten_when_they_shrink() -> None:
