@@ -6,6 +6,8 @@ memories; the memories of one kind, read from all of them newest first, 48.6 ms)
 
 from __future__ import annotations
 
+from typing import Any
+
 from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -14,11 +16,26 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
+from service.memories.models import Memory
 from service.memories.repository import MemoryRepository
 from service.memories.schemas import BATCH_MAX
 from tests.conftest import bearer
 from tests.fixtures.factories import remember_texts
 from tests.plans import statements_sent, tenant_plan
+
+
+async def listed(
+    engine: AsyncEngine, tenant: str, memory_filter: MemoryFilter
+) -> tuple[list[Memory], tuple[str, Any]]:
+    """The first page of 20 `list_page` gives for the filter, and the listing statement it sent
+    (with its parameters, as the driver received them)."""
+    with statements_sent(engine) as sent:
+        async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
+            page = await MemoryRepository(session, tenant).list_page(
+                memory_filter, after=None, limit=20
+            )
+    [listing] = [(s, p) for s, p in sent if "ORDER BY m.created_at" in s]
+    return page, listing
 
 
 async def test_a_page_of_one_owners_memories_is_read_in_time_order(
@@ -32,17 +49,14 @@ async def test_a_page_of_one_owners_memories_is_read_in_time_order(
         texts = [f"User noted {kind} item {n}." for n in range(150)]
         await remember_texts(client, headers, texts, kind=kind)
     live = MemoryFilter.build([Owner.user("alice")]).live_unless_asked()
-    with statements_sent(runtime_engine) as sent:
-        async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
-            page = await MemoryRepository(session, tenant).list_page(live, after=None, limit=20)
+    page, listing = await listed(runtime_engine, tenant, live)
     # The newest: all of the last batch written (one transaction, one time).
     last_batch = range(150 - (150 % BATCH_MAX or BATCH_MAX), 150)
     newest = {f"User noted episodic item {n}." for n in last_batch}
     assert len(page) == 20 and {memory.text for memory in page} <= newest
-    [listed] = [(s, p) for s, p in sent if "ORDER BY m.created_at" in s]
     # Whether an ordered read is cheaper than a sort depends on the owner's size and the
     # table's statistics (other tests' memories); whether one exists does not.
-    nodes = await tenant_plan(runtime_engine, tenant, listed, "SET LOCAL enable_sort = off")
+    nodes = await tenant_plan(runtime_engine, tenant, listing, "SET LOCAL enable_sort = off")
     assert not [node for node in nodes if node["Node Type"] == "Sort"], nodes
     [scan] = [node for node in nodes if node.get("Index Name") == "ix_memory_user_newest"]
     assert "user_id = 'alice'" in scan["Index Cond"], scan
@@ -61,11 +75,8 @@ async def test_a_page_of_one_kind_is_read_in_time_order_from_that_kinds_memories
     turns = [f"User said line {n}." for n in range(120)]
     await remember_texts(client, headers, turns, kind="episodic")
     facts = MemoryFilter.build([Owner.user("alice")], kinds=["semantic"]).live_unless_asked()
-    with statements_sent(runtime_engine) as sent:
-        async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
-            page = await MemoryRepository(session, tenant).list_page(facts, after=None, limit=20)
+    page, (statement, parameters) = await listed(runtime_engine, tenant, facts)
     assert len(page) == 20 and {memory.kind for memory in page} == {"semantic"}
-    [(statement, parameters)] = [(s, p) for s, p in sent if "ORDER BY m.created_at" in s]
     # The kind stated as an equality: with the owner's, the leading keys of the index of each
     # kind's memories in time order (which of the two ordered reads a plan takes is the
     # planner's choice by the table's statistics: for a small owner either is cheap).
