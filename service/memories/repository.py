@@ -308,6 +308,11 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
                 # The kind too: the owner's memories of one kind in time order
                 # (`ix_memory_owner`) give its page without passing the other kinds'.
                 statement = statement.where(M.kind == memory_filter.kinds[0])
+            if memory_filter.lifecycles is not None and len(memory_filter.lifecycles) == 1:
+                # And the lifecycle: the owner's proposed (or superseded) memories in time
+                # order (`ix_memory_unconfirmed`, which holds no confirmed one) give their page
+                # without passing the confirmed memories, most of an owner's.
+                statement = statement.where(M.lifecycle == memory_filter.lifecycles[0])
         if after is not None:
             statement = statement.where(func.row(M.created_at, M.id) < func.row(after[0], after[1]))
         statement = statement.order_by(M.created_at.desc(), M.id.desc()).limit(limit)
