@@ -1,14 +1,14 @@
 """A listing of one owner's memories (`MemoryRepository.list_page`) reads them newest first from
 the index of each user's memories in time order and stops when the page is full, and a listing of
 one kind from the index of the user's memories of each kind in time order, and a listing of the
-proposed (or superseded) memories from the index of those alone: the cost of a page is the
-page's, not the owner's (a sort of every matching memory took 161 ms a page at 100,000
-memories; the memories of one kind, read from all of them newest first, 48.6 ms; the proposed
-ones, 42 ms)."""
+proposed (or superseded) memories from the index of those alone, and the organization's from
+the index of its memories: the cost of a page is the page's, not the owner's (a sort of every
+matching memory took 161 ms a page at 100,000 memories; the memories of one kind, read from all
+of them newest first, 48.6 ms; the proposed ones, 42 ms; the organization's 5,000, 14 ms)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from httpx import AsyncClient
 from sqlalchemy import text
@@ -22,22 +22,31 @@ from service.memories.models import Memory
 from service.memories.repository import MemoryRepository
 from service.memories.schemas import BATCH_MAX
 from tests.conftest import bearer
-from tests.fixtures.factories import remember_texts
+from tests.fixtures.factories import remember_all, remember_texts
 from tests.plans import statements_sent, tenant_plan
 
+NO_SORTS = "SET LOCAL enable_sort = off"
 
-async def listed(
-    engine: AsyncEngine, tenant: str, memory_filter: MemoryFilter
-) -> tuple[list[Memory], tuple[str, Any]]:
-    """The first page of 20 `list_page` gives for the filter, and the listing statement it sent
-    (with its parameters, as the driver received them)."""
+
+class Listing(NamedTuple):
+    page: list[Memory]
+    sent: tuple[str, Any]
+    """The listing statement, with its parameters as the driver received them."""
+    in_index_order: bool
+    """Whether sorts were turned off for it (an index's order taken whatever the estimates)."""
+
+
+async def listed(engine: AsyncEngine, tenant: str, memory_filter: MemoryFilter) -> Listing:
+    """The first page of 20 `list_page` gives for the filter, and how it was asked for."""
     with statements_sent(engine) as sent:
         async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
             page = await MemoryRepository(session, tenant).list_page(
                 memory_filter, after=None, limit=20
             )
-    [listing] = [(s, p) for s, p in sent if "ORDER BY m.created_at" in s]
-    return page, listing
+            # Whatever the listing turned off is on again for the rest of the transaction.
+            assert (await session.execute(text("SHOW enable_sort"))).scalar_one() == "on"
+    [at] = [n for n, (statement, _) in enumerate(sent) if "ORDER BY m.created_at" in statement]
+    return Listing(page, sent[at], any(NO_SORTS in statement for statement, _ in sent[:at]))
 
 
 async def test_a_page_of_one_owners_memories_is_read_in_time_order(
@@ -51,11 +60,12 @@ async def test_a_page_of_one_owners_memories_is_read_in_time_order(
         texts = [f"User noted {kind} item {n}." for n in range(150)]
         await remember_texts(client, headers, texts, kind=kind)
     live = MemoryFilter.build([Owner.user("alice")]).live_unless_asked()
-    page, listing = await listed(runtime_engine, tenant, live)
+    page, listing, in_index_order = await listed(runtime_engine, tenant, live)
     # The newest: all of the last batch written (one transaction, one time).
     last_batch = range(150 - (150 % BATCH_MAX or BATCH_MAX), 150)
     newest = {f"User noted episodic item {n}." for n in last_batch}
     assert len(page) == 20 and {memory.text for memory in page} <= newest
+    assert in_index_order
     # Whether an ordered read is cheaper than a sort depends on the owner's size and the
     # table's statistics (other tests' memories); whether one exists does not.
     nodes = await tenant_plan(runtime_engine, tenant, listing, "SET LOCAL enable_sort = off")
@@ -77,7 +87,7 @@ async def test_a_page_of_one_kind_is_read_in_time_order_from_that_kinds_memories
     turns = [f"User said line {n}." for n in range(120)]
     await remember_texts(client, headers, turns, kind="episodic")
     facts = MemoryFilter.build([Owner.user("alice")], kinds=["semantic"]).live_unless_asked()
-    page, (statement, parameters) = await listed(runtime_engine, tenant, facts)
+    page, (statement, parameters), _ = await listed(runtime_engine, tenant, facts)
     assert len(page) == 20 and {memory.kind for memory in page} == {"semantic"}
     # The kind stated as an equality: with the owner's, the leading keys of the index of each
     # kind's memories in time order (which of the two ordered reads a plan takes is the
@@ -104,14 +114,44 @@ async def test_a_page_of_proposed_memories_is_read_in_time_order_from_those_alon
     turns = [f"User said line {n}." for n in range(120)]
     await remember_texts(client, headers, turns, kind="episodic")
     review = MemoryFilter.build([Owner.user("alice")], lifecycles=["proposed"])
-    page, listing = await listed(runtime_engine, tenant, review)
+    page, listing, in_index_order = await listed(runtime_engine, tenant, review)
     assert len(page) == 20 and {memory.text for memory in page} <= set(proposed)
     # The lifecycle stated as an equality: the index of the unconfirmed memories (partial:
     # `lifecycle <> 'confirmed'`, which a plan can use only when the statement names one of
     # them) then gives the page in order, reading no confirmed memory.
     statement, parameters = listing
-    assert "m.lifecycle = $" in statement and "proposed" in parameters
+    assert "m.lifecycle = $" in statement and "proposed" in parameters and in_index_order
     nodes = await tenant_plan(runtime_engine, tenant, listing, "SET LOCAL enable_sort = off")
     assert not [node for node in nodes if node["Node Type"] == "Sort"], nodes
     [scan] = [node for node in nodes if node.get("Index Name") == "ix_memory_unconfirmed"]
     assert "lifecycle = 'proposed'" in scan["Index Cond"], scan
+
+
+async def test_a_page_of_the_organizations_memories_is_read_in_time_order_from_those_alone(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    runtime_engine: AsyncEngine,
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    shared = [{"text": f"The team ships release {n}.", "category": "policy"} for n in range(30)]
+    for start in range(0, len(shared), BATCH_MAX):
+        await remember_all(client, admin, *shared[start : start + BATCH_MAX], org=True)
+    await remember_texts(
+        client, bearer(settings, tenant, "alice"), [f"User said line {n}." for n in range(60)]
+    )
+    org = MemoryFilter.build([Owner.org()]).live_unless_asked()
+    page, listing, in_index_order = await listed(runtime_engine, tenant, org)
+    assert len(page) == 20 and {memory.user_id for memory in page} == {None}
+    # The organization's memories are named by `user_id IS NULL`, which gives no index of
+    # users' memories its time order: the index of those rows alone does, and the page is read
+    # from it rather than sorted (the planner estimates an organization's memories from the
+    # whole table, and with few a sort looks as cheap).
+    assert in_index_order
+    nodes = await tenant_plan(runtime_engine, tenant, listing, NO_SORTS)
+    assert not [node for node in nodes if node["Node Type"] == "Sort"], nodes
+    assert [node for node in nodes if node.get("Index Name") == "ix_memory_org_newest"], nodes
+    # A category may pass a few of many memories: sorting those few is the cheaper read, so
+    # the planner keeps its choice.
+    policies = MemoryFilter.build([Owner.org()], categories=["policy"]).live_unless_asked()
+    assert not (await listed(runtime_engine, tenant, policies)).in_index_order
