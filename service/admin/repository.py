@@ -93,44 +93,64 @@ CATALOGUE_FOREIGN_KEYS_SQL = text(
 
 USERS_SQL = text(
     """
-    SELECT * FROM (
-        SELECT u.id, u.name, u.email, u.created_at, u.last_seen_at,
-               greatest(u.last_seen_at, t.last_message_at, m.last_memory_at) AS last_active_at,
-               coalesce(m.semantic, 0) AS semantic, coalesce(m.episodic, 0) AS episodic,
-               coalesce(m.procedural, 0) AS procedural,
-               coalesce(t.threads, 0) AS threads, coalesce(t.messages, 0) AS messages
-          FROM user_account u
-          LEFT JOIN LATERAL (
-               SELECT count(*) FILTER (WHERE kind = 'semantic') AS semantic,
-                      count(*) FILTER (WHERE kind = 'episodic') AS episodic,
-                      count(*) FILTER (WHERE kind = 'procedural') AS procedural,
-                      max(updated_at) AS last_memory_at
-                 FROM memory
-                WHERE tenant_id = u.tenant_id AND user_id = u.id
-          ) m ON true
-          LEFT JOIN LATERAL (
-               SELECT count(*) AS threads, sum(n.messages) AS messages,
-                      max(th.last_message_at) AS last_message_at
-                 FROM thread th
-                 CROSS JOIN LATERAL (
-                      SELECT count(*) AS messages FROM message
-                       WHERE tenant_id = th.tenant_id AND thread_id = th.id
-                 ) n
-                WHERE th.tenant_id = u.tenant_id AND th.user_id = u.id
-          ) t ON true
-         WHERE u.tenant_id = :tenant_id
-           AND (CAST(:user_id AS text) IS NULL OR u.id = :user_id)
-           AND (CAST(:after_id AS text) IS NULL OR u.id > :after_id)
-    ) users
-     WHERE (CAST(:active_after AS timestamptz) IS NULL OR last_active_at >= :active_after)
-       AND (CAST(:active_before AS timestamptz) IS NULL OR last_active_at < :active_before)
-     ORDER BY id
-     LIMIT :limit
+    WITH page AS (
+        SELECT * FROM (
+            SELECT u.tenant_id, u.id, u.name, u.email, u.created_at, u.last_seen_at,
+                   greatest(u.last_seen_at, th.last_message_at, newest.created_at)
+                       AS last_active_at
+              FROM user_account u
+              LEFT JOIN LATERAL (
+                   SELECT max(last_message_at) AS last_message_at FROM thread
+                    WHERE tenant_id = u.tenant_id AND user_id = u.id
+              ) th ON true
+              LEFT JOIN LATERAL (
+                   SELECT created_at FROM memory
+                    WHERE tenant_id = u.tenant_id AND user_id = u.id
+                    ORDER BY created_at DESC, id DESC
+                    LIMIT 1
+              ) newest ON true
+             WHERE u.tenant_id = :tenant_id
+               AND (CAST(:user_id AS text) IS NULL OR u.id = :user_id)
+               AND (CAST(:after_id AS text) IS NULL OR u.id > :after_id)
+        ) users
+         WHERE (CAST(:active_after AS timestamptz) IS NULL OR last_active_at >= :active_after)
+           AND (CAST(:active_before AS timestamptz) IS NULL OR last_active_at < :active_before)
+         ORDER BY id
+         LIMIT :limit
+    )
+    SELECT p.id, p.name, p.email, p.created_at, p.last_seen_at, p.last_active_at,
+           m.semantic, m.episodic, m.procedural,
+           coalesce(t.threads, 0) AS threads, coalesce(t.messages, 0) AS messages
+      FROM page p
+     CROSS JOIN LATERAL (
+           SELECT count(*) FILTER (WHERE kind = 'semantic') AS semantic,
+                  count(*) FILTER (WHERE kind = 'episodic') AS episodic,
+                  count(*) FILTER (WHERE kind = 'procedural') AS procedural
+             FROM memory
+            WHERE tenant_id = p.tenant_id AND user_id = p.id
+     ) m
+      LEFT JOIN LATERAL (
+           SELECT count(*) AS threads, sum(n.messages) AS messages
+             FROM thread th
+            CROSS JOIN LATERAL (
+                 SELECT count(*) AS messages FROM message
+                  WHERE tenant_id = th.tenant_id AND thread_id = th.id
+            ) n
+            WHERE th.tenant_id = p.tenant_id AND th.user_id = p.id
+     ) t ON true
+     ORDER BY p.id
     """
 )
 """The tenant's users in id order after `after_id` (or just `user_id`), each with its memories
 by kind, threads, messages, creation and last activity (the latest of its last request, last
-message and last memory change), filtered by last activity."""
+message and newest memory), filtered by last activity.
+
+Each user's last activity is read from the newest entry of three indexes (its row, its threads,
+its memories newest first), so the activity filter costs the tenant's users, not their
+memories; the counts, which read each of a user's memories (index-only), are taken for the
+page's users alone. A memory's last change (`updated_at`, in no index: an index of it would
+make every update of a memory write every index) is not activity: a change is made by a request
+(`last_seen_at`) or after a message, or it is a new memory."""
 
 THREADS_AMONG_SQL = text(
     "SELECT id::text FROM thread WHERE tenant_id = :tenant_id AND id::text = ANY(:thread_ids)"

@@ -27,7 +27,7 @@ class UserOverview(BaseModel):
     )
     last_active_at: datetime | None = Field(
         default=None,
-        description="The latest of its last request, last message and last memory change.",
+        description="The latest of its last request, last message and newest memory.",
     )
     memories: MemoryCounts
     threads: int

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 from httpx import AsyncClient
 from sqlalchemy import text
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.admin.repository import USERS_SQL
 from service.config import Settings
 from tests.admin.conftest import seed_user
 from tests.conftest import assert_problem, bearer
+from tests.plans import plan_nodes
 
 
 async def test_users_come_with_their_counts_in_cursor_pages(
@@ -45,10 +49,15 @@ async def test_users_are_filtered_by_last_activity(
     long_ago = datetime.now(UTC) - timedelta(days=400)
     async with owner_engine.begin() as connection:
         params = {"t": tenant, "at": long_ago}
-        for table in ("memory", "thread"):
-            column = "updated_at" if table == "memory" else "last_message_at"
+        # Bob's memories written (and last changed) long ago, his threads' last message too.
+        for table, columns in (
+            ("memory", "created_at = :at, updated_at"),
+            ("thread", "last_message_at"),
+        ):
             await connection.execute(
-                text(f"UPDATE {table} SET {column} = :at WHERE tenant_id = :t AND user_id = 'bob'"),
+                text(
+                    f"UPDATE {table} SET {columns} = :at WHERE tenant_id = :t AND user_id = 'bob'"
+                ),
                 params,
             )
         await connection.execute(
@@ -63,6 +72,64 @@ async def test_users_are_filtered_by_last_activity(
 
     assert [u["id"] for u in dormant.json()["items"]] == ["bob"]
     assert [u["id"] for u in active.json()["items"]] == ["ada", "root"]
+
+
+async def test_a_users_newest_memory_is_its_activity_and_only_the_pages_users_are_counted(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    for user in ("ada", "bob", "cy"):
+        await seed_user(client, settings, owner_engine, tenant, user)
+    long_ago = datetime.now(UTC) - timedelta(days=400)
+    async with owner_engine.begin() as connection:
+        params = {"t": tenant, "at": long_ago}
+        # Cy was last seen, and last wrote to a thread, long ago; one of his memories is new.
+        await connection.execute(
+            text("UPDATE thread SET last_message_at = :at WHERE tenant_id = :t AND user_id = 'cy'"),
+            params,
+        )
+        await connection.execute(
+            text("UPDATE user_account SET last_seen_at = :at WHERE tenant_id = :t AND id = 'cy'"),
+            params,
+        )
+        await connection.execute(
+            text(
+                "UPDATE memory SET created_at = :at WHERE tenant_id = :t AND user_id = 'cy'"
+                " AND kind = 'semantic'"
+            ),
+            params,
+        )
+    admin = bearer(settings, tenant, "root", admin=True)
+    cutoff = (datetime.now(UTC) - timedelta(days=30)).isoformat()
+    active = await client.get("/v1/admin/users", headers=admin, params={"active_after": cutoff})
+    assert "cy" in [u["id"] for u in active.json()["items"]]
+
+    # A page of one user among four: each user's activity is its newest entries (no user's
+    # memories are aggregated for it), and the memories are counted for the page's user alone.
+    async with runtime_engine.connect() as connection:
+        raw = (await connection.get_raw_connection()).driver_connection
+        async with raw.transaction():
+            await raw.execute(f"SELECT set_config('app.tenant_id', '{tenant}', true)")
+            sql = str(USERS_SQL.compile(dialect=postgresql.dialect()))
+            for n, name in enumerate(
+                ("tenant_id", "user_id", "after_id", "active_after", "active_before", "limit")
+            ):
+                sql = sql.replace(f"%({name})s", f"${n + 1}")
+            explained = await raw.fetchval(
+                "EXPLAIN (ANALYZE, FORMAT JSON) " + sql,
+                *(tenant, None, None, datetime.now(UTC) - timedelta(days=1), None, 1),
+            )
+    # The service's connections decode JSON themselves.
+    [plan] = json.loads(explained) if isinstance(explained, str) else explained
+    memory_reads = [
+        node for node in plan_nodes(plan["Plan"]) if node.get("Relation Name") == "memory"
+    ]
+    # Read for the activity: four users, one newest entry each (a LIMIT 1 over the index in
+    # time order); for the counts: the page's one user.
+    assert sorted(node["Actual Loops"] for node in memory_reads) == [1, 4], memory_reads
 
 
 async def test_user_admin_routes_are_for_admins_only(

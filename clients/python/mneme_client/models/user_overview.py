@@ -29,8 +29,8 @@ class UserOverview:
         name (None | str | Unset):
         email (None | str | Unset):
         last_seen_at (datetime.datetime | None | Unset): The user's own last request (end-user tokens only).
-        last_active_at (datetime.datetime | None | Unset): The latest of its last request, last message and last memory
-            change.
+        last_active_at (datetime.datetime | None | Unset): The latest of its last request, last message and newest
+            memory.
     """
 
     id: str

@@ -2448,7 +2448,7 @@ export type UserOverview = {
     /**
      * Last Active At
      *
-     * The latest of its last request, last message and last memory change.
+     * The latest of its last request, last message and newest memory.
      */
     last_active_at?: string | null;
     memories: MemoryCounts;
