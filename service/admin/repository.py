@@ -95,17 +95,17 @@ USERS_SQL = text(
     """
     WITH page AS (
         SELECT * FROM (
-            SELECT u.tenant_id, u.id, u.name, u.email, u.created_at, u.last_seen_at,
+            SELECT u.id, u.name, u.email, u.created_at, u.last_seen_at,
                    greatest(u.last_seen_at, th.last_message_at, newest.created_at)
                        AS last_active_at
               FROM user_account u
               LEFT JOIN LATERAL (
                    SELECT max(last_message_at) AS last_message_at FROM thread
-                    WHERE tenant_id = u.tenant_id AND user_id = u.id
+                    WHERE tenant_id = :tenant_id AND user_id = u.id
               ) th ON true
               LEFT JOIN LATERAL (
                    SELECT created_at FROM memory
-                    WHERE tenant_id = u.tenant_id AND user_id = u.id
+                    WHERE tenant_id = :tenant_id AND user_id = u.id
                     ORDER BY created_at DESC, id DESC
                     LIMIT 1
               ) newest ON true
@@ -127,16 +127,16 @@ USERS_SQL = text(
                   count(*) FILTER (WHERE kind = 'episodic') AS episodic,
                   count(*) FILTER (WHERE kind = 'procedural') AS procedural
              FROM memory
-            WHERE tenant_id = p.tenant_id AND user_id = p.id
+            WHERE tenant_id = :tenant_id AND user_id = p.id
      ) m
       LEFT JOIN LATERAL (
            SELECT count(*) AS threads, sum(n.messages) AS messages
              FROM thread th
             CROSS JOIN LATERAL (
                  SELECT count(*) AS messages FROM message
-                  WHERE tenant_id = th.tenant_id AND thread_id = th.id
+                  WHERE tenant_id = :tenant_id AND thread_id = th.id
             ) n
-            WHERE th.tenant_id = p.tenant_id AND th.user_id = p.id
+            WHERE th.tenant_id = :tenant_id AND th.user_id = p.id
      ) t ON true
      ORDER BY p.id
     """
@@ -150,7 +150,11 @@ its memories newest first), so the activity filter costs the tenant's users, not
 memories; the counts, which read each of a user's memories (index-only), are taken for the
 page's users alone. A memory's last change (`updated_at`, in no index: an index of it would
 make every update of a memory write every index) is not activity: a change is made by a request
-(`last_seen_at`) or after a message, or it is a new memory."""
+(`last_seen_at`) or after a message, or it is a new memory.
+
+Every table is named with the tenant as a value, not through another table's column: a Citus
+coordinator routes the whole statement to the tenant's shards only when each table's
+distribution column is compared with the same value."""
 
 THREADS_AMONG_SQL = text(
     "SELECT id::text FROM thread WHERE tenant_id = :tenant_id AND id::text = ANY(:thread_ids)"
