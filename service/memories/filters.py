@@ -88,14 +88,19 @@ class MemoryFilter:
         return (
             self.categories is not None
             or (self.lifecycles is not None and "confirmed" not in self.lifecycles)
-            or any(
-                bound is not None
-                for bound in (
-                    self.created_after,
-                    self.created_before,
-                    self.event_after,
-                    self.event_before,
-                )
+            or self.bounds_time
+        )
+
+    @property
+    def bounds_time(self) -> bool:
+        """True when the filter names a bound of its memories' creation or event time."""
+        return any(
+            bound is not None
+            for bound in (
+                self.created_after,
+                self.created_before,
+                self.event_after,
+                self.event_before,
             )
         )
 

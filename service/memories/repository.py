@@ -500,15 +500,7 @@ def _fills_from_newest(memory_filter: MemoryFilter) -> bool:
     return (
         len(memory_filter.owners) == 1
         and memory_filter.categories is None
-        and all(
-            bound is None
-            for bound in (
-                memory_filter.created_after,
-                memory_filter.created_before,
-                memory_filter.event_after,
-                memory_filter.event_before,
-            )
-        )
+        and not memory_filter.bounds_time
         and (lifecycles is None or "confirmed" in lifecycles or len(lifecycles) == 1)
     )
 
