@@ -490,18 +490,26 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
 def _fills_from_newest(memory_filter: MemoryFilter) -> bool:
     """Whether a page of one owner's memories under `memory_filter` is read in time order
     from an index that holds nearly only what the filter passes, so that the page's first
-    entries fill it: the owner's memories (`ix_memory_user_newest`; the organization's,
-    `ix_memory_org_newest`), those of one kind (`ix_memory_owner`) or of one unconfirmed
-    lifecycle (`ix_memory_unconfirmed`), of which only the superseded or expired ones fail.
-    Not for a category or a time bound, which may pass a few of many memories (sorting those
-    few is the cheaper read), nor for several lifecycles without the confirmed one, whose
-    memories no index holds in one time order."""
+    entries fill it: a user's memories (`ix_memory_user_newest`), those of one kind
+    (`ix_memory_owner`) or of one unconfirmed lifecycle (`ix_memory_unconfirmed`), the
+    organization's live memories (`ix_memory_org_newest`); of these only the superseded or
+    expired ones fail. Not for a category or a time bound, which may pass a few of many
+    memories (sorting those few is the cheaper read), nor for several lifecycles without the
+    confirmed one, whose memories no index holds in one time order. The organization's are
+    named by `user_id IS NULL`, which gives the indexes keyed by user no order: a kind or an
+    unconfirmed lifecycle of them would be read from all of them."""
+    if len(memory_filter.owners) != 1:
+        return False
+    [owner] = memory_filter.owners
     lifecycles = memory_filter.lifecycles
+    narrowed_by_its_index = memory_filter.kinds is not None or (
+        lifecycles is not None and "confirmed" not in lifecycles
+    )
     return (
-        len(memory_filter.owners) == 1
-        and memory_filter.categories is None
+        memory_filter.categories is None
         and not memory_filter.bounds_time
         and (lifecycles is None or "confirmed" in lifecycles or len(lifecycles) == 1)
+        and not (owner.user_id is None and narrowed_by_its_index)
     )
 
 

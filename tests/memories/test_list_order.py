@@ -161,3 +161,10 @@ async def test_a_page_of_the_organizations_memories_is_read_in_time_order_from_t
     # the planner keeps its choice.
     policies = MemoryFilter.build([Owner.org()], categories=["policy"]).live_unless_asked()
     assert not (await listed(runtime_engine, tenant, policies)).in_index_order
+    # Nor is a kind or a lifecycle of the organization's: no index keyed by user gives those in
+    # time order, and its own index would be read through all of them.
+    for narrower in (
+        MemoryFilter.build([Owner.org()], kinds=["procedural"]).live_unless_asked(),
+        MemoryFilter.build([Owner.org()], lifecycles=["proposed"]),
+    ):
+        assert not (await listed(runtime_engine, tenant, narrower)).in_index_order
