@@ -34,19 +34,25 @@ def plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def tenant_plan(
-    engine: AsyncEngine, tenant: str, sent: tuple[str, Any], *settings: str
+    engine: AsyncEngine,
+    tenant: str,
+    sent: tuple[str, Any],
+    *settings: str,
+    analyze: bool = False,
 ) -> list[dict[str, Any]]:
     """Every node of the plan of a statement as `statements_sent` captured it, explained
-    (FORMAT JSON) with its parameters in a transaction of `tenant`, after the `settings`
-    statements (`SET LOCAL …`)."""
+    (FORMAT JSON; with `analyze`, run too, so that each node has its actual rows and loops)
+    with its parameters in a transaction of `tenant`, after the `settings` statements
+    (`SET LOCAL …`)."""
     statement, parameters = sent
+    options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
     async with engine.connect() as connection:
         raw = (await connection.get_raw_connection()).driver_connection
         async with raw.transaction():
             await raw.execute(f"SELECT set_config('app.tenant_id', '{tenant}', true)")
             for setting in settings:
                 await raw.execute(setting)
-            explained = await raw.fetchval("EXPLAIN (FORMAT JSON) " + statement, *parameters)
+            explained = await raw.fetchval(f"EXPLAIN ({options}) " + statement, *parameters)
     # The service's connections decode JSON themselves.
     [plan] = json.loads(explained) if isinstance(explained, str) else explained
     return plan_nodes(plan["Plan"])
