@@ -85,12 +85,13 @@ class TenantRepository:
         await self._session.execute(CUSTOM_PLANS_SQL)
         if in_index_order:
             await self._session.execute(NO_SORTS_SQL)
-        try:
-            yield
-        finally:
-            await self._session.execute(DEFAULT_PLANS_SQL)
-            if in_index_order:
-                await self._session.execute(SORTS_SQL)
+        # Reset when the block succeeded only: a statement that failed (cancelled past its time
+        # limit, say) aborted the transaction, which then refuses any other statement until it
+        # rolls back (its SET LOCALs with it), so a reset would fail in the failure's place.
+        yield
+        await self._session.execute(DEFAULT_PLANS_SQL)
+        if in_index_order:
+            await self._session.execute(SORTS_SQL)
 
     async def hold_lock(self, key: str) -> None:
         """Wait for, then hold until the transaction ends, the lock named `key` (writers of

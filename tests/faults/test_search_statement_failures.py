@@ -101,3 +101,21 @@ async def test_a_search_whose_connection_dies_mid_statement_is_a_503_and_the_nex
     assert_problem(response, 503, "DATABASE_UNAVAILABLE")
     again = await _search(client, headers)
     assert again.status_code == 200, again.text
+
+
+async def test_a_listing_past_the_statement_timeout_is_a_503_and_the_next_one_works(
+    short_timeout_client: AsyncClient, settings: Settings, owner_engine: AsyncEngine
+) -> None:
+    """A page of memories is planned with settings of its own (`planned_for_its_values`), set
+    before its statement and reset after it: when the statement is cancelled, the transaction
+    is aborted and a reset sent then would fail in its place, a 500 hiding the 503."""
+    headers = bearer(settings, new_tenant(), "ada")
+    listing = "/v1/users/me/memories"
+    assert (await short_timeout_client.get(listing, headers=headers)).status_code == 200
+    async with owner_engine.connect() as owner:
+        await _lock_memories(owner)
+        response = await short_timeout_client.get(listing, headers=headers)
+        await owner.rollback()
+    assert_problem(response, 503, "DATABASE_TIMEOUT")
+    again = await short_timeout_client.get(listing, headers=headers)
+    assert again.status_code == 200, again.text
