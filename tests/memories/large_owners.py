@@ -16,7 +16,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
 from service.memories.fusion.parameters import SearchParams
-from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL
+from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL, FusionRepository
 from service.memories.fusion.statement import compiled_search
 from service.memories.owner_index_names import owner_index_name
 from service.memories.postings import PostingsRepository
@@ -114,3 +114,11 @@ async def explained_as_served(
         for setting in settings:
             await driver.execute(setting)
         return await explain_prepared(driver, compiled.sql, arguments)
+
+
+async def exact_answer(app: FastAPI, tenant: str, params: SearchParams) -> list[Any]:
+    """The search's ids as the exact statement ranks them: no index order anywhere (every
+    vector and every candidate scored and sorted)."""
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        await session.execute(text("SET LOCAL enable_indexscan = off"))
+        return [row.memory.id for row in await FusionRepository(session, tenant).search(params)]

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
@@ -32,6 +31,7 @@ from tests.memories.large_owners import (
     QUESTION,
     USER,
     count_statistics,
+    exact_answer,
     explained_as_served,
     kind_names,
     large_owner,
@@ -79,10 +79,7 @@ async def answers(app: FastAPI, tenant: str, params: SearchParams) -> tuple[list
     order anywhere)."""
     async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
         served = [row.memory.id for row in await FusionRepository(session, tenant).search(params)]
-    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
-        await session.execute(text("SET LOCAL enable_indexscan = off"))
-        exact = [row.memory.id for row in await FusionRepository(session, tenant).search(params)]
-    return served, exact
+    return served, await exact_answer(app, tenant, params)
 
 
 @pytest.mark.usefixtures("no_owner_indexes")

@@ -43,6 +43,7 @@ from tests.memories.large_owners import (
     BUILD_FROM,
     QUESTION,
     USER,
+    exact_answer,
     explained_as_served,
     index_definitions,
     kind_names,
@@ -87,9 +88,7 @@ async def ranked_alike_with_and_without_indexes(
             params.filter.kinds is None,
         )
     assert plans is not None and plans["generic_plans"] == 3 and plans["custom_plans"] == 0
-    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
-        await session.execute(text("SET LOCAL enable_indexscan = off"))
-        exact = [row.memory.id for row in await FusionRepository(session, tenant).search(params)]
+    exact = await exact_answer(app, tenant, params)
     assert answers == [exact] * 4
     return exact
 
