@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -493,23 +493,20 @@ def _fills_from_newest(memory_filter: MemoryFilter) -> bool:
     entries fill it: a user's memories (`ix_memory_user_newest`), those of one kind
     (`ix_memory_owner`) or of one unconfirmed lifecycle (`ix_memory_unconfirmed`), the
     organization's live memories (`ix_memory_org_newest`); of these only the superseded or
-    expired ones fail. Not for a category or a time bound, which may pass a few of many
-    memories (sorting those few is the cheaper read), nor for several lifecycles without the
-    confirmed one, whose memories no index holds in one time order. The organization's are
+    expired ones fail. Not for a filter that passes part of a kind by a category or a time
+    bound (`MemoryFilter.passes_part_of_a_kind`: it may pass a few of many memories, and
+    sorting those few is the cheaper read), nor for several lifecycles without the confirmed
+    one, whose memories no index holds in one time order. The organization's are
     named by `user_id IS NULL`, which gives the indexes keyed by user no order: a kind or an
     unconfirmed lifecycle of them would be read from all of them."""
     if len(memory_filter.owners) != 1:
         return False
     [owner] = memory_filter.owners
+    if owner.user_id is None:
+        return memory_filter.kinds is None and not memory_filter.passes_part_of_a_kind
     lifecycles = memory_filter.lifecycles
-    narrowed_by_its_index = memory_filter.kinds is not None or (
-        lifecycles is not None and "confirmed" not in lifecycles
-    )
-    return (
-        memory_filter.categories is None
-        and not memory_filter.bounds_time
-        and (lifecycles is None or "confirmed" in lifecycles or len(lifecycles) == 1)
-        and not (owner.user_id is None and narrowed_by_its_index)
+    return not replace(memory_filter, lifecycles=None).passes_part_of_a_kind and (
+        lifecycles is None or "confirmed" in lifecycles or len(lifecycles) == 1
     )
 
 
