@@ -451,8 +451,11 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
             # text by default; the fusion statement run on the driver connection is ~15 KiB for
             # one search and ~21 KiB for the context's three sections, which would then be
             # parsed and planned again on every call. The cache stays bounded by its count
-            # (100 statements a connection, least recently used first out).
+            # (`db_statement_cache_size` statements a connection, least recently used first
+            # out): each kept search statement holds its plan in the database backend's memory
+            # (~2.7 MB; docs/operating.md § Owner vector indexes).
             "max_cacheable_statement_size": 0,
+            "statement_cache_size": settings.db_statement_cache_size,
             "server_settings": {
                 "application_name": "mneme",
                 "statement_timeout": str(settings.db_statement_timeout_ms),

@@ -1,0 +1,44 @@
+"""What a pooled connection keeps prepared on the driver (`MNEME_DB_STATEMENT_CACHE_SIZE`): at
+most that many statements, least recently used first out, each one closed on the server when it
+leaves (a kept search statement's plan holds ~2.7 MB of its backend's memory); 0 keeps none, and
+every statement is then planned where it runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.auth.owner import Owner
+from service.config import Settings
+from service.db import create_engine, create_sessionmaker, tenant_transaction, transaction_driver
+from service.memories.filters import MemoryFilter
+from service.memories.fusion import FusionRepository
+from tests.search_params import search_params
+
+HELD_SQL = "SELECT statement FROM pg_prepared_statements"
+"""The statements the session holds prepared on the server (this one among them once run)."""
+
+
+@pytest.mark.parametrize(("kept", "searches_held"), [(100, 3), (2, 1), (0, 0)])
+async def test_a_connection_keeps_at_most_the_configured_statements_prepared(
+    settings: Settings, tenant: str, kept: int, searches_held: int
+) -> None:
+    assert settings.database_url is not None
+    configured = settings.model_copy(update={"db_statement_cache_size": kept})
+    engine = create_engine(
+        settings.database_url.get_secret_value(), configured, pool_size=1, max_overflow=0
+    )
+    try:
+        async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
+            repository = FusionRepository(session, tenant)
+            # Three filter shapes: three texts of the search statement on one connection.
+            for kinds in (None, ["semantic"], ["episodic"]):
+                memory_filter = MemoryFilter.build([Owner.user("ada")], kinds=kinds)
+                assert await repository.search(search_params(memory_filter, "tea")) == []
+            driver = await transaction_driver(await session.connection())
+            held = [row["statement"] for row in await driver.fetch(HELD_SQL)]
+    finally:
+        await engine.dispose()
+    # With room for two, the last search and the question asked since; the first two searches
+    # were closed on the server as they left.
+    assert sum("query_terms" in statement for statement in held) == searches_held
+    assert (HELD_SQL in held) == (kept > 0)
