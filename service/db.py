@@ -444,6 +444,11 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
         "pool_size": settings.db_pool_size,
         "max_overflow": settings.db_max_overflow,
         "pool_pre_ping": settings.db_pool_pre_ping,
+        # The connection returned last is handed out first: a connection keeps the plans of
+        # the statements it ran (prepared, see `statement_cache_size`), so a steady load runs
+        # on the few connections that hold them, where taking each pooled connection in turn
+        # planned every statement again on each one and kept a copy of each plan on all.
+        "pool_use_lifo": True,
         "connect_args": {
             # The tenant setting goes in the same query as BEGIN (`set_tenant`).
             "connection_class": ScopedBeginConnection,

@@ -1,11 +1,13 @@
 """What a pooled connection keeps prepared on the driver (`MNEME_DB_STATEMENT_CACHE_SIZE`): at
 most that many statements, least recently used first out, each one closed on the server when it
 leaves (a kept search statement's plan holds ~2.7 MB of its backend's memory); 0 keeps none, and
-every statement is then planned where it runs."""
+every statement is then planned where it runs. And the pool hands out the connection returned
+last, so a steady load runs on the connections that hold its plans."""
 
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import text
 
 from service.auth.owner import Owner
 from service.config import Settings
@@ -42,3 +44,28 @@ async def test_a_connection_keeps_at_most_the_configured_statements_prepared(
     # were closed on the server as they left.
     assert sum("query_terms" in statement for statement in held) == searches_held
     assert (HELD_SQL in held) == (kept > 0)
+
+
+async def test_after_a_burst_one_request_at_a_time_runs_on_the_connection_returned_last(
+    settings: Settings,
+) -> None:
+    """Each pooled connection plans a statement the first time it runs it and keeps the plan;
+    handing out the connection returned last keeps a steady load on the ones that hold them."""
+    assert settings.database_url is not None
+    engine = create_engine(
+        settings.database_url.get_secret_value(), settings, pool_size=4, max_overflow=0
+    )
+    try:
+        burst = [await engine.connect() for _ in range(4)]
+        backends = []
+        for connection in burst:
+            backends.append(await connection.scalar(text("SELECT pg_backend_pid()")))
+            await connection.close()
+        assert len(set(backends)) == 4
+        steady = set()
+        for _ in range(8):
+            async with engine.connect() as connection:
+                steady.add(await connection.scalar(text("SELECT pg_backend_pid()")))
+        assert steady == {backends[-1]}
+    finally:
+        await engine.dispose()
