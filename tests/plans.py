@@ -48,6 +48,7 @@ async def tenant_plan(
     options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
     async with engine.connect() as connection:
         raw = (await connection.get_raw_connection()).driver_connection
+        assert raw is not None
         async with raw.transaction():
             await raw.execute(f"SELECT set_config('app.tenant_id', '{tenant}', true)")
             for setting in settings:

@@ -3,12 +3,14 @@ indexes no search would read."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
 from service.config import DEV_DEFAULT_SECRET, Settings
 
-PROD = {"env": "prod", "database_url": "postgresql://mneme_app@db/mneme"}
+PROD: dict[str, Any] = {"env": "prod", "database_url": "postgresql://mneme_app@db/mneme"}
 
 
 def test_dev_mode_accepts_the_documented_default_secret() -> None:
@@ -70,9 +72,11 @@ def test_prod_mode_refuses_the_embedded_database() -> None:
 def test_a_search_weight_that_would_underflow_the_ranking_is_refused_at_startup(
     setting: str, weight: float
 ) -> None:
+    refused: dict[str, Any] = {setting: weight}
+    accepted: dict[str, Any] = {setting: 1e-6}
     with pytest.raises(ValidationError, match=setting):
-        Settings(_env_file=None, **{setting: weight})
-    assert getattr(Settings(_env_file=None, **{setting: 1e-6}), setting) == 1e-6
+        Settings(_env_file=None, **refused)
+    assert getattr(Settings(_env_file=None, **accepted), setting) == 1e-6
 
 
 def test_owner_indexes_start_no_lower_than_bounded_search() -> None:

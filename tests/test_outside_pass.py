@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Container
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -267,18 +268,17 @@ async def test_rest_bodies_paths_and_queries_refuse_hostile_values_storing_nothi
             ),
             Case(
                 f"path user {identifier[:20]!r} read",
-                lambda p=path: client.get(f"{p}/memories", headers=agent),
+                partial(client.get, f"{path}/memories", headers=agent),
             ),
             Case(
                 f"admin user {identifier[:20]!r}",
-                lambda i=identifier: client.get(
-                    f"/v1/admin/users/{quote(i, safe='')}", headers=admin
-                ),
+                partial(client.get, f"/v1/admin/users/{quote(identifier, safe='')}", headers=admin),
             ),
         ]
         if identifier:
             # The dev minter refuses such a subject; a token carrying it anyway must be refused.
-            token = bearer(settings, tenant, "x", **{settings.user_claim: identifier})
+            claims: dict[str, Any] = {settings.user_claim: identifier}
+            token = bearer(settings, tenant, "x", **claims)
             cases.append(
                 Case(
                     f"token subject {identifier[:20]!r}",

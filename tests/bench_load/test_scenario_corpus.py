@@ -7,6 +7,7 @@ import itertools
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,7 +110,7 @@ def test_every_kind_of_memory_has_the_write_paths_style(source: SourceText) -> N
 def test_turns_replay_sessions_in_order_under_new_names(source: SourceText) -> None:
     owner = build_user(source, "t-1", "u-1", 200, seed=3)
     turns = [row for row in owner.rows if row.category == "turn"]
-    threads: dict[object, list[object]] = {}
+    threads: dict[Any, list[Any]] = {}
     for row in turns:
         threads.setdefault(row.source_thread_id, []).append(row.event_at)
     original = {name for speakers, _, _ in SESSIONS.values() for name in speakers}

@@ -139,7 +139,7 @@ def test_fewer_than_two_versions_are_refused(capsys: pytest.CaptureFixture[str])
 
 
 def test_each_version_takes_each_place_in_the_order_in_turn() -> None:
-    places = {version: [] for version in range(3)}
+    places: dict[int, list[int]] = {version: [] for version in range(3)}
     for turn in range(6):
         order = run_order(3, turn)
         assert sorted(order) == [0, 1, 2]

@@ -27,7 +27,7 @@ CORPUS = [
     "Keeps a sourdough starter named Clint",
 ]
 
-QUERIES = [
+QUERIES: list[dict[str, Any]] = [
     {"query": "Which outdoor activity does she love?"},
     {"query": "warehouse invoice ZX-4471-QR"},
     {"query": "food allergies", "mode": "vector"},

@@ -44,7 +44,10 @@ async def indexed_citus_app(citus_settings: Settings) -> AsyncIterator[FastAPI]:
         yield application
 
 
-FILTERS = ({"categories": ["travel"]}, {"event_after": "1970-01-01T00:00:00Z"})
+FILTERS: tuple[dict[str, object], ...] = (
+    {"categories": ["travel"]},
+    {"event_after": "1970-01-01T00:00:00Z"},
+)
 """A filter few of the owner's facts pass (sorted exactly) and one all pass (walked)."""
 
 

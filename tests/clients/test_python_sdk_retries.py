@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -34,7 +35,7 @@ def _scripted(answers: list[httpx.Response | Exception]) -> tuple[httpx.MockTran
 
 
 def _client(
-    answers: list[httpx.Response | Exception], **policy: float
+    answers: list[httpx.Response | Exception], **policy: Any
 ) -> tuple[httpx.Client, list[str], list[float]]:
     transport, seen = _scripted(answers)
     waits: list[float] = []

@@ -32,7 +32,11 @@ def token_of(settings: Settings, tenant: str, user: str) -> str:
 def scripted_user(*lines: str) -> Callable[[str], str]:
     """`input()` for a loop example: the user types `lines`, then an empty line (the end)."""
     typed: Iterator[str] = iter([*lines, ""])
-    return lambda _prompt="": next(typed)
+
+    def typing_in(_prompt: str = "") -> str:
+        return next(typed)
+
+    return typing_in
 
 
 def your_model(*, system: str, user: str) -> str:

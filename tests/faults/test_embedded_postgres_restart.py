@@ -33,7 +33,7 @@ def _postmaster_pid(data_dir: Path) -> int | None:
 
 def _running(pid: int) -> bool:
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 

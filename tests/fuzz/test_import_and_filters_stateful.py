@@ -95,7 +95,8 @@ def test_import_and_filters_hold_under_any_sequence_of_steps(
                 return None
             assert response.status_code == 200, response.text
             header: dict[str, Any] = json.loads(response.text.splitlines()[0])
-            return header["counts"]
+            counts: dict[str, Any] = header["counts"]
+            return counts
 
         def remember_times(self, *values: str | None) -> None:
             self.seen_times.extend(v for v in values if v)

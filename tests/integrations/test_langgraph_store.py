@@ -13,7 +13,7 @@ import httpx
 import pytest
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
+from langgraph.store.base import GetOp, InvalidNamespaceError, Item, PutOp, SearchOp
 from mneme_langgraph import MnemeStore, MnemeStoreError
 
 from benchmarks.server import RunningServer
@@ -123,9 +123,10 @@ def test_batch_runs_mixed_operations_in_order(store: MnemeStore) -> None:
             GetOp(("ada", "semantic"), "x"),
         ]
     )
+    got, found = results[1], results[2]
     assert results[0] is None
-    assert results[1] is not None and results[1].value == {"text": "Ada speaks Welsh."}
-    assert [item.key for item in results[2]] == ["x"]
+    assert isinstance(got, Item) and got.value == {"text": "Ada speaks Welsh."}
+    assert isinstance(found, list) and [getattr(item, "key", None) for item in found] == ["x"]
     assert results[3] is None and results[4] is None
 
 
@@ -139,7 +140,7 @@ async def test_the_async_api_sees_what_the_sync_api_wrote(store: MnemeStore) -> 
     [put_result, got] = await store.abatch(
         [PutOp(("ada", "episodic"), "e", {"text": "Ada moved."}), GetOp(("ada", "episodic"), "e")]
     )
-    assert put_result is None and got is not None and got.key == "e"
+    assert put_result is None and isinstance(got, Item) and got.key == "e"
     await store.adelete(("ada", "semantic"), "s")
     assert await store.aget(("ada", "semantic"), "s") is None
     await store.aclose()

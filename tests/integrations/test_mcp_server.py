@@ -43,7 +43,8 @@ async def assert_refused(server: RunningServer, headers: dict[str, str], match: 
 def structured(result: CallToolResult) -> dict[str, Any]:
     assert not result.is_error, result.content
     assert result.structured_content is not None
-    return result.structured_content
+    content: dict[str, Any] = result.structured_content
+    return content
 
 
 def tool_problem(result: CallToolResult) -> dict[str, Any]:
@@ -52,7 +53,8 @@ def tool_problem(result: CallToolResult) -> dict[str, Any]:
     assert result.structured_content is not None
     text = result.content[0]
     assert json.loads(getattr(text, "text", "")) == result.structured_content
-    return result.structured_content
+    problem: dict[str, Any] = result.structured_content
+    return problem
 
 
 async def rest_memories(server: RunningServer, headers: dict[str, str]) -> list[dict[str, Any]]:

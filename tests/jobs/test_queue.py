@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 import pytest
 from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
-from pgqueuer.domain.types import QueueManagerId
+from pgqueuer.domain.types import QueueEntrypoint, QueueManagerId
 from pgqueuer.ports.repository import EntrypointExecutionParameter
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -174,7 +174,7 @@ async def test_a_waiting_job_cannot_start_before_the_enqueuing_transaction_commi
     async def dequeue() -> list[Any]:
         return await queries.dequeue(
             batch_size=10,
-            entrypoints={kind: EntrypointExecutionParameter(concurrency_limit=0)},
+            entrypoints={QueueEntrypoint(kind): EntrypointExecutionParameter(concurrency_limit=0)},
             queue_manager_id=QueueManagerId(uuid.uuid4()),
             global_concurrency_limit=None,
             heartbeat_timeout=timedelta(seconds=30),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -78,7 +79,7 @@ async def ranked_alike_with_and_without_indexes(
     async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
         repository = FusionRepository(session, tenant)
         answers = [[row.memory.id for row in await repository.search(params)] for _ in range(4)]
-        driver = await transaction_driver(await session.connection())
+        driver: Any = await transaction_driver(await session.connection())
         # The text with the owners written in (the search's kinds: the facts' scan or not).
         plans = await driver.fetchrow(
             "SELECT generic_plans, custom_plans FROM pg_prepared_statements "

@@ -55,7 +55,9 @@ async def _database(cluster: EmbeddedCluster, **overrides: Any) -> Settings:
 
 
 async def _migrate(settings: Settings, revision: str = "head") -> None:
-    engine = create_engine(settings.migration_url_for_tests, settings, pool_size=1, max_overflow=0)
+    assert settings.migration_database_url is not None
+    owner_url = settings.migration_database_url.get_secret_value()
+    engine = create_engine(owner_url, settings, pool_size=1, max_overflow=0)
     try:
         await db_migrations.upgrade(engine, settings, revision)
     finally:

@@ -63,7 +63,8 @@ async def test_the_procedures_read_seeks_only_procedural_memories_on_a_generic_p
 
     sessions = async_sessionmaker(runtime_engine, expire_on_commit=False)
     async with tenant_transaction(sessions, tenant) as session:
-        driver = await transaction_driver(await session.connection())
+        # The asyncpg connection itself: its query loggers are not part of `Driver`.
+        driver: Any = await transaction_driver(await session.connection())
         sent: list[Any] = []
         driver.add_query_logger(sent.append)
         found = await MemoryRepository(session, tenant).procedure_rows(

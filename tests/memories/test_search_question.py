@@ -95,7 +95,11 @@ async def test_the_question_is_on_its_way_before_the_transaction_set_up_goes_on(
 
 
 async def test_a_vector_nobody_took_is_cancelled_when_the_request_fails() -> None:
-    pending = asyncio.ensure_future(asyncio.sleep(10, result=[1.0]))
+    async def never_taken() -> list[float] | None:
+        await asyncio.sleep(10)
+        return [1.0]
+
+    pending = asyncio.ensure_future(never_taken())
     with pytest.raises(RuntimeError, match="refused"):
         async with embedding_underway(pending):
             raise RuntimeError("refused")

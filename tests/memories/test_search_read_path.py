@@ -29,7 +29,7 @@ from service.memories.fusion import (
     indexed_owners,
 )
 from service.memories.fusion.repository import SHARED_INDEX_EF_SEARCH, custom_search_plan_sql
-from service.memories.schemas import SearchRequest
+from service.memories.schemas import SearchRequest, SearchResponse
 from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
 from tests.db.sent_queries import sent_queries
@@ -122,7 +122,7 @@ async def test_the_compiled_read_path_returns_what_the_statement_returns(
         hits = await FusionRepository(session, tenant).search(params)
         statement = hybrid_search_statement(tenant, params)
         rows = (await session.execute(statement)).mappings().all()
-        stored = dict(
+        stored: dict[Any, Any] = dict(
             (
                 await session.execute(
                     text("SELECT id, embedding::real[] FROM memory WHERE id = ANY(:ids)"),
@@ -363,7 +363,7 @@ async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(
             FusionRepository(session, tenant), app.state.mneme.vector_columns, tenant, settings
         )
         on_its_way: asyncio.Future[list[float] | None] = asyncio.get_running_loop().create_future()
-        searching = asyncio.create_task(
+        searching: asyncio.Future[SearchResponse] = asyncio.ensure_future(
             search.search(
                 Owner.user("ada"),
                 SearchRequest(query=question, limit=3),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from typing import Any
 
 import httpx
 import pytest
@@ -179,7 +180,8 @@ async def test_a_replica_killed_mid_stream_loses_no_acknowledged_write(
     async with httpx.AsyncClient(base_url=victim.url, timeout=30) as client:
         writes = asyncio.gather(*(write(client, i) for i in range(40)))
         acknowledged_soon = asyncio.ensure_future(some_acknowledged.wait())
-        await asyncio.wait({writes, acknowledged_soon}, return_when=asyncio.FIRST_COMPLETED)
+        first_of: set[asyncio.Future[Any]] = {writes, acknowledged_soon}
+        await asyncio.wait(first_of, return_when=asyncio.FIRST_COMPLETED)
         victim.kill()
         await writes
         acknowledged_soon.cancel()

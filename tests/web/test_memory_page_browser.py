@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, Dialog, Page, expect
+from playwright.async_api import Browser, Dialog, Page, ViewportSize, expect
 
 from service.config import Settings
 from service.main import create_app
@@ -26,8 +26,8 @@ from tests.fixtures.loopback import free_port, serving
 
 pytestmark = pytest.mark.browser
 
-DESKTOP = {"width": 1100, "height": 820}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1100, "height": 820}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 COMMITTED_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
