@@ -175,7 +175,7 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         """The command tag of the last statement sent with the latest BEGIN ("SELECT 1")."""
         self.distributes: bool | None = None
         """Whether the server distributes queries (Citus), asked once the connection is made
-        (`_ask_whether_distributed`; None until then): it refuses a distributed query inside a
+        (`_set_up_new_connections`; None until then): it refuses a distributed query inside a
         query of several statements ("cannot execute a distributed query from a query on a
         shard")."""
 
@@ -246,15 +246,38 @@ async def distributes_queries(driver: Any) -> bool:
     return answer
 
 
-def _ask_whether_distributed(dbapi_connection: Any, _record: Any) -> None:
-    """When the pool makes a connection: whether its server distributes queries, asked once."""
-    driver = getattr(dbapi_connection, "driver_connection", None)
-    if isinstance(driver, ScopedBeginConnection) and isinstance(
-        dbapi_connection, AdaptedConnection
-    ):
-        driver.distributes = bool(
-            dbapi_connection.run_async(lambda asked: asked.fetchval(DISTRIBUTES_SQL))
+NO_STATEMENT_LIMIT_SQL = "SET LOCAL statement_timeout = 0"
+"""For the rest of the transaction, statements run for as long as they take: work that is not a
+request's (the service's start-up checks, migrations), which the requests' limit must not fail."""
+
+NEW_CONNECTION_SQL = (
+    "SELECT set_config('statement_timeout', $1, false) IS NOT NULL, "
+    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+)
+"""A new connection's statement limit for everything it runs from then on, and whether its
+server distributes queries (Citus), in one round trip."""
+
+
+def _set_up_new_connections(statement_timeout_ms: int) -> Callable[[Any, Any], None]:
+    """The pool's `connect` listener: each new connection gets the statement limit and is asked
+    whether its server distributes queries.
+
+    It runs after SQLAlchemy's own first queries on the engine's first connection (its dialect's
+    set-up, a `connect` listener registered when the engine is made), which the limit therefore
+    does not bind: sent with the connection's start-up parameters, it cancelled them on a loaded
+    machine and the service failed to start (at 300 ms on two busy cores)."""
+
+    def set_up(dbapi_connection: Any, _record: Any) -> None:
+        driver = getattr(dbapi_connection, "driver_connection", None)
+        if driver is None or not isinstance(dbapi_connection, AdaptedConnection):
+            return
+        row = dbapi_connection.run_async(
+            lambda new: new.fetchrow(NEW_CONNECTION_SQL, str(statement_timeout_ms))
         )
+        if isinstance(driver, ScopedBeginConnection):
+            driver.distributes = bool(row[1])
+
+    return set_up
 
 
 def _restore_owed_settings_first(
@@ -463,7 +486,8 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
             "statement_cache_size": settings.db_statement_cache_size,
             "server_settings": {
                 "application_name": "mneme",
-                "statement_timeout": str(settings.db_statement_timeout_ms),
+                # The statement limit is set once the connection is made (see
+                # `_set_up_new_connections`), not here.
                 # pgvector ≥0.8: keep scanning the HNSW graph until enough rows pass the
                 # tenant/user filter instead of post-filtering (docs/benchmarks.md, the heavy
                 # user, for the choice of order and limits).
@@ -476,7 +500,9 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
     options.update(overrides)
     engine = create_async_engine(url, **options)
     event.listen(engine.sync_engine, "before_cursor_execute", _restore_owed_settings_first)
-    event.listen(engine.sync_engine, "connect", _ask_whether_distributed)
+    event.listen(
+        engine.sync_engine, "connect", _set_up_new_connections(settings.db_statement_timeout_ms)
+    )
     return engine
 
 
@@ -542,6 +568,8 @@ class PrivilegedRuntimeRole(RuntimeError):
 
 async def assert_runtime_role_is_unprivileged(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
+        # A check at start-up, not a request: a busy database must not fail the start.
+        await connection.exec_driver_sql(NO_STATEMENT_LIMIT_SQL)
         row = (await connection.execute(RUNTIME_ROLE_PRIVILEGES_SQL)).one()
     if row.rolsuper or row.rolbypassrls or row.owned_tables:
         raise PrivilegedRuntimeRole(

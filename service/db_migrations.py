@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
-from service.db import create_engine
+from service.db import NO_STATEMENT_LIMIT_SQL, create_engine
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,7 +79,7 @@ async def _run(
     async with owner_engine.begin() as connection:
         # A migration backfills or indexes whole tables: the request timeout (a protection for
         # the service's own statements) would cancel it at a size any real deployment reaches.
-        await connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
+        await connection.exec_driver_sql(NO_STATEMENT_LIMIT_SQL)
         await connection.run_sync(run)
 
 

@@ -34,6 +34,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.db import NO_STATEMENT_LIMIT_SQL
 from service.memories.telemetry import MEMORY_METRICS
 from service.providers import Embedder, EmbedderUnavailable, load_model
 
@@ -120,6 +121,9 @@ LOAD_SWITCHED_SQL = text("SELECT tenant_id, column_name FROM embedding_column_te
 async def load_state(engine: AsyncEngine) -> ColumnsState:
     """The columns' state as the database holds it now."""
     async with engine.connect() as connection:
+        # Read at start-up (and in the background since): not a request's statement, which a
+        # busy database must not cancel at the requests' limit.
+        await connection.exec_driver_sql(NO_STATEMENT_LIMIT_SQL)
         columns = (await connection.execute(LOAD_COLUMNS_SQL)).all()
         switched: dict[str, str] = {}
         if any(row.status == "filling" for row in columns):

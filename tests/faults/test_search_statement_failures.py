@@ -38,9 +38,9 @@ async def short_timeout_client(
 ) -> AsyncIterator[AsyncClient]:
     """An app whose statements may run for 1.5 s (`base_settings`: the schema is migrated).
 
-    The limit also binds the app's own start (the driver's first queries on a new connection and
-    the runtime-role check) and the first search's planning on a cold backend; on a loaded 2-core
-    machine those took over 300 ms. The locked search waits the whole limit, so it stays short."""
+    The limit binds every statement of a request, the first search's planning on a cold backend
+    included, which took over 300 ms on a loaded 2-core machine. The locked search waits the
+    whole limit, so it stays short."""
     application = create_app(make_settings(cluster, db_statement_timeout_ms=1_500))
     async with LifespanManager(application):
         transport = ASGITransport(app=application)
