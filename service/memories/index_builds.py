@@ -25,6 +25,9 @@ async def sees_all_tenants(connection: AsyncConnection) -> bool:
     return bool((await connection.execute(CAN_SEE_ALL_TENANTS_SQL)).scalar_one())
 
 
+STATEMENT_LIMIT_SQL = text("SELECT current_setting('statement_timeout')")
+SET_STATEMENT_LIMIT_SQL = text("SELECT set_config('statement_timeout', :limit, false)")
+
 HNSW_M = 16
 """Neighbours per node of every HNSW graph on the memory table (pgvector's default)."""
 
@@ -62,13 +65,16 @@ async def create_index_concurrently(
     valid = (await autocommit.execute(INDEX_VALID_SQL, {"name": name})).scalar_one_or_none()
     if valid is False:
         await drop_index_concurrently(autocommit, name)
-    await autocommit.execute(text("SET statement_timeout = 0"))
+    # A build takes minutes: no statement limit for it, and the connection's own limit back
+    # afterwards (set when the connection was made, which RESET would not restore).
+    limit = (await autocommit.execute(STATEMENT_LIMIT_SQL)).scalar_one()
+    await autocommit.execute(SET_STATEMENT_LIMIT_SQL, {"limit": "0"})
     try:
         await autocommit.execute(
             text(f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON memory {definition}')
         )
     finally:
-        await autocommit.execute(text("RESET statement_timeout"))
+        await autocommit.execute(SET_STATEMENT_LIMIT_SQL, {"limit": limit})
 
 
 async def replace_index_concurrently(
