@@ -251,8 +251,7 @@ NO_STATEMENT_LIMIT_SQL = "SET LOCAL statement_timeout = 0"
 request's (the service's start-up checks, migrations), which the requests' limit must not fail."""
 
 NEW_CONNECTION_SQL = (
-    "SELECT set_config('statement_timeout', $1, false) IS NOT NULL, "
-    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+    f"SELECT set_config('statement_timeout', $1, false) IS NOT NULL, ({DISTRIBUTES_SQL})"
 )
 """A new connection's statement limit for everything it runs from then on, and whether its
 server distributes queries (Citus), in one round trip."""
