@@ -49,6 +49,16 @@ async def listed(engine: AsyncEngine, tenant: str, memory_filter: MemoryFilter) 
     return Listing(page, sent[at], any(NO_SORTS in statement for statement, _ in sent[:at]))
 
 
+async def written_before_many_turns(
+    client: AsyncClient, headers: dict[str, str], texts: list[str], **fields: Any
+) -> None:
+    """The caller's memories of `texts` (with `fields`), then 120 turns after them: newest first
+    over all of the owner's memories, a page of those would be found only past every turn."""
+    await remember_texts(client, headers, texts, **fields)
+    turns = [f"User said line {n}." for n in range(120)]
+    await remember_texts(client, headers, turns, kind="episodic")
+
+
 async def ordered_scan(
     engine: AsyncEngine, tenant: str, listing: tuple[str, Any], index: str
 ) -> dict[str, Any]:
@@ -90,11 +100,7 @@ async def test_a_page_of_one_kind_is_read_in_time_order_from_that_kinds_memories
     runtime_engine: AsyncEngine,
 ) -> None:
     headers = bearer(settings, tenant, "alice")
-    # The facts first, then many turns: newest first over all kinds, a page of facts would be
-    # found only past every turn.
-    await remember_texts(client, headers, [f"User likes item {n}." for n in range(30)])
-    turns = [f"User said line {n}." for n in range(120)]
-    await remember_texts(client, headers, turns, kind="episodic")
+    await written_before_many_turns(client, headers, [f"User likes item {n}." for n in range(30)])
     facts = MemoryFilter.build([Owner.user("alice")], kinds=["semantic"]).live_unless_asked()
     page, (statement, parameters), _ = await listed(runtime_engine, tenant, facts)
     assert len(page) == 20 and {memory.kind for memory in page} == {"semantic"}
@@ -116,12 +122,9 @@ async def test_a_page_of_proposed_memories_is_read_in_time_order_from_those_alon
     runtime_engine: AsyncEngine,
 ) -> None:
     headers = bearer(settings, tenant, "alice")
-    # The proposed facts first, then many confirmed turns: newest first over all lifecycles, a
-    # page of proposed facts would be found only past every turn.
+    # The turns are confirmed: only the proposed facts are in the index of the unconfirmed.
     proposed = [f"User may like item {n}." for n in range(30)]
-    await remember_texts(client, headers, proposed, lifecycle="proposed")
-    turns = [f"User said line {n}." for n in range(120)]
-    await remember_texts(client, headers, turns, kind="episodic")
+    await written_before_many_turns(client, headers, proposed, lifecycle="proposed")
     review = MemoryFilter.build([Owner.user("alice")], lifecycles=["proposed"])
     page, listing, in_index_order = await listed(runtime_engine, tenant, review)
     assert len(page) == 20 and {memory.text for memory in page} <= set(proposed)
