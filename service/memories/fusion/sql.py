@@ -594,10 +594,14 @@ coalesce((SELECT c.at_least
             FROM (SELECT memory_id, at_least FROM candidate
                    ORDER BY at_least DESC, memory_id
                    LIMIT ${most_read}) AS c
-           CROSS JOIN LATERAL (SELECT FROM memory m
-                                WHERE m.tenant_id = :tenant_id AND m.id = c.memory_id
-                                  AND ${candidate_filter}
-                                LIMIT 1) AS passing
+           -- The row by its key, then the filter: planned with the filter, the look-up could
+           -- take an index partial to the filter's owner (the organization's, newest first)
+           -- and skip through it to the id, reading every entry of a large organization.
+           CROSS JOIN LATERAL (SELECT FROM (SELECT * FROM memory m
+                                             WHERE m.tenant_id = :tenant_id
+                                               AND m.id = c.memory_id
+                                             LIMIT 1) AS m
+                                WHERE ${candidate_filter}) AS passing
            ORDER BY c.at_least DESC, c.memory_id
           OFFSET ${pool} - 1 LIMIT 1), 0)
 ELSE 0 END

@@ -528,14 +528,19 @@ def _section_predicates(
     for index, params in enumerate(sections):
         literal = owner_literal if index in written_owners else None
         units = [unit.partition(":") for unit in written_owners.get(index, ())]
-        owners = _each_owner(tenant_id, params.filter, f"f{index}_", literal)
+        # The organization's memories are stated by their user column (`org_without_user`),
+        # but where an owner is written in: an index of the organization's own is partial to
+        # `scope = 'org'`, and the plan can read it only if the scan states that.
+        owners = _each_owner(
+            tenant_id, params.filter, f"f{index}_", literal, org_without_user=literal is None
+        )
         # The filters for the kinds without an index are needed only beside indexes per kind
         # (and differ only for the organization): not made again on every other search. Their
         # binds are the owners' own (the same names and values), bound once.
         per_kind = any(kind != ALL_KINDS for kind, _, _ in units)
         predicates.append(
             SectionPredicates(
-                params.filter.where(tenant_id, prefix=f"f{index}_"),
+                params.filter.where(tenant_id, prefix=f"f{index}_", org_without_user=True),
                 owners,
                 (params.pool, params.limit) if literal is not None else None,
                 tuple(

@@ -1,0 +1,293 @@
+"""The plans of the search statement in a database of many tenants, where the planner's
+estimate of one tenant's rows is the average tenant's, and a user belongs to one tenant.
+
+A large owner's memories of a kind are counted as they are, not as the few dozen that the
+tenant's, the user's and the kind's shares of the table multiplied together make of them, so
+the statement planned for the owner walks the owner's own vector graph. And the organization's
+memories in the plan made once for every owner (a tenant's average size unknown to it) are
+found by their own index, not by reading every memory of the tenant."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from benchmarks.rawsql import explain_prepared
+from service.auth.owner import Owner
+from service.db import tenant_transaction, transaction_driver
+from service.memories.filters import MemoryFilter
+from service.memories.fusion import GENERIC_SEARCH_PLAN_SQL
+from service.memories.fusion.statement import compiled_search
+from service.memories.index_builds import (
+    create_index_concurrently,
+    drop_index_concurrently,
+    hnsw_definition,
+)
+from service.memories.owner_index_names import owner_index_name
+from service.memories.owner_indexes import live_column
+from tests.conftest import new_tenant
+from tests.memories.large_owners import explained_as_served
+from tests.plans import plan_nodes
+from tests.search_params import search_params
+
+OWNER_FACTS = 3_000
+OTHER_TENANTS = 12
+USERS_OF_OTHER_TENANTS = 1_000
+MEMORIES_OF_OTHER_USERS = 2
+USER = "owner"
+SMALL_USER = "ada"
+
+# Each row a vector of its own: the subquery names the row's number, so it runs once per row,
+# not once for the statement. Without a user, the organization's.
+INSERT_MEMORIES_SQL = """
+INSERT INTO memory (tenant_id, scope, user_id, kind, text, embedding)
+SELECT CAST(:tenant AS text), CASE WHEN CAST(:user AS text) IS NULL THEN 'org' ELSE 'user' END,
+       CAST(:user AS text), CAST(:kind AS text),
+       'User keeps note ' || n || ' about ' || (ARRAY['tea', 'piano', 'chess', 'rain'])[n % 4 + 1],
+       CASE WHEN :vectors THEN
+            (SELECT CAST(CAST(array_agg(random()) AS real[]) AS vector)
+               FROM generate_series(1, CAST(:dims AS int)) WHERE n > 0)
+       END
+  FROM generate_series(1, CAST(:count AS int)) AS n
+"""
+
+
+async def _add_tenant(owner_engine: AsyncEngine, tenant: str, *users: str) -> None:
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
+        )
+        await connection.execute(text("INSERT INTO tenant (id) VALUES (:t)"), {"t": tenant})
+        for user in users:
+            await connection.execute(
+                text("INSERT INTO user_account (tenant_id, id) VALUES (:t, :u)"),
+                {"t": tenant, "u": user},
+            )
+
+
+async def _write(
+    owner_engine: AsyncEngine,
+    tenant: str,
+    user: str | None,
+    kind: str,
+    count: int,
+    *,
+    dims: int | None,
+) -> None:
+    """`count` memories of `kind` for `user` of `tenant`, or its organization's for None
+    (vectors of `dims` when given)."""
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
+        )
+        await connection.execute(
+            text(INSERT_MEMORIES_SQL),
+            {
+                "tenant": tenant,
+                "user": user,
+                "kind": kind,
+                "count": count,
+                "vectors": dims is not None,
+                "dims": dims or 0,
+            },
+        )
+
+
+async def _dimensions(owner_engine: AsyncEngine) -> int:
+    async with owner_engine.connect() as connection:
+        column = await live_column(owner_engine)
+        if column.dims is not None:
+            return column.dims
+        typmod = await connection.scalar(
+            text(
+                "SELECT atttypmod FROM pg_attribute "
+                "WHERE attrelid = 'memory'::regclass AND attname = :column"
+            ),
+            {"column": column.name},
+        )
+        assert isinstance(typmod, int) and typmod > 0
+        return typmod
+
+
+SMALL_USERS_SQL = """
+WITH users AS (
+    INSERT INTO user_account (tenant_id, id)
+    SELECT CAST(:tenant AS text), 'user-' || u FROM generate_series(1, CAST(:users AS int)) AS u
+    RETURNING tenant_id, id
+)
+INSERT INTO memory (tenant_id, scope, user_id, kind, text)
+SELECT users.tenant_id, 'user', users.id, 'episodic', 'User shared: note ' || n
+  FROM users CROSS JOIN generate_series(1, CAST(:memories AS int)) AS n
+"""
+
+
+@asynccontextmanager
+async def _among_other_tenants(owner_engine: AsyncEngine, tenant: str) -> AsyncIterator[None]:
+    """`OTHER_TENANTS` tenants of `USERS_OF_OTHER_TENANTS` users of `MEMORIES_OF_OTHER_USERS`
+    memories each beside `tenant` (as in a deployment, most users are other tenants' and
+    small), the table analyzed; afterwards every one of them removed, `tenant` too."""
+    others = [new_tenant() for _ in range(OTHER_TENANTS)]
+    try:
+        for other in others:
+            await _add_tenant(owner_engine, other)
+            async with owner_engine.begin() as connection:
+                await connection.execute(
+                    text("SELECT set_config('app.tenant_id', :t, true)"), {"t": other}
+                )
+                await connection.execute(
+                    text(SMALL_USERS_SQL),
+                    {
+                        "tenant": other,
+                        "users": USERS_OF_OTHER_TENANTS,
+                        "memories": MEMORIES_OF_OTHER_USERS,
+                    },
+                )
+        async with owner_engine.connect() as connection:
+            await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await connection.execute(text("ANALYZE memory"))
+        yield
+    finally:
+        async with owner_engine.begin() as connection:
+            for each in (tenant, *others):
+                await connection.execute(
+                    text("SELECT set_config('app.tenant_id', :t, true)"), {"t": each}
+                )
+                # Its users and memories go with it (ON DELETE CASCADE).
+                await connection.execute(text("DELETE FROM tenant WHERE id = :t"), {"t": each})
+
+
+@pytest.fixture
+async def large_owner_among_tenants(owner_engine: AsyncEngine) -> AsyncIterator[tuple[str, str]]:
+    """`USER` of a tenant of its own with `OWNER_FACTS` facts and an HNSW index partial to them,
+    among other tenants; the tenant and the index's name."""
+    dims = await _dimensions(owner_engine)
+    tenant = new_tenant()
+    await _add_tenant(owner_engine, tenant, USER)
+    await _write(owner_engine, tenant, USER, "semantic", OWNER_FACTS, dims=dims)
+    column = await live_column(owner_engine)
+    name = owner_index_name(tenant, Owner.user(USER).key, column.name, "semantic")
+    condition = (
+        f"WHERE tenant_id = '{tenant}' AND scope = 'user' AND user_id = '{USER}' "
+        "AND kind = 'semantic'"
+    )
+    autocommit = await owner_engine.connect()
+    await autocommit.execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        await create_index_concurrently(autocommit, name, f"{hnsw_definition(column)} {condition}")
+        async with _among_other_tenants(owner_engine, tenant):
+            yield tenant, name
+    finally:
+        await drop_index_concurrently(autocommit, name)
+        await autocommit.close()
+
+
+@pytest.fixture
+async def organization_in_a_large_tenant(owner_engine: AsyncEngine) -> AsyncIterator[str]:
+    """A tenant of `USER` with `OWNER_FACTS` facts, `SMALL_USER` with 20 and an organization
+    with 30 (both with vectors), among other tenants; the tenant."""
+    dims = await _dimensions(owner_engine)
+    tenant = new_tenant()
+    await _add_tenant(owner_engine, tenant, USER, SMALL_USER)
+    await _write(owner_engine, tenant, USER, "semantic", OWNER_FACTS, dims=None)
+    await _write(owner_engine, tenant, SMALL_USER, "semantic", 20, dims=dims)
+    await _write(owner_engine, tenant, None, "semantic", 30, dims=dims)
+    async with _among_other_tenants(owner_engine, tenant):
+        yield tenant
+
+
+def _question(dims: int) -> list[float]:
+    return [float(x) for x in np.random.default_rng(3).random(dims).astype(np.float32)]
+
+
+async def _estimated_rows(owner_engine: AsyncEngine, tenant: str, kind: str) -> float:
+    """The planner's estimate of `USER`'s memories of `kind`, the owner written in as the
+    statement planned for a large owner writes it."""
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
+        )
+        explained: Any = await connection.scalar(
+            text(
+                "EXPLAIN (FORMAT JSON) SELECT id FROM memory "
+                f"WHERE tenant_id = '{tenant}' AND scope = 'user' AND user_id = '{USER}' "
+                f"AND kind = '{kind}'"
+            )
+        )
+    document = json.loads(explained) if isinstance(explained, str) else explained
+    return float(document[0]["Plan"]["Plan Rows"])
+
+
+async def test_a_large_owners_memories_of_a_kind_are_counted_as_they_are_and_walked(
+    app: FastAPI, owner_engine: AsyncEngine, large_owner_among_tenants: tuple[str, str]
+) -> None:
+    tenant, index_name = large_owner_among_tenants
+    # Each condition's share multiplied would make them 3,000 times the tenant's share of the
+    # table (at most a sixth here, far less in a deployment of many tenants) times the share
+    # of facts.
+    estimate = await _estimated_rows(owner_engine, tenant, "semantic")
+    assert OWNER_FACTS / 2 <= estimate <= OWNER_FACTS * 2
+
+    # The statement planned for the owner (its ids written in), on the generic plan the
+    # service makes for it, with no plan priced out: the planner chooses between sorting the
+    # owner's 3,000 facts and walking their graph on its own estimates, as for the service.
+    dims = await _dimensions(owner_engine)
+    params = search_params(
+        MemoryFilter.build([Owner.user(USER)], kinds=["semantic"]),
+        "what does the user play",
+        query_embedding=_question(dims),
+        use_lexical=False,
+        use_vector=True,
+    )
+    written = frozenset({f"semantic:{Owner.user(USER).key}"})
+    document = await explained_as_served(app, tenant, params, written)
+    [plan] = json.loads(document) if isinstance(document, str) else document
+    scans = [node for node in plan_nodes(plan["Plan"]) if node.get("Index Name") == index_name]
+    assert scans, json.dumps(plan)[:3000]
+    # The walk returned the pool, not all of the owner's facts.
+    assert all(node["Actual Rows"] <= params.pool for node in scans)
+
+
+async def test_the_organizations_memories_are_found_by_their_index_on_the_plan_for_any_owner(
+    app: FastAPI, owner_engine: AsyncEngine, organization_in_a_large_tenant: str
+) -> None:
+    tenant = organization_in_a_large_tenant
+    dims = await _dimensions(owner_engine)
+    params = search_params(
+        MemoryFilter.build([Owner.user(SMALL_USER), Owner.org()]),
+        "what does the user keep about tea",
+        query_embedding=_question(dims),
+        use_vector=True,
+    )
+    # The small user's search (with the organization's memories) on the generic plan, made
+    # once for every owner: it knows the tenant only as an average tenant of the table.
+    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+        driver = await transaction_driver(await session.connection())
+        compiled, arguments = compiled_search(
+            tenant, [params], (await session.connection()).dialect
+        )
+        await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+        document = await explain_prepared(driver, compiled.sql, arguments)
+    [plan] = json.loads(document) if isinstance(document, str) else document
+    nodes = plan_nodes(plan["Plan"])
+    # The organization's memories are read through the index of them alone (those without a
+    # user). Stated by their scope, they were read through an index of every owner's memories
+    # or the tenant's key, whichever the table's statistics made look cheaper: on a database
+    # of many small tenants, every memory of a large tenant, for a few of its organization's.
+    assert any(node.get("Index Name") == "ix_memory_org_newest" for node in nodes)
+    scans = [node for node in nodes if node.get("Relation Name") == "memory"]
+    read = sum(
+        (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
+        for node in scans
+    )
+    # The user's 20 memories and the organization's 30, each read a few times (its lexical
+    # matches, its statistics, its nearest vectors, the candidates' rows), never the other
+    # user's 3,000.
+    assert read < 1_000, json.dumps(scans)[:3000]
