@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import numpy as np
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from benchmarks.rawsql import explain_prepared
 from service.auth.owner import Owner
-from service.db import tenant_transaction, transaction_driver
+from service.db import create_sessionmaker, tenant_transaction, transaction_driver
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import GENERIC_SEARCH_PLAN_SQL
 from service.memories.fusion.statement import compiled_search
@@ -60,14 +60,16 @@ SELECT CAST(:tenant AS text), CASE WHEN CAST(:user AS text) IS NULL THEN 'org' E
 """
 
 
+def _as_tenant(owner_engine: AsyncEngine, tenant: str) -> AbstractAsyncContextManager[AsyncSession]:
+    """A transaction of the table's owner role in `tenant` (row-level security applies)."""
+    return tenant_transaction(create_sessionmaker(owner_engine), tenant)
+
+
 async def _add_tenant(owner_engine: AsyncEngine, tenant: str, *users: str) -> None:
-    async with owner_engine.begin() as connection:
-        await connection.execute(
-            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
-        )
-        await connection.execute(text("INSERT INTO tenant (id) VALUES (:t)"), {"t": tenant})
+    async with _as_tenant(owner_engine, tenant) as session:
+        await session.execute(text("INSERT INTO tenant (id) VALUES (:t)"), {"t": tenant})
         for user in users:
-            await connection.execute(
+            await session.execute(
                 text("INSERT INTO user_account (tenant_id, id) VALUES (:t, :u)"),
                 {"t": tenant, "u": user},
             )
@@ -84,11 +86,8 @@ async def _write(
 ) -> None:
     """`count` memories of `kind` for `user` of `tenant`, or its organization's for None
     (vectors of `dims` when given)."""
-    async with owner_engine.begin() as connection:
-        await connection.execute(
-            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
-        )
-        await connection.execute(
+    async with _as_tenant(owner_engine, tenant) as session:
+        await session.execute(
             text(INSERT_MEMORIES_SQL),
             {
                 "tenant": tenant,
@@ -138,11 +137,8 @@ async def _among_other_tenants(owner_engine: AsyncEngine, tenant: str) -> AsyncI
     try:
         for other in others:
             await _add_tenant(owner_engine, other)
-            async with owner_engine.begin() as connection:
-                await connection.execute(
-                    text("SELECT set_config('app.tenant_id', :t, true)"), {"t": other}
-                )
-                await connection.execute(
+            async with _as_tenant(owner_engine, other) as session:
+                await session.execute(
                     text(SMALL_USERS_SQL),
                     {
                         "tenant": other,
@@ -155,13 +151,10 @@ async def _among_other_tenants(owner_engine: AsyncEngine, tenant: str) -> AsyncI
             await connection.execute(text("ANALYZE memory"))
         yield
     finally:
-        async with owner_engine.begin() as connection:
-            for each in (tenant, *others):
-                await connection.execute(
-                    text("SELECT set_config('app.tenant_id', :t, true)"), {"t": each}
-                )
+        for each in (tenant, *others):
+            async with _as_tenant(owner_engine, each) as session:
                 # Its users and memories go with it (ON DELETE CASCADE).
-                await connection.execute(text("DELETE FROM tenant WHERE id = :t"), {"t": each})
+                await session.execute(text("DELETE FROM tenant WHERE id = :t"), {"t": each})
 
 
 @pytest.fixture
@@ -210,11 +203,8 @@ def _question(dims: int) -> list[float]:
 async def _estimated_rows(owner_engine: AsyncEngine, tenant: str, kind: str) -> float:
     """The planner's estimate of `USER`'s memories of `kind`, the owner written in as the
     statement planned for a large owner writes it."""
-    async with owner_engine.begin() as connection:
-        await connection.execute(
-            text("SELECT set_config('app.tenant_id', :t, true)"), {"t": tenant}
-        )
-        explained: Any = await connection.scalar(
+    async with _as_tenant(owner_engine, tenant) as session:
+        explained: Any = await session.scalar(
             text(
                 "EXPLAIN (FORMAT JSON) SELECT id FROM memory "
                 f"WHERE tenant_id = '{tenant}' AND scope = 'user' AND user_id = '{USER}' "
