@@ -153,8 +153,10 @@ class MemoryFilter:
         statement then knows whose memories it reads (see `fusion.PlannedSearch`). With
         `org_without_user`, the organization's memories are stated as those without a user
         (the same rows, by the table's constraint), which the planner estimates by the user
-        column alone: stated by scope as well, it multiplies the two and expects a few rows of
-        a large organization's thousands.
+        column alone (stated by scope as well, it multiplies the two and expects a few rows of
+        a large organization's thousands), and which the index of the organization's memories
+        alone serves (`ix_memory_org_newest`, partial to them): a plan made for any tenant
+        reads them there, not through the tenant's every memory.
         """
         m, p = alias, prefix
         binds: list[BindParameter[object]] = []
