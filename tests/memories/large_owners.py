@@ -94,13 +94,14 @@ async def explained_as_served(
     app: FastAPI,
     tenant: str,
     params: SearchParams,
-    written: frozenset[str],
+    written: frozenset[str] | None,
     *settings: str,
     exact_vectors: bool = False,
 ) -> Any:
     """EXPLAIN (ANALYZE, FORMAT JSON) of the search statement with the owners written in and
-    `written` as their indexes of their own, on the generic plan the service makes once per
-    connection for it, after the `settings` statements (`SET LOCAL …`)."""
+    `written` as their indexes of their own (None: no owner written in, the statement of any
+    owner), on the generic plan the service makes once per connection for it, after the
+    `settings` statements (`SET LOCAL …`)."""
     async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
         driver = await transaction_driver(await session.connection())
         compiled, arguments = compiled_search(
@@ -108,7 +109,7 @@ async def explained_as_served(
             [params],
             (await session.connection()).dialect,
             exact_vectors=exact_vectors,
-            written_owners={0: written},
+            written_owners={} if written is None else {0: written},
         )
         await driver.execute(GENERIC_SEARCH_PLAN_SQL)
         for setting in settings:

@@ -20,12 +20,9 @@ from fastapi import FastAPI
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from benchmarks.rawsql import explain_prepared
 from service.auth.owner import Owner
-from service.db import create_sessionmaker, tenant_transaction, transaction_driver
+from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
-from service.memories.fusion import GENERIC_SEARCH_PLAN_SQL
-from service.memories.fusion.statement import compiled_search
 from service.memories.index_builds import (
     create_index_concurrently,
     drop_index_concurrently,
@@ -33,6 +30,7 @@ from service.memories.index_builds import (
 )
 from service.memories.owner_index_names import owner_index_name
 from service.memories.owner_indexes import live_column
+from service.providers import Embedder
 from tests.conftest import new_tenant
 from tests.memories.large_owners import explained_as_served
 from tests.plans import plan_nodes
@@ -100,22 +98,6 @@ async def _write(
         )
 
 
-async def _dimensions(owner_engine: AsyncEngine) -> int:
-    async with owner_engine.connect() as connection:
-        column = await live_column(owner_engine)
-        if column.dims is not None:
-            return column.dims
-        typmod = await connection.scalar(
-            text(
-                "SELECT atttypmod FROM pg_attribute "
-                "WHERE attrelid = 'memory'::regclass AND attname = :column"
-            ),
-            {"column": column.name},
-        )
-        assert isinstance(typmod, int) and typmod > 0
-        return typmod
-
-
 SMALL_USERS_SQL = """
 WITH users AS (
     INSERT INTO user_account (tenant_id, id)
@@ -158,10 +140,12 @@ async def _among_other_tenants(owner_engine: AsyncEngine, tenant: str) -> AsyncI
 
 
 @pytest.fixture
-async def large_owner_among_tenants(owner_engine: AsyncEngine) -> AsyncIterator[tuple[str, str]]:
+async def large_owner_among_tenants(
+    app: FastAPI, owner_engine: AsyncEngine
+) -> AsyncIterator[tuple[str, str]]:
     """`USER` of a tenant of its own with `OWNER_FACTS` facts and an HNSW index partial to them,
     among other tenants; the tenant and the index's name."""
-    dims = await _dimensions(owner_engine)
+    dims = _dimensions(app)
     tenant = new_tenant()
     await _add_tenant(owner_engine, tenant, USER)
     await _write(owner_engine, tenant, USER, "semantic", OWNER_FACTS, dims=dims)
@@ -183,10 +167,12 @@ async def large_owner_among_tenants(owner_engine: AsyncEngine) -> AsyncIterator[
 
 
 @pytest.fixture
-async def organization_in_a_large_tenant(owner_engine: AsyncEngine) -> AsyncIterator[str]:
+async def organization_in_a_large_tenant(
+    app: FastAPI, owner_engine: AsyncEngine
+) -> AsyncIterator[str]:
     """A tenant of `USER` with `OWNER_FACTS` facts, `SMALL_USER` with 20 and an organization
     with 30 (both with vectors), among other tenants; the tenant."""
-    dims = await _dimensions(owner_engine)
+    dims = _dimensions(app)
     tenant = new_tenant()
     await _add_tenant(owner_engine, tenant, USER, SMALL_USER)
     await _write(owner_engine, tenant, USER, "semantic", OWNER_FACTS, dims=None)
@@ -194,6 +180,12 @@ async def organization_in_a_large_tenant(owner_engine: AsyncEngine) -> AsyncIter
     await _write(owner_engine, tenant, None, "semantic", 30, dims=dims)
     async with _among_other_tenants(owner_engine, tenant):
         yield tenant
+
+
+def _dimensions(app: FastAPI) -> int:
+    """The dimension of the vectors the service stores and searches with."""
+    embedder: Embedder = app.state.mneme.embedding_backfill.embedder
+    return embedder.dims
 
 
 def _question(dims: int) -> list[float]:
@@ -228,7 +220,7 @@ async def test_a_large_owners_memories_of_a_kind_are_counted_as_they_are_and_wal
     # The statement planned for the owner (its ids written in), on the generic plan the
     # service makes for it, with no plan priced out: the planner chooses between sorting the
     # owner's 3,000 facts and walking their graph on its own estimates, as for the service.
-    dims = await _dimensions(owner_engine)
+    dims = _dimensions(app)
     params = search_params(
         MemoryFilter.build([Owner.user(USER)], kinds=["semantic"]),
         "what does the user play",
@@ -246,10 +238,10 @@ async def test_a_large_owners_memories_of_a_kind_are_counted_as_they_are_and_wal
 
 
 async def test_the_organizations_memories_are_found_by_their_index_on_the_plan_for_any_owner(
-    app: FastAPI, owner_engine: AsyncEngine, organization_in_a_large_tenant: str
+    app: FastAPI, organization_in_a_large_tenant: str
 ) -> None:
     tenant = organization_in_a_large_tenant
-    dims = await _dimensions(owner_engine)
+    dims = _dimensions(app)
     params = search_params(
         MemoryFilter.build([Owner.user(SMALL_USER), Owner.org()]),
         "what does the user keep about tea",
@@ -258,13 +250,7 @@ async def test_the_organizations_memories_are_found_by_their_index_on_the_plan_f
     )
     # The small user's search (with the organization's memories) on the generic plan, made
     # once for every owner: it knows the tenant only as an average tenant of the table.
-    async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
-        driver = await transaction_driver(await session.connection())
-        compiled, arguments = compiled_search(
-            tenant, [params], (await session.connection()).dialect
-        )
-        await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-        document = await explain_prepared(driver, compiled.sql, arguments)
+    document = await explained_as_served(app, tenant, params, None)
     [plan] = json.loads(document) if isinstance(document, str) else document
     nodes = plan_nodes(plan["Plan"])
     # The organization's memories are read through the index of them alone (those without a
