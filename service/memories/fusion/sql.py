@@ -550,11 +550,8 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
         -- best `at_least` of the candidates that pass a section's filter (read in that order,
         -- only until the pool is full) is a score the section's pool reaches.
         SELECT memory_id FROM candidate WHERE at_most >= ${pool_reached}) AS candidate
- -- Each candidate's row by its key, whatever the planner guesses of how many there are (a
- -- subquery with a LIMIT is planned as is, never merged into a scan of the owner's rows).
- CROSS JOIN LATERAL (SELECT * FROM memory m
-                      WHERE m.tenant_id = :tenant_id AND m.id = candidate.memory_id
-                      LIMIT 1) AS m
+ -- Each candidate's row by its key (`MEMORY_BY_KEY_SQL`), its filter tested after.
+ CROSS JOIN LATERAL ${candidate_row}
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
  WHERE ${candidate_filter}
@@ -588,20 +585,23 @@ the memory's length from its term frequency tf, and the weight is then (k1 + 1) 
 length would be 0: k1 (1 - b) / tf = a - 1, the weight then the impact itself) and at tf without
 bound. `s.k` is `scale`'s."""
 
+MEMORY_BY_KEY_SQL = """(SELECT * FROM memory m
+                      WHERE m.tenant_id = :tenant_id AND m.id = ${key}
+                      LIMIT 1) AS m"""
+"""A candidate's row (`m`) by its key alone, for a filter to be tested on it outside. A subquery
+with a LIMIT is planned as is: never merged into a scan of the owner's rows, whatever the
+planner guesses of how many candidates there are, and never a look-up through an index partial
+to the filter's owner (the organization's, newest first), which it could skip through to the key
+reading every entry of a large organization."""
+
 POOL_REACHED_SQL = """
 CASE WHEN (SELECT count(*) FROM candidate) > ${pruned_from} THEN
 coalesce((SELECT c.at_least
             FROM (SELECT memory_id, at_least FROM candidate
                    ORDER BY at_least DESC, memory_id
                    LIMIT ${most_read}) AS c
-           -- The row by its key, then the filter: planned with the filter, the look-up could
-           -- take an index partial to the filter's owner (the organization's, newest first)
-           -- and skip through it to the id, reading every entry of a large organization.
-           CROSS JOIN LATERAL (SELECT FROM (SELECT * FROM memory m
-                                             WHERE m.tenant_id = :tenant_id
-                                               AND m.id = c.memory_id
-                                             LIMIT 1) AS m
-                                WHERE ${candidate_filter}) AS passing
+           -- The row by its key (`MEMORY_BY_KEY_SQL`), then the filter.
+           CROSS JOIN LATERAL (SELECT FROM ${candidate_row} WHERE ${candidate_filter}) AS passing
            ORDER BY c.at_least DESC, c.memory_id
           OFFSET ${pool} - 1 LIMIT 1), 0)
 ELSE 0 END

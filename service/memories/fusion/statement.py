@@ -40,6 +40,7 @@ from service.memories.fusion.sql import (
     INDEX_ORDER_SQL,
     LEXICAL_MATCHES_SQL,
     MANY_PASSED_SQL,
+    MEMORY_BY_KEY_SQL,
     NEAREST_OF_OWNERS_SQL,
     NEAREST_SQL,
     OWNER_STATS_SQL,
@@ -296,6 +297,7 @@ def _search_template(
                 shared_candidates=f"2 * greatest({pools})",
                 impact_mean_length=repr(IMPACT_MEAN_LENGTH),
                 bounded_idf=BOUNDED_IDF,
+                candidate_row=render(MEMORY_BY_KEY_SQL, key="candidate.memory_id"),
                 **pruning,
             )
             reads.append(f"({fragment})")
@@ -438,6 +440,7 @@ def _pruning(pool: str, candidate_filter: str) -> dict[str, str]:
     return {
         "pool_reached": render(
             POOL_REACHED_SQL.strip(),
+            candidate_row=render(MEMORY_BY_KEY_SQL, key="c.memory_id"),
             candidate_filter=candidate_filter,
             pool=pool,
             most_read=f"{POOL_REACHED_READS} * {pool}",
