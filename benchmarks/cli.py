@@ -259,6 +259,15 @@ def _add_load_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentPar
         help="org-shared memories per tenant, on top of the sizes (realistic: per tenant of "
         "other users; the owner's tenant has 5%% of its size) (default: %(default)s)",
     )
+    load.add_argument(
+        "--small-tenants",
+        type=_non_negative,
+        default=0,
+        metavar="T",
+        help="realistic: T more tenants, loaded with the first size, of 4 users of 40 "
+        "memories and 5 of the organization's each, so each measured tenant is a small "
+        "share of the table as in a service of many tenants (default: %(default)s)",
+    )
     load.add_argument("--seed", type=int, default=4, help="corpus seed (default: %(default)s)")
     load.add_argument(
         "--pool-size",
@@ -495,6 +504,8 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
     sizes = parse_sizes(args.sizes or SYNTHETIC_SIZES)
     for size in sizes:
         shape.users_for(size)
+    if args.small_tenants:
+        raise ValueError("--small-tenants belongs to the realistic scenario")
     if args.vector_noise < 0:
         raise ValueError("--vector-noise must be at least 0")
     if max(shape.memories_per_user, shape.org_memories_per_tenant) > args.pool_size:
@@ -535,6 +546,7 @@ def _scenario_options(args: argparse.Namespace) -> ScenarioOptions:
             background_user_memories=args.memories_per_user,
             users_per_tenant=args.users_per_tenant,
             org_per_tenant=args.org_memories_per_tenant,
+            small_tenants=args.small_tenants,
         ),
         reference=args.reference,
         vector_noise=args.vector_noise,

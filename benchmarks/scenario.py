@@ -239,19 +239,29 @@ class ScenarioLoader:
 
 
 def build_size(
-    source: SourceText, shape: ScenarioShape, label: str, size: int
+    source: SourceText, shape: ScenarioShape, label: str, size: int, *, first: bool = False
 ) -> tuple[ScenarioOwner, list[ScenarioOwner], list[str]]:
-    """The measured owner, every owner a size adds (it included), and the new tenants."""
+    """The measured owner, every owner a size adds (it included), and the new tenants; the
+    `first` size also brings the shape's small tenants."""
     tenant = shape.tenant_id(label)
     owner = build_user(source, tenant, shape.owner_id(label), size, shape.seed)
     owners = [owner, build_organization(source, tenant, shape.org_memories(size), shape.seed)]
     tenants = [tenant]
-    for tenant_id, user_id, first in shape.background(label, size):
-        if first:
+    for tenant_id, user_id, first_user in shape.background(label, size):
+        if first_user:
             tenants.append(tenant_id)
             owners.append(build_organization(source, tenant_id, shape.org_per_tenant, shape.seed))
         owners.append(
             build_user(source, tenant_id, user_id, shape.background_user_memories, shape.seed)
+        )
+    for tenant_id, users in shape.small() if first else ():
+        tenants.append(tenant_id)
+        owners.append(
+            build_organization(source, tenant_id, shape.small_tenant_org_memories, shape.seed)
+        )
+        owners.extend(
+            build_user(source, tenant_id, user_id, shape.small_tenant_user_memories, shape.seed)
+            for user_id in users
         )
     return owner, owners, tenants
 
@@ -597,7 +607,9 @@ async def _measure_size(
     size_started = time.perf_counter()
     _say(options, f"{label}: building the owner, its organization and the other users")
     started = time.perf_counter()
-    owner, owners, tenants = await asyncio.to_thread(build_size, source, shape, label, size)
+    owner, owners, tenants = await asyncio.to_thread(
+        partial(build_size, source, shape, label, size, first=rows_before == 0)
+    )
     build_seconds = time.perf_counter() - started
     rows = sum(len(o.rows) for o in owners)
     step = BulkStep(

@@ -765,7 +765,13 @@ class ScenarioShape:
     The measured owner of size S (`owner-<S>`, tenant `bench-real-<S>`) gets `org_share` x S
     organization memories in its tenant, `background_factor` x S memories held by other users
     — the first `neighbours` of them in the owner's tenant, the rest in other tenants of
-    `users_per_tenant` users with `org_per_tenant` organization memories each."""
+    `users_per_tenant` users with `org_per_tenant` organization memories each.
+
+    With `small_tenants`, the first size also brings that many small tenants (a deployment's
+    many customers that have just begun: `small_tenant_users` users of
+    `small_tenant_user_memories` memories and `small_tenant_org_memories` of the
+    organization's each), so each measured tenant is a small share of the table, as it is in a
+    service of many tenants; the planner's estimates of an owner follow that share."""
 
     seed: int
     background_factor: float = 2.0
@@ -775,6 +781,10 @@ class ScenarioShape:
     org_share: float = 0.05
     org_min: int = 20
     org_per_tenant: int = 20
+    small_tenants: int = 0
+    small_tenant_users: int = 4
+    small_tenant_user_memories: int = 40
+    small_tenant_org_memories: int = 5
 
     def tenant_id(self, label: str) -> str:
         return f"bench-real-{label}"
@@ -797,6 +807,13 @@ class ScenarioShape:
             tenant = (n - self.neighbours) // self.users_per_tenant
             first = (n - self.neighbours) % self.users_per_tenant == 0
             yield f"{self.tenant_id(label)}-{tenant:04d}", f"user-{label}-{n:05d}", first
+
+    def small(self) -> Iterator[tuple[str, list[str]]]:
+        """Each small tenant and its users (`small_tenants`)."""
+        for tenant in range(self.small_tenants):
+            tenant_id = f"bench-small-{tenant:05d}"
+            users = [f"user-{tenant:05d}-{n}" for n in range(self.small_tenant_users)]
+            yield tenant_id, users
 
     def rows_at(self, size: int) -> int:
         """Rows one size adds: owner, its organization, other users and their organizations."""

@@ -94,6 +94,16 @@ def build_scenario_report(
     }
 
 
+def _small_tenants(shape: Mapping[str, Any]) -> str:
+    if not shape.get("small_tenants"):
+        return ""
+    return (
+        f"; {shape['small_tenants']:,} small tenants ({shape['small_tenant_users']} users of "
+        f"{shape['small_tenant_user_memories']} memories, "
+        f"{shape['small_tenant_org_memories']} of the organization's) loaded with the first size"
+    )
+
+
 def render_scenario_markdown(report: Mapping[str, Any]) -> str:
     """Tables for a terminal or a pull request, from a `build_scenario_report` document."""
     config, sizes = report["config"], report["sizes"]
@@ -110,7 +120,8 @@ def render_scenario_markdown(report: Mapping[str, Any]) -> str:
         f"{source['first_person_clauses']:,} first-person clauses; owner = "
         f"{shape['fact_share']:.0%} facts, {shape['episode_share']:.0%} episodes, the rest "
         f"chat turns, plus {shape['org_share']:.0%} organization memory; other users "
-        f"{shape['background_factor']:g} x the owner's size; seed {shape['seed']}. Row vectors "
+        f"{shape['background_factor']:g} x the owner's size"
+        f"{_small_tenants(shape)}; seed {shape['seed']}. Row vectors "
         f"= normalised sum of its pool texts' vectors + noise {vectors['noise']:g} (cosine to the "
         f"row's true embedding {_number(vectors.get('cosine_true_vs_derived'), 3)}). Reference "
         f"ranking: {config['measurement']['reference']}. PostgreSQL "

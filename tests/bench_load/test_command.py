@@ -121,6 +121,8 @@ def test_the_command_grows_the_corpus_and_measures_every_size(
 def test_the_command_refuses_sizes_it_cannot_build(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["load", "--sizes", "1000", "--memories-per-user", "300"]) == 2
     assert "not a multiple of 300" in capsys.readouterr().err
+    assert main(["load", "--sizes", "1000", "--small-tenants", "5"]) == 2
+    assert "--small-tenants belongs to the realistic scenario" in capsys.readouterr().err
     assert main(["load", "--sizes", "lots"]) == 2
     assert "cannot read corpus size" in capsys.readouterr().err
     assert main(["load", "--sizes", "600", "--memories-per-user", "300", "--pool-size", "200"]) == 2
@@ -176,14 +178,17 @@ def test_the_realistic_scenario_loads_owners_among_others_and_measures_each(
     out = tmp_path / "realistic.json"
     chats = write_chats(tmp_path / "chats.json")
 
-    assert main([*REALISTIC_TOY, "--dataset", str(chats), "--out", str(out)]) == 0
+    arguments = [*REALISTIC_TOY, "--small-tenants", "3", "--dataset", str(chats), "--out", str(out)]
+    assert main(arguments) == 0
 
     report = json.loads(out.read_text())
     assert report["scenario"] == "realistic"
     assert report["config"]["measurement"]["reference"] == "exact"
     first, second = report["sizes"]
-    # 60 memories of the owner, 20 of its organization, 4 other users of 30 in its tenant.
-    assert first["bulk"]["rows_added"] == 60 + 20 + 4 * 30
+    # 60 memories of the owner, 20 of its organization, 4 other users of 30 in its tenant; the
+    # first size brings the 3 small tenants too: 4 users of 40 and 5 of the organization's.
+    assert first["bulk"]["rows_added"] == 60 + 20 + 4 * 30 + 3 * (4 * 40 + 5)
+    assert first["bulk"]["tenants_added"] == 1 + 3
     # 120: the owner, 20, 4 neighbours and 4 more users in 2 tenants with 3 org memories each.
     assert second["bulk"]["rows_added"] == 120 + 20 + 8 * 30 + 2 * 3
     assert (
@@ -213,7 +218,8 @@ def test_the_realistic_scenario_loads_owners_among_others_and_measures_each(
         assert api["stored_without_embedding"] == 0
     printed = capsys.readouterr().out
     assert "## Load, realistic scenario: owners of 60, 120 memories" in printed
-    assert "| 60 | 200 |" in printed and "| 120 | 586 |" in printed
+    assert "| 60 | 695 |" in printed and "| 120 | 1,081 |" in printed
+    assert "3 small tenants (4 users of 40 memories, 5 of the organization's)" in printed
     assert "context sections R@10 (org / facts / episodes)" in printed
     assert "| 1.000 / 1.000 / 1.000 |" in printed
 

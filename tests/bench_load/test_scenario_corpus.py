@@ -169,6 +169,36 @@ def test_the_owner_is_a_minority_among_other_users_and_tenants(source: SourceTex
     assert all(len(a & b) < len(a) / 2 for a, b in itertools.combinations(texts, 2))
 
 
+def test_the_first_size_brings_the_small_tenants_and_no_other_size_does(
+    source: SourceText,
+) -> None:
+    shape = ScenarioShape(
+        seed=3,
+        background_user_memories=30,
+        users_per_tenant=2,
+        org_per_tenant=4,
+        small_tenants=6,
+        small_tenant_users=2,
+        small_tenant_user_memories=12,
+        small_tenant_org_memories=3,
+    )
+
+    _, first_owners, first_tenants = build_size(source, shape, "60", 60, first=True)
+    _, later_owners, later_tenants = build_size(source, shape, "120", 120)
+
+    small = [t for t in first_tenants if t.startswith("bench-small-")]
+    assert len(small) == 6 and len(set(small)) == 6
+    assert not any(t.startswith("bench-small-") for t in later_tenants)
+    for tenant in small:
+        users = [o for o in first_owners if o.tenant_id == tenant and o.user_id is not None]
+        organization = [o for o in first_owners if o.tenant_id == tenant and o.user_id is None]
+        assert [len(o.rows) for o in users] == [12, 12]
+        assert [len(o.rows) for o in organization] == [3]
+    everyone = sum(len(o.rows) for o in first_owners)
+    assert everyone == 60 + 20 + 4 * 30 + 6 * (2 * 12 + 3)
+    assert len(later_owners) == len(build_size(source, shape, "120", 120)[1])
+
+
 def test_the_same_seed_gives_the_same_owner_and_another_seed_does_not(source: SourceText) -> None:
     first = build_user(source, "t-1", "u-1", 150, seed=7)
     again = build_user(source, "t-1", "u-1", 150, seed=7)
