@@ -143,14 +143,23 @@ class BulkSettings:
 
 
 WRITE_MISSING_POSTINGS_SQL = (
+    """
+    CREATE TEMPORARY TABLE memory_without_postings ON COMMIT DROP AS
+    SELECT m.tenant_id, m.id FROM memory m
+     WHERE NOT EXISTS (SELECT 1 FROM memory_posting p
+                        WHERE p.tenant_id = m.tenant_id AND p.memory_id = m.id)
+    """,
+    "ANALYZE memory_without_postings",
     INSERT_POSTINGS_SQL  # noqa: S608 - module constants
-    + """
- WHERE NOT EXISTS (SELECT 1 FROM memory_posting p
-                    WHERE p.tenant_id = m.tenant_id AND p.memory_id = m.id)
-"""
+    + " WHERE (m.tenant_id, m.id) IN (SELECT tenant_id, id FROM memory_without_postings)",
 )
 """The postings of every memory that has none (`INSERT_POSTINGS_SQL` for the rows COPY
-loaded)."""
+loaded), in one transaction. The memories are found before any posting is written: an insert
+that tested each memory against `memory_posting` itself would scan, for every memory, the
+postings it has already written (a sequential scan is what the planner takes for a table it
+has seen empty, as the first load's is), which made a first load of 170,000 memories run for
+hours. The temporary table is analyzed so the insert joins it by hashing, not by a scan of
+it for every memory."""
 
 COUNT_EVERY_OWNER_SQL = (
     "DELETE FROM memory_owner_stats",
@@ -251,7 +260,9 @@ class MemoryTable:
         """Write the search's postings and statistics of what COPY loaded (the service's write
         path and its background recount do that for what it stores), then vacuum and analyse."""
         async with self.connection() as connection:
-            await connection.execute(WRITE_MISSING_POSTINGS_SQL)
+            async with connection.transaction():
+                for statement in WRITE_MISSING_POSTINGS_SQL:
+                    await connection.execute(statement)
             async with connection.transaction():
                 *clear_and_count_owners, count_lexemes = COUNT_EVERY_OWNER_SQL
                 for statement in clear_and_count_owners:
