@@ -145,6 +145,7 @@ async def _load(data: Path, arguments: argparse.Namespace, sizes: Sequence[int])
             background_user_memories=arguments.memories_per_user,
             users_per_tenant=arguments.users_per_tenant,
             org_per_tenant=arguments.org_memories_per_tenant,
+            small_tenants=arguments.small_tenants,
         )
         questions: dict[str, list[dict[str, Any]]] = {}
         async with load_resources(settings, load_connections=2, clients=1) as held:
@@ -166,7 +167,9 @@ async def _load(data: Path, arguments: argparse.Namespace, sizes: Sequence[int])
             for size in sizes:
                 label = size_label(size)
                 started = time.perf_counter()
-                owner, owners, tenants = build_size(source, shape, label, size)
+                owner, owners, tenants = build_size(
+                    source, shape, label, size, first=size == sizes[0]
+                )
                 await loader.load(owners, tenants, lambda _rows: None)
                 await OwnerIndexes.configured(held.owner_engine, settings).refresh()
                 questions[label] = [
@@ -187,6 +190,7 @@ async def _load(data: Path, arguments: argparse.Namespace, sizes: Sequence[int])
                 "memories_per_user": shape.background_user_memories,
                 "users_per_tenant": shape.users_per_tenant,
                 "org_memories_per_tenant": shape.org_per_tenant,
+                "small_tenants": shape.small_tenants,
                 "vector_noise": arguments.vector_noise,
             },
             "questions": questions,
@@ -612,6 +616,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--memories-per-user", type=int, default=250)
     parser.add_argument("--users-per-tenant", type=int, default=10)
     parser.add_argument("--org-memories-per-tenant", type=int, default=20)
+    parser.add_argument("--small-tenants", type=int, default=0)
     parser.add_argument("--vector-noise", type=float, default=0.15)
     parser.add_argument("--maintenance-work-mem", default="4GB")
     # The child's side: compile this version's statements into a file.
@@ -647,11 +652,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     manifest = data / MANIFEST
     wanted = [size_label(size) for size in sizes]
     if manifest.exists():
-        loaded = json.loads(manifest.read_text(encoding="utf-8"))["sizes"]
-        if loaded != wanted:
+        kept = json.loads(manifest.read_text(encoding="utf-8"))
+        loaded, small_tenants = kept["sizes"], kept["shape"].get("small_tenants", 0)
+        if loaded != wanted or small_tenants != arguments.small_tenants:
             _say(
-                f"statement_replay: {data} holds the sizes {','.join(loaded)}, not "
-                f"{','.join(wanted)}: give another --data to load those"
+                f"statement_replay: {data} holds the sizes {','.join(loaded)} among "
+                f"{small_tenants} small tenants, not {','.join(wanted)} among "
+                f"{arguments.small_tenants}: give another --data to load those"
             )
             return 2
     else:

@@ -85,6 +85,9 @@ def test_versions_are_timed_on_one_kept_database_and_their_rows_compared(
     other_sizes = [*arguments, "--sizes", "60"]
     assert main(other_sizes) == 2
     assert "holds the sizes 60,120" in capsys.readouterr().err
+    # So does a database among many small tenants.
+    assert main([*arguments, "--small-tenants", "10"]) == 2
+    assert "among 0 small tenants, not 60,120 among 10" in capsys.readouterr().err
 
 
 def test_the_share_of_the_first_versions_hits_counts_each_section_apart() -> None:
