@@ -5,7 +5,9 @@ A large owner's memories of a kind are counted as they are, not as the few dozen
 tenant's, the user's and the kind's shares of the table multiplied together make of them, so
 the statement planned for the owner walks the owner's own vector graph. And the organization's
 memories in the plan made once for every owner (a tenant's average size unknown to it) are
-found by their own index, not by reading every memory of the tenant."""
+found by their own index, not by reading every memory of the tenant; and on that plan, the
+memories the statement reads by their keys (candidates, neighbours, hits) are looked up one by
+one, never read with all of a large tenant's memories in key order."""
 
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ OWNER_FACTS = 3_000
 OTHER_TENANTS = 12
 USERS_OF_OTHER_TENANTS = 1_000
 MEMORIES_OF_OTHER_USERS = 2
+SMALL_TENANTS = 1_000
 USER = "owner"
 SMALL_USER = "ada"
 
@@ -182,6 +185,60 @@ async def organization_in_a_large_tenant(
         yield tenant
 
 
+# Each of `:tenants` tenants with one user of two memories, in one statement: the tenant
+# setting changes before each tenant's rows, as row-level security checks them against it.
+MANY_SMALL_TENANTS_SQL = """
+DO $$
+BEGIN
+    FOR n IN 1..{tenants} LOOP
+        PERFORM set_config('app.tenant_id', '{prefix}' || n, true);
+        INSERT INTO tenant (id) VALUES ('{prefix}' || n);
+        INSERT INTO user_account (tenant_id, id) VALUES ('{prefix}' || n, 'user');
+        INSERT INTO memory (tenant_id, scope, user_id, kind, text)
+        SELECT '{prefix}' || n, 'user', 'user', 'semantic', 'User keeps note ' || m
+          FROM generate_series(1, 2) AS m;
+    END LOOP;
+END $$
+"""
+
+DELETE_MANY_SMALL_TENANTS_SQL = """
+DO $$
+BEGIN
+    FOR n IN 1..{tenants} LOOP
+        PERFORM set_config('app.tenant_id', '{prefix}' || n, true);
+        DELETE FROM tenant WHERE id = '{prefix}' || n;
+    END LOOP;
+END $$
+"""
+
+
+@pytest.fixture
+async def large_tenant_among_many_small_ones(
+    app: FastAPI, owner_engine: AsyncEngine
+) -> AsyncIterator[str]:
+    """A tenant of `USER` with `OWNER_FACTS` facts among `SMALL_TENANTS` tenants of two
+    memories each, the table analyzed: the average tenant, all a plan made for every tenant
+    knows of one, holds a few memories. The tenant."""
+    tenant = new_tenant()
+    prefix = f"{tenant}-small-"
+    await _add_tenant(owner_engine, tenant, USER)
+    await _write(owner_engine, tenant, USER, "semantic", OWNER_FACTS, dims=None)
+    async with owner_engine.connect() as connection:
+        await connection.execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            await connection.exec_driver_sql(
+                MANY_SMALL_TENANTS_SQL.format(tenants=SMALL_TENANTS, prefix=prefix)
+            )
+            await connection.execute(text("ANALYZE memory"))
+            yield tenant
+        finally:
+            await connection.exec_driver_sql(
+                DELETE_MANY_SMALL_TENANTS_SQL.format(tenants=SMALL_TENANTS, prefix=prefix)
+            )
+            async with _as_tenant(owner_engine, tenant) as session:
+                await session.execute(text("DELETE FROM tenant WHERE id = :t"), {"t": tenant})
+
+
 def _dimensions(app: FastAPI) -> int:
     """The dimension of the vectors the service stores and searches with."""
     embedder: Embedder = app.state.mneme.embedding_backfill.embedder
@@ -267,3 +324,25 @@ async def test_the_organizations_memories_are_found_by_their_index_on_the_plan_f
     # matches, its statistics, its nearest vectors, the candidates' rows), never the other
     # user's 3,000.
     assert read < 1_000, json.dumps(scans)[:3000]
+
+
+async def test_a_large_tenants_memories_are_read_by_their_keys_on_the_plan_for_any_tenant(
+    app: FastAPI, large_tenant_among_many_small_ones: str
+) -> None:
+    tenant = large_tenant_among_many_small_ones
+    params = search_params(
+        MemoryFilter.build([Owner.user(USER)]),
+        "what does the user keep about tea",
+    )
+    # The statement of any owner on its generic plan: to it, the tenant holds a few memories.
+    document = await explained_as_served(app, tenant, params, None)
+    [plan] = json.loads(document) if isinstance(document, str) else document
+    by_key = [node for node in plan_nodes(plan["Plan"]) if node.get("Index Name") == "pk_memory"]
+    # The candidates', the neighbours' and the hits' rows are read by their keys, one look-up
+    # each. Joined to the table by the key's columns, the planner read the tenant's memories
+    # in key order instead (a merge join, cheap for the few memories it expected): all 3,000
+    # of them, for each of those joins.
+    assert by_key, json.dumps(plan)[:3000]
+    for node in by_key:
+        assert "AND (id = " in node["Index Cond"], json.dumps(node)[:3000]
+        assert node["Actual Rows"] <= node["Actual Loops"], json.dumps(node)[:3000]

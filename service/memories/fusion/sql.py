@@ -110,11 +110,13 @@ candidates AS (
     -- With the few columns of the memory that the ranking reads beyond its scores (its thread
     -- and time, speaker, confidence and kind), carried from here to the final scores rather
     -- than read again for every candidate and neighbour there.
+    -- Each candidate's row by its key (`MEMORY_BY_KEY_SQL`, as every read of a memory by its
+    -- key here).
     SELECT f.*, m.source_thread_id AS thread_id,
            m.happened_at, m.speaker, m.event_at, m.created_at, m.confidence, m.kind,
            m.last_confirmed_at
       FROM fused f
-      JOIN memory m ON m.tenant_id = :tenant_id AND m.id = f.id
+     CROSS JOIN LATERAL ${fused_row}
 ),
 adjacent AS (
     -- A conversation turn is often found through what is next to it: the question it
@@ -295,7 +297,7 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
          -- shows itself (`${left_out}`: false for every other) ranks them like any other, for
          -- their evidence to their neighbours and their session, but returns none of them.
          WHERE NOT ${left_out}) AS ranked
-  JOIN memory s ON s.tenant_id = :tenant_id AND s.id = ranked.id
+ CROSS JOIN LATERAL ${hit_row}
  WHERE section_rank <= ${limit}
  ORDER BY ranked.section, ranked.section_rank
 """
@@ -332,7 +334,7 @@ SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vect
             ELSE 0.0
        END AS fused_score
   FROM neighbourhood b
-  JOIN memory m ON m.tenant_id = :tenant_id AND m.id = b.id
+ CROSS JOIN LATERAL ${neighbour_row}
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL (
        SELECT CASE WHEN :use_vector
@@ -585,14 +587,21 @@ the memory's length from its term frequency tf, and the weight is then (k1 + 1) 
 length would be 0: k1 (1 - b) / tf = a - 1, the weight then the impact itself) and at tf without
 bound. `s.k` is `scale`'s."""
 
-MEMORY_BY_KEY_SQL = """(SELECT * FROM memory m
-                      WHERE m.tenant_id = :tenant_id AND m.id = ${key}
-                      LIMIT 1) AS m"""
-"""A candidate's row (`m`) by its key alone, for a filter to be tested on it outside. A subquery
-with a LIMIT is planned as is: never merged into a scan of the owner's rows, whatever the
-planner guesses of how many candidates there are, and never a look-up through an index partial
-to the filter's owner (the organization's, newest first), which it could skip through to the key
-reading every entry of a large organization."""
+MEMORY_BY_KEY_SQL = """(SELECT * FROM memory ${row}
+                      WHERE ${row}.tenant_id = :tenant_id AND ${row}.id = ${key}
+                      LIMIT 1) AS ${row}"""
+"""A memory's row (as `${row}`) by its key alone, for each row of the query it is joined to: a
+candidate (its filter tested on it outside), a neighbour, a hit. A subquery with a LIMIT is
+planned as is, one look-up of the table's key per row:
+- never a merge join with the tenant's memories in key order: a plan made once for every
+  tenant knows a tenant only as the table's average one, a few hundred memories among a
+  thousand tenants, and reading them in order looks cheaper than a look-up per candidate; a
+  tenant of 100,000 memories was then read whole, for each of a context's joins (5.2 million
+  buffers for a context of the 100k owner, 1.0 million with look-ups);
+- never merged into a scan of the owner's rows, whatever the planner guesses of how many
+  candidates there are;
+- never a look-up through an index partial to the filter's owner (the organization's, newest
+  first), which it could skip through to the key reading every entry of a large organization."""
 
 POOL_REACHED_SQL = """
 CASE WHEN (SELECT count(*) FROM candidate) > ${pruned_from} THEN

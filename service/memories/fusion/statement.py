@@ -297,7 +297,7 @@ def _search_template(
                 shared_candidates=f"2 * greatest({pools})",
                 impact_mean_length=repr(IMPACT_MEAN_LENGTH),
                 bounded_idf=BOUNDED_IDF,
-                candidate_row=render(MEMORY_BY_KEY_SQL, key="candidate.memory_id"),
+                candidate_row=render(MEMORY_BY_KEY_SQL, key="candidate.memory_id", row="m"),
                 **pruning,
             )
             reads.append(f"({fragment})")
@@ -373,6 +373,7 @@ def _search_template(
         else "",
         beyond_pools=render(
             BEYOND_POOLS_SQL.strip(),
+            neighbour_row=render(MEMORY_BY_KEY_SQL, key="b.id", row="m"),
             question_vector=QUESTION_VECTOR_SQL,
             own_lexical_score=lexical_score(
                 term_weight(
@@ -388,6 +389,8 @@ def _search_template(
         neighbour_filter=neighbour_filter,
         turn_sections=sections_with_turns,
         left_out=_left_out(shapes),
+        fused_row=render(MEMORY_BY_KEY_SQL, key="f.id", row="m"),
+        hit_row=render(MEMORY_BY_KEY_SQL, key="ranked.id", row="s"),
         section=section,
         lexical_pool=lexical_pool,
         pool=pool,
@@ -440,7 +443,7 @@ def _pruning(pool: str, candidate_filter: str) -> dict[str, str]:
     return {
         "pool_reached": render(
             POOL_REACHED_SQL.strip(),
-            candidate_row=render(MEMORY_BY_KEY_SQL, key="c.memory_id"),
+            candidate_row=render(MEMORY_BY_KEY_SQL, key="c.memory_id", row="m"),
             candidate_filter=candidate_filter,
             pool=pool,
             most_read=f"{POOL_REACHED_READS} * {pool}",
