@@ -158,8 +158,8 @@ loaded), in one transaction. The memories are found before any posting is writte
 that tested each memory against `memory_posting` itself would scan, for every memory, the
 postings it has already written (a sequential scan is what the planner takes for a table it
 has seen empty, as the first load's is): quadratic, a first load of 168,070 memories was still
-writing them after 13 minutes. The temporary table is analyzed so the insert joins it by hashing, not by a scan of
-it for every memory."""
+writing them after 13 minutes. The temporary table is analyzed so the insert joins it by
+hashing, not by a scan of it for every memory."""
 
 COUNT_EVERY_OWNER_SQL = (
     "DELETE FROM memory_owner_stats",
