@@ -101,45 +101,61 @@ async def _write(
         )
 
 
-SMALL_USERS_SQL = """
-WITH users AS (
-    INSERT INTO user_account (tenant_id, id)
-    SELECT CAST(:tenant AS text), 'user-' || u FROM generate_series(1, CAST(:users AS int)) AS u
-    RETURNING tenant_id, id
-)
-INSERT INTO memory (tenant_id, scope, user_id, kind, text)
-SELECT users.tenant_id, 'user', users.id, 'episodic', 'User shared: note ' || n
-  FROM users CROSS JOIN generate_series(1, CAST(:memories AS int)) AS n
+# `{tenants}` tenants named `{prefix}<n>`, each of `{users}` users of `{memories}` memories, in
+# one statement: the tenant setting changes before each tenant's rows, as row-level security
+# checks them against it.
+OTHER_TENANTS_SQL = """
+DO $$
+BEGIN
+    FOR n IN 1..{tenants} LOOP
+        PERFORM set_config('app.tenant_id', '{prefix}' || n, true);
+        INSERT INTO tenant (id) VALUES ('{prefix}' || n);
+        INSERT INTO user_account (tenant_id, id)
+        SELECT '{prefix}' || n, 'user-' || u FROM generate_series(1, {users}) AS u;
+        INSERT INTO memory (tenant_id, scope, user_id, kind, text)
+        SELECT '{prefix}' || n, 'user', 'user-' || u, 'episodic', 'User shared: note ' || m
+          FROM generate_series(1, {users}) AS u CROSS JOIN generate_series(1, {memories}) AS m;
+    END LOOP;
+END $$
+"""
+
+# Each of those tenants removed, its users and memories with it (ON DELETE CASCADE).
+DELETE_OTHER_TENANTS_SQL = """
+DO $$
+BEGIN
+    FOR n IN 1..{tenants} LOOP
+        PERFORM set_config('app.tenant_id', '{prefix}' || n, true);
+        DELETE FROM tenant WHERE id = '{prefix}' || n;
+    END LOOP;
+END $$
 """
 
 
 @asynccontextmanager
-async def _among_other_tenants(owner_engine: AsyncEngine, tenant: str) -> AsyncIterator[None]:
-    """`OTHER_TENANTS` tenants of `USERS_OF_OTHER_TENANTS` users of `MEMORIES_OF_OTHER_USERS`
-    memories each beside `tenant` (as in a deployment, most users are other tenants' and
-    small), the table analyzed; afterwards every one of them removed, `tenant` too."""
-    others = [new_tenant() for _ in range(OTHER_TENANTS)]
-    try:
-        for other in others:
-            await _add_tenant(owner_engine, other)
-            async with _as_tenant(owner_engine, other) as session:
-                await session.execute(
-                    text(SMALL_USERS_SQL),
-                    {
-                        "tenant": other,
-                        "users": USERS_OF_OTHER_TENANTS,
-                        "memories": MEMORIES_OF_OTHER_USERS,
-                    },
-                )
-        async with owner_engine.connect() as connection:
-            await connection.execution_options(isolation_level="AUTOCOMMIT")
+async def _among_other_tenants(
+    owner_engine: AsyncEngine,
+    tenant: str,
+    *,
+    tenants: int = OTHER_TENANTS,
+    users: int = USERS_OF_OTHER_TENANTS,
+    memories: int = MEMORIES_OF_OTHER_USERS,
+) -> AsyncIterator[None]:
+    """`tenants` tenants of `users` users of `memories` memories each beside `tenant` (as in a
+    deployment, most users are other tenants' and small), the table analyzed; afterwards every
+    one of them removed, `tenant` too."""
+    shape = {"tenants": tenants, "prefix": f"{tenant}-other-"}
+    async with owner_engine.connect() as connection:
+        await connection.execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            await connection.exec_driver_sql(
+                OTHER_TENANTS_SQL.format(users=users, memories=memories, **shape)
+            )
             await connection.execute(text("ANALYZE memory"))
-        yield
-    finally:
-        for each in (tenant, *others):
-            async with _as_tenant(owner_engine, each) as session:
-                # Its users and memories go with it (ON DELETE CASCADE).
-                await session.execute(text("DELETE FROM tenant WHERE id = :t"), {"t": each})
+            yield
+        finally:
+            await connection.exec_driver_sql(DELETE_OTHER_TENANTS_SQL.format(**shape))
+            async with _as_tenant(owner_engine, tenant) as session:
+                await session.execute(text("DELETE FROM tenant WHERE id = :t"), {"t": tenant})
 
 
 @pytest.fixture
@@ -185,33 +201,6 @@ async def organization_in_a_large_tenant(
         yield tenant
 
 
-# Each of `:tenants` tenants with one user of two memories, in one statement: the tenant
-# setting changes before each tenant's rows, as row-level security checks them against it.
-MANY_SMALL_TENANTS_SQL = """
-DO $$
-BEGIN
-    FOR n IN 1..{tenants} LOOP
-        PERFORM set_config('app.tenant_id', '{prefix}' || n, true);
-        INSERT INTO tenant (id) VALUES ('{prefix}' || n);
-        INSERT INTO user_account (tenant_id, id) VALUES ('{prefix}' || n, 'user');
-        INSERT INTO memory (tenant_id, scope, user_id, kind, text)
-        SELECT '{prefix}' || n, 'user', 'user', 'semantic', 'User keeps note ' || m
-          FROM generate_series(1, 2) AS m;
-    END LOOP;
-END $$
-"""
-
-DELETE_MANY_SMALL_TENANTS_SQL = """
-DO $$
-BEGIN
-    FOR n IN 1..{tenants} LOOP
-        PERFORM set_config('app.tenant_id', '{prefix}' || n, true);
-        DELETE FROM tenant WHERE id = '{prefix}' || n;
-    END LOOP;
-END $$
-"""
-
-
 @pytest.fixture
 async def large_tenant_among_many_small_ones(
     app: FastAPI, owner_engine: AsyncEngine
@@ -220,23 +209,12 @@ async def large_tenant_among_many_small_ones(
     memories each, the table analyzed: the average tenant, all a plan made for every tenant
     knows of one, holds a few memories. The tenant."""
     tenant = new_tenant()
-    prefix = f"{tenant}-small-"
     await _add_tenant(owner_engine, tenant, USER)
     await _write(owner_engine, tenant, USER, "semantic", OWNER_FACTS, dims=None)
-    async with owner_engine.connect() as connection:
-        await connection.execution_options(isolation_level="AUTOCOMMIT")
-        try:
-            await connection.exec_driver_sql(
-                MANY_SMALL_TENANTS_SQL.format(tenants=SMALL_TENANTS, prefix=prefix)
-            )
-            await connection.execute(text("ANALYZE memory"))
-            yield tenant
-        finally:
-            await connection.exec_driver_sql(
-                DELETE_MANY_SMALL_TENANTS_SQL.format(tenants=SMALL_TENANTS, prefix=prefix)
-            )
-            async with _as_tenant(owner_engine, tenant) as session:
-                await session.execute(text("DELETE FROM tenant WHERE id = :t"), {"t": tenant})
+    async with _among_other_tenants(
+        owner_engine, tenant, tenants=SMALL_TENANTS, users=1, memories=2
+    ):
+        yield tenant
 
 
 def _dimensions(app: FastAPI) -> int:
