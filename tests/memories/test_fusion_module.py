@@ -21,6 +21,7 @@ from service.memories.fusion import (
     sectioned_search_statement,
 )
 from service.memories.fusion.statement import compiled_search, owner_literal
+from service.memories.owner_index_names import ALL_KINDS
 from service.memories.vector_columns import VectorColumn
 from tests.search_params import search_params
 
@@ -110,12 +111,17 @@ async def test_an_owner_written_into_the_statement_reads_back_as_itself(
 
 def test_a_section_with_its_owners_written_in_binds_neither_them_nor_its_sizes() -> None:
     """The owners (tenant and user) and the section's pool and limit are in the text, and the
-    owner's nearest vectors are read in the order an index serves; the filter's other
-    conditions stay bound, and a section not written in is as before."""
+    nearest vectors of an owner with an index of its own are read in the order an index
+    serves, those of an owner with none sorted exactly; the filter's other conditions stay
+    bound, and a section not written in is as before."""
     user = "ada.l|ove+lace@example.org"
     facts = search_params(MemoryFilter.build([Owner.user(user)], kinds=["semantic"]), "tea")
     dialect = asyncpg.dialect()
+    own_index = frozenset({f"{ALL_KINDS}:{Owner.user(user).key}"})
     written, _ = compiled_search(
+        "t-1", [facts], dialect, exact_vectors=True, written_owners={0: own_index}
+    )
+    without_index, _ = compiled_search(
         "t-1", [facts], dialect, exact_vectors=True, written_owners={0: frozenset()}
     )
     plain, _ = compiled_search("t-1", [facts], dialect, exact_vectors=True)
@@ -129,9 +135,49 @@ def test_a_section_with_its_owners_written_in_binds_neither_them_nor_its_sizes()
     exact_order = re.compile(r"ORDER BY \(m\.embedding <=> .*\) \+ 0")
     assert exact_order.search(plain.sql) and not exact_order.search(written.sql)
     assert re.search(r"ORDER BY m\.embedding <=> ", written.sql)
+    assert exact_order.search(without_index.sql)
+    assert not re.search(r"ORDER BY m\.embedding <=> ", without_index.sql)
     plain_names = {name for name, _ in plain.parameters}
     assert {"pool_0", "limit_0"} <= plain_names
     assert owner_literal(user) not in plain.sql
+
+
+def test_only_the_sections_known_to_have_an_index_read_their_nearest_from_one() -> None:
+    """In one statement, a section whose owners read an index (the table's, or their own on a
+    plan made for the search) is read in the order an index serves, and every other section's
+    owners are sorted exactly: a plan made for the search does not get to walk the whole
+    table's graph for a small owner."""
+    user = Owner.user("ada")
+    facts, episodes = (
+        search_params(MemoryFilter.build([user], kinds=[kind]), "tea")
+        for kind in ("semantic", "episodic")
+    )
+    dialect = asyncpg.dialect()
+
+    def orders(vector_index_sections: set[int]) -> list[tuple[str, str]]:
+        statement, _ = compiled_search(
+            "t-1",
+            [facts, episodes],
+            dialect,
+            exact_vectors=True,
+            vector_index_sections=vector_index_sections,
+        )
+        return nearest_orders(statement.sql)
+
+    assert orders({1}) == [("0", "exact"), ("1", "index")]
+    assert orders({0}) == [("0", "index"), ("1", "exact")]
+    assert orders(set()) == [("0", "exact"), ("1", "exact")]
+
+
+def nearest_orders(sql: str) -> list[tuple[str, str]]:
+    """Each vector scan of a statement not written for its owners: its section, and whether
+    it reads its nearest in the order an index serves (`index`) or sorts them exactly
+    (`exact`: the expression `(… <=> …) + 0`)."""
+    scan = (
+        r"SELECT m\.id, (\d) AS section, [^\n]* AS distance\n  FROM memory m\n(?:[^\n]*\n)*?"
+        r" ORDER BY (\(?)m\.embedding <=> [^\n]*\n LIMIT"
+    )
+    return [(section, "exact" if opened else "index") for section, opened in re.findall(scan, sql)]
 
 
 def test_an_owner_with_indexes_per_kind_is_scanned_per_kind_and_the_rest_exactly() -> None:

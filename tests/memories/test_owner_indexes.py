@@ -150,6 +150,10 @@ async def test_a_large_owner_gets_an_index_per_kind_and_its_searches_read_them(
     plan = await planned_json(indexed_app, tenant, every_kind, written)
     assert f'"Index Name": "{facts_index}"' in plan
     assert f'"Index Name": "{episodes_index}"' in plan
+    # The organization, written in beside the user but with no index of its own, is sorted
+    # exactly even with sorting priced out: a walk of the whole table's graph filtered to a
+    # small owner visits other tenants' vectors and may find none of its own.
+    assert '"Index Name": "ix_memory_embedding_hnsw"' not in plan
     plan = await planned_json(indexed_app, tenant, episodic, written)
     assert f'"Index Name": "{episodes_index}"' in plan
     assert facts_index not in plan

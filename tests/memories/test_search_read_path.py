@@ -33,6 +33,7 @@ from service.memories.schemas import SearchRequest, SearchResponse
 from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
 from tests.db.sent_queries import sent_queries
+from tests.memories.test_fusion_module import nearest_orders
 from tests.search_params import search_params
 
 TEXTS = [
@@ -316,6 +317,34 @@ async def test_a_search_with_its_vector_in_hand_sets_its_plan_in_one_query(
     settings_sent = [query for query in sent if query.startswith("SET LOCAL")]
     assert settings_sent == [custom_search_plan_sql(SHARED_INDEX_EF_SEARCH)]
     assert "max_parallel_workers_per_gather = 0" in settings_sent[0]
+
+
+async def test_beside_owners_read_through_an_index_the_others_are_sorted_exactly(
+    app: FastAPI, client: AsyncClient, settings: Settings
+) -> None:
+    """One section's owners read the table's index, so the statement is planned for the
+    search; another section's owners, with no index known to read, are still sorted exactly
+    in it: that plan does not get to walk the table's graph filtered to a small owner."""
+    tenant = await _tenant_with_texts(client, settings)
+    embedder = app.state.mneme.embedding_backfill.embedder
+    query = "Where does Lena live?"
+    params = _params(query, await embedder.embed_query(query))
+    sections = [
+        replace(params, filter=MemoryFilter.build([owner]))
+        for owner in (Owner.user("ada"), Owner.org())
+    ]
+
+    async def search(session: AsyncSession) -> list[str]:
+        found = await FusionRepository(session, tenant).search_sections(sections)
+        return [row.memory.text for rows in found for row in rows]
+
+    sent, found = await _sent_by_a_search(
+        settings, tenant, search, (tenant, Owner.user("ada").key), SHARED_INDEX
+    )
+    assert "Lisbon" in found[0]
+    assert custom_search_plan_sql(SHARED_INDEX_EF_SEARCH) in sent
+    [statement] = [query for query in sent if query.startswith("\nWITH query_terms")]
+    assert nearest_orders(statement) == [("0", "index"), ("1", "exact")]
 
 
 async def test_a_search_whose_vector_has_arrived_sets_its_plan_with_the_statement(
