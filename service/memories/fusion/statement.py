@@ -103,9 +103,10 @@ it reaches costs more than the rows it would save."""
 class SectionShape:
     """What the statement's text depends on in one section: its filter as SQL, and the same
     filter for each of its owners alone (when it has more than one, or when the owners are
-    written into it: `owners_written`). A section whose owners are written in reads their
-    nearest vectors in the order an index serves (their own indexes, which a plan made once
-    for the statement can prove it may use)."""
+    written into it: `owners_written`). A section whose owners are written in reads the
+    nearest vectors of those with indexes of their own in the order an index serves (their
+    indexes, which a plan made once for the statement can prove it may use), and sorts the
+    others' exactly."""
 
     candidate_filter: str
     owner_filters: tuple[str, ...]
