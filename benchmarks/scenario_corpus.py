@@ -815,18 +815,6 @@ class ScenarioShape:
             users = [f"user-{tenant:05d}-{n}" for n in range(self.small_tenant_users)]
             yield tenant_id, users
 
-    def rows_at(self, size: int) -> int:
-        """Rows one size adds: owner, its organization, other users and their organizations."""
-        users = self.background_users(size)
-        others = max(0, users - self.neighbours)
-        tenants = -(-others // self.users_per_tenant)
-        return (
-            size
-            + self.org_memories(size)
-            + users * self.background_user_memories
-            + tenants * self.org_per_tenant
-        )
-
 
 def describe_source(source: SourceText) -> dict[str, int]:
     return {
