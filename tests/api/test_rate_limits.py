@@ -3,6 +3,8 @@ reported on every API response, refused as a 429 problem with Retry-After."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -18,6 +20,7 @@ from tests.conftest import assert_problem, bearer, make_settings, new_tenant
 
 PRINCIPAL_QUOTA = 3
 TENANT_QUOTA = 5
+SECONDS_A_TEST_TAKES = 5
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +39,18 @@ async def limited_client(
         AsyncClient(transport=ASGITransport(app=application), base_url="http://mneme.test") as c,
     ):
         yield c
+
+
+@pytest.fixture(autouse=True)
+async def a_minute_with_time_left() -> None:
+    """Start a test where the clock's minute has time left. The counters' windows are the
+    clock's minutes, and the sliding window weighs the last minute's count by what is left of
+    it, rounded down: right after a minute turns, a key that spent its quota in the last one
+    gets one request more (limits' `SlidingWindowCounterRateLimiter`), and a test that counts
+    a quota spent would see it."""
+    left = 60 - time.time() % 60
+    if left < SECONDS_A_TEST_TAKES:
+        await asyncio.sleep(left + 0.1)
 
 
 def _token(settings: Settings, tenant: str, user: str, **claims: str) -> str:
