@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from service.providers import EmbedderConfig, EmbedderUnavailable, build_embedder
+from service.providers import EmbedderConfig, EmbedderUnavailable, build_embedder, local_embedder
 from service.providers.local_embedder import (
     DIMS,
     MODEL_NAME,
@@ -156,6 +156,10 @@ async def test_the_event_loop_hands_a_question_to_the_model_before_it_goes_on(
     key = (ModelFile(_bundled_model_path(), int8_products=True), 4)
     session = EnteredSession(_models[key].session)
     monkeypatch.setitem(_models, key, dataclasses.replace(_models[key], session=session))
+    # The loop waits for the handover at most 2 ms, which a thread on a loaded machine (a test
+    # run on every core) can take to be scheduled: the wait is given the time here, so only a
+    # loop that does not wait for the handover fails.
+    monkeypatch.setattr(local_embedder, "_HANDOVER_TIMEOUT_SECONDS", 10.0)
     run = embedder._embed_questions(["Where does my sister live?"])
     # This task has held the GIL since: without the handover, the question's thread could not
     # have started the model yet.
