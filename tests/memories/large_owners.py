@@ -96,7 +96,6 @@ async def explained_as_served(
     params: SearchParams,
     written: frozenset[str] | None,
     *settings: str,
-    exact_vectors: bool = False,
 ) -> Any:
     """EXPLAIN (ANALYZE, FORMAT JSON) of the search statement with the owners written in and
     `written` as their indexes of their own (None: no owner written in, the statement of any
@@ -108,7 +107,6 @@ async def explained_as_served(
             tenant,
             [params],
             (await session.connection()).dialect,
-            exact_vectors=exact_vectors,
             written_owners={} if written is None else {0: written},
         )
         await driver.execute(GENERIC_SEARCH_PLAN_SQL)

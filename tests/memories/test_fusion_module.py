@@ -118,13 +118,9 @@ def test_a_section_with_its_owners_written_in_binds_neither_them_nor_its_sizes()
     facts = search_params(MemoryFilter.build([Owner.user(user)], kinds=["semantic"]), "tea")
     dialect = asyncpg.dialect()
     own_index = frozenset({f"{ALL_KINDS}:{Owner.user(user).key}"})
-    written, _ = compiled_search(
-        "t-1", [facts], dialect, exact_vectors=True, written_owners={0: own_index}
-    )
-    without_index, _ = compiled_search(
-        "t-1", [facts], dialect, exact_vectors=True, written_owners={0: frozenset()}
-    )
-    plain, _ = compiled_search("t-1", [facts], dialect, exact_vectors=True)
+    written, _ = compiled_search("t-1", [facts], dialect, written_owners={0: own_index})
+    without_index, _ = compiled_search("t-1", [facts], dialect, written_owners={0: frozenset()})
+    plain, _ = compiled_search("t-1", [facts], dialect)
     names = {name for name, _ in written.parameters}
     assert f"m.user_id IN ({owner_literal(user)})" in written.sql
     assert f"m.tenant_id = {owner_literal('t-1')}" in written.sql
@@ -159,7 +155,6 @@ def test_only_the_sections_known_to_have_an_index_read_their_nearest_from_one() 
             "t-1",
             [facts, episodes],
             dialect,
-            exact_vectors=True,
             vector_index_sections=vector_index_sections,
         )
         return nearest_orders(statement.sql)
@@ -192,17 +187,13 @@ def test_an_owner_with_indexes_per_kind_is_scanned_per_kind_and_the_rest_exactly
     index_order = r"ORDER BY m\.embedding <=> \(SELECT [^\n]*\)\n LIMIT"
     exact_order = r"ORDER BY \(m\.embedding <=> \(SELECT [^\n]*\)\) \+ 0\n LIMIT"
 
-    written, _ = compiled_search(
-        "t-1", [every_kind], dialect, exact_vectors=True, written_owners={0: both}
-    )
+    written, _ = compiled_search("t-1", [every_kind], dialect, written_owners={0: both})
     scans = re.findall(r"AND m\.kind (= E'\w+'|IN \([^)]*\))\n ORDER BY (\(?)", written.sql)
     assert scans == [("= E'semantic'", ""), ("= E'episodic'", ""), ("IN (E'procedural')", "(")]
     assert len(re.findall(index_order, written.sql)) == 2
     assert len(re.findall(exact_order, written.sql)) == 1
 
-    written, _ = compiled_search(
-        "t-1", [episodes], dialect, exact_vectors=True, written_owners={0: both}
-    )
+    written, _ = compiled_search("t-1", [episodes], dialect, written_owners={0: both})
     assert re.findall(r"AND m\.kind (= E'\w+'|IN \([^)]*\))\n ORDER BY", written.sql) == [
         "= E'episodic'"
     ]
@@ -216,7 +207,6 @@ def test_an_owner_with_indexes_per_kind_is_scanned_per_kind_and_the_rest_exactly
         "t-1",
         [organization],
         dialect,
-        exact_vectors=True,
         written_owners={0: frozenset({f"semantic:{org.key}"})},
     )
     assert re.search(r"\(m\.scope = 'org'\)\n[^\n]*\n    AND m\.kind = E'semantic'", written.sql)
@@ -230,7 +220,6 @@ def test_an_owner_with_indexes_per_kind_is_scanned_per_kind_and_the_rest_exactly
         "t-1",
         [every_kind],
         dialect,
-        exact_vectors=True,
         written_owners={0: both | {f":{user.key}"}},
     )
     assert "AND m.kind = E'" not in whole.sql and len(re.findall(index_order, whole.sql)) == 1

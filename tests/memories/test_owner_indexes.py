@@ -64,7 +64,7 @@ async def planned_json(
     table's statistics know about (whether they do depends on the tests that ran before),
     sorting their vectors is rightly the cheaper plan."""
     document = await explained_as_served(
-        app, tenant, params, written, "SET LOCAL enable_sort = off", exact_vectors=True
+        app, tenant, params, written, "SET LOCAL enable_sort = off"
     )
     return json.dumps(document)
 

@@ -189,16 +189,13 @@ class PlannedSearch:
         indexes = [indexed_owners.index_of(keys) for keys in owners]
         plan = _plan_of(sections[0], indexes) if self._generic_plan else GENERIC_PLAN
         await self._plan_for(plan)
-        # The statement sorts the nearest vectors exactly (see `EXACT_ORDER_SQL`), but for the
+        # The statement sorts the nearest vectors exactly (see `_search_template`), but for the
         # owners written into its text, whose own indexes it reads, and the sections of owners
         # known to have an index to read that are not written in: a large enough share of the
         # table to read its index, or, on a plan made for the search, owners with indexes of
-        # their own. Whether any other owner's scan walks the table's index is never the
-        # planner's choice: pgvector's cost of a walk does not see that a filter to a small
-        # owner makes it visit other tenants' vectors, up to `hnsw.max_scan_tuples`, and find
-        # few or none of the owner's. A server that makes no generic plans (Citus) gets the
-        # owners with indexes of their own written in too: their indexes are per kind, and a
-        # scan over every kind can read them only split by kind, as the written text is.
+        # their own. A server that makes no generic plans (Citus) gets the owners with indexes
+        # of their own written in too: their indexes are per kind, and a scan over every kind
+        # can read them only split by kind, as the written text is.
         written = {
             index: indexed_owners.own_indexes(owners[index])
             for index, found in enumerate(indexes)
@@ -208,7 +205,6 @@ class PlannedSearch:
             self._tenant_id,
             sections,
             self._dialect,
-            exact_vectors=True,
             written_owners=written,
             vector_index_sections={
                 index

@@ -172,7 +172,10 @@ def _search_template(
     as `:pool_i` and `:limit_i`, its vectors read from `column`; with `exact_vectors`, the
     nearest vectors are sorted by their exact distance, never read from an HNSW index, but for
     the sections that read one (`SectionShape.reads_vector_index`) and the owners written in
-    with indexes of their own (which read those)."""
+    with indexes of their own (which read those). Whether any other owner's scan walks the
+    table's index is then never the planner's choice: pgvector's cost of a walk does not see
+    that a filter to a small owner makes it visit other tenants' vectors, up to
+    `hnsw.max_scan_tuples`, and find few or none of the owner's."""
     # Cached per filter shape: the same text (and so asyncpg's prepared statement) is reused.
 
     vectors = vector_fragments(column)
@@ -712,7 +715,7 @@ def _sectioned_statement(
             _search_template(
                 _shapes(sections, predicates, vector_index_sections),
                 sections[0].vector_column,
-                exact_vectors,
+                exact_vectors=exact_vectors,
             )
         )
         .bindparams(*_binds(predicates), *binds)
@@ -725,7 +728,6 @@ def compiled_search(
     sections: Sequence[SearchParams],
     dialect: Dialect,
     *,
-    exact_vectors: bool = False,
     written_owners: Mapping[int, Collection[str]] | None = None,
     vector_index_sections: Collection[int] = (),
 ) -> tuple[DriverStatement, tuple[Any, ...]]:
@@ -733,9 +735,9 @@ def compiled_search(
     filter shape, and its positional arguments; the owners of the sections keyed in
     `written_owners` are written into the text (see `SectionShape.owners_written`) with the
     indexes of their own it names (`kind:owner key`), so it is compiled once per filter shape,
-    owner and set of indexes for those. With `exact_vectors`, the sections in
-    `vector_index_sections` read their nearest vectors from an index, and the others not
-    written in sort them exactly (see `_search_template`).
+    owner and set of indexes for those. The sections in `vector_index_sections` read their
+    nearest vectors from an index, and the others not written in sort them exactly (see
+    `_search_template`).
 
     A search is the service's hottest statement; building and compiling a `TextualSelect` per
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
@@ -744,13 +746,17 @@ def compiled_search(
     template = _search_template(
         _shapes(sections, predicates, vector_index_sections),
         sections[0].vector_column,
-        exact_vectors,
+        exact_vectors=True,
     )
     compiled = compiled_once(
         template,
         dialect,
         lambda: _sectioned_statement(
-            tenant_id, sections, predicates, exact_vectors, vector_index_sections
+            tenant_id,
+            sections,
+            predicates,
+            exact_vectors=True,
+            vector_index_sections=vector_index_sections,
         ),
     )
     values = {bind.key: bind.value for bind in _binds(predicates)}
