@@ -564,6 +564,42 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
     return "\n".join(lines) + "\n"
 
 
+def per_question_report(versions: Sequence[Version], figures: dict[str, Figures]) -> str:
+    """Each question's median time per version (its passes), and its ratio to the first's:
+    which questions a change speeds up or slows down."""
+    names = [version.name for version in versions]
+    lines = [
+        "",
+        "## Each question, median of its passes (ms)",
+        "",
+        "| size | question | "
+        + " | ".join(names)
+        + " | "
+        + " | ".join(f"{name} / {names[0]}" for name in names[1:])
+        + " |",
+        "| --- | --- |" + " --- |" * (2 * len(names) - 1),
+    ]
+    for size, each in figures.items():
+        medians = {
+            name: [
+                statistics.median(each.seconds[name][question :: each.questions]) * 1000
+                for question in range(each.questions)
+            ]
+            for name in names
+        }
+        for question in range(each.questions):
+            times = [medians[name][question] for name in names]
+            ratios = [f"{time / times[0]:.2f}" for time in times[1:]]
+            lines.append(
+                f"| {size} | {question} | "
+                + " | ".join(f"{time:.1f}" for time in times)
+                + " | "
+                + " | ".join(ratios)
+                + " |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def _say(message: str) -> None:
     sys.stderr.write(message + "\n")
 
@@ -619,6 +655,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--small-tenants", type=int, default=0)
     parser.add_argument("--vector-noise", type=float, default=0.15)
     parser.add_argument("--maintenance-work-mem", default="4GB")
+    parser.add_argument(
+        "--per-question", action="store_true", help="also each question's time per version"
+    )
     # The child's side: compile this version's statements into a file.
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--runtime-url", help=argparse.SUPPRESS)
@@ -688,6 +727,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         cluster.stop()
     sys.stdout.write(report(versions, figures, arguments.what))
+    if arguments.per_question:
+        sys.stdout.write(per_question_report(versions, figures))
     return 0
 
 
