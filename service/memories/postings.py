@@ -43,14 +43,17 @@ COMMON_LEXEME_DOCUMENTS = 200
 `fusion.LIVE_COUNT_CAP` index entries)."""
 
 INSERT_POSTINGS_SQL = f"""
-INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, impact)
-SELECT m.tenant_id, m.id, coalesce('user:' || m.user_id, 'org:'), term.lexeme,
+INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, kind, frequency, length,
+                            impact)
+SELECT m.tenant_id, m.id, coalesce('user:' || m.user_id, 'org:'), term.lexeme, m.kind,
+       cardinality(term.positions), m.tsv_length,
        {term_weight("cardinality(term.positions)", "m.tsv_length", number(IMPACT_MEAN_LENGTH))}
   FROM memory m CROSS JOIN LATERAL unnest(m.tsv) AS term
 """  # noqa: S608 - module constants
 """The postings of the memories `m` the caller's WHERE selects, from their stored tsvector (the
-BM25 term weight of `service.memories.bm25` at `IMPACT_MEAN_LENGTH`); the owner key is
-`Owner.key` of the memory's owner."""
+BM25 term weight of `service.memories.bm25` at `IMPACT_MEAN_LENGTH`), with what scores it at
+any mean length (the lexeme's frequency in the memory, the memory's length); the owner key is
+`Owner.key` of the memory's owner, the kind the memory's (which never changes)."""
 
 WRITE_POSTINGS_SQL = text(
     INSERT_POSTINGS_SQL + " WHERE m.tenant_id = :tenant_id AND m.id = ANY(:memory_ids)"

@@ -64,8 +64,8 @@ async def seed_every_table(engine: AsyncEngine, tenant_id: str) -> None:
         "VALUES (:t, :thread, 0, 0, 1)",
         "INSERT INTO memory (tenant_id, id, scope, user_id, kind, text) "
         "VALUES (:t, :memory, 'user', 'u1', 'semantic', 'likes tea')",
-        "INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, impact) "
-        "VALUES (:t, :memory, 'user:u1', 'tea', 1.0)",
+        "INSERT INTO memory_posting (tenant_id, memory_id, owner_key, lexeme, kind, frequency, "
+        "length, impact) VALUES (:t, :memory, 'user:u1', 'tea', 'semantic', 1, 2, 1.0)",
         "INSERT INTO memory_owner_stats (tenant_id, user_id, documents, total_length, "
         "refreshed_at) VALUES (:t, 'u1', 1, 2, now())",
         "INSERT INTO memory_lexeme_stats (tenant_id, user_id, lexeme, documents) "

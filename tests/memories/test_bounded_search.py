@@ -666,10 +666,19 @@ async def search_with_plan(
 ) -> tuple[list[SearchRow], dict[str, Any]]:
     """The repository's hits for `params`, and the plan (EXPLAIN ANALYZE) of the statement it
     runs for them."""
+    [hits], plan = await sections_with_plan(app, tenant, [params])
+    return hits, plan
+
+
+async def sections_with_plan(
+    app: FastAPI, tenant: str, sections: list[SearchParams]
+) -> tuple[list[list[SearchRow]], dict[str, Any]]:
+    """The repository's hits for each of `sections` searched as one statement, and the plan
+    (EXPLAIN ANALYZE) of that statement."""
     async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
-        hits = await FusionRepository(session, tenant).search(params)
+        hits = await FusionRepository(session, tenant).search_sections(sections)
         connection = await session.connection()
-        compiled, arguments = compiled_search(tenant, [params], connection.dialect)
+        compiled, arguments = compiled_search(tenant, sections, connection.dialect)
         driver = await transaction_driver(connection)
         plan = (await explain_prepared(driver, compiled.sql, arguments))[0]["Plan"]
     return hits, plan
@@ -856,6 +865,71 @@ async def test_the_score_a_sections_pool_reaches_is_taken_from_its_own_memories(
         (row.memory.id, row.scores.lexical_score) for row in unpruned
     ]
     assert candidates_pruned(plan)[1] >= 10
+
+
+async def test_sections_sharing_a_read_each_prune_by_their_own_pool(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """A context's facts and episodes read one user's postings once; a posting carries its
+    memory's kind, so each section reads the top of its own kind's lists, takes the score its
+    pool reaches among its own kind's candidates and leaves unread those that cannot reach it.
+    Here every episode outscores every fact: the top of the word's list over both kinds holds
+    no fact at all. The hits are each section's own, and a search of facts alone finds the
+    exact search's."""
+    ada = bearer(settings, tenant, "ada")
+    await remember_texts(client, ada, corpus(23, 2 * BOUNDED_FROM))
+    # Short episodes weigh more than any of the longer facts; "marimba" is in 80 memories, its
+    # lists cut at the top 40.
+    episodes = [f"Marimba tune {' '.join(FILLER[: n % 6])} {n}" for n in range(40)]
+    await remember_texts(client, ada, episodes, kind="episodic")
+    facts = [f"Marimba {' '.join(FILLER[: 7 + n % 12])} {n}" for n in range(40)]
+    await remember_texts(client, ada, facts)
+    await search_ids(bounded_client, ada, "marimba")
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+
+    sections = [
+        bounded_params(
+            MemoryFilter.build([Owner.user("ada")], kinds=[kind]).live_unless_asked(),
+            "marimba",
+            pool=10,
+        )
+        for kind in ("semantic", "episodic")
+    ]
+    together, plan = await sections_with_plan(bounded_app, tenant, sections)
+    # With pools of 100, the 80 candidates are too few to prune.
+    whole = [replace(section, pool=100) for section in sections]
+    unpruned, whole_plan = await sections_with_plan(bounded_app, tenant, whole)
+    assert candidates_pruned(whole_plan)[1] == 0
+    kept, pruned = candidates_pruned(plan)
+    # Each section keeps at least its pool of its own kind and prunes the rest it can.
+    assert kept >= 20 and pruned >= 40, (kept, pruned)
+    assert [[row.memory.kind for row in hits] for hits in together] == [
+        ["semantic"] * 10,
+        ["episodic"] * 10,
+    ]
+    assert [[(row.memory.id, row.scores.lexical_score) for row in hits] for hits in together] == [
+        [(row.memory.id, row.scores.lexical_score) for row in hits] for hits in unpruned
+    ]
+    # One word: the order is by length alone, the same with the facts' own statistics.
+    exact, _ = await search_with_plan(bounded_app, tenant, replace(sections[0], bounded_from=10**9))
+    alone, _ = await search_with_plan(bounded_app, tenant, sections[0])
+    assert [row.memory.id for row in alone] == [row.memory.id for row in exact]
+    assert [row.memory.id for row in together[0]] == [row.memory.id for row in exact]
+    # As a client asks for them.
+    response = await bounded_client.post(
+        "/v1/users/me/memories/search",
+        headers=ada,
+        json={"query": "marimba", "limit": 10, "mode": "lexical", "kinds": ["semantic"]},
+    )
+    assert response.status_code == 200, response.text
+    assert [hit["memory"]["id"] for hit in response.json()["hits"]] == [
+        str(row.memory.id) for row in exact
+    ]
 
 
 @pytest.mark.parametrize("mean_length", [1.5, 3.0, 7.5, 10.0, 14.0, 40.0])

@@ -64,6 +64,31 @@ async def _migrate(settings: Settings, revision: str = "head") -> None:
         await engine.dispose()
 
 
+async def _written_before_recording(settings: Settings, *texts: str) -> str:
+    """`texts` written by the user "lena" of a new tenant (returned) with the settings' model,
+    into a database then left as the first releases left it: migrated up to the revision before
+    the recording, the live column's model unrecorded. The memories are written by this
+    release's service (on the schema it needs), and the schema taken back after."""
+    await _migrate(settings)
+    tenant = new_tenant()
+    async with running_app(settings) as (_, client):
+        headers = bearer(settings, tenant, "lena")
+        written = await remember_all(client, headers, *({"text": t} for t in texts))
+    assert {memory["embedding_model"] for memory in written} == {settings.embedding_profile}
+    assert settings.migration_database_url is not None
+    owner_url = settings.migration_database_url.get_secret_value()
+    engine = create_engine(owner_url, settings, pool_size=1, max_overflow=0)
+    try:
+        await db_migrations.downgrade(engine, settings, BEFORE_RECORDING)
+        async with engine.begin() as connection:
+            await connection.execute(
+                text("UPDATE embedding_column SET model = NULL WHERE status = 'live'")
+            )
+    finally:
+        await engine.dispose()
+    return tenant
+
+
 async def _live_column(owner: AsyncEngine) -> tuple[str, str | None]:
     async with owner.connect() as connection:
         row = (
@@ -79,12 +104,7 @@ async def _first_releases_database(cluster: EmbeddedCluster) -> tuple[Settings, 
     recording, `TEXTS` written by the user "lena" of a new tenant (returned) with their default
     model; the settings returned are the new release's defaults (which migrate at start)."""
     first_releases = await _database(cluster, migrate_on_start=False, embedding_profile=MINILM.name)
-    await _migrate(first_releases, BEFORE_RECORDING)
-    tenant = new_tenant()
-    async with running_app(first_releases) as (_, client):
-        headers = bearer(first_releases, tenant, "lena")
-        written = await remember_all(client, headers, *({"text": t} for t in TEXTS))
-    assert {memory["embedding_model"] for memory in written} == {MINILM.name}
+    tenant = await _written_before_recording(first_releases, *TEXTS)
     defaults = {"migrate_on_start": True, "embedding_profile": None}
     return first_releases.model_copy(update=defaults), tenant
 
@@ -133,10 +153,7 @@ async def test_the_upgrade_records_the_model_even_for_an_owner_held_to_row_level
     cluster: EmbeddedCluster,
 ) -> None:
     settings = await _database(cluster, migrate_on_start=False, embedding_profile=MINILM.name)
-    await _migrate(settings, BEFORE_RECORDING)
-    headers = bearer(settings, new_tenant(), "lena")
-    async with running_app(settings) as (_, client):
-        await remember_all(client, headers, {"text": TEXTS[0]})
+    await _written_before_recording(settings, TEXTS[0])
     superuser = create_engine(cluster.url(SUPERUSER, "postgres"), settings, pool_size=1)
     try:
         # A table owner without BYPASSRLS sees no tenant's rows (FORCE ROW LEVEL SECURITY).

@@ -449,6 +449,9 @@ BOUNDED_MATCHES_SQL = """
 -- past that since the owners' statistics were counted may be taken as whole (the drift the
 -- statistics allow their weights too). A question made only of common lexemes (below) reads
 -- each of their ranges on.
+-- A range holds the memories of the kinds its sections search (`${posting_kinds}`, a
+-- condition on the posting's kind, which the index includes): the top of a lexeme's list for
+-- a search of facts is its first facts, however many episodes weigh more.
 -- Those of these candidates whose score can reach a section's pool (the bound below) are
 -- scored, exactly, from their tsvectors (one row per question lexeme a candidate holds, as
 -- `LEXICAL_MATCHES_SQL` gives them); the rest are never read.
@@ -459,28 +462,32 @@ BOUNDED_MATCHES_SQL = """
 -- it. A question made only of such lexemes reads them all.
 -- Sections of the same owners (a context's facts and episodes) read the postings once, with
 -- the first one's statistics (the owners', the same for each), and each candidate goes to
--- the section whose filter it passes.
+-- the section whose filter it passes. Sections that search kinds of their own each read
+-- ranges of their kinds (`part`: the section's place among them), and each prunes by its own
+-- pool among its kinds' candidates; otherwise they read one range per lexeme and owner.
 SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS tf,
        m.tsv_length AS length
   FROM (WITH scale AS (
         -- A memory's BM25 weight for a lexeme is its impact's formula at the owners' mean
-        -- length instead of the impact's fixed one (`k` is their ratio, fixed / mean): given
-        -- the impact, the weight lies between its values at the least term frequency the
-        -- impact allows and at an unbounded one, whatever the memory's length
-        -- (`WEIGHT_BOUND_SQL`).
-        SELECT ${impact_mean_length} / nullif(o.mean_length, 0) AS k
+        -- length instead of the impact's fixed one (`k` is their ratio, fixed / mean). A
+        -- posting read holds the lexeme's frequency in its memory and the memory's length, so
+        -- the weight is known exactly; for a memory below a range, only its impact's bound is:
+        -- the weight lies between its values at the least term frequency the impact allows
+        -- and at an unbounded one, whatever the memory's length (`WEIGHT_BOUND_SQL`).
+        SELECT ${impact_mean_length} / nullif(o.mean_length, 0) AS k, o.mean_length
           FROM owner_stats o
          WHERE o.section = ${reading_section}
        ),
        reading AS (
-        -- Each question lexeme's range for each owner: its weight (as `term_weights` gives
-        -- it), how far it is read (`depth`: to the top, or on past it only when two or more
-        -- of the lists read are cut there, see above; not at all for a lexeme that brings no
-        -- candidates), and the most it can weigh in a memory the range leaves out (`beyond`:
-        -- the impact right after the range, at the lexeme's weight).
-        SELECT r.key, r.lexeme, r.depth, r.idf, ${beyond} AS beyond
+        -- Each question lexeme's range for each owner and part: its weight (as `term_weights`
+        -- gives it), how far it is read (`depth`: to the top, or on past it only when two or
+        -- more of the lists read are cut there, see above; not at all for a lexeme that
+        -- brings no candidates), and the most it can weigh in a memory of the part's kinds
+        -- the range leaves out (`beyond`: the impact right after the range, at the lexeme's
+        -- weight).
+        SELECT r.key, r.part, r.lexeme, r.depth, r.idf, ${beyond} AS beyond
           FROM scale s
-         CROSS JOIN (SELECT owner.key, d.lexeme,
+         CROSS JOIN (SELECT owner.key, part.n AS part, d.lexeme,
                        CASE WHEN d.lexeme = ANY(seeding.lexemes) THEN seeding.depth ELSE 0
                        END AS depth,
                        ${bounded_idf} AS idf
@@ -504,21 +511,26 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                  ) AS seeding
                   JOIN lexeme_documents d ON d.section = o.section
                  CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
+                 CROSS JOIN ${parts} AS part(n)
                  WHERE :use_lexical AND o.section = ${reading_section}) AS r
           ${past_range}
        ),
        found AS (
-        SELECT top.memory_id, r.key, min(top.place) AS best_place, count(*) AS lexemes,
-               sum(top.impact) AS impact, sum(r.idf * ${weight_at_least}) AS at_least,
+        -- A memory's kind is the same in each of its postings, and puts it in one part. It is
+        -- read (`${posting_kind}`) for a read that several sections share, which measure each
+        -- candidate by the sections its kind may be in; a read of one section needs none.
+        SELECT top.memory_id, r.key, any_value(r.part) AS part, any_value(top.kind) AS kind,
+               min(top.place) AS best_place, count(*) AS lexemes, sum(top.impact) AS impact,
+               sum(r.idf * ${weight_at_least}) AS at_least,
                sum(r.idf * ${weight_at_most}) AS at_most, sum(r.beyond) AS beyond_found
           FROM scale s
          CROSS JOIN reading r
          CROSS JOIN LATERAL (
-               SELECT p.memory_id, p.impact,
+               SELECT p.memory_id, ${posting_kind} AS kind, p.impact, p.frequency, p.length,
                       row_number() OVER (ORDER BY p.impact DESC) AS place
                  FROM memory_posting p
                 WHERE p.tenant_id = :tenant_id AND p.owner_key = r.key
-                  AND p.lexeme = r.lexeme
+                  AND p.lexeme = r.lexeme AND ${posting_kinds}
                 ORDER BY p.impact DESC
                 LIMIT r.depth
          ) AS top
@@ -527,30 +539,36 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
        ),
        candidate AS (
         -- Each candidate's lexical score lies between `at_least` (the lexemes it was found
-        -- under) and `at_most` (those, and the most each other question lexeme can add:
-        -- `beyond`, for a lexeme not read its first posting's).
-        SELECT c.memory_id, coalesce(c.at_least, 0) AS at_least,
+        -- under, exactly) and `at_most` (those, and the most each other question lexeme can
+        -- add: `beyond`, for a lexeme not read its first posting's).
+        SELECT c.memory_id, c.kind, coalesce(c.at_least, 0) AS at_least,
                coalesce(c.at_most + u.beyond - c.beyond_found, 'Infinity') AS at_most
-          FROM (SELECT memory_id, key, at_least, at_most, beyond_found FROM found
+          FROM (SELECT memory_id, key, part, kind, at_least, at_most, beyond_found FROM found
                  WHERE best_place <= :postings_per_lexeme
                 UNION ALL
                 -- The memories found in two or more ranges, by their summed impact: at most
-                -- twice the sections' pool of them are read, however often the question's
-                -- words go together (a top-N of those alone, not a sort of every memory
-                -- found), but for those at the top of a range, taken above already.
-                SELECT shared.memory_id, shared.key, shared.at_least, shared.at_most,
-                       shared.beyond_found
-                  FROM (SELECT memory_id, key, best_place, at_least, at_most, beyond_found
-                          FROM found
-                         WHERE lexemes >= 2
-                         ORDER BY impact DESC, memory_id
-                         LIMIT ${shared_candidates}) AS shared
+                -- twice the sections' pool of them are read in each part, however often the
+                -- question's words go together (a top-N of those alone, not a sort of every
+                -- memory found), but for those at the top of a range, taken above already.
+                SELECT shared.memory_id, shared.key, shared.part, shared.kind, shared.at_least,
+                       shared.at_most, shared.beyond_found
+                  FROM ${parts} AS part(n)
+                 CROSS JOIN LATERAL (
+                       SELECT memory_id, key, part, kind, best_place, at_least, at_most,
+                              beyond_found
+                         FROM found
+                        WHERE part = part.n AND lexemes >= 2
+                        ORDER BY impact DESC, memory_id
+                        LIMIT ${shared_candidates}) AS shared
                  WHERE shared.best_place > :postings_per_lexeme) AS c
-          JOIN (SELECT key, sum(beyond) AS beyond FROM reading GROUP BY key) AS u USING (key)
+          JOIN (SELECT key, part, sum(beyond) AS beyond FROM reading GROUP BY key, part) AS u
+         USING (key, part)
        )
         -- A candidate whose score cannot reach the pool's lowest is not read: the pool-th
         -- best `at_least` of the candidates that pass a section's filter (read in that order,
-        -- only until the pool is full) is a score the section's pool reaches.
+        -- only until the pool is full) is a score the section's pool reaches. A candidate is
+        -- measured against the sections its kind may belong to (the posting's kind, known
+        -- without its row): each section's score is found among its own kinds' candidates.
         SELECT memory_id FROM candidate WHERE at_most >= ${pool_reached}) AS candidate
  -- Each candidate's row by its key (`MEMORY_BY_KEY_SQL`), its filter tested after.
  CROSS JOIN LATERAL ${candidate_row}
@@ -559,20 +577,21 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
  WHERE ${candidate_filter}
 """
 """The lexical candidates of the bounded sections of one set of owners (`bounded_matches` of
-`HYBRID_SEARCH_SQL`): the top postings of the question's lexemes, and the memories found
-under two or more of them further down, that pass a section's filter and can reach its pool
-(`${pool_reached}`: `POOL_REACHED_SQL` for a read of one section, 0 for one of several)."""
+`HYBRID_SEARCH_SQL`): the top postings of the question's lexemes (of the kinds the sections
+search), and the memories found under two or more of them further down, that pass a section's
+filter and can reach its pool (`${pool_reached}`: for each candidate, the least
+`POOL_REACHED_SQL` of the sections its kind may be in)."""
 
 PAST_RANGE_SQL = """
 LEFT JOIN LATERAL (SELECT p.impact FROM memory_posting p
                     WHERE p.tenant_id = :tenant_id AND p.owner_key = r.key
-                      AND p.lexeme = r.lexeme
+                      AND p.lexeme = r.lexeme AND ${posting_kinds}
                     ORDER BY p.impact DESC
                    OFFSET r.depth LIMIT 1) AS past ON true
 """
 """The posting right after the range of `reading`'s row `r` (`past`): the highest impact of
-the lexeme in the owner's memories that the range leaves out (`BOUNDED_MATCHES_SQL`'s
-`${past_range}` when it prunes)."""
+the lexeme in the owner's memories of the range's kinds that the range leaves out
+(`BOUNDED_MATCHES_SQL`'s `${past_range}`)."""
 
 WEIGHT_BOUND_SQL = """
 ${saturation} / ${pick}(1 + s.k * (${saturation} / ${impact} - 1),
@@ -604,9 +623,10 @@ planned as is, one look-up of the table's key per row:
   first), which it could skip through to the key reading every entry of a large organization."""
 
 POOL_REACHED_SQL = """
-CASE WHEN (SELECT count(*) FROM candidate) > ${pruned_from} THEN
+CASE WHEN (SELECT count(*) FROM candidate WHERE ${of_kinds}) > ${pruned_from} THEN
 coalesce((SELECT c.at_least
             FROM (SELECT memory_id, at_least FROM candidate
+                   WHERE ${of_kinds}
                    ORDER BY at_least DESC, memory_id
                    LIMIT ${most_read}) AS c
            -- The row by its key (`MEMORY_BY_KEY_SQL`), then the filter.
@@ -615,9 +635,10 @@ coalesce((SELECT c.at_least
           OFFSET ${pool} - 1 LIMIT 1), 0)
 ELSE 0 END
 """
-"""A lexical score a section's pool reaches among a bounded read's candidates: the pool-th best
-`at_least` of those that pass its filter, among the `${most_read}` best (0 when fewer pass, or
-when the candidates are no more than `${pruned_from}`)."""
+"""A lexical score a section's pool reaches among a bounded read's candidates of its kinds
+(`${of_kinds}`, a condition on a candidate's `kind`): the pool-th best `at_least` of those that
+pass its filter, among the `${most_read}` best (0 when fewer pass, or when those candidates are
+no more than `${pruned_from}`)."""
 
 NEAREST_SQL = """
 SELECT m.id, ${section} AS section, ${vector} <=> ${question_vector} AS distance

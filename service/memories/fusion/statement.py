@@ -145,6 +145,14 @@ class SectionShape:
     index: the whole table's, for owners a large enough share of it, or on a plan made for the
     search their own. With `exact_vectors`, every other section's owners are sorted
     exactly."""
+    kinds_bind: str | None = None
+    """The bind of the kinds its filter names (`MemoryFilter.where`'s), None when it names
+    none: a bounded read tests a posting's kind against it without reading the memory."""
+    postings_part: int = 0
+    """Its ranges' part of the read of its owners' postings (`BOUNDED_MATCHES_SQL`): its place
+    among the sections of that read when each of them names kinds no other does (a context's
+    facts and episodes), so each reads the top of its own kinds' lists; else 0, one range per
+    lexeme and owner for all of them."""
 
     def pool(self, index: int) -> str:
         return str(self.written_sizes[0]) if self.written_sizes else f":pool_{index}"
@@ -296,11 +304,7 @@ def _search_template(
             else:
                 section, candidate_filter = _sections_of(filters)
             pools = ", ".join(shapes[index].pool(index) for index in filters)
-            pruning = (
-                _pruning(shapes[reader].pool(reader), candidate_filter)
-                if len(filters) == 1
-                else NO_PRUNING
-            )
+            pruning = _pruning({index: shapes[index] for index in filters})
             fragment = render(
                 BOUNDED_MATCHES_SQL,
                 section=section,
@@ -449,36 +453,65 @@ def weight_bound(impact: str, *, most: bool) -> str:
     return f"(1 + 1e-6) * {bound}" if most else f"(1 - 1e-6) * {bound}"
 
 
-def _pruning(pool: str, candidate_filter: str) -> dict[str, str]:
-    """`BOUNDED_MATCHES_SQL`'s fragments for a read of one section (its `pool` and filter):
-    the candidates whose score cannot reach the pool are left unread."""
-    return {
-        "pool_reached": render(
+def _of_kinds(column: str, shape: SectionShape) -> str:
+    """Whether `column` holds one of the kinds the section's filter names, as SQL."""
+    return "true" if shape.kinds_bind is None else f"{column} = ANY(:{shape.kinds_bind})"
+
+
+def _pruning(sections: Mapping[int, SectionShape]) -> dict[str, str]:
+    """`BOUNDED_MATCHES_SQL`'s fragments for a read of the postings that `sections` (by
+    index) share: the ranges of their kinds, in one part or one per section
+    (`SectionShape.postings_part`), and a candidate left unread when its score cannot reach the
+    pool of any section its kind may be in."""
+    shapes = list(sections.values())
+    parts = 1 + max(shape.postings_part for shape in shapes)
+    if parts > 1:
+        cases = " ".join(
+            f"WHEN {shape.postings_part} THEN {_of_kinds('p.kind', shape)}" for shape in shapes
+        )
+        posting_kinds = f"CASE r.part {cases} END"
+    elif all(shape.kinds_bind for shape in shapes):
+        posting_kinds = "(" + " OR ".join(_of_kinds("p.kind", shape) for shape in shapes) + ")"
+    else:
+        posting_kinds = "true"
+    # A read of one section holds its kinds alone (its ranges do): its candidates' kinds are
+    # not read, nor tested.
+    shared = len(sections) > 1
+    reached = []
+    for index, shape in sections.items():
+        pool = shape.pool(index)
+        of_kinds = _of_kinds("kind", shape) if shared else "true"
+        section_reached = render(
             POOL_REACHED_SQL.strip(),
             candidate_row=render(MEMORY_BY_KEY_SQL, key="c.memory_id", row="m"),
-            candidate_filter=candidate_filter,
+            candidate_filter=shape.candidate_filter,
+            of_kinds=of_kinds,
             pool=pool,
             most_read=f"{POOL_REACHED_READS} * {pool}",
             pruned_from=f"{PRUNED_FROM} * {pool}",
-        ),
-        "past_range": PAST_RANGE_SQL.strip(),
+        )
+        reached.append(
+            section_reached
+            if of_kinds == "true"
+            else f"CASE WHEN {of_kinds} THEN {section_reached} ELSE 'Infinity' END"
+        )
+    return {
+        "pool_reached": reached[0] if len(reached) == 1 else f"least({', '.join(reached)})",
+        "parts": "(VALUES " + ", ".join(f"({part})" for part in range(parts)) + ")",
+        # Carried only where a section's bound reads it: ~4 % of a large owner's search.
+        "posting_kind": "p.kind" if shared else "NULL::text",
+        "posting_kinds": posting_kinds,
+        "past_range": render(PAST_RANGE_SQL.strip(), posting_kinds=posting_kinds),
         "beyond": f"r.idf * coalesce({weight_bound('past.impact', most=True)}, 0)",
-        "weight_at_least": weight_bound("top.impact", most=False),
-        "weight_at_most": weight_bound("top.impact", most=True),
+        "weight_at_least": f"(1 - 1e-6) * {FOUND_WEIGHT}",
+        "weight_at_most": f"(1 + 1e-6) * {FOUND_WEIGHT}",
     }
 
 
-NO_PRUNING = {
-    "pool_reached": "0",
-    "past_range": "",
-    "beyond": "0::float8",
-    "weight_at_least": "0::float8",
-    "weight_at_most": "0::float8",
-}
-"""`BOUNDED_MATCHES_SQL`'s fragments for a read that several sections share (a context's facts
-and episodes): each would need its own pool's score and a candidate the least of them, and
-with each section holding part of the candidates, that pruned too few to pay for the rows the
-scores took (docs/benchmarks.md)."""
+FOUND_WEIGHT = term_weight("top.frequency", "top.length", "nullif(s.mean_length, 0)")
+"""The BM25 weight of a posting `top` read by a bounded read, at the owners' mean length (`s`,
+its `scale`): exactly as its memory's row scores it (`lexical_hits`), but for the float
+arithmetic's last bits, which the bounds widen by a millionth."""
 
 
 def _sections_of(filters: Mapping[int, str]) -> tuple[str, str]:
@@ -622,6 +655,7 @@ def _shapes(
     vector_index_sections: Collection[int] = (),
 ) -> tuple[SectionShape, ...]:
     owner_sets = [params.filter.owners for params in sections]
+    postings_parts = _postings_parts(sections)
     return tuple(
         SectionShape(
             section.candidate.sql,
@@ -642,9 +676,28 @@ def _shapes(
             None if section.left_out is None else section.left_out.sql,
             tuple(graph.sql for graph in section.graphs),
             index in vector_index_sections,
+            # The filter's own bind of its kinds (`MemoryFilter.where`, prefixed by section).
+            None if params.filter.kinds is None else f"f{index}_kind",
+            postings_parts[index],
         )
         for index, (params, section) in enumerate(zip(sections, predicates, strict=True))
     )
+
+
+def _postings_parts(sections: Sequence[SearchParams]) -> list[int]:
+    """Each section's `SectionShape.postings_part`: among the sections of the same owners,
+    its place when each names kinds no other of them does, else 0."""
+    parts = [0] * len(sections)
+    owner_sets = [params.filter.owners for params in sections]
+    for owners in dict.fromkeys(owner_sets):
+        members = [index for index, each in enumerate(owner_sets) if each == owners]
+        named = [set(sections[index].filter.kinds or ()) for index in members]
+        every_named = all(sections[index].filter.kinds for index in members)
+        apart = sum(map(len, named)) == len(set().union(*named))
+        if len(members) > 1 and every_named and apart:
+            for place, index in enumerate(members):
+                parts[index] = place
+    return parts
 
 
 def _binds(predicates: Sequence[SectionPredicates]) -> list[BindParameter[Any]]:
