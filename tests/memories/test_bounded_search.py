@@ -653,11 +653,15 @@ async def test_a_memory_naming_two_question_words_is_found_below_the_top_of_both
 
 
 def postings_read(plan: dict[str, Any]) -> int:
-    """The index entries the plan read from the postings' impact index, over every loop."""
-    return sum(
-        int(node["Actual Rows"]) * int(node["Actual Loops"])
-        for node in plan_nodes(plan)
-        if node.get("Index Name") == "ix_memory_posting_impact"
+    """The index entries the plan read from the postings' impact index, over every loop (a
+    node's rows are its loops' mean, fractional: truncated, they would count less the more
+    loops the plan made)."""
+    return round(
+        sum(
+            float(node["Actual Rows"]) * int(node["Actual Loops"])
+            for node in plan_nodes(plan)
+            if node.get("Index Name") == "ix_memory_posting_impact"
+        )
     )
 
 
