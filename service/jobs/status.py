@@ -26,9 +26,16 @@ _TENANT_JOBS = """
           FROM pgqueuer
          WHERE entrypoint = ANY(:kinds)
     ),
-    tenant_jobs AS (
+    tenant_jobs AS MATERIALIZED (
+        -- The thread as the key it is (a payload's id that is not a UUID, which the queue's
+        -- table shared with other writers may hold, as none), computed here: with the
+        -- conversion in the join's condition, the plan still read all of the tenant's threads
+        -- (the condition calls a function PostgreSQL does not know to be leakproof, under
+        -- row-level security); comparing two columns, it looks each job's thread up.
         SELECT id, entrypoint, status, attempts, created, execute_after,
-               body ->> 'thread_id' AS thread_id
+               body ->> 'thread_id' AS thread_id,
+               CASE WHEN pg_input_is_valid(body ->> 'thread_id', 'uuid')
+                    THEN CAST(body ->> 'thread_id' AS uuid) END AS thread_key
           FROM decoded
          WHERE body ->> 'tenant_id' = :tenant_id
     )
@@ -39,7 +46,9 @@ PENDING_JOBS_SQL = text(
     SELECT j.id, j.entrypoint, j.status, j.attempts, j.created, j.execute_after, j.thread_id,
            t.user_id
       FROM tenant_jobs j
-      LEFT JOIN thread t ON t.tenant_id = :tenant_id AND t.id::text = j.thread_id
+      -- Each job's thread by its key: compared as text, the thread's id could not be looked
+      -- up, and the listing read all of the tenant's threads.
+      LEFT JOIN thread t ON t.tenant_id = :tenant_id AND t.id = j.thread_key
      WHERE CAST(:user_id AS text) IS NULL OR t.user_id = :user_id
      ORDER BY j.created, j.id
      LIMIT :limit

@@ -14,9 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.jobs import enqueue_memory_extraction, enqueue_thread_summary
+from service.jobs.status import JobStatusRepository
 from tests.conftest import bearer, new_tenant
 from tests.extraction.conftest import jobs
 from tests.fixtures.factories import start_thread
+from tests.plans import statements_sent, tenant_plan
 
 
 @pytest.fixture
@@ -61,3 +63,58 @@ async def test_each_tenant_and_user_sees_only_its_own_pending_jobs(
         "/v1/admin/jobs", headers=bearer(settings, other, "root", admin=True)
     )
     assert elsewhere.json()["counts"] == [] and elsewhere.json()["pending"] == []
+
+
+async def test_a_pending_job_reads_its_thread_by_its_key(
+    client: AsyncClient,
+    settings: Settings,
+    sessions: async_sessionmaker[AsyncSession],
+    runtime_engine: AsyncEngine,
+    owner_engine: AsyncEngine,
+) -> None:
+    """The listing finds each job's thread by the thread's key, not by reading the tenant's
+    threads for each job; a payload whose thread id is not a UUID lists with no thread."""
+    tenant = "t-jobsapi-" + new_tenant()
+    alice = bearer(settings, tenant, "alice")
+    threads = [uuid.UUID(await start_thread(client, alice)) for _ in range(2)]
+    # Enough of the tenant's threads that reading them all costs more than a look-up per job.
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "INSERT INTO thread (tenant_id, id, user_id) "
+                "SELECT :tenant, gen_random_uuid(), 'alice' FROM generate_series(1, 3000)"
+            ),
+            {"tenant": tenant},
+        )
+        await connection.execute(text("ANALYZE thread"))
+    async with tenant_transaction(sessions, tenant) as session:
+        await session.execute(text("SELECT 1"))
+        await enqueue_thread_summary(session, tenant, threads[0])
+    async with runtime_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "INSERT INTO pgqueuer (priority, entrypoint, payload, status) "
+                "VALUES (0, 'thread_summary', convert_to(:body, 'UTF8'), 'queued')"
+            ),
+            {"body": f'{{"tenant_id": "{tenant}", "thread_id": "not-a-uuid"}}'},
+        )
+
+    admin = await client.get("/v1/admin/jobs", headers=bearer(settings, tenant, "root", admin=True))
+    assert admin.status_code == 200, admin.text
+    assert sorted(str(job["thread_id"]) for job in admin.json()["pending"]) == sorted(
+        [str(threads[0]), "None"]
+    )
+    with statements_sent(runtime_engine) as sent:
+        async with tenant_transaction(sessions, tenant) as session:
+            pending = await JobStatusRepository(session, tenant).pending(
+                ["thread_summary"], user_id=None, limit=10
+            )
+    assert [job.thread_id for job in pending] == [threads[0], None]
+    [listing] = [(s, p) for s, p in sent if "LEFT JOIN thread t" in s]
+    nodes = await tenant_plan(runtime_engine, tenant, listing, analyze=True)
+    thread_reads = [node for node in nodes if node.get("Relation Name") == "thread"]
+    # One look-up per job by the thread's key, never a read of the tenant's 3,002 threads.
+    assert thread_reads and all(
+        node.get("Index Name") == "pk_thread" and float(node["Actual Rows"]) <= 1
+        for node in thread_reads
+    ), thread_reads
