@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 from httpx import AsyncClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
+from service.db import create_sessionmaker, tenant_transaction
+from service.jobs import enqueue_thread_summary
 from tests.conftest import assert_problem, bearer, new_tenant
 
 pytestmark = pytest.mark.citus
@@ -148,3 +153,37 @@ async def test_another_tenant_cannot_read_a_memory_through_the_api(
         404,
         "NOT_FOUND",
     )
+
+
+async def test_a_users_pending_jobs_name_their_threads_on_citus(
+    citus_client: AsyncClient,
+    citus_settings: Settings,
+    citus_runtime_engine: AsyncEngine,
+) -> None:
+    """The job listing joins the coordinator's queue with a distributed table (the thread, by
+    its key), and lists only the user's own jobs."""
+    tenant = new_tenant()
+    alice = bearer(citus_settings, tenant, "alice")
+    created = await citus_client.post("/v1/users/me/threads", headers=alice, json={})
+    assert created.status_code == 201, created.text
+    thread_id = uuid.UUID(created.json()["id"])
+    sessions = create_sessionmaker(citus_runtime_engine)
+    try:
+        async with tenant_transaction(sessions, tenant) as session:
+            await enqueue_thread_summary(session, tenant, thread_id)
+        listed = await citus_client.get("/v1/users/me/jobs", headers=alice)
+        assert listed.status_code == 200, listed.text
+        assert [(job["thread_id"], job["user_id"]) for job in listed.json()["pending"]] == [
+            (str(thread_id), "alice")
+        ]
+        others = await citus_client.get(
+            "/v1/users/me/jobs", headers=bearer(citus_settings, tenant, "bob")
+        )
+        assert others.status_code == 200, others.text
+        assert others.json()["pending"] == []
+    finally:
+        async with citus_runtime_engine.begin() as connection:
+            await connection.execute(
+                text("DELETE FROM pgqueuer WHERE convert_from(payload, 'UTF8') LIKE :tenant"),
+                {"tenant": f"%{tenant}%"},
+            )
