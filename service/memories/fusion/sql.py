@@ -513,16 +513,23 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                  CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
                  CROSS JOIN ${parts} AS part(n)
                  WHERE :use_lexical AND o.section = ${reading_section}) AS r
-          ${past_range}
+          -- The posting right after the range: the highest impact of the lexeme in the
+          -- owner's memories of the range's kinds that the range leaves out.
+          LEFT JOIN LATERAL (SELECT p.impact FROM memory_posting p
+                              WHERE p.tenant_id = :tenant_id AND p.owner_key = r.key
+                                AND p.lexeme = r.lexeme AND ${posting_kinds}
+                              ORDER BY p.impact DESC
+                             OFFSET r.depth LIMIT 1) AS past ON true
        ),
        found AS (
         -- A memory's kind is the same in each of its postings, and puts it in one part. It is
         -- read (`${posting_kind}`) for a read that several sections share, which measure each
         -- candidate by the sections its kind may be in; a read of one section needs none.
+        -- Its score over the lexemes it was found under is exact (`${found_weight}`: from the
+        -- posting's frequency and length), computed once for both of its bounds.
         SELECT top.memory_id, r.key, any_value(r.part) AS part, any_value(top.kind) AS kind,
                min(top.place) AS best_place, count(*) AS lexemes, sum(top.impact) AS impact,
-               sum(r.idf * ${weight_at_least}) AS at_least,
-               sum(r.idf * ${weight_at_most}) AS at_most, sum(r.beyond) AS beyond_found
+               sum(r.idf * ${found_weight}) AS found_score, sum(r.beyond) AS beyond_found
           FROM scale s
          CROSS JOIN reading r
          CROSS JOIN LATERAL (
@@ -539,23 +546,24 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
        ),
        candidate AS (
         -- Each candidate's lexical score lies between `at_least` (the lexemes it was found
-        -- under, exactly) and `at_most` (those, and the most each other question lexeme can
-        -- add: `beyond`, for a lexeme not read its first posting's).
-        SELECT c.memory_id, c.kind, coalesce(c.at_least, 0) AS at_least,
-               coalesce(c.at_most + u.beyond - c.beyond_found, 'Infinity') AS at_most
-          FROM (SELECT memory_id, key, part, kind, at_least, at_most, beyond_found FROM found
+        -- under) and `at_most` (those, and the most each other question lexeme can add:
+        -- `beyond`, for a lexeme not read its first posting's); the found score is widened by
+        -- a millionth either way for the float arithmetic's last bits.
+        SELECT c.memory_id, c.kind, coalesce((1 - 1e-6) * c.found_score, 0) AS at_least,
+               coalesce((1 + 1e-6) * c.found_score + u.beyond - c.beyond_found, 'Infinity')
+                   AS at_most
+          FROM (SELECT memory_id, key, part, kind, found_score, beyond_found FROM found
                  WHERE best_place <= :postings_per_lexeme
                 UNION ALL
                 -- The memories found in two or more ranges, by their summed impact: at most
                 -- twice the sections' pool of them are read in each part, however often the
                 -- question's words go together (a top-N of those alone, not a sort of every
                 -- memory found), but for those at the top of a range, taken above already.
-                SELECT shared.memory_id, shared.key, shared.part, shared.kind, shared.at_least,
-                       shared.at_most, shared.beyond_found
+                SELECT shared.memory_id, shared.key, shared.part, shared.kind,
+                       shared.found_score, shared.beyond_found
                   FROM ${parts} AS part(n)
                  CROSS JOIN LATERAL (
-                       SELECT memory_id, key, part, kind, best_place, at_least, at_most,
-                              beyond_found
+                       SELECT memory_id, key, part, kind, best_place, found_score, beyond_found
                          FROM found
                         WHERE part = part.n AND lexemes >= 2
                         ORDER BY impact DESC, memory_id
@@ -581,17 +589,6 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
 search), and the memories found under two or more of them further down, that pass a section's
 filter and can reach its pool (`${pool_reached}`: for each candidate, the least
 `POOL_REACHED_SQL` of the sections its kind may be in)."""
-
-PAST_RANGE_SQL = """
-LEFT JOIN LATERAL (SELECT p.impact FROM memory_posting p
-                    WHERE p.tenant_id = :tenant_id AND p.owner_key = r.key
-                      AND p.lexeme = r.lexeme AND ${posting_kinds}
-                    ORDER BY p.impact DESC
-                   OFFSET r.depth LIMIT 1) AS past ON true
-"""
-"""The posting right after the range of `reading`'s row `r` (`past`): the highest impact of
-the lexeme in the owner's memories of the range's kinds that the range leaves out
-(`BOUNDED_MATCHES_SQL`'s `${past_range}`)."""
 
 WEIGHT_BOUND_SQL = """
 ${saturation} / ${pick}(1 + s.k * (${saturation} / ${impact} - 1),

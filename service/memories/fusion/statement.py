@@ -44,7 +44,6 @@ from service.memories.fusion.sql import (
     NEAREST_OF_OWNERS_SQL,
     NEAREST_SQL,
     OWNER_STATS_SQL,
-    PAST_RANGE_SQL,
     POOL_REACHED_SQL,
     QUESTION_VECTOR_SQL,
     WEIGHT_BOUND_SQL,
@@ -501,12 +500,14 @@ def _pruning(sections: Mapping[int, SectionShape]) -> dict[str, str]:
         # Carried only where a section's bound reads it: ~4 % of a large owner's search.
         "posting_kind": "p.kind" if shared else "NULL::text",
         "posting_kinds": posting_kinds,
-        "past_range": render(PAST_RANGE_SQL.strip(), posting_kinds=posting_kinds),
-        "beyond": f"r.idf * coalesce({weight_bound('past.impact', most=True)}, 0)",
-        "weight_at_least": f"(1 - 1e-6) * {FOUND_WEIGHT}",
-        "weight_at_most": f"(1 + 1e-6) * {FOUND_WEIGHT}",
+        "beyond": BEYOND,
+        "found_weight": FOUND_WEIGHT,
     }
 
+
+BEYOND = f"r.idf * coalesce({weight_bound('past.impact', most=True)}, 0)"
+"""The most a question lexeme `r` can weigh in a memory below its range (`past`, the posting
+right after it): the weight bound of that posting's impact."""
 
 FOUND_WEIGHT = term_weight("top.frequency", "top.length", "nullif(s.mean_length, 0)")
 """The BM25 weight of a posting `top` read by a bounded read, at the owners' mean length (`s`,
@@ -691,10 +692,11 @@ def _postings_parts(sections: Sequence[SearchParams]) -> list[int]:
     owner_sets = [params.filter.owners for params in sections]
     for owners in dict.fromkeys(owner_sets):
         members = [index for index, each in enumerate(owner_sets) if each == owners]
+        if len(members) < 2:  # a search's one section: nothing to part (every search)
+            continue
         named = [set(sections[index].filter.kinds or ()) for index in members]
         every_named = all(sections[index].filter.kinds for index in members)
-        apart = sum(map(len, named)) == len(set().union(*named))
-        if len(members) > 1 and every_named and apart:
+        if every_named and sum(map(len, named)) == len(set().union(*named)):
             for place, index in enumerate(members):
                 parts[index] = place
     return parts
