@@ -33,9 +33,8 @@ _TENANT_JOBS = """
         -- (the condition calls a function PostgreSQL does not know to be leakproof, under
         -- row-level security); comparing two columns, it looks each job's thread up.
         SELECT id, entrypoint, status, attempts, created, execute_after,
-               body ->> 'thread_id' AS thread_id,
                CASE WHEN pg_input_is_valid(body ->> 'thread_id', 'uuid')
-                    THEN CAST(body ->> 'thread_id' AS uuid) END AS thread_key
+                    THEN CAST(body ->> 'thread_id' AS uuid) END AS thread_id
           FROM decoded
          WHERE body ->> 'tenant_id' = :tenant_id
     )
@@ -48,7 +47,7 @@ PENDING_JOBS_SQL = text(
       FROM tenant_jobs j
       -- Each job's thread by its key: compared as text, the thread's id could not be looked
       -- up, and the listing read all of the tenant's threads.
-      LEFT JOIN thread t ON t.tenant_id = :tenant_id AND t.id = j.thread_key
+      LEFT JOIN thread t ON t.tenant_id = :tenant_id AND t.id = j.thread_id
      WHERE CAST(:user_id AS text) IS NULL OR t.user_id = :user_id
      ORDER BY j.created, j.id
      LIMIT :limit
@@ -143,7 +142,7 @@ class JobStatusRepository(TenantRepository):
                 attempts=int(row.attempts),
                 created_at=row.created,
                 execute_after=row.execute_after,
-                thread_id=_uuid_or_none(row.thread_id),
+                thread_id=row.thread_id,
                 user_id=row.user_id,
             )
             for row in rows
@@ -163,10 +162,3 @@ class JobStatusRepository(TenantRepository):
             )
             for row in rows
         ]
-
-
-def _uuid_or_none(value: str | None) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(value) if value else None
-    except ValueError:
-        return None

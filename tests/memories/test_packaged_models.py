@@ -75,17 +75,12 @@ async def _written_before_recording(settings: Settings, *texts: str) -> str:
         headers = bearer(settings, tenant, "lena")
         written = await remember_all(client, headers, *({"text": t} for t in texts))
     assert {memory["embedding_model"] for memory in written} == {settings.embedding_profile}
-    assert settings.migration_database_url is not None
-    owner_url = settings.migration_database_url.get_secret_value()
-    engine = create_engine(owner_url, settings, pool_size=1, max_overflow=0)
-    try:
+    async with owner_engine_for(settings) as engine:
         await db_migrations.downgrade(engine, settings, BEFORE_RECORDING)
         async with engine.begin() as connection:
             await connection.execute(
                 text("UPDATE embedding_column SET model = NULL WHERE status = 'live'")
             )
-    finally:
-        await engine.dispose()
     return tenant
 
 
