@@ -27,7 +27,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
 from service.memories.filters import MemoryFilter
-from service.memories.fusion import FusionRepository, indexed_owners
+from service.memories.fusion import FusionRepository, PlannedSearch, indexed_owners
 from service.memories.fusion.parameters import SearchParams
 from service.memories.fusion.statement import owner_literal
 from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
@@ -220,6 +220,79 @@ async def test_the_benchmarks_bare_statement_is_the_one_the_service_sends_for_th
     assert [str(memory_id) for memory_id in ids] == [
         hit["memory"]["id"] for hit in response.json()["hits"]
     ]
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_indexes_looked_up_before_the_statement_rank_as_those_it_reads_itself(
+    indexed_app: FastAPI,
+    indexed_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """Where the server distributes queries, the statement reads no catalog table: the owners'
+    own indexes are looked up before it and bound. Run so on one server, each section gets
+    its own owners' indexes, learns them, and ranks as the statement that reads the catalog."""
+    await large_owner(indexed_app, indexed_client, settings, tenant)
+    await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+    key = Owner.user(USER).key
+    vector = await indexed_app.state.mneme.embedding_backfill.embedder.embed_query(QUESTION)
+    user_alone, org_alone = (
+        search_params(
+            MemoryFilter.build([owner]),
+            QUESTION,
+            query_embedding=vector,
+            use_vector=True,
+            bounded_from=5,
+        )
+        for owner in (Owner.user(USER), Owner.org())
+    )
+    answers: dict[bool, list[list[tuple[Any, frozenset[str]]]]] = {}
+    for distributed in (False, True):
+        indexed_owners.learn((tenant, key), None)
+        async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
+            connection = await session.connection()
+            driver = await transaction_driver(connection)
+            sent: list[str] = []
+            searches = PlannedSearch(
+                _Recording(driver, sent),
+                tenant,
+                connection.dialect,
+                generic_plan=True,
+                statistics=None,
+                distributed=distributed,
+            )
+            sections = await searches.search_sections([user_alone, org_alone])
+        answers[distributed] = [
+            [(row.id, frozenset(row.record["owner_indexes"])) for row in section]
+            for section in sections
+        ]
+        statement = sent[-1]
+        assert ("pg_class" in statement) is not distributed
+        assert indexed_owners.own_indexes((tenant, key)) == {
+            f"semantic:{key}",
+            f"episodic:{key}",
+        }
+    assert answers[True] == answers[False]
+    user_rows, org_rows = answers[True]
+    assert len(user_rows) == 10 and org_rows
+    assert user_rows[0][1] == {f"semantic:{key}", f"episodic:{key}"}
+    assert org_rows[0][1] == frozenset()
+
+
+class _Recording:
+    """A driver connection that keeps the text of each statement it fetches."""
+
+    def __init__(self, driver: Any, sent: list[str]) -> None:
+        self._driver = driver
+        self._sent = sent
+
+    async def fetch(self, query: str, *args: Any) -> Any:
+        self._sent.append(query)
+        return await self._driver.fetch(query, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._driver, name)
 
 
 @pytest.mark.usefixtures("no_owner_indexes")

@@ -27,7 +27,7 @@ from service.db import Driver, ScopedBeginConnection, distributes_queries, trans
 from service.kit.expiring import ExpiringKeys, ExpiringValues
 from service.kit.repository import TenantRepository
 from service.memories.fusion.parameters import SearchParams
-from service.memories.fusion.statement import compiled_search
+from service.memories.fusion.statement import compiled_search, owner_indexes_of
 from service.memories.postings import StatisticsRequests
 from service.memories.schemas import ComponentScores, MemoryRead
 
@@ -148,7 +148,11 @@ class PlannedSearch:
     read (`compiled_search`'s `written_owners`), which lets the planner see that the index's
     condition holds on the generic plan of that text, made once per connection and owner. Which
     owners are large is learnt from the searches' own results (`indexed_owners`): the first
-    search of a large owner in a process runs on the generic plan of any owner."""
+    search of a large owner in a process runs on the generic plan of any owner.
+
+    Where the server distributes queries (`distributed`: Citus), the owners' own indexes are
+    looked up before the statement and bound into it, which then reads no catalog table and
+    goes to the tenant's shard whole (see `OWNER_STATS_SQL`)."""
 
     def __init__(
         self,
@@ -159,8 +163,10 @@ class PlannedSearch:
         generic_plan: bool,
         statistics: StatisticsRequests | None,
         plan_made: bool = True,
+        distributed: bool = False,
     ) -> None:
         self._driver = driver
+        self._distributed = distributed
         self._tenant_id = tenant_id
         self._dialect = dialect
         self._generic_plan = generic_plan
@@ -211,6 +217,7 @@ class PlannedSearch:
                 for index, found in enumerate(indexes)
                 if found is not None and index not in written
             },
+            owner_indexes=await self._own_indexes(sections) if self._distributed else None,
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
@@ -231,6 +238,23 @@ class PlannedSearch:
         if due and self._statistics is not None:
             self._statistics.ask(due)
         return hits
+
+    async def _own_indexes(self, sections: Sequence[SearchParams]) -> dict[int, set[str]]:
+        """Each section's owners' own indexes (`kind:owner key`), looked up in one query of the
+        catalog before the statement, for a server that distributes queries."""
+        keys = sorted({owner.key for params in sections for owner in params.filter.owners})
+        compiled, arguments = owner_indexes_of(
+            self._tenant_id, keys, sections[0].vector_column, self._dialect
+        )
+        found: list[str] = await self._driver.fetchval(compiled.sql, *arguments) or []
+        return {
+            index: {
+                unit
+                for unit in found
+                if unit.partition(":")[2] in {owner.key for owner in params.filter.owners}
+            }
+            for index, params in enumerate(sections)
+        }
 
     async def _plan_for(self, plan: Plan) -> None:
         """Make the connection plan the next statement as `plan` says; a setting is sent only
@@ -382,6 +406,7 @@ class FusionRepository(TenantRepository):
             generic_plan=generic_plan,
             statistics=self._statistics,
             plan_made=ahead,
+            distributed=not generic_plan,
         )
         yield planned
         # Not after a failed statement: the transaction is aborted, and ends with the setting.

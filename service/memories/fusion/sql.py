@@ -404,36 +404,54 @@ SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS d
        -- nearest memories in about pool / share steps (see `PlannedSearch`; on Citus the
        -- coordinator's count of a distributed table is 0: any share is enough), and enough
        -- memories that sorting them costs more than planning a search for the index.
-       sum(s.documents) >= greatest(
-           :vector_index_from,
-           :vector_index_share * greatest((SELECT c.reltuples FROM pg_class c
-                                            WHERE c.oid = 'memory'::regclass), 0)
-       ) AS indexed_vectors,
+       sum(s.documents) >= greatest(:vector_index_from, :vector_index_share * ${table_rows})
+           AS indexed_vectors,
        -- The vector indexes of the owners' own on the column searched, as `kind:owner key`
-       -- (see `service.memories.owner_indexes`: one per kind of memory, found by its name,
-       -- made from the owner and the kind; the empty kind is an index over all of them).
-       -- Each name is looked up by pg_class's index on names, one look-up per owner and
-       -- kind (a subquery with a LIMIT is run as it stands): a join with pg_class, or an
-       -- EXISTS, was planned generically as a scan of all of pg_class for every section.
-       -- (Not by to_regclass: on Citus the statement runs on a worker, whose search path
-       -- need not hold the shell table's schema.)
-       ARRAY(SELECT kind.name || ':' || owner.key
-               FROM unnest(${owner_keys}) AS owner(key)
-              CROSS JOIN unnest(${owner_index_kinds}) AS kind(name)
-              WHERE (SELECT true FROM pg_class c
-                       JOIN pg_index i ON i.indexrelid = c.oid AND i.indisvalid
-                      WHERE c.relname = ${owner_index_prefix}
-                                        || left(md5(:tenant_id || '/' || owner.key || '/'
-                                                    || '${vector_name}'
-                                                    || CASE WHEN kind.name = '' THEN ''
-                                                            ELSE '/' || kind.name END), 24)
-                      LIMIT 1)
-            ) AS owner_indexes
+       -- (`OWNER_INDEXES_SQL`, or bound where the server distributes queries).
+       ${owner_indexes} AS owner_indexes
   FROM memory_owner_stats s
  WHERE s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
 HAVING sum(s.documents) >= :bounded_from
 """
-"""One section's owner statistics, if it is bounded (`owner_stats` of `HYBRID_SEARCH_SQL`)."""
+"""One section's owner statistics, if it is bounded (`owner_stats` of `HYBRID_SEARCH_SQL`).
+
+The two facts it takes from the catalog (`${table_rows}`: `TABLE_ROWS_SQL`; `${owner_indexes}`:
+`OWNER_INDEXES_SQL`) are read in the statement on a single server. Where the server distributes
+queries (Citus) the statement names no catalog table: the coordinator's catalog is a local table
+there, and a query that joins a local table with distributed ones cannot be sent to the
+tenant's shard whole. Citus then plans each of its CTEs apart (twenty plans, each result sent
+on as an intermediate one: ~40 ms of a ~65 ms search of a small owner). There the table's rows
+are 0 (the coordinator's count of a distributed table, whose rows live on the workers) and the
+indexes are looked up before the statement (`OWNER_INDEXES_OF_SQL`) and bound."""
+
+TABLE_ROWS_SQL = (
+    "greatest((SELECT c.reltuples FROM pg_class c WHERE c.oid = 'memory'::regclass), 0)"
+)
+"""The memory table's estimated rows, 0 before it was ever analysed."""
+
+OWNER_INDEXES_SQL = """ARRAY(
+    SELECT kind.name || ':' || owner.key
+      FROM unnest(${owner_keys}) AS owner(key)
+     CROSS JOIN unnest(${owner_index_kinds}) AS kind(name)
+     WHERE (SELECT true FROM pg_class c
+              JOIN pg_index i ON i.indexrelid = c.oid AND i.indisvalid
+             WHERE c.relname = ${owner_index_prefix}
+                               || left(md5(:tenant_id || '/' || owner.key || '/'
+                                           || '${vector_name}'
+                                           || CASE WHEN kind.name = '' THEN ''
+                                                   ELSE '/' || kind.name END), 24)
+             LIMIT 1))"""
+"""The vector indexes of the owners' own (`${owner_keys}`) on the column searched, as
+`kind:owner key` (see `service.memories.owner_indexes`: one per kind of memory, found by its
+name, made from the owner and the kind; the empty kind is an index over all of them). Each name
+is looked up by pg_class's index on names, one look-up per owner and kind (a subquery with a
+LIMIT is run as it stands): a join with pg_class, or an EXISTS, was planned generically as a
+scan of all of pg_class for every section. (Not by to_regclass: the name is the coordinator's
+on Citus, whose search path need not hold the shell table's schema.)"""
+
+OWNER_INDEXES_OF_SQL = "SELECT ${owner_indexes} AS owner_indexes"
+"""`OWNER_INDEXES_SQL` on its own, for a server that distributes queries (see
+`OWNER_STATS_SQL`): a read of the coordinator's catalog alone, which it answers itself."""
 
 BOUNDED_MATCHES_SQL = """
 -- The memories each question lexeme weighs most in, per owner: the first

@@ -43,9 +43,12 @@ from service.memories.fusion.sql import (
     MEMORY_BY_KEY_SQL,
     NEAREST_OF_OWNERS_SQL,
     NEAREST_SQL,
+    OWNER_INDEXES_OF_SQL,
+    OWNER_INDEXES_SQL,
     OWNER_STATS_SQL,
     POOL_REACHED_SQL,
     QUESTION_VECTOR_SQL,
+    TABLE_ROWS_SQL,
     WEIGHT_BOUND_SQL,
 )
 from service.memories.owner_index_names import ALL_KINDS, OWNER_INDEX_PREFIX
@@ -173,10 +176,15 @@ class VectorScan:
 
 @lru_cache(maxsize=_COMPILED_SEARCHES_KEPT)
 def _search_template(
-    shapes: tuple[SectionShape, ...], column: VectorColumn, exact_vectors: bool = False
+    shapes: tuple[SectionShape, ...],
+    column: VectorColumn,
+    exact_vectors: bool = False,
+    indexes_bound: bool = False,
 ) -> str:
     """`HYBRID_SEARCH_SQL` with section `i` selected by `shapes[i]`, its pool and limit bound
-    as `:pool_i` and `:limit_i`, its vectors read from `column`; with `exact_vectors`, the
+    as `:pool_i` and `:limit_i`, its vectors read from `column`; with `indexes_bound`, its
+    owners' own indexes bound as `:owner_indexes_i` and no catalog table read (for a server
+    that distributes queries: see `OWNER_STATS_SQL`); with `exact_vectors`, the
     nearest vectors are sorted by their exact distance, never read from an HNSW index, but for
     the sections that read one (`SectionShape.reads_vector_index`) and the owners written in
     with indexes of their own (which read those). Whether any other owner's scan walks the
@@ -328,11 +336,24 @@ def _search_template(
                 pool=shape.pool(index),
                 owner_keys=f"CAST(:owner_keys_{index} AS text[])",
                 question_vector=QUESTION_VECTOR_SQL,
+                **catalog_facts(index),
                 **vectors,
             )
             + ")"
             for index, shape in enumerate(shapes)
         )
+
+    def catalog_facts(index: int) -> dict[str, str]:
+        """`OWNER_STATS_SQL`'s facts from the catalog for section `index`: read in the
+        statement, or (`indexes_bound`) given."""
+        if indexes_bound:
+            return {"table_rows": "0", "owner_indexes": f"CAST(:owner_indexes_{index} AS text[])"}
+        return {
+            "table_rows": TABLE_ROWS_SQL,
+            "owner_indexes": render(
+                OWNER_INDEXES_SQL, owner_keys=f"CAST(:owner_keys_{index} AS text[])", **vectors
+            ),
+        }
 
     turn_sections = [str(index) for index, shape in enumerate(shapes) if shape.holds_turns]
     if not turn_sections:
@@ -712,16 +733,22 @@ def _binds(predicates: Sequence[SectionPredicates]) -> list[BindParameter[Any]]:
 
 
 def _bound_values(
-    tenant_id: str, sections: Sequence[SearchParams], predicates: Sequence[SectionPredicates]
+    tenant_id: str,
+    sections: Sequence[SearchParams],
+    predicates: Sequence[SectionPredicates],
+    owner_indexes: Mapping[int, Collection[str]] | None = None,
 ) -> dict[str, Any]:
     """Every value the statement binds but the filters' own: sizes per section (unless
-    written in), the ranking parameters (shared by the sections) and the tenant."""
+    written in), its owners (and their own indexes, when given), the ranking parameters (shared
+    by the sections) and the tenant."""
     values: dict[str, Any] = {}
     for index, (params, section) in enumerate(zip(sections, predicates, strict=True)):
         if section.written_sizes is None:
             values[f"pool_{index}"] = params.pool
             values[f"limit_{index}"] = params.limit
         values[f"owner_keys_{index}"] = [owner.key for owner in params.filter.owners]
+        if owner_indexes is not None:
+            values[f"owner_indexes_{index}"] = sorted(owner_indexes.get(index, ()))
     values.update((name, getattr(sections[0], name)) for name, _ in RANKING_PARAMETERS)
     if any(section.graphs for section in predicates):
         values["walk_scanned"] = sections[0].walk_scanned
@@ -754,16 +781,17 @@ def _sectioned_statement(
     predicates: Sequence[SectionPredicates],
     exact_vectors: bool = False,
     vector_index_sections: Collection[int] = (),
+    owner_indexes: Mapping[int, Collection[str]] | None = None,
 ) -> TextualSelect:
     binds = [
         bindparam(
             name,
             value,
             type_=_OWNER_KEYS_TYPE
-            if name.startswith("owner_keys_")
+            if name.startswith(("owner_keys_", "owner_indexes_"))
             else _SQL_TYPES.get(name, _SIZE_TYPE),
         )
-        for name, value in _bound_values(tenant_id, sections, predicates).items()
+        for name, value in _bound_values(tenant_id, sections, predicates, owner_indexes).items()
     ]
     return (
         text(
@@ -771,6 +799,7 @@ def _sectioned_statement(
                 _shapes(sections, predicates, vector_index_sections),
                 sections[0].vector_column,
                 exact_vectors=exact_vectors,
+                indexes_bound=owner_indexes is not None,
             )
         )
         .bindparams(*_binds(predicates), *binds)
@@ -785,6 +814,7 @@ def compiled_search(
     *,
     written_owners: Mapping[int, Collection[str]] | None = None,
     vector_index_sections: Collection[int] = (),
+    owner_indexes: Mapping[int, Collection[str]] | None = None,
 ) -> tuple[DriverStatement, tuple[Any, ...]]:
     """The driver SQL of `sectioned_search_statement` for these sections, compiled once per
     filter shape, and its positional arguments; the owners of the sections keyed in
@@ -792,7 +822,9 @@ def compiled_search(
     indexes of their own it names (`kind:owner key`), so it is compiled once per filter shape,
     owner and set of indexes for those. The sections in `vector_index_sections` read their
     nearest vectors from an index, and the others not written in sort them exactly (see
-    `_search_template`).
+    `_search_template`). With `owner_indexes` (for a server that distributes queries), each
+    section's owners' own indexes are these (`kind:owner key`, as `owner_indexes_of` finds
+    them; a section not keyed has none) instead of read from the catalog by the statement.
 
     A search is the service's hottest statement; building and compiling a `TextualSelect` per
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
@@ -802,6 +834,7 @@ def compiled_search(
         _shapes(sections, predicates, vector_index_sections),
         sections[0].vector_column,
         exact_vectors=True,
+        indexes_bound=owner_indexes is not None,
     )
     compiled = compiled_once(
         template,
@@ -812,8 +845,31 @@ def compiled_search(
             predicates,
             exact_vectors=True,
             vector_index_sections=vector_index_sections,
+            owner_indexes=owner_indexes,
         ),
     )
     values = {bind.key: bind.value for bind in _binds(predicates)}
-    values.update(_bound_values(tenant_id, sections, predicates))
+    values.update(_bound_values(tenant_id, sections, predicates, owner_indexes))
     return compiled, compiled.arguments(values)
+
+
+def owner_indexes_of(
+    tenant_id: str, owner_keys: Collection[str], column: VectorColumn, dialect: Dialect
+) -> tuple[DriverStatement, tuple[Any, ...]]:
+    """The driver SQL of `OWNER_INDEXES_OF_SQL` for these owners (their keys) and the column
+    searched, and its positional arguments: one row, their own indexes as `kind:owner key`."""
+    sql = render(
+        OWNER_INDEXES_OF_SQL,
+        owner_indexes=render(
+            OWNER_INDEXES_SQL, owner_keys="CAST(:owner_keys AS text[])", **vector_fragments(column)
+        ),
+    )
+    compiled = compiled_once(
+        sql,
+        dialect,
+        lambda: text(sql).bindparams(
+            bindparam("owner_keys", type_=_OWNER_KEYS_TYPE),
+            bindparam("tenant_id", type_=Text()),
+        ),
+    )
+    return compiled, compiled.arguments({"owner_keys": list(owner_keys), "tenant_id": tenant_id})
