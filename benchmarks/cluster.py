@@ -51,6 +51,7 @@ from benchmarks.rawsql import FusionStatement, asyncpg_connection, service_searc
 from benchmarks.server import loopback_server
 from service.config import Settings
 from service.db import as_async_url, create_engine, set_tenant_sql
+from service.memories.fusion import SearchParams
 from service.memories.schemas import SearchRequest
 from service.providers import Embedder, build_embedder, embedder_config_from_settings
 
@@ -118,6 +119,9 @@ class Side:
     citus: str | None = None
     levels: dict[str, dict[int, LevelResult]] = field(default_factory=dict)
     rankings: list[list[str]] = field(default_factory=list)
+    statement: FusionStatement = field(init=False)
+    """The fusion statement the service sends on this side, with each question's values."""
+    arguments: list[list[Any]] = field(default_factory=list)
     explain: dict[str, Any] = field(default_factory=dict)
     floor_ms: list[float] = field(default_factory=list)
     postgres: dict[str, Any] = field(default_factory=dict)
@@ -255,20 +259,19 @@ async def _measure(
     queries = await sample_search_queries(
         embedder, corpus, sides[0].loader.users_loaded, load_options
     )
-    statement = FusionStatement(sides[0].runtime_engine.dialect)
-    arguments = []
-    for query in queries:
-        params = await service_search_params(
+    searches = [
+        await service_search_params(
             sides[0].settings,
             query.tenant_id,
             query.user_id,
             SearchRequest(query=query.text, limit=SEARCH_LIMIT),
             query.embedding,
         )
-        arguments.append(statement.arguments(query.tenant_id, params))
-
+        for query in queries
+    ]
     for side in sides:
-        side.rankings = await _rankings(side, statement, queries, arguments)
+        side.statement, side.arguments = await _service_statement(side, queries, searches)
+        side.rankings = await _rankings(side, side.statement, queries, side.arguments)
     load_average = {"before_search": os.getloadavg()}
     async with AsyncExitStack() as stack:
         servers = [
@@ -279,7 +282,6 @@ async def _measure(
             # Rotated questions per round; the side that goes first alternates.
             shift = (number * options.requests_per_round) % len(queries)
             round_queries = queries[shift:] + queries[:shift]
-            round_arguments = arguments[shift:] + arguments[:shift]
             order = list(zip(sides, servers, strict=True))
             if number % 2:
                 order.reverse()
@@ -290,8 +292,8 @@ async def _measure(
                         load_options,
                         side.runtime_engine,
                         round_queries,
-                        round_arguments,
-                        statement,
+                        side.arguments[shift:] + side.arguments[:shift],
+                        side.statement,
                     )
                     service = await bench.service_level(server.base_url, clients)
                     raw, _ = await bench.raw_level(clients)
@@ -301,7 +303,9 @@ async def _measure(
 
     for side in sides:
         side.floor_ms = await _floor(side, queries)
-        side.explain = await _explain(side, statement, queries, arguments, options.explains)
+        side.explain = await _explain(
+            side, side.statement, queries, side.arguments, options.explains
+        )
     return ClusterRun(
         sides=sides,
         queries=queries,
@@ -336,6 +340,21 @@ async def _topology(side: Side) -> dict[str, Any]:
             "memory_shards": await driver.fetchval(SHARDS_SQL),
             "memory_bytes_with_indexes": await driver.fetchval(CITUS_MEMORY_BYTES_SQL),
         }
+
+
+async def _service_statement(
+    side: Side, queries: Sequence[Query], searches: Sequence[SearchParams]
+) -> tuple[FusionStatement, list[list[Any]]]:
+    """The statement the service sends for the questions on this side (on Citus, one that
+    reads no catalog table: `OWNER_STATS_SQL`), and each question's values for it."""
+    statement = FusionStatement(side.runtime_engine.dialect)
+    async with side.runtime_engine.connect() as connection:
+        driver = await asyncpg_connection(connection)
+        arguments = [
+            await statement.learn(driver, query.tenant_id, params)
+            for query, params in zip(queries, searches, strict=True)
+        ]
+    return statement, arguments
 
 
 async def _rankings(

@@ -150,9 +150,9 @@ class PlannedSearch:
     owners are large is learnt from the searches' own results (`indexed_owners`): the first
     search of a large owner in a process runs on the generic plan of any owner.
 
-    Where the server distributes queries (`distributed`: Citus), the owners' own indexes are
-    looked up before the statement and bound into it, which then reads no catalog table and
-    goes to the tenant's shard whole (see `OWNER_STATS_SQL`)."""
+    Where the server makes no generic plans it distributes queries (Citus: `runs_generic_plans`):
+    there the owners' own indexes are looked up before the statement and bound into it, which
+    then reads no catalog table and goes to the tenant's shard whole (see `OWNER_STATS_SQL`)."""
 
     def __init__(
         self,
@@ -163,10 +163,8 @@ class PlannedSearch:
         generic_plan: bool,
         statistics: StatisticsRequests | None,
         plan_made: bool = True,
-        distributed: bool = False,
     ) -> None:
         self._driver = driver
-        self._distributed = distributed
         self._tenant_id = tenant_id
         self._dialect = dialect
         self._generic_plan = generic_plan
@@ -217,7 +215,7 @@ class PlannedSearch:
                 for index, found in enumerate(indexes)
                 if found is not None and index not in written
             },
-            owner_indexes=await self._own_indexes(sections) if self._distributed else None,
+            owner_indexes=None if self._generic_plan else await self._own_indexes(sections),
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
@@ -406,7 +404,6 @@ class FusionRepository(TenantRepository):
             generic_plan=generic_plan,
             statistics=self._statistics,
             plan_made=ahead,
-            distributed=not generic_plan,
         )
         yield planned
         # Not after a failed statement: the transaction is aborted, and ends with the setting.
