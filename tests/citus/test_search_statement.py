@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from httpx import AsyncClient
 
 from service.auth.owner import Owner
@@ -26,7 +27,7 @@ QUESTION = "what does the user like to play"
 
 
 async def test_a_search_and_a_sectioned_search_are_each_one_router_query_on_citus(
-    citus_app: Any, citus_client: AsyncClient, citus_settings: Settings
+    citus_app: FastAPI, citus_client: AsyncClient, citus_settings: Settings
 ) -> None:
     tenant = new_tenant()
     headers = bearer(citus_settings, tenant, "ada")

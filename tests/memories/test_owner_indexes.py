@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks.rawsql import (
     FusionStatement,
+    RecordingDriver,
     asyncpg_connection,
     service_search_params,
 )
@@ -254,9 +255,9 @@ async def test_indexes_looked_up_before_the_statement_rank_as_those_it_reads_its
         async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
             connection = await session.connection()
             driver = await transaction_driver(connection)
-            sent: list[str] = []
+            recording = RecordingDriver(driver)
             searches = PlannedSearch(
-                _Recording(driver, sent),
+                recording,
                 tenant,
                 connection.dialect,
                 generic_plan=not distributed,
@@ -267,8 +268,8 @@ async def test_indexes_looked_up_before_the_statement_rank_as_those_it_reads_its
             [(row.id, frozenset(row.record["owner_indexes"])) for row in section]
             for section in sections
         ]
-        statement = sent[-1]
-        assert ("pg_class" in statement) is not distributed
+        assert recording.statement is not None
+        assert ("pg_class" in recording.statement[0]) is not distributed
         assert indexed_owners.own_indexes((tenant, key)) == {
             f"semantic:{key}",
             f"episodic:{key}",
@@ -278,21 +279,6 @@ async def test_indexes_looked_up_before_the_statement_rank_as_those_it_reads_its
     assert len(user_rows) == 10 and org_rows
     assert user_rows[0][1] == {f"semantic:{key}", f"episodic:{key}"}
     assert org_rows[0][1] == frozenset()
-
-
-class _Recording:
-    """A driver connection that keeps the text of each statement it fetches."""
-
-    def __init__(self, driver: Any, sent: list[str]) -> None:
-        self._driver = driver
-        self._sent = sent
-
-    async def fetch(self, query: str, *args: Any) -> Any:
-        self._sent.append(query)
-        return await self._driver.fetch(query, *args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._driver, name)
 
 
 @pytest.mark.usefixtures("no_owner_indexes")

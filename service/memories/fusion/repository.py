@@ -245,13 +245,10 @@ class PlannedSearch:
             self._tenant_id, keys, sections[0].vector_column, self._dialect
         )
         found: list[str] = await self._driver.fetchval(compiled.sql, *arguments) or []
+        owners_of = [{owner.key for owner in params.filter.owners} for params in sections]
         return {
-            index: {
-                unit
-                for unit in found
-                if unit.partition(":")[2] in {owner.key for owner in params.filter.owners}
-            }
-            for index, params in enumerate(sections)
+            index: {unit for unit in found if unit.partition(":")[2] in owners}
+            for index, owners in enumerate(owners_of)
         }
 
     async def _plan_for(self, plan: Plan) -> None:
