@@ -8,7 +8,7 @@ import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -965,3 +965,76 @@ async def test_a_weight_bound_holds_the_bm25_weight_of_every_frequency_and_lengt
         assert least_weight <= exact <= most_weight, (tf, length)
         if tf == 1:
             assert min(exact - least_weight, most_weight - exact) <= 1e-5 * exact
+
+
+async def test_a_filter_few_memories_pass_is_searched_exactly_however_the_postings_rank_them(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """The top of a word's postings may hold none of the memories a filter passes (a category,
+    a time window, a lifecycle): here 40 long proposed preferences from 2021 name "marimba",
+    and 40 short memories of today weigh more for it, filling the top of its list. A search
+    filtered to those few is searched exactly and finds them; a filter most memories pass
+    still reads the postings."""
+    ada = bearer(settings, tenant, "ada")
+    await remember_texts(client, ada, corpus(23, 2 * BOUNDED_FROM))
+    short = [f"Marimba tune {' '.join(FILLER[: n % 6])} {n}" for n in range(40)]
+    await remember_texts(client, ada, short, category="event")
+    long = [f"Marimba {' '.join(FILLER[: 7 + n % 12])} {n}" for n in range(40)]
+    preferences = await remember_texts(
+        client,
+        ada,
+        long,
+        category="preference",
+        lifecycle="proposed",
+        event_at="2021-03-01T12:00:00Z",
+    )
+    await search_ids(bounded_client, ada, "marimba")
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+
+    for narrowed in (
+        {"categories": ["preference"]},
+        {"event_before": "2022-01-01T00:00:00Z"},
+        {"lifecycles": ["proposed"]},
+    ):
+        found = {}
+        for name, asking in (("exact", client), ("bounded", bounded_client)):
+            response = await asking.post(
+                "/v1/users/me/memories/search",
+                headers=ada,
+                json={"query": "marimba", "limit": 10, "mode": "lexical", **narrowed},
+            )
+            assert response.status_code == 200, response.text
+            found[name] = [hit["memory"]["id"] for hit in response.json()["hits"]]
+        assert len(found["exact"]) == 10 and set(found["exact"]) <= set(preferences), narrowed
+        assert found["bounded"] == found["exact"], narrowed
+
+    user_only = [Owner.user("ada")]
+    few = bounded_params(MemoryFilter.build(user_only, categories=["preference"]), "marimba")
+    hits, plan = await search_with_plan(bounded_app, tenant, few)
+    assert {str(row.memory.id) for row in hits} <= set(preferences)
+    assert cte_rows(plan, "lexical_exact") == 1
+    assert cte_rows(plan, "exact_matches") == 40
+    # Most memories happened after 2020: the top of the postings is read, as for any filter.
+    most = bounded_params(
+        MemoryFilter.build(user_only, event_after=datetime(2020, 1, 1, tzinfo=UTC)), "marimba"
+    )
+    hits, plan = await search_with_plan(bounded_app, tenant, most)
+    assert cte_rows(plan, "lexical_exact") == 0
+    assert cte_rows(plan, "exact_matches") == 0
+    assert hits and all(row.bounded for row in hits)
+    # A list no longer than the postings read holds every memory that passes: read whole.
+    whole = replace(few, postings_per_lexeme=100)
+    hits, plan = await search_with_plan(bounded_app, tenant, whole)
+    assert {str(row.memory.id) for row in hits} <= set(preferences) and len(hits) == 10
+    assert cte_rows(plan, "lexical_exact") == 0
+
+
+def cte_rows(plan: dict[str, Any], name: str) -> int:
+    """The rows the plan's CTE `name` returned."""
+    [node] = [node for node in plan_nodes(plan) if node.get("Subplan Name") == f"CTE {name}"]
+    return int(node["Actual Rows"])

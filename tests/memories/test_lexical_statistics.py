@@ -84,8 +84,12 @@ async def test_the_lexical_side_of_any_filter_reads_only_the_tsvector_from_the_r
     index."""
     # Every condition a filter can set, so the index must carry every column they test.
     memory_filter = filter_with_every_condition([Owner.user("ada"), Owner.org()])
-    sql = fragment.replace("{section}", "0").replace(
-        "{candidate_filter}", memory_filter.where(tenant).sql
+    where = memory_filter.where(tenant).sql
+    sql = (
+        fragment.replace("{section}", "0")
+        .replace("{candidate_filter}", where)
+        .replace("{collected_filter}", where)
+        .replace("{collected}", "memory")
     )
     read = set(re.findall(r"\bm\.(\w+)", sql))
     async with owner_engine.begin() as connection:

@@ -39,7 +39,7 @@ lexeme_documents AS (
              FROM unnest(o.owner_keys) AS owner(key)
      ) AS df
      WHERE :use_lexical
-),
+),${lexical_exact}
 exact_matches AS (
     ${lexical_matches}
 ),
@@ -52,7 +52,7 @@ lexical_matches AS (
 collection AS (
     ${collection}
     UNION ALL
-    SELECT section, documents, mean_length FROM owner_stats
+    SELECT section, documents, mean_length FROM owner_stats o${read_postings_where}
 ),
 term_weights AS (
     -- Inverse document frequency (BM25's, never negative): a name in every memory weighs
@@ -64,7 +64,7 @@ term_weights AS (
      GROUP BY section, lexeme, c.documents, c.mean_length
     UNION ALL
     SELECT o.section, d.lexeme, ${bounded_idf} AS idf, o.mean_length
-      FROM owner_stats o JOIN lexeme_documents d USING (section)
+      FROM owner_stats o JOIN lexeme_documents d USING (section)${read_postings_where}
 ),
 lexical_hits AS (
     SELECT id, section, score, rank
@@ -372,7 +372,7 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
  CROSS JOIN query_terms q
  CROSS JOIN LATERAL unnest(ts_filter(setweight(m.tsv, 'A', q.lexemes), '{a}')) AS term
  WHERE :use_lexical AND q.tsq IS NOT NULL AND m.tsv @@ q.tsq
-   AND NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})
+   AND ${searched_exactly}
    AND ${candidate_filter}
 """
 """One exact section's lexical candidates (`exact_matches` of `HYBRID_SEARCH_SQL`): every
@@ -384,12 +384,19 @@ COLLECTION_SQL = """
 -- so an index-only scan of ix_memory_lexical serves this without reading the table).
 SELECT ${section} AS section, count(*) AS documents,
        coalesce(CAST(avg(m.tsv_length) AS float8), 0) AS mean_length
-  FROM memory m
- WHERE :use_lexical AND ${candidate_filter}
-   AND NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})
+  FROM ${collected} m
+ WHERE :use_lexical AND ${collected_filter}
+   AND ${searched_exactly}
  GROUP BY 1
 """
-"""One exact section's BM25 statistics (`collection` of `HYBRID_SEARCH_SQL`)."""
+"""One exact section's BM25 statistics (`collection` of `HYBRID_SEARCH_SQL`): over `memory` and the
+section's filter, or for a section `LEXICAL_EXACT_SQL` takes over `PASSED_LENGTHS_SQL`."""
+
+PASSED_LENGTHS_SQL = """(${passing_lengths})"""
+"""The lengths of the memories of a section `LEXICAL_EXACT_SQL` takes: one `SELECT m.tsv_length`
+per owner's filter, joined by UNION ALL, each an index-only scan (ix_memory_lexical includes the
+length). Their ids joined to the table instead were planned as a hash of every entry of the
+tenant's."""
 
 OWNER_STATS_SQL = """
 -- A section is bounded when the statistics of its owners (counted in the background) hold at
@@ -530,7 +537,7 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                   JOIN lexeme_documents d ON d.section = o.section
                  CROSS JOIN LATERAL unnest(o.owner_keys) AS owner(key)
                  CROSS JOIN ${parts} AS part(n)
-                 WHERE :use_lexical AND o.section = ${reading_section}) AS r
+                 WHERE :use_lexical AND o.section = ${reading_section}${read_postings}) AS r
           -- The posting right after the range: the highest impact of the lexeme in the
           -- owner's memories of the range's kinds that the range leaves out.
           LEFT JOIN LATERAL (SELECT p.impact FROM memory_posting p
@@ -727,6 +734,65 @@ FEW_PASSED_SQL = """m.tenant_id = :tenant_id
 filter again (where the planner takes it, the count's index-only scan), their rows by the
 table's key. An uncorrelated subquery decides whether it runs. The `m` inside the `IN` is the
 subquery's own row (the filter is written for that alias), not the outer one."""
+
+SEARCHED_EXACTLY_SQL = "NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})"
+"""Whether a section's lexical side tests every memory its filter passes (`LEXICAL_MATCHES_SQL`,
+its statistics `COLLECTION_SQL`): when its owners are too small to be bounded."""
+
+LEXICAL_EXACT_SQL = """
+lexical_exact AS MATERIALIZED (
+    ${sections}
+),"""
+"""The bounded sections whose lexical side is searched exactly: each whose filter passes only part
+of a kind (a category, a time window, a lifecycle) when few of its memories pass it and a
+question lexeme's list is cut (`EXACT_WHEN_FEW_SQL` each, joined by UNION ALL).
+
+The bounded read takes the top of each question lexeme's postings among the section's kinds,
+and tests the rest of the filter on the rows it reads. When the memories that pass are a small
+part of the owner's, the top of a list may hold few of them or none, however many further down
+match the question: an owner's proposed facts, or those of one category or one month, would be
+missed by a lexical search for them whenever the owner's other memories weigh more for its
+words. Few is `FEW_SQL`'s count, as for the vector side: testing that many memories costs about
+what the bounded read does. When more pass, they are about as common at the top of a list as
+in the owner's memories, and the read finds its pool among them; when no list is cut, the read
+holds every memory of the lists, and finds them all."""
+
+EXACT_WHEN_FEW_SQL = """
+SELECT ${section} AS section
+ WHERE EXISTS (SELECT 1 FROM lexeme_documents d JOIN owner_stats o USING (section)
+                WHERE d.section = ${section} AND d.documents > :postings_per_lexeme
+                  AND d.documents <= :common_lexeme_share * o.documents)
+   AND ${passing} <= ${few}"""
+"""Section `${section}` when a list of a lexeme that brings candidates is cut (more memories
+hold it than `:postings_per_lexeme`; over the section's kinds it may be fewer, so this may take
+a section exactly that needed not be) and at most few memories pass its filter: `${passing}` is
+the sum of `PASSING_SQL` over its owners, counted only when a list is cut."""
+
+PASSING_SQL = """(SELECT count(*)
+                  FROM (SELECT FROM memory m WHERE :use_lexical AND ${candidate_filter}
+                         LIMIT ${few} + 1) AS passing)"""
+"""How many memories pass one owner's filter in a section, counted up to one more than few
+in a B-tree index (reading no row), one owner at a time: the owners of a section OR'ed under
+one LIMIT would be read as a bitmap of all their entries first."""
+
+SEARCHED_FEW_SQL = """(NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})
+        OR EXISTS (SELECT 1 FROM lexical_exact WHERE section = ${section}))"""
+"""`SEARCHED_EXACTLY_SQL` for a section that `LEXICAL_EXACT_SQL` may take: also when it does."""
+
+PASSED_BY_KEY_SQL = """m.tenant_id = :tenant_id
+   AND m.id IN (${passing_ids})"""
+"""The memories `m` of a section `LEXICAL_EXACT_SQL` takes, for its exact lexical side: their
+ids found by each owner's filter (`${passing_ids}`, one `SELECT m.id` per owner joined by UNION
+ALL: each a scan of the count's index, with the filter's time window, category and lifecycle as
+its conditions), their rows by the table's key. Written as the section's filter itself (the
+owners OR'ed), the plan read every memory of the owner through a bitmap of its entries, and
+tested the rest of the filter on each row: at 100,000 memories, the row reads of the bounded
+read many times over."""
+
+READ_POSTINGS_SQL = "NOT EXISTS (SELECT 1 FROM lexical_exact e WHERE e.section = o.section)"
+"""Whether a bounded section `o` (a row of `owner_stats`) reads its postings: not when its lexical
+side is searched exactly (`LEXICAL_EXACT_SQL`); its statistics and lexeme weights then stay out
+of `collection` and `term_weights`, and no range is read for it."""
 
 MANY_PASSED_SQL = "NOT (SELECT few FROM few_passing WHERE scan = ${scan})"
 """Whether the walk of one scan runs: when more memories than few pass its filter. An

@@ -32,12 +32,14 @@ from service.memories.fusion.sql import (
     COLLECTION_SQL,
     COUNT_PASSING_SQL,
     EXACT_ORDER_SQL,
+    EXACT_WHEN_FEW_SQL,
     FEW_PASSED_SQL,
     FEW_PASSING_SQL,
     FEW_SQL,
     FILTERED_WALK_SQL,
     HYBRID_SEARCH_SQL,
     INDEX_ORDER_SQL,
+    LEXICAL_EXACT_SQL,
     LEXICAL_MATCHES_SQL,
     MANY_PASSED_SQL,
     MEMORY_BY_KEY_SQL,
@@ -46,8 +48,14 @@ from service.memories.fusion.sql import (
     OWNER_INDEXES_OF_SQL,
     OWNER_INDEXES_SQL,
     OWNER_STATS_SQL,
+    PASSED_BY_KEY_SQL,
+    PASSED_LENGTHS_SQL,
+    PASSING_SQL,
     POOL_REACHED_SQL,
     QUESTION_VECTOR_SQL,
+    READ_POSTINGS_SQL,
+    SEARCHED_EXACTLY_SQL,
+    SEARCHED_FEW_SQL,
     TABLE_ROWS_SQL,
     WEIGHT_BOUND_SQL,
 )
@@ -155,6 +163,10 @@ class SectionShape:
     among the sections of that read when each of them names kinds no other does (a context's
     facts and episodes), so each reads the top of its own kinds' lists; else 0, one range per
     lexeme and owner for all of them."""
+    lexical_few: bool = False
+    """Whether the section's filter passes only part of a kind and it reads its owners'
+    postings alone: if it is bounded, its lexical side is searched exactly when few memories
+    pass the filter (`LEXICAL_EXACT_SQL`), since the top of its postings may hold none of them."""
 
     def pool(self, index: int) -> str:
         return str(self.written_sizes[0]) if self.written_sizes else f":pool_{index}"
@@ -321,6 +333,9 @@ def _search_template(
                 impact_mean_length=repr(IMPACT_MEAN_LENGTH),
                 bounded_idf=BOUNDED_IDF,
                 candidate_row=render(MEMORY_BY_KEY_SQL, key="candidate.memory_id", row="m"),
+                read_postings=f"\n                   AND {READ_POSTINGS_SQL}"
+                if any(shape.lexical_few for shape in shapes)
+                else "",
                 **pruning,
             )
             reads.append(f"({fragment})")
@@ -332,16 +347,65 @@ def _search_template(
             + render(
                 fragment,
                 section=str(index),
-                candidate_filter=shape.candidate_filter,
+                candidate_filter=exact_lexical_filter(shape),
                 pool=shape.pool(index),
                 owner_keys=f"CAST(:owner_keys_{index} AS text[])",
                 question_vector=QUESTION_VECTOR_SQL,
+                searched_exactly=render(
+                    SEARCHED_FEW_SQL if shape.lexical_few else SEARCHED_EXACTLY_SQL,
+                    section=str(index),
+                ),
+                **collected(shape),
                 **catalog_facts(index),
                 **vectors,
             )
             + ")"
             for index, shape in enumerate(shapes)
         )
+
+    def owner_selects(shape: SectionShape, columns: str) -> str:
+        """`columns` of the section's memories, one SELECT per owner's filter."""
+        return " UNION ALL ".join(
+            f"SELECT {columns} FROM memory m WHERE {owner_filter}"  # noqa: S608 - our fragments
+            for owner_filter in shape.owner_filters or (shape.candidate_filter,)
+        )
+
+    def collected(shape: SectionShape) -> dict[str, str]:
+        """What `COLLECTION_SQL` counts for the section: `memory` under its filter, or for a
+        section `LEXICAL_EXACT_SQL` may take its owners' memories' lengths."""
+        if not shape.lexical_few:
+            return {"collected": "memory", "collected_filter": shape.candidate_filter}
+        return {
+            "collected": render(
+                PASSED_LENGTHS_SQL, passing_lengths=owner_selects(shape, "m.tsv_length")
+            ),
+            "collected_filter": "true",
+        }
+
+    def exact_lexical_filter(shape: SectionShape) -> str:
+        """The section's filter for its exact lexical side; for a section `LEXICAL_EXACT_SQL`
+        may take, its memories found by each owner's filter, then by their keys."""
+        if not shape.lexical_few:
+            return shape.candidate_filter
+        return render(PASSED_BY_KEY_SQL, passing_ids=owner_selects(shape, "m.id"))
+
+    def exact_when_few(index: int, shape: SectionShape) -> str:
+        """Section `index` when its lexical side is searched exactly (`EXACT_WHEN_FEW_SQL`),
+        its memories counted one owner at a time."""
+        few = render(FEW_SQL, section=str(index), pool=shape.pool(index))
+        return render(
+            EXACT_WHEN_FEW_SQL,
+            section=str(index),
+            few=few,
+            passing=" + ".join(
+                render(PASSING_SQL, candidate_filter=owner_filter, few=few)
+                for owner_filter in shape.owner_filters or (shape.candidate_filter,)
+            ),
+        )
+
+    exact_when_few_sections = [
+        exact_when_few(index, shape) for index, shape in enumerate(shapes) if shape.lexical_few
+    ]
 
     def catalog_facts(index: int) -> dict[str, str]:
         """`OWNER_STATS_SQL`'s facts from the catalog for section `index`: read in the
@@ -407,6 +471,12 @@ def _search_template(
         few_passing=render(FEW_PASSING_SQL, passing="\n UNION ALL ".join(passing_counts))
         if passing_counts
         else "",
+        lexical_exact=render(
+            LEXICAL_EXACT_SQL, sections="\n UNION ALL ".join(exact_when_few_sections)
+        )
+        if exact_when_few_sections
+        else "",
+        read_postings_where=f"\n     WHERE {READ_POSTINGS_SQL}" if exact_when_few_sections else "",
         beyond_pools=render(
             BEYOND_POOLS_SQL.strip(),
             neighbour_row=render(MEMORY_BY_KEY_SQL, key="b.id", row="m"),
@@ -701,6 +771,9 @@ def _shapes(
             # The filter's own bind of its kinds (`MemoryFilter.where`, prefixed by section).
             None if params.filter.kinds is None else f"f{index}_kind",
             postings_parts[index],
+            # A read shared with other sections puts each candidate in the section it passes:
+            # it cannot be left out for one of them.
+            params.filter.passes_part_of_a_kind and owner_sets.count(owner_sets[index]) == 1,
         )
         for index, (params, section) in enumerate(zip(sections, predicates, strict=True))
     )
