@@ -786,8 +786,7 @@ ids found by each owner's filter (`${passing_ids}`, one `SELECT m.id` per owner 
 ALL: each a scan of the count's index, with the filter's time window, category and lifecycle as
 its conditions), their rows by the table's key. Written as the section's filter itself (the
 owners OR'ed), the plan read every memory of the owner through a bitmap of its entries, and
-tested the rest of the filter on each row: at 100,000 memories, the row reads of the bounded
-read many times over."""
+tested the rest of the filter on each row: 11.8 ms for the 144 of 10,000 that a month passes."""
 
 READ_POSTINGS_SQL = "NOT EXISTS (SELECT 1 FROM lexical_exact e WHERE e.section = o.section)"
 """Whether a bounded section `o` (a row of `owner_stats`) reads its postings: not when its lexical
