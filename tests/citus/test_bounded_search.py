@@ -22,7 +22,9 @@ from tests.memories.test_bounded_search import (
     BOUNDED_FROM,
     POSTINGS_PER_LEXEME,
     QUESTIONS,
+    assert_narrowed_searches_find_them,
     corpus,
+    remember_preferences_below_the_top,
     search_ids,
 )
 
@@ -95,3 +97,21 @@ async def test_a_bounded_search_on_citus_ranks_as_the_exact_search_does(
     assert all(exact), exact
     agreed = sum(len(set(a) & set(b)) for a, b in zip(exact, found, strict=True))
     assert agreed >= 0.9 * sum(len(a) for a in exact)
+
+
+async def test_a_filter_few_memories_pass_is_searched_exactly_on_citus(
+    bounded_citus_app: FastAPI,
+    citus_client: AsyncClient,
+    citus_settings: Settings,
+    citus_owner_engine: AsyncEngine,
+) -> None:
+    """The owner's memories that a category, a window or a lifecycle passes sit below the top
+    of the word's postings: the bounded search counts them on the tenant's shard and searches
+    them exactly, as the exact search does."""
+    tenant = new_tenant()
+    headers = bearer(citus_settings, tenant, "ada")
+    async with _client(bounded_citus_app) as bounded:
+        preferences = await remember_preferences_below_the_top(bounded, headers)
+        await search_ids(bounded, headers, "marimba")
+        await _count_statistics(bounded_citus_app, citus_owner_engine, tenant)
+        await assert_narrowed_searches_find_them(citus_client, bounded, headers, preferences)

@@ -981,37 +981,11 @@ async def test_a_filter_few_memories_pass_is_searched_exactly_however_the_postin
     filtered to those few is searched exactly and finds them; a filter most memories pass
     still reads the postings."""
     ada = bearer(settings, tenant, "ada")
-    await remember_texts(client, ada, corpus(23, 2 * BOUNDED_FROM))
-    short = [f"Marimba tune {' '.join(FILLER[: n % 6])} {n}" for n in range(40)]
-    await remember_texts(client, ada, short, category="event")
-    long = [f"Marimba {' '.join(FILLER[: 7 + n % 12])} {n}" for n in range(40)]
-    preferences = await remember_texts(
-        client,
-        ada,
-        long,
-        category="preference",
-        lifecycle="proposed",
-        event_at="2021-03-01T12:00:00Z",
-    )
+    preferences = await remember_preferences_below_the_top(client, ada)
     await search_ids(bounded_client, ada, "marimba")
     await run_statistics_jobs(bounded_app, owner_engine, tenant)
 
-    for narrowed in (
-        {"categories": ["preference"]},
-        {"event_before": "2022-01-01T00:00:00Z"},
-        {"lifecycles": ["proposed"]},
-    ):
-        found = {}
-        for name, asking in (("exact", client), ("bounded", bounded_client)):
-            response = await asking.post(
-                "/v1/users/me/memories/search",
-                headers=ada,
-                json={"query": "marimba", "limit": 10, "mode": "lexical", **narrowed},
-            )
-            assert response.status_code == 200, response.text
-            found[name] = [hit["memory"]["id"] for hit in response.json()["hits"]]
-        assert len(found["exact"]) == 10 and set(found["exact"]) <= set(preferences), narrowed
-        assert found["bounded"] == found["exact"], narrowed
+    await assert_narrowed_searches_find_them(client, bounded_client, ada, preferences)
 
     user_only = [Owner.user("ada")]
     few = bounded_params(MemoryFilter.build(user_only, categories=["preference"]), "marimba")
@@ -1032,6 +1006,56 @@ async def test_a_filter_few_memories_pass_is_searched_exactly_however_the_postin
     hits, plan = await search_with_plan(bounded_app, tenant, whole)
     assert {str(row.memory.id) for row in hits} <= set(preferences) and len(hits) == 10
     assert cte_rows(plan, "lexical_exact") == 0
+
+
+NARROWING_FILTERS = (
+    {"categories": ["preference"]},
+    {"event_before": "2022-01-01T00:00:00Z"},
+    {"lifecycles": ["proposed"]},
+)
+"""Filters that pass exactly the memories `remember_preferences_below_the_top` returns."""
+
+
+async def remember_preferences_below_the_top(
+    client: AsyncClient, headers: dict[str, str]
+) -> list[str]:
+    """An owner of `2 * BOUNDED_FROM` facts and 80 memories naming "marimba": 40 short ones of
+    today, which fill the top of its postings, and 40 longer proposed preferences of March 2021
+    below them (`NARROWING_FILTERS` each pass those alone); the preferences' ids."""
+    await remember_texts(client, headers, corpus(23, 2 * BOUNDED_FROM))
+    short = [f"Marimba tune {' '.join(FILLER[: n % 6])} {n}" for n in range(40)]
+    await remember_texts(client, headers, short, category="event")
+    long = [f"Marimba {' '.join(FILLER[: 7 + n % 12])} {n}" for n in range(40)]
+    return await remember_texts(
+        client,
+        headers,
+        long,
+        category="preference",
+        lifecycle="proposed",
+        event_at="2021-03-01T12:00:00Z",
+    )
+
+
+async def assert_narrowed_searches_find_them(
+    exact_client: AsyncClient,
+    bounded_client: AsyncClient,
+    headers: dict[str, str],
+    preferences: list[str],
+) -> None:
+    """For each of `NARROWING_FILTERS`, the bounded search returns the exact search's 10
+    preferences."""
+    for narrowed in NARROWING_FILTERS:
+        found = {}
+        for name, asking in (("exact", exact_client), ("bounded", bounded_client)):
+            response = await asking.post(
+                "/v1/users/me/memories/search",
+                headers=headers,
+                json={"query": "marimba", "limit": 10, "mode": "lexical", **narrowed},
+            )
+            assert response.status_code == 200, response.text
+            found[name] = [hit["memory"]["id"] for hit in response.json()["hits"]]
+        assert len(found["exact"]) == 10 and set(found["exact"]) <= set(preferences), narrowed
+        assert found["bounded"] == found["exact"], narrowed
 
 
 def cte_rows(plan: dict[str, Any], name: str) -> int:
