@@ -714,13 +714,12 @@ reads about sqrt(pool * memories) rows at most either way, where a walk alone we
 `hnsw.max_scan_tuples`."""
 
 COUNT_PASSING_SQL = """
-SELECT ${scan} AS scan,
-       (SELECT count(*) FROM (SELECT FROM memory m WHERE :use_vector AND ${candidate_filter}
-                               LIMIT ${few} + 1) AS passing) <= ${few} AS few"""
-"""Whether at most few memories pass one scan's filter (see `FEW_PASSING_SQL`), counted in a
-B-tree index (ix_memory_lexical: the owner, kind, lifecycle, category and time as its keys, the
-rest of what a filter tests included, so the count reads no row). A lexical search counts
-nothing (its vector scans do not run either way)."""
+SELECT ${scan} AS scan, ${passing} <= ${few} AS few"""
+"""Whether at most few memories pass one scan's filter (see `FEW_PASSING_SQL`; `${passing}` is
+its `PASSING_SQL` under `:use_vector`), counted in a B-tree index (ix_memory_lexical: the owner,
+kind, lifecycle, category and time as its keys, the rest of what a filter tests included, so
+the count reads no row). A lexical search counts nothing (its vector scans do not run either
+way)."""
 
 FEW_SQL = """(SELECT greatest(${pool}, sqrt(${pool} * coalesce(
                  (SELECT o.documents FROM owner_stats o WHERE o.section = ${section}), 0)))::int)"""
@@ -769,11 +768,12 @@ a section exactly that needed not be) and at most few memories pass its filter: 
 the sum of `PASSING_SQL` over its owners, counted only when a list is cut."""
 
 PASSING_SQL = """(SELECT count(*)
-                  FROM (SELECT FROM memory m WHERE :use_lexical AND ${candidate_filter}
+                  FROM (SELECT FROM memory m WHERE ${side} AND ${candidate_filter}
                          LIMIT ${few} + 1) AS passing)"""
-"""How many memories pass one owner's filter in a section, counted up to one more than few
-in a B-tree index (reading no row), one owner at a time: the owners of a section OR'ed under
-one LIMIT would be read as a bitmap of all their entries first."""
+"""How many memories pass one filter, counted up to one more than few in a B-tree index
+(reading no row), when the search's `${side}` (`:use_vector` or `:use_lexical`) runs. The
+lexical side counts one owner at a time: the owners of a section OR'ed under one LIMIT would be
+read as a bitmap of all their entries first."""
 
 SEARCHED_FEW_SQL = """(NOT EXISTS (SELECT 1 FROM owner_stats WHERE section = ${section})
         OR EXISTS (SELECT 1 FROM lexical_exact WHERE section = ${section}))"""

@@ -168,6 +168,11 @@ class SectionShape:
     postings alone: if it is bounded, its lexical side is searched exactly when few memories
     pass the filter (`LEXICAL_EXACT_SQL`), since the top of its postings may hold none of them."""
 
+    @property
+    def each_owner_filter(self) -> tuple[str, ...]:
+        """Its filter for each of its owners alone, or its one filter when it has no others."""
+        return self.owner_filters or (self.candidate_filter,)
+
     def pool(self, index: int) -> str:
         return str(self.written_sizes[0]) if self.written_sizes else f":pool_{index}"
 
@@ -207,6 +212,9 @@ def _search_template(
 
     vectors = vector_fragments(column)
     candidate_filters = tuple(shape.candidate_filter for shape in shapes)
+    # Whether a section's lexical side may be searched exactly when few memories pass its
+    # filter (`LEXICAL_EXACT_SQL`): the bounded read and the statistics then leave it out.
+    some_searched_exactly = any(shape.lexical_few for shape in shapes)
 
     index_order = render(INDEX_ORDER_SQL, question_vector=QUESTION_VECTOR_SQL, **vectors)
     exact_order = render(EXACT_ORDER_SQL, question_vector=QUESTION_VECTOR_SQL, **vectors)
@@ -226,9 +234,7 @@ def _search_template(
         of other tenants' vectors, and none of the organization's found."""
         if not shape.owners_written:
             order = exact_order if exact_vectors and not shape.reads_vector_index else index_order
-            return [
-                VectorScan(each, order) for each in shape.owner_filters or (shape.candidate_filter,)
-            ]
+            return [VectorScan(each, order) for each in shape.each_owner_filter]
 
         def walked(scan_filter: str, graph_filter: str) -> list[VectorScan]:
             """A walk of the owner's index under `scan_filter`; for a filter that passes only
@@ -238,12 +244,15 @@ def _search_template(
             if not shape.graph_filters:
                 return [VectorScan(scan_filter, index_order)]
             scan = str(len(passing_counts))
+            few = render(FEW_SQL, section=str(index), pool=shape.pool(index))
             passing_counts.append(
                 render(
                     COUNT_PASSING_SQL,
                     scan=scan,
-                    candidate_filter=scan_filter,
-                    few=render(FEW_SQL, section=str(index), pool=shape.pool(index)),
+                    few=few,
+                    passing=render(
+                        PASSING_SQL, side=":use_vector", candidate_filter=scan_filter, few=few
+                    ),
                 )
             )
             return [
@@ -334,7 +343,7 @@ def _search_template(
                 bounded_idf=BOUNDED_IDF,
                 candidate_row=render(MEMORY_BY_KEY_SQL, key="candidate.memory_id", row="m"),
                 read_postings=f"\n                   AND {READ_POSTINGS_SQL}"
-                if any(shape.lexical_few for shape in shapes)
+                if some_searched_exactly
                 else "",
                 **pruning,
             )
@@ -367,7 +376,7 @@ def _search_template(
         """`columns` of the section's memories, one SELECT per owner's filter."""
         return " UNION ALL ".join(
             f"SELECT {columns} FROM memory m WHERE {owner_filter}"  # noqa: S608 - our fragments
-            for owner_filter in shape.owner_filters or (shape.candidate_filter,)
+            for owner_filter in shape.each_owner_filter
         )
 
     def collected(shape: SectionShape) -> dict[str, str]:
@@ -398,8 +407,8 @@ def _search_template(
             section=str(index),
             few=few,
             passing=" + ".join(
-                render(PASSING_SQL, candidate_filter=owner_filter, few=few)
-                for owner_filter in shape.owner_filters or (shape.candidate_filter,)
+                render(PASSING_SQL, side=":use_lexical", candidate_filter=owner_filter, few=few)
+                for owner_filter in shape.each_owner_filter
             ),
         )
 
@@ -476,7 +485,7 @@ def _search_template(
         )
         if exact_when_few_sections
         else "",
-        read_postings_where=f"\n     WHERE {READ_POSTINGS_SQL}" if exact_when_few_sections else "",
+        read_postings_where=f"\n     WHERE {READ_POSTINGS_SQL}" if some_searched_exactly else "",
         beyond_pools=render(
             BEYOND_POOLS_SQL.strip(),
             neighbour_row=render(MEMORY_BY_KEY_SQL, key="b.id", row="m"),
