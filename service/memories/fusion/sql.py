@@ -528,9 +528,7 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                                      OR NOT bool_or(d.seeds)
                                    THEN :postings_scanned ELSE :postings_per_lexeme
                               END AS depth
-                         FROM (SELECT l.lexeme, l.documents,
-                                      l.documents <= :common_lexeme_share * o.documents::float8
-                                          AS seeds
+                         FROM (SELECT l.lexeme, l.documents, ${seeds} AS seeds
                                  FROM lexeme_documents l
                                 WHERE l.section = o.section) AS d
                  ) AS seeding
@@ -614,6 +612,11 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
 search), and the memories found under two or more of them further down, that pass a section's
 filter and can reach its pool (`${pool_reached}`: for each candidate, the least
 `POOL_REACHED_SQL` of the sections its kind may be in)."""
+
+SEEDS_SQL = "${documents} <= :common_lexeme_share * ${owner_documents}::float8"
+"""Whether a question lexeme held by `${documents}` of a bounded section's memories brings
+candidates of its own (`BOUNDED_MATCHES_SQL`, `EXACT_WHEN_FEW_SQL`): not when it is in more than
+:common_lexeme_share of its owners' memories (`${owner_documents}`)."""
 
 WEIGHT_BOUND_SQL = """
 ${saturation} / ${pick}(1 + s.k * (${saturation} / ${impact} - 1),
@@ -760,7 +763,7 @@ EXACT_WHEN_FEW_SQL = """
 SELECT ${section} AS section
  WHERE EXISTS (SELECT 1 FROM lexeme_documents d JOIN owner_stats o USING (section)
                 WHERE d.section = ${section} AND d.documents > :postings_per_lexeme
-                  AND d.documents <= :common_lexeme_share * o.documents)
+                  AND ${seeds})
    AND ${passing} <= ${few}"""
 """Section `${section}` when a list of a lexeme that brings candidates is cut (more memories
 hold it than `:postings_per_lexeme`; over the section's kinds it may be fewer, so this may take

@@ -56,6 +56,7 @@ from service.memories.fusion.sql import (
     READ_POSTINGS_SQL,
     SEARCHED_EXACTLY_SQL,
     SEARCHED_FEW_SQL,
+    SEEDS_SQL,
     TABLE_ROWS_SQL,
     WEIGHT_BOUND_SQL,
 )
@@ -338,6 +339,7 @@ def _search_template(
                 section=section,
                 reading_section=str(reader),
                 candidate_filter=candidate_filter,
+                seeds=render(SEEDS_SQL, documents="l.documents", owner_documents="o.documents"),
                 shared_candidates=f"2 * greatest({pools})",
                 impact_mean_length=repr(IMPACT_MEAN_LENGTH),
                 bounded_idf=BOUNDED_IDF,
@@ -406,6 +408,7 @@ def _search_template(
             EXACT_WHEN_FEW_SQL,
             section=str(index),
             few=few,
+            seeds=render(SEEDS_SQL, documents="d.documents", owner_documents="o.documents"),
             passing=" + ".join(
                 render(PASSING_SQL, side=":use_lexical", candidate_filter=owner_filter, few=few)
                 for owner_filter in shape.each_owner_filter
