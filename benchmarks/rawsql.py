@@ -202,22 +202,20 @@ async def service_statement(
     driver: Any, dialect: Dialect, tenant_id: str, params: Sequence[SearchParams]
 ) -> ServiceStatement:
     """The statement the service's own `PlannedSearch` sends for the searches `params` (one
-    statement of disjoint sections), on `driver`: run twice, each time in a transaction set up
-    as `FusionRepository.planned()` sets it, through a driver that records it. The first run
-    teaches the process the owners' indexes (`indexed_owners`), as a service's first search of
-    an owner does; the second is the statement the service then sends: the vector indexes of
-    the owners' own written into its text, and the plan it runs on."""
+    statement of disjoint sections), on `driver`, in a transaction set up as
+    `FusionRepository.planned()` sets it, through a driver that records it: the vector indexes
+    of the owners' own written into its text, as the search found them before it, and the plan
+    it runs on."""
     generic_plan = await runs_generic_plans(driver)
-    for _ in range(2):
-        recording = RecordingDriver(driver)
-        async with driver.transaction():
-            await driver.execute(set_tenant_sql(tenant_id))
-            if generic_plan:
-                await driver.execute(GENERIC_SEARCH_PLAN_SQL)
-            search = PlannedSearch(
-                recording, tenant_id, dialect, generic_plan=generic_plan, statistics=None
-            )
-            await search.search_sections(params)
+    recording = RecordingDriver(driver)
+    async with driver.transaction():
+        await driver.execute(set_tenant_sql(tenant_id))
+        if generic_plan:
+            await driver.execute(GENERIC_SEARCH_PLAN_SQL)
+        search = PlannedSearch(
+            recording, tenant_id, dialect, generic_plan=generic_plan, statistics=None
+        )
+        await search.search_sections(params)
     if recording.statement is None:
         raise RuntimeError("the search sent no statement")
     sql, values = recording.statement

@@ -493,9 +493,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _owner_indexes_are_found_by_bounded_searches(self) -> Settings:
-        # A search learns that an owner has an index of its own from its owners' statistics,
-        # which it reads for a bounded section only: an index of an owner below the bounded
-        # size would be built, checked on every write, and never read.
+        # The indexes are built for the owners the search statistics count, and a search
+        # reads the table's index only for an owner counted at the bounded size: an index of
+        # an owner below it would be built, checked on every write, and rarely worth a walk.
         if 0 < self.owner_vector_index_from < self.search_bounded_from:
             raise ValueError(
                 "MNEME_OWNER_VECTOR_INDEX_FROM must be 0 (no owner indexes) or at least "

@@ -236,9 +236,10 @@ async def compile_statements(
 ) -> list[dict[str, Any]]:
     """Every question's statement as this process's `service` builds and runs it (`what`:
     a search with the API's defaults, or a default context block's memory sections): the
-    service's own `PlannedSearch` runs it, twice, on a driver that records what it sends. The
-    first run teaches the process the owners' indexes (`indexed_owners`), as a service's first
-    search of an owner does; the second is the statement and settings the service then runs."""
+    service's own `PlannedSearch` runs it, twice, on a driver that records what it sends. A
+    version that learns the owners' indexes from a search's result learns them in the first
+    run, as its first search of an owner did; the second is the statement and settings the
+    service then runs."""
     from benchmarks.rawsql import asyncpg_connection, service_search_params
     from service.config import Settings
     from service.db import create_engine, set_tenant_sql

@@ -101,6 +101,12 @@ def start_embedding_question(
     return asyncio.ensure_future(embed_question(embedder, request.query))
 
 
+def searched_owners(owner: Owner, scopes: Sequence[str]) -> list[Owner]:
+    """The owners a search by `owner` over `scopes` reads: the user's memories (`user`), the
+    organization's (`org`)."""
+    return [owner if scope == "user" else Owner.org() for scope in scopes]
+
+
 class MemorySearch:
     def __init__(
         self,
@@ -150,7 +156,7 @@ class MemorySearch:
         if self._reranker is not None:
             # The reranker may lift any of its first candidates into the hits returned.
             fetch = max(fetch, settings.rerank_top_n)
-        owners = [owner if scope == "user" else Owner.org() for scope in request.scopes]
+        owners = searched_owners(owner, request.scopes)
         window = query_time_window(request.query, datetime.now(UTC))
         return SearchParams(
             filter=MemoryFilter.build(
@@ -216,7 +222,10 @@ class MemorySearch:
                 or (request.mode != "lexical" and query_embedding is None)
             )
         )
-        async with self._fusion.planned(ahead=on_its_way) as planned:
+        async with self._fusion.planned(
+            ahead=searched_owners(owner, request.scopes) if on_its_way else None,
+            column=self._vector_columns.read_by(self._tenant_id),
+        ) as planned:
             if embedding_question is not None:
                 query_embedding = await embedding_question
             elif request.mode != "lexical" and query_embedding is None:

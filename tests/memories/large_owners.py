@@ -4,6 +4,7 @@ this package's conftest)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -15,14 +16,14 @@ from benchmarks.rawsql import explain_prepared
 from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
-from service.memories.fusion.parameters import SearchParams
+from service.memories.fusion.parameters import FIRST_VECTOR_COLUMN, SearchParams
 from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL, FusionRepository
 from service.memories.fusion.statement import compiled_search
 from service.memories.owner_index_names import owner_index_name
 from service.memories.postings import PostingsRepository
 from tests.conftest import bearer
 from tests.fixtures.factories import remember_all, remember_texts
-from tests.memories.test_bounded_search import corpus
+from tests.memories.test_bounded_search import corpus, owners_found
 
 BUILD_FROM = 40
 QUESTION = "what does the user like to play"
@@ -80,9 +81,12 @@ async def large_owner(
     return headers
 
 
-def owner_keys(tenant: str) -> tuple[str, ...]:
-    """`USER`'s search's owners as the service remembers which have indexes."""
-    return (tenant, *sorted([Owner.user(USER).key, Owner.org().key]))
+async def own_indexes_found(
+    app: FastAPI, tenant: str, owners: Sequence[Owner] = (Owner.user(USER), Owner.org())
+) -> frozenset[str]:
+    """The vector indexes of their own that a search of `owners` (by default `USER`'s search
+    over both scopes) finds before its statement (`kind:owner key`)."""
+    return (await owners_found(app, tenant, owners, FIRST_VECTOR_COLUMN)).own_indexes
 
 
 def kind_names(tenant: str, *kinds: str) -> list[str]:

@@ -39,15 +39,18 @@ def test_rendering_fills_every_placeholder_and_leaves_array_literals_alone() -> 
 def test_every_ranking_parameter_is_bound_under_its_own_name() -> None:
     """A field added to `SearchParams` reaches the statement as a bind of the same name."""
     # The vector column is the statement's text, not a value (see the next test); the owner
-    # index's candidate list is a planner setting made before the statement runs; the messages
-    # whose memories a section does not return are bound per section, like its filter; the
-    # most a filtered walk reads is bound only in a statement with one (test_filtered_walks).
+    # index's candidate list is a planner setting made before the statement runs, and the
+    # thresholds of the table's vector index decide that setting; the messages whose memories
+    # a section does not return are bound per section, like its filter; the most a filtered
+    # walk reads is bound only in a statement with one (test_filtered_walks).
     declared = {each.name for each in fields(SearchParams)} - {
         "filter",
         "pool",
         "limit",
         "vector_column",
         "owner_index_ef_search",
+        "vector_index_share",
+        "vector_index_from",
         "not_only_of_messages",
         "walk_scanned",
     }

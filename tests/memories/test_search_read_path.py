@@ -21,18 +21,16 @@ from service.config import Settings
 from service.db import create_engine, create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import (
-    GENERIC_SEARCH_PLAN_SQL,
-    SHARED_INDEX,
     FusionRepository,
     SearchParams,
     hybrid_search_statement,
-    indexed_owners,
 )
 from service.memories.fusion.repository import SHARED_INDEX_EF_SEARCH, custom_search_plan_sql
 from service.memories.schemas import SearchRequest, SearchResponse
 from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
 from tests.db.sent_queries import sent_queries
+from tests.memories.large_owners import count_statistics
 from tests.memories.test_fusion_module import nearest_orders
 from tests.search_params import search_params
 
@@ -56,6 +54,18 @@ async def _tenant_with_texts(client: AsyncClient, settings: Settings) -> str:
     )
     assert created.status_code == 201, created.text
     return tenant
+
+
+OWNERS_QUESTION = "\nSELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
+"""How the question a search asks about its owners before its statement begins, when it also
+makes the generic plan's setting (`OWNERS_SEARCHED_SQL`)."""
+
+OF_THE_TABLES_INDEX: dict[str, Any] = {
+    "bounded_from": 1,
+    "vector_index_from": 0,
+    "vector_index_share": 1e-9,
+}
+"""Thresholds under which a counted owner of any size reads the table's vector index."""
 
 
 def _params(query: str, vector: list[float], **changes: Any) -> SearchParams:
@@ -248,15 +258,10 @@ def _through_the_repository(tenant: str, params: SearchParams) -> Search:
 
 
 async def _sent_by_a_search(
-    settings: Settings,
-    tenant: str,
-    search: Search,
-    owners: tuple[str, ...] = (),
-    index: str | None = None,
+    settings: Settings, tenant: str, search: Search
 ) -> tuple[list[str], list[str]]:
     """The queries a request's transaction that runs `search` sends, on a connection that has
-    searched before, and what the search found; with `index`, the process takes the search's
-    `owners` to be read through it (as a search of theirs would have told it)."""
+    searched before, and what the search found."""
     assert settings.database_url is not None
     engine = create_engine(
         settings.database_url.get_secret_value(), settings, pool_size=1, max_overflow=0
@@ -268,8 +273,6 @@ async def _sent_by_a_search(
             await search(session)
         async with engine.connect() as connection:
             sent = await sent_queries(connection)
-        if owners:
-            indexed_owners.learn(owners, index)
         async with tenant_transaction(sessionmaker, tenant) as session:
             found = await search(session)
     finally:
@@ -282,7 +285,8 @@ async def test_a_search_as_a_transactions_last_statement_restores_no_setting(
 ) -> None:
     """A request's search is usually its last statement: the transaction commits, which ends
     the search's plan settings with it, and restoring them first would be a round trip for
-    nothing. Two round trips besides BEGIN and COMMIT: the setting, the statement."""
+    nothing. Two round trips besides BEGIN and COMMIT: the question about the search's owners,
+    which makes the generic plan's setting, and the statement."""
     tenant = await _tenant_with_texts(client, settings)
     embedder = app.state.mneme.embedding_backfill.embedder
     query = "Where does Lena live?"
@@ -291,7 +295,7 @@ async def test_a_search_as_a_transactions_last_statement_restores_no_setting(
     assert "Lisbon" in found[0]
     assert [query[:40] for query in sent] == [
         f"BEGIN; SET LOCAL app.tenant_id = '{tenant}';"[:40],
-        GENERIC_SEARCH_PLAN_SQL[:40],
+        OWNERS_QUESTION[:40],
         "\nWITH query_terms AS (\n    -- An OR over",
         "COMMIT;",
     ]
@@ -302,18 +306,17 @@ async def test_a_search_with_its_vector_in_hand_sets_its_plan_in_one_query(
     app: FastAPI, client: AsyncClient, settings: Settings
 ) -> None:
     """An owner searched through an index (here the table's, as for an owner holding a large
-    share of it) needs a setting of its own besides the generic plan's: with nothing to
-    overlap (the question's vector is in hand), both go in one query, the plan made for the
-    search with the generic plan's parallelism."""
+    share of it) needs a setting of its own besides the generic plan's, which the question
+    about its owners made: the plan made for the search goes in one query, with the generic
+    plan's parallelism."""
     tenant = await _tenant_with_texts(client, settings)
     embedder = app.state.mneme.embedding_backfill.embedder
     query = "Where does Lena live?"
-    params = _params(query, await embedder.embed_query(query))
-    owners = (tenant, *sorted(owner.key for owner in params.filter.owners))
-    sent, found = await _sent_by_a_search(
-        settings, tenant, _through_the_repository(tenant, params), owners, SHARED_INDEX
-    )
+    params = _params(query, await embedder.embed_query(query), **OF_THE_TABLES_INDEX)
+    await count_statistics(app, tenant, Owner.user("ada"))
+    sent, found = await _sent_by_a_search(settings, tenant, _through_the_repository(tenant, params))
     assert "Lisbon" in found[0]
+    assert sum(query.startswith(OWNERS_QUESTION) for query in sent) == 1
     settings_sent = [query for query in sent if query.startswith("SET LOCAL")]
     assert settings_sent == [custom_search_plan_sql(SHARED_INDEX_EF_SEARCH)]
     assert "max_parallel_workers_per_gather = 0" in settings_sent[0]
@@ -328,19 +331,19 @@ async def test_beside_owners_read_through_an_index_the_others_are_sorted_exactly
     tenant = await _tenant_with_texts(client, settings)
     embedder = app.state.mneme.embedding_backfill.embedder
     query = "Where does Lena live?"
-    params = _params(query, await embedder.embed_query(query))
+    params = _params(query, await embedder.embed_query(query), **OF_THE_TABLES_INDEX)
     sections = [
         replace(params, filter=MemoryFilter.build([owner]))
         for owner in (Owner.user("ada"), Owner.org())
     ]
+    # Only the user is counted: the organization (not counted) is small.
+    await count_statistics(app, tenant, Owner.user("ada"))
 
     async def search(session: AsyncSession) -> list[str]:
         found = await FusionRepository(session, tenant).search_sections(sections)
         return [row.memory.text for rows in found for row in rows]
 
-    sent, found = await _sent_by_a_search(
-        settings, tenant, search, (tenant, Owner.user("ada").key), SHARED_INDEX
-    )
+    sent, found = await _sent_by_a_search(settings, tenant, search)
     assert "Lisbon" in found[0]
     assert custom_search_plan_sql(SHARED_INDEX_EF_SEARCH) in sent
     [statement] = [query for query in sent if query.startswith("\nWITH query_terms")]
@@ -351,8 +354,8 @@ async def test_a_search_whose_vector_has_arrived_sets_its_plan_with_the_statemen
     app: FastAPI, client: AsyncClient, settings: Settings
 ) -> None:
     """A question asked before has its vector at once (the cache): nothing to overlap, so the
-    generic plan's setting waits for the plan the search needs and goes with it, in one query
-    (here the generic plan itself, with the configured HNSW candidate list)."""
+    question about the search's owners, which makes the generic plan's setting, goes with the
+    search; a small owner's search needs no other setting."""
     tenant = await _tenant_with_texts(client, settings)
     embedder = app.state.mneme.embedding_backfill.embedder
     question = "Where does Lena live?"
@@ -370,16 +373,17 @@ async def test_a_search_whose_vector_has_arrived_sets_its_plan_with_the_statemen
 
     sent, found = await _sent_by_a_search(settings, tenant, search)
     assert "Lisbon" in found[0]
-    assert [query for query in sent if "plan_cache_mode" in query] == [
-        f"{GENERIC_SEARCH_PLAN_SQL}; SET LOCAL hnsw.ef_search TO DEFAULT"
-    ]
+    [setting] = [query for query in sent if "plan_cache_mode" in query]
+    assert setting.startswith(OWNERS_QUESTION)
+    assert not [query for query in sent if query.startswith("SET LOCAL")]
 
 
 async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(
     app: FastAPI, client: AsyncClient, settings: Settings, runtime_engine: AsyncEngine
 ) -> None:
-    """The generic-plan setting is one round trip: made while the vector is on its way, it
-    is not on the search's path once the vector arrives."""
+    """The question about the search's owners and the generic-plan setting are one round trip:
+    made while the vector is on its way, it is not on the search's path once the vector
+    arrives, and not asked again."""
     tenant = await _tenant_with_texts(client, settings)
     embedder = app.state.mneme.embedding_backfill.embedder
     question = "Where does Lena live?"
@@ -388,6 +392,7 @@ async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(
 
     async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
         backend = await session.scalar(text("SELECT pg_backend_pid()"))
+        sent = await sent_queries(await session.connection())
         search = MemorySearch(
             FusionRepository(session, tenant), app.state.mneme.vector_columns, tenant, settings
         )
@@ -409,8 +414,9 @@ async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(
                     break
                 await asyncio.sleep(0.01)
         assert not searching.done()
-        assert query == GENERIC_SEARCH_PLAN_SQL
+        assert query.startswith(OWNERS_QUESTION)
         on_its_way.set_result(vector)
         response = await searching
+    assert sum(each.startswith(OWNERS_QUESTION) for each in sent) == 1
     assert response.query_embedded
     assert "Lisbon" in response.hits[0].memory.text

@@ -8,9 +8,10 @@ Everything about it lives in this package, one concern a module, read in this or
   its SQL type);
 - `statement`: the text rendered for a search's filter shape (`render` fails on a placeholder
   left unfilled), its values bound, and its compilation to driver SQL, once per filter shape;
-- `repository`: the planner setting it runs under and `FusionRepository`, which runs it on the
-  transaction's driver connection. A search overlaps the planner setting with the embedding of
-  its question: `FusionRepository.planned()` makes the setting, and the caller awaits the
+- `repository`: what a search asks about its owners before it (`OwnersFound`), the planner
+  setting it runs under, and `FusionRepository`, which runs it on the transaction's driver
+  connection. A search overlaps that question and the planner setting with the embedding of its
+  question: `FusionRepository.planned()` asks and makes the setting, and the caller awaits the
   question's vector inside it.
 
 The names other modules use are importable from the package itself.
@@ -26,10 +27,9 @@ from service.memories.fusion.repository import (
     OWN_INDEX,
     SHARED_INDEX,
     FusionRepository,
-    IndexedOwners,
+    OwnersFound,
     PlannedSearch,
     SearchRow,
-    indexed_owners,
     runs_generic_plans,
 )
 from service.memories.fusion.sql import COLLECTION_SQL, HYBRID_SEARCH_SQL, LEXICAL_MATCHES_SQL
@@ -49,12 +49,11 @@ __all__ = [
     "RANKING_PARAMETERS",
     "SHARED_INDEX",
     "FusionRepository",
-    "IndexedOwners",
+    "OwnersFound",
     "PlannedSearch",
     "SearchParams",
     "SearchRow",
     "hybrid_search_statement",
-    "indexed_owners",
     "render",
     "runs_generic_plans",
     "sectioned_search_statement",

@@ -54,12 +54,15 @@ class SearchParams:
     postings_scanned: Annotated[int, Integer()] = 5_000
     common_lexeme_share: Annotated[float, Float()] = 0.5
     live_count_cap: Annotated[int, Integer()] = 2 * COMMON_LEXEME_DOCUMENTS
-    vector_index_share: Annotated[float, Float()] = 0.02
-    vector_index_from: Annotated[int, Integer()] = 20_000
     # Not bound: it names the column in the statement's text.
     vector_column: VectorColumn = FIRST_VECTOR_COLUMN
     # Not bound: the HNSW candidate list for an owner with a vector index of its own.
     owner_index_ef_search: int = 200
+    # Not bound: an owner holding at least this share of the table's memories, and at least
+    # `vector_index_from` of them, has its nearest vectors read from the table's HNSW index
+    # (`PlannedSearch`), in about pool / share steps of its walk.
+    vector_index_share: float = 0.02
+    vector_index_from: int = 20_000
     # Bound only in a statement with a filtered walk (`FILTERED_WALK_SQL`): the most memories
     # it reads (`hnsw.max_scan_tuples`, where pgvector's iterative scan stops anyway).
     walk_scanned: int = 20_000

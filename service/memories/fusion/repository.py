@@ -1,10 +1,11 @@
-"""Runs the fusion statement: the planner setting it runs under (a generic plan, or one made
+"""Runs the fusion statement: what a search asks about its owners first (how large, which
+vector indexes of their own), the planner setting it runs under (a generic plan, or one made
 for a large owner), `FusionRepository` on the transaction's driver connection, and what a
-search learns from its own result (which owners are large, whose statistics are due).
+search learns from its own result (whose statistics are due).
 
-A search overlaps the planner setting with the embedding of its question:
-`FusionRepository.planned()` makes the setting, and the caller awaits the question's vector
-inside it.
+A search overlaps the question about its owners and the planner setting with the embedding of
+its question: `FusionRepository.planned()` asks and makes the setting, and the caller awaits
+the question's vector inside it.
 """
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.owner import Owner
 from service.db import Driver, ScopedBeginConnection, distributes_queries, transaction_driver
-from service.kit.expiring import ExpiringKeys, ExpiringValues
 from service.kit.repository import TenantRepository
 from service.memories.fusion.parameters import SearchParams
-from service.memories.fusion.statement import compiled_search, owner_indexes_of
+from service.memories.fusion.statement import (
+    compiled_search,
+    owner_documents_of,
+    owner_indexes_of,
+    owners_searched,
+)
 from service.memories.postings import StatisticsRequests
 from service.memories.schemas import ComponentScores, MemoryRead
+from service.memories.vector_columns import VectorColumn
 
 
 @dataclass(frozen=True)
@@ -99,8 +105,12 @@ def custom_search_plan_sql(ef_search: int) -> str:
 INDEX_SCAN_AS_CONFIGURED_SQL = "SET LOCAL hnsw.ef_search TO DEFAULT"
 """The HNSW candidate list as the connection was configured (`MNEME_HNSW_EF_SEARCH`)."""
 
-GENERIC_SEARCH_PLAN_SQL = (
-    "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL max_parallel_workers_per_gather = 0"
+GENERIC_PLAN_SETTINGS: Mapping[str, str] = {
+    "plan_cache_mode": "force_generic_plan",
+    "max_parallel_workers_per_gather": "0",
+}
+GENERIC_SEARCH_PLAN_SQL = "; ".join(
+    f"SET LOCAL {name} = {value}" for name, value in GENERIC_PLAN_SETTINGS.items()
 )
 """Run the fusion statement on its generic plan (planned once per connection and filter shape),
 without parallel workers.
@@ -138,21 +148,27 @@ class PlannedSearch:
     """The fusion statement's runner inside `FusionRepository.planned()`: the planner setting
     is made, and every search runs on the transaction's driver connection.
 
-    An owner whose memories are a large part of the table (`owner_stats.indexed_vectors`) is
-    searched on a plan made for it (`custom_search_plan_sql`): planned knowing whose memories
-    it reads, PostgreSQL reads their nearest vectors from the HNSW index, in a number of steps
-    that follows the owner's share of the table, not its size. The generic plan, made for any
-    owner, sorts the owner's vectors exactly, which is cheaper for the many small owners (and
-    needs no planning per search). An owner with a vector index of its own
-    (`service.memories.owner_indexes`) is written into the statement's text where its vectors are
-    read (`compiled_search`'s `written_owners`), which lets the planner see that the index's
-    condition holds on the generic plan of that text, made once per connection and owner. Which
-    owners are large is learnt from the searches' own results (`indexed_owners`): the first
-    search of a large owner in a process runs on the generic plan of any owner.
+    Before its statement a search asks what its owners are (`OWNERS_SEARCHED_SQL`, in the
+    round trip that makes the planner setting): how many memories each holds, and which vector
+    indexes of their own they have. An owner whose memories are a large part of the table
+    (`OwnersFound.index_of`) is searched on a plan made for it (`custom_search_plan_sql`):
+    planned knowing whose memories it reads, PostgreSQL reads their nearest vectors from the
+    HNSW index, in a number of steps that follows the owner's share of the table, not its size.
+    The generic plan, made for any owner, sorts the owner's vectors exactly, which is cheaper for
+    the many small owners (and needs no planning per search). An owner with a vector index of
+    its own (`service.memories.owner_indexes`) is written into the statement's text
+    (`compiled_search`'s `written_owners`), which lets the planner see that the index's
+    condition holds on the generic plan of that text, made once per connection and owner, and
+    plans its other reads knowing the owner too: a generic plan made for an average owner reads
+    a large one's filtered memories through the index of its newest, testing each of them.
+
+    Asked of the database for every search rather than remembered by the process from earlier
+    results, it is right on a process's first search of an owner, after a pause of any length,
+    for a search that finds nothing, and on every replica alike.
 
     Where the server makes no generic plans it distributes queries (Citus: `runs_generic_plans`):
-    there the owners' own indexes are looked up before the statement and bound into it, which
-    then reads no catalog table and goes to the tenant's shard whole (see `OWNER_STATS_SQL`)."""
+    there the owners' counts and their indexes are two queries (`OWNERS_SEARCHED_SQL`), and the
+    plan is the server's own for each statement."""
 
     def __init__(
         self,
@@ -174,6 +190,7 @@ class PlannedSearch:
         self._plan: Plan | None = GENERIC_PLAN if plan_made or not generic_plan else None
         """The plan the connection is set to make for the next statement (None: none set yet,
         `GENERIC_SEARCH_PLAN_SQL` not sent)."""
+        self._found: OwnersFound | None = None
 
     @property
     def plan_made(self) -> bool:
@@ -189,21 +206,24 @@ class PlannedSearch:
         # Compiled once per filter shape (see `compiled_search`), and run straight on the
         # driver: SQLAlchemy's execution layer cost ~1 ms of CPU a search, a third of the
         # request's own database work in Python (docs/benchmarks.md).
-        owners = [_owner_keys(self._tenant_id, params) for params in sections]
-        indexes = [indexed_owners.index_of(keys) for keys in owners]
+        found = await self.owners_found(
+            [owner for params in sections for owner in params.filter.owners],
+            sections[0].vector_column,
+        )
+        indexes = [found.index_of(params) for params in sections]
         plan = _plan_of(sections[0], indexes) if self._generic_plan else GENERIC_PLAN
         await self._plan_for(plan)
         # The statement sorts the nearest vectors exactly (see `_search_template`), but for the
         # owners written into its text, whose own indexes it reads, and the sections of owners
-        # known to have an index to read that are not written in: a large enough share of the
-        # table to read its index, or, on a plan made for the search, owners with indexes of
-        # their own. A server that makes no generic plans (Citus) gets the owners with indexes
-        # of their own written in too: their indexes are per kind, and a scan over every kind
-        # can read them only split by kind, as the written text is.
+        # with an index to read that are not written in: a large enough share of the table to
+        # read its index, or, on a plan made for the search, owners with indexes of their own.
+        # A server that makes no generic plans (Citus) gets the owners with indexes of their
+        # own written in too: their indexes are per kind, and a scan over every kind can read
+        # them only split by kind, as the written text is.
         written = {
-            index: indexed_owners.own_indexes(owners[index])
-            for index, found in enumerate(indexes)
-            if not plan.custom and found == OWN_INDEX
+            index: found.own_indexes_of(params)
+            for index, (params, each) in enumerate(zip(sections, indexes, strict=True))
+            if not plan.custom and each == OWN_INDEX
         }
         compiled, arguments = compiled_search(
             self._tenant_id,
@@ -212,44 +232,65 @@ class PlannedSearch:
             written_owners=written,
             vector_index_sections={
                 index
-                for index, found in enumerate(indexes)
-                if found is not None and index not in written
+                for index, each in enumerate(indexes)
+                if each is not None and index not in written
             },
-            owner_indexes=None if self._generic_plan else await self._own_indexes(sections),
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
         for row in await self._driver.fetch(compiled.sql, *arguments):
             section = row["section"]
-            if not hits[section]:
-                own_indexes = frozenset(row["owner_indexes"] or ())
-                indexed_owners.learn(
-                    owners[section],
-                    OWN_INDEX if own_indexes else SHARED_INDEX if row["indexed_vectors"] else None,
-                    own_indexes,
-                )
-                if statistics_due(
-                    sections[section], row["section_documents"], row["statistics_age"]
-                ):
-                    due.update(sections[section].filter.owners)
+            if not hits[section] and statistics_due(
+                sections[section], row["section_documents"], row["statistics_age"]
+            ):
+                due.update(sections[section].filter.owners)
             hits[section].append(_search_row(row))
         if due and self._statistics is not None:
             self._statistics.ask(due)
         return hits
 
-    async def _own_indexes(self, sections: Sequence[SearchParams]) -> dict[int, set[str]]:
-        """Each section's owners' own indexes (`kind:owner key`), looked up in one query of the
-        catalog before the statement, for a server that distributes queries."""
-        keys = sorted({owner.key for params in sections for owner in params.filter.owners})
-        compiled, arguments = owner_indexes_of(
-            self._tenant_id, keys, sections[0].vector_column, self._dialect
+    async def owners_found(self, owners: Iterable[Owner], column: VectorColumn) -> OwnersFound:
+        """What a search of `owners` (one user at most, and the organization) finds about them
+        before its statement (`OWNERS_SEARCHED_SQL`, about the user and the organization
+        whatever the search reads), asked once per block for the column it reads; where the
+        server runs generic plans and no setting was made yet, the same query makes the
+        generic plan's."""
+        users = {owner for owner in owners if not owner.is_org}
+        if len(users) > 1:
+            raise ValueError("a search reads the memories of one user at most")
+        user = next(iter(users), None)
+        if self._found is not None and self._found.answers(user, column):
+            return self._found
+        if not self._generic_plan:
+            documents_sql, documents_arguments = owner_documents_of(
+                self._tenant_id, user, self._dialect
+            )
+            indexes_sql, indexes_arguments = owner_indexes_of(
+                self._tenant_id, user, column, self._dialect
+            )
+            counted = await self._driver.fetch(documents_sql.sql, *documents_arguments)
+            own_indexes = await self._driver.fetchval(indexes_sql.sql, *indexes_arguments)
+            self._found = OwnersFound(
+                user,
+                column,
+                {row["owner_key"]: row["documents"] for row in counted},
+                0.0,
+                frozenset(own_indexes or ()),
+            )
+            return self._found
+        setting = GENERIC_PLAN_SETTINGS if self._plan is None else None
+        compiled, arguments = owners_searched(self._tenant_id, user, column, self._dialect, setting)
+        [row] = await self._driver.fetch(compiled.sql, *arguments)
+        if setting is not None:
+            self._plan = GENERIC_PLAN
+        self._found = OwnersFound(
+            user,
+            column,
+            dict(row["documents"] or ()),
+            float(row["table_rows"]),
+            frozenset(row["owner_indexes"] or ()),
         )
-        found: list[str] = await self._driver.fetchval(compiled.sql, *arguments) or []
-        owners_of = [{owner.key for owner in params.filter.owners} for params in sections]
-        return {
-            index: {unit for unit in found if unit.partition(":")[2] in owners}
-            for index, owners in enumerate(owners_of)
-        }
+        return self._found
 
     async def _plan_for(self, plan: Plan) -> None:
         """Make the connection plan the next statement as `plan` says; a setting is sent only
@@ -259,6 +300,50 @@ class PlannedSearch:
             return
         await self._driver.execute(plan.settings_sql())
         self._plan = plan
+
+
+@dataclass(frozen=True)
+class OwnersFound:
+    """What the owners a search of `user` may read (the user, None for none, and the
+    organization) are, as `OWNERS_SEARCHED_SQL` found them for the vector column `column`: how
+    many memories each holds as their statistics last counted them (`documents`, by owner key;
+    an owner not counted holds too few to matter), the table's estimated rows, and their vector
+    indexes of their own (`kind:owner key`)."""
+
+    user: Owner | None
+    column: VectorColumn
+    documents: Mapping[str, int]
+    table_rows: float
+    own_indexes: frozenset[str]
+
+    def answers(self, user: Owner | None, column: VectorColumn) -> bool:
+        """Whether it answers for a search of `user` (None: the organization alone) reading
+        `column`."""
+        return column == self.column and user in (None, self.user)
+
+    def own_indexes_of(self, params: SearchParams) -> frozenset[str]:
+        """The indexes of their own of the owners `params` searches."""
+        keys = {owner.key for owner in params.filter.owners}
+        return frozenset(unit for unit in self.own_indexes if unit.partition(":")[2] in keys)
+
+    def index_of(self, params: SearchParams) -> str | None:
+        """Where the search `params` reads its owners' nearest vectors from: their own indexes
+        (`OWN_INDEX`), the table's (`SHARED_INDEX`), or neither (an exact sort).
+
+        The table's index when the owners hold enough of the table for its walk to find their
+        nearest memories in about pool / share steps (on Citus the coordinator's count of a
+        distributed table is 0: any share is enough), and enough memories that sorting them
+        costs more than planning a search for the index; counted, that is bounded, in any
+        case (`bounded_from`): an owner the statistics do not count is small."""
+        if self.own_indexes_of(params):
+            return OWN_INDEX
+        documents = sum(self.documents.get(owner.key, 0) for owner in params.filter.owners)
+        threshold = max(
+            params.bounded_from,
+            params.vector_index_from,
+            params.vector_index_share * self.table_rows,
+        )
+        return SHARED_INDEX if documents >= threshold else None
 
 
 @dataclass(frozen=True)
@@ -291,7 +376,7 @@ SHARED_INDEX = "shared"
 
 def _plan_of(params: SearchParams, indexes: Iterable[str | None]) -> Plan:
     """The plan for sections whose owners are searched through `indexes`
-    (`IndexedOwners.index_of` each). An owner read through the whole table's index needs a plan
+    (`OwnersFound.index_of` each). An owner read through the whole table's index needs a plan
     made for it, and the wider candidate list. Owners with indexes of their own are written
     into the statement's text (`compiled_search`'s `written_owners`), so its generic plan,
     made once per connection and owner, reads their indexes: planning the ~15 KiB statement
@@ -302,53 +387,6 @@ def _plan_of(params: SearchParams, indexes: Iterable[str | None]) -> Plan:
     if OWN_INDEX in found:
         return Plan(custom=False, ef_search=params.owner_index_ef_search)
     return GENERIC_PLAN
-
-
-def _owner_keys(tenant_id: str, params: SearchParams) -> tuple[str, ...]:
-    return (tenant_id, *sorted(owner.key for owner in params.filter.owners))
-
-
-class IndexedOwners:
-    """The owners (a search's tenant and owner keys) whose latest search reported an index to
-    read their vectors from (`OWN_INDEX` or `SHARED_INDEX`), for `INDEXED_OWNERS_TTL`, with
-    the indexes of their own it found (`kind:owner key` each, `OWNER_STATS_SQL`). In process
-    memory: a process that has not seen an owner yet plans its first search generically, which
-    costs time, never results."""
-
-    def __init__(self, ttl: timedelta, kept: int) -> None:
-        self._own: ExpiringValues[tuple[str, ...], frozenset[str]] = ExpiringValues(ttl, kept)
-        self._shared: ExpiringKeys[tuple[str, ...]] = ExpiringKeys(ttl, kept)
-
-    def holds(self, owners: tuple[str, ...]) -> bool:
-        return self.index_of(owners) is not None
-
-    def index_of(self, owners: tuple[str, ...]) -> str | None:
-        if self._own.get(owners) is not None:
-            return OWN_INDEX
-        if owners in self._shared:
-            return SHARED_INDEX
-        return None
-
-    def own_indexes(self, owners: tuple[str, ...]) -> frozenset[str]:
-        """The owners' own indexes as their latest search found them (`kind:owner key`)."""
-        return self._own.get(owners) or frozenset()
-
-    def learn(
-        self, owners: tuple[str, ...], index: str | None, own_indexes: frozenset[str] = frozenset()
-    ) -> None:
-        if index == OWN_INDEX:
-            self._own.put(owners, own_indexes)
-        else:
-            self._own.discard(owners)
-        if index == SHARED_INDEX:
-            self._shared.add(owners)
-        else:
-            self._shared.discard(owners)
-
-
-INDEXED_OWNERS_TTL = timedelta(minutes=5)
-indexed_owners = IndexedOwners(INDEXED_OWNERS_TTL, kept=10_000)
-"""The process's large owners (see `PlannedSearch`)."""
 
 
 STATISTICS_MAX_AGE = timedelta(minutes=10)
@@ -377,31 +415,33 @@ class FusionRepository(TenantRepository):
         self._statistics = statistics
 
     @asynccontextmanager
-    async def planned(self, *, ahead: bool = True) -> AsyncIterator[PlannedSearch]:
+    async def planned(
+        self, *, ahead: Sequence[Owner] | None = None, column: VectorColumn | None = None
+    ) -> AsyncIterator[PlannedSearch]:
         """The fusion statements run inside run on their generic plan
         (`GENERIC_SEARCH_PLAN_SQL`), where the server runs one; afterwards the transaction plans
         as configured again (from its next statement on, if there is one:
         `ScopedBeginConnection.restore_before_next_statement`).
 
-        Enter it before awaiting a question's vector still on its way (`ahead`): the setting's
-        round trip then overlaps the embedding instead of following it. With the vector in
-        hand (`ahead=False`) there is nothing to overlap: the setting goes with the plan the
-        search needs, in one query (an owner searched through an index of its own or the
-        table's needs a setting of its own besides the generic plan's). The settings go as
-        simple queries: nothing to prepare, one round trip each."""
+        Enter it before awaiting a question's vector still on its way, naming the owners the
+        search reads (`ahead`) and the vector column it reads (`column`): what they are
+        (`PlannedSearch.owners_found`) is asked, and the generic plan's setting made, in a round
+        trip that overlaps the embedding instead of following it. Otherwise that round trip
+        goes with the search, and an owner searched through an index of its own or the table's
+        needs a setting of its own besides."""
         connection = await self._session.connection()
         driver = await transaction_driver(connection)
         generic_plan = await runs_generic_plans(driver)
-        if generic_plan and ahead:
-            await driver.execute(GENERIC_SEARCH_PLAN_SQL)
         planned = PlannedSearch(
             driver,
             self._tenant_id,
             connection.dialect,
             generic_plan=generic_plan,
             statistics=self._statistics,
-            plan_made=ahead,
+            plan_made=False,
         )
+        if ahead is not None and column is not None:
+            await planned.owners_found(ahead, column)
         yield planned
         # Not after a failed statement: the transaction is aborted, and ends with the setting.
         if generic_plan and planned.plan_made:
@@ -419,7 +459,7 @@ class FusionRepository(TenantRepository):
     async def search_sections(self, sections: Sequence[SearchParams]) -> list[list[SearchRow]]:
         """`PlannedSearch.search_sections` under a planner setting of its own (the vectors
         are in hand: it goes with the statement's plan)."""
-        async with self.planned(ahead=False) as planned:
+        async with self.planned() as planned:
             return await planned.search_sections(sections)
 
 

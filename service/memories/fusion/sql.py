@@ -279,12 +279,7 @@ SELECT s.id, s.scope, s.user_id, s.kind, s.category, s.text, s.confidence, s.lif
        (SELECT c.documents FROM collection c WHERE c.section = ranked.section
          LIMIT 1) AS section_documents,
        (SELECT extract(epoch FROM now() - o.refreshed_at) FROM owner_stats o
-         WHERE o.section = ranked.section) AS statistics_age,
-       coalesce((SELECT o.indexed_vectors OR cardinality(o.owner_indexes) > 0
-                   FROM owner_stats o
-                  WHERE o.section = ranked.section), false) AS indexed_vectors,
-       (SELECT o.owner_indexes FROM owner_stats o
-         WHERE o.section = ranked.section) AS owner_indexes
+         WHERE o.section = ranked.section) AS statistics_age
   FROM (SELECT h.*,
                -- Equal scores (RRF gives a lexical-only hit and a vector-only hit at the same
                -- rank the same fused score) are decided by what the scores mean: the stronger
@@ -406,30 +401,17 @@ OWNER_STATS_SQL = """
 -- from them. A section without a row is searched exactly.
 SELECT ${section} AS section, ${owner_keys} AS owner_keys, sum(s.documents) AS documents,
        coalesce(sum(s.total_length)::float8 / nullif(sum(s.documents), 0), 0) AS mean_length,
-       min(s.refreshed_at) AS refreshed_at,
-       -- Whether the owners hold enough of the table for the vector index to find their
-       -- nearest memories in about pool / share steps (see `PlannedSearch`; on Citus the
-       -- coordinator's count of a distributed table is 0: any share is enough), and enough
-       -- memories that sorting them costs more than planning a search for the index.
-       sum(s.documents) >= greatest(:vector_index_from, :vector_index_share * ${table_rows})
-           AS indexed_vectors,
-       -- The vector indexes of the owners' own on the column searched, as `kind:owner key`
-       -- (`OWNER_INDEXES_SQL`, or bound where the server distributes queries).
-       ${owner_indexes} AS owner_indexes
+       min(s.refreshed_at) AS refreshed_at
   FROM memory_owner_stats s
  WHERE s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})
 HAVING sum(s.documents) >= :bounded_from
 """
 """One section's owner statistics, if it is bounded (`owner_stats` of `HYBRID_SEARCH_SQL`).
-
-The two facts it takes from the catalog (`${table_rows}`: `TABLE_ROWS_SQL`; `${owner_indexes}`:
-`OWNER_INDEXES_SQL`) are read in the statement on a single server. Where the server distributes
-queries (Citus) the statement names no catalog table: the coordinator's catalog is a local table
-there, and a query that joins a local table with distributed ones cannot be sent to the
-tenant's shard whole. Citus then plans each of its CTEs apart (twenty plans, each result sent
-on as an intermediate one: ~40 ms of a ~65 ms search of a small owner). There the table's rows
-are 0 (the coordinator's count of a distributed table, whose rows live on the workers) and the
-indexes are looked up before the statement (`OWNER_INDEXES_OF_SQL`) and bound."""
+It names no catalog table: where the server distributes queries (Citus) the coordinator's
+catalog is a local table, and a query that joins a local table with distributed ones cannot be
+sent to the tenant's shard whole (Citus then plans each CTE apart: twenty plans, each result
+sent on as an intermediate one, ~40 ms of a ~65 ms search of a small owner). What a search
+needs from the catalog it asks before the statement (`OWNERS_SEARCHED_SQL`)."""
 
 TABLE_ROWS_SQL = (
     "greatest((SELECT c.reltuples FROM pg_class c WHERE c.oid = 'memory'::regclass), 0)"
@@ -456,9 +438,40 @@ LIMIT is run as it stands): a join with pg_class, or an EXISTS, was planned gene
 scan of all of pg_class for every section. (Not by to_regclass: the name is the coordinator's
 on Citus, whose search path need not hold the shell table's schema.)"""
 
+SEARCHED_OWNER_KEYS_SQL = "ARRAY[CAST(:user_key AS text), ${org_key}]"
+"""The owners a search may read: its user (`:user_key`, NULL for a search of the organization
+alone) and the organization. Both are asked about whatever the search's scopes, so the question
+is one text with one plan: a list of bound length is planned again for each search (~0.2 ms,
+more than the question itself), as the plan of a list of unknown length costs more."""
+
+OWNER_DOCUMENTS_SQL = """SELECT s.owner_key, s.documents
+  FROM memory_owner_stats s
+ WHERE s.tenant_id = :tenant_id AND s.owner_key = ANY(${owner_keys})"""
+"""How many memories each owner holds, as their statistics last counted them (an owner without
+a row has too few to be counted, or was not counted yet)."""
+
+OWNERS_SEARCHED_SQL = """
+SELECT ${plan_settings}
+       ARRAY(SELECT ROW(d.owner_key, d.documents) FROM (${owner_documents}) AS d) AS documents,
+       ${table_rows} AS table_rows,
+       ${owner_indexes} AS owner_indexes"""
+"""What a search asks about its owners before its statement, whose text and plan depend on it
+(see `PlannedSearch`): how many memories each holds (`OWNER_DOCUMENTS_SQL`, as `(key,
+documents)` records), the table's estimated rows (`TABLE_ROWS_SQL`) and the vector indexes of
+their own (`OWNER_INDEXES_SQL`). With `${plan_settings}` it also sets the statement's planner
+settings (`set_config(…, true)`, which is `SET LOCAL`), in the round trip the setting took on
+its own. Asked for every search, it is never out of date: an owner that grew past the
+thresholds, or whose index was built a moment ago, is searched as it now is.
+
+Where the server distributes queries (Citus) it is not one query: the owners' counts are a
+distributed table's rows, sent to the tenant's shard (`OWNER_DOCUMENTS_SQL`), and the indexes
+are the coordinator's catalog (`OWNER_INDEXES_OF_SQL`), which it answers itself; the table's
+rows are 0 there (the coordinator's count of a distributed table, whose rows live on the
+workers)."""
+
 OWNER_INDEXES_OF_SQL = "SELECT ${owner_indexes} AS owner_indexes"
 """`OWNER_INDEXES_SQL` on its own, for a server that distributes queries (see
-`OWNER_STATS_SQL`): a read of the coordinator's catalog alone, which it answers itself."""
+`OWNERS_SEARCHED_SQL`): a read of the coordinator's catalog alone, which it answers itself."""
 
 BOUNDED_MATCHES_SQL = """
 -- The memories each question lexeme weighs most in, per owner: the first

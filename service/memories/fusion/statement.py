@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, UUID
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
+from service.auth.owner import Owner
 from service.db import DriverStatement, compiled_once, escaped_literal
 from service.memories.bm25 import (
     SATURATION,
@@ -45,9 +46,11 @@ from service.memories.fusion.sql import (
     MEMORY_BY_KEY_SQL,
     NEAREST_OF_OWNERS_SQL,
     NEAREST_SQL,
+    OWNER_DOCUMENTS_SQL,
     OWNER_INDEXES_OF_SQL,
     OWNER_INDEXES_SQL,
     OWNER_STATS_SQL,
+    OWNERS_SEARCHED_SQL,
     PASSED_BY_KEY_SQL,
     PASSED_LENGTHS_SQL,
     PASSING_SQL,
@@ -56,6 +59,7 @@ from service.memories.fusion.sql import (
     READ_POSTINGS_SQL,
     SEARCHED_EXACTLY_SQL,
     SEARCHED_FEW_SQL,
+    SEARCHED_OWNER_KEYS_SQL,
     SEEDS_SQL,
     TABLE_ROWS_SQL,
     WEIGHT_BOUND_SQL,
@@ -197,12 +201,9 @@ def _search_template(
     shapes: tuple[SectionShape, ...],
     column: VectorColumn,
     exact_vectors: bool = False,
-    indexes_bound: bool = False,
 ) -> str:
     """`HYBRID_SEARCH_SQL` with section `i` selected by `shapes[i]`, its pool and limit bound
-    as `:pool_i` and `:limit_i`, its vectors read from `column`; with `indexes_bound`, its
-    owners' own indexes bound as `:owner_indexes_i` and no catalog table read (for a server
-    that distributes queries: see `OWNER_STATS_SQL`); with `exact_vectors`, the
+    as `:pool_i` and `:limit_i`, its vectors read from `column`; with `exact_vectors`, the
     nearest vectors are sorted by their exact distance, never read from an HNSW index, but for
     the sections that read one (`SectionShape.reads_vector_index`) and the owners written in
     with indexes of their own (which read those). Whether any other owner's scan walks the
@@ -367,7 +368,6 @@ def _search_template(
                     section=str(index),
                 ),
                 **collected(shape),
-                **catalog_facts(index),
                 **vectors,
             )
             + ")"
@@ -418,18 +418,6 @@ def _search_template(
     exact_when_few_sections = [
         exact_when_few(index, shape) for index, shape in enumerate(shapes) if shape.lexical_few
     ]
-
-    def catalog_facts(index: int) -> dict[str, str]:
-        """`OWNER_STATS_SQL`'s facts from the catalog for section `index`: read in the
-        statement, or (`indexes_bound`) given."""
-        if indexes_bound:
-            return {"table_rows": "0", "owner_indexes": f"CAST(:owner_indexes_{index} AS text[])"}
-        return {
-            "table_rows": TABLE_ROWS_SQL,
-            "owner_indexes": render(
-                OWNER_INDEXES_SQL, owner_keys=f"CAST(:owner_keys_{index} AS text[])", **vectors
-            ),
-        }
 
     turn_sections = [str(index) for index, shape in enumerate(shapes) if shape.holds_turns]
     if not turn_sections:
@@ -821,19 +809,15 @@ def _bound_values(
     tenant_id: str,
     sections: Sequence[SearchParams],
     predicates: Sequence[SectionPredicates],
-    owner_indexes: Mapping[int, Collection[str]] | None = None,
 ) -> dict[str, Any]:
     """Every value the statement binds but the filters' own: sizes per section (unless
-    written in), its owners (and their own indexes, when given), the ranking parameters (shared
-    by the sections) and the tenant."""
+    written in), its owners, the ranking parameters (shared by the sections) and the tenant."""
     values: dict[str, Any] = {}
     for index, (params, section) in enumerate(zip(sections, predicates, strict=True)):
         if section.written_sizes is None:
             values[f"pool_{index}"] = params.pool
             values[f"limit_{index}"] = params.limit
         values[f"owner_keys_{index}"] = [owner.key for owner in params.filter.owners]
-        if owner_indexes is not None:
-            values[f"owner_indexes_{index}"] = sorted(owner_indexes.get(index, ()))
     values.update((name, getattr(sections[0], name)) for name, _ in RANKING_PARAMETERS)
     if any(section.graphs for section in predicates):
         values["walk_scanned"] = sections[0].walk_scanned
@@ -866,17 +850,16 @@ def _sectioned_statement(
     predicates: Sequence[SectionPredicates],
     exact_vectors: bool = False,
     vector_index_sections: Collection[int] = (),
-    owner_indexes: Mapping[int, Collection[str]] | None = None,
 ) -> TextualSelect:
     binds = [
         bindparam(
             name,
             value,
             type_=_OWNER_KEYS_TYPE
-            if name.startswith(("owner_keys_", "owner_indexes_"))
+            if name.startswith("owner_keys_")
             else _SQL_TYPES.get(name, _SIZE_TYPE),
         )
-        for name, value in _bound_values(tenant_id, sections, predicates, owner_indexes).items()
+        for name, value in _bound_values(tenant_id, sections, predicates).items()
     ]
     return (
         text(
@@ -884,7 +867,6 @@ def _sectioned_statement(
                 _shapes(sections, predicates, vector_index_sections),
                 sections[0].vector_column,
                 exact_vectors=exact_vectors,
-                indexes_bound=owner_indexes is not None,
             )
         )
         .bindparams(*_binds(predicates), *binds)
@@ -899,7 +881,6 @@ def compiled_search(
     *,
     written_owners: Mapping[int, Collection[str]] | None = None,
     vector_index_sections: Collection[int] = (),
-    owner_indexes: Mapping[int, Collection[str]] | None = None,
 ) -> tuple[DriverStatement, tuple[Any, ...]]:
     """The driver SQL of `sectioned_search_statement` for these sections, compiled once per
     filter shape, and its positional arguments; the owners of the sections keyed in
@@ -907,9 +888,7 @@ def compiled_search(
     indexes of their own it names (`kind:owner key`), so it is compiled once per filter shape,
     owner and set of indexes for those. The sections in `vector_index_sections` read their
     nearest vectors from an index, and the others not written in sort them exactly (see
-    `_search_template`). With `owner_indexes` (for a server that distributes queries), each
-    section's owners' own indexes are these (`kind:owner key`, as `owner_indexes_of` finds
-    them; a section not keyed has none) instead of read from the catalog by the statement.
+    `_search_template`).
 
     A search is the service's hottest statement; building and compiling a `TextualSelect` per
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
@@ -919,7 +898,6 @@ def compiled_search(
         _shapes(sections, predicates, vector_index_sections),
         sections[0].vector_column,
         exact_vectors=True,
-        indexes_bound=owner_indexes is not None,
     )
     compiled = compiled_once(
         template,
@@ -930,31 +908,89 @@ def compiled_search(
             predicates,
             exact_vectors=True,
             vector_index_sections=vector_index_sections,
-            owner_indexes=owner_indexes,
         ),
     )
     values = {bind.key: bind.value for bind in _binds(predicates)}
-    values.update(_bound_values(tenant_id, sections, predicates, owner_indexes))
+    values.update(_bound_values(tenant_id, sections, predicates))
     return compiled, compiled.arguments(values)
 
 
-def owner_indexes_of(
-    tenant_id: str, owner_keys: Collection[str], column: VectorColumn, dialect: Dialect
+def owners_searched(
+    tenant_id: str,
+    user: Owner | None,
+    column: VectorColumn,
+    dialect: Dialect,
+    plan_settings: Mapping[str, str] | None = None,
 ) -> tuple[DriverStatement, tuple[Any, ...]]:
-    """The driver SQL of `OWNER_INDEXES_OF_SQL` for these owners (their keys) and the column
-    searched, and its positional arguments: one row, their own indexes as `kind:owner key`."""
-    sql = render(
-        OWNER_INDEXES_OF_SQL,
-        owner_indexes=render(
-            OWNER_INDEXES_SQL, owner_keys="CAST(:owner_keys AS text[])", **vector_fragments(column)
-        ),
+    """The driver SQL of `OWNERS_SEARCHED_SQL` for the owners a search of `user` (None: of the
+    organization alone) may read and the column it reads, setting `plan_settings` (name: value)
+    for the rest of the transaction, and its positional arguments: one row, `documents`
+    (`(owner key, documents)` records, an owner without statistics left out), `table_rows` and
+    `owner_indexes` (`kind:owner key`)."""
+    sql = _owners_searched_sql(column, tuple((plan_settings or {}).items()))
+    return _compiled_of_owners(sql, dialect, tenant_id, user)
+
+
+@lru_cache(maxsize=16)
+def _owners_searched_sql(column: VectorColumn, plan_settings: tuple[tuple[str, str], ...]) -> str:
+    settings = "".join(
+        f"set_config('{name}', '{value}', true) AS \"{name}\",\n       "
+        for name, value in plan_settings
     )
+    return render(
+        OWNERS_SEARCHED_SQL,
+        plan_settings=settings,
+        owner_documents=_owner_documents(),
+        table_rows=TABLE_ROWS_SQL,
+        owner_indexes=_owner_indexes(column),
+    )
+
+
+def owner_documents_of(
+    tenant_id: str, user: Owner | None, dialect: Dialect
+) -> tuple[DriverStatement, tuple[Any, ...]]:
+    """The driver SQL of `OWNER_DOCUMENTS_SQL` for the owners a search of `user` may read, and
+    its positional arguments, for a server that distributes queries (see
+    `OWNERS_SEARCHED_SQL`): a row per owner with statistics."""
+    return _compiled_of_owners(_owner_documents(), dialect, tenant_id, user)
+
+
+def owner_indexes_of(
+    tenant_id: str, user: Owner | None, column: VectorColumn, dialect: Dialect
+) -> tuple[DriverStatement, tuple[Any, ...]]:
+    """The driver SQL of `OWNER_INDEXES_OF_SQL` for the owners a search of `user` may read and
+    the column it reads, and its positional arguments: one row, their own indexes as `kind:owner
+    key`."""
+    return _compiled_of_owners(_owner_indexes_of_sql(column), dialect, tenant_id, user)
+
+
+@lru_cache(maxsize=16)
+def _owner_indexes_of_sql(column: VectorColumn) -> str:
+    return render(OWNER_INDEXES_OF_SQL, owner_indexes=_owner_indexes(column))
+
+
+def _searched_owner_keys() -> str:
+    return render(SEARCHED_OWNER_KEYS_SQL, org_key=f"'{Owner.org().key}'")
+
+
+def _owner_documents() -> str:
+    return render(OWNER_DOCUMENTS_SQL, owner_keys=_searched_owner_keys())
+
+
+def _owner_indexes(column: VectorColumn) -> str:
+    return render(OWNER_INDEXES_SQL, owner_keys=_searched_owner_keys(), **vector_fragments(column))
+
+
+def _compiled_of_owners(
+    sql: str, dialect: Dialect, tenant_id: str, user: Owner | None
+) -> tuple[DriverStatement, tuple[Any, ...]]:
+    """A statement about a search's owners (`:tenant_id`, `:user_key`), compiled once."""
     compiled = compiled_once(
         sql,
         dialect,
         lambda: text(sql).bindparams(
-            bindparam("owner_keys", type_=_OWNER_KEYS_TYPE),
-            bindparam("tenant_id", type_=Text()),
+            bindparam("user_key", type_=Text()), bindparam("tenant_id", type_=Text())
         ),
     )
-    return compiled, compiled.arguments({"owner_keys": list(owner_keys), "tenant_id": tenant_id})
+    user_key = None if user is None else user.key
+    return compiled, compiled.arguments({"user_key": user_key, "tenant_id": tenant_id})
