@@ -189,24 +189,7 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_version_arguments(parser, passes=3)
-    parser.add_argument(
-        "--body",
-        type=_json_object,
-        default={},
-        metavar="JSON",
-        help="fields added to every request's body, as a JSON object",
-    )
     return parser.parse_args(argv)
-
-
-def _json_object(value: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"not JSON: {error}") from error
-    if not isinstance(parsed, dict):
-        raise argparse.ArgumentTypeError('a JSON object, such as {"categories": ["food"]}')
-    return parsed
 
 
 def main(argv: Sequence[str] | None = None) -> int:

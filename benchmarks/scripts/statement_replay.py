@@ -5,7 +5,8 @@ Run from the repository root:
 
     python -m benchmarks.scripts.statement_replay --tree before=/path/to/checkout --tree after=.
         [--data DIR] [--sizes 1k,10k,100k] [--questions 40] [--passes 5]
-        [--what search|context] [--env NAME=DIR:VAR=VALUE[,VAR=VALUE]]
+        [--what search|context] [--body JSON] [--first-search]
+        [--env NAME=DIR:VAR=VALUE[,VAR=VALUE]]
 
 The first run loads the realistic scenario into an embedded Postgres under `--data` (one owner
 per size among other users and tenants, as `mneme bench load --scenario realistic` loads it,
@@ -17,10 +18,13 @@ child process; the dependencies are this virtualenv's); `--env NAME=DIR:VAR=VALU
 same with settings overridden. Each version builds, for every question, the statement the
 service would run and how it would run it: its text for the filter shape and for the owners it
 writes in, its bound values, its planner settings (`--what search`: `POST …/memories/search`
-with the API's defaults; `context`: the default context block's three memory sections in one
-statement). The replay runs each version's statements on a connection of its own, on their
-generic plans as the service runs them, each version taking each place in the order in turn,
-one unrecorded pass and then `--passes`. It prints, per size, each version's p50 statement round
+with the API's defaults and `--body`'s fields, such as a filter; `context`: the default context
+block's three memory sections in one statement). With `--first-search`, each statement is the
+one a process's first search of its owner sends (for a version that learnt which owners are
+large from its searches' results, before it had learnt anything). The replay runs each
+version's statements on a connection of its own, on their generic plans as the service runs
+them, each version taking each place in the order in turn, one unrecorded pass and then
+`--passes`. It prints, per size, each version's p50 statement round
 trip, its change against the first version's, and for how many questions it returned the same
 rows as the first (ids, sections, ranks, and the lexical, neighbour and thread scores), and what
 share of the first version's hits it returned in any order (for a change meant to rank
@@ -232,14 +236,21 @@ class _RecordingDriver:
 
 
 async def compile_statements(
-    runtime_url: str, questions: dict[str, list[dict[str, Any]]], count: int, what: str
+    runtime_url: str,
+    questions: dict[str, list[dict[str, Any]]],
+    count: int,
+    what: str,
+    body: dict[str, Any] | None = None,
+    *,
+    first_search: bool = False,
 ) -> list[dict[str, Any]]:
     """Every question's statement as this process's `service` builds and runs it (`what`:
-    a search with the API's defaults, or a default context block's memory sections): the
-    service's own `PlannedSearch` runs it, twice, on a driver that records what it sends. A
-    version that learns the owners' indexes from a search's result learns them in the first
-    run, as its first search of an owner did; the second is the statement and settings the
-    service then runs."""
+    a search with the API's defaults and `body`'s fields, or a default context block's memory
+    sections): the service's own `PlannedSearch` runs it, twice, on a driver that records what
+    it sends. A version that learns the owners' indexes from a search's result learns them in
+    the first run, as its first search of an owner did; the second is the statement and
+    settings the service then runs. With `first_search`, the statement is the first run's, in
+    a process that has learnt nothing of the owner (`_forget_learnt_owners`)."""
     from benchmarks.rawsql import asyncpg_connection, service_search_params
     from service.config import Settings
     from service.db import create_engine, set_tenant_sql
@@ -253,6 +264,7 @@ async def compile_statements(
     settings = Settings()
     engine = create_engine(runtime_url, settings, pool_size=1, max_overflow=0)
     statements: list[dict[str, Any]] = []
+    body = body or {}
     try:
         async with engine.connect() as connection:
             driver = await asyncpg_connection(connection)
@@ -260,7 +272,9 @@ async def compile_statements(
             for label, asked in questions.items():
                 for index, question in enumerate(asked[:count]):
                     if what == "search":
-                        requests = [SearchRequest(query=question["text"])]
+                        requests = [
+                            SearchRequest.model_validate({"query": question["text"], **body})
+                        ]
                     else:
                         requests = _context_searches(question["text"])
                     tenant = question["tenant_id"]
@@ -270,7 +284,9 @@ async def compile_statements(
                         )
                         for request in requests
                     ]
-                    for _ in range(2):
+                    if first_search:
+                        _forget_learnt_owners()
+                    for _ in range(1 if first_search else 2):
                         recording = _RecordingDriver(driver)
                         async with driver.transaction():
                             await driver.execute(set_tenant_sql(tenant))
@@ -302,6 +318,17 @@ async def compile_statements(
     finally:
         await engine.dispose()
     return statements
+
+
+def _forget_learnt_owners() -> None:
+    """Forget what this process learnt of owners from its searches' results: a version that
+    did keeps them in `fusion.repository.indexed_owners`, and its next search of an owner is
+    then a process's first. (A version that asks before each search has nothing to forget.)"""
+    from service.memories.fusion import repository
+
+    learnt = getattr(repository, "indexed_owners", None)
+    if learnt is not None:
+        repository.indexed_owners = type(learnt)(repository.INDEXED_OWNERS_TTL, kept=10_000)  # type: ignore[attr-defined]
 
 
 def _context_searches(query: str) -> list[Any]:
@@ -349,11 +376,19 @@ def run_in_child(version: Version, script: Path, arguments: Sequence[str], what:
 
 
 def _compile_in_child(
-    version: Version, runtime_url: str, manifest: Path, count: int, what: str
+    version: Version,
+    runtime_url: str,
+    manifest: Path,
+    count: int,
+    what: str,
+    body: dict[str, Any],
+    first_search: bool,
 ) -> list[dict[str, Any]]:
     """`compile_statements` run by `version`'s code in a child process."""
     arguments = ["--runtime-url", runtime_url, "--manifest", str(manifest)]
-    arguments += ["--questions", str(count), "--what", what]
+    arguments += ["--questions", str(count), "--what", what, "--body", json.dumps(body)]
+    if first_search:
+        arguments.append("--first-search")
     output = run_in_child(version, Path(__file__), arguments, "compiling")
     statements: list[dict[str, Any]] = pickle.loads(output)  # noqa: S301  # our own child's
     return statements
@@ -619,6 +654,23 @@ def add_version_arguments(parser: argparse.ArgumentParser, *, passes: int) -> No
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--passes", type=int, default=passes)
     parser.add_argument("--what", choices=("search", "context"), default="search")
+    parser.add_argument(
+        "--body",
+        type=_json_object,
+        default={},
+        metavar="JSON",
+        help="fields added to every search request's body, as a JSON object (--what search)",
+    )
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from error
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError('a JSON object, such as {"categories": ["food"]}')
+    return parsed
 
 
 def chosen_versions(arguments: argparse.Namespace, program: str) -> list[Version] | None:
@@ -659,6 +711,11 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--per-question", action="store_true", help="also each question's time per version"
     )
+    parser.add_argument(
+        "--first-search",
+        action="store_true",
+        help="each statement as a process's first search of its owner sends it",
+    )
     # The child's side: compile this version's statements into a file.
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--runtime-url", help=argparse.SUPPRESS)
@@ -672,7 +729,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         questions = json.loads(arguments.manifest.read_text(encoding="utf-8"))["questions"]
         statements = asyncio.run(
             compile_statements(
-                arguments.runtime_url, questions, arguments.questions, arguments.what
+                arguments.runtime_url,
+                questions,
+                arguments.questions,
+                arguments.what,
+                arguments.body,
+                first_search=arguments.first_search,
             )
         )
         arguments.out.write_bytes(pickle.dumps(statements))
@@ -713,7 +775,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             compiled = {
                 version.name: _compile_in_child(
-                    version, runtime_url, manifest, arguments.questions, arguments.what
+                    version,
+                    runtime_url,
+                    manifest,
+                    arguments.questions,
+                    arguments.what,
+                    arguments.body,
+                    arguments.first_search,
                 )
                 for version in versions
             }

@@ -81,6 +81,14 @@ def test_versions_are_timed_on_one_kept_database_and_their_rows_compared(
     context_report = table_rows(capsys.readouterr().out)
     assert context_report[("120", "again")][2] == "4/4"
 
+    # A filter in every search's body, each statement as a process's first search sends it:
+    # nothing passes the filter, so its statements touch fewer buffers than the unfiltered.
+    nothing_passes = ["--body", '{"categories": ["no-such-category"]}', "--first-search"]
+    assert main([*arguments, *nothing_passes]) == 0
+    filtered = table_rows(capsys.readouterr().out)
+    assert filtered[("120", "again")][2] == "4/4"
+    assert int(filtered[("120", "first")][4]) < int(first_report[("120", "first")][4])
+
     # Other sizes need a database of their own.
     other_sizes = [*arguments, "--sizes", "60"]
     assert main(other_sizes) == 2
