@@ -435,14 +435,15 @@ OWNER_INDEXES_SQL = """ARRAY(
 name, made from the owner and the kind; the empty kind is an index over all of them). Each name
 is looked up by pg_class's index on names, one look-up per owner and kind (a subquery with a
 LIMIT is run as it stands): a join with pg_class, or an EXISTS, was planned generically as a
-scan of all of pg_class for every section. (Not by to_regclass: the name is the coordinator's
+scan of all of pg_class. (Not by to_regclass: the name is the coordinator's
 on Citus, whose search path need not hold the shell table's schema.)"""
 
 SEARCHED_OWNER_KEYS_SQL = "ARRAY[CAST(:user_key AS text), ${org_key}]"
 """The owners a search may read: its user (`:user_key`, NULL for a search of the organization
 alone) and the organization. Both are asked about whatever the search's scopes, so the question
-is one text with one plan: a list of bound length is planned again for each search (~0.2 ms,
-more than the question itself), as the plan of a list of unknown length costs more."""
+has one text and one plan. With the owners bound as an array, the server planned the question
+anew for every search (~0.2 ms, more than the question itself): its generic plan prices a bound
+array at ten elements, a custom plan at the two it holds, so the generic one never won."""
 
 OWNER_DOCUMENTS_SQL = """SELECT s.owner_key, s.documents
   FROM memory_owner_stats s
