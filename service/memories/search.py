@@ -222,10 +222,12 @@ class MemorySearch:
                 or (request.mode != "lexical" and query_embedding is None)
             )
         )
-        async with self._fusion.planned(
-            ahead=searched_owners(owner, request.scopes) if on_its_way else None,
-            column=self._vector_columns.read_by(self._tenant_id),
-        ) as planned:
+        ahead = (
+            (searched_owners(owner, request.scopes), self._vector_columns.read_by(self._tenant_id))
+            if on_its_way
+            else None
+        )
+        async with self._fusion.planned(ahead=ahead) as planned:
             if embedding_question is not None:
                 query_embedding = await embedding_question
             elif request.mode != "lexical" and query_embedding is None:

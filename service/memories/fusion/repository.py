@@ -261,7 +261,17 @@ class PlannedSearch:
         user = next(iter(users), None)
         if self._found is not None and self._found.answers(user, column):
             return self._found
-        if not self._generic_plan:
+        if self._generic_plan:
+            setting = GENERIC_PLAN_SETTINGS if self._plan is None else None
+            compiled, arguments = owners_searched(
+                self._tenant_id, user, column, self._dialect, setting
+            )
+            [row] = await self._driver.fetch(compiled.sql, *arguments)
+            if setting is not None:
+                self._plan = GENERIC_PLAN
+            documents = dict(row["documents"] or ())
+            table_rows, own_indexes = float(row["table_rows"]), row["owner_indexes"]
+        else:
             documents_sql, documents_arguments = owner_documents_of(
                 self._tenant_id, user, self._dialect
             )
@@ -269,27 +279,10 @@ class PlannedSearch:
                 self._tenant_id, user, column, self._dialect
             )
             counted = await self._driver.fetch(documents_sql.sql, *documents_arguments)
+            documents = {row["owner_key"]: row["documents"] for row in counted}
+            table_rows = 0.0
             own_indexes = await self._driver.fetchval(indexes_sql.sql, *indexes_arguments)
-            self._found = OwnersFound(
-                user,
-                column,
-                {row["owner_key"]: row["documents"] for row in counted},
-                0.0,
-                frozenset(own_indexes or ()),
-            )
-            return self._found
-        setting = GENERIC_PLAN_SETTINGS if self._plan is None else None
-        compiled, arguments = owners_searched(self._tenant_id, user, column, self._dialect, setting)
-        [row] = await self._driver.fetch(compiled.sql, *arguments)
-        if setting is not None:
-            self._plan = GENERIC_PLAN
-        self._found = OwnersFound(
-            user,
-            column,
-            dict(row["documents"] or ()),
-            float(row["table_rows"]),
-            frozenset(row["owner_indexes"] or ()),
-        )
+        self._found = OwnersFound(user, column, documents, table_rows, frozenset(own_indexes or ()))
         return self._found
 
     async def _plan_for(self, plan: Plan) -> None:
@@ -416,7 +409,7 @@ class FusionRepository(TenantRepository):
 
     @asynccontextmanager
     async def planned(
-        self, *, ahead: Sequence[Owner] | None = None, column: VectorColumn | None = None
+        self, *, ahead: tuple[Sequence[Owner], VectorColumn] | None = None
     ) -> AsyncIterator[PlannedSearch]:
         """The fusion statements run inside run on their generic plan
         (`GENERIC_SEARCH_PLAN_SQL`), where the server runs one; afterwards the transaction plans
@@ -424,7 +417,7 @@ class FusionRepository(TenantRepository):
         `ScopedBeginConnection.restore_before_next_statement`).
 
         Enter it before awaiting a question's vector still on its way, naming the owners the
-        search reads (`ahead`) and the vector column it reads (`column`): what they are
+        search reads and the vector column it reads (`ahead`): what they are
         (`PlannedSearch.owners_found`) is asked, and the generic plan's setting made, in a round
         trip that overlaps the embedding instead of following it. Otherwise that round trip
         goes with the search, and an owner searched through an index of its own or the table's
@@ -440,8 +433,8 @@ class FusionRepository(TenantRepository):
             statistics=self._statistics,
             plan_made=False,
         )
-        if ahead is not None and column is not None:
-            await planned.owners_found(ahead, column)
+        if ahead is not None:
+            await planned.owners_found(*ahead)
         yield planned
         # Not after a failed statement: the transaction is aborted, and ends with the setting.
         if generic_plan and planned.plan_made:

@@ -915,6 +915,10 @@ def compiled_search(
     return compiled, compiled.arguments(values)
 
 
+_SEARCHED_OWNER_KEYS = render(SEARCHED_OWNER_KEYS_SQL, org_key=f"'{Owner.org().key}'")
+_OWNER_DOCUMENTS = render(OWNER_DOCUMENTS_SQL, owner_keys=_SEARCHED_OWNER_KEYS)
+
+
 def owners_searched(
     tenant_id: str,
     user: Owner | None,
@@ -940,7 +944,7 @@ def _owners_searched_sql(column: VectorColumn, plan_settings: tuple[tuple[str, s
     return render(
         OWNERS_SEARCHED_SQL,
         plan_settings=settings,
-        owner_documents=_owner_documents(),
+        owner_documents=_OWNER_DOCUMENTS,
         table_rows=TABLE_ROWS_SQL,
         owner_indexes=_owner_indexes(column),
     )
@@ -952,7 +956,7 @@ def owner_documents_of(
     """The driver SQL of `OWNER_DOCUMENTS_SQL` for the owners a search of `user` may read, and
     its positional arguments, for a server that distributes queries (see
     `OWNERS_SEARCHED_SQL`): a row per owner with statistics."""
-    return _compiled_of_owners(_owner_documents(), dialect, tenant_id, user)
+    return _compiled_of_owners(_OWNER_DOCUMENTS, dialect, tenant_id, user)
 
 
 def owner_indexes_of(
@@ -969,16 +973,8 @@ def _owner_indexes_of_sql(column: VectorColumn) -> str:
     return render(OWNER_INDEXES_OF_SQL, owner_indexes=_owner_indexes(column))
 
 
-def _searched_owner_keys() -> str:
-    return render(SEARCHED_OWNER_KEYS_SQL, org_key=f"'{Owner.org().key}'")
-
-
-def _owner_documents() -> str:
-    return render(OWNER_DOCUMENTS_SQL, owner_keys=_searched_owner_keys())
-
-
 def _owner_indexes(column: VectorColumn) -> str:
-    return render(OWNER_INDEXES_SQL, owner_keys=_searched_owner_keys(), **vector_fragments(column))
+    return render(OWNER_INDEXES_SQL, owner_keys=_SEARCHED_OWNER_KEYS, **vector_fragments(column))
 
 
 def _compiled_of_owners(
