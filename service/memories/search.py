@@ -288,9 +288,13 @@ class MemorySearch:
         """The reranker's score of each list's first `rerank_top_n` fused candidates, from one
         call (the lists answer one query); empty without a reranker or when it failed (the
         failure counted)."""
+        if self._reranker is None:
+            # Before any row's memory is read: a row's memory is validated only for the hits
+            # a search keeps (`SearchRow.memory`), and a context keeps 4 of each section's 12.
+            return [{} for _ in found]
         top_n = self._settings.rerank_top_n
         documents = [row.memory.text for rows in found for row in rows[:top_n]]
-        if self._reranker is None or not documents:
+        if not documents:
             return [{} for _ in found]
         with search_stage("rerank", mode) as span:
             span.set_attribute("mneme.rerank.documents", len(documents))
