@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     # driver's own cache; its statements are the ones run on the driver, the search's among
     # them). A kept search statement's plan holds ~2.7 MB of its database backend's memory.
     db_statement_cache_size: int = Field(default=100, ge=0)
+    # The search statements with their owners written in (a text per large owner and filter
+    # shape) each pooled connection keeps prepared, apart from the cache above, least recently
+    # used first out: what bounds a backend's plans, whatever the number of large owners.
+    db_owner_statement_cache_size: int = Field(default=20, ge=0)
     # Ping every pooled connection before handing it out: one more round trip per request. Off
     # by default: a request whose pooled connection turns out to be closed (the server restarted,
     # an idle timeout) starts its transaction again on a new one instead (service/db.py).

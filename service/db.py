@@ -19,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -178,6 +180,10 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         (`_set_up_new_connections`; None until then): it refuses a distributed query inside a
         query of several statements ("cannot execute a distributed query from a query on a
         shard")."""
+        self.kept_apart = 0
+        """How many statements `fetch_kept_apart` keeps prepared on this connection (set when the
+        pool makes it: `MNEME_DB_OWNER_STATEMENT_CACHE_SIZE`)."""
+        self._apart: OrderedDict[str, tuple[Any, float]] = OrderedDict()
 
     def send_with_next_begin(self, statements: str) -> None:
         """Send `statements` (trusted SQL, no parameters) in the same query as the next BEGIN."""
@@ -206,6 +212,36 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         if statements is not None:
             await super().execute(statements)
 
+    async def fetch_kept_apart(self, query: str, *args: Any) -> list[asyncpg.Record]:
+        """`fetch`, for a statement whose text is one of many alike: a search with its owners
+        written in has a text per large owner. It is prepared and kept apart from the
+        connection's statement cache, among at most `kept_apart` such statements (least
+        recently used first out, and none unused for `KEPT_APART_IDLE_SECONDS`).
+
+        A kept statement holds its plan in the backend's memory (3 to 5 MB for a search), so the
+        number of large owners must not decide how many a connection holds; and in the shared
+        cache, a rotation of large owners' texts would push out the statements every other
+        search shares (one per filter shape), each then planned again, 7 to 15 ms."""
+        now = time.monotonic()
+        kept = self._apart.pop(query, None)
+        # Each statement dropped here is closed on the server by asyncpg as the connection
+        # prepares its next one (below, or the next statement it has not prepared yet).
+        while self._apart and (
+            len(self._apart) >= self.kept_apart
+            or next(iter(self._apart.values()))[1] < now - KEPT_APART_IDLE_SECONDS
+        ):
+            self._apart.popitem(last=False)
+        statement = kept[0] if kept is not None else await self.prepare(query)
+        if self.kept_apart:
+            self._apart[query] = (statement, now)
+        try:
+            records: list[asyncpg.Record] = await statement.fetch(*args)
+        except asyncpg.exceptions.InvalidCachedStatementError:
+            # A change of the tables' schema: the next use prepares the text again.
+            self._apart.pop(query, None)
+            raise
+        return records
+
     # The signature is asyncpg's own, `timeout` included.
     async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:  # noqa: ASYNC109
         owed, self._before_next_statement = self._before_next_statement, None
@@ -223,6 +259,19 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         if with_begin:
             self.begun_with = status
         return status
+
+
+KEPT_APART_IDLE_SECONDS = 300.0
+"""How long `ScopedBeginConnection.fetch_kept_apart` keeps a statement no search has used: as
+long as asyncpg keeps one in the connection's statement cache (its default lifetime)."""
+
+
+async def fetch_kept_apart(driver: Driver, query: str, *args: Any) -> list[Mapping[str, Any]]:
+    """`ScopedBeginConnection.fetch_kept_apart` on the pool's connections; a plain `fetch` on
+    any other driver (the benchmarks' own, which record what is sent)."""
+    if isinstance(driver, ScopedBeginConnection):
+        return await driver.fetch_kept_apart(query, *args)
+    return await driver.fetch(query, *args)
 
 
 DISTRIBUTES_SQL = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
@@ -257,8 +306,11 @@ NEW_CONNECTION_SQL = (
 server distributes queries (Citus), in one round trip."""
 
 
-def _set_up_new_connections(statement_timeout_ms: int) -> Callable[[Any, Any], None]:
-    """The pool's `connect` listener: each new connection gets the statement limit and is asked
+def _set_up_new_connections(
+    statement_timeout_ms: int, kept_apart: int
+) -> Callable[[Any, Any], None]:
+    """The pool's `connect` listener: each new connection gets the statement limit and the
+    number of statements it keeps apart (`ScopedBeginConnection.fetch_kept_apart`), and is asked
     whether its server distributes queries.
 
     It runs after SQLAlchemy's own first queries on the engine's first connection (its dialect's
@@ -275,6 +327,7 @@ def _set_up_new_connections(statement_timeout_ms: int) -> Callable[[Any, Any], N
         )
         if isinstance(driver, ScopedBeginConnection):
             driver.distributes = bool(row[1])
+            driver.kept_apart = kept_apart
 
     return set_up
 
@@ -500,7 +553,11 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
     engine = create_async_engine(url, **options)
     event.listen(engine.sync_engine, "before_cursor_execute", _restore_owed_settings_first)
     event.listen(
-        engine.sync_engine, "connect", _set_up_new_connections(settings.db_statement_timeout_ms)
+        engine.sync_engine,
+        "connect",
+        _set_up_new_connections(
+            settings.db_statement_timeout_ms, settings.db_owner_statement_cache_size
+        ),
     )
     return engine
 

@@ -24,7 +24,13 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.owner import Owner
-from service.db import Driver, ScopedBeginConnection, distributes_queries, transaction_driver
+from service.db import (
+    Driver,
+    ScopedBeginConnection,
+    distributes_queries,
+    fetch_kept_apart,
+    transaction_driver,
+)
 from service.kit.repository import TenantRepository
 from service.memories.fusion.parameters import SearchParams
 from service.memories.fusion.statement import (
@@ -238,7 +244,14 @@ class PlannedSearch:
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
-        for row in await self._driver.fetch(compiled.sql, *arguments):
+        # A text with owners written in is one of a text per large owner: kept apart, so that
+        # however many there are, they neither grow a connection's plans past a bound nor
+        # push out the texts every other search shares.
+        if written:
+            rows = await fetch_kept_apart(self._driver, compiled.sql, *arguments)
+        else:
+            rows = await self._driver.fetch(compiled.sql, *arguments)
+        for row in rows:
             section = row["section"]
             if not hits[section] and statistics_due(
                 sections[section], row["section_documents"], row["statistics_age"]

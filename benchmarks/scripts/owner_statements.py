@@ -1,0 +1,222 @@
+"""What one database connection holds, and what a search costs on it, as it serves more and
+more owners with vector indexes of their own, whose searches each run a text of their own (the
+owner written in): those texts run through the driver's shared statement cache, or kept apart
+from it and bounded (`fetch_kept_apart`, `MNEME_DB_OWNER_STATEMENT_CACHE_SIZE`), side by side
+in one run.
+
+Run from the repository root, after `statement_replay` has loaded the scenario under `--data`:
+
+    python -m benchmarks.scripts.owner_statements [--data DIR] [--owners 10,40,120]
+        [--kept 20] [--shared 100] [--rounds 3] [--small-every 5]
+
+The largest owner's search (the first question of the largest size loaded, such as 100k, its
+statement as the service sends it: with the owner written in where the owner has vector indexes
+of its own, which the report says) stands for `--owners` large owners: as many texts that
+differ only in a trailing comment, as the texts of that many owners differ only in the owner
+they name. On one connection (as the superuser, every statement as the runtime role, under
+row-level security, each in a transaction with the tenant set, as a request runs it), each
+large owner is searched in turn for `--rounds` rounds, with the smallest owner's search (the
+first question of the smallest size, such as 1k: a text every small owner shares) after every
+`--small-every`th.
+Each way of
+keeping the texts gets a connection of its own: "shared", every text in the driver's cache of
+`--shared` statements (least recently used first out); "apart", the large owners' texts kept
+apart, at most `--kept`, the small owner's in the shared cache.
+
+Prints, per number of large owners and way: the statements the backend holds prepared
+(`pg_prepared_statements`) and its memory (`pg_backend_memory_contexts`, every context's total)
+after the last round, and the p50 of a large owner's and of the small owner's search in the
+rounds after the first (the first prepares every text either way). Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.scripts.statement_replay import MANIFEST, _cluster_urls, compile_statements
+from service.memories.fusion.statement import owner_literal
+
+MEMORY_SQL = "SELECT sum(total_bytes) FROM pg_backend_memory_contexts"
+HELD_SQL = "SELECT count(*) FROM pg_prepared_statements"
+
+
+@dataclass
+class Run:
+    held: int = 0
+    memory_bytes: int = 0
+    large_seconds: list[float] = field(default_factory=list)
+    small_seconds: list[float] = field(default_factory=list)
+
+
+async def _timed(connection: Any, statement: dict[str, Any], sql: str, *, apart: bool) -> float:
+    """One search as a request runs it: a transaction with the tenant and the search's plan
+    settings, the statement, COMMIT; its statement's time."""
+    from service.db import fetch_kept_apart, set_tenant_sql
+
+    async with connection.transaction():
+        await connection.execute(set_tenant_sql(statement["tenant_id"]))
+        if statement["settings"]:
+            await connection.execute(statement["settings"])
+        started = time.perf_counter()
+        if apart:
+            rows = await fetch_kept_apart(connection, sql, *statement["values"])
+        else:
+            rows = await connection.fetch(sql, *statement["values"])
+        elapsed = time.perf_counter() - started
+    if not rows:
+        raise RuntimeError("the search found nothing")
+    return elapsed
+
+
+async def measure(
+    superuser_url: str,
+    runtime_role: str,
+    large: dict[str, Any],
+    small: dict[str, Any],
+    owners: int,
+    *,
+    way: str,
+    kept: int,
+    shared: int,
+    rounds: int,
+    small_every: int,
+) -> Run:
+    import asyncpg
+
+    from service.db import ScopedBeginConnection
+
+    connection = await asyncpg.connect(
+        superuser_url.replace("postgresql+asyncpg://", "postgresql://", 1),
+        connection_class=ScopedBeginConnection,
+        statement_cache_size=shared,
+        max_cacheable_statement_size=0,
+    )
+    run = Run()
+    try:
+        connection.kept_apart = kept
+        await connection.execute(f'SET ROLE "{runtime_role}"')
+        for round_number in range(rounds):
+            for owner in range(owners):
+                sql = f"{large['sql']}\n-- large owner {owner}"
+                seconds = await _timed(connection, large, sql, apart=way == "apart")
+                if round_number:
+                    run.large_seconds.append(seconds)
+                if owner % small_every == small_every - 1:
+                    seconds = await _timed(connection, small, small["sql"], apart=False)
+                    if round_number:
+                        run.small_seconds.append(seconds)
+        await connection.execute("RESET ROLE")
+        run.held = int(await connection.fetchval(HELD_SQL))
+        run.memory_bytes = int(await connection.fetchval(MEMORY_SQL))
+    finally:
+        await connection.close()
+    return run
+
+
+def report(
+    runs: dict[tuple[int, str], Run], arguments: argparse.Namespace, owner_written: bool
+) -> str:
+    lines = [
+        f"## Large owners' statements on one connection (shared cache {arguments.shared}, "
+        f"apart {arguments.kept}; the small owner after every {arguments.small_every})",
+        "",
+        f"The large owner's statement {'names' if owner_written else 'does not name'} its owner.",
+        "",
+        "| large owners | way | statements held | backend memory MB "
+        "| large owner's search p50 ms | small owner's search p50 ms |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for (owners, way), run in runs.items():
+        lines.append(
+            f"| {owners} | {way} | {run.held} | {run.memory_bytes / 1e6:.1f} "
+            f"| {statistics.median(run.large_seconds) * 1000:.1f} "
+            f"| {statistics.median(run.small_seconds) * 1000:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--data", type=Path, default=Path(tempfile.gettempdir()) / "mneme-statement-replay"
+    )
+    parser.add_argument("--owners", default="10,40,120")
+    parser.add_argument("--kept", type=int, default=20)
+    parser.add_argument("--shared", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--small-every", type=int, default=5)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = _arguments(argv)
+    manifest = arguments.data / MANIFEST
+    if not manifest.exists():
+        sys.stderr.write(
+            f"owner_statements: {arguments.data} holds no loaded scenario: load it with "
+            "`python -m benchmarks.scripts.statement_replay --data` first\n"
+        )
+        return 2
+    counts = [int(each) for each in arguments.owners.split(",")]
+    if arguments.rounds < 2 or not 1 <= arguments.small_every <= min(counts):
+        sys.stderr.write(
+            "owner_statements: --rounds must be at least 2, and --small-every between 1 and "
+            "the fewest --owners\n"
+        )
+        return 2
+    questions = json.loads(manifest.read_text(encoding="utf-8"))["questions"]
+
+    async def run(
+        runtime_url: str, superuser_url: str
+    ) -> tuple[dict[tuple[int, str], Run], dict[str, Any]]:
+        from service.config import Settings
+
+        sizes = list(questions)
+        [large] = await compile_statements(
+            runtime_url, {sizes[-1]: questions[sizes[-1]]}, 1, "search"
+        )
+        [small] = await compile_statements(
+            runtime_url, {sizes[0]: questions[sizes[0]]}, 1, "search"
+        )
+        runs: dict[tuple[int, str], Run] = {}
+        for owners in counts:
+            for way in ("shared", "apart"):
+                runs[owners, way] = await measure(
+                    superuser_url,
+                    Settings().db_runtime_role,
+                    large,
+                    small,
+                    owners,
+                    way=way,
+                    kept=arguments.kept,
+                    shared=arguments.shared,
+                    rounds=arguments.rounds,
+                    small_every=arguments.small_every,
+                )
+        return runs, large
+
+    from benchmarks.database import BENCH_DATABASE
+    from service.embedded_postgres import SUPERUSER
+
+    cluster, runtime_url, _owner_url = _cluster_urls(arguments.data)
+    try:
+        runs, large = asyncio.run(run(runtime_url, cluster.url(SUPERUSER, BENCH_DATABASE)))
+    finally:
+        cluster.stop()
+    largest = questions[list(questions)[-1]][0]["user_id"]
+    sys.stdout.write(report(runs, arguments, owner_literal(largest) in large["sql"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
