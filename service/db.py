@@ -546,6 +546,13 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
                 "hnsw.iterative_scan": settings.hnsw_iterative_scan,
                 "hnsw.max_scan_tuples": str(settings.hnsw_max_scan_tuples),
                 "hnsw.ef_search": str(settings.hnsw_ef_search),
+                # No JIT compilation: a plan whose estimated cost passes `jit_above_cost`
+                # (100,000) compiles its expressions on every execution, and the search
+                # statement's custom plans for an owner of 100,000 memories are estimated at
+                # 130,000-240,000 (a plan for an owner read through the table's index, and every
+                # plan on Citus, whose workers plan each statement for its values): 245-420 ms
+                # of compiling for a statement that runs in 35-100 (docs/benchmarks.md).
+                "jit": "off",
             },
         },
     }

@@ -82,6 +82,7 @@ citus.propagate_set_commands = 'local'
 # the workers that hold the shards need them as their defaults to search the same way.
 hnsw.iterative_scan = 'strict_order'
 hnsw.ef_search = 100
+jit = off
 CONF
 }
 

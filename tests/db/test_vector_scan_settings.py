@@ -1,5 +1,6 @@
 """pgvector's scan settings are the service's, on every connection it opens, and a user who owns
-most of the memories still gets the exact nearest neighbours from the filtered HNSW path."""
+most of the memories still gets the exact nearest neighbours from the filtered HNSW path; and no
+connection of the service compiles its plans with JIT."""
 
 from __future__ import annotations
 
@@ -40,6 +41,26 @@ async def test_every_connection_carries_the_configured_vector_scan_settings(
     finally:
         await engine.dispose()
     assert shown == ["relaxed_order", "1234", "77"]
+
+
+async def test_no_connection_of_the_service_compiles_its_statements_with_jit(
+    settings: Settings,
+) -> None:
+    """The server's default is on (where its build has JIT); a search of a large owner planned
+    for its values is estimated past `jit_above_cost` and would compile on every execution."""
+    assert settings.database_url is not None
+    engine = create_engine(settings.database_url.get_secret_value(), settings, pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            shown = (await connection.execute(text("SHOW jit"))).scalar_one()
+            default = (
+                await connection.execute(
+                    text("SELECT boot_val FROM pg_settings WHERE name = 'jit'")
+                )
+            ).scalar_one()
+    finally:
+        await engine.dispose()
+    assert (default, shown) == ("on", "off")
 
 
 async def test_a_user_owning_most_memories_gets_the_exact_nearest_from_the_hnsw_path(
