@@ -43,7 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.scripts.statement_replay import MANIFEST, _cluster_urls, compile_statements
+from benchmarks.scripts.statement_replay import (
+    MANIFEST,
+    SERVER_FILE,
+    _cluster_urls,
+    compile_statements,
+)
 from service.memories.fusion.statement import owner_literal
 
 MEMORY_SQL = "SELECT sum(total_bytes) FROM pg_backend_memory_contexts"
@@ -165,6 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(
             f"owner_statements: {arguments.data} holds no loaded scenario: load it with "
             "`python -m benchmarks.scripts.statement_replay --data` first\n"
+        )
+        return 2
+    if (arguments.data / SERVER_FILE).exists():
+        sys.stderr.write(
+            "owner_statements: measures the embedded server only (it reads a backend's memory "
+            f"as its superuser); {arguments.data} holds a scenario loaded into another\n"
         )
         return 2
     counts = [int(each) for each in arguments.owners.split(",")]

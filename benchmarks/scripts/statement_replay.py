@@ -7,11 +7,17 @@ Run from the repository root:
         [--data DIR] [--sizes 1k,10k,100k] [--questions 40] [--passes 5]
         [--what search|context] [--body JSON] [--first-search]
         [--env NAME=DIR:VAR=VALUE[,VAR=VALUE]]
+        [--database-url URL --migration-database-url URL]
 
 The first run loads the realistic scenario into an embedded Postgres under `--data` (one owner
 per size among other users and tenants, as `mneme bench load --scenario realistic` loads it,
 their own vector indexes built) with the owners' questions, each embedded once, and keeps both;
 later runs with the same `--data` reuse them (loading an owner of 100k memories takes minutes).
+With `--database-url` and `--migration-database-url` it loads into that database instead (a
+server of the caller's, built as the PostgreSQL a deployment runs, such as one with JIT), and
+every later run on that `--data` (this script's, `http_replay`'s, `extraction_pass`'s) replays
+there: the database must exist with its owner role and the extensions, as for any PostgreSQL the
+service runs on, and hold no scenario yet.
 
 `--tree NAME=DIR` compiles the statements with the code in DIR (put first on PYTHONPATH of a
 child process; the dependencies are this virtualenv's); `--env NAME=DIR:VAR=VALUE[,…]` does the
@@ -94,13 +100,30 @@ def parse_version(spec: str, *, with_environment: bool) -> Version:
 # The database: loaded once, kept under --data.
 
 
+SERVER_FILE = "server.json"
+"""In `--data`, when the scenario was loaded into a server of the caller's (`--database-url`):
+its runtime and owner URLs, which every later run on that `--data` uses."""
+
+
+class OwnServer:
+    """A server the caller runs (`SERVER_FILE`): there is nothing to start or stop."""
+
+    def stop(self) -> None:
+        return None
+
+
 def _cluster_urls(data: Path) -> tuple[Any, str, str]:
-    """Start (initialising on first use) the cluster under `data`; it and its runtime and
-    owner URLs for the bench database."""
+    """The server the scenario under `data` is kept on, and its runtime and owner URLs for the
+    bench database: the caller's own (`SERVER_FILE`), or the embedded cluster under `data`,
+    started (initialised on first use)."""
     from benchmarks.database import BENCH_DATABASE
     from service.config import Settings
     from service.embedded_postgres import OWNER_ROLE, start_cluster
 
+    own = data / SERVER_FILE
+    if own.exists():
+        urls = json.loads(own.read_text(encoding="utf-8"))
+        return OwnServer(), urls["runtime"], urls["owner"]
     settings = Settings()
     cluster = start_cluster(data / CLUSTER_DIR, settings.embedded_shared_buffers_mb)
     return (
@@ -129,7 +152,8 @@ async def _load(data: Path, arguments: argparse.Namespace, sizes: Sequence[int])
 
     cluster, runtime_url, owner_url = await asyncio.to_thread(_cluster_urls, data)
     try:
-        await bootstrap(cluster, BENCH_DATABASE)
+        if not isinstance(cluster, OwnServer):
+            await bootstrap(cluster, BENCH_DATABASE)
         base = Settings()
         owner_engine = create_engine(owner_url, base, pool_size=1, max_overflow=0)
         try:
@@ -318,6 +342,24 @@ async def compile_statements(
     finally:
         await engine.dispose()
     return statements
+
+
+def _cluster_urls_kept(data: Path) -> str | None:
+    """The runtime URL of the caller's server the scenario under `data` was loaded into, if
+    it was (`SERVER_FILE`)."""
+    own = data / SERVER_FILE
+    if not own.exists():
+        return None
+    runtime: str = json.loads(own.read_text(encoding="utf-8"))["runtime"]
+    return runtime
+
+
+def _keep_own_server(data: Path, runtime_url: str, owner_url: str) -> None:
+    """Remember in `data` that its scenario is loaded into the caller's server (`SERVER_FILE`)."""
+    from service.db import as_async_url
+
+    urls = {"runtime": as_async_url(runtime_url), "owner": as_async_url(owner_url)}
+    (data / SERVER_FILE).write_text(json.dumps(urls), encoding="utf-8")
 
 
 def _forget_learnt_owners() -> None:
@@ -709,6 +751,16 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--vector-noise", type=float, default=0.15)
     parser.add_argument("--maintenance-work-mem", default="4GB")
     parser.add_argument(
+        "--database-url",
+        help="load the scenario into this database (the runtime role's URL) instead of an "
+        "embedded cluster under --data; every later run on that --data uses it. The database, "
+        "its owner role and extensions must exist, as for any PostgreSQL the service runs on",
+    )
+    parser.add_argument(
+        "--migration-database-url",
+        help="the owner role's URL of --database-url's database (it migrates and loads it)",
+    )
+    parser.add_argument(
         "--per-question", action="store_true", help="also each question's time per version"
     )
     parser.add_argument(
@@ -741,6 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     from benchmarks.load import parse_sizes, size_label
+    from service.db import as_async_url
 
     versions = chosen_versions(arguments, "statement_replay")
     if versions is None:
@@ -754,6 +807,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     manifest = data / MANIFEST
     wanted = [size_label(size) for size in sizes]
     if manifest.exists():
+        if arguments.database_url and _cluster_urls_kept(data) != as_async_url(
+            arguments.database_url
+        ):
+            _say(
+                f"statement_replay: {data} holds a scenario loaded elsewhere, not into "
+                "--database-url: give another --data to load it there"
+            )
+            return 2
         kept = json.loads(manifest.read_text(encoding="utf-8"))
         loaded, small_tenants = kept["sizes"], kept["shape"].get("small_tenants", 0)
         if loaded != wanted or small_tenants != arguments.small_tenants:
@@ -764,10 +825,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 2
     else:
-        if (data / CLUSTER_DIR).exists():
+        if (data / CLUSTER_DIR).exists() or (data / SERVER_FILE).exists():
             _say(f"statement_replay: {data} holds a load that did not finish: remove it first")
             return 2
         data.mkdir(parents=True, exist_ok=True)
+        if arguments.database_url or arguments.migration_database_url:
+            if not (arguments.database_url and arguments.migration_database_url):
+                _say("statement_replay: give both --database-url and --migration-database-url")
+                return 2
+            _keep_own_server(data, arguments.database_url, arguments.migration_database_url)
         asyncio.run(_load(data, arguments, sizes))
 
     cluster, runtime_url, _ = _cluster_urls(data)

@@ -3,15 +3,18 @@ on one kept database of the realistic scenario, timed, and their rows compared."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
 
+import asyncpg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks.rawsql import asyncpg_connection
 from benchmarks.scripts.statement_replay import (
+    CLUSTER_DIR,
     MANIFEST,
     _buffers_touched,
     hits_share,
@@ -20,6 +23,8 @@ from benchmarks.scripts.statement_replay import (
     question_ratios,
     run_order,
 )
+from service.config import Settings
+from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
 from tests.bench_load.replay_report import table_rows as report_rows
 
@@ -96,6 +101,53 @@ def test_versions_are_timed_on_one_kept_database_and_their_rows_compared(
     # So does a database among many small tenants.
     assert main([*arguments, "--small-tenants", "10"]) == 2
     assert "among 0 small tenants, not 60,120 among 10" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_scenario_loaded_into_a_server_of_ones_own_is_replayed_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cluster: EmbeddedCluster
+) -> None:
+    """A database of the caller's (here: another database of the tests' cluster, made as for
+    any PostgreSQL the service runs on) holds the scenario, and every later run on that
+    `--data` replays there."""
+    database = "replay_" + uuid.uuid4().hex[:8]
+    asyncio.run(bootstrap(cluster, database))
+    runtime, owner = (
+        cluster.url(Settings().db_runtime_role, database),
+        cluster.url(OWNER_ROLE, database),
+    )
+    data = tmp_path / "replay"
+    versions = ["--tree", f"first={REPOSITORY}", "--tree", f"again={REPOSITORY}"]
+    chats = write_chats(tmp_path / "chats.json")
+    arguments = [*TOY, "--dataset", str(chats), "--data", str(data), *versions]
+
+    # Half of the pair of URLs is refused, before anything is loaded.
+    assert main([*arguments, "--database-url", runtime]) == 2
+    assert "give both" in capsys.readouterr().err
+    assert main([*arguments, "--database-url", runtime, "--migration-database-url", owner]) == 0
+    report = table_rows(capsys.readouterr().out)
+    assert report[("120", "again")][2] == "4/4"
+    # No embedded cluster under --data: the scenario's memories are in that database.
+    assert not (data / CLUSTER_DIR).exists()
+    assert asyncio.run(_memories_in(owner)) > 0
+
+    # A later run on that --data replays there without naming it...
+    assert main([*arguments, "--what", "context"]) == 0
+    assert table_rows(capsys.readouterr().out)[("120", "again")][2] == "4/4"
+    assert not (data / CLUSTER_DIR).exists()
+    # ... and naming another database is refused.
+    elsewhere = cluster.url(Settings().db_runtime_role, "elsewhere")
+    assert main([*arguments, "--database-url", elsewhere]) == 2
+    assert "loaded elsewhere" in capsys.readouterr().err
+
+
+async def _memories_in(owner_url: str) -> int:
+    connection = await asyncpg.connect(owner_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        count: int = await connection.fetchval("SELECT count(*) FROM memory")
+    finally:
+        await connection.close()
+    return count
 
 
 def test_the_share_of_the_first_versions_hits_counts_each_section_apart() -> None:
