@@ -218,10 +218,11 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         connection's statement cache, among at most `kept_apart` such statements (least
         recently used first out, and none unused for `KEPT_APART_IDLE_SECONDS`).
 
-        A kept statement holds its plan in the backend's memory (3 to 5 MB for a search), so the
-        number of large owners must not decide how many a connection holds; and in the shared
-        cache, a rotation of large owners' texts would push out the statements every other
-        search shares (one per filter shape), each then planned again, 7 to 15 ms."""
+        A kept statement holds its plan in the backend's memory (2.7 MB for a search, 5 for a
+        context's sections), so the number of large owners must not decide how many a
+        connection holds; and in the shared cache, a rotation of large owners' texts would push
+        out the statements every other search shares (one per filter shape), each then planned
+        again, 7 to 15 ms."""
         now = time.monotonic()
         kept = self._apart.pop(query, None)
         # Each statement dropped here is closed on the server by asyncpg as the connection
@@ -551,7 +552,7 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
                 # statement's custom plans for an owner of 100,000 memories are estimated at
                 # 130,000-240,000 (a plan for an owner read through the table's index, and every
                 # plan on Citus, whose workers plan each statement for its values): 245-420 ms
-                # of compiling for a statement that runs in 35-100 (docs/benchmarks.md).
+                # of compiling for a statement that runs in 35-100 ms (docs/benchmarks.md).
                 "jit": "off",
             },
         },
