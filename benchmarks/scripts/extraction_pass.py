@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.scripts.statement_replay import (
-    MANIFEST,
     Version,
     _cluster_urls,
+    kept_scenario,
     parse_version,
     run_in_child,
 )
@@ -257,14 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.passes < 1 or arguments.rounds < 1:
         sys.stderr.write("extraction_pass: --passes and --rounds must be at least 1\n")
         return 2
-    manifest = arguments.data / MANIFEST
-    if not manifest.exists():
-        sys.stderr.write(
-            f"extraction_pass: no scenario under {arguments.data}: load it with "
-            "`python -m benchmarks.scripts.statement_replay --data` first\n"
-        )
+    scenario = kept_scenario(arguments.data, "extraction_pass")
+    if scenario is None:
         return 2
-    sizes = json.loads(manifest.read_text(encoding="utf-8"))["sizes"]
+    sizes = scenario["sizes"]
     cluster, runtime_url, owner_url = _cluster_urls(arguments.data)
     runs: dict[str, list[dict[str, Any]]] = {version.name: [] for version in versions}
     try:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
@@ -43,13 +42,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.scripts.statement_replay import (
-    MANIFEST,
     Figures,
     Version,
     _cluster_urls,
     _say,
     add_version_arguments,
     chosen_versions,
+    kept_scenario,
     run_order,
 )
 
@@ -197,16 +196,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     versions = chosen_versions(arguments, "http_replay")
     if versions is None:
         return 2
-    manifest = arguments.data / MANIFEST
-    if not manifest.exists():
-        _say(
-            f"http_replay: {arguments.data} holds no loaded scenario: load it with "
-            "`python -m benchmarks.scripts.statement_replay --data` first"
-        )
+    scenario = kept_scenario(arguments.data, "http_replay")
+    if scenario is None:
         return 2
     questions = {
-        size: asked[: arguments.questions]
-        for size, asked in json.loads(manifest.read_text(encoding="utf-8"))["questions"].items()
+        size: asked[: arguments.questions] for size, asked in scenario["questions"].items()
     }
 
     async def run(runtime_url: str, owner_url: str) -> dict[str, Figures]:

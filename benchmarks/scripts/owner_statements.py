@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -44,10 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.scripts.statement_replay import (
-    MANIFEST,
     SERVER_FILE,
     _cluster_urls,
     compile_statements,
+    kept_scenario,
 )
 from service.memories.fusion.statement import owner_literal
 
@@ -165,12 +164,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _arguments(argv)
-    manifest = arguments.data / MANIFEST
-    if not manifest.exists():
-        sys.stderr.write(
-            f"owner_statements: {arguments.data} holds no loaded scenario: load it with "
-            "`python -m benchmarks.scripts.statement_replay --data` first\n"
-        )
+    scenario = kept_scenario(arguments.data, "owner_statements")
+    if scenario is None:
         return 2
     if (arguments.data / SERVER_FILE).exists():
         sys.stderr.write(
@@ -185,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "the fewest --owners\n"
         )
         return 2
-    questions = json.loads(manifest.read_text(encoding="utf-8"))["questions"]
+    questions = scenario["questions"]
 
     async def run(
         runtime_url: str, superuser_url: str

@@ -344,6 +344,20 @@ async def compile_statements(
     return statements
 
 
+def kept_scenario(data: Path, program: str) -> dict[str, Any] | None:
+    """The manifest of the scenario loaded under `data` (`MANIFEST`: its sizes, shape and
+    questions), or None, said on stderr as `program`'s, when none was loaded there."""
+    manifest = data / MANIFEST
+    if not manifest.exists():
+        _say(
+            f"{program}: {data} holds no loaded scenario: load it with "
+            "`python -m benchmarks.scripts.statement_replay --data` first"
+        )
+        return None
+    kept: dict[str, Any] = json.loads(manifest.read_text(encoding="utf-8"))
+    return kept
+
+
 def _cluster_urls_kept(data: Path) -> str | None:
     """The runtime URL of the caller's server the scenario under `data` was loaded into, if
     it was (`SERVER_FILE`)."""
