@@ -68,12 +68,19 @@ RUNTIME_ROLE_PRIVILEGES_SQL = text(
     """
     SELECT r.rolsuper, r.rolbypassrls,
            (SELECT count(*) FROM pg_tables t
-             WHERE t.schemaname = 'public' AND t.tableowner = current_user) AS owned_tables
+             WHERE t.schemaname = 'public' AND t.tableowner = current_user) AS owned_tables,
+           current_setting('server_version_num')::int AS server_version_num,
+           current_setting('server_version') AS server_version
       FROM pg_roles r
      WHERE r.rolname = current_user
     """
 )
-"""The runtime role's dangerous attributes: any of them would let a query escape RLS."""
+"""The runtime role's dangerous attributes (any of them would let a query escape RLS), and the
+server's version."""
+
+MINIMUM_SERVER_VERSION_NUM = 160000
+"""PostgreSQL 16: the search statement takes a value of each group with `any_value()`, which
+older servers lack (every search there would fail)."""
 
 
 @dataclass(frozen=True)
@@ -630,11 +637,33 @@ class PrivilegedRuntimeRole(RuntimeError):
     """The runtime role could bypass row-level security; refusing to serve."""
 
 
-async def assert_runtime_role_is_unprivileged(engine: AsyncEngine) -> None:
+class UnsupportedServer(RuntimeError):
+    """The database server is older than the service's statements need; refusing to serve."""
+
+
+def unsupported_server(version_num: int, version: str) -> str | None:
+    """Why a server reporting `version_num` (`server_version_num`) and `version` cannot serve
+    the service, or None when it can."""
+    if version_num >= MINIMUM_SERVER_VERSION_NUM:
+        return None
+    return (
+        f"the database server runs PostgreSQL {version}; Mneme needs PostgreSQL 16 or later "
+        "(with pgvector 0.8 or later): point MNEME_DATABASE_URL at such a server "
+        "(see docs/configuration.md § Database)"
+    )
+
+
+async def assert_database_can_serve(engine: AsyncEngine) -> None:
+    """Refuse to serve on a server too old for the service's statements
+    (`UnsupportedServer`), or with a runtime role that could bypass row-level security
+    (`PrivilegedRuntimeRole`)."""
     async with engine.connect() as connection:
         # A check at start-up, not a request: a busy database must not fail the start.
         await connection.exec_driver_sql(NO_STATEMENT_LIMIT_SQL)
         row = (await connection.execute(RUNTIME_ROLE_PRIVILEGES_SQL)).one()
+    problem = unsupported_server(row.server_version_num, row.server_version)
+    if problem is not None:
+        raise UnsupportedServer(problem)
     if row.rolsuper or row.rolbypassrls or row.owned_tables:
         raise PrivilegedRuntimeRole(
             "the runtime database role is a superuser, has BYPASSRLS or owns tables; "

@@ -30,7 +30,7 @@ from service.config import Settings, get_settings
 from service.context.router import router as context_router
 from service.db import (
     DatabaseTarget,
-    assert_runtime_role_is_unprivileged,
+    assert_database_can_serve,
     create_engine,
     create_sessionmaker,
     open_database_target,
@@ -213,7 +213,7 @@ async def _open_state(
     background = BackgroundRunner()
     # Work started after a commit finishes before the providers and the engine close.
     stack.push_async_callback(background.drain)
-    await assert_runtime_role_is_unprivileged(engine)
+    await assert_database_can_serve(engine)
     sessionmaker = create_sessionmaker(engine)
     await warm_up
 
