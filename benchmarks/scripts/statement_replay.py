@@ -120,10 +120,9 @@ def _cluster_urls(data: Path) -> tuple[Any, str, str]:
     from service.config import Settings
     from service.embedded_postgres import OWNER_ROLE, start_cluster
 
-    own = data / SERVER_FILE
-    if own.exists():
-        urls = json.loads(own.read_text(encoding="utf-8"))
-        return OwnServer(), urls["runtime"], urls["owner"]
+    own = _own_server_urls(data)
+    if own is not None:
+        return OwnServer(), *own
     settings = Settings()
     cluster = start_cluster(data / CLUSTER_DIR, settings.embedded_shared_buffers_mb)
     return (
@@ -358,14 +357,14 @@ def kept_scenario(data: Path, program: str) -> dict[str, Any] | None:
     return kept
 
 
-def _cluster_urls_kept(data: Path) -> str | None:
-    """The runtime URL of the caller's server the scenario under `data` was loaded into, if
-    it was (`SERVER_FILE`)."""
+def _own_server_urls(data: Path) -> tuple[str, str] | None:
+    """The runtime and owner URLs of the caller's server the scenario under `data` was loaded
+    into, if it was (`SERVER_FILE`)."""
     own = data / SERVER_FILE
     if not own.exists():
         return None
-    runtime: str = json.loads(own.read_text(encoding="utf-8"))["runtime"]
-    return runtime
+    urls = json.loads(own.read_text(encoding="utf-8"))
+    return urls["runtime"], urls["owner"]
 
 
 def _keep_own_server(data: Path, runtime_url: str, owner_url: str) -> None:
@@ -821,8 +820,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     manifest = data / MANIFEST
     wanted = [size_label(size) for size in sizes]
     if manifest.exists():
-        if arguments.database_url and _cluster_urls_kept(data) != as_async_url(
-            arguments.database_url
+        own = _own_server_urls(data)
+        if arguments.database_url and (
+            own is None or own[0] != as_async_url(arguments.database_url)
         ):
             _say(
                 f"statement_replay: {data} holds a scenario loaded elsewhere, not into "
