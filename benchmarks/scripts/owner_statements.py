@@ -45,6 +45,7 @@ from typing import Any
 from benchmarks.scripts.statement_replay import (
     SERVER_FILE,
     _cluster_urls,
+    as_the_service_runs,
     compile_statements,
     kept_scenario,
 )
@@ -65,12 +66,9 @@ class Run:
 async def _timed(connection: Any, statement: dict[str, Any], sql: str, *, apart: bool) -> float:
     """One search as a request runs it: a transaction with the tenant and the search's plan
     settings, the statement, COMMIT; its statement's time."""
-    from service.db import fetch_kept_apart, set_tenant_sql
+    from service.db import fetch_kept_apart
 
-    async with connection.transaction():
-        await connection.execute(set_tenant_sql(statement["tenant_id"]))
-        if statement["settings"]:
-            await connection.execute(statement["settings"])
+    async with as_the_service_runs(connection, statement):
         started = time.perf_counter()
         if apart:
             rows = await fetch_kept_apart(connection, sql, *statement["values"])

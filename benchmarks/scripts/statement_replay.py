@@ -53,7 +53,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -535,7 +536,7 @@ async def replay(
     the figures per size."""
     from benchmarks.rawsql import asyncpg_connection
     from service.config import Settings
-    from service.db import create_engine, set_tenant_sql
+    from service.db import create_engine
 
     engine = create_engine(runtime_url, Settings(), pool_size=len(versions), max_overflow=0)
     figures: dict[str, Figures] = {}
@@ -551,10 +552,7 @@ async def replay(
                 for which in order:
                     statement = compiled[versions[which].name][position]
                     driver = drivers[which]
-                    async with driver.transaction():
-                        await driver.execute(set_tenant_sql(statement["tenant_id"]))
-                        if statement["settings"]:
-                            await driver.execute(statement["settings"])
+                    async with as_the_service_runs(driver, statement):
                         started = time.perf_counter()
                         rows = await driver.fetch(statement["sql"], *statement["values"])
                         elapsed = time.perf_counter() - started
@@ -573,6 +571,19 @@ async def replay(
     finally:
         await engine.dispose()
     return figures
+
+
+@asynccontextmanager
+async def as_the_service_runs(driver: Any, statement: dict[str, Any]) -> AsyncIterator[None]:
+    """A transaction of `driver` set up as the service runs a compiled `statement`
+    (`compile_statements`): its tenant, then the planner settings its search made."""
+    from service.db import set_tenant_sql
+
+    async with driver.transaction():
+        await driver.execute(set_tenant_sql(statement["tenant_id"]))
+        if statement["settings"]:
+            await driver.execute(statement["settings"])
+        yield
 
 
 BUFFERS_STATEMENT = "mneme_replay_buffers"
