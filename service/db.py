@@ -68,19 +68,33 @@ RUNTIME_ROLE_PRIVILEGES_SQL = text(
     """
     SELECT r.rolsuper, r.rolbypassrls,
            (SELECT count(*) FROM pg_tables t
-             WHERE t.schemaname = 'public' AND t.tableowner = current_user) AS owned_tables,
-           current_setting('server_version_num')::int AS server_version_num,
-           current_setting('server_version') AS server_version
+             WHERE t.schemaname = 'public' AND t.tableowner = current_user) AS owned_tables
       FROM pg_roles r
      WHERE r.rolname = current_user
     """
 )
-"""The runtime role's dangerous attributes (any of them would let a query escape RLS), and the
-server's version."""
+"""The runtime role's dangerous attributes (any of them would let a query escape RLS)."""
+
+SERVER_SOFTWARE_SQL = text(
+    """
+    SELECT current_setting('server_version_num')::int AS server_version_num,
+           current_setting('server_version') AS server_version,
+           coalesce((SELECT extversion FROM pg_extension WHERE extname = 'vector'),
+                    (SELECT default_version FROM pg_available_extensions
+                      WHERE name = 'vector')) AS pgvector_version
+    """
+)
+"""The server's PostgreSQL version and the pgvector the database has: the one created in it, or
+before the migrations create it, the one the server would install."""
 
 MINIMUM_SERVER_VERSION_NUM = 160000
 """PostgreSQL 16: the search statement takes a value of each group with `any_value()`, which
 older servers lack (every search there would fail)."""
+
+MINIMUM_PGVECTOR_VERSION = (0, 8, 0)
+"""pgvector 0.8: filtered searches walk the HNSW graph on until enough rows pass
+(`hnsw.iterative_scan`); an older pgvector drops that setting with a warning, and a search
+filtered to one owner returns a few of the graph's nearest rows instead of the owner's."""
 
 
 @dataclass(frozen=True)
@@ -638,19 +652,52 @@ class PrivilegedRuntimeRole(RuntimeError):
 
 
 class UnsupportedServer(RuntimeError):
-    """The database server is older than the service's statements need; refusing to serve."""
+    """The database server is older than the service's statements need, or lacks pgvector
+    (or has one too old); refusing to migrate or serve."""
 
 
-def unsupported_server(version_num: int, version: str) -> str | None:
-    """Why a server reporting `version_num` (`server_version_num`) and `version` cannot serve
-    the service, or None when it can."""
-    if version_num >= MINIMUM_SERVER_VERSION_NUM:
-        return None
-    return (
-        f"the database server runs PostgreSQL {version}; Mneme needs PostgreSQL 16 or later "
-        "(with pgvector 0.8 or later): point MNEME_DATABASE_URL at such a server "
-        "(see docs/configuration.md § Database)"
-    )
+def _version_tuple(version: str) -> tuple[int, ...]:
+    """An extension's version as numbers to compare: "0.8.2" is (0, 8, 2). Its numbers end at
+    the first part that is not one."""
+    parts: list[int] = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
+def unsupported_server(version_num: int, version: str, pgvector_version: str | None) -> str | None:
+    """Why a server reporting `version_num` (`server_version_num`) and `version`, with
+    `pgvector_version` (None: not available to the database), cannot hold the service's
+    database, or None when it can."""
+    where = "point the database URLs at such a server (see docs/configuration.md § Database)"
+    if version_num < MINIMUM_SERVER_VERSION_NUM:
+        return (
+            f"the database server runs PostgreSQL {version}; Mneme needs PostgreSQL 16 or "
+            f"later (with pgvector 0.8 or later): {where}"
+        )
+    if pgvector_version is None:
+        return (
+            "the database server has no pgvector extension; Mneme needs pgvector 0.8 or "
+            f"later installed on the server: {where}"
+        )
+    if _version_tuple(pgvector_version) < MINIMUM_PGVECTOR_VERSION:
+        return (
+            f"the database has pgvector {pgvector_version}; Mneme needs pgvector 0.8 or later "
+            "(`ALTER EXTENSION vector UPDATE` once a newer one is installed on the server)"
+        )
+    return None
+
+
+async def refuse_unsupported_server(connection: AsyncConnection) -> None:
+    """Raise `UnsupportedServer` when the server behind `connection` cannot hold the service's
+    database. The migrations run it before they change anything, so a refused server is left
+    as it was found."""
+    row = (await connection.execute(SERVER_SOFTWARE_SQL)).one()
+    problem = unsupported_server(row.server_version_num, row.server_version, row.pgvector_version)
+    if problem is not None:
+        raise UnsupportedServer(problem)
 
 
 async def assert_database_can_serve(engine: AsyncEngine) -> None:
@@ -660,10 +707,8 @@ async def assert_database_can_serve(engine: AsyncEngine) -> None:
     async with engine.connect() as connection:
         # A check at start-up, not a request: a busy database must not fail the start.
         await connection.exec_driver_sql(NO_STATEMENT_LIMIT_SQL)
+        await refuse_unsupported_server(connection)
         row = (await connection.execute(RUNTIME_ROLE_PRIVILEGES_SQL)).one()
-    problem = unsupported_server(row.server_version_num, row.server_version)
-    if problem is not None:
-        raise UnsupportedServer(problem)
     if row.rolsuper or row.rolbypassrls or row.owned_tables:
         raise PrivilegedRuntimeRole(
             "the runtime database role is a superuser, has BYPASSRLS or owns tables; "

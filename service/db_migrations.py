@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
-from service.db import NO_STATEMENT_LIMIT_SQL, create_engine
+from service.db import NO_STATEMENT_LIMIT_SQL, create_engine, refuse_unsupported_server
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,6 +80,9 @@ async def _run(
         # A migration backfills or indexes whole tables: the request timeout (a protection for
         # the service's own statements) would cancel it at a size any real deployment reaches.
         await connection.exec_driver_sql(NO_STATEMENT_LIMIT_SQL)
+        # Before any migration: a server the service cannot run on is left as it was found,
+        # not migrated and then refused at start-up.
+        await refuse_unsupported_server(connection)
         await connection.run_sync(run)
 
 
