@@ -299,7 +299,7 @@ async def _shared_embedded_database(settings: Settings) -> DatabaseTarget:
 
 async def _migrate(revision: str, downgrade: bool) -> int:
     from service import db_migrations
-    from service.db import create_engine, open_database_target
+    from service.db import UnsupportedServer, create_engine, open_database_target
 
     settings = get_settings()
     target = await open_database_target(settings)
@@ -310,6 +310,9 @@ async def _migrate(revision: str, downgrade: bool) -> int:
         else:
             await db_migrations.upgrade(engine, settings, revision)
         current = await db_migrations.current_revision(engine)
+    except UnsupportedServer as refused:
+        sys.stderr.write(f"mneme migrate: {refused}; nothing was migrated\n")
+        return 1
     finally:
         await engine.dispose()
         target.close()

@@ -21,7 +21,7 @@ import jwt
 import pytest
 import uvicorn
 
-from service import db_migrations
+from service import db, db_migrations
 from service.cli import build_parser, main, reembed_progress
 from service.config import get_settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
@@ -126,6 +126,21 @@ def test_migrate_moves_the_schema_down_and_up(
     assert f"schema at revision {head}" in capsys.readouterr().out
     assert main(["migrate", "base", "--downgrade"]) == 0
     assert "schema at revision base" in capsys.readouterr().out
+
+
+def test_migrate_refuses_a_server_it_cannot_run_on_and_says_why(
+    cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The tests' server stands for one too old by asking for a PostgreSQL not released yet.
+    database = "mneme_cli_refused"
+    asyncio.run(bootstrap(cluster, database))
+    monkeypatch.setenv("MNEME_DATABASE_URL", cluster.url(OWNER_ROLE, database))
+    monkeypatch.setattr(db, "MINIMUM_SERVER_VERSION_NUM", 990000)
+    assert main(["migrate"]) == 1
+    said = capsys.readouterr()
+    assert "mneme migrate: the database server runs PostgreSQL" in said.err
+    assert "nothing was migrated" in said.err
+    assert "schema at revision" not in said.out
 
 
 class _Without(importlib.abc.MetaPathFinder):
