@@ -204,6 +204,10 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         self.kept_apart = 0
         """How many statements `fetch_kept_apart` keeps prepared on this connection (set when the
         pool makes it: `MNEME_DB_OWNER_STATEMENT_CACHE_SIZE`)."""
+        self.forwarded: str | None = None
+        """Where the server distributes queries: the settings its workers must share with the
+        connection, as `SET LOCAL` statements sent in every BEGIN's query (set when the pool
+        makes it; see `forwarded_settings_sql`)."""
         self._apart: OrderedDict[str, tuple[Any, float]] = OrderedDict()
 
     def send_with_next_begin(self, statements: str) -> None:
@@ -272,8 +276,13 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
                 await super().execute(owed)
             else:
                 query = f"{owed}; {query}"
+        begins = not args and query.startswith("BEGIN")
+        if begins and self.forwarded is not None:
+            # Recorded by the coordinator and sent with each worker's own BEGIN when the
+            # transaction first reaches it: no round trip of its own.
+            query = f"{query.rstrip(';')}; {self.forwarded};"
         statements = self._with_next_begin
-        with_begin = statements is not None and not args and query.startswith("BEGIN")
+        with_begin = statements is not None and begins
         if with_begin:
             self._with_next_begin = None
             query = f"{query.rstrip(';')}; {statements};"
@@ -328,8 +337,29 @@ NEW_CONNECTION_SQL = (
 server distributes queries (Citus), in one round trip."""
 
 
+FORWARDED_SETTINGS = ("jit", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "hnsw.ef_search")
+"""The service's start-up parameters that decide how a worker runs a search statement: no JIT
+compilation, and how pgvector walks a vector index."""
+
+
+def forwarded_settings_sql(server_settings: Mapping[str, str], ef_search: int) -> str:
+    """The `FORWARDED_SETTINGS` of a connection's `server_settings` as `SET LOCAL` statements,
+    for a server that distributes queries (Citus): it does not pass a connection's start-up
+    parameters on to its workers, which would otherwise run each search as their own
+    configuration says (JIT compiling a large owner's plans, 245-420 ms a search where the
+    server has JIT; a filtered walk without iterative scans), but it forwards each `SET LOCAL`
+    of a transaction (`citus.propagate_set_commands = 'local'`, which the tenant setting needs
+    too). The walk's candidate list is `ef_search`, the owners' own graphs' (the only vector
+    indexes a search reads there: the coordinator does not count a distributed table's rows, so
+    no owner is searched through the whole table's index)."""
+    values = {**server_settings, "hnsw.ef_search": str(ef_search)}
+    return "; ".join(
+        f"SET LOCAL {name} = {quote_literal(values[name])}" for name in FORWARDED_SETTINGS
+    )
+
+
 def _set_up_new_connections(
-    statement_timeout_ms: int, kept_apart: int
+    statement_timeout_ms: int, kept_apart: int, forwarded: str
 ) -> Callable[[Any, Any], None]:
     """The pool's `connect` listener: each new connection gets the statement limit and the
     number of statements it keeps apart (`ScopedBeginConnection.fetch_kept_apart`), and is asked
@@ -350,6 +380,7 @@ def _set_up_new_connections(
         if isinstance(driver, ScopedBeginConnection):
             driver.distributes = bool(row[1])
             driver.kept_apart = kept_apart
+            driver.forwarded = forwarded if driver.distributes else None
 
     return set_up
 
@@ -581,11 +612,14 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
     options.update(overrides)
     engine = create_async_engine(url, **options)
     event.listen(engine.sync_engine, "before_cursor_execute", _restore_owed_settings_first)
+    forwarded = forwarded_settings_sql(
+        options["connect_args"]["server_settings"], settings.owner_vector_index_ef_search
+    )
     event.listen(
         engine.sync_engine,
         "connect",
         _set_up_new_connections(
-            settings.db_statement_timeout_ms, settings.db_owner_statement_cache_size
+            settings.db_statement_timeout_ms, settings.db_owner_statement_cache_size, forwarded
         ),
     )
     return engine

@@ -43,6 +43,26 @@ async def test_every_connection_carries_the_configured_vector_scan_settings(
     assert shown == ["relaxed_order", "1234", "77"]
 
 
+async def test_a_single_server_transaction_keeps_the_connections_candidate_list(
+    settings: Settings,
+) -> None:
+    """Only where the server distributes queries does a BEGIN carry the settings (with the owners'
+    graphs' candidate list) for its workers; on one server a transaction runs with the
+    connection's own, and a search sets the owners' list for its statement alone."""
+    assert settings.database_url is not None
+    configured = settings.model_copy(
+        update={"hnsw_ef_search": 77, "owner_vector_index_ef_search": 234}
+    )
+    engine = create_engine(settings.database_url.get_secret_value(), configured, pool_size=1)
+    try:
+        async with tenant_transaction(create_sessionmaker(engine), new_tenant()) as session:
+            await session.execute(text("SELECT '[1]'::vector <=> '[1]'::vector"))
+            shown = (await session.execute(text("SHOW hnsw.ef_search"))).scalar_one()
+    finally:
+        await engine.dispose()
+    assert shown == "77"
+
+
 async def test_no_connection_of_the_service_compiles_its_statements_with_jit(
     settings: Settings,
 ) -> None:
