@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     # shape) each pooled connection keeps prepared, apart from the cache above, least recently
     # used first out: what bounds a backend's plans, whatever the number of large owners.
     db_owner_statement_cache_size: int = Field(default=20, ge=0)
+    # The search and context statements every owner shares (a text per filter shape: 81 among
+    # the combinations of a search's filters) each pooled connection keeps prepared, apart from
+    # both caches above, least recently used first out: each holds a plan of 3-5 MB in the
+    # backend, so the shapes clients use must not decide a connection's memory.
+    db_search_statement_cache_size: int = Field(default=20, ge=0)
     # Ping every pooled connection before handing it out: one more round trip per request. Off
     # by default: a request whose pooled connection turns out to be closed (the server restarted,
     # an idle timeout) starts its transaction again on a new one instead (service/db.py).

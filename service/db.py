@@ -201,14 +201,17 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         (`_set_up_new_connections`; None until then): it refuses a distributed query inside a
         query of several statements ("cannot execute a distributed query from a query on a
         shard")."""
-        self.kept_apart = 0
-        """How many statements `fetch_kept_apart` keeps prepared on this connection (set when the
-        pool makes it: `MNEME_DB_OWNER_STATEMENT_CACHE_SIZE`)."""
+        self.owner_texts = StatementShelf()
+        """The search statements with owners written in (a text per large owner and filter
+        shape), kept apart from the driver's cache (`fetch_search`): at most
+        `MNEME_DB_OWNER_STATEMENT_CACHE_SIZE`, set when the pool makes the connection."""
+        self.search_shapes = StatementShelf()
+        """The search statements every owner shares (a text per filter shape), kept apart from
+        the driver's cache (`fetch_search`): at most `MNEME_DB_SEARCH_STATEMENT_CACHE_SIZE`."""
         self.forwarded: str | None = None
         """Where the server distributes queries: the settings its workers must share with the
         connection, as `SET LOCAL` statements sent in every BEGIN's query (set when the pool
         makes it; see `forwarded_settings_sql`)."""
-        self._apart: OrderedDict[str, tuple[Any, float]] = OrderedDict()
 
     def send_with_next_begin(self, statements: str) -> None:
         """Send `statements` (trusted SQL, no parameters) in the same query as the next BEGIN."""
@@ -237,36 +240,22 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         if statements is not None:
             await super().execute(statements)
 
-    async def fetch_kept_apart(self, query: str, *args: Any) -> list[asyncpg.Record]:
-        """`fetch`, for a statement whose text is one of many alike: a search with its owners
-        written in has a text per large owner. It is prepared and kept apart from the
-        connection's statement cache, among at most `kept_apart` such statements (least
-        recently used first out, and none unused for `KEPT_APART_IDLE_SECONDS`).
+    async def fetch_search(
+        self, query: str, *args: Any, owners_written: bool
+    ) -> list[asyncpg.Record]:
+        """`fetch`, for a search statement: prepared and kept apart from the connection's
+        statement cache, on the shelf of its kind (`owner_texts` when it has owners written
+        in, else `search_shapes`), each shelf bounded.
 
-        A kept statement holds its plan in the backend's memory (2.7 MB for a search, 5 for a
-        context's sections), so the number of large owners must not decide how many a
-        connection holds; and in the shared cache, a rotation of large owners' texts would push
-        out the statements every other search shares (one per filter shape), each then planned
-        again, 7 to 15 ms."""
-        now = time.monotonic()
-        kept = self._apart.pop(query, None)
-        # Each statement dropped here is closed on the server by asyncpg as the connection
-        # prepares its next one (below, or the next statement it has not prepared yet).
-        while self._apart and (
-            len(self._apart) >= self.kept_apart
-            or next(iter(self._apart.values()))[1] < now - KEPT_APART_IDLE_SECONDS
-        ):
-            self._apart.popitem(last=False)
-        statement = kept[0] if kept is not None else await self.prepare(query)
-        if self.kept_apart:
-            self._apart[query] = (statement, now)
-        try:
-            records: list[asyncpg.Record] = await statement.fetch(*args)
-        except asyncpg.exceptions.InvalidCachedStatementError:
-            # A change of the tables' schema: the next use prepares the text again.
-            self._apart.pop(query, None)
-            raise
-        return records
+        A search statement holds its plan in the backend's memory (2.7 MB for a search, 5 for a
+        context's sections), so what a connection holds must not grow with the number of large
+        owners (a text each) nor with the filter shapes its clients use (81 texts among the
+        combinations of one search's filters): in the driver's cache of 100 they could hold
+        hundreds of megabytes a connection. And on one shelf a rotation of large owners' texts
+        would push out the texts every other search shares, each then planned again, 7 to 15
+        ms."""
+        shelf = self.owner_texts if owners_written else self.search_shapes
+        return await shelf.fetch(self, query, *args)
 
     # The signature is asyncpg's own, `timeout` included.
     async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:  # noqa: ASYNC109
@@ -293,15 +282,50 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
 
 
 KEPT_APART_IDLE_SECONDS = 300.0
-"""How long `ScopedBeginConnection.fetch_kept_apart` keeps a statement no search has used: as
-long as asyncpg keeps one in the connection's statement cache (its default lifetime)."""
+"""How long a `StatementShelf` keeps a statement no search has used: as long as asyncpg keeps
+one in the connection's statement cache (its default lifetime)."""
 
 
-async def fetch_kept_apart(driver: Driver, query: str, *args: Any) -> list[Mapping[str, Any]]:
-    """`ScopedBeginConnection.fetch_kept_apart` on the pool's connections; a plain `fetch` on
-    any other driver (the benchmarks' own, which record what is sent)."""
+class StatementShelf:
+    """Statements of one kind a connection keeps prepared apart from its driver's statement
+    cache: at most `size` (0: none kept, each prepared for its run), least recently used first
+    out, none unused for `KEPT_APART_IDLE_SECONDS`. asyncpg's own cache is a single LRU that
+    cannot be split by kind; a statement made by its public `prepare()` stays out of it, and
+    dropping the last reference to one closes it on the server."""
+
+    def __init__(self, size: int = 0) -> None:
+        self.size = size
+        self._kept: OrderedDict[str, tuple[Any, float]] = OrderedDict()
+
+    async def fetch(self, connection: asyncpg.Connection, query: str, *args: Any) -> list[Any]:
+        now = time.monotonic()
+        kept = self._kept.pop(query, None)
+        # Each statement dropped here is closed on the server by asyncpg as the connection
+        # prepares its next one (below, or the next statement it has not prepared yet).
+        while self._kept and (
+            len(self._kept) >= self.size
+            or next(iter(self._kept.values()))[1] < now - KEPT_APART_IDLE_SECONDS
+        ):
+            self._kept.popitem(last=False)
+        statement = kept[0] if kept is not None else await connection.prepare(query)
+        if self.size:
+            self._kept[query] = (statement, now)
+        try:
+            records: list[Any] = await statement.fetch(*args)
+        except asyncpg.exceptions.InvalidCachedStatementError:
+            # A change of the tables' schema: the next use prepares the text again.
+            self._kept.pop(query, None)
+            raise
+        return records
+
+
+async def fetch_search(
+    driver: Driver, query: str, *args: Any, owners_written: bool
+) -> list[Mapping[str, Any]]:
+    """`ScopedBeginConnection.fetch_search` on the pool's connections; a plain `fetch` on any
+    other driver (the benchmarks' own, which record what is sent)."""
     if isinstance(driver, ScopedBeginConnection):
-        return await driver.fetch_kept_apart(query, *args)
+        return await driver.fetch_search(query, *args, owners_written=owners_written)
     return await driver.fetch(query, *args)
 
 
@@ -359,11 +383,12 @@ def forwarded_settings_sql(server_settings: Mapping[str, str], ef_search: int) -
 
 
 def _set_up_new_connections(
-    statement_timeout_ms: int, kept_apart: int, forwarded: str
+    statement_timeout_ms: int, owner_texts: int, search_shapes: int, forwarded: str
 ) -> Callable[[Any, Any], None]:
     """The pool's `connect` listener: each new connection gets the statement limit and the
-    number of statements it keeps apart (`ScopedBeginConnection.fetch_kept_apart`), and is asked
-    whether its server distributes queries.
+    number of search statements of each kind it keeps apart (`ScopedBeginConnection.fetch_search`),
+    and is asked whether its server distributes queries (if so, it sends `forwarded` with every
+    BEGIN).
 
     It runs after SQLAlchemy's own first queries on the engine's first connection (its dialect's
     set-up, a `connect` listener registered when the engine is made), which the limit therefore
@@ -379,7 +404,8 @@ def _set_up_new_connections(
         )
         if isinstance(driver, ScopedBeginConnection):
             driver.distributes = bool(row[1])
-            driver.kept_apart = kept_apart
+            driver.owner_texts.size = owner_texts
+            driver.search_shapes.size = search_shapes
             driver.forwarded = forwarded if driver.distributes else None
 
     return set_up
@@ -619,7 +645,10 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
         engine.sync_engine,
         "connect",
         _set_up_new_connections(
-            settings.db_statement_timeout_ms, settings.db_owner_statement_cache_size, forwarded
+            settings.db_statement_timeout_ms,
+            settings.db_owner_statement_cache_size,
+            settings.db_search_statement_cache_size,
+            forwarded,
         ),
     )
     return engine

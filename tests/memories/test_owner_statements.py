@@ -1,9 +1,9 @@
 """A search of an owner with vector indexes of its own runs a statement with the owner written
-in: a text per large owner. A pooled connection keeps those apart from its statement cache, at
-most `MNEME_DB_OWNER_STATEMENT_CACHE_SIZE` of them (least recently used first out, none unused
-for five minutes), each closed on the server as it leaves: however many large owners a
-connection serves, it holds a bounded number of their plans, and they never push out the
-statements every other search shares."""
+in: a text per large owner. A pooled connection keeps those apart from its statement cache and
+from the texts every owner shares, at most `MNEME_DB_OWNER_STATEMENT_CACHE_SIZE` of them (least
+recently used first out, none unused for five minutes), each closed on the server as it leaves:
+however many large owners a connection serves, it holds a bounded number of their plans, and
+they never push out the statements every other search shares."""
 
 from __future__ import annotations
 
@@ -83,10 +83,15 @@ async def test_a_connection_keeps_large_owners_statements_apart_and_at_most_as_c
 ) -> None:
     vector = await write_owners(indexed_app, indexed_client, settings, owner_engine, tenant)
     assert settings.database_url is not None
-    # Room for two owners' statements apart, and for three in the shared cache: the small
-    # owner's search, the question asked before every search, and `HELD_SQL`.
+    # Room for two owners' statements, and for one shared search text (the small owner's), each
+    # on its own shelf; two in the driver's cache: the question asked before every search, and
+    # `HELD_SQL`.
     configured = settings.model_copy(
-        update={"db_owner_statement_cache_size": 2, "db_statement_cache_size": 3}
+        update={
+            "db_owner_statement_cache_size": 2,
+            "db_search_statement_cache_size": 1,
+            "db_statement_cache_size": 2,
+        }
     )
     engine = create_engine(
         settings.database_url.get_secret_value(), configured, pool_size=1, max_overflow=0
@@ -127,8 +132,8 @@ async def test_a_connection_keeps_large_owners_statements_apart_and_at_most_as_c
     assert returned == first["ada"]
     assert [row["name"] for row in written_for(after_return, "ada")]
     assert not written_for(after_return, "grace") and written_for(after_return, "edsger")
-    # The three large owners' texts did not push the small owner's statement out of the shared
-    # cache of three: it is the one prepared first, still held and reused.
+    # The three large owners' texts did not push the small owner's statement off its shelf of
+    # one: it is the one prepared first, still held and reused.
     shared = [
         row
         for row in after_small

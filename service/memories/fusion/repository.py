@@ -28,7 +28,7 @@ from service.db import (
     Driver,
     ScopedBeginConnection,
     distributes_queries,
-    fetch_kept_apart,
+    fetch_search,
     transaction_driver,
 )
 from service.kit.repository import TenantRepository
@@ -244,13 +244,13 @@ class PlannedSearch:
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
-        # A text with owners written in is one of a text per large owner: kept apart, so that
-        # however many there are, they neither grow a connection's plans past a bound nor
-        # push out the texts every other search shares.
-        if written:
-            rows = await fetch_kept_apart(self._driver, compiled.sql, *arguments)
-        else:
-            rows = await self._driver.fetch(compiled.sql, *arguments)
+        # Kept apart from the driver's cache, on a bounded shelf of its kind: a text with owners
+        # written in is one of a text per large owner, any other one of a text per filter
+        # shape; however many there are, a connection holds a bounded number of their plans,
+        # and the large owners' never push out the texts every other search shares.
+        rows = await fetch_search(
+            self._driver, compiled.sql, *arguments, owners_written=bool(written)
+        )
         for row in rows:
             section = row["section"]
             if not hits[section] and statistics_due(
