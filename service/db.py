@@ -255,7 +255,12 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
         would push out the texts every other search shares, each then planned again, 7 to 15
         ms."""
         shelf = self.owner_texts if owners_written else self.search_shapes
-        return await shelf.fetch(self, query, *args)
+        if not self._query_loggers:
+            return await shelf.fetch(self, query, *args)
+        # asyncpg's query loggers (`add_query_logger`) see what its connection's own methods
+        # run, not a statement prepared apart: logged here the same way, they see every search.
+        with self._time_and_log(query, args, None):
+            return await shelf.fetch(self, query, *args)
 
     # The signature is asyncpg's own, `timeout` included.
     async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:  # noqa: ASYNC109
