@@ -270,13 +270,19 @@ class ScopedBeginConnection(asyncpg.Connection):  # type: ignore[misc]  # asyncp
                 await super().execute(owed)
             else:
                 query = f"{owed}; {query}"
-        begins = not args and query.startswith("BEGIN")
-        if begins and self.forwarded is not None:
+        statements, forwarded = self._with_next_begin, self.forwarded
+        # Only a BEGIN carries anything, and only on a connection that has something to send
+        # with it: every other statement skips the test of its text.
+        begins = (
+            (statements is not None or forwarded is not None)
+            and not args
+            and query.startswith("BEGIN")
+        )
+        if begins and forwarded is not None:
             # Recorded by the coordinator and sent with each worker's own BEGIN when the
             # transaction first reaches it: no round trip of its own.
-            query = f"{query.rstrip(';')}; {self.forwarded};"
-        statements = self._with_next_begin
-        with_begin = statements is not None and begins
+            query = f"{query.rstrip(';')}; {forwarded};"
+        with_begin = begins and statements is not None
         if with_begin:
             self._with_next_begin = None
             query = f"{query.rstrip(';')}; {statements};"

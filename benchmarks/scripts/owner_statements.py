@@ -119,9 +119,11 @@ async def measure(
     apart = way == "apart"
     owners = kind == OWNERS
     try:
-        connection.owner_texts.size = kept if owners else Settings().db_owner_statement_cache_size
+        # The rotating kind's shelf holds `kept`; the other kind's what the service configures.
+        configured = Settings()
+        connection.owner_texts.size = kept if owners else configured.db_owner_statement_cache_size
         connection.search_shapes.size = (
-            Settings().db_search_statement_cache_size if owners else kept
+            configured.db_search_statement_cache_size if owners else kept
         )
         await connection.execute(f'SET ROLE "{runtime_role}"')
         for round_number in range(rounds):
