@@ -299,18 +299,20 @@ async def _shared_embedded_database(settings: Settings) -> DatabaseTarget:
 
 async def _migrate(revision: str, downgrade: bool) -> int:
     from service import db_migrations
-    from service.db import UnsupportedServer, create_engine, open_database_target
+    from service.db import create_engine, open_database_target, reaching
+    from service.kit.refused_start import StartRefused
 
     settings = get_settings()
     target = await open_database_target(settings)
     engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
     try:
-        if downgrade:
-            await db_migrations.downgrade(engine, settings, revision)
-        else:
-            await db_migrations.upgrade(engine, settings, revision)
-        current = await db_migrations.current_revision(engine)
-    except UnsupportedServer as refused:
+        async with reaching(target.urls.owner, target.urls.owner_source):
+            if downgrade:
+                await db_migrations.downgrade(engine, settings, revision)
+            else:
+                await db_migrations.upgrade(engine, settings, revision)
+            current = await db_migrations.current_revision(engine)
+    except StartRefused as refused:
         sys.stderr.write(f"mneme migrate: {refused}; nothing was migrated\n")
         return 1
     finally:

@@ -30,7 +30,7 @@ from typing import Any, Protocol, cast
 import asyncpg
 from asyncpg.exceptions import ConnectionDoesNotExistError
 from sqlalchemy import BindParameter, Connection, MetaData, event, text
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.engine.interfaces import AdaptedConnection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
@@ -47,6 +47,7 @@ from sqlalchemy.sql.elements import ClauseElement
 from service.auth.principal import TENANT_ID_MAX
 from service.config import Settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap, start_cluster
+from service.kit.refused_start import StartRefused
 from service.kit.types import is_valid_identifier
 
 logger = logging.getLogger("mneme.db")
@@ -99,10 +100,13 @@ filtered to one owner returns a few of the graph's nearest rows instead of the o
 
 @dataclass(frozen=True)
 class DatabaseUrls:
-    """Where the service connects at runtime (RLS-bound role) and where migrations run."""
+    """Where the service connects at runtime (RLS-bound role) and where migrations run, and
+    where each URL comes from (a setting's name), for the operator to fix when it fails."""
 
     runtime: str
     owner: str
+    runtime_source: str = "MNEME_DATABASE_URL"
+    owner_source: str = "MNEME_DATABASE_URL"
 
 
 def as_async_url(url: str) -> str:
@@ -128,14 +132,23 @@ async def open_database_target(settings: Settings) -> DatabaseTarget:
         runtime = as_async_url(settings.database_url.get_secret_value())
         owner_secret = settings.migration_database_url or settings.database_url
         owner = as_async_url(owner_secret.get_secret_value())
-        return DatabaseTarget(urls=DatabaseUrls(runtime=runtime, owner=owner), cluster=None)
+        owner_source = (
+            "MNEME_DATABASE_URL"
+            if settings.migration_database_url is None
+            else "MNEME_MIGRATION_DATABASE_URL"
+        )
+        urls = DatabaseUrls(runtime=runtime, owner=owner, owner_source=owner_source)
+        return DatabaseTarget(urls=urls, cluster=None)
 
     cluster = await asyncio.to_thread(
         start_cluster, settings.data_dir, settings.embedded_shared_buffers_mb
     )
     await bootstrap(cluster)
     urls = DatabaseUrls(
-        runtime=cluster.url(settings.db_runtime_role), owner=cluster.url(OWNER_ROLE)
+        runtime=cluster.url(settings.db_runtime_role),
+        owner=cluster.url(OWNER_ROLE),
+        runtime_source="the embedded database",
+        owner_source="the embedded database",
     )
     return DatabaseTarget(urls=urls, cluster=cluster)
 
@@ -721,13 +734,65 @@ async def _begin_scoped(
         return await set_tenant(await session.connection(), tenant_id, also=also)
 
 
-class PrivilegedRuntimeRole(RuntimeError):
+class PrivilegedRuntimeRole(StartRefused):
     """The runtime role could bypass row-level security; refusing to serve."""
 
 
-class UnsupportedServer(RuntimeError):
+class UnsupportedServer(StartRefused):
     """The database server is older than the service's statements need, or lacks pgvector
     (or has one too old); refusing to migrate or serve."""
+
+
+class DatabaseUnreachable(StartRefused):
+    """The service could not connect to a database it was pointed at (`reaching`)."""
+
+
+CONNECTION_REFUSED_STATES = ("08", "28", "3D", "53300", "57P03")
+"""SQLSTATEs (classes, or one state) a server answers a connection it will not take with:
+connection exceptions, a role or password it does not accept, a database that does not exist,
+too many connections, a server still starting."""
+
+
+def server_error_of(error: BaseException | None) -> BaseException | None:
+    """The error the server sent, found along `error`'s causes (SQLAlchemy wraps the driver's
+    error, which wraps asyncpg's): the first that carries a SQLSTATE."""
+    while error is not None:
+        if isinstance(getattr(error, "sqlstate", None), str):
+            return error
+        error = error.__cause__
+    return None
+
+
+def connection_failure(error: BaseException) -> str | None:
+    """What prevented a connection, in the words of the network or the server, or None when
+    `error` is not a failure to connect (a statement's own error)."""
+    if isinstance(error, OSError):
+        # Refused, a name that does not resolve, timed out: what asyncpg's connect raises.
+        return error.strerror or str(error) or type(error).__name__
+    refused = server_error_of(error)
+    state = getattr(refused, "sqlstate", "")
+    if refused is not None and state.startswith(CONNECTION_REFUSED_STATES):
+        return str(refused)
+    return None
+
+
+@asynccontextmanager
+async def reaching(url: str, source: str) -> AsyncIterator[None]:
+    """Inside, a failure to connect to `url` (taken from `source`, a setting's name) is raised
+    as `DatabaseUnreachable`: the URL without its password, where it comes from and what the
+    network or the server said. Every other error passes through unchanged."""
+    try:
+        yield
+    except (OSError, DBAPIError, asyncpg.PostgresError) as error:
+        reason = connection_failure(error)
+        if reason is None:
+            raise
+        shown = make_url(url).set(drivername="postgresql").render_as_string(hide_password=True)
+        raise DatabaseUnreachable(
+            f"cannot connect to the database at {shown} ({source}): {reason}; check the URL "
+            "and that the server is up and accepts the role (see docs/configuration.md § "
+            "Database)"
+        ) from error
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

@@ -14,11 +14,14 @@ Errors arrive in two forms: wrapped by SQLAlchemy (`DBAPIError`, the driver's er
 
 from __future__ import annotations
 
+from typing import cast
+
 from asyncpg.exceptions import ConnectionDoesNotExistError, PostgresError
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 
+from service.db import server_error_of
 from service.errors import ServiceUnavailable, handle_domain_error, handle_unexpected
 
 # Seconds a client should wait: an embedded Postgres restarts in about this time, and a pool
@@ -61,12 +64,8 @@ class DatabaseTimeout(ServiceUnavailable):
 
 
 def _sqlstate(error: BaseException | None) -> str | None:
-    while error is not None:
-        state = getattr(error, "sqlstate", None)
-        if isinstance(state, str):
-            return state
-        error = error.__cause__
-    return None
+    found = server_error_of(error)
+    return None if found is None else cast(str, getattr(found, "sqlstate", None))
 
 
 def is_database_unavailable(error: BaseException) -> bool:

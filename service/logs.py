@@ -27,8 +27,9 @@ LogFormat = Literal["json", "text"]
 access_logger = logging.getLogger("mneme.access")
 
 _CONTEXT_FIELDS = ("request_id", "trace_id", "span_id", "tenant", "route")
-# Libraries that narrate every request at INFO; their failures still show at WARNING.
-_QUIET_LOGGERS = ("httpx", "httpcore", "asyncio", "pgserver")
+# Libraries that narrate every request (or, Alembic's plugins, every start) at INFO; their
+# failures still show at WARNING.
+_QUIET_LOGGERS = ("httpx", "httpcore", "asyncio", "pgserver", "alembic.runtime.plugins")
 
 
 class RequestContextFilter(logging.Filter):

@@ -34,6 +34,7 @@ from service.db import (
     create_engine,
     create_sessionmaker,
     open_database_target,
+    reaching,
 )
 from service.db_outage import install_outage_handlers
 from service.embedded_postgres import EmbeddedSupervisor
@@ -49,6 +50,7 @@ from service.kit.limit_storage import limit_storage
 from service.kit.media_type import require_json_body
 from service.kit.openapi import declare_common_responses
 from service.kit.post_commit import BackgroundRunner
+from service.kit.refused_start import RefusedStartMiddleware
 from service.kit.security_headers import SecurityHeadersMiddleware
 from service.kit.token_counting import encoding_for
 from service.logs import configure_logging, log_request
@@ -199,7 +201,8 @@ async def _open_state(
     target = await open_database_target(settings)
     stack.callback(target.close)
     if settings.migrate_on_start:
-        await db_migrations.upgrade_as_owner(target.urls.owner, settings)
+        async with reaching(target.urls.owner, target.urls.owner_source):
+            await db_migrations.upgrade_as_owner(target.urls.owner, settings)
     engine = create_engine(target.urls.runtime, settings)
     stack.push_async_callback(engine.dispose)
     if SHARED_BETWEEN_WORKERS:
@@ -213,7 +216,8 @@ async def _open_state(
     background = BackgroundRunner()
     # Work started after a commit finishes before the providers and the engine close.
     stack.push_async_callback(background.drain)
-    await assert_database_can_serve(engine)
+    async with reaching(target.urls.runtime, target.urls.runtime_source):
+        await assert_database_can_serve(engine)
     sessionmaker = create_sessionmaker(engine)
     await warm_up
 
@@ -346,6 +350,9 @@ async def _start_background_work(
 def _install_middleware(
     app: FastAPI, settings: Settings, metrics: Metrics, limit_counters: Storage
 ) -> None:
+    # Sees the start-up alone (a request passes through it): a start refused for what the
+    # operator must fix is reported as its one-line reason.
+    app.add_middleware(RefusedStartMiddleware)
     # Innermost of the middlewares: bodies are decoded strictly only after the size limit let
     # them through.
     app.add_middleware(InputGuardMiddleware)

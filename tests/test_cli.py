@@ -26,6 +26,7 @@ from service.cli import build_parser, main, reembed_progress
 from service.config import get_settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from tests.conftest import TEST_SECRET
+from tests.service_process import free_port
 
 
 @pytest.fixture(autouse=True)
@@ -141,6 +142,53 @@ def test_migrate_refuses_a_server_it_cannot_run_on_and_says_why(
     assert "mneme migrate: the database server runs PostgreSQL" in said.err
     assert "nothing was migrated" in said.err
     assert "schema at revision" not in said.out
+
+
+def test_migrate_names_the_database_it_cannot_reach_and_migrates_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    monkeypatch.setenv("MNEME_DATABASE_URL", f"postgresql://owner:hunter2@127.0.0.1:{port}/mneme")
+    assert main(["migrate"]) == 1
+    said = capsys.readouterr()
+    assert said.err.startswith(
+        f"mneme migrate: cannot connect to the database at postgresql://owner:***@127.0.0.1:{port}"
+        "/mneme (MNEME_DATABASE_URL): "
+    )
+    assert said.err.endswith("; nothing was migrated\n")
+    assert said.err.count("\n") == 1
+    assert "hunter2" not in said.err
+    assert said.out == ""
+
+
+def test_serve_stops_a_start_it_cannot_make_with_one_line(tmp_path: Path) -> None:
+    # The process as an operator runs it: uvicorn's start-up, the app's lifespan, the exit.
+    port = free_port()
+    environment = {
+        **os.environ,
+        "MNEME_DATABASE_URL": f"postgresql://mneme_app:hunter2@127.0.0.1:{port}/mneme",
+        "MNEME_JWT_HS256_SECRET": TEST_SECRET,
+        "MNEME_DATA_DIR": str(tmp_path),
+        "MNEME_LOG_FORMAT": "text",
+    }
+    ran = subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "service", "serve", "--port", str(free_port())],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 3  # uvicorn's exit status for a failed start
+    errors = [line for line in ran.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 2, ran.stderr
+    assert (
+        "mneme cannot start: cannot connect to the database at "
+        f"postgresql://mneme_app:***@127.0.0.1:{port}/mneme (MNEME_DATABASE_URL): "
+    ) in errors[0]
+    assert errors[1].endswith("Application startup failed. Exiting.")
+    assert "Traceback" not in ran.stderr
+    assert "hunter2" not in ran.stderr
 
 
 class _Without(importlib.abc.MetaPathFinder):

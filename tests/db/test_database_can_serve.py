@@ -1,24 +1,33 @@
 """The service refuses a database it cannot serve at all or safely: a PostgreSQL older than 16
 (its search statement needs `any_value()`), a pgvector older than 0.8 or none (filtered searches
 need its iterative scans), or a runtime role that could bypass row-level security. The server
-is checked before the migrations change anything."""
+is checked before the migrations change anything. A database it cannot connect to stops the
+start with what the network or the server said, naming the URL without its password."""
 
 from __future__ import annotations
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service import db, db_migrations
+from service.config import Settings
 from service.db import (
+    DatabaseUnreachable,
     PrivilegedRuntimeRole,
     UnsupportedServer,
     assert_database_can_serve,
     create_engine,
+    reaching,
     unsupported_server,
 )
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
-from tests.conftest import make_settings
+from service.main import create_app
+from tests.conftest import TEST_DATABASE, make_settings
+from tests.kit.test_refused_start import start_messages
+from tests.service_process import free_port
 
 
 async def test_the_runtime_role_on_the_tests_server_can_serve(runtime_engine: AsyncEngine) -> None:
@@ -81,3 +90,65 @@ async def test_a_refused_server_is_not_migrated(
         assert await db_migrations.current_revision(engine) == db_migrations.head_revision(settings)
     finally:
         await engine.dispose()
+
+
+async def test_a_privileged_runtime_role_stops_the_start_with_one_line(
+    cluster: EmbeddedCluster,
+) -> None:
+    owner_url = cluster.url(OWNER_ROLE, TEST_DATABASE)
+    app = create_app(
+        make_settings(cluster, database_url=SecretStr(owner_url), migrate_on_start=False)
+    )
+    sent = await start_messages(app)
+    assert len(sent) == 1
+    assert sent[0]["type"] == "lifespan.startup.failed"
+    assert sent[0]["message"] == (
+        "mneme cannot start: the runtime database role is a superuser, has BYPASSRLS or owns "
+        "tables; connect MNEME_DATABASE_URL as the non-owner runtime role "
+        "(see docs/configuration.md § Database)"
+    )
+
+
+async def _connect(url: str, settings: Settings) -> None:
+    engine = create_engine(url, settings, pool_size=1)
+    try:
+        async with reaching(url, "MNEME_DATABASE_URL"), engine.connect():
+            pass
+    finally:
+        await engine.dispose()
+
+
+async def test_a_server_that_is_not_there_is_named_without_the_password(
+    settings: Settings,
+) -> None:
+    port = free_port()
+    url = f"postgresql+asyncpg://mneme_app:hunter2@127.0.0.1:{port}/mneme"
+    with pytest.raises(DatabaseUnreachable) as refused:
+        await _connect(url, settings)
+    said = str(refused.value)
+    assert said.startswith(
+        f"cannot connect to the database at postgresql://mneme_app:***@127.0.0.1:{port}/mneme "
+        "(MNEME_DATABASE_URL): "
+    )
+    assert "hunter2" not in said
+    assert isinstance(refused.value.__cause__, OSError)
+
+
+async def test_a_role_or_database_the_server_does_not_know_is_said_in_its_words(
+    cluster: EmbeddedCluster, settings: Settings
+) -> None:
+    with pytest.raises(DatabaseUnreachable, match='role "no_such_role" does not exist'):
+        await _connect(cluster.url("no_such_role", TEST_DATABASE), settings)
+    with pytest.raises(DatabaseUnreachable, match='database "no_such_database" does not exist'):
+        await _connect(cluster.url(OWNER_ROLE, "no_such_database"), settings)
+
+
+async def test_a_statements_own_error_is_not_taken_for_an_unreachable_database(
+    owner_engine: AsyncEngine,
+) -> None:
+    with pytest.raises(DBAPIError, match="division by zero"):
+        async with (
+            reaching("postgresql://x@y/z", "MNEME_DATABASE_URL"),
+            owner_engine.connect() as connection,
+        ):
+            await connection.execute(text("SELECT 1 / 0"))
