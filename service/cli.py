@@ -18,6 +18,7 @@ from service.config import Settings, get_settings
 
 if TYPE_CHECKING:
     from service.db import DatabaseTarget
+from service.kit.refused_start import StartRefused
 from service.mcp.stdio import add_mcp_stdio_parser, run_mcp_stdio
 
 BENCH_INSTALL = "pip install -e '.[bench]'"
@@ -138,6 +139,15 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging(settings.log_level, settings.effective_log_format)
     if args.command == "serve":
         return _serve(args.host, args.port, args.workers)
+    try:
+        return _run_command(args, run_bench)
+    except StartRefused as refused:
+        sys.stderr.write(f"mneme {args.command}: {refused}\n")
+        return 1
+
+
+def _run_command(args: argparse.Namespace, run_bench: Callable[[argparse.Namespace], int]) -> int:
+    """Every command but `serve` (whose start-up runs inside uvicorn)."""
     if args.command == "migrate":
         return asyncio.run(_migrate(args.revision, args.downgrade))
     if args.command == "reembed":
@@ -299,25 +309,23 @@ async def _shared_embedded_database(settings: Settings) -> DatabaseTarget:
 
 async def _migrate(revision: str, downgrade: bool) -> int:
     from service import db_migrations
-    from service.db import create_engine, open_database_target, reaching
-    from service.kit.refused_start import StartRefused
+    from service.db import open_command_engine
 
     settings = get_settings()
-    target = await open_database_target(settings)
-    engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
     try:
-        async with reaching(target.urls.owner, target.urls.owner_source):
+        target, engine = await open_command_engine(settings)
+        try:
             if downgrade:
                 await db_migrations.downgrade(engine, settings, revision)
             else:
                 await db_migrations.upgrade(engine, settings, revision)
             current = await db_migrations.current_revision(engine)
+        finally:
+            await engine.dispose()
+            target.close()
     except StartRefused as refused:
         sys.stderr.write(f"mneme migrate: {refused}; nothing was migrated\n")
         return 1
-    finally:
-        await engine.dispose()
-        target.close()
     sys.stdout.write(f"schema at revision {current or 'base'}\n")
     return 0
 
@@ -331,7 +339,7 @@ def reembed_progress(stream: TextIO) -> Any:
 
 
 async def _reembed(batch_size: int) -> int:
-    from service.db import create_engine, open_database_target
+    from service.db import open_command_engine
     from service.memories.reembed import ReembedRefused, live_model, reembed
     from service.providers import (
         build_embedder,
@@ -340,8 +348,7 @@ async def _reembed(batch_size: int) -> int:
     )
 
     settings = get_settings()
-    target = await open_database_target(settings)
-    engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
+    target, engine = await open_command_engine(settings)
     config = embedder_config_from_settings(settings)
     embedder = build_embedder(config)
     # A live column of a packaged model is filled with that model, as the service serves it.
@@ -368,12 +375,11 @@ async def _reembed(batch_size: int) -> int:
 
 async def _owner_indexes(step: str) -> int:
     """`mneme owner-indexes`: the owners' vector indexes refreshed now, or the plan of it."""
-    from service.db import create_engine, open_database_target
+    from service.db import open_command_engine
     from service.memories.owner_indexes import OwnerIndexes, OwnerIndexesRefused, live_column
 
     settings = get_settings()
-    target = await open_database_target(settings)
-    engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
+    target, engine = await open_command_engine(settings)
     indexes = OwnerIndexes.configured(engine, settings)
     try:
         if step == "plan":
@@ -392,7 +398,7 @@ async def _owner_indexes(step: str) -> int:
 
 async def _change_model(step: str, batch_size: int, follow: bool) -> int:
     """One step of changing the embedding model (`service.memories.reembed`)."""
-    from service.db import create_engine, open_database_target
+    from service.db import open_command_engine
     from service.memories import reembed
     from service.memories.vector_columns import load_state
     from service.providers import (
@@ -403,8 +409,7 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
     )
 
     settings = get_settings()
-    target = await open_database_target(settings)
-    engine = create_engine(target.urls.owner, settings, pool_size=1, max_overflow=0)
+    target, engine = await open_command_engine(settings)
     configured = build_embedder(embedder_config_from_settings(settings))
     second_config = second_embedder_config(settings)
     second = None if second_config is None else build_embedder(second_config)

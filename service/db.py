@@ -126,6 +126,30 @@ class DatabaseTarget:
             self.cluster.stop()
 
 
+async def open_command_engine(
+    settings: Settings, *, as_owner: bool = True
+) -> tuple[DatabaseTarget, AsyncEngine]:
+    """The database a command works on (the embedded one started when none is configured) and
+    a one-connection engine of its owner role (`as_owner`) or its runtime role, connected: a
+    database the command cannot reach stops it before it starts (`DatabaseUnreachable`), not
+    in its middle. The caller disposes of the engine and closes the target."""
+    target = await open_database_target(settings)
+    urls = target.urls
+    url, source = (
+        (urls.owner, urls.owner_source) if as_owner else (urls.runtime, urls.runtime_source)
+    )
+    engine = create_engine(url, settings, pool_size=1, max_overflow=0)
+    try:
+        # The connection opened here stays in the pool for the command's first statement.
+        async with reaching(url, source), engine.connect():
+            pass
+    except BaseException:
+        await engine.dispose()
+        target.close()
+        raise
+    return target, engine
+
+
 async def open_database_target(settings: Settings) -> DatabaseTarget:
     """Resolve connection URLs; without a configured URL, start and bootstrap the embedded one."""
     if settings.database_url is not None:
@@ -763,11 +787,25 @@ def server_error_of(error: BaseException | None) -> BaseException | None:
     return None
 
 
+def raised_by_driver(error: BaseException) -> bool:
+    """Whether `error` was raised inside asyncpg (a socket error of its connect, say)."""
+    trace = error.__traceback__
+    while trace is not None:
+        if str(trace.tb_frame.f_globals.get("__name__", "")).startswith("asyncpg"):
+            return True
+        trace = trace.tb_next
+    return False
+
+
 def connection_failure(error: BaseException) -> str | None:
     """What prevented a connection, in the words of the network or the server, or None when
     `error` is not a failure to connect (a statement's own error)."""
     if isinstance(error, OSError):
-        # Refused, a name that does not resolve, timed out: what asyncpg's connect raises.
+        # Refused, a name that does not resolve, timed out: what asyncpg's connect raises. The
+        # same classes raised by anything else (a file that is missing) are not about the
+        # database.
+        if not raised_by_driver(error):
+            return None
         return error.strerror or str(error) or type(error).__name__
     refused = server_error_of(error)
     state = getattr(refused, "sqlstate", "")

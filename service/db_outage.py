@@ -21,7 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 
-from service.db import server_error_of
+from service.db import raised_by_driver, server_error_of
 from service.errors import ServiceUnavailable, handle_domain_error, handle_unexpected
 
 # Seconds a client should wait: an embedded Postgres restarts in about this time, and a pool
@@ -88,7 +88,7 @@ def is_database_unavailable(error: BaseException) -> bool:
     if isinstance(error, OSError):
         # asyncpg's connect raises socket errors (refused, socket file gone, timed out)
         # unwrapped; the same classes raised by anything else are not a database outage.
-        return _raised_by_driver(error)
+        return raised_by_driver(error)
     return False
 
 
@@ -101,15 +101,6 @@ def is_statement_timeout(error: BaseException) -> bool:
 
 def _is_unavailable_state(state: str | None) -> bool:
     return state is not None and (state.startswith("08") or state in _UNAVAILABLE_SQLSTATES)
-
-
-def _raised_by_driver(error: BaseException) -> bool:
-    trace = error.__traceback__
-    while trace is not None:
-        if str(trace.tb_frame.f_globals.get("__name__", "")).startswith("asyncpg"):
-            return True
-        trace = trace.tb_next
-    return False
 
 
 async def _handle_database_error(request: Request, exc: Exception) -> JSONResponse:

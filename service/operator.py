@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.auth.principal import Principal
 from service.config import Settings, get_settings
-from service.db import create_engine, create_sessionmaker, open_database_target
+from service.db import create_sessionmaker, open_command_engine
 
 OPERATOR_PREFIX = "cli:"
 
@@ -48,8 +48,7 @@ async def operator_connection(tenant_id: str) -> AsyncIterator[OperatorConnectio
     """A one-connection pool to the configured database (the embedded one started if none is
     configured), as the runtime role, closed when the block ends."""
     settings = get_settings()
-    target = await open_database_target(settings)
-    engine = create_engine(target.urls.runtime, settings, pool_size=1, max_overflow=0)
+    target, engine = await open_command_engine(settings, as_owner=False)
     try:
         yield OperatorConnection(
             settings, engine, create_sessionmaker(engine), operator_principal(tenant_id)

@@ -161,6 +161,31 @@ def test_migrate_names_the_database_it_cannot_reach_and_migrates_nothing(
     assert said.out == ""
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["reembed"],
+        ["reembed", "status"],
+        ["owner-indexes", "plan"],
+        ["admin", "list-users", "--tenant", "acme"],
+    ],
+)
+def test_a_command_names_the_database_it_cannot_reach_before_it_starts(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    monkeypatch.setenv("MNEME_DATABASE_URL", f"postgresql://app:hunter2@127.0.0.1:{port}/mneme")
+    assert main(command) == 1
+    said = capsys.readouterr()
+    assert said.err.startswith(
+        f"mneme {command[0]}: cannot connect to the database at "
+        f"postgresql://app:***@127.0.0.1:{port}/mneme (MNEME_DATABASE_URL): "
+    )
+    assert said.err.count("\n") == 1
+    assert "hunter2" not in said.err
+    assert said.out == ""
+
+
 def test_serve_stops_a_start_it_cannot_make_with_one_line(tmp_path: Path) -> None:
     # The process as an operator runs it: uvicorn's start-up, the app's lifespan, the exit.
     port = free_port()
