@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import tempfile
@@ -15,11 +16,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from service.admin.cli import add_admin_parser, run_admin
 from service.config import Settings, get_settings
-
-if TYPE_CHECKING:
-    from service.db import DatabaseTarget
 from service.kit.refused_start import StartRefused
 from service.mcp.stdio import add_mcp_stdio_parser, run_mcp_stdio
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from service.db import DatabaseTarget
 
 BENCH_INSTALL = "pip install -e '.[bench]'"
 
@@ -243,29 +246,52 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
     shared = None
     if workers > 1 and settings.database_url is None:
         shared = asyncio.run(_shared_embedded_database(settings))
+    options: dict[str, Any] = {
+        "factory": True,
+        "host": host or settings.host,
+        "port": port or settings.port,
+        "workers": workers,
+        "log_level": settings.log_level,
+        # The app configures logging itself (JSON or text, with request and trace ids) and
+        # writes its own access line.
+        "log_config": None,
+        "access_log": False,
+        # The app applies X-Forwarded-* itself, trusting MNEME_TRUSTED_PROXIES only; uvicorn's
+        # own pass would trust FORWARDED_ALLOW_IPS besides.
+        "proxy_headers": False,
+        "http": ProblemHttpToolsProtocol,
+    }
     try:
-        uvicorn.run(
-            "service.main:create_app",
-            factory=True,
-            host=host or settings.host,
-            port=port or settings.port,
-            workers=workers,
-            log_level=settings.log_level,
-            # The app configures logging itself (JSON or text, with request and trace ids) and
-            # writes its own access line.
-            log_config=None,
-            access_log=False,
-            # The app applies X-Forwarded-* itself, trusting MNEME_TRUSTED_PROXIES only;
-            # uvicorn's own pass would trust FORWARDED_ALLOW_IPS besides.
-            proxy_headers=False,
-            http=ProblemHttpToolsProtocol,
-        )
+        if workers == 1:
+            # A start that fails exits with uvicorn's status for it (3).
+            uvicorn.run(APP_FACTORY, **options)
+            return 0
+        return _supervise_workers(uvicorn.Config(APP_FACTORY, **options))
     finally:
         if metrics_dir is not None:
             metrics_dir.cleanup()
         if shared is not None:
             shared.close()
-    return 0
+
+
+APP_FACTORY = "service.main:create_app"
+
+
+def _supervise_workers(config: uvicorn.Config) -> int:
+    """Run `config.workers` worker processes, as `uvicorn.run` does, until they stop; the exit
+    status: uvicorn's for a failed start (3) when a worker could not start, else 0.
+
+    uvicorn's supervisor stops every worker when one fails to start, but `uvicorn.run` then
+    returns as if they had served: a service manager would read a start that never happened as
+    a clean stop."""
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
+
+    supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+    with contextlib.suppress(KeyboardInterrupt):
+        supervisor.run()
+    failed = any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes)
+    return STARTUP_FAILURE if failed else 0
 
 
 def _workers_metrics_directory() -> tempfile.TemporaryDirectory[str] | None:
