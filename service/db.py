@@ -814,6 +814,19 @@ def connection_failure(error: BaseException) -> str | None:
     return None
 
 
+def shown_url(url: str) -> str:
+    """`url` as a message may show it: its password hidden, in the URL's credentials or in a
+    query parameter (libpq takes `password` and `sslpassword` there too), and the driver left
+    out."""
+    parsed = make_url(url)
+    query = "&".join(
+        f"{name}={'***' if 'password' in name.lower() else value}"
+        for name, value in parsed.query.items()
+    )
+    bare = parsed.set(drivername="postgresql", query={}).render_as_string(hide_password=True)
+    return f"{bare}?{query}" if query else bare
+
+
 @asynccontextmanager
 async def reaching(url: str, source: str) -> AsyncIterator[None]:
     """Inside, a failure to connect to `url` (taken from `source`, a setting's name) is raised
@@ -825,11 +838,10 @@ async def reaching(url: str, source: str) -> AsyncIterator[None]:
         reason = connection_failure(error)
         if reason is None:
             raise
-        shown = make_url(url).set(drivername="postgresql").render_as_string(hide_password=True)
         raise DatabaseUnreachable(
-            f"cannot connect to the database at {shown} ({source}): {reason}; check the URL "
-            "and that the server is up and accepts the role (see docs/configuration.md § "
-            "Database)"
+            f"cannot connect to the database at {shown_url(url)} ({source}): {reason}; check "
+            "the URL and that the server is up and accepts the role (see docs/configuration.md "
+            "§ Database)"
         ) from error
 
 

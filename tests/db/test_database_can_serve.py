@@ -21,6 +21,7 @@ from service.db import (
     assert_database_can_serve,
     create_engine,
     reaching,
+    shown_url,
     unsupported_server,
 )
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
@@ -132,6 +133,18 @@ async def test_a_server_that_is_not_there_is_named_without_the_password(
     )
     assert "hunter2" not in said
     assert isinstance(refused.value.__cause__, OSError)
+
+
+def test_a_url_is_shown_without_its_passwords() -> None:
+    assert shown_url("postgresql+asyncpg://app:hunter2@db:5432/mneme") == (
+        "postgresql://app:***@db:5432/mneme"
+    )
+    assert shown_url(
+        "postgresql://app@db/mneme?sslmode=require&password=hunter2&sslpassword=hunter3"
+    ) == ("postgresql://app@db/mneme?sslmode=require&password=***&sslpassword=***")
+    assert shown_url("postgresql://app@/mneme?host=/var/run/pg") == (
+        "postgresql://app@/mneme?host=/var/run/pg"
+    )
 
 
 async def test_a_role_or_database_the_server_does_not_know_is_said_in_its_words(
