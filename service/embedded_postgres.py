@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import platform
 import warnings
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+
+from service.kit.refused_start import StartRefused
 
 logger = logging.getLogger("mneme.embedded_postgres")
 
@@ -37,8 +40,12 @@ without one every vector distance would stop the server with an illegal instruct
 `tests/db/test_embedded_portable.py` reads the instructions of the installed library."""
 
 
-class UnsupportedCpu(RuntimeError):
+class UnsupportedCpu(StartRefused):
     """The machine's CPU lacks an instruction set the embedded database's pgvector needs."""
+
+
+class UnusableDataDirectory(StartRefused):
+    """The embedded database's data directory cannot be made or written by this user."""
 
 
 @functools.cache
@@ -177,7 +184,7 @@ def start_cluster(data_dir: Path, shared_buffers_mb: int | None = None) -> Embed
     sized `shared_buffers_mb` (`default_shared_buffers_mb()` when not given). Blocking."""
     require_cpu_features(cpu_features())
     get_server = _import_pgserver()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    require_usable_data_directory(data_dir)
     forget_dead_handles(data_dir / "pgdata")
     handle = get_server(data_dir / "pgdata", cleanup_mode="stop")
     socket_dir = handle.get_postmaster_info().socket_dir
@@ -187,6 +194,24 @@ def start_cluster(data_dir: Path, shared_buffers_mb: int | None = None) -> Embed
     cluster = EmbeddedCluster(socket_dir=Path(socket_dir), handle=handle)
     size_shared_buffers(cluster, shared_buffers_mb or default_shared_buffers_mb())
     return cluster
+
+
+def require_usable_data_directory(data_dir: Path) -> None:
+    """Make `data_dir` if it is missing; `UnusableDataDirectory` when it cannot be made, or is
+    not a directory this user can write (where the database would fail in its own words)."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise UnusableDataDirectory(
+            f"the data directory {data_dir} (MNEME_DATA_DIR) cannot be made: {reason}; set "
+            "MNEME_DATA_DIR to a directory this user can write"
+        ) from error
+    if not os.access(data_dir, os.W_OK | os.X_OK):
+        raise UnusableDataDirectory(
+            f"the data directory {data_dir} (MNEME_DATA_DIR) is not writable by this user; set "
+            "MNEME_DATA_DIR to a directory this user can write"
+        )
 
 
 SHARED_BUFFERS_SHARE = 0.25
