@@ -14,8 +14,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from pydantic import ValidationError
+
 from service.admin.cli import add_admin_parser, run_admin
-from service.config import Settings, get_settings
+from service.config import Settings, get_settings, settings_problems
 from service.kit.refused_start import StartRefused
 from service.mcp.stdio import add_mcp_stdio_parser, run_mcp_stdio
 
@@ -133,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     parser, run_bench = build_parser(argv)
 
     args = parser.parse_args(argv)
+    try:
+        get_settings()
+    except ValidationError as invalid:
+        for problem in settings_problems(invalid):
+            sys.stderr.write(f"mneme {args.command}: {problem}\n")
+        return 2
     if args.command in EMBEDDED_DATABASE_COMMANDS and _embedded_database_refused(args.command):
         return 2
     if args.command in ("serve", "migrate", "reembed", "owner-indexes"):

@@ -10,7 +10,14 @@ from typing import Any, Literal
 
 import limits
 import platformdirs
-from pydantic import AnyHttpUrl, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AnyHttpUrl,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.kit.types import PriorWeight, UnitInterval
@@ -538,3 +545,16 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def settings_problems(invalid: ValidationError) -> list[str]:
+    """What is wrong with the settings, one line each, naming the variable and never showing a
+    value: the one at fault may be a secret, and pydantic's own message shows every setting's
+    value for a rule that spans several."""
+    lines = []
+    for problem in invalid.errors(include_url=False, include_input=False, include_context=False):
+        message = problem["msg"].removeprefix("Value error, ")
+        location = problem["loc"]
+        variable = f"MNEME_{str(location[0]).upper()}: " if location else ""
+        lines.append(f"{variable}{message}")
+    return lines

@@ -110,6 +110,36 @@ def test_a_cpu_the_embedded_database_cannot_run_on_is_refused_before_anything_st
     assert len(started) == 1
 
 
+def test_settings_that_do_not_validate_are_named_one_line_each_without_their_values(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setenv("MNEME_DB_POOL_SIZE", "lots")
+    monkeypatch.setenv("MNEME_SEARCH_FUSION", "hunter2")
+    assert main(["serve"]) == 2
+    assert started == []
+    assert capsys.readouterr().err == (
+        "mneme serve: MNEME_DB_POOL_SIZE: Input should be a valid integer, unable to parse "
+        "string as an integer\n"
+        "mneme serve: MNEME_SEARCH_FUSION: Input should be 'rrf' or 'linear'\n"
+    )
+
+
+def test_a_rule_over_several_settings_is_said_without_showing_any_of_them(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MNEME_ENV", "prod")
+    monkeypatch.setenv("MNEME_DATABASE_URL", "postgresql://app:hunter2@db/mneme")
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", "short")
+    assert main(["migrate"]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("mneme migrate: MNEME_JWT_HS256_SECRET is the dev default or shorter")
+    assert said.count("\n") == 1
+    assert "hunter2" not in said
+    assert "short" not in said.replace("shorter", "")
+
+
 def test_token_rejects_ids_that_cannot_be_addressed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
     assert main(["token", "--tenant", "acme", "--user", "a/b"]) == 2
