@@ -410,14 +410,14 @@ async def _reembed(batch_size: int) -> int:
 async def _owner_indexes(step: str) -> int:
     """`mneme owner-indexes`: the owners' vector indexes refreshed now, or the plan of it."""
     from service.db import open_command_engine
-    from service.memories.owner_indexes import OwnerIndexes, OwnerIndexesRefused, live_column
+    from service.memories.owner_indexes import OwnerIndexes, OwnerIndexesRefused
 
     settings = get_settings()
     target, engine = await open_command_engine(settings)
     indexes = OwnerIndexes.configured(engine, settings)
     try:
         if step == "plan":
-            lines = (await indexes.plan(await live_column(engine))).lines()
+            lines = (await indexes.plan()).lines()
         else:
             lines = (await indexes.refresh()).lines()
     except OwnerIndexesRefused as exc:
@@ -434,6 +434,7 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
     """One step of changing the embedding model (`service.memories.reembed`)."""
     from service.db import open_command_engine
     from service.memories import reembed
+    from service.memories.owner_indexes import OwnerIndexes
     from service.memories.vector_columns import load_state
     from service.providers import (
         Embedder,
@@ -491,6 +492,7 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
                     settle_seconds=settle,
                     follow=follow,
                     on_progress=progress.update,
+                    owner_indexes=OwnerIndexes.configured(engine, settings),
                 )
             for line in current.lines():
                 sys.stdout.write(line + "\n")

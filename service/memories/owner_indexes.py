@@ -27,9 +27,13 @@ it does, when the owner is purged or when others outgrow it. An index built with
 settings than the configured ones (`ef_construction`) is replaced: the new one is built beside
 it and takes its name, so the owner's searches read one or the other throughout. An owner's
 index over all its kinds (as earlier versions built them) is read by its searches until its
-kinds' indexes are built, then dropped (`retire`). A change of embedding model (`reembed`)
-drops the old column's indexes with the column; the next refresh builds them on the new live
-column.
+kinds' indexes are built, then dropped (`retire`).
+
+A change of embedding model (`reembed`) fills a second vector column. Once that column has its
+own HNSW index, a refresh keeps the owners' indexes on both columns (`indexed_columns`), and
+`reembed run` refreshes them itself before the first tenant switches to it: a large owner's
+searches on the new column walk graphs of their own from the switch on, as they did on the old
+one. `reembed finish` drops the old column, and its owners' indexes with it.
 """
 
 from __future__ import annotations
@@ -125,10 +129,11 @@ class OwnerIndex:
     kind: str
     memories: int
     name: str
+    column: VectorColumn
 
 
 def _lines(
-    column: str,
+    columns: list[str],
     verbs: tuple[str, str, str, str, str],
     built: list[OwnerIndex],
     rebuilt: list[OwnerIndex],
@@ -138,11 +143,12 @@ def _lines(
 ) -> list[str]:
     """One line per index, under the verbs for built, rebuilt, kept, dropped and retired."""
     build, rebuild, keep, drop, retire = verbs
+    on_column = len(columns) > 1
     return (
-        [f"column: {column}"]
+        [f"column: {column}" for column in columns]
         + [
             f"{verb}: {i.name} ({i.kind} memories of {i.owner.key} of tenant {i.tenant_id}, "
-            f"{i.memories})"
+            f"{i.memories}{f', on {i.column.name}' if on_column else ''})"
             for verb, group in ((build, built), (rebuild, rebuilt), (keep, kept))
             for i in group
         ]
@@ -153,11 +159,11 @@ def _lines(
 
 @dataclass
 class OwnerIndexPlan:
-    """What a refresh would do on `column`: the indexes to build (largest first), to build
+    """What a refresh would do on `columns`: the indexes to build (largest first), to build
     again with the configured graph settings, to keep and to drop, and the owners' indexes over
     all their kinds to drop once their kinds' indexes are built (`retire`)."""
 
-    column: str
+    columns: list[str]
     build: list[OwnerIndex] = field(default_factory=list)
     rebuild: list[OwnerIndex] = field(default_factory=list)
     drop: list[str] = field(default_factory=list)
@@ -167,7 +173,7 @@ class OwnerIndexPlan:
     def lines(self) -> list[str]:
         verbs = ("build", "rebuild", "keep", "drop", "retire")
         return _lines(
-            self.column, verbs, self.build, self.rebuild, self.kept, self.drop, self.retire
+            self.columns, verbs, self.build, self.rebuild, self.kept, self.drop, self.retire
         )
 
 
@@ -175,7 +181,7 @@ class OwnerIndexPlan:
 class OwnerIndexReport:
     """What a refresh did (as far as it got, if a build failed)."""
 
-    column: str
+    columns: list[str]
     built: list[OwnerIndex] = field(default_factory=list)
     rebuilt: list[OwnerIndex] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
@@ -185,7 +191,7 @@ class OwnerIndexReport:
     def lines(self) -> list[str]:
         verbs = ("built", "rebuilt", "kept", "dropped", "retired")
         return _lines(
-            self.column, verbs, self.built, self.rebuilt, self.kept, self.dropped, self.retired
+            self.columns, verbs, self.built, self.rebuilt, self.kept, self.dropped, self.retired
         )
 
 
@@ -216,13 +222,20 @@ class OwnerIndexes:
             ef_construction=settings.owner_vector_index_ef_construction,
         )
 
-    async def plan(self, column: VectorColumn) -> OwnerIndexPlan:
-        """The indexes `refresh` would build and drop for `column`, as the statistics stand."""
+    async def plan(self, columns: list[VectorColumn] | None = None) -> OwnerIndexPlan:
+        """The indexes `refresh` would build and drop on `columns` (the columns searches read
+        or are about to, `indexed_columns`, when not given), as the statistics stand; an owner
+        index on another column is to be dropped."""
         async with self._engine.connect() as connection:
             await _require_owner(connection)
-            return await self._plan(connection, column)
+        if columns is None:
+            columns = await indexed_columns(self._engine)
+        async with self._engine.connect() as connection:
+            return await self._plan(connection, columns)
 
-    async def _plan(self, connection: AsyncConnection, column: VectorColumn) -> OwnerIndexPlan:
+    async def _plan(
+        self, connection: AsyncConnection, columns: list[VectorColumn]
+    ) -> OwnerIndexPlan:
         owners = (
             await connection.execute(OWNERS_SQL, {"keep_from": self._keep_from, "most": self._most})
         ).all()
@@ -231,31 +244,33 @@ class OwnerIndexes:
             for row in await connection.execute(EXISTING_SQL, {"prefix": OWNER_INDEX_PREFIX})
         }
         options = sorted(hnsw_options(self._ef_construction))
-        plan = OwnerIndexPlan(column.name)
+        plan = OwnerIndexPlan([column.name for column in columns])
         wanted: set[str] = set()
-        if self._build_from > 0:
-            candidates = [
-                index
-                for owner in owners
-                for index in await self._kinds_of(connection, owner, column)
-            ]
-            candidates.sort(key=lambda i: (-i.memories, i.tenant_id, i.owner.key, i.kind))
-            for index in candidates[: self._most]:
-                found = existing.get(index.name)
-                if found is not None and found.valid:
-                    same = sorted(found.options or []) == options
-                    (plan.kept if same else plan.rebuild).append(index)
+        for column in columns:
+            # Each column the same owners' indexes: a tenant reads one column or the other.
+            with_kind_indexes: set[tuple[str, str]] = set()
+            if self._build_from > 0:
+                candidates = [
+                    index
+                    for owner in owners
+                    for index in await self._kinds_of(connection, owner, column)
+                ]
+                candidates.sort(key=lambda i: (-i.memories, i.tenant_id, i.owner.key, i.kind))
+                for index in candidates[: self._most]:
+                    found = existing.get(index.name)
+                    if found is not None and found.valid:
+                        same = sorted(found.options or []) == options
+                        (plan.kept if same else plan.rebuild).append(index)
+                    elif index.memories >= self._build_from:
+                        plan.build.append(index)
+                    else:
+                        continue
                     wanted.add(index.name)
-                elif index.memories >= self._build_from:
-                    plan.build.append(index)
-                    wanted.add(index.name)
-        with_kind_indexes = {
-            (index.tenant_id, index.owner.key) for index in plan.build + plan.rebuild + plan.kept
-        }
-        for owner in owners:
-            whole = owner_index_name(owner.tenant_id, owner.owner_key, column.name)
-            if whole in existing and (owner.tenant_id, owner.owner_key) in with_kind_indexes:
-                plan.retire.append(whole)
+                    with_kind_indexes.add((index.tenant_id, index.owner.key))
+            for owner in owners:
+                whole = owner_index_name(owner.tenant_id, owner.owner_key, column.name)
+                if whole in existing and (owner.tenant_id, owner.owner_key) in with_kind_indexes:
+                    plan.retire.append(whole)
         accounted_for = wanted | set(plan.retire)
         plan.drop = sorted(name for name in existing if name not in accounted_for)
         return plan
@@ -276,22 +291,22 @@ class OwnerIndexes:
                 row.kind,
                 row.documents,
                 owner_index_name(owner.tenant_id, whose.key, column.name, row.kind),
+                column,
             )
             for row in counts
             if row.documents >= self._keep_from
         ]
 
-    async def refresh(self, column: VectorColumn | None = None) -> OwnerIndexReport:
-        """Build the indexes missing and drop those no longer wanted, on the live column (or
-        `column`). Under a session lock: of two processes refreshing at once, the second
-        waits, then finds the work done."""
-        if column is None:
-            column = await live_column(self._engine)
+    async def refresh(self) -> OwnerIndexReport:
+        """Build the indexes missing and drop those no longer wanted, on the columns searches
+        read or are about to (`indexed_columns`). Under a session lock: of two processes
+        refreshing at once, the second waits, then finds the work done."""
         # Checked before the connection is switched to autocommit (a pooled connection of a
         # role that may not keep its isolation level).
         async with self._engine.connect() as connection:
             await _require_owner(connection)
-        report = OwnerIndexReport(column.name)
+        columns = await indexed_columns(self._engine)
+        report = OwnerIndexReport([column.name for column in columns])
         async with self._engine.connect() as connection:
             autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
             await autocommit.execute(text("SELECT pg_advisory_lock(:key)"), {"key": REFRESH_LOCK})
@@ -299,17 +314,17 @@ class OwnerIndexes:
             # statement timeout for each build).
             await autocommit.execute(text(f"SET maintenance_work_mem = '{BUILD_MEMORY}'"))
             try:
-                plan = await self._plan(autocommit, column)
+                plan = await self._plan(autocommit, columns)
                 report.kept = plan.kept
                 # Dropped first: an index an owner outgrew makes room for the one built next.
                 for name in plan.drop:
                     await drop_index_concurrently(autocommit, name)
                     report.dropped.append(name)
                 for index in plan.build:
-                    await _build(autocommit, index, column, self._ef_construction)
+                    await _build(autocommit, index, self._ef_construction)
                     report.built.append(index)
                 for index in plan.rebuild:
-                    await _build(autocommit, index, column, self._ef_construction, replace=True)
+                    await _build(autocommit, index, self._ef_construction, replace=True)
                     report.rebuilt.append(index)
                 # Last: the owner's searches read the index over all its kinds until then.
                 for name in plan.retire:
@@ -349,11 +364,22 @@ REFRESH_LOCK = 0x6D6E656D655F6F69 & 0x7FFF_FFFF_FFFF_FFFF
 
 async def live_column(engine: AsyncEngine) -> VectorColumn:
     """The column searches read once a change of model is over (`vector_columns`)."""
+    return (await indexed_columns(engine))[0]
+
+
+async def indexed_columns(engine: AsyncEngine) -> list[VectorColumn]:
+    """The columns whose owners get indexes of their own: the live one, and during a change of
+    model the one being filled once it has its HNSW index (it is then all but full, and its
+    tenants switch to it from then on)."""
     state = await load_state(engine)
     live = state.column("live")
     if live is None:
         raise OwnerIndexesRefused("no vector column is live")
-    return VectorColumn(live.name, live.model or "", live.dims)
+    columns = [VectorColumn(live.name, live.model or "", live.dims)]
+    filling = state.column("filling")
+    if filling is not None and filling.index_built:
+        columns.append(VectorColumn(filling.name, filling.model or "", filling.dims))
+    return columns
 
 
 async def _require_owner(connection: AsyncConnection) -> None:
@@ -367,7 +393,6 @@ async def _require_owner(connection: AsyncConnection) -> None:
 async def _build(
     autocommit: AsyncConnection,
     index: OwnerIndex,
-    column: VectorColumn,
     ef_construction: int,
     *,
     replace: bool = False,
@@ -386,7 +411,8 @@ async def _build(
         )
     ).scalar_one()
     create = replace_index_concurrently if replace else create_index_concurrently
-    await create(autocommit, index.name, f"{hnsw_definition(column, ef_construction)} {condition}")
+    definition = hnsw_definition(index.column, ef_construction)
+    await create(autocommit, index.name, f"{definition} {condition}")
     verb = "rebuilt" if replace else "built"
     logger.info(
         "%s %s for the %s memories of %s of tenant %s",

@@ -12,8 +12,9 @@ Changing the model goes through the other vector column (`service.memories.vecto
 2. `run` embeds every memory into it in (tenant, id) order, one committed batch at a time, so a
    run that is killed resumes where it stopped: finished rows no longer match. Then it builds
    the column's HNSW index (an expression index over the cast to the new dimension, built
-   concurrently; an index left invalid by a killed build is dropped and built again), and
-   switches each tenant whose memories all carry the new vector, one tenant per transaction
+   concurrently; an index left invalid by a killed build is dropped and built again) and, when
+   given the owners' indexes to keep, the largest owners' own graphs on it
+   (`service.memories.owner_indexes`), and switches each tenant whose memories all carry the new vector, one tenant per transaction
    that checks it. Searches of a tenant read the old column until that switch, the new one
    after it. With `follow` it keeps going (memories written meanwhile whose new vector a
    service process could not make) until the change finishes.
@@ -47,6 +48,7 @@ from service.memories.index_builds import (
     hnsw_definition,
     sees_all_tenants,
 )
+from service.memories.owner_indexes import OwnerIndexes
 from service.memories.vector_columns import COLUMN_NAMES, VectorColumn, load_state
 from service.providers import Embedder
 
@@ -440,9 +442,12 @@ async def run(
     follow: bool = False,
     poll_seconds: float = 1.0,
     on_progress: Callable[[int], None] | None = None,
+    owner_indexes: OwnerIndexes | None = None,
 ) -> ChangeStatus:
-    """Fill the column being filled with `new`'s vectors, build its index, switch each tenant
-    whose memories are complete; with `follow`, keep at it until the change finishes."""
+    """Fill the column being filled with `new`'s vectors, build its index (and, with
+    `owner_indexes`, the largest owners' own), switch each tenant whose memories are complete;
+    with `follow`, keep at it until the change finishes."""
+    owners_indexed = False
     while True:
         state = await load_state(owner_engine)
         filling = state.column("filling")
@@ -486,6 +491,13 @@ async def run(
         if not filling.index_built:
             logger.info("building the HNSW index of memory.%s", filling.name)
             await _build_index(owner_engine, filling.name, filling.dims)
+        if owner_indexes is not None and not owners_indexed:
+            # Before a tenant switches: its large owners' searches on the new column walk
+            # graphs of their own from the switch on, as they did on the old one, instead of
+            # sorting every vector of theirs until the next refresh.
+            logger.info("building the largest owners' HNSW indexes on memory.%s", filling.name)
+            await owner_indexes.refresh()
+            owners_indexed = True
         # Every service process must know the change is under way (and so embed new memories
         # for both columns, and read the tenant's column by the state) before a tenant
         # switches.

@@ -12,16 +12,20 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.auth.owner import Owner
 from service.cli import main
 from service.config import Settings, get_settings
 from service.embedded_postgres import EmbeddedCluster
 from service.memories import reembed
+from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
+from service.memories.owner_indexes import OwnerIndexes
 from service.memories.vector_columns import VectorColumns
 from service.observability import DOMAIN_METRICS
 from service.providers import build_embedder, second_embedder_config
 from tests.conftest import bearer, new_tenant
 from tests.fixtures.factories import remember_all
 from tests.fixtures.openai_server import EMBEDDING_MODEL, FakeOpenAIServer
+from tests.memories.large_owners import BUILD_FROM, USER, large_owner
 from tests.memories.model_change import (
     NEW_DIMS,
     ServerVectors,
@@ -32,6 +36,7 @@ from tests.memories.model_change import (
     running_app,
     search_memories,
 )
+from tests.memories.test_bounded_search import owners_found
 
 SETTLE = 0.5
 TEXTS = [
@@ -312,3 +317,67 @@ async def test_an_index_build_left_invalid_is_built_again_and_an_interrupted_fin
         assert await reembed.finish(owner, None, settle_seconds=SETTLE) == "embedding_alt"
         status = await reembed.status(owner)
         assert (status.live_column, status.retiring_column) == ("embedding_alt", None)
+
+
+async def _valid_owner_indexes(owner: AsyncEngine) -> set[str]:
+    async with owner.connect() as connection:
+        names = await connection.execute(
+            text(
+                "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE i.indrelid = 'memory'::regclass AND i.indisvalid "
+                "AND starts_with(c.relname, :prefix)"
+            ),
+            {"prefix": OWNER_INDEX_PREFIX},
+        )
+        return set(names.scalars())
+
+
+async def test_a_large_owners_graphs_are_on_the_new_column_when_its_tenant_switches(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings: Settings = await own_database(cluster, embeddings_server.base_url)
+    async with running_app(settings) as (app, client), owner_engine_for(settings) as owner:
+        tenant = new_tenant()
+        await large_owner(app, client, settings, tenant)
+        user = Owner.user(USER).key
+        indexes = OwnerIndexes(owner, build_from=BUILD_FROM, most=100)
+        await indexes.refresh()
+        on_old = {owner_index_name(tenant, user, "embedding", k) for k in ("semantic", "episodic")}
+        on_new = {
+            owner_index_name(tenant, user, "embedding_alt", k) for k in ("semantic", "episodic")
+        }
+        assert on_old <= await _valid_owner_indexes(owner)
+        columns: VectorColumns = app.state.mneme.vector_columns
+        second = second_embedder_config(settings)
+        assert second is not None
+        new = build_embedder(second)
+        await reembed.start(owner, columns.configured, new)
+        await columns.refresh(app.state.mneme.engine)
+
+        # While the new column is filled it has no index, and no owner gets one on it; the
+        # old column's stay.
+        report = await indexes.refresh()
+        assert (report.built, report.dropped) == ([], [])
+        assert on_old <= await _valid_owner_indexes(owner)
+
+        current = await reembed.run(
+            owner, new, batch_size=64, settle_seconds=SETTLE, owner_indexes=indexes
+        )
+        assert current.tenants_switched == current.tenants
+        assert on_old | on_new <= await _valid_owner_indexes(owner)
+        # The switched tenant's search finds the owner's graphs on the column it reads.
+        await columns.refresh(app.state.mneme.engine)
+        read = columns.read_by(tenant)
+        assert read.name == "embedding_alt"
+        found = await owners_found(app, tenant, (Owner.user(USER), Owner.org()), read)
+        assert {f"semantic:{user}", f"episodic:{user}"} <= found.own_indexes
+        # A refresh during the change keeps both columns' graphs.
+        report = await indexes.refresh()
+        assert report.dropped == [] and report.built == []
+        assert report.columns == ["embedding", "embedding_alt"]
+
+        await reembed.finish(owner, new, settle_seconds=SETTLE)
+        valid = await _valid_owner_indexes(owner)
+        assert on_new <= valid and not on_old & valid  # gone with the old column
+        report = await indexes.refresh()
+        assert report.dropped == [] and report.built == []

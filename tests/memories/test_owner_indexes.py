@@ -360,7 +360,7 @@ async def test_an_index_over_all_of_an_owners_kinds_is_read_until_its_kinds_are_
     assert await own_indexes_found(indexed_app, tenant) == {f":{key}"}
     indexes = OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100)
 
-    plan = await indexes.plan(await live_column(owner_engine))
+    plan = await indexes.plan()
     assert set(kind_names(tenant, "semantic", "episodic")) <= {i.name for i in plan.build}
     # Dropped after the kinds' indexes are built, not before (the owner's searches read it).
     assert plan.retire == [whole] and whole not in plan.drop
@@ -392,16 +392,16 @@ async def test_an_index_is_kept_down_to_half_the_threshold_and_dropped_below_or_
 
     # 60 facts and 50 episodes: each kept while half the threshold is at most its count, not
     # built anew.
-    kept = await OwnerIndexes(owner_engine, build_from=100, most=100).plan(column)
+    kept = await OwnerIndexes(owner_engine, build_from=100, most=100).plan([column])
     assert {facts_index, episodes_index} <= {index.name for index in kept.kept}
     assert not {facts_index, episodes_index} & ({i.name for i in kept.build} | set(kept.drop))
-    fewer = await OwnerIndexes(owner_engine, build_from=120, most=100).plan(column)
+    fewer = await OwnerIndexes(owner_engine, build_from=120, most=100).plan([column])
     assert facts_index in [index.name for index in fewer.kept]
     assert episodes_index in fewer.drop
-    dropped = await OwnerIndexes(owner_engine, build_from=122, most=100).plan(column)
+    dropped = await OwnerIndexes(owner_engine, build_from=122, most=100).plan([column])
     assert {facts_index, episodes_index} <= set(dropped.drop)
     # Outgrown: only the largest `most` indexes are kept.
-    outgrown = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=0).plan(column)
+    outgrown = await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=0).plan([column])
     assert {facts_index, episodes_index} <= set(outgrown.drop)
 
     admin = bearer(settings, tenant, "admin", admin=True)
@@ -436,7 +436,7 @@ async def test_an_index_built_with_other_graph_settings_is_replaced_under_its_na
     )
 
     # (Other tests' large owners may be in the plan too.)
-    plan = await indexes.plan(await live_column(owner_engine))
+    plan = await indexes.plan()
     assert name in [index.name for index in plan.rebuild]
     assert name not in [index.name for index in plan.build + plan.kept]
     assert f"{name}_prev" in plan.drop and "rebuild: " + name in "\n".join(plan.lines())
