@@ -14,10 +14,11 @@ Changing the model goes through the other vector column (`service.memories.vecto
    the column's HNSW index (an expression index over the cast to the new dimension, built
    concurrently; an index left invalid by a killed build is dropped and built again) and, when
    given the owners' indexes to keep, the largest owners' own graphs on it
-   (`service.memories.owner_indexes`), and switches each tenant whose memories all carry the new vector, one tenant per transaction
-   that checks it. Searches of a tenant read the old column until that switch, the new one
-   after it. With `follow` it keeps going (memories written meanwhile whose new vector a
-   service process could not make) until the change finishes.
+   (`service.memories.owner_indexes`), and switches each tenant whose memories all carry the
+   new vector, one tenant per transaction that checks it. Searches of a tenant read the old
+   column until that switch, the new one after it. With `follow` it keeps going (memories
+   written meanwhile whose new vector a service process could not make) until the change
+   finishes.
 3. `finish` makes the new column the live one once every tenant has switched (first building
    on it the partial index of the memories that lack a vector, which the embedding backfill
    reads), waits until every service process has seen it, and drops the old column's vectors

@@ -42,6 +42,7 @@ from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import Link, Span
 from opentelemetry.util.types import Attributes
 
+from service.kit.refused_start import StartRefused
 from service.observability.metrics import DOMAIN_METRICS
 
 tracer = trace.get_tracer("mneme")
@@ -186,7 +187,7 @@ def _exporting_processor(exporter: str) -> SpanProcessor | None:
         )
         if protocol != "http/protobuf":
             # Sending protobuf over HTTP to a gRPC port would fail on every export, quietly.
-            raise ValueError(
+            raise UnsupportedTraceExport(
                 f"OTLP protocol {protocol!r} is not supported: Mneme exports http/protobuf "
                 "(port 4318); to reach a gRPC-only backend, put an OpenTelemetry Collector "
                 "in between"
@@ -202,12 +203,18 @@ def _exporting_processor(exporter: str) -> SpanProcessor | None:
 TRACE_EXPORTERS = ("none", "console", "otlp")
 
 
+class UnsupportedTraceExport(StartRefused, ValueError):
+    """An exporter or an OTLP protocol Mneme does not ship: the start is refused (in one line)
+    rather than every span dropped quietly."""
+
+
 def trace_exporters(
     setting: str | None, environ: Mapping[str, str] = os.environ
 ) -> tuple[str, ...]:
     """The span exporters to run: `MNEME_OTEL_EXPORTER` (`setting`) when set, else the
     specification's `OTEL_SDK_DISABLED` and `OTEL_TRACES_EXPORTER`; none by default. Raises
-    ValueError for an exporter Mneme does not ship (a typo must not silently drop traces)."""
+    `UnsupportedTraceExport` for an exporter Mneme does not ship (a typo must not silently drop
+    traces)."""
     if setting is not None:
         chosen = [setting]
     elif environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
@@ -220,7 +227,7 @@ def trace_exporters(
         ]
     unknown = sorted(set(chosen) - set(TRACE_EXPORTERS))
     if unknown:
-        raise ValueError(
+        raise UnsupportedTraceExport(
             f"OTEL_TRACES_EXPORTER names {', '.join(unknown)}; Mneme ships "
             f"{', '.join(TRACE_EXPORTERS)} (send to anything else through a Collector)"
         )

@@ -1,7 +1,7 @@
 """The exporter is configured by the standard OpenTelemetry variables alone: which exporter,
-endpoint, headers, service name, resource attributes and sampler. Each case runs in a fresh
-process, because the tracer provider (and with it the resource and the sampler) is set once per
-process."""
+endpoint, headers, service name, resource attributes and sampler. Each case that exports runs in
+a fresh process, because the tracer provider (and with it the resource and the sampler) is set
+once per process; an exporter Mneme does not ship stops the start before any is set."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from service.config import Settings
+from service.main import create_app
 from service.observability import trace_exporters
+from tests.kit.test_refused_start import start_messages
 from tests.observability.otlp_receiver import OtlpReceiver
 
 # Spans made in a process of its own, exported as the environment says (as the service does).
@@ -112,3 +115,17 @@ def test_the_exporter_list_follows_the_specification() -> None:
     assert trace_exporters("console", {"OTEL_TRACES_EXPORTER": "otlp"}) == ("console",)
     with pytest.raises(ValueError, match="zipkin"):
         trace_exporters(None, {"OTEL_TRACES_EXPORTER": "otlp,zipkin"})
+
+
+async def test_an_exporter_mneme_does_not_ship_stops_the_start_with_one_line(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp,zipkin")
+    sent = await start_messages(create_app(settings))
+    assert sent == [
+        {
+            "type": "lifespan.startup.failed",
+            "message": "mneme cannot start: OTEL_TRACES_EXPORTER names zipkin; Mneme ships "
+            "none, console, otlp (send to anything else through a Collector)",
+        }
+    ]
