@@ -17,6 +17,7 @@ from pydantic import SecretStr
 from service.providers.profiles import (
     PACKAGED_PROFILES,
     EmbeddingProfile,
+    EmbeddingSettingsRefused,
     Pooling,
     ProfileOverrides,
     resolve_profile,
@@ -95,15 +96,17 @@ class EmbedderConfig:
 
     def __post_init__(self) -> None:
         if self.provider not in get_args(EmbeddingProvider):
-            raise ValueError(f"unknown embedding provider {self.provider!r}")
+            raise EmbeddingSettingsRefused(f"unknown embedding provider {self.provider!r}")
         if min(self.dims, self.local_threads, self.local_query_batch, self.openai_batch_size) < 1:
-            raise ValueError(
+            raise EmbeddingSettingsRefused(
                 "dims, local_threads, local_query_batch and openai_batch_size must be at least 1"
             )
         if self.openai_timeout_seconds <= 0 or self.openai_max_retries < 0:
-            raise ValueError("openai_timeout_seconds must be > 0 and openai_max_retries >= 0")
+            raise EmbeddingSettingsRefused(
+                "openai_timeout_seconds must be > 0 and openai_max_retries >= 0"
+            )
         if self.local_model_path is not None and not self.local_model_sha256:
-            raise ValueError(
+            raise EmbeddingSettingsRefused(
                 "a local model file needs its sha256 (embedding_local_model_sha256), so the "
                 "vectors stored are always the same model's"
             )
@@ -140,14 +143,15 @@ def embedder_config_from_settings(settings: Any) -> EmbedderConfig:
 
 def second_embedder_config(settings: Any) -> EmbedderConfig | None:
     """The second embedder's config (`settings.embedding_second`), or None when there is none;
-    raises ValueError for a field the config does not have or a value it refuses."""
+    raises `EmbeddingSettingsRefused` (a ValueError) for a field the config does not have or a
+    value it refuses."""
     given: dict[str, Any] | None = settings.embedding_second
     if not given:
         return None
     known = {config_field.name for config_field in fields(EmbedderConfig)}
     unknown = sorted(set(given) - known)
     if unknown:
-        raise ValueError(f"embedding_second has unknown fields: {', '.join(unknown)}")
+        raise EmbeddingSettingsRefused(f"embedding_second has unknown fields: {', '.join(unknown)}")
     main = embedder_config_from_settings(settings)
     inherited = {
         "openai_base_url": main.openai_base_url,
@@ -161,7 +165,7 @@ def second_embedder_config(settings: Any) -> EmbedderConfig | None:
     try:
         return replace(EmbedderConfig(), **values)
     except TypeError as error:
-        raise ValueError(f"embedding_second: {error}") from None
+        raise EmbeddingSettingsRefused(f"embedding_second: {error}") from None
 
 
 def shortened(vector: Sequence[float], dims: int) -> list[float]:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from openai import AsyncOpenAI, OpenAIError, omit
 
 from service.providers.embedder import EmbedderConfig, EmbedderUnavailable, shortened
+from service.providers.profiles import EmbeddingSettingsRefused
 
 
 class OpenAIEmbedder:
@@ -24,7 +25,7 @@ class OpenAIEmbedder:
 
     def __init__(self, config: EmbedderConfig) -> None:
         if config.openai_api_key is None:
-            raise ValueError(
+            raise EmbeddingSettingsRefused(
                 "the openai embedder needs an API key (any placeholder for a server that "
                 "checks none)"
             )

@@ -17,7 +17,14 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from service.kit.refused_start import StartRefused
+
 Pooling = Literal["mean", "cls"]
+
+
+class EmbeddingSettingsRefused(StartRefused, ValueError):
+    """The embedding settings describe no model the service can run, or one that cannot fill
+    the vector column: the start is refused with the reason, in one line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,23 +46,23 @@ class EmbeddingProfile:
 
     def __post_init__(self) -> None:
         if self.dims < 1 or self.max_tokens < 1:
-            raise ValueError("a profile's dims and max_tokens must be at least 1")
+            raise EmbeddingSettingsRefused("a profile's dims and max_tokens must be at least 1")
         if self.lexical_weight is not None and not 0 <= self.lexical_weight <= 1:
-            raise ValueError("a profile's lexical_weight lies between 0 and 1")
+            raise EmbeddingSettingsRefused("a profile's lexical_weight lies between 0 and 1")
 
     def stored_dims(self, column_dims: int) -> int:
         """The size of the vectors stored for this model in a column of `column_dims`;
-        raises ValueError when the model cannot fill the column."""
+        raises `EmbeddingSettingsRefused` when the model cannot fill the column."""
         if column_dims == self.dims:
             return column_dims
         if self.matryoshka and column_dims < self.dims:
             return column_dims
         if self.matryoshka:
-            raise ValueError(
+            raise EmbeddingSettingsRefused(
                 f"{self.name} makes {self.dims}-dimensional vectors, fewer than the column's "
                 f"{column_dims}"
             )
-        raise ValueError(
+        raise EmbeddingSettingsRefused(
             f"{self.name} makes {self.dims}-dimensional vectors and cannot be shortened to the "
             f"column's {column_dims}; set the embedding dims to {self.dims} or pick another model"
         )
@@ -163,7 +170,7 @@ def resolve_profile(
     of the column's size), with the overrides applied."""
     chosen = name or model
     if name is not None and name not in PROFILES:
-        raise ValueError(
+        raise EmbeddingSettingsRefused(
             f"unknown embedding profile {name!r}; known: {', '.join(sorted(PROFILES))} "
             "(or leave it unset and give the prompts and pooling in the settings)"
         )

@@ -1,4 +1,5 @@
-"""Building an embedder config from the settings, and refusing nonsense configs."""
+"""Building an embedder config from the settings, and refusing nonsense configs (at start-up,
+in one line)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import pytest
 from pydantic import SecretStr
 
 from service.config import Settings
+from service.embedded_postgres import EmbeddedCluster
+from service.main import create_app
 from service.providers import EmbedderConfig, embedder_config_from_settings
+from tests.conftest import make_settings
+from tests.kit.test_refused_start import start_messages
 
 
 def test_settings_fields_named_embedding_something_fill_the_config() -> None:
@@ -59,3 +64,18 @@ def test_the_api_key_is_not_shown_in_the_config_repr() -> None:
 def test_nonsense_configs_are_refused(invalid: dict[str, object]) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - the message varies by field
         EmbedderConfig(**invalid)  # type: ignore[arg-type]
+
+
+async def test_embedding_settings_no_model_can_serve_stop_the_start_with_one_line(
+    cluster: EmbeddedCluster,
+) -> None:
+    # The packaged model's 384 values cannot fill a column of 768.
+    sent = await start_messages(create_app(make_settings(cluster, embedding_dims=768)))
+    assert sent == [
+        {
+            "type": "lifespan.startup.failed",
+            "message": "mneme cannot start: all-MiniLM-L6-v2-onnx-int8-dynamic makes "
+            "384-dimensional vectors and cannot be shortened to the column's 768; set the "
+            "embedding dims to 384 or pick another model",
+        }
+    ]
