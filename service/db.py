@@ -69,12 +69,15 @@ RUNTIME_ROLE_PRIVILEGES_SQL = text(
     """
     SELECT r.rolsuper, r.rolbypassrls,
            (SELECT count(*) FROM pg_tables t
-             WHERE t.schemaname = 'public' AND t.tableowner = current_user) AS owned_tables
+             WHERE t.schemaname = 'public' AND t.tableowner = current_user) AS owned_tables,
+           to_regclass('alembic_version') IS NOT NULL AS migrated
       FROM pg_roles r
      WHERE r.rolname = current_user
     """
 )
-"""The runtime role's dangerous attributes (any of them would let a query escape RLS)."""
+"""The runtime role's dangerous attributes (any of them would let a query escape RLS), and
+whether the database holds a schema of the service's at all (any revision: one older or newer
+than the code's is served, and `/readyz` says so, as a rolling release needs)."""
 
 SERVER_SOFTWARE_SQL = text(
     """
@@ -767,6 +770,10 @@ class UnsupportedServer(StartRefused):
     (or has one too old); refusing to migrate or serve."""
 
 
+class UnmigratedDatabase(StartRefused):
+    """The database holds no schema of the service's: it was never migrated."""
+
+
 class DatabaseUnreachable(StartRefused):
     """The service could not connect to a database it was pointed at (`reaching`)."""
 
@@ -891,8 +898,8 @@ async def refuse_unsupported_server(connection: AsyncConnection) -> None:
 
 async def assert_database_can_serve(engine: AsyncEngine) -> None:
     """Refuse to serve on a server too old for the service's statements
-    (`UnsupportedServer`), or with a runtime role that could bypass row-level security
-    (`PrivilegedRuntimeRole`)."""
+    (`UnsupportedServer`), with a runtime role that could bypass row-level security
+    (`PrivilegedRuntimeRole`), or on a database never migrated (`UnmigratedDatabase`)."""
     async with engine.connect() as connection:
         # A check at start-up, not a request: a busy database must not fail the start.
         await connection.exec_driver_sql(NO_STATEMENT_LIMIT_SQL)
@@ -903,4 +910,9 @@ async def assert_database_can_serve(engine: AsyncEngine) -> None:
             "the runtime database role is a superuser, has BYPASSRLS or owns tables; "
             "connect MNEME_DATABASE_URL as the non-owner runtime role "
             "(see docs/configuration.md § Database)"
+        )
+    if not row.migrated:
+        raise UnmigratedDatabase(
+            "the database holds no schema of Mneme's: run `mneme migrate` as the owner role "
+            "(MNEME_MIGRATION_DATABASE_URL) first, or start with MNEME_MIGRATE_ON_START=true"
         )

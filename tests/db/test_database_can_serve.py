@@ -165,3 +165,28 @@ async def test_a_statements_own_error_is_not_taken_for_an_unreachable_database(
             owner_engine.connect() as connection,
         ):
             await connection.execute(text("SELECT 1 / 0"))
+
+
+async def test_a_database_never_migrated_stops_the_start_with_what_to_run(
+    cluster: EmbeddedCluster,
+) -> None:
+    database = "mneme_never_migrated"
+    await bootstrap(cluster, database)
+    # The runtime role is the cluster's, made by the tests' own database's first migration.
+    runtime_url = cluster.url("mneme_app", database)
+    app = create_app(
+        make_settings(
+            cluster,
+            database_url=SecretStr(runtime_url),
+            migration_database_url=SecretStr(cluster.url(OWNER_ROLE, database)),
+            migrate_on_start=False,
+        )
+    )
+    assert await start_messages(app) == [
+        {
+            "type": "lifespan.startup.failed",
+            "message": "mneme cannot start: the database holds no schema of Mneme's: run "
+            "`mneme migrate` as the owner role (MNEME_MIGRATION_DATABASE_URL) first, or start "
+            "with MNEME_MIGRATE_ON_START=true",
+        }
+    ]
