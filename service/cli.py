@@ -18,8 +18,8 @@ from pydantic import ValidationError
 
 from service.admin.cli import add_admin_parser, run_admin
 from service.config import Settings, get_settings, settings_problems
-from service.kit.refused_start import StartRefused
 from service.mcp.stdio import add_mcp_stdio_parser, run_mcp_stdio
+from service.refused_start import StartRefused
 
 if TYPE_CHECKING:
     import uvicorn

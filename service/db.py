@@ -47,8 +47,8 @@ from sqlalchemy.sql.elements import ClauseElement
 from service.auth.principal import TENANT_ID_MAX
 from service.config import Settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap, start_cluster
-from service.kit.refused_start import StartRefused
 from service.kit.types import is_valid_identifier
+from service.refused_start import StartRefused
 
 logger = logging.getLogger("mneme.db")
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import asyncpg
 
-from service.kit.refused_start import StartRefused
+from service.refused_start import StartRefused
 
 logger = logging.getLogger("mneme.embedded_postgres")
 

@@ -50,7 +50,6 @@ from service.kit.limit_storage import limit_storage
 from service.kit.media_type import require_json_body
 from service.kit.openapi import declare_common_responses
 from service.kit.post_commit import BackgroundRunner
-from service.kit.refused_start import RefusedStartMiddleware
 from service.kit.security_headers import SecurityHeadersMiddleware
 from service.kit.token_counting import encoding_for
 from service.logs import configure_logging, log_request
@@ -91,6 +90,7 @@ from service.providers.query_cache import cache_query_embeddings
 from service.providers.reranker import build_reranker
 from service.providers.telemetry import InstrumentedEmbedder
 from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
+from service.refused_start import RefusedStartMiddleware
 from service.state import AppState
 from service.threads.dependencies import build_thread_setup
 from service.threads.jobs import register_jobs as register_thread_jobs

@@ -42,8 +42,8 @@ from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import Link, Span
 from opentelemetry.util.types import Attributes
 
-from service.kit.refused_start import StartRefused
 from service.observability.metrics import DOMAIN_METRICS
+from service.refused_start import StartRefused
 
 tracer = trace.get_tracer("mneme")
 

@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from service.kit.refused_start import StartRefused
+from service.refused_start import StartRefused
 
 Pooling = Literal["mean", "cls"]
 

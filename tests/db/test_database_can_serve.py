@@ -27,8 +27,8 @@ from service.db import (
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from service.main import create_app
 from tests.conftest import TEST_DATABASE, make_settings
-from tests.kit.test_refused_start import start_messages
 from tests.service_process import free_port
+from tests.test_refused_start import start_messages
 
 
 async def test_the_runtime_role_on_the_tests_server_can_serve(runtime_engine: AsyncEngine) -> None:

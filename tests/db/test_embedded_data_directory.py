@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.embedded_postgres import UnusableDataDirectory, start_cluster
-from service.kit.refused_start import StartRefused
+from service.refused_start import StartRefused
 
 
 def test_a_data_directory_that_cannot_be_made_is_refused_with_where_and_why(

@@ -15,8 +15,8 @@ import pytest
 from service.config import Settings
 from service.main import create_app
 from service.observability import trace_exporters
-from tests.kit.test_refused_start import start_messages
 from tests.observability.otlp_receiver import OtlpReceiver
+from tests.test_refused_start import start_messages
 
 # Spans made in a process of its own, exported as the environment says (as the service does).
 PROBE = """

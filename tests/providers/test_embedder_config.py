@@ -13,7 +13,7 @@ from service.embedded_postgres import EmbeddedCluster
 from service.main import create_app
 from service.providers import EmbedderConfig, embedder_config_from_settings
 from tests.conftest import make_settings
-from tests.kit.test_refused_start import start_messages
+from tests.test_refused_start import start_messages
 
 
 def test_settings_fields_named_embedding_something_fill_the_config() -> None:

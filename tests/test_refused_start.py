@@ -12,7 +12,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message
 
-from service.kit.refused_start import RefusedStartMiddleware, StartRefused
+from service.refused_start import RefusedStartMiddleware, StartRefused
 
 
 async def start_messages(app: ASGIApp) -> list[Message]:
