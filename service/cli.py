@@ -236,6 +236,10 @@ def _bench_not_installed(missing: str) -> int:
     return 2
 
 
+APP_FACTORY = "service.main:create_app"
+"""What uvicorn builds the app from, in each worker."""
+
+
 def _serve(host: str | None, port: int | None, workers: int | None) -> int:
     import uvicorn
 
@@ -280,9 +284,6 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
             metrics_dir.cleanup()
         if shared is not None:
             shared.close()
-
-
-APP_FACTORY = "service.main:create_app"
 
 
 def _supervise_workers(config: uvicorn.Config) -> int:

@@ -778,10 +778,20 @@ class DatabaseUnreachable(StartRefused):
     """The service could not connect to a database it was pointed at (`reaching`)."""
 
 
-CONNECTION_REFUSED_STATES = ("08", "28", "3D", "53300", "57P03")
-"""SQLSTATEs (classes, or one state) a server answers a connection it will not take with:
-connection exceptions, a role or password it does not accept, a database that does not exist,
-too many connections, a server still starting."""
+UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+"""SQLSTATEs that mean "the server cannot serve you now", whatever the statement was, besides
+class 08 (connection exceptions): admin or crash shutdown, starting up or shutting down, too many
+connections."""
+
+NOT_ACCEPTED_STATE_CLASSES = ("28", "3D")
+"""SQLSTATE classes a server answers a connection it will not take for what it was asked: a
+role or password it does not accept, a database that does not exist."""
+
+
+def is_unavailable_state(state: str | None) -> bool:
+    """Whether `state` says the server cannot be reached or cannot serve now (an outage), not
+    that a statement was wrong."""
+    return state is not None and (state.startswith("08") or state in UNAVAILABLE_SQLSTATES)
 
 
 def server_error_of(error: BaseException | None) -> BaseException | None:
@@ -815,8 +825,10 @@ def connection_failure(error: BaseException) -> str | None:
             return None
         return error.strerror or str(error) or type(error).__name__
     refused = server_error_of(error)
-    state = getattr(refused, "sqlstate", "")
-    if refused is not None and state.startswith(CONNECTION_REFUSED_STATES):
+    if refused is None:
+        return None
+    state: str = getattr(refused, "sqlstate", "")
+    if is_unavailable_state(state) or state.startswith(NOT_ACCEPTED_STATE_CLASSES):
         return str(refused)
     return None
 

@@ -14,24 +14,17 @@ Errors arrive in two forms: wrapped by SQLAlchemy (`DBAPIError`, the driver's er
 
 from __future__ import annotations
 
-from typing import cast
-
 from asyncpg.exceptions import ConnectionDoesNotExistError, PostgresError
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 
-from service.db import raised_by_driver, server_error_of
+from service.db import is_unavailable_state, raised_by_driver, server_error_of
 from service.errors import ServiceUnavailable, handle_domain_error, handle_unexpected
 
 # Seconds a client should wait: an embedded Postgres restarts in about this time, and a pool
 # reconnects on the first request after the server is back.
 RETRY_AFTER_SECONDS = 2
-
-# SQLSTATEs that mean "the server cannot serve you now", whatever the statement was:
-# class 08 (connection exceptions), admin/crash shutdown, starting up or shutting down,
-# too many connections.
-_UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
 
 # query_canceled: the statement ran past `statement_timeout` (the service cancels nothing itself;
 # a request whose client went away is cancelled in the driver, which raises no SQL error).
@@ -65,7 +58,7 @@ class DatabaseTimeout(ServiceUnavailable):
 
 def _sqlstate(error: BaseException | None) -> str | None:
     found = server_error_of(error)
-    return None if found is None else cast(str, getattr(found, "sqlstate", None))
+    return None if found is None else str(getattr(found, "sqlstate", ""))
 
 
 def is_database_unavailable(error: BaseException) -> bool:
@@ -77,14 +70,14 @@ def is_database_unavailable(error: BaseException) -> bool:
             return True
         state = _sqlstate(error.orig)
         if state is not None:
-            return _is_unavailable_state(state)
+            return is_unavailable_state(state)
         # Errors the driver raises itself (socket refused, connection closed mid-operation)
         # carry no SQLSTATE.
         cause = error.orig.__cause__ if error.orig is not None else None
         return isinstance(cause, OSError | ConnectionDoesNotExistError)
     if isinstance(error, PostgresError):
         # Raised by asyncpg itself, from a statement run on the driver connection.
-        return _is_unavailable_state(error.sqlstate)
+        return is_unavailable_state(error.sqlstate)
     if isinstance(error, OSError):
         # asyncpg's connect raises socket errors (refused, socket file gone, timed out)
         # unwrapped; the same classes raised by anything else are not a database outage.
@@ -97,10 +90,6 @@ def is_statement_timeout(error: BaseException) -> bool:
     if isinstance(error, sa_exc.DBAPIError):
         return _sqlstate(error.orig) == _STATEMENT_TIMEOUT_SQLSTATE
     return isinstance(error, PostgresError) and error.sqlstate == _STATEMENT_TIMEOUT_SQLSTATE
-
-
-def _is_unavailable_state(state: str | None) -> bool:
-    return state is not None and (state.startswith("08") or state in _UNAVAILABLE_SQLSTATES)
 
 
 async def _handle_database_error(request: Request, exc: Exception) -> JSONResponse:

@@ -362,11 +362,6 @@ REFRESH_LOCK = 0x6D6E656D655F6F69 & 0x7FFF_FFFF_FFFF_FFFF
 """The advisory lock one refresh at a time holds (any number that no other lock uses)."""
 
 
-async def live_column(engine: AsyncEngine) -> VectorColumn:
-    """The column searches read once a change of model is over (`vector_columns`)."""
-    return (await indexed_columns(engine))[0]
-
-
 async def indexed_columns(engine: AsyncEngine) -> list[VectorColumn]:
     """The columns whose owners get indexes of their own: the live one, and during a change of
     model the one being filled once it has its HNSW index (it is then all but full, and its

@@ -40,8 +40,8 @@ from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_n
 from service.memories.owner_indexes import (
     OwnerIndexes,
     OwnerIndexesRefused,
+    indexed_columns,
     keep_owner_indexes,
-    live_column,
 )
 from service.memories.schemas import SearchRequest
 from tests.conftest import bearer
@@ -388,7 +388,7 @@ async def test_an_index_is_kept_down_to_half_the_threshold_and_dropped_below_or_
     await large_owner(indexed_app, indexed_client, settings, tenant)
     facts_index, episodes_index = kind_names(tenant, "semantic", "episodic")
     await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
-    column = await live_column(owner_engine)
+    [column] = await indexed_columns(owner_engine)
 
     # 60 facts and 50 episodes: each kept while half the threshold is at most its count, not
     # built anew.

@@ -31,7 +31,7 @@ from service.memories.index_builds import (
     hnsw_definition,
 )
 from service.memories.owner_index_names import owner_index_name
-from service.memories.owner_indexes import live_column
+from service.memories.owner_indexes import indexed_columns
 from service.providers import Embedder
 from tests.conftest import new_tenant
 from tests.memories.large_owners import explained_as_served
@@ -168,7 +168,7 @@ async def large_owner_among_tenants(
     tenant = new_tenant()
     await _add_tenant(owner_engine, tenant, USER)
     await _write(owner_engine, tenant, USER, "semantic", OWNER_FACTS, dims=dims)
-    column = await live_column(owner_engine)
+    [column] = await indexed_columns(owner_engine)
     name = owner_index_name(tenant, Owner.user(USER).key, column.name, "semantic")
     condition = (
         f"WHERE tenant_id = '{tenant}' AND scope = 'user' AND user_id = '{USER}' "
