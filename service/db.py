@@ -144,7 +144,7 @@ async def open_command_engine(
     engine = create_engine(url, settings, pool_size=1, max_overflow=0)
     try:
         # The connection opened here stays in the pool for the command's first statement.
-        async with reaching(url, source), engine.connect():
+        async with reaching(url, source, runtime_role=not as_owner), engine.connect():
             pass
     except BaseException:
         await engine.dispose()
@@ -846,21 +846,39 @@ def shown_url(url: str) -> str:
     return f"{bare}?{query}" if query else bare
 
 
+ROLE_NOT_ACCEPTED_STATE = "28000"
+"""The SQLSTATE of a connection refused for its role: one the server does not know, or one no
+`pg_hba.conf` entry lets in (a wrong password has its own, 28P01)."""
+
+
 @asynccontextmanager
-async def reaching(url: str, source: str) -> AsyncIterator[None]:
+async def reaching(url: str, source: str, *, runtime_role: bool = False) -> AsyncIterator[None]:
     """Inside, a failure to connect to `url` (taken from `source`, a setting's name) is raised
     as `DatabaseUnreachable`: the URL without its password, where it comes from and what the
-    network or the server said. Every other error passes through unchanged."""
+    network or the server said. Every other error passes through unchanged.
+
+    `runtime_role`: the URL's role is the service's runtime role, which the first migration
+    creates; a refusal of that role then also says what to run, since a database never migrated
+    (the service started with `MNEME_MIGRATE_ON_START=false` on a new one) has no such role."""
     try:
         yield
     except (OSError, DBAPIError, asyncpg.PostgresError) as error:
         reason = connection_failure(error)
         if reason is None:
             raise
+        advice = (
+            "check the URL and that the server is up and accepts the role (see "
+            "docs/configuration.md § Database)"
+        )
+        refused = server_error_of(error)
+        if runtime_role and getattr(refused, "sqlstate", None) == ROLE_NOT_ACCEPTED_STATE:
+            advice = (
+                "the runtime role is created by the first migration: run `mneme migrate` as "
+                "the owner role (MNEME_MIGRATION_DATABASE_URL) first, or start with "
+                f"MNEME_MIGRATE_ON_START=true; otherwise {advice}"
+            )
         raise DatabaseUnreachable(
-            f"cannot connect to the database at {shown_url(url)} ({source}): {reason}; check "
-            "the URL and that the server is up and accepts the role (see docs/configuration.md "
-            "§ Database)"
+            f"cannot connect to the database at {shown_url(url)} ({source}): {reason}; {advice}"
         ) from error
 
 

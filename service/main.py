@@ -216,7 +216,7 @@ async def _open_state(
     background = BackgroundRunner()
     # Work started after a commit finishes before the providers and the engine close.
     stack.push_async_callback(background.drain)
-    async with reaching(target.urls.runtime, target.urls.runtime_source):
+    async with reaching(target.urls.runtime, target.urls.runtime_source, runtime_role=True):
         await assert_database_can_serve(engine)
     sessionmaker = create_sessionmaker(engine)
     await warm_up

@@ -150,8 +150,10 @@ def test_a_url_is_shown_without_its_passwords() -> None:
 async def test_a_role_or_database_the_server_does_not_know_is_said_in_its_words(
     cluster: EmbeddedCluster, settings: Settings
 ) -> None:
-    with pytest.raises(DatabaseUnreachable, match='role "no_such_role" does not exist'):
+    with pytest.raises(DatabaseUnreachable, match='role "no_such_role" does not exist') as refused:
         await _connect(cluster.url("no_such_role", TEST_DATABASE), settings)
+    # A role other than the runtime one is the operator's to make, not the migrations'.
+    assert "first migration" not in str(refused.value)
     with pytest.raises(DatabaseUnreachable, match='database "no_such_database" does not exist'):
         await _connect(cluster.url(OWNER_ROLE, "no_such_database"), settings)
 
@@ -190,3 +192,26 @@ async def test_a_database_never_migrated_stops_the_start_with_what_to_run(
             "with MNEME_MIGRATE_ON_START=true",
         }
     ]
+
+
+async def test_a_runtime_role_not_made_yet_says_the_first_migration_makes_it(
+    cluster: EmbeddedCluster,
+) -> None:
+    # A new database started with migrations off: its runtime role (which the first migration
+    # creates) is not on the server yet.
+    runtime_url = cluster.url("mneme_app_never_created", TEST_DATABASE)
+    app = create_app(
+        make_settings(
+            cluster,
+            database_url=SecretStr(runtime_url),
+            migration_database_url=SecretStr(cluster.url(OWNER_ROLE, TEST_DATABASE)),
+            migrate_on_start=False,
+        )
+    )
+    [failed] = await start_messages(app)
+    assert failed["type"] == "lifespan.startup.failed"
+    said = failed["message"]
+    assert said.startswith("mneme cannot start: cannot connect to the database at ")
+    assert 'role "mneme_app_never_created" does not exist' in said
+    assert "the runtime role is created by the first migration: run `mneme migrate`" in said
+
