@@ -19,19 +19,31 @@ from service.db import NO_STATEMENT_LIMIT_SQL, create_engine, refuse_unsupported
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
-_reading_revision: ContextVar[bool] = ContextVar("reading_schema_revision", default=False)
+logger = logging.getLogger("mneme.migrations")
+
+_creating_schema: ContextVar[bool] = ContextVar("creating_schema", default=False)
 
 
-class _QuietRevisionRead(logging.Filter):
-    """Drops Alembic's set-up lines ("Context impl …", "Will assume … DDL") while the schema
-    revision is only being read: readiness probes read it every few seconds, and a migration
-    still logs them."""
+class _AlembicLines(logging.Filter):
+    """Alembic's own lines as the service logs them: its set-up lines ("Context impl …", "Will
+    assume … DDL", at every connection that reads the revision: a readiness probe's too)
+    dropped; each revision's "Running upgrade A -> B, message" on one line, as it starts (what
+    a long release migration is doing), except while a new database is given the whole schema,
+    which `_log_moved` says in one line."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not _reading_revision.get()
+        if record.levelno >= logging.WARNING:
+            return True
+        if not (isinstance(record.msg, str) and record.msg.startswith("Running ")):
+            return False
+        if _creating_schema.get():
+            return False
+        record.msg = " ".join(record.getMessage().split())
+        record.args = None
+        return True
 
 
-logging.getLogger("alembic.runtime.migration").addFilter(_QuietRevisionRead())
+logging.getLogger("alembic.runtime.migration").addFilter(_AlembicLines())
 
 
 def alembic_config(settings: Settings) -> Config:
@@ -74,7 +86,13 @@ async def _run(
 
     def run(connection: Connection) -> None:
         config.attributes["connection"] = connection
-        alembic_command(config, revision)
+        before = _revision_of(connection)
+        creating = _creating_schema.set(before is None)
+        try:
+            alembic_command(config, revision)
+        finally:
+            _creating_schema.reset(creating)
+        _log_moved(config, before, _revision_of(connection))
 
     async with owner_engine.begin() as connection:
         # A migration backfills or indexes whole tables: the request timeout (a protection for
@@ -86,13 +104,37 @@ async def _run(
         await connection.run_sync(run)
 
 
-async def current_revision(engine: AsyncEngine) -> str | None:
-    def read(connection: Connection) -> str | None:
-        quiet = _reading_revision.set(True)
-        try:
-            return MigrationContext.configure(connection).get_current_revision()
-        finally:
-            _reading_revision.reset(quiet)
+def _revision_of(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
 
+
+def _log_moved(config: Config, before: str | None, after: str | None) -> None:
+    """One line for the whole run, after it: where the schema was and is now. For a new
+    database it stands for Alembic's line per revision (every revision of the schema at its
+    first start), whose titles are then at debug."""
+    if before == after:
+        return
+    scripts = ScriptDirectory.from_config(config)
+    upgrade = after is not None and (
+        before is None or before in {r.revision for r in scripts.iterate_revisions(after, "base")}
+    )
+    upper, lower = (after, before) if upgrade else (before, after)
+    steps = list(scripts.iterate_revisions(upper, lower or "base"))
+    if before is None:
+        for step in reversed(steps):
+            # Its message's first paragraph, on one line.
+            title = " ".join((step.doc or "").strip().split("\n\n")[0].split())
+            logger.debug("applied %s: %s", step.revision, title)
+    logger.info(
+        "schema %s from %s to %s (%d revision%s)",
+        "migrated" if upgrade else "downgraded",
+        before or "an empty database",
+        after or "base",
+        len(steps),
+        "" if len(steps) == 1 else "s",
+    )
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
     async with engine.connect() as connection:
-        return await connection.run_sync(read)
+        return await connection.run_sync(_revision_of)

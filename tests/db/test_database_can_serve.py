@@ -214,4 +214,3 @@ async def test_a_runtime_role_not_made_yet_says_the_first_migration_makes_it(
     assert said.startswith("mneme cannot start: cannot connect to the database at ")
     assert 'role "mneme_app_never_created" does not exist' in said
     assert "the runtime role is created by the first migration: run `mneme migrate`" in said
-

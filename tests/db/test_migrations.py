@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -27,13 +31,60 @@ async def _snapshot(engine: AsyncEngine) -> list[str]:
         return list((await connection.execute(SCHEMA_SNAPSHOT_SQL)).scalars())
 
 
-async def test_downgrade_to_base_and_upgrade_to_head_round_trip(cluster: EmbeddedCluster) -> None:
+def _moves_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "mneme.migrations" and record.levelno == logging.INFO
+    ]
+
+
+def _alembic_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("alembic")]
+    caplog.clear()
+    return lines
+
+
+async def test_downgrade_to_base_and_upgrade_to_head_round_trip(
+    cluster: EmbeddedCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="alembic")
+    caplog.set_level(logging.DEBUG, logger="mneme.migrations")
     database = "mneme_roundtrip"
     await bootstrap(cluster, database)
     settings = make_settings(cluster)
+    head = db_migrations.head_revision(settings)
+    revisions = len(
+        list(ScriptDirectory.from_config(db_migrations.alembic_config(settings)).walk_revisions())
+    )
     engine = create_engine(cluster.url(OWNER_ROLE, database), settings, pool_size=1)
     try:
+        # A new database is given its schema in one line (each revision's title at debug)...
+        await db_migrations.upgrade(engine, settings, "20261129_1300")
+        assert [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG] == [
+            "applied 20261129_1200: Initial schema: tenants, users, API keys, profiles, "
+            "threads, memories, history, audit.",
+            "applied 20261129_1300: Idempotency records: the stored outcome of POSTs sent with "
+            "an `Idempotency-Key`.",
+        ]
+        assert _moves_logged(caplog) == [
+            "schema migrated from an empty database to 20261129_1300 (2 revisions)"
+        ]
+        assert _alembic_logged(caplog) == []
+        # ... a schema moved on says each revision as it starts, on one line, then the run.
         await db_migrations.upgrade(engine, settings)
+        assert _moves_logged(caplog) == [
+            f"schema migrated from 20261129_1300 to {head} ({revisions - 2} revisions)"
+        ]
+        running = _alembic_logged(caplog)
+        assert len(running) == revisions - 2
+        assert running[0].startswith(
+            "Running upgrade 20261129_1300 -> 20261129_1400, Exact-duplicate memories"
+        )
+        assert all(line.startswith("Running upgrade") and "\n" not in line for line in running)
+        await db_migrations.upgrade(engine, settings)
+        assert _moves_logged(caplog) == []
+        assert _alembic_logged(caplog) == []
         at_head = await _snapshot(engine)
         assert await db_migrations.current_revision(engine) == db_migrations.head_revision(settings)
         assert "table:memory" in at_head
@@ -42,6 +93,10 @@ async def test_downgrade_to_base_and_upgrade_to_head_round_trip(cluster: Embedde
 
         await db_migrations.downgrade(engine, settings, "base")
         assert await db_migrations.current_revision(engine) is None
+        assert _moves_logged(caplog) == [
+            f"schema downgraded from {head} to base ({revisions} revisions)"
+        ]
+        assert len(_alembic_logged(caplog)) == revisions
         leftovers = [item for item in await _snapshot(engine) if "alembic_version" not in item]
         assert leftovers == []
 
