@@ -99,6 +99,7 @@ def build_load_report(
                 "fusion": "rrf",
                 "rrf_k": settings.search_rrf_k,
                 "candidate_pool": settings.search_candidate_pool,
+                "vector_pool": settings.search_vector_pool,
                 "recency_weight": settings.search_recency_weight,
                 "confidence_weight": settings.search_confidence_weight,
                 "hnsw_ef_search": settings.hnsw_ef_search,

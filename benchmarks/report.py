@@ -135,6 +135,7 @@ def build_report(
                     settings.search_confidence_weight if options.with_decay else 0.0
                 ),
                 "candidate_pool": settings.search_candidate_pool,
+                "vector_pool": settings.search_vector_pool,
                 "hnsw_ef_search": settings.hnsw_ef_search,
                 "settings_rrf_k": settings.search_rrf_k,
                 "settings_linear_lexical_weight": linear_lexical_weight(settings),

@@ -68,6 +68,7 @@ def build_scenario_report(
                 "defaults": "the API's (hybrid, user and org scopes)",
                 "fusion": settings.search_fusion,
                 "candidate_pool": settings.search_candidate_pool,
+                "vector_pool": settings.search_vector_pool,
                 "hnsw_ef_search": settings.hnsw_ef_search,
             },
             "measurement": {

@@ -689,8 +689,12 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
     options.update(overrides)
     engine = create_async_engine(url, **options)
     event.listen(engine.sync_engine, "before_cursor_execute", _restore_owed_settings_first)
+    # Every search there gets the list a walk of the whole candidate pool needs (RRF's, or a
+    # vector-mode search's): the workers are given it with BEGIN, before any search says what
+    # it needs.
     forwarded = forwarded_settings_sql(
-        options["connect_args"]["server_settings"], settings.owner_vector_index_ef_search
+        options["connect_args"]["server_settings"],
+        max(settings.owner_vector_index_ef_search, 2 * settings.search_candidate_pool),
     )
     event.listen(
         engine.sync_engine,

@@ -158,6 +158,13 @@ class MemorySearch:
             fetch = max(fetch, settings.rerank_top_n)
         owners = searched_owners(owner, request.scopes)
         window = query_time_window(request.query, datetime.now(UTC))
+        pool = max(settings.search_candidate_pool, fetch)
+        fusion = request.fusion or settings.search_fusion
+        # Linear fusion reads every lexical candidate's own cosine; RRF needs the vector side's
+        # ranks over the whole pool, and without a lexical side the vectors are every candidate.
+        vector_pool = (
+            max(settings.search_vector_pool, fetch) if fusion == "linear" and use_lexical else pool
+        )
         return SearchParams(
             filter=MemoryFilter.build(
                 owners,
@@ -171,9 +178,10 @@ class MemorySearch:
             query_embedding=query_embedding,
             use_lexical=use_lexical,
             use_vector=use_vector,
-            pool=max(settings.search_candidate_pool, fetch),
+            pool=pool,
             limit=fetch,
-            fusion=request.fusion or settings.search_fusion,
+            vector_pool=vector_pool,
+            fusion=fusion,
             rrf_k=request.rrf_k or settings.search_rrf_k,
             lexical_weight=_pick(request.linear_lexical_weight, linear_lexical_weight(settings)),
             neighbour_weight=settings.search_neighbour_weight,

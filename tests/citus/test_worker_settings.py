@@ -67,3 +67,25 @@ async def test_the_workers_run_a_tenants_statements_with_the_services_settings(
     assert row.max_scan_tuples == "12345"
     # The owners' own graphs' candidate list: the only vector indexes a search reads there.
     assert row.ef_search == "234"
+
+
+async def test_the_workers_walk_owners_graphs_with_twice_the_candidate_pool_at_least(
+    citus_client: AsyncClient, citus_settings: Settings
+) -> None:
+    """A search with the whole candidate pool on its vector side (RRF, or a vector-mode
+    search) walks a list of twice that, whatever the configured least: the workers get one
+    list with BEGIN, before a search says what it needs."""
+    tenant = new_tenant()
+    await remember_texts(citus_client, bearer(citus_settings, tenant, "ada"), ["I play chess"])
+    settings = citus_settings.model_copy(
+        update={"owner_vector_index_ef_search": 100, "search_candidate_pool": 150}
+    )
+    assert settings.database_url is not None
+    engine = create_engine(as_async_url(settings.database_url.get_secret_value()), settings)
+    try:
+        async with tenant_transaction(create_sessionmaker(engine), tenant) as session:
+            row = (await session.execute(WORKER_SETTINGS_SQL, {"tenant_id": tenant})).one()
+    finally:
+        await engine.dispose()
+    assert row.port != "9700", "answered by the coordinator, not a worker"
+    assert row.ef_search == "300"

@@ -38,7 +38,8 @@ def test_rendering_fills_every_placeholder_and_leaves_array_literals_alone() -> 
 
 def test_every_ranking_parameter_is_bound_under_its_own_name() -> None:
     """A field added to `SearchParams` reaches the statement as a bind of the same name."""
-    # The vector column is the statement's text, not a value (see the next test); the owner
+    # The sizes are bound per section; the vector column is the statement's text, not a
+    # value (see the next test); the owner
     # index's candidate list is a planner setting made before the statement runs, and the
     # thresholds of the table's vector index decide that setting; the messages whose memories
     # a section does not return are bound per section, like its filter; the most a filtered
@@ -47,6 +48,7 @@ def test_every_ranking_parameter_is_bound_under_its_own_name() -> None:
         "filter",
         "pool",
         "limit",
+        "vector_pool",
         "vector_column",
         "owner_index_ef_search",
         "vector_index_share",
@@ -65,7 +67,15 @@ def test_every_ranking_parameter_is_bound_under_its_own_name() -> None:
     assert "${" not in sql
     bound = set(statement.compile().params)
     assert declared <= bound
-    assert {"pool_0", "pool_1", "limit_0", "limit_1", "tenant_id"} <= bound
+    assert {
+        "pool_0",
+        "pool_1",
+        "limit_0",
+        "limit_1",
+        "vector_pool_0",
+        "vector_pool_1",
+        "tenant_id",
+    } <= bound
 
 
 def test_a_search_reads_the_vector_column_it_names_cast_to_its_index_dimension() -> None:

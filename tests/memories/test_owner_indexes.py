@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -323,8 +324,22 @@ async def test_a_search_that_finds_nothing_is_planned_for_its_owner_from_the_fir
             assert await searches.search(params) == []
         assert recording.statement is not None
         assert f"m.user_id IN ({owner_literal(USER)})" in recording.statement[0]
-        # The owner's own index's candidate list, on the generic plan of the written text.
+        # The owner's own index's candidate list, on the generic plan of the written text:
+        # twice the vector side's candidates (the whole pool of 100 here).
         assert recording.settings == [f"{GENERIC_SEARCH_PLAN_SQL}; SET LOCAL hnsw.ef_search = 200"]
+    # A smaller vector side walks a shorter list, never shorter than the configured least.
+    for vector_pool, ef_search in ((70, 140), (30, 100)):
+        params = replace(nothing_passes[1], vector_pool=vector_pool, owner_index_ef_search=100)
+        async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
+            connection = await session.connection()
+            recording = RecordingDriver(await transaction_driver(connection))
+            searches = PlannedSearch(
+                recording, tenant, connection.dialect, generic_plan=True, statistics=None
+            )
+            assert await searches.search(params) == []
+        assert recording.settings == [
+            f"{GENERIC_SEARCH_PLAN_SQL}; SET LOCAL hnsw.ef_search = {ef_search}"
+        ]
     # Through the API: nothing found, and nothing wrong with finding nothing.
     response = await indexed_client.post(
         f"/v1/users/{USER}/memories/search",

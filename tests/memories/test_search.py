@@ -13,13 +13,15 @@ import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository
+from service.memories.schemas import SearchRequest
+from service.memories.search import MemorySearch
 from tests.conftest import as_tenant, bearer, new_tenant
 from tests.memories.sessions import session_items
 from tests.search_params import search_params
@@ -565,3 +567,87 @@ async def test_context_items_carry_the_conversation_scores(
     components = {"neighbour_score", "thread_score", "speaker_score", "date_score"}
     assert all(components <= scores.keys() for scores in scored)
     assert any(scores["thread_score"] > 0 for scores in scored)
+
+
+async def test_linear_fusion_weighs_each_lexical_candidate_with_its_own_cosine(
+    app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """The vector side brings only its pool's nearest; a lexical candidate beyond them is read
+    for its row anyway, and linear fusion weighs it with its own cosine (RRF, which fuses
+    ranks, has none for it)."""
+    headers = bearer(settings, tenant, "alice")
+    topics = ["ferry", "violin", "tax", "garden", "chess", "marathon", "bakery", "comet"]
+    texts = [
+        f"The ledger for the {topic} {'club' if index % 2 else 'trip'} lists item {index}"
+        for index, topic in enumerate(topics * 3)
+    ]
+    response = await client.post(
+        "/v1/users/me/memories/batch", headers=headers, json={"items": [{"text": t} for t in texts]}
+    )
+    assert response.status_code == 201, response.text
+    embedder = app.state.mneme.embedding_backfill.embedder
+    question = "which ledger mentions the violin"
+    vector = await embedder.embed_query(question)
+    stored = dict(zip(texts, await embedder.embed(texts), strict=True))
+
+    async def rows(fusion: str) -> list[Any]:
+        params = search_params(
+            MemoryFilter.build([Owner.user("alice")]),
+            question,
+            query_embedding=vector,
+            use_vector=True,
+            fusion=fusion,
+            vector_pool=10,
+            limit=len(texts),
+        )
+        async with tenant_transaction(app.state.mneme.sessionmaker, tenant) as session:
+            return await FusionRepository(session, tenant).search(params)
+
+    linear = await rows("linear")
+    assert len(linear) == len(texts)  # every memory holds "ledger": all are lexical candidates
+    brought = [row for row in linear if row.scores.vector_rank is not None]
+    assert len(brought) == 10
+    beyond = [row for row in linear if row.scores.vector_rank is None]
+    assert len(beyond) == len(texts) - 10
+    best_lexical = max(row.scores.lexical_score for row in linear)
+    for row in linear:
+        own = float(np.dot(vector, stored[row.memory.text]))
+        assert row.scores.vector_cosine == pytest.approx(own, abs=1e-4)
+        assert row.scores.fused_score == pytest.approx(
+            0.5 * row.scores.lexical_score / best_lexical + 0.5 * max(own, 0.0), abs=1e-6
+        )
+    # The nearest ten are the vector side's, in their order.
+    nearest = sorted(texts, key=lambda t: -float(np.dot(vector, stored[t])))[:10]
+    assert sorted(brought, key=lambda row: row.scores.vector_rank) == sorted(
+        brought, key=lambda row: nearest.index(row.memory.text)
+    )
+    assert {row.memory.text for row in brought} == set(nearest)
+
+    rrf = await rows("rrf")
+    assert {row.memory.text for row in rrf if row.scores.vector_cosine is None} == {
+        row.memory.text for row in beyond
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "vector_candidates"),
+    [
+        ({}, 50),  # linear hybrid: the vector pool
+        ({"limit": 80}, 80),  # at least the request's limit
+        ({"fusion": "rrf"}, 100),  # ranks fused: the whole pool on both sides
+        ({"mode": "vector"}, 100),  # the vectors are every candidate
+    ],
+)
+async def test_the_vector_side_brings_the_vector_pool_under_linear_fusion_only(
+    app: FastAPI, body: dict[str, Any], vector_candidates: int
+) -> None:
+    search = MemorySearch(
+        FusionRepository(AsyncSession(), "t"),
+        app.state.mneme.vector_columns,
+        "t",
+        app.state.mneme.settings,
+    )
+    request = SearchRequest.model_validate({"query": "which ledger mentions the violin", **body})
+    params = search.params(Owner.user("alice"), request, [0.1] * 384)
+    assert params.pool == max(100, request.limit)
+    assert params.vector_candidates == vector_candidates

@@ -54,10 +54,16 @@ class SearchParams:
     postings_scanned: Annotated[int, Integer()] = 5_000
     common_lexeme_share: Annotated[float, Float()] = 0.5
     live_count_cap: Annotated[int, Integer()] = 2 * COMMON_LEXEME_DOCUMENTS
+    # The vector side's candidates (None: `pool`). Under linear fusion every lexical
+    # candidate gets its own cosine from its row, so the vector side has only to bring the
+    # memories near the question that the lexical side missed, and a smaller walk does that;
+    # RRF fuses ranks, and a rank exists only within a pool, so it keeps `pool` on both sides.
+    vector_pool: int | None = None
     # Not bound: it names the column in the statement's text.
     vector_column: VectorColumn = FIRST_VECTOR_COLUMN
-    # Not bound: the HNSW candidate list for an owner with a vector index of its own.
-    owner_index_ef_search: int = 200
+    # Not bound: the least HNSW candidate list for an owner with a vector index of its own
+    # (at least twice the vector candidates, `fusion.repository._plan_of`).
+    owner_index_ef_search: int = 100
     # Not bound: an owner holding at least this share of the table's memories, and at least
     # `vector_index_from` of them, has its nearest vectors read from the table's HNSW index
     # (`PlannedSearch`), in about pool / share steps of its walk.
@@ -70,6 +76,11 @@ class SearchParams:
     # other (their evidence to their neighbours and session counts) but not returned (a context
     # block that shows the messages themselves). A memory drawn from no message is returned.
     not_only_of_messages: tuple[uuid.UUID, ...] | None = None
+
+    @property
+    def vector_candidates(self) -> int:
+        """How many candidates the vector side brings: `vector_pool`, at most `pool`."""
+        return self.pool if self.vector_pool is None else min(self.vector_pool, self.pool)
 
 
 RANKING_PARAMETERS: tuple[tuple[str, TypeEngine[Any]], ...] = tuple(

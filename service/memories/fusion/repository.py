@@ -217,7 +217,7 @@ class PlannedSearch:
             sections[0].vector_column,
         )
         indexes = [found.index_of(params) for params in sections]
-        plan = _plan_of(sections[0], indexes) if self._generic_plan else GENERIC_PLAN
+        plan = _plan_of(sections, indexes) if self._generic_plan else GENERIC_PLAN
         await self._plan_for(plan)
         # The statement sorts the nearest vectors exactly (see `_search_template`), but for the
         # owners written into its text, whose own indexes it reads, and the sections of owners
@@ -380,18 +380,21 @@ SHARED_INDEX = "shared"
 """An owner large enough a share of the table to be searched through the table's index."""
 
 
-def _plan_of(params: SearchParams, indexes: Iterable[str | None]) -> Plan:
+def _plan_of(sections: Sequence[SearchParams], indexes: Iterable[str | None]) -> Plan:
     """The plan for sections whose owners are searched through `indexes`
     (`OwnersFound.index_of` each). An owner read through the whole table's index needs a plan
     made for it, and the wider candidate list. Owners with indexes of their own are written
     into the statement's text (`compiled_search`'s `written_owners`), so its generic plan,
     made once per connection and owner, reads their indexes: planning the ~15 KiB statement
-    for every search cost 7 to 10 ms, more than the rest of a search of 100k memories."""
+    for every search cost 7 to 10 ms, more than the rest of a search of 100k memories. Their
+    walks keep a candidate list of at least twice the most vector candidates a section asks
+    for (`SearchParams.owner_index_ef_search` is the least)."""
     found = set(indexes)
     if SHARED_INDEX in found:
         return Plan(custom=True, ef_search=SHARED_INDEX_EF_SEARCH)
     if OWN_INDEX in found:
-        return Plan(custom=False, ef_search=params.owner_index_ef_search)
+        most = max(section.vector_candidates for section in sections)
+        return Plan(custom=False, ef_search=max(sections[0].owner_index_ef_search, 2 * most))
     return GENERIC_PLAN
 
 

@@ -93,16 +93,11 @@ fused AS (
     SELECT coalesce(l.id, v.id) AS id, coalesce(l.section, v.section) AS section,
            l.rank AS lexical_rank, l.score AS lexical_score,
            v.rank AS vector_rank, v.cosine AS vector_cosine,
-           -- Each side on one scale for breaking ties: lexical relative to the best lexical
-           -- hit (0..1), the cosine as is (a negative one ranks below no match at all).
+           -- Lexical relative to the best lexical hit (0..1): linear fusion's scale, and the
+           -- lexical side's for breaking ties.
            coalesce(l.score / nullif(max(l.score) OVER by_section, 0), 0) AS lexical_strength,
-           coalesce(v.cosine, 0) AS vector_strength,
-           CASE WHEN :fusion = 'linear' THEN
-                    -- Magnitude-aware: a perfect vector match outscores a weak lexical one.
-                    :lexical_weight * coalesce(l.score / nullif(max(l.score) OVER by_section, 0), 0)
-                    + (1 - :lexical_weight) * greatest(coalesce(v.cosine, 0), 0)
-                ELSE coalesce(1.0 / (:rrf_k + l.rank), 0) + coalesce(1.0 / (:rrf_k + v.rank), 0)
-           END AS fused_score
+           coalesce(1.0 / (:rrf_k + l.rank), 0) + coalesce(1.0 / (:rrf_k + v.rank), 0)
+               AS rank_fused_score
       FROM lexical_hits l FULL OUTER JOIN vector_hits v ON v.id = l.id
     WINDOW by_section AS (PARTITION BY coalesce(l.section, v.section))
 ),
@@ -112,11 +107,31 @@ candidates AS (
     -- than read again for every candidate and neighbour there.
     -- Each candidate's row by its key (`MEMORY_BY_KEY_SQL`, as every read of a memory by its
     -- key here).
-    SELECT f.*, m.source_thread_id AS thread_id,
+    SELECT f.id, f.section, f.lexical_rank, f.lexical_score, f.vector_rank,
+           cosine.value AS vector_cosine, f.lexical_strength,
+           -- The cosine as is for breaking ties (a negative one ranks below no match at all).
+           coalesce(cosine.value, 0) AS vector_strength,
+           CASE WHEN :fusion = 'linear' THEN
+                    -- Magnitude-aware: a perfect vector match outscores a weak lexical one.
+                    :lexical_weight * f.lexical_strength
+                    + (1 - :lexical_weight) * greatest(coalesce(cosine.value, 0), 0)
+                ELSE f.rank_fused_score
+           END AS fused_score,
+           m.source_thread_id AS thread_id,
            m.happened_at, m.speaker, m.event_at, m.created_at, m.confidence, m.kind,
            m.last_confirmed_at
       FROM fused f
      CROSS JOIN LATERAL ${fused_row}
+     -- Linear fusion weighs a candidate's cosine, so a lexical candidate the vector side did not
+     -- bring has its own, from the row read here: the vector side then has only to bring the
+     -- memories near the question that the lexical side missed (`SearchParams.vector_pool`).
+     -- RRF fuses ranks, and a rank exists only within the vector side's pool.
+     CROSS JOIN LATERAL (
+           SELECT coalesce(f.vector_cosine,
+                           CASE WHEN :use_vector AND :fusion = 'linear'
+                                THEN 1 - (${vector} <=> ${question_vector})
+                           END) AS value
+     ) AS cosine
 ),
 adjacent AS (
     -- A conversation turn is often found through what is next to it: the question it

@@ -126,8 +126,9 @@ class SectionShape:
     candidate_filter: str
     owner_filters: tuple[str, ...]
     owners_written: bool = False
-    written_sizes: tuple[int, int] | None = None
-    """The section's pool and limit, written into the text with its owners: a plan made once
+    written_sizes: tuple[int, int, int] | None = None
+    """The section's pool, limit and vector candidates, written into the text with its owners:
+    a plan made once
     for the statement then expects the rows a search reads, not a guess at an unknown LIMIT's
     (a tenth of the owner's memories), which had it join whole tables where a search reads a
     few hundred rows."""
@@ -183,6 +184,10 @@ class SectionShape:
 
     def limit(self, index: int) -> str:
         return str(self.written_sizes[1]) if self.written_sizes else f":limit_{index}"
+
+    def vector_pool(self, index: int) -> str:
+        """How many candidates its vector side brings (`SearchParams.vector_candidates`)."""
+        return str(self.written_sizes[2]) if self.written_sizes else f":vector_pool_{index}"
 
 
 @dataclass(frozen=True)
@@ -301,7 +306,7 @@ def _search_template(
                 NEAREST_SQL if scan.graph_filter is None else FILTERED_WALK_SQL,
                 section=str(index),
                 candidate_filter=scan.candidate_filter,
-                pool=shape.pool(index),
+                pool=shape.vector_pool(index),
                 question_vector=QUESTION_VECTOR_SQL,
                 order=scan.order,
                 **({} if scan.graph_filter is None else {"graph_filter": scan.graph_filter}),
@@ -314,7 +319,7 @@ def _search_template(
         return render(
             NEAREST_OF_OWNERS_SQL,
             owners=" UNION ALL ".join(f"({scan})" for scan in scans),
-            pool=shape.pool(index),
+            pool=shape.vector_pool(index),
         )
 
     def bounded_matches() -> str:
@@ -496,6 +501,7 @@ def _search_template(
         turn_sections=sections_with_turns,
         left_out=_left_out(shapes),
         fused_row=render(MEMORY_BY_KEY_SQL, key="f.id", row="m"),
+        question_vector=QUESTION_VECTOR_SQL,
         hit_row=render(MEMORY_BY_KEY_SQL, key="ranked.id", row="s"),
         section=section,
         lexical_pool=lexical_pool,
@@ -623,8 +629,9 @@ class SectionPredicates:
 
     candidate: Predicate
     owners: tuple[Predicate, ...]
-    written_sizes: tuple[int, int] | None
-    """The pool and limit when the owners are written in (`SectionShape.written_sizes`)."""
+    written_sizes: tuple[int, int, int] | None
+    """The pool, limit and vector candidates when the owners are written in
+    (`SectionShape.written_sizes`)."""
     indexed_kinds: tuple[tuple[str, ...], ...] = ()
     """When the owners are written in, the kinds each has an index of its own for."""
     rest: tuple[Predicate, ...] = ()
@@ -657,12 +664,13 @@ def _section_predicates(
                 filter=first.filter,
                 pool=first.pool,
                 limit=first.limit,
+                vector_pool=first.vector_pool,
                 not_only_of_messages=first.not_only_of_messages,
             )
             != first
         ):
             raise ValueError(
-                "sections of one search share everything but filter, pool, limit and the "
+                "sections of one search share everything but filter, pools, limit and the "
                 "messages whose memories they do not return"
             )
         if any(not other.filter.is_disjoint(earlier.filter) for earlier in sections[:index]):
@@ -685,7 +693,9 @@ def _section_predicates(
             SectionPredicates(
                 params.filter.where(tenant_id, prefix=f"f{index}_", org_without_user=True),
                 owners,
-                (params.pool, params.limit) if literal is not None else None,
+                (params.pool, params.limit, params.vector_candidates)
+                if literal is not None
+                else None,
                 tuple(
                     tuple(sorted(kind for kind, _, key in units if key == owner.key))
                     for owner in params.filter.owners
@@ -817,6 +827,7 @@ def _bound_values(
         if section.written_sizes is None:
             values[f"pool_{index}"] = params.pool
             values[f"limit_{index}"] = params.limit
+            values[f"vector_pool_{index}"] = params.vector_candidates
         values[f"owner_keys_{index}"] = [owner.key for owner in params.filter.owners]
     values.update((name, getattr(sections[0], name)) for name, _ in RANKING_PARAMETERS)
     if any(section.graphs for section in predicates):
