@@ -7,6 +7,7 @@ start with what the network or the server said, naming the URL without its passw
 from __future__ import annotations
 
 import pytest
+from fastapi import FastAPI
 from pydantic import SecretStr
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
@@ -169,21 +170,25 @@ async def test_a_statements_own_error_is_not_taken_for_an_unreachable_database(
             await connection.execute(text("SELECT 1 / 0"))
 
 
+def _app_not_migrating(cluster: EmbeddedCluster, runtime_role: str, database: str) -> FastAPI:
+    """The app on `database` as `runtime_role`, with `MNEME_MIGRATE_ON_START=false`."""
+    return create_app(
+        make_settings(
+            cluster,
+            database_url=SecretStr(cluster.url(runtime_role, database)),
+            migration_database_url=SecretStr(cluster.url(OWNER_ROLE, database)),
+            migrate_on_start=False,
+        )
+    )
+
+
 async def test_a_database_never_migrated_stops_the_start_with_what_to_run(
     cluster: EmbeddedCluster,
 ) -> None:
     database = "mneme_never_migrated"
     await bootstrap(cluster, database)
     # The runtime role is the cluster's, made by the tests' own database's first migration.
-    runtime_url = cluster.url("mneme_app", database)
-    app = create_app(
-        make_settings(
-            cluster,
-            database_url=SecretStr(runtime_url),
-            migration_database_url=SecretStr(cluster.url(OWNER_ROLE, database)),
-            migrate_on_start=False,
-        )
-    )
+    app = _app_not_migrating(cluster, "mneme_app", database)
     assert await start_messages(app) == [
         {
             "type": "lifespan.startup.failed",
@@ -199,15 +204,7 @@ async def test_a_runtime_role_not_made_yet_says_the_first_migration_makes_it(
 ) -> None:
     # A new database started with migrations off: its runtime role (which the first migration
     # creates) is not on the server yet.
-    runtime_url = cluster.url("mneme_app_never_created", TEST_DATABASE)
-    app = create_app(
-        make_settings(
-            cluster,
-            database_url=SecretStr(runtime_url),
-            migration_database_url=SecretStr(cluster.url(OWNER_ROLE, TEST_DATABASE)),
-            migrate_on_start=False,
-        )
-    )
+    app = _app_not_migrating(cluster, "mneme_app_never_created", TEST_DATABASE)
     [failed] = await start_messages(app)
     assert failed["type"] == "lifespan.startup.failed"
     said = failed["message"]

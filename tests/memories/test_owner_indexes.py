@@ -314,7 +314,9 @@ async def test_a_search_that_finds_nothing_is_planned_for_its_owner_from_the_fir
         )
         for use_vector in (False, True)
     ]
-    for params in nothing_passes * 2:
+
+    async def recorded(params: SearchParams) -> RecordingDriver:
+        """What the search of `params` sent, once it found nothing."""
         async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
             connection = await session.connection()
             recording = RecordingDriver(await transaction_driver(connection))
@@ -322,6 +324,10 @@ async def test_a_search_that_finds_nothing_is_planned_for_its_owner_from_the_fir
                 recording, tenant, connection.dialect, generic_plan=True, statistics=None
             )
             assert await searches.search(params) == []
+        return recording
+
+    for params in nothing_passes * 2:
+        recording = await recorded(params)
         assert recording.statement is not None
         assert f"m.user_id IN ({owner_literal(USER)})" in recording.statement[0]
         # The owner's own index's candidate list, on the generic plan of the written text:
@@ -330,14 +336,7 @@ async def test_a_search_that_finds_nothing_is_planned_for_its_owner_from_the_fir
     # A smaller vector side walks a shorter list, never shorter than the configured least.
     for vector_pool, ef_search in ((70, 140), (30, 100)):
         params = replace(nothing_passes[1], vector_pool=vector_pool, owner_index_ef_search=100)
-        async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
-            connection = await session.connection()
-            recording = RecordingDriver(await transaction_driver(connection))
-            searches = PlannedSearch(
-                recording, tenant, connection.dialect, generic_plan=True, statistics=None
-            )
-            assert await searches.search(params) == []
-        assert recording.settings == [
+        assert (await recorded(params)).settings == [
             f"{GENERIC_SEARCH_PLAN_SQL}; SET LOCAL hnsw.ef_search = {ef_search}"
         ]
     # Through the API: nothing found, and nothing wrong with finding nothing.
