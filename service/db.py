@@ -417,6 +417,13 @@ FORWARDED_SETTINGS = ("jit", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "hns
 compilation, and how pgvector walks a vector index."""
 
 
+def owner_walk_list(least: int, vector_candidates: int) -> int:
+    """The HNSW candidate list (`hnsw.ef_search`) of a walk of an owner's own graph: twice the
+    vector candidates it is to bring, and never less than `least`
+    (MNEME_OWNER_VECTOR_INDEX_EF_SEARCH)."""
+    return max(least, 2 * vector_candidates)
+
+
 def forwarded_settings_sql(server_settings: Mapping[str, str], ef_search: int) -> str:
     """The `FORWARDED_SETTINGS` of a connection's `server_settings` as `SET LOCAL` statements,
     for a server that distributes queries (Citus): it does not pass a connection's start-up
@@ -694,7 +701,7 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
     # it needs.
     forwarded = forwarded_settings_sql(
         options["connect_args"]["server_settings"],
-        max(settings.owner_vector_index_ef_search, 2 * settings.search_candidate_pool),
+        owner_walk_list(settings.owner_vector_index_ef_search, settings.search_candidate_pool),
     )
     event.listen(
         engine.sync_engine,
@@ -850,6 +857,12 @@ def shown_url(url: str) -> str:
     return f"{bare}?{query}" if query else bare
 
 
+MIGRATE_FIRST = (
+    "run `mneme migrate` as the owner role (MNEME_MIGRATION_DATABASE_URL) first, or start with "
+    "MNEME_MIGRATE_ON_START=true"
+)
+"""What to do about a database that holds no schema of the service's yet."""
+
 ROLE_NOT_ACCEPTED_STATE = "28000"
 """The SQLSTATE of a connection refused for its role: one the server does not know, or one no
 `pg_hba.conf` entry lets in (a wrong password has its own, 28P01)."""
@@ -877,9 +890,8 @@ async def reaching(url: str, source: str, *, runtime_role: bool = False) -> Asyn
         refused = server_error_of(error)
         if runtime_role and getattr(refused, "sqlstate", None) == ROLE_NOT_ACCEPTED_STATE:
             advice = (
-                "the runtime role is created by the first migration: run `mneme migrate` as "
-                "the owner role (MNEME_MIGRATION_DATABASE_URL) first, or start with "
-                f"MNEME_MIGRATE_ON_START=true; otherwise {advice}"
+                f"the runtime role is created by the first migration: {MIGRATE_FIRST}; "
+                f"otherwise {advice}"
             )
         raise DatabaseUnreachable(
             f"cannot connect to the database at {shown_url(url)} ({source}): {reason}; {advice}"
@@ -946,7 +958,4 @@ async def assert_database_can_serve(engine: AsyncEngine) -> None:
             "(see docs/configuration.md § Database)"
         )
     if not row.migrated:
-        raise UnmigratedDatabase(
-            "the database holds no schema of Mneme's: run `mneme migrate` as the owner role "
-            "(MNEME_MIGRATION_DATABASE_URL) first, or start with MNEME_MIGRATE_ON_START=true"
-        )
+        raise UnmigratedDatabase(f"the database holds no schema of Mneme's: {MIGRATE_FIRST}")

@@ -92,7 +92,8 @@ async def _run(
             alembic_command(config, revision)
         finally:
             _creating_schema.reset(creating)
-        _log_moved(config, before, _revision_of(connection))
+        upgrade = alembic_command is not command.downgrade
+        _log_moved(config, before, _revision_of(connection), upgrade=upgrade)
 
     async with owner_engine.begin() as connection:
         # A migration backfills or indexes whole tables: the request timeout (a protection for
@@ -108,18 +109,14 @@ def _revision_of(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-def _log_moved(config: Config, before: str | None, after: str | None) -> None:
-    """One line for the whole run, after it: where the schema was and is now. For a new
-    database it stands for Alembic's line per revision (every revision of the schema at its
-    first start), whose titles are then at debug."""
+def _log_moved(config: Config, before: str | None, after: str | None, *, upgrade: bool) -> None:
+    """One line for the whole run (an `upgrade` or a downgrade), after it: where the schema was
+    and is now. For a new database it stands for Alembic's line per revision (every revision of
+    the schema at its first start), whose titles are then at debug."""
     if before == after:
         return
-    scripts = ScriptDirectory.from_config(config)
-    upgrade = after is not None and (
-        before is None or before in {r.revision for r in scripts.iterate_revisions(after, "base")}
-    )
     upper, lower = (after, before) if upgrade else (before, after)
-    steps = list(scripts.iterate_revisions(upper, lower or "base"))
+    steps = list(ScriptDirectory.from_config(config).iterate_revisions(upper, lower or "base"))
     if before is None:
         for step in reversed(steps):
             # Its message's first paragraph, on one line.

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -246,14 +247,26 @@ class OwnerIndexes:
         options = sorted(hnsw_options(self._ef_construction))
         plan = OwnerIndexPlan([column.name for column in columns])
         wanted: set[str] = set()
+        # Counted once, whatever the columns: each column gets the same owners' indexes (a
+        # tenant reads one column or the other).
+        kinds = (
+            [await self._kinds_of(connection, owner) for owner in owners]
+            if self._build_from > 0
+            else []
+        )
         for column in columns:
-            # Each column the same owners' indexes: a tenant reads one column or the other.
             with_kind_indexes: set[tuple[str, str]] = set()
             if self._build_from > 0:
                 candidates = [
-                    index
-                    for owner in owners
-                    for index in await self._kinds_of(connection, owner, column)
+                    OwnerIndex(
+                        tenant_id,
+                        whose,
+                        kind,
+                        documents,
+                        owner_index_name(tenant_id, whose.key, column.name, kind),
+                        column,
+                    )
+                    for tenant_id, whose, kind, documents in itertools.chain(*kinds)
                 ]
                 candidates.sort(key=lambda i: (-i.memories, i.tenant_id, i.owner.key, i.kind))
                 for index in candidates[: self._most]:
@@ -276,23 +289,17 @@ class OwnerIndexes:
         return plan
 
     async def _kinds_of(
-        self, connection: AsyncConnection, owner: Row[Any], column: VectorColumn
-    ) -> list[OwnerIndex]:
-        """The owner's kinds with enough memories to keep an index, as indexes to have."""
+        self, connection: AsyncConnection, owner: Row[Any]
+    ) -> list[tuple[str, Owner, str, int]]:
+        """The owner's kinds with enough memories to keep an index, as (tenant, owner, kind,
+        memories)."""
         whose = Owner.org() if owner.user_id is None else Owner.user(owner.user_id)
         counts = await connection.execute(
             OWNER_KINDS_SQL,
             {"tenant_id": owner.tenant_id, "scope": whose.scope, "user_id": whose.user_id},
         )
         return [
-            OwnerIndex(
-                owner.tenant_id,
-                whose,
-                row.kind,
-                row.documents,
-                owner_index_name(owner.tenant_id, whose.key, column.name, row.kind),
-                column,
-            )
+            (owner.tenant_id, whose, row.kind, row.documents)
             for row in counts
             if row.documents >= self._keep_from
         ]

@@ -29,6 +29,7 @@ from service.db import (
     ScopedBeginConnection,
     distributes_queries,
     fetch_search,
+    owner_walk_list,
     transaction_driver,
 )
 from service.kit.repository import TenantRepository
@@ -394,7 +395,9 @@ def _plan_of(sections: Sequence[SearchParams], indexes: Iterable[str | None]) ->
         return Plan(custom=True, ef_search=SHARED_INDEX_EF_SEARCH)
     if OWN_INDEX in found:
         most = max(section.vector_candidates for section in sections)
-        return Plan(custom=False, ef_search=max(sections[0].owner_index_ef_search, 2 * most))
+        return Plan(
+            custom=False, ef_search=owner_walk_list(sections[0].owner_index_ef_search, most)
+        )
     return GENERIC_PLAN
 
 
