@@ -27,7 +27,14 @@ in the background meanwhile, such as a recount of owners' statistics a search as
 how many questions it returned the first version's hits in the same order (search: the memory
 ids; context: each section's item ids), what share of the first version's hits it returned in
 any order, and the spread of its time per question over the first version's (the 10th and 90th
-percentiles, as `statement_replay` prints it). Asserts nothing.
+percentiles, as `statement_replay` prints it), and the mean time of its fusion statement as the
+server itself timed it (the `fusion_query` stage of `mneme_search_stage_duration_seconds`, read
+from each server's `/metrics` before and after each size's questions of a recorded pass). That
+last column is the statement as the service runs it, on its own connections and settings,
+alternating with the other versions on one database: the figure to compare a change of the
+statement by (`statement_replay` replays the statements on connections of its own, and has
+timed one version's statement at 100k memories several ms slower than its server ran it).
+Asserts nothing.
 """
 
 from __future__ import annotations
@@ -125,10 +132,16 @@ async def replay(
             )
             for server in servers
         ]
+
+        async def statements_so_far() -> list[tuple[float, int]]:
+            """Each server's fusion statements so far (`statement_totals`)."""
+            return [statement_totals((await client.get("/metrics")).text) for client in clients]
+
         turn = 0
         for round_number in range(passes + 1):
             for size, asked in questions.items():
                 each = figures.setdefault(size, Figures())
+                before = await statements_so_far()
                 for question in asked:
                     user = question["user_id"]
                     token = mint_dev_token(settings, tenant_id=question["tenant_id"], user_id=user)
@@ -158,7 +171,40 @@ async def replay(
                     turn += 1
                     if round_number == 0:
                         each.compare(versions, answers)
+                if round_number:
+                    after = await statements_so_far()
+                    for version, (seconds, count), (seconds_then, count_then) in zip(
+                        versions, after, before, strict=True
+                    ):
+                        total, ran = each.statements.get(version.name, (0.0, 0))
+                        each.statements[version.name] = (
+                            total + seconds - seconds_then,
+                            ran + count - count_then,
+                        )
     return figures
+
+
+STATEMENT_STAGE = "fusion_query"
+"""The search stage that times the fusion statement (`service.memories.telemetry`)."""
+
+
+def statement_totals(exposition: str) -> tuple[float, int]:
+    """The seconds a server's fusion statements have taken so far, and how many it has run
+    (over every search mode), from its `/metrics` text."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    seconds, count = 0.0, 0
+    for family in text_string_to_metric_families(exposition):
+        if family.name != "mneme_search_stage_duration_seconds":
+            continue
+        for sample in family.samples:
+            if sample.labels.get("stage") != STATEMENT_STAGE:
+                continue
+            if sample.name.endswith("_sum"):
+                seconds += sample.value
+            elif sample.name.endswith("_count"):
+                count += int(sample.value)
+    return seconds, count
 
 
 def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) -> str:
@@ -167,8 +213,8 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
         "",
         "| size | version | p50 ms | against the first | server CPU ms a request "
         "| same hits as the first | the first's hits returned "
-        "| each question against the first (p10 / p90) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| each question against the first (p10 / p90) | statement in the server, mean ms |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     first = versions[0].name
     for size, each in figures.items():
@@ -178,9 +224,11 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
             change = same = shared = spread = ""
             if version is not versions[0]:
                 change, same, shared, spread = each.against_first(version.name, first)
+            seconds, ran = each.statements.get(version.name, (0.0, 0))
+            statement = f"{seconds / ran * 1000:.2f}" if ran else "none run"
             lines.append(
                 f"| {size} | {version.name} | {p50:.1f} | {change} | {cpu:.2f} | {same} | {shared} "
-                f"| {spread} |"
+                f"| {spread} | {statement} |"
             )
     return "\n".join(lines) + "\n"
 

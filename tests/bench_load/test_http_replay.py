@@ -7,10 +7,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from benchmarks.load import parse_sizes
 from benchmarks.scripts import statement_replay
-from benchmarks.scripts.http_replay import answered_hits, main
+from benchmarks.scripts.http_replay import answered_hits, main, statement_totals
 from benchmarks.scripts.statement_replay import hits_share
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
 from tests.bench_load.replay_report import table_rows as report_rows
@@ -21,8 +22,9 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
     """The report's rows by (size, version): the p50, the change, the server's CPU per request,
     the questions answered with the first version's hits, the share of the first version's hits
-    returned, the spread of the time per question against the first version's."""
-    return report_rows(printed, 8)
+    returned, the spread of the time per question against the first version's, the mean of the
+    server's own time for its fusion statement."""
+    return report_rows(printed, 9)
 
 
 @pytest.mark.slow
@@ -51,6 +53,8 @@ def test_servers_of_each_version_answer_in_turn_and_their_hits_are_compared(
         # a recount of the owners' statistics a search asked for: it may exceed the p50).
         for version in ("first", "again"):
             assert float(context[(size, version)][2]) > 0
+            # The statement as each server timed it: one a block, part of each request.
+            assert 0 < float(context[(size, version)][6]) < 1000 * 60
         assert context[(size, "again")][3:5] == ["4/4", "1.000"]
         low, high = (float(each) for each in context[(size, "again")][5].split(" / "))
         assert 0 < low <= high
@@ -80,6 +84,24 @@ def test_the_hits_of_a_search_and_of_a_context_block_are_their_memories_in_order
     # Any order counts; a hit in another section is another hit.
     assert hits_share([("facts", "m1"), ("facts", "m2")], [("facts", "m2"), ("org", "m1")]) == 0.5
     assert hits_share([], [("facts", "m1")]) == 1.0
+
+
+def test_a_servers_statement_time_is_its_fusion_query_stage_over_every_mode() -> None:
+    registry = CollectorRegistry()
+    stages = Histogram(
+        "mneme_search_stage_duration_seconds", "stages", ["stage", "mode"], registry=registry
+    )
+    # Before any search: none run.
+    assert statement_totals(generate_latest(registry).decode()) == (0.0, 0)
+    stages.labels("fusion_query", "hybrid").observe(0.010)
+    stages.labels("fusion_query", "hybrid").observe(0.030)
+    stages.labels("fusion_query", "lexical").observe(0.002)
+    # Other stages of the same searches are not the statement.
+    stages.labels("mmr", "hybrid").observe(0.5)
+    stages.labels("rerank", "hybrid").observe(0.7)
+    seconds, count = statement_totals(generate_latest(registry).decode())
+    assert count == 3
+    assert seconds == pytest.approx(0.042)
 
 
 def test_fewer_than_two_versions_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
