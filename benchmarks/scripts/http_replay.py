@@ -11,10 +11,10 @@ Run from the repository root, after `statement_replay` has loaded the scenario u
 Each version is `mneme serve`'s app (uvicorn, one worker) of its tree (`--tree NAME=DIR`, its
 `service` first on the child's import path), or of a tree with settings overridden (`--env`),
 all on the scenario's database, none migrating it. A question goes to every server before the
-next question, each version taking each place in the order in turn (`run_order`), one client,
-one request at a time: a machine whose speed drifts by ±10 % between two runs a minute apart
-(a shared VM) moves every version alike, which sequential runs of one version after another do
-not. The first pass is not recorded: it warms each server's question-vector cache, as an agent's
+next question, each version taking each place in the order in turn (`run_order`; a question's
+order moves on by a place every pass), one client, one request at a time: a machine whose speed
+drifts by ±10 % between two runs a minute apart (a shared VM) moves every version alike, which
+sequential runs of one version after another do not. The first pass is not recorded: it warms each server's question-vector cache, as an agent's
 repeated question is answered; the search and the context block are the API's defaults, with the
 fields of `--body` (a JSON object, such as `{"categories": ["preference"]}` for a filtered
 search) added to every request.
@@ -27,13 +27,14 @@ in the background meanwhile, such as a recount of owners' statistics a search as
 how many questions it returned the first version's hits in the same order (search: the memory
 ids; context: each section's item ids), what share of the first version's hits it returned in
 any order, and the spread of its time per question over the first version's (the 10th and 90th
-percentiles, as `statement_replay` prints it), and the mean time of its fusion statement as the
-server itself timed it (the `fusion_query` stage of `mneme_search_stage_duration_seconds`, read
-from each server's `/metrics` before and after each size's questions of a recorded pass). That
-last column is the statement as the service runs it, on its own connections and settings,
-alternating with the other versions on one database: the figure to compare a change of the
-statement by (`statement_replay` replays the statements on connections of its own, and has
-timed one version's statement at 100k memories several ms slower than its server ran it).
+percentiles, as `statement_replay` prints it), and the p50 of its fusion statement as the server
+itself timed it (the `fusion_query` stage of `mneme_search_stage_duration_seconds`, read from
+the server's `/metrics` after each request, outside the request's time: the one statement a
+search or a context block runs, with the owners' look-up and the plan setting that go with it).
+That last column is the statement as the service runs it, on its own connections and settings,
+asked in turn with the other versions on one database: the figure to judge a change of the
+statement by (`statement_replay` replays the bare statements on connections of its own, and has
+timed a version's statement at 100k memories several ms away from what its server took).
 Asserts nothing.
 """
 
@@ -133,15 +134,19 @@ async def replay(
             for server in servers
         ]
 
-        async def statements_so_far() -> list[tuple[float, int]]:
-            """Each server's fusion statements so far (`statement_totals`)."""
-            return [statement_totals((await client.get("/metrics")).text) for client in clients]
+        async def statements_so_far(which: int) -> tuple[float, int]:
+            """A server's fusion statements so far (`statement_totals`)."""
+            return statement_totals((await clients[which].get("/metrics")).text)
 
-        turn = 0
+        so_far = [await statements_so_far(which) for which in range(len(servers))]
         for round_number in range(passes + 1):
+            # Each question's order moves on by a place every pass, so that over the passes each
+            # version takes each place for every question (a count carried over the passes kept
+            # one order for a question whenever a pass asked a multiple of the versions'
+            # number of questions).
+            turn = round_number
             for size, asked in questions.items():
                 each = figures.setdefault(size, Figures())
-                before = await statements_so_far()
                 for question in asked:
                     user = question["user_id"]
                     token = mint_dev_token(settings, tenant_id=question["tenant_id"], user_id=user)
@@ -165,22 +170,23 @@ async def replay(
                                 f"{response.text[:500]}"
                             )
                         answers[which] = answered_hits(what, response.json())
+                        # Read after the request's time and CPU are taken: the request's own
+                        # statement (a search and a context block each run one), as its server
+                        # timed it.
+                        (seconds, ran), (seconds_then, ran_then) = (
+                            await statements_so_far(which),
+                            so_far[which],
+                        )
+                        so_far[which] = (seconds, ran)
                         if round_number:
-                            each.seconds.setdefault(versions[which].name, []).append(elapsed)
-                            each.cpu_seconds.setdefault(versions[which].name, []).append(cpu)
+                            name = versions[which].name
+                            each.seconds.setdefault(name, []).append(elapsed)
+                            each.cpu_seconds.setdefault(name, []).append(cpu)
+                            if ran - ran_then == 1:
+                                each.statements.setdefault(name, []).append(seconds - seconds_then)
                     turn += 1
                     if round_number == 0:
                         each.compare(versions, answers)
-                if round_number:
-                    after = await statements_so_far()
-                    for version, (seconds, count), (seconds_then, count_then) in zip(
-                        versions, after, before, strict=True
-                    ):
-                        total, ran = each.statements.get(version.name, (0.0, 0))
-                        each.statements[version.name] = (
-                            total + seconds - seconds_then,
-                            ran + count - count_then,
-                        )
     return figures
 
 
@@ -213,7 +219,7 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
         "",
         "| size | version | p50 ms | against the first | server CPU ms a request "
         "| same hits as the first | the first's hits returned "
-        "| each question against the first (p10 / p90) | statement in the server, mean ms |",
+        "| each question against the first (p10 / p90) | statement in the server, p50 ms |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     first = versions[0].name
@@ -224,8 +230,8 @@ def report(versions: Sequence[Version], figures: dict[str, Figures], what: str) 
             change = same = shared = spread = ""
             if version is not versions[0]:
                 change, same, shared, spread = each.against_first(version.name, first)
-            seconds, ran = each.statements.get(version.name, (0.0, 0))
-            statement = f"{seconds / ran * 1000:.2f}" if ran else "none run"
+            timed = each.statements.get(version.name)
+            statement = f"{statistics.median(timed) * 1000:.2f}" if timed else "none timed"
             lines.append(
                 f"| {size} | {version.name} | {p50:.1f} | {change} | {cpu:.2f} | {same} | {shared} "
                 f"| {spread} | {statement} |"

@@ -471,9 +471,9 @@ class Figures:
     adds, whatever the machine's speed does meanwhile. (Not counted over HTTP.)"""
     cpu_seconds: dict[str, list[float]] = field(default_factory=dict)
     """Per version: the server's own CPU time around each recorded request (over HTTP only)."""
-    statements: dict[str, tuple[float, int]] = field(default_factory=dict)
-    """Per version: the seconds its server's fusion statements took as the server timed them,
-    and how many it ran, over the recorded requests (over HTTP only)."""
+    statements: dict[str, list[float]] = field(default_factory=dict)
+    """Per version: the seconds each recorded request's fusion statement took as its server
+    timed it (over HTTP only)."""
     questions: int = 0
 
     def compare(self, versions: Sequence[Version], answers: dict[int, Any]) -> None:
