@@ -9,15 +9,15 @@ Run from the repository root, after `statement_replay` has loaded the scenario u
         [--env NAME=DIR:VAR=VALUE[,VAR=VALUE]] [--body JSON]
 
 Each version is `mneme serve`'s app (uvicorn, one worker) of its tree (`--tree NAME=DIR`, its
-`service` first on the child's import path), or of a tree with settings overridden (`--env`),
-all on the scenario's database, none migrating it. A question goes to every server before the
-next question, each version taking each place in the order in turn (`run_order`; a question's
-order moves on by a place every pass), one client, one request at a time: a machine whose speed
-drifts by ±10 % between two runs a minute apart (a shared VM) moves every version alike, which
-sequential runs of one version after another do not. The first pass is not recorded: it warms each server's question-vector cache, as an agent's
-repeated question is answered; the search and the context block are the API's defaults, with the
-fields of `--body` (a JSON object, such as `{"categories": ["preference"]}` for a filtered
-search) added to every request.
+`service` first on the child's import path), or of a tree with settings overridden (`--env`), all
+on the scenario's database, none migrating it. A question goes to every server before the next
+question, each version taking each place in the order in turn (`run_order`; a question's order
+moves on by a place every pass), one client, one request at a time: a machine whose speed drifts by
+±10 % between two runs a minute apart (a shared VM) moves every version alike, which sequential
+runs of one version after another do not. The first pass is not recorded: it warms each server's
+question-vector cache, as an agent's repeated question is answered; the search and the context
+block are the API's defaults, with the fields of `--body` (a JSON object, such as `{"categories":
+["preference"]}` for a filtered search) added to every request.
 
 It prints, per size, each version's p50 request time, its change against the first version's,
 the server's own CPU per request (the mean over the recorded requests of its threads' CPU time
