@@ -190,18 +190,16 @@ async def replay(
     return figures
 
 
-STATEMENT_STAGE = "fusion_query"
-"""The search stage that times the fusion statement (`service.memories.telemetry`)."""
-
-
 def statement_totals(exposition: str) -> tuple[float, int]:
     """The seconds a server's fusion statements have taken so far, and how many it has run
     (over every search mode), from its `/metrics` text."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    from service.memories.telemetry import SEARCH_STAGE_METRIC, STATEMENT_STAGE
+
     seconds, count = 0.0, 0
     for family in text_string_to_metric_families(exposition):
-        if family.name != "mneme_search_stage_duration_seconds":
+        if family.name != SEARCH_STAGE_METRIC:
             continue
         for sample in family.samples:
             if sample.labels.get("stage") != STATEMENT_STAGE:

@@ -16,6 +16,12 @@ from prometheus_client import Counter, Gauge, Histogram
 from service.memories.schemas import SearchHit
 from service.observability import COUNT_BUCKETS, DOMAIN_METRICS, LATENCY_BUCKETS, tracer
 
+SEARCH_STAGE_METRIC = "mneme_search_stage_duration_seconds"
+"""The histogram of a search's stages, by stage and mode."""
+
+STATEMENT_STAGE = "fusion_query"
+"""The stage that times the fusion statement (`fusion_statement`)."""
+
 
 class MemoryMetrics:
     """The memories domain's instruments, on the process-wide registry `/metrics` renders
@@ -24,7 +30,7 @@ class MemoryMetrics:
     def __init__(self) -> None:
         r = DOMAIN_METRICS.registry
         self.search_stage_latency = Histogram(
-            "mneme_search_stage_duration_seconds",
+            SEARCH_STAGE_METRIC,
             "Search stages (fusion_query, mmr, rerank) by search mode.",
             ["stage", "mode"],
             buckets=LATENCY_BUCKETS,
@@ -124,7 +130,7 @@ def search_stage(stage: str, mode: str) -> Iterator[Span]:
 @contextlib.contextmanager
 def fusion_statement(mode: str, statement: str = "HYBRID_SEARCH_SQL") -> Iterator[StatementSpan]:
     """The span of the one fusion statement (database client conventions) and its metrics."""
-    with search_stage("fusion_query", mode) as span:
+    with search_stage(STATEMENT_STAGE, mode) as span:
         span.set_attribute("db.system.name", "postgresql")
         # The name before semantic conventions 1.26; some backends still key on it.
         span.set_attribute("db.system", "postgresql")

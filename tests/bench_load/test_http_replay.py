@@ -13,6 +13,7 @@ from benchmarks.load import parse_sizes
 from benchmarks.scripts import statement_replay
 from benchmarks.scripts.http_replay import answered_hits, main, statement_totals
 from benchmarks.scripts.statement_replay import hits_share
+from service.memories.telemetry import SEARCH_STAGE_METRIC, STATEMENT_STAGE
 from tests.bench_load.chats import TOY_SCENARIO, write_chats
 from tests.bench_load.replay_report import table_rows as report_rows
 
@@ -22,7 +23,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 def table_rows(printed: str) -> dict[tuple[str, str], list[str]]:
     """The report's rows by (size, version): the p50, the change, the server's CPU per request,
     the questions answered with the first version's hits, the share of the first version's hits
-    returned, the spread of the time per question against the first version's, the mean of the
+    returned, the spread of the time per question against the first version's, the p50 of the
     server's own time for its fusion statement."""
     return report_rows(printed, 9)
 
@@ -88,14 +89,12 @@ def test_the_hits_of_a_search_and_of_a_context_block_are_their_memories_in_order
 
 def test_a_servers_statement_time_is_its_fusion_query_stage_over_every_mode() -> None:
     registry = CollectorRegistry()
-    stages = Histogram(
-        "mneme_search_stage_duration_seconds", "stages", ["stage", "mode"], registry=registry
-    )
+    stages = Histogram(SEARCH_STAGE_METRIC, "stages", ["stage", "mode"], registry=registry)
     # Before any search: none run.
     assert statement_totals(generate_latest(registry).decode()) == (0.0, 0)
-    stages.labels("fusion_query", "hybrid").observe(0.010)
-    stages.labels("fusion_query", "hybrid").observe(0.030)
-    stages.labels("fusion_query", "lexical").observe(0.002)
+    stages.labels(STATEMENT_STAGE, "hybrid").observe(0.010)
+    stages.labels(STATEMENT_STAGE, "hybrid").observe(0.030)
+    stages.labels(STATEMENT_STAGE, "lexical").observe(0.002)
     # Other stages of the same searches are not the statement.
     stages.labels("mmr", "hybrid").observe(0.5)
     stages.labels("rerank", "hybrid").observe(0.7)

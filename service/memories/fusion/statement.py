@@ -128,10 +128,9 @@ class SectionShape:
     owners_written: bool = False
     written_sizes: tuple[int, int, int] | None = None
     """The section's pool, limit and vector candidates, written into the text with its owners:
-    a plan made once
-    for the statement then expects the rows a search reads, not a guess at an unknown LIMIT's
-    (a tenth of the owner's memories), which had it join whole tables where a search reads a
-    few hundred rows."""
+    a plan made once for the statement then expects the rows a search reads, not a guess at an
+    unknown LIMIT's (a tenth of the owner's memories), which had it join whole tables where a
+    search reads a few hundred rows."""
     indexed_kinds: tuple[tuple[str, ...], ...] = ()
     """For each owner written in, the kinds of memory it has an index of its own for
     (`ALL_KINDS` for one over all of them)."""
