@@ -36,7 +36,15 @@ def memory_recorder(services: Services) -> MemoryRecorder:
         services.state.embedding_backfill,
         services.post_commit,
         services.principal,
+        services.get(statistics_requests),
+        services.state.settings.search_bounded_from,
     )
+
+
+def statistics_requests(services: Services) -> StatisticsRequests:
+    """Where the unit of work's searches and writes ask for owners' statistics to be
+    recounted (after its commit)."""
+    return StatisticsRequests(services.state.sessionmaker, services.post_commit, services.tenant_id)
 
 
 def memory_service(services: Services) -> MemoryService:
@@ -56,11 +64,8 @@ def write_path_memory_search(services: Services) -> MemorySearch:
 
 
 def _search(services: Services, reranker: Reranker | None) -> MemorySearch:
-    statistics = StatisticsRequests(
-        services.state.sessionmaker, services.post_commit, services.tenant_id
-    )
     return MemorySearch(
-        FusionRepository(services.session, services.tenant_id, statistics),
+        FusionRepository(services.session, services.tenant_id, services.get(statistics_requests)),
         services.state.vector_columns,
         services.tenant_id,
         services.state.settings,

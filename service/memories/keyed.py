@@ -128,6 +128,7 @@ class KeyedMemoryService:
         )
         if vector is None:
             self._recorder.schedule_backfill([memory.id])
+        self._recorder.count_added([memory])
         return memory
 
 

@@ -79,6 +79,17 @@ SELECT tenant_id, user_id, owner_key, documents
 counted): their kinds are the candidates for the `most` indexes (an owner beyond them waits
 until it is among them, even if one of its kinds outgrows a kind of theirs)."""
 
+LARGER_OWNERS_SQL = text(
+    """
+SELECT count(*)
+  FROM memory_owner_stats
+ WHERE documents >= :keep_from
+   AND (documents > :documents
+        OR (documents = :documents AND (tenant_id, owner_key) < (:tenant_id, :owner_key)))
+"""
+)
+"""How many owners come before one of `documents` memories in `OWNERS_SQL`'s order."""
+
 OWNER_KINDS_SQL = text(
     """
 SELECT kind, count(*) AS documents
@@ -162,7 +173,9 @@ def _lines(
 class OwnerIndexPlan:
     """What a refresh would do on `columns`: the indexes to build (largest first), to build
     again with the configured graph settings, to keep and to drop, and the owners' indexes over
-    all their kinds to drop once their kinds' indexes are built (`retire`)."""
+    all their kinds to drop once their kinds' indexes are built (`retire`); `passed_over` names
+    the indexes of kinds past the threshold left unbuilt, the `most` larger ones taking their
+    place."""
 
     columns: list[str]
     build: list[OwnerIndex] = field(default_factory=list)
@@ -170,6 +183,7 @@ class OwnerIndexPlan:
     drop: list[str] = field(default_factory=list)
     kept: list[OwnerIndex] = field(default_factory=list)
     retire: list[str] = field(default_factory=list)
+    passed_over: set[str] = field(default_factory=set)
 
     def lines(self) -> list[str]:
         verbs = ("build", "rebuild", "keep", "drop", "retire")
@@ -212,6 +226,10 @@ class OwnerIndexes:
         self._most = most
         self._ef_construction = ef_construction
         self._due = asyncio.Event()
+        # The indexes the last refresh left unbuilt for want of room (`OwnerIndexPlan`): a
+        # recount of their owners asks for no refresh (`build_soon_if_wanted`) until one finds
+        # room for them.
+        self._passed_over: set[str] = set()
 
     @classmethod
     def configured(cls, owner_engine: AsyncEngine, settings: Settings) -> OwnerIndexes:
@@ -269,6 +287,11 @@ class OwnerIndexes:
                     for tenant_id, whose, kind, documents in itertools.chain(*kinds)
                 ]
                 candidates.sort(key=lambda i: (-i.memories, i.tenant_id, i.owner.key, i.kind))
+                plan.passed_over.update(
+                    index.name
+                    for index in candidates[self._most :]
+                    if index.memories >= self._build_from
+                )
                 for index in candidates[: self._most]:
                     found = existing.get(index.name)
                     if found is not None and found.valid:
@@ -323,6 +346,7 @@ class OwnerIndexes:
             try:
                 plan = await self._plan(autocommit, columns)
                 report.kept = plan.kept
+                self._passed_over = plan.passed_over
                 # Dropped first: an index an owner outgrew makes room for the one built next.
                 for name in plan.drop:
                     await drop_index_concurrently(autocommit, name)
@@ -349,6 +373,55 @@ class OwnerIndexes:
         a purge leaves an index whose condition names the purged user, which the next refresh
         drops."""
         self._due.set()
+
+    async def build_soon_if_wanted(self, tenant_id: str, owner: Owner, documents: int) -> bool:
+        """After the owner's statistics were counted at `documents` live memories: have the
+        refresh run now (`refresh_soon`) when the owner holds enough memories of a kind for an
+        index of its own that it lacks on a column searches read, unless the refresh would not
+        build it: the owner is not among the `most` largest, or the last refresh passed that
+        index over for larger ones. True when it asked.
+
+        An owner that outgrows the threshold between two turns of the keeper (ten minutes by
+        default) would otherwise have its vectors sorted exactly meanwhile, which at 10,000
+        memories costs a search more than the rest of its statement. It costs a count of the
+        owner's memories by kind, once per recount of an owner past the threshold."""
+        if self._build_from <= 0 or documents < self._build_from:
+            return False
+        columns = await indexed_columns(self._engine)
+        async with self._engine.connect() as connection:
+            larger = await connection.scalar(
+                LARGER_OWNERS_SQL,
+                {
+                    "keep_from": self._keep_from,
+                    "documents": documents,
+                    "tenant_id": tenant_id,
+                    "owner_key": owner.key,
+                },
+            )
+            if larger is None or larger >= self._most:
+                # Not among the owners a refresh considers: it would build nothing for it.
+                return False
+            kinds = (
+                await connection.execute(
+                    OWNER_KINDS_SQL,
+                    {"tenant_id": tenant_id, "scope": owner.scope, "user_id": owner.user_id},
+                )
+            ).all()
+            existing = {
+                row.name
+                for row in await connection.execute(EXISTING_SQL, {"prefix": OWNER_INDEX_PREFIX})
+                if row.valid
+            }
+        wanted = {
+            owner_index_name(tenant_id, owner.key, column.name, row.kind)
+            for row in kinds
+            if row.documents >= self._build_from
+            for column in columns
+        }
+        if not wanted - existing - self._passed_over:
+            return False
+        self.refresh_soon()
+        return True
 
     async def until_due(self, every_seconds: float) -> None:
         """Wait `every_seconds`, or less if `refresh_soon` is called meanwhile."""

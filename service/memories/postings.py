@@ -12,7 +12,11 @@ The owner's statistics (`memory_owner_stats`, `memory_lexeme_stats`) are what BM
 one memory: how many memories the owner has, their mean length, and the document count of each
 lexeme too common to count at search time. They are refreshed in the background
 (`refresh_statistics`, the `memories.refresh_search_statistics` job); until an owner has them,
-its searches take the exact path.
+its searches take the exact path. A recount is asked for by the searches that find them missing
+or old, and by the writes that grew the owner by a good share since its last count
+(`OwnerGrowth`): an owner filled in bulk is searched through its postings, and gets vector
+graphs of its own (`service.memories.owner_indexes`), minutes sooner than its next search
+would find the count old.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.auth.owner import Owner
 from service.db import tenant_transaction
 from service.jobs.kinds import enqueue_search_statistics
-from service.kit.expiring import ExpiringKeys
+from service.kit.expiring import ExpiringKeys, ExpiringValues
 from service.kit.post_commit import PostCommitTasks
 from service.kit.repository import TenantRepository
 from service.memories.bm25 import number, term_weight
@@ -97,6 +101,12 @@ HAVING count(*) >= :common
 """
 )
 
+OWNER_DOCUMENTS_SQL = text(
+    "SELECT documents FROM memory_owner_stats "
+    "WHERE tenant_id = :tenant_id AND owner_key = :owner_key"
+)
+"""The owner's live memories as its statistics last counted them (no row: none)."""
+
 
 class PostingsRepository(TenantRepository):
     """Writes the postings of memories and refreshes owners' statistics, in the request's (or
@@ -112,9 +122,9 @@ class PostingsRepository(TenantRepository):
             await self._session.execute(CLEAR_POSTINGS_SQL, values)
         await self._session.execute(WRITE_POSTINGS_SQL, values)
 
-    async def refresh_statistics(self, owner: Owner) -> None:
+    async def refresh_statistics(self, owner: Owner) -> int:
         """Recount the owner's statistics from its memories and postings (one transaction:
-        a search sees the old set or the new one, never a mix)."""
+        a search sees the old set or the new one, never a mix); the live memories counted."""
         values = {
             "tenant_id": self._tenant_id,
             "scope": owner.scope,
@@ -124,6 +134,8 @@ class PostingsRepository(TenantRepository):
         }
         for statement in (*CLEAR_STATISTICS_SQL, COUNT_OWNER_SQL, COUNT_COMMON_LEXEMES_SQL):
             await self._session.execute(statement, values)
+        documents = await self._session.scalar(OWNER_DOCUMENTS_SQL, values)
+        return int(documents or 0)
 
 
 class StatisticsRequests:
@@ -160,6 +172,12 @@ class StatisticsRequests:
 
         self._post_commit.add(enqueue)
 
+    def wrote(self, owner: Owner, added: int, bounded_from: int) -> None:
+        """Count `added` new memories of `owner` toward its growth (`OwnerGrowth`), and queue
+        a recount of its statistics when it has grown enough since the last."""
+        if added > 0 and growth.wrote(self._tenant_id, owner, added, bounded_from):
+            self.ask({owner})
+
 
 class RecentRecounts:
     """The owners whose recount this process asked for within `window`, until the recount ran
@@ -182,3 +200,42 @@ class RecentRecounts:
 
 recounts = RecentRecounts(timedelta(minutes=1), kept=10_000)
 """This process's outstanding recount requests (see `StatisticsRequests`)."""
+
+
+GROWTH_SHARE = 0.25
+"""How much an owner grows, as a share of its memories at the last count, before its statistics
+are recounted: a quarter more memories move a common lexeme's weight and the mean length
+little, and an owner filled in bulk from nothing is counted about twenty times on its way to
+100,000 memories (each count costs about what the owner holds)."""
+
+
+class OwnerGrowth:
+    """The memories this process wrote to each owner since its statistics were counted (as this
+    process last learnt the count): the writes' reason to ask for a recount.
+
+    A recount is due once the memories written reach `GROWTH_SHARE` of the count, and the owner
+    then holds at least `bounded_from` (below that its searches are exact, and need none). An
+    owner whose count this process does not know is taken as counted at nothing, so it asks once
+    `bounded_from` memories were written here. Asking takes the recount as done with what was
+    written; the job's own count corrects it where it runs in this process (`counted`). Another
+    replica's writes are its own to count: each process asks for what it wrote."""
+
+    def __init__(self, ttl: timedelta, kept: int) -> None:
+        self._owners: ExpiringValues[tuple[str, str], tuple[int, int]] = ExpiringValues(ttl, kept)
+
+    def counted(self, tenant_id: str, owner: Owner, documents: int) -> None:
+        """The owner's statistics were counted at `documents` live memories."""
+        self._owners.put((tenant_id, owner.key), (documents, 0))
+
+    def wrote(self, tenant_id: str, owner: Owner, added: int, bounded_from: int) -> bool:
+        """Count `added` memories written to the owner; True when its recount is due."""
+        key = (tenant_id, owner.key)
+        documents, written = self._owners.get(key) or (0, 0)
+        written += added
+        due = written >= max(documents * GROWTH_SHARE, bounded_from - documents)
+        self._owners.put(key, (documents + written, 0) if due else (documents, written))
+        return due
+
+
+growth = OwnerGrowth(timedelta(days=1), kept=100_000)
+"""This process's writes per owner since its statistics were counted (see `OwnerGrowth`)."""

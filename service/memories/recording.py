@@ -8,7 +8,8 @@ and `DerivedMemoryWriter` (extraction, turn storage, compaction) both write thro
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ from service.kit.post_commit import PostCommitTasks
 from service.kit.secrets import refuse_secrets as kit_refuse_secrets
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.models import Memory, MemoryEvent
+from service.memories.postings import StatisticsRequests
 from service.memories.repository import MemoryRepository
 from service.memories.schemas import MemoryCreate, MemoryRead, MemoryWritten
 from service.providers import Embedder
@@ -57,12 +59,16 @@ class MemoryRecorder:
         backfill: EmbeddingBackfill,
         post_commit: PostCommitTasks,
         principal: Principal,
+        statistics: StatisticsRequests,
+        bounded_from: int,
     ) -> None:
         self.repository = repository
         self.accounts = accounts
         self.backfill = backfill
         self.post_commit = post_commit
         self.principal = principal
+        self.statistics = statistics
+        self.bounded_from = bounded_from
 
     @property
     def embedder(self) -> Embedder:
@@ -169,6 +175,17 @@ class MemoryRecorder:
             await backfill.retry(tenant_id, memory_ids)
 
         self.post_commit.add(retry)
+
+    def count_added(self, memories: Iterable[Memory]) -> None:
+        """Count new memories toward their owners' growth: an owner grown by a good share since
+        its search statistics were counted has them recounted after the commit
+        (`postings.OwnerGrowth`)."""
+        added = Counter(
+            Owner.org() if memory.user_id is None else Owner.user(memory.user_id)
+            for memory in memories
+        )
+        for owner, count in sorted(added.items(), key=lambda item: item[0].key):
+            self.statistics.wrote(owner, count, self.bounded_from)
 
     def event(
         self,

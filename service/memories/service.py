@@ -103,7 +103,7 @@ class MemoryService:
         results: list[MemoryWritten] = []
         events = []
         unembedded: list[uuid.UUID] = []
-        inserted: list[uuid.UUID] = []
+        inserted: list[Memory] = []
         for index, entry in enumerate(owned):
             vector = vectors[index] if vectors is not None else None
             memory = await self._repository.insert_unless_duplicate(
@@ -118,14 +118,15 @@ class MemoryService:
                 results.append(written(existing, duplicate=True))
                 continue
             events.append(self._recorder.event(memory, "add", old_text=None, new_text=memory.text))
-            inserted.append(memory.id)
+            inserted.append(memory)
             if vector is None:
                 unembedded.append(memory.id)
             results.append(written(memory, duplicate=False))
         # The batch's postings in one statement, in its transaction (see `MemoryRepository`).
-        await self._repository.write_postings(inserted)
+        await self._repository.write_postings([memory.id for memory in inserted])
         await self._repository.add_events(events)
         self._recorder.schedule_backfill(unembedded)
+        self._recorder.count_added(inserted)
         return results
 
     # --- reading ----------------------------------------------------------------------------
@@ -359,6 +360,7 @@ class MemoryService:
             )
             if not vectors:
                 self._recorder.schedule_backfill([memory.id])
+            self._recorder.count_added([memory])
         return memory
 
 

@@ -109,6 +109,7 @@ class DerivedMemoryWriter:
         now = datetime.now(UTC)
         results: list[MemoryWritten] = []
         unembedded: list[uuid.UUID] = []
+        added: list[Memory] = []
         for entry, owned_entry in zip(items, owned, strict=True):
             values = self._recorder.insert_values(owned_entry, entry.vector)
             if entry.item.lifecycle == "confirmed":
@@ -136,8 +137,10 @@ class DerivedMemoryWriter:
             )
             if entry.vector is None:
                 unembedded.append(memory.id)
+            added.append(memory)
             results.append(written(memory, duplicate=False))
         self._recorder.schedule_backfill(unembedded)
+        self._recorder.count_added(added)
         return results
 
     async def supersede(
