@@ -13,7 +13,8 @@ database of its own under `--data` (emptied first), with its background work as 
 it by default (jobs, the owner indexes' keeper) and no rate limit. One user of each is filled
 through `POST …/memories/batch` (100 a request) with facts in the write path's style, "User likes
 piano and chess (note 17)" (two of 78 pastimes, the same rows for every version), to each size
-of `--sizes` in turn. After each size's writes every server is asked each question in each mode
+of `--sizes` in turn, a batch to every version before the next (each version taking each place
+in turn). After each size's writes every server is asked each question in each mode
 three times, then left `--settle` seconds (what it does in the background after a bulk write,
 such as recounting the owner's statistics or building its vector graphs, has that long, as a
 user pausing between the two would give it); then `--rounds` rounds of the two questions, in
@@ -91,19 +92,23 @@ async def _fill(
     rows: list[str],
     figures: SizeFigures,
 ) -> None:
-    for client, version in zip(clients, versions, strict=True):
-        started = time.perf_counter()
-        for start in range(0, len(rows), BATCH):
-            batch = rows[start : start + BATCH]
-            items = [{"text": text, "category": "preference"} for text in batch]
-            response = await client.post(
+    """Write `rows` to every version's owner, a batch to each version before the next batch
+    (each version taking each place in turn), so the machine's drift and each server's
+    background work meanwhile weigh on every version alike; each version's seconds summed."""
+    for turn, start in enumerate(range(0, len(rows), BATCH)):
+        items = [{"text": text, "category": "preference"} for text in rows[start : start + BATCH]]
+        for which in run_order(len(versions), turn):
+            version = versions[which]
+            started = time.perf_counter()
+            response = await clients[which].post(
                 f"/v1/users/{USER}/memories/batch", json={"items": items}, headers=headers
             )
+            elapsed = time.perf_counter() - started
             if response.status_code != 201:
                 raise RuntimeError(
                     f"{version.name} answered {response.status_code}: {response.text[:500]}"
                 )
-        figures.written[version.name] = time.perf_counter() - started
+            figures.written[version.name] = figures.written.get(version.name, 0.0) + elapsed
 
 
 async def _search(
