@@ -81,8 +81,12 @@ async def test_an_owner_index_on_citus_is_on_every_shard_and_serves_the_owners_s
     name = owner_index_name(tenant, Owner.user("ada").key, "embedding", "semantic")
     indexes = OwnerIndexes(citus_owner_engine, build_from=BUILD_FROM, most=1_000)
     try:
+        # A recount of the owner (its 62 memories, past the threshold) finds its facts' index
+        # missing and asks for a refresh; once it is built, the next asks for none.
+        assert await indexes.build_soon_if_wanted(tenant, Owner.user("ada"), 62)
         report = await indexes.refresh()
         assert name in [index.name for index in report.built + report.kept]
+        assert not await indexes.build_soon_if_wanted(tenant, Owner.user("ada"), 62)
         async with citus_owner_engine.connect() as connection:
             shards = (
                 await connection.execute(
