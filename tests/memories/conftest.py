@@ -47,6 +47,25 @@ async def indexed_client(indexed_app: FastAPI) -> AsyncIterator[AsyncClient]:
 
 
 @pytest.fixture
+async def keeping_app(settings: Settings) -> AsyncIterator[FastAPI]:
+    """The app with `indexed_app`'s thresholds and a keeper of the owners' indexes of its own,
+    refreshing every ten minutes (unless asked to at once)."""
+    async with running_app(
+        settings,
+        search_bounded_from=BUILD_FROM,
+        owner_vector_index_from=BUILD_FROM,
+        owner_vector_index_refresh_seconds=600,
+    ) as application:
+        yield application
+
+
+@pytest.fixture
+async def keeping_client(keeping_app: FastAPI) -> AsyncIterator[AsyncClient]:
+    async with app_client(keeping_app) as client:
+        yield client
+
+
+@pytest.fixture
 async def no_owner_indexes(owner_engine: AsyncEngine) -> AsyncIterator[None]:
     """Every owner index dropped afterwards (other tests' owners may have got one too)."""
     yield

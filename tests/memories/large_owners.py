@@ -4,7 +4,8 @@ this package's conftest)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -49,6 +50,19 @@ async def index_definitions(owner_engine: AsyncEngine) -> dict[str, str]:
             )
         )
         return dict(rows.all())
+
+
+async def once_indexes(owner_engine: AsyncEngine, hold: Callable[[set[str]], bool]) -> set[str]:
+    """The owner indexes' names once they `hold` what the caller waits for, a keeper's refresh
+    having run in the background; as they are after two minutes otherwise (a concurrent build or
+    drop waits for every transaction that may use the table, and on a busy machine other tests'
+    transactions take seconds)."""
+    for _ in range(1200):
+        names = set(await index_definitions(owner_engine))
+        if hold(names):
+            return names
+        await asyncio.sleep(0.1)
+    return set(await index_definitions(owner_engine))
 
 
 def episodes(seed: int, size: int) -> list[str]:

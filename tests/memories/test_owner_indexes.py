@@ -46,7 +46,6 @@ from service.memories.owner_indexes import (
 )
 from service.memories.schemas import SearchRequest
 from tests.conftest import bearer
-from tests.fixtures.apps import app_client, running_app
 from tests.memories.large_owners import (
     BUILD_FROM,
     QUESTION,
@@ -56,6 +55,7 @@ from tests.memories.large_owners import (
     index_definitions,
     kind_names,
     large_owner,
+    once_indexes,
     own_indexes_found,
 )
 from tests.memories.test_bounded_search import search_ids
@@ -470,34 +470,24 @@ async def test_an_index_built_with_other_graph_settings_is_replaced_under_its_na
 
 @pytest.mark.usefixtures("no_owner_indexes")
 async def test_a_purge_has_the_serving_process_drop_the_users_index_at_once(
-    settings: Settings, owner_engine: AsyncEngine, tenant: str
+    keeping_app: FastAPI,
+    keeping_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
 ) -> None:
-    # A process that refreshes the indexes itself, every ten minutes.
-    async with (
-        running_app(
-            settings,
-            search_bounded_from=BUILD_FROM,
-            owner_vector_index_from=BUILD_FROM,
-            owner_vector_index_refresh_seconds=600,
-        ) as application,
-        app_client(application) as client,
-    ):
-        await large_owner(application, client, settings, tenant)
-        name = owner_index_name(tenant, Owner.user(USER).key, "embedding", "semantic")
-        await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
-        assert name in await index_definitions(owner_engine)
+    # The process refreshes the indexes itself, every ten minutes.
+    await large_owner(keeping_app, keeping_client, settings, tenant)
+    name = owner_index_name(tenant, Owner.user(USER).key, "embedding", "semantic")
+    await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+    assert name in await index_definitions(owner_engine)
 
-        admin = bearer(settings, tenant, "admin", admin=True)
-        purged = await client.delete(f"/v1/admin/users/{USER}", headers=admin)
-        assert purged.status_code == 200, purged.text
-        # The purge asked the process's refresh loop to run now, not in ten minutes. Up to two
-        # minutes: the index goes by DROP INDEX CONCURRENTLY, which waits for every transaction
-        # that may still use it, and on a busy machine other tests' transactions take seconds.
-        for _ in range(1200):
-            if name not in await index_definitions(owner_engine):
-                break
-            await asyncio.sleep(0.1)
-        assert name not in await index_definitions(owner_engine)
+    admin = bearer(settings, tenant, "admin", admin=True)
+    purged = await keeping_client.delete(f"/v1/admin/users/{USER}", headers=admin)
+    assert purged.status_code == 200, purged.text
+    # The purge asked the process's refresh loop to run now, not in ten minutes (the index goes
+    # by DROP INDEX CONCURRENTLY).
+    assert name not in await once_indexes(owner_engine, lambda names: name not in names)
 
 
 async def test_only_the_tables_owner_maintains_the_indexes(runtime_engine: AsyncEngine) -> None:

@@ -5,7 +5,6 @@ without its index has the keeper build it at once instead of at its next turn.""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 import pytest
@@ -28,6 +27,7 @@ from tests.memories.large_owners import (
     index_definitions,
     kind_names,
     large_owner,
+    once_indexes,
 )
 from tests.memories.test_bounded_search import (
     BOUNDED_FROM,
@@ -103,37 +103,27 @@ async def _grow_and_recount(
 
 @pytest.mark.usefixtures("no_owner_indexes")
 async def test_a_recount_finding_an_owner_past_the_threshold_has_its_indexes_built_at_once(
-    settings: Settings, owner_engine: AsyncEngine, tenant: str
+    keeping_app: FastAPI,
+    keeping_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
 ) -> None:
-    # A process that keeps the indexes itself, every ten minutes.
-    async with (
-        running_app(
-            settings,
-            search_bounded_from=BUILD_FROM,
-            owner_vector_index_from=BUILD_FROM,
-            owner_vector_index_refresh_seconds=600,
-        ) as application,
-        app_client(application) as client,
-    ):
-        await large_owner(application, client, settings, tenant)
-        keeper = application.state.mneme.owner_indexes
-        facts_index, episodes_index = kind_names(tenant, "semantic", "episodic")
-        assert not {facts_index, episodes_index} & set(await index_definitions(owner_engine))
-        # The organization's 5 memories are too few for an index: its recount asks nothing.
-        assert not await keeper.build_soon_if_wanted(tenant, Owner.org(), 5)
+    # The process keeps the indexes itself, every ten minutes.
+    await large_owner(keeping_app, keeping_client, settings, tenant)
+    keeper = keeping_app.state.mneme.owner_indexes
+    wanted = set(kind_names(tenant, "semantic", "episodic"))
+    assert not wanted & set(await index_definitions(owner_engine))
+    # The organization's 5 memories are too few for an index: its recount asks nothing.
+    assert not await keeper.build_soon_if_wanted(tenant, Owner.org(), 5)
 
-        # The user's recount, as the background job runs it.
-        handle = search_statistics_job(application.state.mneme)
-        await handle({"tenant_id": tenant, "scope": "user", "user_id": USER})
-        # The keeper ran at once, not in ten minutes (up to two minutes on a busy machine: a
-        # concurrent build waits for every transaction that may write the table).
-        for _ in range(1200):
-            if {facts_index, episodes_index} <= set(await index_definitions(owner_engine)):
-                break
-            await asyncio.sleep(0.1)
-        assert {facts_index, episodes_index} <= set(await index_definitions(owner_engine))
-        # Nothing is missing now: the next recount asks for no refresh.
-        assert not await keeper.build_soon_if_wanted(tenant, Owner.user(USER), 112)
+    # The user's recount, as the background job runs it: the keeper runs at once, not in ten
+    # minutes.
+    handle = search_statistics_job(keeping_app.state.mneme)
+    await handle({"tenant_id": tenant, "scope": "user", "user_id": USER})
+    assert wanted <= await once_indexes(owner_engine, wanted.issubset)
+    # Nothing is missing now: the next recount asks for no refresh.
+    assert not await keeper.build_soon_if_wanted(tenant, Owner.user(USER), 112)
 
 
 @pytest.mark.usefixtures("no_owner_indexes")
