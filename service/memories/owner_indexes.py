@@ -79,17 +79,6 @@ SELECT tenant_id, user_id, owner_key, documents
 counted): their kinds are the candidates for the `most` indexes (an owner beyond them waits
 until it is among them, even if one of its kinds outgrows a kind of theirs)."""
 
-LARGER_OWNERS_SQL = text(
-    """
-SELECT count(*)
-  FROM memory_owner_stats
- WHERE documents >= :keep_from
-   AND (documents > :documents
-        OR (documents = :documents AND (tenant_id, owner_key) < (:tenant_id, :owner_key)))
-"""
-)
-"""How many owners come before one of `documents` memories in `OWNERS_SQL`'s order."""
-
 OWNER_KINDS_SQL = text(
     """
 SELECT kind, count(*) AS documents
@@ -383,39 +372,32 @@ class OwnerIndexes:
 
         An owner that outgrows the threshold between two turns of the keeper (ten minutes by
         default) would otherwise have its vectors sorted exactly meanwhile, which at 10,000
-        memories costs a search more than the rest of its statement. It costs a count of the
-        owner's memories by kind, once per recount of an owner past the threshold."""
+        memories costs a search more than the rest of its statement. It costs the refresh's own
+        look-up of the largest owners and a count of this one's memories by kind, once per
+        recount of an owner past the threshold."""
         if self._build_from <= 0 or documents < self._build_from:
             return False
         columns = await indexed_columns(self._engine)
         async with self._engine.connect() as connection:
-            larger = await connection.scalar(
-                LARGER_OWNERS_SQL,
-                {
-                    "keep_from": self._keep_from,
-                    "documents": documents,
-                    "tenant_id": tenant_id,
-                    "owner_key": owner.key,
-                },
+            largest = await connection.execute(
+                OWNERS_SQL, {"keep_from": self._keep_from, "most": self._most}
             )
-            if larger is None or larger >= self._most:
+            found = [
+                row for row in largest if (row.tenant_id, row.owner_key) == (tenant_id, owner.key)
+            ]
+            if not found:
                 # Not among the owners a refresh considers: it would build nothing for it.
                 return False
-            kinds = (
-                await connection.execute(
-                    OWNER_KINDS_SQL,
-                    {"tenant_id": tenant_id, "scope": owner.scope, "user_id": owner.user_id},
-                )
-            ).all()
+            kinds = await self._kinds_of(connection, found[0])
             existing = {
                 row.name
                 for row in await connection.execute(EXISTING_SQL, {"prefix": OWNER_INDEX_PREFIX})
                 if row.valid
             }
         wanted = {
-            owner_index_name(tenant_id, owner.key, column.name, row.kind)
-            for row in kinds
-            if row.documents >= self._build_from
+            owner_index_name(tenant_id, owner.key, column.name, kind)
+            for _, _, kind, memories in kinds
+            if memories >= self._build_from
             for column in columns
         }
         if not wanted - existing - self._passed_over:
