@@ -41,12 +41,21 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 
 from benchmarks.load import parse_sizes
-from benchmarks.scripts.statement_replay import Version, _say, parse_version, run_order
+from benchmarks.scripts.statement_replay import (
+    Version,
+    _say,
+    add_tree_arguments,
+    named_versions,
+    run_order,
+)
+
+if TYPE_CHECKING:
+    from benchmarks.server import RunningServer
 
 PASTIMES = (
     *("piano", "chess", "violin", "guitar", "tennis", "soccer", "golf", "cello", "drums"),
@@ -127,7 +136,7 @@ async def _search(
 
 
 async def measure(
-    servers: Sequence[Any],
+    servers: Sequence[RunningServer],
     versions: Sequence[Version],
     sizes: Sequence[int],
     rounds: int,
@@ -223,8 +232,7 @@ async def _run(
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=DIR:VAR=VALUE")
+    add_tree_arguments(parser)
     parser.add_argument("--sizes", default="1000,5000,10000")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--settle", type=float, default=5.0)
@@ -240,8 +248,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _arguments(argv)
     try:
-        versions = [parse_version(spec, with_environment=False) for spec in arguments.tree]
-        versions += [parse_version(spec, with_environment=True) for spec in arguments.env]
+        versions = named_versions(arguments)
         sizes = sorted(parse_sizes(arguments.sizes))
     except ValueError as error:
         _say(f"filling_owner: {error}")

@@ -709,11 +709,24 @@ def _say(message: str) -> None:
     sys.stderr.write(message + "\n")
 
 
+def add_tree_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that name code versions: `--tree NAME=DIR`, `--env NAME=DIR:VAR=VALUE,…`
+    (read by `named_versions`)."""
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=DIR:VAR=VALUE")
+
+
+def named_versions(arguments: argparse.Namespace) -> list[Version]:
+    """The versions `--tree` and `--env` name, trees first; ValueError for a spec that names
+    none (see `parse_version`)."""
+    versions = [parse_version(spec, with_environment=False) for spec in arguments.tree]
+    return versions + [parse_version(spec, with_environment=True) for spec in arguments.env]
+
+
 def add_version_arguments(parser: argparse.ArgumentParser, *, passes: int) -> None:
     """The options a replay of code versions on the kept scenario takes (this one's, and
     `http_replay`'s): the versions, where the scenario is kept, how much of it to ask."""
-    parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=DIR:VAR=VALUE")
+    add_tree_arguments(parser)
     parser.add_argument(
         "--data",
         type=Path,
@@ -747,8 +760,7 @@ def chosen_versions(arguments: argparse.Namespace, program: str) -> list[Version
     they cannot be compared (fewer than two, names alike, a tree without the service) or
     `--questions` or `--passes` ask for nothing."""
     try:
-        versions = [parse_version(spec, with_environment=False) for spec in arguments.tree]
-        versions += [parse_version(spec, with_environment=True) for spec in arguments.env]
+        versions = named_versions(arguments)
     except ValueError as error:
         _say(f"{program}: {error}")
         return None
