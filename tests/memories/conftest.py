@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager
 
 import pytest
 from fastapi import FastAPI
@@ -27,16 +28,24 @@ def embeddings_server() -> Iterator[FakeOpenAIServer]:
     server.stop()
 
 
+def _low_thresholds(
+    settings: Settings, *, refresh_seconds: float
+) -> AbstractAsyncContextManager[FastAPI]:
+    """The app searching an owner of `BUILD_FROM` memories through its postings, which may
+    get indexes of its own, refreshed by the app every `refresh_seconds` (0: never)."""
+    return running_app(
+        settings,
+        search_bounded_from=BUILD_FROM,
+        owner_vector_index_from=BUILD_FROM,
+        owner_vector_index_refresh_seconds=refresh_seconds,
+    )
+
+
 @pytest.fixture
 async def indexed_app(settings: Settings) -> AsyncIterator[FastAPI]:
     """The app with low thresholds: an owner of `BUILD_FROM` memories is searched through its
     postings and may get an index of its own; no refresh loop (the tests refresh)."""
-    async with running_app(
-        settings,
-        search_bounded_from=BUILD_FROM,
-        owner_vector_index_from=BUILD_FROM,
-        owner_vector_index_refresh_seconds=0,
-    ) as application:
+    async with _low_thresholds(settings, refresh_seconds=0) as application:
         yield application
 
 
@@ -50,12 +59,7 @@ async def indexed_client(indexed_app: FastAPI) -> AsyncIterator[AsyncClient]:
 async def keeping_app(settings: Settings) -> AsyncIterator[FastAPI]:
     """The app with `indexed_app`'s thresholds and a keeper of the owners' indexes of its own,
     refreshing every ten minutes (unless asked to at once)."""
-    async with running_app(
-        settings,
-        search_bounded_from=BUILD_FROM,
-        owner_vector_index_from=BUILD_FROM,
-        owner_vector_index_refresh_seconds=600,
-    ) as application:
+    async with _low_thresholds(settings, refresh_seconds=600) as application:
         yield application
 
 
