@@ -6,12 +6,11 @@ asyncpg. COPY into a table under row-level security is refused to roles the poli
 so this path connects as the schema owner, which the embedded bootstrap gives BYPASSRLS; the
 service never does that at request time.
 
-The HNSW index is dropped before each load and rebuilt afterwards with its exact definition
-(read back from the catalogue) and a large `maintenance_work_mem`: building the graph once is
-many times faster than inserting a million vectors into it. That is only ever done in the
-benchmark's own throwaway database; in a database the benchmark was pointed at
-(`rebuild_index=False`) the index stays and COPY maintains it row by row (on Citus, each
-shard's index on its worker).
+The memory table has no vector index of its own: an owner's vectors are sorted exactly, or, for
+the owners with the most memories of a kind, read from HNSW indexes of their own. A load into
+the benchmark's own throwaway database is followed by what a service process with the owner
+role does in the background after it: the largest owners' indexes are built
+(`build_owner_graphs`). A database the benchmark was pointed at gets no index from it.
 """
 
 from __future__ import annotations
@@ -31,9 +30,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from benchmarks.corpus import Corpus, MemoryRow, noisy_vectors
 from benchmarks.rawsql import asyncpg_connection
+from service.config import Settings
+from service.memories.owner_index_names import OWNER_INDEX_PREFIX
+from service.memories.owner_indexes import OwnerIndexes
 from service.memories.postings import COMMON_LEXEME_DOCUMENTS, INSERT_POSTINGS_SQL
 
-HNSW_INDEX = "ix_memory_embedding_hnsw"
 MEMORY_COLUMNS = (
     "tenant_id",
     "id",
@@ -58,10 +59,6 @@ OWNER_ROWS_PER_COPY = 10_000
 
 OWNER_PRIVILEGES_SQL = "SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user"
 """Whether the connected role escapes row-level security (COPY needs that)."""
-INDEX_DEFINITION_SQL = (
-    "SELECT indexdef FROM pg_indexes WHERE tablename = 'memory' AND indexname = $1"
-)
-"""The CREATE INDEX statement of one index of the memory table, as the migrations made it."""
 RELATION_SIZES_SQL = """
 SELECT c.relname AS name, pg_relation_size(c.oid) AS bytes
   FROM pg_class c
@@ -87,18 +84,24 @@ class BulkStep:
     users_added: int
     copy_seconds: float = 0.0
     vacuum_analyze_seconds: float = 0.0
-    index_seconds: float = 0.0
     owner_index_seconds: float = 0.0
+    """How long the owners' own vector indexes took to build after the load
+    (`build_owner_graphs`); 0 where none are built."""
     owner_indexes_built: int = 0
+    """How many owner indexes the table has after the load: built, rebuilt or kept."""
     relation_bytes: dict[str, int] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
-        return (
-            self.copy_seconds
-            + self.vacuum_analyze_seconds
-            + self.index_seconds
-            + self.owner_index_seconds
+        return self.copy_seconds + self.vacuum_analyze_seconds + self.owner_index_seconds
+
+    @property
+    def owner_index_bytes(self) -> int:
+        """The owners' own vector indexes, in bytes."""
+        return sum(
+            size
+            for name, size in self.relation_bytes.items()
+            if name.startswith(OWNER_INDEX_PREFIX)
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -111,11 +114,11 @@ class BulkStep:
             "copy_seconds": self.copy_seconds,
             "copy_rows_per_second": _rate(self.rows_added, self.copy_seconds),
             "vacuum_analyze_seconds": self.vacuum_analyze_seconds,
-            "hnsw_build_seconds": self.index_seconds,
             "owner_index_seconds": self.owner_index_seconds,
             "owner_indexes_built": self.owner_indexes_built,
+            "owner_index_bytes": self.owner_index_bytes,
             "seconds": self.seconds,
-            "rows_per_second_with_index_build": _rate(self.rows_added, self.seconds),
+            "rows_per_second_with_owner_graphs": _rate(self.rows_added, self.seconds),
             "relation_bytes": self.relation_bytes,
         }
 
@@ -134,12 +137,8 @@ def vector_payloads(vectors: npt.NDArray[np.float32]) -> list[bytes]:
 @dataclass(frozen=True)
 class BulkSettings:
     connections: int
-    maintenance_work_mem: str
-    parallel_workers: int
     vector_noise: float
     embedding_model: str
-    # Drop the HNSW index before the load and rebuild it after: only in a throwaway database.
-    rebuild_index: bool = True
 
 
 WRITE_MISSING_POSTINGS_SQL = (
@@ -185,13 +184,12 @@ service's background job runs per owner), for a database loaded by COPY."""
 
 
 class MemoryTable:
-    """The memory table as the bulk paths write it: owner connections, COPY streams, the HNSW
-    index dropped and rebuilt, tenants deleted."""
+    """The memory table as the bulk paths write it: owner connections, COPY streams, tenants
+    deleted."""
 
     def __init__(self, owner_engine: AsyncEngine, settings: BulkSettings) -> None:
         self._engine = owner_engine
         self._settings = settings
-        self._index_definition: str | None = None
 
     @property
     def owner_engine(self) -> AsyncEngine:
@@ -205,7 +203,7 @@ class MemoryTable:
         async with self._engine.connect() as connection:
             try:
                 driver = await asyncpg_connection(connection)
-                # Loads and index builds take minutes, far beyond the service's timeout.
+                # Loads take minutes, far beyond the service's timeout.
                 await driver.execute("SET statement_timeout = 0")
                 await driver.set_type_codec(
                     "vector", encoder=bytes, decoder=bytes, format="binary", schema="public"
@@ -284,29 +282,6 @@ class MemoryTable:
         async with self.connection() as connection:
             return {row["name"]: row["bytes"] for row in await connection.fetch(RELATION_SIZES_SQL)}
 
-    async def drop_hnsw_index(self) -> None:
-        async with self.connection() as connection:
-            definition = await connection.fetchval(INDEX_DEFINITION_SQL, HNSW_INDEX)
-            if definition is not None:
-                self._index_definition = definition
-                await connection.execute(f"DROP INDEX {HNSW_INDEX}")
-            elif self._index_definition is None:
-                raise RuntimeError(f"the migrations made no {HNSW_INDEX}; cannot rebuild it")
-
-    async def create_hnsw_index(self) -> None:
-        if self._index_definition is None:
-            raise RuntimeError(f"{HNSW_INDEX} was never dropped; nothing to rebuild")
-        async with self.connection() as connection:
-            await connection.execute(
-                "SELECT set_config('maintenance_work_mem', $1, false), "
-                "set_config('max_parallel_maintenance_workers', $2, false)",
-                self._settings.maintenance_work_mem,
-                str(self._settings.parallel_workers),
-            )
-            await connection.execute(self._index_definition)
-            await connection.execute("RESET maintenance_work_mem")
-            await connection.execute("RESET max_parallel_maintenance_workers")
-
 
 class BulkLoader(MemoryTable):
     """Grows the corpus user by user; remembers how far it got."""
@@ -378,7 +353,7 @@ class BulkLoader(MemoryTable):
         self, user_memories: int, progress: Callable[[int], object] = lambda _: None
     ) -> BulkStep:
         """Add users (and their tenants) until the corpus holds `user_memories` user memories,
-        then vacuum, analyse and rebuild the HNSW index."""
+        then vacuum and analyse (`build_owner_graphs` builds the owners' indexes after it)."""
         shape = self._corpus.shape
         users_wanted = shape.users_for(user_memories)
         tenants_wanted = shape.tenants_for(users_wanted)
@@ -395,8 +370,6 @@ class BulkLoader(MemoryTable):
         )
 
         started = time.perf_counter()
-        if self._settings.rebuild_index:
-            await self.drop_hnsw_index()
         await self._insert_owners(users, tenants)
         await self._copy(self._chunks(users, tenants), progress)
         step.copy_seconds = time.perf_counter() - started
@@ -404,11 +377,6 @@ class BulkLoader(MemoryTable):
         started = time.perf_counter()
         await self.vacuum_analyze()
         step.vacuum_analyze_seconds = time.perf_counter() - started
-
-        if self._settings.rebuild_index:
-            started = time.perf_counter()
-            await self.create_hnsw_index()
-            step.index_seconds = time.perf_counter() - started
 
         self.users_loaded, self.tenants_loaded = users_wanted, tenants_wanted
         self.rows_loaded = step.total_rows
@@ -423,10 +391,9 @@ class BulkLoader(MemoryTable):
         progress: Callable[[int], object] = lambda _: None,
     ) -> float:
         """COPY one user's rows (with a tenant of its own) outside the corpus's shape, and
-        return the seconds that took. The HNSW index is dropped first and left dropped: call
-        this right before a `grow_to`, which rebuilds it once over everything."""
+        return the seconds that took. Call this right before a `grow_to`: its vacuum and
+        analysis write the user's postings and statistics with everyone else's."""
         started = time.perf_counter()
-        await self.drop_hnsw_index()
         key = f"heavy-{tenant_id}-{user_id}"
         async with self.connection() as connection:
             await connection.execute("SET synchronous_commit = off")
@@ -464,3 +431,15 @@ class BulkLoader(MemoryTable):
             MEMORY_COLUMNS,
             progress,
         )
+
+
+async def build_owner_graphs(table: MemoryTable, settings: Settings, step: BulkStep) -> None:
+    """What a service process with the owner role does in the background after a load into
+    the benchmark's own database: the owners with the most memories of a kind get HNSW indexes
+    of their own (`OwnerIndexes.refresh`, as `settings` configure them), timed into `step`
+    with how many the table then has, and the table's and its indexes' sizes read again."""
+    started = time.perf_counter()
+    report = await OwnerIndexes.configured(table.owner_engine, settings).refresh()
+    step.owner_index_seconds = time.perf_counter() - started
+    step.owner_indexes_built = len(report.built) + len(report.rebuilt) + len(report.kept)
+    step.relation_bytes = await table.relation_sizes()

@@ -4,9 +4,10 @@
 By default a throwaway embedded Postgres is started in a temporary directory, migrated, used
 and deleted; for `retrieval`, `--database-url` points the run at an existing server instead
 (each run then adds its own `bench-…` tenants there). `load` always uses a throwaway database:
-its bulk path drops and rebuilds the HNSW index. `cluster` loads one corpus into the database
-`--database-url` names (a Citus cluster, say; its index is kept, its run's tenants deleted at
-the end) and into a throwaway single node, and compares search there. Settings come from the
+it fills the memory table through COPY and builds the largest owners' vector indexes after each
+load. `cluster` loads one corpus into the database `--database-url` names (a Citus cluster, say;
+no index is built or dropped there, its run's tenants are deleted at the end) and into a
+throwaway single node, and compares search there. Settings come from the
 environment (MNEME_*, .env) as for the service, except that rate limiting is off and tokens are
 signed with a per-run secret.
 """
@@ -185,7 +186,7 @@ def add_bench_commands(parser: argparse.ArgumentParser) -> None:
 def _add_load_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     load = benchmarks.add_parser(
         "load",
-        help="search latency/throughput (HTTP vs raw SQL), ingest rate and HNSW recall at "
+        help="search latency/throughput (HTTP vs raw SQL), ingest rate and vector recall at "
         "scale; --scenario realistic: owners of 1k-100k memories in the write path's style",
         description=(
             "Grow a corpus through a bulk COPY path in a throwaway embedded Postgres and measure "
@@ -333,17 +334,6 @@ def _add_load_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentPar
         help="parallel COPY connections (default: %(default)s)",
     )
     load.add_argument(
-        "--maintenance-work-mem",
-        default="4GB",
-        help="maintenance_work_mem for the HNSW build (default: %(default)s)",
-    )
-    load.add_argument(
-        "--index-workers",
-        type=_non_negative,
-        default=1,
-        help="max_parallel_maintenance_workers for the HNSW build (default: %(default)s)",
-    )
-    load.add_argument(
         "--out",
         type=Path,
         help="JSON results file (default: bench-results/load-<UTC time>.json in the project)",
@@ -351,7 +341,7 @@ def _add_load_parser(benchmarks: argparse._SubParsersAction[argparse.ArgumentPar
     load.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress on stderr"
     )
-    # The bulk path drops and rebuilds an index: only ever in a throwaway database.
+    # The run fills the memory table and builds indexes on it: only ever in a throwaway database.
     load.set_defaults(database_url=None, migration_database_url=None)
 
 
@@ -522,8 +512,6 @@ def _load_options(args: argparse.Namespace) -> LoadOptions:
         recall_queries=min(args.recall_queries, args.queries),
         api_rows=args.api_rows,
         load_connections=args.load_connections,
-        maintenance_work_mem=args.maintenance_work_mem,
-        parallel_workers=args.index_workers,
         progress=args.progress,
         heavy_user=0 if args.heavy_user in {"0", ""} else parse_sizes(args.heavy_user)[0],
     )
@@ -558,8 +546,6 @@ def _scenario_options(args: argparse.Namespace) -> ScenarioOptions:
         fresh_queries=args.never_seen_queries,
         api_rows=args.api_rows,
         load_connections=args.load_connections,
-        maintenance_work_mem=args.maintenance_work_mem,
-        parallel_workers=args.index_workers,
         progress=args.progress,
     )
 
@@ -646,8 +632,9 @@ def _add_cluster_parser(benchmarks: argparse._SubParsersAction[argparse.Argument
         help="search on a given database (e.g. Citus) against a single node with the same corpus",
         description=(
             "Load the load benchmark's synthetic corpus through COPY into the database "
-            "--database-url names (its HNSW index kept; the run's own tenants, deleted at the "
-            "end) and into a throwaway embedded Postgres, then search both through the HTTP "
+            "--database-url names (no index built or dropped there; the run's own tenants, "
+            "deleted at the end) and into a throwaway embedded Postgres, which builds the "
+            "largest owners' vector indexes after the load, then search both through the HTTP "
             "service and through the bare fusion statement in alternating rounds, compare the "
             "hits id for id, and EXPLAIN ANALYZE the statement on each (on Citus: tasks, "
             "worker, the shard's plan). Prints markdown and writes a JSON file."

@@ -4,10 +4,10 @@ time goes.
 
 1. One synthetic corpus (the load benchmark's: seeded tenants x users x memories, vectors
    derived from an embedded sentence pool, the same ids) is loaded into both databases through
-   the bulk COPY path. The throwaway single node drops its HNSW index around the load and
-   rebuilds it. The given database keeps its index and COPY maintains it (on Citus: every
-   shard's index, on its worker): nothing of that database is dropped, the run's tenants have a
-   prefix of their own, and they are deleted at the end.
+   the bulk COPY path. After the load the throwaway single node builds the largest owners' own
+   vector indexes, as a service process with the owner role does in the background. The given
+   database gets no index from the run: nothing of it is built or dropped, the run's tenants
+   have a prefix of their own, and they are deleted at the end.
 2. The same questions, embedded once, go through the HTTP service (one `mneme serve` per
    database on loopback) and through the bare fusion statement on asyncpg (its tenant-scoped
    transaction: BEGIN, SET LOCAL, statement, COMMIT), in rounds that alternate the databases,
@@ -33,7 +33,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from benchmarks.bulk import BulkLoader, BulkSettings, BulkStep
+from benchmarks.bulk import BulkLoader, BulkSettings, BulkStep, build_owner_graphs
 from benchmarks.corpus import Corpus, CorpusShape, build_pool, describe
 from benchmarks.database import throwaway_database
 from benchmarks.load import (
@@ -86,7 +86,6 @@ class ClusterOptions:
     queries: int = 200
     explains: int = 20
     load_connections: int = 2
-    maintenance_work_mem: str = "1GB"
     progress: bool = True
 
     def load_options(self) -> LoadOptions:
@@ -101,7 +100,6 @@ class ClusterOptions:
             level_seconds=ROUND_SECONDS,
             queries=self.queries,
             load_connections=self.load_connections,
-            maintenance_work_mem=self.maintenance_work_mem,
             progress=self.progress,
         )
 
@@ -115,6 +113,9 @@ class Side:
     owner_engine: AsyncEngine
     runtime_engine: AsyncEngine
     loader: BulkLoader
+    builds_owner_graphs: bool
+    """Whether the run builds the largest owners' own vector indexes after its load (only in
+    the throwaway single node)."""
     step: BulkStep | None = None
     citus: str | None = None
     levels: dict[str, dict[int, LevelResult]] = field(default_factory=dict)
@@ -150,7 +151,7 @@ async def _side(
     options: ClusterOptions,
     embedder: Embedder,
     *,
-    rebuild_index: bool,
+    builds_owner_graphs: bool,
 ) -> AsyncIterator[Side]:
     if settings.migration_database_url is None or settings.database_url is None:
         raise ValueError("the cluster benchmark needs the runtime and the owner database URLs")
@@ -172,15 +173,12 @@ async def _side(
         pool_vectors,
         BulkSettings(
             connections=options.load_connections,
-            maintenance_work_mem=options.maintenance_work_mem,
-            parallel_workers=1,
             vector_noise=options.vector_noise,
             embedding_model=embedder.model_name,
-            rebuild_index=rebuild_index,
         ),
     )
     try:
-        yield Side(name, settings, owner_engine, runtime_engine, loader)
+        yield Side(name, settings, owner_engine, runtime_engine, loader, builds_owner_graphs)
     finally:
         await owner_engine.dispose()
         await runtime_engine.dispose()
@@ -207,7 +205,7 @@ async def run_cluster(settings: Settings, options: ClusterOptions) -> ClusterRun
                     pool_vectors,
                     options,
                     embedder,
-                    rebuild_index=True,
+                    builds_owner_graphs=True,
                 )
             )
             given = await stack.enter_async_context(
@@ -218,7 +216,7 @@ async def run_cluster(settings: Settings, options: ClusterOptions) -> ClusterRun
                     pool_vectors,
                     options,
                     embedder,
-                    rebuild_index=False,
+                    builds_owner_graphs=False,
                 )
             )
             sides = [single, given]
@@ -245,10 +243,17 @@ async def _measure(
         side.citus = await _citus_version(side.owner_engine)
         _say(options, f"{side.name}: loading {options.size} user memories by COPY")
         side.step = await side.loader.grow_to(options.size)
+        graphs = "no owner indexes built"
+        if side.builds_owner_graphs:
+            await build_owner_graphs(side.loader, side.settings, side.step)
+            graphs = (
+                f"{side.step.owner_indexes_built} owner indexes "
+                f"{side.step.owner_index_seconds:.0f} s"
+            )
         _say(
             options,
             f"{side.name}: COPY {side.step.copy_seconds:.0f} s, VACUUM ANALYZE "
-            f"{side.step.vacuum_analyze_seconds:.0f} s, HNSW build {side.step.index_seconds:.0f} s",
+            f"{side.step.vacuum_analyze_seconds:.0f} s, {graphs}",
         )
         side.topology = await _topology(side)
         if side.citus is not None:
@@ -538,8 +543,8 @@ def render_cluster_markdown(report: Mapping[str, Any]) -> str:
         f"load average before / after the searches: {report['load_average']['before_search']}"
         f" / {report['load_average']['after_search']}",
         "",
-        "| database | topology | COPY s | HNSW build s |",
-        "| --- | --- | --- | --- |",
+        "| database | topology | COPY s | owner indexes built | owner indexes s |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for name in names:
         side = sides[name]
@@ -553,7 +558,7 @@ def render_cluster_markdown(report: Mapping[str, Any]) -> str:
         load = side["load"] or {}
         lines.append(
             f"| {name} | {described} | {_ms(load.get('copy_seconds'))} | "
-            f"{_ms(load.get('hnsw_build_seconds'))} |"
+            f"{load.get('owner_indexes_built', '-')} | {_ms(load.get('owner_index_seconds'))} |"
         )
     lines += [
         "",

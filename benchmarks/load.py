@@ -3,7 +3,8 @@ through the real HTTP service and through the bare fusion statement, recall of t
 vector path against an exact scan, and ingest through the API — at each corpus size.
 
 Per size, in this order:
-1. grow the corpus (COPY, VACUUM ANALYZE, HNSW rebuild; see `bulk`);
+1. grow the corpus (COPY, VACUUM ANALYZE), then build the largest owners' own vector indexes,
+   as a service process with the owner role does after a load (see `bulk`);
 2. sample questions asked by one user of one tenant each, about one of that user's memories,
    and embed them one by one with the service's embedder (the query-embedding cost alone);
 3. warm the caches with one pass of the statement, start the service under uvicorn on loopback,
@@ -12,8 +13,8 @@ Per size, in this order:
    asyncpg connections (its tenant-scoped transaction: BEGIN, SET LOCAL, statement, COMMIT);
 4. store a few thousand memories through `POST …/memories/batch` (one client, 100 per request,
    embedded by the service), then delete them, so every size is measured on the corpus alone;
-5. recall of the statement in vector mode, as the planner runs it and with the filtered HNSW
-   path forced, against the same statement with index scans off (an exact scan).
+5. recall of the statement in vector mode, as the planner runs it, against the same statement
+   with index scans off (an exact scan).
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from benchmarks.metrics import percentile
 from benchmarks.rawsql import (
     AS_PLANNED,
     EXACT,
-    FORCED_HNSW,
     FusionStatement,
     PlanSummary,
     Variant,
@@ -103,8 +103,6 @@ class LoadOptions:
     recall_queries: int = 100
     api_rows: int = 2000
     load_connections: int = 2
-    maintenance_work_mem: str = "4GB"
-    parallel_workers: int = 1
     progress: bool = True
     # Memories of one extra user in a tenant of their own, loaded with the largest size; 0: none.
     heavy_user: int = 0
@@ -449,11 +447,15 @@ async def vector_recall(
     runtime_engine: AsyncEngine,
     settings: Settings,
     queries: Sequence[Query],
-    variants: Sequence[Variant] = (AS_PLANNED, FORCED_HNSW),
+    variants: Sequence[Variant] = (AS_PLANNED,),
+    *,
+    sent: bool = False,
 ) -> dict[str, Any]:
-    """Recall of the statement in vector mode, as planned and with the filtered HNSW path
-    forced (or under other `variants`), against the same statement with index scans off (an
-    exact distance sort).
+    """Recall of the statement in vector mode, as planned (or under other `variants`), against
+    the same statement with index scans off (an exact distance sort). With `sent`, the
+    statement is the one the service sends for each question (`FusionStatement.learn`: for an
+    owner with vector indexes of its own, the text that walks them; every question must be
+    one owner's), else the statement of any owner, which sorts the vectors exactly.
 
     The request asks for the whole candidate pool (limit = pool), weights 0, so the hits are the
     vector candidates in distance order: recall@10 is what a client sees, recall@pool is what
@@ -477,7 +479,11 @@ async def vector_recall(
             params = await service_search_params(
                 settings, query.tenant_id, query.user_id, request, query.embedding
             )
-            arguments = statement.arguments(query.tenant_id, params)
+            arguments = (
+                await statement.learn(driver, query.tenant_id, params)
+                if sent
+                else statement.arguments(query.tenant_id, params)
+            )
             found: dict[str, list[uuid.UUID]] = {}
             for variant in (EXACT, *variants):
                 started = time.perf_counter()

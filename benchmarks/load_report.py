@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bulk import HNSW_INDEX
 from benchmarks.corpus import describe
 from benchmarks.load import (
     SEARCH_LIMIT,
@@ -114,9 +113,7 @@ def build_load_report(
             },
             "bulk": {
                 "connections": options.load_connections,
-                "maintenance_work_mem": options.maintenance_work_mem,
-                "max_parallel_maintenance_workers": options.parallel_workers,
-                "hnsw_index": HNSW_INDEX,
+                "owner_indexes": owner_index_config(settings),
             },
             "server": run.server,
             "postgres": run.postgres,
@@ -124,6 +121,16 @@ def build_load_report(
         "sizes": [_size_json(result) for result in run.sizes],
         "heavy_user": run.heavy_user,
         "timing": {"wall_seconds": wall_seconds},
+    }
+
+
+def owner_index_config(settings: Settings) -> dict[str, Any]:
+    """What the owners' own vector indexes built after each load are built under."""
+    return {
+        "build_from": settings.owner_vector_index_from,
+        "most": settings.owner_vector_indexes_max,
+        "ef_construction": settings.owner_vector_index_ef_construction,
+        "ef_search": settings.owner_vector_index_ef_search,
     }
 
 
@@ -162,6 +169,7 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
     commit = report["git"]["commit"]
     machine = report["machine"]
     fidelity = config["vectors"]["fidelity"]
+    owner_indexes = config["bulk"]["owner_indexes"]
     lines = [
         f"## Load: {', '.join(size['label'] for size in sizes)} memories",
         "",
@@ -173,7 +181,10 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
         f"{fidelity['cosine_true_vs_derived']:.3f}; the pool sentence's own "
         f"{fidelity['cosine_true_vs_pool_sentence']:.3f}). Search: `POST …/memories/search` "
         f"{{query, limit {search['request']['limit']}}} = hybrid RRF k={search['rrf_k']}, pool "
-        f"{search['candidate_pool']}, ef_search {search['hnsw_ef_search']}. PostgreSQL "
+        f"{search['candidate_pool']}; owners' own vector indexes from "
+        f"{owner_indexes['build_from']:,} memories of a kind (at most {owner_indexes['most']}, "
+        f"ef_construction {owner_indexes['ef_construction']}, walked at ef_search of at least "
+        f"{owner_indexes['ef_search']}). PostgreSQL "
         f"{postgres.get('server_version')} + pgvector {postgres.get('pgvector')}, "
         f"shared_buffers {postgres.get('shared_buffers')}; uvicorn "
         f"{config['server'].get('uvicorn_workers', 1)} worker(s), query-vector cache "
@@ -194,16 +205,17 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
                 "COPY s",
                 "COPY rows/s",
                 "VACUUM ANALYZE s",
-                "HNSW build s",
-                "bulk rows/s incl. index",
+                "owner indexes",
+                "owner indexes s",
+                "bulk rows/s incl. owner indexes",
                 "table + indexes MiB",
-                "HNSW MiB",
+                "owner indexes MiB",
                 "API rows",
                 "API rows/s",
                 "API p50 ms / 100-row batch",
             ]
         ),
-        _row(["---", *["---:"] * 11]),
+        _row(["---", *["---:"] * 12]),
     ]
     for size in sizes:
         bulk, api = size["bulk"], size["api_ingest"] or {}
@@ -216,10 +228,11 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
                     _number(bulk["copy_seconds"]),
                     _count(bulk["copy_rows_per_second"]),
                     _number(bulk["vacuum_analyze_seconds"]),
-                    _number(bulk["hnsw_build_seconds"]),
-                    _count(bulk["rows_per_second_with_index_build"]),
+                    bulk["owner_indexes_built"],
+                    _number(bulk["owner_index_seconds"]),
+                    _count(bulk["rows_per_second_with_owner_graphs"]),
                     _mib(sum(relation.values())),
-                    _mib(relation.get(HNSW_INDEX)),
+                    _mib(bulk["owner_index_bytes"]),
                     _count(api.get("rows")),
                     _number(api.get("rows_per_second")),
                     _number((api.get("request_ms") or {}).get("p50"), 0),
@@ -279,19 +292,16 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
                 "queries",
                 "as planned R@10",
                 "R@100",
-                "p50 ms",
-                "forced HNSW R@10",
-                "R@100",
                 "candidates of 100",
                 "p50 ms",
                 "exact p50 ms",
             ]
         ),
-        _row(["---", *["---:"] * 9]),
+        _row(["---", *["---:"] * 6]),
     ]
     for size in sizes:
         recall = size["recall"]
-        planned, forced, exact = recall["as planned"], recall["forced HNSW"], recall["exact"]
+        planned, exact = recall["as planned"], recall["exact"]
         lines.append(
             _row(
                 [
@@ -299,11 +309,8 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
                     recall["queries"],
                     _number(planned["recall_at_10"], 3),
                     _number(planned["recall_at_pool"], 3),
+                    _number(planned["candidates_mean"], 1),
                     _number(planned["ms"]["p50"]),
-                    _number(forced["recall_at_10"], 3),
-                    _number(forced["recall_at_pool"], 3),
-                    _number(forced["candidates_mean"], 1),
-                    _number(forced["ms"]["p50"]),
                     _number(exact["ms"]["p50"]),
                 ]
             )
@@ -340,10 +347,9 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
                 "asked-about memory in top 10",
                 "hybrid (default) scans",
                 "vector as planned",
-                "forced HNSW",
             ]
         ),
-        _row(["---", "---:", "---:", "---:", "---", "---", "---"]),
+        _row(["---", "---:", "---:", "---:", "---", "---"]),
     ]
     for size in sizes:
         recall, agreement = size["recall"], size["agreement"]
@@ -356,7 +362,6 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
                     _number(agreement["target_memory_in_service_top10"], 2),
                     _scans(size["plans"].get("hybrid_default")),
                     _scans(recall["as planned"]["plan"]),
-                    _scans(recall["forced HNSW"]["plan"]),
                 ]
             )
         )

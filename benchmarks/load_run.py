@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 from tqdm import tqdm
 
-from benchmarks.bulk import BulkLoader, BulkSettings
+from benchmarks.bulk import BulkLoader, BulkSettings, build_owner_graphs
 from benchmarks.corpus import Corpus, build_pool
 from benchmarks.heavy import load_heavy_user, measure_heavy_user
 from benchmarks.load import (
@@ -70,8 +70,6 @@ async def _run(
         pool_vectors,
         BulkSettings(
             connections=options.load_connections,
-            maintenance_work_mem=options.maintenance_work_mem,
-            parallel_workers=options.parallel_workers,
             vector_noise=options.vector_noise,
             embedding_model=embedder.model_name,
         ),
@@ -141,17 +139,20 @@ async def _measure_size(
     def copied(rows: int) -> None:
         bar.update(rows)
         if bar.n >= bar.total:
-            # Closed here, so its rate is the COPY's, not COPY + VACUUM + index build.
+            # Closed here, so its rate is the COPY's, not COPY + VACUUM + owner indexes.
             bar.close()
 
     try:
         step = await loader.grow_to(size, copied)
     finally:
         bar.close()
+    # The heavy user, loaded with the last size, gets its own indexes here too.
+    await build_owner_graphs(loader, settings, step)
     _say(
         options,
         f"{label}: {step.total_rows} rows; COPY {step.copy_seconds:.0f} s, VACUUM ANALYZE "
-        f"{step.vacuum_analyze_seconds:.0f} s, HNSW build {step.index_seconds:.0f} s",
+        f"{step.vacuum_analyze_seconds:.0f} s, {step.owner_indexes_built} owner indexes "
+        f"{step.owner_index_seconds:.0f} s",
     )
 
     queries = await sample_search_queries(embedder, corpus, loader.users_loaded, options)

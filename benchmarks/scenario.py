@@ -5,8 +5,9 @@ through the HTTP service.
 Per size S, in this order:
 1. build the owner of S memories (its tenant's organization memory, and 2 x S memories of other
    users of that tenant and of other tenants), COPY them through the bulk path (vectors from the
-   embedded pool), VACUUM ANALYZE and rebuild the HNSW index; the database keeps every
-   smaller size's owners, so each owner is a minority of the table;
+   embedded pool), VACUUM ANALYZE, then build the largest owners' own vector indexes, as a
+   service process with the owner role does after a load; the database keeps every smaller
+   size's owners, so each owner is a minority of the table;
 2. draw the owner's questions — generic, about one memory, the source's own — and embed each;
 3. under uvicorn on loopback: every question once (so each later search finds its vector in the
    service's cache); a set of other questions once each, never seen before, so each search
@@ -39,6 +40,7 @@ from benchmarks.bulk import (
     BulkSettings,
     BulkStep,
     MemoryTable,
+    build_owner_graphs,
     vector_payloads,
 )
 from benchmarks.corpus import noisy_vectors
@@ -87,7 +89,6 @@ from service.config import Settings
 from service.context.service import MEMORY_SECTIONS
 from service.db import tenant_transaction
 from service.memories.fusion import FusionRepository, SearchParams
-from service.memories.owner_indexes import OwnerIndexes
 from service.memories.schemas import BATCH_MAX, SearchRequest
 from service.providers import Embedder
 
@@ -112,8 +113,6 @@ class ScenarioOptions:
     fresh_queries: int = 100
     api_rows: int = 2000
     load_connections: int = 2
-    maintenance_work_mem: str = "4GB"
-    parallel_workers: int = 1
     progress: bool = True
 
 
@@ -209,11 +208,10 @@ class ScenarioLoader:
         owners: Sequence[ScenarioOwner],
         tenants: Sequence[str],
         progress: Callable[[int], object],
-    ) -> tuple[float, float, float]:
-        """COPY the owners (their tenants and users first), VACUUM ANALYZE, rebuild the HNSW
-        index; the seconds of each."""
+    ) -> tuple[float, float]:
+        """COPY the owners (their tenants and users first), then VACUUM ANALYZE; the seconds of
+        each."""
         started = time.perf_counter()
-        await self.table.drop_hnsw_index()
         users = sorted({(o.tenant_id, o.user_id) for o in owners if o.user_id is not None})
         async with self.table.connection() as connection, connection.transaction():
             await connection.copy_records_to_table(
@@ -232,10 +230,7 @@ class ScenarioLoader:
         copy_seconds = time.perf_counter() - started
         started = time.perf_counter()
         await self.table.vacuum_analyze()
-        vacuum_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        await self.table.create_hnsw_index()
-        return copy_seconds, vacuum_seconds, time.perf_counter() - started
+        return copy_seconds, time.perf_counter() - started
 
 
 def build_size(
@@ -529,8 +524,6 @@ async def _run(
         owner_engine,
         BulkSettings(
             connections=options.load_connections,
-            maintenance_work_mem=options.maintenance_work_mem,
-            parallel_workers=options.parallel_workers,
             vector_noise=options.vector_noise,
             embedding_model=embedder.model_name,
         ),
@@ -627,22 +620,16 @@ async def _measure_size(
         file=sys.stderr,
         disable=not options.progress,
     ) as bar:
-        step.copy_seconds, step.vacuum_analyze_seconds, step.index_seconds = await loader.load(
+        step.copy_seconds, step.vacuum_analyze_seconds = await loader.load(
             owners, tenants, bar.update
         )
-    # What a service process with the owner role does in the background after a load: the
-    # largest owners get their own vector index (the served app's own loop is off).
-    started = time.perf_counter()
-    built = await OwnerIndexes.configured(loader.table.owner_engine, settings).refresh()
-    step.owner_index_seconds = time.perf_counter() - started
-    step.owner_indexes_built = len(built.built) + len(built.rebuilt) + len(built.kept)
-    step.relation_bytes = await loader.table.relation_sizes()
+    # The served app's own refresh is off (`owner_vector_index_refresh_seconds` 0).
+    await build_owner_graphs(loader.table, settings, step)
     _say(
         options,
         f"{label}: {step.total_rows} rows; build {build_seconds:.0f} s, COPY "
-        f"{step.copy_seconds:.0f} s, VACUUM ANALYZE {step.vacuum_analyze_seconds:.0f} s, HNSW "
-        f"build {step.index_seconds:.0f} s, {step.owner_indexes_built} owner indexes "
-        f"{step.owner_index_seconds:.0f} s",
+        f"{step.copy_seconds:.0f} s, VACUUM ANALYZE {step.vacuum_analyze_seconds:.0f} s, "
+        f"{step.owner_indexes_built} owner indexes {step.owner_index_seconds:.0f} s",
     )
 
     asked = sample_questions(owner, options.queries, shape.seed)

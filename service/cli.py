@@ -98,7 +98,7 @@ def build_parser(
         description=(
             "An owner with at least MNEME_OWNER_VECTOR_INDEX_FROM memories (at most "
             "MNEME_OWNER_VECTOR_INDEXES_MAX owners, the largest) gets an HNSW index of its own, "
-            "which its searches walk instead of the whole table's. A service process with the "
+            "which its searches walk instead of sorting its vectors. A service process with the "
             "owner role does this every MNEME_OWNER_VECTOR_INDEX_REFRESH_SECONDS; this command "
             "does it now, with the migration role (MNEME_MIGRATION_DATABASE_URL). `plan` says "
             "what `refresh` would build and drop."

@@ -192,26 +192,17 @@ class Settings(BaseSettings):
     # top 10's agreement with the exact ranking from 0.912 to 0.948 (docs/benchmarks.md);
     # 3,000 postings per lexeme did as much at a row read each.
     search_postings_scanned: int = Field(default=5_000, ge=10, le=100_000)
-    # Such an owner's vector side reads the HNSW index (iterative scan) when its memories are at
-    # least this share of the memory table; a smaller share is sorted exactly (the index would
-    # walk past other owners' vectors to find its nearest).
-    search_vector_index_share: float = Field(default=0.02, gt=0, le=1)
-    # ... and holds at least this many memories: the table's index is read on a plan made for
-    # each search (its planning alone ~7 ms), which costs more than sorting a smaller owner's
-    # vectors exactly (10,000 memories holding a third of the table: 29 ms a statement sorted,
-    # 36 walked; docs/benchmarks.md). An owner with indexes of its own reads those instead.
-    search_vector_index_from: int = Field(default=20_000, ge=0)
     # An owner (a user, or the organization) with at least this many memories of one kind
     # (semantic, episodic, procedural) gets an HNSW index of its own, partial to its memories of
     # that kind, built concurrently in the background by a process that has the owner role (the
     # embedded database's, or MNEME_MIGRATION_DATABASE_URL) every
     # `owner_vector_index_refresh_seconds` (0: never; `mneme owner-indexes refresh` builds them
     # on demand). Its searches walk the graphs of its own vectors only, at
-    # `owner_vector_index_ef_search`, instead of the whole table's graph filtered to it; a
-    # context's facts and episodes each walk their kind's. At most `owner_vector_indexes_max`
-    # indexes, the largest, are kept: every index on the memory table costs each write a check
-    # of its condition and the planner a look at it. An index is kept until its kind holds
-    # fewer than half of `owner_vector_index_from` of the owner's memories.
+    # `owner_vector_index_ef_search`, instead of sorting them all exactly (the table keeps no
+    # graph of its own); a context's facts and episodes each walk their kind's. At most
+    # `owner_vector_indexes_max` indexes, the largest, are kept: every index on the memory table
+    # costs each write a check of its condition and the planner a look at it. An index is kept
+    # until its kind holds fewer than half of `owner_vector_index_from` of the owner's memories.
     owner_vector_index_from: int = Field(default=2_000, ge=0)
     owner_vector_indexes_max: int = Field(default=100, ge=0, le=1_000)
     # A graph of one owner's memories of one kind, walked with a candidate list of at least
@@ -219,13 +210,14 @@ class Settings(BaseSettings):
     # candidate pool under RRF or in vector mode): twice a pool of 100 agreed with the exact
     # order as often as one walk at 400 of the owner's memories of every kind, in the same time.
     owner_vector_index_ef_search: int = Field(default=100, ge=10, le=1000)
-    # The candidate list while an owner's graph is built (pgvector needs at least twice the
-    # graph's 16 neighbours). The whole table's 64 left the graph of an owner of 100,000
-    # natural-text memories poorly connected in places: its top 10 agreed with the exact ranking
-    # 0.965 of the time, against 0.989 when built with 200, which costs a search nothing
-    # measurable and the background build 2.7 times as long. An index built with another value
-    # is built again beside the old one at the next refresh.
-    owner_vector_index_ef_construction: int = Field(default=200, ge=32, le=1000)
+    # The candidate list while an owner's graph is built, and while each of its writes is
+    # inserted (pgvector needs at least twice the graph's 16 neighbours). On an owner of 100,000
+    # natural-text memories, walks of a graph built with 64 agreed with the exact top 10 0.953
+    # (facts) and 0.938 (episodes) of the time, with 100 0.970 and 0.968, with 200 0.972; from
+    # 5,000 to 10,000 memories, batch writes took 1.00x the time they take without a graph at
+    # 64, 1.23x at 200 (docs/benchmarks.md). An index built with another value is built again
+    # beside the old one at the next refresh.
+    owner_vector_index_ef_construction: int = Field(default=100, ge=32, le=1000)
     owner_vector_index_refresh_seconds: float = Field(default=600, ge=0)
     # Unset: the embedding profile's weight (its model's share against BM25), else 0.5.
     search_linear_lexical_weight: UnitInterval | None = None
@@ -263,9 +255,9 @@ class Settings(BaseSettings):
     rerank_top_n: int = Field(default=30, ge=1, le=300)
     rerank_timeout_seconds: float = Field(default=2, gt=0, le=60)
     hnsw_ef_search: int = Field(default=100, ge=10, le=1000)
-    # pgvector's iterative index scan (≥ 0.8) when the planner takes the HNSW path for a
-    # filtered search (an owner with a large share of the table): keep scanning the graph until
-    # `pool` rows pass the filter, or `hnsw_max_scan_tuples` tuples were visited.
+    # pgvector's iterative index scan (≥ 0.8) when a filtered search walks an owner's own HNSW
+    # index (a filter that passes part of a kind): keep scanning the graph until `pool` rows
+    # pass the filter, or `hnsw_max_scan_tuples` tuples were visited.
     hnsw_iterative_scan: Literal["off", "relaxed_order", "strict_order"] = "relaxed_order"
     hnsw_max_scan_tuples: int = Field(default=20_000, ge=1)
 
@@ -517,9 +509,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _owner_indexes_are_found_by_bounded_searches(self) -> Settings:
-        # The indexes are built for the owners the search statistics count, and a search
-        # reads the table's index only for an owner counted at the bounded size: an index of
-        # an owner below it would be built, checked on every write, and rarely worth a walk.
+        # The indexes are built for the owners the search statistics count, at the bounded
+        # size: an index of an owner below it would be built, checked on every write, and
+        # rarely worth a walk.
         if 0 < self.owner_vector_index_from < self.search_bounded_from:
             raise ValueError(
                 "MNEME_OWNER_VECTOR_INDEX_FROM must be 0 (no owner indexes) or at least "

@@ -432,8 +432,7 @@ def forwarded_settings_sql(server_settings: Mapping[str, str], ef_search: int) -
     server has JIT; a filtered walk without iterative scans), but it forwards each `SET LOCAL`
     of a transaction (`citus.propagate_set_commands = 'local'`, which the tenant setting needs
     too). The walk's candidate list is `ef_search`, the owners' own graphs' (the only vector
-    indexes a search reads there: the coordinator does not count a distributed table's rows, so
-    no owner is searched through the whole table's index)."""
+    indexes a search reads)."""
     values = {**server_settings, "hnsw.ef_search": str(ef_search)}
     return "; ".join(
         f"SET LOCAL {name} = {quote_literal(values[name])}" for name in FORWARDED_SETTINGS
@@ -686,8 +685,8 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
                 # No JIT compilation: a plan whose estimated cost passes `jit_above_cost`
                 # (100,000) compiles its expressions on every execution, and the search
                 # statement's custom plans for an owner of 100,000 memories are estimated at
-                # 130,000-240,000 (a plan for an owner read through the table's index, and every
-                # plan on Citus, whose workers plan each statement for its values): 245-420 ms
+                # 130,000-240,000 (every plan on Citus, whose workers plan each statement for
+                # its values): 245-420 ms
                 # of compiling for a statement that runs in 35-100 ms (docs/benchmarks.md).
                 "jit": "off",
             },

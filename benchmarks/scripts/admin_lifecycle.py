@@ -86,13 +86,6 @@ BASELINE_SQL = (
 cascade), without the catalogue, the jobs, the audit trail or the verification."""
 
 
-HNSW_INDEX_SQL = (
-    "CREATE INDEX ix_memory_embedding_hnsw ON memory "
-    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-)
-"""The migration's vector index, built once after seeding (faster than row by row)."""
-
-
 def say(line: str) -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
@@ -101,14 +94,12 @@ def say(line: str) -> None:
 async def seed(engine: AsyncEngine, args: argparse.Namespace, dims: int) -> float:
     started = time.perf_counter()
     fillers = max((args.corpus - 2 * args.memories) // 1000, 0)
-    # Only the heavy users' memories carry vectors: they are what is exported and purged, and
-    # building a vector index over the whole random corpus would dominate the run.
+    # Only the heavy users' memories carry vectors: they are what is exported and purged.
     users = [(u, args.memories, args.threads, True) for u in HEAVY] + [
         (f"user-{n:04d}", 1000, 10, False) for n in range(fillers)
     ]
     async with engine.begin() as connection:
         await connection.execute(text("INSERT INTO tenant (id) VALUES (:t)"), {"t": TENANT})
-        await connection.execute(text("DROP INDEX ix_memory_embedding_hnsw"))
     for user, memories, threads, vectors in users:
         async with engine.begin() as connection:
             await set_tenant(connection, TENANT)
@@ -127,8 +118,6 @@ async def seed(engine: AsyncEngine, args: argparse.Namespace, dims: int) -> floa
                 )
     async with engine.begin() as connection:
         await connection.execute(text("SET LOCAL statement_timeout = 0"))
-        await connection.execute(text("SET LOCAL maintenance_work_mem = '256MB'"))
-        await connection.execute(text(HNSW_INDEX_SQL))
         await connection.execute(text("ANALYZE"))
     return time.perf_counter() - started
 

@@ -182,8 +182,6 @@ async def _load(data: Path, arguments: argparse.Namespace, sizes: Sequence[int])
                 held.owner_engine,
                 BulkSettings(
                     connections=2,
-                    maintenance_work_mem=arguments.maintenance_work_mem,
-                    parallel_workers=1,
                     vector_noise=arguments.vector_noise,
                     embedding_model=held.embedder.model_name,
                 ),
@@ -788,7 +786,6 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--org-memories-per-tenant", type=int, default=20)
     parser.add_argument("--small-tenants", type=int, default=0)
     parser.add_argument("--vector-noise", type=float, default=0.15)
-    parser.add_argument("--maintenance-work-mem", default="4GB")
     parser.add_argument(
         "--database-url",
         help="load the scenario into this database (the runtime role's URL) instead of an "

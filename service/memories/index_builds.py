@@ -31,17 +31,13 @@ SET_STATEMENT_LIMIT_SQL = text("SELECT set_config('statement_timeout', :limit, f
 HNSW_M = 16
 """Neighbours per node of every HNSW graph on the memory table (pgvector's default)."""
 
-TABLE_EF_CONSTRUCTION = 64
-"""Candidate list while the whole table's graph is built (the initial migration's): a larger
-one would multiply the build time of every vector of every tenant."""
 
-
-def hnsw_options(ef_construction: int = TABLE_EF_CONSTRUCTION) -> list[str]:
+def hnsw_options(ef_construction: int) -> list[str]:
     """An HNSW index's storage parameters as the catalog keeps them (`pg_class.reloptions`)."""
     return [f"m={HNSW_M}", f"ef_construction={ef_construction}"]
 
 
-def hnsw_definition(column: VectorColumn, ef_construction: int = TABLE_EF_CONSTRUCTION) -> str:
+def hnsw_definition(column: VectorColumn, ef_construction: int) -> str:
     """An HNSW index over `column` as searches compare with it (`VectorColumn.expression`),
     built with a candidate list of `ef_construction`."""
     return (

@@ -1,12 +1,16 @@
 """Vector indexes of their own for the owners with the most memories, one per kind of memory.
 
-The memory table's HNSW index holds every owner's vectors. A search of one owner walks that
-graph and skips the other owners' vectors until it has found enough of its own (pgvector's
-iterative scan), so its cost follows the owner's share of the table, not what it asks for; an
-owner too small a share is sorted exactly, which costs what it holds. An owner with many
-memories of a kind therefore gets an HNSW index partial to them (`WHERE tenant_id = … AND scope
-= … AND user_id = … AND kind = …`): a search planned for it (`fusion.PlannedSearch`) walks a
-graph of that owner's vectors of that kind only.
+A search sorts a small owner's vectors exactly, which costs what the owner holds. An owner with
+many memories of a kind gets an HNSW index partial to them (`WHERE tenant_id = … AND scope = …
+AND user_id = … AND kind = …`): a search planned for it (`fusion.PlannedSearch`) walks a graph
+of that owner's vectors of that kind only, whose cost follows what the search asks for, not
+what the owner holds.
+
+The memory table has no graph of its own (over every owner's vectors). A walk of it filtered to
+one owner skips the other owners' vectors until it has found enough of its own (pgvector's
+iterative scan): its cost follows the owner's share of the table, so it served only an owner
+that is much of a small table, and every write paid an insert into it, a large owner's on top
+of its own graph's.
 
 The unit is the owner's memories of one kind, not all of them, because a context asks for its
 facts and its episodes apart: in one graph of both, the walk for the episodes nearest a question
@@ -14,7 +18,8 @@ about facts visits and discards the facts on its way (thousands of them at 100,0
 the most of a context's time), where a graph per kind holds only what the scan returns. A search
 over every kind walks each kind's graph and keeps the nearest of them, which at a narrower
 candidate list costs what one walk of the whole owner cost, and agrees with the exact order
-more often. Each memory is still in one owner graph (its kind's): a write costs what it did.
+more often. Each memory is in one graph at most (its owner's of its kind): a write inserts into
+one graph, and a small owner's into none.
 
 The indexes are found by name (`owner_index_name`), so nothing else records them. They are
 built and dropped concurrently, by a connection of the table's owner role: the runtime role
@@ -426,7 +431,7 @@ REFRESH_LOCK = 0x6D6E656D655F6F69 & 0x7FFF_FFFF_FFFF_FFFF
 
 async def indexed_columns(engine: AsyncEngine) -> list[VectorColumn]:
     """The columns whose owners get indexes of their own: the live one, and during a change of
-    model the one being filled once it has its HNSW index (it is then all but full, and its
+    model the one being filled once its fill reached the end (it is then all but full, and its
     tenants switch to it from then on)."""
     state = await load_state(engine)
     live = state.column("live")
@@ -434,7 +439,7 @@ async def indexed_columns(engine: AsyncEngine) -> list[VectorColumn]:
         raise OwnerIndexesRefused("no vector column is live")
     columns = [VectorColumn(live.name, live.model or "", live.dims)]
     filling = state.column("filling")
-    if filling is not None and filling.index_built:
+    if filling is not None and filling.filled:
         columns.append(VectorColumn(filling.name, filling.model or "", filling.dims))
     return columns
 

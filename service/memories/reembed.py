@@ -10,12 +10,12 @@ Changing the model goes through the other vector column (`service.memories.vecto
    database refuse a vector of another size in it from then on (a CHECK constraint: the column
    has no dimension of its own, and a wrong-sized vector would fail its index build).
 2. `run` embeds every memory into it in (tenant, id) order, one committed batch at a time, so a
-   run that is killed resumes where it stopped: finished rows no longer match. Then it builds
-   the column's HNSW index (an expression index over the cast to the new dimension, built
-   concurrently; an index left invalid by a killed build is dropped and built again) and, when
-   given the owners' indexes to keep, the largest owners' own graphs on it
-   (`service.memories.owner_indexes`), and switches each tenant whose memories all carry the
-   new vector, one tenant per transaction that checks it. Searches of a tenant read the old
+   run that is killed resumes where it stopped: finished rows no longer match. Then it marks
+   the column filled and, when given the owners' indexes to keep, builds the largest owners'
+   own graphs on it (`service.memories.owner_indexes`: expression indexes over the cast to the
+   new dimension, built concurrently), and switches each tenant whose memories all carry the
+   new vector, one tenant per transaction that checks it. The table has no graph of its own on
+   either column: every other owner's vectors are sorted exactly. Searches of a tenant read the old
    column until that switch, the new one after it. With `follow` it keeps going (memories
    written meanwhile whose new vector a service process could not make) until the change
    finishes.
@@ -44,13 +44,9 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from service.memories.index_builds import (
-    create_index_concurrently,
-    hnsw_definition,
-    sees_all_tenants,
-)
+from service.memories.index_builds import create_index_concurrently, sees_all_tenants
 from service.memories.owner_indexes import OwnerIndexes
-from service.memories.vector_columns import COLUMN_NAMES, VectorColumn, load_state
+from service.memories.vector_columns import COLUMN_NAMES, load_state
 from service.providers import Embedder
 
 logger = logging.getLogger("mneme.reembed")
@@ -112,7 +108,7 @@ class ChangeStatus:
     memories_total: int
     memories_embedded: int
     memories_missing: int
-    index_built: bool
+    filled: bool
     # Tenants with memories, and those of them that read the new column.
     tenants: int
     tenants_switched: int
@@ -129,7 +125,7 @@ class ChangeStatus:
                 f"filling: {self.filling_column} with {self.filling_model}",
                 f"memories: {self.memories_embedded} embedded this change, "
                 f"{self.memories_missing} still missing the new vector",
-                f"index: {'built' if self.index_built else 'not built yet'}",
+                f"fill: {'reached its end' if self.filled else 'under way'}",
                 f"tenants: {self.tenants_switched} of {self.tenants} read the new column",
             ]
         if self.retiring_column is not None:
@@ -324,10 +320,6 @@ async def start(
     return free
 
 
-def _index_name(column: str) -> str:
-    return f"ix_memory_{column}_hnsw"
-
-
 def _unembedded_index_name(column: str) -> str:
     # The first column's keeps the name the initial migration gave it.
     return "ix_memory_unembedded" if column == "embedding" else f"ix_memory_{column}_unembedded"
@@ -339,16 +331,11 @@ async def _create_index_concurrently(owner_engine: AsyncEngine, name: str, defin
         await create_index_concurrently(autocommit, name, definition)
 
 
-async def _build_index(owner_engine: AsyncEngine, column: str, dims: int) -> None:
-    """The column's HNSW index over the cast to `dims`."""
-    await _create_index_concurrently(
-        owner_engine,
-        _index_name(column),
-        hnsw_definition(VectorColumn(column, "", dims)),
-    )
+async def _mark_filled(owner_engine: AsyncEngine, column: str) -> None:
+    """Record that the fill of `column` reached its end (`ColumnState.filled`)."""
     async with owner_engine.begin() as connection:
         await connection.execute(
-            text("UPDATE embedding_column SET index_built = true WHERE name = :column"),
+            text("UPDATE embedding_column SET filled = true WHERE name = :column"),
             {"column": column},
         )
 
@@ -427,7 +414,7 @@ async def status(owner_engine: AsyncEngine) -> ChangeStatus:
         memories_total=0 if filling is None else filling.memories_total,
         memories_embedded=0 if filling is None else filling.memories_embedded,
         memories_missing=missing,
-        index_built=filling is not None and filling.index_built,
+        filled=filling is not None and filling.filled,
         tenants=len(tenants),
         tenants_switched=sum(1 for tenant_id in tenants if tenant_id in state.switched),
         retiring_column=None if retiring is None else retiring.name,
@@ -445,8 +432,8 @@ async def run(
     on_progress: Callable[[int], None] | None = None,
     owner_indexes: OwnerIndexes | None = None,
 ) -> ChangeStatus:
-    """Fill the column being filled with `new`'s vectors, build its index (and, with
-    `owner_indexes`, the largest owners' own), switch each tenant whose memories are complete;
+    """Fill the column being filled with `new`'s vectors (and, with `owner_indexes`, build the
+    largest owners' graphs on it), switch each tenant whose memories are complete;
     with `follow`, keep at it until the change finishes."""
     owners_indexed = False
     while True:
@@ -489,9 +476,8 @@ async def run(
             on_progress=on_progress,
             count_progress=True,
         )
-        if not filling.index_built:
-            logger.info("building the HNSW index of memory.%s", filling.name)
-            await _build_index(owner_engine, filling.name, filling.dims)
+        if not filling.filled:
+            await _mark_filled(owner_engine, filling.name)
         if owner_indexes is not None and not owners_indexed:
             # Before a tenant switches: its large owners' searches on the new column walk
             # graphs of their own from the switch on, as they did on the old one, instead of

@@ -199,8 +199,6 @@ class MemorySearch:
             bounded_from=settings.search_bounded_from,
             postings_per_lexeme=settings.search_postings_per_lexeme,
             postings_scanned=settings.search_postings_scanned,
-            vector_index_share=settings.search_vector_index_share,
-            vector_index_from=settings.search_vector_index_from,
             owner_index_ef_search=settings.owner_vector_index_ef_search,
             walk_scanned=settings.hnsw_max_scan_tuples,
             not_only_of_messages=tuple(sorted(not_only_of_messages))

@@ -97,7 +97,9 @@ class ColumnState:
     status: ColumnStatus
     memories_total: int = 0
     memories_embedded: int = 0
-    index_built: bool = False
+    filled: bool = False
+    """Whether a change of model's fill of it reached its end once (its largest owners' graphs
+    are built on it from then on)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +114,7 @@ class ColumnsState:
 
 
 LOAD_COLUMNS_SQL = text(
-    "SELECT name, model, dims, status, memories_total, memories_embedded, index_built "
+    "SELECT name, model, dims, status, memories_total, memories_embedded, filled "
     "FROM embedding_column ORDER BY name"
 )
 LOAD_SWITCHED_SQL = text("SELECT tenant_id, column_name FROM embedding_column_tenant")
@@ -138,7 +140,7 @@ async def load_state(engine: AsyncEngine) -> ColumnsState:
                 row.status,
                 row.memories_total,
                 row.memories_embedded,
-                row.index_built,
+                row.filled,
             )
             for row in columns
         ),

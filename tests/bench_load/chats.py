@@ -15,8 +15,6 @@ TOY_SCENARIO = [
     "--sizes",
     "60,120",
     *TOY_CORPUS,
-    "--maintenance-work-mem",
-    "64MB",
 ]
 
 SESSIONS = {

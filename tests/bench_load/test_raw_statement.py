@@ -15,9 +15,10 @@ from benchmarks.bulk import BulkLoader, BulkLoadRefused, BulkSettings
 from benchmarks.corpus import Corpus, CorpusShape, build_pool
 from benchmarks.rawsql import (
     EXACT,
-    FORCED_HNSW,
     NEVER_BOUNDED,
     FusionStatement,
+    Variant,
+    _as_the_service,
     asyncpg_connection,
     exact_search_statement,
     service_search_params,
@@ -40,6 +41,15 @@ MEMORIES = [
 ]
 
 QUESTION = "What does the user like to drink in the morning?"
+
+TABLE_GRAPHS_SQL = """
+SELECT c.relname FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+ WHERE i.indrelid = 'memory'::regclass AND a.amname = 'hnsw'
+   AND NOT starts_with(c.relname, 'ix_memory_owner_')
+"""
+"""The memory table's HNSW indexes but its owners' own (other tests of the database build
+those)."""
 
 
 @pytest.fixture
@@ -85,7 +95,7 @@ async def test_the_statement_is_the_repositorys_with_positional_arguments(
     # The question's vector as a float array (the statement casts it to a vector).
     assert [0.25] * 384 in arguments
     assert len(arguments) == len(set(re.findall(r"\$(\d+)", statement.sql)))
-    assert statement.text(EXACT) != statement.text(FORCED_HNSW) != statement.sql
+    assert statement.text(EXACT) != statement.sql
     assert statement.text(EXACT).endswith(statement.sql)
 
 
@@ -123,16 +133,20 @@ async def test_the_statement_on_asyncpg_ranks_what_the_api_returns(
         driver = await asyncpg_connection(connection)
         raw_ids = [str(i) for i in await statement.ids(driver, tenant, arguments)]
         exact_ids = [str(i) for i in await statement.ids(driver, tenant, arguments, EXACT)]
-        forced = await statement.explain(driver, tenant, arguments, FORCED_HNSW)
+        planned = await statement.explain(driver, tenant, arguments)
         exact = await statement.explain(driver, tenant, arguments, EXACT)
+        table_graphs = await driver.fetch(TABLE_GRAPHS_SQL)
         # Under row-level security another tenant's transaction sees none of these memories.
         assert await statement.ids(driver, tenant + "-other", arguments) == []
 
     assert stored[MEMORIES[0]] in api_ids
     assert raw_ids == api_ids
+    # An owner without indexes of its own has its vectors sorted exactly, as planned too: the
+    # memory table has no vector graph of its own to walk, and neither plan reads one.
     assert exact_ids == raw_ids
-    assert forced.uses("ix_memory_embedding_hnsw")
-    assert not exact.uses("ix_memory_embedding_hnsw")
+    assert table_graphs == []
+    assert planned.scans and exact.scans
+    assert not any(planned.uses(name) or exact.uses(name) for name in ("hnsw", "ix_memory_owner_"))
 
 
 async def test_the_bulk_path_refuses_a_role_under_row_level_security(
@@ -142,7 +156,7 @@ async def test_the_bulk_path_refuses_a_role_under_row_level_security(
         runtime_engine,
         Corpus(CorpusShape(2, 1, 0, 1), build_pool(4, 1)),
         np.eye(4, 384, dtype=np.float32),
-        BulkSettings(1, "64MB", 0, 0.1, "model"),
+        BulkSettings(1, 0.1, "model"),
     )
 
     with pytest.raises(BulkLoadRefused, match="BYPASSRLS"):
@@ -160,3 +174,25 @@ def test_the_exact_reference_never_takes_the_bounded_lexical_path() -> None:
     bound = exact_search_statement("t-1", params).compile().params
     assert bound["bounded_from"] == NEVER_BOUNDED
     assert hybrid_search_statement("t-1", params).compile().params["bounded_from"] == 1
+
+
+async def test_a_variants_settings_come_after_those_the_service_made_for_the_search(
+    runtime_engine: AsyncEngine, tenant: str
+) -> None:
+    """A variant changes what the service's search set for its owners (the candidate list of a
+    walk of their own indexes, say), so its settings are made last."""
+    variant = Variant("smaller", ("SET LOCAL work_mem = '2MB'",))
+    planned = ("SET LOCAL work_mem = '8MB'",)
+    async with runtime_engine.connect() as connection:
+        driver = await asyncpg_connection(connection)
+        async with _as_the_service(driver, tenant, variant, planned) as generic_plan:
+            work_mem = await driver.fetchval("SHOW work_mem")
+            plan_cache_mode = await driver.fetchval("SHOW plan_cache_mode")
+            scoped_to = await driver.fetchval("SELECT current_setting('app.tenant_id')")
+        async with _as_the_service(driver, tenant, Variant("none", ()), planned):
+            planned_work_mem = await driver.fetchval("SHOW work_mem")
+
+    assert generic_plan and plan_cache_mode == "force_generic_plan"
+    assert scoped_to == tenant
+    assert work_mem == "2MB"
+    assert planned_work_mem == "8MB"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from benchmarks.rawsql import explain_prepared, service_search_params
+from benchmarks.rawsql import explain_prepared
 from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
@@ -30,7 +29,6 @@ from service.memories.filters import MemoryFilter
 from service.memories.fusion import (
     GENERIC_SEARCH_PLAN_SQL,
     OWN_INDEX,
-    SHARED_INDEX,
     FusionRepository,
     OwnersFound,
     SearchParams,
@@ -39,7 +37,6 @@ from service.memories.fusion import (
 from service.memories.fusion.statement import compiled_search, weight_bound
 from service.memories.jobs import search_statistics_job
 from service.memories.postings import IMPACT_MEAN_LENGTH
-from service.memories.schemas import SearchRequest
 from service.memories.vector_columns import VectorColumn
 from tests.conftest import as_tenant, bearer, new_tenant
 from tests.fixtures.factories import remember_texts
@@ -426,39 +423,6 @@ async def test_another_tenants_postings_and_statistics_are_out_of_reach(
             assert count.scalar_one() == 0, table
 
 
-def any_share_app(settings: Settings, *, vector_index_from: int) -> FastAPI:
-    """The app with bounded searches from `BOUNDED_FROM` memories, and any owner with
-    statistics counted as holding much of the table (its share), from `vector_index_from`
-    memories."""
-    return create_app(
-        settings.model_copy(
-            update={
-                "search_bounded_from": BOUNDED_FROM,
-                "search_postings_per_lexeme": POSTINGS_PER_LEXEME,
-                "search_vector_index_share": 1e-9,
-                "search_vector_index_from": vector_index_from,
-            }
-        )
-    )
-
-
-@asynccontextmanager
-async def counted_owner(
-    application: FastAPI,
-    owner_engine: AsyncEngine,
-    tenant: str,
-    headers: dict[str, str],
-) -> AsyncIterator[AsyncClient]:
-    """A client of `application` after one search of the caller's memories, and their
-    statistics counted as the background job counts them."""
-    async with LifespanManager(application):
-        transport = ASGITransport(app=application)
-        async with AsyncClient(transport=transport, base_url="http://mneme.test") as bounded:
-            await search_ids(bounded, headers, QUESTIONS[0], mode="hybrid")
-            await run_statistics_jobs(application, owner_engine, tenant)
-            yield bounded
-
-
 async def owners_found(
     application: FastAPI, tenant: str, owners: Sequence[Owner], column: VectorColumn
 ) -> OwnersFound:
@@ -471,107 +435,25 @@ async def owners_found(
         return await planned.owners_found(owners, column)
 
 
-async def index_read(application: FastAPI, tenant: str, user: str) -> str | None:
-    """Where a hybrid search of `user`'s memories (and the organization's) under
-    `application`'s settings reads its nearest vectors from, as the search finds its owners
-    before its statement (`OwnersFound.index_of`)."""
-    request = SearchRequest(query=QUESTIONS[0], mode="hybrid")
-    vector = await application.state.mneme.embedding_backfill.embedder.embed_query(QUESTIONS[0])
-    params = await service_search_params(
-        application.state.mneme.settings, tenant, user, request, list(vector)
-    )
-    found = await owners_found(application, tenant, params.filter.owners, params.vector_column)
-    return found.index_of(params)
-
-
-async def test_an_owner_of_few_memories_is_sorted_exactly_whatever_its_share_of_the_table(
-    client: AsyncClient,
-    settings: Settings,
-    owner_engine: AsyncEngine,
-    tenant: str,
-) -> None:
-    """Below `search_vector_index_from` memories, an owner holding much of the table is still
-    sorted exactly on the generic plan: planning a search for the index costs more than the
-    sort (the statement's text and settings are those of any small owner)."""
-    application = any_share_app(settings, vector_index_from=4 * BOUNDED_FROM)
-    ada = bearer(settings, tenant, "ada")
-    await remember_texts(client, ada, corpus(18, 2 * BOUNDED_FROM))
-    async with counted_owner(application, owner_engine, tenant, ada) as bounded:
-        # Counted (bounded: statistics in hand), and still not an owner of the index.
-        await search_ids(bounded, ada, QUESTIONS[0], mode="hybrid")
-        assert await index_read(application, tenant, "ada") is None
-        async with tenant_transaction(application.state.mneme.sessionmaker, tenant) as session:
-            documents = (
-                await session.execute(
-                    text(
-                        "SELECT documents FROM memory_owner_stats "
-                        "WHERE tenant_id = :tenant AND owner_key = 'user:ada'"
-                    ),
-                    {"tenant": tenant},
-                )
-            ).scalar_one()
-        assert BOUNDED_FROM <= documents < 4 * BOUNDED_FROM
-
-
-async def test_an_owner_holding_much_of_the_table_is_planned_for_and_ranked_as_exactly(
-    app: FastAPI,
-    client: AsyncClient,
-    settings: Settings,
-    owner_engine: AsyncEngine,
-    tenant: str,
-) -> None:
-    """Once counted, its searches run on a plan made for it (the vector index read nearest
-    first), from the first one on; the hits agree with the exact search's, whose app (the
-    default threshold) in the same process sorts the same owner exactly."""
-    application = any_share_app(settings, vector_index_from=0)
-    ada = bearer(settings, tenant, "ada")
-    await remember_texts(client, ada, corpus(17, 2 * BOUNDED_FROM))
-    async with counted_owner(application, owner_engine, tenant, ada) as bounded:
-        assert await index_read(application, tenant, "ada") == SHARED_INDEX
-        assert await index_read(app, tenant, "ada") is None
-        exact = [await search_ids(client, ada, each, mode="hybrid") for each in QUESTIONS]
-        agreed = 0
-        for question, exact_ids in zip(QUESTIONS, exact, strict=True):
-            found = await search_ids(bounded, ada, question, mode="hybrid")
-            agreed += len(set(found) & set(exact_ids))
-        assert agreed / (10 * len(QUESTIONS)) >= 0.9
-
-
-def test_an_owner_is_read_through_its_own_indexes_or_the_tables_when_large_enough() -> None:
+def test_an_owner_is_read_through_its_own_indexes_or_sorted_exactly() -> None:
     """What a search finds about its owners decides where it reads their nearest vectors:
-    their own indexes when they have any, the table's when they are counted (bounded) and
-    hold at least `vector_index_from` memories and `vector_index_share` of the table, else an
-    exact sort. An owner without statistics counts as none."""
+    their own indexes when they have any, else an exact sort, however many memories they hold
+    (the memory table has no graph of its own to walk)."""
     user, org = Owner.user("a"), Owner.org()
-    params = search_params(
-        MemoryFilter.build([user, org]),
-        "q",
-        bounded_from=100,
-        vector_index_from=1_000,
-        vector_index_share=0.1,
-    )
+    params = search_params(MemoryFilter.build([user, org]), "q", bounded_from=100)
     user_alone = replace(params, filter=MemoryFilter.build([user]))
+    org_alone = replace(params, filter=MemoryFilter.build([org]))
 
-    def found(documents: dict[str, int], rows: float, own: frozenset[str] = frozenset()) -> Any:
-        return OwnersFound(user, params.vector_column, documents, rows, own)
+    def found(documents: dict[str, int], own: frozenset[str] = frozenset()) -> OwnersFound:
+        return OwnersFound(user, params.vector_column, documents, own)
 
-    # The owners' memories are summed: 600 + 500 of a table of 10,000.
-    assert found({user.key: 600, org.key: 500}, 10_000).index_of(params) == SHARED_INDEX
-    assert found({user.key: 600, org.key: 500}, 10_000).index_of(user_alone) is None
-    # Below the table share (1,100 of 20,000), and below `vector_index_from`.
-    assert found({user.key: 600, org.key: 500}, 20_000).index_of(params) is None
-    assert found({user.key: 900}, 0).index_of(params) is None
-    # A table never analysed (0 rows) still needs `bounded_from` counted memories.
-    assert found({}, 0).index_of(replace(params, vector_index_from=0)) is None
-    assert found({user.key: 100}, 0).index_of(replace(params, vector_index_from=0)) == (
-        SHARED_INDEX
-    )
+    assert found({user.key: 1_000_000, org.key: 500_000}).index_of(params) is None
     # Indexes of their own come first, and belong to the owner they name.
     own = frozenset({f"semantic:{user.key}"})
-    assert found({}, 10_000, own).index_of(params) == OWN_INDEX
-    org_alone = replace(params, filter=MemoryFilter.build([org]))
-    assert found({}, 10_000, own).index_of(org_alone) is None
-    assert found({}, 10_000, own).own_indexes_of(user_alone) == own
+    assert found({}, own).index_of(params) == OWN_INDEX
+    assert found({}, own).index_of(user_alone) == OWN_INDEX
+    assert found({org.key: 1_000_000}, own).index_of(org_alone) is None
+    assert found({}, own).own_indexes_of(user_alone) == own
 
 
 async def test_a_lexeme_in_most_memories_brings_no_candidates_of_its_own(

@@ -151,30 +151,20 @@ def test_a_section_with_its_owners_written_in_binds_neither_them_nor_its_sizes()
     assert owner_literal(user) not in plain.sql
 
 
-def test_only_the_sections_known_to_have_an_index_read_their_nearest_from_one() -> None:
-    """In one statement, a section whose owners read an index (the table's, or their own on a
-    plan made for the search) is read in the order an index serves, and every other section's
-    owners are sorted exactly: a plan made for the search does not get to walk the whole
-    table's graph for a small owner."""
+def test_owners_without_indexes_of_their_own_are_sorted_exactly_in_every_section() -> None:
+    """In one statement, every section whose owners are not written in with indexes of their
+    own sorts their nearest vectors exactly, compiled for the service or built for a reader:
+    the memory table has no graph of its own, and no plan may walk a graph for them."""
     user = Owner.user("ada")
     facts, episodes = (
         search_params(MemoryFilter.build([user], kinds=[kind]), "tea")
         for kind in ("semantic", "episodic")
     )
-    dialect = asyncpg.dialect()
+    compiled, _ = compiled_search("t-1", [facts, episodes], asyncpg.dialect())
+    built = str(sectioned_search_statement("t-1", [facts, episodes]))
 
-    def orders(vector_index_sections: set[int]) -> list[tuple[str, str]]:
-        statement, _ = compiled_search(
-            "t-1",
-            [facts, episodes],
-            dialect,
-            vector_index_sections=vector_index_sections,
-        )
-        return nearest_orders(statement.sql)
-
-    assert orders({1}) == [("0", "exact"), ("1", "index")]
-    assert orders({0}) == [("0", "index"), ("1", "exact")]
-    assert orders(set()) == [("0", "exact"), ("1", "exact")]
+    assert nearest_orders(compiled.sql) == [("0", "exact"), ("1", "exact")]
+    assert nearest_orders(built) == [("0", "exact"), ("1", "exact")]
 
 
 def nearest_orders(sql: str) -> list[tuple[str, str]]:

@@ -218,7 +218,7 @@ async def test_from_start_on_the_column_being_filled_takes_only_the_new_models_s
                 owner, ServerVectors(EMBEDDING_MODEL, OTHER_DIMS), settle_seconds=SETTLE
             )
         current = await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
-        assert (current.memories_missing, current.index_built) == (0, True)
+        assert (current.memories_missing, current.filled) == (0, True)
         assert set((await _alt_sizes(owner, tenant)).values()) == {NEW_DIMS}
 
 

@@ -177,7 +177,8 @@ async def large_owner_among_tenants(
     autocommit = await owner_engine.connect()
     await autocommit.execution_options(isolation_level="AUTOCOMMIT")
     try:
-        await create_index_concurrently(autocommit, name, f"{hnsw_definition(column)} {condition}")
+        graph = hnsw_definition(column, app.state.mneme.settings.owner_vector_index_ef_construction)
+        await create_index_concurrently(autocommit, name, f"{graph} {condition}")
         async with _among_other_tenants(owner_engine, tenant):
             yield tenant, name
     finally:

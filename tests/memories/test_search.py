@@ -17,12 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from service.auth.owner import Owner
 from service.config import Settings
-from service.db import create_sessionmaker, tenant_transaction
+from service.db import tenant_transaction
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository
 from service.memories.schemas import SearchRequest
 from service.memories.search import MemorySearch
-from tests.conftest import as_tenant, bearer, new_tenant
+from tests.conftest import as_tenant, bearer
 from tests.memories.sessions import session_items
 from tests.search_params import search_params
 
@@ -265,85 +265,6 @@ async def test_mmr_drops_near_duplicates(
     assert all("Italian" in t for t in plain_texts)
     assert any("ramen" in t for t in diverse_texts)
     assert all(hit["scores"]["mmr_score"] is not None for hit in diverse["hits"])
-
-
-async def test_filtered_hnsw_search_matches_an_exact_scan(
-    app: FastAPI, runtime_engine: AsyncEngine
-) -> None:
-    """Many users share the global HNSW index; one user's nearest neighbours must still be
-    exactly those of a brute-force scan over that user's rows."""
-    embedder = app.state.mneme.embedding_backfill.embedder
-    tenant = new_tenant()
-    rng = np.random.default_rng(7)
-    topics = ["travel", "food", "work", "music", "sport", "family", "health", "money"]
-    texts = [
-        f"{rng.choice(topics)} note {i}: " + " ".join(rng.choice(topics, 6)) for i in range(240)
-    ]
-    vectors = await embedder.embed(texts)
-    sessionmaker = create_sessionmaker(runtime_engine)
-    async with tenant_transaction(sessionmaker, tenant) as session:
-        await session.execute(text("INSERT INTO tenant (id) VALUES (:t)"), {"t": tenant})
-        for index, (memory_text, vector) in enumerate(zip(texts, vectors, strict=True)):
-            owner = f"user-{index % 12}"
-            await session.execute(
-                text(
-                    "INSERT INTO user_account (tenant_id, id) VALUES (:t, :u) "
-                    "ON CONFLICT DO NOTHING"
-                ),
-                {"t": tenant, "u": owner},
-            )
-            await session.execute(
-                text(
-                    "INSERT INTO memory (tenant_id, scope, user_id, kind, text, embedding) "
-                    "VALUES (:t, 'user', :u, 'semantic', :text, CAST(:v AS vector))"
-                ),
-                {"t": tenant, "u": owner, "text": memory_text, "v": str(vector)},
-            )
-    query = await embedder.embed_query("music and sport")
-    params = search_params(
-        MemoryFilter.build([Owner.user("user-3")], lifecycles=["confirmed"]),
-        "music and sport",
-        query_embedding=query,
-        use_lexical=False,
-        use_vector=True,
-        pool=10,
-        thread_weight=1.0,
-    )
-    async with tenant_transaction(sessionmaker, tenant) as session:
-        # Force the index path the planner would take on a large table.
-        await session.execute(text("SET LOCAL enable_seqscan = off"))
-        await session.execute(text("SET LOCAL enable_bitmapscan = off"))
-        await session.execute(text("SET LOCAL enable_sort = off"))
-        plan = "\n".join(
-            (
-                await session.execute(
-                    text(
-                        "EXPLAIN SELECT id FROM memory WHERE tenant_id = :t AND user_id = 'user-3' "
-                        "AND embedding IS NOT NULL "
-                        "ORDER BY embedding <=> CAST(:v AS vector) LIMIT 10"
-                    ),
-                    {"t": tenant, "v": str(query)},
-                )
-            ).scalars()
-        )
-        via_index = await FusionRepository(session, tenant).search(params)
-    assert "ix_memory_embedding_hnsw" in plan
-    async with tenant_transaction(sessionmaker, tenant) as session:
-        exact = (
-            (
-                await session.execute(
-                    text(
-                        "SELECT id FROM memory WHERE user_id = 'user-3' "
-                        "ORDER BY (embedding <=> CAST(:v AS vector)) + 0 LIMIT 10"
-                    ),
-                    {"v": str(query)},
-                )
-            )
-            .scalars()
-            .all()
-        )
-    assert [row.memory.id for row in via_index] == list(exact)
-    assert len(exact) == 10
 
 
 async def test_a_memory_from_centuries_ago_ranks_last_instead_of_breaking_search(

@@ -25,7 +25,6 @@ from service.memories.fusion import (
     SearchParams,
     hybrid_search_statement,
 )
-from service.memories.fusion.repository import SHARED_INDEX_EF_SEARCH, custom_search_plan_sql
 from service.memories.schemas import SearchRequest, SearchResponse
 from service.memories.search import MemorySearch
 from tests.conftest import bearer, new_tenant
@@ -59,13 +58,6 @@ async def _tenant_with_texts(client: AsyncClient, settings: Settings) -> str:
 OWNERS_QUESTION = "\nSELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 """How the question a search asks about its owners before its statement begins, when it also
 makes the generic plan's setting (`OWNERS_SEARCHED_SQL`)."""
-
-OF_THE_TABLES_INDEX: dict[str, Any] = {
-    "bounded_from": 1,
-    "vector_index_from": 0,
-    "vector_index_share": 1e-9,
-}
-"""Thresholds under which a counted owner of any size reads the table's vector index."""
 
 
 def _params(query: str, vector: list[float], **changes: Any) -> SearchParams:
@@ -302,41 +294,21 @@ async def test_a_search_as_a_transactions_last_statement_restores_no_setting(
     assert not any("plan_cache_mode TO DEFAULT" in query for query in sent)
 
 
-async def test_a_search_with_its_vector_in_hand_sets_its_plan_in_one_query(
+async def test_a_counted_owner_without_indexes_of_its_own_is_sorted_exactly_on_the_generic_plan(
     app: FastAPI, client: AsyncClient, settings: Settings
 ) -> None:
-    """An owner searched through an index (here the table's, as for an owner holding a large
-    share of it) needs a setting of its own besides the generic plan's, which the question
-    about its owners made: the plan made for the search goes in one query, with the generic
-    plan's parallelism."""
+    """However large an owner is counted, without vector indexes of its own its nearest vectors
+    are sorted exactly, in every section, on the generic plan the question about the owners
+    set: no other setting is sent, and no scan is in the order a graph would serve (the memory
+    table has none of its own)."""
     tenant = await _tenant_with_texts(client, settings)
     embedder = app.state.mneme.embedding_backfill.embedder
     query = "Where does Lena live?"
-    params = _params(query, await embedder.embed_query(query), **OF_THE_TABLES_INDEX)
-    await count_statistics(app, tenant, Owner.user("ada"))
-    sent, found = await _sent_by_a_search(settings, tenant, _through_the_repository(tenant, params))
-    assert "Lisbon" in found[0]
-    assert sum(query.startswith(OWNERS_QUESTION) for query in sent) == 1
-    settings_sent = [query for query in sent if query.startswith("SET LOCAL")]
-    assert settings_sent == [custom_search_plan_sql(SHARED_INDEX_EF_SEARCH)]
-    assert "max_parallel_workers_per_gather = 0" in settings_sent[0]
-
-
-async def test_beside_owners_read_through_an_index_the_others_are_sorted_exactly(
-    app: FastAPI, client: AsyncClient, settings: Settings
-) -> None:
-    """One section's owners read the table's index, so the statement is planned for the
-    search; another section's owners, with no index known to read, are still sorted exactly
-    in it: that plan does not get to walk the table's graph filtered to a small owner."""
-    tenant = await _tenant_with_texts(client, settings)
-    embedder = app.state.mneme.embedding_backfill.embedder
-    query = "Where does Lena live?"
-    params = _params(query, await embedder.embed_query(query), **OF_THE_TABLES_INDEX)
+    params = _params(query, await embedder.embed_query(query), bounded_from=1)
     sections = [
         replace(params, filter=MemoryFilter.build([owner]))
         for owner in (Owner.user("ada"), Owner.org())
     ]
-    # Only the user is counted: the organization (not counted) is small.
     await count_statistics(app, tenant, Owner.user("ada"))
 
     async def search(session: AsyncSession) -> list[str]:
@@ -345,9 +317,10 @@ async def test_beside_owners_read_through_an_index_the_others_are_sorted_exactly
 
     sent, found = await _sent_by_a_search(settings, tenant, search)
     assert "Lisbon" in found[0]
-    assert custom_search_plan_sql(SHARED_INDEX_EF_SEARCH) in sent
+    assert sum(query.startswith(OWNERS_QUESTION) for query in sent) == 1
+    assert not [query for query in sent if query.startswith("SET LOCAL")]
     [statement] = [query for query in sent if query.startswith("\nWITH query_terms")]
-    assert nearest_orders(statement) == [("0", "index"), ("1", "exact")]
+    assert nearest_orders(statement) == [("0", "exact"), ("1", "exact")]
 
 
 async def test_a_search_whose_vector_has_arrived_sets_its_plan_with_the_statement(

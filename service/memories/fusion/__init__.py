@@ -25,7 +25,6 @@ from service.memories.fusion.parameters import (
 from service.memories.fusion.repository import (
     GENERIC_SEARCH_PLAN_SQL,
     OWN_INDEX,
-    SHARED_INDEX,
     FusionRepository,
     OwnersFound,
     PlannedSearch,
@@ -47,7 +46,6 @@ __all__ = [
     "LEXICAL_MATCHES_SQL",
     "OWN_INDEX",
     "RANKING_PARAMETERS",
-    "SHARED_INDEX",
     "FusionRepository",
     "OwnersFound",
     "PlannedSearch",

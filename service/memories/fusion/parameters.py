@@ -64,11 +64,6 @@ class SearchParams:
     # Not bound: the least HNSW candidate list for an owner with a vector index of its own
     # (at least twice the vector candidates, `fusion.repository._plan_of`).
     owner_index_ef_search: int = 100
-    # Not bound: an owner holding at least this share of the table's memories, and at least
-    # `vector_index_from` of them, has its nearest vectors read from the table's HNSW index
-    # (`PlannedSearch`), in about pool / share steps of its walk.
-    vector_index_share: float = 0.02
-    vector_index_from: int = 20_000
     # Bound only in a statement with a filtered walk (`FILTERED_WALK_SQL`): the most memories
     # it reads (`hnsw.max_scan_tuples`, where pgvector's iterative scan stops anyway).
     walk_scanned: int = 20_000

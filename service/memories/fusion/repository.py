@@ -93,22 +93,6 @@ class SearchRow:
         )
 
 
-SHARED_INDEX_EF_SEARCH = 1000
-"""The HNSW candidate list for an owner searched through the whole table's index: the
-index's nearest first are the whole vector side of such a search, not a shortcut beside an
-exact sort, so its recall is the search's, and the graph it walks is mostly other owners'."""
-
-
-def custom_search_plan_sql(ef_search: int) -> str:
-    """Plan the fusion statement for the search at hand, for owners whose vectors are best
-    read from the whole table's HNSW index (see `PlannedSearch`), with the candidate list
-    `ef_search` (`SHARED_INDEX_EF_SEARCH`, wider than the configured one)."""
-    return (
-        "SET LOCAL plan_cache_mode = force_custom_plan; "
-        f"SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL hnsw.ef_search = {ef_search:d}"
-    )
-
-
 INDEX_SCAN_AS_CONFIGURED_SQL = "SET LOCAL hnsw.ef_search TO DEFAULT"
 """The HNSW candidate list as the connection was configured (`MNEME_HNSW_EF_SEARCH`)."""
 
@@ -126,7 +110,7 @@ Left to choose (`auto`), PostgreSQL replans the statement for every search: its 
 actual owner is always estimated cheaper than the plan for any owner, so it never switches. For
 this 7 KB statement that planning cost as much as executing it (4 to 5 ms of a ~10 ms statement
 at 100k memories). The generic plan also makes the result depend on the parameters alone: a
-custom plan may read an owner's nearest memories from the HNSW index (approximate) where the
+custom plan may read an owner's nearest memories from its own HNSW index (approximate) where the
 generic one sorts the owner's memories by their exact distance, so under `auto` two pooled
 connections holding different plans could return different top 10s for the same question.
 
@@ -157,13 +141,10 @@ class PlannedSearch:
 
     Before its statement a search asks what its owners are (`OWNERS_SEARCHED_SQL`, in the
     round trip that makes the planner setting): how many memories each holds, and which vector
-    indexes of their own they have. An owner whose memories are a large part of the table
-    (`OwnersFound.index_of`) is searched on a plan made for it (`custom_search_plan_sql`):
-    planned knowing whose memories it reads, PostgreSQL reads their nearest vectors from the
-    HNSW index, in a number of steps that follows the owner's share of the table, not its size.
-    The generic plan, made for any owner, sorts the owner's vectors exactly, which is cheaper for
-    the many small owners (and needs no planning per search). An owner with a vector index of
-    its own (`service.memories.owner_indexes`) is written into the statement's text
+    indexes of their own they have. The generic plan, made for any owner, sorts the owner's
+    vectors exactly, which is what the many small owners need (and needs no planning per
+    search). An owner with a vector index of its own (`service.memories.owner_indexes`) is
+    written into the statement's text
     (`compiled_search`'s `written_owners`), which lets the planner see that the index's
     condition holds on the generic plan of that text, made once per connection and owner, and
     plans its other reads knowing the owner too: a generic plan made for an average owner reads
@@ -218,30 +199,18 @@ class PlannedSearch:
             sections[0].vector_column,
         )
         indexes = [found.index_of(params) for params in sections]
-        plan = _plan_of(sections, indexes) if self._generic_plan else GENERIC_PLAN
-        await self._plan_for(plan)
+        await self._plan_for(_plan_of(sections, indexes) if self._generic_plan else GENERIC_PLAN)
         # The statement sorts the nearest vectors exactly (see `_search_template`), but for the
-        # owners written into its text, whose own indexes it reads, and the sections of owners
-        # with an index to read that are not written in: a large enough share of the table to
-        # read its index, or, on a plan made for the search, owners with indexes of their own.
-        # A server that makes no generic plans (Citus) gets the owners with indexes of their
-        # own written in too: their indexes are per kind, and a scan over every kind can read
-        # them only split by kind, as the written text is.
+        # owners written into its text, whose own indexes it reads. A server that makes no
+        # generic plans (Citus) gets them written in too: their indexes are per kind, and a
+        # scan over every kind can read them only split by kind, as the written text is.
         written = {
             index: found.own_indexes_of(params)
             for index, (params, each) in enumerate(zip(sections, indexes, strict=True))
-            if not plan.custom and each == OWN_INDEX
+            if each == OWN_INDEX
         }
         compiled, arguments = compiled_search(
-            self._tenant_id,
-            sections,
-            self._dialect,
-            written_owners=written,
-            vector_index_sections={
-                index
-                for index, each in enumerate(indexes)
-                if each is not None and index not in written
-            },
+            self._tenant_id, sections, self._dialect, written_owners=written
         )
         hits: list[list[SearchRow]] = [[] for _ in sections]
         due: set[Owner] = set()
@@ -284,7 +253,7 @@ class PlannedSearch:
             if setting is not None:
                 self._plan = GENERIC_PLAN
             documents = dict(row["documents"] or ())
-            table_rows, own_indexes = float(row["table_rows"]), row["owner_indexes"]
+            own_indexes = row["owner_indexes"]
         else:
             documents_sql, documents_arguments = owner_documents_of(
                 self._tenant_id, user, self._dialect
@@ -294,9 +263,8 @@ class PlannedSearch:
             )
             counted = await self._driver.fetch(documents_sql.sql, *documents_arguments)
             documents = {row["owner_key"]: row["documents"] for row in counted}
-            table_rows = 0.0
             own_indexes = await self._driver.fetchval(indexes_sql.sql, *indexes_arguments)
-        self._found = OwnersFound(user, column, documents, table_rows, frozenset(own_indexes or ()))
+        self._found = OwnersFound(user, column, documents, frozenset(own_indexes or ()))
         return self._found
 
     async def _plan_for(self, plan: Plan) -> None:
@@ -314,13 +282,12 @@ class OwnersFound:
     """What the owners a search of `user` may read (the user, None for none, and the
     organization) are, as `OWNERS_SEARCHED_SQL` found them for the vector column `column`: how
     many memories each holds as their statistics last counted them (`documents`, by owner key;
-    an owner not counted holds too few to matter), the table's estimated rows, and their vector
-    indexes of their own (`kind:owner key`)."""
+    an owner not counted holds too few to matter), and their vector indexes of their own
+    (`kind:owner key`)."""
 
     user: Owner | None
     column: VectorColumn
     documents: Mapping[str, int]
-    table_rows: float
     own_indexes: frozenset[str]
 
     def answers(self, user: Owner | None, column: VectorColumn) -> bool:
@@ -335,69 +302,42 @@ class OwnersFound:
 
     def index_of(self, params: SearchParams) -> str | None:
         """Where the search `params` reads its owners' nearest vectors from: their own indexes
-        (`OWN_INDEX`), the table's (`SHARED_INDEX`), or neither (an exact sort).
-
-        The table's index when the owners hold enough of the table for its walk to find their
-        nearest memories in about pool / share steps (on Citus the coordinator's count of a
-        distributed table is 0: any share is enough), and enough memories that sorting them
-        costs more than planning a search for the index; counted, that is bounded, in any
-        case (`bounded_from`): an owner the statistics do not count is small."""
-        if self.own_indexes_of(params):
-            return OWN_INDEX
-        documents = sum(self.documents.get(owner.key, 0) for owner in params.filter.owners)
-        threshold = max(
-            params.bounded_from,
-            params.vector_index_from,
-            params.vector_index_share * self.table_rows,
-        )
-        return SHARED_INDEX if documents >= threshold else None
+        (`OWN_INDEX`), or none (an exact sort of their vectors)."""
+        return OWN_INDEX if self.own_indexes_of(params) else None
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How the fusion statement is planned: for the search at hand (`custom`) or once for its
-    text (generic), with the HNSW candidate list `ef_search` (None: as configured)."""
+    """How the fusion statement is planned: once for its text (its generic plan), with the
+    HNSW candidate list `ef_search` (None: as configured)."""
 
-    custom: bool
     ef_search: int | None
 
     def settings_sql(self) -> str:
-        # An owner's own index holds only its vectors: its setting's narrower list finds the
-        # same nearest as the whole table's index needs the wider one for.
-        if self.custom:
-            return custom_search_plan_sql(self.ef_search or SHARED_INDEX_EF_SEARCH)
         if self.ef_search is None:
             return f"{GENERIC_SEARCH_PLAN_SQL}; {INDEX_SCAN_AS_CONFIGURED_SQL}"
         return f"{GENERIC_SEARCH_PLAN_SQL}; SET LOCAL hnsw.ef_search = {self.ef_search:d}"
 
 
-GENERIC_PLAN = Plan(custom=False, ef_search=None)
+GENERIC_PLAN = Plan(ef_search=None)
 """The plan of the many small owners: made once per connection and filter shape."""
 
 
 OWN_INDEX = "own"
 """An owner searched through a vector index of its own."""
-SHARED_INDEX = "shared"
-"""An owner large enough a share of the table to be searched through the table's index."""
 
 
 def _plan_of(sections: Sequence[SearchParams], indexes: Iterable[str | None]) -> Plan:
     """The plan for sections whose owners are searched through `indexes`
-    (`OwnersFound.index_of` each). An owner read through the whole table's index needs a plan
-    made for it, and the wider candidate list. Owners with indexes of their own are written
+    (`OwnersFound.index_of` each). Owners with indexes of their own are written
     into the statement's text (`compiled_search`'s `written_owners`), so its generic plan,
     made once per connection and owner, reads their indexes: planning the ~15 KiB statement
     for every search cost 7 to 10 ms, more than the rest of a search of 100k memories. Their
     walks keep a candidate list of at least twice the most vector candidates a section asks
     for (`SearchParams.owner_index_ef_search` is the least)."""
-    found = set(indexes)
-    if SHARED_INDEX in found:
-        return Plan(custom=True, ef_search=SHARED_INDEX_EF_SEARCH)
-    if OWN_INDEX in found:
+    if OWN_INDEX in set(indexes):
         most = max(section.vector_candidates for section in sections)
-        return Plan(
-            custom=False, ef_search=owner_walk_list(sections[0].owner_index_ef_search, most)
-        )
+        return Plan(ef_search=owner_walk_list(sections[0].owner_index_ef_search, most))
     return GENERIC_PLAN
 
 

@@ -428,11 +428,6 @@ sent to the tenant's shard whole (Citus then plans each CTE apart: twenty plans,
 sent on as an intermediate one, ~40 ms of a ~65 ms search of a small owner). What a search
 needs from the catalog it asks before the statement (`OWNERS_SEARCHED_SQL`)."""
 
-TABLE_ROWS_SQL = (
-    "greatest((SELECT c.reltuples FROM pg_class c WHERE c.oid = 'memory'::regclass), 0)"
-)
-"""The memory table's estimated rows, 0 before it was ever analysed."""
-
 OWNER_INDEXES_SQL = """ARRAY(
     SELECT kind.name || ':' || owner.key
       FROM unnest(${owner_keys}) AS owner(key)
@@ -469,21 +464,18 @@ a row has too few to be counted, or was not counted yet)."""
 OWNERS_SEARCHED_SQL = """
 SELECT ${plan_settings}
        ARRAY(SELECT ROW(d.owner_key, d.documents) FROM (${owner_documents}) AS d) AS documents,
-       ${table_rows} AS table_rows,
        ${owner_indexes} AS owner_indexes"""
 """What a search asks about its owners before its statement, whose text and plan depend on it
 (see `PlannedSearch`): how many memories each holds (`OWNER_DOCUMENTS_SQL`, as `(key,
-documents)` records), the table's estimated rows (`TABLE_ROWS_SQL`) and the vector indexes of
-their own (`OWNER_INDEXES_SQL`). With `${plan_settings}` it also sets the statement's planner
-settings (`set_config(…, true)`, which is `SET LOCAL`), in the round trip the setting took on
-its own. Asked for every search, it is never out of date: an owner that grew past the
-thresholds, or whose index was built a moment ago, is searched as it now is.
+documents)` records) and the vector indexes of their own (`OWNER_INDEXES_SQL`). With
+`${plan_settings}` it also sets the statement's planner settings (`set_config(…, true)`, which
+is `SET LOCAL`), in the round trip the setting took on its own. Asked for every search, it is
+never out of date: an owner that grew past the thresholds, or whose index was built a moment
+ago, is searched as it now is.
 
 Where the server distributes queries (Citus) it is not one query: the owners' counts are a
 distributed table's rows, sent to the tenant's shard (`OWNER_DOCUMENTS_SQL`), and the indexes
-are the coordinator's catalog (`OWNER_INDEXES_OF_SQL`), which it answers itself; the table's
-rows are 0 there (the coordinator's count of a distributed table, whose rows live on the
-workers)."""
+are the coordinator's catalog (`OWNER_INDEXES_OF_SQL`), which it answers itself."""
 
 OWNER_INDEXES_OF_SQL = "SELECT ${owner_indexes} AS owner_indexes"
 """`OWNER_INDEXES_SQL` on its own, for a server that distributes queries (see
@@ -718,14 +710,14 @@ use it only for a scan whose conditions imply the index's, which is one owner's.
 
 INDEX_ORDER_SQL = "${vector} <=> ${question_vector}"
 """The order of `NEAREST_SQL` an HNSW index serves: a plan made for a large owner reads its
-nearest from its own index or the table's."""
+nearest from its own index."""
 
 EXACT_ORDER_SQL = "(${vector} <=> ${question_vector}) + 0"
 """The same order as an expression no index is built on, so the planner sorts by the exact
-distance: the order of the generic plan, which serves the small owners. Planned for any owner,
-it could otherwise take the table's HNSW index (it did for a table of a few thousand wide rows),
-whose walk filtered to a small owner visits most of the graph to find a pool of its vectors, and
-whose answer is approximate."""
+distance: the order of every owner not written in with indexes of its own, which the generic
+plan serves. The memory table has no HNSW index of its own, so nothing else could serve it; the
+explicit sort keeps it so should one be built by hand, whose walk filtered to a small owner
+would visit most of the graph to find a pool of its vectors, with an approximate answer."""
 
 FEW_PASSING_SQL = """
 few_passing AS MATERIALIZED (

@@ -61,7 +61,6 @@ from service.memories.fusion.sql import (
     SEARCHED_FEW_SQL,
     SEARCHED_OWNER_KEYS_SQL,
     SEEDS_SQL,
-    TABLE_ROWS_SQL,
     WEIGHT_BOUND_SQL,
 )
 from service.memories.owner_index_names import ALL_KINDS, OWNER_INDEX_PREFIX
@@ -155,11 +154,6 @@ class SectionShape:
     memories pass its filter (`FEW_PASSING_SQL`), and otherwise reads the memories of
     `graph_filters`, testing each against its filter as it finds them (`FILTERED_WALK_SQL`).
     Empty: walked under the filter."""
-    reads_vector_index: bool = False
-    """Whether the section's owners, not written in, read their nearest vectors from an HNSW
-    index: the whole table's, for owners a large enough share of it, or on a plan made for the
-    search their own. With `exact_vectors`, every other section's owners are sorted
-    exactly."""
     kinds_bind: str | None = None
     """The bind of the kinds its filter names (`MemoryFilter.where`'s), None when it names
     none: a bounded read tests a posting's kind against it without reading the memory."""
@@ -204,16 +198,13 @@ class VectorScan:
 def _search_template(
     shapes: tuple[SectionShape, ...],
     column: VectorColumn,
-    exact_vectors: bool = False,
 ) -> str:
     """`HYBRID_SEARCH_SQL` with section `i` selected by `shapes[i]`, its pool and limit bound
-    as `:pool_i` and `:limit_i`, its vectors read from `column`; with `exact_vectors`, the
-    nearest vectors are sorted by their exact distance, never read from an HNSW index, but for
-    the sections that read one (`SectionShape.reads_vector_index`) and the owners written in
-    with indexes of their own (which read those). Whether any other owner's scan walks the
-    table's index is then never the planner's choice: pgvector's cost of a walk does not see
-    that a filter to a small owner makes it visit other tenants' vectors, up to
-    `hnsw.max_scan_tuples`, and find few or none of the owner's."""
+    as `:pool_i` and `:limit_i`, its vectors read from `column`. The owners written in with
+    indexes of their own read their nearest vectors from those; every other owner's are sorted
+    by their exact distance, an order no index serves, so that no plan walks a graph that
+    holds other owners' vectors (the memory table has none of its own: see
+    `service.memories.owner_indexes`)."""
     # Cached per filter shape: the same text (and so asyncpg's prepared statement) is reused.
 
     vectors = vector_fragments(column)
@@ -233,14 +224,9 @@ def _search_template(
         indexes of its own per kind, one per kind it has an index for (the kind written in, so
         the plan can prove the index's condition) and one, exact, for the kinds it has none
         for. An owner written in with no index of its own (the organization beside a large
-        user) is sorted exactly, like those kinds: left the index order, its scan was the
-        planner's choice between the sort and a walk of the whole table's graph filtered to
-        it, and pgvector's cost of the walk does not see the filter. The walk won for a pool
-        of 80 over an organization of 500 memories among 340,000: 42,374 buffers for 20,000
-        of other tenants' vectors, and none of the organization's found."""
+        user) is sorted exactly, like those kinds."""
         if not shape.owners_written:
-            order = exact_order if exact_vectors and not shape.reads_vector_index else index_order
-            return [VectorScan(each, order) for each in shape.each_owner_filter]
+            return [VectorScan(each, exact_order) for each in shape.each_owner_filter]
 
         def walked(scan_filter: str, graph_filter: str) -> list[VectorScan]:
             """A walk of the owner's index under `scan_filter`; for a filter that passes only
@@ -753,7 +739,6 @@ def _each_owner(
 def _shapes(
     sections: Sequence[SearchParams],
     predicates: Sequence[SectionPredicates],
-    vector_index_sections: Collection[int] = (),
 ) -> tuple[SectionShape, ...]:
     owner_sets = [params.filter.owners for params in sections]
     postings_parts = _postings_parts(sections)
@@ -776,7 +761,6 @@ def _shapes(
             params.filter.kinds is None or "episodic" in params.filter.kinds,
             None if section.left_out is None else section.left_out.sql,
             tuple(graph.sql for graph in section.graphs),
-            index in vector_index_sections,
             # The filter's own bind of its kinds (`MemoryFilter.where`, prefixed by section).
             None if params.filter.kinds is None else f"f{index}_kind",
             postings_parts[index],
@@ -858,8 +842,6 @@ def _sectioned_statement(
     tenant_id: str,
     sections: Sequence[SearchParams],
     predicates: Sequence[SectionPredicates],
-    exact_vectors: bool = False,
-    vector_index_sections: Collection[int] = (),
 ) -> TextualSelect:
     binds = [
         bindparam(
@@ -872,13 +854,7 @@ def _sectioned_statement(
         for name, value in _bound_values(tenant_id, sections, predicates).items()
     ]
     return (
-        text(
-            _search_template(
-                _shapes(sections, predicates, vector_index_sections),
-                sections[0].vector_column,
-                exact_vectors=exact_vectors,
-            )
-        )
+        text(_search_template(_shapes(sections, predicates), sections[0].vector_column))
         .bindparams(*_binds(predicates), *binds)
         .columns(embedding=BYTEA())
     )
@@ -890,35 +866,21 @@ def compiled_search(
     dialect: Dialect,
     *,
     written_owners: Mapping[int, Collection[str]] | None = None,
-    vector_index_sections: Collection[int] = (),
 ) -> tuple[DriverStatement, tuple[Any, ...]]:
     """The driver SQL of `sectioned_search_statement` for these sections, compiled once per
     filter shape, and its positional arguments; the owners of the sections keyed in
     `written_owners` are written into the text (see `SectionShape.owners_written`) with the
     indexes of their own it names (`kind:owner key`), so it is compiled once per filter shape,
-    owner and set of indexes for those. The sections in `vector_index_sections` read their
-    nearest vectors from an index, and the others not written in sort them exactly (see
-    `_search_template`).
+    owner and set of indexes for those. The owners not written in sort their nearest vectors
+    exactly (see `_search_template`).
 
     A search is the service's hottest statement; building and compiling a `TextualSelect` per
     request (and SQLAlchemy's cache-key work for a 7 KB text) cost more CPU than executing it.
     """
     predicates = _section_predicates(tenant_id, sections, written_owners)
-    template = _search_template(
-        _shapes(sections, predicates, vector_index_sections),
-        sections[0].vector_column,
-        exact_vectors=True,
-    )
+    template = _search_template(_shapes(sections, predicates), sections[0].vector_column)
     compiled = compiled_once(
-        template,
-        dialect,
-        lambda: _sectioned_statement(
-            tenant_id,
-            sections,
-            predicates,
-            exact_vectors=True,
-            vector_index_sections=vector_index_sections,
-        ),
+        template, dialect, lambda: _sectioned_statement(tenant_id, sections, predicates)
     )
     values = {bind.key: bind.value for bind in _binds(predicates)}
     values.update(_bound_values(tenant_id, sections, predicates))
@@ -939,7 +901,7 @@ def owners_searched(
     """The driver SQL of `OWNERS_SEARCHED_SQL` for the owners a search of `user` (None: of the
     organization alone) may read and the column it reads, setting `plan_settings` (name: value)
     for the rest of the transaction, and its positional arguments: one row, `documents`
-    (`(owner key, documents)` records, an owner without statistics left out), `table_rows` and
+    (`(owner key, documents)` records, an owner without statistics left out) and
     `owner_indexes` (`kind:owner key`)."""
     sql = _owners_searched_sql(column, tuple((plan_settings or {}).items()))
     return _compiled_of_owners(sql, dialect, tenant_id, user)
@@ -955,7 +917,6 @@ def _owners_searched_sql(column: VectorColumn, plan_settings: tuple[tuple[str, s
         OWNERS_SEARCHED_SQL,
         plan_settings=settings,
         owner_documents=_OWNER_DOCUMENTS,
-        table_rows=TABLE_ROWS_SQL,
         owner_indexes=_owner_indexes(column),
     )
 
