@@ -30,6 +30,7 @@ from service.memories.fusion import HYBRID_SEARCH_SQL, hybrid_search_statement
 from service.memories.schemas import SearchRequest
 from service.providers import Embedder, build_embedder, embedder_config_from_settings
 from tests.conftest import bearer
+from tests.memories.large_owners import TABLE_GRAPHS_SQL
 from tests.search_params import search_params
 
 MEMORIES = [
@@ -41,15 +42,6 @@ MEMORIES = [
 ]
 
 QUESTION = "What does the user like to drink in the morning?"
-
-TABLE_GRAPHS_SQL = """
-SELECT c.relname FROM pg_index i
-  JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
- WHERE i.indrelid = 'memory'::regclass AND a.amname = 'hnsw'
-   AND NOT starts_with(c.relname, 'ix_memory_owner_')
-"""
-"""The memory table's HNSW indexes but its owners' own (other tests of the database build
-those)."""
 
 
 @pytest.fixture

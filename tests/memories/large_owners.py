@@ -20,11 +20,20 @@ from service.db import tenant_transaction, transaction_driver
 from service.memories.fusion.parameters import FIRST_VECTOR_COLUMN, SearchParams
 from service.memories.fusion.repository import GENERIC_SEARCH_PLAN_SQL, FusionRepository
 from service.memories.fusion.statement import compiled_search
-from service.memories.owner_index_names import owner_index_name
+from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
 from service.memories.postings import PostingsRepository
 from tests.conftest import bearer
 from tests.fixtures.factories import remember_all, remember_texts
 from tests.memories.test_bounded_search import corpus, owners_found
+
+TABLE_GRAPHS_SQL = f"""
+SELECT c.relname FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+ WHERE i.indrelid = 'memory'::regclass AND a.amname = 'hnsw'
+   AND NOT starts_with(c.relname, '{OWNER_INDEX_PREFIX}')
+"""
+"""The memory table's HNSW indexes but its owners' own: none, the table keeps no graph of every
+owner's vectors."""
 
 BUILD_FROM = 40
 QUESTION = "what does the user like to play"

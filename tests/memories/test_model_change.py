@@ -25,7 +25,7 @@ from service.providers import build_embedder, second_embedder_config
 from tests.conftest import bearer, new_tenant
 from tests.fixtures.factories import remember_all
 from tests.fixtures.openai_server import EMBEDDING_MODEL, FakeOpenAIServer
-from tests.memories.large_owners import BUILD_FROM, USER, large_owner
+from tests.memories.large_owners import BUILD_FROM, TABLE_GRAPHS_SQL, USER, large_owner
 from tests.memories.model_change import (
     ServerVectors,
     assert_cosines_of,
@@ -232,16 +232,8 @@ def test_the_command_walks_a_change_through_start_status_and_finish(
 
 
 async def _table_graphs(owner: AsyncEngine) -> list[str]:
-    """The HNSW indexes on the memory table that are not an owner's own."""
     async with owner.connect() as connection:
-        names = await connection.execute(
-            text(
-                "SELECT indexname FROM pg_indexes WHERE tablename = 'memory' "
-                "AND indexdef LIKE '%USING hnsw%' AND NOT starts_with(indexname, :prefix)"
-            ),
-            {"prefix": OWNER_INDEX_PREFIX},
-        )
-        return list(names.scalars())
+        return list((await connection.execute(text(TABLE_GRAPHS_SQL))).scalars())
 
 
 async def _index_valid(owner: AsyncEngine, name: str) -> bool | None:
