@@ -382,7 +382,6 @@ class OwnerIndexes:
         recount of an owner past the threshold."""
         if self._build_from <= 0 or documents < self._build_from:
             return False
-        columns = await indexed_columns(self._engine)
         async with self._engine.connect() as connection:
             largest = await connection.execute(
                 OWNERS_SQL, {"keep_from": self._keep_from, "most": self._most}
@@ -399,6 +398,7 @@ class OwnerIndexes:
                 for row in await connection.execute(EXISTING_SQL, {"prefix": OWNER_INDEX_PREFIX})
                 if row.valid
             }
+        columns = await indexed_columns(self._engine)
         wanted = {
             owner_index_name(tenant_id, owner.key, column.name, kind)
             for _, _, kind, memories in kinds

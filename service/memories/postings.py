@@ -105,7 +105,9 @@ OWNER_DOCUMENTS_SQL = text(
     "SELECT documents FROM memory_owner_stats "
     "WHERE tenant_id = :tenant_id AND owner_key = :owner_key"
 )
-"""The owner's live memories as its statistics last counted them (no row: none)."""
+"""The owner's live memories as its statistics last counted them (no row: none). A recount reads
+its count back with it: Citus 14 deparses `COUNT_OWNER_SQL … RETURNING documents` for the shard
+without its target table ("missing FROM-clause entry for table memory_owner_stats")."""
 
 
 class PostingsRepository(TenantRepository):

@@ -51,8 +51,6 @@ def test_every_ranking_parameter_is_bound_under_its_own_name() -> None:
         "vector_pool",
         "vector_column",
         "owner_index_ef_search",
-        "vector_index_share",
-        "vector_index_from",
         "not_only_of_messages",
         "walk_scanned",
     }
