@@ -216,7 +216,8 @@ async def measure_heavy_user(
         )
         for query in queries
     ]
-    # The service level sends the questions alone: the statement of any owner fills its bench.
+    # Only this bench's HTTP level runs, which sends the questions themselves: the statement of
+    # any owner stands in for its raw side (the raw level below runs the one the service sent).
     arguments = [statement.arguments(tenant, params) for tenant, params in searches]
     bench_options = replace(
         options,
