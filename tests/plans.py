@@ -11,6 +11,20 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.db import NO_STATEMENT_LIMIT_SQL
+from service.memories.vector_columns import LOAD_COLUMNS_SQL, LOAD_SWITCHED_SQL
+
+BACKGROUND_REFRESH = frozenset(
+    {NO_STATEMENT_LIMIT_SQL, LOAD_COLUMNS_SQL.text, LOAD_SWITCHED_SQL.text}
+)
+"""What the app's refresh of the vector columns' state sends on its engine every few seconds
+(`vector_columns.load_state`), whatever the requests are doing."""
+
+
+def sent_by_requests(sent: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """`sent` (`statements_sent` of the app's engine) without the background refresh's."""
+    return [each for each in sent if each[0] not in BACKGROUND_REFRESH]
+
 
 @contextmanager
 def statements_sent(engine: AsyncEngine) -> Iterator[list[tuple[str, Any]]]:
