@@ -92,6 +92,9 @@ class SizeFigures:
 
     written: dict[str, float] = field(default_factory=dict)
     seconds: dict[tuple[str, str, str], list[float]] = field(default_factory=dict)
+    hits: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """The fewest hits each version answered a (question, mode) with: a search that answers
+    nothing is fast for that reason alone, and must show as such beside its time."""
 
 
 async def _fill(
@@ -122,7 +125,8 @@ async def _fill(
 
 async def _search(
     client: httpx.AsyncClient, version: Version, headers: dict[str, str], question: str, mode: str
-) -> float:
+) -> tuple[float, int]:
+    """The seconds one search took, and how many hits it answered."""
     started = time.perf_counter()
     response = await client.post(
         f"/v1/users/{USER}/memories/search",
@@ -132,7 +136,7 @@ async def _search(
     elapsed = time.perf_counter() - started
     if response.status_code != 200:
         raise RuntimeError(f"{version.name} answered {response.status_code}: {response.text[:500]}")
-    return elapsed
+    return elapsed, len(response.json()["hits"])
 
 
 async def measure(
@@ -175,18 +179,20 @@ async def measure(
                 for question in QUESTIONS:
                     for mode in MODES:
                         for which in run_order(len(versions), turn):
-                            elapsed = await _search(
+                            elapsed, hits = await _search(
                                 clients[which], versions[which], headers, question, mode
                             )
                             key = (versions[which].name, question, mode)
                             each.seconds.setdefault(key, []).append(elapsed)
+                            each.hits[key] = min(hits, each.hits.get(key, hits))
                         turn += 1
     return figures
 
 
 def report(versions: Sequence[Version], figures: dict[int, SizeFigures]) -> str:
-    """One markdown row per size and version."""
-    header = " | ".join(f'"{question}" lexical / hybrid p50 ms' for question in QUESTIONS)
+    """One markdown row per size and version: each question's p50 in each mode, with the
+    fewest hits it answered in brackets."""
+    header = " | ".join(f'"{question}" lexical / hybrid p50 ms (hits)' for question in QUESTIONS)
     lines = [
         f"| memories | version | writes s | {header} |",
         "| ---: | --- | ---: | " + " | ".join("---:" for _ in QUESTIONS) + " |",
@@ -196,6 +202,7 @@ def report(versions: Sequence[Version], figures: dict[int, SizeFigures]) -> str:
             cells = [
                 " / ".join(
                     f"{1000 * statistics.median(each.seconds[(version.name, question, mode)]):.1f}"
+                    f" ({each.hits[(version.name, question, mode)]})"
                     for mode in MODES
                 )
                 for question in QUESTIONS

@@ -486,6 +486,52 @@ async def test_a_lexeme_in_most_memories_brings_no_candidates_of_its_own(
     assert len(await search_ids(bounded_client, ada, "the user")) == 10
 
 
+async def lexical_scores(
+    client: AsyncClient, headers: dict[str, str], question: str
+) -> list[float]:
+    response = await client.post(
+        "/v1/users/me/memories/search",
+        headers=headers,
+        json={"query": question, "limit": 10, "mode": "lexical"},
+    )
+    assert response.status_code == 200, response.text
+    return [hit["scores"]["lexical_score"] for hit in response.json()["hits"]]
+
+
+async def test_a_question_word_no_memory_holds_leaves_the_common_ones_to_bring_candidates(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """Every memory says "User likes …", and the question's one other word ("play") is in none
+    of them: a lexeme no memory holds brings no candidates, so the question is one of common
+    lexemes alone, whose postings are read, and the bounded path ranks what the exact path
+    ranks. (Taken as the lexeme that brings the candidates, it brought none, and a lexical
+    search of the large owner answered nothing where the same owner searched exactly answered
+    ten memories.)"""
+    ada = bearer(settings, tenant, "ada")
+    chooser = random.Random(5)
+    facts = [
+        f"User likes {' and '.join(chooser.sample(WORDS, 1 + index % 3))} (note {index})"
+        for index in range(4 * BOUNDED_FROM)
+    ]
+    await remember_texts(client, ada, facts)
+    question = "what does the user like to play"
+    exact = await lexical_scores(client, ada, question)
+    await search_ids(bounded_client, ada, question)
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+
+    bounded = await lexical_scores(bounded_client, ada, question)
+
+    # The exact path ranks every memory by its "user" and "like": the shortest first, many of
+    # them tied; the bounded path returns memories of the same scores.
+    assert len(exact) == 10 and exact[0] > 0
+    assert bounded == exact
+
+
 async def test_sections_of_one_owner_read_its_postings_once_and_rank_as_each_alone(
     client: AsyncClient,
     bounded_client: AsyncClient,

@@ -505,7 +505,7 @@ BOUNDED_MATCHES_SQL = """
 -- path's facts) brings no candidates of its own: its inverse document frequency is so low
 -- (under ln 2) that a memory holding it and none of the question's other lexemes cannot
 -- outscore one that holds them; it still counts in the score of every candidate that holds
--- it. A question made only of such lexemes reads them all.
+-- it. A question made only of such lexemes (and of lexemes no memory holds) reads them all.
 -- Sections of the same owners (a context's facts and episodes) read the postings once, with
 -- the first one's statistics (the owners', the same for each), and each candidate goes to
 -- the section whose filter it passes. Sections that search kinds of their own each read
@@ -634,10 +634,14 @@ search), and the memories found under two or more of them further down, that pas
 filter and can reach its pool (`${pool_reached}`: for each candidate, the least
 `POOL_REACHED_SQL` of the sections its kind may be in)."""
 
-SEEDS_SQL = "${documents} <= :common_lexeme_share * ${owner_documents}::float8"
+SEEDS_SQL = """${documents} > 0
+                AND ${documents} <= :common_lexeme_share * ${owner_documents}::float8"""
 """Whether a question lexeme held by `${documents}` of a bounded section's memories brings
 candidates of its own (`BOUNDED_MATCHES_SQL`, `EXACT_WHEN_FEW_SQL`): not when it is in more than
-:common_lexeme_share of its owners' memories (`${owner_documents}`)."""
+:common_lexeme_share of its owners' memories (`${owner_documents}`), nor when it is in none. A
+lexeme no memory holds would bring no candidate, and taken as the one that brings them it left
+the question's common lexemes ("user", "like") unread: the search found nothing where the exact
+path ranks every memory that holds them."""
 
 WEIGHT_BOUND_SQL = """
 ${saturation} / ${pick}(1 + s.k * (${saturation} / ${impact} - 1),
