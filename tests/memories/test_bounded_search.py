@@ -532,6 +532,37 @@ async def test_a_question_word_no_memory_holds_leaves_the_common_ones_to_bring_c
     assert bounded == exact
 
 
+async def test_candidates_of_one_score_are_read_only_as_far_as_the_pool_takes_them(
+    client: AsyncClient,
+    bounded_client: AsyncClient,
+    bounded_app: FastAPI,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """Every memory holds "tulip" once and is as long as the others: every candidate's score is
+    known from its posting, and all are equal. The ranking orders equal scores by key, so of
+    those candidates the pool's are the pool's first keys, and the rest are never read, where
+    a bound on scores alone could rule none of them out. The hits are the exact search's, in
+    its order."""
+    ada = bearer(settings, tenant, "ada")
+    await remember_texts(client, ada, [f"Tulip {WORDS[n % 40]} {n}" for n in range(120)])
+    question = "tulip"
+    await search_ids(bounded_client, ada, question)
+    await run_statistics_jobs(bounded_app, owner_engine, tenant)
+    memory_filter = MemoryFilter.build([Owner.user("ada"), Owner.org()]).live_unless_asked()
+    params = replace(bounded_params(memory_filter, question, pool=10), postings_per_lexeme=200)
+
+    hits, plan = await search_with_plan(bounded_app, tenant, params)
+    exact, _ = await search_with_plan(bounded_app, tenant, replace(params, bounded_from=10**9))
+
+    assert all(row.bounded for row in hits)
+    assert [row.memory.id for row in hits] == [row.memory.id for row in exact]
+    assert len({row.scores.lexical_score for row in hits}) == 1
+    kept, pruned = candidates_pruned(plan)
+    assert (kept, pruned) == (10, 110)
+
+
 async def test_sections_of_one_owner_read_its_postings_once_and_rank_as_each_alone(
     client: AsyncClient,
     bounded_client: AsyncClient,

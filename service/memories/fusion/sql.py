@@ -570,10 +570,12 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
         -- read (`${posting_kind}`) for a read that several sections share, which measure each
         -- candidate by the sections its kind may be in; a read of one section needs none.
         -- Its score over the lexemes it was found under is exact (`${found_weight}`: from the
-        -- posting's frequency and length), computed once for both of its bounds.
+        -- posting's frequency and length), computed once for both of its bounds. `cut_found`
+        -- counts those of them whose list goes on past the range read (`beyond` above 0).
         SELECT top.memory_id, r.key, any_value(r.part) AS part, any_value(top.kind) AS kind,
                min(top.place) AS best_place, count(*) AS lexemes, sum(top.impact) AS impact,
-               sum(r.idf * ${found_weight}) AS found_score, sum(r.beyond) AS beyond_found
+               sum(r.idf * ${found_weight}) AS found_score, sum(r.beyond) AS beyond_found,
+               count(*) FILTER (WHERE r.beyond > 0) AS cut_found
           FROM scale s
          CROSS JOIN reading r
          CROSS JOIN LATERAL (
@@ -593,10 +595,19 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
         -- under) and `at_most` (those, and the most each other question lexeme can add:
         -- `beyond`, for a lexeme not read its first posting's); the found score is widened by
         -- a millionth either way for the float arithmetic's last bits.
-        SELECT c.memory_id, c.kind, coalesce((1 - 1e-6) * c.found_score, 0) AS at_least,
+        -- A candidate found under every lexeme whose list goes on past its range (`exact`:
+        -- no other lexeme can add to it) has its score itself, `tied`, rounded as the ranking
+        -- rounds it (`${found_tied}`): candidates of equal scores are ranked by their keys, so
+        -- of two such candidates with the same score, the one of the greater key ranks below.
+        SELECT c.memory_id, c.kind,
+               CASE WHEN c.cut_found = u.cut THEN ${found_tied}
+                    ELSE coalesce((1 - 1e-6) * c.found_score, 0)
+               END AS at_least,
                coalesce((1 + 1e-6) * c.found_score + u.beyond - c.beyond_found, 'Infinity')
-                   AS at_most
-          FROM (SELECT memory_id, key, part, kind, found_score, beyond_found FROM found
+                   AS at_most,
+               c.cut_found = u.cut AS exact, ${found_tied} AS tied
+          FROM (SELECT memory_id, key, part, kind, found_score, beyond_found, cut_found
+                  FROM found
                  WHERE best_place <= :postings_per_lexeme
                 UNION ALL
                 -- The memories found in two or more ranges, by their summed impact: at most
@@ -604,24 +615,28 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                 -- question's words go together (a top-N of those alone, not a sort of every
                 -- memory found), but for those at the top of a range, taken above already.
                 SELECT shared.memory_id, shared.key, shared.part, shared.kind,
-                       shared.found_score, shared.beyond_found
+                       shared.found_score, shared.beyond_found, shared.cut_found
                   FROM ${parts} AS part(n)
                  CROSS JOIN LATERAL (
-                       SELECT memory_id, key, part, kind, best_place, found_score, beyond_found
+                       SELECT memory_id, key, part, kind, best_place, found_score, beyond_found,
+                              cut_found
                          FROM found
                         WHERE part = part.n AND lexemes >= 2
                         ORDER BY impact DESC, memory_id
                         LIMIT ${shared_candidates}) AS shared
                  WHERE shared.best_place > :postings_per_lexeme) AS c
-          JOIN (SELECT key, part, sum(beyond) AS beyond FROM reading GROUP BY key, part) AS u
+          JOIN (SELECT key, part, sum(beyond) AS beyond,
+                       count(*) FILTER (WHERE beyond > 0) AS cut
+                  FROM reading GROUP BY key, part) AS u
          USING (key, part)
-       )
+       ),${pool_reached}
         -- A candidate whose score cannot reach the pool's lowest is not read: the pool-th
-        -- best `at_least` of the candidates that pass a section's filter (read in that order,
-        -- only until the pool is full) is a score the section's pool reaches. A candidate is
-        -- measured against the sections its kind may belong to (the posting's kind, known
-        -- without its row): each section's score is found among its own kinds' candidates.
-        SELECT memory_id FROM candidate WHERE at_most >= ${pool_reached}) AS candidate
+        -- candidate that passes a section's filter, in the order of `at_least` (read in that
+        -- order, only until the pool is full), has a score the section's pool reaches. A
+        -- candidate is measured against the sections its kind may belong to (the posting's
+        -- kind, known without its row): each section's pool is found among its own kinds'
+        -- candidates (`KEPT_SQL`).
+        SELECT k.memory_id FROM candidate k WHERE ${kept}) AS candidate
  -- Each candidate's row by its key (`MEMORY_BY_KEY_SQL`), its filter tested after.
  CROSS JOIN LATERAL ${candidate_row}
  CROSS JOIN query_terms q
@@ -631,8 +646,8 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
 """The lexical candidates of the bounded sections of one set of owners (`bounded_matches` of
 `HYBRID_SEARCH_SQL`): the top postings of the question's lexemes (of the kinds the sections
 search), and the memories found under two or more of them further down, that pass a section's
-filter and can reach its pool (`${pool_reached}`: for each candidate, the least
-`POOL_REACHED_SQL` of the sections its kind may be in)."""
+filter and can reach its pool (`${kept}`: the pool of any section its kind may be in, each
+section's found by `POOL_REACHED_SQL`, `${pool_reached}`)."""
 
 SEEDS_SQL = """${documents} > 0
                 AND ${documents} <= :common_lexeme_share * ${owner_documents}::float8"""
@@ -673,22 +688,36 @@ planned as is, one look-up of the table's key per row:
   first), which it could skip through to the key reading every entry of a large organization."""
 
 POOL_REACHED_SQL = """
-CASE WHEN (SELECT count(*) FROM candidate WHERE ${of_kinds}) > ${pruned_from} THEN
-coalesce((SELECT c.at_least
-            FROM (SELECT memory_id, at_least FROM candidate
-                   WHERE ${of_kinds}
-                   ORDER BY at_least DESC, memory_id
-                   LIMIT ${most_read}) AS c
-           -- The row by its key (`MEMORY_BY_KEY_SQL`), then the filter.
-           CROSS JOIN LATERAL (SELECT FROM ${candidate_row} WHERE ${candidate_filter}) AS passing
-           ORDER BY c.at_least DESC, c.memory_id
-          OFFSET ${pool} - 1 LIMIT 1), 0)
-ELSE 0 END
-"""
-"""A lexical score a section's pool reaches among a bounded read's candidates of its kinds
-(`${of_kinds}`, a condition on a candidate's `kind`): the pool-th best `at_least` of those that
-pass its filter, among the `${most_read}` best (0 when fewer pass, or when those candidates are
-no more than `${pruned_from}`)."""
+pool_reached_${index} AS MATERIALIZED (
+    SELECT c.at_least, c.memory_id, c.exact, c.tied
+      FROM (SELECT memory_id, at_least, exact, tied FROM candidate
+             WHERE ${of_kinds}
+             ORDER BY at_least DESC, memory_id
+             LIMIT ${most_read}) AS c
+     -- The row by its key (`MEMORY_BY_KEY_SQL`), then the filter.
+     CROSS JOIN LATERAL (SELECT FROM ${candidate_row} WHERE ${candidate_filter}) AS passing
+     WHERE (SELECT count(*) FROM candidate WHERE ${of_kinds}) > ${pruned_from}
+     ORDER BY c.at_least DESC, c.memory_id
+    OFFSET ${pool} - 1 LIMIT 1
+)"""
+"""The candidate a section's pool reaches among a bounded read's candidates of its kinds
+(`${of_kinds}`, a condition on a candidate's `kind`): the pool-th of those that pass its filter
+in the order of `at_least`, among the `${most_read}` first; none when fewer pass, or when
+those candidates are no more than `${pruned_from}` (a CTE `pool_reached_${index}` of the
+bounded read, read by `KEPT_SQL`)."""
+
+KEPT_SQL = """CASE WHEN k.exact AND coalesce((SELECT exact FROM pool_reached_${index}), false)
+     THEN ROW(k.tied, (SELECT memory_id FROM pool_reached_${index}))
+          >= ROW((SELECT tied FROM pool_reached_${index}), k.memory_id)
+     ELSE k.at_most >= coalesce((SELECT at_least FROM pool_reached_${index}), 0) END"""
+"""Whether a candidate `k` of a section's kinds may reach its pool, against the candidate the
+pool reaches (`POOL_REACHED_SQL`; every candidate may when the section prunes none): its most is
+at least that candidate's `at_least`, which no pool member's score lies below; or, when both
+scores are exact, it ranks at or above that candidate, by score and then by key, as the ranking
+orders equal scores (a score rounded as the ranking rounds it: two memories whose sums differ
+in their last bits only are equal to it too). Candidates of one score are then read only as
+far as the pool takes them: of a thousand memories that say "User likes …" in as many words,
+the pool's hundred, not the thousand."""
 
 NEAREST_SQL = """
 SELECT m.id, ${section} AS section, ${vector} <=> ${question_vector} AS distance

@@ -40,6 +40,7 @@ from service.memories.fusion.sql import (
     FILTERED_WALK_SQL,
     HYBRID_SEARCH_SQL,
     INDEX_ORDER_SQL,
+    KEPT_SQL,
     LEXICAL_EXACT_SQL,
     LEXICAL_MATCHES_SQL,
     MANY_PASSED_SQL,
@@ -558,26 +559,30 @@ def _pruning(sections: Mapping[int, SectionShape]) -> dict[str, str]:
     # A read of one section holds its kinds alone (its ranges do): its candidates' kinds are
     # not read, nor tested.
     shared = len(sections) > 1
-    reached = []
+    reached, kept = [], []
     for index, shape in sections.items():
         pool = shape.pool(index)
         of_kinds = _of_kinds("kind", shape) if shared else "true"
-        section_reached = render(
-            POOL_REACHED_SQL.strip(),
-            candidate_row=render(MEMORY_BY_KEY_SQL, key="c.memory_id", row="m"),
-            candidate_filter=shape.candidate_filter,
-            of_kinds=of_kinds,
-            pool=pool,
-            most_read=f"{POOL_REACHED_READS} * {pool}",
-            pruned_from=f"{PRUNED_FROM} * {pool}",
-        )
         reached.append(
-            section_reached
-            if of_kinds == "true"
-            else f"CASE WHEN {of_kinds} THEN {section_reached} ELSE 'Infinity' END"
+            render(
+                POOL_REACHED_SQL.strip(),
+                index=str(index),
+                candidate_row=render(MEMORY_BY_KEY_SQL, key="c.memory_id", row="m"),
+                candidate_filter=shape.candidate_filter,
+                of_kinds=of_kinds,
+                pool=pool,
+                most_read=f"{POOL_REACHED_READS} * {pool}",
+                pruned_from=f"{PRUNED_FROM} * {pool}",
+            )
+        )
+        section_kept = render(KEPT_SQL, index=str(index))
+        kept.append(
+            section_kept if of_kinds == "true" else f"CASE WHEN {of_kinds} THEN {section_kept} END"
         )
     return {
-        "pool_reached": reached[0] if len(reached) == 1 else f"least({', '.join(reached)})",
+        "pool_reached": "\n" + ",\n".join(reached),
+        "kept": kept[0] if len(kept) == 1 else "(" + " OR ".join(kept) + ")",
+        "found_tied": score_for_ties("c.found_score"),
         "parts": "(VALUES " + ", ".join(f"({part})" for part in range(parts)) + ")",
         # Carried only where a section's bound reads it: ~4 % of a large owner's search.
         "posting_kind": "p.kind" if shared else "NULL::text",
