@@ -276,16 +276,24 @@ def bounded_params(memory_filter: MemoryFilter, question: str, **changes: Any) -
     )
 
 
-async def search_ids(
+async def search_hits(
     client: AsyncClient, headers: dict[str, str], question: str, *, mode: str = "lexical"
-) -> list[str]:
+) -> list[dict[str, Any]]:
+    """The top 10 hits of the caller's search, as the API answers them."""
     response = await client.post(
         "/v1/users/me/memories/search",
         headers=headers,
         json={"query": question, "limit": 10, "mode": mode},
     )
     assert response.status_code == 200, response.text
-    return [hit["memory"]["id"] for hit in response.json()["hits"]]
+    hits: list[dict[str, Any]] = response.json()["hits"]
+    return hits
+
+
+async def search_ids(
+    client: AsyncClient, headers: dict[str, str], question: str, *, mode: str = "lexical"
+) -> list[str]:
+    return [hit["memory"]["id"] for hit in await search_hits(client, headers, question, mode=mode)]
 
 
 async def test_a_large_owner_gets_statistics_and_is_then_searched_through_its_postings(
@@ -489,13 +497,7 @@ async def test_a_lexeme_in_most_memories_brings_no_candidates_of_its_own(
 async def lexical_scores(
     client: AsyncClient, headers: dict[str, str], question: str
 ) -> list[float]:
-    response = await client.post(
-        "/v1/users/me/memories/search",
-        headers=headers,
-        json={"query": question, "limit": 10, "mode": "lexical"},
-    )
-    assert response.status_code == 200, response.text
-    return [hit["scores"]["lexical_score"] for hit in response.json()["hits"]]
+    return [hit["scores"]["lexical_score"] for hit in await search_hits(client, headers, question)]
 
 
 async def test_a_question_word_no_memory_holds_leaves_the_common_ones_to_bring_candidates(
