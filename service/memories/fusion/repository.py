@@ -335,7 +335,7 @@ def _plan_of(sections: Sequence[SearchParams], indexes: Iterable[str | None]) ->
     for every search cost 7 to 10 ms, more than the rest of a search of 100k memories. Their
     walks keep a candidate list of at least twice the most vector candidates a section asks
     for (`SearchParams.owner_index_ef_search` is the least)."""
-    if OWN_INDEX in set(indexes):
+    if OWN_INDEX in indexes:
         most = max(section.vector_candidates for section in sections)
         return Plan(ef_search=owner_walk_list(sections[0].owner_index_ef_search, most))
     return GENERIC_PLAN

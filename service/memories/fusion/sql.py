@@ -600,12 +600,11 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
         -- rounds it (`${found_tied}`): candidates of equal scores are ranked by their keys, so
         -- of two such candidates with the same score, the one of the greater key ranks below.
         SELECT c.memory_id, c.kind,
-               CASE WHEN c.cut_found = u.cut THEN ${found_tied}
-                    ELSE coalesce((1 - 1e-6) * c.found_score, 0)
+               CASE WHEN e.exact THEN e.tied ELSE coalesce((1 - 1e-6) * c.found_score, 0)
                END AS at_least,
                coalesce((1 + 1e-6) * c.found_score + u.beyond - c.beyond_found, 'Infinity')
                    AS at_most,
-               c.cut_found = u.cut AS exact, ${found_tied} AS tied
+               e.exact, e.tied
           FROM (SELECT memory_id, key, part, kind, found_score, beyond_found, cut_found
                   FROM found
                  WHERE best_place <= :postings_per_lexeme
@@ -629,6 +628,7 @@ SELECT m.id, ${section} AS section, term.lexeme, cardinality(term.positions) AS 
                        count(*) FILTER (WHERE beyond > 0) AS cut
                   FROM reading GROUP BY key, part) AS u
          USING (key, part)
+         CROSS JOIN LATERAL (SELECT c.cut_found = u.cut AS exact, ${found_tied} AS tied) AS e
        ),${pool_reached}
         -- A candidate whose score cannot reach the pool's lowest is not read: the pool-th
         -- candidate that passes a section's filter, in the order of `at_least` (read in that
