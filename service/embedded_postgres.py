@@ -185,6 +185,7 @@ def start_cluster(data_dir: Path, shared_buffers_mb: int | None = None) -> Embed
     require_cpu_features(cpu_features())
     get_server = _import_pgserver()
     require_usable_data_directory(data_dir)
+    ensure_server_user()
     forget_dead_handles(data_dir / "pgdata")
     handle = get_server(data_dir / "pgdata", cleanup_mode="stop")
     socket_dir = handle.get_postmaster_info().socket_dir
@@ -293,6 +294,29 @@ def _superuser_query(cluster: EmbeddedCluster, sql: str) -> str:
         timeout=30,
     )
     return output.strip()
+
+
+# The system user pgserver runs PostgreSQL as when it is started by root (PostgreSQL refuses to
+# run as root).
+SERVER_USER = "pgserver"
+
+
+def ensure_server_user(name: str = SERVER_USER) -> None:
+    """As root, create the system user PostgreSQL runs as, under pgserver's lock across
+    processes; elsewhere, nothing.
+
+    pgserver creates that user on first use, but before it takes its lock. Two processes
+    starting at once on a new machine (the test suite's workers) both run `useradd`, which
+    then writes the name twice with two uids: one process chowns its data directory to a uid
+    that the other's entry replaces, and initdb fails ("could not change permissions"). Made
+    here first, under the lock, the user exists once when pgserver looks for it."""
+    if platform.system() == "Windows" or os.geteuid() != 0:
+        return
+    from pgserver.postgres_server import PostgresServer
+    from pgserver.utils import ensure_user_exists
+
+    with PostgresServer._lock:
+        ensure_user_exists(name)
 
 
 def forget_dead_handles(pgdata: Path) -> None:
