@@ -380,9 +380,11 @@ async def test_the_search_plans_for_itself_while_its_question_is_still_embedded(
         async with runtime_engine.connect() as observer:
             # Up to 30 s for the setting to arrive: on a loaded machine the search task may
             # wait seconds for its turn (nothing here measures time; the vector never comes
-            # until the setting has been seen).
+            # until the setting has been seen). Each look is a transaction of its own: within
+            # one, PostgreSQL answers every read of pg_stat_activity from its first.
             for _ in range(3000):
                 state, query = (await observer.execute(last_query, {"pid": backend})).one()
+                await observer.rollback()
                 if state == "idle in transaction" and "plan_cache_mode" in query:
                     break
                 await asyncio.sleep(0.01)
