@@ -69,6 +69,9 @@ def make_settings(cluster: EmbeddedCluster, **overrides: Any) -> _TestSettings:
         # Apps under test run no job worker unless a test asks for one: a worker of another
         # app sharing the database would otherwise take that test's jobs.
         "jobs_enabled": False,
+        # Nor a keeper of the owners' vector indexes: it refreshes as its app starts, and one
+        # keeping other thresholds would drop the indexes a test built for its own owner.
+        "owner_vector_index_refresh_seconds": 0,
     }
     values.update(overrides)
     return _TestSettings(_env_file=None, **values)

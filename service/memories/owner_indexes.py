@@ -487,11 +487,17 @@ async def _build(
 
 
 async def keep_owner_indexes(indexes: OwnerIndexes, every_seconds: float) -> None:
-    """`refresh` every `every_seconds`, and when asked to (`refresh_soon`), for as long as the
-    process runs. A failed refresh is logged and tried again at the next turn; a connection
-    that cannot maintain the indexes stops the loop (nothing would change by trying again)."""
+    """`refresh` as the process starts, then every `every_seconds` and when asked to
+    (`refresh_soon`), for as long as the process runs. A failed refresh is logged and tried
+    again at the next turn; a connection that cannot maintain the indexes stops the loop
+    (nothing would change by trying again).
+
+    The first turn is at once: an owner may have outgrown the threshold while no process kept
+    the indexes (all stopped, or the one asked to build them stopped first), and a process
+    learns of an owner's growth from the recounts it runs itself. Waiting a turn, that owner's
+    vectors would be sorted exactly for its first ten minutes. Processes that start together
+    refresh one after another (the refresh's lock), the later ones finding nothing to do."""
     while True:
-        await indexes.until_due(every_seconds)
         try:
             report = await indexes.refresh()
         except OwnerIndexesRefused as refused:
@@ -505,6 +511,7 @@ async def keep_owner_indexes(indexes: OwnerIndexes, every_seconds: float) -> Non
             if task is not None and task.cancelling():
                 return
             logger.exception("refreshing the owner vector indexes failed; trying again later")
-            continue
-        if report.built or report.rebuilt or report.dropped or report.retired:
-            logger.info("owner vector indexes: %s", "; ".join(report.lines()))
+        else:
+            if report.built or report.rebuilt or report.dropped or report.retired:
+                logger.info("owner vector indexes: %s", "; ".join(report.lines()))
+        await indexes.until_due(every_seconds)

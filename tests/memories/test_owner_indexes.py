@@ -46,6 +46,7 @@ from service.memories.owner_indexes import (
 )
 from service.memories.schemas import SearchRequest
 from tests.conftest import bearer
+from tests.fixtures.apps import running_app
 from tests.memories.large_owners import (
     BUILD_FROM,
     QUESTION,
@@ -488,6 +489,28 @@ async def test_a_purge_has_the_serving_process_drop_the_users_index_at_once(
     # The purge asked the process's refresh loop to run now, not in ten minutes (the index goes
     # by DROP INDEX CONCURRENTLY).
     assert name not in await once_indexes(owner_engine, lambda names: name not in names)
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_a_process_that_starts_builds_the_indexes_an_owner_outgrew_meanwhile(
+    indexed_app: FastAPI,
+    indexed_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    # Grown and counted while no process kept the indexes.
+    await large_owner(indexed_app, indexed_client, settings, tenant)
+    wanted = set(kind_names(tenant, "semantic", "episodic"))
+    assert not wanted & set(await index_definitions(owner_engine))
+    # A process that keeps them, every ten minutes, starts: it refreshes at once, unasked.
+    async with running_app(
+        settings,
+        search_bounded_from=BUILD_FROM,
+        owner_vector_index_from=BUILD_FROM,
+        owner_vector_index_refresh_seconds=600,
+    ):
+        assert wanted <= await once_indexes(owner_engine, wanted.issubset)
 
 
 async def test_only_the_tables_owner_maintains_the_indexes(runtime_engine: AsyncEngine) -> None:
