@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import AbstractAsyncContextManager
 
 import pytest
 from fastapi import FastAPI
@@ -12,9 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.memories.owner_indexes import OwnerIndexes
-from tests.fixtures.apps import app_client, running_app
+from tests.fixtures.apps import app_client
 from tests.fixtures.openai_server import FakeOpenAIServer
-from tests.memories.large_owners import BUILD_FROM
+from tests.memories.large_owners import low_thresholds_app
 from tests.memories.model_change import NEW_DIMS
 
 
@@ -28,24 +27,11 @@ def embeddings_server() -> Iterator[FakeOpenAIServer]:
     server.stop()
 
 
-def _low_thresholds(
-    settings: Settings, *, refresh_seconds: float
-) -> AbstractAsyncContextManager[FastAPI]:
-    """The app searching an owner of `BUILD_FROM` memories through its postings, which may
-    get indexes of its own, refreshed by the app every `refresh_seconds` (0: never)."""
-    return running_app(
-        settings,
-        search_bounded_from=BUILD_FROM,
-        owner_vector_index_from=BUILD_FROM,
-        owner_vector_index_refresh_seconds=refresh_seconds,
-    )
-
-
 @pytest.fixture
 async def indexed_app(settings: Settings) -> AsyncIterator[FastAPI]:
     """The app with low thresholds: an owner of `BUILD_FROM` memories is searched through its
     postings and may get an index of its own; no refresh loop (the tests refresh)."""
-    async with _low_thresholds(settings, refresh_seconds=0) as application:
+    async with low_thresholds_app(settings, refresh_seconds=0) as application:
         yield application
 
 
@@ -59,7 +45,7 @@ async def indexed_client(indexed_app: FastAPI) -> AsyncIterator[AsyncClient]:
 async def keeping_app(settings: Settings) -> AsyncIterator[FastAPI]:
     """The app with `indexed_app`'s thresholds and a keeper of the owners' indexes of its own,
     refreshing every ten minutes (unless asked to at once)."""
-    async with _low_thresholds(settings, refresh_seconds=600) as application:
+    async with low_thresholds_app(settings, refresh_seconds=600) as application:
         yield application
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from fastapi import FastAPI
@@ -23,6 +24,7 @@ from service.memories.fusion.statement import compiled_search
 from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
 from service.memories.postings import PostingsRepository
 from tests.conftest import bearer
+from tests.fixtures.apps import running_app
 from tests.fixtures.factories import remember_all, remember_texts
 from tests.memories.test_bounded_search import corpus, owners_found
 
@@ -39,6 +41,20 @@ BUILD_FROM = 40
 QUESTION = "what does the user like to play"
 # A user id with every punctuation an id may hold: it reaches the index's condition as data.
 USER = "ada.l|ove+lace@example.org:1=2-x_y"
+
+
+def low_thresholds_app(
+    settings: Settings, *, refresh_seconds: float
+) -> AbstractAsyncContextManager[FastAPI]:
+    """The app searching an owner of `BUILD_FROM` memories through its postings, which may
+    get indexes of its own, refreshed by the app as it starts and every `refresh_seconds` (0:
+    never)."""
+    return running_app(
+        settings,
+        search_bounded_from=BUILD_FROM,
+        owner_vector_index_from=BUILD_FROM,
+        owner_vector_index_refresh_seconds=refresh_seconds,
+    )
 
 
 async def count_statistics(app: FastAPI, tenant: str, *owners: Owner) -> None:

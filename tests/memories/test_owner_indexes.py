@@ -46,7 +46,6 @@ from service.memories.owner_indexes import (
 )
 from service.memories.schemas import SearchRequest
 from tests.conftest import bearer
-from tests.fixtures.apps import running_app
 from tests.memories.large_owners import (
     BUILD_FROM,
     QUESTION,
@@ -56,6 +55,7 @@ from tests.memories.large_owners import (
     index_definitions,
     kind_names,
     large_owner,
+    low_thresholds_app,
     once_indexes,
     own_indexes_found,
 )
@@ -504,12 +504,7 @@ async def test_a_process_that_starts_builds_the_indexes_an_owner_outgrew_meanwhi
     wanted = set(kind_names(tenant, "semantic", "episodic"))
     assert not wanted & set(await index_definitions(owner_engine))
     # A process that keeps them, every ten minutes, starts: it refreshes at once, unasked.
-    async with running_app(
-        settings,
-        search_bounded_from=BUILD_FROM,
-        owner_vector_index_from=BUILD_FROM,
-        owner_vector_index_refresh_seconds=600,
-    ):
+    async with low_thresholds_app(settings, refresh_seconds=600):
         assert wanted <= await once_indexes(owner_engine, wanted.issubset)
 
 
