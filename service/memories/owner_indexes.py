@@ -333,7 +333,7 @@ class OwnerIndexes:
         report = OwnerIndexReport([column.name for column in columns])
         async with self._engine.connect() as connection:
             autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
-            await autocommit.execute(text("SELECT pg_advisory_lock(:key)"), {"key": REFRESH_LOCK})
+            await _take_refresh_lock(autocommit)
             # Room for the graph of a large owner (`create_index_concurrently` lifts the
             # statement timeout for each build).
             await autocommit.execute(text(f"SET maintenance_work_mem = '{BUILD_MEMORY}'"))
@@ -427,6 +427,28 @@ BUILD_MEMORY = "256MB"
 
 REFRESH_LOCK = 0x6D6E656D655F6F69 & 0x7FFF_FFFF_FFFF_FFFF
 """The advisory lock one refresh at a time holds (any number that no other lock uses)."""
+
+REFRESH_LOCK_RETRY_SECONDS = 0.5
+"""How often a refresh waiting for another's to end asks for the lock again."""
+
+TRY_REFRESH_LOCK_SQL = text("SELECT pg_try_advisory_lock(:key)")
+
+
+async def _take_refresh_lock(autocommit: AsyncConnection) -> None:
+    """`REFRESH_LOCK` for this session, once no other refresh holds it: asked for again and
+    again, never waited for inside a statement.
+
+    A statement waiting for a lock keeps its snapshot for as long as it waits, and the refresh
+    that holds the lock builds and drops indexes concurrently, which waits for every
+    transaction with an older snapshot to end: the two would wait for each other until
+    PostgreSQL ended one of them as a deadlock (two processes starting together, or `mneme
+    owner-indexes refresh` while a server refreshes). Between two tries this connection has
+    no transaction open."""
+    while True:
+        taken = await autocommit.execute(TRY_REFRESH_LOCK_SQL, {"key": REFRESH_LOCK})
+        if taken.scalar_one():
+            return
+        await asyncio.sleep(REFRESH_LOCK_RETRY_SECONDS)
 
 
 async def indexed_columns(engine: AsyncEngine) -> list[VectorColumn]:

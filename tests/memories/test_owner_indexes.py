@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -37,8 +38,10 @@ from service.memories.fusion import (
 )
 from service.memories.fusion.parameters import SearchParams
 from service.memories.fusion.statement import owner_literal
+from service.memories.index_builds import create_index_concurrently, drop_index_concurrently
 from service.memories.owner_index_names import OWNER_INDEX_PREFIX, owner_index_name
 from service.memories.owner_indexes import (
+    REFRESH_LOCK,
     OwnerIndexes,
     OwnerIndexesRefused,
     indexed_columns,
@@ -506,6 +509,49 @@ async def test_a_process_that_starts_builds_the_indexes_an_owner_outgrew_meanwhi
     # A process that keeps them, every ten minutes, starts: it refreshes at once, unasked.
     async with low_thresholds_app(settings, refresh_seconds=600):
         assert wanted <= await once_indexes(owner_engine, wanted.issubset)
+
+
+WAITING_FOR_THE_REFRESH_LOCK_SQL = text(
+    """
+SELECT count(*) FROM pg_stat_activity
+ WHERE pid <> :holder AND datname = current_database() AND query LIKE '%advisory_lock(%'
+"""
+)
+"""The sessions other than `holder` whose statement, running or last, asks for an advisory
+lock: a refresh waiting for the refresh lock."""
+
+
+async def test_a_refresh_waiting_for_another_holds_up_none_of_its_concurrent_builds(
+    owner_engine: AsyncEngine,
+) -> None:
+    name = f"ix_test_refresh_wait_{uuid.uuid4().hex[:12]}"
+    async with owner_engine.connect() as connection:
+        holder = await connection.execution_options(isolation_level="AUTOCOMMIT")
+        holder_pid = (await holder.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+        # This session is the refresh that holds the lock, another refresh waits for it.
+        await holder.execute(text("SELECT pg_advisory_lock(:key)"), {"key": REFRESH_LOCK})
+        waiting = asyncio.create_task(OwnerIndexes(owner_engine, build_from=0, most=0).refresh())
+        try:
+            for _ in range(600):
+                asking = await holder.execute(
+                    WAITING_FOR_THE_REFRESH_LOCK_SQL, {"holder": holder_pid}
+                )
+                if asking.scalar_one() or waiting.done():
+                    break
+                await asyncio.sleep(0.05)
+            assert not waiting.done()
+            # The holder builds and drops concurrently, which waits for every transaction with
+            # an older snapshot: had the waiting refresh waited inside a statement, the two
+            # would wait for each other until PostgreSQL ended one as a deadlock.
+            await create_index_concurrently(
+                holder, name, "(id) WHERE tenant_id = 'no tenant has this id'"
+            )
+            await drop_index_concurrently(holder, name)
+        finally:
+            await holder.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": REFRESH_LOCK})
+        # The waiting refresh then takes the lock and runs.
+        report = await asyncio.wait_for(waiting, 60)
+    assert report.built == []
 
 
 async def test_only_the_tables_owner_maintains_the_indexes(runtime_engine: AsyncEngine) -> None:
