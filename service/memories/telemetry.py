@@ -14,7 +14,13 @@ from opentelemetry.trace import Span
 from prometheus_client import Counter, Gauge, Histogram
 
 from service.memories.schemas import SearchHit
-from service.observability import COUNT_BUCKETS, DOMAIN_METRICS, LATENCY_BUCKETS, tracer
+from service.observability import (
+    COUNT_BUCKETS,
+    DOMAIN_METRICS,
+    LATENCY_BUCKETS,
+    SHARED_BETWEEN_WORKERS,
+    tracer,
+)
 
 SEARCH_STAGE_METRIC = "mneme_search_stage_duration_seconds"
 """The histogram of a search's stages, by stage and mode."""
@@ -57,20 +63,53 @@ class MemoryMetrics:
             buckets=COUNT_BUCKETS,
             registry=r,
         )
-        # Published by every service process from the state `mneme reembed run` records.
+        # Published by every service process from the state `mneme reembed run` records: the
+        # database's, the same whichever worker reads it (with several, the value read last).
         self.reembed_memories = Gauge(
             "mneme_reembed_memories",
             "Memories of the vector column being filled for a new embedding model, by model "
             "and state (total: to embed when the pass began, embedded: done since).",
             ["model", "state"],
             registry=r,
+            multiprocess_mode="mostrecent",
         )
         self.reembed_tenants_switched = Gauge(
             "mneme_reembed_tenants_switched",
             "Tenants whose searches already read the new embedding model's column, by model.",
             ["model"],
             registry=r,
+            multiprocess_mode="mostrecent",
         )
+        self._reembed_model: str | None = None
+        """The model whose progress this process published last (None: none, or withdrawn)."""
+
+    def publish_reembed_progress(
+        self, model: str, embedded: int, total: int, tenants_switched: int
+    ) -> None:
+        """A change of embedding model's progress: the new column's memories embedded of
+        `total`, and its tenants switched."""
+        self.reembed_memories.labels(model=model, state="embedded").set(embedded)
+        self.reembed_memories.labels(model=model, state="total").set(total)
+        self.reembed_tenants_switched.labels(model=model).set(tenants_switched)
+        self._reembed_model = model
+
+    def withdraw_reembed_progress(self) -> None:
+        """No column is being filled: the progress this process published goes (nothing, when
+        it published none).
+
+        Under `mneme serve --workers N` the workers' metrics live in shared files, from which
+        prometheus_client cannot remove a series (it warns, and keeps it): there the last
+        model's series are set to zero, a total of zero being no change in progress (the
+        dashboard's panel divides by a total above zero)."""
+        model = self._reembed_model
+        if model is None:
+            return
+        if SHARED_BETWEEN_WORKERS:
+            self.publish_reembed_progress(model, 0, 0, 0)
+        else:
+            self.reembed_memories.clear()
+            self.reembed_tenants_switched.clear()
+        self._reembed_model = None
 
 
 MEMORY_METRICS = MemoryMetrics()

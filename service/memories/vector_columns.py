@@ -419,14 +419,11 @@ class StorageEmbedder:
 
 def publish_progress(state: ColumnsState, model_of: Callable[[ColumnState], str]) -> None:
     """`mneme_reembed_memories{model,state}` and `mneme_reembed_tenants_switched{model}` for
-    the column being filled, as its state row says."""
-    metrics = MEMORY_METRICS
+    the column being filled, as its state row says; withdrawn when none is."""
     filling = state.column("filling")
     if filling is None:
-        metrics.reembed_memories.clear()
-        metrics.reembed_tenants_switched.clear()
+        MEMORY_METRICS.withdraw_reembed_progress()
         return
-    model = model_of(filling)
-    metrics.reembed_memories.labels(model=model, state="embedded").set(filling.memories_embedded)
-    metrics.reembed_memories.labels(model=model, state="total").set(filling.memories_total)
-    metrics.reembed_tenants_switched.labels(model=model).set(len(state.switched))
+    MEMORY_METRICS.publish_reembed_progress(
+        model_of(filling), filling.memories_embedded, filling.memories_total, len(state.switched)
+    )
