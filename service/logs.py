@@ -12,6 +12,7 @@ memory text, profile values, credentials); keep it so when adding lines.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from typing import Literal, TextIO
@@ -47,6 +48,26 @@ class RequestContextFilter(logging.Filter):
         if span_context.is_valid:
             record.trace_id = format(span_context.trace_id, "032x")
             record.span_id = format(span_context.span_id, "016x")
+        return True
+
+
+class AbandonedRequestFilter(logging.Filter):
+    """uvicorn reports a request that its forced stop cut short (told to stop a second time
+    while it waited for the request to finish) as an application error, with the traceback
+    of the request's cancellation. The request was stopped as the operator asked: it becomes
+    one warning line."""
+
+    MESSAGE = "request abandoned: the service was stopped at once"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (
+            record.exc_info is not None
+            and isinstance(record.exc_info[1], asyncio.CancelledError)
+            and str(record.msg).startswith("Exception in ASGI application")
+        ):
+            record.msg, record.args = self.MESSAGE, ()
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True
 
 
@@ -118,6 +139,10 @@ def configure_logging(level: str, log_format: LogFormat) -> None:
         uvicorn_logger = logging.getLogger(name)
         uvicorn_logger.handlers.clear()
         uvicorn_logger.propagate = True
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    for installed in [f for f in uvicorn_errors.filters if isinstance(f, AbandonedRequestFilter)]:
+        uvicorn_errors.removeFilter(installed)
+    uvicorn_errors.addFilter(AbandonedRequestFilter())
 
 
 def log_request(context: RequestContext, status: int, seconds: float) -> None:

@@ -105,6 +105,19 @@ key); every error is an RFC 9457 `application/problem+json` document with a stab
 """
 
 
+def _stop_at_once() -> None:
+    """The lifespan was cancelled instead of asked to shut down: uvicorn, told a second time to
+    stop (a second Ctrl-C), leaves the lifespan's shutdown out and the event loop then cancels
+    every task, this one and the background work's alike. The cancellation is taken back so
+    that everything opened still closes, in order, without waiting for what was already
+    cancelled: a job in progress is handed back to the queue (picked up again once its
+    heartbeat lapses), and the database stops after its connections have closed."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+    logger.warning("mneme stopping at once: interrupted again while stopping")
+
+
 def _operation_id(route: APIRoute) -> str:
     # SDK generators turn operationIds into method names: keep them the verb_noun function names.
     return route.name
@@ -149,7 +162,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     state.schema_head,
                     ", ".join(exporters) or "none",
                 )
-                yield
+                try:
+                    yield
+                except asyncio.CancelledError:
+                    _stop_at_once()
         leave_shared_metrics()
         logger.info("mneme stopped")
 

@@ -289,6 +289,12 @@ class JobWorker:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            except asyncio.CancelledError:
+                # The worker itself was cancelled (the event loop cancels every task when the
+                # process is made to stop at once): it has stopped, and its jobs in progress
+                # go back to the queue. Only a cancellation of this stop goes on.
+                if not task.cancelled():
+                    raise
         if self._pool is not None:
             await self._pool.close()
             self._pool = None

@@ -3,6 +3,7 @@ failed call naming the URL and the error class, and CLI start-up free of platfor
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -14,7 +15,7 @@ from httpx import AsyncClient
 from pydantic import SecretStr
 
 from service.config import Settings
-from service.logs import TextFormatter
+from service.logs import AbandonedRequestFilter, TextFormatter
 from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
 from service.providers.openai_embedder import OpenAIEmbedder
 from service.providers.telemetry import InstrumentedEmbedder
@@ -47,6 +48,42 @@ def test_the_text_format_appends_the_request_fields_for_a_terminal() -> None:
     record.status = 200
     line = TextFormatter().format(record)
     assert line.endswith("GET / 200  request_id=abc status=200")
+
+
+def _uvicorn_error(error: BaseException) -> logging.LogRecord:
+    """The record uvicorn logs for a request its application did not finish."""
+    return logging.LogRecord(
+        "uvicorn.error",
+        logging.ERROR,
+        __file__,
+        1,
+        "Exception in ASGI application\n",
+        None,
+        (type(error), error, None),
+    )
+
+
+def test_a_request_cancelled_by_a_forced_stop_is_one_warning_line() -> None:
+    record = _uvicorn_error(asyncio.CancelledError())
+    assert AbandonedRequestFilter().filter(record)
+    assert record.levelno == logging.WARNING
+    line = TextFormatter().format(record)
+    assert line.endswith(f"WARNING uvicorn.error  {AbandonedRequestFilter.MESSAGE}")
+    assert AbandonedRequestFilter.MESSAGE == "request abandoned: the service was stopped at once"
+    assert "Traceback" not in line
+
+
+def test_an_application_error_keeps_its_traceback() -> None:
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError as error:
+        record = _uvicorn_error(error)
+        record.exc_info = sys.exc_info()
+    assert AbandonedRequestFilter().filter(record)
+    assert record.levelno == logging.ERROR
+    line = TextFormatter().format(record)
+    assert "Exception in ASGI application" in line
+    assert "Traceback" in line and "RuntimeError: boom" in line
 
 
 def unreachable_embedder() -> InstrumentedEmbedder:
