@@ -272,6 +272,7 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
         # own pass would trust FORWARDED_ALLOW_IPS besides.
         "proxy_headers": False,
         "http": ProblemHttpToolsProtocol,
+        "timeout_graceful_shutdown": settings.shutdown_grace_seconds,
     }
     try:
         if workers == 1:

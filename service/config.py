@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     # process uses one core. Each has its own pool and job worker; with the embedded database
     # the parent starts and migrates the cluster once and the workers share it.
     workers: int = Field(default=1, ge=1, le=64)
+    # How long `mneme serve`, told to stop, waits for the requests in flight before it abandons
+    # them and shuts down in order: a client that never finishes its request (a body that never
+    # ends) would otherwise hold the stop until the process is killed. Under an orchestrator,
+    # allow the stop this and the job worker's 20 s before SIGKILL (docs/failure-modes.md).
+    shutdown_grace_seconds: float = Field(default=10, gt=0, le=3600)
 
     # --- identity ---------------------------------------------------------------------------
     jwt_hs256_secret: SecretStr | None = SecretStr(DEV_DEFAULT_SECRET)

@@ -52,12 +52,12 @@ class RequestContextFilter(logging.Filter):
 
 
 class AbandonedRequestFilter(logging.Filter):
-    """uvicorn reports a request that its forced stop cut short (told to stop a second time
-    while it waited for the request to finish) as an application error, with the traceback
-    of the request's cancellation. The request was stopped as the operator asked: it becomes
-    one warning line."""
+    """uvicorn reports a request that its stop cut short (still running when the stop's grace
+    period ended, or when told to stop a second time) as an application error, with the
+    traceback of the request's cancellation. The request was stopped as the operator asked:
+    it becomes one warning line."""
 
-    MESSAGE = "request abandoned: the service was stopped at once"
+    MESSAGE = "request abandoned: the service stopped before it finished"
 
     def filter(self, record: logging.LogRecord) -> bool:
         if (

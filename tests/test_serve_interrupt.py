@@ -1,7 +1,9 @@
-"""`mneme serve` interrupted twice (a second Ctrl-C while it waits for a request to finish):
-uvicorn then leaves the application's shutdown out and the event loop cancels every task. The
-service still closes what it opened, in order, and says so in one line: no traceback, the
-embedded database stopped, and everything it had accepted there at the next start."""
+"""`mneme serve` stopped while a request is still in flight (a client that never finishes its
+body). Interrupted once, it waits for the request up to its grace period, then abandons it and
+shuts down in order. Interrupted twice (a second Ctrl-C while it waits), uvicorn leaves the
+application's shutdown out and the event loop cancels every task: the service still closes what
+it opened, in order. Either way each abandoned request is one warning line, no traceback, the
+embedded database is stopped, and everything it had accepted is there at the next start."""
 
 from __future__ import annotations
 
@@ -25,13 +27,15 @@ pytestmark = pytest.mark.slow
 
 READY_SECONDS = 240
 WAITING_FOR_REQUEST = "Waiting for connections to close"
+ABANDONED = "request abandoned"
 
 
-def _environment(data_dir: Path) -> dict[str, str]:
+def _environment(data_dir: Path, grace_seconds: float) -> dict[str, str]:
     environment = {
         name: value for name, value in os.environ.items() if not name.startswith("MNEME_")
     }
     return environment | {
+        "MNEME_SHUTDOWN_GRACE_SECONDS": str(grace_seconds),
         "MNEME_DATA_DIR": str(data_dir),
         "MNEME_JWT_HS256_SECRET": TEST_SECRET,
         "MNEME_EMBEDDING_LOCAL_THREADS": "1",
@@ -40,10 +44,12 @@ def _environment(data_dir: Path) -> dict[str, str]:
     }
 
 
-def _serve(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def _serve(
+    data_dir: Path, port: int, log: Path, grace_seconds: float = 60
+) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(  # noqa: S603 - our own interpreter and fixed arguments
         [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        env=_environment(data_dir),
+        env=_environment(data_dir, grace_seconds),
         cwd=data_dir,
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
@@ -70,64 +76,101 @@ def _wait_for_line(log: Path, line: str, process: subprocess.Popen[bytes]) -> No
 
 def _stop(process: subprocess.Popen[bytes]) -> int:
     try:
-        return process.wait(timeout=60)
+        return process.wait(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
 
 
-def test_a_second_interrupt_stops_the_service_at_once_and_cleanly(tmp_path: Path) -> None:
-    port = free_port()
-    headers = bearer(Settings(jwt_hs256_secret=TEST_SECRET), new_tenant(), "alice")
-    first_log = tmp_path / "first.log"
-    process = _serve(tmp_path, port, first_log)
-    try:
-        created = httpx.post(
-            f"http://127.0.0.1:{port}/v1/users/me/memories",
-            headers=headers,
-            json={"text": "Keeps bees on the roof"},
-            timeout=30,
-        )
-        assert created.status_code == 201, created.text
-        # A request whose body never ends keeps uvicorn waiting after the first interrupt:
-        # the second one comes while it waits, as a user's second Ctrl-C does.
-        with socket.create_connection(("127.0.0.1", port)) as unfinished:
-            unfinished.sendall(
-                b"POST /v1/users/me/memories HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                + f"Authorization: {headers['Authorization']}\r\n".encode()
-                + b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
-                + b'{"text": "Half a'
-            )
-            time.sleep(0.5)
-            process.send_signal(signal.SIGINT)
-            _wait_for_line(first_log, WAITING_FOR_REQUEST, process)
-            process.send_signal(signal.SIGINT)
-            returncode = _stop(process)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    output = first_log.read_text()
-    assert returncode == 0, output
-    assert "mneme stopping at once" in output
+def _unfinished_request(port: int, headers: dict[str, str]) -> socket.socket:
+    """A request whose body never ends: it holds the stop until the stop gives up on it."""
+    unfinished = socket.create_connection(("127.0.0.1", port))
+    unfinished.sendall(
+        b"POST /v1/users/me/memories HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + f"Authorization: {headers['Authorization']}\r\n".encode()
+        + b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+        + b'{"text": "Half a'
+    )
+    time.sleep(0.5)
+    return unfinished
+
+
+def _stopped_in_order(output: str, data_dir: Path) -> None:
     assert "mneme stopped" in output
+    assert output.count(ABANDONED) == 1, output
     for failure in ("Traceback", "Task was destroyed", "Failed to restore"):
         assert failure not in output, output
     # The embedded database was stopped, not left running.
-    assert not (tmp_path / "pgdata" / "postmaster.pid").exists()
+    assert not (data_dir / "pgdata" / "postmaster.pid").exists()
 
-    second_log = tmp_path / "second.log"
-    process = _serve(tmp_path, port, second_log)
+
+def _kept(data_dir: Path, port: int, headers: dict[str, str], text: str) -> None:
+    """The memory accepted before the stop is there after a start on the same data."""
+    log = data_dir / "again.log"
+    process = _serve(data_dir, port, log)
     try:
         listed = httpx.get(
             f"http://127.0.0.1:{port}/v1/users/me/memories", headers=headers, timeout=30
         )
         assert listed.status_code == 200, listed.text
-        assert [item["text"] for item in listed.json()["items"]] == ["Keeps bees on the roof"]
+        assert [item["text"] for item in listed.json()["items"]] == [text]
     finally:
         process.send_signal(signal.SIGINT)
         returncode = _stop(process)
-    output = second_log.read_text()
+    assert returncode == 0, log.read_text()
+    assert "Traceback" not in log.read_text()
+
+
+def _remember(port: int, headers: dict[str, str], text: str) -> None:
+    created = httpx.post(
+        f"http://127.0.0.1:{port}/v1/users/me/memories",
+        headers=headers,
+        json={"text": text},
+        timeout=30,
+    )
+    assert created.status_code == 201, created.text
+
+
+def test_a_stop_abandons_a_request_after_its_grace_period(tmp_path: Path) -> None:
+    port = free_port()
+    headers = bearer(Settings(jwt_hs256_secret=TEST_SECRET), new_tenant(), "alice")
+    log = tmp_path / "serve.log"
+    process = _serve(tmp_path, port, log, grace_seconds=1)
+    try:
+        _remember(port, headers, "Keeps bees on the roof")
+        with _unfinished_request(port, headers):
+            process.send_signal(signal.SIGINT)
+            returncode = _stop(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    output = log.read_text()
     assert returncode == 0, output
-    # One interrupt is an ordinary shutdown.
+    # One interrupt: an ordinary shutdown, once the grace period is over.
     assert "mneme stopping at once" not in output
-    assert "Traceback" not in output, output
+    _stopped_in_order(output, tmp_path)
+    _kept(tmp_path, port, headers, "Keeps bees on the roof")
+
+
+def test_a_second_interrupt_stops_the_service_at_once_and_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    headers = bearer(Settings(jwt_hs256_secret=TEST_SECRET), new_tenant(), "alice")
+    log = tmp_path / "serve.log"
+    process = _serve(tmp_path, port, log)
+    try:
+        _remember(port, headers, "Keeps bees on the roof")
+        # The grace period (60 s) keeps uvicorn waiting for the request after the first
+        # interrupt: the second one comes while it waits, as a user's second Ctrl-C does.
+        with _unfinished_request(port, headers):
+            process.send_signal(signal.SIGINT)
+            _wait_for_line(log, WAITING_FOR_REQUEST, process)
+            process.send_signal(signal.SIGINT)
+            returncode = _stop(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    output = log.read_text()
+    assert returncode == 0, output
+    assert "mneme stopping at once" in output
+    _stopped_in_order(output, tmp_path)
+    _kept(tmp_path, port, headers, "Keeps bees on the roof")

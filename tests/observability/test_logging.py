@@ -69,7 +69,9 @@ def test_a_request_cancelled_by_a_forced_stop_is_one_warning_line() -> None:
     assert record.levelno == logging.WARNING
     line = TextFormatter().format(record)
     assert line.endswith(f"WARNING uvicorn.error  {AbandonedRequestFilter.MESSAGE}")
-    assert AbandonedRequestFilter.MESSAGE == "request abandoned: the service was stopped at once"
+    assert AbandonedRequestFilter.MESSAGE == (
+        "request abandoned: the service stopped before it finished"
+    )
     assert "Traceback" not in line
 
 
