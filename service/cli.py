@@ -243,7 +243,7 @@ APP_FACTORY = "service.main:create_app"
 def _serve(host: str | None, port: int | None, workers: int | None) -> int:
     import uvicorn
 
-    from service.kit.http_protocol import ProblemHttpToolsProtocol
+    from service.http_protocol import ProblemHttpToolsProtocol
 
     settings = get_settings()
     workers = workers or settings.workers

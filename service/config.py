@@ -368,6 +368,11 @@ class Settings(BaseSettings):
 
     # --- http ---------------------------------------------------------------------------------
     max_request_bytes: int = Field(default=1_048_576, ge=1024)
+    # How long a client may take over its request (`mneme serve`): the request line and headers
+    # from their first byte, the body between one part and the next. A client that stops
+    # midway gets a 408 and its connection is closed, instead of holding it (and the request
+    # waiting for its body) for as long as it stays connected.
+    request_read_timeout_seconds: float = Field(default=30, gt=0, le=3600)
     # Per principal (tenant + user, or API key); the tenant ceiling caps all its principals.
     rate_limit_default: str = "600/minute"
     rate_limit_tenant: str = "6000/minute"

@@ -51,6 +51,8 @@ ProblemCode = Literal[
     "PATCH_FAILED",
     "SUMMARIZATION_DISABLED",
     "USER_NOT_EMPTY",
+    # 408
+    "REQUEST_TIMEOUT",
     # 412, 413, 414, 415
     "PRECONDITION_FAILED",
     "PAYLOAD_TOO_LARGE",

@@ -70,6 +70,9 @@ class InputGuardMiddleware:
             body += message.get("body", b"")
             if not message.get("more_body", False):
                 break
+        if buffered[-1]["type"] == "http.disconnect":
+            # The client went before its body was in: there is no one left to answer.
+            return
         if body:
             try:
                 loads_strict(bytes(body))

@@ -55,6 +55,15 @@ def bind_tenant(tenant_id: str) -> None:
 
 # --- the request middleware --------------------------------------------------------------------
 
+CLIENT_CLOSED_REQUEST = 499
+"""The status counted and logged for a request whose client went before it was answered (as
+nginx logs it): not a server error, and nothing was sent."""
+
+ANSWERED_BY_SERVER = "mneme.answered_by_server"
+"""The key, in a request's scope state, of the status the HTTP server itself answered the
+request with when its application could not (`service.http_protocol`: a body that stopped
+arriving, answered 408); the application then sees its client gone."""
+
 
 class TelemetryMiddleware:
     """Pure-ASGI middleware: request id, request context for logs, latency and status metrics.
@@ -94,11 +103,24 @@ class TelemetryMiddleware:
         state["request_id"] = request_id
         state["trace_id"] = current_trace_id()
         span.set_attribute("mneme.request_id", request_id)
+        client_gone = False
+
+        async def receive_noting_departure() -> Message:
+            nonlocal client_gone
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                client_gone = True
+            return message
+
         try:
-            await self.app(scope, receive, send_with_request_id)
+            await self.app(scope, receive_noting_departure, send_with_request_id)
         finally:
             context.route = _route_template(scope)
-            status = context.status or 500
+            status = (
+                context.status
+                or state.get(ANSWERED_BY_SERVER)
+                or (CLIENT_CLOSED_REQUEST if client_gone else 500)
+            )
             elapsed = time.perf_counter() - started
             self.metrics.http_requests.labels(context.method, context.route, str(status)).inc()
             self.metrics.http_latency.labels(context.method, context.route).observe(elapsed)

@@ -11,7 +11,7 @@ import pytest
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from service.kit.http_protocol import MAX_URL_BYTES, ProblemHttpToolsProtocol
+from service.http_protocol import MAX_URL_BYTES, ProblemHttpToolsProtocol
 
 
 async def _ok(scope: Scope, receive: Receive, send: Send) -> None:

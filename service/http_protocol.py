@@ -1,0 +1,161 @@
+"""uvicorn's httptools protocol, answering requests it cannot parse with a problem document,
+and giving a client a time limit for sending its request.
+
+(`uvicorn[standard]`, a dependency, installs httptools; uvicorn's "auto" would pick it too.)
+uvicorn refuses a request it cannot parse (a URL longer than its parser's 64 KiB limit, a
+malformed request line or header) before any application code runs, with a plain-text 400.
+This subclass keeps uvicorn's behaviour and change only that answer: an RFC 9457 problem,
+414 `URI_TOO_LONG` for an over-long URL, 400 `BAD_REQUEST` otherwise.
+
+uvicorn waits for a request's head and body for as long as the client stays connected: a client
+that stops midway (or sends one byte a minute) holds its connection, and once its head is in,
+a request task waiting for the body, until it goes. Here a request's line and headers must
+arrive within `MNEME_REQUEST_READ_TIMEOUT_SECONDS` of their first byte, and each part of its
+body within that time of the one before (a large body on a slow link keeps flowing); a
+connection must start its first request within it too. A request late in either is answered
+408 `REQUEST_TIMEOUT` (a problem document) and its connection closed; a connection that never
+sent a byte is closed without an answer, as uvicorn closes an idle kept-alive connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from http import HTTPStatus
+from typing import Any, ClassVar
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from service.config import get_settings
+from service.errors import PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, ProblemCode
+from service.observability.middleware import ANSWERED_BY_SERVER
+
+logger = logging.getLogger("mneme.http")
+
+# httptools stores URL offsets in 16 bits: a longer URL cannot be parsed at all.
+MAX_URL_BYTES = 65_535
+
+
+def closing_problem_response(status: int, code: ProblemCode, detail: str) -> bytes:
+    """A complete HTTP/1.1 response carrying a problem document, written by the protocol
+    itself (no application runs for it); the connection closes."""
+    phrase = HTTPStatus(status).phrase
+    body = json.dumps(
+        {
+            "type": PROBLEM_TYPE_BASE + code.lower().replace("_", "-"),
+            "title": phrase,
+            "status": status,
+            "detail": detail,
+            "instance": "",
+            "code": code,
+        }
+    ).encode()
+    head = (
+        f"HTTP/1.1 {status} {phrase}\r\n"
+        f"content-type: {PROBLEM_CONTENT_TYPE}\r\n"
+        f"content-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+def _answer(url_length: int) -> bytes:
+    if url_length > MAX_URL_BYTES:
+        return closing_problem_response(
+            414, "URI_TOO_LONG", f"The URL is longer than {MAX_URL_BYTES} bytes."
+        )
+    return closing_problem_response(
+        400, "BAD_REQUEST", "The HTTP request could not be parsed (request line or headers)."
+    )
+
+
+class ProblemHttpToolsProtocol(HttpToolsProtocol):
+    read_timeout_seconds: ClassVar[float | None] = None
+    """The time a client has for each part of its request (None: the setting's)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._read_timeout = (
+            self.read_timeout_seconds or get_settings().request_read_timeout_seconds
+        )
+        self._read_timer: asyncio.TimerHandle | None = None
+
+    def send_400_response(self, msg: str) -> None:
+        self.transport.write(_answer(len(self.url)))
+        self.transport.close()
+
+    # The read timer: armed while a request is expected or arriving, disarmed once it is in.
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._expect(self._silent_too_long)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        # The head has from its first byte on: a head sent a byte at a time gets no more.
+        self._expect(self._head_too_slow)
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        self._expect(self._body_too_slow)
+
+    def on_body(self, body: bytes) -> None:
+        super().on_body(body)
+        self._expect(self._body_too_slow)
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._stop_expecting()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_expecting()
+        super().connection_lost(exc)
+
+    def _expect(self, late: Any) -> None:
+        self._stop_expecting()
+        self._read_timer = self.loop.call_later(self._read_timeout, late)
+
+    def _stop_expecting(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
+    def _silent_too_long(self) -> None:
+        self._read_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def _head_too_slow(self) -> None:
+        self._read_timer = None
+        self._time_out("its request line and headers")
+
+    def _body_too_slow(self) -> None:
+        self._read_timer = None
+        cycle = self.cycle
+        if cycle is not None and cycle.response_started:
+            # The application answers already: the answer ends with the connection.
+            self.transport.close()
+            return
+        if cycle is not None:
+            # The request's task sees its client gone (`http.disconnect`) and stops; nothing
+            # it sends from now on is written. Its access line says what the client got.
+            cycle.scope.setdefault("state", {})[ANSWERED_BY_SERVER] = 408
+            cycle.disconnected = True
+            cycle.message_event.set()
+        self._time_out("the rest of its request body")
+
+    def _time_out(self, missing: str) -> None:
+        if self.transport.is_closing():
+            return
+        logger.warning(
+            "request timed out: %s did not arrive within %s s", missing, self._read_timeout
+        )
+        self.transport.write(
+            closing_problem_response(
+                408,
+                "REQUEST_TIMEOUT",
+                f"The client did not send {missing} within {self._read_timeout:g} s.",
+            )
+        )
+        self.transport.close()

@@ -1,0 +1,264 @@
+"""A client has a time limit for each part of its request: a head that stops (or trickles) and a
+body that stops midway are answered 408 `REQUEST_TIMEOUT` and the connection is closed; a body
+that keeps flowing, however long it takes in all, and a kept-alive connection between requests
+are untouched. Run against real uvicorn with the service's HTTP protocol, and with the service
+itself behind it: a request that timed out stores nothing and is counted as the 408 its client
+got; one whose client went before its body was in is counted as 499, not as a server error."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from httpx import AsyncClient
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from service.config import Settings
+from service.http_protocol import ProblemHttpToolsProtocol
+from service.state import AppState
+from tests.conftest import bearer
+
+READ_TIMEOUT = 0.5
+
+
+class QuickTimeoutProtocol(ProblemHttpToolsProtocol):
+    read_timeout_seconds = READ_TIMEOUT
+
+
+disconnected: list[str] = []
+"""The paths whose request saw its client gone while it read the body."""
+
+
+async def _echo_length(scope: Scope, receive: Receive, send: Send) -> None:
+    """Reads the whole body and answers its length."""
+    if scope["type"] != "http":
+        return
+    length = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            disconnected.append(scope["path"])
+            return
+        length += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    answer = str(length).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-length", str(len(answer)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": answer})
+
+
+async def _served(app: ASGIApp) -> AsyncIterator[int]:
+    """`app` under uvicorn with the short read limit, on a free loopback port (its lifespan
+    is the caller's)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        http=QuickTimeoutProtocol,
+        log_level="error",
+        lifespan="off",
+        timeout_keep_alive=5,
+        # A connection this module leaves open does not hold the server's stop.
+        timeout_graceful_shutdown=2,
+    )
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no event for this
+        await asyncio.sleep(0.05)
+    yield port
+    server.should_exit = True
+    await serving
+
+
+@pytest.fixture
+async def server_port() -> AsyncIterator[int]:
+    async for port in _served(_echo_length):
+        yield port
+
+
+@pytest.fixture
+async def service_port(app: FastAPI) -> AsyncIterator[int]:
+    async for port in _served(app):
+        yield port
+
+
+async def _answer(reader: asyncio.StreamReader) -> tuple[str, dict[str, str], bytes]:
+    raw = await asyncio.wait_for(reader.read(), timeout=10)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines)}
+    return status_line, headers, body
+
+
+def _timed_out(status: str, headers: dict[str, str], body: bytes) -> str:
+    assert status.startswith("HTTP/1.1 408"), status
+    assert headers["content-type"] == "application/problem+json"
+    assert headers["connection"] == "close"
+    problem = json.loads(body)
+    assert problem["code"] == "REQUEST_TIMEOUT" and problem["status"] == 408
+    detail: str = problem["detail"]
+    return detail
+
+
+async def test_a_head_that_stops_midway_is_a_408_problem(server_port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server_port)
+    started = time.monotonic()
+    writer.write(b"POST /stalled HTTP/1.1\r\nHost: mneme\r\nContent-")
+    await writer.drain()
+    detail = _timed_out(*await _answer(reader))
+    assert "request line and headers" in detail
+    assert time.monotonic() - started >= READ_TIMEOUT
+    writer.close()
+
+
+async def test_a_head_sent_a_byte_at_a_time_gets_no_more_time(server_port: int) -> None:
+    head = b"GET /trickled HTTP/1.1\r\nHost: mneme\r\nX-Padding: " + b"a" * 40 + b"\r\n\r\n"
+    reader, writer = await asyncio.open_connection("127.0.0.1", server_port)
+    started = time.monotonic()
+
+    async def trickle() -> None:
+        for byte in head:
+            writer.write(bytes([byte]))
+            await writer.drain()
+            # Each byte well within the limit; the whole head (~8 s) far beyond it.
+            await asyncio.sleep(READ_TIMEOUT / 4)
+
+    trickling = asyncio.create_task(trickle())
+    try:
+        _timed_out(*await _answer(reader))
+    finally:
+        trickling.cancel()
+    assert time.monotonic() - started < 4 * READ_TIMEOUT
+    writer.close()
+
+
+async def test_a_body_that_stops_midway_is_a_408_and_its_request_sees_the_client_gone(
+    server_port: int,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server_port)
+    writer.write(b"POST /half HTTP/1.1\r\nHost: mneme\r\nContent-Length: 100\r\n\r\n" + b"x" * 40)
+    await writer.drain()
+    status, headers, body = await _answer(reader)
+    detail = _timed_out(status, headers, body)
+    assert "request body" in detail
+    # The request stopped reading: it answered nothing besides the 408.
+    assert body.count(b"{") == 1
+    await asyncio.sleep(0.1)
+    assert "/half" in disconnected
+    writer.close()
+
+
+async def test_a_body_that_keeps_flowing_may_take_longer_in_all(server_port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server_port)
+    writer.write(
+        b"POST /slow HTTP/1.1\r\nHost: mneme\r\nContent-Length: 40\r\nConnection: close\r\n\r\n"
+    )
+    for _ in range(4):
+        # Four parts, each within the limit of the one before: twice the limit in all.
+        await asyncio.sleep(READ_TIMEOUT / 2)
+        writer.write(b"y" * 10)
+        await writer.drain()
+    status, _, body = await _answer(reader)
+    assert status.startswith("HTTP/1.1 200"), status
+    assert body == b"40"
+    writer.close()
+
+
+async def test_a_connection_that_sends_nothing_is_closed_without_an_answer(
+    server_port: int,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server_port)
+    started = time.monotonic()
+    assert await asyncio.wait_for(reader.read(), timeout=10) == b""
+    assert time.monotonic() - started >= READ_TIMEOUT
+    writer.close()
+
+
+async def test_a_kept_alive_connection_waits_between_requests_as_before(server_port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server_port)
+    request = b"POST /kept HTTP/1.1\r\nHost: mneme\r\nContent-Length: 3\r\n\r\nabc"
+    writer.write(request)
+    await writer.drain()
+    first = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
+    assert first.startswith(b"HTTP/1.1 200")
+    assert await asyncio.wait_for(reader.readexactly(1), timeout=10) == b"3"
+    # Idle for longer than the read limit, well within uvicorn's keep-alive of 5 s.
+    await asyncio.sleep(3 * READ_TIMEOUT)
+    writer.write(request.replace(b"/kept", b"/again"))
+    await writer.drain()
+    second = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
+    assert second.startswith(b"HTTP/1.1 200")
+    writer.close()
+
+
+def _requests_counted(app: FastAPI, status: int) -> float:
+    """The service's count of POSTs that the input guard ended (before any route matched)."""
+    state: AppState = app.state.mneme
+    counted = state.metrics.registry.get_sample_value(
+        "mneme_http_requests_total",
+        {"method": "POST", "route": "<unmatched>", "status": str(status)},
+    )
+    return counted or 0.0
+
+
+def _unfinished_memory(settings: Settings, tenant: str, user: str) -> bytes:
+    authorization = bearer(settings, tenant, user)["Authorization"]
+    return (
+        b"POST /v1/users/me/memories HTTP/1.1\r\nHost: mneme\r\n"
+        + f"Authorization: {authorization}\r\n".encode()
+        + b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+        + b'{"text": "Half a'
+    )
+
+
+async def test_the_service_stores_nothing_of_a_timed_out_request_and_counts_its_408(
+    service_port: int, app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    before = {status: _requests_counted(app, status) for status in (408, 422, 500)}
+    reader, writer = await asyncio.open_connection("127.0.0.1", service_port)
+    writer.write(_unfinished_memory(settings, tenant, "slow-writer"))
+    await writer.drain()
+    _timed_out(*await _answer(reader))
+    writer.close()
+    await asyncio.sleep(0.2)
+    # Counted (and logged) as what the client got, not as the truncated body's 422 or a 500.
+    assert _requests_counted(app, 408) == before[408] + 1
+    assert _requests_counted(app, 422) == before[422]
+    assert _requests_counted(app, 500) == before[500]
+    listed = await client.get(
+        "/v1/users/me/memories", headers=bearer(settings, tenant, "slow-writer")
+    )
+    assert listed.status_code == 200 and listed.json()["items"] == []
+
+
+async def test_a_client_gone_before_its_body_was_in_is_counted_as_499(
+    service_port: int, app: FastAPI, settings: Settings, tenant: str
+) -> None:
+    before = {status: _requests_counted(app, status) for status in (422, 499, 500)}
+    _, writer = await asyncio.open_connection("127.0.0.1", service_port)
+    writer.write(_unfinished_memory(settings, tenant, "gone-writer"))
+    await writer.drain()
+    await asyncio.sleep(0.1)
+    writer.close()
+    deadline = time.monotonic() + 5
+    # The count is the only sign the request has ended.
+    while _requests_counted(app, 499) == before[499] and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
+    assert _requests_counted(app, 499) == before[499] + 1
+    assert _requests_counted(app, 422) == before[422]
+    assert _requests_counted(app, 500) == before[500]
