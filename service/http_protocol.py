@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, ClassVar
 
@@ -112,7 +113,7 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
         self._stop_expecting()
         super().connection_lost(exc)
 
-    def _expect(self, late: Any) -> None:
+    def _expect(self, late: Callable[[], None]) -> None:
         self._stop_expecting()
         self._read_timer = self.loop.call_later(self._read_timeout, late)
 
@@ -128,10 +129,14 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
 
     def _head_too_slow(self) -> None:
         self._read_timer = None
+        if self._reading_paused(self._head_too_slow):
+            return
         self._time_out("its request line and headers")
 
     def _body_too_slow(self) -> None:
         self._read_timer = None
+        if self._reading_paused(self._body_too_slow):
+            return
         cycle = self.cycle
         if cycle is not None and cycle.response_started:
             # The application answers already: the answer ends with the connection.
@@ -144,6 +149,15 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
             cycle.disconnected = True
             cycle.message_event.set()
         self._time_out("the rest of its request body")
+
+    def _reading_paused(self, late: Callable[[], None]) -> bool:
+        """Whether the server itself stopped reading the connection (a request pipelined
+        behind one still answered, or a body its request has not read yet): the client is
+        not late then, and its time starts again (`late` is the handler to arm)."""
+        if not self.flow.read_paused:
+            return False
+        self._expect(late)
+        return True
 
     def _time_out(self, missing: str) -> None:
         if self.transport.is_closing():

@@ -39,6 +39,10 @@ async def _echo_length(scope: Scope, receive: Receive, send: Send) -> None:
     """Reads the whole body and answers its length."""
     if scope["type"] != "http":
         return
+    if scope["path"] == "/late-reader":
+        # Busy elsewhere before it reads its body: the server stops reading the connection once
+        # it holds more of the body than it buffers for a request.
+        await asyncio.sleep(3 * READ_TIMEOUT)
     length = 0
     while True:
         message = await receive()
@@ -176,6 +180,21 @@ async def test_a_body_that_keeps_flowing_may_take_longer_in_all(server_port: int
     status, _, body = await _answer(reader)
     assert status.startswith("HTTP/1.1 200"), status
     assert body == b"40"
+    writer.close()
+
+
+async def test_a_body_the_server_stopped_reading_is_not_late(server_port: int) -> None:
+    body = b"z" * (1024 * 1024)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server_port)
+    writer.write(
+        b"POST /late-reader HTTP/1.1\r\nHost: mneme\r\nConnection: close\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    await writer.drain()
+    status, _, answer = await _answer(reader)
+    assert status.startswith("HTTP/1.1 200"), status
+    assert answer == str(len(body)).encode()
     writer.close()
 
 
