@@ -13,6 +13,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -28,6 +30,7 @@ pytestmark = pytest.mark.slow
 READY_SECONDS = 240
 WAITING_FOR_REQUEST = "Waiting for connections to close"
 ABANDONED = "request abandoned"
+REMEMBERED = "Keeps bees on the roof"
 
 
 def _environment(data_dir: Path, grace_seconds: float) -> dict[str, str]:
@@ -131,46 +134,60 @@ def _remember(port: int, headers: dict[str, str], text: str) -> None:
     assert created.status_code == 201, created.text
 
 
-def test_a_stop_abandons_a_request_after_its_grace_period(tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Stopped:
+    """How `mneme serve` stopped with a request in flight, and what to reach it again with."""
+
+    returncode: int
+    output: str
+    port: int
+    headers: dict[str, str]
+
+
+def _stopped_with_a_request_in_flight(
+    data_dir: Path,
+    interrupt: Callable[[subprocess.Popen[bytes], Path], None],
+    grace_seconds: float = 60,
+) -> Stopped:
+    """Serve, remember one memory, start a request that never ends, `interrupt` the service
+    (given the process and its log) and wait for it to exit."""
     port = free_port()
     headers = bearer(Settings(jwt_hs256_secret=TEST_SECRET), new_tenant(), "alice")
-    log = tmp_path / "serve.log"
-    process = _serve(tmp_path, port, log, grace_seconds=1)
+    log = data_dir / "serve.log"
+    process = _serve(data_dir, port, log, grace_seconds)
     try:
-        _remember(port, headers, "Keeps bees on the roof")
+        _remember(port, headers, REMEMBERED)
         with _unfinished_request(port, headers):
-            process.send_signal(signal.SIGINT)
+            interrupt(process, log)
             returncode = _stop(process)
     finally:
         if process.poll() is None:
             process.kill()
-    output = log.read_text()
-    assert returncode == 0, output
+    return Stopped(returncode, log.read_text(), port, headers)
+
+
+def test_a_stop_abandons_a_request_after_its_grace_period(tmp_path: Path) -> None:
+    def once(process: subprocess.Popen[bytes], _log: Path) -> None:
+        process.send_signal(signal.SIGINT)
+
+    stopped = _stopped_with_a_request_in_flight(tmp_path, once, grace_seconds=1)
+    assert stopped.returncode == 0, stopped.output
     # One interrupt: an ordinary shutdown, once the grace period is over.
-    assert "mneme stopping at once" not in output
-    _stopped_in_order(output, tmp_path)
-    _kept(tmp_path, port, headers, "Keeps bees on the roof")
+    assert "mneme stopping at once" not in stopped.output
+    _stopped_in_order(stopped.output, tmp_path)
+    _kept(tmp_path, stopped.port, stopped.headers, REMEMBERED)
 
 
 def test_a_second_interrupt_stops_the_service_at_once_and_cleanly(tmp_path: Path) -> None:
-    port = free_port()
-    headers = bearer(Settings(jwt_hs256_secret=TEST_SECRET), new_tenant(), "alice")
-    log = tmp_path / "serve.log"
-    process = _serve(tmp_path, port, log)
-    try:
-        _remember(port, headers, "Keeps bees on the roof")
+    def twice(process: subprocess.Popen[bytes], log: Path) -> None:
         # The grace period (60 s) keeps uvicorn waiting for the request after the first
         # interrupt: the second one comes while it waits, as a user's second Ctrl-C does.
-        with _unfinished_request(port, headers):
-            process.send_signal(signal.SIGINT)
-            _wait_for_line(log, WAITING_FOR_REQUEST, process)
-            process.send_signal(signal.SIGINT)
-            returncode = _stop(process)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    output = log.read_text()
-    assert returncode == 0, output
-    assert "mneme stopping at once" in output
-    _stopped_in_order(output, tmp_path)
-    _kept(tmp_path, port, headers, "Keeps bees on the roof")
+        process.send_signal(signal.SIGINT)
+        _wait_for_line(log, WAITING_FOR_REQUEST, process)
+        process.send_signal(signal.SIGINT)
+
+    stopped = _stopped_with_a_request_in_flight(tmp_path, twice)
+    assert stopped.returncode == 0, stopped.output
+    assert "mneme stopping at once" in stopped.output
+    _stopped_in_order(stopped.output, tmp_path)
+    _kept(tmp_path, stopped.port, stopped.headers, REMEMBERED)

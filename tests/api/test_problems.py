@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 
 import pytest
-import uvicorn
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from httpx import ASGITransport, AsyncClient
@@ -20,6 +18,7 @@ from service.dependencies import Session
 from service.embedded_postgres import EmbeddedCluster
 from service.main import create_app
 from tests.conftest import assert_problem, bearer, make_settings
+from tests.fixtures.loopback import served_in_loop
 
 SECRET_DETAIL = "database password is hunter2"
 
@@ -187,21 +186,8 @@ async def served_probe_port(cluster: EmbeddedCluster, settings: Settings) -> Asy
     """The probe app behind a real uvicorn, as `mneme serve` runs it (keep-alive included)."""
     application = create_app(make_settings(cluster, migrate_on_start=False))
     add_probe_routes(application)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    server = uvicorn.Server(
-        uvicorn.Config(
-            application, host="127.0.0.1", port=port, log_config=None, log_level="critical"
-        )
-    )
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        assert not serving.done(), "uvicorn did not start"
-        await asyncio.sleep(0.05)
-    yield port
-    server.should_exit = True
-    await serving
+    async with served_in_loop(application, log_config=None, log_level="critical") as port:
+        yield port
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:

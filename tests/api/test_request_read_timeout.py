@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from httpx import AsyncClient
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -23,6 +22,7 @@ from service.config import Settings
 from service.http_protocol import ProblemHttpToolsProtocol
 from service.state import AppState
 from tests.conftest import bearer
+from tests.fixtures.loopback import served_in_loop
 
 READ_TIMEOUT = 0.5
 
@@ -63,16 +63,10 @@ async def _echo_length(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": answer})
 
 
-async def _served(app: ASGIApp) -> AsyncIterator[int]:
-    """`app` under uvicorn with the short read limit, on a free loopback port (its lifespan
-    is the caller's)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    config = uvicorn.Config(
+def _served(app: ASGIApp) -> AbstractAsyncContextManager[int]:
+    """`app` under uvicorn with the short read limit (its lifespan is the caller's)."""
+    return served_in_loop(
         app,
-        host="127.0.0.1",
-        port=port,
         http=QuickTimeoutProtocol,
         log_level="error",
         lifespan="off",
@@ -80,24 +74,17 @@ async def _served(app: ASGIApp) -> AsyncIterator[int]:
         # A connection this module leaves open does not hold the server's stop.
         timeout_graceful_shutdown=2,
     )
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no event for this
-        await asyncio.sleep(0.05)
-    yield port
-    server.should_exit = True
-    await serving
 
 
 @pytest.fixture
 async def server_port() -> AsyncIterator[int]:
-    async for port in _served(_echo_length):
+    async with _served(_echo_length) as port:
         yield port
 
 
 @pytest.fixture
 async def service_port(app: FastAPI) -> AsyncIterator[int]:
-    async for port in _served(app):
+    async with _served(app) as port:
         yield port
 
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 
 import pytest
-import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from service.http_protocol import MAX_URL_BYTES, ProblemHttpToolsProtocol
+from tests.fixtures.loopback import served_in_loop
 
 
 async def _ok(scope: Scope, receive: Receive, send: Send) -> None:
@@ -23,19 +22,8 @@ async def _ok(scope: Scope, receive: Receive, send: Send) -> None:
 
 @pytest.fixture
 async def server_port() -> AsyncIterator[int]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    config = uvicorn.Config(
-        _ok, host="127.0.0.1", port=port, http=ProblemHttpToolsProtocol, log_level="error"
-    )
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no event for this
-        await asyncio.sleep(0.05)
-    yield port
-    server.should_exit = True
-    await serving
+    async with served_in_loop(_ok, http=ProblemHttpToolsProtocol, log_level="error") as port:
+        yield port
 
 
 async def _exchange(port: int, request: bytes) -> tuple[str, dict[str, str], bytes]:
