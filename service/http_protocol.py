@@ -131,6 +131,11 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
         self._read_timer = None
         if self._reading_paused(self._head_too_slow):
             return
+        if self.cycle is not None and not self.cycle.response_complete:
+            # A request sent ahead of this one is still being answered: an answer now would
+            # cut into that one's. The time starts again (it ends as that answer does).
+            self._expect(self._head_too_slow)
+            return
         self._time_out("its request line and headers")
 
     def _body_too_slow(self) -> None:

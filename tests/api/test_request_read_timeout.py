@@ -35,24 +35,19 @@ disconnected: list[str] = []
 """The paths whose request saw its client gone while it read the body."""
 
 
-async def _echo_length(scope: Scope, receive: Receive, send: Send) -> None:
-    """Reads the whole body and answers its length."""
-    if scope["type"] != "http":
-        return
-    if scope["path"] == "/late-reader":
-        # Busy elsewhere before it reads its body: the server stops reading the connection once
-        # it holds more of the body than it buffers for a request.
-        await asyncio.sleep(3 * READ_TIMEOUT)
+async def _read_body(receive: Receive) -> int | None:
+    """The body's length; None when the client went before it was in."""
     length = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            disconnected.append(scope["path"])
-            return
+            return None
         length += len(message.get("body", b""))
         if not message.get("more_body", False):
-            break
-    answer = str(length).encode()
+            return length
+
+
+async def _answer_with(send: Send, answer: bytes) -> None:
     await send(
         {
             "type": "http.response.start",
@@ -61,6 +56,25 @@ async def _echo_length(scope: Scope, receive: Receive, send: Send) -> None:
         }
     )
     await send({"type": "http.response.body", "body": answer})
+
+
+async def _echo_length(scope: Scope, receive: Receive, send: Send) -> None:
+    """Reads the whole body and answers its length (`/slow-answer`: `slow`, late)."""
+    if scope["type"] != "http":
+        return
+    if scope["path"] == "/late-reader":
+        # Busy elsewhere before it reads its body: the server stops reading the connection once
+        # it holds more of the body than it buffers for a request.
+        await asyncio.sleep(3 * READ_TIMEOUT)
+    length = await _read_body(receive)
+    if length is None:
+        disconnected.append(scope["path"])
+        return
+    if scope["path"] == "/slow-answer":
+        await asyncio.sleep(3 * READ_TIMEOUT)
+        await _answer_with(send, b"slow")
+        return
+    await _answer_with(send, str(length).encode())
 
 
 def _served(app: ASGIApp) -> AbstractAsyncContextManager[int]:
@@ -182,6 +196,26 @@ async def test_a_body_the_server_stopped_reading_is_not_late(server_port: int) -
     status, _, answer = await _answer(reader)
     assert status.startswith("HTTP/1.1 200"), status
     assert answer == str(len(body)).encode()
+    writer.close()
+
+
+async def test_a_head_behind_a_request_still_answered_is_timed_out_after_that_answer(
+    server_port: int,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server_port)
+    started = time.monotonic()
+    writer.write(
+        b"GET /slow-answer HTTP/1.1\r\nHost: mneme\r\n\r\n"
+        + b"GET /never-finished HTTP/1.1\r\nHost: mn"
+    )
+    await writer.drain()
+    raw = await asyncio.wait_for(reader.read(), timeout=10)
+    # The first answer whole, then the 408 of the head that never ended: never one inside
+    # the other, though that head was late long before the first answer was done.
+    first, _, rest = raw.partition(b"\r\n\r\nslow")
+    assert first.startswith(b"HTTP/1.1 200") and b"408" not in first
+    assert rest.startswith(b"HTTP/1.1 408"), raw
+    assert time.monotonic() - started >= 3 * READ_TIMEOUT
     writer.close()
 
 
