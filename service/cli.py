@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import os
+import socket
 import sys
 import tempfile
 from collections.abc import Callable
@@ -247,6 +249,12 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
 
     settings = get_settings()
     workers = workers or settings.workers
+    host, port = host or settings.host, port or settings.port
+    unusable = _unusable_address(host, port)
+    if unusable is not None:
+        sys.stderr.write(f"mneme serve: cannot listen on {host}:{port}: {unusable}\n")
+        # uvicorn's exit status for a start that fails.
+        return 3
     try:
         metrics_dir = _workers_metrics_directory() if workers > 1 else None
     except OSError as exc:
@@ -260,8 +268,8 @@ def _serve(host: str | None, port: int | None, workers: int | None) -> int:
         shared = asyncio.run(_shared_embedded_database(settings))
     options: dict[str, Any] = {
         "factory": True,
-        "host": host or settings.host,
-        "port": port or settings.port,
+        "host": host,
+        "port": port,
         "workers": workers,
         "log_level": settings.log_level,
         # The app configures logging itself (JSON or text, with request and trace ids) and
@@ -302,6 +310,30 @@ def _supervise_workers(config: uvicorn.Config) -> int:
         supervisor.run()
     failed = any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes)
     return STARTUP_FAILURE if failed else 0
+
+
+def _unusable_address(host: str, port: int) -> str | None:
+    """Why `mneme serve` could not listen on `host`:`port` (None: it can), found by binding it
+    as uvicorn does (`SO_REUSEADDR`) and letting go at once: asked before the database starts
+    and the schema migrates, which uvicorn does before it binds."""
+    try:
+        [(family, kind, protocol, _, address), *_] = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        return f"{host} is not an address of this machine ({exc.strerror})"
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return (
+                    "the port is in use (another mneme serve, or another program, holds it; "
+                    "choose another with --port or MNEME_PORT)"
+                )
+            return exc.strerror or str(exc)
+    return None
 
 
 def _workers_metrics_directory() -> tempfile.TemporaryDirectory[str] | None:

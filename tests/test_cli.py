@@ -9,6 +9,7 @@ import importlib.metadata
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -214,6 +215,40 @@ def test_a_command_names_the_database_it_cannot_reach_before_it_starts(
     assert said.err.count("\n") == 1
     assert "hunter2" not in said.err
     assert said.out == ""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_on_a_port_in_use_says_so_before_it_starts_anything(
+    tmp_path: Path,
+    workers: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("MNEME_DATA_DIR", str(tmp_path))
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert main(["serve", "--port", str(port), "--workers", str(workers)]) == 3
+    said = capsys.readouterr()
+    assert said.err == (
+        f"mneme serve: cannot listen on 127.0.0.1:{port}: the port is in use (another mneme "
+        "serve, or another program, holds it; choose another with --port or MNEME_PORT)\n"
+    )
+    # Nothing was started: no embedded database made under the data directory.
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_on_an_address_not_of_this_machine_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MNEME_DATA_DIR", str(tmp_path))
+    # TEST-NET-1 (RFC 5737): never an address of this machine.
+    assert main(["serve", "--host", "192.0.2.1", "--port", str(free_port())]) == 3
+    said = capsys.readouterr().err
+    assert said.startswith("mneme serve: cannot listen on 192.0.2.1:") and said.count("\n") == 1
+    assert "in use" not in said
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
