@@ -110,8 +110,9 @@ def _stop_at_once() -> None:
     stop (a second Ctrl-C), leaves the lifespan's shutdown out and the event loop then cancels
     every task, this one and the background work's alike. The cancellation is taken back so
     that everything opened still closes, in order, without waiting for what was already
-    cancelled: a job in progress is handed back to the queue (picked up again once its
-    heartbeat lapses), and the database stops after its connections have closed."""
+    cancelled: a job in progress is handed back to the queue (or, cut short there too, picked
+    up again once its heartbeat lapses), and the database stops after its connections have
+    closed."""
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
