@@ -1,12 +1,15 @@
 """`mneme serve` stopped while a request is still in flight (a client that never finishes its
-body). Interrupted once, it waits for the request up to its grace period, then abandons it and
-shuts down in order. Interrupted twice (a second Ctrl-C while it waits), uvicorn leaves the
-application's shutdown out and the event loop cancels every task: the service still closes what
-it opened, in order. Either way each abandoned request is one warning line, no traceback, the
-embedded database is stopped, and everything it had accepted is there at the next start."""
+body), and while a background job runs. Interrupted once, it waits for the request up to its
+grace period, then abandons it and shuts down in order. Interrupted twice (a second Ctrl-C
+while it waits), uvicorn leaves the application's shutdown out and the event loop cancels every
+task: the service still closes what it opened, in order. Either way each abandoned request is
+one warning line, no traceback, the embedded database is stopped, and everything it had
+accepted is there at the next start: its memories, and a job that was running, which runs
+again."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -22,6 +25,7 @@ import pytest
 
 from service.config import Settings
 from tests.conftest import TEST_SECRET, bearer, new_tenant
+from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer, RecordedRequest
 from tests.service_process import free_port
 
 # Starts `mneme serve` twice on an embedded cluster of its own.
@@ -33,26 +37,36 @@ ABANDONED = "request abandoned"
 REMEMBERED = "Keeps bees on the roof"
 
 
-def _environment(data_dir: Path, grace_seconds: float) -> dict[str, str]:
+def _environment(
+    data_dir: Path, grace_seconds: float, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     environment = {
         name: value for name, value in os.environ.items() if not name.startswith("MNEME_")
     }
-    return environment | {
-        "MNEME_SHUTDOWN_GRACE_SECONDS": str(grace_seconds),
-        "MNEME_DATA_DIR": str(data_dir),
-        "MNEME_JWT_HS256_SECRET": TEST_SECRET,
-        "MNEME_EMBEDDING_LOCAL_THREADS": "1",
-        # uvicorn's own lines (it waits for a request) are logged at info.
-        "MNEME_LOG_LEVEL": "info",
-    }
+    return (
+        environment
+        | (extra or {})
+        | {
+            "MNEME_SHUTDOWN_GRACE_SECONDS": str(grace_seconds),
+            "MNEME_DATA_DIR": str(data_dir),
+            "MNEME_JWT_HS256_SECRET": TEST_SECRET,
+            "MNEME_EMBEDDING_LOCAL_THREADS": "1",
+            # uvicorn's own lines (it waits for a request) are logged at info.
+            "MNEME_LOG_LEVEL": "info",
+        }
+    )
 
 
 def _serve(
-    data_dir: Path, port: int, log: Path, grace_seconds: float = 60
+    data_dir: Path,
+    port: int,
+    log: Path,
+    grace_seconds: float = 60,
+    extra: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(  # noqa: S603 - our own interpreter and fixed arguments
         [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        env=_environment(data_dir, grace_seconds),
+        env=_environment(data_dir, grace_seconds, extra),
         cwd=data_dir,
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
@@ -191,3 +205,84 @@ def test_a_second_interrupt_stops_the_service_at_once_and_cleanly(tmp_path: Path
     assert "mneme stopping at once" in stopped.output
     _stopped_in_order(stopped.output, tmp_path)
     _kept(tmp_path, stopped.port, stopped.headers, REMEMBERED)
+
+
+def _extraction_of(text: str) -> Callable[[RecordedRequest], bool]:
+    def asks(request: RecordedRequest) -> bool:
+        return request.schema_name is not None and text in json.dumps(request.body)
+
+    return asks
+
+
+def test_a_job_running_when_the_service_stops_at_once_runs_again(tmp_path: Path) -> None:
+    llm = FakeOpenAIServer()
+    llm.start()
+    try:
+        with_model = {
+            "MNEME_LLM_BASE_URL": llm.base_url,
+            "MNEME_LLM_API_KEY": API_KEY,
+            "MNEME_LLM_MODEL": MODEL,
+            "MNEME_LLM_MAX_RETRIES": "0",
+            "MNEME_LLM_TIMEOUT_SECONDS": "60",
+            "MNEME_EXTRACTION_STRATEGY": "every_turn",
+            "MNEME_JOB_POLL_INTERVAL_SECONDS": "0.1",
+        }
+        port = free_port()
+        headers = bearer(Settings(jwt_hs256_secret=TEST_SECRET), new_tenant(), "alice")
+        log = tmp_path / "serve.log"
+        # The model answers nothing until released: the extraction job stays running.
+        llm.hold_back()
+        process = _serve(tmp_path, port, log, extra=with_model)
+        asked = _extraction_of("I moved to Lisbon in May")
+        try:
+            base = f"http://127.0.0.1:{port}/v1/users/me/threads"
+            thread = httpx.post(base, headers=headers, json={"title": "Moving"}, timeout=30)
+            assert thread.status_code == 201, thread.text
+            turn = httpx.post(
+                f"{base}/{thread.json()['id']}/turns",
+                headers=headers,
+                # A turn is read once it has its answer (`service.extraction.triggers`).
+                json={
+                    "messages": [
+                        {"role": "user", "content": "I moved to Lisbon in May, for a new job."},
+                        {"role": "assistant", "content": "Congratulations on the move!"},
+                    ]
+                },
+                timeout=30,
+            )
+            assert turn.status_code in (200, 201), turn.text
+            deadline = time.monotonic() + 30
+            while not any(asked(request) for request in llm.requests):
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+            with _unfinished_request(port, headers):
+                process.send_signal(signal.SIGINT)
+                _wait_for_line(log, WAITING_FOR_REQUEST, process)
+                process.send_signal(signal.SIGINT)
+                returncode = _stop(process)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        output = log.read_text()
+        assert returncode == 0, output
+        assert "mneme stopping at once" in output
+        # Handed back as the stop cancelled it, not left for its heartbeat to lapse.
+        assert "(memory_extraction) interrupted by shutdown; re-queued" in output
+        for failure in ("Traceback", "Task was destroyed"):
+            assert failure not in output, output
+        asked_before = sum(asked(request) for request in llm.requests)
+
+        # The next start runs the job again.
+        llm.release()
+        again_log = tmp_path / "again.log"
+        process = _serve(tmp_path, port, again_log, extra=with_model)
+        try:
+            deadline = time.monotonic() + 90
+            while sum(asked(request) for request in llm.requests) == asked_before:
+                assert time.monotonic() < deadline, again_log.read_text()
+                time.sleep(0.2)
+        finally:
+            process.send_signal(signal.SIGINT)
+            _stop(process)
+    finally:
+        llm.stop()
