@@ -71,24 +71,41 @@ def _serve(
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + READY_SECONDS
-    while True:
-        assert process.poll() is None, log.read_text()
+
+    def ready() -> bool:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
-                return process
+            return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
         except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.5)
+            return False
+
+    _until(ready, READY_SECONDS, log, process)
+    return process
 
 
-def _wait_for_line(log: Path, line: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while line not in log.read_text():
+def _until(
+    condition: Callable[[], bool],
+    seconds: float,
+    log: Path,
+    process: subprocess.Popen[bytes],
+) -> None:
+    """Wait for `condition` while `process` runs, at most `seconds`; a failure shows its log."""
+    deadline = time.monotonic() + seconds
+    while not condition():
         assert process.poll() is None, log.read_text()
         assert time.monotonic() < deadline, log.read_text()
         time.sleep(0.1)
+
+
+def _interrupt_once(process: subprocess.Popen[bytes], _log: Path) -> None:
+    process.send_signal(signal.SIGINT)
+
+
+def _interrupt_twice(process: subprocess.Popen[bytes], log: Path) -> None:
+    """The second interrupt while uvicorn waits for the request in flight (its grace period
+    long enough), as a user's second Ctrl-C comes."""
+    process.send_signal(signal.SIGINT)
+    _until(lambda: WAITING_FOR_REQUEST in log.read_text(), 30, log, process)
+    process.send_signal(signal.SIGINT)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> int:
@@ -162,15 +179,20 @@ def _stopped_with_a_request_in_flight(
     data_dir: Path,
     interrupt: Callable[[subprocess.Popen[bytes], Path], None],
     grace_seconds: float = 60,
+    extra: dict[str, str] | None = None,
+    meanwhile: Callable[[int, dict[str, str], subprocess.Popen[bytes], Path], None] | None = None,
 ) -> Stopped:
-    """Serve, remember one memory, start a request that never ends, `interrupt` the service
-    (given the process and its log) and wait for it to exit."""
+    """Serve (with the `extra` settings), remember one memory, do what `meanwhile` does (given
+    the port, the caller's headers, the process and its log), start a request that never ends,
+    `interrupt` the service (given the process and its log) and wait for it to exit."""
     port = free_port()
     headers = bearer(Settings(jwt_hs256_secret=TEST_SECRET), new_tenant(), "alice")
     log = data_dir / "serve.log"
-    process = _serve(data_dir, port, log, grace_seconds)
+    process = _serve(data_dir, port, log, grace_seconds, extra)
     try:
         _remember(port, headers, REMEMBERED)
+        if meanwhile is not None:
+            meanwhile(port, headers, process, log)
         with _unfinished_request(port, headers):
             interrupt(process, log)
             returncode = _stop(process)
@@ -181,10 +203,7 @@ def _stopped_with_a_request_in_flight(
 
 
 def test_a_stop_abandons_a_request_after_its_grace_period(tmp_path: Path) -> None:
-    def once(process: subprocess.Popen[bytes], _log: Path) -> None:
-        process.send_signal(signal.SIGINT)
-
-    stopped = _stopped_with_a_request_in_flight(tmp_path, once, grace_seconds=1)
+    stopped = _stopped_with_a_request_in_flight(tmp_path, _interrupt_once, grace_seconds=1)
     assert stopped.returncode == 0, stopped.output
     # One interrupt: an ordinary shutdown, once the grace period is over.
     assert "mneme stopping at once" not in stopped.output
@@ -193,14 +212,7 @@ def test_a_stop_abandons_a_request_after_its_grace_period(tmp_path: Path) -> Non
 
 
 def test_a_second_interrupt_stops_the_service_at_once_and_cleanly(tmp_path: Path) -> None:
-    def twice(process: subprocess.Popen[bytes], log: Path) -> None:
-        # The grace period (60 s) keeps uvicorn waiting for the request after the first
-        # interrupt: the second one comes while it waits, as a user's second Ctrl-C does.
-        process.send_signal(signal.SIGINT)
-        _wait_for_line(log, WAITING_FOR_REQUEST, process)
-        process.send_signal(signal.SIGINT)
-
-    stopped = _stopped_with_a_request_in_flight(tmp_path, twice)
+    stopped = _stopped_with_a_request_in_flight(tmp_path, _interrupt_twice)
     assert stopped.returncode == 0, stopped.output
     assert "mneme stopping at once" in stopped.output
     _stopped_in_order(stopped.output, tmp_path)
@@ -227,14 +239,11 @@ def test_a_job_running_when_the_service_stops_at_once_runs_again(tmp_path: Path)
             "MNEME_EXTRACTION_STRATEGY": "every_turn",
             "MNEME_JOB_POLL_INTERVAL_SECONDS": "0.1",
         }
-        port = free_port()
-        headers = bearer(Settings(jwt_hs256_secret=TEST_SECRET), new_tenant(), "alice")
-        log = tmp_path / "serve.log"
-        # The model answers nothing until released: the extraction job stays running.
-        llm.hold_back()
-        process = _serve(tmp_path, port, log, extra=with_model)
         asked = _extraction_of("I moved to Lisbon in May")
-        try:
+
+        def extraction_running(
+            port: int, headers: dict[str, str], process: subprocess.Popen[bytes], log: Path
+        ) -> None:
             base = f"http://127.0.0.1:{port}/v1/users/me/threads"
             thread = httpx.post(base, headers=headers, json={"title": "Moving"}, timeout=30)
             assert thread.status_code == 201, thread.text
@@ -251,36 +260,27 @@ def test_a_job_running_when_the_service_stops_at_once_runs_again(tmp_path: Path)
                 timeout=30,
             )
             assert turn.status_code in (200, 201), turn.text
-            deadline = time.monotonic() + 30
-            while not any(asked(request) for request in llm.requests):
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
-            with _unfinished_request(port, headers):
-                process.send_signal(signal.SIGINT)
-                _wait_for_line(log, WAITING_FOR_REQUEST, process)
-                process.send_signal(signal.SIGINT)
-                returncode = _stop(process)
-        finally:
-            if process.poll() is None:
-                process.kill()
-        output = log.read_text()
-        assert returncode == 0, output
-        assert "mneme stopping at once" in output
+            _until(lambda: any(map(asked, llm.requests)), 30, log, process)
+
+        # The model answers nothing until released: the extraction job stays running.
+        llm.hold_back()
+        stopped = _stopped_with_a_request_in_flight(
+            tmp_path, _interrupt_twice, extra=with_model, meanwhile=extraction_running
+        )
+        assert stopped.returncode == 0, stopped.output
+        assert "mneme stopping at once" in stopped.output
         # Handed back as the stop cancelled it, not left for its heartbeat to lapse.
-        assert "(memory_extraction) interrupted by shutdown; re-queued" in output
+        assert "(memory_extraction) interrupted by shutdown; re-queued" in stopped.output
         for failure in ("Traceback", "Task was destroyed"):
-            assert failure not in output, output
-        asked_before = sum(asked(request) for request in llm.requests)
+            assert failure not in stopped.output, stopped.output
+        asked_before = sum(map(asked, llm.requests))
 
         # The next start runs the job again.
         llm.release()
         again_log = tmp_path / "again.log"
-        process = _serve(tmp_path, port, again_log, extra=with_model)
+        process = _serve(tmp_path, stopped.port, again_log, extra=with_model)
         try:
-            deadline = time.monotonic() + 90
-            while sum(asked(request) for request in llm.requests) == asked_before:
-                assert time.monotonic() < deadline, again_log.read_text()
-                time.sleep(0.2)
+            _until(lambda: sum(map(asked, llm.requests)) > asked_before, 90, again_log, process)
         finally:
             process.send_signal(signal.SIGINT)
             _stop(process)
