@@ -66,6 +66,20 @@ class Settings(BaseSettings):
     db_runtime_role: str = Field(default="mneme_app", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     db_pool_size: int = Field(default=10, ge=1)
     db_max_overflow: int = Field(default=10, ge=0)
+    # How long a request waits for a pooled connection while every one (the pool and its
+    # overflow) is in use, before it is answered 503 `SERVICE_BUSY`: a process that cannot keep
+    # up refuses the excess in seconds, well inside a client's own timeout, instead of letting
+    # every request queue until clients give up on answers it still computes.
+    db_pool_timeout_seconds: float = Field(default=5, gt=0, le=300)
+    # The requests one process works on at once (liveness, readiness and metrics not counted);
+    # the next wait for a place, up to `request_queue_timeout_seconds`, and once requests have
+    # been waiting without a break for a second, new ones are refused at once: 503
+    # `SERVICE_BUSY` (docs/failure-modes.md). Unset: twice the runtime pool's connections
+    # (`db_pool_size` + `db_max_overflow`), enough to keep every connection busy while as many
+    # requests are parsed, authenticated and answered around their transactions. Raise it when
+    # requests spend long outside the database (a hosted embedding model's round trip).
+    max_requests_in_progress: int | None = Field(default=None, ge=1, le=100_000)
+    request_queue_timeout_seconds: float = Field(default=5, gt=0, le=300)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
     # The statements each pooled connection keeps prepared, least recently used first out (the
     # driver's own cache; its statements are the ones run on the driver, the search's among
@@ -516,6 +530,13 @@ class Settings(BaseSettings):
                 "what is scanned"
             )
         return self
+
+    @property
+    def requests_in_progress_limit(self) -> int:
+        """`max_requests_in_progress`, or its default from the pool's size."""
+        if self.max_requests_in_progress is not None:
+            return self.max_requests_in_progress
+        return 2 * (self.db_pool_size + self.db_max_overflow)
 
     @model_validator(mode="after")
     def _owner_indexes_are_found_by_bounded_searches(self) -> Settings:

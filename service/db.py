@@ -654,6 +654,7 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
     options: dict[str, Any] = {
         "pool_size": settings.db_pool_size,
         "max_overflow": settings.db_max_overflow,
+        "pool_timeout": settings.db_pool_timeout_seconds,
         "pool_pre_ping": settings.db_pool_pre_ping,
         # The connection returned last is handed out first: a connection keeps the plans of
         # the statements it ran (prepared, see `statement_cache_size`), so a steady load runs

@@ -2,7 +2,9 @@
 
 Requests that fail because Postgres cannot be reached get a 503 `DATABASE_UNAVAILABLE` problem
 with `Retry-After`, so clients back off and retry, instead of a 500 that reads as a server
-defect; a statement that ran past `statement_timeout` gets a 503 `DATABASE_TIMEOUT`. The
+defect; a statement that ran past `statement_timeout` gets a 503 `DATABASE_TIMEOUT`; a request
+that found every pooled connection in use for `MNEME_DB_POOL_TIMEOUT_SECONDS` gets a 503
+`SERVICE_BUSY` (the database answers, this process has more requests than connections). The
 handlers are registered for the exception classes themselves: Starlette re-raises anything that
 reaches the catch-all `Exception` handler, which makes the server drop the keep-alive
 connection, and the client's next request would fail too.
@@ -21,6 +23,7 @@ from sqlalchemy import exc as sa_exc
 
 from service.db import is_unavailable_state, raised_by_driver, server_error_of
 from service.errors import ServiceUnavailable, handle_domain_error, handle_unexpected
+from service.observability import DOMAIN_METRICS
 
 # Seconds a client should wait: an embedded Postgres restarts in about this time, and a pool
 # reconnects on the first request after the server is back.
@@ -38,6 +41,19 @@ class DatabaseUnavailable(ServiceUnavailable):
     def __init__(self, detail: str | None = None) -> None:
         super().__init__(
             detail or "The database cannot be reached right now; retry shortly.",
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            retry_after_seconds=RETRY_AFTER_SECONDS,
+        )
+
+
+class ServiceBusy(ServiceUnavailable):
+    title = "Service busy"
+    code = "SERVICE_BUSY"
+
+    def __init__(self, waited_seconds: float) -> None:
+        super().__init__(
+            f"Every database connection of this service was in use for {waited_seconds:g} s: "
+            "it has more requests than it can serve right now; retry shortly.",
             headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             retry_after_seconds=RETRY_AFTER_SECONDS,
         )
@@ -63,8 +79,6 @@ def _sqlstate(error: BaseException | None) -> str | None:
 
 def is_database_unavailable(error: BaseException) -> bool:
     """True when `error` says Postgres could not be reached, not that a statement was wrong."""
-    if isinstance(error, sa_exc.TimeoutError):
-        return True  # the pool had no connection to give within its timeout
     if isinstance(error, sa_exc.DBAPIError):
         if error.connection_invalidated:
             return True
@@ -93,6 +107,12 @@ def is_statement_timeout(error: BaseException) -> bool:
 
 
 async def _handle_database_error(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, sa_exc.TimeoutError):
+        # The pool had no connection to give within its timeout: every one is running a
+        # statement, so the database answers; this process is the bottleneck.
+        DOMAIN_METRICS.busy_refusals.labels("pool_timeout").inc()
+        settings = request.app.state.mneme.settings
+        return await handle_domain_error(request, ServiceBusy(settings.db_pool_timeout_seconds))
     if is_database_unavailable(exc):
         return await handle_domain_error(request, DatabaseUnavailable())
     if is_statement_timeout(exc):

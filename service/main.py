@@ -36,7 +36,7 @@ from service.db import (
     open_database_target,
     reaching,
 )
-from service.db_outage import install_outage_handlers
+from service.db_outage import RETRY_AFTER_SECONDS, install_outage_handlers
 from service.embedded_postgres import EmbeddedSupervisor
 from service.errors import UnexpectedErrorMiddleware, install_problem_handlers
 from service.extraction.hooks import WritePathScheduler
@@ -44,6 +44,7 @@ from service.extraction.jobs import register_jobs as register_write_path_jobs
 from service.extraction.router import admin_router as write_path_admin_router
 from service.extraction.router import user_router as write_path_router
 from service.jobs import JobRegistry, JobWorker
+from service.kit.admission import AdmissionGate, AdmissionMiddleware
 from service.kit.body_limit import BodySizeLimitMiddleware
 from service.kit.input_guard import InputGuardMiddleware
 from service.kit.limit_storage import limit_storage
@@ -67,13 +68,15 @@ from service.observability import (
     LabelledRoute,
     Metrics,
     TelemetryMiddleware,
+    count_busy_refusal,
     leave_shared_metrics,
+    record_admission,
     trace_export,
     trace_exporters,
     watch_event_loop_lag,
     watch_pool,
 )
-from service.openapi import client_openapi
+from service.openapi import PUBLIC_PATHS, client_openapi
 from service.ops import router as ops
 from service.profile.router import org_router as org_profile_router
 from service.profile.router import user_router as user_profile_router
@@ -222,6 +225,8 @@ async def _open_state(
             await db_migrations.upgrade_as_owner(target.urls.owner, settings)
     engine = create_engine(target.urls.runtime, settings)
     stack.push_async_callback(engine.dispose)
+    ops_engine = create_engine(target.urls.runtime, settings, pool_size=1, max_overflow=0)
+    stack.push_async_callback(ops_engine.dispose)
     if SHARED_BETWEEN_WORKERS:
         watch_pool(engine.pool)
     chat_model = build_chat_model(settings)
@@ -259,6 +264,7 @@ async def _open_state(
     state = AppState(
         settings=settings,
         engine=engine,
+        ops_engine=ops_engine,
         sessionmaker=sessionmaker,
         authenticator=Authenticator(
             TokenVerifier(settings),
@@ -380,6 +386,20 @@ def _install_middleware(
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     # Inside the telemetry and the security headers, so a 500 carries them like any answer.
     app.add_middleware(UnexpectedErrorMiddleware)
+    # Before any work is done for a request (its body, its credentials), and inside the
+    # telemetry, which counts and logs a refusal like any answer.
+    app.state.admission_gate = AdmissionGate(
+        settings.requests_in_progress_limit,
+        settings.request_queue_timeout_seconds,
+        on_change=record_admission,
+    )
+    app.add_middleware(
+        AdmissionMiddleware,
+        gate=app.state.admission_gate,
+        exempt_paths=PUBLIC_PATHS,
+        retry_after_seconds=RETRY_AFTER_SECONDS,
+        on_refused=count_busy_refusal,
+    )
     app.add_middleware(TelemetryMiddleware, metrics=metrics, on_complete=log_request)
     app.add_middleware(SecurityHeadersMiddleware)
     # Outermost: every layer inside sees the client's address, not the proxy's, and only a

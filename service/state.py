@@ -53,6 +53,10 @@ class AppState:
 
     settings: Settings
     engine: AsyncEngine
+    # One connection of the runtime role for the operational endpoints (readiness, the metrics'
+    # queue gauges), apart from the requests' pool: an orchestrator and an operator see the
+    # process as it is however busy its requests keep that pool.
+    ops_engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     authenticator: Authenticator
     metrics: Metrics

@@ -174,6 +174,27 @@ class DomainMetrics:
             registry=r,
             multiprocess_mode="livesum",
         )
+        self.busy_refusals = Counter(
+            "mneme_busy_refusals_total",
+            "Requests answered 503 SERVICE_BUSY, by reason (standing_queue, waited_too_long: "
+            "refused a place among MNEME_MAX_REQUESTS_IN_PROGRESS; pool_timeout: no runtime "
+            "pool connection free within MNEME_DB_POOL_TIMEOUT_SECONDS).",
+            ["reason"],
+            registry=r,
+        )
+        self.requests_admitted = Gauge(
+            "mneme_requests_in_progress",
+            "Requests holding one of MNEME_MAX_REQUESTS_IN_PROGRESS places (operational "
+            "endpoints not counted).",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
+        self.requests_waiting = Gauge(
+            "mneme_requests_waiting",
+            "Requests waiting for a place among MNEME_MAX_REQUESTS_IN_PROGRESS.",
+            registry=r,
+            multiprocess_mode="livesum",
+        )
         self.event_loop_lag = Histogram(
             "mneme_event_loop_lag_seconds",
             "How late the event loop ran a callback it had scheduled (work that blocks it).",
@@ -218,6 +239,17 @@ def record_pool_state(pool: Pool) -> None:
         DOMAIN_METRICS.db_pool.labels("in_use").set(pool.checkedout())
         DOMAIN_METRICS.db_pool.labels("idle").set(pool.checkedin())
         DOMAIN_METRICS.db_pool.labels("overflow").set(max(pool.overflow(), 0))
+
+
+def record_admission(running: int, waiting: int) -> None:
+    """Set the admission gauges (`service.kit.admission`): kept current on every change, as a
+    scrape reaches one worker and the others' must be counted as they are."""
+    DOMAIN_METRICS.requests_admitted.set(running)
+    DOMAIN_METRICS.requests_waiting.set(waiting)
+
+
+def count_busy_refusal(reason: str) -> None:
+    DOMAIN_METRICS.busy_refusals.labels(reason).inc()
 
 
 def watch_pool(pool: Pool) -> None:

@@ -50,11 +50,16 @@ async def get_health(request: Request) -> Health:
     responses=problem_responses(503),
 )
 async def get_readiness(state: State) -> Readiness:
-    """Ready to serve: the database answers and its schema is at this code's head revision."""
+    """Ready to serve: the database answers and its schema is at this code's head revision.
+
+    Asked on a connection of its own, not the requests' pool: a process whose connections are
+    all busy is serving, and still ready (it answers the excess 503 `SERVICE_BUSY`); taking it
+    out of rotation would only move its load onto the other replicas.
+    """
     try:
-        async with state.engine.connect() as connection:
+        async with state.ops_engine.connect() as connection:
             await connection.execute(text("SELECT 1"))
-        revision = await db_migrations.current_revision(state.engine)
+        revision = await db_migrations.current_revision(state.ops_engine)
     except Exception as exc:
         raise ServiceUnavailable("The database is unreachable.") from exc
     head = state.schema_head
@@ -76,11 +81,12 @@ async def get_metrics(state: State) -> Response:
 async def read_gauges(state: AppState) -> None:
     """Refresh the gauges that describe state rather than events: the runtime connection pool
     and the job queue's backlog. A database that does not answer leaves the queue gauges as
-    they were (the scrape still succeeds; /readyz reports the outage)."""
+    they were (the scrape still succeeds; /readyz reports the outage). The queue is read on the
+    operational connection, so a scrape is not held up by busy requests."""
     record_pool_state(state.engine.pool)
     kinds = (THREAD_SUMMARY_JOB, *WRITE_PATH_JOBS)
     try:
-        async with state.engine.connect() as connection:
+        async with state.ops_engine.connect() as connection:
             backlog = await queue_backlog(connection, kinds)
     except (OSError, SQLAlchemyError):
         return

@@ -39,8 +39,9 @@ def test_statement_errors_are_not_an_outage(sqlstate: str) -> None:
     assert not is_database_unavailable(_dbapi_error(sqlstate))
 
 
-def test_an_exhausted_pool_is_an_outage() -> None:
-    assert is_database_unavailable(sa_exc.TimeoutError("QueuePool limit reached"))
+def test_an_exhausted_pool_is_not_an_outage() -> None:
+    # Every connection is busy running statements: the database answers (503 SERVICE_BUSY).
+    assert not is_database_unavailable(sa_exc.TimeoutError("QueuePool limit reached"))
 
 
 def test_a_socket_error_outside_the_driver_is_not_an_outage() -> None:

@@ -32,6 +32,10 @@ export const getHealth = <ThrowOnError extends boolean = false>(options?: Option
  * Readiness
  *
  * Ready to serve: the database answers and its schema is at this code's head revision.
+ *
+ * Asked on a connection of its own, not the requests' pool: a process whose connections are
+ * all busy is serving, and still ready (it answers the excess 503 `SERVICE_BUSY`); taking it
+ * out of rotation would only move its load onto the other replicas.
  */
 export const getReadiness = <ThrowOnError extends boolean = false>(options?: Options<GetReadinessData, ThrowOnError>) => (options?.client ?? client).get<GetReadinessResponses, GetReadinessErrors, ThrowOnError>({ url: '/readyz', ...options });
 

@@ -66,6 +66,10 @@ def sync_detailed(
 
      Ready to serve: the database answers and its schema is at this code's head revision.
 
+    Asked on a connection of its own, not the requests' pool: a process whose connections are
+    all busy is serving, and still ready (it answers the excess 503 `SERVICE_BUSY`); taking it
+    out of rotation would only move its load onto the other replicas.
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -91,6 +95,10 @@ def sync(
 
      Ready to serve: the database answers and its schema is at this code's head revision.
 
+    Asked on a connection of its own, not the requests' pool: a process whose connections are
+    all busy is serving, and still ready (it answers the excess 503 `SERVICE_BUSY`); taking it
+    out of rotation would only move its load onto the other replicas.
+
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
@@ -111,6 +119,10 @@ async def asyncio_detailed(
     """Readiness
 
      Ready to serve: the database answers and its schema is at this code's head revision.
+
+    Asked on a connection of its own, not the requests' pool: a process whose connections are
+    all busy is serving, and still ready (it answers the excess 503 `SERVICE_BUSY`); taking it
+    out of rotation would only move its load onto the other replicas.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -134,6 +146,10 @@ async def asyncio(
     """Readiness
 
      Ready to serve: the database answers and its schema is at this code's head revision.
+
+    Asked on a connection of its own, not the requests' pool: a process whose connections are
+    all busy is serving, and still ready (it answers the excess 503 `SERVICE_BUSY`); taking it
+    out of rotation would only move its load onto the other replicas.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
