@@ -385,7 +385,8 @@ class Settings(BaseSettings):
     # How long a client may take over its request (`mneme serve`): the request line and headers
     # from their first byte, the body between one part and the next. A client that stops
     # midway gets a 408 and its connection is closed, instead of holding it (and the request
-    # waiting for its body) for as long as it stays connected.
+    # waiting for its body) for as long as it stays connected. The same time bounds a client
+    # that reads nothing of an answer larger than the connection's buffers: it is dropped.
     request_read_timeout_seconds: float = Field(default=30, gt=0, le=3600)
     # Per principal (tenant + user, or API key); the tenant ceiling caps all its principals.
     rate_limit_default: str = "600/minute"

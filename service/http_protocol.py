@@ -15,6 +15,11 @@ body within that time of the one before (a large body on a slow link keeps flowi
 connection must start its first request within it too. A request late in either is answered
 408 `REQUEST_TIMEOUT` (a problem document) and its connection closed; a connection that never
 sent a byte is closed without an answer, as uvicorn closes an idle kept-alive connection.
+
+The same time bounds the other way: uvicorn waits for a client to take an answer larger than
+the buffers between them for as long as it stays connected, and the request's task (with its
+place among the requests in progress, `service.kit.admission`) waits with it. A client that
+reads nothing of its answer for that long has its connection dropped, and the request ends.
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
             self.read_timeout_seconds or get_settings().request_read_timeout_seconds
         )
         self._read_timer: asyncio.TimerHandle | None = None
+        self._write_timer: asyncio.TimerHandle | None = None
 
     def send_400_response(self, msg: str) -> None:
         self.transport.write(_answer(len(self.url)))
@@ -111,7 +117,35 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_expecting()
+        self._stop_waiting_for_the_reader()
         super().connection_lost(exc)
+
+    # The write timer: armed while the transport holds more of an answer than it buffers (the
+    # client reads none of it), disarmed as soon as the client takes some.
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._stop_waiting_for_the_reader()
+        self._write_timer = self.loop.call_later(self._read_timeout, self._answer_not_read)
+
+    def resume_writing(self) -> None:
+        self._stop_waiting_for_the_reader()
+        super().resume_writing()
+
+    def _stop_waiting_for_the_reader(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _answer_not_read(self) -> None:
+        self._write_timer = None
+        logger.warning(
+            "answer abandoned: the client read none of it for %s s; connection dropped",
+            self._read_timeout,
+        )
+        # Not `close`: that waits to send what is buffered, which this client does not take.
+        # The request's task sees its client gone and ends.
+        self.transport.abort()
 
     def _expect(self, late: Callable[[], None]) -> None:
         self._stop_expecting()

@@ -8,7 +8,9 @@ got; one whose client went before its body was in is counted as 499, not as a se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
@@ -33,6 +35,12 @@ class QuickTimeoutProtocol(ProblemHttpToolsProtocol):
 
 disconnected: list[str] = []
 """The paths whose request saw its client gone while it read the body."""
+
+answers_sent: dict[str, asyncio.Event] = {}
+"""Set once the request of a path (a large answer, `/large…`) has sent the last of it."""
+
+LARGE_ANSWER_BYTES = 32 * 1024 * 1024
+"""More than a loopback connection's buffers hold (the transport's and the kernel's)."""
 
 
 async def _read_body(receive: Receive) -> int | None:
@@ -70,11 +78,30 @@ async def _echo_length(scope: Scope, receive: Receive, send: Send) -> None:
     if length is None:
         disconnected.append(scope["path"])
         return
+    if scope["path"].startswith("/large"):
+        await _answer_in_parts(send, scope["path"])
+        return
     if scope["path"] == "/slow-answer":
         await asyncio.sleep(3 * READ_TIMEOUT)
         await _answer_with(send, b"slow")
         return
     await _answer_with(send, str(length).encode())
+
+
+async def _answer_in_parts(send: Send, path: str) -> None:
+    """`LARGE_ANSWER_BYTES` in parts of 1 MiB, then the path's event set."""
+    part = b"a" * (1024 * 1024)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-length", str(LARGE_ANSWER_BYTES).encode())],
+        }
+    )
+    for _ in range(LARGE_ANSWER_BYTES // len(part)):
+        await send({"type": "http.response.body", "body": part, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+    answers_sent.setdefault(path, asyncio.Event()).set()
 
 
 def _served(app: ASGIApp) -> AbstractAsyncContextManager[int]:
@@ -302,3 +329,46 @@ async def test_a_client_gone_before_its_body_was_in_is_counted_as_499(
     assert _requests_counted(app, 499) == before[499] + 1
     assert _requests_counted(app, 422) == before[422]
     assert _requests_counted(app, 500) == before[500]
+
+
+async def _open_with_a_small_window(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection whose receive buffer is small: what it does not read stays on the server."""
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    raw.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", port))
+    return await asyncio.open_connection(sock=raw, limit=16 * 1024)
+
+
+async def test_an_answer_its_client_does_not_read_is_dropped_and_its_request_ends(
+    server_port: int,
+) -> None:
+    reader, writer = await _open_with_a_small_window(server_port)
+    sent = answers_sent.setdefault("/large-unread", asyncio.Event())
+    started = time.monotonic()
+    writer.write(b"GET /large-unread HTTP/1.1\r\nHost: mneme\r\n\r\n")
+    await writer.drain()
+    # The request ends, though its client takes none of the answer...
+    await asyncio.wait_for(sent.wait(), timeout=10 * READ_TIMEOUT)
+    assert time.monotonic() - started >= READ_TIMEOUT
+    # ... and its connection is gone: what the client then reads stops short of the answer.
+    received = 0
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := await asyncio.wait_for(reader.read(1024 * 1024), timeout=10):
+            received += len(chunk)
+    assert received < LARGE_ANSWER_BYTES
+    writer.close()
+
+
+async def test_an_answer_read_slowly_but_steadily_arrives_whole(server_port: int) -> None:
+    reader, writer = await _open_with_a_small_window(server_port)
+    writer.write(b"GET /large-read HTTP/1.1\r\nHost: mneme\r\nConnection: close\r\n\r\n")
+    await writer.drain()
+    await asyncio.sleep(READ_TIMEOUT / 2)  # reads nothing at first, for less than the limit
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    received = 0
+    while chunk := await asyncio.wait_for(reader.read(1024 * 1024), timeout=10):
+        received += len(chunk)
+    assert received == LARGE_ANSWER_BYTES
+    writer.close()
