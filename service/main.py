@@ -376,18 +376,9 @@ def _install_middleware(
     # Sees the start-up alone (a request passes through it): a start refused for what the
     # operator must fix is reported as its one-line reason.
     app.add_middleware(RefusedStartMiddleware)
-    # Innermost of the middlewares: bodies are decoded strictly only after the size limit let
-    # them through.
-    app.add_middleware(InputGuardMiddleware)
-    app.state.rate_limiter = (
-        RateLimiter(settings, limit_counters) if settings.rate_limit_enabled else None
-    )
-    app.add_middleware(RateLimitHeadersMiddleware)
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
-    # Inside the telemetry and the security headers, so a 500 carries them like any answer.
-    app.add_middleware(UnexpectedErrorMiddleware)
-    # Before any work is done for a request (its body, its credentials), and inside the
-    # telemetry, which counts and logs a refusal like any answer.
+    # Once its body is in (a client that sends it slowly holds no place meanwhile: the input
+    # guard reads it first) and before anything else is done for it (its credentials, its
+    # transaction); inside the telemetry, which counts and logs a refusal like any answer.
     app.state.admission_gate = AdmissionGate(
         settings.requests_in_progress_limit,
         settings.request_queue_timeout_seconds,
@@ -400,6 +391,15 @@ def _install_middleware(
         retry_after_seconds=RETRY_AFTER_SECONDS,
         on_refused=count_busy_refusal,
     )
+    # Inside the size limit: bodies are decoded strictly only after it let them through.
+    app.add_middleware(InputGuardMiddleware)
+    app.state.rate_limiter = (
+        RateLimiter(settings, limit_counters) if settings.rate_limit_enabled else None
+    )
+    app.add_middleware(RateLimitHeadersMiddleware)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
+    # Inside the telemetry and the security headers, so a 500 carries them like any answer.
+    app.add_middleware(UnexpectedErrorMiddleware)
     app.add_middleware(TelemetryMiddleware, metrics=metrics, on_complete=log_request)
     app.add_middleware(SecurityHeadersMiddleware)
     # Outermost: every layer inside sees the client's address, not the proxy's, and only a

@@ -125,7 +125,8 @@ class AdmissionGate:
 class AdmissionMiddleware:
     """Every request but the operational ones (`exempt_paths`: liveness, readiness, metrics,
     which must answer however busy the process is) goes through `gate`; a refused one is
-    answered 503 `SERVICE_BUSY` before anything else runs for it."""
+    answered 503 `SERVICE_BUSY` before anything inside this middleware runs for it. Installed
+    once a request's body is in, so that a client sending its body slowly holds no place."""
 
     def __init__(
         self,

@@ -4,6 +4,9 @@ operational endpoints still answering."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 from fastapi import FastAPI
 from httpx import AsyncClient
 
@@ -12,6 +15,7 @@ from service.kit.admission import AdmissionGate
 from service.observability import DOMAIN_METRICS
 from tests.conftest import assert_problem, bearer, new_tenant
 from tests.fixtures.apps import app_client, running_app
+from tests.fixtures.loopback import served_in_loop
 
 
 def _refusals(reason: str) -> float:
@@ -96,3 +100,36 @@ async def test_the_limit_defaults_to_twice_the_pools_connections(app: FastAPI) -
     gate: AdmissionGate = app.state.admission_gate
     assert gate.capacity == 2 * (settings.db_pool_size + settings.db_max_overflow)
     assert gate.wait_seconds == settings.request_queue_timeout_seconds
+
+
+async def test_a_request_whose_body_is_still_arriving_holds_no_place(settings: Settings) -> None:
+    headers = bearer(settings, new_tenant(), "ada")
+    async with (
+        running_app(settings, max_requests_in_progress=1, request_queue_timeout_seconds=0.2) as app,
+        served_in_loop(app, lifespan="off", log_level="error", timeout_graceful_shutdown=2) as port,
+    ):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        body = json.dumps({"text": "User plays the viola"}).encode()
+        head = (
+            "POST /v1/users/me/memories HTTP/1.1\r\nHost: mneme\r\nConnection: close\r\n"
+            f"Authorization: {headers['Authorization']}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        writer.write(head.encode() + body[:10])  # the rest of the body comes later
+        await writer.drain()
+        async with AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            meanwhile = await client.post(
+                "/v1/users/me/memories/search", json={"query": "viola"}, headers=headers
+            )
+            assert meanwhile.status_code == 200, meanwhile.text
+            writer.write(body[10:])
+            await writer.drain()
+            answer = await asyncio.wait_for(reader.read(), timeout=10)
+            assert answer.startswith(b"HTTP/1.1 201"), answer[:200]
+            found = await client.post(
+                "/v1/users/me/memories/search", json={"query": "viola"}, headers=headers
+            )
+            assert [hit["memory"]["text"] for hit in found.json()["hits"]] == [
+                "User plays the viola"
+            ]
+        writer.close()
