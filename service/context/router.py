@@ -12,6 +12,7 @@ from service.context.turns import record_turn
 from service.dependencies import AddressedUserId, Idempotency
 from service.errors import problem_responses
 from service.kit.idempotency import AnswerHeaders, IdempotencyKeyHeader
+from service.kit.openapi import READS_ONLY
 from service.kit.resource_headers import created_response, location
 from service.threads.dependencies import ThreadSvc
 
@@ -24,6 +25,7 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["context"])
     response_model_exclude_none=False,
     summary="Build the memory block for the next model call",
     responses=problem_responses(401, 404, 422, 429),
+    openapi_extra=READS_ONLY,
 )
 async def build_context(
     user_id: AddressedUserId, body: ContextRequest, question: ContextQuestion, context: ContextSvc

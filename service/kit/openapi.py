@@ -23,6 +23,10 @@ from service.kit.idempotency import REPLAYED_HEADER
 
 HEADERS_PREFIX: Final = "#/components/headers/"
 
+READS_ONLY: Final = {"x-mneme-reads-only": True}
+"""`openapi_extra` of a POST operation that changes nothing (a search, a context block): a
+client may send it again after a failure as it would a GET (the clients' retries read it)."""
+
 RESPONSE_HEADERS: Final[Mapping[str, dict[str, Any]]] = {
     "X-Request-Id": {
         "description": "The request's id: the caller's own `X-Request-ID` when it is 1-128 "

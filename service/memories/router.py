@@ -11,6 +11,7 @@ from service.auth.owner import Owner
 from service.dependencies import Idempotency, OrgOwner, OrgWriter, UserOwner
 from service.errors import ValidationFailed, problem_responses
 from service.kit.idempotency import AnswerHeaders, IdempotencyKeyHeader
+from service.kit.openapi import READS_ONLY
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
 from service.kit.resource_headers import (
     NOT_MODIFIED_RESPONSE,
@@ -314,6 +315,7 @@ async def delete_memories(
     response_model=SearchResponse,
     summary="Search memories",
     responses=READ_PROBLEMS,
+    openapi_extra=READS_ONLY,
 )
 async def search_memories(
     owner: UserOwner, body: SearchRequest, question: EmbeddingQuestion, search: MemorySearchSvc

@@ -4,16 +4,25 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from mneme import RateLimited, RetryPolicy, ServiceUnavailable
 from mneme.errors import error_from_response
-from mneme.retry import AsyncRetryingTransport, RetryingTransport, retry_after_seconds
+from mneme.retry import (
+    READS_ONLY_POSTS,
+    AsyncRetryingTransport,
+    RetryingTransport,
+    retry_after_seconds,
+)
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 PROBLEM = json.dumps(
     {"status": 429, "code": "RATE_LIMITED", "title": "Too Many", "detail": "", "trace_id": "abc"}
@@ -116,3 +125,26 @@ def test_retry_after_as_an_http_date_is_seconds_from_now() -> None:
     seconds = retry_after_seconds({"Retry-After": format_datetime(later, usegmt=True)})
     assert seconds is not None and 85 <= seconds <= 90
     assert retry_after_seconds({"RateLimit": '"default";r=3;t=10'}) is None
+
+
+@pytest.mark.parametrize("path", ["/v1/users/me/memories/search", "/prefix/v1/users/ada/context"])
+def test_a_search_and_a_context_block_are_retried_like_a_get(path: str) -> None:
+    busy = json.dumps({"status": 503, "code": "SERVICE_BUSY", "title": "Busy", "detail": ""})
+    client, seen, waits = _client(
+        [
+            httpx.Response(503, headers={"Retry-After": "2"}, content=busy.encode()),
+            httpx.Response(200, json={"hits": []}),
+        ]
+    )
+    assert client.post(path, json={"query": "x"}).json() == {"hits": []}
+    assert (seen, waits) == (["POST", "POST"], [2.0])
+
+
+def test_the_posts_retried_without_a_key_are_the_ones_the_service_marks_reads_only() -> None:
+    document = json.loads((REPOSITORY / "docs" / "openapi.json").read_text())
+    for path, operations in document["paths"].items():
+        if "post" not in operations:
+            continue
+        concrete = re.sub(r"\{[^}]+\}", "x", path)
+        marked = operations["post"].get("x-mneme-reads-only") is True
+        assert (READS_ONLY_POSTS.search(concrete) is not None) == marked, path

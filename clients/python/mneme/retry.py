@@ -1,18 +1,20 @@
 """Retries with back-off for requests that are safe to send twice.
 
 A request is retried only when repeating it cannot apply it twice: the idempotent methods (GET,
-HEAD, OPTIONS, PUT, DELETE) and any request carrying an `Idempotency-Key` (the service replays
-the first answer to a repeat). It is retried on 429, 502, 503 and 504 and on connection
-failures, after the wait the service asked for (`Retry-After`, else the `RateLimit` field's
-`t` of an exhausted policy), else after an exponential back-off with full jitter. A wait longer
-than `max_delay` is not waited for: the answer goes back to the caller, whose exception carries
-`retry_after`.
+HEAD, OPTIONS, PUT, DELETE), any request carrying an `Idempotency-Key` (the service replays
+the first answer to a repeat), and the POST operations that only read (a search, a context
+block: `x-mneme-reads-only` in the OpenAPI document). It is retried on 429, 502, 503 and 504
+and on connection failures, after the wait the service asked for (`Retry-After`, else the
+`RateLimit` field's `t` of an exhausted policy), else after an exponential back-off with full
+jitter. A wait longer than `max_delay` is not waited for: the answer goes back to the caller,
+whose exception carries `retry_after`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +24,10 @@ from email.utils import parsedate_to_datetime
 import httpx
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+READS_ONLY_POSTS = re.compile(r"/v1/users/[^/]+/(?:memories/search|context)$")
+"""The paths of the POST operations the service marks `x-mneme-reads-only` (after any prefix
+the base URL adds)."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,11 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
 
 def is_retryable(request: httpx.Request) -> bool:
     """Whether sending `request` again cannot apply it twice."""
-    return request.method in IDEMPOTENT_METHODS or "idempotency-key" in request.headers
+    return (
+        request.method in IDEMPOTENT_METHODS
+        or "idempotency-key" in request.headers
+        or (request.method == "POST" and READS_ONLY_POSTS.search(request.url.path) is not None)
+    )
 
 
 def _delay(policy: RetryPolicy, attempt: int, response: httpx.Response | None) -> float | None:

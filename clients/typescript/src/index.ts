@@ -4,6 +4,13 @@ export * from './generated';
 export { createClient, createConfig, type Client } from './generated/client';
 export * from './errors';
 export { items, pages, type Page } from './pages';
-export { DEFAULT_RETRY_POLICY, isRetryable, retryAfterSeconds, retryingFetch, type RetryPolicy } from './retry';
+export {
+  DEFAULT_RETRY_POLICY,
+  isRetryable,
+  READS_ONLY_POSTS,
+  retryAfterSeconds,
+  retryingFetch,
+  type RetryPolicy,
+} from './retry';
 export { connect, Mneme, type ConnectOptions, type TurnOptions } from './mneme';
 export { VERSION } from './version';

@@ -1,6 +1,7 @@
 // Retries with back-off for requests that are safe to send twice: the idempotent methods (GET,
-// HEAD, OPTIONS, PUT, DELETE) and any request carrying an `Idempotency-Key` (the service replays
-// the first answer to a repeat). They are retried on 429, 502, 503 and 504 and on network
+// HEAD, OPTIONS, PUT, DELETE), any request carrying an `Idempotency-Key` (the service replays
+// the first answer to a repeat), and the POST operations that only read (a search, a context
+// block: `x-mneme-reads-only` in the OpenAPI document). They are retried on 429, 502, 503 and 504 and on network
 // failures, after the wait the service asked for (`Retry-After`, else the `RateLimit` field's `t`
 // of an exhausted policy), else after an exponential back-off with full jitter. A wait longer
 // than `maxDelay` is not waited for: the answer goes back to the caller, whose error carries
@@ -24,6 +25,10 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 };
 
 const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/** The paths of the POST operations the service marks `x-mneme-reads-only` (after any prefix
+ * the base URL adds). */
+export const READS_ONLY_POSTS = /\/v1\/users\/[^/]+\/(?:memories\/search|context)$/;
 
 /** The wait a response asks for, in seconds: `Retry-After` (seconds or an HTTP date), else the
  * longest `t` among the `RateLimit` policies with nothing remaining. */
@@ -52,7 +57,11 @@ export function retryAfterSeconds(headers: Headers): number | undefined {
 
 /** Whether sending `request` again cannot apply it twice. */
 export function isRetryable(request: Request): boolean {
-  return IDEMPOTENT_METHODS.has(request.method) || request.headers.has('idempotency-key');
+  return (
+    IDEMPOTENT_METHODS.has(request.method) ||
+    request.headers.has('idempotency-key') ||
+    (request.method === 'POST' && READS_ONLY_POSTS.test(new URL(request.url).pathname))
+  );
 }
 
 function delaySeconds(

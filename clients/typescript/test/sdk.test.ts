@@ -3,6 +3,7 @@
 // Run by tests/clients/test_typescript_client.py, which starts the server and passes
 // MNEME_BASE_URL, MNEME_TOKEN and MNEME_USER_ID.
 import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import {
@@ -11,6 +12,7 @@ import {
   MnemeError,
   NotFound,
   RateLimited,
+  READS_ONLY_POSTS,
   retryingFetch,
   updateMemory,
   ValidationFailed,
@@ -189,4 +191,38 @@ test('a POST without a key, and a wait longer than maxDelay, are left to the cal
   const get = await retryingFetch({}, network.fetch, wait)('http://mneme/readyz');
   assert.equal(get.status, 200);
   assert.equal(waits.length, 1);
+});
+
+test('a search and a context block are retried like a GET: they only read', async () => {
+  const waits: number[] = [];
+  const wait = async (seconds: number): Promise<void> => {
+    waits.push(seconds);
+  };
+  const busy = { status: 503, code: 'SERVICE_BUSY', title: 'Service busy', detail: 'retry' };
+  for (const path of ['/v1/users/me/memories/search', '/prefix/v1/users/ada/context']) {
+    const answers = scripted([
+      new Response(JSON.stringify(busy), { status: 503, headers: { 'Retry-After': '2' } }),
+      new Response('{}', { status: 200 }),
+    ]);
+    const answer = await retryingFetch({}, answers.fetch, wait)(`http://mneme${path}`, {
+      method: 'POST',
+      body: '{"query":"x"}',
+    });
+    assert.equal(answer.status, 200);
+    assert.equal(answers.seen.length, 2);
+  }
+  assert.deepEqual(waits, [2, 2]);
+});
+
+test('the POST operations retried without a key are the ones the service marks reads-only', () => {
+  // Run from clients/typescript (npm test): the document is the service's, in docs/.
+  const document = JSON.parse(readFileSync('../../docs/openapi.json', 'utf8')) as {
+    paths: Record<string, Record<string, Record<string, unknown>>>;
+  };
+  for (const [path, operations] of Object.entries(document.paths)) {
+    const post = operations.post;
+    if (post === undefined) continue;
+    const concrete = path.replace(/\{[^}]+\}/g, 'x');
+    assert.equal(READS_ONLY_POSTS.test(concrete), post['x-mneme-reads-only'] === true, path);
+  }
 });
