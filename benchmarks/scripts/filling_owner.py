@@ -50,7 +50,7 @@ from benchmarks.scripts.statement_replay import (
     Version,
     _say,
     add_tree_arguments,
-    named_versions,
+    distinct_versions,
     run_order,
 )
 
@@ -254,14 +254,13 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _arguments(argv)
+    versions = distinct_versions(arguments, "filling_owner")
+    if versions is None:
+        return 2
     try:
-        versions = named_versions(arguments)
         sizes = sorted(parse_sizes(arguments.sizes))
     except ValueError as error:
         _say(f"filling_owner: {error}")
-        return 2
-    if not versions or len({version.name for version in versions}) < len(versions):
-        _say("filling_owner: give one or more versions with distinct names (--tree, --env)")
         return 2
     if arguments.rounds < 1 or arguments.settle < 0:
         _say("filling_owner: --rounds must be at least 1 and --settle not negative")

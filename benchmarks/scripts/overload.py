@@ -44,8 +44,8 @@ from benchmarks.scripts.statement_replay import (
     _cluster_urls,
     _say,
     add_tree_arguments,
+    distinct_versions,
     kept_scenario,
-    named_versions,
 )
 
 WARM_UP_SECONDS = 5
@@ -251,13 +251,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _arguments(argv)
-    try:
-        versions = named_versions(arguments)
-    except ValueError as error:
-        _say(f"overload: {error}")
-        return 2
-    if not versions or len({version.name for version in versions}) < len(versions):
-        _say("overload: give one or more versions with distinct names (--tree, --env)")
+    versions = distinct_versions(arguments, "overload")
+    if versions is None:
         return 2
     scenario = kept_scenario(arguments.data, "overload")
     if scenario is None:

@@ -753,6 +753,20 @@ def _json_object(value: str) -> dict[str, Any]:
     return parsed
 
 
+def distinct_versions(arguments: argparse.Namespace, program: str) -> list[Version] | None:
+    """The versions `--tree` and `--env` name, one or more, or None, said on stderr as
+    `program`'s, when a spec names none or two share a name."""
+    try:
+        versions = named_versions(arguments)
+    except ValueError as error:
+        _say(f"{program}: {error}")
+        return None
+    if not versions or len({version.name for version in versions}) < len(versions):
+        _say(f"{program}: give one or more versions with distinct names (--tree, --env)")
+        return None
+    return versions
+
+
 def chosen_versions(arguments: argparse.Namespace, program: str) -> list[Version] | None:
     """The versions `--tree` and `--env` name, or None, said on stderr as `program`'s, when
     they cannot be compared (fewer than two, names alike, a tree without the service) or
