@@ -5,7 +5,10 @@ idempotent. What happens to a job:
 
 * its handler returns → done (moved to `pgqueuer_log`);
 * its handler raises → re-queued with exponential backoff (`RetryPolicy`) until
-  `max_attempts` runs have failed, then dropped and logged as an exception;
+  `max_attempts` runs have failed, then dropped and logged as an exception; a run that found
+  every pooled database connection busy (the process is overloaded, `SERVICE_BUSY` to its
+  requests) is retried the same way but never counts towards that limit: the work waits out the
+  load instead of being dropped by it;
 * the process dies mid-run → the row stays `picked` and stops heart-beating; any worker picks it
   up again once `heartbeat_timeout` has passed;
 * `stop()` runs out of patience → the handler is cancelled and the job is handed back to the
@@ -39,6 +42,7 @@ from pgqueuer.core.qm import QueueManager
 from pgqueuer.domain.errors import RetryRequested
 from pgqueuer.domain.models import Context, Job
 from pgqueuer.domain.types import Channel
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
@@ -147,7 +151,11 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
                 span.set_attribute("error.type", "PayloadError")
                 raise JobFailed(f"{job.entrypoint} job has an unreadable payload") from None
             except Exception as exc:
-                final = attempt >= self._retry.max_attempts
+                # No database connection came free in time: the database answers, the process
+                # is busy. The run is retried like any (handlers are idempotent), and a load
+                # that lasts must not use up the job's attempts.
+                busy = isinstance(exc, PoolTimeout)
+                final = attempt >= self._retry.max_attempts and not busy
                 span.set_attribute("error.type", type(exc).__name__)
                 span.set_status(trace.StatusCode.ERROR)
                 DOMAIN_METRICS.job_runs.labels(job.entrypoint, "failed" if final else "retry").inc()

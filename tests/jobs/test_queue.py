@@ -17,6 +17,7 @@ from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
 from pgqueuer.domain.types import QueueEntrypoint, QueueManagerId
 from pgqueuer.ports.repository import EntrypointExecutionParameter
 from sqlalchemy import text
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.config import Settings
@@ -370,6 +371,28 @@ async def test_a_transient_failure_is_retried_and_then_succeeds(
 
     await eventually(succeeded)
     assert attempts == ["1", "1"]
+
+
+async def test_runs_that_found_the_pool_busy_do_not_use_up_the_attempts(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, make_worker: Callable[..., JobWorker]
+) -> None:
+    kind, attempts = entrypoint(), []
+
+    async def busy_for_a_while(payload: Mapping[str, str]) -> None:
+        attempts.append(payload["n"])
+        if len(attempts) <= FAST_RETRY.max_attempts + 1:
+            raise PoolTimeout("QueuePool limit of size 1 overflow 0 reached")
+
+    worker = make_worker({kind: busy_for_a_while})
+    await worker.start()
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+
+    async def succeeded() -> bool:
+        return await _has_status(jobs_engine, kind, "successful")
+
+    await eventually(succeeded)
+    assert attempts == ["1"] * (FAST_RETRY.max_attempts + 2)
+    assert not await _has_status(jobs_engine, kind, "exception")
 
 
 async def test_the_migrated_schema_is_what_pgqueuer_expects(jobs_engine: AsyncEngine) -> None:
