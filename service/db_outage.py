@@ -23,7 +23,7 @@ from sqlalchemy import exc as sa_exc
 
 from service.db import is_unavailable_state, raised_by_driver, server_error_of
 from service.errors import ServiceUnavailable, handle_domain_error, handle_unexpected
-from service.observability import DOMAIN_METRICS
+from service.observability import count_busy_refusal
 
 # Seconds a client should wait: an embedded Postgres restarts in about this time, and a pool
 # reconnects on the first request after the server is back.
@@ -110,7 +110,7 @@ async def _handle_database_error(request: Request, exc: Exception) -> JSONRespon
     if isinstance(exc, sa_exc.TimeoutError):
         # The pool had no connection to give within its timeout: every one is running a
         # statement, so the database answers; this process is the bottleneck.
-        DOMAIN_METRICS.busy_refusals.labels("pool_timeout").inc()
+        count_busy_refusal("pool_timeout")
         settings = request.app.state.mneme.settings
         return await handle_domain_error(request, ServiceBusy(settings.db_pool_timeout_seconds))
     if is_database_unavailable(exc):
