@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
@@ -55,8 +56,27 @@ async def keeping_client(keeping_app: FastAPI) -> AsyncIterator[AsyncClient]:
         yield client
 
 
+OWNER_INDEX_TESTS_LOCK = 0x4D4E454D
+"""The advisory lock a test that builds owner indexes holds while it runs (`no_owner_indexes`)."""
+
+
 @pytest.fixture
 async def no_owner_indexes(owner_engine: AsyncEngine) -> AsyncIterator[None]:
-    """Every owner index dropped afterwards (other tests' owners may have got one too)."""
-    yield
-    await OwnerIndexes(owner_engine, build_from=0, most=0).refresh()
+    """The test alone among the test workers to build owner indexes in the shared database, and
+    every owner index dropped afterwards (other tests' owners may have got one too).
+
+    The drop takes every owner's index, so a test on another worker that built its owner's and
+    is about to search through it must not run meanwhile: the tests that use this fixture take
+    turns, by an advisory lock held on a connection of its own. That connection holds no
+    transaction while the test runs: an index built concurrently waits for every transaction
+    older than itself to end."""
+    async with owner_engine.connect() as holder:
+        holder = await holder.execution_options(isolation_level="AUTOCOMMIT")
+        await holder.execute(text("SELECT pg_advisory_lock(:key)"), {"key": OWNER_INDEX_TESTS_LOCK})
+        try:
+            yield
+            await OwnerIndexes(owner_engine, build_from=0, most=0).refresh()
+        finally:
+            await holder.execute(
+                text("SELECT pg_advisory_unlock(:key)"), {"key": OWNER_INDEX_TESTS_LOCK}
+            )

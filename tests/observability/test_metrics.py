@@ -19,8 +19,11 @@ CLASS_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{2,40}$")
 ALLOWED: dict[str, set[str] | re.Pattern[str]] = {
     "method": {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"},
     "status": re.compile(r"^[1-5][0-9][0-9]$"),
-    # Refused credentials; a reranker that gave no usable scores.
+    # Refused credentials; a reranker that gave no usable scores; a request refused as busy.
     "reason": {
+        "standing_queue",
+        "waited_too_long",
+        "pool_timeout",
         "missing",
         "invalid",
         "limited",
