@@ -28,7 +28,6 @@ from service.memories.bm25 import number, term_weight
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import (
     GENERIC_SEARCH_PLAN_SQL,
-    OWN_INDEX,
     FusionRepository,
     OwnersFound,
     SearchParams,
@@ -455,12 +454,12 @@ def test_an_owner_is_read_through_its_own_indexes_or_sorted_exactly() -> None:
     def found(documents: dict[str, int], own: frozenset[str] = frozenset()) -> OwnersFound:
         return OwnersFound(user, params.vector_column, documents, own)
 
-    assert found({user.key: 1_000_000, org.key: 500_000}).index_of(params) is None
+    assert not found({user.key: 1_000_000, org.key: 500_000}).reads_own_indexes(params)
     # Indexes of their own come first, and belong to the owner they name.
     own = frozenset({f"semantic:{user.key}"})
-    assert found({}, own).index_of(params) == OWN_INDEX
-    assert found({}, own).index_of(user_alone) == OWN_INDEX
-    assert found({org.key: 1_000_000}, own).index_of(org_alone) is None
+    assert found({}, own).reads_own_indexes(params)
+    assert found({}, own).reads_own_indexes(user_alone)
+    assert not found({org.key: 1_000_000}, own).reads_own_indexes(org_alone)
     assert found({}, own).own_indexes_of(user_alone) == own
 
 

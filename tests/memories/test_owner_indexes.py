@@ -32,7 +32,6 @@ from service.db import tenant_transaction, transaction_driver
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import (
     GENERIC_SEARCH_PLAN_SQL,
-    OWN_INDEX,
     FusionRepository,
     PlannedSearch,
 )
@@ -281,7 +280,7 @@ async def test_indexes_looked_up_before_the_statement_rank_as_those_it_reads_its
         assert "pg_class" not in recording.statement[0]
         assert found.own_indexes_of(user_alone) == {f"semantic:{key}", f"episodic:{key}"}
         assert found.own_indexes_of(org_alone) == frozenset()
-        assert found.index_of(user_alone) == OWN_INDEX and found.index_of(org_alone) is None
+        assert found.reads_own_indexes(user_alone) and not found.reads_own_indexes(org_alone)
     assert answers[True] == answers[False]
     user_rows, org_rows = answers[True]
     assert len(user_rows) == 10 and org_rows

@@ -24,7 +24,6 @@ from service.memories.fusion.parameters import (
 )
 from service.memories.fusion.repository import (
     GENERIC_SEARCH_PLAN_SQL,
-    OWN_INDEX,
     FusionRepository,
     OwnersFound,
     PlannedSearch,
@@ -44,7 +43,6 @@ __all__ = [
     "GENERIC_SEARCH_PLAN_SQL",
     "HYBRID_SEARCH_SQL",
     "LEXICAL_MATCHES_SQL",
-    "OWN_INDEX",
     "RANKING_PARAMETERS",
     "FusionRepository",
     "OwnersFound",

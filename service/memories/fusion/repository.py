@@ -198,16 +198,16 @@ class PlannedSearch:
             [owner for params in sections for owner in params.filter.owners],
             sections[0].vector_column,
         )
-        indexes = [found.index_of(params) for params in sections]
-        await self._plan_for(_plan_of(sections, indexes) if self._generic_plan else GENERIC_PLAN)
+        own = [found.reads_own_indexes(params) for params in sections]
+        await self._plan_for(_plan_of(sections, own) if self._generic_plan else GENERIC_PLAN)
         # The statement sorts the nearest vectors exactly (see `_search_template`), but for the
         # owners written into its text, whose own indexes it reads. A server that makes no
         # generic plans (Citus) gets them written in too: their indexes are per kind, and a
         # scan over every kind can read them only split by kind, as the written text is.
         written = {
             index: found.own_indexes_of(params)
-            for index, (params, each) in enumerate(zip(sections, indexes, strict=True))
-            if each == OWN_INDEX
+            for index, (params, reads_own) in enumerate(zip(sections, own, strict=True))
+            if reads_own
         }
         compiled, arguments = compiled_search(
             self._tenant_id, sections, self._dialect, written_owners=written
@@ -300,10 +300,10 @@ class OwnersFound:
         keys = {owner.key for owner in params.filter.owners}
         return frozenset(unit for unit in self.own_indexes if unit.partition(":")[2] in keys)
 
-    def index_of(self, params: SearchParams) -> str | None:
-        """Where the search `params` reads its owners' nearest vectors from: their own indexes
-        (`OWN_INDEX`), or none (an exact sort of their vectors)."""
-        return OWN_INDEX if self.own_indexes_of(params) else None
+    def reads_own_indexes(self, params: SearchParams) -> bool:
+        """Whether the search `params` reads its owners' nearest vectors from indexes of their
+        own (otherwise: an exact sort of their vectors)."""
+        return bool(self.own_indexes_of(params))
 
 
 @dataclass(frozen=True)
@@ -323,19 +323,15 @@ GENERIC_PLAN = Plan(ef_search=None)
 """The plan of the many small owners: made once per connection and filter shape."""
 
 
-OWN_INDEX = "own"
-"""An owner searched through a vector index of its own."""
-
-
-def _plan_of(sections: Sequence[SearchParams], indexes: Iterable[str | None]) -> Plan:
-    """The plan for sections whose owners are searched through `indexes`
-    (`OwnersFound.index_of` each). Owners with indexes of their own are written
+def _plan_of(sections: Sequence[SearchParams], reads_own: Iterable[bool]) -> Plan:
+    """The plan for sections each of which reads its owners' own indexes or not
+    (`OwnersFound.reads_own_indexes` each). Owners with indexes of their own are written
     into the statement's text (`compiled_search`'s `written_owners`), so its generic plan,
     made once per connection and owner, reads their indexes: planning the ~15 KiB statement
     for every search cost 7 to 10 ms, more than the rest of a search of 100k memories. Their
     walks keep a candidate list of at least twice the most vector candidates a section asks
     for (`SearchParams.owner_index_ef_search` is the least)."""
-    if OWN_INDEX in indexes:
+    if any(reads_own):
         most = max(section.vector_candidates for section in sections)
         return Plan(ef_search=owner_walk_list(sections[0].owner_index_ef_search, most))
     return GENERIC_PLAN
