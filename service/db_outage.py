@@ -22,7 +22,12 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import exc as sa_exc
 
 from service.db import is_unavailable_state, raised_by_driver, server_error_of
-from service.errors import ServiceUnavailable, handle_domain_error, handle_unexpected
+from service.errors import (
+    ServiceBusy,
+    ServiceUnavailable,
+    handle_domain_error,
+    handle_unexpected,
+)
 from service.observability import count_busy_refusal
 
 # Seconds a client should wait: an embedded Postgres restarts in about this time, and a pool
@@ -41,19 +46,6 @@ class DatabaseUnavailable(ServiceUnavailable):
     def __init__(self, detail: str | None = None) -> None:
         super().__init__(
             detail or "The database cannot be reached right now; retry shortly.",
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-            retry_after_seconds=RETRY_AFTER_SECONDS,
-        )
-
-
-class ServiceBusy(ServiceUnavailable):
-    title = "Service busy"
-    code = "SERVICE_BUSY"
-
-    def __init__(self, waited_seconds: float) -> None:
-        super().__init__(
-            f"Every database connection of this service was in use for {waited_seconds:g} s: "
-            "it has more requests than it can serve right now; retry shortly.",
             headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             retry_after_seconds=RETRY_AFTER_SECONDS,
         )
@@ -112,7 +104,8 @@ async def _handle_database_error(request: Request, exc: Exception) -> JSONRespon
         # statement, so the database answers; this process is the bottleneck.
         count_busy_refusal("pool_timeout")
         settings = request.app.state.mneme.settings
-        return await handle_domain_error(request, ServiceBusy(settings.db_pool_timeout_seconds))
+        why = f"every database connection was in use for {settings.db_pool_timeout_seconds:g} s"
+        return await handle_domain_error(request, ServiceBusy(why))
     if is_database_unavailable(exc):
         return await handle_domain_error(request, DatabaseUnavailable())
     if is_statement_timeout(exc):

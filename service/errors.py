@@ -202,6 +202,26 @@ class ServiceUnavailable(DomainError):
     code: ClassVar[ProblemCode] = "SERVICE_UNAVAILABLE"
 
 
+# Seconds a client refused as busy should wait: long enough for a burst to drain, short
+# enough that a client back from it finds room.
+BUSY_RETRY_AFTER_SECONDS = 2
+
+
+class ServiceBusy(ServiceUnavailable):
+    """More requests than this process can serve right now (no place among those in progress,
+    or no database connection free in time): nothing of the request was done; retry shortly."""
+
+    title = "Service busy"
+    code: ClassVar[ProblemCode] = "SERVICE_BUSY"
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            f"This service has more requests than it can serve right now ({why}); retry shortly.",
+            headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
+            retry_after_seconds=BUSY_RETRY_AFTER_SECONDS,
+        )
+
+
 # Seconds a client should wait before calling a model-backed operation again: long enough for
 # a provider's brief rate limit or hiccup to pass, short enough for an interactive retry.
 MODEL_RETRY_AFTER_SECONDS = 10

@@ -36,7 +36,7 @@ from service.db import (
     open_database_target,
     reaching,
 )
-from service.db_outage import RETRY_AFTER_SECONDS, install_outage_handlers
+from service.db_outage import install_outage_handlers
 from service.embedded_postgres import EmbeddedSupervisor
 from service.errors import UnexpectedErrorMiddleware, install_problem_handlers
 from service.extraction.hooks import WritePathScheduler
@@ -388,7 +388,6 @@ def _install_middleware(
         AdmissionMiddleware,
         gate=app.state.admission_gate,
         exempt_paths=PUBLIC_PATHS,
-        retry_after_seconds=RETRY_AFTER_SECONDS,
         on_refused=count_busy_refusal,
     )
     # Inside the size limit: bodies are decoded strictly only after it let them through.

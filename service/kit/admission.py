@@ -12,10 +12,10 @@ most `capacity` requests in; the next ones wait, first come first in, for one to
   arriving then is refused at once rather than added to the back of it. Those already waiting
   keep their place, so the queue drains, and admits again once it has been empty.
 
-A refused request is answered `503 SERVICE_BUSY` with `Retry-After` (`AdmissionMiddleware`):
-clients back off and the requests let in are answered in the time they take to serve. This
-is the controlled-delay rule of network queues (CoDel) applied to requests: a queue should
-absorb a burst and never stand.
+A refused request is answered `503 SERVICE_BUSY` with `Retry-After` (`AdmissionMiddleware`,
+`service.errors.ServiceBusy`): clients back off and the requests let in are answered in the
+time they take to serve. This is the controlled-delay rule of network queues (CoDel) applied
+to requests: a queue should absorb a burst and never stand.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Literal
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.errors import problem_response
+from service.errors import ServiceBusy, handle_domain_error
 
 # How long requests may have been waiting without a break before the queue counts as standing:
 # well above a burst's wait (a burst of a few hundred small requests clears in a fraction of a
@@ -133,13 +133,11 @@ class AdmissionMiddleware:
         app: ASGIApp,
         gate: AdmissionGate,
         exempt_paths: Collection[str],
-        retry_after_seconds: int,
         on_refused: Callable[[Refusal], None],
     ) -> None:
         self.app = app
         self.gate = gate
         self.exempt_paths = frozenset(exempt_paths)
-        self.retry_after_seconds = retry_after_seconds
         self.on_refused = on_refused
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -165,14 +163,5 @@ class AdmissionMiddleware:
             )
         else:
             why = f"no place among its {gate.capacity} came free within {gate.wait_seconds:g} s"
-        response = problem_response(
-            Request(scope),
-            status=503,
-            code="SERVICE_BUSY",
-            title="Service busy",
-            detail=f"This service has more requests than it can serve right now ({why}); "
-            "retry shortly.",
-            headers={"Retry-After": str(self.retry_after_seconds)},
-            retry_after_seconds=self.retry_after_seconds,
-        )
+        response = await handle_domain_error(Request(scope), ServiceBusy(why))
         await response(scope, receive, send)
