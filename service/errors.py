@@ -287,6 +287,27 @@ class Problem(BaseModel):
     )
 
 
+def problem_document(
+    status: int,
+    code: ProblemCode,
+    *,
+    title: str | None = None,
+    detail: str | None = None,
+    instance: str = "",
+) -> dict[str, Any]:
+    """The RFC 9457 members every problem carries (`Problem`); title and detail default to the
+    status's phrase."""
+    phrase = title or HTTPStatus(status).phrase
+    return {
+        "type": PROBLEM_TYPE_BASE + code.lower().replace("_", "-"),
+        "title": phrase,
+        "status": status,
+        "detail": detail or phrase,
+        "instance": instance,
+        "code": code,
+    }
+
+
 def problem_response(
     request: Request,
     *,
@@ -297,16 +318,8 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     **extensions: Any,
 ) -> JSONResponse:
-    phrase = title or HTTPStatus(status).phrase
-    body: dict[str, Any] = {
-        "type": PROBLEM_TYPE_BASE + code.lower().replace("_", "-"),
-        "title": phrase,
-        "status": status,
-        "detail": detail or phrase,
-        "instance": request.url.path,
-        "code": code,
-        "trace_id": current_trace_id() or getattr(request.state, "trace_id", None),
-    }
+    body = problem_document(status, code, title=title, detail=detail, instance=request.url.path)
+    body["trace_id"] = current_trace_id() or getattr(request.state, "trace_id", None)
     body.update({k: v for k, v in extensions.items() if k not in body})
     return JSONResponse(
         body, status_code=status, headers=dict(headers or {}), media_type=PROBLEM_CONTENT_TYPE

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from service.config import get_settings
-from service.errors import PROBLEM_CONTENT_TYPE, PROBLEM_TYPE_BASE, ProblemCode
+from service.errors import PROBLEM_CONTENT_TYPE, ProblemCode, problem_document
 from service.observability.middleware import ANSWERED_BY_SERVER
 
 logger = logging.getLogger("mneme.http")
@@ -47,16 +47,7 @@ def closing_problem_response(status: int, code: ProblemCode, detail: str) -> byt
     """A complete HTTP/1.1 response carrying a problem document, written by the protocol
     itself (no application runs for it); the connection closes."""
     phrase = HTTPStatus(status).phrase
-    body = json.dumps(
-        {
-            "type": PROBLEM_TYPE_BASE + code.lower().replace("_", "-"),
-            "title": phrase,
-            "status": status,
-            "detail": detail,
-            "instance": "",
-            "code": code,
-        }
-    ).encode()
+    body = json.dumps(problem_document(status, code, detail=detail)).encode()
     head = (
         f"HTTP/1.1 {status} {phrase}\r\n"
         f"content-type: {PROBLEM_CONTENT_TYPE}\r\n"
