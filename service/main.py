@@ -379,10 +379,12 @@ def _install_middleware(
     # Once its body is in (a client that sends it slowly holds no place meanwhile: the input
     # guard reads it first) and before anything else is done for it (its credentials, its
     # transaction); inside the telemetry, which counts and logs a refusal like any answer.
+    # Its gauges are read at scrape time (`/metrics`), but with several workers each keeps its
+    # own current, as the pool's are kept.
     app.state.admission_gate = AdmissionGate(
         settings.requests_in_progress_limit,
         settings.request_queue_timeout_seconds,
-        on_change=record_admission,
+        on_change=record_admission if SHARED_BETWEEN_WORKERS else None,
     )
     app.add_middleware(
         AdmissionMiddleware,

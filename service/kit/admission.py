@@ -39,6 +39,10 @@ STANDING_AFTER_SECONDS = 1.0
 Refusal = Literal["standing_queue", "waited_too_long"]
 
 
+def _unobserved(running: int, waiting: int) -> None:
+    return None
+
+
 class AdmissionGate:
     """At most `capacity` holders at once; the others wait, first come first in."""
 
@@ -46,14 +50,14 @@ class AdmissionGate:
         self,
         capacity: int,
         wait_seconds: float,
-        on_change: Callable[[int, int], None] = lambda running, waiting: None,
+        on_change: Callable[[int, int], None] | None = None,
         standing_after_seconds: float = STANDING_AFTER_SECONDS,
     ) -> None:
         self.capacity = capacity
         self.wait_seconds = wait_seconds
         self.standing_after_seconds = standing_after_seconds
         # Told the places taken and the requests waiting whenever either changes.
-        self.on_change = on_change
+        self.on_change = on_change or _unobserved
         self.running = 0
         self._waiting: deque[asyncio.Future[None]] = deque()
         # When the queue last went from empty to waited in (None: it is empty).

@@ -242,8 +242,9 @@ def record_pool_state(pool: Pool) -> None:
 
 
 def record_admission(running: int, waiting: int) -> None:
-    """Set the admission gauges (`service.kit.admission`): kept current on every change, as a
-    scrape reaches one worker and the others' must be counted as they are."""
+    """Set the admission gauges (`service.kit.admission`): at scrape time, and with several
+    workers on every change, as a scrape reaches one worker and the others' must be counted as
+    they are (`watch_pool`'s rule for the pool's)."""
     DOMAIN_METRICS.requests_admitted.set(running)
     DOMAIN_METRICS.requests_waiting.set(waiting)
 

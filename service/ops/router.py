@@ -15,7 +15,12 @@ from service.dependencies import State
 from service.errors import ServiceUnavailable, problem_responses
 from service.jobs import THREAD_SUMMARY_JOB, WRITE_PATH_JOBS
 from service.jobs.status import queue_backlog
-from service.observability import DOMAIN_METRICS, record_pool_state, render_metrics
+from service.observability import (
+    DOMAIN_METRICS,
+    record_admission,
+    record_pool_state,
+    render_metrics,
+)
 from service.state import AppState
 
 router = APIRouter(tags=["ops"])
@@ -72,8 +77,10 @@ async def get_readiness(state: State) -> Readiness:
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
-async def get_metrics(state: State) -> Response:
+async def get_metrics(request: Request, state: State) -> Response:
     """Prometheus text exposition of the service's metrics."""
+    gate = request.app.state.admission_gate
+    record_admission(gate.running, gate.waiting)
     await read_gauges(state)
     return Response(render_metrics(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
