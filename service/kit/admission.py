@@ -108,19 +108,20 @@ class AdmissionGate:
             turn = self._waiting.popleft()
             if not turn.done():
                 turn.set_result(None)  # the place passes on; `running` stays as it is
-                self._note_empty()
+                self._changed()
                 return
         self.running -= 1
-        self._note_empty()
+        self._changed()
 
     def _forget(self, turn: asyncio.Future[None]) -> None:
         if not turn.done():
             turn.cancel()
         with contextlib.suppress(ValueError):  # taken off the queue by `leave` already
             self._waiting.remove(turn)
-        self._note_empty()
+        self._changed()
 
-    def _note_empty(self) -> None:
+    def _changed(self) -> None:
+        """After a place or a waiter came or went: an emptied queue no longer stands."""
         if not self._waiting:
             self._waited_since = None
         self.on_change(self.running, len(self._waiting))
