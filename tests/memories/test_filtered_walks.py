@@ -49,13 +49,15 @@ TRAVEL = [
 ]
 
 
-async def executed_plan(app: FastAPI, tenant: str, params: SearchParams) -> list[dict[str, Any]]:
+async def executed_plan(
+    app: FastAPI, tenant: str, params: SearchParams, *settings: str
+) -> list[dict[str, Any]]:
     """Every node of the statement's plan as the service runs it for `USER` with the facts'
-    and episodes' indexes of their own, explained with ANALYZE: a node of a branch that did
-    not run has no loops."""
+    and episodes' indexes of their own, after the `settings` statements, explained with
+    ANALYZE: a node of a branch that did not run has no loops."""
     key = Owner.user(USER).key
     written = frozenset({f"semantic:{key}", f"episodic:{key}"})
-    document = await explained_as_served(app, tenant, params, written)
+    document = await explained_as_served(app, tenant, params, written, *settings)
     [plan] = json.loads(document) if isinstance(document, str) else document
     return plan_nodes(plan["Plan"])
 
@@ -120,9 +122,14 @@ async def test_few_passing_a_filter_are_sorted_exactly_and_many_are_walked(
     served, exact = await answers(indexed_app, tenant, few)
     assert served == exact and len(served) == len(TRAVEL)
 
-    # Every memory recorded since 1970 passes: more than few, so the graphs are walked.
+    # Every memory recorded since 1970 passes: more than few, so the walks run. Which scan
+    # serves a walk is the planner's choice: once statistics count this toy owner's 66 facts
+    # (an analysis by autovacuum, at any moment), sorting them costs less than walking their
+    # graph, and it sorts. Sorts are disabled here so that a walk that runs is seen as a scan
+    # of its index; the exact sorts of the few branch cannot use an index, so they keep sorting
+    # and do not read the graphs.
     many = searched(event_after=datetime(1970, 1, 1, tzinfo=UTC))
-    nodes = await executed_plan(indexed_app, tenant, many)
+    nodes = await executed_plan(indexed_app, tenant, many, "SET LOCAL enable_sort = off")
     assert loops_of(nodes, facts_index) == [1]
     assert loops_of(nodes, episodes_index) == [1]
     served, exact = await answers(indexed_app, tenant, many)
