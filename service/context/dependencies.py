@@ -12,7 +12,11 @@ from service.context.schemas import ContextRequest
 from service.context.service import ContextBuilder, start_embedding_context_question
 from service.dependencies import AddressedUserId, CurrentPrincipal, State, provided
 from service.memories.dependencies import memory_search, memory_service
-from service.memories.search import PendingVector, embedding_underway
+from service.memories.search import (
+    PendingVector,
+    embedding_underway,
+    question_embedded_in_process,
+)
 from service.profile.dependencies import profile_service
 from service.services import Services
 from service.threads.dependencies import thread_service
@@ -39,7 +43,10 @@ async def embed_context_question(
     """The context question's vector, on its way before the request's transaction begins (as
     for a search: `service.memories.dependencies.embed_search_question`)."""
     embedder = state.vector_columns.question_embedder(principal.tenant_id)
-    async with embedding_underway(start_embedding_context_question(embedder, body)) as pending:
+    async with embedding_underway(
+        start_embedding_context_question(embedder, body),
+        in_process=question_embedded_in_process(embedder),
+    ) as pending:
         yield pending
 
 

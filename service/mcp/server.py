@@ -12,9 +12,9 @@ import inspect
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from service.auth.principal import ME
 from service.context.schemas import ContextRequest
+from service.context.service import start_embedding_context_question
 from service.errors import DomainError, NotFound
 from service.kit.pagination import MAX_PAGE_SIZE
 from service.kit.types import JsonObject, QueryText
@@ -45,6 +46,7 @@ from service.mcp.schemas import (
     Recalled,
     Remembered,
 )
+from service.memories.embedding import TextVectors, embed_ahead
 from service.memories.filters import MemoryFilter
 from service.memories.schemas import (
     MEMORY_TEXT_MAX,
@@ -53,7 +55,16 @@ from service.memories.schemas import (
     Procedures,
     SearchRequest,
 )
+from service.memories.search import (
+    PendingVector,
+    embedding_underway,
+    question_embedded_in_process,
+    start_embedding_question,
+)
+from service.memories.service import created_texts
 from service.profile.schemas import PatchOperation
+
+T = TypeVar("T")
 
 SERVER_NAME = "mneme"
 INSTRUCTIONS = (
@@ -124,14 +135,69 @@ async def _run(
     render: Callable[[Any], str] | None = None,
 ) -> CallToolResult:
     """Run `work` in the caller's transaction; a domain error rolls it back and is reported."""
+
+    async def without_ahead(call: McpCall, _ahead: None) -> BaseModel:
+        return await work(call)
+
+    return await _run_ahead(ctx, resolve, _nothing_ahead, without_ahead, render)
+
+
+async def _run_ahead(
+    ctx: Context[Any],
+    resolve: CallerResolver,
+    ahead: Callable[[McpCaller], AbstractAsyncContextManager[T]],
+    work: Callable[[McpCall, T], Awaitable[BaseModel]],
+    render: Callable[[Any], str] | None = None,
+) -> CallToolResult:
+    """`_run`, with what `ahead` prepares for the caller before the transaction begins (a
+    question's vector on its way, a text's vector: `embedding_underway`, `embed_ahead`)
+    handed to `work`."""
     try:
-        async with mcp_call(resolve(ctx)) as call:
-            body = await work(call)
+        caller = resolve(ctx)
+        async with ahead(caller) as prepared, mcp_call(caller) as call:
+            body = await work(call, prepared)
     except ValidationError as exc:
         return problem_result(invalid_arguments(exc))
     except DomainError as exc:
         return problem_result(exc)
     return success_result(body, render(body) if render else None)
+
+
+@asynccontextmanager
+async def _nothing_ahead(_caller: McpCaller) -> AsyncIterator[None]:
+    yield None
+
+
+@asynccontextmanager
+async def _search_asked(
+    caller: McpCaller, request: SearchRequest
+) -> AsyncIterator[PendingVector | None]:
+    """The search question's vector, on its way before the call's transaction begins."""
+    embedder = caller.state.vector_columns.question_embedder(caller.principal.tenant_id)
+    async with embedding_underway(
+        start_embedding_question(embedder, request),
+        in_process=question_embedded_in_process(embedder),
+    ) as pending:
+        yield pending
+
+
+@asynccontextmanager
+async def _context_asked(
+    caller: McpCaller, request: ContextRequest
+) -> AsyncIterator[PendingVector | None]:
+    """The context question's vector, on its way before the call's transaction begins."""
+    embedder = caller.state.vector_columns.question_embedder(caller.principal.tenant_id)
+    async with embedding_underway(
+        start_embedding_context_question(embedder, request),
+        in_process=question_embedded_in_process(embedder),
+    ) as pending:
+        yield pending
+
+
+@asynccontextmanager
+async def _created_ahead(caller: McpCaller, body: MemoryCreate) -> AsyncIterator[TextVectors]:
+    """The new memory's vector, made before the call's transaction begins."""
+    yield await embed_ahead(caller.state.embedding_backfill.embedder, created_texts([body]))
 
 
 def _render_context(body: ContextBlock) -> str:
@@ -190,12 +256,17 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         memory (duplicate: true) instead of storing it twice.
         """
 
-        async def work(call: McpCall) -> Remembered:
-            body = MemoryCreate(text=text, kind=kind, category=category, metadata=metadata or {})
-            [written] = await call.memories.create(call.owner, [body])
+        def ahead(caller: McpCaller) -> AbstractAsyncContextManager[TextVectors]:
+            return _created_ahead(caller, body())
+
+        def body() -> MemoryCreate:
+            return MemoryCreate(text=text, kind=kind, category=category, metadata=metadata or {})
+
+        async def work(call: McpCall, vectors: TextVectors) -> Remembered:
+            [written] = await call.memories.create(call.owner, [body()], ahead=vectors)
             return Remembered.of(written)
 
-        return await _run(ctx, resolve, work)
+        return await _run_ahead(ctx, resolve, ahead, work)
 
     async def recall(
         ctx: Context[Any],
@@ -214,11 +285,18 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         hit carries the memory's id (for forget), its text and labels, and its score.
         """
 
-        async def work(call: McpCall) -> Recalled:
-            request = SearchRequest(query=query, limit=limit, kinds=kinds, categories=categories)
-            return Recalled.of(await call.search.search(call.owner, request))
+        def request() -> SearchRequest:
+            return SearchRequest(query=query, limit=limit, kinds=kinds, categories=categories)
 
-        return await _run(ctx, resolve, work)
+        def ahead(caller: McpCaller) -> AbstractAsyncContextManager[PendingVector | None]:
+            return _search_asked(caller, request())
+
+        async def work(call: McpCall, question: PendingVector | None) -> Recalled:
+            return Recalled.of(
+                await call.search.search(call.owner, request(), embedding_question=question)
+            )
+
+        return await _run_ahead(ctx, resolve, ahead, work)
 
     async def get_context(
         ctx: Context[Any],
@@ -241,13 +319,21 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         Read it, use what is relevant, and do not recite it to the user.
         """
 
-        async def work(call: McpCall) -> ContextBlock:
-            request = ContextRequest(
+        def request() -> ContextRequest:
+            return ContextRequest(
                 query=query, budget_tokens=budget_tokens, thread_id=thread_id, format="text"
             )
-            return ContextBlock.of(await call.context.build(call.caller.user_id, request))
 
-        return await _run(ctx, resolve, work, _render_context)
+        def ahead(caller: McpCaller) -> AbstractAsyncContextManager[PendingVector | None]:
+            return _context_asked(caller, request())
+
+        async def work(call: McpCall, question: PendingVector | None) -> ContextBlock:
+            block = await call.context.build(
+                call.caller.user_id, request(), embedding_question=question
+            )
+            return ContextBlock.of(block)
+
+        return await _run_ahead(ctx, resolve, ahead, work, _render_context)
 
     async def forget(
         ctx: Context[Any],

@@ -4,29 +4,45 @@ path's passes alike, so the object graph is built in one place."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Annotated
 
 from fastapi import Depends
 
 from service.accounts.dependencies import account_service
 from service.dependencies import CurrentPrincipal, State, UserOwner, provided
+from service.memories.embedding import TextVectors, embed_ahead
 from service.memories.fusion import FusionRepository
-from service.memories.keyed import KeyedMemoryService
+from service.memories.keyed import KeyedMemoryService, put_texts
 from service.memories.postings import StatisticsRequests
 from service.memories.recording import MemoryRecorder
 from service.memories.repository import MemoryRepository
-from service.memories.schemas import SearchRequest
+from service.memories.schemas import (
+    KeyedMemoryPut,
+    MemoryBatchCreate,
+    MemoryCreate,
+    MemoryUpdate,
+    ProceduresUpdate,
+    SearchRequest,
+)
 from service.memories.search import (
     MemorySearch,
     PendingVector,
     embedding_underway,
+    question_embedded_in_process,
     start_embedding_question,
 )
-from service.memories.service import MemoryService
+from service.memories.service import (
+    MemoryService,
+    changed_texts,
+    created_texts,
+    procedure_texts,
+)
 from service.memories.writer import DerivedMemoryWriter
+from service.observability import tracer
 from service.providers.reranker import Reranker
 from service.services import Services
+from service.state import AppState
 
 
 def memory_recorder(services: Services) -> MemoryRecorder:
@@ -86,17 +102,62 @@ async def embed_search_question(
 ) -> AsyncIterator[PendingVector | None]:
     """The search question's vector, on its way before the request's transaction begins.
 
-    A route declares it before its service, so the embedding (in the embedder's thread, or a
-    call to a remote API) runs while BEGIN, the tenant setting and the per-request bookkeeping
-    go to the database, instead of after them. It depends on the addressed user: nothing is
+    A route declares it before its service, so the embedding in the embedder's thread runs
+    while BEGIN, the tenant setting and the per-request bookkeeping go to the database,
+    instead of after them, and a remote API's is done before the transaction holds a
+    connection (`embedding_underway`). It depends on the addressed user: nothing is
     embedded for a caller the route refuses. None: a lexical search needs no vector.
     """
     embedder = state.vector_columns.question_embedder(principal.tenant_id)
-    async with embedding_underway(start_embedding_question(embedder, body)) as pending:
+    async with embedding_underway(
+        start_embedding_question(embedder, body),
+        in_process=question_embedded_in_process(embedder),
+    ) as pending:
         yield pending
 
 
 EmbeddingQuestion = Annotated[PendingVector | None, Depends(embed_search_question)]
+
+
+# A write's texts are embedded by the dependencies below, before the request's transaction
+# begins: a route declares one after its owner (nothing is embedded for a caller it refuses)
+# and before its service and idempotency store (which begin the transaction), and hands the
+# vectors to the service. A hosted model's round trip then holds no pooled connection, nor the
+# row or key lock the write takes.
+
+
+async def _embedded_ahead(state: AppState, texts: Iterable[str]) -> TextVectors:
+    with tracer.start_as_current_span("memories.embed_ahead") as span:
+        ahead = await embed_ahead(state.embedding_backfill.embedder, texts)
+        span.set_attribute("mneme.embedded", None not in ahead.values())
+        return ahead
+
+
+async def embed_created_text(body: MemoryCreate, state: State) -> TextVectors:
+    return await _embedded_ahead(state, created_texts([body]))
+
+
+async def embed_created_texts(body: MemoryBatchCreate, state: State) -> TextVectors:
+    return await _embedded_ahead(state, created_texts(body.items))
+
+
+async def embed_changed_text(body: MemoryUpdate, state: State) -> TextVectors:
+    return await _embedded_ahead(state, changed_texts(body))
+
+
+async def embed_procedure_texts(body: ProceduresUpdate, state: State) -> TextVectors:
+    return await _embedded_ahead(state, procedure_texts(body))
+
+
+async def embed_put_text(body: KeyedMemoryPut, state: State) -> TextVectors:
+    return await _embedded_ahead(state, put_texts(body))
+
+
+CreatedTextAhead = Annotated[TextVectors, Depends(embed_created_text)]
+CreatedTextsAhead = Annotated[TextVectors, Depends(embed_created_texts)]
+ChangedTextAhead = Annotated[TextVectors, Depends(embed_changed_text)]
+ProcedureTextsAhead = Annotated[TextVectors, Depends(embed_procedure_texts)]
+PutTextAhead = Annotated[TextVectors, Depends(embed_put_text)]
 MemorySvc = Annotated[MemoryService, Depends(provided(memory_service))]
 MemorySearchSvc = Annotated[MemorySearch, Depends(provided(memory_search))]
 MemoryWriterSvc = Annotated[DerivedMemoryWriter, Depends(provided(memory_writer))]

@@ -1,6 +1,8 @@
 """Keeping memory embeddings present and current, without ever failing a write for it.
 
-A write embeds inline; if the embedder is down the memory is stored with a NULL embedding
+A write's texts are embedded before its transaction begins (`embed_ahead`, the vectors
+handed to the write as `TextVectors`): a hosted model's round trip then holds no pooled
+connection and no row lock. If the embedder is down the memory is stored with a NULL embedding
 (still found lexically) and `EmbeddingBackfill` retries after the commit, with backoff. Rows
 that still lack an embedding, or carry another model's, are caught by `mneme reembed`. Vectors
 are made by the live vector column's model (`service.memories.vector_columns`), and while
@@ -12,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db import tenant_transaction
+from service.kit.secrets import find_secret_in
 from service.memories.repository import MemoryRepository
 from service.memories.vector_columns import StorageEmbedder, VectorColumns
 from service.providers import Embedder, EmbedderUnavailable
@@ -33,6 +36,33 @@ async def embed_or_none(embedder: Embedder, texts: Sequence[str]) -> list[list[f
     except EmbedderUnavailable:
         logger.warning("embedder unavailable; storing %d memories without vectors", len(texts))
         return None
+
+
+TextVectors = Mapping[str, list[float] | None]
+"""A write's vectors made before its transaction began (`embed_ahead`), by text: None for the
+texts of a call the embedder was unavailable for."""
+
+
+async def embed_ahead(embedder: Embedder, texts: Iterable[str]) -> TextVectors:
+    """The vectors of the texts a write will store, made before the write's transaction
+    begins. A text the secret policy refuses is not sent to the model: the write is refused
+    before it would store it, and its words never leave the service."""
+    wanted = list(dict.fromkeys(text for text in texts if find_secret_in(text) is None))
+    vectors = await embed_or_none(embedder, wanted)
+    return {text: None if vectors is None else vectors[i] for i, text in enumerate(wanted)}
+
+
+async def vectors_for(
+    embedder: Embedder, texts: Sequence[str], ahead: TextVectors | None
+) -> list[list[float]] | None:
+    """`embed_or_none` of `texts`, from `ahead` when it holds every one of them (None when
+    the embedder was unavailable for any); embedded now otherwise (a caller that embedded
+    nothing ahead, or a text it did not foresee)."""
+    if ahead is not None and all(text in ahead for text in texts):
+        found = [ahead[text] for text in texts]
+        vectors = [vector for vector in found if vector is not None]
+        return vectors if len(vectors) == len(found) else None
+    return await embed_or_none(embedder, texts)
 
 
 class EmbeddingBackfill:

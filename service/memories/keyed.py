@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from service.auth.owner import Owner
 from service.kit.resource_headers import require_none_match
 from service.kit.secrets import refuse_secrets
-from service.memories.embedding import embed_or_none
+from service.memories.embedding import TextVectors, vectors_for
 from service.memories.errors import MemoryNotFound
 from service.memories.models import Memory
 from service.memories.recording import MemoryRecorder, OwnedCreate
@@ -25,7 +25,12 @@ from service.memories.schemas import (
     MemoryRead,
     MemoryUpdate,
 )
-from service.memories.service import MemoryService, memory_etag, require_memory_match
+from service.memories.service import (
+    MemoryService,
+    changed_text,
+    memory_etag,
+    require_memory_match,
+)
 
 
 @dataclass(frozen=True)
@@ -54,9 +59,11 @@ class KeyedMemoryService:
         *,
         if_match: str | None = None,
         if_none_match: str | None = None,
+        ahead: TextVectors | None = None,
     ) -> KeyedMemoryWritten:
         """Add or replace the key's memory, serialised per key. `if_match` writes only over
-        that state (`*`: only if the key holds a memory); `if_none_match="*"` only adds."""
+        that state (`*`: only if the key holds a memory); `if_none_match="*"` only adds.
+        `ahead` holds the text's vector made before the transaction (`put_texts`)."""
         self._recorder.authorize(owner)
         await self._repository.lock_store_key(owner, address.kind, address.category, address.key)
         existing = await self._repository.find_by_store_key(
@@ -75,7 +82,7 @@ class KeyedMemoryService:
             )
             if expired is not None:
                 await self._recorder.forget([expired])
-            created = await self._create(owner, address, body)
+            created = await self._create(owner, address, body, ahead)
             return KeyedMemoryWritten.model_validate({**_fields(created), "created": True})
         if existing.text == body.text and existing.metadata_ == body.metadata:
             return KeyedMemoryWritten.model_validate({**_fields(existing), "created": False})
@@ -86,7 +93,7 @@ class KeyedMemoryService:
             event_at=body.event_at,
             expires_at=body.expires_at,
         )
-        updated = await self._memories.update(owner, existing.id, change)
+        updated = await self._memories.update(owner, existing.id, change, ahead=ahead)
         return KeyedMemoryWritten(**updated.model_dump(), created=False)
 
     async def delete(self, owner: Owner, address: StoreKey, *, if_match: str | None = None) -> None:
@@ -103,7 +110,9 @@ class KeyedMemoryService:
             raise MemoryNotFound(f"No memory under key {address.key!r} here.")
         return memory
 
-    async def _create(self, owner: Owner, address: StoreKey, body: KeyedMemoryPut) -> Memory:
+    async def _create(
+        self, owner: Owner, address: StoreKey, body: KeyedMemoryPut, ahead: TextVectors | None
+    ) -> Memory:
         # The key is stored (and exported) with the memory: the same policy as its text.
         refuse_secrets(address.key, ("query", "key"))
         item = MemoryCreate(
@@ -118,7 +127,7 @@ class KeyedMemoryService:
         entry = OwnedCreate(owner, item)
         self._recorder.validate_new([entry])
         await self._recorder.provision([owner])
-        vectors = await embed_or_none(self._recorder.embedder, [item.text])
+        vectors = await vectors_for(self._recorder.embedder, [item.text], ahead)
         vector = vectors[0] if vectors is not None else None
         memory = await self._repository.insert_keyed(
             {**self._recorder.insert_values(entry, vector), "store_key": address.key}
@@ -130,6 +139,12 @@ class KeyedMemoryService:
             self._recorder.schedule_backfill([memory.id])
         self._recorder.count_added([memory])
         return memory
+
+
+def put_texts(body: KeyedMemoryPut) -> list[str]:
+    """The texts `KeyedMemoryService.put` may embed for `body`: a new memory's text, or the
+    text that replaces the key's memory (`changed_text`)."""
+    return list(dict.fromkeys([body.text, changed_text(body.text)]))
 
 
 def _fields(memory: Memory) -> dict[str, object]:

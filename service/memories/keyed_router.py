@@ -20,7 +20,7 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
-from service.memories.dependencies import KeyedMemorySvc
+from service.memories.dependencies import KeyedMemorySvc, PutTextAhead
 from service.memories.keyed import StoreKey
 from service.memories.schemas import (
     CATEGORY_PATTERN,
@@ -95,6 +95,7 @@ async def put_keyed_memory(
     owner: UserOwner,
     address: Address,
     body: KeyedMemoryPut,
+    ahead: PutTextAhead,
     keyed: KeyedMemorySvc,
     response: Response,
     if_match: IfMatch = None,
@@ -110,7 +111,9 @@ async def put_keyed_memory(
     (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes."""
-    written = await keyed.put(owner, address, body, if_match=if_match, if_none_match=if_none_match)
+    written = await keyed.put(
+        owner, address, body, if_match=if_match, if_none_match=if_none_match, ahead=ahead
+    )
     if written.created:
         response.status_code = status.HTTP_201_CREATED
         response.headers["Location"] = keyed_location(user_id, address)

@@ -25,7 +25,16 @@ from service.kit.resource_headers import (
     with_etag,
 )
 from service.kit.types import Timestamp
-from service.memories.dependencies import EmbeddingQuestion, MemorySearchSvc, MemorySvc
+from service.memories.dependencies import (
+    ChangedTextAhead,
+    CreatedTextAhead,
+    CreatedTextsAhead,
+    EmbeddingQuestion,
+    MemorySearchSvc,
+    MemorySvc,
+    ProcedureTextsAhead,
+)
+from service.memories.embedding import TextVectors
 from service.memories.filters import MemoryFilter
 from service.memories.recording import as_body
 from service.memories.schemas import (
@@ -202,15 +211,17 @@ def _created_batch(response: Response, owner: Owner) -> AnswerHeaders:
     return AnswerHeaders(response, lambda _body: {"Location": collection})
 
 
-async def _create_one(memories: MemoryService, owner: Owner, body: MemoryCreate) -> MemoryWritten:
-    [written] = await memories.create(owner, [body], as_body)
+async def _create_one(
+    memories: MemoryService, owner: Owner, body: MemoryCreate, ahead: TextVectors
+) -> MemoryWritten:
+    [written] = await memories.create(owner, [body], as_body, ahead=ahead)
     return written
 
 
 async def _create_batch(
-    memories: MemoryService, owner: Owner, body: MemoryBatchCreate
+    memories: MemoryService, owner: Owner, body: MemoryBatchCreate, ahead: TextVectors
 ) -> MemoryBatchWritten:
-    return MemoryBatchWritten(items=await memories.create(owner, body.items))
+    return MemoryBatchWritten(items=await memories.create(owner, body.items, ahead=ahead))
 
 
 # --- a user's memories -------------------------------------------------------------------------
@@ -226,6 +237,7 @@ async def _create_batch(
 async def create_memory(
     owner: UserOwner,
     body: MemoryCreate,
+    ahead: CreatedTextAhead,
     memories: MemorySvc,
     request: Request,
     response: Response,
@@ -241,7 +253,7 @@ async def create_memory(
         idempotency_key,
         request,
         body,
-        lambda: _create_one(memories, owner, body),
+        lambda: _create_one(memories, owner, body, ahead),
         status_code=status.HTTP_201_CREATED,
         headers=_created_one(response),
     )
@@ -257,6 +269,7 @@ async def create_memory(
 async def create_memories(
     owner: UserOwner,
     body: MemoryBatchCreate,
+    ahead: CreatedTextsAhead,
     memories: MemorySvc,
     request: Request,
     response: Response,
@@ -269,7 +282,7 @@ async def create_memories(
         idempotency_key,
         request,
         body,
-        lambda: _create_batch(memories, owner, body),
+        lambda: _create_batch(memories, owner, body, ahead),
         status_code=status.HTTP_201_CREATED,
         headers=_created_batch(response, owner),
     )
@@ -353,6 +366,7 @@ async def update_memory(
     owner: UserOwner,
     memory_id: uuid.UUID,
     body: MemoryUpdate,
+    ahead: ChangedTextAhead,
     memories: MemorySvc,
     response: Response,
     if_match: IfMatch = None,
@@ -360,9 +374,8 @@ async def update_memory(
     """Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
     memory), review flag, event time, metadata or expiry. Recorded in the history. With
     `If-Match`, only if the memory still has that ETag (else 412 and nothing changes)."""
-    return with_etag(
-        response, tagged(await memories.update(owner, memory_id, body, if_match=if_match))
-    )
+    updated = await memories.update(owner, memory_id, body, if_match=if_match, ahead=ahead)
+    return with_etag(response, tagged(updated))
 
 
 @user_router.delete(
@@ -420,6 +433,7 @@ async def get_procedures(
 async def set_procedures(
     owner: UserOwner,
     body: ProceduresUpdate,
+    ahead: ProcedureTextsAhead,
     memories: MemorySvc,
     response: Response,
     if_match: IfMatch = None,
@@ -428,7 +442,7 @@ async def set_procedures(
     A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
     if the slots still have that ETag (else 412 and nothing changes)."""
     return _set_procedures_tagged(
-        response, await memories.set_procedures(owner, body, if_match=if_match)
+        response, await memories.set_procedures(owner, body, if_match=if_match, ahead=ahead)
     )
 
 
@@ -445,6 +459,7 @@ async def set_procedures(
 async def create_org_memory(
     owner: OrgWriter,
     body: MemoryCreate,
+    ahead: CreatedTextAhead,
     memories: MemorySvc,
     request: Request,
     response: Response,
@@ -456,7 +471,7 @@ async def create_org_memory(
         idempotency_key,
         request,
         body,
-        lambda: _create_one(memories, owner, body),
+        lambda: _create_one(memories, owner, body, ahead),
         status_code=status.HTTP_201_CREATED,
         headers=_created_one(response),
     )
@@ -472,6 +487,7 @@ async def create_org_memory(
 async def create_org_memories(
     owner: OrgWriter,
     body: MemoryBatchCreate,
+    ahead: CreatedTextsAhead,
     memories: MemorySvc,
     request: Request,
     response: Response,
@@ -484,7 +500,7 @@ async def create_org_memories(
         idempotency_key,
         request,
         body,
-        lambda: _create_batch(memories, owner, body),
+        lambda: _create_batch(memories, owner, body, ahead),
         status_code=status.HTTP_201_CREATED,
         headers=_created_batch(response, owner),
     )
@@ -550,6 +566,7 @@ async def update_org_memory(
     owner: OrgWriter,
     memory_id: uuid.UUID,
     body: MemoryUpdate,
+    ahead: ChangedTextAhead,
     memories: MemorySvc,
     response: Response,
     if_match: IfMatch = None,
@@ -557,9 +574,8 @@ async def update_org_memory(
     """Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
     admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
     changes)."""
-    return with_etag(
-        response, tagged(await memories.update(owner, memory_id, body, if_match=if_match))
-    )
+    updated = await memories.update(owner, memory_id, body, if_match=if_match, ahead=ahead)
+    return with_etag(response, tagged(updated))
 
 
 @org_router.delete(
@@ -617,6 +633,7 @@ async def get_org_procedures(
 async def set_org_procedures(
     owner: OrgWriter,
     body: ProceduresUpdate,
+    ahead: ProcedureTextsAhead,
     memories: MemorySvc,
     response: Response,
     if_match: IfMatch = None,
@@ -624,5 +641,5 @@ async def set_org_procedures(
     """Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
     `If-Match`, only if the slots still have that ETag (else 412 and nothing changes)."""
     return _set_procedures_tagged(
-        response, await memories.set_procedures(owner, body, if_match=if_match)
+        response, await memories.set_procedures(owner, body, if_match=if_match, ahead=ahead)
     )

@@ -29,6 +29,7 @@ from service.observability import traced, tracer
 from service.providers import (
     Embedder,
     EmbedderUnavailable,
+    computes_in_process,
     embedder_config_from_settings,
 )
 from service.providers.reranker import Reranker, RerankerUnavailable
@@ -76,19 +77,39 @@ PendingVector = asyncio.Future[list[float] | None]
 
 
 @asynccontextmanager
-async def embedding_underway(pending: PendingVector | None) -> AsyncIterator[PendingVector | None]:
-    """`pending` for the block, once its embedding has started; if nobody took its vector by
-    the end (the request failed first), it is cancelled."""
+async def embedding_underway(
+    pending: PendingVector | None, *, in_process: bool
+) -> AsyncIterator[PendingVector | None]:
+    """`pending` (a question on its way to an embedder) for the block, once its embedding has
+    started (`in_process`: the embedder computes in this process, `computes_in_process`), or
+    once it is done when the embedder calls a remote service; if nobody took its vector by the
+    end (the request failed first), it is cancelled.
+
+    The block is where the request's transaction begins. A model computing in this process
+    embeds while BEGIN goes to the database. A hosted model's round trip (tenths of a second,
+    up to its timeout when it is slow) is waited for here instead: inside the transaction it
+    would hold a pooled connection idle, and a slow provider would leave the process none
+    for any request, the ones that embed nothing included."""
     try:
         if pending is not None:
-            # One turn of the event loop lets the embedding task take its first step, which
-            # hands the question to the model, before this task goes on into the transaction
-            # set-up (otherwise the question would wait until this task next awaits).
-            await asyncio.sleep(0)
+            if in_process:
+                # One turn of the event loop lets the embedding task take its first step,
+                # which hands the question to the model, before this task goes on into the
+                # transaction set-up (otherwise it would wait until this task next awaits).
+                await asyncio.sleep(0)
+            else:
+                # Its outcome (a failure too) is the block's to take from `pending`.
+                await asyncio.wait([pending])
         yield pending
     finally:
         if pending is not None and not pending.done():
             pending.cancel()
+
+
+def question_embedded_in_process(embedder: Embedder | None) -> bool:
+    """Whether a question's vector by `embedder` is computed in this process
+    (`embedding_underway`'s `in_process`; no embedder: nothing is embedded)."""
+    return embedder is not None and computes_in_process(embedder)
 
 
 def start_embedding_question(

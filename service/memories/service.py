@@ -17,7 +17,7 @@ from service.errors import ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
 from service.kit.resource_headers import entity_tag, require_match
 from service.kit.types import visible_text
-from service.memories.embedding import embed_or_none
+from service.memories.embedding import TextVectors, vectors_for
 from service.memories.errors import DuplicateMemory, MemoryNotFound
 from service.memories.filters import MemoryFilter
 from service.memories.models import Memory
@@ -44,7 +44,6 @@ from service.memories.schemas import (
     ProceduresUpdate,
 )
 from service.memories.vector_columns import VECTOR_VALUES
-from service.observability import tracer
 
 PROCEDURE_SLOTS = ("style", "workflow", "safety", "task_policies")
 # A dry run names this many of the memories it would delete (newest first).
@@ -79,10 +78,16 @@ class MemoryService:
     # --- writing ----------------------------------------------------------------------------
 
     async def create(
-        self, owner: Owner, items: list[MemoryCreate], locate: ItemLocator = in_batch
+        self,
+        owner: Owner,
+        items: list[MemoryCreate],
+        locate: ItemLocator = in_batch,
+        *,
+        ahead: TextVectors | None = None,
     ) -> list[MemoryWritten]:
         """Store memories all-or-nothing for `owner`; exact duplicates return the existing
-        memory. `locate` places an item in the request for problems about it.
+        memory. `locate` places an item in the request for problems about it; `ahead` holds
+        their texts' vectors made before the transaction (`created_texts`).
 
         A user's memories never include an item with `scope: org`: organization memory has
         its own owner (and route), so such a write is refused whoever sends it.
@@ -94,11 +99,7 @@ class MemoryService:
         await self._recorder.check_source_threads(owned, locate)
         await self._recorder.provision([entry.owner for entry in owned])
 
-        with tracer.start_as_current_span("memories.embed") as span:
-            vectors = await embed_or_none(
-                self._recorder.embedder, [entry.item.text for entry in owned]
-            )
-            span.set_attribute("mneme.embedded", vectors is not None)
+        vectors = await vectors_for(self._recorder.embedder, created_texts(items), ahead)
 
         results: list[MemoryWritten] = []
         events = []
@@ -169,17 +170,21 @@ class MemoryService:
         change: MemoryUpdate,
         *,
         if_match: str | None = None,
+        ahead: TextVectors | None = None,
     ) -> MemoryRead:
         """Change a memory under its row lock; with `if_match`, only if it is still in that
-        state (so of two writers holding the same tag, the second gets 412)."""
+        state (so of two writers holding the same tag, the second gets 412). `ahead` holds
+        the new text's vector made before the transaction (`changed_texts`)."""
         self._recorder.authorize(owner)
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
         values = _validated_changes(change)
-        await self._rewrite(owner, memory, values)
+        await self._rewrite(owner, memory, values, ahead)
         return await self._record_update(memory, values)
 
-    async def _rewrite(self, owner: Owner, memory: Memory, values: dict[str, Any]) -> None:
+    async def _rewrite(
+        self, owner: Owner, memory: Memory, values: dict[str, Any], ahead: TextVectors | None
+    ) -> None:
         """When the change gives the memory a new text: refuse it if another live memory of
         the owner already says exactly that, and embed it (into `values`)."""
         new_text = values.get("text")
@@ -195,7 +200,7 @@ class MemoryService:
             raise DuplicateMemory(
                 "Another memory already says exactly this.", existing_id=str(duplicate.id)
             )
-        vectors = await embed_or_none(self._recorder.embedder, [new_text])
+        vectors = await vectors_for(self._recorder.embedder, [new_text], ahead)
         values.update(self._recorder.vector_values(vectors[0] if vectors else None))
 
     async def _record_update(self, memory: Memory, values: dict[str, Any]) -> MemoryRead:
@@ -288,11 +293,17 @@ class MemoryService:
         )
 
     async def set_procedures(
-        self, owner: Owner, change: ProceduresUpdate, *, if_match: str | None = None
+        self,
+        owner: Owner,
+        change: ProceduresUpdate,
+        *,
+        if_match: str | None = None,
+        ahead: TextVectors | None = None,
     ) -> Procedures:
         """Replace the given slots: the old instruction is superseded, never silently lost.
         Writes to one owner's slots run one after another; with `if_match`, only if the slots
-        are still in that state."""
+        are still in that state. `ahead` holds the new instructions' vectors made before the
+        transaction (`procedure_texts`)."""
         self._recorder.authorize(owner)
         requested = change.model_dump(exclude_unset=True)
         for slot, value in requested.items():
@@ -307,8 +318,7 @@ class MemoryService:
         )
         current = {m.category: m for m in live}
         for slot, value in requested.items():
-            # Nothing visible clears the slot, as an empty string does.
-            text_value = visible_text(value or "")
+            text_value = procedure_text(value)
             previous = current.get(slot)
             if previous is not None and previous.text == text_value:
                 continue
@@ -320,7 +330,7 @@ class MemoryService:
                     {"lifecycle": "superseded", "invalid_at": datetime.now(UTC)},
                 )
             if text_value:
-                replacement = await self._create_procedure(owner, slot, text_value)
+                replacement = await self._create_procedure(owner, slot, text_value, ahead)
             if previous is not None:
                 if replacement is not None:
                     await self._repository.update(previous.id, {"superseded_by": replacement.id})
@@ -342,8 +352,10 @@ class MemoryService:
         live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
         return _procedures([ProcedureRow.of(memory) for memory in live])
 
-    async def _create_procedure(self, owner: Owner, slot: str, text_value: str) -> Memory:
-        vectors = await embed_or_none(self._recorder.embedder, [text_value])
+    async def _create_procedure(
+        self, owner: Owner, slot: str, text_value: str, ahead: TextVectors | None
+    ) -> Memory:
+        vectors = await vectors_for(self._recorder.embedder, [text_value], ahead)
         item = MemoryCreate(kind="procedural", text=text_value, category=slot)
         memory = await self._repository.insert_unless_duplicate(
             self._recorder.insert_values(OwnedCreate(owner, item), vectors[0] if vectors else None)
@@ -376,6 +388,33 @@ def _refuse_org_items(items: list[MemoryCreate], locate: ItemLocator) -> None:
         )
 
 
+def created_texts(items: Sequence[MemoryCreate]) -> list[str]:
+    """The texts `MemoryService.create` embeds for `items`."""
+    return [item.text for item in items]
+
+
+def changed_text(text: str) -> str:
+    """The text a change stores (and embeds) for the `text` it was given."""
+    return text.strip()
+
+
+def changed_texts(change: MemoryUpdate) -> list[str]:
+    """The texts `MemoryService.update` may embed for `change`: its new text, if it has one."""
+    return [] if change.text is None else [changed_text(change.text)]
+
+
+def procedure_text(value: str | None) -> str:
+    """The instruction a slot's value sets ("" clears the slot: nothing visible does too)."""
+    return visible_text(value or "")
+
+
+def procedure_texts(change: ProceduresUpdate) -> list[str]:
+    """The texts `MemoryService.set_procedures` may embed for `change`: each slot's new
+    instruction."""
+    values = change.model_dump(exclude_unset=True).values()
+    return [text for text in map(procedure_text, values) if text]
+
+
 def _validated_changes(change: MemoryUpdate) -> dict[str, Any]:
     """The columns a change sets, once it is known to be acceptable: a future expiry, no null
     where a memory needs a value, no secret in the text, speaker or metadata (the text
@@ -391,7 +430,7 @@ def _validated_changes(change: MemoryUpdate) -> dict[str, Any]:
     refuse_secrets(values.get("metadata_"), ["body", "metadata"])
     refuse_secrets(values.get("speaker"), ["body", "speaker"])
     if "text" in values:
-        values["text"] = values["text"].strip()
+        values["text"] = changed_text(values["text"])
         refuse_secrets(values["text"], ["body", "text"])
     return values
 

@@ -36,7 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.db import NO_STATEMENT_LIMIT_SQL
 from service.memories.telemetry import MEMORY_METRICS
-from service.providers import Embedder, EmbedderUnavailable, load_model
+from service.providers import Embedder, EmbedderUnavailable, computes_in_process, load_model
 
 logger = logging.getLogger("mneme.vector_columns")
 
@@ -388,6 +388,7 @@ class StorageEmbedder:
         self.filling = tuple(filling)
         self.model_name = live.model_name
         self.dims = live.dims
+        self.computes_in_process = all(map(computes_in_process, (live, *self.filling)))
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors = await self.live.embed(texts)

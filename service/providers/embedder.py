@@ -49,6 +49,14 @@ class Embedder(Protocol):
         ...
 
 
+def computes_in_process(embedder: Embedder) -> bool:
+    """Whether `embedder` makes its vectors on this machine's CPU (`computes_in_process`, an
+    attribute an embedder may set): its wait is work, seconds at most for a batch, never a
+    remote service's round trip. An embedder that does not say so is taken to call one, and
+    a request waits for its vectors before its transaction begins."""
+    return bool(getattr(embedder, "computes_in_process", False))
+
+
 async def load_model(embedder: Embedder) -> None:
     """Load `embedder`'s model now rather than on its first text, if it has one to load (a
     local model takes tenths of a second; an API embedder has nothing to load)."""

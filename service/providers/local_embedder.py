@@ -316,6 +316,8 @@ def pool(
 class LocalEmbedder:
     """Embeds on this machine's CPU; the model is loaded once per process, on first use."""
 
+    computes_in_process = True
+
     def __init__(self, config: EmbedderConfig, *, model_path: Path | None = None) -> None:
         """`model_path` replaces the bundled model file (tests and hand-placed copies)."""
         self._profile = config.resolved_profile()

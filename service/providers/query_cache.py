@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from service.providers.embedder import Embedder, load_model
+from service.providers.embedder import Embedder, computes_in_process, load_model
 
 
 class QueryEmbeddingCache:
@@ -44,6 +44,10 @@ class QueryEmbeddingCache:
     @dims.setter
     def dims(self, value: int) -> None:
         self.inner.dims = value
+
+    @property
+    def computes_in_process(self) -> bool:
+        return computes_in_process(self.inner)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -11,7 +11,12 @@ from typing import TypeVar
 from opentelemetry import trace
 
 from service.observability import DOMAIN_METRICS, describe_failure, tracer
-from service.providers.embedder import Embedder, EmbedderUnavailable, load_model
+from service.providers.embedder import (
+    Embedder,
+    EmbedderUnavailable,
+    computes_in_process,
+    load_model,
+)
 
 logger = logging.getLogger("mneme.embedder")
 
@@ -25,6 +30,7 @@ class InstrumentedEmbedder:
         self._inner = inner
         self.model_name = inner.model_name
         self.dims = inner.dims
+        self.computes_in_process = computes_in_process(inner)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await self._observe("document", len(texts), lambda: self._inner.embed(texts))

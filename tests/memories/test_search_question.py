@@ -12,6 +12,7 @@ from httpx import AsyncClient
 from service.config import Settings
 from service.memories.search import embedding_underway
 from service.observability import DOMAIN_METRICS
+from service.providers import EmbedderUnavailable
 from service.providers.local_embedder import MODEL_NAME
 from tests.conftest import bearer
 
@@ -85,13 +86,31 @@ async def test_the_question_is_on_its_way_before_the_transaction_set_up_goes_on(
     async def embed() -> list[float]:
         steps.append("handed to the model")
         await asyncio.sleep(0.01)
+        steps.append("embedded")
         return [1.0]
 
-    async with embedding_underway(asyncio.ensure_future(embed())) as pending:
+    async with embedding_underway(asyncio.ensure_future(embed()), in_process=True) as pending:
         steps.append("transaction set-up")
         assert pending is not None
         assert await pending == [1.0]
-    assert steps == ["handed to the model", "transaction set-up"]
+    assert steps == ["handed to the model", "transaction set-up", "embedded"]
+
+
+async def test_a_remote_models_question_is_embedded_before_the_transaction_set_up() -> None:
+    steps: list[str] = []
+
+    async def embed() -> list[float]:
+        steps.append("handed to the model")
+        await asyncio.sleep(0.01)
+        steps.append("embedded")
+        raise EmbedderUnavailable("its failure is the caller's to see")
+
+    async with embedding_underway(asyncio.ensure_future(embed()), in_process=False) as pending:
+        steps.append("transaction set-up")
+        assert pending is not None
+        with pytest.raises(EmbedderUnavailable):
+            await pending
+    assert steps == ["handed to the model", "embedded", "transaction set-up"]
 
 
 async def test_a_vector_nobody_took_is_cancelled_when_the_request_fails() -> None:
@@ -101,7 +120,7 @@ async def test_a_vector_nobody_took_is_cancelled_when_the_request_fails() -> Non
 
     pending = asyncio.ensure_future(never_taken())
     with pytest.raises(RuntimeError, match="refused"):
-        async with embedding_underway(pending):
+        async with embedding_underway(pending, in_process=True):
             raise RuntimeError("refused")
     await asyncio.gather(pending, return_exceptions=True)
     assert pending.cancelled()

@@ -1,0 +1,200 @@
+"""A hosted embedding model's round trip holds no database connection: a request that waits
+on it (a search's or a context's question, a write's text) waits before its transaction
+begins. With a pool of one connection, every other request is served meanwhile; were the
+connection held, they would wait for it and be refused `SERVICE_BUSY` once the pool's wait
+ran out, and a slow provider would leave the process no connection for any request.
+
+Each write's text is embedded once: the vectors made ahead are the ones stored."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from benchmarks.server import RunningServer, loopback_server
+from service.config import Settings
+from service.embedded_postgres import EmbeddedCluster
+from tests.conftest import bearer, make_settings
+from tests.fixtures.openai_server import API_KEY, EMBEDDINGS_PATH, FakeOpenAIServer
+
+POOL_TIMEOUT_SECONDS = 1.0
+
+
+@pytest.fixture(scope="module")
+def embeddings() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+async def one_connection_server(
+    cluster: EmbeddedCluster, embeddings: FakeOpenAIServer
+) -> AsyncIterator[RunningServer]:
+    """A live server on a hosted embedding model, with one database connection, which a
+    request waits for at most `POOL_TIMEOUT_SECONDS`."""
+    settings = make_settings(
+        cluster,
+        migrate_on_start=False,
+        embedding_provider="openai",
+        embedding_openai_base_url=embeddings.base_url,
+        embedding_openai_api_key=API_KEY,
+        embedding_openai_send_dimensions=True,
+        embedding_openai_max_retries=0,
+        embedding_openai_timeout_seconds=20,
+        db_pool_size=1,
+        db_max_overflow=0,
+        db_pool_timeout_seconds=POOL_TIMEOUT_SECONDS,
+    )
+    async with loopback_server(settings) as server:
+        yield server
+
+
+def embedding_requests(embeddings: FakeOpenAIServer) -> int:
+    return sum(request.path == EMBEDDINGS_PATH for request in embeddings.requests)
+
+
+async def served_while_the_model_holds_back(
+    server: RunningServer,
+    embeddings: FakeOpenAIServer,
+    headers: dict[str, str],
+    call: Callable[[], Awaitable[Any]],
+) -> Any:
+    """`call`'s result, run while the model holds its answers back until another request
+    (which needs the database) has been answered; that answer must be a 200. Returns once
+    the model answered `call`, checking it asked the model once."""
+    before = embedding_requests(embeddings)
+    embeddings.hold_back()
+    try:
+        pending = asyncio.ensure_future(call())
+        # The model's server records what it is asked in threads of its own: polled.
+        async with asyncio.timeout(10):
+            while embedding_requests(embeddings) == before:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        async with httpx.AsyncClient(base_url=server.base_url, headers=headers) as other:
+            meanwhile = await other.get("/v1/users/me", timeout=POOL_TIMEOUT_SECONDS * 5)
+        assert meanwhile.status_code == 200, meanwhile.text
+        assert not pending.done()
+    finally:
+        embeddings.release()
+    result = await pending
+    assert embedding_requests(embeddings) == before + 1
+    return result
+
+
+def unique(words: str) -> str:
+    return f"{words} {uuid.uuid4().hex[:8]}"
+
+
+WRITES: dict[str, tuple[str, str, Callable[[], dict[str, Any]]]] = {
+    "search": ("POST", "/v1/users/me/memories/search", lambda: {"query": unique("kayaks")}),
+    "context": ("POST", "/v1/users/me/context", lambda: {"query": unique("kayaks")}),
+    "remember": ("POST", "/v1/users/me/memories", lambda: {"text": unique("Rows a kayak")}),
+    "remember a batch": (
+        "POST",
+        "/v1/users/me/memories/batch",
+        lambda: {"items": [{"text": unique("Rows")}, {"text": unique("Sails")}]},
+    ),
+    "put a keyed memory": (
+        "PUT",
+        "/v1/users/me/keyed-memories?kind=semantic&key=boat",
+        lambda: {"text": unique("Owns a sea kayak")},
+    ),
+    "set an instruction": ("PUT", "/v1/users/me/procedures", lambda: {"style": unique("Brief")}),
+}
+
+
+@pytest.mark.parametrize("what", WRITES)
+async def test_a_request_waiting_on_the_model_holds_no_connection(
+    one_connection_server: RunningServer,
+    embeddings: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+    what: str,
+) -> None:
+    method, path, body = WRITES[what]
+    headers = bearer(settings, tenant, "ada")
+    async with httpx.AsyncClient(
+        base_url=one_connection_server.base_url, headers=headers, timeout=30
+    ) as client:
+        # The user exists before the held request (its first write would make it).
+        assert (await client.get("/v1/users/me/memories")).status_code == 200
+        response = await served_while_the_model_holds_back(
+            one_connection_server,
+            embeddings,
+            headers,
+            lambda: client.request(method, path, json=body()),
+        )
+    assert response.status_code in (200, 201), response.text
+    answer = response.json()
+    if what == "search":
+        assert answer["query_embedded"] is True
+    for item in answer.get("items", [answer]) if what.startswith("remember") else []:
+        assert item["embedding_model"] is not None
+
+
+async def test_a_change_of_text_is_embedded_before_the_memory_is_locked(
+    one_connection_server: RunningServer,
+    embeddings: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    async with httpx.AsyncClient(
+        base_url=one_connection_server.base_url, headers=headers, timeout=30
+    ) as client:
+        created = await client.post("/v1/users/me/memories", json={"text": unique("Paddles")})
+        assert created.status_code == 201, created.text
+        path = f"/v1/users/me/memories/{created.json()['id']}"
+        # The text a change stores is stripped; it is that text which is embedded ahead.
+        response = await served_while_the_model_holds_back(
+            one_connection_server,
+            embeddings,
+            headers,
+            lambda: client.patch(path, json={"text": f"  {unique('Paddles daily')}  "}),
+        )
+    assert response.status_code == 200, response.text
+    assert response.json()["embedding_model"] is not None
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("remember", {"text": "Keeps a canoe at the lake"}),
+        ("recall", {"query": "canoe"}),
+        ("get_context", {"query": "canoe"}),
+    ],
+)
+async def test_an_mcp_tool_waiting_on_the_model_holds_no_connection(
+    one_connection_server: RunningServer,
+    embeddings: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+    tool: str,
+    arguments: dict[str, Any],
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    http = httpx2.AsyncClient(headers=headers, timeout=30.0)
+    transport = streamable_http_client(f"{one_connection_server.base_url}/mcp", http_client=http)
+    async with http, Client(transport) as mcp:
+        await mcp.list_tools()
+        result = await served_while_the_model_holds_back(
+            one_connection_server,
+            embeddings,
+            headers,
+            lambda: (
+                mcp.call_tool(tool, {**arguments, "query": unique("canoe")})
+                if "query" in arguments
+                else mcp.call_tool(tool, {"text": unique(arguments["text"])})
+            ),
+        )
+    assert not result.is_error, result.content
