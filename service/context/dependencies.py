@@ -3,13 +3,15 @@ services of the same unit of work."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends
 
-from service.context.schemas import ContextRequest
+from service.context.schemas import ContextRequest, TurnAppend
 from service.context.service import ContextBuilder, start_embedding_context_question
+from service.context.turns import turn_context_request
 from service.dependencies import AddressedUserId, CurrentPrincipal, State, provided
 from service.memories.dependencies import memory_search, memory_service
 from service.memories.search import (
@@ -51,3 +53,21 @@ async def embed_context_question(
 
 
 ContextQuestion = Annotated[PendingVector | None, Depends(embed_context_question)]
+
+
+async def embed_turn_question(
+    thread_id: uuid.UUID, principal: CurrentPrincipal, body: TurnAppend, state: State
+) -> AsyncIterator[PendingVector | None]:
+    """The question of the block a turn asks for (`turn_context_request`), on its way before
+    the request's transaction begins (as for a block alone: `embed_context_question`). The
+    route declares it after the addressed user, so nothing is embedded for a caller it
+    refuses."""
+    embedder = state.vector_columns.question_embedder(principal.tenant_id)
+    async with embedding_underway(
+        start_embedding_context_question(embedder, turn_context_request(body, thread_id)),
+        in_process=question_embedded_in_process(embedder),
+    ) as pending:
+        yield pending
+
+
+TurnQuestion = Annotated[PendingVector | None, Depends(embed_turn_question)]

@@ -6,7 +6,7 @@ import uuid
 
 from fastapi import APIRouter, Request, Response, status
 
-from service.context.dependencies import ContextQuestion, ContextSvc
+from service.context.dependencies import ContextQuestion, ContextSvc, TurnQuestion
 from service.context.schemas import ContextRequest, ContextResponse, TurnAppend, TurnAppended
 from service.context.turns import record_turn
 from service.dependencies import AddressedUserId, Idempotency
@@ -56,6 +56,7 @@ async def append_turn(
     user_id: AddressedUserId,
     thread_id: uuid.UUID,
     body: TurnAppend,
+    question: TurnQuestion,
     threads: ThreadSvc,
     context: ContextSvc,
     request: Request,
@@ -72,7 +73,7 @@ async def append_turn(
         idempotency_key,
         request,
         body,
-        lambda: record_turn(threads, context, user_id, thread_id, body),
+        lambda: record_turn(threads, context, user_id, thread_id, body, question),
         status_code=status.HTTP_201_CREATED,
         headers=AnswerHeaders(response, lambda _body: {"Location": messages}),
     )

@@ -12,6 +12,7 @@ from service.context.schemas import ContextRequest, TurnAppend, TurnAppended
 from service.context.service import ContextBuilder
 from service.errors import ValidationFailed
 from service.kit.types import QUERY_MAX_CHARS, visible_text
+from service.memories.search import PendingVector
 from service.threads.schemas import MessageIn
 from service.threads.service import ThreadService
 
@@ -24,16 +25,27 @@ async def record_turn(
     user_id: str,
     thread_id: uuid.UUID,
     body: TurnAppend,
+    embedding_question: PendingVector | None = None,
 ) -> TurnAppended:
-    """Append `body.messages`, then build the context block for the model's next call."""
+    """Append `body.messages`, then build the context block for the model's next call;
+    `embedding_question` is the block's question already on its way
+    (`start_embedding_context_question` of `turn_context_request`), else it is embedded in
+    the build."""
     appended = await threads.append(user_id, thread_id, body.messages)
-    request = ContextRequest(
+    built = await context.build(
+        user_id, turn_context_request(body, thread_id), embedding_question=embedding_question
+    )
+    return TurnAppended(items=appended.items, duplicates=appended.duplicates, context=built)
+
+
+def turn_context_request(body: TurnAppend, thread_id: uuid.UUID) -> ContextRequest:
+    """The context block a turn asks for: its options, about its thread, its question the
+    last user message unless it names one."""
+    return ContextRequest(
         query=body.context.query or default_query(body.messages),
         thread_id=thread_id,
         **body.context.model_dump(exclude={"query"}, exclude_unset=True),
     )
-    built = await context.build(user_id, request)
-    return TurnAppended(items=appended.items, duplicates=appended.duplicates, context=built)
 
 
 def default_query(messages: list[MessageIn]) -> str:

@@ -166,6 +166,36 @@ async def test_a_change_of_text_is_embedded_before_the_memory_is_locked(
     assert response.json()["embedding_model"] is not None
 
 
+async def test_an_agent_turn_asks_the_model_before_it_locks_the_thread(
+    one_connection_server: RunningServer,
+    embeddings: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    async with httpx.AsyncClient(
+        base_url=one_connection_server.base_url, headers=headers, timeout=30
+    ) as client:
+        thread = await client.post("/v1/users/me/threads", json={"title": "Boats"})
+        assert thread.status_code == 201, thread.text
+        turns = f"/v1/users/me/threads/{thread.json()['id']}/turns"
+        # The block's question is the turn's last user message.
+        messages = [
+            {"role": "assistant", "content": "Which boat?"},
+            {"role": "user", "content": unique("The red kayak")},
+        ]
+        response = await served_while_the_model_holds_back(
+            one_connection_server,
+            embeddings,
+            headers,
+            lambda: client.post(turns, json={"messages": messages}),
+        )
+    assert response.status_code == 201, response.text
+    assert [item["content"] for item in response.json()["items"]] == [
+        message["content"] for message in messages
+    ]
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments"),
     [
@@ -198,3 +228,30 @@ async def test_an_mcp_tool_waiting_on_the_model_holds_no_connection(
             ),
         )
     assert not result.is_error, result.content
+
+
+async def test_nothing_is_embedded_for_a_caller_the_route_refuses(
+    one_connection_server: RunningServer,
+    embeddings: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+) -> None:
+    """The texts go to the model only once the caller may address the user (the model is a
+    third party; a refused request leaves nothing with it)."""
+    before = embedding_requests(embeddings)
+    async with httpx.AsyncClient(
+        base_url=one_connection_server.base_url,
+        headers=bearer(settings, tenant, "ada"),
+        timeout=30,
+    ) as client:
+        for path, body in (
+            ("/v1/users/bob/memories", {"text": "Bob hides a kayak"}),
+            (
+                f"/v1/users/bob/threads/{uuid.uuid4()}/turns",
+                {"messages": [{"role": "user", "content": "Bob's kayak"}]},
+            ),
+            ("/v1/org/memories", {"text": "Everyone rows"}),
+        ):
+            refused = await client.post(path, json=body)
+            assert refused.status_code in (403, 404), refused.text
+    assert embedding_requests(embeddings) == before
