@@ -11,13 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.accounts.dependencies import account_service
 from service.config import Settings
-from service.dependencies import provided
+from service.dependencies import CurrentPrincipal, State, provided
 from service.memories.dependencies import memory_service
 from service.providers.llm import ChatModel
 from service.services import Services
 from service.threads.hooks import AppendListener, SummaryScheduler
 from service.threads.repository import ThreadRepository
 from service.threads.service import Summarizer, ThreadService, ThreadSetup
+from service.threads.summary_now import SummaryNow
 
 
 def build_thread_setup(
@@ -48,3 +49,11 @@ def thread_service(services: Services) -> ThreadService:
 
 
 ThreadSvc = Annotated[ThreadService, Depends(provided(thread_service))]
+
+
+async def summary_now(principal: CurrentPrincipal, state: State) -> SummaryNow:
+    """A summary pass asked for now: no unit of work of the request's (it opens its own)."""
+    return SummaryNow(state, principal, thread_service)
+
+
+SummaryNowSvc = Annotated[SummaryNow, Depends(summary_now)]

@@ -23,7 +23,7 @@ from service.kit.resource_headers import (
     with_etag,
 )
 from service.kit.types import PositiveInt64
-from service.threads.dependencies import ThreadSvc
+from service.threads.dependencies import SummaryNowSvc, ThreadSvc
 from service.threads.schemas import (
     MessagePage,
     MessagesAppend,
@@ -262,11 +262,11 @@ async def delete_summaries(
     responses=problem_responses(401, 404, 409, 422, 429, 503),
 )
 async def summarize_thread_now(
-    user_id: AddressedUserId, thread_id: uuid.UUID, threads: ThreadSvc
+    user_id: AddressedUserId, thread_id: uuid.UUID, summaries: SummaryNowSvc
 ) -> SummarizeResult:
     """Run a summary pass now over every complete turn not yet summarised (without waiting for
     K new turns). 409 `SUMMARIZATION_DISABLED` when no LLM is configured; 503 when it fails."""
-    return await threads.summarize_now(user_id, thread_id)
+    return await summaries.summarize(user_id, thread_id)
 
 
 @router.get(

@@ -23,8 +23,8 @@ from service.kit.pagination import (
 from service.kit.resource_headers import entity_tag, require_match
 from service.kit.secrets import mask_secrets, mask_secrets_memo, refuse_secrets
 from service.memories.service import MemoryService
-from service.providers.llm import ChatModel, LLMUnavailable
-from service.threads.errors import SummarizationDisabled, SummarizerUnavailable, ThreadNotFound
+from service.providers.llm import ChatModel
+from service.threads.errors import ThreadNotFound
 from service.threads.hooks import Appended, AppendListener
 from service.threads.models import Message, Thread
 from service.threads.repository import NO_LATER_SEQ, ThreadRepository
@@ -35,7 +35,6 @@ from service.threads.schemas import (
     MessagesAppended,
     SummariesDeleted,
     Summarization,
-    SummarizeResult,
     SummaryList,
     SummaryRead,
     ThreadCreate,
@@ -328,25 +327,6 @@ class ThreadService:
         """Forget the summaries; the next pass re-writes them from the messages."""
         await self.load(user_id, thread_id, lock=True)
         return SummariesDeleted(deleted=await self._repository.delete_summaries(thread_id))
-
-    async def summarize_now(self, user_id: str, thread_id: uuid.UUID) -> SummarizeResult:
-        await self.load(user_id, thread_id)
-        status = self._summarizer.status
-        if not status.enabled:
-            raise SummarizationDisabled(f"Summarization is off: {status.reason}.")
-        try:
-            result = await self._summarizer.run(self._tenant_id, thread_id)
-        except LLMUnavailable as exc:
-            raise SummarizerUnavailable("The summarization model did not answer; retry.") from exc
-        if result.status == "written" and result.summary is not None:
-            return SummarizeResult(
-                status="written", summary=SummaryRead.model_validate(result.summary)
-            )
-        if result.status in ("not_due", "empty", "superseded"):
-            return SummarizeResult(status=result.status)
-        if result.status == "thread_not_found":
-            raise ThreadNotFound(f"No thread {thread_id} here.")
-        raise SummarizationDisabled(f"Summarization is off ({result.status}).")
 
     async def window(
         self, user_id: str, thread_id: uuid.UUID, buffer_turns: int, *, max_messages: int
