@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, cast
@@ -142,17 +143,26 @@ def plan_compaction(
     return plan, dropped
 
 
+WriterUnit = Callable[[], AbstractAsyncContextManager[DerivedMemoryWriter]]
+"""Opens a unit of work of the caller's and yields its derived-memory writer: committed when
+the block ends, rolled back if it raises."""
+
+
 class CompactionService:
-    """Runs a compaction in the request's transaction: read, ask the model, lock, write."""
+    """Runs a compaction in two units of work around the model's call: the facts are read in
+    one, and the consolidations written in the next, under the user's write lock, each
+    checked against its sources read again. The model's call (seconds) and the new facts'
+    embedding run between them and hold no database connection: a request's transaction
+    held open over them kept its pooled connection idle for as long."""
 
     def __init__(
         self,
-        memories: DerivedMemoryWriter,
+        unit: WriterUnit,
         chat_model: ChatModel | None,
         embedder: Embedder,
         settings: Settings,
     ) -> None:
-        self._memories = memories
+        self._unit = unit
         self._chat_model = chat_model
         self._embedder = embedder
         self._settings = settings
@@ -161,12 +171,13 @@ class CompactionService:
         if self._chat_model is None:
             raise CompactionDisabled("Compaction needs an LLM (MNEME_LLM_*); none is configured.")
         owner = Owner.user(user_id)
-        facts = await self._memories.live_memories(
-            owner,
-            "semantic",
-            limit=self._settings.compaction_max_facts,
-            categories=request.categories,
-        )
+        async with self._unit() as memories:
+            facts = await memories.live_memories(
+                owner,
+                "semantic",
+                limit=self._settings.compaction_max_facts,
+                categories=request.categories,
+            )
         if len(facts) < 2:
             return CompactResult(
                 status="nothing_to_compact", read=len(facts), written=[], superseded=[], dropped={}
@@ -194,31 +205,32 @@ class CompactionService:
                 status="unchanged", read=len(facts), written=[], superseded=[], dropped=dropped
             )
         vectors = await embed_or_none(self._embedder, [c.text for c in plan])
-        await self._memories.lock_derived_writes(owner)
-        current = await self._memories.by_ids([s.id for c in plan for s in c.sources])
         written: list[MemoryRead] = []
         superseded: list[uuid.UUID] = []
-        for index, consolidation in enumerate(plan):
-            if not all(_still_live(current.get(s.id), user_id) for s in consolidation.sources):
-                dropped["changed"] = dropped.get("changed", 0) + 1
-                continue
-            originals = [current[s.id] for s in consolidation.sources]
-            [memory] = await self._memories.record_derived(
-                [
-                    DerivedMemory(
-                        owner,
-                        self._item(consolidation, originals),
-                        vectors[index] if vectors is not None else None,
-                        "compaction",
-                    )
-                ]
-            )
-            written.append(MemoryRead.model_validate(memory.model_dump()))
-            for source in consolidation.sources:
-                if source.id != memory.id and await self._memories.supersede(
-                    owner, source.id, by=memory, reason="compacted"
-                ):
-                    superseded.append(source.id)
+        async with self._unit() as memories:
+            await memories.lock_derived_writes(owner)
+            current = await memories.by_ids([s.id for c in plan for s in c.sources])
+            for index, consolidation in enumerate(plan):
+                if not all(_still_live(current.get(s.id), user_id) for s in consolidation.sources):
+                    dropped["changed"] = dropped.get("changed", 0) + 1
+                    continue
+                originals = [current[s.id] for s in consolidation.sources]
+                [memory] = await memories.record_derived(
+                    [
+                        DerivedMemory(
+                            owner,
+                            self._item(consolidation, originals),
+                            vectors[index] if vectors is not None else None,
+                            "compaction",
+                        )
+                    ]
+                )
+                written.append(MemoryRead.model_validate(memory.model_dump()))
+                for source in consolidation.sources:
+                    if source.id != memory.id and await memories.supersede(
+                        owner, source.id, by=memory, reason="compacted"
+                    ):
+                        superseded.append(source.id)
         return CompactResult(
             status="compacted" if written else "unchanged",
             read=len(facts),

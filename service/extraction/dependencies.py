@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import Depends
 
-from service.dependencies import provided
+from service.dependencies import CurrentPrincipal, State, provided
 from service.extraction.compaction import CompactionService
 from service.extraction.health import WritePathHealth
 from service.extraction.recovery import RerunInTransaction, WritePathRecovery
 from service.extraction.repository import ExtractionRepository
 from service.jobs.status import JobStatusRepository
 from service.memories.dependencies import memory_writer
-from service.services import Services
+from service.memories.writer import DerivedMemoryWriter
+from service.services import Services, unit_of_work
 
 
-def compaction_service(services: Services) -> CompactionService:
-    state = services.state
+async def compaction_service(principal: CurrentPrincipal, state: State) -> CompactionService:
+    """A compaction opens its own units of work (none of the request's: its model call runs
+    between them, `CompactionService`)."""
+
+    @asynccontextmanager
+    async def writer_unit() -> AsyncIterator[DerivedMemoryWriter]:
+        async with unit_of_work(state, principal) as services:
+            yield services.get(memory_writer)
+
     return CompactionService(
-        services.get(memory_writer),
-        state.chat_model,
-        state.embedding_backfill.embedder,
-        state.settings,
+        writer_unit, state.chat_model, state.embedding_backfill.embedder, state.settings
     )
 
 
@@ -46,6 +53,6 @@ def write_path_recovery(services: Services) -> RerunInTransaction:
     return RerunInTransaction(recovery, services.session, services.principal)
 
 
-CompactionSvc = Annotated[CompactionService, Depends(provided(compaction_service))]
+CompactionSvc = Annotated[CompactionService, Depends(compaction_service)]
 Health = Annotated[WritePathHealth, Depends(provided(write_path_health))]
 Recovery = Annotated[RerunInTransaction, Depends(provided(write_path_recovery))]

@@ -9,6 +9,7 @@ Each write's text is embedded once: the vectors made ahead are the ones stored."
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -23,7 +24,16 @@ from benchmarks.server import RunningServer, loopback_server
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from tests.conftest import bearer, make_settings
-from tests.fixtures.openai_server import API_KEY, EMBEDDINGS_PATH, FakeOpenAIServer
+from tests.fixtures.openai_server import (
+    API_KEY,
+    CHAT_PATH,
+    EMBEDDINGS_PATH,
+    MODEL,
+    FakeOpenAIServer,
+    RecordedRequest,
+    Reply,
+    completion,
+)
 
 POOL_TIMEOUT_SECONDS = 1.0
 
@@ -54,13 +64,18 @@ async def one_connection_server(
         db_pool_size=1,
         db_max_overflow=0,
         db_pool_timeout_seconds=POOL_TIMEOUT_SECONDS,
+        llm_base_url=embeddings.base_url,
+        llm_api_key=API_KEY,
+        llm_model=MODEL,
+        llm_max_retries=0,
+        llm_timeout_seconds=20,
     )
     async with loopback_server(settings) as server:
         yield server
 
 
-def embedding_requests(embeddings: FakeOpenAIServer) -> int:
-    return sum(request.path == EMBEDDINGS_PATH for request in embeddings.requests)
+def embedding_requests(embeddings: FakeOpenAIServer, path: str = EMBEDDINGS_PATH) -> int:
+    return sum(request.path == path for request in embeddings.requests)
 
 
 async def served_while_the_model_holds_back(
@@ -68,17 +83,19 @@ async def served_while_the_model_holds_back(
     embeddings: FakeOpenAIServer,
     headers: dict[str, str],
     call: Callable[[], Awaitable[Any]],
+    path: str = EMBEDDINGS_PATH,
 ) -> Any:
     """`call`'s result, run while the model holds its answers back until another request
     (which needs the database) has been answered; that answer must be a 200. Returns once
-    the model answered `call`, checking it asked the model once."""
-    before = embedding_requests(embeddings)
+    the model answered `call`, checking it asked the model (`path`: embeddings, or the chat
+    model's completions) once."""
+    before = embedding_requests(embeddings, path)
     embeddings.hold_back()
     try:
         pending = asyncio.ensure_future(call())
         # The model's server records what it is asked in threads of its own: polled.
         async with asyncio.timeout(10):
-            while embedding_requests(embeddings) == before:  # noqa: ASYNC110
+            while embedding_requests(embeddings, path) == before:  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
         async with httpx.AsyncClient(base_url=server.base_url, headers=headers) as other:
             meanwhile = await other.get("/v1/users/me", timeout=POOL_TIMEOUT_SECONDS * 5)
@@ -87,7 +104,7 @@ async def served_while_the_model_holds_back(
     finally:
         embeddings.release()
     result = await pending
-    assert embedding_requests(embeddings) == before + 1
+    assert embedding_requests(embeddings, path) == before + 1
     return result
 
 
@@ -255,3 +272,79 @@ async def test_nothing_is_embedded_for_a_caller_the_route_refuses(
             refused = await client.post(path, json=body)
             assert refused.status_code in (403, 404), refused.text
     assert embedding_requests(embeddings) == before
+
+
+async def test_a_summary_asked_for_now_holds_no_connection_while_the_model_writes_it(
+    one_connection_server: RunningServer,
+    embeddings: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    async with httpx.AsyncClient(
+        base_url=one_connection_server.base_url, headers=headers, timeout=30
+    ) as client:
+        thread = await client.post("/v1/users/me/threads", json={"title": "Lessons"})
+        assert thread.status_code == 201, thread.text
+        path = f"/v1/users/me/threads/{thread.json()['id']}"
+        exchange = [
+            {"role": "user", "content": "Can I learn to roll a kayak?"},
+            {"role": "assistant", "content": "Yes, in a pool first."},
+            {"role": "user", "content": "Where?"},
+            {"role": "assistant", "content": "At the club's Tuesday sessions."},
+        ]
+        appended = await client.post(f"{path}/messages", json={"messages": exchange})
+        assert appended.status_code == 201, appended.text
+        response = await served_while_the_model_holds_back(
+            one_connection_server,
+            embeddings,
+            headers,
+            lambda: client.post(f"{path}/summarize"),
+            CHAT_PATH,
+        )
+    assert response.status_code == 200, response.text
+    assert response.json()["status"] == "written"
+
+
+async def test_a_compaction_holds_no_connection_while_the_model_consolidates(
+    one_connection_server: RunningServer,
+    embeddings: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+) -> None:
+    """The facts are read, the model asked, then the consolidation written (and embedded) in
+    a transaction of its own."""
+    headers = bearer(settings, tenant, "compacting")
+
+    def consolidated(_request: RecordedRequest) -> Reply:
+        fact = {
+            "text": "User rows and sails.",
+            "category": "preference",
+            "subject": "boats",
+            "sources": ["m1", "m2"],
+        }
+        return completion(json.dumps({"facts": [fact]}))
+
+    async with httpx.AsyncClient(
+        base_url=one_connection_server.base_url, headers=headers, timeout=30
+    ) as client:
+        batch = {"items": [{"text": "User rows."}, {"text": "User sails."}]}
+        written = await client.post("/v1/users/me/memories/batch", json=batch)
+        assert written.status_code == 201, written.text
+        embeddings.reply = consolidated
+        try:
+            response = await served_while_the_model_holds_back(
+                one_connection_server,
+                embeddings,
+                headers,
+                lambda: client.post("/v1/users/me/memories/compact"),
+                CHAT_PATH,
+            )
+        finally:
+            embeddings.reply = None
+        assert response.status_code == 200, response.text
+        result = response.json()
+        assert result["status"] == "compacted"
+        [fact] = result["written"]
+        assert fact["text"] == "User rows and sails." and fact["embedding_model"] is not None
+        assert sorted(result["superseded"]) == sorted(i["id"] for i in written.json()["items"])
