@@ -76,8 +76,8 @@ class Settings(BaseSettings):
     # been waiting without a break for a second, new ones are refused at once: 503
     # `SERVICE_BUSY` (docs/failure-modes.md). Unset: twice the runtime pool's connections
     # (`db_pool_size` + `db_max_overflow`), enough to keep every connection busy while as many
-    # requests are parsed, authenticated and answered around their transactions. Raise it when
-    # requests spend long outside the database (a hosted embedding model's round trip).
+    # requests are parsed, authenticated and answered around their transactions. A request
+    # waiting on a hosted model (no connection held) gives its place up meanwhile.
     max_requests_in_progress: int | None = Field(default=None, ge=1, le=100_000)
     request_queue_timeout_seconds: float = Field(default=5, gt=0, le=300)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)

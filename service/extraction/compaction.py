@@ -28,7 +28,8 @@ from service.extraction.errors import CompactionDisabled, CompactorUnavailable
 from service.extraction.prompt import normalise_subject
 from service.extraction.resolver import normalise_text, refusal, remembered_name
 from service.extraction.schemas import CompactRequest, CompactResult
-from service.memories.embedding import embed_or_none
+from service.kit.admission import outside_the_gate
+from service.memories.embedding import embed_ahead, vectors_for
 from service.memories.models import Memory
 from service.memories.schemas import MemoryCreate, MemoryRead
 from service.memories.writer import DerivedMemory, DerivedMemoryWriter
@@ -185,12 +186,15 @@ class CompactionService:
         aliases = {f"m{index}": fact for index, fact in enumerate(facts, start=1)}
         categories = tuple(self._settings.extraction_category_modes)
         try:
-            output = await self._chat_model.complete_json(
-                system=COMPACTION_PROMPT.replace("{categories}", ", ".join(categories)),
-                user=_render(aliases),
-                output=compaction_output_model(categories),
-                schema_name=COMPACTION_SCHEMA_NAME,
-            )
+            # Between the two units: no work of the process's, and its place in the admission
+            # gate is free meanwhile (as for the embedding below).
+            async with outside_the_gate():
+                output = await self._chat_model.complete_json(
+                    system=COMPACTION_PROMPT.replace("{categories}", ", ".join(categories)),
+                    user=_render(aliases),
+                    output=compaction_output_model(categories),
+                    schema_name=COMPACTION_SCHEMA_NAME,
+                )
         except LLMUnavailable as exc:
             raise CompactorUnavailable("The compaction model did not answer; retry.") from exc
         plan, dropped = plan_compaction(
@@ -204,7 +208,8 @@ class CompactionService:
             return CompactResult(
                 status="unchanged", read=len(facts), written=[], superseded=[], dropped=dropped
             )
-        vectors = await embed_or_none(self._embedder, [c.text for c in plan])
+        texts = [c.text for c in plan]
+        vectors = await vectors_for(self._embedder, texts, await embed_ahead(self._embedder, texts))
         written: list[MemoryRead] = []
         superseded: list[uuid.UUID] = []
         async with self._unit() as memories:

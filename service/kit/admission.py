@@ -16,6 +16,12 @@ A refused request is answered `503 SERVICE_BUSY` with `Retry-After` (`AdmissionM
 `service.errors.ServiceBusy`): clients back off and the requests let in are answered in the
 time they take to serve. This is the controlled-delay rule of network queues (CoDel) applied
 to requests: a queue should absorb a burst and never stand.
+
+A place is for work the process does. A request that waits on a remote model with no database
+connection held (`outside_the_gate`: a question or a text sent to a hosted embedding model, a
+chat model's call between two transactions) gives its place up meanwhile, for a round trip of
+tenths of a second to seconds, and takes one again when the model has answered, ahead of every
+request still waiting: it was let in already.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
+from contextvars import ContextVar
 from typing import Literal
 
 from starlette.requests import Request
@@ -84,6 +91,25 @@ class AdmissionGate:
             self._waited_since = now
         turn: asyncio.Future[None] = loop.create_future()
         self._waiting.append(turn)
+        return None if await self._wait_for(turn) else "waited_too_long"
+
+    async def enter_again(self) -> bool:
+        """Take a place again for a holder that gave its own up for a while (`Place.outside`):
+        ahead of every request waiting, and never refused for a standing queue; False when
+        none came free within `wait_seconds`."""
+        if self.running < self.capacity and not self._waiting:
+            self.running += 1
+            self.on_change(self.running, 0)
+            return True
+        loop = asyncio.get_running_loop()
+        if self._waited_since is None:
+            self._waited_since = loop.time()
+        turn: asyncio.Future[None] = loop.create_future()
+        self._waiting.appendleft(turn)
+        return await self._wait_for(turn)
+
+    async def _wait_for(self, turn: asyncio.Future[None]) -> bool:
+        """Wait, queued as `turn`, for a place: whether one came within `wait_seconds`."""
         self.on_change(self.running, len(self._waiting))
         try:
             # Not `wait_for`: cancelled as the place arrives, it returns the place and drops the
@@ -91,16 +117,15 @@ class AdmissionGate:
             async with asyncio.timeout(self.wait_seconds):
                 await turn
         except TimeoutError:
-            if turn.done() and not turn.cancelled():
-                return None  # handed a place as the wait ran out: it is this request's
-            return "waited_too_long"
+            # Handed a place as the wait ran out: it is this request's.
+            return turn.done() and not turn.cancelled()
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
                 self.leave()  # handed a place it will not use: the next in line takes it
             raise
         finally:
             self._forget(turn)
-        return None
+        return True
 
     def leave(self) -> None:
         """Give a place back: to the first request still waiting, else to the count."""
@@ -127,6 +152,61 @@ class AdmissionGate:
         self.on_change(self.running, len(self._waiting))
 
 
+class Place:
+    """One request's place in a gate, while it holds one."""
+
+    def __init__(self, gate: AdmissionGate, on_refused: Callable[[Refusal], None]) -> None:
+        self.gate = gate
+        self.on_refused = on_refused
+        self.held = False
+
+    async def take(self) -> Refusal | None:
+        refusal = await self.gate.enter()
+        self.held = refusal is None
+        return refusal
+
+    def give_back(self) -> None:
+        if self.held:
+            self.held = False
+            self.gate.leave()
+
+    @contextlib.asynccontextmanager
+    async def outside(self) -> AsyncIterator[None]:
+        """The block runs without this place, which is taken again after it (ahead of the
+        requests waiting: `AdmissionGate.enter_again`); if none comes free in time, the
+        request is refused `SERVICE_BUSY` there. A block that raises (or a request cancelled
+        in it) ends the request: nothing is taken again."""
+        if not self.held:
+            yield
+            return
+        self.give_back()
+        yield
+        if not await self.gate.enter_again():
+            self.on_refused("waited_too_long")
+            gate = self.gate
+            raise ServiceBusy(
+                f"no place among its {gate.capacity} came free within {gate.wait_seconds:g} s "
+                "of a remote model's answer"
+            )
+        self.held = True
+
+
+_current_place: ContextVar[Place | None] = ContextVar("mneme_admission_place", default=None)
+
+
+@contextlib.asynccontextmanager
+async def outside_the_gate() -> AsyncIterator[None]:
+    """The block runs without the current request's place in the admission gate (see the
+    module's docstring): for a wait on a remote model with no database connection held. Outside
+    a request let in by a gate (a background job, a test's app), it just runs the block."""
+    place = _current_place.get()
+    if place is None:
+        yield
+        return
+    async with place.outside():
+        yield
+
+
 class AdmissionMiddleware:
     """Every request but the operational ones (`exempt_paths`: liveness, readiness, metrics,
     which must answer however busy the process is) goes through `gate`; a refused one is
@@ -149,15 +229,19 @@ class AdmissionMiddleware:
         if scope["type"] != "http" or scope["path"] in self.exempt_paths:
             await self.app(scope, receive, send)
             return
-        refusal = await self.gate.enter()
+        place = Place(self.gate, self.on_refused)
+        refusal = await place.take()
         if refusal is not None:
             self.on_refused(refusal)
             await self._refuse(scope, receive, send, refusal)
             return
+        # The request's own work runs in this task or tasks started from it, which see it.
+        entered = _current_place.set(place)
         try:
             await self.app(scope, receive, send)
         finally:
-            self.gate.leave()
+            _current_place.reset(entered)
+            place.give_back()
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, refusal: Refusal) -> None:
         gate = self.gate

@@ -19,10 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from service.db import tenant_transaction
+from service.kit.admission import outside_the_gate
 from service.kit.secrets import find_secret_in
 from service.memories.repository import MemoryRepository
 from service.memories.vector_columns import StorageEmbedder, VectorColumns
-from service.providers import Embedder, EmbedderUnavailable
+from service.providers import Embedder, EmbedderUnavailable, computes_in_process
 
 logger = logging.getLogger("mneme.embedding")
 
@@ -45,10 +46,15 @@ texts of a call the embedder was unavailable for."""
 
 async def embed_ahead(embedder: Embedder, texts: Iterable[str]) -> TextVectors:
     """The vectors of the texts a write will store, made before the write's transaction
-    begins. A text the secret policy refuses is not sent to the model: the write is refused
+    begins (a hosted model's round trip outside the admission gate too: no work of the
+    process's). A text the secret policy refuses is not sent to the model: the write is refused
     before it would store it, and its words never leave the service."""
     wanted = list(dict.fromkeys(text for text in texts if find_secret_in(text) is None))
-    vectors = await embed_or_none(embedder, wanted)
+    if computes_in_process(embedder):
+        vectors = await embed_or_none(embedder, wanted)
+    else:
+        async with outside_the_gate():
+            vectors = await embed_or_none(embedder, wanted)
     return {text: None if vectors is None else vectors[i] for i, text in enumerate(wanted)}
 
 

@@ -14,6 +14,7 @@ from opentelemetry import trace
 
 from service.auth.owner import Owner
 from service.config import Settings
+from service.kit.admission import outside_the_gate
 from service.memories.dates import query_time_window
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, SearchRow
@@ -98,8 +99,10 @@ async def embedding_underway(
                 # transaction set-up (otherwise it would wait until this task next awaits).
                 await asyncio.sleep(0)
             else:
-                # Its outcome (a failure too) is the block's to take from `pending`.
-                await asyncio.wait([pending])
+                # Its outcome (a failure too) is the block's to take from `pending`. No work
+                # of the process's: the request's place in the admission gate is free meanwhile.
+                async with outside_the_gate():
+                    await asyncio.wait([pending])
         yield pending
     finally:
         if pending is not None and not pending.done():

@@ -48,6 +48,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.config import Settings
 from service.db import tenant_transaction
 from service.jobs import JobHandler
+from service.kit.admission import outside_the_gate
 from service.kit.token_counting import count_tokens
 from service.providers.llm import ChatModel
 from service.threads.models import ThreadSummary
@@ -381,12 +382,15 @@ async def summarize_thread(
     for label, message in excerpt:
         turn_message_ids.setdefault(label, []).append(message.id)
 
-    output = await chat_model.complete_json(
-        system=SUMMARY_SYSTEM_PROMPT,
-        user=transcript,
-        output=SummaryOutput,
-        schema_name=SUMMARY_SCHEMA_NAME,
-    )
+    # Between two transactions: in a request (a summary asked for now), no work of the
+    # process's either, so its place in the admission gate is free meanwhile.
+    async with outside_the_gate():
+        output = await chat_model.complete_json(
+            system=SUMMARY_SYSTEM_PROMPT,
+            user=transcript,
+            output=SummaryOutput,
+            schema_name=SUMMARY_SCHEMA_NAME,
+        )
     entries = resolve_entries(output, turn_message_ids)
     if not entries:
         logger.info(

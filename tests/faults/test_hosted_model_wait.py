@@ -1,8 +1,10 @@
-"""A hosted embedding model's round trip holds no database connection: a request that waits
-on it (a search's or a context's question, a write's text) waits before its transaction
-begins. With a pool of one connection, every other request is served meanwhile; were the
-connection held, they would wait for it and be refused `SERVICE_BUSY` once the pool's wait
-ran out, and a slow provider would leave the process no connection for any request.
+"""A hosted model's round trip holds no database connection and no place in the admission
+gate: a request that waits on an embedding model (a search's, a context's or a turn's
+question, a write's text) waits before its transaction begins, and one that waits on the chat
+model (a summary asked for now, a compaction) between transactions of its own, each with its
+place given up meanwhile. With one connection and one place, every other request is served
+meanwhile; were either held, they would wait for it and be refused `SERVICE_BUSY` once the
+wait ran out, and a slow provider would leave the process nothing for any request.
 
 Each write's text is embedded once: the vectors made ahead are the ones stored."""
 
@@ -50,8 +52,9 @@ def embeddings() -> Iterator[FakeOpenAIServer]:
 async def one_connection_server(
     cluster: EmbeddedCluster, embeddings: FakeOpenAIServer
 ) -> AsyncIterator[RunningServer]:
-    """A live server on a hosted embedding model, with one database connection, which a
-    request waits for at most `POOL_TIMEOUT_SECONDS`."""
+    """A live server on a hosted embedding model and a hosted chat model, with one database
+    connection and one place in its admission gate, which a request waits for at most
+    `POOL_TIMEOUT_SECONDS`."""
     settings = make_settings(
         cluster,
         migrate_on_start=False,
@@ -64,6 +67,8 @@ async def one_connection_server(
         db_pool_size=1,
         db_max_overflow=0,
         db_pool_timeout_seconds=POOL_TIMEOUT_SECONDS,
+        max_requests_in_progress=1,
+        request_queue_timeout_seconds=POOL_TIMEOUT_SECONDS,
         llm_base_url=embeddings.base_url,
         llm_api_key=API_KEY,
         llm_model=MODEL,
@@ -101,6 +106,9 @@ async def served_while_the_model_holds_back(
             meanwhile = await other.get("/v1/users/me", timeout=POOL_TIMEOUT_SECONDS * 5)
         assert meanwhile.status_code == 200, meanwhile.text
         assert not pending.done()
+    except BaseException:
+        pending.cancel()
+        raise
     finally:
         embeddings.release()
     result = await pending

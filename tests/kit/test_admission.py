@@ -1,11 +1,15 @@
 """The admission gate: at most its capacity in, the rest in arrival order, a wait that ends, a
-standing queue that refuses newcomers at once, and no place lost to a request that goes."""
+standing queue that refuses newcomers at once, no place lost to a request that goes, and a
+place given up while a request waits on a remote model, taken again ahead of the queue."""
 
 from __future__ import annotations
 
 import asyncio
 
-from service.kit.admission import AdmissionGate
+import pytest
+
+from service.errors import ServiceBusy
+from service.kit.admission import AdmissionGate, Place, outside_the_gate
 
 
 async def _waiting(gate: AdmissionGate, count: int) -> None:
@@ -106,3 +110,66 @@ async def test_a_request_that_goes_while_waiting_leaves_no_trace() -> None:
     gate.leave()
     assert gate.running == 0
     assert await gate.enter() is None
+
+
+async def test_a_request_waiting_outside_lets_the_next_in_and_comes_back_first() -> None:
+    gate = AdmissionGate(capacity=1, wait_seconds=5)
+    refused: list[str] = []
+    first, second, third = (Place(gate, refused.append) for _ in range(3))
+    assert await first.take() is None
+    second_taking = asyncio.create_task(second.take())
+    await _waiting(gate, 1)
+    answered = asyncio.Event()
+
+    async def round_trip() -> None:
+        async with first.outside():
+            await answered.wait()
+
+    waiting_on_the_model = asyncio.create_task(round_trip())
+    assert await second_taking is None  # the place the first gave up
+    assert not first.held and second.held
+    third_taking = asyncio.create_task(third.take())
+    await _waiting(gate, 1)
+
+    answered.set()
+    await _waiting(gate, 2)  # the first, back from the model, waits ahead of the third
+    second.give_back()
+    await waiting_on_the_model
+    assert first.held and not third_taking.done()
+    first.give_back()
+    assert await third_taking is None
+    third.give_back()
+    assert gate.running == 0 and gate.waiting == 0 and refused == []
+
+
+async def test_a_request_back_from_the_model_to_no_free_place_is_refused() -> None:
+    gate = AdmissionGate(capacity=1, wait_seconds=0.05)
+    refused: list[str] = []
+    back, newcomer = Place(gate, refused.append), Place(gate, refused.append)
+    assert await back.take() is None
+    with pytest.raises(ServiceBusy, match="remote model"):
+        async with back.outside():
+            assert await newcomer.take() is None
+    assert refused == ["waited_too_long"]
+    assert not back.held and gate.running == 1
+    back.give_back()  # nothing to give: the place is the newcomer's
+    assert gate.running == 1
+
+
+async def test_a_block_that_fails_outside_takes_no_place_again() -> None:
+    gate = AdmissionGate(capacity=1, wait_seconds=5)
+    place = Place(gate, lambda _reason: None)
+    assert await place.take() is None
+    with pytest.raises(RuntimeError):
+        async with place.outside():
+            raise RuntimeError("the model failed")
+    assert not place.held and gate.running == 0
+    place.give_back()
+    assert gate.running == 0
+
+
+async def test_outside_a_request_the_gate_is_not_touched() -> None:
+    ran = False
+    async with outside_the_gate():
+        ran = True
+    assert ran
