@@ -16,8 +16,7 @@ from service.dependencies import AddressedUserId, CurrentPrincipal, State, provi
 from service.memories.dependencies import memory_search, memory_service
 from service.memories.search import (
     PendingVector,
-    embedding_underway,
-    question_embedded_in_process,
+    question_on_its_way,
 )
 from service.profile.dependencies import profile_service
 from service.services import Services
@@ -44,10 +43,10 @@ async def embed_context_question(
 ) -> AsyncIterator[PendingVector | None]:
     """The context question's vector, on its way before the request's transaction begins (as
     for a search: `service.memories.dependencies.embed_search_question`)."""
-    embedder = state.vector_columns.question_embedder(principal.tenant_id)
-    async with embedding_underway(
-        start_embedding_context_question(embedder, body),
-        in_process=question_embedded_in_process(embedder),
+    async with question_on_its_way(
+        state.vector_columns,
+        principal.tenant_id,
+        lambda embedder: start_embedding_context_question(embedder, body),
     ) as pending:
         yield pending
 
@@ -62,10 +61,11 @@ async def embed_turn_question(
     the request's transaction begins (as for a block alone: `embed_context_question`). The
     route declares it after the addressed user, so nothing is embedded for a caller it
     refuses."""
-    embedder = state.vector_columns.question_embedder(principal.tenant_id)
-    async with embedding_underway(
-        start_embedding_context_question(embedder, turn_context_request(body, thread_id)),
-        in_process=question_embedded_in_process(embedder),
+    request = turn_context_request(body, thread_id)
+    async with question_on_its_way(
+        state.vector_columns,
+        principal.tenant_id,
+        lambda embedder: start_embedding_context_question(embedder, request),
     ) as pending:
         yield pending
 

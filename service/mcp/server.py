@@ -57,12 +57,12 @@ from service.memories.schemas import (
 )
 from service.memories.search import (
     PendingVector,
-    embedding_underway,
-    question_embedded_in_process,
+    question_on_its_way,
     start_embedding_question,
 )
 from service.memories.service import created_texts
 from service.profile.schemas import PatchOperation
+from service.providers import Embedder
 
 T = TypeVar("T")
 
@@ -169,27 +169,12 @@ async def _nothing_ahead(_caller: McpCaller) -> AsyncIterator[None]:
 
 
 @asynccontextmanager
-async def _search_asked(
-    caller: McpCaller, request: SearchRequest
+async def _asked(
+    caller: McpCaller, start: Callable[[Embedder | None], PendingVector | None]
 ) -> AsyncIterator[PendingVector | None]:
-    """The search question's vector, on its way before the call's transaction begins."""
-    embedder = caller.state.vector_columns.question_embedder(caller.principal.tenant_id)
-    async with embedding_underway(
-        start_embedding_question(embedder, request),
-        in_process=question_embedded_in_process(embedder),
-    ) as pending:
-        yield pending
-
-
-@asynccontextmanager
-async def _context_asked(
-    caller: McpCaller, request: ContextRequest
-) -> AsyncIterator[PendingVector | None]:
-    """The context question's vector, on its way before the call's transaction begins."""
-    embedder = caller.state.vector_columns.question_embedder(caller.principal.tenant_id)
-    async with embedding_underway(
-        start_embedding_context_question(embedder, request),
-        in_process=question_embedded_in_process(embedder),
+    """A question's vector, on its way before the call's transaction begins."""
+    async with question_on_its_way(
+        caller.state.vector_columns, caller.principal.tenant_id, start
     ) as pending:
         yield pending
 
@@ -289,7 +274,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             return SearchRequest(query=query, limit=limit, kinds=kinds, categories=categories)
 
         def ahead(caller: McpCaller) -> AbstractAsyncContextManager[PendingVector | None]:
-            return _search_asked(caller, request())
+            return _asked(caller, lambda embedder: start_embedding_question(embedder, request()))
 
         async def work(call: McpCall, question: PendingVector | None) -> Recalled:
             return Recalled.of(
@@ -325,7 +310,9 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             )
 
         def ahead(caller: McpCaller) -> AbstractAsyncContextManager[PendingVector | None]:
-            return _context_asked(caller, request())
+            return _asked(
+                caller, lambda embedder: start_embedding_context_question(embedder, request())
+            )
 
         async def work(call: McpCall, question: PendingVector | None) -> ContextBlock:
             block = await call.context.build(

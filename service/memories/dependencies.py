@@ -28,8 +28,7 @@ from service.memories.schemas import (
 from service.memories.search import (
     MemorySearch,
     PendingVector,
-    embedding_underway,
-    question_embedded_in_process,
+    question_on_its_way,
     start_embedding_question,
 )
 from service.memories.service import (
@@ -108,10 +107,10 @@ async def embed_search_question(
     connection (`embedding_underway`). It depends on the addressed user: nothing is
     embedded for a caller the route refuses. None: a lexical search needs no vector.
     """
-    embedder = state.vector_columns.question_embedder(principal.tenant_id)
-    async with embedding_underway(
-        start_embedding_question(embedder, body),
-        in_process=question_embedded_in_process(embedder),
+    async with question_on_its_way(
+        state.vector_columns,
+        principal.tenant_id,
+        lambda embedder: start_embedding_question(embedder, body),
     ) as pending:
         yield pending
 

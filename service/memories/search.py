@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
@@ -109,10 +109,19 @@ async def embedding_underway(
             pending.cancel()
 
 
-def question_embedded_in_process(embedder: Embedder | None) -> bool:
-    """Whether a question's vector by `embedder` is computed in this process
-    (`embedding_underway`'s `in_process`; no embedder: nothing is embedded)."""
-    return embedder is not None and computes_in_process(embedder)
+@asynccontextmanager
+async def question_on_its_way(
+    vector_columns: VectorColumns,
+    tenant_id: str,
+    start: Callable[[Embedder | None], PendingVector | None],
+) -> AsyncIterator[PendingVector | None]:
+    """A question's vector by the model `tenant_id`'s searches read, for the block in which a
+    request's transaction begins (`embedding_underway`): `start` hands the question to that
+    embedder (None, when there is none, or nothing to embed)."""
+    embedder = vector_columns.question_embedder(tenant_id)
+    in_process = embedder is not None and computes_in_process(embedder)
+    async with embedding_underway(start(embedder), in_process=in_process) as pending:
+        yield pending
 
 
 def start_embedding_question(

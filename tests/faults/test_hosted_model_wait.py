@@ -14,6 +14,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -79,48 +80,75 @@ async def one_connection_server(
         yield server
 
 
-def embedding_requests(embeddings: FakeOpenAIServer, path: str = EMBEDDINGS_PATH) -> int:
-    return sum(request.path == path for request in embeddings.requests)
+def requests_to(model: FakeOpenAIServer, path: str = EMBEDDINGS_PATH) -> int:
+    return sum(request.path == path for request in model.requests)
 
 
-async def served_while_the_model_holds_back(
-    server: RunningServer,
+@dataclass
+class Caller:
+    """User `ada` of the test's tenant, on the one-connection server."""
+
+    server: RunningServer
+    model: FakeOpenAIServer
+    headers: dict[str, str]
+    client: httpx.AsyncClient
+
+    async def served_meanwhile(
+        self, call: Callable[[], Awaitable[Any]], path: str = EMBEDDINGS_PATH
+    ) -> Any:
+        """`call`'s result, run while the model holds its answers back until another request
+        (which needs the database) has been answered; that answer must be a 200. Returns
+        once the model answered `call`, checking it asked the model (`path`: embeddings, or
+        the chat model's completions) once."""
+        before = requests_to(self.model, path)
+        self.model.hold_back()
+        try:
+            pending = asyncio.ensure_future(call())
+            # The model's server records what it is asked in threads of its own: polled.
+            async with asyncio.timeout(10):
+                while requests_to(self.model, path) == before:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+            async with httpx.AsyncClient(base_url=self.server.base_url) as other:
+                meanwhile = await other.get(
+                    "/v1/users/me", headers=self.headers, timeout=POOL_TIMEOUT_SECONDS * 5
+                )
+            assert meanwhile.status_code == 200, meanwhile.text
+            assert not pending.done()
+        except BaseException:
+            pending.cancel()
+            raise
+        finally:
+            self.model.release()
+        result = await pending
+        assert requests_to(self.model, path) == before + 1
+        return result
+
+    async def new_thread(self) -> str:
+        """The path of a thread started for the user."""
+        thread = await self.client.post("/v1/users/me/threads", json={"title": "Boats"})
+        assert thread.status_code == 201, thread.text
+        return f"/v1/users/me/threads/{thread.json()['id']}"
+
+
+@pytest.fixture
+async def ada(
+    one_connection_server: RunningServer,
     embeddings: FakeOpenAIServer,
-    headers: dict[str, str],
-    call: Callable[[], Awaitable[Any]],
-    path: str = EMBEDDINGS_PATH,
-) -> Any:
-    """`call`'s result, run while the model holds its answers back until another request
-    (which needs the database) has been answered; that answer must be a 200. Returns once
-    the model answered `call`, checking it asked the model (`path`: embeddings, or the chat
-    model's completions) once."""
-    before = embedding_requests(embeddings, path)
-    embeddings.hold_back()
-    try:
-        pending = asyncio.ensure_future(call())
-        # The model's server records what it is asked in threads of its own: polled.
-        async with asyncio.timeout(10):
-            while embedding_requests(embeddings, path) == before:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
-        async with httpx.AsyncClient(base_url=server.base_url, headers=headers) as other:
-            meanwhile = await other.get("/v1/users/me", timeout=POOL_TIMEOUT_SECONDS * 5)
-        assert meanwhile.status_code == 200, meanwhile.text
-        assert not pending.done()
-    except BaseException:
-        pending.cancel()
-        raise
-    finally:
-        embeddings.release()
-    result = await pending
-    assert embedding_requests(embeddings, path) == before + 1
-    return result
+    settings: Settings,
+    tenant: str,
+) -> AsyncIterator[Caller]:
+    headers = bearer(settings, tenant, "ada")
+    async with httpx.AsyncClient(
+        base_url=one_connection_server.base_url, headers=headers, timeout=30
+    ) as client:
+        yield Caller(one_connection_server, embeddings, headers, client)
 
 
 def unique(words: str) -> str:
     return f"{words} {uuid.uuid4().hex[:8]}"
 
 
-WRITES: dict[str, tuple[str, str, Callable[[], dict[str, Any]]]] = {
+REQUESTS: dict[str, tuple[str, str, Callable[[], dict[str, Any]]]] = {
     "search": ("POST", "/v1/users/me/memories/search", lambda: {"query": unique("kayaks")}),
     "context": ("POST", "/v1/users/me/context", lambda: {"query": unique("kayaks")}),
     "remember": ("POST", "/v1/users/me/memories", lambda: {"text": unique("Rows a kayak")}),
@@ -138,27 +166,12 @@ WRITES: dict[str, tuple[str, str, Callable[[], dict[str, Any]]]] = {
 }
 
 
-@pytest.mark.parametrize("what", WRITES)
-async def test_a_request_waiting_on_the_model_holds_no_connection(
-    one_connection_server: RunningServer,
-    embeddings: FakeOpenAIServer,
-    settings: Settings,
-    tenant: str,
-    what: str,
-) -> None:
-    method, path, body = WRITES[what]
-    headers = bearer(settings, tenant, "ada")
-    async with httpx.AsyncClient(
-        base_url=one_connection_server.base_url, headers=headers, timeout=30
-    ) as client:
-        # The user exists before the held request (its first write would make it).
-        assert (await client.get("/v1/users/me/memories")).status_code == 200
-        response = await served_while_the_model_holds_back(
-            one_connection_server,
-            embeddings,
-            headers,
-            lambda: client.request(method, path, json=body()),
-        )
+@pytest.mark.parametrize("what", REQUESTS)
+async def test_a_request_waiting_on_the_model_holds_no_connection(ada: Caller, what: str) -> None:
+    method, path, body = REQUESTS[what]
+    # The user exists before the held request (its first write would make it).
+    assert (await ada.client.get("/v1/users/me/memories")).status_code == 200
+    response = await ada.served_meanwhile(lambda: ada.client.request(method, path, json=body()))
     assert response.status_code in (200, 201), response.text
     answer = response.json()
     if what == "search":
@@ -167,54 +180,28 @@ async def test_a_request_waiting_on_the_model_holds_no_connection(
         assert item["embedding_model"] is not None
 
 
-async def test_a_change_of_text_is_embedded_before_the_memory_is_locked(
-    one_connection_server: RunningServer,
-    embeddings: FakeOpenAIServer,
-    settings: Settings,
-    tenant: str,
-) -> None:
-    headers = bearer(settings, tenant, "ada")
-    async with httpx.AsyncClient(
-        base_url=one_connection_server.base_url, headers=headers, timeout=30
-    ) as client:
-        created = await client.post("/v1/users/me/memories", json={"text": unique("Paddles")})
-        assert created.status_code == 201, created.text
-        path = f"/v1/users/me/memories/{created.json()['id']}"
-        # The text a change stores is stripped; it is that text which is embedded ahead.
-        response = await served_while_the_model_holds_back(
-            one_connection_server,
-            embeddings,
-            headers,
-            lambda: client.patch(path, json={"text": f"  {unique('Paddles daily')}  "}),
-        )
+async def test_a_change_of_text_is_embedded_before_the_memory_is_locked(ada: Caller) -> None:
+    created = await ada.client.post("/v1/users/me/memories", json={"text": unique("Paddles")})
+    assert created.status_code == 201, created.text
+    path = f"/v1/users/me/memories/{created.json()['id']}"
+    # The text a change stores is stripped; it is that text which is embedded ahead.
+    response = await ada.served_meanwhile(
+        lambda: ada.client.patch(path, json={"text": f"  {unique('Paddles daily')}  "})
+    )
     assert response.status_code == 200, response.text
     assert response.json()["embedding_model"] is not None
 
 
-async def test_an_agent_turn_asks_the_model_before_it_locks_the_thread(
-    one_connection_server: RunningServer,
-    embeddings: FakeOpenAIServer,
-    settings: Settings,
-    tenant: str,
-) -> None:
-    headers = bearer(settings, tenant, "ada")
-    async with httpx.AsyncClient(
-        base_url=one_connection_server.base_url, headers=headers, timeout=30
-    ) as client:
-        thread = await client.post("/v1/users/me/threads", json={"title": "Boats"})
-        assert thread.status_code == 201, thread.text
-        turns = f"/v1/users/me/threads/{thread.json()['id']}/turns"
-        # The block's question is the turn's last user message.
-        messages = [
-            {"role": "assistant", "content": "Which boat?"},
-            {"role": "user", "content": unique("The red kayak")},
-        ]
-        response = await served_while_the_model_holds_back(
-            one_connection_server,
-            embeddings,
-            headers,
-            lambda: client.post(turns, json={"messages": messages}),
-        )
+async def test_an_agent_turn_asks_the_model_before_it_locks_the_thread(ada: Caller) -> None:
+    turns = f"{await ada.new_thread()}/turns"
+    # The block's question is the turn's last user message.
+    messages = [
+        {"role": "assistant", "content": "Which boat?"},
+        {"role": "user", "content": unique("The red kayak")},
+    ]
+    response = await ada.served_meanwhile(
+        lambda: ada.client.post(turns, json={"messages": messages})
+    )
     assert response.status_code == 201, response.text
     assert [item["content"] for item in response.json()["items"]] == [
         message["content"] for message in messages
@@ -224,105 +211,61 @@ async def test_an_agent_turn_asks_the_model_before_it_locks_the_thread(
 @pytest.mark.parametrize(
     ("tool", "arguments"),
     [
-        ("remember", {"text": "Keeps a canoe at the lake"}),
-        ("recall", {"query": "canoe"}),
-        ("get_context", {"query": "canoe"}),
+        ("remember", {"text": unique("Keeps a canoe at the lake")}),
+        ("recall", {"query": unique("canoe")}),
+        ("get_context", {"query": unique("canoe")}),
     ],
 )
 async def test_an_mcp_tool_waiting_on_the_model_holds_no_connection(
-    one_connection_server: RunningServer,
-    embeddings: FakeOpenAIServer,
-    settings: Settings,
-    tenant: str,
-    tool: str,
-    arguments: dict[str, Any],
+    ada: Caller, tool: str, arguments: dict[str, Any]
 ) -> None:
-    headers = bearer(settings, tenant, "ada")
-    http = httpx2.AsyncClient(headers=headers, timeout=30.0)
-    transport = streamable_http_client(f"{one_connection_server.base_url}/mcp", http_client=http)
+    http = httpx2.AsyncClient(headers=ada.headers, timeout=30.0)
+    transport = streamable_http_client(f"{ada.server.base_url}/mcp", http_client=http)
     async with http, Client(transport) as mcp:
         await mcp.list_tools()
-        result = await served_while_the_model_holds_back(
-            one_connection_server,
-            embeddings,
-            headers,
-            lambda: (
-                mcp.call_tool(tool, {**arguments, "query": unique("canoe")})
-                if "query" in arguments
-                else mcp.call_tool(tool, {"text": unique(arguments["text"])})
-            ),
-        )
+        result = await ada.served_meanwhile(lambda: mcp.call_tool(tool, arguments))
     assert not result.is_error, result.content
 
 
-async def test_nothing_is_embedded_for_a_caller_the_route_refuses(
-    one_connection_server: RunningServer,
-    embeddings: FakeOpenAIServer,
-    settings: Settings,
-    tenant: str,
-) -> None:
+async def test_nothing_is_embedded_for_a_caller_the_route_refuses(ada: Caller) -> None:
     """The texts go to the model only once the caller may address the user (the model is a
     third party; a refused request leaves nothing with it)."""
-    before = embedding_requests(embeddings)
-    async with httpx.AsyncClient(
-        base_url=one_connection_server.base_url,
-        headers=bearer(settings, tenant, "ada"),
-        timeout=30,
-    ) as client:
-        for path, body in (
-            ("/v1/users/bob/memories", {"text": "Bob hides a kayak"}),
-            (
-                f"/v1/users/bob/threads/{uuid.uuid4()}/turns",
-                {"messages": [{"role": "user", "content": "Bob's kayak"}]},
-            ),
-            ("/v1/org/memories", {"text": "Everyone rows"}),
-        ):
-            refused = await client.post(path, json=body)
-            assert refused.status_code in (403, 404), refused.text
-    assert embedding_requests(embeddings) == before
+    before = requests_to(ada.model)
+    for path, body in (
+        ("/v1/users/bob/memories", {"text": "Bob hides a kayak"}),
+        (
+            f"/v1/users/bob/threads/{uuid.uuid4()}/turns",
+            {"messages": [{"role": "user", "content": "Bob's kayak"}]},
+        ),
+        ("/v1/org/memories", {"text": "Everyone rows"}),
+    ):
+        refused = await ada.client.post(path, json=body)
+        assert refused.status_code in (403, 404), refused.text
+    assert requests_to(ada.model) == before
 
 
 async def test_a_summary_asked_for_now_holds_no_connection_while_the_model_writes_it(
-    one_connection_server: RunningServer,
-    embeddings: FakeOpenAIServer,
-    settings: Settings,
-    tenant: str,
+    ada: Caller,
 ) -> None:
-    headers = bearer(settings, tenant, "ada")
-    async with httpx.AsyncClient(
-        base_url=one_connection_server.base_url, headers=headers, timeout=30
-    ) as client:
-        thread = await client.post("/v1/users/me/threads", json={"title": "Lessons"})
-        assert thread.status_code == 201, thread.text
-        path = f"/v1/users/me/threads/{thread.json()['id']}"
-        exchange = [
-            {"role": "user", "content": "Can I learn to roll a kayak?"},
-            {"role": "assistant", "content": "Yes, in a pool first."},
-            {"role": "user", "content": "Where?"},
-            {"role": "assistant", "content": "At the club's Tuesday sessions."},
-        ]
-        appended = await client.post(f"{path}/messages", json={"messages": exchange})
-        assert appended.status_code == 201, appended.text
-        response = await served_while_the_model_holds_back(
-            one_connection_server,
-            embeddings,
-            headers,
-            lambda: client.post(f"{path}/summarize"),
-            CHAT_PATH,
-        )
+    path = await ada.new_thread()
+    exchange = [
+        {"role": "user", "content": "Can I learn to roll a kayak?"},
+        {"role": "assistant", "content": "Yes, in a pool first."},
+        {"role": "user", "content": "Where?"},
+        {"role": "assistant", "content": "At the club's Tuesday sessions."},
+    ]
+    appended = await ada.client.post(f"{path}/messages", json={"messages": exchange})
+    assert appended.status_code == 201, appended.text
+    response = await ada.served_meanwhile(lambda: ada.client.post(f"{path}/summarize"), CHAT_PATH)
     assert response.status_code == 200, response.text
     assert response.json()["status"] == "written"
 
 
 async def test_a_compaction_holds_no_connection_while_the_model_consolidates(
-    one_connection_server: RunningServer,
-    embeddings: FakeOpenAIServer,
-    settings: Settings,
-    tenant: str,
+    ada: Caller,
 ) -> None:
     """The facts are read, the model asked, then the consolidation written (and embedded) in
     a transaction of its own."""
-    headers = bearer(settings, tenant, "compacting")
 
     def consolidated(_request: RecordedRequest) -> Reply:
         fact = {
@@ -333,26 +276,19 @@ async def test_a_compaction_holds_no_connection_while_the_model_consolidates(
         }
         return completion(json.dumps({"facts": [fact]}))
 
-    async with httpx.AsyncClient(
-        base_url=one_connection_server.base_url, headers=headers, timeout=30
-    ) as client:
-        batch = {"items": [{"text": "User rows."}, {"text": "User sails."}]}
-        written = await client.post("/v1/users/me/memories/batch", json=batch)
-        assert written.status_code == 201, written.text
-        embeddings.reply = consolidated
-        try:
-            response = await served_while_the_model_holds_back(
-                one_connection_server,
-                embeddings,
-                headers,
-                lambda: client.post("/v1/users/me/memories/compact"),
-                CHAT_PATH,
-            )
-        finally:
-            embeddings.reply = None
-        assert response.status_code == 200, response.text
-        result = response.json()
-        assert result["status"] == "compacted"
-        [fact] = result["written"]
-        assert fact["text"] == "User rows and sails." and fact["embedding_model"] is not None
-        assert sorted(result["superseded"]) == sorted(i["id"] for i in written.json()["items"])
+    batch = {"items": [{"text": "User rows."}, {"text": "User sails."}]}
+    written = await ada.client.post("/v1/users/me/memories/batch", json=batch)
+    assert written.status_code == 201, written.text
+    ada.model.reply = consolidated
+    try:
+        response = await ada.served_meanwhile(
+            lambda: ada.client.post("/v1/users/me/memories/compact"), CHAT_PATH
+        )
+    finally:
+        ada.model.reply = None
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["status"] == "compacted"
+    [fact] = result["written"]
+    assert fact["text"] == "User rows and sails." and fact["embedding_model"] is not None
+    assert sorted(result["superseded"]) == sorted(item["id"] for item in written.json()["items"])
