@@ -88,8 +88,8 @@ from service.providers import (
     load_model,
     second_embedder_config,
 )
+from service.providers.embedding_cache import cache_embeddings
 from service.providers.llm import build_chat_model
-from service.providers.query_cache import cache_query_embeddings
 from service.providers.reranker import build_reranker
 from service.providers.telemetry import InstrumentedEmbedder
 from service.rate_limits import RateLimiter, RateLimitHeadersMiddleware
@@ -248,15 +248,11 @@ async def _open_state(
         built = build_packaged_embedder(model, embedder_config)
         if built is None:
             return None
-        return cache_query_embeddings(
-            InstrumentedEmbedder(built), settings.query_embedding_cache_size
-        )
+        return cache_embeddings(InstrumentedEmbedder(built), settings.query_embedding_cache_size)
 
     vector_columns = VectorColumns(
-        cache_query_embeddings(embedder, settings.query_embedding_cache_size),
-        ()
-        if second is None
-        else (cache_query_embeddings(second, settings.query_embedding_cache_size),),
+        cache_embeddings(embedder, settings.query_embedding_cache_size),
+        () if second is None else (cache_embeddings(second, settings.query_embedding_cache_size),),
         packaged,
     )
     stack.push_async_callback(vector_columns.aclose)

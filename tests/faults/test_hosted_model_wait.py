@@ -292,3 +292,17 @@ async def test_a_compaction_holds_no_connection_while_the_model_consolidates(
     [fact] = result["written"]
     assert fact["text"] == "User rows and sails." and fact["embedding_model"] is not None
     assert sorted(result["superseded"]) == sorted(item["id"] for item in written.json()["items"])
+
+
+async def test_a_text_put_again_unchanged_is_not_sent_to_the_model_again(ada: Caller) -> None:
+    """A write embeds its text before it knows whether the text changed: the process keeps the
+    vectors of texts it embedded, and a key put again as it was costs no model call."""
+    path = "/v1/users/me/keyed-memories?kind=semantic&key=paddle"
+    body = {"text": unique("Uses a carbon paddle")}
+    first = await ada.client.put(path, json=body)
+    assert first.status_code == 201, first.text
+    before = requests_to(ada.model)
+    again = await ada.client.put(path, json={**body, "metadata": {"checked": True}})
+    assert again.status_code == 200, again.text
+    assert again.json()["metadata"] == {"checked": True}
+    assert requests_to(ada.model) == before
