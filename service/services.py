@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.principal import Principal
@@ -48,12 +49,24 @@ class Services:
     def tenant_id(self) -> str:
         return self.principal.tenant_id
 
+    async def end_transaction(self) -> None:
+        """Commit the unit's transaction now, for work whose rest needs no database (a hosted
+        reranker's round trip then holds no pooled connection). The unit's post-commit work
+        still starts when the unit ends. A statement after this is refused: it would run in a
+        transaction of its own, outside the tenant's scope."""
+        await self.session.commit()
+        event.listen(self.session.sync_session, "after_begin", _refuse_a_transaction_after_the_end)
+
     def get(self, factory: Callable[[Services], T]) -> T:
         """The unit's service that `factory` builds, built now if no one asked for it yet."""
         if factory not in self._built:
             self._built[factory] = factory(self)
         built: T = self._built[factory]
         return built
+
+
+def _refuse_a_transaction_after_the_end(*_: Any) -> None:
+    raise RuntimeError("this unit of work ended its transaction (`Services.end_transaction`)")
 
 
 @asynccontextmanager

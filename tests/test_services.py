@@ -6,11 +6,14 @@ from __future__ import annotations
 import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
+from sqlalchemy import text
 
+from service.auth.owner import Owner
 from service.auth.principal import Principal
 from service.config import Settings
 from service.context.dependencies import context_builder
 from service.memories.dependencies import memory_recorder, memory_service
+from service.memories.schemas import MemoryCreate
 from service.services import Services, unit_of_work
 from service.threads import dependencies as thread_dependencies
 from tests.conftest import bearer
@@ -76,3 +79,25 @@ async def test_requests_never_build_a_summarizer_or_a_summary_scheduler(
     window = await client.get(f"/v1/users/me/threads/{thread_id}/messages", headers=headers)
     assert window.status_code == 200
     assert [m["content"] for m in window.json()["items"]] == ["How do I get to work?"]
+
+
+async def test_a_unit_that_ended_its_transaction_commits_and_refuses_any_later_statement(
+    app: FastAPI, tenant: str
+) -> None:
+    """`Services.end_transaction`: what the unit wrote is committed at once (the session
+    holds no transaction, nor its connection); a statement after it would run outside the
+    tenant's scope, and is refused instead."""
+    state = app.state.mneme
+    owner = Owner.user("ada")
+    async with unit_of_work(state, principal_of(tenant)) as services:
+        [written] = await services.get(memory_service).create(
+            owner, [MemoryCreate(text="Ended its transaction early")]
+        )
+        assert services.session.in_transaction()
+        await services.end_transaction()
+        assert not services.session.in_transaction()
+        with pytest.raises(RuntimeError, match="ended its transaction"):
+            await services.session.execute(text("SELECT 1"))
+    async with unit_of_work(state, principal_of(tenant)) as later:
+        read = await later.get(memory_service).get(owner, written.id)
+        assert read.text == "Ended its transaction early"

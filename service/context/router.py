@@ -34,7 +34,7 @@ async def build_context(
     profile, procedural instructions, relevant facts, episodic hints and (with `thread_id`) the
     thread's summaries and recent turns. Each item carries its id and the scores that chose it.
     Nothing is written."""
-    return await context.build(user_id, body, embedding_question=question)
+    return await context.build(user_id, body, embedding_question=question, last_database_work=True)
 
 
 @router.post(

@@ -171,15 +171,24 @@ class ContextBuilder:
         request: ContextRequest,
         *,
         embedding_question: PendingVector | None = None,
+        last_database_work: bool = False,
     ) -> ContextResponse:
         """The block for `request`; `embedding_question` is its question's vector already on
-        its way (`start_embedding_context_question`), else it is embedded here."""
+        its way (`start_embedding_context_question`), else it is embedded here.
+        `last_database_work`: the caller reads and writes nothing after the block, so its
+        transaction ends once the block has read all it shows (`MemorySearch.search`)."""
         with tracer.start_as_current_span("context.retrieve"):
-            retrieved = await self._retrieve(user_id, request, embedding_question)
+            retrieved = await self._retrieve(
+                user_id, request, embedding_question, last_database_work
+            )
         return _assemble(request, retrieved, request.budget_tokens or self._default_budget)
 
     async def _retrieve(
-        self, user_id: str, request: ContextRequest, embedding_question: PendingVector | None
+        self,
+        user_id: str,
+        request: ContextRequest,
+        embedding_question: PendingVector | None,
+        last_database_work: bool,
     ) -> _Retrieved:
         """Read everything the included sections show and draft each section (all its
         candidates, before the budget chooses)."""
@@ -214,7 +223,10 @@ class ContextBuilder:
                 embedding.cancel()
         # Messages the block shows verbatim: a memory made of them alone would say it twice.
         shown_messages = {message.id for message in offered}
-        hits = await self._memory_hits(user_id, request, query_embedding, shown_messages)
+        # The memories are read last: the block reads nothing after them.
+        hits = await self._memory_hits(
+            user_id, request, query_embedding, shown_messages, last_database_work
+        )
         if "org" in wanted:
             drafts.append(_org_section(profiles[Owner.org()], hits["org"]))
         if "profile" in wanted:
@@ -259,6 +271,7 @@ class ContextBuilder:
         request: ContextRequest,
         query_embedding: list[float] | None,
         shown_messages: set[uuid.UUID],
+        last_database_work: bool,
     ) -> dict[MemorySectionName, list[SearchHit]]:
         """The best memories of each memory section the request includes, from one statement.
 
@@ -275,6 +288,7 @@ class ContextBuilder:
                     shown_messages if name == "episodes" and shown_messages else None
                     for name, _ in sections
                 ],
+                last_database_work=last_database_work,
             )
             if sections
             else []

@@ -277,9 +277,13 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             return _asked(caller, lambda embedder: start_embedding_question(embedder, request()))
 
         async def work(call: McpCall, question: PendingVector | None) -> Recalled:
-            return Recalled.of(
-                await call.search.search(call.owner, request(), embedding_question=question)
+            found = await call.search.search(
+                call.owner,
+                request(),
+                embedding_question=question,
+                last_database_work=True,
             )
+            return Recalled.of(found)
 
         return await _run_ahead(ctx, resolve, ahead, work)
 
@@ -316,7 +320,10 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
 
         async def work(call: McpCall, question: PendingVector | None) -> ContextBlock:
             block = await call.context.build(
-                call.caller.user_id, request(), embedding_question=question
+                call.caller.user_id,
+                request(),
+                embedding_question=question,
+                last_database_work=True,
             )
             return ContextBlock.of(block)
 

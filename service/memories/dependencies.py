@@ -85,6 +85,7 @@ def _search(services: Services, reranker: Reranker | None) -> MemorySearch:
         services.tenant_id,
         services.state.settings,
         reranker,
+        services.end_transaction,
     )
 
 

@@ -335,7 +335,7 @@ async def search_memories(
 ) -> SearchResponse:
     """Hybrid search (full-text OR query + vector similarity, fused in one SQL statement)
     over the user's and the organization's memories. Every hit carries its component scores."""
-    return await search.search(owner, body, embedding_question=question)
+    return await search.search(owner, body, embedding_question=question, last_database_work=True)
 
 
 @user_router.get(

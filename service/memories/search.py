@@ -73,6 +73,9 @@ async def embed_question(embedder: Embedder | None, query: str) -> list[float] |
             return None
 
 
+EndTransaction = Callable[[], Awaitable[None]]
+"""Ends the caller's transaction: its database work is done (`Services.end_transaction`)."""
+
 PendingVector = asyncio.Future[list[float] | None]
 """A question's vector on its way (None when the embedder is down)."""
 
@@ -148,8 +151,11 @@ class MemorySearch:
         tenant_id: str,
         settings: Settings,
         reranker: Reranker | None = None,
+        end_transaction: EndTransaction | None = None,
     ) -> None:
+        """`end_transaction` ends the transaction the search runs in (`last_database_work`)."""
         self._fusion = fusion
+        self._end_transaction = end_transaction
         self._vector_columns = vector_columns
         self._tenant_id = tenant_id
         self._settings = settings
@@ -248,9 +254,13 @@ class MemorySearch:
         *,
         query_embedding: list[float] | None = None,
         embedding_question: Awaitable[list[float] | None] | None = None,
+        last_database_work: bool = False,
     ) -> SearchResponse:
         """Hybrid search; pass `query_embedding` to reuse one embedding across searches, or
-        `embedding_question` (`start_embedding_question`) for a vector already on its way."""
+        `embedding_question` (`start_embedding_question`) for a vector already on its way.
+        `last_database_work`: the caller reads and writes nothing after this search, so its
+        transaction is ended before a hosted reranker is called (`Services.end_transaction`,
+        when the search was built with it)."""
         # The statement's planner setting is made while the question is embedded, if it is
         # still on its way (a question asked before has its vector at once, from the cache).
         on_its_way = (
@@ -275,7 +285,7 @@ class MemorySearch:
             with fusion_statement(request.mode) as statement:
                 rows = await planned.search(params)
                 statement.rows(len(rows))
-        [reranked] = await self._rerank(request.query, [rows], request.mode)
+        [reranked] = await self._rerank(request.query, [rows], request.mode, last_database_work)
         hits = _hits(request, params, rows, query_embedding, reranked)
         record_search_hits(trace.get_current_span(), hits, mode=request.mode)
         return SearchResponse(
@@ -293,10 +303,12 @@ class MemorySearch:
         *,
         query_embedding: list[float] | None,
         not_only_of_messages: Sequence[Collection[uuid.UUID] | None] | None = None,
+        last_database_work: bool = False,
     ) -> list[list[SearchHit]]:
         """Several searches with one query vector (None: lexical) in one fusion statement:
         each request's hits, as `search` would return them; request `i` leaves out the
-        memories drawn from `not_only_of_messages[i]` alone.
+        memories drawn from `not_only_of_messages[i]` alone; `last_database_work` as for
+        `search`.
 
         The requests may differ only in what they select (scopes, kinds, …) and their limit,
         and must select disjoint memories."""
@@ -309,7 +321,7 @@ class MemorySearch:
         with fusion_statement(mode) as statement:
             sections = await self._fusion.search_sections(params)
             statement.rows(sum(len(rows) for rows in sections))
-        reranked = await self._rerank(requests[0].query, sections, mode)
+        reranked = await self._rerank(requests[0].query, sections, mode, last_database_work)
         hits = [
             _hits(request, section_params, rows, query_embedding, section_reranked)
             for request, section_params, rows, section_reranked in zip(
@@ -322,11 +334,17 @@ class MemorySearch:
         return hits
 
     async def _rerank(
-        self, query: str, found: Sequence[list[SearchRow]], mode: str
+        self,
+        query: str,
+        found: Sequence[list[SearchRow]],
+        mode: str,
+        last_database_work: bool,
     ) -> list[dict[uuid.UUID, float]]:
         """The reranker's score of each list's first `rerank_top_n` fused candidates, from one
         call (the lists answer one query); empty without a reranker or when it failed (the
-        failure counted)."""
+        failure counted). After the caller's last database work, its transaction is ended
+        first, and the call is waited for outside the admission gate (no work of the
+        process's)."""
         if self._reranker is None:
             # Before any row's memory is read: a row's memory is validated only for the hits
             # a search keeps (`SearchRow.memory`), and a context keeps 4 of each section's 12.
@@ -338,7 +356,12 @@ class MemorySearch:
         with search_stage("rerank", mode) as span:
             span.set_attribute("mneme.rerank.documents", len(documents))
             try:
-                scores = iter(await self._reranker.scores(query, documents))
+                if not last_database_work or self._end_transaction is None:
+                    scores = iter(await self._reranker.scores(query, documents))
+                else:
+                    await self._end_transaction()
+                    async with outside_the_gate():
+                        scores = iter(await self._reranker.scores(query, documents))
             except RerankerUnavailable as error:
                 MEMORY_METRICS.rerank_failures.labels(error.reason).inc()
                 span.set_attribute("mneme.rerank.failure", error.reason)

@@ -66,10 +66,12 @@ class SectionBySection(MemorySearch):
         *,
         query_embedding: list[float] | None,
         not_only_of_messages: Sequence[Collection[uuid.UUID] | None] | None = None,
+        last_database_work: bool = False,
     ) -> list[list[SearchHit]]:
         leaving_out = not_only_of_messages or [None] * len(requests)
         each = []
         for request, messages in zip(requests, leaving_out, strict=True):
+            # Each section's own statement, the transaction kept open (no reranker here).
             [hits] = await super().search_sections(
                 owner, [request], query_embedding=query_embedding, not_only_of_messages=[messages]
             )

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -49,13 +51,69 @@ def embeddings() -> Iterator[FakeOpenAIServer]:
     server.stop()
 
 
+RERANK_PATH = "/rerank"
+
+
+class HeldReranker:
+    """A Cohere-shaped `/rerank` on 127.0.0.1 that answers each document by its length, and
+    keeps its answers back while held (`hold_back`, `release`), as `FakeOpenAIServer` does."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._released = threading.Event()
+        self._released.set()
+        reranker = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                reranker.requests.append(RecordedRequest(self.path, {}, body))
+                reranker._released.wait(timeout=30)
+                results = [
+                    {"index": index, "relevance_score": float(len(document))}
+                    for index, document in enumerate(body["documents"])
+                ]
+                payload = json.dumps({"results": results}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}{RERANK_PATH}"
+
+    def hold_back(self) -> None:
+        self._released.clear()
+
+    def release(self) -> None:
+        self._released.set()
+
+    def stop(self) -> None:
+        self._released.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def reranker() -> Iterator[HeldReranker]:
+    held = HeldReranker()
+    yield held
+    held.stop()
+
+
 @pytest.fixture(scope="module")
 async def one_connection_server(
-    cluster: EmbeddedCluster, embeddings: FakeOpenAIServer
+    cluster: EmbeddedCluster, embeddings: FakeOpenAIServer, reranker: HeldReranker
 ) -> AsyncIterator[RunningServer]:
-    """A live server on a hosted embedding model and a hosted chat model, with one database
-    connection and one place in its admission gate, which a request waits for at most
-    `POOL_TIMEOUT_SECONDS`."""
+    """A live server on a hosted embedding model, a hosted chat model and a hosted reranker,
+    with one database connection and one place in its admission gate, which a request waits
+    for at most `POOL_TIMEOUT_SECONDS`."""
     settings = make_settings(
         cluster,
         migrate_on_start=False,
@@ -75,12 +133,17 @@ async def one_connection_server(
         llm_model=MODEL,
         llm_max_retries=0,
         llm_timeout_seconds=20,
+        rerank_url=reranker.url,
+        rerank_timeout_seconds=20,
     )
     async with loopback_server(settings) as server:
         yield server
 
 
-def requests_to(model: FakeOpenAIServer, path: str = EMBEDDINGS_PATH) -> int:
+HostedModel = FakeOpenAIServer | HeldReranker
+
+
+def requests_to(model: HostedModel, path: str = EMBEDDINGS_PATH) -> int:
     return sum(request.path == path for request in model.requests)
 
 
@@ -94,19 +157,23 @@ class Caller:
     client: httpx.AsyncClient
 
     async def served_meanwhile(
-        self, call: Callable[[], Awaitable[Any]], path: str = EMBEDDINGS_PATH
+        self,
+        call: Callable[[], Awaitable[Any]],
+        path: str = EMBEDDINGS_PATH,
+        model: HostedModel | None = None,
     ) -> Any:
         """`call`'s result, run while the model holds its answers back until another request
         (which needs the database) has been answered; that answer must be a 200. Returns
         once the model answered `call`, checking it asked the model (`path`: embeddings, or
-        the chat model's completions) once."""
-        before = requests_to(self.model, path)
-        self.model.hold_back()
+        the chat model's completions; `model`: another than the OpenAI-compatible one) once."""
+        held = self.model if model is None else model
+        before = requests_to(held, path)
+        held.hold_back()
         try:
             pending = asyncio.ensure_future(call())
             # The model's server records what it is asked in threads of its own: polled.
             async with asyncio.timeout(10):
-                while requests_to(self.model, path) == before:  # noqa: ASYNC110
+                while requests_to(held, path) == before:  # noqa: ASYNC110
                     await asyncio.sleep(0.01)
             async with httpx.AsyncClient(base_url=self.server.base_url) as other:
                 meanwhile = await other.get(
@@ -118,9 +185,9 @@ class Caller:
             pending.cancel()
             raise
         finally:
-            self.model.release()
+            held.release()
         result = await pending
-        assert requests_to(self.model, path) == before + 1
+        assert requests_to(held, path) == before + 1
         return result
 
     async def new_thread(self) -> str:
@@ -306,3 +373,67 @@ async def test_a_text_put_again_unchanged_is_not_sent_to_the_model_again(ada: Ca
     assert again.status_code == 200, again.text
     assert again.json()["metadata"] == {"checked": True}
     assert requests_to(ada.model) == before
+
+
+@pytest.fixture
+async def ada_with_memories(ada: Caller) -> Caller:
+    batch = {"items": [{"text": "Rows a kayak on Sundays"}, {"text": "Sails a dinghy"}]}
+    written = await ada.client.post("/v1/users/me/memories/batch", json=batch)
+    assert written.status_code == 201, written.text
+    return ada
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/users/me/memories/search", {"query": "kayak"}),
+        ("/v1/users/me/context", {"query": "kayak"}),
+    ],
+)
+async def test_a_reranker_is_waited_for_after_the_transaction_ended(
+    ada_with_memories: Caller, reranker: HeldReranker, path: str, body: dict[str, Any]
+) -> None:
+    """A search or a block reads nothing after its fusion statement: its transaction ends
+    before the reranker is called, and its scores still order the hits."""
+    ada = ada_with_memories
+    response = await ada.served_meanwhile(
+        lambda: ada.client.post(path, json=body), RERANK_PATH, reranker
+    )
+    assert response.status_code == 200, response.text
+    if "hits" in response.json():
+        [first, *_] = response.json()["hits"]
+        assert first["memory"]["text"] == "Rows a kayak on Sundays"
+        assert first["scores"]["rerank_score"] == len("Rows a kayak on Sundays")
+
+
+async def test_an_mcp_recall_waits_for_the_reranker_after_its_transaction(
+    ada_with_memories: Caller, reranker: HeldReranker
+) -> None:
+    ada = ada_with_memories
+    http = httpx2.AsyncClient(headers=ada.headers, timeout=30.0)
+    transport = streamable_http_client(f"{ada.server.base_url}/mcp", http_client=http)
+    async with http, Client(transport) as mcp:
+        await mcp.list_tools()
+        result = await ada.served_meanwhile(
+            lambda: mcp.call_tool("recall", {"query": "kayak"}), RERANK_PATH, reranker
+        )
+    assert not result.is_error, result.content
+
+
+async def test_an_agent_turn_keeps_its_transaction_through_the_reranker(
+    ada_with_memories: Caller, reranker: HeldReranker
+) -> None:
+    """The one wait on a model inside a transaction: a turn writes its idempotency record
+    after its block, so the reranker is called with its transaction open (bounded by the
+    reranker's timeout). The block is reranked, and the record written: a retry replays it."""
+    ada = ada_with_memories
+    turns = f"{await ada.new_thread()}/turns"
+    turn = {"messages": [{"role": "user", "content": "Where do I keep the kayak?"}]}
+    before = requests_to(reranker, RERANK_PATH)
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    response = await ada.client.post(turns, json=turn, headers=key)
+    assert response.status_code == 201, response.text
+    assert requests_to(reranker, RERANK_PATH) == before + 1
+    replayed = await ada.client.post(turns, json=turn, headers=key)
+    assert replayed.status_code == 201 and replayed.json() == response.json()
+    assert requests_to(reranker, RERANK_PATH) == before + 1
