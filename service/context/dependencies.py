@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import Depends
 
 from service.context.schemas import ContextRequest, TurnAppend
-from service.context.service import ContextBuilder, start_embedding_context_question
+from service.context.service import ContextBuilder, block_question
 from service.context.turns import turn_context_request
 from service.dependencies import AddressedUserId, CurrentPrincipal, State, provided
 from service.memories.dependencies import memory_search, memory_service
@@ -46,7 +46,7 @@ async def embed_context_question(
     async with question_on_its_way(
         state.vector_columns,
         principal.tenant_id,
-        lambda embedder: start_embedding_context_question(embedder, body),
+        block_question(body),
     ) as pending:
         yield pending
 
@@ -61,11 +61,10 @@ async def embed_turn_question(
     the request's transaction begins (as for a block alone: `embed_context_question`). The
     route declares it after the addressed user, so nothing is embedded for a caller it
     refuses."""
-    request = turn_context_request(body, thread_id)
     async with question_on_its_way(
         state.vector_columns,
         principal.tenant_id,
-        lambda embedder: start_embedding_context_question(embedder, request),
+        block_question(turn_context_request(body, thread_id)),
     ) as pending:
         yield pending
 

@@ -30,11 +30,10 @@ from service.context.schemas import (
 from service.context.telemetry import record_context_sections
 from service.kit.token_counting import count_tokens_memo
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
-from service.memories.search import MemorySearch, PendingVector, embed_question
+from service.memories.search import MemorySearch, PendingVector
 from service.memories.service import PROCEDURE_SLOTS, MemoryService
 from service.observability import traced, tracer
 from service.profile.service import ProfileService
-from service.providers import Embedder
 from service.threads.service import ContextWindow, ReplayedMessage, ThreadService
 from service.threads.summaries import format_summary_entries
 
@@ -97,14 +96,9 @@ def needs_question_vector(request: ContextRequest) -> bool:
     return bool(set(request.include) & MEMORY_SECTIONS.keys())
 
 
-def start_embedding_context_question(
-    embedder: Embedder | None, request: ContextRequest
-) -> PendingVector | None:
-    """Start embedding the question of a block that needs its vector, so that it runs while
-    the request's transaction begins; pass the result to `ContextBuilder.build`."""
-    if not needs_question_vector(request) or embedder is None:
-        return None
-    return asyncio.ensure_future(embed_question(embedder, request.query))
+def block_question(request: ContextRequest) -> str | None:
+    """The question a block embeds (None: a block without memory sections needs no vector)."""
+    return request.query if needs_question_vector(request) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +168,7 @@ class ContextBuilder:
         last_database_work: bool = False,
     ) -> ContextResponse:
         """The block for `request`; `embedding_question` is its question's vector already on
-        its way (`start_embedding_context_question`), else it is embedded here.
+        its way (`question_on_its_way` of `block_question`), else it is embedded here.
         `last_database_work`: the caller reads and writes nothing after the block, so its
         transaction ends once the block has read all it shows (`MemorySearch.search`)."""
         with tracer.start_as_current_span("context.retrieve"):

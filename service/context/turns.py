@@ -29,7 +29,7 @@ async def record_turn(
 ) -> TurnAppended:
     """Append `body.messages`, then build the context block for the model's next call;
     `embedding_question` is the block's question already on its way
-    (`start_embedding_context_question` of `turn_context_request`), else it is embedded in
+    (`question_on_its_way` of `turn_context_request`'s question), else it is embedded in
     the build."""
     appended = await threads.append(user_id, thread_id, body.messages)
     built = await context.build(

@@ -29,7 +29,7 @@ from service.extraction.prompt import normalise_subject
 from service.extraction.resolver import normalise_text, refusal, remembered_name
 from service.extraction.schemas import CompactRequest, CompactResult
 from service.kit.admission import outside_the_gate
-from service.memories.embedding import embed_ahead, vectors_for
+from service.memories.embedding import embed_outside_a_transaction
 from service.memories.models import Memory
 from service.memories.schemas import MemoryCreate, MemoryRead
 from service.memories.writer import DerivedMemory, DerivedMemoryWriter
@@ -208,8 +208,7 @@ class CompactionService:
             return CompactResult(
                 status="unchanged", read=len(facts), written=[], superseded=[], dropped=dropped
             )
-        texts = [c.text for c in plan]
-        vectors = await vectors_for(self._embedder, texts, await embed_ahead(self._embedder, texts))
+        vectors = await embed_outside_a_transaction(self._embedder, [c.text for c in plan])
         written: list[MemoryRead] = []
         superseded: list[uuid.UUID] = []
         async with self._unit() as memories:

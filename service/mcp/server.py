@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from service.auth.principal import ME
 from service.context.schemas import ContextRequest
-from service.context.service import start_embedding_context_question
+from service.context.service import block_question
 from service.errors import DomainError, NotFound
 from service.kit.pagination import MAX_PAGE_SIZE
 from service.kit.types import JsonObject, QueryText
@@ -58,11 +58,10 @@ from service.memories.schemas import (
 from service.memories.search import (
     PendingVector,
     question_on_its_way,
-    start_embedding_question,
+    searched_question,
 )
 from service.memories.service import created_texts
 from service.profile.schemas import PatchOperation
-from service.providers import Embedder
 
 T = TypeVar("T")
 
@@ -168,15 +167,11 @@ async def _nothing_ahead(_caller: McpCaller) -> AsyncIterator[None]:
     yield None
 
 
-@asynccontextmanager
-async def _asked(
-    caller: McpCaller, start: Callable[[Embedder | None], PendingVector | None]
-) -> AsyncIterator[PendingVector | None]:
+def _asked(
+    caller: McpCaller, question: str | None
+) -> AbstractAsyncContextManager[PendingVector | None]:
     """A question's vector, on its way before the call's transaction begins."""
-    async with question_on_its_way(
-        caller.state.vector_columns, caller.principal.tenant_id, start
-    ) as pending:
-        yield pending
+    return question_on_its_way(caller.state.vector_columns, caller.principal.tenant_id, question)
 
 
 @asynccontextmanager
@@ -274,7 +269,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             return SearchRequest(query=query, limit=limit, kinds=kinds, categories=categories)
 
         def ahead(caller: McpCaller) -> AbstractAsyncContextManager[PendingVector | None]:
-            return _asked(caller, lambda embedder: start_embedding_question(embedder, request()))
+            return _asked(caller, searched_question(request()))
 
         async def work(call: McpCall, question: PendingVector | None) -> Recalled:
             found = await call.search.search(
@@ -314,9 +309,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             )
 
         def ahead(caller: McpCaller) -> AbstractAsyncContextManager[PendingVector | None]:
-            return _asked(
-                caller, lambda embedder: start_embedding_context_question(embedder, request())
-            )
+            return _asked(caller, block_question(request()))
 
         async def work(call: McpCall, question: PendingVector | None) -> ContextBlock:
             block = await call.context.build(

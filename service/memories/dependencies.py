@@ -29,7 +29,7 @@ from service.memories.search import (
     MemorySearch,
     PendingVector,
     question_on_its_way,
-    start_embedding_question,
+    searched_question,
 )
 from service.memories.service import (
     MemoryService,
@@ -38,7 +38,6 @@ from service.memories.service import (
     procedure_texts,
 )
 from service.memories.writer import DerivedMemoryWriter
-from service.observability import tracer
 from service.providers.reranker import Reranker
 from service.services import Services
 from service.state import AppState
@@ -111,7 +110,7 @@ async def embed_search_question(
     async with question_on_its_way(
         state.vector_columns,
         principal.tenant_id,
-        lambda embedder: start_embedding_question(embedder, body),
+        searched_question(body),
     ) as pending:
         yield pending
 
@@ -127,10 +126,7 @@ EmbeddingQuestion = Annotated[PendingVector | None, Depends(embed_search_questio
 
 
 async def _embedded_ahead(state: AppState, texts: Iterable[str]) -> TextVectors:
-    with tracer.start_as_current_span("memories.embed_ahead") as span:
-        ahead = await embed_ahead(state.embedding_backfill.embedder, texts)
-        span.set_attribute("mneme.embedded", None not in ahead.values())
-        return ahead
+    return await embed_ahead(state.embedding_backfill.embedder, texts)
 
 
 async def embed_created_text(body: MemoryCreate, state: State) -> TextVectors:

@@ -23,6 +23,7 @@ from service.kit.admission import outside_the_gate
 from service.kit.secrets import find_secret_in
 from service.memories.repository import MemoryRepository
 from service.memories.vector_columns import StorageEmbedder, VectorColumns
+from service.observability import tracer
 from service.providers import Embedder, EmbedderUnavailable, computes_in_process
 
 logger = logging.getLogger("mneme.embedding")
@@ -44,17 +45,26 @@ TextVectors = Mapping[str, list[float] | None]
 texts of a call the embedder was unavailable for."""
 
 
+async def embed_outside_a_transaction(
+    embedder: Embedder, texts: Sequence[str]
+) -> list[list[float]] | None:
+    """`embed_or_none`, for a caller that holds no transaction: a hosted model's round trip
+    is no work of the process's either, and waits outside the admission gate."""
+    if computes_in_process(embedder):
+        return await embed_or_none(embedder, texts)
+    async with outside_the_gate():
+        return await embed_or_none(embedder, texts)
+
+
 async def embed_ahead(embedder: Embedder, texts: Iterable[str]) -> TextVectors:
     """The vectors of the texts a write will store, made before the write's transaction
-    begins (a hosted model's round trip outside the admission gate too: no work of the
-    process's). A text the secret policy refuses is not sent to the model: the write is refused
-    before it would store it, and its words never leave the service."""
+    begins (`embed_outside_a_transaction`). A text the secret policy refuses is not sent to
+    the model: the write is refused before it would store it, and its words never leave the
+    service."""
     wanted = list(dict.fromkeys(text for text in texts if find_secret_in(text) is None))
-    if computes_in_process(embedder):
-        vectors = await embed_or_none(embedder, wanted)
-    else:
-        async with outside_the_gate():
-            vectors = await embed_or_none(embedder, wanted)
+    with tracer.start_as_current_span("memories.embed_ahead") as span:
+        vectors = await embed_outside_a_transaction(embedder, wanted)
+        span.set_attribute("mneme.embedded", vectors is not None)
     return {text: None if vectors is None else vectors[i] for i, text in enumerate(wanted)}
 
 

@@ -114,27 +114,24 @@ async def embedding_underway(
 
 @asynccontextmanager
 async def question_on_its_way(
-    vector_columns: VectorColumns,
-    tenant_id: str,
-    start: Callable[[Embedder | None], PendingVector | None],
+    vector_columns: VectorColumns, tenant_id: str, question: str | None
 ) -> AsyncIterator[PendingVector | None]:
-    """A question's vector by the model `tenant_id`'s searches read, for the block in which a
-    request's transaction begins (`embedding_underway`): `start` hands the question to that
-    embedder (None, when there is none, or nothing to embed)."""
+    """`question`'s vector by the model `tenant_id`'s searches read, on its way for the block
+    in which a request's transaction begins (`embedding_underway`); await it for `search`
+    or `ContextBuilder.build`. None when there is nothing to embed (`question` None) or no
+    embedder of that model."""
     embedder = vector_columns.question_embedder(tenant_id)
-    in_process = embedder is not None and computes_in_process(embedder)
-    async with embedding_underway(start(embedder), in_process=in_process) as pending:
-        yield pending
+    if question is None or embedder is None:
+        yield None
+        return
+    pending = asyncio.ensure_future(embed_question(embedder, question))
+    async with embedding_underway(pending, in_process=computes_in_process(embedder)) as underway:
+        yield underway
 
 
-def start_embedding_question(
-    embedder: Embedder | None, request: SearchRequest
-) -> PendingVector | None:
-    """Start embedding `request`'s question (None: a lexical search needs no vector), so that
-    it runs while the request's transaction begins; await the result for `search`."""
-    if request.mode == "lexical" or embedder is None:
-        return None
-    return asyncio.ensure_future(embed_question(embedder, request.query))
+def searched_question(request: SearchRequest) -> str | None:
+    """The question a search embeds (None: a lexical search needs no vector)."""
+    return None if request.mode == "lexical" else request.query
 
 
 def searched_owners(owner: Owner, scopes: Sequence[str]) -> list[Owner]:
@@ -257,7 +254,7 @@ class MemorySearch:
         last_database_work: bool = False,
     ) -> SearchResponse:
         """Hybrid search; pass `query_embedding` to reuse one embedding across searches, or
-        `embedding_question` (`start_embedding_question`) for a vector already on its way.
+        `embedding_question` (`question_on_its_way`) for a vector already on its way.
         `last_database_work`: the caller reads and writes nothing after this search, so its
         transaction is ended before a hosted reranker is called (`Services.end_transaction`,
         when the search was built with it)."""
