@@ -51,10 +51,8 @@ TEXTS = [
 
 @pytest.fixture
 def embeddings_server() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer(native_dims=NEW_DIMS)
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer(native_dims=NEW_DIMS) as server:
+        yield server
 
 
 async def _shard_indexes_valid(owner: AsyncEngine, name: str) -> list[bool]:

@@ -25,10 +25,8 @@ Headers = dict[str, str]
 
 @pytest.fixture(scope="module")
 def llm() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 @pytest.fixture

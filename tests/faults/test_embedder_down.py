@@ -25,10 +25,8 @@ from tests.fixtures.openai_server import API_KEY, FakeOpenAIServer
 
 @pytest.fixture(scope="module")
 def embeddings() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -45,10 +45,8 @@ POOL_TIMEOUT_SECONDS = 1.0
 
 @pytest.fixture(scope="module")
 def embeddings() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 RERANK_PATH = "/rerank"

@@ -410,10 +410,8 @@ async def test_the_migrated_schema_is_what_pgqueuer_expects(jobs_engine: AsyncEn
 
 @pytest.fixture
 def llm_server() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 async def test_an_append_queues_a_summary_pass_that_survives_a_model_outage(

@@ -22,10 +22,8 @@ from tests.memories.model_change import NEW_DIMS
 def embeddings_server() -> Iterator[FakeOpenAIServer]:
     """An OpenAI-compatible embeddings server for the model a change of model moves to (a
     module may replace it, as the killed-process test does with a slow one)."""
-    server = FakeOpenAIServer(native_dims=NEW_DIMS)
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer(native_dims=NEW_DIMS) as server:
+        yield server
 
 
 @pytest.fixture

@@ -62,10 +62,8 @@ class SlowEmbeddings(FakeOpenAIServer):
 
 @pytest.fixture
 def embeddings_server() -> Iterator[FakeOpenAIServer]:
-    server = SlowEmbeddings(native_dims=NEW_DIMS)
-    server.start()
-    yield server
-    server.stop()
+    with SlowEmbeddings(native_dims=NEW_DIMS) as server:
+        yield server
 
 
 def _command(env: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -131,10 +131,8 @@ async def test_after_each_change_of_model_the_backfill_finds_unembedded_memories
 @pytest.fixture(scope="module")
 def other_size_server() -> Iterator[FakeOpenAIServer]:
     """The same model's name, served at another size than the change claimed the column for."""
-    server = FakeOpenAIServer(native_dims=OTHER_DIMS)
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer(native_dims=OTHER_DIMS) as server:
+        yield server
 
 
 async def _alt_sizes(owner: AsyncEngine, tenant: str) -> dict[str, int | None]:

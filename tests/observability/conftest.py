@@ -37,18 +37,14 @@ class CapturedLines(logging.Handler):
 
 @pytest.fixture(scope="package")
 def receiver() -> Iterator[OtlpReceiver]:
-    server = OtlpReceiver()
-    server.start()
-    yield server
-    server.stop()
+    with OtlpReceiver() as server:
+        yield server
 
 
 @pytest.fixture(scope="package")
 def telemetry_llm() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="package")

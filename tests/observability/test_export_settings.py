@@ -30,10 +30,8 @@ with trace_export(trace_exporters(os.environ.get("MNEME_OTEL_EXPORTER")), None):
 
 @pytest.fixture
 def fresh_receiver() -> Iterator[OtlpReceiver]:
-    server = OtlpReceiver()
-    server.start()
-    yield server
-    server.stop()
+    with OtlpReceiver() as server:
+        yield server
 
 
 def run_probe(**env: str) -> None:

@@ -11,7 +11,5 @@ from tests.fixtures.openai_server import FakeOpenAIServer
 
 @pytest.fixture
 def embeddings_server() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer() as server:
+        yield server

@@ -26,10 +26,8 @@ MakeModel = Callable[..., OpenAIChatModel]
 
 @pytest.fixture
 def llm_server() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 @pytest.fixture

@@ -173,10 +173,8 @@ def test_raw_messages_start_after_the_last_window_but_keep_the_recent_turns() ->
 
 @pytest.fixture
 def llm_server() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 @pytest.fixture

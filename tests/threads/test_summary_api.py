@@ -21,10 +21,8 @@ from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer
 
 @pytest.fixture(scope="module")
 def llm() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    yield server
-    server.stop()
+    with FakeOpenAIServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
