@@ -147,7 +147,7 @@ class AdminService:
         active_after: datetime | None,
         active_before: datetime | None,
     ) -> Page[UserOverview]:
-        after_id = None if cursor is None else str(decode_cursor(cursor, arity=1)[0])
+        after_id = None if cursor is None else decode_cursor(cursor, shape=(str,))[0]
         rows = await self._repository.users(
             after_id=after_id,
             active_after=active_after,

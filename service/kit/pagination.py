@@ -33,13 +33,20 @@ def encode_cursor(values: list[Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, *, arity: int) -> list[Any]:
+def decode_cursor(cursor: str, *, shape: tuple[type, ...]) -> list[Any]:
+    """The values of a cursor this API issued: a JSON list whose values have exactly the
+    types of `shape` (a client may send any bytes: anything else is 422, never a crash)."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         values = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise _bad_cursor() from exc
-    if not isinstance(values, list) or len(values) != arity:
+    if (
+        not isinstance(values, list)
+        or len(values) != len(shape)
+        # `type(...) is`: a JSON `true` is no position (bool is an int in Python).
+        or any(type(value) is not kind for value, kind in zip(values, shape, strict=True))
+    ):
         raise _bad_cursor()
     return values
 
@@ -48,7 +55,7 @@ def decode_newest_first_cursor(cursor: str | None) -> tuple[datetime, uuid.UUID]
     """The (created_at, id) position of a newest-first listing's cursor, or None."""
     if cursor is None:
         return None
-    created_at, row_id = decode_cursor(cursor, arity=2)
+    created_at, row_id = decode_cursor(cursor, shape=(str, str))
     try:
         # Issued cursors hold UTC times; anything else was forged (the same rule as any time).
         return parse_timestamp(created_at), uuid.UUID(row_id)
@@ -60,9 +67,8 @@ def decode_position_cursor(cursor: str | None) -> int | None:
     """The sequence number a position cursor (`[seq]`) points after, or None."""
     if cursor is None:
         return None
-    (position,) = decode_cursor(cursor, arity=1)
-    # bool is an int in Python, and a forged cursor may hold any JSON value.
-    if type(position) is not int or not 0 <= position <= INT64_MAX:
+    (position,) = decode_cursor(cursor, shape=(int,))
+    if not 0 <= position <= INT64_MAX:
         raise _bad_cursor()
     return position
 

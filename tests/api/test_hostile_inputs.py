@@ -192,13 +192,24 @@ async def test_timestamps_outside_the_calendar_or_without_zone_are_refused(
         encode_cursor(["0001-01-01T00:00:00+05:00", "00000000-0000-0000-0000-000000000000"]),
         encode_cursor(["2024-01-01T00:00:00", "00000000-0000-0000-0000-000000000000"]),
         encode_cursor([{"not": "a time"}, 3]),
+        # A time, and an id of another type than a string: each was a 500.
+        encode_cursor(["2026-01-01T00:00:00Z", 123]),
+        encode_cursor(["2026-01-01T00:00:00Z", []]),
+        # Nested past the JSON parser's recursion limit.
+        base64.urlsafe_b64encode(b"[" * 1500 + b"]" * 1500).decode().rstrip("="),
     ],
 )
 async def test_forged_listing_cursors_are_refused(
     client: AsyncClient, settings: Settings, tenant: str, cursor: str
 ) -> None:
     headers = bearer(settings, tenant, "root", admin=True)
-    for url in ("/v1/users/me/memories", "/v1/users/me/threads", "/v1/admin/api-keys"):
+    for url in (
+        "/v1/users/me/memories",
+        "/v1/users/me/threads",
+        "/v1/admin/api-keys",
+        "/v1/org/memories",
+        "/v1/admin/users",
+    ):
         response = await client.get(url, params={"cursor": cursor}, headers=headers)
         assert_problem(response, 422, "VALIDATION_FAILED")
 
