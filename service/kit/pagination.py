@@ -67,7 +67,7 @@ def decode_position_cursor(cursor: str | None) -> int | None:
     """The sequence number a position cursor (`[seq]`) points after, or None."""
     if cursor is None:
         return None
-    (position,) = decode_cursor(cursor, shape=(int,))
+    position: int = decode_cursor(cursor, shape=(int,))[0]
     if not 0 <= position <= INT64_MAX:
         raise _bad_cursor()
     return position
