@@ -4,7 +4,8 @@ pydantic models and FastAPI parameters), MCP arguments (the same models), import
 kind of value, written once here, so that a value refused on one path is refused on all of them
 with a 4xx, and a value accepted on any path is one the service can read back.
 
-- Timestamps carry a time zone, an offset within ±14:00 (the widest in use; Postgres and
+- Timestamps are ISO 8601 text (a number is not a time: `2026` would be read as 33 minutes
+  past the Unix epoch), carry a time zone, an offset within ±14:00 (the widest in use; Postgres and
   Python both accept it), and fall in years 1 to 9999 once converted to UTC: Postgres stores
   earlier and later times, but Python cannot read them back. The very first and last
   microsecond of that range are excluded too (the driver turns them into ±infinity).
@@ -30,7 +31,7 @@ import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, AwareDatetime, Field, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, StringConstraints
 
 INT64_MAX = 2**63 - 1
 
@@ -63,22 +64,32 @@ def storable_time(value: datetime) -> datetime:
     return value
 
 
-Timestamp = Annotated[AwareDatetime, AfterValidator(storable_time)]
-"""A point in time with a time zone (naive times are ambiguous), storable as timestamptz and
-readable back."""
-
-
 def parse_timestamp(value: object) -> datetime:
     """An ISO 8601 text (`2026-12-02T10:45:00+01:00`, `…Z`) read as a `Timestamp`, else
     ValueError. Words Postgres would also take (`yesterday`, `infinity`, `4000-01-01 BC`) are
-    not timestamps here."""
+    not timestamps here, nor are numbers (pydantic would read `2026` or `"20260101"` as
+    seconds since the Unix epoch)."""
     if not isinstance(value, str):
         raise ValueError("a time is ISO 8601 text with a UTC offset")
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         raise ValueError(f"{value[:40]!r} is not an ISO 8601 time") from None
+    # fromisoformat reads a bare `20260101` as a date (midnight, no offset): refused below.
     return storable_time(parsed)
+
+
+def _timestamp_input(value: object) -> datetime:
+    """What a request's time becomes, by the one rule of `parse_timestamp` (a `datetime`
+    built by the service itself passes as it is)."""
+    if isinstance(value, datetime):
+        return storable_time(value)
+    return parse_timestamp(value)
+
+
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_timestamp_input)]
+"""A point in time with a time zone (naive times are ambiguous), written as ISO 8601 text,
+storable as timestamptz and readable back."""
 
 
 # --- numbers ------------------------------------------------------------------------------

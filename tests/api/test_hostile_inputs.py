@@ -169,7 +169,15 @@ async def test_label_beyond_int64_is_refused(
 
 @pytest.mark.parametrize(
     "value",
-    ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "2024-01-01T00:00:00"],
+    [
+        "0001-01-01T00:00:00+05:00",
+        "9999-12-31T23:59:59-05:00",
+        "2024-01-01T00:00:00",
+        # Numbers are no times: each was read as seconds since the Unix epoch.
+        "2026",
+        "20260101",
+        "1700000000",
+    ],
 )
 async def test_timestamps_outside_the_calendar_or_without_zone_are_refused(
     client: AsyncClient, settings: Settings, tenant: str, value: str
@@ -183,6 +191,26 @@ async def test_timestamps_outside_the_calendar_or_without_zone_are_refused(
         "/v1/users/me/memories", json={"text": "when?", "event_at": value}, headers=headers
     )
     assert_problem(written, 422, "VALIDATION_FAILED")
+    assert await _memory_count(client, headers) == 0
+
+
+@pytest.mark.parametrize("value", [2026, 1700000000, 1.7e9, True])
+async def test_a_json_number_is_not_a_time(
+    client: AsyncClient, settings: Settings, tenant: str, value: object
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    for body in (
+        {"text": "when?", "event_at": value},
+        {"text": "until when?", "expires_at": value},
+    ):
+        written = await client.post("/v1/users/me/memories", json=body, headers=headers)
+        assert_problem(written, 422, "VALIDATION_FAILED")
+    searched = await client.post(
+        "/v1/users/me/memories/search",
+        json={"query": "when", "event_after": value},
+        headers=headers,
+    )
+    assert_problem(searched, 422, "VALIDATION_FAILED")
     assert await _memory_count(client, headers) == 0
 
 
