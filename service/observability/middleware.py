@@ -8,11 +8,12 @@ import dataclasses
 import re
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import trace
-from starlette.routing import Match, Route
+from starlette.routing import Match, Route, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.observability.metrics import Metrics
@@ -155,6 +156,36 @@ class LabelledRoute(Route):
 
 
 def _route_template(scope: Scope) -> str:
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) else "<unmatched>"
+    path = getattr(scope.get("route"), "path", None)
+    if isinstance(path, str):
+        return path
+    return _documented_route(scope) or "<unmatched>"
+
+
+_documented_routes: weakref.WeakKeyDictionary[Any, list[tuple[re.Pattern[str], str, set[str]]]]
+_documented_routes = weakref.WeakKeyDictionary()
+
+
+def _documented_route(scope: Scope) -> str | None:
+    """The documented route (its OpenAPI path) a request was addressed to when a middleware
+    answered it before routing (a body too large, input no field can hold, a read timeout),
+    so that it is counted and logged under its route like every other answer of that route;
+    None for a path the API does not serve. A route whose methods include the request's is
+    preferred, as routing would choose it."""
+    app = scope.get("app")
+    openapi = getattr(app, "openapi", None)
+    if openapi is None:
+        return None
+    routes = _documented_routes.get(app)
+    if routes is None:
+        routes = [
+            (compile_path(template)[0], template, {method.upper() for method in operations})
+            for template, operations in openapi()["paths"].items()
+        ]
+        _documented_routes[app] = routes
+    path, method = scope.get("path", ""), scope.get("method", "")
+    matching = [(template, methods) for regex, template, methods in routes if regex.match(path)]
+    for template, methods in matching:
+        if method in methods:
+            return template
+    return matching[0][0] if matching else None

@@ -75,6 +75,38 @@ async def test_metrics_count_requests_by_route_template(
     assert "metric-user" not in exposition
 
 
+def _counted(exposition: str, method: str, route: str, status: int) -> float:
+    label = f'mneme_http_requests_total{{method="{method}",route="{route}",status="{status}"}} '
+    lines = [line for line in exposition.splitlines() if line.startswith(label)]
+    return float(lines[0].rsplit(" ", 1)[1]) if lines else 0.0
+
+
+async def test_requests_refused_before_routing_count_under_their_route(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    route = "/v1/users/{user_id}/memories"
+    before = (await client.get("/metrics")).text
+    too_large = await client.post(
+        "/v1/users/me/memories",
+        content=b'{"text": "' + b"a" * settings.max_request_bytes + b'"}',
+        headers={**headers, "Content-Type": "application/json"},
+    )
+    assert_problem(too_large, 413, "PAYLOAD_TOO_LARGE")
+    with_nul = await client.post(
+        "/v1/users/me/memories", json={"text": "a\u0000b"}, headers=headers
+    )
+    assert_problem(with_nul, 422, "VALIDATION_FAILED")
+    unknown = await client.post("/v1/no-such-route", json={}, headers=headers)
+    assert unknown.status_code == 404
+    after = (await client.get("/metrics")).text
+    assert _counted(after, "POST", route, 413) == _counted(before, "POST", route, 413) + 1
+    assert _counted(after, "POST", route, 422) == _counted(before, "POST", route, 422) + 1
+    assert _counted(after, "POST", "<unmatched>", 404) == (
+        _counted(before, "POST", "<unmatched>", 404) + 1
+    )
+
+
 async def test_request_id_is_echoed_or_generated(client: AsyncClient) -> None:
     echoed = await client.get("/healthz", headers={"X-Request-ID": "abc-123"})
     assert echoed.headers["x-request-id"] == "abc-123"

@@ -4,6 +4,7 @@ and every label value comes from a small known set — never a user id, tenant o
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from httpx import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -115,6 +116,9 @@ async def test_every_label_value_is_from_a_known_set_and_no_created_series(
         "python_gc_objects_collected",
     ):
         assert name in families, name
+    # What an operator reads about the scrape covers every series it holds.
+    documented = (Path(__file__).parents[2] / "docs" / "operating.md").read_text()
+    assert not sorted(name for name in families if f"`{name}" not in documented)
     counted_routes = {s.labels["route"] for s in families["mneme_http_requests"].samples}
     assert mcp_routes <= counted_routes, counted_routes
     stage_modes = {
