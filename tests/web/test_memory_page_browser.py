@@ -270,6 +270,21 @@ async def test_profile_shows_sources_patches_and_explains_errors(
     await expect(page.locator("#alert")).to_have_text(refused.json()["detail"])
     assert "notes" not in api.call("GET", "/v1/users/ada/profile", "ada").json()["profile"]
 
+    # A field name the profile cannot hold: a 422, whose `detail` only counts the refused
+    # inputs; the page says what each one was refused for.
+    await page.get_by_label("Field").fill("my field")
+    await page.get_by_label("Value (JSON or text)").fill("x")
+    await page.get_by_role("button", name="Add field").click()
+    invalid = api.call(
+        "PATCH",
+        "/v1/users/ada/profile",
+        "ada",
+        json=[{"op": "add", "path": "/my field", "value": "x"}],
+    ).json()
+    assert invalid["code"] == "VALIDATION_FAILED"
+    await expect(page.locator("#alert")).to_contain_text("String should match pattern")
+    await expect(page.locator("#alert")).not_to_contain_text("see `errors`")
+
 
 async def test_threads_show_labelled_messages(
     page: Page, api: Api, live_server: str, screenshots: Path

@@ -50,11 +50,27 @@ const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
 // ---- the API -----------------------------------------------------------------------------
 class ApiError extends Error {
   constructor(status, problem) {
-    // The problem's `detail` is written for people: it is what the page shows.
-    super(problem.detail || problem.title || `HTTP ${status}`);
+    super(problemMessage(status, problem));
     this.status = status;
     this.problem = problem;
   }
+}
+
+// What the page shows of a problem: each refused input's own message, named by where it was
+// (a 422's `detail` only counts them), else the `detail`, written for people.
+function problemMessage(status, problem) {
+  const errors = Array.isArray(problem.errors) ? problem.errors : [];
+  const said = errors
+    .filter((error) => error && typeof error.msg === "string")
+    .slice(0, 5)
+    .map((error) => {
+      const where = (Array.isArray(error.loc) ? error.loc : [])
+        .filter((part) => !["body", "query", "path", "header"].includes(part))
+        .join(".");
+      return where ? `${where}: ${error.msg}` : error.msg;
+    });
+  if (said.length) return said.join("; ");
+  return problem.detail || problem.title || `HTTP ${status}`;
 }
 
 async function api(method, path, { body, contentType, headers = {}, raw = false } = {}) {
