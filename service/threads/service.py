@@ -248,13 +248,18 @@ class ThreadService:
         known = await self._repository.messages_by_client_ids(thread_id, client_ids)
         next_seq = await self._repository.next_seq(thread_id)
         rows: list[dict[str, Any]] = []
-        seen_in_request: set[str] = set()
+        # Each message's answer: the index of its row among those inserted, or the client id
+        # of the message already stored (before, or earlier in this batch) that stands for it.
+        answers: list[int | str] = []
+        inserted_by_client_id: dict[str, int] = {}
         for message in messages:
             client_id = message.client_message_id
-            if client_id is not None and (client_id in known or client_id in seen_in_request):
+            if client_id is not None and (client_id in known or client_id in inserted_by_client_id):
+                answers.append(client_id)
                 continue
             if client_id is not None:
-                seen_in_request.add(client_id)
+                inserted_by_client_id[client_id] = len(rows)
+            answers.append(len(rows))
             rows.append(
                 {
                     "thread_id": thread_id,
@@ -269,17 +274,10 @@ class ThreadService:
                 }
             )
         inserted = await self._repository.insert_messages(rows) if rows else []
-        by_client_id = {
-            **known,
-            **{m.client_message_id: m for m in inserted if m.client_message_id},
-        }
-        fresh = iter(inserted)
-        result: list[Message] = []
-        for message in messages:
-            if message.client_message_id is not None:
-                result.append(by_client_id[message.client_message_id])
-            else:
-                result.append(next(fresh))
+        stored = {**known, **{cid: inserted[i] for cid, i in inserted_by_client_id.items()}}
+        result = [
+            inserted[answer] if isinstance(answer, int) else stored[answer] for answer in answers
+        ]
         if inserted:
             await self._repository.update(thread_id, {"last_message_at": inserted[-1].created_at})
             appended = Appended(self._tenant_id, thread_id, by_admin=self._appended_by_admin)

@@ -228,6 +228,52 @@ async def test_appends_are_idempotent_by_client_id_and_by_key(
     assert [m["content"] for m in listed] == ["a", "b", "c", "d"]
 
 
+@pytest.mark.parametrize("endpoint", ["messages", "turns"])
+async def test_an_append_answers_each_message_sent_with_its_stored_row_in_order(
+    client: AsyncClient, settings: Settings, tenant: str, endpoint: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    url = f"/v1/users/me/threads/{thread_id}/{endpoint}"
+    question = turn("user", "What is the capital of France?", client_message_id="u-1")
+    first = await client.post(
+        url, headers=headers, json={"messages": [question, turn("assistant", "Paris.")]}
+    )
+    assert first.status_code == 201, first.text
+    assert [(m["seq"], m["content"]) for m in first.json()["items"]] == [
+        (0, "What is the capital of France?"),
+        (1, "Paris."),
+    ]
+    # A repeat within the batch and a repeat of a stored message each answer with the row
+    # that stands for them; the messages without an id answer with their own.
+    batch = [
+        turn("user", "a", client_message_id="x"),
+        turn("user", "b", client_message_id="x"),
+        turn("assistant", "c"),
+        question,
+        turn("user", "d", client_message_id="y"),
+        turn("assistant", "e"),
+    ]
+    second = await client.post(url, headers=headers, json={"messages": batch})
+    assert second.status_code == 201, second.text
+    answered = second.json()
+    assert answered["duplicates"] == 2
+    assert [(m["seq"], m["content"]) for m in answered["items"]] == [
+        (2, "a"),
+        (2, "a"),
+        (3, "c"),
+        (0, "What is the capital of France?"),
+        (4, "d"),
+        (5, "e"),
+    ]
+    listed = (
+        await client.get(f"/v1/users/me/threads/{thread_id}/messages", headers=headers)
+    ).json()["items"]
+    by_seq = {m["seq"]: m["id"] for m in listed}
+    items = first.json()["items"] + answered["items"]
+    assert [m["id"] for m in items] == [by_seq[m["seq"]] for m in items]
+
+
 async def test_concurrent_appends_get_gap_free_positions(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
