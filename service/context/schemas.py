@@ -86,7 +86,8 @@ class TurnContextOptions(ContextOptions):
 
     query: QueryText | None = Field(
         default=None,
-        description="Default: the last appended message from the user (else the last one).",
+        description="Default: the last appended message from the user that has visible text "
+        "(else the last appended message that has any).",
     )
 
 

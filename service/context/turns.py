@@ -49,14 +49,20 @@ def turn_context_request(body: TurnAppend, thread_id: uuid.UUID) -> ContextReque
 
 
 def default_query(messages: list[MessageIn]) -> str:
-    """The last user message (else the last message), cut to the query limit from its end."""
-    chosen = next((m for m in reversed(messages) if m.role in USER_ROLES), messages[-1])
-    # The query's own rule (`QueryText`): a message of only invisible characters asks nothing.
-    query = visible_text(chosen.content)[-QUERY_MAX_CHARS:]
-    if not query:
+    """The last user message with visible text (else the last message with any), cut to the
+    query limit from its end."""
+    # The query's own rule (`QueryText`): a message of only invisible characters asks nothing,
+    # so it is passed over, as are a tool call's empty content and a blank tool result.
+    latest = ""
+    for message in reversed(messages):
+        text = visible_text(message.content)
+        if text and message.role in USER_ROLES:
+            return text[-QUERY_MAX_CHARS:]
+        latest = latest or text
+    if not latest:
         raise ValidationFailed(
-            "The context query defaults to the last user message, which is empty; "
-            "send `context.query`.",
+            "The context query defaults to the last message with visible text, from the user "
+            "if any; none of the messages appended has any, so send `context.query`.",
             errors=[{"loc": ["body", "context", "query"], "msg": "required", "type": "missing"}],
         )
-    return query
+    return latest[-QUERY_MAX_CHARS:]

@@ -548,3 +548,39 @@ async def test_an_encoding_unavailable_offline_is_refused_not_counted_with_anoth
     problem = assert_problem(response, 422, "VALIDATION_FAILED")
     assert [error["loc"] for error in problem["errors"]] == [["body", "encoding"]]
     assert encoding in problem["errors"][0]["msg"]
+
+
+async def test_a_turn_without_user_text_asks_about_its_last_message_with_visible_text(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    await remember_all(
+        client,
+        headers,
+        {"text": "Alice is flying to Lisbon on Friday"},
+        {"text": "Alice keeps a tortoise called Shelly"},
+    )
+    thread_id = await start_thread(client, headers)
+    turns = f"/v1/users/me/threads/{thread_id}/turns"
+    tool_round = [
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function"}]},
+        {"role": "tool", "content": "Flight TP1351 to Lisbon leaves on Friday at 07:40."},
+        {"role": "user", "content": "\u200b"},
+    ]
+    response = await client.post(
+        turns, headers=headers, json={"messages": tool_round, "context": {"k_user": 1}}
+    )
+    assert response.status_code == 201, response.text
+    facts = section(response.json()["context"], "facts")
+    assert facts is not None
+    assert [item["text"] for item in facts["items"]] == ["Alice is flying to Lisbon on Friday"]
+
+    # A turn holding no visible text at all asks nothing: refused, and nothing stored.
+    blank = [{"role": "tool", "content": "   "}, {"role": "assistant", "content": "\u2060"}]
+    refused = await client.post(turns, headers=headers, json={"messages": blank})
+    problem = assert_problem(refused, 422, "VALIDATION_FAILED")
+    assert "none of the messages" in problem["detail"]
+    assert "user message" not in problem["detail"]
+    assert problem["errors"][0]["loc"] == ["body", "context", "query"]
+    listed = await client.get(f"/v1/users/me/threads/{thread_id}/messages", headers=headers)
+    assert len(listed.json()["items"]) == len(tool_round)

@@ -26,7 +26,8 @@ class TurnContextOptions:
         encoding (str | Unset): tiktoken encoding. Default: 'cl100k_base'.
         include_proposed (bool | Unset): Also use facts still awaiting review (lifecycle proposed). Default: False.
         mmr_lambda (float | Unset): Relevance vs. diversity when picking memories. Default: 0.7.
-        query (None | str | Unset): Default: the last appended message from the user (else the last one).
+        query (None | str | Unset): Default: the last appended message from the user that has visible text (else the
+            last appended message that has any).
     """
 
     budget_tokens: int | None | Unset = UNSET

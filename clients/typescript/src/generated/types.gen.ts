@@ -2380,7 +2380,7 @@ export type TurnContextOptions = {
     /**
      * Query
      *
-     * Default: the last appended message from the user (else the last one).
+     * Default: the last appended message from the user that has visible text (else the last appended message that has any).
      */
     query?: string | null;
 };
