@@ -5,6 +5,9 @@ Vocabulary. A *human turn* is a `user` message plus every message after it up to
 (`human_turn_labels`); messages before the first user message carry none. A summary covers the
 message window `[start_index, end_index)` (by `seq`) and stores the model's entries
 `{question, answer, refs}`, where `refs` are the `#N` labels of the turns the entry comes from.
+Every message of the thread is either in a summary's window or after the last one (raw, in the
+prompt window): the first window starts at the thread's start, and a window's excerpt holds all
+of its messages, whatever their role.
 
 One pass (`summarize_thread`):
 
@@ -16,11 +19,14 @@ One pass (`summarize_thread`):
    an answer.
 3. Window = the largest multiple of K (`thread_summary_keep_recent`) of them, rounded down; none
    below K. K < 1 switches summaries off.
-4. Excerpt: from the window's first turn (or from `last_end`, so that replies appended after the
+4. Excerpt: from the thread's start (or from `last_end`, so that replies appended after the
    previous pass are not skipped) up to the next human message after the window (or the end of
-   the thread), keeping only `user`, `assistant` and `tool` messages.
+   the thread), every message: what comes before the first human turn (a greeting, an order
+   confirmation the assistant opened with) and the system notes an application adds are part of
+   the conversation too, and a summary that skipped them would lose them from the prompt.
 5. Render it as JSON Lines, one line per turn: `{"id": "#N", "messages": [...]}` with tool calls
-   as a field of their message; ask the model once for entries under a strict JSON schema.
+   as a field of their message, the messages before the thread's first human turn on the first
+   turn's line; ask the model once for entries under a strict JSON schema.
 6. No entries → nothing is written. A model failure raises `LLMUnavailable` and writes nothing,
    so the same window is due again at the next trigger (or the job's retry).
 7. Otherwise write the summary with the next sequence number (latest + 1, from 1), the window,
@@ -58,8 +64,6 @@ logger = logging.getLogger("mneme.threads.summaries")
 
 HUMAN_ROLE = "user"
 ANSWER_ROLES = frozenset({"assistant", "tool"})
-# The roles a summary reads: system messages never reach it.
-KEEPABLE_ROLES = frozenset({HUMAN_ROLE, *ANSWER_ROLES})
 
 SUMMARY_SCHEMA_NAME = "thread_summary"
 
@@ -70,7 +74,9 @@ everything needed to carry on the conversation.
 
 The transcript is JSON Lines. Each line is one human turn: {"id": "#N", "messages": [...]}, \
 where "#N" is the turn's label and "messages" holds the user's message followed by the \
-assistant's and tools' replies (tool calls included).
+assistant's and tools' replies (tool calls included). The first line of a conversation also \
+holds, before the user's message, what was said before the user spoke; a "system" message is a \
+note the application added to the conversation.
 
 Answer with {"entries": [...]}, one entry per distinct thing the user asked or established, in \
 conversation order:
@@ -79,7 +85,9 @@ conversation order:
 tool results needed later; say so when it was left unanswered.
 - "refs": the "#N" labels of the turns the entry comes from, exactly as written in the \
 transcript.
-Merge turns that continue the same question. Skip greetings and small talk. Use the language of \
+Keep what opening messages and system notes establish (an order number, a changed setting) \
+under the turn they appear in. Merge turns that continue the same question. Skip greetings and \
+small talk. Use the language of \
 the conversation. Do not add anything the transcript does not say. If nothing is worth keeping, \
 answer {"entries": []}."""
 
@@ -205,7 +213,8 @@ def compute_summary_window(
     `messages` holds at least every message with seq ≥ `last_end` (or the whole thread when
     `last_end` is None), in seq order; `humans_before` counts the user messages before
     `messages[0]`. `force` drops the multiple-of-K rule: every complete uncompressed turn is
-    taken, even fewer than K.
+    taken, even fewer than K. The window starts where the stored summaries end, or at the
+    thread's start: what comes before the first human turn is in the first window.
     """
     if keep_recent < 1:
         return None
@@ -227,7 +236,7 @@ def compute_summary_window(
     first, last = humans[0], humans[take - 1]
     end = run[humans[take]].seq if take < len(humans) else run[-1].seq + 1
     return SummaryWindow(
-        start_index=run[first].seq if last_end is None else start,
+        start_index=start,
         end_index=end,
         first_turn=labels[first],
         last_turn=labels[last],
@@ -370,10 +379,12 @@ async def summarize_thread(
         return SummaryPassResult("not_due")
 
     labels = human_turn_labels(tail, humans_before=humans_before)
+    # The messages before the first human turn carry no label of their own (0): the model reads
+    # them on the first turn's line, and an entry citing that turn cites them too.
     excerpt = [
-        (label, message)
+        (label or window.first_turn, message)
         for label, message in zip(labels, tail, strict=True)
-        if window.start_index <= message.seq < window.end_index and message.role in KEEPABLE_ROLES
+        if window.start_index <= message.seq < window.end_index
     ]
     transcript = render_transcript(
         [message for _, message in excerpt], [label for label, _ in excerpt]

@@ -128,7 +128,15 @@ def test_force_takes_every_complete_turn_even_fewer_than_k() -> None:
     assert compute_summary_window(messages, humans_before=0, last_end=None, keep_recent=3) is None
     assert compute_summary_window(
         messages, humans_before=0, last_end=None, keep_recent=3, force=True
-    ) == SummaryWindow(start_index=1, end_index=5, first_turn=1, last_turn=2)
+    ) == SummaryWindow(start_index=0, end_index=5, first_turn=1, last_turn=2)
+
+
+def test_the_first_window_starts_at_the_threads_start_whatever_comes_first() -> None:
+    for opening in ("assistant", "system", "tool"):
+        messages = thread_of(opening, opening, *exchanges(3))
+        assert compute_summary_window(
+            messages, humans_before=0, last_end=None, keep_recent=3
+        ) == SummaryWindow(start_index=0, end_index=8, first_turn=1, last_turn=3)
 
 
 @dataclass
@@ -302,7 +310,7 @@ async def test_a_fresh_thread_is_summarised_at_turns_3_6_and_9(
     assert all(s.model == MODEL for s in summaries)
 
 
-async def test_the_excerpt_runs_to_the_next_human_turn_and_keeps_only_conversation_roles(
+async def test_the_excerpt_runs_from_the_threads_start_to_the_next_human_turn_with_every_role(
     sessions: Sessions,
     k3: Settings,
     tenant: str,
@@ -315,11 +323,11 @@ async def test_the_excerpt_runs_to_the_next_human_turn_and_keeps_only_conversati
         sessions,
         tenant,
         thread_id,
-        ("assistant", "Hi! How can I help?"),  # 0: before the first human turn
+        ("assistant", "Hi! Your order #A17 shipped."),  # 0: before the first human turn
         ("user", "book a table"),  # 1: #1
         {"role": "assistant", "content": "", "tool_calls": [tool_call]},
         ("tool", "booked for 8pm"),
-        ("system", "internal note"),  # dropped from the transcript
+        ("system", "The user is now on the premium plan."),
         ("assistant", "Done: 8pm."),
         ("user", "and a taxi?"),  # 6: #2
         ("assistant", "Taxi at 7:30."),
@@ -331,21 +339,25 @@ async def test_the_excerpt_runs_to_the_next_human_turn_and_keeps_only_conversati
     result = await summarize_thread(sessions, chat_model, k3, tenant, thread_id)
 
     assert result.status == "written"
-    assert result.window == SummaryWindow(start_index=1, end_index=10, first_turn=1, last_turn=3)
+    assert result.window == SummaryWindow(start_index=0, end_index=10, first_turn=1, last_turn=3)
     (request,) = llm_server.requests
     transcript = request.transcript()
     assert [line["id"] for line in transcript] == ["#1", "#2", "#3"]
+    # What the assistant said before the user spoke opens the first turn's line.
     assert transcript[0]["messages"] == [
+        {"role": "assistant", "content": "Hi! Your order #A17 shipped."},
         {"role": "user", "content": "book a table"},
         {"role": "assistant", "content": "", "tool_calls": [tool_call]},
         {"role": "tool", "content": "booked for 8pm"},
+        {"role": "system", "content": "The user is now on the premium plan."},
         {"role": "assistant", "content": "Done: 8pm."},
     ]
     assert transcript[2]["messages"][-1] == {"role": "assistant", "content": "You're welcome."}
     assert request.system == SUMMARY_SYSTEM_PROMPT
     summary = result.summary
     assert summary is not None
-    assert summary.message_ids == [m.id for m in messages[1:10] if m.role != "system"]
+    assert summary.message_ids == [m.id for m in messages[:10]]
+    assert summary.entries[0]["message_ids"] == [str(m.id) for m in messages[:6]]
     assert summary.tokens_before == count_tokens(request.user)
     assert summary.tokens_after == count_tokens(format_summary_entries(summary.entries))
     assert summary.tokens_after > 0

@@ -197,3 +197,40 @@ async def test_context_carries_the_summaries_and_the_recent_turns(
     assert "<earlier_conversation>\nQ: " in result["text"]
     assert "## Recent messages\nuser: question 3\nassistant: answer 3" in result["text"]
     assert "question 1\nassistant" not in result["text"]  # summarised turns are not raw
+
+
+async def test_every_message_is_summarised_or_raw_whatever_its_role(
+    llm_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(llm_client, headers)
+    url = f"/v1/users/me/threads/{thread_id}"
+    opening = [
+        {"role": "assistant", "content": "Welcome! Your order #A17 shipped."},
+        {"role": "user", "content": "When will it arrive?"},
+        {"role": "system", "content": "The delivery address changed to Porto."},
+        {"role": "assistant", "content": "Tomorrow."},
+    ]
+    appended = await llm_client.post(f"{url}/messages", headers=headers, json={"messages": opening})
+    assert appended.status_code == 201, appended.text
+    for n in range(2, 7):
+        await exchange(llm_client, headers, thread_id, n)
+    count = len(opening) + 2 * 5
+    await wait_for_summaries(llm_client, headers, thread_id, 1)
+
+    # The window's summaries and raw messages, read in one transaction, leave no gap.
+    window = (await llm_client.get(f"{url}/window", headers=headers)).json()
+    summaries = window["summaries"]
+    covered = {seq for s in summaries for seq in range(s["start_index"], s["end_index"])}
+    raw = {m["seq"] for m in window["messages"]}
+    assert raw == set(range(window["start_index"], count))
+    assert window["start_index"] > len(opening)
+    assert covered | raw == set(range(count))
+    block = await llm_client.post(
+        "/v1/users/me/context",
+        headers=headers,
+        json={"query": "where is my order?", "thread_id": thread_id, "budget_tokens": 4000},
+    )
+    assert block.status_code == 200, block.text
+    assert "#A17" in block.json()["text"]
+    assert "Porto" in block.json()["text"]
