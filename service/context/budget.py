@@ -4,6 +4,9 @@ Pure functions over rendered lines, so the rules can be tested apart from retrie
 - every section gets a ceiling proportional to its weight among the sections that still have
   candidates, so what an empty (or modest) section leaves flows on to the ones after it;
 - a second pass offers what is still unspent to items skipped in the first, in section order;
+- an item that may say again what other items say (a summary entry of turns also offered
+  verbatim) waits for both passes: then it is offered what is left if the block does not show
+  all it restates, and last of all if it does, since it would add nothing but its cost;
 - items are taken whole or not at all, best first (or newest first, for a conversation);
 - the final text is counted again and trimmed until it fits, because a BPE tokenizer's count of
   a joined text need not equal the sum of its parts.
@@ -24,6 +27,11 @@ class Candidate(Generic[ItemT]):
     item: ItemT
     # Position in the rendered section (e.g. a message's seq); selection order is list order.
     render_key: float = 0.0
+    # What the line shows, for lines of other sections that say it again (a message's id).
+    key: str | None = None
+    # The keys of the lines this one says again: when the block shows all of them, this line
+    # adds nothing but its cost, so whatever the block does not hold yet goes first.
+    restates: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -77,11 +85,15 @@ def fit(
         wrappers = [w for w in (section.opening, section.closing) if w]
         return count(f"## {section.title}") + sum(count(w) + 1 for w in wrappers) + separator
 
-    def take(section: SectionDraft[ItemT], allowance: int) -> int:
+    def take(
+        section: SectionDraft[ItemT],
+        allowance: int,
+        admit: Callable[[Candidate[ItemT]], bool] | None = None,
+    ) -> int:
         spent = 0
         taken = {id(chosen) for chosen in section.chosen}
         for candidate in section.candidates:
-            if id(candidate) in taken:
+            if id(candidate) in taken or (admit is not None and not admit(candidate)):
                 continue
             cost = count(candidate.line) + 1  # its newline
             if not section.chosen:
@@ -91,14 +103,22 @@ def fit(
                 spent += cost
         return spent
 
+    def restates_nothing(candidate: Candidate[ItemT]) -> bool:
+        return not candidate.restates
+
+    def adds_to_the_block(candidate: Candidate[ItemT]) -> bool:
+        shown = {c.key for s in sections for c in s.chosen if c.key is not None}
+        return bool(candidate.restates - shown)
+
     live = [s for s in sections if s.candidates]
     weight_left = sum(s.weight for s in live)
     for section in live:
         ceiling = int(remaining * section.weight / weight_left) if weight_left else remaining
         weight_left -= section.weight
-        remaining -= take(section, ceiling)
-    for section in live:
-        remaining -= take(section, remaining)
+        remaining -= take(section, ceiling, restates_nothing)
+    for admit in (restates_nothing, adds_to_the_block, None):
+        for section in live:
+            remaining -= take(section, remaining, admit)
 
     text = render_block(header, sections)
     while text and count(text) > budget:

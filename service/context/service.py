@@ -233,7 +233,7 @@ class ContextBuilder:
             drafts.append(_hits_section("episodes", hits["episodes"], EPISODE_DASH))
         if window is not None:
             if "thread" in wanted:
-                drafts.append(_summary_section(window))
+                drafts.append(_summary_section(window, offered))
             if "recent" in wanted:
                 read = sum(1 for message in window.messages if _is_shown(message))
                 drafts.append(_recent_section(offered, left_out=read - len(offered)))
@@ -411,8 +411,16 @@ def _hit_candidates(
     ]
 
 
-def _summary_section(window: ContextWindow) -> SectionDraft[ContextItemSource]:
-    """One item per summary entry; the newest are kept first when the budget is short."""
+def _summary_section(
+    window: ContextWindow, offered: list[ReplayedMessage]
+) -> SectionDraft[ContextItemSource]:
+    """One item per summary entry; the newest are kept first when the budget is short, after
+    those that say what the block does not show verbatim: an entry whose turns are all among
+    the `offered` recent turns restates them (`Candidate.restates`)."""
+    offered_ids = {str(message.id) for message in offered}
+    # Messages the recent section never renders (system notes, a tool call's empty content)
+    # are no part of what an entry would repeat.
+    unrendered = {str(message.id) for message in window.messages if not _is_shown(message)}
     entries = [
         (summary.sequence, index, entry)
         for summary in window.summaries
@@ -422,11 +430,14 @@ def _summary_section(window: ContextWindow) -> SectionDraft[ContextItemSource]:
     candidates = []
     for order, (sequence, index, entry) in enumerate(reversed(entries)):
         text = format_summary_entries([entry])
+        cited = {mid for mid in entry.get("message_ids") or [] if isinstance(mid, str)}
+        cited -= unrendered
         candidates.append(
             Candidate(
                 text,
                 ContextItemSource(f"summary:{sequence}:{index}", "summary", text),
                 render_key=len(entries) - order,
+                restates=frozenset(cited) if cited and cited <= offered_ids else frozenset(),
             )
         )
     return SectionDraft(
@@ -472,6 +483,7 @@ def _recent_section(
             _turn_line(message),
             ContextItemSource(str(message.id), f"message:{message.role}", message.content),
             render_key=message.seq,
+            key=str(message.id),
         )
         for message in offered
     ]

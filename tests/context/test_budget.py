@@ -75,3 +75,37 @@ def test_a_budget_smaller_than_the_header_yields_nothing() -> None:
     draft = section("facts", ["likes tea"])
     assert fit(HEADER, [draft], 3, count_tokens) == ""
     assert draft.chosen == []
+
+
+def test_a_line_that_restates_lines_the_block_shows_goes_after_those_that_do_not() -> None:
+    turns = SectionDraft(
+        "recent",
+        "Recent",
+        1.0,
+        [Candidate(f"user: turn {n}", f"turn {n}", render_key=n, key=f"m{n}") for n in (3, 2)],
+    )
+    # Newest first, as a summary section offers its entries: the newest repeats turn 3.
+    entries = SectionDraft(
+        "thread",
+        "Thread",
+        1.0,
+        [
+            Candidate("Q: turn 3 A: done", "entry 3", render_key=3, restates=frozenset({"m3"})),
+            Candidate("Q: turn 2 A: done", "entry 2", render_key=2, restates=frozenset({"m2"})),
+            Candidate("Q: turn 1 A: done", "entry 1", render_key=1),
+        ],
+    )
+    roomy = fit(HEADER, [entries, turns], 200, count_tokens)
+    assert [c.item for c in entries.chosen] == ["entry 1", "entry 3", "entry 2"]
+    assert "turn 3 A: done" in roomy  # with room to spare the overlap stays
+
+    for budget in range(20, 80):
+        for draft in (entries, turns):
+            draft.chosen.clear()
+        fit(HEADER, [entries, turns], budget, count_tokens)
+        chosen = {c.item for c in entries.chosen}
+        shown = {c.key for c in turns.chosen}
+        if "entry 3" in chosen and "m3" in shown:
+            assert chosen >= {"entry 1"} | ({"entry 2"} if "m2" not in shown else set())
+        if turns.chosen and entries.chosen:
+            assert "entry 1" in chosen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
@@ -584,3 +586,71 @@ async def test_a_turn_without_user_text_asks_about_its_last_message_with_visible
     assert problem["errors"][0]["loc"] == ["body", "context", "query"]
     listed = await client.get(f"/v1/users/me/threads/{thread_id}/messages", headers=headers)
     assert len(listed.json()["items"]) == len(tool_round)
+
+
+async def test_a_tight_budget_keeps_the_summary_entries_the_block_does_not_show_verbatim(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    url = f"/v1/users/me/threads/{thread_id}/messages"
+    turns = [
+        message
+        for n in range(1, 7)
+        for message in (
+            {"role": "user", "content": f"question {n} about the trip"},
+            {"role": "assistant", "content": f"answer {n} about the trip"},
+        )
+    ]
+    assert (await client.post(url, headers=headers, json={"messages": turns})).is_success
+    stored = (await client.get(url, headers=headers)).json()["items"]
+    # One summary of all six turns; the five most recent are also raw (the window's buffer),
+    # so only the first turn's entry says what Recent messages cannot.
+    entries = [
+        {
+            "question": f"question {n} about the trip",
+            "answer": f"answer {n} about the trip",
+            "refs": [f"#{n}"],
+            "message_ids": [m["id"] for m in stored[2 * n - 2 : 2 * n]],
+        }
+        for n in range(1, 7)
+    ]
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "INSERT INTO thread_summary (tenant_id, thread_id, sequence, start_index, "
+                "end_index, entries) VALUES (:t, :th, 1, 0, 12, CAST(:entries AS jsonb))"
+            ),
+            {"t": tenant, "th": thread_id, "entries": json.dumps(entries)},
+        )
+
+    squeezed = 0
+    for budget in range(120, 400, 20):
+        result = await context(
+            client,
+            headers,
+            query="the trip",
+            thread_id=thread_id,
+            budget_tokens=budget,
+            include=["thread", "recent"],
+            format="json",
+        )
+        thread = section(result, "thread")
+        recent = section(result, "recent")
+        shown = {item["id"] for item in recent["items"]} if recent else set()
+        kept = {item["id"] for item in thread["items"]} if thread else set()
+        restating = {
+            f"summary:1:{n - 1}"
+            for n, entry in enumerate(entries, start=1)
+            if set(entry["message_ids"]) <= shown
+        }
+        if kept & restating:
+            # An entry that repeats turns shown verbatim is kept only when nothing else is left.
+            assert kept >= {f"summary:1:{n}" for n in range(6)} - restating, budget
+        if recent and recent["omitted"] and thread and thread["omitted"]:
+            squeezed += 1
+            assert "summary:1:0" in kept, budget
+    assert squeezed
