@@ -9,7 +9,7 @@ Every message of the thread is either in a summary's window or after the last on
 prompt window): the first window starts at the thread's start, and a window's excerpt holds all
 of its messages, whatever their role.
 
-One pass (`summarize_thread`):
+One pass (`summary_pass`; `summarize_thread` starts it again when another pass overtook it):
 
 1. Read back the largest `end_index` of the thread's summaries (`last_end`; none yet → the
    thread's start). Turns starting at or after it are uncompressed.
@@ -177,7 +177,8 @@ class SummaryPassResult:
     * `disabled`: K < 1. `unconfigured`: no chat model.
     * `thread_not_found`: no such thread in the tenant (or it went away during the pass).
     * `superseded`: another pass wrote (or summaries were deleted) while the model was
-      thinking; this pass's result was dropped and the next trigger starts from the new state.
+      thinking, every time the pass started again (`SUPERSEDED_PASSES`); its result was
+      dropped and the next trigger starts from the new state.
     """
 
     status: SummaryPassStatus
@@ -337,7 +338,41 @@ def window_start_index(
     return start
 
 
+SUPERSEDED_PASSES = 3
+"""How many times a pass starts when other passes keep writing before it (each time from where
+the stored summaries then end)."""
+
+
 async def summarize_thread(
+    sessionmaker: async_sessionmaker[AsyncSession],
+    chat_model: ChatModel | None,
+    settings: Settings,
+    tenant_id: str,
+    thread_id: uuid.UUID,
+    *,
+    force: bool = False,
+) -> SummaryPassResult:
+    """Run a summary pass on the thread (`summary_pass`); one that another pass overtook
+    starts again from where the stored summaries now end.
+
+    Two passes of one thread run at once when turns are appended while one is waiting on the
+    model: the later pass read more turns, and if the earlier one writes first, the later one's
+    window is dropped. Its turns were due, and no further pass may be queued for them until the
+    next append, so it starts again rather than leave them raw.
+    """
+    result = await summary_pass(
+        sessionmaker, chat_model, settings, tenant_id, thread_id, force=force
+    )
+    for _ in range(SUPERSEDED_PASSES - 1):
+        if result.status != "superseded":
+            break
+        result = await summary_pass(
+            sessionmaker, chat_model, settings, tenant_id, thread_id, force=force
+        )
+    return result
+
+
+async def summary_pass(
     sessionmaker: async_sessionmaker[AsyncSession],
     chat_model: ChatModel | None,
     settings: Settings,

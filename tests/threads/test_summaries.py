@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -37,7 +39,10 @@ from tests.fixtures.openai_server import (
     API_KEY,
     MODEL,
     FakeOpenAIServer,
+    RecordedRequest,
+    Reply,
     completion,
+    summary_entries,
 )
 
 Sessions = async_sessionmaker[AsyncSession]
@@ -555,8 +560,49 @@ async def test_concurrent_passes_write_the_window_once(
     llm_server.release()
     results = await asyncio.gather(*passes)
 
-    assert sorted(result.status for result in results) == ["superseded", "written"]
+    # The overtaken pass started again from the written window's end: nothing more was due.
+    assert sorted(result.status for result in results) == ["not_due", "written"]
     assert windows(await summaries_of(sessions, tenant, thread_id)) == [(1, 0, 6)]
+    assert len(llm_server.requests) == 2
+
+
+async def test_a_pass_overtaken_by_a_narrower_one_starts_again_from_its_end(
+    sessions: Sessions,
+    k3: Settings,
+    tenant: str,
+    chat_model: OpenAIChatModel,
+    llm_server: FakeOpenAIServer,
+) -> None:
+    """Turns appended while a pass waits on the model are read by a second pass, whose window
+    is wider; when the first writes before it, the second starts again from the first's end,
+    so the turns only it had read are summarised now, not at some later append."""
+    thread_id = await new_thread(sessions, tenant)
+    await add_messages(sessions, tenant, thread_id, *exchange(1), *exchange(2), *exchange(3))
+    wider_asked = threading.Event()
+
+    def reply(request: RecordedRequest) -> Reply:
+        turns = [line["id"] for line in request.transcript()]
+        if "#4" in turns:
+            wider_asked.set()
+            # The wider pass answers well after the narrower one has written.
+            time.sleep(1.0)
+        else:
+            wider_asked.wait(timeout=10)
+        return completion(json.dumps({"entries": summary_entries(request)}))
+
+    llm_server.reply = reply
+    narrower = asyncio.create_task(summarize_thread(sessions, chat_model, k3, tenant, thread_id))
+    for _ in range(500):
+        if llm_server.requests:
+            break
+        await asyncio.sleep(0.01)
+    await add_messages(sessions, tenant, thread_id, *exchange(4), *exchange(5), *exchange(6))
+    wider = await summarize_thread(sessions, chat_model, k3, tenant, thread_id)
+
+    assert (await narrower).status == "written"
+    assert wider.status == "written"
+    assert wider.window == SummaryWindow(start_index=6, end_index=12, first_turn=4, last_turn=6)
+    assert windows(await summaries_of(sessions, tenant, thread_id)) == [(1, 0, 6), (2, 6, 12)]
 
 
 async def test_another_tenants_thread_is_not_found(
