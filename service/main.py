@@ -421,8 +421,10 @@ def _install_routes(app: FastAPI, settings: Settings, mcp: McpEndpoint) -> None:
     app.include_router(user_export_router)
     install_web(app, settings)
     declare_common_responses(app)
-    # No GET: the server is stateless and sends nothing unasked, so it offers no event stream
-    # (a 405 is the streamable HTTP transport's way to say so); a GET stream would stay open
-    # with nothing ever sent on it, holding a connection for as long as the client waits.
-    app.router.routes.append(LabelledRoute(MCP_PATH, mcp, methods=["POST", "DELETE"]))
+    # POST only. No GET: the server is stateless and sends nothing unasked, so it offers no
+    # event stream (a 405 is the streamable HTTP transport's way to say so); a GET stream would
+    # stay open with nothing ever sent on it, holding a connection for as long as the client
+    # waits. No DELETE: with no session there is nothing to end (the transport's 405 again),
+    # and `Allow` names only what is served.
+    app.router.routes.append(LabelledRoute(MCP_PATH, mcp, methods=["POST"]))
     app.router.routes.extend(protected_resource_routes(settings))

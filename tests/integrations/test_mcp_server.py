@@ -298,7 +298,21 @@ async def test_mcp_offers_no_event_stream_a_get_is_refused_at_once(
         response = await http.get("/mcp", headers=headers)
     assert response.status_code == 405, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
-    assert {"POST", "DELETE"} <= {m.strip() for m in response.headers["allow"].split(",")}
+    assert response.headers["allow"] == "POST"
     # The SDK's client, which opens that stream after initializing, still works without it.
     async with mcp_client(live_server, bearer(settings, tenant, "u1")) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
+
+
+@pytest.mark.parametrize("method", ["DELETE", "PUT", "GET"])
+async def test_mcp_serves_only_post_and_says_so_in_allow(
+    live_server: RunningServer, settings: Settings, tenant: str, method: str
+) -> None:
+    headers = bearer(settings, tenant, "u1")
+    async with httpx.AsyncClient(base_url=live_server.base_url, timeout=10.0) as http:
+        response = await http.request(method, "/mcp", headers=headers)
+    assert response.status_code == 405, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert response.json()["code"] == "METHOD_NOT_ALLOWED"
+    # A stateless server has no session for a DELETE to end: it is not advertised either.
+    assert response.headers["allow"] == "POST"
