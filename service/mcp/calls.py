@@ -16,19 +16,13 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from service.auth.owner import Owner
 from service.auth.principal import Principal
 from service.context.dependencies import context_builder
 from service.context.service import ContextBuilder
-from service.errors import (
-    PROBLEM_TYPE_BASE,
-    DomainError,
-    Unauthenticated,
-    ValidationFailed,
-    invalid_input,
-)
+from service.errors import Unauthenticated
 from service.memories.dependencies import memory_search, memory_service
 from service.memories.search import MemorySearch
 from service.memories.service import MemoryService
@@ -102,43 +96,6 @@ async def mcp_call(caller: McpCaller) -> AsyncIterator[McpCall]:
     """The call's one transaction: committed when the block ends, rolled back if it raises."""
     async with unit_of_work(caller.state, caller.principal) as services:
         yield McpCall(services, caller)
-
-
-def problem_document(error: DomainError) -> dict[str, Any]:
-    """The RFC 9457 body the REST API would answer with, minus what only HTTP has."""
-    body: dict[str, Any] = {
-        "type": PROBLEM_TYPE_BASE + error.code.lower().replace("_", "-"),
-        "title": error.title,
-        "status": error.status,
-        "detail": error.detail,
-        "code": error.code,
-    }
-    body.update({k: v for k, v in error.extensions.items() if k not in body})
-    return body
-
-
-def invalid_arguments(exc: ValidationError, location: str = "arguments") -> ValidationFailed:
-    """A pydantic failure as the same problem the REST API answers (`VALIDATION_FAILED`, or
-    `SECRET_REFUSED` when the secret policy refused a value)."""
-    errors = [
-        {
-            "loc": [location, *(str(p) if not isinstance(p, int) else p for p in err["loc"])],
-            "msg": str(err.get("msg", "")),
-            "type": str(err.get("type", "")),
-        }
-        for err in exc.errors()
-    ]
-    return invalid_input(f"{len(errors)} invalid argument(s); see `errors`.", errors)
-
-
-def problem_result(error: DomainError) -> CallToolResult:
-    """A tool error the model can read and act on: the problem as text and as structure."""
-    problem = problem_document(error)
-    return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(problem, default=str))],
-        structured_content=problem,
-        is_error=True,
-    )
 
 
 def success_result(body: BaseModel, text: str | None = None) -> CallToolResult:

@@ -28,16 +28,8 @@ from service.context.service import block_question
 from service.errors import DomainError, NotFound
 from service.kit.pagination import MAX_PAGE_SIZE
 from service.kit.types import JsonObject, QueryText
-from service.mcp.calls import (
-    CallerResolver,
-    McpCall,
-    McpCaller,
-    invalid_arguments,
-    mcp_call,
-    problem_document,
-    problem_result,
-    success_result,
-)
+from service.mcp.calls import CallerResolver, McpCall, McpCaller, mcp_call, success_result
+from service.mcp.errors import invalid_arguments, problem_document, problem_result
 from service.mcp.schemas import (
     ContextBlock,
     Forgotten,
