@@ -26,14 +26,18 @@ class UnsupportedMediaType(DomainError):
     code = "UNSUPPORTED_MEDIA_TYPE"
 
 
-def is_json_media_type(content_type: str) -> bool:
-    """`application/json` or any `application/*+json`, parameters ignored."""
+def media_type_of(content_type: str) -> str:
+    """The media type a `Content-Type` value names (`type/subtype`, lowercase), parameters
+    left out; `text/plain` when it names none."""
     message = Message()
     message["content-type"] = content_type
-    subtype = message.get_content_subtype()
-    return message.get_content_maintype() == "application" and (
-        subtype == "json" or subtype.endswith("+json")
-    )
+    return message.get_content_type()
+
+
+def is_json_media_type(content_type: str) -> bool:
+    """`application/json` or any `application/*+json`, parameters ignored."""
+    maintype, _, subtype = media_type_of(content_type).partition("/")
+    return maintype == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
 async def require_json_body(request: Request) -> None:

@@ -7,7 +7,8 @@ path is: `me` (the default) is the caller itself; a service credential names the
 Anything else is a 404, as on the REST routes. A 401 also tells an OAuth-discovering host
 where to get a token (`service/mcp/discovery.py`). The server runs stateless (a fresh MCP
 transport per request, JSON responses): no session outlives the credential that opened it,
-and any replica can serve any request.
+and any replica can serve any request. What it refuses, before or after the SDK reads the
+message, it answers as `service/mcp/errors.py` says (a problem, a JSON-RPC error, a tool error).
 """
 
 from __future__ import annotations
@@ -122,10 +123,12 @@ class McpEndpoint:
             )
             raise NotFound(f"No user {addressed!r} that this caller may address{hint}.")
         from service.mcp.calls import CALLER_STATE_KEY, McpCaller
+        from service.mcp.errors import TransportRefusals, refuse_unreadable
 
         sessions = await self._started()
+        refuse_unreadable(request)
         setattr(request.state, CALLER_STATE_KEY, McpCaller(state, principal, Owner.user(user_id)))
-        await sessions.handle_request(scope, receive, send)
+        await sessions.handle_request(scope, receive, TransportRefusals(scope, receive, send))
 
 
 def _build_sessions() -> StreamableHTTPSessionManager:

@@ -1,6 +1,12 @@
-"""How MCP answers what it refuses (every refusal goes through here): a tool call the tool
-refuses is a tool result with `isError: true` whose text and structured content are the
-problem document the REST API would answer.
+"""How MCP answers what it refuses, at each of its levels (every refusal goes through here):
+
+- **HTTP**, before any JSON-RPC message is read (`/mcp` only): an RFC 9457 problem, as every
+  REST route answers. 406 when the client does not accept JSON, 415 when the body is not
+  `application/json`, 400 when it is not one JSON-RPC 2.0 message. The MCP SDK's own HTTP
+  refusals (plain text, or a JSON-RPC error with no id) are rewritten into the same problems,
+  so no library text, name or version reaches the client.
+- **A tool call** the tool refuses: a tool result with `isError: true` whose text and
+  structured content are the problem document the REST API would answer.
 """
 
 from __future__ import annotations
@@ -8,10 +14,148 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mcp.server.streamable_http import check_accept_headers
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
 
-from service.errors import PROBLEM_TYPE_BASE, DomainError, ValidationFailed, invalid_input
+from service.errors import (
+    PROBLEM_TYPE_BASE,
+    DomainError,
+    ValidationFailed,
+    invalid_input,
+    problem_response,
+)
+from service.kit.media_type import JSON_MEDIA_TYPE, UnsupportedMediaType, media_type_of
+
+_ONE_MESSAGE = (
+    'The body must be one JSON-RPC 2.0 message: an object with "jsonrpc": "2.0" and a '
+    '"method" (and an "id" for a request). Batches (arrays) are not accepted.'
+)
+
+
+class NotAcceptable(DomainError):
+    status = 406
+    title = "Not acceptable"
+    code = "NOT_ACCEPTABLE"
+
+
+class NotJsonRpc(DomainError):
+    """The body is JSON but not a JSON-RPC message this endpoint serves."""
+
+    status = 400
+    title = "Not a JSON-RPC message"
+    code = "BAD_REQUEST"
+
+
+# --- HTTP level ---------------------------------------------------------------------------
+
+
+def refuse_unreadable(request: Request) -> None:
+    """Raise the problem for a POST whose answer the client would not take (406) or whose
+    body is not JSON (415). The SDK checks both too, with plain-text or JSON-RPC answers."""
+    accepts_json, _ = check_accept_headers(request)
+    if not accepts_json:
+        raise _not_acceptable()
+    if media_type_of(request.headers.get("content-type", "")) != JSON_MEDIA_TYPE:
+        raise _not_json()
+
+
+def _not_acceptable() -> NotAcceptable:
+    return NotAcceptable(
+        "This endpoint answers with application/json: send "
+        "`Accept: application/json, text/event-stream`."
+    )
+
+
+def _not_json() -> UnsupportedMediaType:
+    return UnsupportedMediaType(
+        f"Send each JSON-RPC message as JSON with `Content-Type: {JSON_MEDIA_TYPE}`.",
+        headers={"Accept-Post": JSON_MEDIA_TYPE},
+    )
+
+
+class TransportRefusals:
+    """The `send` of a request the SDK's transport serves: an HTTP-level refusal of its own
+    (status 4xx/5xx with plain text or a JSON-RPC error without an id) goes out as the problem
+    for its status instead; everything else, JSON-RPC errors about a request included, as is."""
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._scope = scope
+        self._receive = receive
+        self._send = send
+        self._held: list[Message] = []
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            self._held.append(message)
+            return
+        if not self._held:
+            await self._send(message)
+            return
+        self._held.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            await self._answer()
+
+    async def _answer(self) -> None:
+        held, self._held = self._held, []
+        start, parts = held[0], held[1:]
+        body = b"".join(part.get("body", b"") for part in parts)
+        if _answers_a_request(body):
+            for message in held:
+                await self._send(message)
+            return
+        response = transport_problem(Request(self._scope), start["status"])
+        await response(self._scope, self._receive, self._send)
+
+
+def _answers_a_request(body: bytes) -> bool:
+    """Whether `body` is a JSON-RPC error about a request (it has the request's id)."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and "error" in answer and answer.get("id") is not None
+
+
+def transport_problem(request: Request, status: int) -> Response:
+    """The problem for an HTTP-level refusal of the SDK's, by its status alone (its text may
+    quote library internals)."""
+    if status >= 500:
+        # The SDK has logged the cause; the client gets the generic 500 and its trace id.
+        return problem_response(
+            request,
+            status=500,
+            code="INTERNAL_ERROR",
+            title="Internal server error",
+            detail="An unexpected error occurred; quote the trace id when reporting it.",
+        )
+    refusal: DomainError
+    match status:
+        case 406:
+            refusal = _not_acceptable()
+        case 415:
+            refusal = _not_json()
+        case _:
+            refusal = NotJsonRpc(_ONE_MESSAGE)
+    return _render(request, refusal)
+
+
+def _render(request: Request, error: DomainError) -> Response:
+    return problem_response(
+        request,
+        status=error.status,
+        code=error.code,
+        title=error.title,
+        detail=error.detail,
+        headers=error.headers,
+        **error.extensions,
+    )
+
+
+# --- tool level -------------------------------------------------------------------------------
 
 
 def problem_document(error: DomainError) -> dict[str, Any]:
