@@ -389,7 +389,7 @@ def _install_middleware(
         on_refused=count_busy_refusal,
     )
     # Inside the size limit: bodies are decoded strictly only after it let them through.
-    app.add_middleware(InputGuardMiddleware)
+    app.add_middleware(InputGuardMiddleware, bodies_checked_by=[MCP_PATH])
     app.state.rate_limiter = (
         RateLimiter(settings, limit_counters) if settings.rate_limit_enabled else None
     )

@@ -18,16 +18,21 @@ here (MCP over stdio, import lines).
 
 The URL gets the same NUL rule: a `%00` in the path or query string is refused here rather
 than discovered by the database.
+
+An app that answers in a protocol of its own can take the body rules over for its path
+(`bodies_checked_by`): it applies the same `loads_strict` to every body, and answers a refusal
+where the protocol puts it (`/mcp`: a refused tool argument is that tool call's error).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from urllib.parse import unquote_to_bytes
 
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.errors import problem_response
+from service.errors import ValidationFailed, handle_domain_error
 from service.kit.media_type import is_json_media_type
 from service.kit.types import InputRefused, loads_strict
 
@@ -43,8 +48,9 @@ def _is_json(scope: Scope) -> bool:
 
 
 class InputGuardMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, bodies_checked_by: Collection[str] = ()) -> None:
         self.app = app
+        self.bodies_checked_by = frozenset(bodies_checked_by)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -56,7 +62,7 @@ class InputGuardMiddleware:
         if b"\x00" in unquote_to_bytes(scope.get("query_string", b"")):
             await _refuse(scope, receive, send, InputRefused(["query"], _NUL_IN_URL, "nul"))
             return
-        if not _is_json(scope):
+        if scope["path"] in self.bodies_checked_by or not _is_json(scope):
             await self.app(scope, receive, send)
             return
 
@@ -86,13 +92,14 @@ class InputGuardMiddleware:
         await self.app(scope, replay, send)
 
 
-async def _refuse(scope: Scope, receive: Receive, send: Send, refused: InputRefused) -> None:
-    response = problem_response(
-        Request(scope),
-        status=422,
-        code="VALIDATION_FAILED",
-        title="Validation failed",
-        detail=refused.message,
+def refused_input(refused: InputRefused) -> ValidationFailed:
+    """The 422 problem for a value these rules refuse, located where it was found."""
+    return ValidationFailed(
+        refused.message,
         errors=[{"loc": refused.loc, "msg": refused.message, "type": refused.kind}],
     )
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, refused: InputRefused) -> None:
+    response = await handle_domain_error(Request(scope), refused_input(refused))
     await response(scope, receive, send)

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from opentelemetry import trace
-from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
+from starlette.requests import ClientDisconnect, Request
+from starlette.types import Message, Receive, Scope, Send
 
 from service.auth.owner import Owner
 from service.auth.principal import ME
@@ -123,12 +123,33 @@ class McpEndpoint:
             )
             raise NotFound(f"No user {addressed!r} that this caller may address{hint}.")
         from service.mcp.calls import CALLER_STATE_KEY, McpCaller
-        from service.mcp.errors import TransportRefusals, refuse_unreadable
+        from service.mcp.errors import TransportRefusals, check_message, refuse_unreadable
 
         sessions = await self._started()
         refuse_unreadable(request)
+        try:
+            body = await request.body()
+        except ClientDisconnect:
+            # The client went before its body was in: there is no one left to answer.
+            return
+        refused = check_message(body)
+        if refused is not None:
+            await refused.response()(scope, receive, send)
+            return
         setattr(request.state, CALLER_STATE_KEY, McpCaller(state, principal, Owner.user(user_id)))
-        await sessions.handle_request(scope, receive, TransportRefusals(scope, receive, send))
+        await sessions.handle_request(
+            scope, _replaying(body, receive), TransportRefusals(scope, receive, send)
+        )
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """`receive` for a request whose body was read already: the body, then what follows."""
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 def _build_sessions() -> StreamableHTTPSessionManager:

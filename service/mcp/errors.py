@@ -2,23 +2,26 @@
 
 - **HTTP**, before any JSON-RPC message is read (`/mcp` only): an RFC 9457 problem, as every
   REST route answers. 406 when the client does not accept JSON, 415 when the body is not
-  `application/json`, 400 when it is not one JSON-RPC 2.0 message. The MCP SDK's own HTTP
+  `application/json`, 400 when it is not one JSON-RPC 2.0 message, 422 when it breaks the
+  input rules (`service.kit.input_guard`) outside a tool's arguments. The MCP SDK's own HTTP
   refusals (plain text, or a JSON-RPC error with no id) are rewritten into the same problems,
   so no library text, name or version reaches the client.
-- **A tool call** the tool refuses: a tool result with `isError: true` whose text and
-  structured content are the problem document the REST API would answer.
+- **A tool call** the tool refuses, including arguments that break the input rules: a tool
+  result with `isError: true` whose text and structured content are the problem document
+  the REST API would answer.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.streamable_http import check_accept_headers
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
 from service.errors import (
@@ -28,7 +31,12 @@ from service.errors import (
     invalid_input,
     problem_response,
 )
+from service.kit.input_guard import refused_input
 from service.kit.media_type import JSON_MEDIA_TYPE, UnsupportedMediaType, media_type_of
+from service.kit.types import InputRefused, check_json, loads_strict
+
+ARGUMENTS = "arguments"
+"""Where a tool's arguments are, for a problem's `loc`: its first part, then the argument."""
 
 _ONE_MESSAGE = (
     'The body must be one JSON-RPC 2.0 message: an object with "jsonrpc": "2.0" and a '
@@ -75,6 +83,68 @@ def _not_json() -> UnsupportedMediaType:
         f"Send each JSON-RPC message as JSON with `Content-Type: {JSON_MEDIA_TYPE}`.",
         headers={"Accept-Post": JSON_MEDIA_TYPE},
     )
+
+
+@dataclass(frozen=True)
+class RefusedToolCall:
+    """A `tools/call` request whose arguments break the input rules, with the problem."""
+
+    request_id: str | int
+    problem: ValidationFailed
+
+    def response(self) -> Response:
+        """The JSON-RPC answer: the tool's error result, as the tool itself would give it."""
+        result = problem_result(self.problem).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
+        return JSONResponse({"jsonrpc": "2.0", "id": self.request_id, "result": result})
+
+
+def check_message(body: bytes) -> RefusedToolCall | None:
+    """Hold the body to the input rules every JSON body is held to (`loads_strict`): a value
+    they refuse inside a tool call's arguments is that call's tool error (returned); anywhere
+    else it is the REST API's 422 problem (raised). Either way the message never reaches the
+    SDK, so nothing it holds is stored."""
+    if not body:
+        return None
+    try:
+        loads_strict(body)
+    except InputRefused as refused:
+        call = _refused_tool_call(body)
+        if call is None:
+            raise refused_input(refused) from None
+        return call
+    return None
+
+
+def _refused_tool_call(body: bytes) -> RefusedToolCall | None:
+    """The tool error for a `tools/call` whose arguments alone break the input rules, if the
+    body is one (a lenient parse takes NUL, lone surrogates and non-finite numbers, for
+    `check_json` to find and locate)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    match message:
+        case {
+            "jsonrpc": "2.0",
+            "method": "tools/call",
+            "id": str() | int() as request_id,
+            "params": {"name": str(), "arguments": dict() as arguments} as params,
+        } if not isinstance(request_id, bool):
+            pass
+        case _:
+            return None
+    envelope = {**message, "params": {k: v for k, v in params.items() if k != ARGUMENTS}}
+    try:
+        check_json(envelope, ["body"])
+    except InputRefused:
+        return None
+    try:
+        check_json(arguments, [ARGUMENTS])
+    except InputRefused as refused:
+        return RefusedToolCall(request_id, refused_input(refused))
+    return None
 
 
 class TransportRefusals:

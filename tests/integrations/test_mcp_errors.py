@@ -1,5 +1,6 @@
 """How `/mcp` answers what it refuses, at each level: an HTTP problem before any JSON-RPC
-message is read (in process, over JSON-RPC)."""
+message is read, and a tool error for a tool call whose arguments it refuses (in process,
+over JSON-RPC)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,15 @@ def problem(response: Response, status: int) -> dict[str, Any]:
     body: dict[str, Any] = response.json()
     assert body["status"] == status and body["instance"] == "/mcp"
     return body
+
+
+def tool_call(name: str, arguments: str) -> bytes:
+    """A `tools/call` request, its arguments given as raw JSON text (to send what a Python
+    string cannot hold, such as a lone surrogate escape)."""
+    return (
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", '
+        f'"params": {{"name": "{name}", "arguments": {arguments}}}}}'
+    ).encode()
 
 
 # --- HTTP level -----------------------------------------------------------------------------
@@ -87,3 +97,93 @@ async def test_a_body_that_is_not_one_json_rpc_message_is_a_400_problem(
     assert "one JSON-RPC 2.0 message" in refused["detail"]
     # Nothing of the library that parsed it: no validation dump, no links, no versions.
     assert "pydantic" not in response.text and "http" not in refused["detail"]
+
+
+# --- tool arguments that break the input rules --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "loc", "kind"),
+    [
+        ("remember", '{"text": "nul \\u0000 x"}', ["arguments", "text"], "nul_character"),
+        ("remember", '{"text": "lone \\ud800"}', ["arguments", "text"], "lone_surrogate"),
+        ("recall", '{"query": "lone \\udfff"}', ["arguments", "query"], "lone_surrogate"),
+        ("get_context", '{"query": "nul \\u0000"}', ["arguments", "query"], "nul_character"),
+        (
+            "update_profile",
+            '{"operations": [{"op": "add", "path": "/n", "value": "a\\u0000b"}]}',
+            ["arguments", "operations", 0, "value"],
+            "nul_character",
+        ),
+        (
+            "remember",
+            '{"text": "likes tea", "metadata": {"x": 1e400}}',
+            ["arguments", "metadata", "x"],
+            "finite_number",
+        ),
+    ],
+    ids=["nul", "surrogate", "recall", "get_context", "profile-value", "overflow"],
+)
+async def test_arguments_that_break_the_input_rules_are_a_tool_error_and_store_nothing(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    name: str,
+    arguments: str,
+    loc: list[str | int],
+    kind: str,
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    response = await post_mcp(client, headers, tool_call(name, arguments))
+
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["id"] == 7
+    result = answer["result"]
+    assert result["isError"] is True
+    refused = result["structuredContent"]
+    # The problem the REST API answers for the same value, located at the argument.
+    assert refused["code"] == "VALIDATION_FAILED" and refused["status"] == 422
+    assert refused["errors"] == [{"loc": loc, "msg": refused["detail"], "type": kind}]
+    assert result["content"][0]["type"] == "text"
+    assert '"VALIDATION_FAILED"' in result["content"][0]["text"]
+
+    memories = await client.get("/v1/users/me/memories", headers=headers)
+    assert memories.json()["items"] == []
+    profile = await client.get("/v1/users/me/profile", headers=headers)
+    assert profile.json()["version"] == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+        b'"params": {"name": "remem\\u0000ber", "arguments": {"text": "x"}}}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "resources/read", '
+        b'"params": {"uri": "mneme://users/me/pro\\ud800file"}}',
+        b'{"jsonrpc": "2.0", "id": "\\u0000", "method": "tools/call", '
+        b'"params": {"name": "remember", "arguments": {"text": "nul \\u0000"}}}',
+    ],
+    ids=["tool-name", "resource-uri", "request-id"],
+)
+async def test_a_refused_value_outside_a_tools_arguments_is_the_rest_apis_422_problem(
+    client: AsyncClient, settings: Settings, tenant: str, body: bytes
+) -> None:
+    response = await post_mcp(client, bearer(settings, tenant, "ada"), body)
+    refused = problem(response, 422)
+    assert refused["code"] == "VALIDATION_FAILED"
+    assert refused["errors"][0]["type"] in {"nul_character", "lone_surrogate"}
+
+
+async def test_the_rest_api_still_refuses_the_same_values_with_a_422(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    response = await client.post(
+        "/v1/users/me/memories",
+        content=b'{"text": "nul \\u0000 x"}',
+        headers={**bearer(settings, tenant, "ada"), "content-type": "application/json"},
+    )
+    assert response.status_code == 422
+    assert response.json()["errors"] == [
+        {"loc": ["body", "text"], "msg": response.json()["detail"], "type": "nul_character"}
+    ]

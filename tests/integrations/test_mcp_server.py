@@ -290,6 +290,19 @@ async def test_bad_arguments_are_tool_errors_with_the_problem_code_and_write_not
     assert "city" not in profile["profile"] and profile["version"] == 0
 
 
+async def test_an_argument_no_database_can_store_is_a_tool_error_the_client_reads(
+    live_server: RunningServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "gus")
+    async with mcp_client(live_server, headers) as client:
+        refused = tool_problem(await client.call_tool("remember", {"text": "nul \x00 here"}))
+    assert refused["code"] == "VALIDATION_FAILED"
+    assert refused["errors"] == [
+        {"loc": ["arguments", "text"], "msg": refused["detail"], "type": "nul_character"}
+    ]
+    assert await rest_memories(live_server, headers) == []
+
+
 async def test_mcp_offers_no_event_stream_a_get_is_refused_at_once(
     live_server: RunningServer, settings: Settings, tenant: str
 ) -> None:
