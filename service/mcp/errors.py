@@ -6,6 +6,9 @@
   input rules (`service.kit.input_guard`) outside a tool's arguments. The MCP SDK's own HTTP
   refusals (plain text, or a JSON-RPC error with no id) are rewritten into the same problems,
   so no library text, name or version reaches the client.
+- **JSON-RPC**, for a message the server cannot act on (malformed `params`, a resource it may
+  not read): the spec's error codes, a message that starts with the problem's `code`, and the
+  problem document as `data`; a client's mistake is never `-32603 Internal error`.
 - **A tool call** the tool refuses, including arguments that break the input rules: a tool
   result with `isError: true` whose text and structured content are the problem document
   the REST API would answer.
@@ -17,8 +20,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.streamable_http import check_accept_headers
-from mcp.types import CallToolResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -225,6 +230,38 @@ def _render(request: Request, error: DomainError) -> Response:
     )
 
 
+# --- JSON-RPC level -------------------------------------------------------------------------
+
+
+def protocol_error(error: DomainError) -> MCPError:
+    """A JSON-RPC error for a message the server will not act on. A client's mistake (4xx) is
+    "invalid params" (as the SDK answers an unknown resource); only the service's own failure
+    is an internal error."""
+    code = INTERNAL_ERROR if error.status >= 500 else INVALID_PARAMS
+    return MCPError(code, f"{error.code}: {error.detail}", problem_document(error))
+
+
+async def protocol_errors(
+    ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """Server middleware: a message whose `params` fail the method's schema, or a domain error
+    escaping a handler, answers `protocol_error` (the SDK would send an empty `data`, or the
+    exception's text with code 0)."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        # The SDK validates the whole request: each `loc` starts at `params`.
+        refused = invalid_arguments(exc, ())
+        # Clients show a JSON-RPC error's message, not its data: the message says what is wrong.
+        refused.detail = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in refused.extensions["errors"]
+        )
+        raise protocol_error(refused) from exc
+    except DomainError as exc:
+        raise protocol_error(exc) from exc
+
+
 # --- tool level -------------------------------------------------------------------------------
 
 
@@ -241,18 +278,22 @@ def problem_document(error: DomainError) -> dict[str, Any]:
     return body
 
 
-def invalid_arguments(exc: ValidationError, location: str = "arguments") -> ValidationFailed:
+def invalid_arguments(
+    exc: ValidationError, location: tuple[str, ...] = (ARGUMENTS,)
+) -> ValidationFailed:
     """A pydantic failure as the same problem the REST API answers (`VALIDATION_FAILED`, or
-    `SECRET_REFUSED` when the secret policy refused a value)."""
+    `SECRET_REFUSED` when the secret policy refused a value), each `loc` under `location`: a
+    tool's arguments by default, nothing for a request whose `loc`s start at its `params`."""
     errors = [
         {
-            "loc": [location, *(str(p) if not isinstance(p, int) else p for p in err["loc"])],
+            "loc": [*location, *(str(p) if not isinstance(p, int) else p for p in err["loc"])],
             "msg": str(err.get("msg", "")),
             "type": str(err.get("type", "")),
         }
         for err in exc.errors()
     ]
-    return invalid_input(f"{len(errors)} invalid argument(s); see `errors`.", errors)
+    noun = "argument" if location else "parameter"
+    return invalid_input(f"{len(errors)} invalid {noun}(s); see `errors`.", errors)
 
 
 def problem_result(error: DomainError) -> CallToolResult:

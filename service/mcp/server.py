@@ -9,7 +9,6 @@ so do arguments that fail validation.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -17,7 +16,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, context
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
@@ -29,7 +27,12 @@ from service.errors import DomainError, NotFound
 from service.kit.pagination import MAX_PAGE_SIZE
 from service.kit.types import JsonObject, QueryText
 from service.mcp.calls import CallerResolver, McpCall, McpCaller, mcp_call, success_result
-from service.mcp.errors import invalid_arguments, problem_document, problem_result
+from service.mcp.errors import (
+    invalid_arguments,
+    problem_result,
+    protocol_error,
+    protocol_errors,
+)
 from service.mcp.schemas import (
     ContextBlock,
     Forgotten,
@@ -348,7 +351,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             try:
                 patch = _OPERATIONS.validate_python(operations)
             except ValidationError as exc:
-                raise invalid_arguments(exc, "operations") from exc
+                raise invalid_arguments(exc, ("operations",)) from exc
             tagged = await call.profiles.patch(call.owner, patch, None)
             return ProfileUpdated.of(tagged.body)
 
@@ -389,7 +392,11 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
     ]
     with _root_logging_kept():
         server: MCPServer[Any] = MCPServer(
-            SERVER_NAME, instructions=INSTRUCTIONS, tools=tools, log_level="WARNING"
+            SERVER_NAME,
+            instructions=INSTRUCTIONS,
+            tools=tools,
+            log_level="WARNING",
+            middleware=[protocol_errors],
         )
 
     async def _read(
@@ -401,7 +408,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             async with mcp_call(caller) as call:
                 body = await work(call)
         except DomainError as exc:
-            raise ResourceError(json.dumps(problem_document(exc))) from exc
+            raise protocol_error(exc) from exc
         return body.model_dump_json(by_alias=True)
 
     @server.resource(

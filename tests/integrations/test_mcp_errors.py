@@ -1,6 +1,6 @@
 """How `/mcp` answers what it refuses, at each level: an HTTP problem before any JSON-RPC
-message is read, and a tool error for a tool call whose arguments it refuses (in process,
-over JSON-RPC)."""
+message is read, a JSON-RPC error with the problem as `data` for a message it cannot act on,
+and a tool error for a tool call whose arguments it refuses (in process, over JSON-RPC)."""
 
 from __future__ import annotations
 
@@ -187,3 +187,47 @@ async def test_the_rest_api_still_refuses_the_same_values_with_a_422(
     assert response.json()["errors"] == [
         {"loc": ["body", "text"], "msg": response.json()["detail"], "type": "nul_character"}
     ]
+
+
+# --- JSON-RPC level -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "loc"),
+    [
+        ('{"name": "remember", "arguments": "not an object"}', ["params", "arguments"]),
+        ('{"name": 123, "arguments": {}}', ["params", "name"]),
+        (None, ["params"]),
+    ],
+    ids=["arguments-not-an-object", "name-not-text", "no-params"],
+)
+async def test_a_malformed_tool_call_is_invalid_params_saying_what_is_wrong(
+    client: AsyncClient, settings: Settings, tenant: str, params: str | None, loc: list[str]
+) -> None:
+    member = f', "params": {params}' if params is not None else ""
+    body = f'{{"jsonrpc": "2.0", "id": 3, "method": "tools/call"{member}}}'.encode()
+    response = await post_mcp(client, bearer(settings, tenant, "ada"), body)
+
+    assert response.status_code == 200, response.text
+    error = response.json()["error"]
+    assert error["code"] == -32602
+    assert error["message"].startswith("VALIDATION_FAILED: ")
+    assert error["data"]["code"] == "VALIDATION_FAILED"
+    assert loc in [e["loc"] for e in error["data"]["errors"]]
+
+
+async def test_reading_another_users_resource_is_not_found_not_an_internal_error(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    body = (
+        b'{"jsonrpc": "2.0", "id": 4, "method": "resources/read", '
+        b'"params": {"uri": "mneme://users/bob/profile"}}'
+    )
+    response = await post_mcp(client, bearer(settings, tenant, "ada"), body)
+
+    assert response.status_code == 200, response.text
+    error = response.json()["error"]
+    # Invalid params: the code the MCP SDK gives an unknown resource too.
+    assert error["code"] == -32602
+    assert error["message"] == "NOT_FOUND: No user 'bob' that this connection may address."
+    assert error["data"]["code"] == "NOT_FOUND" and error["data"]["status"] == 404

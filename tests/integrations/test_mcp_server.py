@@ -303,6 +303,17 @@ async def test_an_argument_no_database_can_store_is_a_tool_error_the_client_read
     assert await rest_memories(live_server, headers) == []
 
 
+async def test_reading_another_users_resource_is_a_not_found_error_the_client_reads(
+    live_server: RunningServer, settings: Settings, tenant: str
+) -> None:
+    async with mcp_client(live_server, bearer(settings, tenant, "hal")) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource("mneme://users/ivy/procedures")
+    assert caught.value.code == -32602
+    assert caught.value.message.startswith("NOT_FOUND: ")
+    assert caught.value.data["code"] == "NOT_FOUND"
+
+
 async def test_mcp_offers_no_event_stream_a_get_is_refused_at_once(
     live_server: RunningServer, settings: Settings, tenant: str
 ) -> None:
