@@ -11,7 +11,7 @@
   problem document as `data`; a client's mistake is never `-32603 Internal error`.
 - **A tool call** the tool refuses, including arguments that break the input rules: a tool
   result with `isError: true` whose text and structured content are the problem document
-  the REST API would answer.
+  the REST API would answer, its `loc` naming the argument (`["arguments", "text"]`).
 """
 
 from __future__ import annotations

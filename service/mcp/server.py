@@ -28,6 +28,7 @@ from service.kit.pagination import MAX_PAGE_SIZE
 from service.kit.types import JsonObject, QueryText
 from service.mcp.calls import CallerResolver, McpCall, McpCaller, mcp_call, success_result
 from service.mcp.errors import (
+    ARGUMENTS,
     invalid_arguments,
     problem_result,
     protocol_error,
@@ -238,7 +239,9 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             return MemoryCreate(text=text, kind=kind, category=category, metadata=metadata or {})
 
         async def work(call: McpCall, vectors: TextVectors) -> Remembered:
-            [written] = await call.memories.create(call.owner, [body()], ahead=vectors)
+            [written] = await call.memories.create(
+                call.owner, [body()], _the_arguments, ahead=vectors
+            )
             return Remembered.of(written)
 
         return await _run_ahead(ctx, resolve, ahead, work)
@@ -351,7 +354,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             try:
                 patch = _OPERATIONS.validate_python(operations)
             except ValidationError as exc:
-                raise invalid_arguments(exc, ("operations",)) from exc
+                raise invalid_arguments(exc, (ARGUMENTS, "operations")) from exc
             tagged = await call.profiles.patch(call.owner, patch, None)
             return ProfileUpdated.of(tagged.body)
 
@@ -437,6 +440,11 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         return await _read(ctx, user_id, work)
 
     return server
+
+
+def _the_arguments(_index: int) -> list[str | int]:
+    """Where a tool's one memory is in its call, for a problem's `loc`: the arguments."""
+    return [ARGUMENTS]
 
 
 def _check_addressed(caller: McpCaller, user_id: str) -> None:

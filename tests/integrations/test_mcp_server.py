@@ -251,6 +251,15 @@ async def test_bad_arguments_are_tool_errors_with_the_problem_code_and_write_not
         for said in ("My SSN is 123-45-6789.", SAMPLES["aws_secret_access_key"].text):
             secret = tool_problem(await client.call_tool("remember", {"text": said}))
             assert secret["code"] == "SECRET_REFUSED"
+            # Located at the tool's argument, not where a REST body would hold it.
+            assert [e["loc"] for e in secret["errors"]] == [["arguments", "text"]]
+        secret_metadata = tool_problem(
+            await client.call_tool(
+                "remember", {"text": "Has a key.", "metadata": {"key": SAMPLES["jwt"].text}}
+            )
+        )
+        assert secret_metadata["code"] == "SECRET_REFUSED"
+        assert [e["loc"] for e in secret_metadata["errors"]] == [["arguments", "metadata", "key"]]
         profile_secret = tool_problem(
             await client.call_tool(
                 "update_profile",
@@ -283,6 +292,7 @@ async def test_bad_arguments_are_tool_errors_with_the_problem_code_and_write_not
             await client.call_tool("update_profile", {"operations": [{"op": "move"}]})
         )
         assert bad_op["code"] == "VALIDATION_FAILED"
+        assert all(e["loc"][:3] == ["arguments", "operations", 0] for e in bad_op["errors"])
 
         assert structured(await client.call_tool("list_memories", {}))["items"] == []
     async with httpx.AsyncClient(base_url=live_server.base_url, headers=headers) as rest:
