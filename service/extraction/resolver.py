@@ -4,7 +4,12 @@ Pure functions over plain data (no model, no database), so every rule is unit-te
 from the LLM. The pipeline gathers the inputs — the proposal, the live facts it may touch and
 the cosine of each candidate to each of them — and applies the result.
 
-Rules, applied to candidates from the most to the least confident:
+Rules 1-4 admit candidates from the most to the least confident. The admitted ones are then
+reconciled one after another in the order of their evidence (`said_at`, the newest message each
+quotes; among candidates of one message, the most confident first), each with the facts live at
+that point: the stored ones this pass has not superseded, and those it wrote for earlier
+candidates. A pass reading several turns therefore ends where passes one turn apart would: the
+later message's value is current, the earlier one written and superseded by it.
 
 1. **Validation** (as the API does): empty text is dropped; text over 4000 characters, or text
    or evidence that looks like a secret (`find_secret`), is refused.
@@ -12,11 +17,14 @@ Rules, applied to candidates from the most to the least confident:
    model's say-so never authorizes it) and one of the org categories.
 3. **Confidence**: below `min_confidence` (0.7) dropped; below `quarantine_confidence` (0.82)
    written as `proposed` with `needs_review`; otherwise `confirmed`.
-4. **Limit**: at most `max_facts` (3 per human turn) facts are accepted per pass.
+4. **Limit**: at most `max_facts` (3 per human turn) facts are admitted per pass; a candidate
+   with the text of one admitted already takes no place of its own.
 5. **Duplicates**: the same normalised text as a live fact of the same owner, or a cosine of at
    least `near_duplicate_cosine` to one (facts it explicitly replaces excepted), is no new row:
    that fact is re-confirmed (`last_confirmed_at`), and a proposed one is confirmed by a
-   confident candidate. A repeat within the pass is dropped. Similarity is not enough when both
+   confident candidate. A repeat of what the pass wrote or re-confirmed already is dropped
+   (`duplicate_in_pass`); a confident repeat, in a later message, of a fact the pass wrote as
+   proposed confirms that fact, as a later pass would. Similarity is not enough when both
    have the same subject and the candidate has a content word the fact lacks ("… full
    marathon" after "… half marathon", "35 years old" after "34"): that is a changed value and
    goes on to rule 6 — taking it for a repeat would lose it, while a restatement replacing its
@@ -24,8 +32,9 @@ Rules, applied to candidates from the most to the least confident:
 6. **Supersession**, by confirmed candidates only (a proposed one keeps its targets for the
    reviewer). The model's `supersedes` is a hint, not the source of truth: the resolver finds
    the live facts a candidate contradicts itself, among the facts its owner owns (the user's
-   own facts; org facts only for an org fact), never one superseded or re-confirmed earlier in
-   the same pass, and each by at most one candidate:
+   own facts; org facts only for an org fact) — stored ones, and those the pass wrote for
+   candidates of earlier messages (each superseded once, by the first later candidate that
+   contradicts it) — by these rules:
    - *explicit*: ids the model named;
    - *subject*: a fact of the same category with the same subject key (`home_city`), unless
      the subject is multi-valued (`multi_valued_subjects`: hobbies, pets, languages, … hold
@@ -36,6 +45,9 @@ Rules, applied to candidates from the most to the least confident:
      never replace each other without the model naming them; neither do subject-less facts
      that are not similar (`User prefers dark mode.` leaves `User prefers metric units.`).
    `merge` and `accumulate` categories have no similarity rule: their facts come in many.
+   Within one message a fact is decided once, by its most confident candidate: a less
+   confident one that repeats or contradicts a fact that candidate superseded, re-confirmed or
+   wrote is dropped (`conflict`, or `duplicate_in_pass` for a repeat).
 7. **Deliberate facts**: a fact written through the API or changed by the user (any history
    event by an actor other than the write path) is superseded only on strong evidence: the
    same subject key (the user's own label of the topic), or the model naming it *and* a match
@@ -55,7 +67,7 @@ import math
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from service.kit.secrets import find_secret, is_credential_name
@@ -112,6 +124,9 @@ class Candidate:
     confidence: float
     evidence: str
     supersedes: tuple[uuid.UUID, ...] = ()
+    # Where it was said: the position of the newest message its evidence quotes. A later
+    # statement about the same topic is the current one.
+    said_at: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,17 +163,31 @@ class ResolverRules:
 @dataclass(frozen=True, slots=True)
 class Known:
     """What the pass knows: whose memory it is, whether org facts may change, the live facts
-    that matter and the cosine of candidate `index` to fact `id` (absent: unknown)."""
+    that matter, the cosine of candidate `index` to fact `id` and the cosine between two
+    candidates, keyed by their indexes, the smaller first (absent: unknown)."""
 
     user_id: str
     org_writes: bool
     facts: Mapping[uuid.UUID, KnownFact]
     cosine: Mapping[tuple[int, uuid.UUID], float] = field(default_factory=dict)
+    between: Mapping[tuple[int, int], float] = field(default_factory=dict)
+
+    def cosine_between(self, one: int, other: int) -> float | None:
+        return self.between.get((min(one, other), max(one, other)))
 
 
 @dataclass(frozen=True, slots=True)
 class Supersession:
     fact_id: uuid.UUID
+    reason: SupersedeReason
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierSupersession:
+    """A fact the same pass writes for an earlier candidate (`candidate_index`), superseded by
+    a later one: it was current until the later message."""
+
+    candidate_index: int
     reason: SupersedeReason
 
 
@@ -171,6 +200,8 @@ class NewFact:
     proposed_supersedes: tuple[uuid.UUID, ...] = ()
     # Proposed because it would replace a deliberate fact on weak evidence.
     flagged: bool = False
+    # Facts this pass writes for candidates of earlier messages that this one replaces.
+    supersedes_earlier: tuple[EarlierSupersession, ...] = ()
 
     @property
     def needs_review(self) -> bool:
@@ -244,83 +275,11 @@ def resolve(
 ) -> Resolution:
     """Decide what the candidates and removals change (see the module docstring)."""
     result = Resolution()
-    # Facts this resolution already decided on: re-confirmed ones, and superseded or removed.
-    reconfirmed: set[uuid.UUID] = set()
-    claimed: set[uuid.UUID] = set()
-    seen: set[tuple[str, str]] = set()
-    accepted = 0
-    for candidate in sorted(candidates, key=lambda c: (-_finite(c.confidence), c.index)):
-        reason = _rejection(candidate, known, rules)
-        if reason is None and accepted >= rules.max_facts:
-            reason = "over_limit"
-        key = (candidate.scope, normalise_text(candidate.text))
-        if reason is None and key in seen:
-            reason = "duplicate_in_pass"
-        if reason is not None:
-            result.dropped.append(Dropped(reason, candidate.index))
-            continue
-        confirmed = candidate.confidence >= rules.quarantine_confidence
-        mine = [f for f in known.facts.values() if owns(f, candidate.scope, known.user_id)]
-        explicit: list[uuid.UUID] = []
-        for fact_id in dict.fromkeys(candidate.supersedes):
-            fact = known.facts.get(fact_id)
-            if fact is None or not owns(fact, candidate.scope, known.user_id):
-                result.dropped.append(Dropped("supersede_not_owned", candidate.index, fact_id))
-            elif fact_id not in claimed and fact_id not in reconfirmed:
-                explicit.append(fact_id)
-        duplicate = _duplicate_of(candidate, key[1], mine, explicit, known, rules)
-        if duplicate is not None:
-            fact, cosine = duplicate
-            if fact.id in claimed or fact.id in reconfirmed:
-                # A more confident candidate already replaced (or repeated) this fact.
-                reason = "conflict" if fact.id in claimed else "duplicate_in_pass"
-                result.dropped.append(Dropped(reason, candidate.index, fact.id))
-                continue
-            accepted += 1
-            seen.add(key)
-            reconfirmed.add(fact.id)
-            result.reconfirmations.append(
-                Reconfirmation(
-                    fact_id=fact.id,
-                    candidate_index=candidate.index,
-                    promote=confirmed and fact.lifecycle == "proposed",
-                    confidence=candidate.confidence,
-                    cosine=cosine,
-                )
-            )
-            continue
-        accepted += 1
-        seen.add(key)
-        if not confirmed:
-            result.new_facts.append(NewFact(candidate, "proposed", (), tuple(explicit)))
-            continue
-        supersedes = [Supersession(fact_id, "explicit") for fact_id in explicit]
-        for fact in mine:
-            if fact.id in explicit or fact.id in claimed or fact.id in reconfirmed:
-                continue
-            why = _contradiction(candidate, fact, known, rules)
-            if why is not None:
-                supersedes.append(Supersession(fact.id, why))
-        # A deliberate fact falls only to its own subject key, or to the model naming it when
-        # it is also similar: one weak signal alone (similarity, or the model's word) is not
-        # enough.
-        weak = [
-            s.fact_id
-            for s in supersedes
-            if known.facts[s.fact_id].deliberate
-            and s.reason != "subject"
-            and not (
-                s.reason == "explicit"
-                and _contradiction(candidate, known.facts[s.fact_id], known, rules) is not None
-            )
-        ]
-        if weak:
-            result.flagged.extend(weak)
-            targets = tuple(s.fact_id for s in supersedes)
-            result.new_facts.append(NewFact(candidate, "proposed", (), targets, flagged=True))
-            continue
-        claimed.update(s.fact_id for s in supersedes)
-        result.new_facts.append(NewFact(candidate, "confirmed", tuple(supersedes)))
+    reconciliation = _Reconciliation(known, rules, result)
+    admitted = _admitted(candidates, known, rules, result)
+    for candidate in sorted(admitted, key=lambda c: (c.said_at, -_finite(c.confidence), c.index)):
+        reconciliation.add(candidate)
+    claimed, reconfirmed = reconciliation.claimed, reconciliation.reconfirmed
     for fact_id in dict.fromkeys(removals):
         fact = known.facts.get(fact_id)
         if fact is None or not (
@@ -337,21 +296,218 @@ def resolve(
     return result
 
 
+def _admitted(
+    candidates: Sequence[Candidate], known: Known, rules: ResolverRules, result: Resolution
+) -> list[Candidate]:
+    """The candidates the API's rules, the scope and the confidence floor let through, at
+    most `max_facts` distinct texts of them, the most confident first (rules 1-4)."""
+    admitted: list[Candidate] = []
+    texts: set[tuple[str, str]] = set()
+    for candidate in sorted(candidates, key=lambda c: (-_finite(c.confidence), c.index)):
+        reason = _rejection(candidate, known, rules)
+        key = (candidate.scope, normalise_text(candidate.text))
+        if reason is None and key not in texts and len(texts) >= rules.max_facts:
+            reason = "over_limit"
+        if reason is not None:
+            result.dropped.append(Dropped(reason, candidate.index))
+            continue
+        texts.add(key)
+        admitted.append(candidate)
+    return admitted
+
+
+class _Reconciliation:
+    """The admitted candidates reconciled one after another in the order of their evidence,
+    each with the facts live at that point (rules 5-7)."""
+
+    def __init__(self, known: Known, rules: ResolverRules, result: Resolution) -> None:
+        self.known, self.rules, self.result = known, rules, result
+        # Stored facts superseded (or removed) by this resolution, and those it re-confirmed.
+        self.claimed: set[uuid.UUID] = set()
+        self.reconfirmed: set[uuid.UUID] = set()
+        # Facts written for earlier candidates and not superseded since, by candidate index.
+        self.written: dict[int, NewFact] = {}
+        # What the candidates of the message being reconciled decided: stored facts they
+        # superseded or re-confirmed, and the candidates they wrote.
+        self.said_at: int | None = None
+        self.decided: set[uuid.UUID] = set()
+        self.decided_new: set[int] = set()
+
+    def add(self, candidate: Candidate) -> None:
+        known, rules, result = self.known, self.rules, self.result
+        if candidate.said_at != self.said_at:
+            self.said_at, self.decided, self.decided_new = candidate.said_at, set(), set()
+        confirmed = candidate.confidence >= rules.quarantine_confidence
+        if self._repeats_earlier(candidate, confirmed):
+            result.dropped.append(Dropped("duplicate_in_pass", candidate.index))
+            return
+        # Facts superseded for an earlier message are no longer live; those superseded for
+        # this one are still seen, as conflicts.
+        superseded_before = self.claimed - self.decided
+        mine = [
+            f
+            for f in known.facts.values()
+            if f.id not in superseded_before and owns(f, candidate.scope, known.user_id)
+        ]
+        explicit: list[uuid.UUID] = []
+        for fact_id in dict.fromkeys(candidate.supersedes):
+            fact = known.facts.get(fact_id)
+            if fact is None or not owns(fact, candidate.scope, known.user_id):
+                result.dropped.append(Dropped("supersede_not_owned", candidate.index, fact_id))
+            elif fact_id not in self.claimed and fact_id not in self.decided:
+                explicit.append(fact_id)
+        normalised = normalise_text(candidate.text)
+        duplicate = _duplicate_of(candidate, normalised, mine, explicit, known, rules)
+        if duplicate is not None:
+            fact, cosine = duplicate
+            if fact.id in self.claimed or fact.id in self.reconfirmed:
+                # A more confident candidate of this message replaced this fact, or the pass
+                # repeated it already.
+                reason = "conflict" if fact.id in self.claimed else "duplicate_in_pass"
+                result.dropped.append(Dropped(reason, candidate.index, fact.id))
+                return
+            self.reconfirmed.add(fact.id)
+            self.decided.add(fact.id)
+            result.reconfirmations.append(
+                Reconfirmation(
+                    fact_id=fact.id,
+                    candidate_index=candidate.index,
+                    promote=confirmed and fact.lifecycle == "proposed",
+                    confidence=candidate.confidence,
+                    cosine=cosine,
+                )
+            )
+            return
+        if not confirmed:
+            self._write(NewFact(candidate, "proposed", (), tuple(explicit)))
+            return
+        supersedes = [Supersession(fact_id, "explicit") for fact_id in explicit]
+        conflicts: list[uuid.UUID | None] = []
+        for fact in mine:
+            if fact.id in explicit or fact.id in self.claimed:
+                continue
+            why = _contradiction(
+                candidate,
+                fact.category,
+                fact.subject,
+                known.cosine.get((candidate.index, fact.id)),
+                rules,
+            )
+            if why is None:
+                continue
+            if fact.id in self.decided:
+                conflicts.append(fact.id)
+            else:
+                supersedes.append(Supersession(fact.id, why))
+        earlier: list[EarlierSupersession] = []
+        for index, new_fact in self.written.items():
+            other = new_fact.candidate
+            if other.scope != candidate.scope:
+                continue
+            why = _contradiction(
+                candidate,
+                other.category,
+                other.subject,
+                known.cosine_between(index, candidate.index),
+                rules,
+            )
+            if why is None:
+                continue
+            if index in self.decided_new:
+                conflicts.append(None)
+            else:
+                earlier.append(EarlierSupersession(index, why))
+        if conflicts:
+            # A more confident candidate of the same message decided this topic otherwise.
+            result.dropped.append(Dropped("conflict", candidate.index, conflicts[0]))
+            return
+        # A deliberate fact falls only to its own subject key, or to the model naming it when
+        # it is also similar: one weak signal alone (similarity, or the model's word) is not
+        # enough.
+        weak = [
+            s.fact_id
+            for s in supersedes
+            if known.facts[s.fact_id].deliberate
+            and s.reason != "subject"
+            and not (
+                s.reason == "explicit"
+                and _contradiction(
+                    candidate,
+                    known.facts[s.fact_id].category,
+                    known.facts[s.fact_id].subject,
+                    known.cosine.get((candidate.index, s.fact_id)),
+                    rules,
+                )
+                is not None
+            )
+        ]
+        if weak:
+            result.flagged.extend(weak)
+            targets = tuple(s.fact_id for s in supersedes)
+            self._write(NewFact(candidate, "proposed", (), targets, flagged=True))
+            return
+        self.claimed.update(s.fact_id for s in supersedes)
+        self.decided.update(s.fact_id for s in supersedes)
+        for replaced in earlier:
+            del self.written[replaced.candidate_index]
+        self._write(
+            NewFact(candidate, "confirmed", tuple(supersedes), supersedes_earlier=tuple(earlier))
+        )
+
+    def _repeats_earlier(self, candidate: Candidate, confirmed: bool) -> bool:
+        """Whether the candidate repeats a live fact the pass wrote for an earlier candidate:
+        the same normalised text, or a near duplicate that brings no new value. A confident
+        repeat from a later message confirms a proposed one, as a later pass would."""
+        normalised = normalise_text(candidate.text)
+        for index, new_fact in self.written.items():
+            other = new_fact.candidate
+            if other.scope != candidate.scope:
+                continue
+            cosine = self.known.cosine_between(index, candidate.index)
+            if normalise_text(other.text) != normalised and (
+                cosine is None
+                or cosine < self.rules.near_duplicate_cosine
+                or _restated_with_news(candidate, other.subject, other.text)
+            ):
+                continue
+            if confirmed and new_fact.lifecycle == "proposed" and index not in self.decided_new:
+                promoted = replace(
+                    new_fact,
+                    lifecycle="confirmed",
+                    candidate=replace(
+                        other, confidence=max(other.confidence, candidate.confidence)
+                    ),
+                )
+                self.result.new_facts[self.result.new_facts.index(new_fact)] = promoted
+                self.written[index] = promoted
+            return True
+        return False
+
+    def _write(self, new_fact: NewFact) -> None:
+        self.result.new_facts.append(new_fact)
+        self.written[new_fact.candidate.index] = new_fact
+        self.decided_new.add(new_fact.candidate.index)
+
+
 def _contradiction(
-    candidate: Candidate, fact: KnownFact, known: Known, rules: ResolverRules
+    candidate: Candidate,
+    category: str | None,
+    subject: str | None,
+    cosine: float | None,
+    rules: ResolverRules,
 ) -> SupersedeReason | None:
-    """Why `candidate` contradicts `fact` without the model saying so (rule 6), or None."""
-    if fact.category != candidate.category:
+    """Why `candidate` contradicts a fact of this category and subject, at this cosine to it,
+    without the model saying so (rule 6), or None."""
+    if category != candidate.category:
         return None
-    if candidate.subject is not None and fact.subject is not None:
-        if candidate.subject != fact.subject or rules.multi_valued(candidate.subject):
+    if candidate.subject is not None and subject is not None:
+        if candidate.subject != subject or rules.multi_valued(candidate.subject):
             return None
         return "subject"
     if rules.category_modes.get(candidate.category) != "replace":
         return None
-    if rules.multi_valued(candidate.subject) or rules.multi_valued(fact.subject):
+    if rules.multi_valued(candidate.subject) or rules.multi_valued(subject):
         return None
-    cosine = known.cosine.get((candidate.index, fact.id))
     if cosine is not None and cosine >= rules.contradiction_cosine:
         return "similar"
     return None
@@ -410,19 +566,20 @@ def _duplicate_of(
             cosine is not None
             and cosine >= rules.near_duplicate_cosine
             and (best is None or cosine > best[1])
-            and not _restated_with_news(candidate, fact)
+            and not _restated_with_news(candidate, fact.subject, fact.text)
         ):
             best = (fact, cosine)
     return best
 
 
-def _restated_with_news(candidate: Candidate, fact: KnownFact) -> bool:
-    """Whether the candidate is about the same single subject as the fact and says something
-    the fact does not (a content word the fact lacks): a changed value, not a repeat."""
+def _restated_with_news(candidate: Candidate, subject: str | None, text: str) -> bool:
+    """Whether the candidate is about the same single subject as a fact with this subject and
+    text and says something the fact does not (a content word it lacks): a changed value, not
+    a repeat."""
     return (
         candidate.subject is not None
-        and candidate.subject == fact.subject
-        and not content_words(candidate.text) <= content_words(fact.text)
+        and candidate.subject == subject
+        and not content_words(candidate.text) <= content_words(text)
     )
 
 

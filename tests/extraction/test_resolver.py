@@ -12,6 +12,7 @@ import pytest
 from service.extraction.resolver import (
     Candidate,
     Dropped,
+    EarlierSupersession,
     Known,
     KnownFact,
     ProfileChange,
@@ -76,10 +77,17 @@ def candidate(text: str, index: int = 0, **overrides: Any) -> Candidate:
 
 
 def known(
-    *facts: KnownFact, org_writes: bool = False, cosine: dict[Any, float] | None = None
+    *facts: KnownFact,
+    org_writes: bool = False,
+    cosine: dict[Any, float] | None = None,
+    between: dict[tuple[int, int], float] | None = None,
 ) -> Known:
     return Known(
-        user_id=USER, org_writes=org_writes, facts={f.id: f for f in facts}, cosine=cosine or {}
+        user_id=USER,
+        org_writes=org_writes,
+        facts={f.id: f for f in facts},
+        cosine=cosine or {},
+        between=between or {},
     )
 
 
@@ -464,6 +472,105 @@ def test_one_fact_is_decided_once_per_pass() -> None:
         Dropped("duplicate_in_pass", 2),
         Dropped("remove_conflict", fact_id=dark.id),
     ]
+
+
+def home(city: str, index: int, said_at: int, confidence: float = 0.95) -> Candidate:
+    return candidate(
+        f"User lives in {city}.",
+        index,
+        category="context",
+        subject="home_city",
+        confidence=confidence,
+        said_at=said_at,
+    )
+
+
+def test_within_a_pass_the_later_message_decides_whatever_the_models_order_or_confidence() -> None:
+    berlin = fact("User lives in Berlin.", "context", subject="home_city")
+    result = resolve(
+        [home("Porto", 0, said_at=6, confidence=0.85), home("Lisbon", 1, 0), home("Faro", 2, 2)],
+        [],
+        known(berlin),
+        RULES,
+    )
+    lisbon, faro, porto = result.new_facts
+    assert [n.candidate.index for n in result.new_facts] == [1, 2, 0]
+    assert lisbon.supersedes == (Supersession(berlin.id, "subject"),)
+    assert faro.supersedes_earlier == (EarlierSupersession(1, "subject"),)
+    assert porto.supersedes_earlier == (EarlierSupersession(2, "subject"),)
+    assert porto.supersedes == faro.supersedes == ()
+    assert result.dropped == []
+
+
+def test_a_fact_said_again_and_then_changed_in_one_pass_is_reconfirmed_then_superseded() -> None:
+    lisbon = fact("User lives in Lisbon.", "context", subject="home_city")
+    changed = resolve(
+        [home("Lisbon", 0, said_at=0), home("Porto", 1, said_at=2, confidence=0.9)],
+        [],
+        known(lisbon),
+        RULES,
+    )
+    assert [r.fact_id for r in changed.reconfirmations] == [lisbon.id]
+    [porto] = changed.new_facts
+    assert porto.supersedes == (Supersession(lisbon.id, "subject"),)
+
+    # Said again after a change, the old value is current again: a new fact.
+    back = resolve(
+        [home("Porto", 0, said_at=0), home("Lisbon", 1, said_at=2)], [], known(lisbon), RULES
+    )
+    porto, again = back.new_facts
+    assert porto.supersedes == (Supersession(lisbon.id, "subject"),)
+    assert again.candidate.text == "User lives in Lisbon."
+    assert again.supersedes_earlier == (EarlierSupersession(0, "subject"),)
+    assert back.reconfirmations == [] and back.dropped == []
+
+
+def test_within_one_message_the_most_confident_candidate_decides_a_topic() -> None:
+    result = resolve(
+        [home("Lisbon", 0, said_at=2, confidence=0.9), home("Porto", 1, said_at=2)],
+        [],
+        known(),
+        RULES,
+    )
+    [porto] = result.new_facts
+    assert (porto.candidate.index, porto.supersedes_earlier) == (1, ())
+    assert result.dropped == [Dropped("conflict", 0)]
+
+
+def test_candidates_of_a_replace_category_replace_similar_ones_said_before_them() -> None:
+    result = resolve(
+        [
+            candidate("User prefers metric units.", 0, said_at=0),
+            candidate("User prefers dark mode.", 1, said_at=0, confidence=0.9),
+            candidate("User prefers imperial units.", 2, said_at=2),
+        ],
+        [],
+        known(between={(0, 2): 0.82, (1, 2): 0.32}),
+        RULES,
+    )
+    metric, dark, imperial = result.new_facts
+    assert imperial.supersedes_earlier == (EarlierSupersession(0, "similar"),)
+    assert metric.supersedes_earlier == dark.supersedes_earlier == ()
+
+
+def test_a_confident_repeat_in_a_later_message_confirms_a_fact_the_pass_proposed() -> None:
+    result = resolve(
+        [
+            candidate("User likes jazz.", 0, category="context", confidence=0.75, said_at=0),
+            candidate("User likes jazz.", 1, category="context", confidence=0.95, said_at=2),
+            candidate("User likes  JAZZ.", 2, category="context", confidence=0.9, said_at=4),
+        ],
+        [],
+        known(),
+        RULES,
+    )
+    [jazz] = result.new_facts
+    assert (jazz.candidate.index, jazz.lifecycle, jazz.candidate.confidence) == (
+        0,
+        "confirmed",
+        0.95,
+    )
+    assert result.dropped == [Dropped("duplicate_in_pass", 1), Dropped("duplicate_in_pass", 2)]
 
 
 def test_episodes_follow_the_api_text_rules() -> None:
