@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from service.auth.owner import Owner
@@ -66,6 +67,7 @@ from service.extraction.resolver import (
     ProfileProposalIn,
     Resolution,
     ResolverRules,
+    SupersedeReason,
     normalise_text,
     remembered_name,
     resolve,
@@ -280,7 +282,7 @@ class ExtractionPass:
             )
             span.set_attribute("mneme.proposed_facts", len(output.facts))
 
-        candidates, removals, unknown_ids = _candidates(output, shown)
+        candidates, removals, unknown_ids = _candidates(output, shown, window.messages)
         episode, episode_refusal = resolve_episode(output.episode)
         profile_changes, profile_dropped = resolve_profile(
             [ProfileProposalIn(p.key, p.value, p.confidence, p.evidence) for p in output.profile],
@@ -479,7 +481,13 @@ class ExtractionPass:
         deliberate = await memories.deliberate(sorted(facts), WRITE_PATH_ACTORS)
         for fact_id in deliberate:
             facts[fact_id] = replace(facts[fact_id], deliberate=True)
-        return Known(user_id=user_id, org_writes=org_writes, facts=facts, cosine=cosine)
+        return Known(
+            user_id=user_id,
+            org_writes=org_writes,
+            facts=facts,
+            cosine=cosine,
+            between=cosines_between(vectors),
+        )
 
     async def _apply(
         self,
@@ -493,12 +501,33 @@ class ExtractionPass:
         vectors: Mapping[int, list[float] | None],
         trigger: str,
     ) -> _Applied:
-        """Write the resolution through the memory service: new facts (with provenance), then
-        the facts they supersede — invalid from the newest message the new fact quotes —,
-        re-confirmations (the repeating messages added to the fact's sources) and removals
-        (invalid from the window's last human message), each with history."""
+        """Write the resolution through the memory service: re-confirmations (the repeating
+        messages added to the fact's sources), new facts (with provenance), each followed by
+        the facts it supersedes — invalid from the newest message the new fact quotes —, and
+        removals (invalid from the window's last human message), each with history."""
         applied = _Applied()
         sent_at = {m.id: m.created_at for m in window}
+        # Re-confirmations first: a fact repeated in one message and replaced in a later one
+        # is re-confirmed while it is still live, then superseded.
+        by_index = {c.index: c for c in candidates}
+        for reconfirmation in resolution.reconfirmations:
+            fact = known.facts[reconfirmation.fact_id]
+            said_again = evidence_message_ids(
+                by_index[reconfirmation.candidate_index].evidence, window
+            )
+            if await unit.memories.reconfirm(
+                _owner_of(fact),
+                fact.id,
+                promote=reconfirmation.promote,
+                confidence=reconfirmation.confidence,
+                source_message_ids=said_again,
+            ):
+                applied.reconfirmed += 1
+        # New facts in the resolver's order, so that one written for an earlier message exists
+        # before a later one supersedes it.
+        written: dict[int, MemoryWritten] = {}
+        # What a fact the API refused would have superseded: the fact replacing it takes over.
+        unreplaced: dict[int, list[tuple[Owner, uuid.UUID, SupersedeReason]]] = {}
         for new_fact in resolution.new_facts:
             candidate = new_fact.candidate
             owner = Owner.user(user_id) if candidate.scope == "user" else Owner.org()
@@ -512,6 +541,15 @@ class ExtractionPass:
                 metadata["proposed_supersedes"] = [str(i) for i in new_fact.proposed_supersedes]
             if new_fact.flagged:
                 metadata["review_reason"] = "contradicts_deliberate_fact"
+            targets: list[tuple[Owner, uuid.UUID, SupersedeReason]] = [
+                (_owner_of(known.facts[s.fact_id]), s.fact_id, s.reason)
+                for s in new_fact.supersedes
+            ]
+            for earlier in new_fact.supersedes_earlier:
+                if earlier.candidate_index in written:
+                    targets.append((owner, written[earlier.candidate_index].id, earlier.reason))
+                else:
+                    targets.extend(unreplaced.pop(earlier.candidate_index, []))
             source_ids = evidence_message_ids(candidate.evidence, window)
             memory = await _record_unless_refused(
                 unit,
@@ -530,35 +568,19 @@ class ExtractionPass:
             )
             if memory is None:
                 applied.refused += 1
+                unreplaced[candidate.index] = targets
                 continue
+            written[candidate.index] = memory
             if not memory.duplicate:
                 applied.written.append(memory.id)
-            for supersession in new_fact.supersedes:
-                if supersession.fact_id == memory.id:
+            invalid_at = max(sent_at[i] for i in source_ids)
+            for target_owner, target_id, reason in targets:
+                if target_id == memory.id:
                     continue
-                fact = known.facts[supersession.fact_id]
                 if await unit.memories.supersede(
-                    _owner_of(fact),
-                    fact.id,
-                    by=memory,
-                    reason=supersession.reason,
-                    invalid_at=max(sent_at[i] for i in source_ids),
+                    target_owner, target_id, by=memory, reason=reason, invalid_at=invalid_at
                 ):
                     applied.superseded += 1
-        by_index = {c.index: c for c in candidates}
-        for reconfirmation in resolution.reconfirmations:
-            fact = known.facts[reconfirmation.fact_id]
-            said_again = evidence_message_ids(
-                by_index[reconfirmation.candidate_index].evidence, window
-            )
-            if await unit.memories.reconfirm(
-                _owner_of(fact),
-                fact.id,
-                promote=reconfirmation.promote,
-                confidence=reconfirmation.confidence,
-                source_message_ids=said_again,
-            ):
-                applied.reconfirmed += 1
         humans = [m for m in window if m.role == HUMAN_ROLE] or list(window)
         for fact_id in resolution.removals:
             fact = known.facts[fact_id]
@@ -670,18 +692,41 @@ async def _record_unless_refused(
 
 
 def evidence_message_ids(evidence: str, window: Sequence[Message]) -> list[uuid.UUID]:
+    """The ids of the messages holding the evidence (`evidence_messages`)."""
+    return [m.id for m in evidence_messages(evidence, window)]
+
+
+def evidence_messages(evidence: str, window: Sequence[Message]) -> list[Message]:
     """The human messages of the window that contain the evidence quote (whitespace and case
     aside); all of the window's human messages when none does."""
     humans = [m for m in window if m.role == HUMAN_ROLE]
     quote = normalise_text(evidence)
-    quoted = [m.id for m in humans if quote and quote in normalise_text(m.content)]
-    return (quoted or [m.id for m in humans])[:SOURCE_IDS_MAX]
+    quoted = [m for m in humans if quote and quote in normalise_text(m.content)]
+    return (quoted or humans)[:SOURCE_IDS_MAX]
+
+
+def cosines_between(vectors: Mapping[int, list[float] | None]) -> dict[tuple[int, int], float]:
+    """The cosine between each two candidates' vectors, keyed by their indexes (the smaller
+    first); candidates without a vector are left out."""
+    embedded = sorted((index, vector) for index, vector in vectors.items() if vector)
+    if len(embedded) < 2:
+        return {}
+    matrix = np.asarray([vector for _, vector in embedded], dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    cosines = unit @ unit.T
+    return {
+        (embedded[i][0], embedded[j][0]): float(cosines[i, j])
+        for i in range(len(embedded))
+        for j in range(i + 1, len(embedded))
+    }
 
 
 def _candidates(
-    output: ExtractionOutput, shown: Sequence[ShownFact]
+    output: ExtractionOutput, shown: Sequence[ShownFact], window: Sequence[Message]
 ) -> tuple[list[Candidate], list[uuid.UUID], int]:
-    """The proposal with pass-local ids resolved; ids the model made up are counted, not used."""
+    """The proposal with pass-local ids resolved (ids the model made up are counted, not used),
+    each fact placed at the newest message its evidence quotes."""
     by_alias = {fact.alias: fact.memory_id for fact in shown}
     unknown = 0
 
@@ -696,19 +741,22 @@ def _candidates(
                 ids.append(memory_id)
         return ids
 
-    candidates = [
-        Candidate(
-            index=index,
-            text=fact.text.strip(),
-            category=fact.category,
-            subject=remembered_name(normalise_subject(fact.subject)),
-            scope=fact.scope,
-            confidence=fact.confidence,
-            evidence=fact.evidence.strip()[:EVIDENCE_MAX],
-            supersedes=tuple(resolved(fact.supersedes)),
+    candidates: list[Candidate] = []
+    for index, fact in enumerate(output.facts):
+        evidence = fact.evidence.strip()[:EVIDENCE_MAX]
+        candidates.append(
+            Candidate(
+                index=index,
+                text=fact.text.strip(),
+                category=fact.category,
+                subject=remembered_name(normalise_subject(fact.subject)),
+                scope=fact.scope,
+                confidence=fact.confidence,
+                evidence=evidence,
+                supersedes=tuple(resolved(fact.supersedes)),
+                said_at=max((m.seq for m in evidence_messages(evidence, window)), default=0),
+            )
         )
-        for index, fact in enumerate(output.facts)
-    ]
     return candidates, resolved(output.remove), unknown
 
 

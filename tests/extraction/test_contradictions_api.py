@@ -5,6 +5,7 @@ re-confirmation visible."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +17,13 @@ from service.extraction import pipeline
 from tests.conftest import bearer
 from tests.extraction.conftest import fact, say, wait_for_passes
 from tests.fixtures.factories import memories, remember, remember_texts, start_thread
-from tests.fixtures.openai_server import FakeOpenAIServer, ScriptedExtraction, extraction
+from tests.fixtures.openai_server import (
+    FakeOpenAIServer,
+    RecordedRequest,
+    Reply,
+    ScriptedExtraction,
+    extraction,
+)
 
 HOME = [
     ("I live in Lisbon", [fact("User lives in Lisbon.", subject="home_city")]),
@@ -266,3 +273,124 @@ async def test_an_episode_the_api_refuses_is_left_out_and_the_pass_keeps_its_fac
     assert bank["text"] == "User banks with a credit union."
     assert finished["written"] == [bank["id"]]
     assert await memories(llm_client, headers, kind="episodic") == []
+
+
+async def test_a_move_said_in_the_same_pass_supersedes_the_home_said_before_it(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # Both turns arrive in one append, so one pass reads them. The model lists the newer fact
+    # first: the order of the messages decides which home is current, not the model's order.
+    headers = bearer(settings, tenant, "alex")
+    script = ScriptedExtraction(
+        [
+            (
+                "in Lisbon",
+                [fact("User lives in Lisbon.", subject="home_city", evidence="in Lisbon")],
+            ),
+            ("in Porto", [fact("User lives in Porto.", subject="home_city", evidence="in Porto")]),
+        ]
+    )
+
+    def newest_first(request: RecordedRequest) -> Reply:
+        _status, payload = script(request)
+        content = json.loads(payload["choices"][0]["message"]["content"])
+        return extraction(list(reversed(content["facts"])))
+
+    fresh_llm.reply = newest_first
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    response = await llm_client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={
+            "messages": [
+                {"role": "user", "content": "Hello, I live in Lisbon at the moment."},
+                {"role": "assistant", "content": "Nice city."},
+                {"role": "user", "content": "Update: I live in Porto since today, I moved."},
+                {"role": "assistant", "content": "Congrats on the move."},
+            ]
+        },
+    )
+    assert response.status_code == 201, response.text
+    moved = response.json()["items"][2]
+    [finished] = await wait_for_passes(llm_client, headers, 1)
+
+    [porto] = await memories(llm_client, headers, kind="semantic")
+    assert porto["text"] == "User lives in Porto."
+    [lisbon] = await memories(llm_client, headers, kind="semantic", lifecycle="superseded")
+    assert lisbon["text"] == "User lives in Lisbon."
+    assert lisbon["superseded_by"] == porto["id"]
+    assert datetime.fromisoformat(lisbon["invalid_at"]) == datetime.fromisoformat(
+        moved["created_at"]
+    )
+    # Both events are of one transaction: told apart by their action, not their time.
+    events = {e["action"]: e for e in await history(llm_client, headers, lisbon["id"])}
+    assert sorted(events) == ["add", "supersede"]
+    assert events["supersede"]["changes"]["reason"] == "subject"
+    assert set(finished["written"]) == {porto["id"], lisbon["id"]}
+    assert finished["superseded"] == 1
+    response = await llm_client.post(
+        "/v1/users/me/context",
+        headers=headers,
+        json={"query": "Where does the user live?", "format": "text"},
+    )
+    block = response.json()["text"]
+    assert "Porto" in block and "Lisbon" not in block
+
+
+async def test_a_refused_fact_leaves_what_it_would_have_replaced_to_the_next_one_said(
+    llm_client: AsyncClient,
+    fresh_llm: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first move's message is signed with a name the API refuses as a speaker (its check,
+    # switched off, would have left the name out): that fact is refused at the write, and the
+    # home it would have replaced falls to the move said after it.
+    monkeypatch.setattr(pipeline, "remembered_name", lambda name: name)
+    headers = bearer(settings, tenant, "alex")
+    berlin = await remember(
+        llm_client,
+        headers,
+        kind="semantic",
+        text="User lives in Berlin.",
+        category="context",
+        metadata={"subject": "home_city"},
+    )
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            (
+                "in Lisbon",
+                [fact("User lives in Lisbon.", subject="home_city", evidence="in Lisbon")],
+            ),
+            ("in Porto", [fact("User lives in Porto.", subject="home_city", evidence="in Porto")]),
+        ]
+    )
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    response = await llm_client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={
+            "messages": [
+                {
+                    "role": "user",
+                    "name": "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                    "content": "I moved, I live in Lisbon now.",
+                },
+                {"role": "assistant", "content": "Nice."},
+                {"role": "user", "content": "Moved again: I live in Porto."},
+                {"role": "assistant", "content": "Busy year."},
+            ]
+        },
+    )
+    assert response.status_code == 201, response.text
+    [finished] = await wait_for_passes(llm_client, headers, 1)
+
+    assert finished["dropped"] == {"refused": 1}
+    [porto] = await memories(llm_client, headers, kind="semantic")
+    assert porto["text"] == "User lives in Porto."
+    replaced = await get(llm_client, headers, berlin["id"])
+    assert (replaced["lifecycle"], replaced["superseded_by"]) == ("superseded", porto["id"])
+    assert finished["superseded"] == 1

@@ -4,9 +4,11 @@ a model outage, long backlogs in windows, and two passes racing on one thread.""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.db import create_sessionmaker
-from service.extraction.pipeline import WritePath, speaker_of
+from service.extraction.pipeline import WritePath, cosines_between, speaker_of
 from service.kit.post_commit import BackgroundRunner
 from service.memories.embedding import EmbeddingBackfill
 from service.memories.vector_columns import VectorColumns
@@ -31,6 +33,7 @@ from tests.fixtures.openai_server import (
     MODEL,
     FakeOpenAIServer,
     RecordedRequest,
+    ScriptedExtraction,
     extraction,
 )
 
@@ -207,3 +210,58 @@ def test_a_fact_names_its_speaker_unless_the_name_looks_like_a_secret() -> None:
     assert speaker_of([ada.id], [ada, secret]) == "Ada"
     # The API would refuse the name as a memory's speaker: the fact is kept without it.
     assert speaker_of([secret.id], [ada, secret]) is None
+
+
+async def test_after_an_outage_each_move_supersedes_the_home_before_it(
+    client: AsyncClient,
+    make_write_path: Any,
+    fresh_llm: FakeOpenAIServer,
+    settings: Settings,
+    tenant: str,
+) -> None:
+    write_path = make_write_path(extraction_strategy="every_turn")
+    headers = bearer(settings, tenant, "alex")
+    thread_id = uuid.UUID(await start_thread(client, headers))
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            (
+                f"I live in {city}",
+                [fact(f"User lives in {city}.", subject="home_city", evidence=f"I live in {city}")],
+            )
+            for city in ("Porto", "City0", "City1", "City2", "City3")
+        ]
+    )
+    await say(client, headers, str(thread_id), "I live in Porto.")
+    await write_path.extract(tenant, thread_id, org_writes=False)
+    fresh_llm.mode = "fail"
+    said = []
+    for n in range(4):
+        said.append((await say(client, headers, str(thread_id), f"I live in City{n} now."))[0])
+        with pytest.raises(LLMUnavailable):
+            await write_path.extract(tenant, thread_id, org_writes=False)
+
+    fresh_llm.mode = "summarize"
+    [caught_up] = await write_path.extract(tenant, thread_id, org_writes=False)
+    assert (caught_up.from_seq, caught_up.through_seq) == (2, 9)
+    assert caught_up.record is not None and caught_up.record.superseded == 4
+    [live] = await memories(client, headers, kind="semantic")
+    assert live["text"] == "User lives in City3."
+    superseded = {
+        m["text"]: m
+        for m in await memories(client, headers, kind="semantic", lifecycle="superseded")
+    }
+    # Each home stops being current when the next one was said, as passes one turn apart do.
+    chain = ["Porto", "City0", "City1", "City2", "City3"]
+    for n, (old, new) in enumerate(itertools.pairwise(chain)):
+        replaced = superseded[f"User lives in {old}."]
+        successor = superseded.get(f"User lives in {new}.", live)
+        assert replaced["superseded_by"] == successor["id"]
+        assert datetime.fromisoformat(replaced["invalid_at"]) == datetime.fromisoformat(
+            said[n]["created_at"]
+        )
+
+
+def test_candidates_are_compared_with_each_other_by_the_cosine_of_their_vectors() -> None:
+    between = cosines_between({3: [0.0, 2.0], 0: [1.0, 0.0], 1: [1.0, 1.0], 2: None})
+    assert between == pytest.approx({(0, 1): 0.7071068, (0, 3): 0.0, (1, 3): 0.7071068})
+    assert cosines_between({0: [1.0, 0.0], 1: None}) == {}
