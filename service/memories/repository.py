@@ -92,6 +92,21 @@ CITABLE_THREADS_SQL = text(
 organization, whose memories may come from any user's conversation)."""
 
 
+SOURCES_IN_OTHER_THREADS_SQL = text(
+    "SELECT m.id, m.thread_id FROM message m JOIN thread t"
+    " ON t.tenant_id = m.tenant_id AND t.id = m.thread_id"
+    " WHERE m.tenant_id = :tenant_id AND m.id = ANY(:message_ids) AND m.thread_id <> :thread_id"
+    " AND (CAST(:user_id AS text) IS NULL OR t.user_id = :user_id)"
+).bindparams(bindparam("message_ids", type_=ARRAY(UUID(as_uuid=True))))
+"""Which of `message_ids` are messages of another thread than `thread_id` that a memory of
+`user_id` (the organization's when NULL) may cite, with their thread."""
+
+SOURCE_THREAD_FORGOTTEN = "source_thread_forgotten"
+"""The `reason` of the history event of a memory that outlived the thread it named as its
+source, because other threads' messages said it too: a change of provenance, not of the
+memory, so it does not make the memory deliberate."""
+
+
 def unembedded_among_statement(
     tenant_id: str, memory_ids: Sequence[uuid.UUID], column: str
 ) -> Select[uuid.UUID, str]:
@@ -342,6 +357,23 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         statement = self._owned(owner).where(M.source_thread_id == thread_id).with_for_update()
         return list((await self._session.execute(statement)).scalars())
 
+    async def sources_in_other_threads(
+        self, owner: Owner, thread_id: uuid.UUID, message_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, uuid.UUID]:
+        """`SOURCES_IN_OTHER_THREADS_SQL`: message id -> its thread."""
+        if not message_ids:
+            return {}
+        result = await self._session.execute(
+            SOURCES_IN_OTHER_THREADS_SQL,
+            {
+                "tenant_id": self._tenant_id,
+                "message_ids": list(message_ids),
+                "thread_id": thread_id,
+                "user_id": owner.user_id,
+            },
+        )
+        return {row.id: row.thread_id for row in result}
+
     async def update(self, memory_id: uuid.UUID, values: dict[str, Any]) -> Memory:
         memory = await self.update_by_id(memory_id, {"updated_at": func.now(), **values})
         if "text" in values:
@@ -401,7 +433,8 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
     async def touched_by_others(
         self, memory_ids: Sequence[uuid.UUID], actors: Sequence[str]
     ) -> set[uuid.UUID]:
-        """Of `memory_ids`, those with a history event by an actor not in `actors`."""
+        """Of `memory_ids`, those with a history event by an actor not in `actors` (a change of
+        provenance only, `SOURCE_THREAD_FORGOTTEN`, aside)."""
         if not memory_ids:
             return set()
         statement = (
@@ -410,6 +443,7 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
                 MemoryEvent.tenant_id == self._tenant_id,
                 one_of(MemoryEvent.memory_id, memory_ids),
                 MemoryEvent.actor.not_in(list(actors)),
+                MemoryEvent.changes["reason"].astext.is_distinct_from(SOURCE_THREAD_FORGOTTEN),
             )
             .distinct()
         )

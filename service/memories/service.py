@@ -30,7 +30,7 @@ from service.memories.recording import (
     refuse_secrets,
     written,
 )
-from service.memories.repository import ProcedureRow
+from service.memories.repository import SOURCE_THREAD_FORGOTTEN, ProcedureRow
 from service.memories.schemas import (
     MemoriesDeleted,
     MemoryCreate,
@@ -272,11 +272,42 @@ class MemoryService:
         )
 
     async def forget_thread(self, owner: Owner, thread_id: uuid.UUID) -> int:
-        """Forget the owner's memories that came from this thread (with history)."""
+        """Forget the owner's memories that came from this thread (with history), except those
+        that messages of the owner's other threads said too (a repeat re-confirms a memory and
+        joins its sources): such a memory keeps those sources and names the thread of the
+        first of them instead. Returns how many were forgotten."""
         self._recorder.authorize(owner)
         memories = await self._repository.from_thread(owner, thread_id)
-        await self._recorder.forget(memories)
-        return len(memories)
+        elsewhere = await self._repository.sources_in_other_threads(
+            owner, thread_id, [i for m in memories for i in m.source_message_ids or []]
+        )
+        forgotten: list[Memory] = []
+        for memory in memories:
+            sources = memory.source_message_ids or []
+            kept = [i for i in sources if i in elsewhere]
+            if not kept:
+                forgotten.append(memory)
+                continue
+            values = {"source_thread_id": elsewhere[kept[0]], "source_message_ids": kept}
+            updated = await self._repository.update(memory.id, values)
+            changes = {
+                "source_thread_id": str(elsewhere[kept[0]]),
+                "source_message_ids_removed": [str(i) for i in sources if i not in elsewhere],
+                "reason": SOURCE_THREAD_FORGOTTEN,
+            }
+            await self._repository.add_events(
+                [
+                    self._recorder.event(
+                        updated,
+                        "update",
+                        old_text=updated.text,
+                        new_text=updated.text,
+                        changes=changes,
+                    )
+                ]
+            )
+        await self._recorder.forget(forgotten)
+        return len(forgotten)
 
     # --- procedural slots --------------------------------------------------------------------
 

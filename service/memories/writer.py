@@ -100,8 +100,9 @@ class DerivedMemoryWriter:
         """Store derived memories one by one (with `add` events naming their origin).
 
         A confirmed one is stamped `last_confirmed_at`. An identical live memory is not stored
-        again: it is re-confirmed and returned with `duplicate: true`. Org-scoped items need an
-        admin principal, and secrets are refused, exactly as for API writes.
+        again: it is re-confirmed (`reconfirm`, the item's source messages added to its own) and
+        returned with `duplicate: true`. Org-scoped items need an admin principal, and secrets
+        are refused, exactly as for API writes.
         """
         owned = [OwnedCreate(entry.owner, entry.item) for entry in items]
         self._recorder.validate_new(owned)
@@ -121,7 +122,14 @@ class DerivedMemoryWriter:
                 )
                 if existing is None:
                     raise DuplicateMemory("A concurrent change collided with this write; retry.")
-                existing = await self._repository.update(existing.id, {"last_confirmed_at": now})
+                # The repeat's messages become sources of the memory too: it stays theirs when
+                # the thread it came from first is forgotten.
+                existing = await self._reconfirmed(
+                    existing,
+                    promote=False,
+                    confidence=0.0,
+                    source_message_ids=entry.item.source_message_ids,
+                )
                 results.append(written(existing, duplicate=True))
                 continue
             await self._repository.add_events(
@@ -207,6 +215,20 @@ class DerivedMemoryWriter:
         memory = await self._repository.get(owner, memory_id, for_update=True)
         if memory is None or memory.lifecycle == "superseded":
             return False
+        await self._reconfirmed(
+            memory, promote=promote, confidence=confidence, source_message_ids=source_message_ids
+        )
+        return True
+
+    async def _reconfirmed(
+        self,
+        memory: Memory,
+        *,
+        promote: bool,
+        confidence: float,
+        source_message_ids: Sequence[uuid.UUID],
+    ) -> Memory:
+        """`reconfirm` on a live memory read (and locked) already; returns it updated."""
         values: dict[str, Any] = {"last_confirmed_at": datetime.now(UTC)}
         known_ids = list(memory.source_message_ids or [])
         added = [i for i in dict.fromkeys(source_message_ids) if i not in known_ids]
@@ -232,7 +254,7 @@ class DerivedMemoryWriter:
                 )
             ]
         )
-        return True
+        return updated
 
     async def deliberate(
         self, memory_ids: Sequence[uuid.UUID], derived_by: Sequence[str]

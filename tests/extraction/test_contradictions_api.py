@@ -394,3 +394,39 @@ async def test_a_refused_fact_leaves_what_it_would_have_replaced_to_the_next_one
     replaced = await get(llm_client, headers, berlin["id"])
     assert (replaced["lifecycle"], replaced["superseded_by"]) == ("superseded", porto["id"])
     assert finished["superseded"] == 1
+
+
+async def test_a_fact_that_outlives_its_first_thread_is_still_the_write_paths_to_replace(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # Forgetting the thread a fact came from first moves the fact to the thread that said it
+    # again: a change of its provenance, which does not make it a fact the user set.
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            ("prefer metric", [fact("User prefers metric units.", category="preference")]),
+            ("prefer imperial", [fact("User prefers imperial units.", category="preference")]),
+        ]
+    )
+    fresh_llm.omit_supersedes = True
+    first_thread = await start_thread(llm_client, headers)
+    await say(llm_client, headers, first_thread, "I prefer metric units.")
+    await wait_for_passes(llm_client, headers, 1)
+    second_thread = await start_thread(llm_client, headers)
+    [again, _] = await say(llm_client, headers, second_thread, "As I said, I prefer metric units.")
+    await wait_for_passes(llm_client, headers, 2)
+    deleted = await llm_client.delete(
+        f"/v1/users/me/threads/{first_thread}?cascade=memories", headers=headers
+    )
+    assert deleted.json()["deleted"]["memory"] == 0
+    [metric] = await memories(llm_client, headers, kind="semantic")
+    assert (metric["source_thread_id"], metric["source_message_ids"]) == (
+        second_thread,
+        [again["id"]],
+    )
+
+    await say(llm_client, headers, second_thread, "Now I prefer imperial units.")
+    [latest, *_] = await wait_for_passes(llm_client, headers, 3)
+    assert (latest["superseded"], latest["flagged"]) == (1, 0)
+    [imperial] = await memories(llm_client, headers, kind="semantic")
+    assert imperial["text"] == "User prefers imperial units."

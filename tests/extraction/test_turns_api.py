@@ -126,3 +126,43 @@ async def test_an_authors_name_that_looks_like_a_secret_is_not_remembered_with_t
         "I run on Mondays.": None,
         "I swim on Fridays.": "Ada",
     }
+
+
+async def test_a_turn_said_again_in_another_thread_is_its_source_too_and_outlives_the_first(
+    turns_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    first_thread = await start_thread(turns_client, headers)
+    [first] = await say(turns_client, headers, first_thread, "ok thanks", None)
+    await wait_for_passes(turns_client, headers, 1)
+    second_thread = await start_thread(turns_client, headers)
+    [again] = await say(turns_client, headers, second_thread, "ok thanks", None)
+    [latest, _] = await wait_for_passes(turns_client, headers, 2)
+
+    # One memory for the text (a live memory's text is unique), with both turns as sources.
+    assert latest["reconfirmed"] == 1 and latest["written"] == []
+    [turn] = await memories(turns_client, headers, kind="episodic", category="turn")
+    assert turn["source_thread_id"] == first_thread
+    assert turn["source_message_ids"] == [first["id"], again["id"]]
+    events = await turns_client.get(f"/v1/users/me/memories/{turn['id']}/history", headers=headers)
+    [reconfirmed] = [e for e in events.json()["items"] if e["action"] == "update"]
+    assert reconfirmed["changes"]["reason"] == "reconfirmed"
+    assert reconfirmed["changes"]["source_message_ids_added"] == [again["id"]]
+
+    # Forgetting the first thread's memories keeps the one the second thread still says.
+    deleted = await turns_client.delete(
+        f"/v1/users/me/threads/{first_thread}?cascade=memories", headers=headers
+    )
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["deleted"]["memory"] == 0
+    [kept] = await memories(turns_client, headers, kind="episodic", category="turn")
+    assert kept["id"] == turn["id"]
+    assert kept["source_thread_id"] == second_thread
+    assert kept["source_message_ids"] == [again["id"]]
+
+    # Forgetting the second one too leaves it no source: it goes.
+    deleted = await turns_client.delete(
+        f"/v1/users/me/threads/{second_thread}?cascade=memories", headers=headers
+    )
+    assert deleted.json()["deleted"]["memory"] == 1
+    assert await memories(turns_client, headers, kind="episodic", category="turn") == []
