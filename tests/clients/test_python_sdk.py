@@ -81,6 +81,23 @@ async def test_problems_are_raised_as_typed_exceptions_with_their_code(
     assert missing.value.trace_id is None or isinstance(missing.value.trace_id, str)
 
 
+async def test_a_304_not_modified_is_an_answer_not_an_error(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    async with _mneme(live_server, live_user) as mneme:
+        written = await mneme.remember("Reads the news at breakfast.")
+        read = await get_memory.asyncio_detailed("me", written.id, client=mneme.client)
+        tag = read.headers["etag"]
+        unchanged = await get_memory.asyncio_detailed(
+            "me", written.id, client=mneme.client, if_none_match=tag
+        )
+        assert unchanged.status_code == 304
+        assert (
+            await mneme.call(get_memory.asyncio_detailed, "me", written.id, if_none_match=tag)
+            is None
+        )
+
+
 def test_the_synchronous_generated_functions_raise_through_unwrap(
     live_server: LiveServer, live_user: tuple[str, str]
 ) -> None:

@@ -5,11 +5,22 @@ stand-in of the gateway and of a newer service answers them)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from mneme import Mneme, MnemeError, NotFound, RetryPolicy, ServerError, connect, unwrap
+from mneme import (
+    Mneme,
+    MnemeError,
+    NotFound,
+    RetryPolicy,
+    ServerError,
+    ValidationFailed,
+    connect,
+    unwrap,
+)
+from mneme.errors import error_from_response
 from mneme_client.api.memories import get_memory
 from mneme_client.models import ProblemCode
 from starlette.applications import Starlette
@@ -86,3 +97,20 @@ def test_the_synchronous_generated_functions_raise_them_too(
     with client, pytest.raises(raised) as failed:
         unwrap(get_memory.sync_detailed("me", uuid.uuid4(), client=client))
     assert failed.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "raised"),
+    [
+        (405, "METHOD_NOT_ALLOWED", MnemeError),
+        (408, "REQUEST_TIMEOUT", MnemeError),
+        (415, "UNSUPPORTED_MEDIA_TYPE", ValidationFailed),
+        (422, "VALIDATION_FAILED", ValidationFailed),
+    ],
+)
+def test_a_status_no_class_stands_for_is_a_mneme_error_not_a_validation_failure(
+    status: int, code: str, raised: type[MnemeError]
+) -> None:
+    problem = json.dumps({"status": status, "code": code, "title": code, "detail": code})
+    error = error_from_response(status, {}, problem.encode())
+    assert (type(error), error.status, error.code) == (raised, status, code)

@@ -65,7 +65,8 @@ class PreconditionFailed(MnemeError):
 
 
 class ValidationFailed(MnemeError):
-    """422 (and the other 4xx about the request's content): see `problem["errors"]`."""
+    """422 (and 413, 414, 415: a body or URL the service will not take): see
+    `problem["errors"]`."""
 
 
 class RateLimited(MnemeError):
@@ -87,16 +88,21 @@ _BY_STATUS: dict[int, type[MnemeError]] = {
     404: NotFound,
     409: Conflict,
     412: PreconditionFailed,
+    413: ValidationFailed,
+    414: ValidationFailed,
+    415: ValidationFailed,
+    422: ValidationFailed,
     429: RateLimited,
     503: ServiceUnavailable,
 }
 
 
 def error_class(status: int) -> type[MnemeError]:
-    """The exception class for a failed response's status."""
+    """The exception class for a failed response's status: `MnemeError` itself for a status no
+    class stands for (a 405, a 408), so that a subclass always means what its name says."""
     if status in _BY_STATUS:
         return _BY_STATUS[status]
-    return ServerError if status >= 500 else ValidationFailed
+    return ServerError if status >= 500 else MnemeError
 
 
 def error_from_response(status: int, headers: Mapping[str, str], content: bytes) -> MnemeError:

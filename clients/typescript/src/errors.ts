@@ -47,7 +47,7 @@ export class NotFound extends MnemeError {}
 export class Conflict extends MnemeError {}
 /** 412: someone changed the resource since the `If-Match` tag was read. */
 export class PreconditionFailed extends MnemeError {}
-/** 422 (and the other 4xx about the request's content): see `problem.errors`. */
+/** 422 (and 413, 414, 415: a body or URL the service will not take): see `problem.errors`. */
 export class ValidationFailed extends MnemeError {}
 /** 429: too many requests; `retryAfter` says when to try again. */
 export class RateLimited extends MnemeError {}
@@ -63,13 +63,18 @@ const BY_STATUS: Record<number, typeof MnemeError> = {
   404: NotFound,
   409: Conflict,
   412: PreconditionFailed,
+  413: ValidationFailed,
+  414: ValidationFailed,
+  415: ValidationFailed,
+  422: ValidationFailed,
   429: RateLimited,
   503: ServiceUnavailable,
 };
 
-/** The error class for a failed response's status. */
+/** The error class for a failed response's status: `MnemeError` itself for a status no class
+ * stands for (a 405, a 408), so that a subclass always means what its name says. */
 export function errorClass(status: number): typeof MnemeError {
-  return BY_STATUS[status] ?? (status >= 500 ? ServerError : ValidationFailed);
+  return BY_STATUS[status] ?? (status >= 500 ? ServerError : MnemeError);
 }
 
 function text(value: unknown): string | undefined {

@@ -50,9 +50,43 @@ export function connect(options: ConnectOptions): Client {
   );
   // Network failures (no response) pass through as they are.
   client.interceptors.error.use((error, response) =>
-    response === undefined ? error : errorFromResponse(response, error),
+    response === undefined || response.status < 400 ? error : errorFromResponse(response, error),
   );
-  return client;
+  return answeringNotModified(client);
+}
+
+const METHODS = ['connect', 'delete', 'get', 'head', 'options', 'patch', 'post', 'put', 'trace'] as const;
+
+type Send = (options: { responseStyle?: 'data' | 'fields'; throwOnError?: boolean }) => Promise<unknown>;
+type Fields = { data?: unknown; error?: unknown; request: Request; response?: Response };
+
+/** `client` with a status below 400 outside 200-299 returned as an answer, never as an error.
+ *
+ * The generated client treats every status outside 200-299 as a failure, but a 304 Not Modified
+ * is the answer to `If-None-Match` while the resource is unchanged: it comes back as
+ * `{ data: undefined, error: undefined, response }` (with `responseStyle: 'data'`, undefined),
+ * as the Python layer returns None for it. Each call is sent without throwing, so that its
+ * response can be looked at, and a failure is then thrown as the call or the client asked. */
+function answeringNotModified(client: Client): Client {
+  const answering =
+    (send: Send): Send =>
+    async (options) => {
+      const { responseStyle, throwOnError } = { ...client.getConfig(), ...options };
+      const sent = send({ ...options, responseStyle: 'fields', throwOnError: false });
+      const result = (await sent) as Fields;
+      if (result.response !== undefined && result.response.status < 400) {
+        const answer = { ...result, data: result.data, error: undefined };
+        return responseStyle === 'data' ? answer.data : answer;
+      }
+      if (result.error !== undefined && throwOnError === true) throw result.error;
+      return responseStyle === 'data' ? result.data : result;
+    };
+  const wrapped: Record<string, unknown> = {
+    ...client,
+    request: answering(client.request as unknown as Send),
+  };
+  for (const method of METHODS) wrapped[method] = answering(client[method] as unknown as Send);
+  return wrapped as unknown as Client;
 }
 
 const newKey = (): string => crypto.randomUUID();

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import {
+  connect,
   getMemory,
   Mneme,
   MnemeError,
@@ -81,6 +82,27 @@ test('problems throw typed errors with their code', async () => {
   }).catch((error: unknown) => error);
   assert.ok(missing instanceof NotFound);
   assert.equal(missing.code, 'NOT_FOUND');
+});
+
+test('a 304 Not Modified is an answer, not an error', async () => {
+  const written = await base.remember('Reads the news at breakfast.');
+  const path = { user_id: 'me', memory_id: written.id };
+  const { response: read } = await getMemory({ client: base.client, path });
+  const headers = { 'if-none-match': read.headers.get('etag') ?? '' };
+  const client = connect({ baseUrl: env('MNEME_BASE_URL'), token: env('MNEME_TOKEN') });
+
+  for (const throwOnError of [undefined, true, false]) {
+    const unchanged = await getMemory({ client, path, headers, throwOnError });
+    assert.equal(unchanged.response.status, 304);
+    assert.equal(unchanged.data, undefined);
+    assert.equal((unchanged as { error?: unknown }).error, undefined);
+  }
+  const dataOnly = await getMemory({ client, path, headers, responseStyle: 'data' });
+  assert.equal(dataOnly, undefined);
+  // A failure still throws, through the same client.
+  const missing = await getMemory({ client, path: { ...path, memory_id: crypto.randomUUID() } })
+    .catch((error: unknown) => error);
+  assert.ok(missing instanceof NotFound);
 });
 
 test('pagers follow next_cursor to the last page', async () => {
@@ -191,6 +213,33 @@ test('a POST without a key, and a wait longer than maxDelay, are left to the cal
   const get = await retryingFetch({}, network.fetch, wait)('http://mneme/readyz');
   assert.equal(get.status, 200);
   assert.equal(waits.length, 1);
+});
+
+test('a status no error class stands for throws a MnemeError, not a ValidationFailed', async () => {
+  const problem = (status: number, code: string): Response =>
+    new Response(JSON.stringify({ status, code, title: code, detail: code }), {
+      status,
+      headers: { 'Content-Type': 'application/problem+json' },
+    });
+  const answers = scripted([
+    problem(405, 'METHOD_NOT_ALLOWED'),
+    problem(408, 'REQUEST_TIMEOUT'),
+    problem(415, 'UNSUPPORTED_MEDIA_TYPE'),
+    problem(422, 'VALIDATION_FAILED'),
+  ]);
+  const mneme = new Mneme({ baseUrl: 'http://mneme', token: 't', fetch: answers.fetch });
+  const classes: [string, number, string][] = [];
+  for (let n = 0; n < 4; n += 1) {
+    const error = await mneme.remember('x').catch((caught: unknown) => caught);
+    assert.ok(error instanceof MnemeError);
+    classes.push([error.constructor.name, error.status, error.code]);
+  }
+  assert.deepEqual(classes, [
+    ['MnemeError', 405, 'METHOD_NOT_ALLOWED'],
+    ['MnemeError', 408, 'REQUEST_TIMEOUT'],
+    ['ValidationFailed', 415, 'UNSUPPORTED_MEDIA_TYPE'],
+    ['ValidationFailed', 422, 'VALIDATION_FAILED'],
+  ]);
 });
 
 test('a search and a context block are retried like a GET: they only read', async () => {
