@@ -12,7 +12,7 @@ import pytest
 from mneme import Mneme, NotFound, RetryPolicy, ValidationFailed, connect, unwrap
 from mneme.retry import AsyncRetryingTransport
 from mneme_client import AuthenticatedClient
-from mneme_client.api.memories import get_memory, update_memory
+from mneme_client.api.memories import delete_memory, get_memory, update_memory
 
 from tests.clients.conftest import LiveServer
 
@@ -147,25 +147,34 @@ class _AnswerLostOnce(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-async def test_a_creation_retried_after_a_lost_answer_is_stored_once(
-    live_server: LiveServer, live_user: tuple[str, str]
-) -> None:
-    tenant_id, user_id = live_user
-    token = live_server.token_for(tenant_id, user_id)
+def _losing_the_first_answer(
+    base_url: str, token: str
+) -> tuple[AuthenticatedClient, _AnswerLostOnce, list[float]]:
+    """A client whose first request reaches the server but whose answer is lost, with the
+    layer's retries over it (recording their waits instead of waiting)."""
     flaky = _AnswerLostOnce()
     waits: list[float] = []
 
     async def record_wait(seconds: float) -> None:
         waits.append(seconds)
 
-    client = AuthenticatedClient(base_url=live_server.base_url, token=token)
+    client = AuthenticatedClient(base_url=base_url, token=token)
     client.set_async_httpx_client(
         httpx.AsyncClient(
-            base_url=live_server.base_url,
+            base_url=base_url,
             headers={"Authorization": f"Bearer {token}"},
             transport=AsyncRetryingTransport(RetryPolicy(), flaky, sleep=record_wait),
         )
     )
+    return client, flaky, waits
+
+
+async def test_a_creation_retried_after_a_lost_answer_is_stored_once(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    tenant_id, user_id = live_user
+    token = live_server.token_for(tenant_id, user_id)
+    client, flaky, waits = _losing_the_first_answer(live_server.base_url, token)
     async with Mneme(live_server.base_url, token, client=client) as mneme:
         written = await mneme.remember("Allergic to peanuts.", kind="semantic")
         listed = [memory.id async for memory in mneme.memories()]
@@ -173,3 +182,23 @@ async def test_a_creation_retried_after_a_lost_answer_is_stored_once(
     assert flaky.deliveries == 3  # the lost answer, its retry, the listing
     assert len(waits) == 1
     assert listed == [written.id]
+
+
+async def test_a_delete_retried_after_a_lost_answer_succeeds(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    tenant_id, user_id = live_user
+    token = live_server.token_for(tenant_id, user_id)
+    client, flaky, waits = _losing_the_first_answer(live_server.base_url, token)
+    async with _mneme(live_server, live_user) as mneme:
+        written = await mneme.remember("Has a dog named Biscuit.")
+        async with Mneme(live_server.base_url, token, client=client) as lossy:
+            # The first attempt deletes it and its answer is lost; the retry finds nothing.
+            assert await lossy.call(delete_memory.asyncio_detailed, "me", written.id) is None
+        with pytest.raises(NotFound):
+            await mneme.call(get_memory.asyncio_detailed, "me", written.id)
+        # A delete whose own answer is the 404 is still refused: nothing was there.
+        with pytest.raises(NotFound):
+            await mneme.call(delete_memory.asyncio_detailed, "me", uuid.uuid4())
+
+    assert (flaky.deliveries, len(waits)) == (2, 1)

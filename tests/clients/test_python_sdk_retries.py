@@ -120,6 +120,39 @@ async def test_connection_failures_are_retried_only_for_idempotent_calls() -> No
     assert (put_seen, post_seen, len(waits)) == (["PUT", "PUT"], ["POST"], 1)
 
 
+@pytest.mark.parametrize(
+    ("first", "answered"),
+    [
+        (httpx.ReadError("connection reset"), 204),
+        (httpx.Response(504), 204),
+        (httpx.Response(502), 204),
+        (httpx.Response(503), 404),
+        (httpx.Response(429), 404),
+    ],
+)
+def test_a_delete_answered_404_after_an_attempt_that_may_have_applied_it_is_done(
+    first: httpx.Response | Exception, answered: int
+) -> None:
+    client, seen, _ = _client([first, httpx.Response(404, content=PROBLEM)])
+    assert client.delete("/v1/users/me/memories/x").status_code == answered
+    assert seen == ["DELETE", "DELETE"]
+
+
+@pytest.mark.parametrize(("method", "answered"), [("DELETE", 204), ("GET", 404)])
+async def test_the_asynchronous_transport_finishes_such_a_delete_too(
+    method: str, answered: int
+) -> None:
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    transport, seen = _scripted([httpx.ReadError("connection reset"), httpx.Response(404)])
+    retrying = AsyncRetryingTransport(RetryPolicy(), transport, sleep=no_wait)
+    async with httpx.AsyncClient(base_url="http://mneme", transport=retrying) as client:
+        answer = await client.request(method, "/v1/users/me/memories/x")
+    # Only a DELETE: a read's 404 after a lost answer is a 404.
+    assert (answer.status_code, seen) == (answered, [method, method])
+
+
 def test_retry_after_as_an_http_date_is_seconds_from_now() -> None:
     later = datetime.now(UTC) + timedelta(seconds=90)
     seconds = retry_after_seconds({"Retry-After": format_datetime(later, usegmt=True)})

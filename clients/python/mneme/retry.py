@@ -8,6 +8,11 @@ and on connection failures, after the wait the service asked for (`Retry-After`,
 `RateLimit` field's `t` of an exhausted policy), else after an exponential back-off with full
 jitter. A wait longer than `max_delay` is not waited for: the answer goes back to the caller,
 whose exception carries `retry_after`.
+
+A DELETE is idempotent in what it leaves behind, not in its answer: repeated after the first
+attempt's answer was lost, it finds nothing and answers 404. So a retried DELETE answered 404
+after an attempt that may have been applied (it got no answer, or a gateway's 502 or 504) is
+done: the caller gets a 204 No Content in place of the 404, the resource being gone either way.
 """
 
 from __future__ import annotations
@@ -72,6 +77,20 @@ def is_retryable(request: httpx.Request) -> bool:
     )
 
 
+# The answers of a gateway whose upstream may have applied the request before failing.
+_OUTCOME_UNKNOWN_STATUSES = frozenset({502, 504})
+
+
+def _gone(request: httpx.Request, response: httpx.Response, may_have_applied: bool) -> bool:
+    """Whether `response` is a retried DELETE's 404 whose resource an earlier attempt may have
+    deleted (see the module docstring)."""
+    return may_have_applied and request.method == "DELETE" and response.status_code == 404
+
+
+def _deleted(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(204, request=request)
+
+
 def _delay(policy: RetryPolicy, attempt: int, response: httpx.Response | None) -> float | None:
     """Seconds to wait before the next attempt, or None when not to retry."""
     if attempt >= policy.attempts:
@@ -101,6 +120,7 @@ class RetryingTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         retryable = is_retryable(request)
+        may_have_applied = False
         attempt = 1
         while True:
             try:
@@ -109,11 +129,16 @@ class RetryingTransport(httpx.BaseTransport):
                 delay = _delay(self._policy, attempt, None) if retryable else None
                 if delay is None:
                     raise
+                may_have_applied = True
             else:
+                if _gone(request, response, may_have_applied):
+                    response.close()
+                    return _deleted(request)
                 delay = _delay(self._policy, attempt, response) if retryable else None
                 if delay is None:
                     return response
                 response.close()
+                may_have_applied |= response.status_code in _OUTCOME_UNKNOWN_STATUSES
             self._sleep(delay)
             attempt += 1
 
@@ -136,6 +161,7 @@ class AsyncRetryingTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         retryable = is_retryable(request)
+        may_have_applied = False
         attempt = 1
         while True:
             try:
@@ -144,11 +170,16 @@ class AsyncRetryingTransport(httpx.AsyncBaseTransport):
                 delay = _delay(self._policy, attempt, None) if retryable else None
                 if delay is None:
                     raise
+                may_have_applied = True
             else:
+                if _gone(request, response, may_have_applied):
+                    await response.aclose()
+                    return _deleted(request)
                 delay = _delay(self._policy, attempt, response) if retryable else None
                 if delay is None:
                     return response
                 await response.aclose()
+                may_have_applied |= response.status_code in _OUTCOME_UNKNOWN_STATUSES
             await self._sleep(delay)
             attempt += 1
 

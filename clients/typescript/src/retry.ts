@@ -6,6 +6,11 @@
 // of an exhausted policy), else after an exponential back-off with full jitter. A wait longer
 // than `maxDelay` is not waited for: the answer goes back to the caller, whose error carries
 // `retryAfter`.
+//
+// A DELETE is idempotent in what it leaves behind, not in its answer: repeated after the first
+// attempt's answer was lost, it finds nothing and answers 404. So a retried DELETE answered 404
+// after an attempt that may have been applied (it got no answer, or a gateway's 502 or 504) is
+// done: the caller gets a 204 No Content in place of the 404, the resource being gone either way.
 
 export interface RetryPolicy {
   /** Tries in all, the first included; 1 never retries. */
@@ -79,6 +84,9 @@ function delaySeconds(
   return Math.random() * Math.min(policy.maxDelay, policy.backoff * 2 ** (attempt - 1));
 }
 
+// The answers of a gateway whose upstream may have applied the request before failing.
+const OUTCOME_UNKNOWN_STATUSES = new Set([502, 504]);
+
 const sleep = (seconds: number): Promise<void> =>
   new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 
@@ -92,18 +100,28 @@ export function retryingFetch(
   return async (input, init) => {
     const request = new Request(input, init);
     const retryable = isRetryable(request);
+    let mayHaveApplied = false;
     for (let attempt = 1; ; attempt += 1) {
       let delay: number | undefined;
+      let response: Response;
       try {
         // A clone per attempt: a request body can be read only once.
-        const response = await fetchImpl(retryable ? request.clone() : request);
-        delay = retryable ? delaySeconds(resolved, attempt, response) : undefined;
-        if (delay === undefined) return response;
-        await response.body?.cancel();
+        response = await fetchImpl(retryable ? request.clone() : request);
       } catch (error) {
         delay = retryable ? delaySeconds(resolved, attempt, undefined) : undefined;
         if (delay === undefined) throw error;
+        mayHaveApplied = true;
+        await wait(delay);
+        continue;
       }
+      if (mayHaveApplied && request.method === 'DELETE' && response.status === 404) {
+        await response.body?.cancel();
+        return new Response(null, { status: 204, statusText: 'No Content' });
+      }
+      delay = retryable ? delaySeconds(resolved, attempt, response) : undefined;
+      if (delay === undefined) return response;
+      await response.body?.cancel();
+      if (OUTCOME_UNKNOWN_STATUSES.has(response.status)) mayHaveApplied = true;
       await wait(delay);
     }
   };

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 
 import {
   connect,
+  deleteMemory,
   getMemory,
   Mneme,
   MnemeError,
@@ -126,9 +127,10 @@ test('pagers follow next_cursor to the last page', async () => {
   assert.equal(new Set(threads).size, threads.length, 'no thread listed twice');
 });
 
-test('a creation retried after a lost answer is stored once', async () => {
+/** A fetch that delivers the first request to the server, then drops its answer as a network
+ * failure; `deliveries()` counts the requests that reached the server. */
+function losingTheFirstAnswer(): { fetch: typeof fetch; deliveries: () => number } {
   let deliveries = 0;
-  // Delivers the first request to the server, then drops its answer as a network failure.
   const losesFirstAnswer = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const response = await fetch(input, init);
     deliveries += 1;
@@ -136,17 +138,34 @@ test('a creation retried after a lost answer is stored once', async () => {
     await response.body?.cancel();
     throw new TypeError('fetch failed');
   };
-  const mneme = new Mneme({
-    baseUrl: env('MNEME_BASE_URL'),
-    token: env('MNEME_TOKEN'),
-    fetch: losesFirstAnswer as typeof fetch,
-  });
+  return { fetch: losesFirstAnswer as typeof fetch, deliveries: () => deliveries };
+}
+
+test('a creation retried after a lost answer is stored once', async () => {
+  const lossy = losingTheFirstAnswer();
+  const mneme = new Mneme({ baseUrl: env('MNEME_BASE_URL'), token: env('MNEME_TOKEN'), fetch: lossy.fetch });
   const written = await mneme.remember('Allergic to hazelnuts.', { category: 'allergies' });
   const listed: string[] = [];
   for await (const memory of mneme.memories({ category: ['allergies'] })) listed.push(memory.id);
 
-  assert.equal(deliveries, 3); // the lost answer, its retry, the listing
+  assert.equal(lossy.deliveries(), 3); // the lost answer, its retry, the listing
   assert.deepEqual(listed, [written.id]);
+});
+
+test('a delete retried after a lost answer succeeds', async () => {
+  const written = await base.remember('Has a dog named Biscuit.');
+  const path = { user_id: 'me', memory_id: written.id };
+  const lossy = losingTheFirstAnswer();
+  const client = connect({ baseUrl: env('MNEME_BASE_URL'), token: env('MNEME_TOKEN'), fetch: lossy.fetch });
+  // The first attempt deletes it and its answer is lost; the retry finds nothing.
+  const { response } = await deleteMemory({ client, path });
+  assert.equal(response.status, 204);
+  assert.equal(lossy.deliveries(), 2);
+  const gone = await getMemory({ client: base.client, path }).catch((error: unknown) => error);
+  assert.ok(gone instanceof NotFound);
+  // A delete whose own answer is the 404 is still refused: nothing was there.
+  const missing = await deleteMemory({ client: base.client, path }).catch((error: unknown) => error);
+  assert.ok(missing instanceof NotFound);
 });
 
 function scripted(answers: (Response | Error)[]): { fetch: typeof fetch; seen: string[] } {
@@ -240,6 +259,29 @@ test('a status no error class stands for throws a MnemeError, not a ValidationFa
     ['ValidationFailed', 415, 'UNSUPPORTED_MEDIA_TYPE'],
     ['ValidationFailed', 422, 'VALIDATION_FAILED'],
   ]);
+});
+
+test('a DELETE answered 404 after an attempt that may have applied it is done', async () => {
+  const wait = async (): Promise<void> => {};
+  const cases: [Response | Error, number][] = [
+    [new TypeError('fetch failed'), 204],
+    [new Response(null, { status: 504 }), 204],
+    [new Response(null, { status: 502 }), 204],
+    [new Response(null, { status: 503 }), 404],
+    [new Response(null, { status: 429 }), 404],
+  ];
+  for (const [first, answered] of cases) {
+    const answers = scripted([first, new Response(null, { status: 404 })]);
+    const answer = await retryingFetch({}, answers.fetch, wait)('http://mneme/v1/users/me/memories/x', {
+      method: 'DELETE',
+    });
+    assert.equal(answer.status, answered, String(first));
+    assert.equal(answers.seen.length, 2);
+  }
+  // Only a DELETE: a read's 404 after a lost answer is a 404.
+  const read = scripted([new TypeError('fetch failed'), new Response(null, { status: 404 })]);
+  const answer = await retryingFetch({}, read.fetch, wait)('http://mneme/v1/users/me/memories/x');
+  assert.equal(answer.status, 404);
 });
 
 test('a search and a context block are retried like a GET: they only read', async () => {
