@@ -13,6 +13,7 @@ from mneme import Mneme, NotFound, RetryPolicy, ValidationFailed, connect, unwra
 from mneme.retry import AsyncRetryingTransport
 from mneme_client import AuthenticatedClient
 from mneme_client.api.memories import delete_memory, get_memory, update_memory
+from mneme_client.api.profile import patch_profile
 
 from tests.clients.conftest import LiveServer
 
@@ -61,6 +62,53 @@ async def test_a_dict_body_is_accepted_by_any_generated_operation(
         )
         assert updated.text == "Works at Acme as a staff engineer."
         assert updated.metadata.to_dict() == {"team": "data"}
+
+
+async def test_a_json_patch_list_body_is_accepted_through_call(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    async with _mneme(live_server, live_user) as mneme:
+        patched = await mneme.call(
+            patch_profile.asyncio_detailed,
+            "me",
+            body=[
+                {"op": "add", "path": "/city", "value": "Lisbon"},
+                {"op": "add", "path": "/employer", "value": "Acme"},
+            ],
+        )
+        assert (patched.changed, patched.after.to_dict()) == (
+            True,
+            {"city": "Lisbon", "employer": "Acme"},
+        )
+
+
+async def test_input_the_api_refuses_is_its_validation_failure_not_a_local_value_error(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    refused: list[tuple[int, str, list[str]]] = []
+    async with _mneme(live_server, live_user) as mneme:
+        for attempt in (
+            mneme.remember("Prefers tea.", kind="bogus"),
+            mneme.turn("not-a-uuid", user="Hello?"),
+            mneme.call(update_memory.asyncio_detailed, "me", uuid.uuid4(), body={"text": 7}),
+        ):
+            with pytest.raises(ValidationFailed) as caught:
+                await attempt
+            error = caught.value
+            refused.append(
+                (error.status, error.code, [e["loc"][-1] for e in error.problem["errors"]])
+            )
+        with pytest.raises(ValidationFailed) as listing:
+            _ = [memory async for memory in mneme.memories(kind=["bogus"])]
+        with pytest.raises(ValidationFailed) as messages:
+            _ = [message async for message in mneme.messages("not-a-uuid")]
+
+    assert refused == [
+        (422, "VALIDATION_FAILED", ["kind"]),
+        (422, "VALIDATION_FAILED", ["thread_id"]),
+        (422, "VALIDATION_FAILED", ["text"]),
+    ]
+    assert (listing.value.status, messages.value.status) == (422, 422)
 
 
 async def test_problems_are_raised_as_typed_exceptions_with_their_code(

@@ -35,6 +35,8 @@ def jsonable(value: Any) -> Any:
         return jsonable(value.value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return jsonable(dataclasses.asdict(value))
+    if callable(getattr(value, "to_dict", None)) and not isinstance(value, type):
+        return jsonable(value.to_dict())  # a generated model inside a plain body
     return value
 
 
@@ -45,6 +47,28 @@ def model(cls: type[M], value: M | Mapping[str, Any]) -> M:
         return value
     from_dict: Callable[[Mapping[str, Any]], M] = getattr(cls, "from_dict")  # noqa: B009
     return from_dict(jsonable(value))
+
+
+@dataclasses.dataclass(frozen=True)
+class Verbatim:
+    """A value sent to the API as the caller wrote it, for the API to read and refuse (a 422
+    `ValidationFailed`, as the TypeScript layer gets) rather than the generated models refusing
+    it here with a bare `ValueError`: the generated code sends a body's `to_dict()` and an enum
+    parameter's `value`, and both are the value itself."""
+
+    json: Any
+
+    def to_dict(self) -> Any:
+        return self.json
+
+    @property
+    def value(self) -> Any:
+        return self.json
+
+
+def verbatim(value: Any) -> Verbatim:
+    """`value` as the API's JSON (see `jsonable`), to be sent as it is."""
+    return Verbatim(jsonable(value))
 
 
 @overload
@@ -67,12 +91,19 @@ def _body_type(operation: Callable[..., Any]) -> type[Any] | None:
 
 
 def coerce_body(operation: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """`kwargs` with a mapping `body` converted to the model `operation` expects."""
+    """`kwargs` with a plain `body` made ready to send as written: a mapping, or a list (a JSON
+    Patch), with plain values anywhere inside; the generated models in it are sent as they are."""
     body = kwargs.get("body")
     if isinstance(body, Mapping):
-        body_type = _body_type(operation)
-        if body_type is not None:
-            return {**kwargs, "body": model(body_type, body)}
+        # An operation whose body is one model sends its `to_dict()`; one whose body is a union
+        # (or optional) sends the value itself.
+        sent = verbatim(body) if _body_type(operation) is not None else jsonable(body)
+        return {**kwargs, "body": sent}
+    if isinstance(body, list | tuple):
+        return {
+            **kwargs,
+            "body": [item if hasattr(item, "to_dict") else verbatim(item) for item in body],
+        }
     return kwargs
 
 

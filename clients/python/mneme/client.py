@@ -13,38 +13,27 @@ from mneme_client.api.context import append_turn, build_context
 from mneme_client.api.memories import create_memory, list_memories, search_memories
 from mneme_client.api.threads import create_thread, list_messages, list_threads
 from mneme_client.models import (
-    ContextRequest,
     ContextResponse,
-    Lifecycle,
-    MemoryCreate,
-    MemoryKind,
     MemoryRead,
-    MemoryScope,
     MemoryWritten,
     MessageRead,
-    SearchRequest,
     SearchResponse,
-    ThreadCreate,
     ThreadRead,
-    TurnAppend,
     TurnAppended,
 )
 from mneme_client.models.problem import Problem
 from mneme_client.types import Response
 
-from mneme.calls import coerce_body, model, pages, unwrap
+from mneme.calls import coerce_body, pages, unwrap, verbatim
 from mneme.errors import error_from_response
 from mneme.retry import AsyncRetryingTransport, RetryingTransport, RetryPolicy
 from mneme.version import __version__
 
 T = TypeVar("T")
 
-# `list_memories`' filters whose values are enums: given as plain strings too.
-_ENUM_FILTERS: dict[str, Callable[[Any], Any]] = {
-    "scope": MemoryScope,
-    "kind": MemoryKind,
-    "lifecycle": Lifecycle,
-}
+# `list_memories`' filters whose values are enums: given as plain strings too, and sent as
+# given, so that a value the API does not know is its 422, not a ValueError here.
+_ENUM_FILTERS = ("scope", "kind", "lifecycle")
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
@@ -167,7 +156,7 @@ class Mneme:
         return await self.call(
             create_memory.asyncio_detailed,
             self.user_id,
-            body=model(MemoryCreate, body),
+            body=body,
             idempotency_key=idempotency_key or str(uuid.uuid4()),
         )
 
@@ -175,7 +164,7 @@ class Mneme:
         self, query: str, *, limit: int | None = None, **fields: Any
     ) -> SearchResponse:
         """Search the user's memories (any other `SearchRequest` field as a keyword)."""
-        body = model(SearchRequest, (_fields(query=query, limit=limit, **fields)))
+        body = _fields(query=query, limit=limit, **fields)
         return await self.call(search_memories.asyncio_detailed, self.user_id, body=body)
 
     async def context(
@@ -188,9 +177,7 @@ class Mneme:
     ) -> ContextResponse:
         """The memory block for the next model call (`.text` goes into the prompt)."""
         body = _fields(query=query, thread_id=thread_id, budget_tokens=budget_tokens, **fields)
-        return await self.call(
-            build_context.asyncio_detailed, self.user_id, body=model(ContextRequest, (body))
-        )
+        return await self.call(build_context.asyncio_detailed, self.user_id, body=body)
 
     async def thread(
         self, title: str | None = None, *, metadata: Mapping[str, Any] | None = None
@@ -199,7 +186,7 @@ class Mneme:
         return await self.call(
             create_thread.asyncio_detailed,
             self.user_id,
-            body=model(ThreadCreate, (_fields(title=title, metadata=metadata))),
+            body=_fields(title=title, metadata=metadata),
             idempotency_key=str(uuid.uuid4()),
         )
 
@@ -227,17 +214,17 @@ class Mneme:
         return await self.call(
             append_turn.asyncio_detailed,
             self.user_id,
-            uuid.UUID(str(thread_id)),
-            body=model(TurnAppend, (body)),
+            thread_id,
+            body=body,
             idempotency_key=str(uuid.uuid4()),
         )
 
     async def memories(self, *, page_size: int = 50, **filters: Any) -> AsyncIterator[MemoryRead]:
         """Every memory of the user matching `filters` (`list_memories`' query parameters, e.g.
         `kind=["episodic"]`, `category=["travel"]`, `created_after=...`), page after page."""
-        for name, to_enum in _ENUM_FILTERS.items():
+        for name in _ENUM_FILTERS:
             if filters.get(name) is not None:
-                filters[name] = [to_enum(value) for value in filters[name]]
+                filters[name] = [verbatim(value) for value in filters[name]]
         async for page in pages(
             list_memories.asyncio_detailed,
             self.user_id,
@@ -263,7 +250,7 @@ class Mneme:
         async for page in pages(
             list_messages.asyncio_detailed,
             self.user_id,
-            uuid.UUID(str(thread_id)),
+            thread_id,
             client=self.client,
             limit=page_size,
         ):
