@@ -195,6 +195,25 @@ class _AnswerLostOnce(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+async def test_a_creation_sent_again_with_the_callers_idempotency_key_is_written_once(
+    live_server: LiveServer, live_user: tuple[str, str]
+) -> None:
+    async with _mneme(live_server, live_user) as mneme:
+        memories = [await mneme.remember("Owns a red bike.", idempotency_key="m-1") for _ in "ab"]
+        threads = [await mneme.thread("Bikes", idempotency_key="t-1") for _ in "ab"]
+        turns = [
+            await mneme.turn(threads[0].id, user="Which bike?", idempotency_key="turn-1")
+            for _ in "ab"
+        ]
+        messages = [message.content async for message in mneme.messages(threads[0].id)]
+        listed = [thread.id async for thread in mneme.threads()]
+
+    assert memories[0].id == memories[1].id
+    assert threads[0].id == threads[1].id and listed == [threads[0].id]
+    assert [item.id for item in turns[0].items] == [item.id for item in turns[1].items]
+    assert messages == ["Which bike?"]
+
+
 def _losing_the_first_answer(
     base_url: str, token: str
 ) -> tuple[AuthenticatedClient, _AnswerLostOnce, list[float]]:

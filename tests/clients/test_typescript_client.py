@@ -42,4 +42,4 @@ def test_the_typescript_client_runs_the_agent_loop(
         check=False,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    assert "# pass 13" in run.stdout and "# fail 0" in run.stdout
+    assert "# pass 14" in run.stdout and "# fail 0" in run.stdout

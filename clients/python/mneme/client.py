@@ -97,7 +97,9 @@ class Mneme:
 
     Every call raises a `MnemeError` subclass on a problem answer, retries what is safe to retry
     (creations carry a fresh `Idempotency-Key`, so they are safe too), and takes plain dicts
-    wherever the API takes JSON objects.
+    wherever the API takes JSON objects. The creating calls (`remember`, `thread`, `turn`) take
+    an `idempotency_key` of the caller's: an application that sends one again after the layer
+    gave up (with the key it was first sent with) writes it once.
     """
 
     def __init__(
@@ -180,14 +182,18 @@ class Mneme:
         return await self.call(build_context.asyncio_detailed, self.user_id, body=body)
 
     async def thread(
-        self, title: str | None = None, *, metadata: Mapping[str, Any] | None = None
+        self,
+        title: str | None = None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> ThreadRead:
         """Start a conversation thread."""
         return await self.call(
             create_thread.asyncio_detailed,
             self.user_id,
             body=_fields(title=title, metadata=metadata),
-            idempotency_key=str(uuid.uuid4()),
+            idempotency_key=idempotency_key or str(uuid.uuid4()),
         )
 
     async def turn(
@@ -198,12 +204,14 @@ class Mneme:
         assistant: str | None = None,
         messages: Sequence[Mapping[str, Any]] = (),
         budget_tokens: int | None = None,
+        idempotency_key: str | None = None,
         **context: Any,
     ) -> TurnAppended:
         """Record a turn and get the context for answering it, in one round trip: the assistant's
         previous reply (if any), then the user's new message (then any further `messages`); the
         answer's `context` is built for that user message (any `TurnContextOptions` field as a
-        keyword)."""
+        keyword). Sent again with the same `idempotency_key`, a turn is appended once: the
+        service replays its first answer."""
         sent: list[Mapping[str, Any]] = []
         if assistant is not None:
             sent.append({"role": "assistant", "content": assistant})
@@ -216,7 +224,7 @@ class Mneme:
             self.user_id,
             thread_id,
             body=body,
-            idempotency_key=str(uuid.uuid4()),
+            idempotency_key=idempotency_key or str(uuid.uuid4()),
         )
 
     async def memories(self, *, page_size: int = 50, **filters: Any) -> AsyncIterator[MemoryRead]:

@@ -12,5 +12,11 @@ export {
   retryingFetch,
   type RetryPolicy,
 } from './retry';
-export { connect, Mneme, type ConnectOptions, type TurnOptions } from './mneme';
+export {
+  connect,
+  Mneme,
+  type ConnectOptions,
+  type TurnOptions,
+  type WriteOptions,
+} from './mneme';
 export { VERSION } from './version';

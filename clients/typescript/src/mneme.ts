@@ -91,7 +91,14 @@ function answeringNotModified(client: Client): Client {
 
 const newKey = (): string => crypto.randomUUID();
 
-export interface TurnOptions extends Omit<TurnContextOptions, 'query'> {
+/** Options of the creating calls (`remember`, `thread`, `turn`). */
+export interface WriteOptions {
+  /** The `Idempotency-Key` to send (default: a fresh one). Sent again with the same key, a write
+   * is applied once: the service replays its first answer. */
+  idempotencyKey?: string;
+}
+
+export interface TurnOptions extends Omit<TurnContextOptions, 'query'>, WriteOptions {
   /** The user's new message. */
   user?: string;
   /** The assistant's previous reply, appended before `user`. */
@@ -104,7 +111,9 @@ export interface TurnOptions extends Omit<TurnContextOptions, 'query'> {
 
 /** Mneme for one user (`me`, the token's own, by default). Every call throws a `MnemeError`
  * subclass on a problem answer and retries what is safe to retry (creations carry a fresh
- * `Idempotency-Key`, so they are safe too). */
+ * `Idempotency-Key`, so they are safe too). The creating calls take an `idempotencyKey` of the
+ * caller's: an application that sends one again after the layer gave up (with the key it was
+ * first sent with) writes it once. */
 export class Mneme {
   readonly client: Client;
   readonly userId: string;
@@ -120,13 +129,17 @@ export class Mneme {
   }
 
   /** Store one memory. */
-  async remember(text: string, fields: Omit<MemoryCreate, 'text'> = {}): Promise<MemoryWritten> {
+  async remember(
+    text: string,
+    fields: Omit<MemoryCreate, 'text'> & WriteOptions = {},
+  ): Promise<MemoryWritten> {
+    const { idempotencyKey, ...body } = fields;
     const { data } = await createMemory({
       client: this.client,
       throwOnError: true,
       path: { user_id: this.userId },
-      headers: { 'Idempotency-Key': newKey() },
-      body: { ...fields, text },
+      headers: { 'Idempotency-Key': idempotencyKey ?? newKey() },
+      body: { ...body, text },
     });
     return data;
   }
@@ -157,13 +170,17 @@ export class Mneme {
   }
 
   /** Start a conversation thread. */
-  async thread(title?: string, fields: Omit<ThreadCreate, 'title'> = {}): Promise<ThreadRead> {
+  async thread(
+    title?: string,
+    fields: Omit<ThreadCreate, 'title'> & WriteOptions = {},
+  ): Promise<ThreadRead> {
+    const { idempotencyKey, ...body } = fields;
     const { data } = await createThread({
       client: this.client,
       throwOnError: true,
       path: { user_id: this.userId },
-      headers: { 'Idempotency-Key': newKey() },
-      body: { ...fields, title: title ?? null },
+      headers: { 'Idempotency-Key': idempotencyKey ?? newKey() },
+      body: { ...body, title: title ?? null },
     });
     return data;
   }
@@ -171,7 +188,7 @@ export class Mneme {
   /** Record a turn and get the context for answering it, in one round trip: the assistant's
    * previous reply (if any), then the user's new message (then any further `messages`). */
   async turn(threadId: string, options: TurnOptions): Promise<TurnAppended> {
-    const { user, assistant, messages = [], ...context } = options;
+    const { user, assistant, messages = [], idempotencyKey, ...context } = options;
     const sent: MessageIn[] = [];
     if (assistant !== undefined) sent.push({ role: 'assistant', content: assistant });
     if (user !== undefined) sent.push({ role: 'user', content: user });
@@ -180,7 +197,7 @@ export class Mneme {
       client: this.client,
       throwOnError: true,
       path: { user_id: this.userId, thread_id: threadId },
-      headers: { 'Idempotency-Key': newKey() },
+      headers: { 'Idempotency-Key': idempotencyKey ?? newKey() },
       body: { messages: sent, context },
     });
     return data;

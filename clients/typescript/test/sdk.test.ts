@@ -152,6 +152,26 @@ test('a creation retried after a lost answer is stored once', async () => {
   assert.deepEqual(listed, [written.id]);
 });
 
+test("a creation sent again with the caller's Idempotency-Key is written once", async () => {
+  const mneme = new Mneme({ baseUrl: env('MNEME_BASE_URL'), token: env('MNEME_TOKEN') });
+  const key = crypto.randomUUID();
+  const memories = [];
+  for (const _ of [1, 2]) memories.push(await mneme.remember('Owns a red bike.', { idempotencyKey: `m-${key}` }));
+  const threads = [];
+  for (const _ of [1, 2]) threads.push(await mneme.thread('Bikes', { idempotencyKey: `t-${key}` }));
+  const turns = [];
+  for (const _ of [1, 2]) {
+    turns.push(await mneme.turn(threads[0].id, { user: 'Which bike?', idempotencyKey: `turn-${key}` }));
+  }
+  const messages: string[] = [];
+  for await (const message of mneme.messages(threads[0].id)) messages.push(message.content);
+
+  assert.equal(memories[0].id, memories[1].id);
+  assert.equal(threads[0].id, threads[1].id);
+  assert.deepEqual(turns[0].items.map((item) => item.id), turns[1].items.map((item) => item.id));
+  assert.deepEqual(messages, ['Which bike?']);
+});
+
 test('a delete retried after a lost answer succeeds', async () => {
   const written = await base.remember('Has a dog named Biscuit.');
   const path = { user_id: 'me', memory_id: written.id };
