@@ -48,16 +48,30 @@ export function connect(options: ConnectOptions): Client {
       throwOnError: true,
     }),
   );
-  // Network failures (no response) pass through as they are.
+  // Network failures (no response) pass through as they are, and so does a status below 400,
+  // which is not a failure (see answeringNotModified).
   client.interceptors.error.use((error, response) =>
     response === undefined || response.status < 400 ? error : errorFromResponse(response, error),
   );
   return answeringNotModified(client);
 }
 
-const METHODS = ['connect', 'delete', 'get', 'head', 'options', 'patch', 'post', 'put', 'trace'] as const;
+const METHODS = [
+  'connect',
+  'delete',
+  'get',
+  'head',
+  'options',
+  'patch',
+  'post',
+  'put',
+  'trace',
+] as const;
 
-type Send = (options: { responseStyle?: 'data' | 'fields'; throwOnError?: boolean }) => Promise<unknown>;
+type Send = (options: {
+  responseStyle?: 'data' | 'fields';
+  throwOnError?: boolean;
+}) => Promise<unknown>;
 type Fields = { data?: unknown; error?: unknown; request: Request; response?: Response };
 
 /** `client` with a status below 400 outside 200-299 returned as an answer, never as an error.

@@ -131,7 +131,10 @@ test('pagers follow next_cursor to the last page', async () => {
  * failure; `deliveries()` counts the requests that reached the server. */
 function losingTheFirstAnswer(): { fetch: typeof fetch; deliveries: () => number } {
   let deliveries = 0;
-  const losesFirstAnswer = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+  const losesFirstAnswer = async (
+    input: RequestInfo | URL,
+    init?: RequestInit,
+  ): Promise<Response> => {
     const response = await fetch(input, init);
     deliveries += 1;
     if (deliveries > 1) return response;
@@ -143,7 +146,11 @@ function losingTheFirstAnswer(): { fetch: typeof fetch; deliveries: () => number
 
 test('a creation retried after a lost answer is stored once', async () => {
   const lossy = losingTheFirstAnswer();
-  const mneme = new Mneme({ baseUrl: env('MNEME_BASE_URL'), token: env('MNEME_TOKEN'), fetch: lossy.fetch });
+  const mneme = new Mneme({
+    baseUrl: env('MNEME_BASE_URL'),
+    token: env('MNEME_TOKEN'),
+    fetch: lossy.fetch,
+  });
   const written = await mneme.remember('Allergic to hazelnuts.', { category: 'allergies' });
   const listed: string[] = [];
   for await (const memory of mneme.memories({ category: ['allergies'] })) listed.push(memory.id);
@@ -156,12 +163,17 @@ test("a creation sent again with the caller's Idempotency-Key is written once", 
   const mneme = new Mneme({ baseUrl: env('MNEME_BASE_URL'), token: env('MNEME_TOKEN') });
   const key = crypto.randomUUID();
   const memories = [];
-  for (const _ of [1, 2]) memories.push(await mneme.remember('Owns a red bike.', { idempotencyKey: `m-${key}` }));
   const threads = [];
-  for (const _ of [1, 2]) threads.push(await mneme.thread('Bikes', { idempotencyKey: `t-${key}` }));
   const turns = [];
   for (const _ of [1, 2]) {
-    turns.push(await mneme.turn(threads[0].id, { user: 'Which bike?', idempotencyKey: `turn-${key}` }));
+    memories.push(await mneme.remember('Owns a red bike.', { idempotencyKey: `m-${key}` }));
+  }
+  for (const _ of [1, 2]) {
+    threads.push(await mneme.thread('Bikes', { idempotencyKey: `t-${key}` }));
+  }
+  for (const _ of [1, 2]) {
+    const options = { user: 'Which bike?', idempotencyKey: `turn-${key}` };
+    turns.push(await mneme.turn(threads[0].id, options));
   }
   const messages: string[] = [];
   for await (const message of mneme.messages(threads[0].id)) messages.push(message.content);
@@ -176,7 +188,11 @@ test('a delete retried after a lost answer succeeds', async () => {
   const written = await base.remember('Has a dog named Biscuit.');
   const path = { user_id: 'me', memory_id: written.id };
   const lossy = losingTheFirstAnswer();
-  const client = connect({ baseUrl: env('MNEME_BASE_URL'), token: env('MNEME_TOKEN'), fetch: lossy.fetch });
+  const client = connect({
+    baseUrl: env('MNEME_BASE_URL'),
+    token: env('MNEME_TOKEN'),
+    fetch: lossy.fetch,
+  });
   // The first attempt deletes it and its answer is lost; the retry finds nothing.
   const { response } = await deleteMemory({ client, path });
   assert.equal(response.status, 204);
@@ -184,7 +200,9 @@ test('a delete retried after a lost answer succeeds', async () => {
   const gone = await getMemory({ client: base.client, path }).catch((error: unknown) => error);
   assert.ok(gone instanceof NotFound);
   // A delete whose own answer is the 404 is still refused: nothing was there.
-  const missing = await deleteMemory({ client: base.client, path }).catch((error: unknown) => error);
+  const missing = await deleteMemory({ client: base.client, path }).catch(
+    (error: unknown) => error,
+  );
   assert.ok(missing instanceof NotFound);
 });
 
@@ -292,9 +310,8 @@ test('a DELETE answered 404 after an attempt that may have applied it is done', 
   ];
   for (const [first, answered] of cases) {
     const answers = scripted([first, new Response(null, { status: 404 })]);
-    const answer = await retryingFetch({}, answers.fetch, wait)('http://mneme/v1/users/me/memories/x', {
-      method: 'DELETE',
-    });
+    const send = retryingFetch({}, answers.fetch, wait);
+    const answer = await send('http://mneme/v1/users/me/memories/x', { method: 'DELETE' });
     assert.equal(answer.status, answered, String(first));
     assert.equal(answers.seen.length, 2);
   }
