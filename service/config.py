@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +20,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from service.kit.types import PriorWeight, UnitInterval
@@ -29,6 +32,11 @@ _CATEGORY = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
 
 # A secret that ships in the repository can never protect production tokens.
 DEV_DEFAULT_SECRET = "mneme-dev-secret-not-for-production-use"  # noqa: S105 - the documented dev default
+
+
+class SettingRefused(ValueError):
+    """A setting refused by one of this module's rules, in words that never repeat the value
+    given: a value (a URL, a list, text in the wrong variable) may hold a password."""
 
 
 def _split_list(value: str) -> list[str]:
@@ -43,7 +51,14 @@ class Settings(BaseSettings):
     """All of Mneme's settings; see docs/configuration.md for what each one does."""
 
     model_config = SettingsConfigDict(
-        env_prefix="MNEME_", env_file=".env", extra="ignore", frozen=True
+        env_prefix="MNEME_",
+        env_file=".env",
+        extra="ignore",
+        frozen=True,
+        # Lists and objects are decoded from their JSON text by `_decoded_json`, so that bad
+        # JSON is a validation error of its setting like any other (pydantic-settings' own
+        # decoding raises an error of its own, outside validation).
+        enable_decoding=False,
     )
 
     # --- runtime mode -----------------------------------------------------------------------
@@ -447,11 +462,35 @@ class Settings(BaseSettings):
         # `MNEME_JWT_HS256_SECRET=` in an env file must switch the feature off, not set "".
         return None if value == "" else value
 
+    @field_validator(
+        "jwt_algorithms",
+        "embedding_second",
+        "extraction_farewell_phrases",
+        "extraction_category_modes",
+        "extraction_multi_valued_subjects",
+        "extraction_org_categories",
+        "web_oidc_connect_origins",
+        mode="before",
+    )
+    @classmethod
+    def _decoded_json(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise SettingRefused(f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+
     @field_validator("rate_limit_default", "rate_limit_tenant", "auth_failure_limit")
     @classmethod
     def _limit_parses(cls, value: str) -> str:
         # Refuse a typo at start-up rather than on the first request that needs the limit.
-        limits.parse(value)
+        try:
+            limits.parse(value)
+        except ValueError:
+            raise SettingRefused(
+                "is not a rate limit: an amount per unit of time, e.g. 600/minute"
+            ) from None
         return value
 
     @field_validator("trusted_proxies")
@@ -459,18 +498,19 @@ class Settings(BaseSettings):
     def _proxies_are_networks(cls, value: str) -> str:
         # A wildcard would let every client name its own address in X-Forwarded-For (and so
         # step out of the failed-authentication limit); a typo would silently trust nobody.
-        for entry in _split_list(value):
+        entries = _split_list(value)
+        for position, entry in enumerate(entries, start=1):
             if entry == "*":
-                raise ValueError(
-                    "trusted_proxies must name the proxies (addresses or CIDR networks), not *: "
+                raise SettingRefused(
+                    "must name the proxies (addresses or CIDR networks), not *: "
                     "a wildcard lets any client choose its own address"
                 )
             try:
                 ipaddress.ip_network(entry, strict=False)
-            except ValueError as exc:
-                raise ValueError(
-                    f"trusted_proxies: {entry!r} is not an address or network"
-                ) from exc
+            except ValueError:
+                raise SettingRefused(
+                    f"entry {position} of {len(entries)} is not an address or CIDR network"
+                ) from None
         return value
 
     @property
@@ -498,34 +538,36 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _extraction_settings_agree(self) -> Settings:
         if self.extraction_quarantine_confidence < self.extraction_fact_confidence_threshold:
-            raise ValueError(
+            raise SettingRefused(
                 "MNEME_EXTRACTION_QUARANTINE_CONFIDENCE must not be below "
                 "MNEME_EXTRACTION_FACT_CONFIDENCE_THRESHOLD"
             )
         categories = set(self.extraction_category_modes)
-        invalid = sorted(
-            c
+        refused = sum(
+            1
             for c in categories | set(self.extraction_org_categories)
-            if not _CATEGORY.fullmatch(c)
+            if not _CATEGORY.fullmatch(c) or c in RESERVED_CATEGORIES
         )
-        if invalid or categories & RESERVED_CATEGORIES:
-            raise ValueError(
-                "MNEME_EXTRACTION_CATEGORY_MODES: categories are lower-case names "
-                f"(not {sorted(RESERVED_CATEGORIES)}); invalid: {invalid}"
+        if refused:
+            raise SettingRefused(
+                "MNEME_EXTRACTION_CATEGORY_MODES / MNEME_EXTRACTION_ORG_CATEGORIES: categories "
+                "are lower-case names of letters, digits and . _ -, at most 64 characters, "
+                f"not {' or '.join(sorted(RESERVED_CATEGORIES))}; {refused} of them are not"
             )
         if not categories:
-            raise ValueError("MNEME_EXTRACTION_CATEGORY_MODES needs at least one category")
+            raise SettingRefused("MNEME_EXTRACTION_CATEGORY_MODES needs at least one category")
         unknown = sorted(set(self.extraction_org_categories) - categories)
         if unknown:
-            raise ValueError(
-                f"MNEME_EXTRACTION_ORG_CATEGORIES names categories that do not exist: {unknown}"
+            raise SettingRefused(
+                f"MNEME_EXTRACTION_ORG_CATEGORIES names {len(unknown)} categories that are not "
+                "in MNEME_EXTRACTION_CATEGORY_MODES"
             )
         return self
 
     @model_validator(mode="after")
     def _postings_scanned_reach_past_the_top(self) -> Settings:
         if self.search_postings_scanned < self.search_postings_per_lexeme:
-            raise ValueError(
+            raise SettingRefused(
                 "MNEME_SEARCH_POSTINGS_SCANNED must be at least "
                 "MNEME_SEARCH_POSTINGS_PER_LEXEME: the top postings of a lexeme are part of "
                 "what is scanned"
@@ -545,7 +587,7 @@ class Settings(BaseSettings):
         # size: an index of an owner below it would be built, checked on every write, and
         # rarely worth a walk.
         if 0 < self.owner_vector_index_from < self.search_bounded_from:
-            raise ValueError(
+            raise SettingRefused(
                 "MNEME_OWNER_VECTOR_INDEX_FROM must be 0 (no owner indexes) or at least "
                 "MNEME_SEARCH_BOUNDED_FROM: an owner's index is read by the searches that "
                 "use its search statistics"
@@ -558,17 +600,17 @@ class Settings(BaseSettings):
             return self
         if self.database_url is None:
             # A pod that lost its URL must not quietly start a private, throwaway database.
-            raise ValueError(
+            raise SettingRefused(
                 "outside dev mode set MNEME_DATABASE_URL; the embedded database is for dev"
             )
         secret = self.jwt_hs256_secret.get_secret_value() if self.jwt_hs256_secret else None
         if secret is not None and (secret == DEV_DEFAULT_SECRET or len(secret) < 32):
-            raise ValueError(
+            raise SettingRefused(
                 "MNEME_JWT_HS256_SECRET is the dev default or shorter than 32 characters; "
                 "set a strong secret or unset it (MNEME_JWT_HS256_SECRET=) and use MNEME_JWKS_URL"
             )
         if secret is None and self.jwks_url is None:
-            raise ValueError(
+            raise SettingRefused(
                 "outside dev mode set MNEME_JWKS_URL or a strong MNEME_JWT_HS256_SECRET"
             )
         return self
@@ -579,14 +621,44 @@ def get_settings() -> Settings:
     return Settings()
 
 
-def settings_problems(invalid: ValidationError) -> list[str]:
-    """What is wrong with the settings, one line each, naming the variable and never showing a
-    value: the one at fault may be a secret, and pydantic's own message shows every setting's
-    value for a rule that spans several."""
+def settings_problems(
+    invalid: ValidationError, names: Mapping[str, str] | None = None
+) -> list[str]:
+    """What is wrong with the settings, one line each, naming the variable (or the command-line
+    option `names` gives for a setting) and never showing the value given."""
     lines = []
-    for problem in invalid.errors(include_url=False, include_input=False, include_context=False):
-        message = problem["msg"].removeprefix("Value error, ")
+    for problem in invalid.errors(include_url=False):
         location = problem["loc"]
-        variable = f"MNEME_{str(location[0]).upper()}: " if location else ""
-        lines.append(f"{variable}{message}")
+        said = _problem_text(problem)
+        if not location:
+            lines.append(said)
+            continue
+        setting = str(location[0])
+        name = (names or {}).get(setting, f"MNEME_{setting.upper()}")
+        lines.append(f"{name}: {said}")
     return lines
+
+
+def _problem_text(problem: ErrorDetails) -> str:
+    """The rule a setting broke, in words that do not repeat its value. pydantic's own checks
+    state the rule (a type, a bound, the choices) without the input; a validator's text is
+    shown when it is a `SettingRefused` (written not to repeat it) or when the value given was
+    a number, and otherwise replaced: a library's message may quote a URL with its password."""
+    text = problem["msg"]
+    if problem["type"] not in ("value_error", "assertion_error"):
+        return text
+    text = text.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    error = problem.get("ctx", {}).get("error")
+    if isinstance(error, SettingRefused) or _is_number(problem["input"]):
+        return text
+    return "is not a valid value"
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, int | float):
+        return True
+    try:
+        float(str(value))
+    except ValueError:
+        return False
+    return True

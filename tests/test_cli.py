@@ -141,6 +141,69 @@ def test_a_rule_over_several_settings_is_said_without_showing_any_of_them(
     assert "short" not in said.replace("shorter", "")
 
 
+SECRET_TEXT = "S3CRETPW"
+"""Stands for a password in a setting's value: never in what a command says about it."""
+
+
+def _mneme(*command: str, tmp_path: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    """`python -m service COMMAND` as an operator runs it, with `variables` set."""
+    environment = {
+        **os.environ,
+        "MNEME_JWT_HS256_SECRET": TEST_SECRET,
+        "MNEME_DATA_DIR": str(tmp_path),
+        **variables,
+    }
+    return subprocess.run(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "service", *command],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _assert_one_line_refusal(ran: subprocess.CompletedProcess[str], line: str) -> None:
+    assert (ran.returncode, ran.stderr, ran.stdout) == (2, line + "\n", "")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("MNEME_JWT_ALGORITHMS", "notjson", "is not valid JSON (Expecting value at character 0)"),
+        (
+            "MNEME_EXTRACTION_CATEGORY_MODES",
+            "{bad",
+            "is not valid JSON (Expecting property name enclosed in double quotes at character 1)",
+        ),
+        (
+            "MNEME_WEB_OIDC_CONNECT_ORIGINS",
+            f"https://user:{SECRET_TEXT}@idp.example",
+            "is not valid JSON (Expecting value at character 0)",
+        ),
+        (
+            "MNEME_RATE_LIMIT_DEFAULT",
+            SECRET_TEXT,
+            "is not a rate limit: an amount per unit of time, e.g. 600/minute",
+        ),
+        (
+            "MNEME_TRUSTED_PROXIES",
+            f"10.0.0.0/8,{SECRET_TEXT}",
+            "entry 2 of 2 is not an address or CIDR network",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", [["token", "--tenant", "acme", "--user", "ada"], ["serve"]])
+def test_a_setting_that_does_not_validate_stops_a_command_with_one_line_without_its_value(
+    command: list[str], variable: str, value: str, said: str, tmp_path: Path
+) -> None:
+    ran = _mneme(*command, tmp_path=tmp_path, **{variable: value})
+    _assert_one_line_refusal(ran, f"mneme {command[0]}: {variable}: {said}")
+    assert SECRET_TEXT not in ran.stderr
+    # Nothing was started: no embedded database made under the data directory.
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_token_rejects_ids_that_cannot_be_addressed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
     assert main(["token", "--tenant", "acme", "--user", "a/b"]) == 2

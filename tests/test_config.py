@@ -3,12 +3,13 @@ indexes no search would read."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from service.config import DEV_DEFAULT_SECRET, Settings
+from service.config import DEV_DEFAULT_SECRET, Settings, settings_problems
 
 PROD: dict[str, Any] = {"env": "prod", "database_url": "postgresql://mneme_app@db/mneme"}
 
@@ -94,3 +95,59 @@ def test_the_postings_scanned_reach_at_least_the_postings_read() -> None:
     with pytest.raises(ValidationError, match="MNEME_SEARCH_POSTINGS_SCANNED"):
         Settings(_env_file=None, search_postings_per_lexeme=2_000, search_postings_scanned=1_000)
     assert Settings(_env_file=None, search_postings_scanned=1_000).search_postings_scanned == 1_000
+
+
+SECRET_TEXT = "S3CRETPW"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        SECRET_TEXT,
+        f"bogus://user:{SECRET_TEXT}@host:notaport/0",
+        f"postgresql://app:{SECRET_TEXT}@db:notaport/mneme",
+        f'["{SECRET_TEXT}"]',
+        f'{{"{SECRET_TEXT}": "{SECRET_TEXT}"}}',
+        f"10.0.0.0/8,{SECRET_TEXT}",
+        f"{SECRET_TEXT}/minute",
+    ],
+)
+def test_no_setting_repeats_the_value_it_refuses(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any setting may be given a password, by design (a URL) or by mistake (a line of an env
+    file in the wrong variable): what is said about it never shows it."""
+    for setting in Settings.model_fields:
+        monkeypatch.setenv(f"MNEME_{setting.upper()}", value)
+    with pytest.raises(ValidationError) as refused:
+        Settings(_env_file=None)
+    problems = settings_problems(refused.value)
+    assert len(problems) > 20
+    assert [problem for problem in problems if SECRET_TEXT in problem] == []
+
+
+EMPTY_BY_DEFAULT: dict[str, Any] = {
+    "embedding_second": {"provider": "local"},
+    "web_oidc_connect_origins": ["https://idp.example/"],
+}
+JSON_SETTINGS = [
+    name
+    for name, field in Settings.model_fields.items()
+    if "list[" in str(field.annotation) or "dict[" in str(field.annotation)
+]
+
+
+@pytest.mark.parametrize("setting", JSON_SETTINGS)
+def test_a_list_or_object_setting_is_read_from_json_and_bad_json_is_its_own_problem(
+    setting: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A value of the setting's own type (those empty by default: one of their own).
+    value = Settings.model_fields[setting].default or EMPTY_BY_DEFAULT[setting]
+    monkeypatch.setenv(f"MNEME_{setting.upper()}", json.dumps(value))
+    assert Settings(_env_file=None).model_dump(mode="json")[setting] == value
+    monkeypatch.setenv(f"MNEME_{setting.upper()}", "[1,")
+    with pytest.raises(ValidationError) as refused:
+        Settings(_env_file=None)
+    assert settings_problems(refused.value) == [
+        f"MNEME_{setting.upper()}: is not valid JSON (Expecting value at character 3)"
+    ]
