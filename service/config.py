@@ -493,6 +493,18 @@ class Settings(BaseSettings):
             ) from None
         return value
 
+    @field_validator("rate_limit_storage_uri")
+    @classmethod
+    def _limit_storage_opens(cls, value: str) -> str:
+        # Opened by the app only as it is built, in each worker: a URI it cannot read would
+        # stop every one of them with limits' error, which quotes the URI and its password.
+        from service.kit.limit_storage import unusable_storage
+
+        problem = unusable_storage(value)
+        if problem is not None:
+            raise SettingRefused(problem)
+        return value
+
     @field_validator("trusted_proxies")
     @classmethod
     def _proxies_are_networks(cls, value: str) -> str:

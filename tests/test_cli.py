@@ -191,6 +191,18 @@ def _assert_one_line_refusal(ran: subprocess.CompletedProcess[str], line: str) -
             f"10.0.0.0/8,{SECRET_TEXT}",
             "entry 2 of 2 is not an address or CIDR network",
         ),
+        (
+            "MNEME_RATE_LIMIT_STORAGE_URI",
+            f"bogus://user:{SECRET_TEXT}@host/0",
+            "names no store the rate limits can use: memory://, or Redis as "
+            "redis://[:password@]host:port/db (rediss:// with TLS, redis+unix:// on a socket)",
+        ),
+        (
+            "MNEME_RATE_LIMIT_STORAGE_URI",
+            f"redis://:{SECRET_TEXT}@host:notaport/0",
+            "is not a Redis URI the rate limits can read: redis://[:password@]host:port/db, "
+            "with a numeric port and only options redis-py knows",
+        ),
     ],
 )
 @pytest.mark.parametrize("command", [["token", "--tenant", "acme", "--user", "ada"], ["serve"]])
