@@ -39,6 +39,10 @@ class SettingRefused(ValueError):
     given: a value (a URL, a list, text in the wrong variable) may hold a password."""
 
 
+LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
+"""uvicorn's log levels (`trace`, below `debug`, is uvicorn's own)."""
+
+
 def _split_list(value: str) -> list[str]:
     return [entry.strip() for entry in value.split(",") if entry.strip()]
 
@@ -65,7 +69,7 @@ class Settings(BaseSettings):
     env: Literal["dev", "prod"] = "dev"
     host: str = "127.0.0.1"
     port: int = 8000
-    log_level: str = "info"
+    log_level: LogLevel = "info"
     # One JSON object per line, or text for a terminal; unset: text in dev, JSON in prod.
     log_format: Literal["json", "text"] | None = None
 
@@ -480,6 +484,12 @@ class Settings(BaseSettings):
             return json.loads(value)
         except json.JSONDecodeError as exc:
             raise SettingRefused(f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_in_any_case(cls, value: object) -> object:
+        # Python's own spelling (INFO) names the same level.
+        return value.lower() if isinstance(value, str) else value
 
     @field_validator("rate_limit_default", "rate_limit_tenant", "auth_failure_limit")
     @classmethod

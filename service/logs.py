@@ -21,11 +21,24 @@ from opentelemetry import trace
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
+from service.config import LogLevel
 from service.observability import RequestContext, request_context
 
 LogFormat = Literal["json", "text"]
 
 access_logger = logging.getLogger("mneme.access")
+
+TRACE = 5
+"""uvicorn's level below DEBUG, named here too: logging is configured before uvicorn loads."""
+logging.addLevelName(TRACE, "TRACE")
+_LEVELS: dict[LogLevel, int] = {
+    "critical": logging.CRITICAL,
+    "error": logging.ERROR,
+    "warning": logging.WARNING,
+    "info": logging.INFO,
+    "debug": logging.DEBUG,
+    "trace": TRACE,
+}
 
 _CONTEXT_FIELDS = ("request_id", "trace_id", "span_id", "tenant", "route")
 # Libraries that narrate every request (or, Alembic's plugins, every start) at INFO; their
@@ -116,7 +129,7 @@ class _MnemeHandler(logging.StreamHandler):  # type: ignore[type-arg]
         return
 
 
-def configure_logging(level: str, log_format: LogFormat) -> None:
+def configure_logging(level: LogLevel, log_format: LogFormat) -> None:
     """Send every logger's records at `level` and above to stderr in `log_format`.
 
     Idempotent: a second call replaces the handler the first one installed, and leaves any
@@ -129,7 +142,7 @@ def configure_logging(level: str, log_format: LogFormat) -> None:
     for existing in [h for h in root.handlers if isinstance(h, _MnemeHandler)]:
         root.removeHandler(existing)
     root.addHandler(handler)
-    root.setLevel(level.upper())
+    root.setLevel(_LEVELS[level])
     for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
     # Mneme writes its own access line (route template, tenant, duration); uvicorn's quotes

@@ -192,6 +192,11 @@ def _assert_one_line_refusal(ran: subprocess.CompletedProcess[str], line: str) -
             "entry 2 of 2 is not an address or CIDR network",
         ),
         (
+            "MNEME_LOG_LEVEL",
+            SECRET_TEXT,
+            "Input should be 'critical', 'error', 'warning', 'info', 'debug' or 'trace'",
+        ),
+        (
             "MNEME_RATE_LIMIT_STORAGE_URI",
             f"bogus://user:{SECRET_TEXT}@host/0",
             "names no store the rate limits can use: memory://, or Redis as "
@@ -214,6 +219,20 @@ def test_a_setting_that_does_not_validate_stops_a_command_with_one_line_without_
     assert SECRET_TEXT not in ran.stderr
     # Nothing was started: no embedded database made under the data directory.
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_trace_log_level_is_uvicorns_in_any_case(tmp_path: Path) -> None:
+    # Logging is configured before uvicorn (which names the level) is loaded.
+    port = free_port()
+    ran = _mneme(
+        "migrate",
+        tmp_path=tmp_path,
+        MNEME_LOG_LEVEL="TRACE",
+        MNEME_DATABASE_URL=f"postgresql://owner@127.0.0.1:{port}/mneme",
+    )
+    assert ran.returncode == 1
+    assert ran.stderr.startswith("mneme migrate: cannot connect to the database at ")
+    assert "Traceback" not in ran.stderr
 
 
 def test_token_rejects_ids_that_cannot_be_addressed(monkeypatch: pytest.MonkeyPatch) -> None:
