@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import limits
 import platformdirs
@@ -41,6 +42,24 @@ class SettingRefused(ValueError):
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
 """uvicorn's log levels (`trace`, below `debug`, is uvicorn's own)."""
+
+
+DATABASE_URL_SCHEMES = ("postgresql", "postgres", "postgresql+asyncpg")
+"""What a database URL may start with: PostgreSQL, reached through asyncpg."""
+
+
+def _url_refused(url: str, schemes: tuple[str, ...], shape: str, *, needs_host: bool) -> None:
+    """SettingRefused unless `url` has one of `schemes`, a host (or, `needs_host` false, a
+    socket named in its query) and a numeric port when it has one: a URL the service would
+    otherwise read only as it starts, where its parser's error is a traceback."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - read for the error a port that is not a number raises
+    except ValueError:
+        raise SettingRefused(f"cannot be read as a URL (is its port a number?): {shape}") from None
+    located = parts.hostname if needs_host else parts.netloc or parts.query
+    if parts.scheme not in schemes or not located:
+        raise SettingRefused(f"is not a URL of the form {shape}")
 
 
 def _split_list(value: str) -> list[str]:
@@ -449,6 +468,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "jwt_hs256_secret",
+        "jwks_url",
         "database_url",
         "migration_database_url",
         "embedding_openai_api_key",
@@ -484,6 +504,27 @@ class Settings(BaseSettings):
             return json.loads(value)
         except json.JSONDecodeError as exc:
             raise SettingRefused(f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+
+    @field_validator("database_url", "migration_database_url")
+    @classmethod
+    def _database_url_shape(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            _url_refused(
+                value.get_secret_value(),
+                DATABASE_URL_SCHEMES,
+                "postgresql://user:password@host:port/database",
+                needs_host=False,
+            )
+        return value
+
+    @field_validator("jwks_url")
+    @classmethod
+    def _jwks_url_shape(cls, value: str | None) -> str | None:
+        if value is not None:
+            _url_refused(
+                value, ("https", "http"), "https://host/path/to/jwks.json", needs_host=True
+            )
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

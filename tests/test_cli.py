@@ -197,6 +197,18 @@ def _assert_one_line_refusal(ran: subprocess.CompletedProcess[str], line: str) -
             "Input should be 'critical', 'error', 'warning', 'info', 'debug' or 'trace'",
         ),
         (
+            "MNEME_DATABASE_URL",
+            f"postgresql://app:{SECRET_TEXT}@db:notaport/mneme",
+            "cannot be read as a URL (is its port a number?): "
+            "postgresql://user:password@host:port/database",
+        ),
+        (
+            "MNEME_DATABASE_URL",
+            "notaurl",
+            "is not a URL of the form postgresql://user:password@host:port/database",
+        ),
+        ("MNEME_JWKS_URL", "notaurl", "is not a URL of the form https://host/path/to/jwks.json"),
+        (
             "MNEME_RATE_LIMIT_STORAGE_URI",
             f"bogus://user:{SECRET_TEXT}@host/0",
             "names no store the rate limits can use: memory://, or Redis as "

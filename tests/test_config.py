@@ -47,6 +47,24 @@ def test_settings_come_from_mneme_prefixed_environment(monkeypatch: pytest.Monke
     assert not settings.uses_embedded_database
 
 
+def test_a_database_url_names_a_host_or_a_socket_directory() -> None:
+    for url in (
+        "postgresql://mneme_app:pw@db:5432/mneme",
+        "postgres://mneme_app@db/mneme",
+        "postgresql+asyncpg://mneme_app@/mneme?host=/run/mneme",
+    ):
+        assert Settings(_env_file=None, database_url=url).database_url is not None
+    for url in ("db:5432/mneme", "mysql://app@db/mneme", "postgresql:///mneme"):
+        with pytest.raises(ValidationError, match="database_url"):
+            Settings(_env_file=None, database_url=url)
+
+
+def test_an_empty_jwks_url_means_none() -> None:
+    assert Settings(_env_file=None, jwks_url="").jwks_url is None
+    with pytest.raises(ValidationError, match="jwks_url"):
+        Settings(_env_file=None, jwks_url="file:///etc/jwks.json")
+
+
 def test_secrets_are_not_printed() -> None:
     settings = Settings(_env_file=None, database_url="postgresql://app:pw-123@db/mneme")
     assert "pw-123" not in repr(settings)
