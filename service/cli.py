@@ -133,14 +133,22 @@ EMBEDDED_DATABASE_COMMANDS = ("serve", "migrate", "reembed", "owner-indexes", "a
 """The commands that start the embedded database when no `MNEME_DATABASE_URL` is set."""
 
 
+OPTION_SETTINGS = {
+    "serve": {"host": "host", "port": "port", "workers": "workers"},
+    "token": {"ttl": "dev_token_ttl_seconds"},
+}
+"""The options of a command that stand for a setting (option: setting): an option given is
+held to its setting's rules, by the settings themselves."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser, run_bench = build_parser(argv)
 
     args = parser.parse_args(argv)
     try:
-        get_settings()
-    except ValidationError as invalid:
-        for problem in settings_problems(invalid):
+        settings = _command_settings(args)
+    except _SettingsRefused as refused:
+        for problem in refused.problems:
             sys.stderr.write(f"mneme {args.command}: {problem}\n")
         return 2
     if args.command in EMBEDDED_DATABASE_COMMANDS and _embedded_database_refused(args.command):
@@ -148,18 +156,50 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("serve", "migrate", "reembed", "owner-indexes"):
         from service.logs import configure_logging
 
-        settings = get_settings()
         configure_logging(settings.log_level, settings.effective_log_format)
     if args.command == "serve":
-        return _serve(args.host, args.port, args.workers)
+        return _serve(settings)
     try:
-        return _run_command(args, run_bench)
+        return _run_command(args, settings, run_bench)
     except StartRefused as refused:
         sys.stderr.write(f"mneme {args.command}: {refused}\n")
         return 1
 
 
-def _run_command(args: argparse.Namespace, run_bench: Callable[[argparse.Namespace], int]) -> int:
+class _SettingsRefused(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+
+def _command_settings(args: argparse.Namespace) -> Settings:
+    """The settings `args` runs with: the environment's, with the options `OPTION_SETTINGS`
+    names in place of their settings. `_SettingsRefused` says what is wrong with either, one
+    line each, naming the variable or the option."""
+    try:
+        settings = get_settings()
+    except ValidationError as invalid:
+        raise _SettingsRefused(settings_problems(invalid)) from None
+    options = OPTION_SETTINGS.get(args.command, {})
+    given = {
+        setting: getattr(args, option)
+        for option, setting in options.items()
+        if getattr(args, option) is not None
+    }
+    if not given:
+        return settings
+    try:
+        return Settings(**given)
+    except ValidationError as invalid:
+        names = {setting: f"--{option}" for option, setting in options.items()}
+        raise _SettingsRefused(settings_problems(invalid, names)) from None
+
+
+def _run_command(
+    args: argparse.Namespace,
+    settings: Settings,
+    run_bench: Callable[[argparse.Namespace], int],
+) -> int:
     """Every command but `serve` (whose start-up runs inside uvicorn)."""
     if args.command == "migrate":
         return asyncio.run(_migrate(args.revision, args.downgrade))
@@ -175,7 +215,7 @@ def _run_command(args: argparse.Namespace, run_bench: Callable[[argparse.Namespa
         return asyncio.run(run_admin(args))
     if args.command == "mcp-stdio":
         return run_mcp_stdio(args)
-    return _token(args)
+    return _token(args, settings)
 
 
 def _embedded_database_refused(command: str) -> bool:
@@ -242,14 +282,12 @@ APP_FACTORY = "service.main:create_app"
 """What uvicorn builds the app from, in each worker."""
 
 
-def _serve(host: str | None, port: int | None, workers: int | None) -> int:
+def _serve(settings: Settings) -> int:
     import uvicorn
 
     from service.http_protocol import ProblemHttpToolsProtocol
 
-    settings = get_settings()
-    workers = workers or settings.workers
-    host, port = host or settings.host, port or settings.port
+    host, port, workers = settings.host, settings.port, settings.workers
     unusable = _unusable_address(host, port)
     if unusable is not None:
         sys.stderr.write(f"mneme serve: cannot listen on {host}:{port}: {unusable}\n")
@@ -545,10 +583,9 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
     return 0
 
 
-def _token(args: argparse.Namespace) -> int:
+def _token(args: argparse.Namespace, settings: Settings) -> int:
     from service.auth.dev_tokens import mint_dev_token
 
-    settings = get_settings()
     if settings.jwt_hs256_secret is None:
         sys.stderr.write("mneme token: no HS256 secret is configured (MNEME_JWT_HS256_SECRET)\n")
         return 2
@@ -562,7 +599,6 @@ def _token(args: argparse.Namespace) -> int:
             user_id=args.user,
             admin=args.admin,
             service=args.service,
-            ttl_seconds=args.ttl,
         )
     except ValueError as exc:
         sys.stderr.write(f"mneme token: {exc}\n")

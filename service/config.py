@@ -87,7 +87,7 @@ class Settings(BaseSettings):
     # --- runtime mode -----------------------------------------------------------------------
     env: Literal["dev", "prod"] = "dev"
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = Field(default=8000, ge=1, le=65_535)
     log_level: LogLevel = "info"
     # One JSON object per line, or text for a terminal; unset: text in dev, JSON in prod.
     log_format: Literal["json", "text"] | None = None

@@ -247,6 +247,59 @@ def test_the_trace_log_level_is_uvicorns_in_any_case(tmp_path: Path) -> None:
     assert "Traceback" not in ran.stderr
 
 
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["serve", "--workers", "-2"], "--workers: Input should be greater than or equal to 1"),
+        (["serve", "--workers", "0"], "--workers: Input should be greater than or equal to 1"),
+        (["serve", "--port", "99999"], "--port: Input should be less than or equal to 65535"),
+        (["serve", "--port", "-1"], "--port: Input should be greater than or equal to 1"),
+        (
+            ["token", "--tenant", "acme", "--user", "ada", "--ttl", "-3600"],
+            "--ttl: Input should be greater than or equal to 60",
+        ),
+    ],
+)
+def test_an_option_that_stands_for_a_setting_is_held_to_the_settings_rule(
+    command: list[str],
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    started: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setattr("service.cli._supervise_workers", started.append)
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
+    monkeypatch.setenv("MNEME_DATA_DIR", str(tmp_path))
+    assert main(command) == 2
+    assert capsys.readouterr() == ("", f"mneme {command[0]}: {said}\n")
+    assert started == []
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("port", "said"),
+    [
+        ("99999", "Input should be less than or equal to 65535"),
+        ("0", "Input should be greater than or equal to 1"),
+    ],
+)
+def test_a_port_setting_outside_1_to_65535_is_refused(port: str, said: str, tmp_path: Path) -> None:
+    ran = _mneme("serve", tmp_path=tmp_path, MNEME_PORT=port)
+    _assert_one_line_refusal(ran, f"mneme serve: MNEME_PORT: {said}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_token_ttl_takes_the_place_of_the_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
+    assert main(["token", "--tenant", "acme", "--user", "ada", "--ttl", "120"]) == 0
+    claims = jwt.decode(capsys.readouterr().out.strip(), TEST_SECRET, algorithms=["HS256"])
+    assert claims["exp"] - claims["iat"] == 120
+
+
 def test_token_rejects_ids_that_cannot_be_addressed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
     assert main(["token", "--tenant", "acme", "--user", "a/b"]) == 2
