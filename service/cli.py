@@ -219,12 +219,22 @@ def _run_command(
 
 
 def _embedded_database_refused(command: str) -> bool:
-    """Whether the embedded database cannot run on this machine's CPU (said on stderr): before
-    anything starts, rather than as a worker's failed start-up with its traceback."""
-    from service.embedded_postgres import UnsupportedCpu, cpu_features, require_cpu_features
+    """Whether the embedded database may not start (outside dev mode) or cannot run on this
+    machine's CPU (said on stderr): before anything starts, rather than as a worker's failed
+    start-up."""
+    from service.embedded_postgres import (
+        EMBEDDED_IS_FOR_DEV,
+        UnsupportedCpu,
+        cpu_features,
+        require_cpu_features,
+    )
 
-    if get_settings().database_url is not None:
+    settings = get_settings()
+    if settings.database_url is not None:
         return False
+    if not settings.is_dev:
+        sys.stderr.write(f"mneme {command}: {EMBEDDED_IS_FOR_DEV}\n")
+        return True
     try:
         require_cpu_features(cpu_features())
     except UnsupportedCpu as refusal:
@@ -586,11 +596,11 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
 def _token(args: argparse.Namespace, settings: Settings) -> int:
     from service.auth.dev_tokens import mint_dev_token
 
-    if settings.jwt_hs256_secret is None:
-        sys.stderr.write("mneme token: no HS256 secret is configured (MNEME_JWT_HS256_SECRET)\n")
-        return 2
     if not settings.is_dev:
         sys.stderr.write("mneme token: dev tokens are minted only with MNEME_ENV=dev\n")
+        return 2
+    if settings.jwt_hs256_secret is None:
+        sys.stderr.write("mneme token: no HS256 secret is configured (MNEME_JWT_HS256_SECRET)\n")
         return 2
     try:
         token = mint_dev_token(

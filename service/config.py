@@ -659,13 +659,10 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _refuse_default_secrets_outside_dev(self) -> Settings:
+        # The embedded database is refused outside dev by what would start it (the commands
+        # that use a database), not here: `mneme token` then says that dev tokens are for dev.
         if self.env == "dev":
             return self
-        if self.database_url is None:
-            # A pod that lost its URL must not quietly start a private, throwaway database.
-            raise SettingRefused(
-                "outside dev mode set MNEME_DATABASE_URL; the embedded database is for dev"
-            )
         secret = self.jwt_hs256_secret.get_secret_value() if self.jwt_hs256_secret else None
         if secret is not None and (secret == DEV_DEFAULT_SECRET or len(secret) < 32):
             raise SettingRefused(

@@ -46,7 +46,13 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from service.auth.principal import TENANT_ID_MAX
 from service.config import Settings
-from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap, start_cluster
+from service.embedded_postgres import (
+    EMBEDDED_IS_FOR_DEV,
+    OWNER_ROLE,
+    EmbeddedCluster,
+    bootstrap,
+    start_cluster,
+)
 from service.kit.types import is_valid_identifier
 from service.refused_start import StartRefused
 
@@ -166,6 +172,8 @@ async def open_database_target(settings: Settings) -> DatabaseTarget:
         )
         urls = DatabaseUrls(runtime=runtime, owner=owner, owner_source=owner_source)
         return DatabaseTarget(urls=urls, cluster=None)
+    if not settings.is_dev:
+        raise StartRefused(EMBEDDED_IS_FOR_DEV)
 
     cluster = await asyncio.to_thread(
         start_cluster, settings.data_dir, settings.embedded_shared_buffers_mb

@@ -40,6 +40,11 @@ without one every vector distance would stop the server with an illegal instruct
 `tests/db/test_embedded_portable.py` reads the instructions of the installed library."""
 
 
+EMBEDDED_IS_FOR_DEV = "outside dev mode set MNEME_DATABASE_URL; the embedded database is for dev"
+"""Why a command that would start the embedded database refuses to with MNEME_ENV=prod: a pod
+that lost its URL must not quietly start a private, throwaway database."""
+
+
 class UnsupportedCpu(StartRefused):
     """The machine's CPU lacks an instruction set the embedded database's pgvector needs."""
 

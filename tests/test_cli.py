@@ -26,6 +26,7 @@ from service import db, db_migrations
 from service.cli import build_parser, main, reembed_progress
 from service.config import get_settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
+from service.refused_start import StartRefused
 from tests.conftest import TEST_SECRET
 from tests.service_process import free_port
 
@@ -73,6 +74,49 @@ def test_token_refuses_outside_dev_mode(
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", "p" * 40)
     assert main(["token", "--tenant", "acme", "--user", "ada"]) == 2
     assert "MNEME_ENV=dev" in capsys.readouterr().err
+
+
+@pytest.fixture
+def prod_without_a_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Production settings that name no database; the data directory an embedded one would
+    be made in."""
+    monkeypatch.setenv("MNEME_ENV", "prod")
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", "p" * 40)
+    monkeypatch.delenv("MNEME_DATABASE_URL", raising=False)
+    monkeypatch.setenv("MNEME_DATA_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_token_in_prod_mode_says_dev_tokens_are_for_dev_whatever_else_is_set(
+    prod_without_a_database: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["token", "--tenant", "acme", "--user", "ada"]) == 2
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", "")
+    monkeypatch.setenv("MNEME_JWKS_URL", "https://idp.example/jwks.json")
+    get_settings.cache_clear()
+    assert main(["token", "--tenant", "acme", "--user", "ada"]) == 2
+    refusal = "mneme token: dev tokens are minted only with MNEME_ENV=dev\n"
+    assert capsys.readouterr().err == 2 * refusal
+
+
+def test_prod_mode_refuses_the_embedded_database_before_anything_starts(
+    prod_without_a_database: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    started: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: started.append(args))
+    assert main(["serve"]) == 2
+    assert main(["migrate"]) == 2
+    refusal = "outside dev mode set MNEME_DATABASE_URL; the embedded database is for dev"
+    assert capsys.readouterr().err == f"mneme serve: {refusal}\nmneme migrate: {refusal}\n"
+    assert started == []
+    # Whatever opens the database (the app built by uvicorn alone, say) refuses it too.
+    with pytest.raises(StartRefused, match=refusal):
+        asyncio.run(db.open_database_target(get_settings()))
+    assert list(prod_without_a_database.iterdir()) == []
 
 
 def test_serve_with_workers_refuses_a_metrics_directory_it_cannot_make(

@@ -70,11 +70,6 @@ def test_secrets_are_not_printed() -> None:
     assert "pw-123" not in repr(settings)
 
 
-def test_prod_mode_refuses_the_embedded_database() -> None:
-    with pytest.raises(ValidationError, match="MNEME_DATABASE_URL"):
-        Settings(_env_file=None, env="prod", jwt_hs256_secret="x" * 40)
-
-
 @pytest.mark.parametrize(
     "setting",
     [
