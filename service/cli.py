@@ -48,7 +48,9 @@ def build_parser(
     parser.add_argument("--version", action="version", version=f"%(prog)s {_installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the HTTP service (migrates first)")
+    serve = commands.add_parser(
+        "serve", help="run the HTTP service (migrating first unless MNEME_MIGRATE_ON_START=false)"
+    )
     serve.add_argument("--host", default=None, help="bind address (MNEME_HOST)")
     serve.add_argument("--port", type=int, default=None, help="port (MNEME_PORT)")
     serve.add_argument(
@@ -96,11 +98,12 @@ def build_parser(
 
     owner_indexes = commands.add_parser(
         "owner-indexes",
-        help="build and drop the largest owners' own vector indexes now",
+        help="build and drop the largest owners' own vector indexes (one per kind) now",
         description=(
-            "An owner with at least MNEME_OWNER_VECTOR_INDEX_FROM memories (at most "
-            "MNEME_OWNER_VECTOR_INDEXES_MAX owners, the largest) gets an HNSW index of its own, "
-            "which its searches walk instead of sorting its vectors. A service process with the "
+            "An owner with at least MNEME_OWNER_VECTOR_INDEX_FROM memories of one kind (facts, "
+            "episodes, procedures) gets an HNSW index of its own for that kind (at most "
+            "MNEME_OWNER_VECTOR_INDEXES_MAX indexes, the largest), which its searches walk "
+            "instead of sorting its vectors of that kind. A service process with the "
             "owner role does this every MNEME_OWNER_VECTOR_INDEX_REFRESH_SECONDS; this command "
             "does it now, with the migration role (MNEME_MIGRATION_DATABASE_URL). `plan` says "
             "what `refresh` would build and drop."

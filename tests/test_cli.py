@@ -23,9 +23,11 @@ import pytest
 import uvicorn
 
 from service import db, db_migrations
+from service.auth.principal import TENANT_ID_MAX
 from service.cli import build_parser, main, reembed_progress
 from service.config import get_settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
+from service.kit.types import IDENTIFIER_MAX
 from service.refused_start import StartRefused
 from tests.conftest import TEST_SECRET
 from tests.service_process import free_port
@@ -344,9 +346,35 @@ def test_token_ttl_takes_the_place_of_the_setting(
     assert claims["exp"] - claims["iat"] == 120
 
 
-def test_token_rejects_ids_that_cannot_be_addressed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_token_rejects_ids_that_cannot_be_addressed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
     assert main(["token", "--tenant", "acme", "--user", "a/b"]) == 2
+    assert main(["token", "--tenant", "t" * (TENANT_ID_MAX + 1), "--user", "ada"]) == 2
+    said = capsys.readouterr().err.splitlines()
+    assert said == 2 * [
+        f"mneme token: tenant ids are 1-{TENANT_ID_MAX} and user ids 1-{IDENTIFIER_MAX} "
+        "characters of A-Z a-z 0-9 . _ : @ | + = -, starting with a letter or digit (and a "
+        "user is not called 'me')"
+    ]
+    assert main(["token", "--tenant", "t" * TENANT_ID_MAX, "--user", "u" * IDENTIFIER_MAX]) == 0
+
+
+def test_the_help_of_serve_and_owner_indexes_says_what_they_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "migrating first unless MNEME_MIGRATE_ON_START=false" in " ".join(
+        capsys.readouterr().out.split()
+    )
+    with pytest.raises(SystemExit):
+        main(["owner-indexes", "--help"])
+    assert (
+        "memories of one kind (facts, episodes, procedures) gets an HNSW index of its own for"
+        " that kind" in " ".join(capsys.readouterr().out.split())
+    )
 
 
 def test_migrate_moves_the_schema_down_and_up(

@@ -13,7 +13,12 @@ import jwt
 
 from service.auth.principal import TENANT_ID_MAX
 from service.config import Settings
-from service.kit.types import is_valid_identifier, is_valid_user_id
+from service.kit.types import (
+    CALLER_ALIAS,
+    IDENTIFIER_MAX,
+    is_valid_identifier,
+    is_valid_user_id,
+)
 
 
 def mint_dev_token(
@@ -31,8 +36,9 @@ def mint_dev_token(
         raise RuntimeError("no HS256 secret is configured (MNEME_JWT_HS256_SECRET)")
     if not is_valid_identifier(tenant_id, TENANT_ID_MAX) or not is_valid_user_id(user_id):
         raise ValueError(
-            "tenant and user ids must be 1-256 printable characters without '/'"
-            " (and a user is not called 'me')"
+            f"tenant ids are 1-{TENANT_ID_MAX} and user ids 1-{IDENTIFIER_MAX} characters of "
+            f"A-Z a-z 0-9 . _ : @ | + = -, starting with a letter or digit (and a user is not "
+            f"called {CALLER_ALIAS!r})"
         )
     now = int(time.time())
     claims: dict[str, Any] = {

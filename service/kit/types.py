@@ -122,10 +122,11 @@ PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]
 # Tenant and user ids come from token claims and appear in URLs and log lines: printable, no
 # separators that would break a path, bounded. Matched with `fullmatch`: `$` would also
 # accept a trailing newline.
-IDENTIFIER_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@|+=-]{0,255}")
+IDENTIFIER_MAX = 256
+IDENTIFIER_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:@|+=-]{{0,{IDENTIFIER_MAX - 1}}}")
 
 
-def is_valid_identifier(value: str, max_length: int = 256) -> bool:
+def is_valid_identifier(value: str, max_length: int = IDENTIFIER_MAX) -> bool:
     return len(value) <= max_length and IDENTIFIER_PATTERN.fullmatch(value) is not None
 
 
