@@ -24,8 +24,9 @@ from service.auth.principal import ME
 from service.context.schemas import ContextRequest
 from service.context.service import block_question
 from service.errors import DomainError, NotFound
+from service.kit.input_guard import refused_input
 from service.kit.pagination import MAX_PAGE_SIZE
-from service.kit.types import JsonObject, QueryText
+from service.kit.types import InputRefused, JsonObject, QueryText, check_json
 from service.mcp.calls import CallerResolver, McpCall, McpCaller, mcp_call, success_result
 from service.mcp.errors import (
     ARGUMENTS,
@@ -77,11 +78,18 @@ class ProblemReportingTool(Tool):
 
     The SDK would report them as free text; validating first (the same model the SDK uses)
     gives the model the field list and code it gets everywhere else. Nothing has run yet.
+    The arguments are held to the input rules every JSON body is held to (`check_json`: no
+    NUL or lone surrogate, finite numbers) here too, whichever transport brought them: over
+    stdio nothing else reads the message before the tool.
     """
 
     async def run(
         self, arguments: dict[str, Any], context: Any, convert_result: bool = False
     ) -> Any:
+        try:
+            check_json(arguments, [ARGUMENTS])
+        except InputRefused as refused:
+            return problem_result(refused_input(refused))
         try:
             self.fn_metadata.validate_arguments(arguments)
         except ValidationError as exc:
