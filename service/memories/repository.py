@@ -25,6 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
 from service.auth.owner import Owner
@@ -35,6 +36,10 @@ from service.memories.models import Memory, MemoryEvent
 from service.memories.postings import PostingsRepository
 
 M = aliased(Memory, name="m")
+
+LIVE_CONTENT_INDEX = "uq_memory_live_content"
+"""The unique index that holds one memory without a key per owner, kind and normalised text
+among those not superseded (expired ones included, until they are deleted)."""
 
 
 @dataclass(frozen=True)
@@ -380,6 +385,24 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             await self._postings.write([memory_id], replacing=True)
         return memory
 
+    async def update_unless_duplicate(
+        self, memory_id: uuid.UUID, values: dict[str, Any]
+    ) -> Memory | None:
+        """`update`, for a change that makes the memory a live one with its text: None, and
+        nothing changed, when `LIVE_CONTENT_INDEX` refuses it because another live memory of
+        the owner says the same (one another transaction wrote after the caller looked). The
+        statement runs in a savepoint, so the refusal leaves the transaction usable."""
+        try:
+            async with self._session.begin_nested():
+                memory = await self.update_by_id(memory_id, {"updated_at": func.now(), **values})
+        except IntegrityError as error:
+            if _violated_constraint(error) != LIVE_CONTENT_INDEX:
+                raise
+            return None
+        if "text" in values:
+            await self._postings.write([memory_id], replacing=True)
+        return memory
+
     async def delete_many(self, memory_ids: list[uuid.UUID]) -> None:
         if memory_ids:
             await self._session.execute(
@@ -565,6 +588,12 @@ NEAREST_READ = 50
 """How many of the owner's memories nearest a new one are read for those of its category
 similar enough to matter (`CategoryRelevance.similar_from`): the owner's graph is walked once,
 and its category is never read whole."""
+
+
+def _violated_constraint(error: IntegrityError) -> str | None:
+    """The name of the constraint or unique index the database said `error` violates."""
+    # SQLAlchemy's adapted driver error keeps the driver's own (asyncpg's) as its cause.
+    return getattr(error.orig.__cause__, "constraint_name", None) if error.orig else None
 
 
 def _content_hash(text_value: str) -> ColumnElement[str]:

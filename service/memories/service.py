@@ -179,34 +179,38 @@ class MemoryService:
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
         values = _validated_changes(change)
-        await self._rewrite(owner, memory, values, ahead)
-        return await self._record_update(memory, values)
+        takes = _live_text_taken(memory, values)
+        if takes is not None:
+            await self._refuse_duplicate(owner, memory, takes)
+        await self._embed_new_text(memory, values, ahead)
+        return await self._record_update(owner, memory, values)
 
-    async def _rewrite(
-        self, owner: Owner, memory: Memory, values: dict[str, Any], ahead: TextVectors | None
-    ) -> None:
-        """When the change gives the memory a new text: refuse it if another live memory of
-        the owner already says exactly that, and embed it (into `values`)."""
-        new_text = values.get("text")
-        if new_text is None or new_text == memory.text:
-            return
-        # A keyed memory is identified by its key, and may repeat another's text.
-        duplicate = (
-            await self._repository.find_live_duplicate(owner, memory.kind, new_text)
-            if memory.store_key is None
-            else None
-        )
+    async def _refuse_duplicate(self, owner: Owner, memory: Memory, text_value: str) -> None:
+        """409 naming the owner's other live memory of the same kind that says `text_value`,
+        if there is one."""
+        duplicate = await self._repository.find_live_duplicate(owner, memory.kind, text_value)
         if duplicate is not None and duplicate.id != memory.id:
             raise DuplicateMemory(
                 "Another memory already says exactly this.", existing_id=str(duplicate.id)
             )
+
+    async def _embed_new_text(
+        self, memory: Memory, values: dict[str, Any], ahead: TextVectors | None
+    ) -> None:
+        """When the change gives the memory a new text, embed it (into `values`)."""
+        new_text = values.get("text")
+        if new_text is None or new_text == memory.text:
+            return
         vectors = await vectors_for(self._recorder.embedder, [new_text], ahead)
         values.update(self._recorder.vector_values(vectors[0] if vectors else None))
 
-    async def _record_update(self, memory: Memory, values: dict[str, Any]) -> MemoryRead:
+    async def _record_update(
+        self, owner: Owner, memory: Memory, values: dict[str, Any]
+    ) -> MemoryRead:
         """Store the change with the lifecycle's timestamps and its history event; a memory
         whose text was given and that has no vector is queued for the embedding backfill."""
         old_text = memory.text
+        takes = _live_text_taken(memory, values)
         if values.get("lifecycle") == "confirmed":
             values.setdefault("needs_review", False)
             values["last_confirmed_at"] = datetime.now(UTC)
@@ -218,7 +222,16 @@ class MemoryService:
             for key, value in values.items()
             if key not in VECTOR_VALUES and key not in {"text", "last_confirmed_at"}
         }
-        updated = await self._repository.update(memory.id, values)
+        if takes is None:
+            updated = await self._repository.update(memory.id, values)
+        else:
+            # Looked for above, but a concurrent transaction may have written the same text
+            # since: the unique index decides, and its refusal is the same 409.
+            written = await self._repository.update_unless_duplicate(memory.id, values)
+            if written is None:
+                await self._refuse_duplicate(owner, memory, takes)
+                raise DuplicateMemory("A concurrent change collided with this write; retry.")
+            updated = written
         action = "supersede" if values.get("lifecycle") == "superseded" else "update"
         await self._repository.add_events(
             [
@@ -444,6 +457,19 @@ def procedure_texts(change: ProceduresUpdate) -> list[str]:
     instruction."""
     values = change.model_dump(exclude_unset=True).values()
     return [text for text in map(procedure_text, values) if text]
+
+
+def _live_text_taken(memory: Memory, values: dict[str, Any]) -> str | None:
+    """The text the change makes `memory` hold as a live memory when it did not before (a new
+    text, or its own restored from superseded), or None: only one live memory without a key
+    of an owner and kind may say it. A keyed memory is identified by its key, and may repeat
+    another's text."""
+    if memory.store_key is not None or values.get("lifecycle", memory.lifecycle) == "superseded":
+        return None
+    text_value: str = values.get("text", memory.text)
+    if memory.lifecycle == "superseded" or text_value != memory.text:
+        return text_value
+    return None
 
 
 def _validated_changes(change: MemoryUpdate) -> dict[str, Any]:

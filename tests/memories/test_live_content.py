@@ -1,0 +1,115 @@
+"""One live memory per owner, kind and text, however a memory comes to hold a text: a create,
+a batch, a change of text, a superseded memory restored; sequentially or at the same time,
+the writer that would make a second one gets 409 `DUPLICATE_MEMORY` naming the first (or,
+for a create, the first back with `duplicate: true`), never a 500."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from httpx import AsyncClient, Response
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.config import Settings
+from tests.conftest import as_tenant, assert_problem, bearer
+from tests.fixtures.factories import memories, remember
+
+MEMORIES = "/v1/users/me/memories"
+
+
+def assert_duplicate_of(response: Response, existing_id: str) -> None:
+    body = assert_problem(response, 409, "DUPLICATE_MEMORY")
+    assert body["existing_id"] == existing_id, body
+
+
+async def patch(
+    client: AsyncClient, headers: dict[str, str], memory_id: str, **body: Any
+) -> Response:
+    return await client.patch(f"{MEMORIES}/{memory_id}", headers=headers, json=body)
+
+
+async def test_restoring_a_superseded_memory_over_a_live_copy_is_a_conflict(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    old = await remember(client, headers, text="Ada owns a red bicycle.")
+    assert (await patch(client, headers, old["id"], lifecycle="superseded")).status_code == 200
+    copy = await remember(client, headers, text="Ada owns a red bicycle.")
+    assert copy["duplicate"] is False and copy["id"] != old["id"]
+
+    for lifecycle in ("confirmed", "proposed"):
+        refused = await patch(client, headers, old["id"], lifecycle=lifecycle)
+        assert_duplicate_of(refused, copy["id"])
+    # Restored with another text, it is no copy: it comes back.
+    restored = await patch(
+        client, headers, old["id"], lifecycle="confirmed", text="Ada owned a red bicycle."
+    )
+    assert restored.status_code == 200, restored.text
+    assert restored.json()["lifecycle"] == "confirmed"
+    live = sorted(m["text"] for m in await memories(client, headers))
+    assert live == ["Ada owned a red bicycle.", "Ada owns a red bicycle."]
+
+
+async def test_a_change_that_loses_the_race_to_a_concurrent_writer_is_a_conflict(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    """Another transaction adds the text after this change looked for it and before the
+    change is written: the unique index refuses the change, which answers 409 naming the
+    memory that transaction added."""
+    headers = bearer(settings, tenant, "ada")
+    mine = await remember(client, headers, text="Ada's desk is by the window.")
+    async with runtime_engine.connect() as connection:
+        transaction = await connection.begin()
+        await as_tenant(connection, tenant)
+        theirs = (
+            await connection.execute(
+                text(
+                    "INSERT INTO memory (tenant_id, scope, user_id, kind, text) "
+                    "VALUES (:tenant, 'user', 'ada', 'semantic', :text) RETURNING id"
+                ),
+                {"tenant": tenant, "text": "Ada's desk is by the door."},
+            )
+        ).scalar_one()
+        # The change does not see the uncommitted memory, and its write waits for that
+        # transaction's end.
+        change = asyncio.create_task(
+            patch(client, headers, mine["id"], text="Ada's desk is by the door.")
+        )
+        await asyncio.sleep(0.5)
+        assert not change.done()
+        await transaction.commit()
+    assert_duplicate_of(await change, str(theirs))
+    unchanged = (await client.get(f"{MEMORIES}/{mine['id']}", headers=headers)).json()
+    assert unchanged["text"] == "Ada's desk is by the window."
+
+
+async def test_concurrent_changes_to_one_text_leave_one_winner_and_conflicts(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    writers = 10
+    ids = [(await remember(client, headers, text=f"Source {n}."))["id"] for n in range(writers)]
+    responses = await asyncio.gather(
+        *(patch(client, headers, memory_id, text="Race target X.") for memory_id in ids)
+    )
+    assert Counter(r.status_code for r in responses) == {200: 1, 409: writers - 1}
+    [winner] = [r.json()["id"] for r in responses if r.status_code == 200]
+    for response in responses:
+        if response.status_code == 409:
+            assert_duplicate_of(response, winner)
+
+    # Superseded copies of one text restored at the same time: one comes back.
+    copies = []
+    for _ in range(5):
+        copy = await remember(client, headers, text="Restored once.")
+        assert (await patch(client, headers, copy["id"], lifecycle="superseded")).status_code == 200
+        copies.append(copy["id"])
+    restores = await asyncio.gather(
+        *(patch(client, headers, memory_id, lifecycle="confirmed") for memory_id in copies)
+    )
+    assert Counter(r.status_code for r in restores) == {200: 1, 409: 4}, [r.text for r in restores]
+    live = [m["text"] for m in await memories(client, headers)]
+    assert Counter(live)["Restored once."] == 1 and Counter(live)["Race target X."] == 1
