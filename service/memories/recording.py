@@ -23,6 +23,7 @@ from service.errors import ValidationFailed
 from service.kit.post_commit import PostCommitTasks
 from service.kit.secrets import refuse_secrets as kit_refuse_secrets
 from service.memories.embedding import EmbeddingBackfill
+from service.memories.errors import DuplicateMemory
 from service.memories.models import Memory, MemoryEvent
 from service.memories.postings import StatisticsRequests
 from service.memories.repository import MemoryRepository
@@ -206,6 +207,41 @@ class MemoryRecorder:
             changes=changes or {},
             actor=self.principal.subject,
         )
+
+    async def insert_unless_duplicate(
+        self, owner: Owner, values: dict[str, Any], *, postings: bool = True
+    ) -> tuple[Memory, bool]:
+        """Insert a memory (`insert_values`) unless a live memory of `owner` of the same kind
+        already says the same: the memory, and whether it was already there. `postings`: as
+        for `MemoryRepository.insert_unless_duplicate`."""
+        kind, text_value = values["kind"], values["text"]
+        memory = await self.repository.insert_unless_duplicate(values, postings=postings)
+        if memory is not None:
+            return memory, False
+        existing = await self.repository.find_live_duplicate(owner, kind, text_value)
+        if existing is not None:
+            return existing, True
+        if await self.forget_expired_holder(owner, kind, text_value):
+            memory = await self.repository.insert_unless_duplicate(values, postings=postings)
+            if memory is not None:
+                return memory, False
+            existing = await self.repository.find_live_duplicate(owner, kind, text_value)
+            if existing is not None:
+                return existing, True
+        # The memory the index found was superseded or forgotten before this write could see
+        # it: writing again decides.
+        raise DuplicateMemory("A concurrent change collided with this write; retry.")
+
+    async def forget_expired_holder(self, owner: Owner, kind: str, text_value: str) -> bool:
+        """Forget (with its history event, as the retention sweep does) the expired memory
+        that still holds this text's place among the owner's live memories: it is gone for
+        every reader, and must not keep a new memory from saying the same. True if there was
+        one."""
+        expired = await self.repository.expired_content_holder(owner, kind, text_value)
+        if expired is None:
+            return False
+        await self.forget([expired])
+        return True
 
     async def forget(self, memories: list[Memory]) -> None:
         """Delete memories, keeping a `delete` event (with the old text) for each."""

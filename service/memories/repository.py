@@ -519,6 +519,30 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         self, owner: Owner, kind: str, category: str | None, key: str
     ) -> Memory | None:
         """An expired memory that still holds the key (reads no longer see it), locked."""
+        return await self._expired_of(
+            owner,
+            kind,
+            Memory.category.is_(None) if category is None else Memory.category == category,
+            Memory.store_key == key,
+        )
+
+    async def expired_content_holder(
+        self, owner: Owner, kind: str, text_value: str
+    ) -> Memory | None:
+        """An expired memory that still holds this text's place in `LIVE_CONTENT_INDEX` (reads
+        no longer see it, the index still does), locked."""
+        return await self._expired_of(
+            owner,
+            kind,
+            Memory.content_hash == _content_hash(text_value),
+            Memory.lifecycle != "superseded",
+            Memory.store_key.is_(None),
+        )
+
+    async def _expired_of(
+        self, owner: Owner, kind: str, *conditions: ColumnElement[bool]
+    ) -> Memory | None:
+        """The owner's expired memory of `kind` that meets `conditions`, locked."""
         statement = (
             select(Memory)
             .where(
@@ -528,8 +552,7 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
                 if owner.user_id is None
                 else Memory.user_id == owner.user_id,
                 Memory.kind == kind,
-                Memory.category.is_(None) if category is None else Memory.category == category,
-                Memory.store_key == key,
+                *conditions,
                 Memory.expires_at <= func.now(),
             )
             .with_for_update()

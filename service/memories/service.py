@@ -107,16 +107,11 @@ class MemoryService:
         inserted: list[Memory] = []
         for index, entry in enumerate(owned):
             vector = vectors[index] if vectors is not None else None
-            memory = await self._repository.insert_unless_duplicate(
-                self._recorder.insert_values(entry, vector), postings=False
+            memory, duplicate = await self._recorder.insert_unless_duplicate(
+                entry.owner, self._recorder.insert_values(entry, vector), postings=False
             )
-            if memory is None:
-                existing = await self._repository.find_live_duplicate(
-                    entry.owner, entry.item.kind, entry.item.text
-                )
-                if existing is None:  # the duplicate was superseded concurrently: try again
-                    raise DuplicateMemory("A concurrent change collided with this write; retry.")
-                results.append(written(existing, duplicate=True))
+            if duplicate:
+                results.append(written(memory, duplicate=True))
                 continue
             events.append(self._recorder.event(memory, "add", old_text=None, new_text=memory.text))
             inserted.append(memory)
@@ -182,6 +177,7 @@ class MemoryService:
         takes = _live_text_taken(memory, values)
         if takes is not None:
             await self._refuse_duplicate(owner, memory, takes)
+            await self._recorder.forget_expired_holder(owner, memory.kind, takes)
         await self._embed_new_text(memory, values, ahead)
         return await self._record_update(owner, memory, values)
 
@@ -401,15 +397,13 @@ class MemoryService:
     ) -> Memory:
         vectors = await vectors_for(self._recorder.embedder, [text_value], ahead)
         item = MemoryCreate(kind="procedural", text=text_value, category=slot)
-        memory = await self._repository.insert_unless_duplicate(
-            self._recorder.insert_values(OwnedCreate(owner, item), vectors[0] if vectors else None)
+        memory, duplicate = await self._recorder.insert_unless_duplicate(
+            owner,
+            self._recorder.insert_values(OwnedCreate(owner, item), vectors[0] if vectors else None),
         )
-        if memory is None:
-            existing = await self._repository.find_live_duplicate(owner, "procedural", text_value)
-            if existing is None:
-                raise DuplicateMemory("A concurrent change collided with this write; retry.")
+        if duplicate:
             # The same words already live as another procedural memory: make it this slot.
-            memory = await self._repository.update(existing.id, {"category": slot})
+            memory = await self._repository.update(memory.id, {"category": slot})
         else:
             await self._repository.add_events(
                 [self._recorder.event(memory, "add", old_text=None, new_text=text_value)]

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from service.auth.owner import Owner
-from service.memories.errors import DuplicateMemory
 from service.memories.models import Memory
 from service.memories.recording import MemoryRecorder, OwnedCreate, jsonable, written
 from service.memories.repository import CategoryRelevance
@@ -115,17 +114,12 @@ class DerivedMemoryWriter:
             values = self._recorder.insert_values(owned_entry, entry.vector)
             if entry.item.lifecycle == "confirmed":
                 values["last_confirmed_at"] = now
-            memory = await self._repository.insert_unless_duplicate(values)
-            if memory is None:
-                existing = await self._repository.find_live_duplicate(
-                    entry.owner, entry.item.kind, entry.item.text
-                )
-                if existing is None:
-                    raise DuplicateMemory("A concurrent change collided with this write; retry.")
+            memory, duplicate = await self._recorder.insert_unless_duplicate(entry.owner, values)
+            if duplicate:
                 # The repeat's messages become sources of the memory too: it stays theirs when
                 # the thread it came from first is forgotten.
                 existing = await self._reconfirmed(
-                    existing,
+                    memory,
                     promote=False,
                     confidence=0.0,
                     source_message_ids=entry.item.source_message_ids,

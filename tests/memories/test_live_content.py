@@ -113,3 +113,53 @@ async def test_concurrent_changes_to_one_text_leave_one_winner_and_conflicts(
     assert Counter(r.status_code for r in restores) == {200: 1, 409: 4}, [r.text for r in restores]
     live = [m["text"] for m in await memories(client, headers)]
     assert Counter(live)["Restored once."] == 1 and Counter(live)["Race target X."] == 1
+
+
+async def expire(engine: AsyncEngine, memory_id: str) -> None:
+    """Let a memory expire now (the retention sweep has not run)."""
+    async with engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE memory SET expires_at = now() - interval '1 second' WHERE id = :id"),
+            {"id": memory_id},
+        )
+
+
+async def test_an_expired_memory_does_not_keep_its_text_from_being_stored_again(
+    client: AsyncClient, settings: Settings, tenant: str, owner_engine: AsyncEngine
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    # Superseded while its words are still free; restored after another memory held them.
+    restorable = await remember(client, headers, text="At home.")
+    assert (await patch(client, headers, restorable["id"], lifecycle="superseded")).is_success
+    later = "2999-01-01T00:00:00Z"
+    expired = [
+        await remember(client, headers, text=words, expires_at=later)
+        for words in ("On call this weekend.", "Off on Friday.", "In Porto.", "At home.")
+    ]
+    for memory in expired:
+        await expire(owner_engine, memory["id"])
+    assert await memories(client, headers) == []
+
+    again = await remember(client, headers, text="On call this weekend.")
+    assert again["duplicate"] is False and again["id"] != expired[0]["id"]
+    batch = await client.post(
+        f"{MEMORIES}/batch",
+        headers=headers,
+        json={"items": [{"text": "Off on Friday."}, {"text": "Something new."}]},
+    )
+    assert batch.status_code == 201, batch.text
+    assert [item["duplicate"] for item in batch.json()["items"]] == [False, False]
+    other = await remember(client, headers, text="In Lisbon.")
+    changed = await patch(client, headers, other["id"], text="In Porto.")
+    assert changed.status_code == 200, changed.text
+    restored = await patch(client, headers, restorable["id"], lifecycle="confirmed")
+    assert restored.status_code == 200, restored.text
+
+    # Each expired memory is forgotten as the retention sweep forgets it: with its history.
+    for memory in expired:
+        history = await client.get(f"{MEMORIES}/{memory['id']}/history", headers=headers)
+        assert [e["action"] for e in history.json()["items"]] == ["add", "delete"]
+    live = sorted(m["text"] for m in await memories(client, headers))
+    assert live == sorted(
+        ["At home.", "Off on Friday.", "On call this weekend.", "In Porto.", "Something new."]
+    )
