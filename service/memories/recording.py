@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -207,6 +207,34 @@ class MemoryRecorder:
             changes=changes or {},
             actor=self.principal.subject,
         )
+
+    async def insert_all_unless_duplicate(
+        self, entries: Sequence[tuple[Owner, dict[str, Any]]], *, postings: bool = True
+    ) -> list[tuple[Memory, bool]]:
+        """`insert_unless_duplicate` for each (owner, values), answered in their order but
+        written in the order of the unique index of live texts (owner, kind, content hash;
+        equal ones in their own order, so the first of two is the one stored). A new memory
+        holds its place in that index until its transaction ends: two writers that took the
+        same texts in opposite orders would each wait for the other."""
+        if len(entries) < 2:
+            return [
+                await self.insert_unless_duplicate(owner, values, postings=postings)
+                for owner, values in entries
+            ]
+        hashes = await self.repository.content_hashes([values["text"] for _, values in entries])
+        order = sorted(
+            range(len(entries)),
+            key=lambda index: (
+                entries[index][0].key,
+                entries[index][1]["kind"],
+                hashes[index],
+            ),
+        )
+        stored: dict[int, tuple[Memory, bool]] = {}
+        for index in order:
+            owner, values = entries[index]
+            stored[index] = await self.insert_unless_duplicate(owner, values, postings=postings)
+        return [stored[index] for index in range(len(entries))]
 
     async def insert_unless_duplicate(
         self, owner: Owner, values: dict[str, Any], *, postings: bool = True

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import (
     ColumnElement,
     Select,
+    Text,
     and_,
     bindparam,
     delete,
@@ -184,6 +185,17 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         if memory is not None and postings:
             await self._postings.write([memory.id])
         return memory
+
+    async def content_hashes(self, texts: Sequence[str]) -> list[str]:
+        """The `content_hash` a memory of each of `texts` has, in their order (one
+        statement)."""
+        given = (
+            func.unnest(bindparam("texts", list(texts), type_=ARRAY(Text())))
+            .table_valued("value", with_ordinality="place")
+            .render_derived()
+        )
+        statement = select(_content_hash(given.c.value)).order_by(given.c.place)
+        return list((await self._session.execute(statement)).scalars())
 
     async def write_postings(self, memory_ids: Sequence[uuid.UUID]) -> None:
         """The postings of memories inserted with `postings=False` (one statement)."""
@@ -619,6 +631,6 @@ def _violated_constraint(error: IntegrityError) -> str | None:
     return getattr(error.orig.__cause__, "constraint_name", None) if error.orig else None
 
 
-def _content_hash(text_value: str) -> ColumnElement[str]:
+def _content_hash(text_value: str | ColumnElement[str]) -> ColumnElement[str]:
     """The `content_hash` a memory with this text has (the generated column's expression)."""
     return func.md5(func.lower(func.regexp_replace(func.btrim(text_value), r"\s+", " ", "g")))

@@ -101,27 +101,30 @@ class MemoryService:
 
         vectors = await vectors_for(self._recorder.embedder, created_texts(items), ahead)
 
+        rows = [
+            (
+                entry.owner,
+                self._recorder.insert_values(entry, None if vectors is None else vectors[index]),
+            )
+            for index, entry in enumerate(owned)
+        ]
         results: list[MemoryWritten] = []
         events = []
-        unembedded: list[uuid.UUID] = []
         inserted: list[Memory] = []
-        for index, entry in enumerate(owned):
-            vector = vectors[index] if vectors is not None else None
-            memory, duplicate = await self._recorder.insert_unless_duplicate(
-                entry.owner, self._recorder.insert_values(entry, vector), postings=False
-            )
+        for memory, duplicate in await self._recorder.insert_all_unless_duplicate(
+            rows, postings=False
+        ):
             if duplicate:
                 results.append(written(memory, duplicate=True))
                 continue
             events.append(self._recorder.event(memory, "add", old_text=None, new_text=memory.text))
             inserted.append(memory)
-            if vector is None:
-                unembedded.append(memory.id)
             results.append(written(memory, duplicate=False))
         # The batch's postings in one statement, in its transaction (see `MemoryRepository`).
         await self._repository.write_postings([memory.id for memory in inserted])
         await self._repository.add_events(events)
-        self._recorder.schedule_backfill(unembedded)
+        if vectors is None:
+            self._recorder.schedule_backfill([memory.id for memory in inserted])
         self._recorder.count_added(inserted)
         return results
 

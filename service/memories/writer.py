@@ -110,11 +110,14 @@ class DerivedMemoryWriter:
         results: list[MemoryWritten] = []
         unembedded: list[uuid.UUID] = []
         added: list[Memory] = []
+        rows = []
         for entry, owned_entry in zip(items, owned, strict=True):
             values = self._recorder.insert_values(owned_entry, entry.vector)
             if entry.item.lifecycle == "confirmed":
                 values["last_confirmed_at"] = now
-            memory, duplicate = await self._recorder.insert_unless_duplicate(entry.owner, values)
+            rows.append((entry.owner, values))
+        stored = await self._recorder.insert_all_unless_duplicate(rows)
+        for entry, (memory, duplicate) in zip(items, stored, strict=True):
             if duplicate:
                 # The repeat's messages become sources of the memory too: it stays theirs when
                 # the thread it came from first is forgotten.

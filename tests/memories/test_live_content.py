@@ -163,3 +163,77 @@ async def test_an_expired_memory_does_not_keep_its_text_from_being_stored_again(
     assert live == sorted(
         ["At home.", "Off on Friday.", "On call this weekend.", "In Porto.", "Something new."]
     )
+
+
+async def test_concurrent_batches_of_the_same_texts_in_any_order_all_succeed(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """Batches insert in one order whatever the order of their items, so two of them never
+    wait on each other's new memories in opposite orders (a deadlock); each answers in its
+    own order, the later ones with the memories the first added."""
+    headers = bearer(settings, tenant, "ada")
+    texts = [f"Crossed batch item {n}." for n in range(8)]
+    orders = [texts if n % 2 else texts[::-1] for n in range(20)]
+    responses = await asyncio.gather(
+        *(
+            client.post(
+                f"{MEMORIES}/batch", headers=headers, json={"items": [{"text": t} for t in order]}
+            )
+            for order in orders
+        )
+    )
+    assert Counter(r.status_code for r in responses) == {201: 20}, [r.text for r in responses]
+    ids: dict[str, set[str]] = {}
+    fresh: Counter[str] = Counter()
+    for order, response in zip(orders, responses, strict=True):
+        items = response.json()["items"]
+        assert [item["text"] for item in items] == order
+        for item in items:
+            ids.setdefault(item["text"], set()).add(item["id"])
+            fresh[item["text"]] += not item["duplicate"]
+    assert all(len(found) == 1 for found in ids.values()) and fresh == dict.fromkeys(texts, 1)
+    assert len(await memories(client, headers)) == len(texts)
+
+
+async def test_a_batch_never_waits_on_another_writer_in_the_opposite_order(
+    client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
+) -> None:
+    """Another transaction adds two texts in the index's order and has added the first: a
+    batch that names them the other way round waits for it on the first text, instead of
+    adding the second and waiting there while the other transaction waits on it."""
+    headers = bearer(settings, tenant, "ada")
+    await remember(client, headers, text="Makes the user known.")
+    insert = text(
+        "INSERT INTO memory (tenant_id, scope, user_id, kind, text) "
+        "VALUES (:tenant, 'user', 'ada', 'semantic', :text) RETURNING id"
+    )
+    async with runtime_engine.connect() as connection:
+        transaction = await connection.begin()
+        await as_tenant(connection, tenant)
+        first, second = (
+            await connection.execute(
+                text(
+                    "SELECT t FROM unnest(CAST(:texts AS text[])) AS t "
+                    "ORDER BY md5(lower(regexp_replace(btrim(t), '\\s+', ' ', 'g')))"
+                ),
+                {"texts": ["Crossed with a writer A.", "Crossed with a writer B."]},
+            )
+        ).scalars()
+        theirs = [(await connection.execute(insert, {"tenant": tenant, "text": first})).scalar()]
+        batch = asyncio.create_task(
+            client.post(
+                f"{MEMORIES}/batch",
+                headers=headers,
+                json={"items": [{"text": second}, {"text": first}]},
+            )
+        )
+        await asyncio.sleep(0.5)
+        theirs.append(
+            (await connection.execute(insert, {"tenant": tenant, "text": second})).scalar()
+        )
+        await transaction.commit()
+    response = await batch
+    assert response.status_code == 201, response.text
+    items = response.json()["items"]
+    assert [(item["text"], item["duplicate"]) for item in items] == [(second, True), (first, True)]
+    assert [item["id"] for item in items] == [str(theirs[1]), str(theirs[0])]
