@@ -213,8 +213,13 @@ class MemoryService:
         if values.get("lifecycle") == "confirmed":
             values.setdefault("needs_review", False)
             values["last_confirmed_at"] = datetime.now(UTC)
-        if values.get("lifecycle") == "superseded":
-            values.setdefault("invalid_at", datetime.now(UTC))
+        lifecycle = values.get("lifecycle", memory.lifecycle)
+        supersedes = lifecycle == "superseded" and memory.lifecycle != "superseded"
+        if supersedes:
+            values["invalid_at"] = datetime.now(UTC)
+        elif lifecycle != "superseded" and memory.lifecycle == "superseded":
+            # Restored: true again, and replaced by nothing.
+            values.update(invalid_at=None, superseded_by=None)
 
         changes = {
             key: jsonable(value)
@@ -231,7 +236,7 @@ class MemoryService:
                 await self._refuse_duplicate(owner, memory, takes)
                 raise DuplicateMemory("A concurrent change collided with this write; retry.")
             updated = written
-        action = "supersede" if values.get("lifecycle") == "superseded" else "update"
+        action = "supersede" if supersedes else "update"
         await self._repository.add_events(
             [
                 self._recorder.event(
