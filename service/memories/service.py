@@ -7,6 +7,7 @@ Search lives in `search.py`; the writes the write path derives from conversation
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -177,6 +178,16 @@ class MemoryService:
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
         values = _validated_changes(change)
+        confirms = values.get("lifecycle") == "confirmed"
+        if confirms:
+            values.setdefault("needs_review", False)
+        values = _changed_values(memory, values)
+        if not values:
+            # Nothing to change: nothing is written, and the memory keeps its ETag, so a
+            # retried PATCH fails no other client's `If-Match`.
+            return MemoryRead.model_validate(memory)
+        if confirms:
+            values["last_confirmed_at"] = datetime.now(UTC)
         takes = _live_text_taken(memory, values)
         if takes is not None:
             await self._refuse_duplicate(owner, memory, takes)
@@ -210,9 +221,6 @@ class MemoryService:
         whose text was given and that has no vector is queued for the embedding backfill."""
         old_text = memory.text
         takes = _live_text_taken(memory, values)
-        if values.get("lifecycle") == "confirmed":
-            values.setdefault("needs_review", False)
-            values["last_confirmed_at"] = datetime.now(UTC)
         lifecycle = values.get("lifecycle", memory.lifecycle)
         supersedes = lifecycle == "superseded" and memory.lifecycle != "superseded"
         if supersedes:
@@ -472,6 +480,24 @@ def _live_text_taken(memory: Memory, values: dict[str, Any]) -> str | None:
     if memory.lifecycle == "superseded" or text_value != memory.text:
         return text_value
     return None
+
+
+def _changed_values(memory: Memory, values: dict[str, Any]) -> dict[str, Any]:
+    """Those of `values` (by column) that differ from what `memory` stores, as the API shows
+    them: times compared as instants, anything else as JSON."""
+
+    def same(stored: object, value: object) -> bool:
+        if isinstance(stored, datetime) or isinstance(value, datetime):
+            return stored == value
+        return json.dumps(jsonable(stored), sort_keys=True) == json.dumps(
+            jsonable(value), sort_keys=True
+        )
+
+    return {
+        column: value
+        for column, value in values.items()
+        if not same(getattr(memory, column), value)
+    }
 
 
 def _validated_changes(change: MemoryUpdate) -> dict[str, Any]:

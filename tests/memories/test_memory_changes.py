@@ -10,7 +10,7 @@ from typing import Any
 from httpx import AsyncClient, Response
 
 from service.config import Settings
-from tests.conftest import bearer
+from tests.conftest import assert_precondition_failed, bearer
 from tests.fixtures.factories import remember
 
 MEMORIES = "/v1/users/me/memories"
@@ -50,8 +50,54 @@ async def test_invalid_at_is_set_when_a_memory_is_superseded_and_cleared_when_re
     restored = (await patch(client, headers, memory["id"], lifecycle="confirmed")).json()
     assert (restored["lifecycle"], restored["invalid_at"]) == ("confirmed", None)
 
-    events = await history(client, headers, memory["id"])
-    assert [action for action, _ in events].count("supersede") == 1
-    action, changes = events[-1]
-    assert action == "update"
-    assert changes["lifecycle"] == "confirmed" and changes["invalid_at"] is None
+    assert await history(client, headers, memory["id"]) == [
+        ("add", {}),
+        ("supersede", {"lifecycle": "superseded", "invalid_at": first["invalid_at"]}),
+        ("update", {"lifecycle": "confirmed", "invalid_at": None, "superseded_by": None}),
+    ]
+
+
+async def test_a_change_to_the_stored_values_writes_nothing(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """A retried PATCH leaves the memory, its ETag and its history as they were, so other
+    clients' `If-Match` still holds; `If-Match` is still checked."""
+    headers = bearer(settings, tenant, "ada")
+    created = await client.post(
+        MEMORIES,
+        headers=headers,
+        json={
+            "text": "Ada drinks tea.",
+            "confidence": 0.5,
+            "category": "preference",
+            "event_at": "2026-01-01T10:00:00+02:00",
+            "metadata": {"source": "chat", "n": 1.5},
+        },
+    )
+    tag, memory = created.headers["etag"], created.json()
+    for same in (
+        {},
+        {"confidence": 0.5},
+        {"text": "  Ada drinks tea.\u200b"},
+        {"lifecycle": "confirmed", "category": "preference"},
+        {"event_at": "2026-01-01T08:00:00Z", "metadata": {"n": 1.5, "source": "chat"}},
+        {"speaker": None, "needs_review": False},
+    ):
+        response = await client.patch(
+            f"{MEMORIES}/{memory['id']}", headers={**headers, "If-Match": tag}, json=same
+        )
+        assert response.status_code == 200, response.text
+        assert response.headers["etag"] == tag, same
+        assert response.json() == {k: v for k, v in memory.items() if k != "duplicate"}
+    assert await history(client, headers, memory["id"]) == [("add", {})]
+
+    stale = await client.patch(
+        f"{MEMORIES}/{memory['id']}", headers={**headers, "If-Match": '"stale"'}, json={}
+    )
+    assert_precondition_failed(stale, tag)
+    changed = await patch(client, headers, memory["id"], confidence=0.5, category="drink")
+    assert changed.headers["etag"] != tag
+    assert await history(client, headers, memory["id"]) == [
+        ("add", {}),
+        ("update", {"category": "drink"}),
+    ]
