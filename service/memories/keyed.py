@@ -84,8 +84,7 @@ class KeyedMemoryService:
                 await self._recorder.forget([expired])
             created = await self._create(owner, address, body, ahead)
             return KeyedMemoryWritten.model_validate({**_fields(created), "created": True})
-        if existing.text == body.text and existing.metadata_ == body.metadata:
-            return KeyedMemoryWritten.model_validate({**_fields(existing), "created": False})
+        # A put replaces every field it carries; one that changes nothing writes nothing.
         change = MemoryUpdate(
             text=body.text,
             metadata=body.metadata,

@@ -433,7 +433,8 @@ STORE_KEY_MAX = 512
 
 
 class KeyedMemoryPut(BaseModel):
-    """The memory a key holds; `PUT` replaces text and metadata of the memory already there."""
+    """The memory a key holds; `PUT` replaces every field of the memory already there (an
+    absent one takes its default: no event time, no expiry)."""
 
     model_config = ConfigDict(
         extra="forbid",

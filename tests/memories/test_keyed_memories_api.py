@@ -246,3 +246,31 @@ async def test_star_preconditions_choose_between_adding_and_replacing(
     )
     assert replaced.status_code == 200, replaced.text
     assert await stored_texts(runtime_engine, tenant, "k3") == ["Second."]
+
+
+async def test_a_put_replaces_every_field_it_carries_and_a_repeated_put_writes_nothing(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "kim")
+    first = await client.put(
+        PATH,
+        params=at("seat"),
+        json={
+            "text": "Prefers aisle seats.",
+            "confidence": 0.9,
+            "event_at": "2026-01-01T00:00:00Z",
+        },
+        headers=headers,
+    )
+    assert first.status_code == 201, first.text
+    body = {"text": "Prefers aisle seats.", "confidence": 0.3, "expires_at": "2999-01-01T00:00:00Z"}
+    second = await client.put(PATH, params=at("seat"), json=body, headers=headers)
+    assert second.status_code == 200, second.text
+    replaced = second.json()
+    assert replaced["confidence"] == 0.3 and replaced["event_at"] is None
+    assert replaced["expires_at"] == "2999-01-01T00:00:00Z"
+
+    again = await client.put(PATH, params=at("seat"), json=body, headers=headers)
+    assert again.status_code == 200 and again.headers["etag"] == second.headers["etag"]
+    history = await client.get(f"/v1/users/me/memories/{replaced['id']}/history", headers=headers)
+    assert [e["action"] for e in history.json()["items"]] == ["add", "update"]

@@ -17,14 +17,15 @@ T = TypeVar("T", bound="KeyedMemoryPut")
 
 @_attrs_define
 class KeyedMemoryPut:
-    """The memory a key holds; `PUT` replaces text and metadata of the memory already there.
+    """The memory a key holds; `PUT` replaces every field of the memory already there (an
+    absent one takes its default: no event time, no expiry).
 
-    Attributes:
-        text (str):
-        metadata (Metadata | Unset): Free-form JSON object stored with the record and returned as given.
-        confidence (float | Unset):  Default: 1.0.
-        event_at (datetime.datetime | None | Unset):
-        expires_at (datetime.datetime | None | Unset):
+        Attributes:
+            text (str):
+            metadata (Metadata | Unset): Free-form JSON object stored with the record and returned as given.
+            confidence (float | Unset):  Default: 1.0.
+            event_at (datetime.datetime | None | Unset):
+            expires_at (datetime.datetime | None | Unset):
     """
 
     text: str

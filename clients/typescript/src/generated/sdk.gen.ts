@@ -324,8 +324,10 @@ export const getKeyedMemory = <ThrowOnError extends boolean = false>(options: Op
 /**
  * Put a memory under a key
  *
- * The first put of a key adds a memory (201); later ones replace its text and metadata
- * (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
+ * The first put of a key adds a memory (201); later ones replace its text, metadata,
+ * confidence, event time and expiry (200, recorded in its history, re-embedded when the text
+ * changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
+ * Two keys may hold the same text. Refuses
  * secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
  * that state (`*`: only if the key holds a memory); else 412 and nothing changes.
  */

@@ -642,7 +642,8 @@ export type JsonValue = unknown;
 /**
  * KeyedMemoryPut
  *
- * The memory a key holds; `PUT` replaces text and metadata of the memory already there.
+ * The memory a key holds; `PUT` replaces every field of the memory already there (an
+ * absent one takes its default: no event time, no expiry).
  */
 export type KeyedMemoryPut = {
     /**

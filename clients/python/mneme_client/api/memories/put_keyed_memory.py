@@ -143,8 +143,10 @@ def sync_detailed(
 ) -> Response[KeyedMemoryWritten | Problem]:
     """Put a memory under a key
 
-     The first put of a key adds a memory (201); later ones replace its text and metadata
-    (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
+     The first put of a key adds a memory (201); later ones replace its text, metadata,
+    confidence, event time and expiry (200, recorded in its history, re-embedded when the text
+    changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
+    Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
@@ -158,8 +160,9 @@ def sync_detailed(
             current ETag, and nothing changed).
         if_none_match (None | str | Unset): `*`: only add; 412 if the key already holds a memory.
             An ETag: 412 if the key's memory is in that state.
-        body (KeyedMemoryPut): The memory a key holds; `PUT` replaces text and metadata of the
-            memory already there.
+        body (KeyedMemoryPut): The memory a key holds; `PUT` replaces every field of the memory
+            already there (an
+            absent one takes its default: no event time, no expiry).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -199,8 +202,10 @@ def sync(
 ) -> KeyedMemoryWritten | Problem | None:
     """Put a memory under a key
 
-     The first put of a key adds a memory (201); later ones replace its text and metadata
-    (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
+     The first put of a key adds a memory (201); later ones replace its text, metadata,
+    confidence, event time and expiry (200, recorded in its history, re-embedded when the text
+    changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
+    Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
@@ -214,8 +219,9 @@ def sync(
             current ETag, and nothing changed).
         if_none_match (None | str | Unset): `*`: only add; 412 if the key already holds a memory.
             An ETag: 412 if the key's memory is in that state.
-        body (KeyedMemoryPut): The memory a key holds; `PUT` replaces text and metadata of the
-            memory already there.
+        body (KeyedMemoryPut): The memory a key holds; `PUT` replaces every field of the memory
+            already there (an
+            absent one takes its default: no event time, no expiry).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -250,8 +256,10 @@ async def asyncio_detailed(
 ) -> Response[KeyedMemoryWritten | Problem]:
     """Put a memory under a key
 
-     The first put of a key adds a memory (201); later ones replace its text and metadata
-    (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
+     The first put of a key adds a memory (201); later ones replace its text, metadata,
+    confidence, event time and expiry (200, recorded in its history, re-embedded when the text
+    changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
+    Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
@@ -265,8 +273,9 @@ async def asyncio_detailed(
             current ETag, and nothing changed).
         if_none_match (None | str | Unset): `*`: only add; 412 if the key already holds a memory.
             An ETag: 412 if the key's memory is in that state.
-        body (KeyedMemoryPut): The memory a key holds; `PUT` replaces text and metadata of the
-            memory already there.
+        body (KeyedMemoryPut): The memory a key holds; `PUT` replaces every field of the memory
+            already there (an
+            absent one takes its default: no event time, no expiry).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -304,8 +313,10 @@ async def asyncio(
 ) -> KeyedMemoryWritten | Problem | None:
     """Put a memory under a key
 
-     The first put of a key adds a memory (201); later ones replace its text and metadata
-    (200, re-embedded, recorded in its history). Two keys may hold the same text. Refuses
+     The first put of a key adds a memory (201); later ones replace its text, metadata,
+    confidence, event time and expiry (200, recorded in its history, re-embedded when the text
+    changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
+    Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
@@ -319,8 +330,9 @@ async def asyncio(
             current ETag, and nothing changed).
         if_none_match (None | str | Unset): `*`: only add; 412 if the key already holds a memory.
             An ETag: 412 if the key's memory is in that state.
-        body (KeyedMemoryPut): The memory a key holds; `PUT` replaces text and metadata of the
-            memory already there.
+        body (KeyedMemoryPut): The memory a key holds; `PUT` replaces every field of the memory
+            already there (an
+            absent one takes its default: no event time, no expiry).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
