@@ -92,6 +92,10 @@ class KeyedMemoryService:
             event_at=body.event_at,
             expires_at=body.expires_at,
         )
+        if existing.lifecycle == "superseded":
+            # The key now holds what the put says: a memory superseded meanwhile (a procedure
+            # slot written over it, say) is live again.
+            change.lifecycle = "confirmed"
         updated = await self._memories.update(owner, existing.id, change, ahead=ahead)
         return KeyedMemoryWritten(**updated.model_dump(), created=False)
 

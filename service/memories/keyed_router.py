@@ -110,7 +110,8 @@ async def put_keyed_memory(
     """The first put of a key adds a memory (201); later ones replace its text, metadata,
     confidence, event time and expiry (200, recorded in its history, re-embedded when the text
     changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
-    Two keys may hold the same text. Refuses
+    The memory a put answers with is live: one superseded since (by a procedure slot written
+    over it, say) is confirmed again. Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes."""
     written = await keyed.put(

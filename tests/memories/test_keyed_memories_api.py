@@ -274,3 +274,40 @@ async def test_a_put_replaces_every_field_it_carries_and_a_repeated_put_writes_n
     assert again.status_code == 200 and again.headers["etag"] == second.headers["etag"]
     history = await client.get(f"/v1/users/me/memories/{replaced['id']}/history", headers=headers)
     assert [e["action"] for e in history.json()["items"]] == ["add", "update"]
+
+
+async def test_a_put_brings_a_superseded_keyed_memory_back(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """A key's memory superseded by a procedure slot written over it: the next put of the key
+    makes it live again (the key holds it all along)."""
+    headers = bearer(settings, tenant, "kim")
+    style = at("tone", kind="procedural", category="style")
+    added = await client.put(PATH, params=style, json={"text": "Answer briefly."}, headers=headers)
+    assert added.status_code == 201, added.text
+    slots = await client.put(
+        "/v1/users/me/procedures", json={"style": "Answer in detail."}, headers=headers
+    )
+    assert slots.status_code == 200, slots.text
+    superseded = (await client.get(PATH, params=style, headers=headers)).json()
+    assert (superseded["lifecycle"], superseded["text"]) == ("superseded", "Answer briefly.")
+    only_add = await client.put(
+        PATH,
+        params=style,
+        json={"text": "Answer in one line."},
+        headers={**headers, "If-None-Match": "*"},
+    )
+    assert_problem(only_add, 412, "PRECONDITION_FAILED")
+
+    for words in ("Answer in one line.", "Answer in one line."):
+        again = await client.put(PATH, params=style, json={"text": words}, headers=headers)
+        assert again.status_code == 200, again.text
+        back = again.json()
+        assert (back["id"], back["created"]) == (added.json()["id"], False)
+        assert (back["lifecycle"], back["invalid_at"], back["text"]) == ("confirmed", None, words)
+    search = await client.post(
+        "/v1/users/me/memories/search",
+        json={"query": "one line", "mode": "lexical", "kinds": ["procedural"]},
+        headers=headers,
+    )
+    assert [hit["memory"]["id"] for hit in search.json()["hits"]] == [back["id"]]
