@@ -39,6 +39,7 @@ class CompactRequest(BaseModel):
 
     categories: list[Annotated[str, Field(pattern=CATEGORY_PATTERN)]] | None = Field(
         default=None,
+        min_length=1,
         max_length=50,
         description="Only facts of these categories (default: every semantic fact).",
     )

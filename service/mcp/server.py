@@ -259,10 +259,12 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         query: Annotated[QueryText, Field(description="What to look for, in natural language.")],
         limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return.")] = 10,
         kinds: Annotated[
-            list[MemoryKind] | None, Field(description="Only these kinds (default: all).")
+            list[MemoryKind] | None,
+            Field(min_length=1, description="Only these kinds (default: all)."),
         ] = None,
         categories: Annotated[
-            list[str] | None, Field(description="Only these categories (default: all).")
+            list[str] | None,
+            Field(min_length=1, description="Only these categories (default: all)."),
         ] = None,
     ) -> Annotated[CallToolResult, Recalled]:
         """Search the user's memories (and the organization's shared ones) by meaning and words.
@@ -372,10 +374,12 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         ctx: Context[Any],
         limit: Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description="Page size.")] = 20,
         kinds: Annotated[
-            list[MemoryKind] | None, Field(description="Only these kinds (default: all).")
+            list[MemoryKind] | None,
+            Field(min_length=1, description="Only these kinds (default: all)."),
         ] = None,
         categories: Annotated[
-            list[str] | None, Field(description="Only these categories (default: all).")
+            list[str] | None,
+            Field(min_length=1, description="Only these categories (default: all)."),
         ] = None,
         cursor: Annotated[
             str | None, Field(description="next_cursor of the previous page, to continue.")

@@ -61,12 +61,14 @@ class MemoryFilter:
         event_after: datetime | None = None,
         event_before: datetime | None = None,
     ) -> MemoryFilter:
-        """A filter from optional lists; an empty list means the same as no condition."""
+        """A filter from optional lists (None: no condition). An empty list is a condition no
+        memory meets, as no owner is: read as "any", it would turn a delete of nothing into a
+        delete of everything."""
         return cls(
             owners=tuple(dict.fromkeys(owners)),
-            kinds=tuple(kinds) if kinds else None,
-            categories=tuple(categories) if categories else None,
-            lifecycles=tuple(lifecycles) if lifecycles else None,
+            kinds=None if kinds is None else tuple(kinds),
+            categories=None if categories is None else tuple(categories),
+            lifecycles=None if lifecycles is None else tuple(lifecycles),
             created_after=created_after,
             created_before=created_before,
             event_after=event_after,

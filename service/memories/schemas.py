@@ -285,11 +285,13 @@ class SearchRequest(BaseModel):
     )
 
     query: QueryText
-    kinds: list[MemoryKind] | None = None
+    # An empty list is refused rather than read as "any": it would ask for nothing.
+    kinds: list[MemoryKind] | None = Field(default=None, min_length=1)
     scopes: list[MemoryScope] = Field(default_factory=_both_scopes, min_length=1)
-    categories: list[str] | None = None
+    categories: list[str] | None = Field(default=None, min_length=1)
     lifecycles: list[Lifecycle] = Field(
         default_factory=_live_lifecycles,
+        min_length=1,
         description="Superseded memories are excluded unless asked for.",
     )
     event_after: Timestamp | None = None

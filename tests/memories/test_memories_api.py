@@ -9,7 +9,9 @@ import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient
 
+from service.auth.owner import Owner
 from service.config import Settings
+from service.memories.filters import MemoryFilter
 from service.providers import EmbedderUnavailable
 from tests.conftest import assert_problem, bearer, new_tenant
 from tests.fixtures.factories import remember
@@ -576,3 +578,30 @@ async def test_history_records_a_change_of_time_in_the_api_s_own_format(
     # The same instant, written as every timestamp the API returns (RFC 3339, "T" separator).
     assert recorded == patched.json()["invalid_at"]
     assert "T" in recorded
+
+
+@pytest.mark.parametrize("field", ["kinds", "categories", "lifecycles"])
+async def test_an_empty_filter_list_is_refused_not_read_as_no_filter(
+    client: AsyncClient, settings: Settings, tenant: str, field: str
+) -> None:
+    headers = user(settings, tenant)
+    retired = await remember(client, headers, text="Superseded but edited.", category="note")
+    patched = await client.patch(
+        f"/v1/users/me/memories/{retired['id']}", headers=headers, json={"lifecycle": "superseded"}
+    )
+    assert patched.status_code == 200, patched.text
+    search = await client.post(
+        "/v1/users/me/memories/search",
+        headers=headers,
+        json={"query": "Superseded but edited", "mode": "lexical", field: []},
+    )
+    body = assert_problem(search, 422, "VALIDATION_FAILED")
+    assert body["errors"][0]["loc"] == ["body", field]
+    compact = await client.post(
+        "/v1/users/me/memories/compact", headers=headers, json={"categories": []}
+    )
+    assert_problem(compact, 422, "VALIDATION_FAILED")
+    # Inside the service too, an empty list is a condition no memory meets.
+    empty: dict[str, Any] = {field: []}
+    none = MemoryFilter.build([Owner.user("alice")], **empty)
+    assert getattr(none, field) == () and none.has_conditions
