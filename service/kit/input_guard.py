@@ -17,7 +17,9 @@ models apply them again to each free-form field, for the paths that do not come 
 here (MCP over stdio, import lines).
 
 The URL gets the same NUL rule: a `%00` in the path or query string is refused here rather
-than discovered by the database.
+than discovered by the database. A query string whose percent-escapes are not UTF-8 (`%FF`) is
+refused too: decoded, each bad escape would become U+FFFD, and two different values (`%FE`,
+`%FF`) would read as the same one.
 
 An app that answers in a protocol of its own can take the body rules over for its path
 (`bodies_checked_by`): it applies the same `loads_strict` to every body, and answers a refusal
@@ -37,6 +39,7 @@ from service.kit.media_type import is_json_media_type
 from service.kit.types import InputRefused, loads_strict
 
 _NUL_IN_URL = "The URL must not contain NUL (%00) characters."
+_QUERY_NOT_UTF8 = "The query string's percent-escapes must encode UTF-8 text."
 
 
 def _is_json(scope: Scope) -> bool:
@@ -59,8 +62,14 @@ class InputGuardMiddleware:
         if "\x00" in scope["path"]:
             await _refuse(scope, receive, send, InputRefused(["path"], _NUL_IN_URL, "nul"))
             return
-        if b"\x00" in unquote_to_bytes(scope.get("query_string", b"")):
+        query = unquote_to_bytes(scope.get("query_string", b""))
+        if b"\x00" in query:
             await _refuse(scope, receive, send, InputRefused(["query"], _NUL_IN_URL, "nul"))
+            return
+        try:
+            query.decode("utf-8")
+        except UnicodeDecodeError:
+            await _refuse(scope, receive, send, InputRefused(["query"], _QUERY_NOT_UTF8, "utf8"))
             return
         if scope["path"] in self.bodies_checked_by or not _is_json(scope):
             await self.app(scope, receive, send)

@@ -328,7 +328,7 @@ def stripped_visible(value: str) -> str:
     return stripped
 
 
-def _has_visible_character(value: str) -> str:
+def has_visible_character(value: str) -> str:
     """`value` as it is, refused as `stripped_visible` refuses it."""
     stripped_visible(value)
     return value
@@ -337,7 +337,7 @@ def _has_visible_character(value: str) -> str:
 QueryText = Annotated[
     str,
     StringConstraints(min_length=1, max_length=QUERY_MAX_CHARS),
-    AfterValidator(_has_visible_character),
+    AfterValidator(has_visible_character),
 ]
 """What a search or a context block is asked: words, not only whitespace or invisible
 characters."""

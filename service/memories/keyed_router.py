@@ -6,6 +6,7 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Header, Query, Response, status
+from pydantic import AfterValidator
 
 from service.dependencies import AddressedUserId, UserOwner
 from service.errors import problem_responses
@@ -20,6 +21,7 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
+from service.kit.types import has_visible_character
 from service.memories.dependencies import KeyedMemorySvc, PutTextAhead
 from service.memories.keyed import StoreKey
 from service.memories.schemas import (
@@ -38,7 +40,14 @@ router = APIRouter(prefix="/v1/users/{user_id}/keyed-memories", tags=["memories"
 async def store_key(
     kind: Annotated[MemoryKind, Query(description="The memory's kind.")],
     key: Annotated[
-        str, Query(min_length=1, max_length=STORE_KEY_MAX, description="The client's key.")
+        str,
+        Query(
+            min_length=1,
+            max_length=STORE_KEY_MAX,
+            description="The client's key: something visible, not only whitespace or "
+            "invisible characters (kept as given).",
+        ),
+        AfterValidator(has_visible_character),
     ],
     category: Annotated[
         str | None, Query(pattern=CATEGORY_PATTERN, description="The memory's category, if any.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -311,3 +312,35 @@ async def test_a_put_brings_a_superseded_keyed_memory_back(
         headers=headers,
     )
     assert [hit["memory"]["id"] for hit in search.json()["hits"]] == [back["id"]]
+
+
+@pytest.mark.parametrize("key", ["%20", "%E2%80%8B", "%20%C2%A0%E2%81%A0"])
+async def test_a_key_of_nothing_visible_is_refused(
+    client: AsyncClient, settings: Settings, tenant: str, key: str
+) -> None:
+    headers = bearer(settings, tenant, "kim")
+    url = f"{PATH}?kind=semantic&key={key}"
+    body = assert_problem(
+        await client.put(url, json={"text": "Blank."}, headers=headers), 422, "VALIDATION_FAILED"
+    )
+    assert body["errors"][0]["loc"] == ["query", "key"]
+    assert await memories(client, headers) == []
+
+
+async def test_a_key_that_is_not_utf8_is_refused_and_reads_no_other_key(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "kim")
+    for key in ("%FF", "%C3", "a%E2%82"):
+        url = f"{PATH}?kind=semantic&key={key}"
+        refused = await client.put(url, json={"text": "Bytes."}, headers=headers)
+        assert_problem(refused, 422, "VALIDATION_FAILED")
+        assert_problem(await client.get(url, headers=headers), 422, "VALIDATION_FAILED")
+    # A key that names the replacement character itself is a key like any other.
+    replacement = f"{PATH}?kind=semantic&key=%EF%BF%BD"
+    added = await client.put(replacement, json={"text": "Replacement."}, headers=headers)
+    assert added.status_code == 201, added.text
+    assert (await client.get(replacement, headers=headers)).json()["store_key"] == "\ufffd"
+    assert_problem(
+        await client.get(f"{PATH}?kind=semantic&key=%FE", headers=headers), 422, "VALIDATION_FAILED"
+    )

@@ -3992,7 +3992,7 @@ export type DeleteKeyedMemoryData = {
         /**
          * Key
          *
-         * The client's key.
+         * The client's key: something visible, not only whitespace or invisible characters (kept as given).
          */
         key: string;
         /**
@@ -4077,7 +4077,7 @@ export type GetKeyedMemoryData = {
         /**
          * Key
          *
-         * The client's key.
+         * The client's key: something visible, not only whitespace or invisible characters (kept as given).
          */
         key: string;
         /**
@@ -4164,7 +4164,7 @@ export type PutKeyedMemoryData = {
         /**
          * Key
          *
-         * The client's key.
+         * The client's key: something visible, not only whitespace or invisible characters (kept as given).
          */
         key: string;
         /**

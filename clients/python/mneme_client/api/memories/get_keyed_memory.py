@@ -125,7 +125,8 @@ def sync_detailed(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
-        key (str): The client's key.
+        key (str): The client's key: something visible, not only whitespace or invisible
+            characters (kept as given).
         category (None | str | Unset): The memory's category, if any.
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
             the resource is still in that state.
@@ -169,7 +170,8 @@ def sync(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
-        key (str): The client's key.
+        key (str): The client's key: something visible, not only whitespace or invisible
+            characters (kept as given).
         category (None | str | Unset): The memory's category, if any.
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
             the resource is still in that state.
@@ -208,7 +210,8 @@ async def asyncio_detailed(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
-        key (str): The client's key.
+        key (str): The client's key: something visible, not only whitespace or invisible
+            characters (kept as given).
         category (None | str | Unset): The memory's category, if any.
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
             the resource is still in that state.
@@ -250,7 +253,8 @@ async def asyncio(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
-        key (str): The client's key.
+        key (str): The client's key: something visible, not only whitespace or invisible
+            characters (kept as given).
         category (None | str | Unset): The memory's category, if any.
         if_none_match (None | str | Unset): An ETag from a previous read: 304 with no body when
             the resource is still in that state.

@@ -154,7 +154,8 @@ def sync_detailed(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
-        key (str): The client's key.
+        key (str): The client's key: something visible, not only whitespace or invisible
+            characters (kept as given).
         category (None | str | Unset): The memory's category, if any.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
@@ -214,7 +215,8 @@ def sync(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
-        key (str): The client's key.
+        key (str): The client's key: something visible, not only whitespace or invisible
+            characters (kept as given).
         category (None | str | Unset): The memory's category, if any.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
@@ -269,7 +271,8 @@ async def asyncio_detailed(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
-        key (str): The client's key.
+        key (str): The client's key: something visible, not only whitespace or invisible
+            characters (kept as given).
         category (None | str | Unset): The memory's category, if any.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
@@ -327,7 +330,8 @@ async def asyncio(
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         kind (MemoryKind):
-        key (str): The client's key.
+        key (str): The client's key: something visible, not only whitespace or invisible
+            characters (kept as given).
         category (None | str | Unset): The memory's category, if any.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
