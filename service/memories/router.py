@@ -159,6 +159,23 @@ async def org_delete_filter(
     return query.for_owners([owner])
 
 
+async def every_match(request: Request) -> None:
+    """A delete by filter removes every memory its filters match, never a page of them: the
+    paging of a listing (`limit`, `cursor`), copied along with its filters, is refused rather
+    than ignored."""
+    given = [name for name in ("limit", "cursor") if name in request.query_params]
+    if given:
+        raise ValidationFailed(
+            "A delete by filter forgets every memory the filters match, not a page of them: "
+            "leave out limit and cursor (to forget fewer, narrow the filters or delete by id).",
+            errors=[
+                {"loc": ["query", name], "msg": "deletes every match; no paging", "type": "value"}
+                for name in given
+            ],
+        )
+
+
+EveryMatch = [Depends(every_match)]
 UserFilter = Annotated[MemoryFilter, Depends(user_filter)]
 UserDeleteFilter = Annotated[MemoryFilter, Depends(user_delete_filter)]
 OrgFilter = Annotated[MemoryFilter, Depends(org_filter)]
@@ -309,6 +326,7 @@ async def list_memories(
     response_model=MemoriesDeleted,
     summary="Forget memories matching a filter",
     responses=WRITE_PROBLEMS,
+    dependencies=EveryMatch,
 )
 async def delete_memories(
     memories: MemorySvc,
@@ -317,9 +335,9 @@ async def delete_memories(
     dry_run: DryRun = False,
 ) -> MemoriesDeleted:
     """Delete exactly the memories the same filters list (e.g. `kind=episodic`; live ones
-    unless `lifecycle` says otherwise); `all=true` with no filter forgets everything. The
-    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
-    history."""
+    unless `lifecycle` says otherwise), every one of them: `limit` and `cursor` are refused
+    (422). `all=true` with no filter forgets everything. The answer counts what was removed;
+    `dry_run=true` only counts. Each deletion is kept in the history."""
     return await memories.delete_matching(filters, everything=everything, dry_run=dry_run)
 
 
@@ -525,6 +543,7 @@ async def list_org_memories(
     response_model=MemoriesDeleted,
     summary="Forget organization memories matching a filter",
     responses=WRITE_PROBLEMS,
+    dependencies=EveryMatch,
 )
 async def delete_org_memories(
     memories: MemorySvc,
@@ -532,9 +551,10 @@ async def delete_org_memories(
     everything: Everything = False,
     dry_run: DryRun = False,
 ) -> MemoriesDeleted:
-    """Delete exactly the organization memories the same filters list; `all=true` with no
-    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
-    Each deletion is kept in the history. Admins only."""
+    """Delete exactly the organization memories the same filters list, every one of them
+    (`limit` and `cursor` are refused); `all=true` with no filter forgets them all. The
+    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
+    history. Admins only."""
     return await memories.delete_matching(filters, everything=everything, dry_run=dry_run)
 
 

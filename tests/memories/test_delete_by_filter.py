@@ -253,3 +253,26 @@ async def test_a_filtered_delete_removes_exactly_what_the_filter_lists(
         for memory_id in listed:
             history = await client.get(f"/v1/users/me/memories/{memory_id}/history", headers=alice)
             assert history.json()["items"][-1]["action"] == "delete"
+
+
+@pytest.mark.parametrize("path", ["/v1/users/me/memories", "/v1/org/memories"])
+@pytest.mark.parametrize("paging", ["limit=1", "cursor=abc", "limit=1&cursor=abc"])
+async def test_a_delete_by_filter_refuses_a_page_it_would_not_keep_to(
+    client: AsyncClient, settings: Settings, path: str, paging: str
+) -> None:
+    """A delete removes every memory its filters match: `limit` and `cursor`, copied from a
+    listing, are refused instead of ignored, and nothing is deleted."""
+    headers = bearer(settings, new_tenant(), "ada", admin=True)
+    for words in ("Went to Porto.", "Went to Lisbon."):
+        created = await client.post(path, headers=headers, json={"kind": "episodic", "text": words})
+        assert created.status_code == 201, created.text
+    for dry_run in ("true", "false"):
+        response = await client.delete(
+            f"{path}?kind=episodic&{paging}&dry_run={dry_run}", headers=headers
+        )
+        body = assert_problem(response, 422, "VALIDATION_FAILED")
+        assert "every" in body["detail"]
+        assert {tuple(error["loc"]) for error in body["errors"]} == {
+            ("query", part.split("=")[0]) for part in paging.split("&")
+        }
+    assert len(await listed_ids(client, headers, [("kind", "episodic")], path)) == 2

@@ -144,9 +144,9 @@ export const getApiKey = <ThrowOnError extends boolean = false>(options: Options
  * Forget memories matching a filter
  *
  * Delete exactly the memories the same filters list (e.g. `kind=episodic`; live ones
- * unless `lifecycle` says otherwise); `all=true` with no filter forgets everything. The
- * answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
- * history.
+ * unless `lifecycle` says otherwise), every one of them: `limit` and `cursor` are refused
+ * (422). `all=true` with no filter forgets everything. The answer counts what was removed;
+ * `dry_run=true` only counts. Each deletion is kept in the history.
  */
 export const deleteMemories = <ThrowOnError extends boolean = false>(options: Options<DeleteMemoriesData, ThrowOnError>) => (options.client ?? client).delete<DeleteMemoriesResponses, DeleteMemoriesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -376,9 +376,10 @@ export const getUserJobs = <ThrowOnError extends boolean = false>(options: Optio
 /**
  * Forget organization memories matching a filter
  *
- * Delete exactly the organization memories the same filters list; `all=true` with no
- * filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
- * Each deletion is kept in the history. Admins only.
+ * Delete exactly the organization memories the same filters list, every one of them
+ * (`limit` and `cursor` are refused); `all=true` with no filter forgets them all. The
+ * answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
+ * history. Admins only.
  */
 export const deleteOrgMemories = <ThrowOnError extends boolean = false>(options?: Options<DeleteOrgMemoriesData, ThrowOnError>) => (options?.client ?? client).delete<DeleteOrgMemoriesResponses, DeleteOrgMemoriesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -220,9 +220,9 @@ def sync_detailed(
     """Forget memories matching a filter
 
      Delete exactly the memories the same filters list (e.g. `kind=episodic`; live ones
-    unless `lifecycle` says otherwise); `all=true` with no filter forgets everything. The
-    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
-    history.
+    unless `lifecycle` says otherwise), every one of them: `limit` and `cursor` are refused
+    (422). `all=true` with no filter forgets everything. The answer counts what was removed;
+    `dry_run=true` only counts. Each deletion is kept in the history.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -288,9 +288,9 @@ def sync(
     """Forget memories matching a filter
 
      Delete exactly the memories the same filters list (e.g. `kind=episodic`; live ones
-    unless `lifecycle` says otherwise); `all=true` with no filter forgets everything. The
-    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
-    history.
+    unless `lifecycle` says otherwise), every one of them: `limit` and `cursor` are refused
+    (422). `all=true` with no filter forgets everything. The answer counts what was removed;
+    `dry_run=true` only counts. Each deletion is kept in the history.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -351,9 +351,9 @@ async def asyncio_detailed(
     """Forget memories matching a filter
 
      Delete exactly the memories the same filters list (e.g. `kind=episodic`; live ones
-    unless `lifecycle` says otherwise); `all=true` with no filter forgets everything. The
-    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
-    history.
+    unless `lifecycle` says otherwise), every one of them: `limit` and `cursor` are refused
+    (422). `all=true` with no filter forgets everything. The answer counts what was removed;
+    `dry_run=true` only counts. Each deletion is kept in the history.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -417,9 +417,9 @@ async def asyncio(
     """Forget memories matching a filter
 
      Delete exactly the memories the same filters list (e.g. `kind=episodic`; live ones
-    unless `lifecycle` says otherwise); `all=true` with no filter forgets everything. The
-    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
-    history.
+    unless `lifecycle` says otherwise), every one of them: `limit` and `cursor` are refused
+    (422). `all=true` with no filter forgets everything. The answer counts what was removed;
+    `dry_run=true` only counts. Each deletion is kept in the history.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

@@ -198,9 +198,10 @@ def sync_detailed(
 ) -> Response[MemoriesDeleted | Problem]:
     """Forget organization memories matching a filter
 
-     Delete exactly the organization memories the same filters list; `all=true` with no
-    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
-    Each deletion is kept in the history. Admins only.
+     Delete exactly the organization memories the same filters list, every one of them
+    (`limit` and `cursor` are refused); `all=true` with no filter forgets them all. The
+    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
+    history. Admins only.
 
     Args:
         all_ (bool | Unset): Required to delete without any filter; then superseded memories go
@@ -258,9 +259,10 @@ def sync(
 ) -> MemoriesDeleted | Problem | None:
     """Forget organization memories matching a filter
 
-     Delete exactly the organization memories the same filters list; `all=true` with no
-    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
-    Each deletion is kept in the history. Admins only.
+     Delete exactly the organization memories the same filters list, every one of them
+    (`limit` and `cursor` are refused); `all=true` with no filter forgets them all. The
+    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
+    history. Admins only.
 
     Args:
         all_ (bool | Unset): Required to delete without any filter; then superseded memories go
@@ -313,9 +315,10 @@ async def asyncio_detailed(
 ) -> Response[MemoriesDeleted | Problem]:
     """Forget organization memories matching a filter
 
-     Delete exactly the organization memories the same filters list; `all=true` with no
-    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
-    Each deletion is kept in the history. Admins only.
+     Delete exactly the organization memories the same filters list, every one of them
+    (`limit` and `cursor` are refused); `all=true` with no filter forgets them all. The
+    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
+    history. Admins only.
 
     Args:
         all_ (bool | Unset): Required to delete without any filter; then superseded memories go
@@ -371,9 +374,10 @@ async def asyncio(
 ) -> MemoriesDeleted | Problem | None:
     """Forget organization memories matching a filter
 
-     Delete exactly the organization memories the same filters list; `all=true` with no
-    filter forgets them all. The answer counts what was removed; `dry_run=true` only counts.
-    Each deletion is kept in the history. Admins only.
+     Delete exactly the organization memories the same filters list, every one of them
+    (`limit` and `cursor` are refused); `all=true` with no filter forgets them all. The
+    answer counts what was removed; `dry_run=true` only counts. Each deletion is kept in the
+    history. Admins only.
 
     Args:
         all_ (bool | Unset): Required to delete without any filter; then superseded memories go
