@@ -229,8 +229,9 @@ class MemoryService:
             # Restored: true again, and replaced by nothing.
             values.update(invalid_at=None, superseded_by=None)
 
+        # By the API's field names: the attribute `metadata_` is the field `metadata`.
         changes = {
-            key: jsonable(value)
+            "metadata" if key == "metadata_" else key: jsonable(value)
             for key, value in values.items()
             if key not in VECTOR_VALUES and key not in {"text", "last_confirmed_at"}
         }

@@ -101,3 +101,15 @@ async def test_a_change_to_the_stored_values_writes_nothing(
         ("add", {}),
         ("update", {"category": "drink"}),
     ]
+
+
+async def test_the_history_names_a_change_by_the_api_s_field_names(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    memory = await remember(client, headers, text="Ada drinks tea.", metadata={"v": 1})
+    await patch(client, headers, memory["id"], metadata={"v": 2}, confidence=0.4)
+    assert (await history(client, headers, memory["id"]))[-1] == (
+        "update",
+        {"metadata": {"v": 2}, "confidence": 0.4},
+    )
