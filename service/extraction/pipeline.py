@@ -76,6 +76,7 @@ from service.extraction.resolver import (
 )
 from service.extraction.triggers import HUMAN_ROLE, TriggerRules, decide, windows
 from service.extraction.turns import TurnStorage
+from service.kit.types import visible_text
 from service.memories.dependencies import write_path_memory_search
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
 from service.memories.models import Memory
@@ -743,7 +744,8 @@ def _candidates(
 
     candidates: list[Candidate] = []
     for index, fact in enumerate(output.facts):
-        evidence = fact.evidence.strip()[:EVIDENCE_MAX]
+        # As a memory stores evidence (nothing visible is none at all).
+        evidence = visible_text(fact.evidence)[:EVIDENCE_MAX]
         candidates.append(
             Candidate(
                 index=index,

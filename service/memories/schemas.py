@@ -47,6 +47,15 @@ MemoryText = Annotated[
 characters around it (text of nothing else is refused)."""
 
 
+Evidence = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=2000),
+    AfterValidator(stripped_visible),
+]
+"""What a memory was drawn from, in the source's words: as a memory's text, stored without the
+whitespace and invisible characters around it (evidence of nothing else is refused)."""
+
+
 class MemoryCreate(BaseModel):
     """One memory to remember. Identity and tenant come from the token, never from here."""
 
@@ -81,7 +90,7 @@ class MemoryCreate(BaseModel):
     )
     source_thread_id: uuid.UUID | None = None
     source_message_ids: list[uuid.UUID] = Field(default_factory=list, max_length=100)
-    evidence: str | None = Field(default=None, max_length=2000)
+    evidence: Evidence | None = None
     speaker: SpeakerName | None = Field(
         default=None,
         description="Who said it, for a memory of something said in a conversation (the "

@@ -605,3 +605,18 @@ async def test_an_empty_filter_list_is_refused_not_read_as_no_filter(
     empty: dict[str, Any] = {field: []}
     none = MemoryFilter.build([Owner.user("alice")], **empty)
     assert getattr(none, field) == () and none.has_conditions
+
+
+async def test_evidence_of_nothing_visible_is_refused_and_evidence_is_kept_trimmed(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = user(settings, tenant)
+    for blank in ("   ", "\u200b\n"):
+        refused = await client.post(
+            "/v1/users/me/memories", headers=headers, json={"text": "Ada.", "evidence": blank}
+        )
+        body = assert_problem(refused, 422, "VALIDATION_FAILED")
+        assert body["errors"][0]["loc"] == ["body", "evidence"]
+    assert await listing(client, headers) == []
+    kept = await remember(client, headers, text="Ada.", evidence="  She said so.\u200b ")
+    assert kept["evidence"] == "She said so."
