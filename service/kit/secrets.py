@@ -298,26 +298,27 @@ def _detect_secrets(text: str) -> Iterator[tuple[int, int]]:
 @dataclass(frozen=True)
 class _Rule:
     name: str
+    # What the rule finds, as a refusal names it, with its own article ("an API token").
     description: str
     spans: Callable[[str], Iterator[tuple[int, int]]]
 
 
 _RULES: tuple[_Rule, ...] = (
-    _Rule("ssn", "US social security number", _spans(_SSN)),
-    _Rule("ssn", "US social security number", _labelled_ssns),
-    _Rule("payment_card", "payment card number", _cards),
-    _Rule("pem_private_key", "PEM private key", _spans(_PEM_PRIVATE_KEY)),
-    _Rule("cloud_access_key", "cloud access key", _spans(_AWS_ACCESS_KEY)),
-    _Rule("cloud_access_key", "cloud access key", _spans(_GCP_SERVICE_ACCOUNT_KEY)),
-    _Rule("cloud_access_key", "cloud secret access key", _aws_secret_keys),
-    _Rule("bearer_token", "bearer token", _spans(_BEARER_TOKEN)),
+    _Rule("ssn", "a US social security number", _spans(_SSN)),
+    _Rule("ssn", "a US social security number", _labelled_ssns),
+    _Rule("payment_card", "a payment card number", _cards),
+    _Rule("pem_private_key", "a PEM private key", _spans(_PEM_PRIVATE_KEY)),
+    _Rule("cloud_access_key", "a cloud access key", _spans(_AWS_ACCESS_KEY)),
+    _Rule("cloud_access_key", "a cloud access key", _spans(_GCP_SERVICE_ACCOUNT_KEY)),
+    _Rule("cloud_access_key", "a cloud secret access key", _aws_secret_keys),
+    _Rule("bearer_token", "a bearer token", _spans(_BEARER_TOKEN)),
     _Rule("bearer_token", "HTTP Basic credentials", _basic_credentials),
-    _Rule("api_secret", "API token or credential", _spans(_API_TOKENS)),
-    _Rule("api_secret", "API token or credential", _spans(_MNEME_API_KEY)),
-    _Rule("api_secret", "API token or credential", _spans(_ASSIGNED_SECRET)),
-    _Rule("api_secret", "API token or credential", _spans(_STATED_PASSWORD)),
-    _Rule("credential", "credential or access token", _detect_secrets),
-    _Rule("credential", "credential or access token", _jwts),
+    _Rule("api_secret", "an API token or credential", _spans(_API_TOKENS)),
+    _Rule("api_secret", "an API token or credential", _spans(_MNEME_API_KEY)),
+    _Rule("api_secret", "an API token or credential", _spans(_ASSIGNED_SECRET)),
+    _Rule("api_secret", "an API token or credential", _spans(_STATED_PASSWORD)),
+    _Rule("credential", "a credential or access token", _detect_secrets),
+    _Rule("credential", "a credential or access token", _jwts),
 )
 
 
@@ -472,7 +473,7 @@ def refuse_secrets(
         return
     where, finding = found
     field = next((part for part in reversed(where) if isinstance(part, str)), "value")
-    reason = f"what looks like a {finding.description} ({field})"
+    reason = f"what looks like {finding.description} ({field})"
     errors = [{"loc": list(where), "msg": f"matches rule {finding.rule}", "type": finding.rule}]
     if line is None:
         raise SecretRefused(f"Refusing to store {reason}.", rule=finding.rule, errors=errors)

@@ -436,3 +436,20 @@ async def test_replay_can_be_configured_to_keep_messages_as_sent(
         await say(client, headers, thread_id, SECRETS["jwt"], "Noted.")
         window, _context = await _window_and_context(client, headers, thread_id)
         assert window["messages"][0]["content"] == SECRETS["jwt"]
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("use sk-proj-abcdefghijklmnopqrstuvwxyz123456", "what looks like an API token"),
+        ("My SSN is 123-45-6789", "what looks like a US social security number"),
+        ("Authorization: Basic YWxhZGRpbjpvcGVuc2VzYW1l", "what looks like HTTP Basic"),
+    ],
+)
+async def test_a_refusal_names_what_it_found_in_plain_english(
+    client: AsyncClient, settings: Settings, value: str, named: str
+) -> None:
+    headers = bearer(settings, "t-" + uuid.uuid4().hex[:12], "ada")
+    refused = await client.post("/v1/users/me/memories", headers=headers, json={"text": value})
+    body = assert_problem(refused, 422, "SECRET_REFUSED")
+    assert body["detail"].startswith(f"Refusing to store {named}"), body["detail"]
