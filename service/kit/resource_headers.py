@@ -120,6 +120,14 @@ IfNoneMatch = Annotated[
     ),
 ]
 
+IfNoneMatchOnWrite = Annotated[
+    str | None,
+    Header(
+        description="`*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and "
+        "nothing changed) when the resource exists, or is in that state.",
+    ),
+]
+
 ETAG_HEADER: Final[Mapping[str, Any]] = {
     "ETag": {
         "description": "The version of the resource in this response; send it back in "

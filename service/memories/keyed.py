@@ -30,6 +30,7 @@ from service.memories.service import (
     changed_text,
     memory_etag,
     require_memory_match,
+    require_memory_none_match,
 )
 
 
@@ -99,10 +100,18 @@ class KeyedMemoryService:
         updated = await self._memories.update(owner, existing.id, change, ahead=ahead)
         return KeyedMemoryWritten(**updated.model_dump(), created=False)
 
-    async def delete(self, owner: Owner, address: StoreKey, *, if_match: str | None = None) -> None:
+    async def delete(
+        self,
+        owner: Owner,
+        address: StoreKey,
+        *,
+        if_match: str | None = None,
+        if_none_match: str | None = None,
+    ) -> None:
         self._recorder.authorize(owner)
         memory = await self._load(owner, address, for_update=True)
         require_memory_match(if_match, memory)
+        require_memory_none_match(if_none_match, memory)
         await self._recorder.forget([memory])
 
     async def _load(self, owner: Owner, address: StoreKey, *, for_update: bool = False) -> Memory:

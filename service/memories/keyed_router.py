@@ -14,6 +14,7 @@ from service.kit.resource_headers import (
     NOT_MODIFIED_RESPONSE,
     IfMatch,
     IfNoneMatch,
+    IfNoneMatchOnWrite,
     Tagged,
     conditional_read,
     created_response,
@@ -140,8 +141,13 @@ async def put_keyed_memory(
     responses=problem_responses(401, 404, 412, 422, 429),
 )
 async def delete_keyed_memory(
-    owner: UserOwner, address: Address, keyed: KeyedMemorySvc, if_match: IfMatch = None
+    owner: UserOwner,
+    address: Address,
+    keyed: KeyedMemorySvc,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> None:
     """Delete the memory the key holds (recorded in its history); the key is free for a later
-    put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes."""
-    await keyed.delete(owner, address, if_match=if_match)
+    put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
+    `If-None-Match: *` (or the memory's ETag): 412, since the key holds it (in that state)."""
+    await keyed.delete(owner, address, if_match=if_match, if_none_match=if_none_match)

@@ -17,6 +17,7 @@ from service.kit.resource_headers import (
     NOT_MODIFIED_RESPONSE,
     IfMatch,
     IfNoneMatch,
+    IfNoneMatchOnWrite,
     Tagged,
     conditional_read,
     created_response,
@@ -404,11 +405,16 @@ async def update_memory(
     responses=DELETE_ONE,
 )
 async def delete_memory(
-    owner: UserOwner, memory_id: uuid.UUID, memories: MemorySvc, if_match: IfMatch = None
+    owner: UserOwner,
+    memory_id: uuid.UUID,
+    memories: MemorySvc,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> None:
     """Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
-    still has that ETag (else 412 and nothing changes)."""
-    await memories.delete(owner, memory_id, if_match=if_match)
+    still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
+    412 since it exists (in that state)."""
+    await memories.delete(owner, memory_id, if_match=if_match, if_none_match=if_none_match)
 
 
 @user_router.get(
@@ -606,11 +612,16 @@ async def update_org_memory(
     responses=DELETE_ONE,
 )
 async def delete_org_memory(
-    owner: OrgWriter, memory_id: uuid.UUID, memories: MemorySvc, if_match: IfMatch = None
+    owner: OrgWriter,
+    memory_id: uuid.UUID,
+    memories: MemorySvc,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> None:
     """Delete an organization memory; its history keeps the deletion. Admins only. With
-    `If-Match`, only if it still has that ETag (else 412 and nothing changes)."""
-    await memories.delete(owner, memory_id, if_match=if_match)
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes); `If-None-Match`
+    as on a user's memory."""
+    await memories.delete(owner, memory_id, if_match=if_match, if_none_match=if_none_match)
 
 
 @org_router.get(

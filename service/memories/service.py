@@ -16,7 +16,7 @@ from typing import Any
 from service.auth.owner import Owner
 from service.errors import ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
-from service.kit.resource_headers import entity_tag, require_match
+from service.kit.resource_headers import entity_tag, require_match, require_none_match
 from service.kit.types import visible_text
 from service.memories.embedding import TextVectors, vectors_for
 from service.memories.errors import DuplicateMemory, MemoryNotFound
@@ -68,6 +68,15 @@ def require_memory_match(if_match: str | None, memory: Memory | None) -> None:
         if_match,
         None if memory is None else memory_etag(memory),
         detail="The memory changed since you read it; read it again and retry.",
+    )
+
+
+def require_memory_none_match(if_none_match: str | None, memory: Memory) -> None:
+    """412 when `If-None-Match` on a write names this memory's state (`*`: any state)."""
+    require_none_match(
+        if_none_match,
+        memory_etag(memory),
+        detail="The memory exists in the state If-None-Match names; nothing changed.",
     )
 
 
@@ -258,11 +267,17 @@ class MemoryService:
         return MemoryRead.model_validate(updated)
 
     async def delete(
-        self, owner: Owner, memory_id: uuid.UUID, *, if_match: str | None = None
+        self,
+        owner: Owner,
+        memory_id: uuid.UUID,
+        *,
+        if_match: str | None = None,
+        if_none_match: str | None = None,
     ) -> None:
         self._recorder.authorize(owner)
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
+        require_memory_none_match(if_none_match, memory)
         await self._recorder.forget([memory])
 
     async def delete_matching(

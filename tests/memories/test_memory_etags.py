@@ -333,3 +333,26 @@ async def test_concurrent_guarded_procedure_writes_let_exactly_one_win(
     stored = await client.get(path, headers=agents[0])
     assert stored.json()["style"]["text"] == winner.json()["style"]["text"]
     assert stored.headers["etag"] == winner.headers["etag"]
+
+
+@pytest.mark.parametrize("route", ["user", "org", "key"])
+async def test_if_none_match_refuses_a_delete_while_the_memory_exists(
+    client: AsyncClient, settings: Settings, tenant: str, route: str
+) -> None:
+    """On a write, `If-None-Match` is a precondition like `If-Match` (RFC 9110): `*` or the
+    memory's tag means "only if it is not there (in that state)", so the delete is refused."""
+    headers = bearer(settings, tenant, "ada", admin=True)
+    if route == "key":
+        path = "/v1/users/me/keyed-memories?kind=semantic&key=k"
+        created = await client.put(path, json={"text": "Ada is here."}, headers=headers)
+    else:
+        collection = MEMORIES if route == "user" else "/v1/org/memories"
+        created = await post_created(client, collection, headers, {"text": "Ada is here."})
+        path = created.headers["location"]
+    tag = created.headers["etag"]
+    for condition in ("*", tag, f'"other", {tag}'):
+        refused = await client.delete(path, headers={**headers, "If-None-Match": condition})
+        assert_precondition_failed(refused, tag)
+    assert (await client.get(path, headers=headers)).status_code == 200
+    other = await client.delete(path, headers={**headers, "If-None-Match": '"other"'})
+    assert other.status_code == 204, other.text

@@ -220,7 +220,8 @@ export const searchMemories = <ThrowOnError extends boolean = false>(options: Op
  * Forget a memory
  *
  * Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
- * still has that ETag (else 412 and nothing changes).
+ * still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
+ * 412 since it exists (in that state).
  */
 export const deleteMemory = <ThrowOnError extends boolean = false>(options: Options<DeleteMemoryData, ThrowOnError>) => (options.client ?? client).delete<DeleteMemoryResponses, DeleteMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -303,6 +304,7 @@ export const setProcedures = <ThrowOnError extends boolean = false>(options: Opt
  *
  * Delete the memory the key holds (recorded in its history); the key is free for a later
  * put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
+ * `If-None-Match: *` (or the memory's ETag): 412, since the key holds it (in that state).
  */
 export const deleteKeyedMemory = <ThrowOnError extends boolean = false>(options: Options<DeleteKeyedMemoryData, ThrowOnError>) => (options.client ?? client).delete<DeleteKeyedMemoryResponses, DeleteKeyedMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -434,7 +436,8 @@ export const createOrgMemories = <ThrowOnError extends boolean = false>(options:
  * Forget an organization memory
  *
  * Delete an organization memory; its history keeps the deletion. Admins only. With
- * `If-Match`, only if it still has that ETag (else 412 and nothing changes).
+ * `If-Match`, only if it still has that ETag (else 412 and nothing changes); `If-None-Match`
+ * as on a user's memory.
  */
 export const deleteOrgMemory = <ThrowOnError extends boolean = false>(options: Options<DeleteOrgMemoryData, ThrowOnError>) => (options.client ?? client).delete<DeleteOrgMemoryResponses, DeleteOrgMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

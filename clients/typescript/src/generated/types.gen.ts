@@ -3535,6 +3535,12 @@ export type DeleteMemoryData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -3975,6 +3981,12 @@ export type DeleteKeyedMemoryData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -4695,6 +4707,12 @@ export type DeleteOrgMemoryData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**

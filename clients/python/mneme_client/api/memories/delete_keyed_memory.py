@@ -17,10 +17,14 @@ def _get_kwargs(
     key: str,
     category: None | str | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     params: dict[str, Any] = {}
 
@@ -116,11 +120,13 @@ def sync_detailed(
     key: str,
     category: None | str | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget the memory a key holds
 
      Delete the memory the key holds (recorded in its history); the key is free for a later
     put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
+    `If-None-Match: *` (or the memory's ETag): 412, since the key holds it (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -131,6 +137,8 @@ def sync_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -146,6 +154,7 @@ def sync_detailed(
         key=key,
         category=category,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -163,11 +172,13 @@ def sync(
     key: str,
     category: None | str | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget the memory a key holds
 
      Delete the memory the key holds (recorded in its history); the key is free for a later
     put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
+    `If-None-Match: *` (or the memory's ETag): 412, since the key holds it (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -178,6 +189,8 @@ def sync(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -194,6 +207,7 @@ def sync(
         key=key,
         category=category,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -205,11 +219,13 @@ async def asyncio_detailed(
     key: str,
     category: None | str | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget the memory a key holds
 
      Delete the memory the key holds (recorded in its history); the key is free for a later
     put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
+    `If-None-Match: *` (or the memory's ETag): 412, since the key holds it (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -220,6 +236,8 @@ async def asyncio_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -235,6 +253,7 @@ async def asyncio_detailed(
         key=key,
         category=category,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -250,11 +269,13 @@ async def asyncio(
     key: str,
     category: None | str | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget the memory a key holds
 
      Delete the memory the key holds (recorded in its history); the key is free for a later
     put. `If-Match` with the ETag deletes only that state; else 412 and nothing changes.
+    `If-None-Match: *` (or the memory's ETag): 412, since the key holds it (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -265,6 +286,8 @@ async def asyncio(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -282,5 +305,6 @@ async def asyncio(
             key=key,
             category=category,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

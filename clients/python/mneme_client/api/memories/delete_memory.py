@@ -15,10 +15,14 @@ def _get_kwargs(
     memory_id: UUID,
     *,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "delete",
@@ -111,11 +115,13 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget a memory
 
      Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
-    still has that ETag (else 412 and nothing changes).
+    still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
+    412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -123,6 +129,8 @@ def sync_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -136,6 +144,7 @@ def sync_detailed(
         user_id=user_id,
         memory_id=memory_id,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -151,11 +160,13 @@ def sync(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget a memory
 
      Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
-    still has that ETag (else 412 and nothing changes).
+    still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
+    412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -163,6 +174,8 @@ def sync(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -177,6 +190,7 @@ def sync(
         memory_id=memory_id,
         client=client,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -186,11 +200,13 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget a memory
 
      Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
-    still has that ETag (else 412 and nothing changes).
+    still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
+    412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -198,6 +214,8 @@ async def asyncio_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -211,6 +229,7 @@ async def asyncio_detailed(
         user_id=user_id,
         memory_id=memory_id,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -224,11 +243,13 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget a memory
 
      Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
-    still has that ETag (else 412 and nothing changes).
+    still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
+    412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -236,6 +257,8 @@ async def asyncio(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -251,5 +274,6 @@ async def asyncio(
             memory_id=memory_id,
             client=client,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

@@ -14,10 +14,14 @@ def _get_kwargs(
     memory_id: UUID,
     *,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "delete",
@@ -108,17 +112,21 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget an organization memory
 
      Delete an organization memory; its history keeps the deletion. Admins only. With
-    `If-Match`, only if it still has that ETag (else 412 and nothing changes).
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes); `If-None-Match`
+    as on a user's memory.
 
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -131,6 +139,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         memory_id=memory_id,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -145,17 +154,21 @@ def sync(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget an organization memory
 
      Delete an organization memory; its history keeps the deletion. Admins only. With
-    `If-Match`, only if it still has that ETag (else 412 and nothing changes).
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes); `If-None-Match`
+    as on a user's memory.
 
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -169,6 +182,7 @@ def sync(
         memory_id=memory_id,
         client=client,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -177,17 +191,21 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Forget an organization memory
 
      Delete an organization memory; its history keeps the deletion. Admins only. With
-    `If-Match`, only if it still has that ETag (else 412 and nothing changes).
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes); `If-None-Match`
+    as on a user's memory.
 
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -200,6 +218,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         memory_id=memory_id,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -212,17 +231,21 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Forget an organization memory
 
      Delete an organization memory; its history keeps the deletion. Admins only. With
-    `If-Match`, only if it still has that ETag (else 412 and nothing changes).
+    `If-Match`, only if it still has that ETag (else 412 and nothing changes); `If-None-Match`
+    as on a user's memory.
 
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -237,5 +260,6 @@ async def asyncio(
             memory_id=memory_id,
             client=client,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed
