@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ARRAY, Text, bindparam, text
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.admin.plan import (
@@ -156,10 +157,8 @@ Every table is named with the tenant as a value, not through another table's col
 coordinator routes the whole statement to the tenant's shards only when each table's
 distribution column is compared with the same value."""
 
-THREADS_AMONG_SQL = text(
-    "SELECT id::text FROM thread WHERE tenant_id = :tenant_id AND id::text = ANY(:thread_ids)"
-).bindparams(bindparam("thread_ids", type_=ARRAY(Text)))
-"""Which of `thread_ids` (as text, as an import line carries them) are threads of the tenant."""
+IDS_AMONG_SQL = "SELECT id FROM {table} WHERE tenant_id = :tenant_id AND id = ANY(:ids)"
+"""Which of `ids` are rows of the tenant in `{table}` (a table whose key is `(tenant_id, id)`)."""
 
 THREAD_JOBS_PREDICATE = """
     entrypoint = ANY(:kinds) AND status = 'queued'
@@ -456,9 +455,12 @@ class AdminRepository(TenantRepository):
             "user_id": scope.user_id,
         }
 
-    async def threads_among(self, thread_ids: Sequence[str]) -> set[str]:
+    async def ids_among(self, table: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+        statement = text(IDS_AMONG_SQL.format(table=quote_identifier(table))).bindparams(
+            bindparam("ids", type_=ARRAY(PG_UUID(as_uuid=True)))
+        )
         result = await self._session.execute(
-            THREADS_AMONG_SQL, {"tenant_id": self._tenant_id, "thread_ids": list(thread_ids)}
+            statement, {"tenant_id": self._tenant_id, "ids": list(ids)}
         )
         return set(result.scalars())
 

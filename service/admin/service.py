@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +28,7 @@ from service.admin.import_secrets import refuse_record_secrets
 from service.admin.plan import (
     ACCOUNT_TABLE,
     AUDIT_TABLE,
+    TENANT_COLUMN,
     CatalogueTable,
     PurgePlan,
     TableRule,
@@ -37,7 +38,6 @@ from service.admin.repository import (
     JOBS_TABLE,
     MEMORY_TABLE,
     ORG_PROVENANCE,
-    THREAD_TABLE,
     AdminRepository,
     UserRow,
     UserScope,
@@ -236,7 +236,6 @@ class AdminService:
             )
         importer = _Importer(plan, self._tenant_id, user_id, self._profile_max_bytes)
         batch = _Batch(repository, plan)
-        memory_ids: list[uuid.UUID] = []
         number = 0
         async for raw in lines:
             number += 1
@@ -252,20 +251,21 @@ class AdminService:
                     except VectorSizeMismatch as mismatch:
                         raise _line_error(number, f"memory.{mismatch}") from None
                 await batch.add(number, table, row)
-                if table == MEMORY_TABLE:
-                    memory_ids.append(uuid.UUID(str(row["id"])))
         await batch.flush()
         importer.finish(number)
         # The search's postings are derived data, never exported: written from the memories
         # as restored, like any other write of a memory's text.
-        await PostingsRepository(repository.session, self._tenant_id).write(memory_ids)
-        # A memory names as its source a thread of its own user (imported before it) or, as
-        # after that thread was deleted, no thread at all; never another user's.
-        cited = importer.cited_threads
-        foreign = await repository.threads_among(list(cited)) if cited else set()
-        if foreign:
-            first = min(cited[thread_id] for thread_id in foreign)
-            raise _line_error(first, "memory.source_thread_id names another user's thread")
+        await PostingsRepository(repository.session, self._tenant_id).write(
+            importer.imported(MEMORY_TABLE)
+        )
+        # A reference without a foreign key names a row of this import or, as after that row
+        # was deleted, no row of the tenant at all; never a row of another user (or of the
+        # organization), which the database alone would accept.
+        for parent, cited in importer.cited_elsewhere().items():
+            foreign = await repository.ids_among(parent, list(cited))
+            if foreign:
+                line, where = min(cited[row_id] for row_id in foreign)
+                raise _line_error(line, f"{where} names a {parent} that is not this user's")
         await self._audit.record(
             "admin.user_import",
             target_type="user",
@@ -491,6 +491,24 @@ async def _count_purgeable(
     return counts
 
 
+# Columns that name rows of another exported table without a foreign key, and that table: a
+# memory's history outlives the memory, and its provenance (and a summary's) the thread and
+# messages it came from, so each may also name a row the tenant no longer holds.
+IMPORT_REFERENCES: Mapping[tuple[str, str], str] = {
+    ("memory", "superseded_by"): "memory",
+    ("memory", "source_thread_id"): "thread",
+    ("memory", "source_message_ids"): "message",
+    ("memory_event", "memory_id"): "memory",
+    ("thread_summary", "message_ids"): "message",
+}
+_UUID_TYPE = "uuid"
+_UUID_LIST_TYPE = "uuid[]"
+
+_Key = uuid.UUID | str
+"""A row's key as an import compares it: a UUID parsed (so that every spelling Postgres reads as
+the same value is the same key), else the text."""
+
+
 class _Importer:
     """Checks each import line against the format and the user it is imported for."""
 
@@ -499,20 +517,36 @@ class _Importer:
     ) -> None:
         self._tables = plan.tables
         self._rules: dict[str, TableRule] = {r.name: r for r in plan.exported}
-        # Parent table → the key its children reference, to check children name a parent
-        # imported before them.
-        self._parent_key_columns = {
-            r.parent: r.parent_key for r in plan.rules if r.parent and r.parent_key
-        }
+        # Each exported table's foreign keys to another exported table (`(tenant_id, column)`
+        # → the parent's `(tenant_id, key)`): a row names a parent imported before it, so a
+        # row cannot hang off another user's thread however the database would take it.
+        self._foreign_keys: dict[str, list[tuple[str, str, str]]] = {}
+        for name, rule in self._rules.items():
+            for key in rule.table.foreign_keys:
+                if (
+                    key.parent in self._rules
+                    and len(key.columns) == 2
+                    and key.columns[0] == key.parent_columns[0] == TENANT_COLUMN
+                ):
+                    self._foreign_keys.setdefault(name, []).append(
+                        (key.columns[1], key.parent, key.parent_columns[1])
+                    )
+        # Parent table → the key columns its children name, collected from each imported row.
+        self._key_columns: dict[str, set[str]] = {}
+        for keys in self._foreign_keys.values():
+            for _, parent, parent_column in keys:
+                self._key_columns.setdefault(parent, set()).add(parent_column)
+        for parent in IMPORT_REFERENCES.values():
+            self._key_columns.setdefault(parent, set()).add("id")
         self._tenant_id = tenant_id
         self._user_id = user_id
         self._profile_max_bytes = profile_max_bytes
         self._header: dict[str, Any] | None = None
-        self._parent_keys: dict[str, set[str]] = {}
+        self._keys: dict[tuple[str, str], dict[_Key, None]] = {}
+        # Rows named without a foreign key that this import did not hold when named, per table,
+        # each with the first line and column naming it.
+        self._cited: dict[str, dict[uuid.UUID, tuple[int, str]]] = {}
         self.counts: dict[str, int] = {}
-        # Threads that memories name as their source but that this import does not hold, each
-        # with the first line naming it.
-        self.cited_threads: dict[str, int] = {}
 
     def check(self, number: int, raw: bytes) -> tuple[str | None, dict[str, Any]]:
         try:
@@ -528,13 +562,14 @@ class _Importer:
         data = record.get("data")
         if not isinstance(data, dict):
             raise _line_error(number, "a record's `data` is a JSON object")
-        if kind == AUDIT_TABLE:
-            self._check_audit(number, data)
-        elif kind in self._rules:
-            self._check_owned(number, self._rules[kind], data)
-        else:
+        if kind != AUDIT_TABLE and kind not in self._rules:
             raise _line_error(number, f"unknown record type {kind!r}")
         _check_columns(number, self._tables[kind], data)
+        if kind == AUDIT_TABLE:
+            self._check_audit(number, data)
+        else:
+            self._check_owned(number, self._rules[kind], data)
+            self._check_references(number, kind, data)
         if kind == PROFILE_TABLE:
             self._check_profile_size(number, data.get("document"))
         data["tenant_id"] = self._tenant_id
@@ -555,24 +590,52 @@ class _Importer:
         return record
 
     def _check_owned(self, number: int, rule: TableRule, data: dict[str, Any]) -> None:
-        value = data.get(rule.column)
-        if rule.kind == "parent":
-            assert rule.parent is not None
-            if str(value) not in self._parent_keys.get(rule.parent, set()):
-                raise _line_error(
-                    number,
-                    f"{rule.name}.{rule.column} names no {rule.parent} imported before it",
-                )
-        elif value != self._user_id:
+        """A row of the user: its `user_id` (`id` for the account) is the user. A row that
+        hangs off a parent row instead is the user's through that parent, which
+        `_check_references` requires to be of this import."""
+        if rule.kind != "parent" and data.get(rule.column) != self._user_id:
             raise _line_error(number, f"{rule.name}.{rule.column} is not {self._user_id!r}")
-        key_column = self._parent_key_columns.get(rule.name)
-        if key_column is not None:
-            self._parent_keys.setdefault(rule.name, set()).add(str(data.get(key_column)))
-        source_thread = data.get("source_thread_id") if rule.name == MEMORY_TABLE else None
-        if source_thread is not None:
-            thread_id = str(source_thread)
-            if thread_id not in self._parent_keys.get(THREAD_TABLE, set()):
-                self.cited_threads.setdefault(thread_id, number)
+
+    def _check_references(self, number: int, kind: str, data: dict[str, Any]) -> None:
+        for column, parent, parent_column in self._foreign_keys.get(kind, ()):
+            value = data.get(column)
+            if value is None or self._key(parent, parent_column, value) not in self._keys.get(
+                (parent, parent_column), {}
+            ):
+                raise _line_error(number, f"{kind}.{column} names no {parent} imported before it")
+        for (child, column), parent in IMPORT_REFERENCES.items():
+            value = data.get(column) if child == kind else None
+            if value is None:
+                continue
+            imported = self._keys.get((parent, "id"), {})
+            for row_id in value if isinstance(value, list) else [value]:
+                key = uuid.UUID(row_id)
+                if key not in imported:
+                    self._cited.setdefault(parent, {}).setdefault(key, (number, f"{kind}.{column}"))
+        for column in self._key_columns.get(kind, ()):
+            value = data.get(column)
+            if value is not None:
+                self._keys.setdefault((kind, column), {})[self._key(kind, column, value)] = None
+
+    def _key(self, table: str, column: str, value: object) -> _Key:
+        if self._tables[table].column_types.get(column) == _UUID_TYPE:
+            return uuid.UUID(str(value))
+        return str(value)
+
+    def imported(self, table: str) -> list[uuid.UUID]:
+        """The ids of the rows of `table` this import holds, in the order it read them."""
+        return [key for key in self._keys.get((table, "id"), {}) if isinstance(key, uuid.UUID)]
+
+    def cited_elsewhere(self) -> dict[str, dict[uuid.UUID, tuple[int, str]]]:
+        """Per table, the rows named without a foreign key that the whole import does not
+        hold (a row later in the file counts), each with its first line and column."""
+        elsewhere: dict[str, dict[uuid.UUID, tuple[int, str]]] = {}
+        for parent, cited in self._cited.items():
+            imported = self._keys.get((parent, "id"), {})
+            missing = {key: where for key, where in cited.items() if key not in imported}
+            if missing:
+                elsewhere[parent] = missing
+        return elsewhere
 
     def _check_profile_size(self, number: int, document: object) -> None:
         """The API's size limit on a stored profile (413 `PROFILE_TOO_LARGE` there): a document
@@ -636,14 +699,30 @@ def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> 
     unknown = sorted(set(data) - set(table.columns))
     if unknown:
         raise _line_error(number, f"{table.name} has no column {unknown[0]!r}")
+    for column in table.primary_key:
+        # An import keeps ids: a row without its own would be given a new one.
+        if column != TENANT_COLUMN and data.get(column) is None:
+            raise _line_error(number, f"{table.name}.{column} is missing")
     for column, value in data.items():
         if value is None:
             continue
-        if table.column_types[column] == _TIMESTAMP_TYPE:
+        column_type = table.column_types[column]
+        if column_type == _TIMESTAMP_TYPE:
             try:
                 data[column] = parse_timestamp(value).astimezone(UTC).isoformat()
             except ValueError as exc:
                 raise _line_error(number, f"{table.name}.{column}: {exc}") from None
+        elif column_type in (_UUID_TYPE, _UUID_LIST_TYPE):
+            # Stored as read (canonical text), so the rows compared are the rows written.
+            try:
+                data[column] = (
+                    [_uuid_text(item) for item in value]
+                    if column_type == _UUID_LIST_TYPE and isinstance(value, list)
+                    else _uuid_text(value)
+                )
+            except ValueError:
+                kind = "a list of UUIDs" if column_type == _UUID_LIST_TYPE else "a UUID"
+                raise _line_error(number, f"{table.name}.{column} is not {kind}") from None
         adapter = IMPORT_COLUMN_TYPES.get((table.name, column))
         if adapter is not None:
             try:
@@ -653,6 +732,14 @@ def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> 
                 where = _at([part for part in error["loc"] if part != "[key]"])
                 reason = f"{where}{error['msg'].rstrip('.')}"
                 raise _line_error(number, f"{table.name}.{column}: {reason}") from None
+
+
+def _uuid_text(value: object) -> str:
+    """A UUID in any spelling Postgres reads (upper case, no hyphens, braces) as its canonical
+    text, else ValueError."""
+    if not isinstance(value, str):
+        raise ValueError("not text")
+    return str(uuid.UUID(value))
 
 
 def _at(loc: list[str | int]) -> str:

@@ -277,6 +277,37 @@ async def test_an_import_that_the_api_would_refuse_is_refused_whole(
     assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
 
 
+@pytest.mark.parametrize("memory_id", ["not-a-uuid", None, 5])
+async def test_an_import_with_a_memory_id_that_is_not_a_uuid_names_its_line_in_one_line(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    memory_id: object,
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    saved = tmp_path / "ada.ndjson"
+    user = ("--tenant", tenant, "--user", "ada")
+    assert await mneme("admin", "export-user", *user, "-o", str(saved)) == 0
+    assert await mneme("admin", "purge-user", *user, "--yes") == 0
+    lines = saved.read_text().splitlines()
+    memory = next(n for n, line in enumerate(lines) if json.loads(line)["type"] == "memory")
+    record = json.loads(lines[memory])
+    record["data"]["id"] = memory_id
+    lines[memory] = json.dumps(record)
+    saved.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+
+    assert await mneme("admin", "import-user", *user, "-i", str(saved)) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"mneme admin import-user: IMPORT_LINE_INVALID: Line {memory + 1}: ")
+    assert len(err.splitlines()) == 1
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+
 async def test_purge_tenant_counts_asks_then_leaves_nothing_of_that_tenant_alone(
     cli_env: None,
     client: AsyncClient,
