@@ -8,7 +8,7 @@ to set them is refused rather than silently trimmed.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -16,8 +16,7 @@ from pydantic_core import PydanticCustomError
 from service.auth.tokens import PASSWORD_PROVIDERS
 from service.errors import POLICY_REFUSAL_TYPE
 from service.kit.secrets import find_secret, find_secret_in, is_credential_name
-
-PROVIDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+from service.kit.types import SOCIALS_MAX, AccountEmail, AccountName, AvatarUrl, ProviderName
 
 
 def looks_like_token(value: str) -> bool:
@@ -59,12 +58,12 @@ class AccountOverlayUpdate(BaseModel):
         },
     )
 
-    name: str | None = Field(default=None, max_length=256)
-    email: str | None = Field(default=None, max_length=320)
-    avatar: str | None = Field(default=None, max_length=2048, description="A picture URL.")
-    socials: list[Annotated[str, Field(pattern=PROVIDER_PATTERN)]] = Field(
+    name: AccountName | None = None
+    email: AccountEmail | None = None
+    avatar: AvatarUrl | None = Field(default=None, description="A picture URL.")
+    socials: list[ProviderName] = Field(
         default_factory=list,
-        max_length=32,
+        max_length=SOCIALS_MAX,
         description="Linked OAuth providers (e.g. `github`); the password `credential` "
         "provider is dropped.",
     )

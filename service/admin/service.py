@@ -16,12 +16,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service.accounts.overlay import AccountOverlayUpdate
 from service.accounts.repository import AccountRepository
 from service.admin.errors import ConfirmationMismatch, ImportLineInvalid, UserNotEmpty
 from service.admin.import_secrets import refuse_record_secrets
@@ -64,16 +65,17 @@ from service.kit.pagination import (
 from service.kit.resource_headers import Tagged, entity_tag, require_match
 from service.kit.types import (
     InputRefused,
-    JsonObject,
-    UnitInterval,
+    Position,
     loads_strict,
     parse_timestamp,
 )
 from service.memories.postings import PostingsRepository
+from service.memories.schemas import MemoryCreate, MemoryUpdate
 from service.memories.vector_columns import VectorColumns, VectorSizeMismatch
 from service.profile.models import Profile
 from service.profile.schemas import StoredDocument
 from service.profile.service import document_bytes
+from service.threads.schemas import MessageIn, StoredRole, ThreadCreate
 
 logger = logging.getLogger("mneme.admin")
 
@@ -243,8 +245,7 @@ class AdminService:
                 continue
             table, row = importer.check(number, raw)
             if table is not None:
-                refuse_record_secrets(number, table, row)
-                if table == "memory":
+                if table == MEMORY_TABLE:
                     # The exporting deployment's vector columns may hold other models.
                     try:
                         row = self._vector_columns.placed(row)
@@ -570,6 +571,9 @@ class _Importer:
         else:
             self._check_owned(number, self._rules[kind], data)
             self._check_references(number, kind, data)
+        # Before the values' rules, so that a secret is refused as the API refuses it.
+        refuse_record_secrets(number, kind, data)
+        _check_values(number, kind, data)
         if kind == PROFILE_TABLE:
             self._check_profile_size(number, data.get("document"))
         data["tenant_id"] = self._tenant_id
@@ -672,17 +676,49 @@ class _Importer:
             )
 
 
-# Columns whose values the API gives a narrower type than the column's own: an import holds
-# them to the API's rules, so what it stores is what the API could have stored and reads back.
-# Every jsonb column is here, with the shape its readers expect (a test keeps it so).
+def api_rule(model: type[BaseModel], field: str) -> TypeAdapter[Any]:
+    """The rule the API holds `model`'s `field` to (its type and constraints), to hold an
+    import's column to: one definition for both, so that they cannot drift apart."""
+    info = model.model_fields[field]
+    rule: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    return TypeAdapter(rule)
+
+
+# The columns an import holds to the API's rules for the same value, so that what it stores is
+# what the API could have stored and reads back (the database's own constraints are looser):
+# a value is refused when the API refuses it or would store it changed. Every jsonb column is
+# here, with the shape its readers expect, and every column the API constrains (tests keep it
+# so).
 IMPORT_COLUMN_TYPES: dict[tuple[str, str], TypeAdapter[Any]] = {
-    ("memory", "confidence"): TypeAdapter(UnitInterval),
-    ("memory", "metadata"): TypeAdapter(JsonObject),
-    ("thread", "metadata"): TypeAdapter(JsonObject),
-    ("message", "metadata"): TypeAdapter(JsonObject),
-    ("message", "tool_calls"): TypeAdapter(list[JsonObject] | None),
+    **{
+        ("memory", field): api_rule(MemoryCreate, field)
+        for field in (
+            "kind",
+            "scope",
+            "needs_review",
+            "text",
+            "category",
+            "confidence",
+            "source_message_ids",
+            "evidence",
+            "speaker",
+            "metadata",
+        )
+    },
+    ("memory", "lifecycle"): api_rule(MemoryUpdate, "lifecycle"),
+    **{("thread", field): api_rule(ThreadCreate, field) for field in ("title", "metadata")},
+    **{
+        ("message", field): api_rule(MessageIn, field)
+        for field in ("name", "content", "tool_calls", "client_message_id", "metadata")
+    },
+    ("message", "role"): TypeAdapter(StoredRole),
+    ("message", "seq"): TypeAdapter(Position),
+    **{
+        ("user_account", field): api_rule(AccountOverlayUpdate, field)
+        for field in ("name", "email", "avatar", "socials")
+    },
     ("profile", "document"): TypeAdapter(StoredDocument),
-    ("user_account", "socials"): TypeAdapter(list[str]),
+    ("profile", "version"): TypeAdapter(Position),
     ("memory_event", "changes"): TypeAdapter(dict[str, Any]),
     ("thread_summary", "entries"): TypeAdapter(list[dict[str, Any]]),
     ("audit_log", "detail"): TypeAdapter(dict[str, Any]),
@@ -692,10 +728,11 @@ PROFILE_TABLE = Profile.__tablename__
 
 
 def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> None:
-    """Refuse a record naming a column its table does not have, a time the service could not
-    read back (see `Timestamp`), or a value the API would refuse. Times are rewritten as the
-    UTC instant they were read as, so that Postgres stores exactly that instant whatever forms
-    of offset it would parse differently (seconds, fractions of a second)."""
+    """Refuse a record naming a column its table does not have, lacking its key, or holding a
+    time the service could not read back (see `Timestamp`) or an id that is not a UUID. Times
+    are rewritten as the UTC instant they were read as, so that Postgres stores exactly that
+    instant whatever forms of offset it would parse differently (seconds, fractions of a
+    second); ids as their canonical text."""
     unknown = sorted(set(data) - set(table.columns))
     if unknown:
         raise _line_error(number, f"{table.name} has no column {unknown[0]!r}")
@@ -723,15 +760,29 @@ def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> 
             except ValueError:
                 kind = "a list of UUIDs" if column_type == _UUID_LIST_TYPE else "a UUID"
                 raise _line_error(number, f"{table.name}.{column} is not {kind}") from None
-        adapter = IMPORT_COLUMN_TYPES.get((table.name, column))
-        if adapter is not None:
-            try:
-                adapter.validate_python(value)
-            except ValidationError as exc:
-                error = exc.errors()[0]
-                where = _at([part for part in error["loc"] if part != "[key]"])
-                reason = f"{where}{error['msg'].rstrip('.')}"
-                raise _line_error(number, f"{table.name}.{column}: {reason}") from None
+
+
+def _check_values(number: int, table: str, data: dict[str, Any]) -> None:
+    """Refuse a value the API would refuse for the same column, or store changed (text with
+    whitespace or invisible characters around it, which the API strips; `"yes"` for a
+    boolean): the API never stored it so."""
+    for column, value in data.items():
+        adapter = IMPORT_COLUMN_TYPES.get((table, column))
+        if adapter is None or value is None:
+            continue
+        try:
+            validated = adapter.validate_python(value)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = _at([part for part in error["loc"] if part != "[key]"])
+            reason = f"{where}{error['msg'].rstrip('.')}"
+            raise _line_error(number, f"{table}.{column}: {reason}") from None
+        if adapter.dump_python(validated, mode="json") != value:
+            raise _line_error(
+                number,
+                f"{table}.{column}: the API would store this value changed (text without "
+                "the whitespace and invisible characters around it, a value as its own type)",
+            )
 
 
 def _uuid_text(value: object) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import jwt
 from jwt import PyJWKClient
+from pydantic import TypeAdapter, ValidationError
 
 # Minting lives apart (it needs no web framework); imported from here as it always was.
 from service.auth.dev_tokens import mint_dev_token as mint_dev_token
@@ -26,7 +27,16 @@ from service.config import Settings
 from service.errors import ServiceUnavailable, Unauthenticated
 from service.kit.expiring import ExpiringValues
 from service.kit.secrets import find_secret
-from service.kit.types import is_storable_text, is_valid_identifier, is_valid_user_id
+from service.kit.types import (
+    SOCIALS_MAX,
+    AccountEmail,
+    AccountName,
+    AvatarUrl,
+    ProviderName,
+    is_storable_text,
+    is_valid_identifier,
+    is_valid_user_id,
+)
 
 ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
 # Linked-account providers that are not OAuth identities: email+password is not a "linked
@@ -191,13 +201,13 @@ def account_claims(claims: dict[str, Any], settings: Settings) -> AccountClaims:
             for p in providers
             if p.lower() not in PASSWORD_PROVIDERS
             and find_secret(p) is None
-            and is_storable_text(p)
+            and _holds(_PROVIDER, p)
         )
-    )
+    )[:SOCIALS_MAX]
     return AccountClaims(
-        name=_overlay_text(claims.get(settings.name_claim)),
-        email=_overlay_text(claims.get(settings.email_claim)),
-        avatar=_overlay_text(claims.get(settings.avatar_claim)),
+        name=_overlay_text(claims.get(settings.name_claim), _NAME),
+        email=_overlay_text(claims.get(settings.email_claim), _EMAIL),
+        avatar=_overlay_text(claims.get(settings.avatar_claim), _AVATAR),
         socials=socials,
     )
 
@@ -210,11 +220,25 @@ def _string_list(value: object) -> list[str]:
     return []
 
 
-def _overlay_text(value: object) -> str | None:
+_NAME: TypeAdapter[str] = TypeAdapter(AccountName)
+_EMAIL: TypeAdapter[str] = TypeAdapter(AccountEmail)
+_AVATAR: TypeAdapter[str] = TypeAdapter(AvatarUrl)
+_PROVIDER: TypeAdapter[str] = TypeAdapter(ProviderName)
+
+
+def _holds(rule: TypeAdapter[str], value: str) -> bool:
+    try:
+        rule.validate_python(value)
+    except ValidationError:
+        return False
+    return is_storable_text(value)
+
+
+def _overlay_text(value: object, rule: TypeAdapter[str]) -> str | None:
     """A name, email or avatar claim as the overlay records it. One the secret policy refuses
     (say, an avatar URL signed with a token) is left out, and so is one Postgres text cannot
-    hold (a NUL, a lone surrogate): a service setting it gets a 422, but a token's request
-    cannot be refused for what its issuer put in it."""
-    if not isinstance(value, str) or not value or not is_storable_text(value):
+    hold (a NUL, a lone surrogate) or one longer than the overlay holds: a service setting it
+    gets a 422, but a token's request cannot be refused for what its issuer put in it."""
+    if not isinstance(value, str) or not value or not _holds(rule, value):
         return None
     return None if find_secret(value) is not None else value

@@ -117,6 +117,9 @@ PriorWeight = Annotated[float, Field(ge=0, le=10, allow_inf_nan=False), AfterVal
 PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]
 """A count or label from 1 that fits Postgres `bigint`."""
 
+Position = Annotated[int, Field(ge=0, le=INT64_MAX)]
+"""A 0-based position or a version from 0 that fits Postgres `bigint`."""
+
 # --- identifiers --------------------------------------------------------------------------
 
 # Tenant and user ids come from token claims and appear in URLs and log lines: printable, no
@@ -353,3 +356,17 @@ SpeakerName = Annotated[
 ]
 """Who said something in a conversation (a participant's name, not a role), stored without
 surrounding whitespace and invisible characters."""
+
+
+# --- the account overlay ------------------------------------------------------------------
+
+PROVIDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+SOCIALS_MAX = 32
+
+AccountName = Annotated[str, StringConstraints(max_length=256)]
+AccountEmail = Annotated[str, StringConstraints(max_length=320)]
+AvatarUrl = Annotated[str, StringConstraints(max_length=2048)]
+ProviderName = Annotated[str, StringConstraints(pattern=PROVIDER_PATTERN)]
+"""What the account overlay holds about a user (its name, email, picture URL and the names of
+its linked OAuth providers, at most `SOCIALS_MAX`), whether a service sets it or a token's
+claims bring it."""

@@ -1,0 +1,160 @@
+"""An import holds each column to the rule the API holds the same value to (the API's own field
+types, not a copy of their limits): a value the API refuses, or would store changed, is a 422
+naming its line, and nothing is stored."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from httpx import AsyncClient
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from service.accounts.overlay import AccountOverlayUpdate
+from service.admin.repository import AdminRepository
+from service.admin.service import IMPORT_COLUMN_TYPES
+from service.config import Settings
+from service.memories.schemas import MemoryCreate, MemoryUpdate
+from service.threads.schemas import MessageIn, ThreadCreate
+from tests.admin.conftest import rows_of, seed_user
+from tests.conftest import assert_problem, bearer
+
+NDJSON = {"content-type": "application/x-ndjson"}
+
+# The API's input models and the table each writes, with the least body each accepts.
+API_MODELS: list[tuple[type[BaseModel], str, dict[str, Any]]] = [
+    (MemoryCreate, "memory", {"text": "x"}),
+    (MemoryUpdate, "memory", {}),
+    (ThreadCreate, "thread", {}),
+    (MessageIn, "message", {"role": "user", "content": "x"}),
+    (AccountOverlayUpdate, "user_account", {}),
+]
+MODEL_OF = {model.__name__: (model, least) for model, _, least in API_MODELS}
+
+# (table, column, a value the API refuses or would store changed, the API model that says so)
+REFUSED: list[tuple[str, str, Any, str | None]] = [
+    ("memory", "text", "     ", "MemoryCreate"),
+    ("memory", "text", "\u200b\u200b\u2060", "MemoryCreate"),
+    ("memory", "text", "  padded text  ", "MemoryCreate"),
+    ("memory", "text", 123456, "MemoryCreate"),
+    ("memory", "text", "x" * 4001, "MemoryCreate"),
+    ("memory", "kind", "dream", "MemoryCreate"),
+    ("memory", "category", "NOT A CATEGORY!!", "MemoryCreate"),
+    ("memory", "confidence", 7, "MemoryCreate"),
+    ("memory", "evidence", "e" * 2001, "MemoryCreate"),
+    ("memory", "speaker", "   ", "MemoryCreate"),
+    ("memory", "speaker", " Ada ", "MemoryCreate"),
+    ("memory", "source_message_ids", [str(uuid.uuid4()) for _ in range(101)], "MemoryCreate"),
+    ("memory", "scope", "team", "MemoryCreate"),
+    ("memory", "needs_review", "yes", "MemoryCreate"),
+    ("memory", "lifecycle", "forgotten", "MemoryUpdate"),
+    ("thread", "title", "t" * 501, "ThreadCreate"),
+    ("message", "content", "c" * 100_001, "MessageIn"),
+    ("message", "tool_calls", [{"name": "f"}] * 129, "MessageIn"),
+    ("message", "client_message_id", "c" * 201, "MessageIn"),
+    ("message", "client_message_id", "", "MessageIn"),
+    ("message", "name", "   ", "MessageIn"),
+    ("message", "role", "human", None),
+    ("message", "seq", -5, None),
+    ("user_account", "name", "n" * 257, "AccountOverlayUpdate"),
+    ("user_account", "email", "e" * 321, "AccountOverlayUpdate"),
+    ("user_account", "avatar", "a" * 2049, "AccountOverlayUpdate"),
+    ("user_account", "socials", ["not a provider!!"], "AccountOverlayUpdate"),
+    ("user_account", "socials", [f"p{i}" for i in range(33)], "AccountOverlayUpdate"),
+    ("profile", "version", -3, None),
+]
+
+
+@pytest.mark.parametrize(("table", "column", "value", "model"), REFUSED)
+def test_the_api_refuses_or_changes_each_value(
+    table: str, column: str, value: Any, model: str | None
+) -> None:
+    """The cases below are values of the API's own refusing (when an API model writes them)."""
+    if model is None:
+        return
+    api, least = MODEL_OF[model]
+    try:
+        accepted = api.model_validate({**least, column: value})
+    except ValidationError:
+        return
+    assert getattr(accepted, column) != value
+
+
+@pytest.mark.parametrize(("table", "column", "value", "model"), REFUSED)
+async def test_an_import_refuses_what_the_api_refuses_naming_the_line(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    table: str,
+    column: str,
+    value: Any,
+    model: str | None,
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    exported = await client.get("/v1/users/ada/export", headers=admin)
+    records = [json.loads(line) for line in exported.text.splitlines()]
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    index = next(i for i, record in enumerate(records) if record["type"] == table)
+    records[index]["data"][column] = value
+
+    response = await client.post(
+        "/v1/admin/users/ada/import",
+        headers={**admin, **NDJSON},
+        content="".join(json.dumps(record) + "\n" for record in records),
+    )
+
+    problem = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+    assert problem["line"] == index + 1 and f"{table}.{column}" in problem["detail"]
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+
+async def test_every_column_an_api_model_constrains_is_held_to_its_rule_on_import(
+    owner_engine: AsyncEngine, tenant: str
+) -> None:
+    """A field the API gains later, for a column an export holds, must be held to on import."""
+    async with owner_engine.connect() as connection:
+        plan = await AdminRepository(AsyncSession(bind=connection), tenant).plan()
+    missing = []
+    for model, table, _ in API_MODELS:
+        types = plan.tables[table].column_types
+        # Times and ids have rules of their own for every column of their type.
+        missing += [
+            f"{table}.{field}"
+            for field in model.model_fields
+            if field in types
+            and types[field] not in ("timestamp with time zone", "uuid")
+            and (table, field) not in IMPORT_COLUMN_TYPES
+        ]
+    assert missing == []
+
+
+async def test_a_tokens_account_claims_beyond_the_overlays_rules_are_left_out_so_its_export_imports(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    long_name = "n" * 300
+    headers = bearer(
+        settings,
+        tenant,
+        "ada",
+        name=long_name,
+        email="ada@example.com",
+        identities=["github", "not a provider!!", *(f"p{i}" for i in range(40))],
+    )
+    me = await client.get("/v1/users/me", headers=headers)
+    assert me.status_code == 200, me.text
+    assert me.json()["name"] is None and me.json()["email"] == "ada@example.com"
+    assert me.json()["socials"] == ["github", *(f"p{i}" for i in range(31))]
+    admin = bearer(settings, tenant, "root", admin=True)
+    exported = await client.get("/v1/users/ada/export", headers=admin)
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+
+    imported = await client.post(
+        "/v1/admin/users/ada/import", headers={**admin, **NDJSON}, content=exported.text
+    )
+
+    assert imported.status_code == 200, imported.text
