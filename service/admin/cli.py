@@ -132,7 +132,7 @@ def _tenant_option(
 
 def _user_options(parser: argparse.ArgumentParser, user_help: str = "the user's id") -> None:
     _tenant_option(parser, "the tenant the user belongs to")
-    parser.add_argument("--user", required=True, type=_identifier(256, "a user id"), help=user_help)
+    parser.add_argument("--user", required=True, type=_user_id, help=user_help)
 
 
 def _page_options(parser: argparse.ArgumentParser, what: str) -> None:
@@ -176,6 +176,18 @@ def _identifier(max_length: int, what: str) -> Callable[[str], str]:
         return value
 
     return check
+
+
+def _user_id(value: str) -> str:
+    """An argument type: an id a user may have (else a usage error). Not `me`, which the API
+    reads as the caller: a user of that id could not be addressed by any credential."""
+    from service.kit.types import is_valid_user_id
+
+    if not is_valid_user_id(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a user id (1-256 printable characters without '/', not 'me')"
+        )
+    return value
 
 
 def _time(value: str) -> datetime:

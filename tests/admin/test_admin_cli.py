@@ -171,6 +171,12 @@ def test_the_commands_page_as_the_api_does() -> None:
         ["audit", "--since", "yesterday"],
         ["show-user", "--user", "a/b"],
         ["purge-user", "--user", "", "--yes"],
+        ["import-user", "--user", "me", "-i", "/dev/null"],
+        ["export-user", "--user", "me"],
+        ["show-user", "--user", "me"],
+        ["purge-user", "--user", "me", "--yes"],
+        ["rerun-extraction", "--user", "me"],
+        ["show-user", "--user", "u" * 257],
     ],
 )
 async def test_bad_options_are_refused_before_anything_runs(
