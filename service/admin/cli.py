@@ -57,7 +57,9 @@ def add_admin_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help=f"only users last active at or after this time ({TIME_HELP})",
     )
     users.add_argument(
-        "--active-before", type=_time, help=f"only users last active before this time ({TIME_HELP})"
+        "--active-before",
+        type=_time,
+        help=f"only users last active before this time, or never active ({TIME_HELP})",
     )
 
     show = actions.add_parser("show-user", help="one user of the tenant with its counts")

@@ -115,7 +115,8 @@ USERS_SQL = text(
                AND (CAST(:after_id AS text) IS NULL OR u.id > :after_id)
         ) users
          WHERE (CAST(:active_after AS timestamptz) IS NULL OR last_active_at >= :active_after)
-           AND (CAST(:active_before AS timestamptz) IS NULL OR last_active_at < :active_before)
+           AND (CAST(:active_before AS timestamptz) IS NULL OR last_active_at < :active_before
+                OR last_active_at IS NULL)
          ORDER BY id
          LIMIT :limit
     )
@@ -144,7 +145,9 @@ USERS_SQL = text(
 )
 """The tenant's users in id order after `after_id` (or just `user_id`), each with its memories
 by kind, threads, messages, creation and last activity (the latest of its last request, last
-message and newest memory), filtered by last activity.
+message and newest memory), filtered by last activity: a user never active (no request, message
+or memory: one a service created) is inactive since any time, so `active_before` lists it and
+`active_after` does not.
 
 Each user's last activity is read from the newest entry of three indexes (its row, its threads,
 its memories newest first), so the activity filter costs the tenant's users, not their

@@ -62,7 +62,8 @@ async def list_users(
         Timestamp | None, Query(description="Only users last active at or after this time.")
     ] = None,
     active_before: Annotated[
-        Timestamp | None, Query(description="Only users last active before this time.")
+        Timestamp | None,
+        Query(description="Only users last active before this time, or never active."),
     ] = None,
 ) -> Page[UserOverview]:
     """The tenant's users in id order, each with its memories by kind, threads and messages,

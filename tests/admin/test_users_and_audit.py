@@ -70,6 +70,28 @@ async def test_users_are_filtered_by_last_activity(
     assert [u["id"] for u in active.json()["items"]] == ["ada", "root"]
 
 
+async def test_a_user_never_active_counts_as_inactive_since_any_time(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    service = bearer(settings, tenant, "agent", service=True)
+    created = await client.put("/v1/users/ghost/account", headers=service, json={"name": "Ghost"})
+    assert created.is_success, created.text
+    admin = bearer(settings, tenant, "root", admin=True)
+    assert (await client.get("/v1/admin/users/ghost", headers=admin)).json()[
+        "last_active_at"
+    ] is None
+
+    dormant = await client.get(
+        "/v1/admin/users", headers=admin, params={"active_before": "2000-01-01T00:00:00Z"}
+    )
+    active = await client.get(
+        "/v1/admin/users", headers=admin, params={"active_after": "2000-01-01T00:00:00Z"}
+    )
+
+    assert [u["id"] for u in dormant.json()["items"]] == ["ghost"]
+    assert "ghost" not in [u["id"] for u in active.json()["items"]]
+
+
 async def test_a_user_whose_newest_memory_is_recent_is_active(
     client: AsyncClient,
     settings: Settings,

@@ -6575,7 +6575,7 @@ export type ListUsersData = {
         /**
          * Active Before
          *
-         * Only users last active before this time.
+         * Only users last active before this time, or never active.
          */
         active_before?: string | null;
     };

@@ -135,7 +135,8 @@ def sync_detailed(
         limit (int | Unset):  Default: 50.
         active_after (datetime.datetime | None | Unset): Only users last active at or after this
             time.
-        active_before (datetime.datetime | None | Unset): Only users last active before this time.
+        active_before (datetime.datetime | None | Unset): Only users last active before this time,
+            or never active.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -177,7 +178,8 @@ def sync(
         limit (int | Unset):  Default: 50.
         active_after (datetime.datetime | None | Unset): Only users last active at or after this
             time.
-        active_before (datetime.datetime | None | Unset): Only users last active before this time.
+        active_before (datetime.datetime | None | Unset): Only users last active before this time,
+            or never active.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -214,7 +216,8 @@ async def asyncio_detailed(
         limit (int | Unset):  Default: 50.
         active_after (datetime.datetime | None | Unset): Only users last active at or after this
             time.
-        active_before (datetime.datetime | None | Unset): Only users last active before this time.
+        active_before (datetime.datetime | None | Unset): Only users last active before this time,
+            or never active.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -254,7 +257,8 @@ async def asyncio(
         limit (int | Unset):  Default: 50.
         active_after (datetime.datetime | None | Unset): Only users last active at or after this
             time.
-        active_before (datetime.datetime | None | Unset): Only users last active before this time.
+        active_before (datetime.datetime | None | Unset): Only users last active before this time,
+            or never active.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
