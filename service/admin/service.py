@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -39,6 +39,7 @@ from service.admin.repository import (
     JOBS_TABLE,
     MEMORY_TABLE,
     ORG_PROVENANCE,
+    THREAD_TABLE,
     AdminRepository,
     UserRow,
     UserScope,
@@ -55,6 +56,13 @@ from service.audit.service import AuditTrail
 from service.auth.principal import Principal
 from service.db import set_tenant, tenant_transaction
 from service.errors import NotFound
+from service.extraction.repository import (
+    FAILURE_ACTION,
+    PASS_ACTION,
+    REQUEUE_ACTION,
+    SYSTEM_ACTOR_KIND,
+    THREAD_TARGET,
+)
 from service.kit.pagination import (
     Page,
     decode_cursor,
@@ -502,6 +510,27 @@ IMPORT_REFERENCES: Mapping[tuple[str, str], str] = {
     ("memory_event", "memory_id"): "memory",
     ("thread_summary", "message_ids"): "message",
 }
+# The audit records an export holds (actions, or prefixes ending in `.`) with what each is
+# about: the account overlay a service set, the profile's changes, and the write path's passes,
+# failures and reruns on the user's threads.
+IMPORTED_AUDIT_ACTIONS: Mapping[str, str] = {
+    "account.overlay_set": "user",
+    "profile.": "profile",
+    PASS_ACTION: THREAD_TARGET,
+    FAILURE_ACTION: THREAD_TARGET,
+    REQUEUE_ACTION: THREAD_TARGET,
+}
+SYSTEM_ACTOR_PREFIX = "mneme:"
+# Clocks of the exporting and the importing deployment may differ by this much.
+AUDIT_CLOCK_ALLOWANCE = timedelta(minutes=5)
+
+
+def _names(prefix: str, action: object) -> bool:
+    if not isinstance(action, str):
+        return False
+    return action.startswith(prefix) if prefix.endswith(".") else action == prefix
+
+
 _UUID_TYPE = "uuid"
 _UUID_LIST_TYPE = "uuid[]"
 
@@ -657,13 +686,53 @@ class _Importer:
             )
 
     def _check_audit(self, number: int, data: dict[str, Any]) -> None:
-        action, detail = str(data.get("action", "")), data.get("detail")
-        about_user = (
-            data.get("target_type") in ("user", "profile")
-            and data.get("target_id") == self._user_id
-        ) or (isinstance(detail, dict) and detail.get("user_id") == self._user_id)
-        if action.startswith("admin.") or not about_user:
-            raise _line_error(number, "an audit record must be about this user's data")
+        """An audit record an export of the user could hold (`IMPORTED_AUDIT_ACTIONS`), by an
+        actor that could have written it, at a time that has come: an import never adds to
+        the trail an admin action, a credential change, another end user's act or a record
+        that would sort first for ever."""
+        action, target_type = data.get("action"), data.get("target_type")
+        expected = next(
+            (target for prefix, target in IMPORTED_AUDIT_ACTIONS.items() if _names(prefix, action)),
+            None,
+        )
+        if expected is None or target_type != expected:
+            raise _line_error(
+                number,
+                f"audit_log.action: an export holds no {action!r} record about {target_type!r}",
+            )
+        detail, target_id = data.get("detail"), data.get("target_id")
+        if target_type == THREAD_TARGET:
+            # A write-path record names the user in its detail and a thread of the user's, one
+            # of this import or, as after the thread was deleted, none of the tenant.
+            if not isinstance(detail, dict) or detail.get("user_id") != self._user_id:
+                raise _line_error(number, "audit_log.detail: the record is not about this user")
+            try:
+                thread = uuid.UUID(str(target_id))
+            except ValueError:
+                raise _line_error(number, "audit_log.target_id is not a UUID") from None
+            data["target_id"] = str(thread)
+            if thread not in self._keys.get((THREAD_TABLE, "id"), {}):
+                self._cited.setdefault(THREAD_TABLE, {}).setdefault(
+                    thread, (number, "audit_log.target_id")
+                )
+        elif target_id != self._user_id:
+            raise _line_error(number, f"audit_log.target_id is not {self._user_id!r}")
+        actor_kind, actor_id = data.get("actor_kind"), data.get("actor_id")
+        if not (
+            (actor_kind == "user" and actor_id == self._user_id)
+            or actor_kind == "service"
+            or (actor_kind == SYSTEM_ACTOR_KIND and str(actor_id).startswith(SYSTEM_ACTOR_PREFIX))
+        ):
+            raise _line_error(
+                number,
+                "audit_log.actor_id: an end user acts only on itself, and the service's own "
+                f"actors are named {SYSTEM_ACTOR_PREFIX}…",
+            )
+        created_at = data.get("created_at")
+        if isinstance(created_at, str) and (
+            datetime.fromisoformat(created_at) > datetime.now(UTC) + AUDIT_CLOCK_ALLOWANCE
+        ):
+            raise _line_error(number, "audit_log.created_at is in the future")
 
     def finish(self, lines: int) -> None:
         if self._header is None:
