@@ -91,6 +91,10 @@ IMPORT_BATCH = 100
 EXPORT_FORMAT = "mneme-user-export"
 EXPORT_VERSION = 1
 HEADER_TYPE = "header"
+HEADER_MEMBERS = frozenset(
+    {"type", "format", "version", "tenant_id", "user_id", "exported_at", "counts"}
+)
+RECORD_MEMBERS = frozenset({"type", "data"})
 
 Progress = Callable[[str, int], None]
 """Told each table's count as a purge goes (the CLI prints a progress line from it)."""
@@ -589,6 +593,8 @@ class _Importer:
         if self._header is None:
             self._header = self._check_header(number, record)
             return None, {}
+        if set(record) != RECORD_MEMBERS:
+            raise _line_error(number, "a record has exactly the members `type` and `data`")
         data = record.get("data")
         if not isinstance(data, dict):
             raise _line_error(number, "a record's `data` is a JSON object")
@@ -612,8 +618,13 @@ class _Importer:
     def _check_header(self, number: int, record: dict[str, Any]) -> dict[str, Any]:
         if record["type"] != HEADER_TYPE or record.get("format") != EXPORT_FORMAT:
             raise _line_error(number, f"the first line must be the `{EXPORT_FORMAT}` header")
-        if record.get("version") != EXPORT_VERSION:
-            raise _line_error(number, f"format version {record.get('version')!r} is not supported")
+        unknown = sorted(set(record) - HEADER_MEMBERS)
+        if unknown:
+            raise _line_error(number, f"the header has no member {unknown[0]!r}")
+        version = record.get("version")
+        # `True == 1` in Python: the type is checked, not only the value.
+        if type(version) is not int or version != EXPORT_VERSION:
+            raise _line_error(number, f"format version {version!r} is not supported")
         if record.get("user_id") != self._user_id:
             raise _line_error(
                 number, f"the export is of user {record.get('user_id')!r}, not {self._user_id!r}"
@@ -743,6 +754,10 @@ class _Importer:
                 lines,
                 f"the header announced {declared} records but the file holds {self.counts}",
             )
+        # Every export holds its user's account: a file without one would record an import
+        # (in the audit trail) of a user that does not exist.
+        if ACCOUNT_TABLE not in self.counts:
+            raise _line_error(lines, f"the export holds no `{ACCOUNT_TABLE}` record")
 
 
 def api_rule(model: type[BaseModel], field: str) -> TypeAdapter[Any]:

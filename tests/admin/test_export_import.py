@@ -176,3 +176,59 @@ async def test_an_imported_memory_may_not_name_another_users_thread(
     body = assert_problem(response, 422, "IMPORT_LINE_INVALID")
     assert body["line"] == memory_line + 1
     assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+
+async def test_a_record_or_header_of_another_shape_is_refused_naming_its_line(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    records = await export_lines(client, admin, "ada")
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    cases = {
+        "a record with a member beyond type and data": (
+            2,
+            {**records[1], "extra": "x"},
+            "exactly the members",
+        ),
+        "a header with an unknown member": (1, {**records[0], "signed": True}, "no member"),
+        "a header whose version is true": (1, {**records[0], "version": True}, "version True"),
+    }
+    for name, (line, record, reason) in cases.items():
+        lines = [json.dumps(r) for r in records]
+        lines[line - 1] = json.dumps(record)
+        response = await client.post(
+            "/v1/admin/users/ada/import",
+            headers={**admin, **NDJSON},
+            content="\n".join(lines) + "\n",
+        )
+        problem = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+        assert problem["line"] == line and reason in problem["detail"], name
+        assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+
+async def test_a_header_alone_imports_nothing_and_records_no_import_of_a_user_that_does_not_exist(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    header = {
+        "type": "header",
+        "format": "mneme-user-export",
+        "version": 1,
+        "tenant_id": tenant,
+        "user_id": "ghost",
+        "exported_at": "2026-12-01T00:00:00+00:00",
+        "counts": {},
+    }
+
+    response = await client.post(
+        "/v1/admin/users/ghost/import",
+        headers={**admin, **NDJSON},
+        content=json.dumps(header) + "\n",
+    )
+
+    problem = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+    assert "user_account" in problem["detail"]
+    trail = await client.get("/v1/admin/audit", headers=admin, params={"target_id": "ghost"})
+    assert trail.json()["items"] == []
+    assert (await client.get("/v1/admin/users/ghost", headers=admin)).status_code == 404
