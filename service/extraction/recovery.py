@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import tenant_transaction
+from service.errors import NotFound
 from service.extraction.health import write_path_mode
 from service.extraction.record import RequeueRecord
 from service.extraction.repository import ExtractionRepository
@@ -220,6 +221,8 @@ class RerunInTransaction:
         )
         if thread_id is not None and not result.threads:
             raise ThreadNotFound(f"No thread {thread_id} of this user with messages.")
+        if not result.threads:
+            raise NotFound(f"User {user_id!r} has no thread with messages here.")
         return result
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.kit.types import UserId
 from service.memories.schemas import CATEGORY_PATTERN, MemoryRead
 
 WritePathMode = Literal["llm", "turns", "off"]
@@ -19,7 +20,7 @@ class RerunRequest(BaseModel):
         extra="forbid", json_schema_extra={"examples": [{"user_id": "user-42"}]}
     )
 
-    user_id: str = Field(min_length=1, max_length=255, description="Whose threads to process.")
+    user_id: UserId = Field(description="Whose threads to process.")
     thread_id: uuid.UUID | None = Field(
         default=None, description="Only this thread (default: all the user's threads)."
     )

@@ -143,6 +143,16 @@ def is_valid_user_id(value: str) -> bool:
     return value != CALLER_ALIAS and is_valid_identifier(value)
 
 
+def _user_id(value: str) -> str:
+    if not is_valid_user_id(value):
+        raise ValueError("must be a user id: printable, without '/', and not 'me'")
+    return value
+
+
+UserId = Annotated[str, StringConstraints(min_length=1, max_length=256), AfterValidator(_user_id)]
+"""A user's id in a request body (see `is_valid_user_id`)."""
+
+
 # --- free-form JSON -----------------------------------------------------------------------
 
 MAX_JSON_DEPTH = 64

@@ -253,3 +253,19 @@ async def test_summary_passes_are_listed_in_the_jobs_view(
     assert summary["thread_id"] == thread_id
     assert (summary["start_index"], summary["end_index"]) == (0, 4)
     assert summary["model"] == MODEL
+
+
+async def test_a_rerun_for_a_user_without_threads_is_a_404_and_any_user_id_is_taken(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    for user_id in ("nobody", "u" * 256):
+        response = await client.post(
+            "/v1/admin/jobs/rerun", headers=admin, json={"user_id": user_id}
+        )
+        assert_problem(response, 404, "NOT_FOUND")
+    for user_id in ("me", "u" * 257, "a/b"):
+        response = await client.post(
+            "/v1/admin/jobs/rerun", headers=admin, json={"user_id": user_id}
+        )
+        assert_problem(response, 422, "VALIDATION_FAILED")
