@@ -19,6 +19,7 @@ from service.admin.schemas import (
 from service.auth.principal import ME
 from service.dependencies import AdminPrincipal, CurrentPrincipal
 from service.errors import Forbidden, NotFound, problem_responses
+from service.kit.media_type import UnsupportedMediaType, media_type_of
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
 from service.kit.resource_headers import (
     NOT_MODIFIED_RESPONSE,
@@ -136,7 +137,7 @@ async def _body_lines(request: Request) -> AsyncIterator[bytes]:
     "/users/{user_id}/import",
     response_model=ImportReport,
     summary="Import a user's export",
-    responses=problem_responses(401, 403, 404, 409, 413, 422, 429),
+    responses=problem_responses(401, 403, 404, 409, 413, 415, 422, 429),
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -149,11 +150,18 @@ async def import_user(user_id: UserPath, request: Request, admin: AdminSvc) -> I
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
     written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
-    Admins only."""
+    The body is `application/x-ndjson` (another media type is a 415). Admins only."""
     if not is_valid_user_id(user_id):
         # No credential can name such a user (`me` included), so nothing imported could be
         # reached by the user it is about.
         raise NotFound(f"No user {user_id!r} can be imported here.")
+    if media_type_of(request.headers.get("content-type", "")) != NDJSON:
+        # A body sent as something else (a file picked by the wrong name, a form) is refused
+        # for what it is, not read line by line as if it were an export.
+        raise UnsupportedMediaType(
+            f"Send the export as NDJSON with `Content-Type: {NDJSON}`.",
+            headers={"Accept-Post": NDJSON},
+        )
     return await admin.import_user(user_id, _body_lines(request))
 
 

@@ -232,3 +232,26 @@ async def test_a_header_alone_imports_nothing_and_records_no_import_of_a_user_th
     trail = await client.get("/v1/admin/audit", headers=admin, params={"target_id": "ghost"})
     assert trail.json()["items"] == []
     assert (await client.get("/v1/admin/users/ghost", headers=admin)).status_code == 404
+
+
+async def test_an_export_sent_as_another_media_type_is_a_415_and_imports_nothing(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    body = "".join(json.dumps(record) + "\n" for record in await export_lines(client, admin, "ada"))
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+
+    for content_type in ("text/plain", "image/png", None):
+        headers = {**admin, "content-type": content_type} if content_type else admin
+        refused = await client.post("/v1/admin/users/ada/import", headers=headers, content=body)
+        assert_problem(refused, 415, "UNSUPPORTED_MEDIA_TYPE")
+        assert refused.headers["accept-post"] == "application/x-ndjson"
+    assert (await client.get("/v1/admin/users/ada", headers=admin)).status_code == 404
+    # With parameters, as a client may add them.
+    accepted = await client.post(
+        "/v1/admin/users/ada/import",
+        headers={**admin, "content-type": "application/x-ndjson; charset=utf-8"},
+        content=body,
+    )
+    assert accepted.status_code == 200, accepted.text

@@ -873,7 +873,7 @@ export const purgeTenant = <ThrowOnError extends boolean = false>(options: Optio
  * docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
  * `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
  * written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
- * Admins only.
+ * The body is `application/x-ndjson` (another media type is a 415). Admins only.
  */
 export const importUser = <ThrowOnError extends boolean = false>(options: Options<ImportUserData, ThrowOnError>) => (options.client ?? client).post<ImportUserResponses, ImportUserErrors, ThrowOnError>({
     bodySerializer: null,

@@ -6844,6 +6844,10 @@ export type ImportUserErrors = {
      */
     413: Problem;
     /**
+     * Unsupported Media Type
+     */
+    415: Problem;
+    /**
      * Unprocessable Entity
      */
     422: Problem;

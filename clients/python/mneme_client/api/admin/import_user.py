@@ -64,6 +64,11 @@ def _parse_response(
 
         return response_413
 
+    if response.status_code == 415:
+        response_415 = Problem.from_dict(response.json())
+
+        return response_415
+
     if response.status_code == 422:
         response_422 = Problem.from_dict(response.json())
 
@@ -112,7 +117,7 @@ def sync_detailed(
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
     written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
-    Admins only.
+    The body is `application/x-ndjson` (another media type is a 415). Admins only.
 
     Args:
         user_id (str): A user id of the caller's tenant.
@@ -150,7 +155,7 @@ def sync(
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
     written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
-    Admins only.
+    The body is `application/x-ndjson` (another media type is a 415). Admins only.
 
     Args:
         user_id (str): A user id of the caller's tenant.
@@ -183,7 +188,7 @@ async def asyncio_detailed(
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
     written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
-    Admins only.
+    The body is `application/x-ndjson` (another media type is a 415). Admins only.
 
     Args:
         user_id (str): A user id of the caller's tenant.
@@ -219,7 +224,7 @@ async def asyncio(
     docs/export-format.md): ids and timestamps are kept. The user must hold nothing yet (409
     `USER_NOT_EMPTY`). A bad line is a 422 `IMPORT_LINE_INVALID` naming it, and nothing is
     written; so is a line holding what the API refuses as a secret, as a 422 `SECRET_REFUSED`.
-    Admins only.
+    The body is `application/x-ndjson` (another media type is a 415). Admins only.
 
     Args:
         user_id (str): A user id of the caller's tenant.
