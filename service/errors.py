@@ -338,17 +338,22 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
 
 
-async def handle_domain_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, DomainError)
+def domain_error_response(request: Request, error: DomainError) -> JSONResponse:
+    """The problem response a domain error stands for."""
     return problem_response(
         request,
-        status=exc.status,
-        code=exc.code,
-        title=exc.title,
-        detail=exc.detail,
-        headers=exc.headers,
-        **exc.extensions,
+        status=error.status,
+        code=error.code,
+        title=error.title,
+        detail=error.detail,
+        headers=error.headers,
+        **error.extensions,
     )
+
+
+async def handle_domain_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DomainError)
+    return domain_error_response(request, exc)
 
 
 async def _handle_http_exception(request: Request, exc: Exception) -> JSONResponse:

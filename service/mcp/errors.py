@@ -33,6 +33,7 @@ from service.errors import (
     PROBLEM_TYPE_BASE,
     DomainError,
     ValidationFailed,
+    domain_error_response,
     invalid_input,
     problem_response,
 )
@@ -215,19 +216,7 @@ def transport_problem(request: Request, status: int) -> Response:
             refusal = _not_json()
         case _:
             refusal = NotJsonRpc(_ONE_MESSAGE)
-    return _render(request, refusal)
-
-
-def _render(request: Request, error: DomainError) -> Response:
-    return problem_response(
-        request,
-        status=error.status,
-        code=error.code,
-        title=error.title,
-        detail=error.detail,
-        headers=error.headers,
-        **error.extensions,
-    )
+    return domain_error_response(request, refusal)
 
 
 # --- JSON-RPC level -------------------------------------------------------------------------

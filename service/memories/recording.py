@@ -243,19 +243,16 @@ class MemoryRecorder:
         already says the same: the memory, and whether it was already there. `postings`: as
         for `MemoryRepository.insert_unless_duplicate`."""
         kind, text_value = values["kind"], values["text"]
-        memory = await self.repository.insert_unless_duplicate(values, postings=postings)
-        if memory is not None:
-            return memory, False
-        existing = await self.repository.find_live_duplicate(owner, kind, text_value)
-        if existing is not None:
-            return existing, True
-        if await self.forget_expired_holder(owner, kind, text_value):
+        # Twice at most: again only after forgetting an expired memory that held the place.
+        for attempt in range(2):
             memory = await self.repository.insert_unless_duplicate(values, postings=postings)
             if memory is not None:
                 return memory, False
             existing = await self.repository.find_live_duplicate(owner, kind, text_value)
             if existing is not None:
                 return existing, True
+            if attempt or not await self.forget_expired_holder(owner, kind, text_value):
+                break
         # The memory the index found was superseded or forgotten before this write could see
         # it: writing again decides.
         raise DuplicateMemory("A concurrent change collided with this write; retry.")

@@ -360,15 +360,12 @@ async def summarize_thread(
     window is dropped. Its turns were due, and no further pass may be queued for them until the
     next append, so it starts again rather than leave them raw.
     """
-    result = await summary_pass(
-        sessionmaker, chat_model, settings, tenant_id, thread_id, force=force
-    )
-    for _ in range(SUPERSEDED_PASSES - 1):
-        if result.status != "superseded":
-            break
+    for _ in range(SUPERSEDED_PASSES):
         result = await summary_pass(
             sessionmaker, chat_model, settings, tenant_id, thread_id, force=force
         )
+        if result.status != "superseded":
+            break
     return result
 
 
