@@ -265,3 +265,37 @@ async def test_every_id_column_an_export_holds_is_a_key_or_a_checked_reference(
     for (name, column), parent in IMPORT_REFERENCES.items():
         assert plan.tables[name].column_types[column] in ("uuid", "uuid[]")
         assert plan.tables[parent].primary_key == ("tenant_id", "id")
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("source_thread_id", "not-a-uuid"),
+        ("source_thread_id", 5),
+        ("superseded_by", "not-a-uuid"),
+        ("source_message_ids", ["not-a-uuid"]),
+        ("source_message_ids", [5]),
+        ("source_message_ids", "not-a-list"),
+    ],
+)
+async def test_a_reference_that_is_not_an_id_is_refused_naming_its_line(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    column: str,
+    value: object,
+) -> None:
+    taken = await exports(client, settings, owner_engine, tenant)
+    index = taken.first("memory")
+    record = taken.ada[index]
+    lines = [json.dumps(r) for r in taken.ada]
+    lines[index] = json.dumps({"type": "memory", "data": {**record["data"], column: value}})
+
+    response = await client.post(
+        IMPORT, headers={**taken.admin, **NDJSON}, content="\n".join(lines) + "\n"
+    )
+
+    problem = assert_problem(response, 422, "IMPORT_LINE_INVALID")
+    assert problem["line"] == index + 1
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
