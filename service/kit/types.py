@@ -15,6 +15,7 @@ with a 4xx, and a value accepted on any path is one the service can read back.
   score) underflows, which Postgres reports as an error rather than rounding to 0.
 - Identifiers (tenant and user ids) match `IDENTIFIER_PATTERN` as a whole: a trailing
   newline is a different string, never a second spelling of the same id.
+- A JSON document names each member of an object once (a parser may keep either of two values).
 - Free-form JSON (metadata, tool calls) is a JSON object of finite numbers, integers of at most
   `JSON_INTEGER_MAX_DIGITS` digits, text without NUL or lone surrogates, nested at most
   `MAX_JSON_DEPTH` deep and at most `JSON_MAX_BYTES` long: what `jsonb` stores and what reads
@@ -238,6 +239,22 @@ def _refuse_constant(name: str) -> Any:
     raise InputRefused(["body"], f"{name} is not a JSON number", "json_invalid")
 
 
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose member names are unique (I-JSON, RFC 7493): of `{"text": "a", "text":
+    "b"}` a parser may keep either value, so which one the client meant is unknown."""
+    document = dict(pairs)
+    if len(document) == len(pairs):
+        return document
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            raise InputRefused(
+                ["body"], f"The member {name[:40]!r} appears twice in one object.", "json_invalid"
+            )
+        seen.add(name)
+    return document
+
+
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
@@ -270,6 +287,7 @@ def loads_strict(raw: bytes, loc: list[str | int] | None = None) -> Any:
             parse_constant=_refuse_constant,
             parse_float=_finite_float,
             parse_int=_bounded_int,
+            object_pairs_hook=_unique_members,
         )
     except InputRefused as refused:
         raise InputRefused(where, refused.message, refused.kind) from None

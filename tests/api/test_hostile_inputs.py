@@ -194,6 +194,20 @@ async def test_timestamps_outside_the_calendar_or_without_zone_are_refused(
     assert await _memory_count(client, headers) == 0
 
 
+async def test_a_member_named_twice_is_refused_and_nothing_is_stored(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = {**bearer(settings, tenant, "ada"), "Content-Type": "application/json"}
+    written = await client.post(
+        "/v1/users/me/memories",
+        content=b'{"text": "Ada likes tea.", "text": "Ada likes coffee."}',
+        headers=headers,
+    )
+    problem = assert_problem(written, 422, "VALIDATION_FAILED")
+    assert "'text' appears twice" in problem["detail"]
+    assert await _memory_count(client, bearer(settings, tenant, "ada")) == 0
+
+
 @pytest.mark.parametrize("value", [2026, 1700000000, 1.7e9, True])
 async def test_a_json_number_is_not_a_time(
     client: AsyncClient, settings: Settings, tenant: str, value: object

@@ -277,6 +277,9 @@ def test_free_form_json_is_accepted_to_the_depth_limit_and_refused_beyond() -> N
         (b"[" * 5000 + b"]" * 5000, "json_too_deep"),
         (b'{"x": NaN}', "json_invalid"),
         (b"\xff", "json_invalid"),
+        # Which of two values of one member the client meant is unknown.
+        (b'{"x": 1, "x": 2}', "json_invalid"),
+        (b'{"x": [{"y": 1, "y": 1}]}', "json_invalid"),
     ],
 )
 def test_strict_parsing_refuses_what_no_column_holds(raw: bytes, kind: str) -> None:
