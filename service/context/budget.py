@@ -7,7 +7,10 @@ Pure functions over rendered lines, so the rules can be tested apart from retrie
 - an item that may say again what other items say (a summary entry of turns also offered
   verbatim) waits for both passes: then it is offered what is left if the block does not show
   all it restates, and last of all if it does, since it would add nothing but its cost;
-- items are taken whole or not at all, best first (or newest first, for a conversation);
+- items are taken whole or not at all, best first, and an item that does not fit is passed
+  over for the smaller ones after it; a conversation's section is a run instead
+  (`SectionDraft.run`): newest first, and nothing older once one does not fit, so it never
+  shows a message without the ones between it and the newest;
 - the final text is counted again and trimmed until it fits, because a BPE tokenizer's count of
   a joined text need not equal the sum of its parts.
 """
@@ -46,6 +49,9 @@ class SectionDraft(Generic[ItemT]):
     chosen: list[Candidate[ItemT]] = field(default_factory=list)
     # Items left out before they became candidates (turns older than the budget could hold).
     left_out: int = 0
+    # A run (a conversation, newest first): what it shows ends at its first candidate and
+    # leaves none out between, so once an item does not fit nothing after it is taken.
+    run: bool = False
 
     def render(self) -> str:
         if not self.chosen:
@@ -93,7 +99,11 @@ def fit(
         spent = 0
         taken = {id(chosen) for chosen in section.chosen}
         for candidate in section.candidates:
-            if id(candidate) in taken or (admit is not None and not admit(candidate)):
+            if id(candidate) in taken:
+                continue
+            if admit is not None and not admit(candidate):
+                if section.run:
+                    break
                 continue
             cost = count(candidate.line) + 1  # its newline
             if not section.chosen:
@@ -101,6 +111,8 @@ def fit(
             if spent + cost <= allowance:
                 section.chosen.append(candidate)
                 spent += cost
+            elif section.run:
+                break
         return spent
 
     def restates_nothing(candidate: Candidate[ItemT]) -> bool:

@@ -488,7 +488,12 @@ def _recent_section(
         for message in offered
     ]
     return SectionDraft(
-        "recent", TITLES["recent"], SECTION_WEIGHTS["recent"], candidates, left_out=left_out
+        "recent",
+        TITLES["recent"],
+        SECTION_WEIGHTS["recent"],
+        candidates,
+        left_out=left_out,
+        run=True,
     )
 
 

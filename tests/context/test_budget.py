@@ -109,3 +109,25 @@ def test_a_line_that_restates_lines_the_block_shows_goes_after_those_that_do_not
             assert chosen >= {"entry 1"} | ({"entry 2"} if "m2" not in shown else set())
         if turns.chosen and entries.chosen:
             assert "entry 1" in chosen
+
+
+def test_a_run_stops_at_the_first_item_that_does_not_fit_where_other_sections_skip_it() -> None:
+    lines = ["short newest", "a much longer line that says a great deal " * 3, "short oldest"]
+    skipped = 0
+    for budget in range(10, 120):
+        run = SectionDraft(
+            "recent",
+            "Recent",
+            1.0,
+            [Candidate(line, n, render_key=-n) for n, line in enumerate(lines)],
+            run=True,
+        )
+        ranked = section("facts", lines)
+        fit(HEADER, [run], budget, count_tokens)
+        fit(HEADER, [ranked], budget, count_tokens)
+        taken = [c.item for c in run.chosen]
+        assert taken == list(range(len(taken))), budget  # a prefix: nothing skipped
+        if [c.item for c in ranked.chosen] == ["short newest", "short oldest"]:
+            skipped += 1  # best first passes over the long line for the short one after it
+            assert taken == [0], budget
+    assert skipped

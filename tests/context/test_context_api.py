@@ -15,6 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
+from service.context.service import HEADER, TITLES
 from service.kit.token_counting import _load, count_tokens
 from tests.conftest import assert_problem, bearer, new_tenant
 from tests.db.sent_queries import queries_of
@@ -286,6 +287,47 @@ async def test_a_turn_longer_than_the_whole_block_is_passed_over(
     kept = [item["text"] for item in section(result, "recent")["items"]]  # type: ignore[index]
     assert kept == [f"short turn {n}" for n in range(5)]
     assert "pasted log line" not in result["text"]
+
+
+async def test_recent_messages_are_the_newest_without_a_gap_at_every_budget(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """Questions and replies of different lengths: a reply that does not fit must not make
+    way for the shorter question before it."""
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    url = f"/v1/users/me/threads/{thread_id}/messages"
+    turns = [
+        message
+        for n in range(12)
+        for message in (
+            {"role": "user", "content": f"Message {n}: I want to plan a trip to Kyoto, item {n}."},
+            {
+                "role": "assistant",
+                "content": f"Reply {n}: Sure, Kyoto in spring is lovely; cherry blossoms "
+                f"around early April. Detail {n}.",
+            },
+        )
+    ]
+    assert (await client.post(url, headers=headers, json={"messages": turns})).is_success
+    stored = [m["id"] for m in (await client.get(url, headers=headers)).json()["items"]]
+    newest = f"{turns[-1]['role']}: {turns[-1]['content']}"
+    smallest = count_tokens(f"{HEADER}\n\n## {TITLES['recent']}\n{newest}")
+
+    for budget in range(100, 1001, 10):
+        result = await context(
+            client,
+            headers,
+            query="Kyoto trip",
+            thread_id=thread_id,
+            budget_tokens=budget,
+            include=["recent"],
+        )
+        recent = section(result, "recent")
+        shown = [item["id"] for item in recent["items"]] if recent else []
+        assert shown == stored[len(stored) - len(shown) :], budget  # the newest, no gap
+        assert shown or smallest > budget, budget
+        assert result["omitted"].get("recent", 0) == len(stored) - len(shown), budget
 
 
 async def test_another_users_thread_is_a_404(
