@@ -9,8 +9,8 @@ Pure functions over rendered lines, so the rules can be tested apart from retrie
   all it restates, and last of all if it does, since it would add nothing but its cost;
 - items are taken whole or not at all, best first, and an item that does not fit is passed
   over for the smaller ones after it; a conversation's section is a run instead
-  (`SectionDraft.run`): newest first, and nothing older once one does not fit, so it never
-  shows a message without the ones between it and the newest;
+  (`SectionDraft.run`): newest first, whole turns, and nothing older once one does not fit, so
+  it never shows a message without the ones between it and the newest;
 - the final text is counted again and trimmed until it fits, because a BPE tokenizer's count of
   a joined text need not equal the sum of its parts.
 """
@@ -35,6 +35,9 @@ class Candidate(Generic[ItemT]):
     # The keys of the lines this one says again: when the block shows all of them, this line
     # adds nothing but its cost, so whatever the block does not hold yet goes first.
     restates: frozenset[str] = frozenset()
+    # Adjacent candidates of one unit (a conversation's turn: a question and its replies) are
+    # taken together or not at all; None: the candidate is a unit of its own.
+    unit: object = None
 
 
 @dataclass
@@ -50,7 +53,7 @@ class SectionDraft(Generic[ItemT]):
     # Items left out before they became candidates (turns older than the budget could hold).
     left_out: int = 0
     # A run (a conversation, newest first): what it shows ends at its first candidate and
-    # leaves none out between, so once an item does not fit nothing after it is taken.
+    # leaves none out between, so once a unit does not fit nothing after it is taken.
     run: bool = False
 
     def render(self) -> str:
@@ -98,20 +101,18 @@ def fit(
     ) -> int:
         spent = 0
         taken = {id(chosen) for chosen in section.chosen}
-        for candidate in section.candidates:
-            if id(candidate) in taken:
+        for unit in _units(section.candidates):
+            if id(unit[0]) in taken:
                 continue
-            if admit is not None and not admit(candidate):
-                if section.run:
-                    break
-                continue
-            cost = count(candidate.line) + 1  # its newline
-            if not section.chosen:
-                cost += overhead(section)
-            if spent + cost <= allowance:
-                section.chosen.append(candidate)
-                spent += cost
-            elif section.run:
+            if admit is None or all(admit(candidate) for candidate in unit):
+                cost = sum(count(candidate.line) + 1 for candidate in unit)  # each its newline
+                if not section.chosen:
+                    cost += overhead(section)
+                if spent + cost <= allowance:
+                    section.chosen.extend(unit)
+                    spent += cost
+                    continue
+            if section.run:
                 break
         return spent
 
@@ -139,9 +140,22 @@ def fit(
     return text
 
 
+def _units(candidates: list[Candidate[ItemT]]) -> list[list[Candidate[ItemT]]]:
+    """`candidates` in list order, adjacent ones of one unit together."""
+    units: list[list[Candidate[ItemT]]] = []
+    for candidate in candidates:
+        if units and candidate.unit is not None and units[-1][-1].unit == candidate.unit:
+            units[-1].append(candidate)
+        else:
+            units.append([candidate])
+    return units
+
+
 def _drop_least_valuable(sections: list[SectionDraft[ItemT]]) -> None:
-    """Drop the last-chosen item of the last section that has any (the lowest priority)."""
+    """Drop the last-chosen unit of the last section that has any (the lowest priority)."""
     for section in reversed(sections):
         if section.chosen:
-            section.chosen.pop()
+            unit = section.chosen.pop().unit
+            while unit is not None and section.chosen and section.chosen[-1].unit == unit:
+                section.chosen.pop()
             return

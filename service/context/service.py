@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -35,7 +35,7 @@ from service.memories.service import PROCEDURE_SLOTS, MemoryService
 from service.observability import traced, tracer
 from service.profile.service import ProfileService
 from service.threads.service import ContextWindow, ReplayedMessage, ThreadService
-from service.threads.summaries import format_summary_entries
+from service.threads.summaries import HUMAN_ROLE, format_summary_entries
 
 HEADER = (
     "You have long-term memory about this user and earlier conversations. Use it when it is "
@@ -196,9 +196,9 @@ class ContextBuilder:
             embedding = asyncio.ensure_future(self._search_service.embed_query(request.query))
         try:
             window: ContextWindow | None = None
-            offered: list[ReplayedMessage] = []
+            turns: list[list[ReplayedMessage]] = []
             if request.thread_id is not None:
-                window, offered = await self._thread_window(
+                window, turns = await self._thread_window(
                     user_id, request, request.thread_id, showing_turns="recent" in wanted
                 )
                 summarization = "on" if window.summarization_enabled else "off"
@@ -215,6 +215,7 @@ class ContextBuilder:
         finally:
             if embedding is not None and not embedding.done():
                 embedding.cancel()
+        offered = [message for turn in turns for message in turn]
         # Messages the block shows verbatim: a memory made of them alone would say it twice.
         shown_messages = {message.id for message in offered}
         # The memories are read last: the block reads nothing after them.
@@ -236,14 +237,15 @@ class ContextBuilder:
                 drafts.append(_summary_section(window, offered))
             if "recent" in wanted:
                 read = sum(1 for message in window.messages if _is_shown(message))
-                drafts.append(_recent_section(offered, left_out=read - len(offered)))
+                drafts.append(_recent_section(turns, left_out=read - len(offered)))
         return _Retrieved(drafts, summarization)
 
     async def _thread_window(
         self, user_id: str, request: ContextRequest, thread_id: uuid.UUID, *, showing_turns: bool
-    ) -> tuple[ContextWindow, list[ReplayedMessage]]:
+    ) -> tuple[ContextWindow, list[list[ReplayedMessage]]]:
         """The thread's window, read only as far back as the block could show its turns, and
-        the turns the recent section offers (none when the block does not show them)."""
+        the turns the recent section offers (`_offered_turns`; none when the block does not
+        show them)."""
         budget = request.budget_tokens or self._default_budget
 
         def count(text: str) -> int:
@@ -451,41 +453,74 @@ def _summary_section(
 
 
 def _offered_turns(
-    newest_first: Iterable[ReplayedMessage], budget: int, count: Callable[[str], int]
-) -> tuple[list[ReplayedMessage], bool]:
-    """The turns the recent section offers, newest first: the newest shown turns whose lines
+    newest_first: Sequence[ReplayedMessage], budget: int, count: Callable[[str], int]
+) -> tuple[list[list[ReplayedMessage]], bool]:
+    """The turns the recent section offers, newest first (`_turns`): the newest whose lines
     add up to at most the block's budget (a turn longer than the whole budget is passed over:
     it could never be shown); and whether older turns are left out because they would not fit
     after these. Offering only these bounds what a block of a long conversation reads."""
-    offered: list[ReplayedMessage] = []
+    offered: list[list[ReplayedMessage]] = []
     spent = 0
-    for message in newest_first:
-        if not _is_shown(message):
-            continue
-        cost = count(_turn_line(message)) + 1  # its newline
+    for turn in _turns(newest_first):
+        cost = sum(count(_turn_line(message)) + 1 for message in turn)  # each its newline
         if cost > budget:
             continue
         if spent + cost > budget:
-            return offered, True
-        offered.append(message)
+            # A turn whose question is older than what was read may yet prove longer than the
+            # whole budget, and be passed over for older turns that fit.
+            return offered, _opens_with_question(turn, newest_first)
+        offered.append(turn)
         spent += cost
     return offered, False
 
 
+def _turns(newest_first: Sequence[ReplayedMessage]) -> list[list[ReplayedMessage]]:
+    """The shown messages of `newest_first` in turns, newest first, each newest message first.
+
+    A turn is a human message and the replies after it (the assistant's, tools'), the unit
+    the recent section shows or leaves out: a reply shown without its question reads as an
+    answer to the question before, and a question without its reply as one never answered.
+    Messages older than the first human message read form a turn of their own: their question,
+    if any, was summarized (or is not read yet)."""
+    turns: list[list[ReplayedMessage]] = []
+    turn: list[ReplayedMessage] = []
+    for message in newest_first:
+        if _is_shown(message):
+            turn.append(message)
+        if message.role == HUMAN_ROLE:
+            if turn:
+                turns.append(turn)
+            turn = []
+    if turn:
+        turns.append(turn)
+    return turns
+
+
+def _opens_with_question(
+    turn: list[ReplayedMessage], newest_first: Sequence[ReplayedMessage]
+) -> bool:
+    """Whether `turn` (of `_turns(newest_first)`) starts at a human message that was read."""
+    oldest = turn[-1].seq
+    return any(message.role == HUMAN_ROLE and message.seq <= oldest for message in newest_first)
+
+
 def _recent_section(
-    offered: list[ReplayedMessage], *, left_out: int
+    turns: list[list[ReplayedMessage]], *, left_out: int
 ) -> SectionDraft[ContextItemSource]:
     """The raw turns after the summaries that the section offers (`_offered_turns`, newest
-    first); the budget takes them newest first. `left_out`: the turns read and not offered,
-    which count as omitted (those older than what was read are not counted)."""
+    first); the budget takes them whole and newest first, and no older turn once one does not
+    fit. `left_out`: the messages read and not offered, which count as omitted (those older
+    than what was read are not counted)."""
     candidates = [
         Candidate(
             _turn_line(message),
             ContextItemSource(str(message.id), f"message:{message.role}", message.content),
             render_key=message.seq,
             key=str(message.id),
+            unit=index,
         )
-        for message in offered
+        for index, turn in enumerate(turns)
+        for message in turn
     ]
     return SectionDraft(
         "recent",

@@ -131,3 +131,34 @@ def test_a_run_stops_at_the_first_item_that_does_not_fit_where_other_sections_sk
             skipped += 1  # best first passes over the long line for the short one after it
             assert taken == [0], budget
     assert skipped
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_run_of_turns_takes_whole_turns_newest_first_and_never_skips_one(seed: int) -> None:
+    rng = random.Random(seed)
+    words = ["tea", "kyoto", "ünïcode", "42", "the", "trip", "🙂", "spring"]
+    newest_first: list[Candidate[str]] = []
+    for turn in range(rng.randint(1, 10)):
+        size = rng.randint(1, 3)
+        # Newest message first: the replies, then the question that opens the turn.
+        for reply in reversed(range(size)):
+            line = " ".join(rng.choices(words, k=rng.randint(1, 30)))
+            newest_first.append(
+                Candidate(line, f"{turn}.{reply}", render_key=-turn * 10 + reply, unit=turn)
+            )
+    facts = [" ".join(rng.choices(words, k=rng.randint(1, 30))) for _ in range(6)]
+    newest_turn = [c.line for c in newest_first if c.unit == 0]
+    # What the newest turn alone costs, counted part by part as the budget counts it.
+    parts = [HEADER, "\n\n", "## Recent", "\n\n"]
+    smallest = sum(map(count_tokens, parts)) + sum(count_tokens(line) + 1 for line in newest_turn)
+    for budget in range(20, 500, 7):
+        for others in ([], [section("facts", facts, weight=2.0)]):
+            run = SectionDraft("recent", "Recent", 3.0, newest_first, run=True)
+            fit(HEADER, [*others, run], budget, count_tokens)
+            taken = run.chosen
+            assert taken == newest_first[: len(taken)], budget  # newest first, no gap
+            assert all(c.unit in {t.unit for t in taken} for c in taken), budget
+            whole = [c for c in newest_first if c.unit in {t.unit for t in taken}]
+            assert whole == taken, budget  # whole turns only
+            if not others:
+                assert taken or smallest > budget, budget  # the newest turn, when it fits

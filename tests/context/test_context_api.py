@@ -285,15 +285,17 @@ async def test_a_turn_longer_than_the_whole_block_is_passed_over(
     result = await context(client, headers, query="log", thread_id=thread_id, budget_tokens=300)
 
     kept = [item["text"] for item in section(result, "recent")["items"]]  # type: ignore[index]
-    assert kept == [f"short turn {n}" for n in range(5)]
+    # The log's turn is passed over whole: its question alone would read as never answered.
+    assert kept == [f"short turn {n}" for n in range(4)]
     assert "pasted log line" not in result["text"]
 
 
-async def test_recent_messages_are_the_newest_without_a_gap_at_every_budget(
+async def test_recent_messages_are_the_newest_whole_turns_without_a_gap_at_every_budget(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     """Questions and replies of different lengths: a reply that does not fit must not make
-    way for the shorter question before it."""
+    way for the shorter question before it, nor the block open with a reply to a question it
+    leaves out."""
     headers = bearer(settings, tenant, "alice")
     thread_id = await start_thread(client, headers)
     url = f"/v1/users/me/threads/{thread_id}/messages"
@@ -311,7 +313,7 @@ async def test_recent_messages_are_the_newest_without_a_gap_at_every_budget(
     ]
     assert (await client.post(url, headers=headers, json={"messages": turns})).is_success
     stored = [m["id"] for m in (await client.get(url, headers=headers)).json()["items"]]
-    newest = f"{turns[-1]['role']}: {turns[-1]['content']}"
+    newest = "\n".join(f"{m['role']}: {m['content']}" for m in turns[-2:])
     smallest = count_tokens(f"{HEADER}\n\n## {TITLES['recent']}\n{newest}")
 
     for budget in range(100, 1001, 10):
@@ -326,8 +328,38 @@ async def test_recent_messages_are_the_newest_without_a_gap_at_every_budget(
         recent = section(result, "recent")
         shown = [item["id"] for item in recent["items"]] if recent else []
         assert shown == stored[len(stored) - len(shown) :], budget  # the newest, no gap
+        assert len(shown) % 2 == 0, budget  # whole turns: it opens with a question
+        assert recent is None or recent["items"][0]["kind"] == "message:user", budget
         assert shown or smallest > budget, budget
         assert result["omitted"].get("recent", 0) == len(stored) - len(shown), budget
+
+
+async def test_turns_read_across_pages_are_shown_whole(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """Turns of three messages: the thread's pages (newest first) end inside a turn, whose
+    question is on the next page."""
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    url = f"/v1/users/me/threads/{thread_id}/messages"
+    roles = ("user", "assistant", "assistant")
+    messages = [{"role": roles[n % 3], "content": f"turn {n} about the trip"} for n in range(300)]
+    for start in range(0, 300, 100):
+        batch = {"messages": messages[start : start + 100]}
+        assert (await client.post(url, headers=headers, json=batch)).is_success
+
+    for budget in (200, 560, 600, 700, 1200, 32_000):
+        result = await context(
+            client,
+            headers,
+            query="the trip",
+            thread_id=thread_id,
+            budget_tokens=budget,
+            include=["recent"],
+        )
+        kept = [int(item["text"].split()[1]) for item in section(result, "recent")["items"]]  # type: ignore[index]
+        assert kept == list(range(300 - len(kept), 300)), budget
+        assert kept[0] % 3 == 0, budget  # it opens with a question
 
 
 async def test_another_users_thread_is_a_404(
