@@ -7,6 +7,12 @@ malformed request line or header) before any application code runs, with a plain
 This subclass keeps uvicorn's behaviour and change only that answer: an RFC 9457 problem,
 414 `URI_TOO_LONG` for an over-long URL, 400 `BAD_REQUEST` otherwise.
 
+uvicorn puts no bound on a request's head: httptools keeps a partial header inside its parser
+until it ends, so a client that never ends one fills the process's memory before any
+authentication runs. Here a request's line and headers may take `MAX_HEAD_BYTES`; a head that
+grows past it is answered 431 `REQUEST_HEADER_FIELDS_TOO_LARGE` (a problem document) and its
+connection closed, as soon as the bytes arrive.
+
 uvicorn waits for a request's head and body for as long as the client stays connected: a client
 that stops midway (or sends one byte a minute) holds its connection, and once its head is in,
 a request task waiting for the body, until it goes. Here a request's line and headers must
@@ -41,6 +47,11 @@ logger = logging.getLogger("mneme.http")
 
 # httptools stores URL offsets in 16 bits: a longer URL cannot be parsed at all.
 MAX_URL_BYTES = 65_535
+
+MAX_HEAD_BYTES = 128 * 1024
+"""The most a request's line and headers may take together: room for the longest URL and, beside
+it, for large bearer tokens and cookies. The bound is checked per read of the connection, so a
+head is refused at most one read (of at most a few hundred KiB) past it."""
 
 
 def closing_problem_response(status: int, code: ProblemCode, detail: str) -> bytes:
@@ -78,6 +89,22 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
         )
         self._read_timer: asyncio.TimerHandle | None = None
         self._write_timer: asyncio.TimerHandle | None = None
+        self._head_bytes: int | None = None
+        """The bytes of the incomplete head counted so far; None between heads."""
+        self._head_began_in_this_read = False
+        self._head_refusal_waits = False
+
+    def data_received(self, data: bytes) -> None:
+        self._head_began_in_this_read = False
+        super().data_received(data)
+        # The parser gives no offsets: a read in which a head began may hold the end of the
+        # body before it (a pipelined request), so only the reads after it count, each whole
+        # (no part of them can be anything but head while the head is still incomplete).
+        if self._head_bytes is None or self._head_began_in_this_read:
+            return
+        self._head_bytes += len(data)
+        if self._head_bytes > MAX_HEAD_BYTES:
+            self._refuse_head()
 
     def send_400_response(self, msg: str) -> None:
         self.transport.write(_answer(len(self.url)))
@@ -91,11 +118,14 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._head_bytes = 0
+        self._head_began_in_this_read = True
         # The head has from its first byte on: a head sent a byte at a time gets no more.
         self._expect(self._head_too_slow)
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
+        self._head_bytes = None
         self._expect(self._body_too_slow)
 
     def on_body(self, body: bytes) -> None:
@@ -110,6 +140,31 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
         self._stop_expecting()
         self._stop_waiting_for_the_reader()
         super().connection_lost(exc)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._head_refusal_waits:
+            self._refuse_head()
+
+    def _refuse_head(self) -> None:
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            # A request sent ahead of this one is still being answered: an answer now would
+            # cut into that one's. Reading stops (the head grows no more) until that ends.
+            self._head_refusal_waits = True
+            self.flow.pause_reading()
+            return
+        self._head_refusal_waits = False
+        logger.warning("request refused: its head is over %s bytes", MAX_HEAD_BYTES)
+        self.transport.write(
+            closing_problem_response(
+                431,
+                "REQUEST_HEADER_FIELDS_TOO_LARGE",
+                f"The request line and headers are longer than {MAX_HEAD_BYTES} bytes.",
+            )
+        )
+        self.transport.close()
 
     # The write timer: armed while the transport holds more of an answer than it buffers (the
     # client reads none of it), disarmed as soon as the client takes some.
