@@ -186,15 +186,18 @@ def account_claims(claims: dict[str, Any], settings: Settings) -> AccountClaims:
     """The auth overlay from the token (claim names are settings; OIDC standard by default).
 
     Linked providers come from the socials claim — a list of provider names or of
-    `{"provider": …}` objects — or, failing that, from `amr`.
+    `{"provider": …}` objects — or, failing that, from `amr` (a list of names). A claim of
+    another type is left out as if the token did not carry it, as is each item of a list that
+    is neither: the token's request cannot be refused for what its issuer put in it.
     """
     providers: list[str] = []
-    for identity in claims.get(settings.socials_claim) or []:
+    for identity in _claim_list(claims.get(settings.socials_claim)):
         if isinstance(identity, dict) and isinstance(identity.get("provider"), str):
             providers.append(identity["provider"])
         elif isinstance(identity, str):
             providers.append(identity)
-    providers.extend(_string_list(claims.get("amr")) if not providers else [])
+    if not providers:
+        providers = [m for m in _claim_list(claims.get("amr")) if isinstance(m, str)]
     socials = tuple(
         dict.fromkeys(
             p
@@ -210,6 +213,11 @@ def account_claims(claims: dict[str, Any], settings: Settings) -> AccountClaims:
         avatar=_overlay_text(claims.get(settings.avatar_claim), _AVATAR),
         socials=socials,
     )
+
+
+def _claim_list(value: object) -> list[object]:
+    """A claim that must be a JSON array (a string or an object iterates as something else)."""
+    return value if isinstance(value, list) else []
 
 
 def _string_list(value: object) -> list[str]:

@@ -300,6 +300,45 @@ def test_account_overlay_drops_the_password_provider() -> None:
     assert principal.account.name == "Ada"
 
 
+@pytest.mark.parametrize(
+    ("claims", "socials"),
+    [
+        # A socials claim that is not a list is left out: `amr` is used as without it.
+        ({"identities": 5}, ()),
+        ({"identities": True}, ()),
+        ({"identities": "google"}, ()),
+        ({"identities": {"provider": "github"}}, ()),
+        ({"identities": 5, "amr": ["otp", "github"]}, ("otp", "github")),
+        ({"identities": [{"provider": 5}, 7, None, "gitlab"]}, ("gitlab",)),
+        # So is an `amr` that is not a list, or an item of it that is not a name.
+        ({"amr": "github"}, ()),
+        ({"amr": {"github": True}}, ()),
+        ({"amr": [["github"], "mfa"]}, ("mfa",)),
+    ],
+)
+def test_a_providers_claim_that_is_not_a_list_is_left_out(
+    claims: dict[str, Any], socials: tuple[str, ...]
+) -> None:
+    verifier = TokenVerifier(Settings(_env_file=None, jwt_hs256_secret=TEST_SECRET))
+    principal = verifier.principal_from_claims({"sub": "u1", "org_id": "acme", **claims})
+    assert principal.account is not None
+    assert principal.account.socials == socials
+
+
+@pytest.mark.parametrize("value", [5, True, ["Ada"], {"text": "Ada"}, 1.5])
+def test_a_name_email_or_avatar_claim_that_is_not_text_is_left_out(value: object) -> None:
+    verifier = TokenVerifier(Settings(_env_file=None, jwt_hs256_secret=TEST_SECRET))
+    principal = verifier.principal_from_claims(
+        {"sub": "u1", "org_id": "acme", "name": value, "email": value, "picture": value}
+    )
+    assert principal.account is not None
+    assert (principal.account.name, principal.account.email, principal.account.avatar) == (
+        None,
+        None,
+        None,
+    )
+
+
 def test_overlay_claim_names_are_settings() -> None:
     settings = Settings(
         _env_file=None,

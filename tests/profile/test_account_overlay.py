@@ -283,6 +283,18 @@ async def test_a_token_claim_the_secret_policy_refuses_is_left_out_of_the_overla
     assert ID_TOKEN not in row and "123-45-6789" not in row and "ghp_" not in row
 
 
+@pytest.mark.parametrize("identities", [5, True, "google", {"provider": "github"}])
+async def test_a_token_whose_providers_claim_is_not_a_list_is_served_without_it(
+    client: AsyncClient, settings: Settings, tenant: str, identities: object
+) -> None:
+    headers = bearer(settings, tenant, "ines", name="Ines", identities=identities)
+    me = await client.get("/v1/users/me", headers=headers)
+    assert me.status_code == 200, me.text
+    assert me.json()["socials"] == []
+    profile = await profile_of(client, headers, "me")
+    assert profile["profile"] == {"name": "Ines"}
+
+
 async def test_openapi_declares_the_account_route(client: AsyncClient) -> None:
     spec = (await client.get("/openapi.json")).json()
     operation = spec["paths"]["/v1/users/{user_id}/account"]["put"]
