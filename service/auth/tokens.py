@@ -50,6 +50,11 @@ stops a token no later than it would without this memory)."""
 VERIFIED_TOKENS_KEPT = 4096
 """The most tokens remembered at once; past it the memory starts again (a verification each)."""
 
+NUMERIC_DATE_CLAIMS = ("exp", "nbf", "iat")
+LATEST_NUMERIC_DATE = 253_402_300_799
+"""9999-12-31T23:59:59Z: a time claim past it is no date this service (or Python's datetime,
+or a float without loss) can hold."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Verified:
@@ -122,7 +127,7 @@ class TokenVerifier:
 
         settings = self._settings
         try:
-            return jwt.decode(
+            claims: dict[str, Any] = jwt.decode(
                 token,
                 key,
                 algorithms=[algorithm],
@@ -146,6 +151,16 @@ class TokenVerifier:
             raise Unauthenticated(f"The bearer token lacks the {exc.claim!r} claim.") from exc
         except jwt.PyJWTError as exc:
             raise Unauthenticated("The bearer token's signature or claims are invalid.") from exc
+        # PyJWT checks a time claim through `int()`: a string of digits or a boolean passes, and
+        # so does an integer too large for a float, which then breaks everything that reads it.
+        # RFC 7519 has a JSON number of seconds, and nothing else.
+        for name in NUMERIC_DATE_CLAIMS:
+            if name in claims and not _is_numeric_date(claims[name]):
+                raise Unauthenticated(
+                    f"The bearer token's {name!r} claim is not a number of seconds since 1970 "
+                    "(up to the year 9999)."
+                )
+        return claims
 
     async def _signing_key(self, token: str) -> Any:
         if self._jwks is None:
@@ -180,6 +195,16 @@ class TokenVerifier:
             is_admin=settings.admin_role in roles,
             account=None if is_service else account_claims(claims, settings),
         )
+
+
+def _is_numeric_date(value: object) -> bool:
+    # The comparison holds for an int of any size and is false for NaN; `math.isfinite` would
+    # itself overflow on an int too large for a float.
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and 0 <= value <= LATEST_NUMERIC_DATE
+    )
 
 
 def account_claims(claims: dict[str, Any], settings: Settings) -> AccountClaims:

@@ -220,6 +220,28 @@ async def test_hs256_token_with_the_wrong_secret_is_refused(
     assert_problem(response, 401, "UNAUTHENTICATED")
 
 
+@pytest.mark.parametrize(
+    "override",
+    [
+        {"exp": 10**309},  # an integer past the range of a float
+        {"exp": 1e300},  # a date no datetime holds
+        {"exp": str(int(time.time()) + 3600)},  # a NumericDate is a number, not digits in text
+        {"iat": str(int(time.time()))},
+        {"iat": True},
+        {"nbf": str(int(time.time()))},
+        {"iat": -1},
+    ],
+    ids=["huge-exp", "far-exp", "text-exp", "text-iat", "boolean-iat", "text-nbf", "negative-iat"],
+)
+async def test_a_time_claim_that_is_not_a_numeric_date_is_refused(
+    client: AsyncClient, tenant: str, override: dict[str, Any]
+) -> None:
+    token = sign(claims(tenant, "erin", **override), TEST_SECRET, "HS256")
+    response = await client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
+    body = assert_problem(response, 401, "UNAUTHENTICATED")
+    assert "claim is not a number of seconds" in body["detail"]
+
+
 async def test_unsigned_token_is_refused(client: AsyncClient, tenant: str) -> None:
     token = jwt.encode(claims(tenant, "erin"), key="", algorithm="none")
     response = await client.get("/v1/users/me", headers={"Authorization": f"Bearer {token}"})
