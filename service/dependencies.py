@@ -23,6 +23,7 @@ from service.auth.owner import Owner, authorize_write
 from service.auth.principal import Principal
 from service.errors import AmbiguousCredentials, Forbidden, NotFound
 from service.kit.idempotency import IdempotencyStore
+from service.kit.types import IDENTIFIER_MAX
 from service.rate_limits import RateLimiter
 from service.services import Services, unit_of_work
 from service.state import AppState
@@ -124,8 +125,9 @@ async def resolve_addressed_user(
         str,
         Path(
             description="A user id of the caller's tenant, or `me` for the caller itself.",
-            min_length=1,
-            max_length=256,
+            # Published, not enforced here: a longer id is no id, and like every other invalid
+            # one it is a 404 from `resolve_user`, not a 422 for its length.
+            json_schema_extra={"minLength": 1, "maxLength": IDENTIFIER_MAX},
         ),
     ],
 ) -> str:

@@ -29,7 +29,7 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
-from service.kit.types import Timestamp, is_valid_identifier, is_valid_user_id
+from service.kit.types import IDENTIFIER_MAX, Timestamp, is_valid_identifier, is_valid_user_id
 
 admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
 user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"])
@@ -38,7 +38,13 @@ NDJSON = "application/x-ndjson"
 ADMIN_READ_PROBLEMS = problem_responses(401, 403, 404, 422, 429)
 
 UserPath = Annotated[
-    str, Path(description="A user id of the caller's tenant.", min_length=1, max_length=256)
+    str,
+    Path(
+        description="A user id of the caller's tenant.",
+        # Published, not enforced here: a longer id is no id, and like every other invalid one
+        # it is a 404 from the route, not a 422 for its length.
+        json_schema_extra={"minLength": 1, "maxLength": IDENTIFIER_MAX},
+    ),
 ]
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
 

@@ -115,3 +115,26 @@ async def test_a_claim_no_text_column_can_hold_is_left_out_of_the_overlay(
     body = answered.json()
     assert (body["name"], body["email"], body["socials"]) == (None, "ada@example.test", ["github"])
     assert (await client.get("/v1/users/me/profile", headers=headers)).status_code == 200
+
+
+@pytest.mark.parametrize("user_id", ["a" * 257, ".x", "x%0A", "x%20y"])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/users/{}"),
+        ("GET", "/v1/users/{}/memories"),
+        ("GET", "/v1/users/{}/profile"),
+        ("GET", "/v1/users/{}/export"),
+        ("PUT", "/v1/users/{}/account"),
+        ("GET", "/v1/admin/users/{}"),
+        ("DELETE", "/v1/admin/users/{}"),
+        ("POST", "/v1/admin/users/{}/import"),
+    ],
+)
+async def test_every_invalid_user_id_in_a_path_is_the_same_404(
+    client: AsyncClient, settings: Settings, tenant: str, method: str, path: str, user_id: str
+) -> None:
+    # An admin service may address any valid user on every one of these routes.
+    headers = bearer(settings, tenant, "agent", service=True, admin=True)
+    response = await client.request(method, path.format(user_id), headers=headers, json={})
+    assert_problem(response, 404, "NOT_FOUND")
