@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from service.kit.types import Timestamp
+from service.kit.types import Timestamp, has_visible_character
 
 ApiKeyRole = Literal["admin"]
 
@@ -19,7 +19,10 @@ class ApiKeyCreate(BaseModel):
         extra="forbid", json_schema_extra={"examples": [{"name": "support-bot", "roles": []}]}
     )
 
-    name: str = Field(min_length=1, max_length=200, description="What the key is for.")
+    # Shown wherever keys are listed: a name nobody can see names nothing.
+    name: Annotated[str, AfterValidator(has_visible_character)] = Field(
+        min_length=1, max_length=200, description="What the key is for."
+    )
     roles: list[ApiKeyRole] = Field(
         default_factory=list, description="`admin` lets the key call /v1/admin endpoints."
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -164,6 +165,18 @@ async def test_a_key_named_with_a_secret_is_refused_and_not_created(
         assert "hunter2" not in response.text
     listing = await client.get("/v1/admin/api-keys", headers=admin)
     assert [k["name"] for k in listing.json()["items"]] == ["agent backend"]
+
+
+@pytest.mark.parametrize("name", ["   ", "\u200b", "\ufeff\u2060 "])
+async def test_a_key_named_with_nothing_visible_is_refused_and_not_created(
+    client: AsyncClient, settings: Settings, tenant: str, name: str
+) -> None:
+    admin = bearer(settings, tenant, "root", admin=True)
+    response = await client.post("/v1/admin/api-keys", headers=admin, json={"name": name})
+    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert body["errors"][0]["loc"] == ["body", "name"]
+    listing = await client.get("/v1/admin/api-keys", headers=admin)
+    assert listing.json()["items"] == []
 
 
 async def test_admin_endpoints_refuse_non_admins(
