@@ -16,7 +16,14 @@ from pydantic_core import PydanticCustomError
 from service.auth.tokens import PASSWORD_PROVIDERS
 from service.errors import POLICY_REFUSAL_TYPE
 from service.kit.secrets import find_secret, find_secret_in, is_credential_name
-from service.kit.types import SOCIALS_MAX, AccountEmail, AccountName, AvatarUrl, ProviderName
+from service.kit.types import (
+    SOCIALS_MAX,
+    AccountEmail,
+    AccountName,
+    AvatarUrl,
+    ProviderName,
+    account_value,
+)
 
 
 def looks_like_token(value: str) -> bool:
@@ -81,7 +88,7 @@ class AccountOverlayUpdate(BaseModel):
     @field_validator("name", "email", "avatar")
     @classmethod
     def _plain_text(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
+        if value is None or account_value(value) is None:
             return None
         if "\x00" in value:
             raise PydanticCustomError("string_nul", "must not contain NUL characters")

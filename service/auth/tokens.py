@@ -33,6 +33,7 @@ from service.kit.types import (
     AccountName,
     AvatarUrl,
     ProviderName,
+    account_value,
     is_storable_text,
     is_valid_identifier,
     is_valid_user_id,
@@ -270,8 +271,10 @@ def _holds(rule: TypeAdapter[str], value: str) -> bool:
 def _overlay_text(value: object, rule: TypeAdapter[str]) -> str | None:
     """A name, email or avatar claim as the overlay records it. One the secret policy refuses
     (say, an avatar URL signed with a token) is left out, and so is one Postgres text cannot
-    hold (a NUL, a lone surrogate) or one longer than the overlay holds: a service setting it
-    gets a 422, but a token's request cannot be refused for what its issuer put in it."""
-    if not isinstance(value, str) or not value or not _holds(rule, value):
+    hold (a NUL, a lone surrogate), one longer than the overlay holds or not of its shape (an
+    email that is no address, an avatar that is no web URL): a service setting it gets a 422,
+    but a token's request cannot be refused for what its issuer put in it. One with nothing
+    visible is no value, as when a service sets it."""
+    if not isinstance(value, str) or account_value(value) is None or not _holds(rule, value):
         return None
     return None if find_secret(value) is not None else value

@@ -31,6 +31,7 @@ import sys
 import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, StringConstraints
 
@@ -391,10 +392,45 @@ surrounding whitespace and invisible characters."""
 PROVIDER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 SOCIALS_MAX = 32
 
+EMAIL_SHAPE = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+"""An email address as far as the overlay checks one: a local part, one `@`, a domain holding
+a dot, no whitespace anywhere. Whether the mailbox exists is the identity provider's concern;
+this only keeps text that is no address at all out of a field every reader takes for one."""
+AVATAR_SCHEMES = frozenset({"http", "https"})
+"""An avatar is a picture a page loads: a web URL, never `javascript:`, `data:` or `file:`."""
+
+
+def account_value(value: str) -> str | None:
+    """An overlay field as it is, or None when it holds nothing visible: a name (or an email,
+    an avatar) of whitespace or invisible characters is no name, from a token as from a
+    service."""
+    return value if visible_text(value) else None
+
+
+def _email_shaped(value: str) -> str:
+    if account_value(value) is not None and not EMAIL_SHAPE.fullmatch(value):
+        raise ValueError("must be an email address (local part, `@`, a domain with a dot)")
+    return value
+
+
+def _web_url(value: str) -> str:
+    if account_value(value) is None:
+        return value
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in AVATAR_SCHEMES or not parts.hostname:
+        raise ValueError("must be an http or https URL with a host")
+    return value
+
+
 AccountName = Annotated[str, StringConstraints(max_length=256)]
-AccountEmail = Annotated[str, StringConstraints(max_length=320)]
-AvatarUrl = Annotated[str, StringConstraints(max_length=2048)]
+AccountEmail = Annotated[str, StringConstraints(max_length=320), AfterValidator(_email_shaped)]
+AvatarUrl = Annotated[str, StringConstraints(max_length=2048), AfterValidator(_web_url)]
 ProviderName = Annotated[str, StringConstraints(pattern=PROVIDER_PATTERN)]
 """What the account overlay holds about a user (its name, email, picture URL and the names of
 its linked OAuth providers, at most `SOCIALS_MAX`), whether a service sets it or a token's
-claims bring it."""
+claims bring it. A value with nothing visible is no value (`account_value`), and passes these
+types to be cleared; any other email must look like one (`EMAIL_SHAPE`) and an avatar must be
+an http(s) URL (`AVATAR_SCHEMES`)."""

@@ -295,6 +295,62 @@ async def test_a_token_whose_providers_claim_is_not_a_list_is_served_without_it(
     assert profile["profile"] == {"name": "Ines"}
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"email": "not-an-email"},
+        {"email": "ada@localhost"},
+        {"email": "ada lovelace@example.test"},
+        {"avatar": "javascript:alert(1)"},
+        {"avatar": "ftp://img.example/a.png"},
+        {"avatar": "data:image/png;base64,iVBORw0KGgo="},
+        {"avatar": "https://"},
+        {"avatar": "//img.example/a.png"},
+    ],
+)
+async def test_an_email_that_is_no_address_or_an_avatar_that_is_no_web_url_is_refused(
+    client: AsyncClient, settings: Settings, tenant: str, body: dict[str, str]
+) -> None:
+    service = bearer(settings, tenant, "agent", service=True)
+    response = await client.put("/v1/users/dana/account", json=body, headers=service)
+    problem = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert problem["errors"][0]["loc"] == ["body", *body]
+    profile = await profile_of(client, service, "dana")
+    assert profile["profile"] == {}
+
+
+async def test_a_name_with_nothing_visible_is_no_name_from_a_service_or_a_token(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    service = bearer(settings, tenant, "agent", service=True)
+    for blank in (" ", "\u200b", "\ufeff\u2060"):
+        account = await set_account(
+            client, service, "dana", {"name": blank, "email": blank, "avatar": blank}
+        )
+        assert (account["name"], account["email"], account["avatar"]) == (None, None, None)
+        user = bearer(settings, tenant, "ines", name=blank, email="ines@example.test")
+        me = await client.get("/v1/users/me", headers=user)
+        assert me.status_code == 200, me.text
+        assert (me.json()["name"], me.json()["email"]) == (None, "ines@example.test")
+        assert (await profile_of(client, user, "me"))["profile"] == {"email": "ines@example.test"}
+
+
+async def test_token_claims_a_service_could_not_set_are_left_out(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(
+        settings,
+        tenant,
+        "ines",
+        name="Ines",
+        email="not-an-email",
+        picture="javascript:alert(1)",
+    )
+    me = await client.get("/v1/users/me", headers=headers)
+    assert me.status_code == 200, me.text
+    assert (me.json()["name"], me.json()["email"], me.json()["avatar"]) == ("Ines", None, None)
+
+
 async def test_openapi_declares_the_account_route(client: AsyncClient) -> None:
     spec = (await client.get("/openapi.json")).json()
     operation = spec["paths"]["/v1/users/{user_id}/account"]["put"]
