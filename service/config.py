@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from service.kit.types import PriorWeight, UnitInterval
+from service.kit.types import PriorWeightText, UnitIntervalText
 
 # Categories the write path itself gives episodic memories; extracted facts cannot use them.
 RESERVED_CATEGORIES = frozenset({"turn", "episode"})
@@ -197,7 +197,7 @@ class Settings(BaseSettings):
     # model is cut to the column's size).
     embedding_native_dims: int | None = Field(default=None, ge=1, le=16000)
     embedding_matryoshka: bool | None = None
-    embedding_lexical_weight: UnitInterval | None = None
+    embedding_lexical_weight: UnitIntervalText | None = None
     # An ONNX model file of the operator's for the local provider, with tokenizer.json beside
     # it; its sha256 is required and checked when it loads.
     embedding_local_model_path: Path | None = None
@@ -277,20 +277,20 @@ class Settings(BaseSettings):
     owner_vector_index_ef_construction: int = Field(default=100, ge=32, le=1000)
     owner_vector_index_refresh_seconds: float = Field(default=600, ge=0)
     # Unset: the embedding profile's weight (its model's share against BM25), else 0.5.
-    search_linear_lexical_weight: UnitInterval | None = None
+    search_linear_lexical_weight: UnitIntervalText | None = None
     # How much of a memory's conversation is added to its own fused score: the best fused
     # score among its neighbours in its source thread, and the best fused score of its session
     # (source thread; its own, outside a thread).
-    search_neighbour_weight: PriorWeight = 0.5
-    search_thread_weight: PriorWeight = 0.5
+    search_neighbour_weight: PriorWeightText = 0.5
+    search_thread_weight: PriorWeightText = 0.5
     # The prior for the speaker a query names (a memory whose `speaker` is named in the query),
     # on the fused scale: "what did Ada say about X" is most often answered by Ada's words.
-    search_speaker_weight: PriorWeight = 0.5
+    search_speaker_weight: PriorWeightText = 0.5
     # The prior for the time a query names ("on 7 May 2023", "last June"): the memories that
     # happened then, on the fused scale.
-    search_date_weight: PriorWeight = 0.5
-    search_recency_weight: UnitInterval = 0.2
-    search_confidence_weight: UnitInterval = 0.2
+    search_date_weight: PriorWeightText = 0.5
+    search_recency_weight: UnitIntervalText = 0.2
+    search_confidence_weight: UnitIntervalText = 0.2
     # Recency half-lives per kind, in days; 0 = never fades. Facts (semantic) go stale and are
     # superseded, so the newer one should win; an episode is the record of something that
     # happened at its event time and stays as true and as relevant to a question about it

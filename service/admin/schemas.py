@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.kit.types import JsonInt
+
 
 class MemoryCounts(BaseModel):
     semantic: int
@@ -86,15 +88,15 @@ class RetentionPolicy(BaseModel):
         },
     )
 
-    episodic_days: int | None = Field(
+    episodic_days: JsonInt | None = Field(
         default=None, ge=1, le=36500, description="Episodic memories older than this go."
     )
-    messages_days: int | None = Field(
+    messages_days: JsonInt | None = Field(
         default=None,
         ge=1,
         le=36500,
         description="Raw messages older than this go (each thread keeps its newest message).",
     )
-    summaries_days: int | None = Field(
+    summaries_days: JsonInt | None = Field(
         default=None, ge=1, le=36500, description="Thread summaries older than this go."
     )

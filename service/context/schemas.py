@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.kit.token_counting import encoding_for
-from service.kit.types import QueryText, UnitInterval
+from service.kit.types import JsonInt, QueryText, UnitInterval
 from service.memories.schemas import ComponentScores
 from service.threads.schemas import (
     APPEND_MAX,
@@ -35,12 +35,12 @@ class ContextOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    budget_tokens: int | None = Field(
+    budget_tokens: JsonInt | None = Field(
         default=None, ge=32, le=32_000, description="Default: MNEME_CONTEXT_BUDGET_TOKENS."
     )
-    k_user: int = Field(default=4, ge=0, le=50, description="Relevant user facts to consider.")
-    k_episodic: int = Field(default=4, ge=0, le=50, description="Episodic hints to consider.")
-    k_org: int = Field(default=4, ge=0, le=50, description="Organization memories to consider.")
+    k_user: JsonInt = Field(default=4, ge=0, le=50, description="Relevant user facts to consider.")
+    k_episodic: JsonInt = Field(default=4, ge=0, le=50, description="Episodic hints to consider.")
+    k_org: JsonInt = Field(default=4, ge=0, le=50, description="Organization memories to consider.")
     include: list[SectionName] = Field(default_factory=lambda: list(ALL_SECTIONS))
     format: ContextFormat = "both"
     encoding: str = Field(default="cl100k_base", max_length=64, description="tiktoken encoding.")

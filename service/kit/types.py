@@ -9,6 +9,12 @@ with a 4xx, and a value accepted on any path is one the service can read back.
   Python both accept it), and fall in years 1 to 9999 once converted to UTC: Postgres stores
   earlier and later times, but Python cannot read them back. The very first and last
   microsecond of that range are excluded too (the driver turns them into ±infinity).
+- A number in a JSON document (a body, an MCP argument, an import line) is a JSON number, and
+  an integer is a JSON integer: `true` is not 1 (a retention policy of `true` days would
+  delete a tenant's episodes after one day), `"30"` is not 30, and `30.0` or `3e1` is not an
+  integer (JSON writes an integer without a fraction or an exponent; every client's encoder
+  does, and a value that needed rounding is not one the caller chose). A number in text (a
+  query string, a setting from the environment) is read from its text.
 - Weights and confidences are finite, in [0, 1] (a prior's weight in [0, 10]), and either 0
   or at least `UNIT_RESOLUTION`: the ranking multiplies them together in double precision,
   where a smaller positive value (a subnormal such as 5e-324, or 1e-300 times a decayed
@@ -33,7 +39,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BeforeValidator,
+    Field,
+    Strict,
+    StringConstraints,
+)
 
 INT64_MAX = 2**63 - 1
 
@@ -110,16 +123,34 @@ def in_unit_interval(value: float) -> bool:
     return math.isfinite(value) and (value == 0 or UNIT_RESOLUTION <= value <= 1)
 
 
-UnitInterval = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), AfterValidator(_resolvable)]
+JsonInt = Annotated[int, Strict()]
+"""An integer in a JSON document: a JSON integer, never a boolean, a text or a number with a
+fraction or an exponent (see the module docstring)."""
+
+JsonNumber = Annotated[float, Strict()]
+"""A number in a JSON document: a JSON number (an integer is one), never a boolean or a text."""
+
+UnitInterval = Annotated[
+    JsonNumber, Field(ge=0, le=1, allow_inf_nan=False), AfterValidator(_resolvable)
+]
 """A weight or a confidence: 0, or from `UNIT_RESOLUTION` to 1."""
 
-PriorWeight = Annotated[float, Field(ge=0, le=10, allow_inf_nan=False), AfterValidator(_resolvable)]
+PriorWeight = Annotated[
+    JsonNumber, Field(ge=0, le=10, allow_inf_nan=False), AfterValidator(_resolvable)
+]
 """How much a prior adds on the fused scale: 0 (off), or from `UNIT_RESOLUTION` to 10."""
 
-PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]
-"""A count or label from 1 that fits Postgres `bigint`."""
+# Settings come from environment variables, which are text.
+UnitIntervalText = Annotated[UnitInterval, Strict(False)]
+"""A `UnitInterval` read from text."""
 
-Position = Annotated[int, Field(ge=0, le=INT64_MAX)]
+PriorWeightText = Annotated[PriorWeight, Strict(False)]
+"""A `PriorWeight` read from text."""
+
+PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]
+"""A count or label from 1 that fits Postgres `bigint`, read from a query string's text."""
+
+Position = Annotated[JsonInt, Field(ge=0, le=INT64_MAX)]
 """A 0-based position or a version from 0 that fits Postgres `bigint`."""
 
 # --- identifiers --------------------------------------------------------------------------

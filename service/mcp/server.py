@@ -26,7 +26,7 @@ from service.context.service import block_question
 from service.errors import DomainError, NotFound
 from service.kit.input_guard import refused_input
 from service.kit.pagination import MAX_PAGE_SIZE
-from service.kit.types import InputRefused, JsonObject, QueryText, check_json
+from service.kit.types import InputRefused, JsonInt, JsonObject, QueryText, check_json
 from service.mcp.calls import CallerResolver, McpCall, McpCaller, mcp_call, success_result
 from service.mcp.errors import (
     ARGUMENTS,
@@ -257,7 +257,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
     async def recall(
         ctx: Context[Any],
         query: Annotated[QueryText, Field(description="What to look for, in natural language.")],
-        limit: Annotated[int, Field(ge=1, le=50, description="Most hits to return.")] = 10,
+        limit: Annotated[JsonInt, Field(ge=1, le=50, description="Most hits to return.")] = 10,
         kinds: Annotated[
             list[MemoryKind] | None,
             Field(min_length=1, description="Only these kinds (default: all)."),
@@ -296,7 +296,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             QueryText, Field(description="The user's latest message or the current task.")
         ],
         budget_tokens: Annotated[
-            int | None,
+            JsonInt | None,
             Field(ge=32, le=32_000, description="Token budget of the block (default: server's)."),
         ] = None,
         thread_id: Annotated[
@@ -372,7 +372,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
 
     async def list_memories(
         ctx: Context[Any],
-        limit: Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description="Page size.")] = 20,
+        limit: Annotated[JsonInt, Field(ge=1, le=MAX_PAGE_SIZE, description="Page size.")] = 20,
         kinds: Annotated[
             list[MemoryKind] | None,
             Field(min_length=1, description="Only these kinds (default: all)."),

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from service.kit.types import (
+    JsonInt,
     JsonObject,
     QueryText,
     SpeakerName,
@@ -305,12 +306,12 @@ class SearchRequest(BaseModel):
     )
     event_after: Timestamp | None = None
     event_before: Timestamp | None = None
-    limit: int = Field(default=10, ge=1, le=100)
+    limit: JsonInt = Field(default=10, ge=1, le=100)
     mode: SearchMode = "hybrid"
     fusion: FusionMethod | None = Field(
         default=None, description="`rrf` or `linear`; absent = the service's setting."
     )
-    rrf_k: int | None = Field(default=None, ge=1, le=1000)
+    rrf_k: JsonInt | None = Field(default=None, ge=1, le=1000)
     linear_lexical_weight: UnitInterval | None = None
     recency_weight: UnitInterval | None = None
     confidence_weight: UnitInterval | None = None

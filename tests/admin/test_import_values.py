@@ -44,6 +44,7 @@ REFUSED: list[tuple[str, str, Any, str | None]] = [
     ("memory", "kind", "dream", "MemoryCreate"),
     ("memory", "category", "NOT A CATEGORY!!", "MemoryCreate"),
     ("memory", "confidence", 7, "MemoryCreate"),
+    ("memory", "confidence", True, "MemoryCreate"),
     ("memory", "evidence", "e" * 2001, "MemoryCreate"),
     ("memory", "speaker", "   ", "MemoryCreate"),
     ("memory", "speaker", " Ada ", "MemoryCreate"),
@@ -59,12 +60,15 @@ REFUSED: list[tuple[str, str, Any, str | None]] = [
     ("message", "name", "   ", "MessageIn"),
     ("message", "role", "human", None),
     ("message", "seq", -5, None),
+    ("message", "seq", True, None),
+    ("message", "seq", 0.0, None),
     ("user_account", "name", "n" * 257, "AccountOverlayUpdate"),
     ("user_account", "email", "e" * 321, "AccountOverlayUpdate"),
     ("user_account", "avatar", "a" * 2049, "AccountOverlayUpdate"),
     ("user_account", "socials", ["not a provider!!"], "AccountOverlayUpdate"),
     ("user_account", "socials", [f"p{i}" for i in range(33)], "AccountOverlayUpdate"),
     ("profile", "version", -3, None),
+    ("profile", "version", 1.0, None),
 ]
 
 

@@ -7,14 +7,12 @@ before it finds the value cached)."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
 
 from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
-from fastapi.routing import APIRoute
-from starlette.routing import BaseRoute
 
 from service.main import create_app
+from tests.fixtures.apps import api_routes
 
 
 def _dependencies(dependant: Dependant) -> list[Dependant]:
@@ -25,21 +23,9 @@ def _dependencies(dependant: Dependant) -> list[Dependant]:
     return found
 
 
-def _api_routes(routes: Sequence[BaseRoute]) -> list[APIRoute]:
-    """The app's routes, through included routers (kept as wrappers that hold the original)."""
-    found: list[APIRoute] = []
-    for route in routes:
-        if isinstance(route, APIRoute):
-            found.append(route)
-        included = getattr(route, "original_router", None)
-        if included is not None:
-            found.extend(_api_routes(included.routes))
-    return found
-
-
 def test_no_route_dependency_runs_in_a_thread() -> None:
     app: FastAPI = create_app()
-    routes = _api_routes(app.routes)
+    routes = api_routes(app.routes)
     assert any(route.path.endswith("/memories/search") for route in routes)
     threaded = set()
     for route in routes:
@@ -71,7 +57,7 @@ def test_no_route_walks_its_dependencies_more_than_twice_over() -> None:
     depending on a session, the caller and the process state that each depend on the caller
     again: a search's graph is 16 visits of 8 dependencies (28 of 10 before)."""
     app: FastAPI = create_app()
-    routes = _api_routes(app.routes)
+    routes = api_routes(app.routes)
     walked = {}
     for route in routes:
         distinct = {dependency.call for dependency in _dependencies(route.dependant)}
