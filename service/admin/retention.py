@@ -1,10 +1,10 @@
 """Retention: the periodic sweep that physically removes what a tenant keeps no longer.
 
-Reads already hide a memory once its `expires_at` has passed; the sweep removes it (with its
-history), and applies each tenant's `retention_policy`: episodic memories, raw messages and
-thread summaries older than the tenant's limit in days (NULL = kept forever). A thread's newest
-message is never swept: positions in a thread continue from it, and the write path's cursor
-points at it.
+Reads already hide a memory once its `expires_at` has passed; the sweep removes it with its
+history (`remove_memories`, as a write does that finds it still holding its text or key), and
+applies each tenant's `retention_policy`: episodic memories, raw messages and thread summaries
+older than the tenant's limit in days (NULL = kept forever). A thread's newest message is never
+swept: positions in a thread continue from it, and the write path's cursor points at it.
 
 The sweep is a durable cron job on pgqueuer's scheduler (`RetentionScheduler`): every replica
 may run the scheduler, and pgqueuer lets one of them take each due run. It acts as the runtime
@@ -33,6 +33,7 @@ from service.config import Settings
 from service.db import tenant_transaction
 from service.jobs.queue import queries_for
 from service.kit.repository import rowcount
+from service.memories.repository import REMOVE_MEMORIES_SQL, remove_memories
 from service.observability import Metrics
 
 logger = logging.getLogger("mneme.retention")
@@ -75,15 +76,6 @@ DOOMED_MEMORIES_SQL: tuple[TextClause, ...] = (
 )
 """A batch of the memories the sweep removes, by reason: expired, or episodic past the
 tenant's limit (a memory both goes with the first)."""
-
-REMOVE_MEMORIES_SQL: tuple[tuple[str, TextClause], ...] = (
-    (
-        "memory_event",
-        text("DELETE FROM memory_event WHERE tenant_id = :tenant_id AND memory_id = ANY(:ids)"),
-    ),
-    ("memory", text("DELETE FROM memory WHERE tenant_id = :tenant_id AND id = ANY(:ids)")),
-)
-"""A batch's history, then the memories (their postings go with them)."""
 
 SWEEP_OTHERS_SQL: tuple[tuple[str, TextClause], ...] = (
     (
@@ -166,9 +158,9 @@ class RetentionSweeper:
                 async with tenant_transaction(self._sessionmaker, tenant_id) as session:
                     found = await session.execute(doomed, {**params, "batch": MEMORY_BATCH})
                     ids = list(found.scalars())
-                    for table, statement in REMOVE_MEMORIES_SQL if ids else ():
-                        removed = await session.execute(statement, {**params, "ids": ids})
-                        swept[table] += rowcount(removed)
+                    removed = await remove_memories(session, tenant_id, ids)
+                    for table, count in removed.items():
+                        swept[table] += count
                 if len(ids) < MEMORY_BATCH:
                     break
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:

@@ -82,7 +82,7 @@ class KeyedMemoryService:
                 owner, address.kind, address.category, address.key
             )
             if expired is not None:
-                await self._recorder.forget([expired])
+                await self._recorder.remove_expired([expired])
             created = await self._create(owner, address, body, ahead)
             return KeyedMemoryWritten.model_validate({**_fields(created), "created": True})
         # A put replaces every field it carries; one that changes nothing writes nothing.

@@ -258,15 +258,20 @@ class MemoryRecorder:
         raise DuplicateMemory("A concurrent change collided with this write; retry.")
 
     async def forget_expired_holder(self, owner: Owner, kind: str, text_value: str) -> bool:
-        """Forget (with its history event, as the retention sweep does) the expired memory
-        that still holds this text's place among the owner's live memories: it is gone for
-        every reader, and must not keep a new memory from saying the same. True if there was
-        one."""
+        """Remove (`remove_expired`) the expired memory that still holds this text's place
+        among the owner's live memories: it is gone for every reader, and must not keep a new
+        memory from saying the same. True if there was one."""
         expired = await self.repository.expired_content_holder(owner, kind, text_value)
         if expired is None:
             return False
-        await self.forget([expired])
+        await self.remove_expired([expired])
         return True
+
+    async def remove_expired(self, memories: list[Memory]) -> None:
+        """Remove memories whose `expires_at` has passed exactly as the retention sweep does,
+        history and all: the tenant keeps them no longer, and whether a later write or the
+        sweep comes first must not decide what is left of them."""
+        await self.repository.remove_with_history([m.id for m in memories])
 
     async def forget(self, memories: list[Memory]) -> None:
         """Delete memories, keeping a `delete` event (with the old text) for each."""

@@ -13,6 +13,7 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     Text,
+    TextClause,
     and_,
     bindparam,
     delete,
@@ -27,6 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from service.auth.owner import Owner
@@ -106,6 +108,30 @@ SOURCES_IN_OTHER_THREADS_SQL = text(
 ).bindparams(bindparam("message_ids", type_=ARRAY(UUID(as_uuid=True))))
 """Which of `message_ids` are messages of another thread than `thread_id` that a memory of
 `user_id` (the organization's when NULL) may cite, with their thread."""
+
+REMOVE_MEMORIES_SQL: tuple[tuple[str, TextClause], ...] = (
+    (
+        "memory_event",
+        text("DELETE FROM memory_event WHERE tenant_id = :tenant_id AND memory_id = ANY(:ids)"),
+    ),
+    ("memory", text("DELETE FROM memory WHERE tenant_id = :tenant_id AND id = ANY(:ids)")),
+)
+"""Memories the tenant keeps no longer (expired, or past its retention), with their history:
+the events, then the memories (their postings go with them). Nothing of them is left for a
+reader, an export or a history."""
+
+
+async def remove_memories(
+    session: AsyncSession, tenant_id: str, memory_ids: Sequence[uuid.UUID]
+) -> dict[str, int]:
+    """Remove these memories of the tenant as `REMOVE_MEMORIES_SQL` does; rows per table."""
+    removed = dict.fromkeys((table for table, _ in REMOVE_MEMORIES_SQL), 0)
+    if memory_ids:
+        params = {"tenant_id": tenant_id, "ids": list(memory_ids)}
+        for table, statement in REMOVE_MEMORIES_SQL:
+            removed[table] = rowcount(await session.execute(statement, params))
+    return removed
+
 
 SOURCE_THREAD_FORGOTTEN = "source_thread_forgotten"
 """The `reason` of the history event of a memory that outlived the thread it named as its
@@ -447,6 +473,10 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         )
         result = await self._session.execute(statement)
         return rowcount(result) > 0
+
+    async def remove_with_history(self, memory_ids: Sequence[uuid.UUID]) -> None:
+        """Remove memories and their history (`REMOVE_MEMORIES_SQL`)."""
+        await remove_memories(self._session, self._tenant_id, memory_ids)
 
     async def add_events(self, events: list[MemoryEvent]) -> None:
         self._session.add_all(events)

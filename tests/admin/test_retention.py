@@ -52,6 +52,56 @@ async def test_admins_set_the_tenants_retention_policy(
     assert entry["detail"]["after"] == policy and entry["request_id"]
 
 
+async def test_an_expired_memory_leaves_nothing_whether_a_write_or_the_sweep_removes_it(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    later = "2999-01-01T00:00:00Z"
+    by_text, swept = [
+        (
+            await client.post(
+                "/v1/users/me/memories", json={"text": words, "expires_at": later}, headers=headers
+            )
+        ).json()
+        for words in ("On call this weekend.", "In Porto.")
+    ]
+    keyed_path = "/v1/users/me/keyed-memories?kind=semantic&key=seat"
+    by_key = (await client.put(keyed_path, json={"text": "Aisle."}, headers=headers)).json()
+    expired = [by_text["id"], swept["id"], by_key["id"]]
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "UPDATE memory SET expires_at = now() - interval '1 second' "
+                "WHERE id = ANY(CAST(:ids AS uuid[]))"
+            ),
+            {"ids": expired},
+        )
+
+    again = await client.post(
+        "/v1/users/me/memories", json={"text": by_text["text"]}, headers=headers
+    )
+    assert again.status_code == 201 and again.json()["id"] != by_text["id"]
+    assert (await client.put(keyed_path, json={"text": "Window."}, headers=headers)).is_success
+    await RetentionSweeper(create_sessionmaker(runtime_engine), None).sweep([tenant])
+
+    for memory_id in expired:
+        history = await client.get(f"/v1/users/me/memories/{memory_id}/history", headers=headers)
+        assert_problem(history, 404, "NOT_FOUND")
+    async with owner_engine.connect() as connection:
+        left = await connection.execute(
+            text(
+                "SELECT (SELECT count(*) FROM memory WHERE id = ANY(CAST(:ids AS uuid[]))),"
+                " (SELECT count(*) FROM memory_event WHERE memory_id = ANY(CAST(:ids AS uuid[])))"
+            ),
+            {"ids": expired},
+        )
+        assert tuple(left.one()) == (0, 0)
+
+
 async def test_the_sweep_removes_expired_and_too_old_rows_of_each_tenant_only(
     client: AsyncClient,
     settings: Settings,

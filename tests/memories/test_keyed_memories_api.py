@@ -159,6 +159,10 @@ async def test_a_key_whose_memory_expired_takes_a_new_one(
     assert again.status_code == 201, again.text
     assert again.json()["id"] != first.json()["id"]
     assert [m["text"] for m in await memories(client, headers)] == ["New."]
+    # The expired memory is removed as the retention sweep removes it: with its history.
+    history_path = f"/v1/users/me/memories/{first.json()['id']}/history"
+    history = await client.get(history_path, headers=headers)
+    assert_problem(history, 404, "NOT_FOUND")
 
 
 # --- entity tags and preconditions ------------------------------------------------------------
