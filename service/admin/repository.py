@@ -34,10 +34,12 @@ from service.jobs import (
     TURN_MEMORIES_JOB,
 )
 from service.kit.repository import TenantRepository, rowcount
+from service.memories.filters import unexpired
 from service.memories.repository import writers_lock_key
 
 THREAD_TABLE = "thread"
 MEMORY_TABLE = "memory"
+MEMORY_EVENT_TABLE = "memory_event"
 JOBS_TABLE = "pgqueuer"
 ORG_PROVENANCE = "memory (org provenance)"
 EXPORT_BATCH = 500
@@ -129,7 +131,7 @@ USERS_SQL = text(
                   count(*) FILTER (WHERE kind = 'episodic') AS episodic,
                   count(*) FILTER (WHERE kind = 'procedural') AS procedural
              FROM memory
-            WHERE tenant_id = :tenant_id AND user_id = p.id
+            WHERE tenant_id = :tenant_id AND user_id = p.id AND UNEXPIRED
      ) m
       LEFT JOIN LATERAL (
            SELECT count(*) AS threads, sum(n.messages) AS messages
@@ -141,7 +143,7 @@ USERS_SQL = text(
             WHERE th.tenant_id = :tenant_id AND th.user_id = p.id
      ) t ON true
      ORDER BY p.id
-    """
+    """.replace("UNEXPIRED", unexpired("memory"))
 )
 """The tenant's users in id order after `after_id` (or just `user_id`), each with its memories
 by kind, threads, messages, creation and last activity (the latest of its last request, last
@@ -151,8 +153,9 @@ or memory: one a service created) is inactive since any time, so `active_before`
 
 Each user's last activity is read from the newest entry of three indexes (its row, its threads,
 its memories newest first), so the activity filter costs the tenant's users, not their
-memories; the counts, which read each of a user's memories (index-only), are taken for the
-page's users alone. A memory's last change (`updated_at`, in no index: an index of it would
+memories; the counts, which read each of a user's memories, are taken for the page's users
+alone, and leave out memories whose `expires_at` has passed (gone for every reader, though not
+yet swept). A memory's last change (`updated_at`, in no index: an index of it would
 make every update of a memory write every index) is not activity: a change is made by a request
 (`last_seen_at`) or after a message, or it is a new memory.
 
@@ -332,6 +335,23 @@ def _special_params(scope: UserScope) -> dict[str, Any]:
 
 SPECIAL_PREDICATES = {IDEMPOTENCY_TABLE: IDEMPOTENCY_PREDICATE, AUDIT_TABLE: AUDIT_PREDICATE}
 
+EXPORT_PREDICATES: Mapping[str, str] = {
+    MEMORY_TABLE: unexpired("t"),
+    MEMORY_EVENT_TABLE: (
+        "NOT EXISTS (SELECT 1 FROM memory m WHERE m.tenant_id = t.tenant_id"  # noqa: S608 - constant
+        f" AND m.id = t.memory_id AND NOT {unexpired('m')})"
+    ),
+}
+"""Which of a user's rows (of `<table> AS t`) an export carries, for the tables where that is
+not all of them: a memory whose `expires_at` has passed is gone for every reader, so it and its
+history are left out before the retention sweep removes them (as the sweep does: together).
+Purge still reaches every row."""
+
+
+def _export_predicate(rule: TableRule) -> str:
+    extra = EXPORT_PREDICATES.get(rule.name)
+    return _rule_predicate(rule) if extra is None else f"{_rule_predicate(rule)} AND {extra}"
+
 
 class AdminRepository(TenantRepository):
     @property
@@ -429,6 +449,14 @@ class AdminRepository(TenantRepository):
         )
         return int((await self._session.execute(statement, _rule_params(rule, scope))).scalar_one())
 
+    async def count_exported(self, rule: TableRule, scope: UserScope) -> int:
+        """How many records `stream_records` gives for the user's rows of one table."""
+        statement = text(
+            f"SELECT count(*) FROM {quote_identifier(rule.name)} t "  # noqa: S608 - catalogue names
+            f"WHERE tenant_id = :tenant_id AND {_export_predicate(rule)}"
+        )
+        return int((await self._session.execute(statement, _rule_params(rule, scope))).scalar_one())
+
     async def delete_special(self, table: str, scope: UserScope) -> int:
         statement = text(
             f"DELETE FROM {quote_identifier(table)} WHERE {SPECIAL_PREDICATES[table]}"  # noqa: S608
@@ -511,9 +539,10 @@ class AdminRepository(TenantRepository):
     # --- export and import -------------------------------------------------------------------
 
     async def stream_records(self, rule: TableRule, scope: UserScope) -> AsyncIterator[str]:
-        """The user's rows of one table as export records (see `_stream`)."""
+        """The user's rows of one table as export records (see `_stream`), but those
+        `EXPORT_PREDICATES` leaves out."""
         async for record in self._stream(
-            rule.table, _rule_predicate(rule), _rule_params(rule, scope)
+            rule.table, _export_predicate(rule), _rule_params(rule, scope)
         ):
             yield record
 

@@ -429,7 +429,9 @@ class UserLifecycle:
             repository = AdminRepository(session, self._tenant_id)
             plan = await repository.plan()
             scope = await repository.user_scope(plan, user_id)
-            counts = {rule.name: await repository.count_rows(rule, scope) for rule in plan.exported}
+            counts = {
+                rule.name: await repository.count_exported(rule, scope) for rule in plan.exported
+            }
             counts[AUDIT_TABLE] = await repository.count_special(AUDIT_TABLE, scope)
             if not counts.get(ACCOUNT_TABLE):
                 raise NotFound(f"User {user_id!r} is not known in this tenant.")

@@ -20,6 +20,13 @@ LIVE_LIFECYCLES: tuple[str, ...] = ("proposed", "confirmed")
 """What reads show unless asked otherwise: superseded memories are history, not knowledge."""
 
 
+def unexpired(alias: str) -> str:
+    """SQL true for a memory (`memory AS alias`) whose `expires_at` has not passed: one past it
+    is gone for every reader (reads, exports, counts) at once, before the retention sweep
+    removes it."""
+    return f"({alias}.expires_at IS NULL OR {alias}.expires_at > now())"
+
+
 @dataclass(frozen=True)
 class Predicate:
     """A SQL condition and the values it binds, to use alone or inside a larger statement."""
@@ -189,7 +196,7 @@ class MemoryFilter:
             if values is not None:
                 conditions.append(f"{m}.{column} = ANY(:{p}{column})")
                 binds.append(bindparam(f"{p}{column}", list(values), type_=ARRAY(Text())))
-        conditions.append(f"({m}.expires_at IS NULL OR {m}.expires_at > now())")
+        conditions.append(unexpired(m))
         # A memory without an event time happened when it was recorded: `happened_at` is
         # coalesce(event_at, created_at), stored. Compared as a column, the bound is
         # leakproof, so under row-level security an index on it serves the condition.

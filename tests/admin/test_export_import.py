@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from httpx import AsyncClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.admin.plan import DERIVED_TABLES
@@ -101,6 +102,50 @@ async def test_export_purge_import_export_gives_the_same_records(
         json={"query": "green tea"},
     )
     assert [h["memory"]["text"] for h in search.json()["hits"]][:1] == ["ada likes green tea"]
+
+
+async def test_an_expired_memory_is_in_no_export_or_count_before_the_sweep_removes_it(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    """Gone for every reader at once: the export and the admin's user overview leave out a
+    memory whose `expires_at` has passed, and its history, as the sweep will remove them; the
+    export of what is left still goes through purge and import unchanged."""
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    ada = bearer(settings, tenant, "ada")
+    kept = await export_lines(client, admin, "ada")
+    for words, kind in (("ada is on call", "semantic"), ("ada flew to Oslo", "episodic")):
+        expiring = await client.post(
+            "/v1/users/me/memories",
+            headers=ada,
+            json={"text": words, "kind": kind, "expires_at": "2999-01-01T00:00:00Z"},
+        )
+        assert expiring.status_code == 201, expiring.text
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "UPDATE memory SET expires_at = now() - interval '1 second' "
+                "WHERE tenant_id = :t AND expires_at IS NOT NULL"
+            ),
+            {"t": tenant},
+        )
+
+    exported = await export_lines(client, admin, "ada")
+    overview = await client.get("/v1/admin/users/ada", headers=admin)
+
+    assert exported[0]["counts"] == kept[0]["counts"]
+    memories = by_type(exported)["memory"]
+    assert sorted(m["text"] for m in memories) == sorted(m["text"] for m in by_type(kept)["memory"])
+    assert len(by_type(exported)["memory_event"]) == len(by_type(kept)["memory_event"])
+    assert overview.json()["memories"] == {"semantic": 1, "episodic": 1, "procedural": 0}
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    body = "".join(json.dumps(record) + "\n" for record in exported)
+    imported = await client.post(
+        "/v1/admin/users/ada/import", headers={**admin, **NDJSON}, content=body
+    )
+    assert imported.status_code == 200, imported.text
+    again = await export_lines(client, admin, "ada")
+    assert again[0]["counts"] == exported[0]["counts"] and again[1:] == exported[1:]
 
 
 async def test_import_into_a_user_with_data_is_a_conflict(
