@@ -316,7 +316,10 @@ class SearchRequest(BaseModel):
     recency_weight: UnitInterval | None = None
     confidence_weight: UnitInterval | None = None
     mmr_lambda: UnitInterval | None = Field(
-        default=None, description="Set to diversify the results (1 = relevance only)."
+        default=None,
+        description="Set to diversify the results: each pick weighs relevance (the hit's "
+        "`final_score` relative to the best candidate's) against redundancy (its highest cosine "
+        "to the hits picked before it). 1 = relevance only, the order without MMR.",
     )
 
 

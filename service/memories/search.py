@@ -283,7 +283,7 @@ class MemorySearch:
                 rows = await planned.search(params)
                 statement.rows(len(rows))
         [reranked] = await self._rerank(request.query, [rows], request.mode, last_database_work)
-        hits = _hits(request, params, rows, query_embedding, reranked)
+        hits = _hits(request, params, rows, reranked)
         record_search_hits(trace.get_current_span(), hits, mode=request.mode)
         return SearchResponse(
             hits=hits,
@@ -320,7 +320,7 @@ class MemorySearch:
             statement.rows(sum(len(rows) for rows in sections))
         reranked = await self._rerank(requests[0].query, sections, mode, last_database_work)
         hits = [
-            _hits(request, section_params, rows, query_embedding, section_reranked)
+            _hits(request, section_params, rows, section_reranked)
             for request, section_params, rows, section_reranked in zip(
                 requests, params, sections, reranked, strict=True
             )
@@ -368,14 +368,20 @@ class MemorySearch:
 
 def maximal_marginal_relevance(
     rows: list[SearchRow],
-    query: list[float],
     lambda_: float,
     limit: int,
     reranked: dict[uuid.UUID, float] | None = None,
 ) -> tuple[list[SearchRow], dict[uuid.UUID, float]]:
-    """Greedy MMR: relevance (cosine to the query) against redundancy (max cosine to picks).
+    """Greedy MMR: relevance (each candidate's final score relative to the best candidate's)
+    against redundancy (max cosine to picks).
 
-    Candidates without a vector have no measurable redundancy and keep their fused order.
+    The final score is what the fusion ranked by: the lexical match, the cosine, the
+    conversation's evidence, the speaker and the time the question names, recency and
+    confidence. Relevance by the cosine alone would drop all but one of them, and a question
+    about a day would lose the day's memory to whatever sounds most like it. Divided by the
+    best candidate's score, relevance lies in [0, 1] like the cosines it is weighed against,
+    so `lambda_` 1 keeps the fused order exactly, whatever the number of candidates.
+    Candidates without a vector have no measurable redundancy.
     With `reranked` scores, relevance is the reranker's score scaled to [0, 1] over the scored
     candidates (the lowest 0, the highest 1), and 0 for candidates it did not score.
     """
@@ -387,19 +393,20 @@ def maximal_marginal_relevance(
     # candidates at limit 100). Cosines are summed row by row (`_cosines`), so two copies of
     # one vector always score alike and keep their fused order.
     has_vector = np.array([row.embedding is not None for row in rows])
-    vectors = np.zeros((len(rows), len(query)))
+    dimensions = next((len(row.embedding) for row in rows if row.embedding is not None), 0)
+    vectors = np.zeros((len(rows), dimensions))
     for index, row in enumerate(rows):
         if row.embedding is not None:
             vectors[index] = row.embedding
-    relevance = np.where(
-        has_vector,
-        _cosines(vectors, np.asarray(query, dtype=np.float64)),
-        [row.vector_cosine or 0.0 for row in rows],
-    )
     if reranked:
         low, high = min(reranked.values()), max(reranked.values())
         spread = high - low or 1.0
         relevance = np.array([(reranked.get(row.id, low) - low) / spread for row in rows])
+    else:
+        finals = np.array([row.final_score for row in rows], dtype=np.float64)
+        # Final scores are never negative; when none is above 0 every candidate is equally
+        # relevant, and the fused order decides.
+        relevance = finals / (finals.max() or 1.0)
     # The highest cosine to a pick so far; 0 while nothing with a vector is picked, and always
     # for a candidate without a vector (it has no measurable redundancy).
     redundancy = np.zeros(len(rows))
@@ -433,7 +440,6 @@ def _hits(
     request: SearchRequest,
     params: SearchParams,
     rows: list[SearchRow],
-    query_embedding: list[float] | None,
     reranked: dict[uuid.UUID, float],
 ) -> list[SearchHit]:
     """The statement's rows as hits: the candidates the reranker scored first, by its score
@@ -446,11 +452,12 @@ def _hits(
         )
         rows = [*scored, *(row for row in rows if row.id not in reranked)]
     mmr_scores: dict[uuid.UUID, float] = {}
-    if params.with_embeddings and query_embedding is not None:
-        assert request.mmr_lambda is not None  # with_embeddings is set only for MMR
+    if params.with_embeddings:
+        # Set only for MMR, and only when the question has a vector (`MemorySearch.params`).
+        assert request.mmr_lambda is not None
         with search_stage("mmr", request.mode):
             rows, mmr_scores = maximal_marginal_relevance(
-                rows, query_embedding, request.mmr_lambda, request.limit, reranked
+                rows, request.mmr_lambda, request.limit, reranked
             )
     return [
         SearchHit(

@@ -1,5 +1,6 @@
-"""MMR picks by relevance against redundancy, one candidate at a time: the greedy choice worked
-out by hand, copies of one vector tied (kept in fused order), candidates without a vector."""
+"""MMR picks by relevance (the final score, relative to the best candidate's) against redundancy,
+one candidate at a time: the greedy choice worked out by hand, relevance alone keeping the fused
+order, copies of one vector tied (kept in fused order), candidates without a vector."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from service.memories.fusion import SearchRow
 from service.memories.search import maximal_marginal_relevance
 
 
-def row(embedding: list[float] | None, vector_cosine: float | None = None) -> SearchRow:
+def row(embedding: list[float] | None, final_score: float) -> SearchRow:
     return SearchRow(
-        record={"id": uuid.uuid4(), "vector_cosine": vector_cosine},
+        record={"id": uuid.uuid4(), "final_score": final_score},
         embedding=None if embedding is None else np.asarray(embedding),
     )
 
@@ -25,42 +26,48 @@ def unit(*values: float) -> list[float]:
 
 
 def test_each_pick_weighs_relevance_against_the_closest_pick_so_far() -> None:
-    query = [1.0, 0.0, 0.0]
-    best = row(unit(1.0, 0.1, 0.0))
-    copy_of_best = row(unit(1.0, 0.12, 0.0))
-    different = row(unit(0.6, 0.0, 0.8))
+    best = row(unit(1.0, 0.1, 0.0), final_score=2.0)
+    copy_of_best = row(unit(1.0, 0.12, 0.0), final_score=1.9)
+    different = row(unit(0.6, 0.0, 0.8), final_score=1.2)
 
     picked, scores = maximal_marginal_relevance(
-        [best, copy_of_best, different], query, lambda_=0.5, limit=3
+        [best, copy_of_best, different], lambda_=0.5, limit=3
     )
 
     # First: the most relevant. Second: `different` (0.5*0.6 - 0.5*cos(different, best)) beats
     # the near copy, whose redundancy is ~1. Third: the copy, against its closest pick.
-    assert [hit.id for hit in picked] == [
-        best.id,
-        different.id,
-        copy_of_best.id,
-    ]
+    assert [hit.id for hit in picked] == [best.id, different.id, copy_of_best.id]
+    assert scores[best.id] == 0.5
     cosine = float(np.dot(unit(0.6, 0.0, 0.8), unit(1.0, 0.1, 0.0)))
     assert math.isclose(scores[different.id], 0.5 * 0.6 - 0.5 * cosine, abs_tol=1e-6)
-    relevance_of_copy = unit(1.0, 0.12, 0.0)[0]
     closest = float(np.dot(unit(1.0, 0.12, 0.0), unit(1.0, 0.1, 0.0)))
-    assert math.isclose(
-        scores[copy_of_best.id], 0.5 * relevance_of_copy - 0.5 * closest, abs_tol=1e-6
-    )
+    assert math.isclose(scores[copy_of_best.id], 0.5 * 0.95 - 0.5 * closest, abs_tol=1e-6)
+
+
+def test_relevance_alone_keeps_the_fused_order_whatever_the_vectors() -> None:
+    generator = np.random.default_rng(3)
+    finals = sorted(generator.uniform(0.0, 2.0, size=30), reverse=True)
+    rows = [row(unit(*generator.normal(size=16)), final) for final in finals]
+
+    for limit in (1, 5, 30):
+        picked, scores = maximal_marginal_relevance(rows, lambda_=1.0, limit=limit)
+
+        assert picked == rows[:limit]
+        assert [scores[hit.id] for hit in picked] == [final / finals[0] for final in finals][:limit]
 
 
 def test_copies_of_one_vector_score_alike_and_keep_their_fused_order() -> None:
     generator = np.random.default_rng(7)
     vectors = [unit(*generator.normal(size=384)) for _ in range(40)]
-    query = unit(*generator.normal(size=384))
+    finals = list(generator.uniform(0.0, 1.0, size=40))
     for copy_at in range(1, 40, 3):
         # Every third candidate repeats the one before it, as memories written twice do.
         vectors[copy_at] = list(vectors[copy_at - 1])
-    rows = [row(vector) for vector in vectors]
+        finals[copy_at] = finals[copy_at - 1]
+    rows = [row(vector, final) for vector, final in zip(vectors, finals, strict=True)]
 
     # Pure relevance: each pair of copies ties, and the first of a tie is picked first.
-    picked, scores = maximal_marginal_relevance(rows, query, lambda_=1.0, limit=40)
+    picked, scores = maximal_marginal_relevance(rows, lambda_=1.0, limit=40)
 
     order = [rows.index(hit) for hit in picked]
     for copy_at in range(1, 40, 3):
@@ -68,15 +75,12 @@ def test_copies_of_one_vector_score_alike_and_keep_their_fused_order() -> None:
         assert order.index(copy_at - 1) + 1 == order.index(copy_at)
 
 
-def test_a_candidate_without_a_vector_keeps_its_cosine_and_is_never_redundant() -> None:
-    query = [1.0, 0.0]
-    first = row(unit(1.0, 0.0))
-    twin = row(unit(1.0, 0.0))
-    unvectored = row(None, vector_cosine=0.4)
+def test_a_candidate_without_a_vector_keeps_its_relevance_and_is_never_redundant() -> None:
+    first = row(unit(1.0, 0.0), final_score=1.0)
+    twin = row(unit(1.0, 0.0), final_score=1.0)
+    unvectored = row(None, final_score=0.4)
 
-    picked, scores = maximal_marginal_relevance(
-        [first, twin, unvectored], query, lambda_=0.5, limit=2
-    )
+    picked, scores = maximal_marginal_relevance([first, twin, unvectored], lambda_=0.5, limit=2)
 
     # The twin's redundancy (1.0) puts it below the candidate with no vector (0.5 * 0.4).
     assert [hit.id for hit in picked] == [first.id, unvectored.id]
@@ -84,18 +88,25 @@ def test_a_candidate_without_a_vector_keeps_its_cosine_and_is_never_redundant() 
 
 
 def test_a_candidate_pointing_away_from_the_only_pick_gains_from_it() -> None:
-    query = [1.0, 0.0, 0.0]
-    best = row(unit(1.0, 1.0, 0.0))
-    away = row(unit(0.2, -0.98, 0.0))
-    aside = row([0.7, -0.205, math.sqrt(1 - 0.49 - 0.205**2)])
+    best = row(unit(1.0, 1.0, 0.0), final_score=1.0)
+    away = row(unit(0.2, -0.98, 0.0), final_score=0.2)
+    aside = row([0.7, -0.205, math.sqrt(1 - 0.49 - 0.205**2)], final_score=0.7)
 
-    picked, scores = maximal_marginal_relevance([best, aside, away], query, lambda_=0.5, limit=2)
+    picked, scores = maximal_marginal_relevance([best, aside, away], lambda_=0.5, limit=2)
 
     # Its redundancy is its cosine to the one pick, negative here: that lifts it above the
     # more relevant `aside` (0.5 * 0.7 - 0.5 * 0.35 = 0.175).
     cosine = float(np.dot(unit(0.2, -0.98, 0.0), unit(1.0, 1.0, 0.0)))
     assert cosine < 0
     assert [hit.id for hit in picked] == [best.id, away.id]
-    assert math.isclose(
-        scores[away.id], 0.5 * unit(0.2, -0.98, 0.0)[0] - 0.5 * cosine, abs_tol=1e-6
-    )
+    assert math.isclose(scores[away.id], 0.5 * 0.2 - 0.5 * cosine, abs_tol=1e-6)
+
+
+def test_no_candidate_above_zero_leaves_the_fused_order_to_diversity() -> None:
+    first = row(unit(1.0, 0.0), final_score=0.0)
+    twin = row(unit(1.0, 0.0), final_score=0.0)
+    other = row(unit(0.0, 1.0), final_score=0.0)
+
+    picked, _ = maximal_marginal_relevance([first, twin, other], lambda_=0.5, limit=3)
+
+    assert [hit.id for hit in picked] == [first.id, other.id, twin.id]

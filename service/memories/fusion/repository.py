@@ -66,9 +66,9 @@ class SearchRow:
         return memory_id
 
     @property
-    def vector_cosine(self) -> float | None:
-        cosine: float | None = self.record["vector_cosine"]
-        return cosine
+    def final_score(self) -> float:
+        """The score the statement ranked it by (`scores.final_score`), without building them."""
+        return float(self.record["final_score"])
 
     @cached_property
     def memory(self) -> MemoryRead:

@@ -34,7 +34,9 @@ class SearchRequest:
         linear_lexical_weight (float | None | Unset):
         recency_weight (float | None | Unset):
         confidence_weight (float | None | Unset):
-        mmr_lambda (float | None | Unset): Set to diversify the results (1 = relevance only).
+        mmr_lambda (float | None | Unset): Set to diversify the results: each pick weighs relevance (the hit's
+            `final_score` relative to the best candidate's) against redundancy (its highest cosine to the hits picked before
+            it). 1 = relevance only, the order without MMR.
     """
 
     query: str

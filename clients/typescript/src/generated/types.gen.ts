@@ -2000,7 +2000,7 @@ export type SearchRequest = {
     /**
      * Mmr Lambda
      *
-     * Set to diversify the results (1 = relevance only).
+     * Set to diversify the results: each pick weighs relevance (the hit's `final_score` relative to the best candidate's) against redundancy (its highest cosine to the hits picked before it). 1 = relevance only, the order without MMR.
      */
     mmr_lambda?: number | null;
 };
