@@ -13,13 +13,16 @@ SEARCH_LIMIT = 30
 DEFAULT_MODES = "hybrid,lexical,vector,hybrid-rrf,hybrid-rrf-k60,hybrid-linear-w0.5"
 MODE_GRAMMAR = (
     "hybrid (the API's defaults) | lexical | vector | hybrid-rrf[-k<N>]"
-    " | hybrid-linear[-w<weight 0..1>]"
+    " | hybrid-linear[-w<weight 0..1>] | hybrid-mmr[-l<lambda 0..1>]"
 )
+# A context block's `mmr_lambda` when its request names none (`ContextRequest`).
+CONTEXT_MMR_LAMBDA = 0.7
 
 _MODE_NAME = re.compile(
     r"hybrid|lexical|vector"
     r"|hybrid-rrf(?:-k(?P<k>\d+))?"
     r"|hybrid-(?P<linear>linear)(?:-w(?P<weight>\d+(?:\.\d+)?))?"
+    r"|hybrid-(?P<mmr>mmr)(?:-l(?P<lambda>\d+(?:\.\d+)?))?"
 )
 # The API's bounds for rrf_k (SearchRequest); checked here to fail before any work is done.
 _RRF_K_RANGE = (1, 1000)
@@ -34,6 +37,7 @@ class SearchMode:
     fusion: Literal["rrf", "linear"] | None = None
     rrf_k: int | None = None
     linear_lexical_weight: float | None = None
+    mmr_lambda: float | None = None
 
     def request(self, query: str, *, with_decay: bool) -> dict[str, Any]:
         """The search request body for `query` in this mode."""
@@ -44,6 +48,8 @@ class SearchMode:
             body["rrf_k"] = self.rrf_k
         if self.linear_lexical_weight is not None:
             body["linear_lexical_weight"] = self.linear_lexical_weight
+        if self.mmr_lambda is not None:
+            body["mmr_lambda"] = self.mmr_lambda
         if not with_decay:
             # Relevance alone, for comparing rankings without the service's age and trust priors.
             body["recency_weight"] = 0.0
@@ -54,6 +60,9 @@ class SearchMode:
         """The fusion parameters in force, the settings filling what the request leaves out."""
         if self.mode != "hybrid":
             return {"mode": self.mode}
+        if self.mmr_lambda is not None:
+            # The API's defaults, re-ranked by MMR as a context block's sections are.
+            return {"mode": "hybrid", "mmr_lambda": self.mmr_lambda, "from_settings": True}
         fusion = settings.search_fusion if self.fusion is None else self.fusion
         if fusion == "linear":
             weight = self.linear_lexical_weight
@@ -93,6 +102,12 @@ def _parse_mode(name: str) -> SearchMode:
         return SearchMode(name, "vector")
     if name == "hybrid":
         return SearchMode(name, "hybrid")
+    if match.group("mmr"):
+        given = match.group("lambda")
+        mmr_lambda = CONTEXT_MMR_LAMBDA if given is None else float(given)
+        if not 0 <= mmr_lambda <= 1:
+            raise ValueError(f"{name}: lambda must lie in [0, 1]")
+        return SearchMode(name, "hybrid", mmr_lambda=mmr_lambda)
     if match.group("linear"):
         weight = match.group("weight")
         lexical_weight = None if weight is None else float(weight)

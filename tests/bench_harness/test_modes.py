@@ -84,3 +84,21 @@ def test_the_hybrid_mode_asks_with_the_api_defaults_and_reports_them() -> None:
 def test_bad_mode_lists_are_refused_before_any_work(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_modes(spec)
+
+
+def test_the_mmr_mode_asks_with_the_api_defaults_and_a_context_blocks_lambda() -> None:
+    default, relevance_only = parse_modes("hybrid-mmr,hybrid-mmr-l1")
+    assert default.request("q", with_decay=True) == {
+        "query": "q",
+        "limit": SEARCH_LIMIT,
+        "mode": "hybrid",
+        "mmr_lambda": 0.7,
+    }
+    assert relevance_only.request("q", with_decay=True)["mmr_lambda"] == 1.0
+    assert default.effective(Settings(_env_file=None)) == {
+        "mode": "hybrid",
+        "mmr_lambda": 0.7,
+        "from_settings": True,
+    }
+    with pytest.raises(ValueError, match="lambda"):
+        parse_modes("hybrid-mmr-l1.5")
