@@ -312,7 +312,12 @@ class SearchRequest(BaseModel):
         default=None, description="`rrf` or `linear`; absent = the service's setting."
     )
     rrf_k: JsonInt | None = Field(default=None, ge=1, le=1000)
-    linear_lexical_weight: UnitInterval | None = None
+    linear_lexical_weight: UnitInterval | None = Field(
+        default=None,
+        description="Linear fusion's share of BM25 (relative to the best lexical hit) against "
+        "the cosine, when both sides run; absent = the service's setting. A search with one "
+        "side (mode `lexical` or `vector`) takes that side's score whole.",
+    )
     recency_weight: UnitInterval | None = None
     confidence_weight: UnitInterval | None = None
     mmr_lambda: UnitInterval | None = Field(

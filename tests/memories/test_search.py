@@ -179,6 +179,48 @@ async def test_linear_fusion_rewards_a_strong_vector_match(
     assert top["fused_score"] == pytest.approx(0.5 * 1.0 + 0.5 * top["vector_cosine"], abs=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["lexical", "vector", "hybrid"])
+@pytest.mark.parametrize("weight", [0.0, 0.3, 1.0])
+async def test_a_search_with_one_side_scores_it_whole_whatever_the_linear_weight(
+    client: AsyncClient, settings: Settings, tenant: str, mode: str, weight: float
+) -> None:
+    """The weight shares the fused score between two sides; with one side there is nothing to
+    share, and a weight scaling it would shrink every score (to 0 at the weight's end)."""
+    headers = bearer(settings, tenant, "alice")
+    await seed(client, headers)
+    result = await search(
+        client,
+        headers,
+        query="shipment tracking numbers for the warehouse",
+        mode=mode,
+        fusion="linear",
+        linear_lexical_weight=weight,
+        recency_weight=0,
+        confidence_weight=0,
+        limit=20,
+    )
+    hits = [hit["scores"] for hit in result["hits"]]
+    assert hits
+    best_lexical = max(scores["lexical_score"] or 0 for scores in hits)
+    for scores in hits:
+        strength = (scores["lexical_score"] or 0) / best_lexical if best_lexical else 0
+        cosine = max(scores["vector_cosine"] or 0, 0)
+        expected = {
+            "lexical": strength,
+            "vector": cosine,
+            "hybrid": weight * strength + (1 - weight) * cosine,
+        }[mode]
+        assert scores["fused_score"] == pytest.approx(expected, abs=1e-6)
+        assert scores["final_score"] == pytest.approx(
+            expected * (1 + settings.search_thread_weight), abs=1e-6
+        )
+    if mode != "hybrid":
+        # The one side's best match is a full match on that side, and ranks first.
+        assert hits[0]["fused_score"] == pytest.approx(
+            1.0 if mode == "lexical" else max(h["vector_cosine"] for h in hits), abs=1e-6
+        )
+
+
 async def test_recency_and_confidence_factors_follow_kind_and_settings(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

@@ -113,8 +113,7 @@ candidates AS (
            coalesce(cosine.value, 0) AS vector_strength,
            CASE WHEN :fusion = 'linear' THEN
                     -- Magnitude-aware: a perfect vector match outscores a weak lexical one.
-                    :lexical_weight * f.lexical_strength
-                    + (1 - :lexical_weight) * greatest(coalesce(cosine.value, 0), 0)
+                    ${linear_fused_score}
                 ELSE f.rank_fused_score
            END AS fused_score,
            m.source_thread_id AS thread_id,
@@ -338,11 +337,7 @@ SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vect
        m.last_confirmed_at,
        coalesce(own.lexical_score / nullif(best.score, 0), 0) AS lexical_strength,
        coalesce(own.cosine, 0) AS vector_strength,
-       CASE WHEN :fusion = 'linear' THEN
-                :lexical_weight * coalesce(own.lexical_score / nullif(best.score, 0), 0)
-                + (1 - :lexical_weight) * greatest(coalesce(own.cosine, 0), 0)
-            ELSE 0.0
-       END AS fused_score
+       CASE WHEN :fusion = 'linear' THEN ${linear_fused_score} ELSE 0.0 END AS fused_score
   FROM neighbourhood b
  CROSS JOIN LATERAL ${neighbour_row}
  CROSS JOIN query_terms q
@@ -365,6 +360,18 @@ SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vect
 """
 """The neighbours outside both pools with their own components (`beyond_pools` of
 `HYBRID_SEARCH_SQL`)."""
+
+LINEAR_FUSED_SQL = """CASE WHEN NOT :use_vector THEN ${lexical}
+                WHEN NOT :use_lexical THEN greatest(coalesce(${cosine}, 0), 0)
+                ELSE :lexical_weight * ${lexical}
+                     + (1 - :lexical_weight) * greatest(coalesce(${cosine}, 0), 0)
+           END"""
+"""Linear fusion's score of a candidate from its lexical strength (`${lexical}`: BM25 relative to
+the section's best lexical hit, 0 without a match) and its cosine (`${cosine}`, NULL without
+one). `:lexical_weight` shares the score between the two sides when both run. A search with one
+side (mode `lexical` or `vector`, or a hybrid one whose question got no vector) has one signal,
+and takes it whole whatever the weight: scaled by its share, every score would shrink (to 0 at
+the weight's end, the order left to the tie-break) while nothing is there to take the rest."""
 
 LEXICAL_MATCHES_SQL = """
 -- Every candidate memory of the section holding any of the question's lexemes, one row per

@@ -43,6 +43,7 @@ from service.memories.fusion.sql import (
     KEPT_SQL,
     LEXICAL_EXACT_SQL,
     LEXICAL_MATCHES_SQL,
+    LINEAR_FUSED_SQL,
     MANY_PASSED_SQL,
     MEMORY_BY_KEY_SQL,
     NEAREST_OF_OWNERS_SQL,
@@ -477,6 +478,11 @@ def _search_template(
                     "cardinality(term.positions)", "m.tsv_length", "nullif(w.mean_length, 0)"
                 )
             ),
+            linear_fused_score=render(
+                LINEAR_FUSED_SQL,
+                lexical="coalesce(own.lexical_score / nullif(best.score, 0), 0)",
+                cosine="own.cosine",
+            ),
             **vectors,
         ),
         lexical_score=lexical_score(term_weight("lm.tf", "lm.length", "nullif(w.mean_length, 0)")),
@@ -487,6 +493,9 @@ def _search_template(
         turn_sections=sections_with_turns,
         left_out=_left_out(shapes),
         fused_row=render(MEMORY_BY_KEY_SQL, key="f.id", row="m"),
+        linear_fused_score=render(
+            LINEAR_FUSED_SQL, lexical="f.lexical_strength", cosine="cosine.value"
+        ),
         question_vector=QUESTION_VECTOR_SQL,
         hit_row=render(MEMORY_BY_KEY_SQL, key="ranked.id", row="s"),
         section=section,

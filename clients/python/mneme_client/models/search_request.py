@@ -31,7 +31,9 @@ class SearchRequest:
         mode (SearchMode | Unset):
         fusion (FusionMethod | None | Unset): `rrf` or `linear`; absent = the service's setting.
         rrf_k (int | None | Unset):
-        linear_lexical_weight (float | None | Unset):
+        linear_lexical_weight (float | None | Unset): Linear fusion's share of BM25 (relative to the best lexical hit)
+            against the cosine, when both sides run; absent = the service's setting. A search with one side (mode `lexical`
+            or `vector`) takes that side's score whole.
         recency_weight (float | None | Unset):
         confidence_weight (float | None | Unset):
         mmr_lambda (float | None | Unset): Set to diversify the results: each pick weighs relevance (the hit's

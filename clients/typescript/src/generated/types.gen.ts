@@ -1987,6 +1987,8 @@ export type SearchRequest = {
     rrf_k?: number | null;
     /**
      * Linear Lexical Weight
+     *
+     * Linear fusion's share of BM25 (relative to the best lexical hit) against the cosine, when both sides run; absent = the service's setting. A search with one side (mode `lexical` or `vector`) takes that side's score whole.
      */
     linear_lexical_weight?: number | null;
     /**
