@@ -356,7 +356,8 @@ class ComponentScores(BaseModel):
     date_score: float = Field(
         default=0.0,
         description="Set when the query names a day, week or month and this memory happened "
-        "then (its `event_at`): the prior for that time, on the fused scale.",
+        "then (its `event_at`): the prior for that time, on the fused scale. 0 for a memory "
+        "without `event_at` (when it was stored is not when it happened).",
     )
     recency_factor: float
     confidence_factor: float

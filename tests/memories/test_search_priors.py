@@ -102,6 +102,48 @@ async def test_a_dated_question_prefers_the_memory_of_that_day(
             assert hit["scores"]["date_score"] == pytest.approx(best_fused if on_that_day else 0)
 
 
+async def test_the_date_prior_goes_to_what_happened_then_not_to_what_was_stored_then(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    now = datetime.now(UTC)
+    response = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={
+            "items": [
+                {"text": "Ada is allergic to peanuts."},
+                {"text": "Always answer Ada in British English.", "kind": "procedural"},
+                {
+                    "kind": "episodic",
+                    "text": "Ada did a pottery class.",
+                    "event_at": now.isoformat(),
+                },
+                {
+                    "kind": "episodic",
+                    "text": "Ada did a yoga class.",
+                    "event_at": (now - timedelta(days=40)).isoformat(),
+                },
+            ]
+        },
+    )
+    assert response.status_code == 201, response.text
+    hits = await search(client, headers, "What did Ada do today?")
+    dated = {hit["memory"]["text"]: hit["scores"]["date_score"] for hit in hits}
+    assert set(dated) == {
+        "Ada is allergic to peanuts.",
+        "Always answer Ada in British English.",
+        "Ada did a pottery class.",
+        "Ada did a yoga class.",
+    }
+    # Stored today, without a time of their own: no prior for today.
+    assert dated["Ada is allergic to peanuts."] == 0
+    assert dated["Always answer Ada in British English."] == 0
+    assert dated["Ada did a yoga class."] == 0
+    assert dated["Ada did a pottery class."] > 0
+    assert hits[0]["memory"]["text"] == "Ada did a pottery class."
+
+
 async def test_a_speaker_must_be_a_name_of_bounded_length_and_no_secret(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

@@ -235,9 +235,11 @@ scored AS (
                 THEN max(p.fused_score) OVER (PARTITION BY p.section) ELSE 0.0
            END AS speaker_score,
            -- The time the query names (a day, a recent month), as a window: the memories that
-           -- happened inside it, on the fused scale.
-           CASE WHEN coalesce(p.event_at, p.created_at) >= :window_start
-                     AND coalesce(p.event_at, p.created_at) < :window_end
+           -- happened inside it (their `event_at`), on the fused scale. A memory without one
+           -- has no time of its own: when it was stored is when it was learned (a preference
+           -- told today may hold for years), and "what did I do today?" asks for what
+           -- happened today, not for every fact written down today.
+           CASE WHEN p.event_at >= :window_start AND p.event_at < :window_end
                 THEN max(p.fused_score) OVER (PARTITION BY p.section) ELSE 0.0
            END AS date_score,
            greatest(p.lexical_strength, p.vector_strength) AS stronger_side,

@@ -34,7 +34,8 @@ class ComponentScores:
         speaker_score (float | Unset): Set when the query names the speaker of this memory (one of the speakers of the
             searched memories): the prior for that speaker's words, on the fused scale. Default: 0.0.
         date_score (float | Unset): Set when the query names a day, week or month and this memory happened then (its
-            `event_at`): the prior for that time, on the fused scale. Default: 0.0.
+            `event_at`): the prior for that time, on the fused scale. 0 for a memory without `event_at` (when it was stored
+            is not when it happened). Default: 0.0.
         mmr_score (float | None | Unset):
         rerank_score (float | None | Unset): The configured reranking service's relevance score (`MNEME_RERANK_URL`);
             null without one, when it failed or timed out, and beyond its first `top_n` candidates. The hits it scored come

@@ -344,7 +344,7 @@ export type ComponentScores = {
     /**
      * Date Score
      *
-     * Set when the query names a day, week or month and this memory happened then (its `event_at`): the prior for that time, on the fused scale.
+     * Set when the query names a day, week or month and this memory happened then (its `event_at`): the prior for that time, on the fused scale. 0 for a memory without `event_at` (when it was stored is not when it happened).
      */
     date_score?: number;
     /**
