@@ -188,18 +188,24 @@ class MemorySearch:
         use_vector = request.mode != "lexical" and query_embedding is not None
         use_lexical = request.mode != "vector" or query_embedding is None
         with_mmr = request.mmr_lambda is not None and use_vector
-        fetch = min(request.limit * MMR_CANDIDATE_FACTOR, 300) if with_mmr else request.limit
+        ranked = request.limit
         if self._reranker is not None:
             # The reranker may lift any of its first candidates into the hits returned.
-            fetch = max(fetch, settings.rerank_top_n)
+            ranked = max(ranked, settings.rerank_top_n)
+        # MMR reads deeper than the hits it returns, in the order the search without MMR
+        # ranks them: the pools follow the hits that search returns (`ranked`), not the depth
+        # MMR reads, for a larger pool would rank differently (other candidates lend their
+        # evidence to their neighbours and sessions), and `mmr_lambda` 1 would not be that
+        # search's order.
+        fetch = max(min(request.limit * MMR_CANDIDATE_FACTOR, 300) if with_mmr else 0, ranked)
         owners = searched_owners(owner, request.scopes)
         window = query_time_window(request.query, datetime.now(UTC))
-        pool = max(settings.search_candidate_pool, fetch)
+        pool = max(settings.search_candidate_pool, ranked)
         fusion = request.fusion or settings.search_fusion
         # Linear fusion reads every lexical candidate's own cosine; RRF needs the vector side's
         # ranks over the whole pool, and without a lexical side the vectors are every candidate.
         vector_pool = (
-            max(settings.search_vector_pool, fetch) if fusion == "linear" and use_lexical else pool
+            max(settings.search_vector_pool, ranked) if fusion == "linear" and use_lexical else pool
         )
         return SearchParams(
             filter=MemoryFilter.build(

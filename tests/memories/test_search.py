@@ -614,3 +614,27 @@ async def test_the_vector_side_brings_the_vector_pool_under_linear_fusion_only(
     params = search.params(Owner.user("alice"), request, [0.1] * 384)
     assert params.pool == max(100, request.limit)
     assert params.vector_candidates == vector_candidates
+
+
+@pytest.mark.parametrize("limit", [1, 10, 30, 40, 100])
+async def test_mmr_reads_deeper_than_the_search_without_it_ranks_but_through_the_same_pools(
+    app: FastAPI, limit: int
+) -> None:
+    """The pools decide the ranking (what lends evidence to what): a search with MMR ranks as
+    the one without, and only reads further down that ranking."""
+    search = MemorySearch(
+        FusionRepository(AsyncSession(), "t"),
+        app.state.mneme.vector_columns,
+        "t",
+        app.state.mneme.settings,
+    )
+    body = {"query": "which ledger mentions the violin", "limit": limit}
+    plain = search.params(Owner.user("alice"), SearchRequest.model_validate(body), [0.1] * 384)
+    with_mmr = search.params(
+        Owner.user("alice"),
+        SearchRequest.model_validate({**body, "mmr_lambda": 1}),
+        [0.1] * 384,
+    )
+    assert (with_mmr.pool, with_mmr.vector_candidates) == (plain.pool, plain.vector_candidates)
+    assert plain.limit == limit
+    assert with_mmr.limit == min(3 * limit, 300)
