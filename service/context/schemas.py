@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.kit.token_counting import encoding_for
-from service.kit.types import JsonInt, QueryText, UnitInterval
+from service.kit.types import JsonBool, JsonInt, QueryText, UnitInterval
 from service.memories.schemas import ComponentScores
 from service.threads.schemas import (
     APPEND_MAX,
@@ -44,7 +44,7 @@ class ContextOptions(BaseModel):
     include: list[SectionName] = Field(default_factory=lambda: list(ALL_SECTIONS))
     format: ContextFormat = "both"
     encoding: str = Field(default="cl100k_base", max_length=64, description="tiktoken encoding.")
-    include_proposed: bool = Field(
+    include_proposed: JsonBool = Field(
         default=False, description="Also use facts still awaiting review (lifecycle proposed)."
     )
     mmr_lambda: UnitInterval = Field(

@@ -130,6 +130,10 @@ fraction or an exponent (see the module docstring)."""
 JsonNumber = Annotated[float, Strict()]
 """A number in a JSON document: a JSON number (an integer is one), never a boolean or a text."""
 
+JsonBool = Annotated[bool, Strict()]
+"""A boolean in a JSON document: `true` or `false`, never `1`, `"yes"` or `"true"` (pydantic would
+read each as true)."""
+
 UnitInterval = Annotated[
     JsonNumber, Field(ge=0, le=1, allow_inf_nan=False), AfterValidator(_resolvable)
 ]

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from service.kit.types import (
+    JsonBool,
     JsonInt,
     JsonObject,
     QueryText,
@@ -85,7 +86,7 @@ class MemoryCreate(BaseModel):
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN, examples=["preference"])
     confidence: UnitInterval = 1.0
     lifecycle: NewLifecycle = "confirmed"
-    needs_review: bool = False
+    needs_review: JsonBool = False
     event_at: Timestamp | None = Field(
         default=None, description="When it happened or became true (record time is automatic)."
     )
@@ -139,7 +140,7 @@ class MemoryUpdate(BaseModel):
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN)
     confidence: UnitInterval | None = None
     lifecycle: Lifecycle | None = None
-    needs_review: bool | None = None
+    needs_review: JsonBool | None = None
     event_at: Timestamp | None = None
     speaker: SpeakerName | None = Field(
         default=None,

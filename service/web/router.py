@@ -32,6 +32,7 @@ from starlette.types import Scope
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
 from service.errors import ValidationFailed
+from service.kit.types import JsonBool
 
 STATIC_DIR = Path(__file__).parent / "static"
 # Only the package's files are used, not its FastAPI subclass.
@@ -60,7 +61,7 @@ class PageConfig(BaseModel):
 class DevTokenRequest(BaseModel):
     tenant: str = Field(min_length=1, max_length=128)
     user: str = Field(min_length=1, max_length=256)
-    admin: bool = False
+    admin: JsonBool = False
 
 
 class DevToken(BaseModel):

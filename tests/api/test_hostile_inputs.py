@@ -208,6 +208,21 @@ async def test_a_member_named_twice_is_refused_and_nothing_is_stored(
     assert await _memory_count(client, bearer(settings, tenant, "ada")) == 0
 
 
+@pytest.mark.parametrize("value", [1, "yes", "true"])
+async def test_a_boolean_written_as_anything_else_is_refused_and_nothing_is_stored(
+    client: AsyncClient, settings: Settings, tenant: str, value: object
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    written = await client.post(
+        "/v1/users/me/memories",
+        json={"text": "Ada sings in a choir.", "needs_review": value},
+        headers=headers,
+    )
+    problem = assert_problem(written, 422, "VALIDATION_FAILED")
+    assert problem["errors"][0]["loc"] == ["body", "needs_review"]
+    assert await _memory_count(client, headers) == 0
+
+
 @pytest.mark.parametrize("value", [2026, 1700000000, 1.7e9, True])
 async def test_a_json_number_is_not_a_time(
     client: AsyncClient, settings: Settings, tenant: str, value: object

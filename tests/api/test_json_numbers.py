@@ -196,9 +196,9 @@ async def test_an_mcp_number_argument_that_is_not_a_json_number_is_a_tool_error(
     ]
 
 
-def _numeric_fields(model: type[BaseModel], path: str) -> list[tuple[str, Any]]:
-    """Each field under `model` (nested models included) whose JSON schema is a number, with
-    its type and constraints as one annotation."""
+def _fields_of_type(model: type[BaseModel], path: str, *kinds: str) -> list[tuple[str, Any]]:
+    """Each field under `model` (nested models included) whose JSON schema is of one of
+    `kinds` (`integer`, `number`, `boolean`), with its type and constraints as one annotation."""
     found: list[tuple[str, Any]] = []
     for name, info in model.model_fields.items():
         annotation = info.annotation
@@ -206,11 +206,11 @@ def _numeric_fields(model: type[BaseModel], path: str) -> list[tuple[str, Any]]:
         nested = _models_in(annotation)
         if nested:
             for inner in nested:
-                found += _numeric_fields(inner, f"{path}.{name}")
+                found += _fields_of_type(inner, f"{path}.{name}", *kinds)
             continue
         schema = TypeAdapter(rule).json_schema()
-        kinds = {schema.get("type"), *(option.get("type") for option in schema.get("anyOf", []))}
-        if kinds & {"integer", "number"}:
+        types_ = {schema.get("type"), *(option.get("type") for option in schema.get("anyOf", []))}
+        if types_ & set(kinds):
             found.append((f"{path}.{name}", rule))
     return found
 
@@ -223,9 +223,8 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return []
 
 
-def test_every_number_a_body_or_tool_takes_is_a_json_number(app: FastAPI) -> None:
-    """A body or tool argument added later is held to the same rule: no number field of any
-    request body or MCP tool reads `true` or `"1"` as 1."""
+def _request_models(app: FastAPI) -> list[Any]:
+    """Every request body's model and every MCP tool's argument model."""
     bodies = {
         route.body_field.field_info.annotation
         for route in api_routes(app.routes)
@@ -233,16 +232,43 @@ def test_every_number_a_body_or_tool_takes_is_a_json_number(app: FastAPI) -> Non
     }
     server = build_mcp_server(lambda _ctx: None)  # type: ignore[arg-type,return-value]
     tools = [tool.fn_metadata.arg_model for tool in server._tool_manager.list_tools()]
+    return [*bodies, *tools]
+
+
+def test_every_number_a_body_or_tool_takes_is_a_json_number(app: FastAPI) -> None:
+    """A body or tool argument added later is held to the same rule: no number field of any
+    request body or MCP tool reads `true` or `"1"` as 1."""
     fields = [
         field
-        for model in [*bodies, *tools]
+        for model in _request_models(app)
         for inner in _models_in(model)
-        for field in _numeric_fields(inner, inner.__name__)
+        for field in _fields_of_type(inner, inner.__name__, "integer", "number")
     ]
     assert len(fields) > 10
     coerced = []
     for where, rule in fields:
         for value in (True, "1"):
+            try:
+                TypeAdapter(rule).validate_python(value)
+            except ValidationError:
+                continue
+            coerced.append((where, value))
+    assert coerced == []
+
+
+def test_every_boolean_a_body_or_tool_takes_is_a_json_boolean(app: FastAPI) -> None:
+    """No boolean field of a request body or MCP tool reads `1`, `"yes"` or `"true"` as true
+    (`needs_review: "yes"` was stored as true)."""
+    fields = [
+        field
+        for model in _request_models(app)
+        for inner in _models_in(model)
+        for field in _fields_of_type(inner, inner.__name__, "boolean")
+    ]
+    assert len(fields) >= 3
+    coerced = []
+    for where, rule in fields:
+        for value in (1, "yes", "true"):
             try:
                 TypeAdapter(rule).validate_python(value)
             except ValidationError:
