@@ -358,7 +358,7 @@ async def search_memories(
 
 
 @user_router.get(
-    "/memories/{memory_id}",
+    "/memories/{memory_id:uuid}",
     response_model=MemoryRead,
     summary="Get a memory",
     responses=READ_ONE,
@@ -376,7 +376,7 @@ async def get_memory(
 
 
 @user_router.patch(
-    "/memories/{memory_id}",
+    "/memories/{memory_id:uuid}",
     response_model=MemoryRead,
     summary="Change a memory",
     responses=CHANGE_ONE,
@@ -398,7 +398,7 @@ async def update_memory(
 
 
 @user_router.delete(
-    "/memories/{memory_id}",
+    "/memories/{memory_id:uuid}",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
     summary="Forget a memory",
@@ -418,7 +418,7 @@ async def delete_memory(
 
 
 @user_router.get(
-    "/memories/{memory_id}/history",
+    "/memories/{memory_id:uuid}/history",
     response_model=MemoryHistory,
     summary="A memory's change history",
     responses=READ_PROBLEMS,
@@ -565,7 +565,7 @@ async def delete_org_memories(
 
 
 @org_router.get(
-    "/memories/{memory_id}",
+    "/memories/{memory_id:uuid}",
     response_model=MemoryRead,
     summary="Get an organization memory",
     responses=READ_ONE,
@@ -583,7 +583,7 @@ async def get_org_memory(
 
 
 @org_router.patch(
-    "/memories/{memory_id}",
+    "/memories/{memory_id:uuid}",
     response_model=MemoryRead,
     summary="Change an organization memory",
     responses=CHANGE_ONE,
@@ -605,7 +605,7 @@ async def update_org_memory(
 
 
 @org_router.delete(
-    "/memories/{memory_id}",
+    "/memories/{memory_id:uuid}",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
     summary="Forget an organization memory",
@@ -625,7 +625,7 @@ async def delete_org_memory(
 
 
 @org_router.get(
-    "/memories/{memory_id}/history",
+    "/memories/{memory_id:uuid}/history",
     response_model=MemoryHistory,
     summary="An organization memory's change history",
     responses=READ_PROBLEMS,

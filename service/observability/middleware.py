@@ -156,7 +156,9 @@ class LabelledRoute(Route):
 
 
 def _route_template(scope: Scope) -> str:
-    path = getattr(scope.get("route"), "path", None)
+    # The template as documented: `path_format` leaves out a parameter's convertor
+    # (`{memory_id:uuid}` is `{memory_id}`).
+    path = getattr(scope.get("route"), "path_format", None)
     if isinstance(path, str):
         return path
     return _documented_route(scope) or "<unmatched>"

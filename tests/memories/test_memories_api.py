@@ -620,3 +620,23 @@ async def test_evidence_of_nothing_visible_is_refused_and_evidence_is_kept_trimm
     assert await listing(client, headers) == []
     kept = await remember(client, headers, text="Ada.", evidence="  She said so.\u200b ")
     assert kept["evidence"] == "She said so."
+
+
+@pytest.mark.parametrize("method", ["GET", "PATCH", "DELETE"])
+async def test_another_method_on_the_search_path_is_a_405_naming_post(
+    client: AsyncClient, settings: Settings, tenant: str, method: str
+) -> None:
+    """`…/memories/search` is not a memory id: the memory routes take only a UUID there, so a
+    GET, PATCH or DELETE of it is the search route's 405, not a memory id refused (422)."""
+    headers = bearer(settings, tenant, "ada")
+    answer = await client.request(method, "/v1/users/me/memories/search", headers=headers)
+    assert_problem(answer, 405, "METHOD_NOT_ALLOWED")
+    assert answer.headers["allow"] == "POST"
+
+
+async def test_a_memory_path_that_names_no_uuid_is_a_404(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    for path in ("/v1/users/me/memories/nope", "/v1/org/memories/nope/history"):
+        assert_problem(await client.get(path, headers=headers), 404, "NOT_FOUND")
