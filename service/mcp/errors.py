@@ -267,6 +267,12 @@ def problem_document(error: DomainError) -> dict[str, Any]:
     return body
 
 
+def _as_argument(entry: Any) -> Any:
+    if isinstance(entry, dict) and entry.get("loc", [None])[:1] == ["query"]:
+        return {**entry, "loc": [ARGUMENTS, *entry["loc"][1:]]}
+    return entry
+
+
 def invalid_arguments(
     exc: ValidationError, location: tuple[str, ...] = (ARGUMENTS,)
 ) -> ValidationFailed:
@@ -288,6 +294,11 @@ def invalid_arguments(
 def problem_result(error: DomainError) -> CallToolResult:
     """A tool error the model can read and act on: the problem as text and as structure."""
     problem = problem_document(error)
+    errors = problem.get("errors")
+    if isinstance(errors, list):
+        # A tool takes as arguments what a REST route reads from its query string (a cursor,
+        # a limit, under the same names): a value the service refuses there is an argument.
+        problem["errors"] = [_as_argument(entry) for entry in errors]
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(problem, default=str))],
         structured_content=problem,

@@ -276,6 +276,11 @@ async def test_bad_arguments_are_tool_errors_with_the_problem_code_and_write_not
         not_an_id = tool_problem(await client.call_tool("forget", {"memory_id": "nope"}))
         assert not_an_id["code"] == "VALIDATION_FAILED"
 
+        # A cursor the service refuses names the tool's argument, not a REST query string.
+        forged = tool_problem(await client.call_tool("list_memories", {"cursor": "WyJ4Il0"}))
+        assert forged["code"] == "VALIDATION_FAILED"
+        assert [e["loc"] for e in forged["errors"]] == [["arguments", "cursor"]]
+
         bad_patch = tool_problem(
             await client.call_tool(
                 "update_profile",
