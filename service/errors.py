@@ -391,8 +391,8 @@ async def _handle_validation_error(request: Request, exc: Exception) -> JSONResp
     )
 
 
-async def handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
-    logger.exception("unhandled error on %s %s", request.method, request.url.path)
+def internal_error_response(request: Request) -> JSONResponse:
+    """The generic 500 problem: nothing of the cause, the trace id to quote."""
     return problem_response(
         request,
         status=500,
@@ -400,6 +400,11 @@ async def handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
         title="Internal server error",
         detail="An unexpected error occurred; quote the trace id when reporting it.",
     )
+
+
+async def handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    logger.exception("unhandled error on %s %s", request.method, request.url.path)
+    return internal_error_response(request)
 
 
 class UnexpectedErrorMiddleware:

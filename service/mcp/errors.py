@@ -34,8 +34,8 @@ from service.errors import (
     DomainError,
     ValidationFailed,
     domain_error_response,
+    internal_error_response,
     invalid_input,
-    problem_response,
 )
 from service.kit.input_guard import refused_input
 from service.kit.media_type import JSON_MEDIA_TYPE, UnsupportedMediaType, media_type_of
@@ -201,13 +201,7 @@ def transport_problem(request: Request, status: int) -> Response:
     quote library internals)."""
     if status >= 500:
         # The SDK has logged the cause; the client gets the generic 500 and its trace id.
-        return problem_response(
-            request,
-            status=500,
-            code="INTERNAL_ERROR",
-            title="Internal server error",
-            detail="An unexpected error occurred; quote the trace id when reporting it.",
-        )
+        return internal_error_response(request)
     refusal: DomainError
     match status:
         case 406:
