@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.kit.routing import allowed_methods
 from service.observability import current_trace_id
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
@@ -367,9 +368,15 @@ async def _handle_http_exception(request: Request, exc: Exception) -> JSONRespon
     detail = exc.detail if isinstance(exc.detail, str) else None
     if status == 404 and detail == "Not Found":
         detail = "No resource at this path."
-    elif status == 405:
+    headers = exc.headers
+    if status == 405:
         detail = f"Method {request.method} is not allowed on this path."
-    return problem_response(request, status=status, code=code, detail=detail, headers=exc.headers)
+        # The router names the methods of the one route it matched; the path may have more.
+        headers = {
+            **(headers or {}),
+            "Allow": allowed_methods(request.app, request.scope),
+        }
+    return problem_response(request, status=status, code=code, detail=detail, headers=headers)
 
 
 async def _handle_validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -19,8 +19,9 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
+from service.kit.routing import ApiRoute
 
-router = APIRouter(prefix="/v1/users", tags=["users"])
+router = APIRouter(route_class=ApiRoute, prefix="/v1/users", tags=["users"])
 
 
 @router.get(

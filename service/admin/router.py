@@ -29,10 +29,11 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
+from service.kit.routing import ApiRoute
 from service.kit.types import IDENTIFIER_MAX, Timestamp, is_valid_identifier, is_valid_user_id
 
-admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
-user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"])
+admin_router = APIRouter(route_class=ApiRoute, prefix="/v1/admin", tags=["admin"])
+user_router = APIRouter(route_class=ApiRoute, prefix="/v1/users/{user_id}", tags=["users"])
 
 NDJSON = "application/x-ndjson"
 ADMIN_READ_PROBLEMS = problem_responses(401, 403, 404, 422, 429)

@@ -26,8 +26,9 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
+from service.kit.routing import ApiRoute
 
-router = APIRouter(prefix="/v1/admin/api-keys", tags=["admin"])
+router = APIRouter(route_class=ApiRoute, prefix="/v1/admin/api-keys", tags=["admin"])
 
 
 def tagged(key: ApiKeyRead) -> Tagged[ApiKeyRead]:

@@ -14,9 +14,10 @@ from service.errors import problem_responses
 from service.kit.idempotency import AnswerHeaders, IdempotencyKeyHeader
 from service.kit.openapi import READS_ONLY
 from service.kit.resource_headers import created_response, location
+from service.kit.routing import ApiRoute
 from service.threads.dependencies import ThreadSvc
 
-router = APIRouter(prefix="/v1/users/{user_id}", tags=["context"])
+router = APIRouter(route_class=ApiRoute, prefix="/v1/users/{user_id}", tags=["context"])
 
 
 @router.post(

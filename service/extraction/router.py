@@ -17,9 +17,10 @@ from service.extraction.schemas import (
     TenantJobs,
     UserJobs,
 )
+from service.kit.routing import ApiRoute
 
-user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["memories"])
-admin_router = APIRouter(prefix="/v1/admin", tags=["admin"])
+user_router = APIRouter(route_class=ApiRoute, prefix="/v1/users/{user_id}", tags=["memories"])
+admin_router = APIRouter(route_class=ApiRoute, prefix="/v1/admin", tags=["admin"])
 
 
 @user_router.post(

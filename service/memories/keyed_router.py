@@ -22,6 +22,7 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
+from service.kit.routing import ApiRoute
 from service.kit.types import has_visible_character
 from service.memories.dependencies import KeyedMemorySvc, PutTextAhead
 from service.memories.keyed import StoreKey
@@ -35,7 +36,9 @@ from service.memories.schemas import (
 )
 from service.memories.service import memory_etag
 
-router = APIRouter(prefix="/v1/users/{user_id}/keyed-memories", tags=["memories"])
+router = APIRouter(
+    route_class=ApiRoute, prefix="/v1/users/{user_id}/keyed-memories", tags=["memories"]
+)
 
 
 async def store_key(

@@ -25,6 +25,7 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
+from service.kit.routing import ApiRoute
 from service.kit.types import Timestamp
 from service.memories.dependencies import (
     ChangedTextAhead,
@@ -57,8 +58,8 @@ from service.memories.schemas import (
 )
 from service.memories.service import MemoryService, memory_etag, procedures_etag
 
-user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["memories"])
-org_router = APIRouter(prefix="/v1/org", tags=["org memories"])
+user_router = APIRouter(route_class=ApiRoute, prefix="/v1/users/{user_id}", tags=["memories"])
+org_router = APIRouter(route_class=ApiRoute, prefix="/v1/org", tags=["org memories"])
 
 READ_PROBLEMS = problem_responses(401, 404, 422, 429)
 WRITE_PROBLEMS = problem_responses(401, 403, 404, 409, 413, 422, 429)

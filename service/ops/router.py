@@ -15,6 +15,7 @@ from service.dependencies import State
 from service.errors import ServiceUnavailable, problem_responses
 from service.jobs import THREAD_SUMMARY_JOB, WRITE_PATH_JOBS
 from service.jobs.status import queue_backlog
+from service.kit.routing import ApiRoute
 from service.observability import (
     DOMAIN_METRICS,
     record_admission,
@@ -23,7 +24,7 @@ from service.observability import (
 )
 from service.state import AppState
 
-router = APIRouter(tags=["ops"])
+router = APIRouter(route_class=ApiRoute, tags=["ops"])
 
 
 class Health(BaseModel):

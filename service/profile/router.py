@@ -17,6 +17,7 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
+from service.kit.routing import ApiRoute
 from service.profile.dependencies import ProfileSvc
 from service.profile.errors import UnsupportedPatchMediaType
 from service.profile.schemas import (
@@ -29,8 +30,8 @@ from service.profile.schemas import (
 )
 from service.profile.service import ProfileService
 
-user_router = APIRouter(prefix="/v1/users/{user_id}", tags=["profile"])
-org_router = APIRouter(prefix="/v1/org", tags=["org profile"])
+user_router = APIRouter(route_class=ApiRoute, prefix="/v1/users/{user_id}", tags=["profile"])
+org_router = APIRouter(route_class=ApiRoute, prefix="/v1/org", tags=["org profile"])
 
 PATCH_MEDIA_TYPES = frozenset({JSON_PATCH_MEDIA_TYPE, "application/json"})
 

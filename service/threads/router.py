@@ -22,6 +22,7 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
+from service.kit.routing import ApiRoute
 from service.kit.types import PositiveInt64
 from service.threads.dependencies import SummaryNowSvc, ThreadSvc
 from service.threads.schemas import (
@@ -39,7 +40,7 @@ from service.threads.schemas import (
 )
 from service.threads.service import thread_etag
 
-router = APIRouter(prefix="/v1/users/{user_id}/threads", tags=["threads"])
+router = APIRouter(route_class=ApiRoute, prefix="/v1/users/{user_id}/threads", tags=["threads"])
 
 READ_PROBLEMS = problem_responses(401, 404, 422, 429)
 WRITE_PROBLEMS = problem_responses(401, 404, 409, 413, 422, 429)

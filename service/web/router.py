@@ -32,6 +32,7 @@ from starlette.types import Scope
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
 from service.errors import ValidationFailed
+from service.kit.routing import ApiRoute
 from service.kit.types import JsonBool
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -123,7 +124,7 @@ def _oidc_origins(settings: Settings) -> list[str]:
 def install_web(app: FastAPI, settings: Settings) -> None:
     """Mount the Memory page and the offline API docs on `app` (created with docs_url=None and
     redoc_url=None, so FastAPI's CDN-loading pages are not registered)."""
-    router = APIRouter(include_in_schema=False)
+    router = APIRouter(route_class=ApiRoute, include_in_schema=False)
 
     @router.get(f"{PAGE_PATH}/config.json")
     async def get_page_config() -> PageConfig:
