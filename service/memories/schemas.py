@@ -325,7 +325,8 @@ class SearchRequest(BaseModel):
         default=None,
         description="Set to diversify the results: each pick weighs relevance (the hit's "
         "`final_score` relative to the best candidate's) against redundancy (its highest cosine "
-        "to the hits picked before it). 1 = relevance only, the order without MMR.",
+        "to the hits picked before it, from their stored vectors: in every mode). 1 = relevance "
+        "only, the order without MMR.",
     )
 
 

@@ -187,7 +187,9 @@ class MemorySearch:
             query_embedding = None
         use_vector = request.mode != "lexical" and query_embedding is not None
         use_lexical = request.mode != "vector" or query_embedding is None
-        with_mmr = request.mmr_lambda is not None and use_vector
+        # MMR weighs each hit's final score against its cosine to the hits picked before it:
+        # the hits' stored vectors, which a search without a question vector has too.
+        with_mmr = request.mmr_lambda is not None
         ranked = request.limit
         if self._reranker is not None:
             # The reranker may lift any of its first candidates into the hits returned.

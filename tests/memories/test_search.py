@@ -309,6 +309,34 @@ async def test_mmr_drops_near_duplicates(
     assert all(hit["scores"]["mmr_score"] is not None for hit in diverse["hits"])
 
 
+async def test_mmr_diversifies_a_lexical_search_by_the_hits_stored_vectors(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    # Redundancy is the cosine between the hits' own vectors, which a search without a question
+    # vector still has: `mmr_lambda` is applied, not silently dropped, in mode `lexical`.
+    headers = bearer(settings, tenant, "lexical-mmr")
+    await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={
+            "items": [
+                {"text": "Loves Italian food, especially pasta"},
+                {"text": "Loves Italian food, pasta above all"},
+                {"text": "Really loves Italian food and pasta"},
+                {"text": "Enjoys Japanese food like ramen"},
+            ]
+        },
+    )
+    plain = await search(client, headers, query="Italian food pasta", limit=2, mode="lexical")
+    diverse = await search(
+        client, headers, query="Italian food pasta", limit=2, mode="lexical", mmr_lambda=0.3
+    )
+    assert all("Italian" in hit["memory"]["text"] for hit in plain["hits"])
+    assert any("ramen" in hit["memory"]["text"] for hit in diverse["hits"])
+    assert all(hit["scores"]["mmr_score"] is not None for hit in diverse["hits"])
+    assert all(hit["scores"]["vector_cosine"] is None for hit in diverse["hits"])
+
+
 async def test_a_memory_from_centuries_ago_ranks_last_instead_of_breaking_search(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

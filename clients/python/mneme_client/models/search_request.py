@@ -38,7 +38,7 @@ class SearchRequest:
         confidence_weight (float | None | Unset):
         mmr_lambda (float | None | Unset): Set to diversify the results: each pick weighs relevance (the hit's
             `final_score` relative to the best candidate's) against redundancy (its highest cosine to the hits picked before
-            it). 1 = relevance only, the order without MMR.
+            it, from their stored vectors: in every mode). 1 = relevance only, the order without MMR.
     """
 
     query: str

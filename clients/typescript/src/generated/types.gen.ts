@@ -2002,7 +2002,7 @@ export type SearchRequest = {
     /**
      * Mmr Lambda
      *
-     * Set to diversify the results: each pick weighs relevance (the hit's `final_score` relative to the best candidate's) against redundancy (its highest cosine to the hits picked before it). 1 = relevance only, the order without MMR.
+     * Set to diversify the results: each pick weighs relevance (the hit's `final_score` relative to the best candidate's) against redundancy (its highest cosine to the hits picked before it, from their stored vectors: in every mode). 1 = relevance only, the order without MMR.
      */
     mmr_lambda?: number | null;
 };
