@@ -337,6 +337,34 @@ async def test_mmr_diversifies_a_lexical_search_by_the_hits_stored_vectors(
     assert all(hit["scores"]["vector_cosine"] is None for hit in diverse["hits"])
 
 
+async def test_the_event_filters_date_a_memory_without_an_event_time_by_its_storing(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "event-filters")
+    written = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={
+            "items": [
+                {"text": "Moved to Lisbon for a new job", "event_at": "2020-03-01T10:00:00Z"},
+                {"text": "Prefers Lisbon in the spring"},
+            ]
+        },
+    )
+    moved, prefers = (item["id"] for item in written.json()["items"])
+    before = await search(client, headers, query="Lisbon", event_before="2021-01-01T00:00:00Z")
+    after = await search(client, headers, query="Lisbon", event_after="2021-01-01T00:00:00Z")
+    assert ids(before) == [moved]
+    assert ids(after) == [prefers]
+    # The bounds: `event_after` inclusive, `event_before` exclusive.
+    at = "2020-03-01T10:00:00Z"
+    assert set(ids(await search(client, headers, query="Lisbon", event_after=at))) == {
+        moved,
+        prefers,
+    }
+    assert ids(await search(client, headers, query="Lisbon", event_before=at)) == []
+
+
 async def test_a_memory_from_centuries_ago_ranks_last_instead_of_breaking_search(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
