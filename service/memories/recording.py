@@ -104,25 +104,31 @@ class MemoryRecorder:
                     ],
                 )
 
-    async def check_source_threads(
-        self, owned: list[OwnedCreate], locate: ItemLocator = in_batch
-    ) -> None:
-        """A memory's `source_thread_id` names a thread of its owner (for the organization's,
-        of its tenant): another user's or tenant's thread, or none at all, is refused, in the
-        same words for each so the refusal tells nothing about threads that are not the
-        caller's."""
+    async def check_sources(self, owned: list[OwnedCreate], locate: ItemLocator = in_batch) -> None:
+        """A memory's provenance is its owner's conversations: `source_thread_id` names a thread
+        of its owner, and each of `source_message_ids` a message of its owner's threads (for
+        the organization's memories, of any user of its tenant). Another user's or tenant's
+        thread or message, or none at all, is refused, in the same words for each so the
+        refusal tells nothing about conversations that are not the caller's: what forgetting
+        a thread forgets, and what a purge redacts, is found by these ids."""
         errors: list[dict[str, Any]] = []
-        by_owner: dict[Owner, set[uuid.UUID]] = {}
+        threads: dict[Owner, set[uuid.UUID]] = {}
+        messages: dict[Owner, set[uuid.UUID]] = {}
         for entry in owned:
             if entry.item.source_thread_id is not None:
-                by_owner.setdefault(entry.owner, set()).add(entry.item.source_thread_id)
-        citable = {
+                threads.setdefault(entry.owner, set()).add(entry.item.source_thread_id)
+            messages.setdefault(entry.owner, set()).update(entry.item.source_message_ids)
+        citable_threads = {
             owner: await self.repository.citable_threads(owner, sorted(ids))
-            for owner, ids in by_owner.items()
+            for owner, ids in threads.items()
+        }
+        citable_messages = {
+            owner: await self.repository.citable_messages(owner, sorted(ids)) if ids else set()
+            for owner, ids in messages.items()
         }
         for index, entry in enumerate(owned):
             thread_id = entry.item.source_thread_id
-            if thread_id is not None and thread_id not in citable[entry.owner]:
+            if thread_id is not None and thread_id not in citable_threads[entry.owner]:
                 errors.append(
                     {
                         "loc": [*locate(index), "source_thread_id"],
@@ -130,9 +136,20 @@ class MemoryRecorder:
                         "type": "value_error",
                     }
                 )
+            for position, message_id in enumerate(entry.item.source_message_ids):
+                if message_id not in citable_messages[entry.owner]:
+                    errors.append(
+                        {
+                            "loc": [*locate(index), "source_message_ids", position],
+                            "msg": "names no message of this memory's owner",
+                            "type": "value_error",
+                        }
+                    )
         if errors:
             raise ValidationFailed(
-                "source_thread_id must name a thread of the memory's owner.", errors=errors
+                "A memory's sources must be its owner's: source_thread_id a thread, "
+                "source_message_ids messages of the owner's threads.",
+                errors=errors,
             )
 
     def insert_values(self, entry: OwnedCreate, vector: list[float] | None) -> dict[str, Any]:

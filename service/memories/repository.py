@@ -100,6 +100,15 @@ CITABLE_THREADS_SQL = text(
 organization, whose memories may come from any user's conversation)."""
 
 
+CITABLE_MESSAGES_SQL = text(
+    "SELECT m.id FROM message m JOIN thread t ON t.tenant_id = m.tenant_id AND t.id = m.thread_id"
+    " WHERE m.tenant_id = :tenant_id AND m.id = ANY(:message_ids)"
+    " AND (CAST(:user_id AS text) IS NULL OR t.user_id = :user_id)"
+).bindparams(bindparam("message_ids", type_=ARRAY(UUID(as_uuid=True))))
+"""Which of `message_ids` are messages of this tenant's threads, and of `user_id`'s unless it is
+NULL (the organization's memories may come from any user's conversation)."""
+
+
 SOURCES_IN_OTHER_THREADS_SQL = text(
     "SELECT m.id, m.thread_id FROM message m JOIN thread t"
     " ON t.tenant_id = m.tenant_id AND t.id = m.thread_id"
@@ -172,6 +181,21 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             {
                 "tenant_id": self._tenant_id,
                 "thread_ids": list(thread_ids),
+                "user_id": owner.user_id,
+            },
+        )
+        return set(result.scalars())
+
+    async def citable_messages(
+        self, owner: Owner, message_ids: Sequence[uuid.UUID]
+    ) -> set[uuid.UUID]:
+        """Which of `message_ids` a memory of `owner` may name as its sources: messages of that
+        user's threads, or of any user's of this tenant for the organization's memories."""
+        result = await self._session.execute(
+            CITABLE_MESSAGES_SQL,
+            {
+                "tenant_id": self._tenant_id,
+                "message_ids": list(message_ids),
                 "user_id": owner.user_id,
             },
         )

@@ -106,7 +106,7 @@ class MemoryService:
             _refuse_org_items(items, locate)
         owned = [OwnedCreate(owner, item) for item in items]
         self._recorder.validate_new(owned, locate)
-        await self._recorder.check_source_threads(owned, locate)
+        await self._recorder.check_sources(owned, locate)
         await self._recorder.provision([entry.owner for entry in owned])
 
         vectors = await vectors_for(self._recorder.embedder, created_texts(items), ahead)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -411,6 +410,14 @@ async def test_a_threads_own_turns_are_not_repeated_as_earlier_episodes(
     thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
     turns = ["I adopted a greyhound called Pixel", "Pixel sleeps on the sofa all day"]
     appended, stored = await turns_stored_as_episodes(client, headers, thread_id, turns)
+    elsewhere = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()
+    outside = (
+        await client.post(
+            f"/v1/users/me/threads/{elsewhere['id']}/messages",
+            headers=headers,
+            json={"messages": [{"role": "user", "content": "The park was busy today."}]},
+        )
+    ).json()["items"][0]["id"]
     stored += await remember_all(
         client,
         headers,
@@ -418,7 +425,7 @@ async def test_a_threads_own_turns_are_not_repeated_as_earlier_episodes(
         {
             "text": "Walked Pixel the greyhound in the park",
             "kind": "episodic",
-            "source_message_ids": [appended[0]["id"], str(uuid.uuid4())],
+            "source_message_ids": [appended[0]["id"], outside],
         },
         {"text": "Took Pixel to the vet last spring", "kind": "episodic"},
     )

@@ -117,6 +117,15 @@ async def seed_corpus(
     threads = []
     for headers in (alice, bob):
         items: list[dict[str, Any]] = []
+        # A message of another of the user's conversations, which some memories also name.
+        elsewhere = await client.post("/v1/users/me/threads", headers=headers, json={})
+        outside = (
+            await client.post(
+                f"/v1/users/me/threads/{elsewhere.json()['id']}/messages",
+                headers=headers,
+                json={"messages": [{"role": "user", "content": "Somewhere else entirely."}]},
+            )
+        ).json()["items"][0]["id"]
         for _ in range(rng.randint(1, 3)):
             thread_id = await client.post("/v1/users/me/threads", headers=headers, json={})
             thread_id = thread_id.json()["id"]
@@ -138,7 +147,7 @@ async def seed_corpus(
                 if rng.random() < 0.7:
                     sources = [message["id"]]
                     if rng.random() < 0.2:
-                        sources.append(str(uuid.uuid4()))
+                        sources.append(outside)
                     items.append(
                         {
                             "text": f"{message['role']}: {message['content']}",
