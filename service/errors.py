@@ -8,18 +8,22 @@ Services raise `DomainError`s; the handlers here turn them (and framework errors
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import re
+import weakref
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any, ClassVar, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field
+from starlette._utils import get_route_path
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.kit.routing import allowed_methods
 from service.observability import current_trace_id
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
@@ -357,6 +361,40 @@ def domain_error_response(request: Request, error: DomainError) -> JSONResponse:
 async def handle_domain_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, DomainError)
     return domain_error_response(request, exc)
+
+
+METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+"""The order `Allow` lists methods in (any other after these, alphabetically)."""
+
+
+def _route_methods(routes: Sequence[BaseRoute]) -> list[tuple[re.Pattern[str], set[str]]]:
+    """Each route's full path (an included router's prefix with it), compiled, and the methods
+    it answers (HEAD with GET); routes that declare no methods (mounts) are left out."""
+    served = []
+    for route in iter_route_contexts(routes):
+        methods = set(route.methods or ())
+        if not methods or route.path is None:
+            continue
+        if "GET" in methods:
+            methods.add("HEAD")
+        served.append((compile_path(route.path)[0], methods))
+    return served
+
+
+_methods_of_apps: weakref.WeakKeyDictionary[Any, list[tuple[re.Pattern[str], set[str]]]]
+_methods_of_apps = weakref.WeakKeyDictionary()
+
+
+def allowed_methods(app: Any, scope: Scope) -> str:
+    """The `Allow` header of a 405 for the request `scope` to `app`: every method of every
+    route whose path is the request's."""
+    path = get_route_path(scope)
+    served = _methods_of_apps.get(app)
+    if served is None:
+        served = _methods_of_apps[app] = _route_methods(app.router.routes)
+    methods = set().union(*(methods for regex, methods in served if regex.match(path)))
+    ordered = [method for method in METHOD_ORDER if method in methods]
+    return ", ".join(ordered + sorted(methods.difference(METHOD_ORDER)))
 
 
 async def _handle_http_exception(request: Request, exc: Exception) -> JSONResponse:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from service.kit.token_counting import encoding_for
 from service.kit.types import JsonBool, JsonInt, QueryText, UnitInterval
@@ -30,6 +31,10 @@ ALL_SECTIONS: tuple[SectionName, ...] = (
 )
 
 
+THREAD_SECTIONS: tuple[SectionName, ...] = ("thread", "recent")
+"""The sections built from a thread: a request names one only with its `thread_id`."""
+
+
 class ContextOptions(BaseModel):
     """How to build a context block: budget, sections and retrieval knobs."""
 
@@ -41,7 +46,12 @@ class ContextOptions(BaseModel):
     k_user: JsonInt = Field(default=4, ge=0, le=50, description="Relevant user facts to consider.")
     k_episodic: JsonInt = Field(default=4, ge=0, le=50, description="Episodic hints to consider.")
     k_org: JsonInt = Field(default=4, ge=0, le=50, description="Organization memories to consider.")
-    include: list[SectionName] = Field(default_factory=lambda: list(ALL_SECTIONS))
+    include: list[SectionName] = Field(
+        default_factory=lambda: list(ALL_SECTIONS),
+        min_length=1,
+        description="The sections to build (default: all). An empty list would build nothing; "
+        "`thread` and `recent` need a thread.",
+    )
     format: ContextFormat = "both"
     encoding: str = Field(default="cl100k_base", max_length=64, description="tiktoken encoding.")
     include_proposed: JsonBool = Field(
@@ -79,6 +89,19 @@ class ContextRequest(ContextOptions):
         default=None,
         description="Adds the thread's summaries (`thread`) and its recent raw turns (`recent`).",
     )
+
+    @model_validator(mode="after")
+    def _thread_sections_name_a_thread(self) -> ContextRequest:
+        # Sections that are all of a thread, without one, could only build an empty block,
+        # with no sign why. A thread's sections beside others are built when a thread is
+        # given, as the default (every section) is.
+        if self.thread_id is None and set(self.include) <= set(THREAD_SECTIONS):
+            raise PydanticCustomError(
+                "thread_required",
+                "sections {sections} need thread_id",
+                {"sections": ", ".join(self.include)},
+            )
+        return self
 
 
 class TurnContextOptions(ContextOptions):

@@ -1,5 +1,5 @@
 """HTTP's method rules for every route: HEAD wherever GET is served, and a 405 that names every
-method the path serves.
+method the path serves (`service.errors.allowed_methods`).
 
 RFC 9110 asks two things of an origin server that FastAPI's routes do not give. A server that
 answers GET on a resource answers HEAD on it too, with the same status and headers and no body
@@ -12,18 +12,9 @@ them.
 
 from __future__ import annotations
 
-import re
-import weakref
-from collections.abc import Sequence
-from typing import Any
-
-from fastapi.routing import APIRoute, iter_route_contexts
-from starlette._utils import get_route_path
-from starlette.routing import BaseRoute, Match, compile_path
+from fastapi.routing import APIRoute
+from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
-
-METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-"""The order `Allow` lists methods in (any other after these, alphabetically)."""
 
 
 def _head_as_get(scope: Scope) -> Scope:
@@ -51,33 +42,3 @@ class ApiRoute(APIRoute):
         await super().handle(
             _head_as_get(scope) if self._serves_head(scope) else scope, receive, send
         )
-
-
-def _route_methods(routes: Sequence[BaseRoute]) -> list[tuple[re.Pattern[str], set[str]]]:
-    """Each route's full path (an included router's prefix with it), compiled, and the methods
-    it answers (HEAD with GET); routes that declare no methods (mounts) are left out."""
-    served = []
-    for route in iter_route_contexts(routes):
-        methods = set(route.methods or ())
-        if not methods or route.path is None:
-            continue
-        if "GET" in methods:
-            methods.add("HEAD")
-        served.append((compile_path(route.path)[0], methods))
-    return served
-
-
-_methods_of_apps: weakref.WeakKeyDictionary[Any, list[tuple[re.Pattern[str], set[str]]]]
-_methods_of_apps = weakref.WeakKeyDictionary()
-
-
-def allowed_methods(app: Any, scope: Scope) -> str:
-    """The `Allow` header of a 405 for the request `scope` to `app`: every method of every
-    route whose path is the request's."""
-    path = get_route_path(scope)
-    served = _methods_of_apps.get(app)
-    if served is None:
-        served = _methods_of_apps[app] = _route_methods(app.router.routes)
-    methods = set().union(*(methods for regex, methods in served if regex.match(path)))
-    ordered = [method for method in METHOD_ORDER if method in methods]
-    return ", ".join(ordered + sorted(methods.difference(METHOD_ORDER)))

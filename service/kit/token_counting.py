@@ -36,7 +36,10 @@ def encoding_for(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
 
     Raises `EncodingUnavailable` for a name tiktoken does not know or cannot load here.
     """
-    if name not in _BUNDLED and name not in tiktoken.list_encoding_names():
+    # The bundled file's own name is internal: a request names the encoding it stands for.
+    if name in _BUNDLED.values() or (
+        name not in _BUNDLED and name not in tiktoken.list_encoding_names()
+    ):
         raise EncodingUnavailable(f"unknown tiktoken encoding {name!r}")
     encoding = _load(name)
     if encoding is None:

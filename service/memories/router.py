@@ -40,6 +40,7 @@ from service.memories.embedding import TextVectors
 from service.memories.filters import MemoryFilter
 from service.memories.recording import as_body
 from service.memories.schemas import (
+    Category,
     Lifecycle,
     MemoriesDeleted,
     MemoryBatchCreate,
@@ -55,6 +56,7 @@ from service.memories.schemas import (
     ProceduresUpdate,
     SearchRequest,
     SearchResponse,
+    before_after,
 )
 from service.memories.service import MemoryService, memory_etag, procedures_etag
 
@@ -94,7 +96,7 @@ class FilterQuery:
     def __init__(
         self,
         kind: Annotated[list[MemoryKind] | None, Query()] = None,
-        category: Annotated[list[str] | None, Query()] = None,
+        category: Annotated[list[Category] | None, Query()] = None,
         lifecycle: Annotated[
             list[Lifecycle] | None,
             Query(description="Default: proposed and confirmed (not superseded)."),
@@ -104,6 +106,19 @@ class FilterQuery:
         event_after: Timestamp | None = None,
         event_before: Timestamp | None = None,
     ) -> None:
+        errors = []
+        for after, before, after_name, before_name in (
+            (created_after, created_before, "created_after", "created_before"),
+            (event_after, event_before, "event_after", "event_before"),
+        ):
+            try:
+                before_after(before, after, after_name)
+            except ValueError as refused:
+                errors.append(
+                    {"loc": ["query", before_name], "msg": str(refused), "type": "value_error"}
+                )
+        if errors:
+            raise ValidationFailed(f"{len(errors)} invalid input(s); see `errors`.", errors=errors)
         self.kinds = kind
         self.categories = category
         self.lifecycles = lifecycle

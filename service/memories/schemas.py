@@ -13,6 +13,8 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
+    field_validator,
 )
 
 from service.kit.types import (
@@ -38,6 +40,19 @@ ProcedureSlot = Literal["style", "workflow", "safety", "task_policies"]
 MEMORY_TEXT_MAX = 4000
 BATCH_MAX = 100
 CATEGORY_PATTERN = r"^[a-z][a-z0-9_.-]{0,63}$"
+Category = Annotated[str, StringConstraints(pattern=CATEGORY_PATTERN)]
+"""A memory's category as it is written: a filter by any other spelling ("Family") could only
+select nothing, so it is refused as the write would be."""
+
+
+def before_after(
+    before: datetime | None, after: datetime | None, after_name: str
+) -> datetime | None:
+    """`before`, refused unless it lies after `after` (the field `after_name`): a span that
+    ends where or before it begins selects nothing, which a caller asks for only by mistake."""
+    if before is not None and after is not None and before <= after:
+        raise ValueError(f"must be later than {after_name}")
+    return before
 
 
 MemoryText = Annotated[
@@ -299,14 +314,19 @@ class SearchRequest(BaseModel):
     # An empty list is refused rather than read as "any": it would ask for nothing.
     kinds: list[MemoryKind] | None = Field(default=None, min_length=1)
     scopes: list[MemoryScope] = Field(default_factory=_both_scopes, min_length=1)
-    categories: list[str] | None = Field(default=None, min_length=1)
+    categories: list[Category] | None = Field(default=None, min_length=1)
     lifecycles: list[Lifecycle] = Field(
         default_factory=_live_lifecycles,
         min_length=1,
         description="Superseded memories are excluded unless asked for.",
     )
-    event_after: Timestamp | None = None
-    event_before: Timestamp | None = None
+    event_after: Timestamp | None = Field(
+        default=None,
+        description="Memories that happened at or after this time (`event_at`, else when stored).",
+    )
+    event_before: Timestamp | None = Field(
+        default=None, description="… and before this one (later than `event_after`)."
+    )
     limit: JsonInt = Field(default=10, ge=1, le=100)
     mode: SearchMode = "hybrid"
     fusion: FusionMethod | None = Field(
@@ -328,6 +348,11 @@ class SearchRequest(BaseModel):
         "to the hits picked before it, from their stored vectors: in every mode). 1 = relevance "
         "only, the order without MMR.",
     )
+
+    @field_validator("event_before")
+    @classmethod
+    def _after_event_after(cls, before: datetime | None, info: ValidationInfo) -> datetime | None:
+        return before_after(before, info.data.get("event_after"), "event_after")
 
 
 class ComponentScores(BaseModel):

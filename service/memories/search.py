@@ -14,6 +14,7 @@ from opentelemetry import trace
 
 from service.auth.owner import Owner
 from service.config import Settings
+from service.errors import ValidationFailed
 from service.kit.admission import outside_the_gate
 from service.memories.dates import query_time_window
 from service.memories.filters import MemoryFilter
@@ -266,6 +267,7 @@ class MemorySearch:
         `last_database_work`: the caller reads and writes nothing after this search, so its
         transaction is ended before a hosted reranker is called (`Services.end_transaction`,
         when the search was built with it)."""
+        refuse_options_of_the_other_fusion(request, self._settings.search_fusion)
         # The statement's planner setting is made while the question is embedded, if it is
         # still on its way (a question asked before has its vector at once, from the cache).
         on_its_way = (
@@ -372,6 +374,28 @@ class MemorySearch:
                 span.set_attribute("mneme.rerank.failure", error.reason)
                 return [{} for _ in found]
         return [{row.id: next(scores) for row in rows[:top_n]} for rows in found]
+
+
+def refuse_options_of_the_other_fusion(request: SearchRequest, default_fusion: str) -> None:
+    """`rrf_k` tunes reciprocal rank fusion and `linear_lexical_weight` linear fusion: either
+    given to a search that fuses the other way (asked for, or the service's default) would
+    change nothing, and is refused rather than silently ignored."""
+    fusion = request.fusion or default_fusion
+    errors = [
+        {
+            "loc": ["body", field],
+            "msg": f"applies to fusion {applies_to}; this search fuses by {fusion}"
+            + ("" if request.fusion else " (the service's default)"),
+            "type": "value_error",
+        }
+        for field, applies_to, given in (
+            ("rrf_k", "rrf", request.rrf_k),
+            ("linear_lexical_weight", "linear", request.linear_lexical_weight),
+        )
+        if given is not None and fusion != applies_to
+    ]
+    if errors:
+        raise ValidationFailed(f"{len(errors)} invalid input(s); see `errors`.", errors=errors)
 
 
 def maximal_marginal_relevance(

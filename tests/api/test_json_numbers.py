@@ -148,7 +148,14 @@ async def test_plain_json_numbers_are_accepted_and_an_integer_where_a_number_is_
         "/v1/users/me/memories", json={"text": "aisle seat", "confidence": 1}, headers=headers
     )
     assert created.status_code == 201 and created.json()["confidence"] == 1.0
-    search = {"query": "seat", "limit": 5, "rrf_k": 60, "recency_weight": 0, "mmr_lambda": 1}
+    search = {
+        "query": "seat",
+        "limit": 5,
+        "fusion": "rrf",
+        "rrf_k": 60,
+        "recency_weight": 0,
+        "mmr_lambda": 1,
+    }
     found = await client.post("/v1/users/me/memories/search", json=search, headers=headers)
     assert [hit["memory"]["text"] for hit in found.json()["hits"]] == ["aisle seat"]
     context = {"query": "seat", "budget_tokens": 500, "k_user": 2, "mmr_lambda": 0.5}

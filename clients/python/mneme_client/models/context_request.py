@@ -22,7 +22,8 @@ class ContextRequest:
         k_user (int | Unset): Relevant user facts to consider. Default: 4.
         k_episodic (int | Unset): Episodic hints to consider. Default: 4.
         k_org (int | Unset): Organization memories to consider. Default: 4.
-        include (list[ContextSectionName] | Unset):
+        include (list[ContextSectionName] | Unset): The sections to build (default: all). An empty list would build
+            nothing; `thread` and `recent` need a thread.
         format_ (ContextFormat | Unset):
         encoding (str | Unset): tiktoken encoding. Default: 'cl100k_base'.
         include_proposed (bool | Unset): Also use facts still awaiting review (lifecycle proposed). Default: False.

@@ -25,8 +25,9 @@ class SearchRequest:
         scopes (list[MemoryScope] | Unset):
         categories (list[str] | None | Unset):
         lifecycles (list[Lifecycle] | Unset): Superseded memories are excluded unless asked for.
-        event_after (datetime.datetime | None | Unset):
-        event_before (datetime.datetime | None | Unset):
+        event_after (datetime.datetime | None | Unset): Memories that happened at or after this time (`event_at`, else
+            when stored).
+        event_before (datetime.datetime | None | Unset): … and before this one (later than `event_after`).
         limit (int | Unset):  Default: 10.
         mode (SearchMode | Unset):
         fusion (FusionMethod | None | Unset): `rrf` or `linear`; absent = the service's setting.

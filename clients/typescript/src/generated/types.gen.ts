@@ -426,6 +426,8 @@ export type ContextRequest = {
     k_org?: number;
     /**
      * Include
+     *
+     * The sections to build (default: all). An empty list would build nothing; `thread` and `recent` need a thread.
      */
     include?: Array<ContextSectionName>;
     format?: ContextFormat;
@@ -1964,10 +1966,14 @@ export type SearchRequest = {
     lifecycles?: Array<Lifecycle>;
     /**
      * Event After
+     *
+     * Memories that happened at or after this time (`event_at`, else when stored).
      */
     event_after?: string | null;
     /**
      * Event Before
+     *
+     * … and before this one (later than `event_after`).
      */
     event_before?: string | null;
     /**
@@ -2359,6 +2365,8 @@ export type TurnContextOptions = {
     k_org?: number;
     /**
      * Include
+     *
+     * The sections to build (default: all). An empty list would build nothing; `thread` and `recent` need a thread.
      */
     include?: Array<ContextSectionName>;
     format?: ContextFormat;
