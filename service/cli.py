@@ -88,7 +88,10 @@ def build_parser(
         help="a step of changing the model; none: fill missing vectors in place",
     )
     reembed.add_argument(
-        "--batch-size", type=int, default=64, help="memories embedded per batch (default 64)"
+        "--batch-size",
+        type=_positive_int,
+        default=64,
+        help="memories embedded per batch (default 64)",
     )
     reembed.add_argument(
         "--follow",
@@ -130,6 +133,18 @@ def build_parser(
         "--ttl", type=int, default=None, help="lifetime in seconds (MNEME_DEV_TOKEN_TTL_SECONDS)"
     )
     return parser, run_bench
+
+
+def _positive_int(value: str) -> int:
+    """An argument type: a whole number of at least 1 (else a usage error). A batch of 0 would
+    embed nothing and report the work done; a negative one is no size at all."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
+    return number
 
 
 EMBEDDED_DATABASE_COMMANDS = ("serve", "migrate", "reembed", "owner-indexes", "admin", "mcp-stdio")

@@ -600,6 +600,22 @@ def test_bench_without_its_extra_says_how_to_install_it(
     assert f"{missing} is missing; install the bench extra: pip install -e '.[bench]'" in err
 
 
+@pytest.mark.parametrize("step", [[], ["run"], ["finish"]])
+@pytest.mark.parametrize("size", ["0", "-1", "many"])
+def test_reembed_refuses_a_batch_size_below_one_before_anything_runs(
+    step: list[str], size: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A batch of 0 would embed nothing and report the work done; a negative one reached the
+    # database as a LIMIT it refused, in a traceback.
+    parser, _ = build_parser(["reembed"])
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["reembed", *step, "--batch-size", size])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"mneme reembed: error: argument --batch-size: {size!r} is not a whole number of at least 1"
+    )
+
+
 def test_the_reembed_progress_counts_memories_with_a_space_before_the_unit() -> None:
     stream = io.StringIO()
     with reembed_progress(stream) as progress:
