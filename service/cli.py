@@ -442,6 +442,8 @@ async def _shared_embedded_database(settings: Settings) -> DatabaseTarget:
 
 
 async def _migrate(revision: str, downgrade: bool) -> int:
+    from alembic.util import CommandError
+
     from service import db_migrations
     from service.db import open_command_engine
 
@@ -460,6 +462,12 @@ async def _migrate(revision: str, downgrade: bool) -> int:
     except StartRefused as refused:
         sys.stderr.write(f"mneme migrate: {refused}; nothing was migrated\n")
         return 1
+    except CommandError as refused:
+        # Alembic's refusal of the revision asked for (one it cannot find, or not a target in
+        # that direction from where the schema is): a bad argument. The run is one transaction,
+        # rolled back with the error.
+        sys.stderr.write(f"mneme migrate: {refused}; nothing was migrated\n")
+        return 2
     sys.stdout.write(f"schema at revision {current or 'base'}\n")
     return 0
 

@@ -391,6 +391,35 @@ def test_migrate_moves_the_schema_down_and_up(
     assert "schema at revision base" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["nonexistent_rev"], "Can't locate revision identified by 'nonexistent_rev'"),
+        (
+            ["nonexistent_rev", "--downgrade"],
+            "Can't locate revision identified by 'nonexistent_rev'",
+        ),
+        (["+5"], "Relative revision +5 didn't produce 5 migrations"),
+    ],
+)
+def test_migrate_refuses_a_revision_alembic_cannot_resolve_with_one_line(
+    arguments: list[str],
+    said: str,
+    cluster: EmbeddedCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    database = "mneme_cli_revision"
+    asyncio.run(bootstrap(cluster, database))
+    monkeypatch.setenv("MNEME_DATABASE_URL", cluster.url(OWNER_ROLE, database))
+    assert main(["migrate", "head"]) == 0
+    capsys.readouterr()
+    assert main(["migrate", *arguments]) == 2
+    assert capsys.readouterr() == ("", f"mneme migrate: {said}; nothing was migrated\n")
+    assert main(["migrate", "head"]) == 0
+    assert "schema at revision" in capsys.readouterr().out
+
+
 def test_migrate_refuses_a_server_it_cannot_run_on_and_says_why(
     cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
