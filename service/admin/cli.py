@@ -18,7 +18,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from service.auth.principal import TENANT_ID_MAX
 from service.extraction.cli import rerun_extraction
@@ -228,6 +228,23 @@ async def run_admin(args: argparse.Namespace) -> int:
     except DomainError as exc:
         sys.stderr.write(f"\nmneme admin {args.admin_command}: {exc.code}: {exc.detail}\n")
         return 1
+    except FileRefused as exc:
+        sys.stderr.write(f"mneme admin {args.admin_command}: {exc}\n")
+        return 2
+
+
+class FileRefused(Exception):
+    """A file an option names that cannot be opened: a bad option, said in one line."""
+
+
+def _open(path: str, mode: Literal["rb", "wb"]) -> BinaryIO:
+    """The file an option names, opened (`FileRefused` when it cannot be: missing, a directory,
+    not permitted)."""
+    try:
+        return open(path, mode)
+    except OSError as exc:
+        action = "read" if mode == "rb" else "write"
+        raise FileRefused(f"cannot {action} {path}: {exc.strerror or exc}") from None
 
 
 async def _vector_columns(connection: OperatorConnection) -> VectorColumns:
@@ -365,8 +382,7 @@ async def _show_user(connection: OperatorConnection, args: argparse.Namespace) -
 
 async def _import_user(connection: OperatorConnection, args: argparse.Namespace) -> int:
     """The API's import, fed the file's lines as they are read; all or nothing."""
-    # A command line process has nothing else to run while it reads.
-    source = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")  # noqa: ASYNC230, SIM115
+    source = sys.stdin.buffer if args.input == "-" else _open(args.input, "rb")
     try:
         report = await _in_transaction(
             connection, lambda admin: admin.import_user(args.user, _lines(source))
@@ -385,10 +401,15 @@ async def _lines(source: BinaryIO) -> AsyncIterator[bytes]:
 
 
 async def _export_user(connection: OperatorConnection, args: argparse.Namespace) -> int:
+    # The export first: one the API would refuse (an unknown user) leaves the file untouched,
+    # which may hold an earlier export.
     export = await _lifecycle(connection).open_export(args.user)
     written: dict[str, int] = {}
-    # A command line process has nothing else to run while it writes.
-    output = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")  # noqa: ASYNC230, SIM115
+    try:
+        output = sys.stdout.buffer if args.output == "-" else _open(args.output, "wb")
+    except FileRefused:
+        await export.discard()
+        raise
     try:
         async for line in export.lines():
             output.write(line)

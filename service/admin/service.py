@@ -450,6 +450,10 @@ class UserLifecycle:
         return UserExport(stack, repository, plan, scope, counts)
 
 
+class ExportDiscarded(Exception):
+    """What an export discarded unread ends its transaction with (a rollback)."""
+
+
 @dataclass
 class UserExport:
     """An export in progress: one snapshot, streamed as NDJSON lines."""
@@ -470,6 +474,12 @@ class UserExport:
             "exported_at": datetime.now(UTC).isoformat(),
             "counts": self.counts,
         }
+
+    async def discard(self) -> None:
+        """End the export unread (its destination could not be opened): the snapshot's
+        transaction is rolled back, and the export's audit entry with it, since nothing was
+        exported."""
+        await self._stack.__aexit__(ExportDiscarded, ExportDiscarded(), None)
 
     async def lines(self) -> AsyncIterator[bytes]:
         try:

@@ -192,6 +192,45 @@ async def test_bad_options_are_refused_before_anything_runs(
     assert f"mneme admin {command}: error: argument" in capsys.readouterr().err
 
 
+async def test_a_file_that_cannot_be_opened_is_one_line_and_nothing_is_exported_or_imported(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    user = ("--tenant", tenant, "--user", "ada")
+    missing = tmp_path / "no such directory" / "ada.ndjson"
+    capsys.readouterr()
+
+    assert await mneme("admin", "export-user", *user, "-o", str(missing)) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"mneme admin export-user: cannot write {missing}: No such file or directory\n",
+    )
+    assert await mneme("admin", "export-user", *user, "-o", str(tmp_path)) == 2
+    assert capsys.readouterr().err == (
+        f"mneme admin export-user: cannot write {tmp_path}: Is a directory\n"
+    )
+    assert await mneme("admin", "purge-user", *user, "--yes") == 0
+    capsys.readouterr()
+    assert await mneme("admin", "import-user", *user, "-i", str(missing)) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"mneme admin import-user: cannot read {missing}: No such file or directory\n",
+    )
+    assert set((await rows_of(owner_engine, tenant, "ada")).values()) == {0}
+
+    # The refused exports recorded no `admin.user_export`: nothing was exported.
+    audit = ("admin", "audit", "--tenant", tenant, "--action", "admin.", "--json")
+    assert await mneme(*audit) == 0
+    actions = [json.loads(line)["action"] for line in capsys.readouterr().out.splitlines()]
+    assert actions == ["admin.user_purge"]
+
+
 async def test_show_user_answers_the_counts_or_names_the_problem(
     cli_env: None,
     client: AsyncClient,
