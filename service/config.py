@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+import time
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +25,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from service.kit.types import PriorWeightText, UnitIntervalText
+from service.kit.types import LATEST_NUMERIC_DATE, PriorWeightText, UnitIntervalText
 
 # Categories the write path itself gives episodic memories; extracted facts cannot use them.
 RESERVED_CATEGORIES = frozenset({"turn", "episode"})
@@ -523,6 +524,19 @@ class Settings(BaseSettings):
         if value is not None:
             _url_refused(
                 value, ("https", "http"), "https://host/path/to/jwks.json", needs_host=True
+            )
+        return value
+
+    @field_validator("dev_token_ttl_seconds")
+    @classmethod
+    def _dev_tokens_expire_when_the_service_can_read_it(cls, value: int) -> int:
+        # The verifier refuses an `exp` past the year 9999: a longer lifetime would mint
+        # tokens that every request refuses.
+        latest = LATEST_NUMERIC_DATE - int(time.time())
+        if value > latest:
+            raise SettingRefused(
+                f"Input should be at most {latest} seconds now: a token must expire by "
+                "9999-12-31T23:59:59Z, the latest 'exp' the service accepts"
             )
         return value
 

@@ -9,9 +9,11 @@ import importlib.metadata
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from importlib.machinery import ModuleSpec
 from pathlib import Path
@@ -24,10 +26,11 @@ import uvicorn
 
 from service import db, db_migrations
 from service.auth.principal import TENANT_ID_MAX
+from service.auth.tokens import TokenVerifier
 from service.cli import build_parser, main, reembed_progress
-from service.config import get_settings
+from service.config import Settings, get_settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
-from service.kit.types import IDENTIFIER_MAX
+from service.kit.types import IDENTIFIER_MAX, LATEST_NUMERIC_DATE
 from service.refused_start import StartRefused
 from tests.conftest import TEST_SECRET
 from tests.service_process import free_port
@@ -344,6 +347,45 @@ def test_token_ttl_takes_the_place_of_the_setting(
     assert main(["token", "--tenant", "acme", "--user", "ada", "--ttl", "120"]) == 0
     claims = jwt.decode(capsys.readouterr().out.strip(), TEST_SECRET, algorithms=["HS256"])
     assert claims["exp"] - claims["iat"] == 120
+
+
+async def test_token_refuses_a_ttl_whose_expiry_the_service_would_not_accept(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The verifier reads `exp` only up to the end of the year 9999: a token that expires later
+    # is refused on its first request, however it was minted.
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
+    latest = LATEST_NUMERIC_DATE - int(time.time())
+    command = ["token", "--tenant", "acme", "--user", "ada", "--ttl"]
+    for ttl in (latest + 10, 99999999999999):
+        assert main([*command, str(ttl)]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert re.fullmatch(
+            r"mneme token: --ttl: Input should be at most \d+ seconds now: a token must expire "
+            r"by 9999-12-31T23:59:59Z, the latest 'exp' the service accepts\n",
+            err,
+        )
+    assert main([*command, str(latest - 60)]) == 0
+    token = capsys.readouterr().out.strip()
+    principal = await TokenVerifier(Settings(jwt_hs256_secret=TEST_SECRET)).verify(token)
+    assert (principal.tenant_id, principal.subject) == ("acme", "ada")
+
+
+def test_a_dev_token_ttl_setting_past_the_latest_expiry_is_refused(tmp_path: Path) -> None:
+    ran = _mneme(
+        "token",
+        "--tenant",
+        "acme",
+        "--user",
+        "ada",
+        tmp_path=tmp_path,
+        MNEME_DEV_TOKEN_TTL_SECONDS="99999999999999",
+    )
+    assert ran.returncode == 2
+    assert ran.stderr.startswith(
+        "mneme token: MNEME_DEV_TOKEN_TTL_SECONDS: Input should be at most "
+    )
 
 
 def test_token_rejects_ids_that_cannot_be_addressed(

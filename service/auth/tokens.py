@@ -28,6 +28,7 @@ from service.errors import ServiceUnavailable, Unauthenticated
 from service.kit.expiring import ExpiringValues
 from service.kit.secrets import find_secret
 from service.kit.types import (
+    LATEST_NUMERIC_DATE,
     SOCIALS_MAX,
     AccountEmail,
     AccountName,
@@ -52,9 +53,6 @@ VERIFIED_TOKENS_KEPT = 4096
 """The most tokens remembered at once; past it the memory starts again (a verification each)."""
 
 NUMERIC_DATE_CLAIMS = ("exp", "nbf", "iat")
-LATEST_NUMERIC_DATE = 253_402_300_799
-"""9999-12-31T23:59:59Z: a time claim past it is no date this service (or Python's datetime,
-or a float without loss) can hold."""
 
 
 @dataclass(frozen=True, slots=True)

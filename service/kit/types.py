@@ -52,6 +52,10 @@ INT64_MAX = 2**63 - 1
 
 # --- timestamps ---------------------------------------------------------------------------
 
+LATEST_NUMERIC_DATE = 253_402_300_799
+"""9999-12-31T23:59:59Z in seconds since 1970: a token's time claim (`exp`, `nbf`, `iat`)
+past it is no date this service (or Python's datetime, or a float without loss) can hold."""
+
 MAX_UTC_OFFSET = timedelta(hours=14)
 # The driver (asyncpg) sends the calendar's first and last microsecond as -infinity and
 # infinity, and reads those back as naive times: neither instant can be stored as itself.
