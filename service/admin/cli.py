@@ -216,8 +216,6 @@ def _page_size(value: str) -> int:
 
 async def run_admin(args: argparse.Namespace) -> int:
     """Run the parsed `mneme admin` command; its exit status."""
-    if args.admin_command in ("rerun-extraction", "rerun-jobs"):
-        return await rerun_extraction(args)
     from service.errors import DomainError
     from service.operator import operator_connection
 
@@ -503,4 +501,6 @@ COMMANDS: dict[str, Command] = {
     "purge-user": _purge_user,
     "purge-tenant": _purge_tenant,
     "audit": _audit,
+    "rerun-extraction": rerun_extraction,
+    "rerun-jobs": rerun_extraction,
 }

@@ -5,38 +5,33 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from service.operator import OperatorConnection
 
 
-async def rerun_extraction(args: argparse.Namespace) -> int:
-    """Queue the rerun in one tenant-scoped transaction, each queued job audited as the
-    operator."""
+async def rerun_extraction(connection: OperatorConnection, args: argparse.Namespace) -> int:
+    """Queue the rerun through the API's own use case (a user or thread without messages is
+    its 404), in one tenant-scoped transaction, each queued job audited as the operator."""
     from service.db import tenant_transaction
-    from service.extraction.recovery import WritePathRecovery
-    from service.operator import operator_connection
-    from service.providers.llm import build_chat_model
+    from service.extraction.recovery import RerunInTransaction, WritePathRecovery
 
-    async with operator_connection(args.tenant) as connection:
-        # The kinds of job a rerun queues follow the configured write path (LLM or not).
-        chat_model = build_chat_model(connection.settings)
-        try:
-            recovery = WritePathRecovery(connection.sessionmaker, connection.settings, chat_model)
-            async with tenant_transaction(connection.sessionmaker, args.tenant) as session:
-                result = await recovery.rerun(
-                    session, args.tenant, args.user, args.thread, requested_by=connection.operator
-                )
-        finally:
-            if chat_model is not None:
-                await chat_model.aclose()
-    if args.thread is not None and not result.threads:
+    # The service's workers run what is queued here, with their model or without one; this
+    # shell's settings need not say which, so they do not choose the kinds.
+    recovery = WritePathRecovery.for_any_worker(connection.sessionmaker, connection.settings)
+    async with tenant_transaction(connection.sessionmaker, args.tenant) as session:
+        rerun = RerunInTransaction(recovery, session, connection.operator)
+        result = await rerun.rerun(args.user, args.thread)
+    if not result.kinds:
         sys.stderr.write(
-            f"mneme admin: no thread {args.thread} of user {args.user} with messages\n"
+            "mneme admin: background work is off in these settings (MNEME_JOBS_ENABLED, or "
+            "MNEME_EXTRACTION_ENABLED with summaries off); nothing was queued\n"
         )
         return 2
-    if not result.kinds:
-        sys.stderr.write("mneme admin: background work is off; nothing was queued\n")
-        return 2
     sys.stdout.write(
-        f"queued {', '.join(result.kinds)} for {len(result.threads)} thread(s); "
-        "a running service's worker picks them up\n"
+        f"queued {', '.join(result.kinds)} for {len(result.threads)} thread(s); a running "
+        "service's worker picks them up (without an LLM it stores the turns and writes no "
+        "summary)\n"
     )
     return 0

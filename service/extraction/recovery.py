@@ -39,6 +39,7 @@ from service.errors import NotFound
 from service.extraction.health import write_path_mode
 from service.extraction.record import RequeueRecord
 from service.extraction.repository import ExtractionRepository
+from service.extraction.schemas import WritePathMode
 from service.jobs import (
     MEMORY_EXTRACTION_JOB,
     THREAD_SUMMARY_JOB,
@@ -57,6 +58,11 @@ from service.threads.service import summarization_status
 logger = logging.getLogger("mneme.extraction.recovery")
 
 RECOVERY_ACTOR = "mneme:recovery"
+WRITE_PATH_KINDS: Mapping[WritePathMode, str] = {
+    "llm": MEMORY_EXTRACTION_JOB,
+    "turns": TURN_MEMORIES_JOB,
+}
+"""The kind of job that runs the write path in each mode (none when it is off)."""
 # Most threads one rerun queues work for (a user's most recently active first).
 RERUN_MAX_THREADS = 500
 
@@ -84,26 +90,38 @@ class WritePathRecovery:
         settings: Settings,
         chat_model: ChatModel | None,
     ) -> None:
+        """`chat_model`: the model of the workers that run what is queued here (this
+        process's own)."""
         self._sessionmaker = sessionmaker
         self._settings = settings
-        self._mode = write_path_mode(settings, chat_model)
+        self._write_kind = WRITE_PATH_KINDS.get(write_path_mode(settings, chat_model))
         self._summaries = (
             settings.jobs_enabled and summarization_status(settings, chat_model).enabled
         )
         self.interval = timedelta(seconds=settings.write_path_sweep_interval_seconds)
         self._max_backoff = timedelta(seconds=settings.write_path_sweep_max_backoff_seconds)
 
+    @classmethod
+    def for_any_worker(
+        cls, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
+    ) -> WritePathRecovery:
+        """For a process that queues work the service's workers run (`mneme admin rerun-jobs`),
+        whose settings need not name their model (an ops shell, a CronJob): it queues the kinds
+        every worker runs as its own write path and summaries. A worker with a model extracts
+        and summarises; one without runs the extraction job as turn storage
+        (`WritePath.extract`) and passes the summary job over. A turn storage job, queued for
+        lack of a model here, would have a service with one store the turns raw and move past
+        them, never to extract from them."""
+        recovery = cls(sessionmaker, settings, None)
+        if recovery._write_kind is not None:
+            recovery._write_kind = MEMORY_EXTRACTION_JOB
+        recovery._summaries = settings.jobs_enabled and settings.thread_summary_keep_recent >= 1
+        return recovery
+
     def backoff(self, requeues: int) -> timedelta:
         """How long after giving up a thread's work is queued again, having been queued again
         `requeues` times since the thread last progressed."""
         return min(self.interval * (1 << min(requeues, 32)), self._max_backoff)
-
-    def _write_path_kind(self) -> str | None:
-        if self._mode == "llm":
-            return MEMORY_EXTRACTION_JOB
-        if self._mode == "turns":
-            return TURN_MEMORIES_JOB
-        return None
 
     async def _queue(
         self,
@@ -126,7 +144,7 @@ class WritePathRecovery:
         have changed since), or None when that work is off."""
         if kind == THREAD_SUMMARY_JOB:
             return kind if self._summaries else None
-        return self._write_path_kind()
+        return self._write_kind
 
     async def sweep(self, tenant_id: str, *, now: datetime | None = None) -> SweepResult:
         """Queue fresh jobs for the tenant's stranded threads whose backoff has passed, and
@@ -177,7 +195,7 @@ class WritePathRecovery:
         id; the operator at a terminal), or as the recovery actor when no one is named."""
         kinds = [
             kind
-            for kind in (self._write_path_kind(), THREAD_SUMMARY_JOB if self._summaries else None)
+            for kind in (self._write_kind, THREAD_SUMMARY_JOB if self._summaries else None)
             if kind is not None
         ]
         repository = ExtractionRepository(session, tenant_id)

@@ -409,8 +409,14 @@ async def test_a_rerun_queues_the_users_thread_jobs_and_names_the_operator(
     assert "for 1 thread(s)" in capsys.readouterr().out
 
     assert await mneme("admin", "audit", "--tenant", tenant, "--action", "job.requeued") == 0
-    [entry] = capsys.readouterr().out.splitlines()
-    assert f"\tservice:{OPERATOR}\tjob.requeued\tthread:{seeded.thread_ids[0]}\t" in entry
+    entries = capsys.readouterr().out.splitlines()
+    assert all(
+        f"\tservice:{OPERATOR}\tjob.requeued\tthread:{seeded.thread_ids[0]}\t" in entry
+        for entry in entries
+    )
+    # The kinds every worker runs as its own (whatever this shell knows of the service's model).
+    kinds = sorted(json.loads(entry.split("\t")[-1])["kind"] for entry in entries)
+    assert kinds == ["memory_extraction", "thread_summary"]
     with pytest.raises(SystemExit):
         await mneme(*rerun, "--thread", "not-a-uuid")
 
@@ -453,9 +459,9 @@ async def test_the_terminal_session_in_the_admin_docs_runs_as_written(
         command = [tenant if word == "acme" else word for word in arguments]
         assert await mneme(*command) == 0, (command, capsys.readouterr().err)
     # The session restored what it purged (but the stored responses exports leave out), and
-    # its rerun recorded a `job.requeued` entry for each of the user's two threads.
+    # its rerun recorded a `job.requeued` entry for each kind queued on the user's two threads.
     assert await rows_of(owner_engine, tenant, "ada") == {
         **before,
         "idempotency_record": 0,
-        "audit_log": before["audit_log"] + 2,
+        "audit_log": before["audit_log"] + 4,
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -34,9 +34,10 @@ from tests.extraction.conftest import (
     say,
     serve,
     wait_for_passes,
+    write_path_settings,
 )
 from tests.fixtures.factories import memories, start_thread
-from tests.fixtures.openai_server import MODEL, FakeOpenAIServer, ScriptedExtraction
+from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer, ScriptedExtraction
 
 ADA = ScriptedExtraction([("Ada", [fact("User's daughter is named Ada.", subject="daughter")])])
 
@@ -211,33 +212,87 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def test_the_admin_command_queues_a_rerun_of_a_users_thread(
+@pytest.fixture
+def command_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The environment of `mneme admin` at an operator's shell: the database, nothing else."""
+    assert settings.database_url is not None
+    monkeypatch.setenv("MNEME_DATABASE_URL", settings.database_url.get_secret_value())
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+@pytest.mark.parametrize("command_has_model", [False, True], ids=["shell", "shell-with-llm"])
+@pytest.mark.parametrize("service_has_model", [True, False], ids=["llm-service", "turns-service"])
+async def test_the_admin_command_reruns_a_thread_as_the_services_worker_would(
+    command_env: None,
     client: AsyncClient,
-    runtime_engine: AsyncEngine,
+    cluster: EmbeddedCluster,
+    fresh_llm: FakeOpenAIServer,
     settings: Settings,
     tenant: str,
     monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    service_has_model: bool,
+    command_has_model: bool,
+) -> None:
+    # What the command's own environment says of a model (an ops shell or a CronJob rarely
+    # holds the service's LLM settings) must not decide how the service processes the turns:
+    # stored raw by a service that could extract from them, they are never extracted.
+    headers = bearer(settings, tenant, "alex")
+    thread_id = await start_thread(client, headers)  # an app without a worker: nothing runs
+    await say(client, headers, thread_id, "My daughter's name is Ada.", "Lovely name!")
+    fresh_llm.reply = ADA
+    worker_settings = (
+        llm_settings(cluster, fresh_llm, extraction_strategy="every_turn")
+        if service_has_model
+        else write_path_settings(cluster, extraction_strategy="every_turn")
+    )
+    if command_has_model:  # set after the service's settings, which read the environment too
+        monkeypatch.setenv("MNEME_LLM_BASE_URL", fresh_llm.base_url)
+        monkeypatch.setenv("MNEME_LLM_API_KEY", API_KEY)
+        get_settings.cache_clear()
+    served = serve(create_app(worker_settings))
+    service = await anext(served)
+    try:
+        rerun = ["admin", "rerun-jobs", "--tenant", tenant, "--user", "alex"]
+        assert await run_admin(_parse([*rerun, "--thread", thread_id])) == 0
+        assert "for 1 thread(s)" in capsys.readouterr().out
+        [finished] = await wait_for_passes(service, headers, 1)
+        texts = [m["text"] for m in await memories(service, headers)]
+    finally:
+        with pytest.raises(StopAsyncIteration):
+            await anext(served)
+    if service_has_model:
+        assert (finished["mode"], texts) == ("llm", ["User's daughter is named Ada."])
+    else:
+        assert (finished["mode"], texts) == ("turns", ["My daughter's name is Ada."])
+
+
+async def test_the_admin_command_answers_an_unknown_user_or_thread_as_the_api_does(
+    command_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     headers = bearer(settings, tenant, "alex")
     thread_id = await start_thread(client, headers)
     await say(client, headers, thread_id, "I'm training for a marathon.")
-    assert settings.database_url is not None
-    monkeypatch.setenv("MNEME_DATABASE_URL", settings.database_url.get_secret_value())
-    get_settings.cache_clear()
-    try:
-        args = ["admin", "rerun-extraction", "--tenant", tenant, "--user", "alex"]
-        assert await run_admin(_parse([*args, "--thread", thread_id])) == 0
-        assert "queued turn_memories for 1 thread(s)" in capsys.readouterr().out
-        assert await run_admin(_parse([*args, "--thread", str(uuid.uuid4())])) == 2
-        assert "no thread" in capsys.readouterr().err
-    finally:
-        get_settings.cache_clear()
-    async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
-        pending = await JobStatusRepository(session, tenant).pending(
-            ["turn_memories"], user_id="alex", limit=10
-        )
-    assert [(j.kind, str(j.thread_id)) for j in pending] == [("turn_memories", thread_id)]
+    rerun = ["admin", "rerun-jobs", "--tenant", tenant, "--user"]
+    capsys.readouterr()
+
+    assert await run_admin(_parse([*rerun, "nobody"])) == 1
+    assert capsys.readouterr().err.strip() == (
+        "mneme admin rerun-jobs: NOT_FOUND: User 'nobody' has no thread with messages here."
+    )
+    other = uuid.uuid4()
+    assert await run_admin(_parse([*rerun, "alex", "--thread", str(other)])) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"mneme admin rerun-jobs: NOT_FOUND: No thread {other} of this user with messages."
+    )
+    assert await run_admin(_parse([*rerun, "nobody", "--thread", thread_id])) == 1
+    assert "NOT_FOUND" in capsys.readouterr().err
 
 
 async def test_summary_passes_are_listed_in_the_jobs_view(
