@@ -33,6 +33,7 @@ from service.jobs import (
     THREAD_SUMMARY_JOB,
     TURN_MEMORIES_JOB,
 )
+from service.jobs.sweep import WRITE_PATH_SWEEP_JOB
 from service.kit.repository import TenantRepository, rowcount
 from service.memories.filters import unexpired
 from service.memories.repository import writers_lock_key
@@ -50,6 +51,10 @@ USER_JOB_KINDS = (
     SEARCH_STATISTICS_JOB,
 )
 """The kinds of job queued for a user's threads or the user: dropped by the user's purge."""
+TENANT_JOB_KINDS = (*USER_JOB_KINDS, WRITE_PATH_SWEEP_JOB)
+"""Every kind of job the service queues, each for one tenant (its id in the payload): dropped
+by the tenant's purge. The tenant's sweep belongs to no user; left queued, it would name the
+purged tenant and outlive a purge whose report says no job is left."""
 
 CATALOGUE_TABLES_SQL = text(
     """
@@ -526,13 +531,13 @@ class AdminRepository(TenantRepository):
 
     async def delete_tenant_jobs(self) -> int:
         result = await self._session.execute(
-            DELETE_TENANT_JOBS_SQL, {"kinds": list(USER_JOB_KINDS), "tenant_id": self._tenant_id}
+            DELETE_TENANT_JOBS_SQL, {"kinds": list(TENANT_JOB_KINDS), "tenant_id": self._tenant_id}
         )
         return rowcount(result)
 
     async def count_tenant_jobs(self) -> int:
         result = await self._session.execute(
-            COUNT_TENANT_JOBS_SQL, {"kinds": list(USER_JOB_KINDS), "tenant_id": self._tenant_id}
+            COUNT_TENANT_JOBS_SQL, {"kinds": list(TENANT_JOB_KINDS), "tenant_id": self._tenant_id}
         )
         return int(result.scalar_one())
 

@@ -9,17 +9,26 @@ import getpass
 import io
 import json
 import shlex
+import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from httpx import AsyncClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.admin.cli import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
+from service.admin.repository import TENANT_JOB_KINDS
 from service.cli import main
 from service.config import Settings, get_settings
+from service.db import create_sessionmaker, tenant_transaction
+from service.jobs import JobRegistry, enqueue_thread_summary
+from service.jobs.sweep import enqueue_write_path_sweep
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from service.main import JOB_REGISTRARS
 from tests.admin.conftest import rows_of, seed_user, tenant_rows
 from tests.conftest import bearer, new_tenant
 
@@ -393,6 +402,47 @@ async def test_purge_tenant_counts_asks_then_leaves_nothing_of_that_tenant_alone
     assert await tenant_rows(owner_engine, other_tenant) == twin_before
     assert await mneme(*purge, "--yes") == 1
     assert "purge-tenant: NOT_FOUND" in capsys.readouterr().err
+
+
+TENANT_JOBS_SQL = text(
+    "SELECT entrypoint FROM pgqueuer "
+    "WHERE convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id"
+)
+
+
+async def test_purge_tenant_drops_and_counts_every_queued_job_of_the_tenant(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    runtime_engine: AsyncEngine,
+    tenant: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A job that gave up schedules the tenant's sweep, which is no user's: the report said no
+    # job was left while the sweep stayed queued, naming the purged tenant.
+    seeded = await seed_user(client, settings, owner_engine, tenant, "ada")
+    async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
+        await enqueue_write_path_sweep(session, tenant, delay=timedelta(hours=1))
+        await enqueue_thread_summary(session, tenant, uuid.UUID(seeded.thread_ids[0]))
+    purge = ("admin", "purge-tenant", "--tenant", tenant)
+    capsys.readouterr()
+
+    assert await mneme(*purge, "--dry-run") == 0
+    assert json.loads(capsys.readouterr().out)["pgqueuer"] == 2
+    assert await mneme(*purge, "--yes") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["deleted"]["pgqueuer"], report["remaining"]["pgqueuer"]) == (2, 0)
+    async with owner_engine.connect() as connection:
+        left = await connection.execute(TENANT_JOBS_SQL, {"tenant_id": tenant})
+        assert list(left.scalars()) == []
+
+
+async def test_purge_tenant_knows_every_kind_of_job_the_service_queues(app: FastAPI) -> None:
+    registry = JobRegistry()
+    for register in JOB_REGISTRARS:
+        register(registry, app.state.mneme)
+    assert set(registry.handlers) == set(TENANT_JOB_KINDS)
 
 
 async def test_a_rerun_queues_the_users_thread_jobs_and_names_the_operator(
