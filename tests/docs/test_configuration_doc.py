@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from service.config import Settings
+from service.threads.summaries import compute_summary_window
 
 CONFIGURATION_DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -52,3 +54,32 @@ def test_a_documented_default_is_the_settings_default(
     clean_environment.setenv(f"MNEME_{name}", documented)
     stated = getattr(Settings(_env_file=None), field)
     assert stated == default, f"docs/configuration.md says MNEME_{name} defaults to {documented}"
+
+
+@dataclass(frozen=True)
+class _Message:
+    seq: int
+    role: str
+
+
+def test_the_summary_window_is_documented_in_the_unit_the_service_counts() -> None:
+    # K counts complete human turns (a user message and what answers it), not messages: K
+    # exchanges make one window of 2K messages, and K messages only half of one.
+    [row] = [
+        line
+        for line in CONFIGURATION_DOC.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `MNEME_THREAD_SUMMARY_KEEP_RECENT` |")
+    ]
+    assert "windows of K complete human turns" in row
+    keep_recent = 4
+    exchanges = [_Message(seq, ("user", "assistant")[seq % 2]) for seq in range(2 * keep_recent)]
+    window = compute_summary_window(
+        exchanges, humans_before=0, last_end=None, keep_recent=keep_recent
+    )
+    assert window is not None and (window.start_index, window.end_index) == (0, 2 * keep_recent)
+    assert (
+        compute_summary_window(
+            exchanges[:keep_recent], humans_before=0, last_end=None, keep_recent=keep_recent
+        )
+        is None
+    )
