@@ -273,7 +273,10 @@ class ContextBuilder:
 
         Episodes leave out those drawn from `shown_messages` alone (a thread's turns stored as
         memories, when the block already carries the turns): in the statement, so the
-        section's ranking and its MMR choose among the episodes it can show."""
+        section's ranking and its MMR choose among the episodes it can show. A memory that
+        says what a memory of an earlier section says (`normalise_text`) is left out of the
+        later section the same way (`MemorySearch.search_sections`' `shown_texts`): the
+        sections' order decides which keeps it, and the block never pays for one text twice."""
         sections = memory_section_searches(request)
         found = (
             await self._search_service.search_sections(
@@ -284,6 +287,9 @@ class ContextBuilder:
                     shown_messages if name == "episodes" and shown_messages else None
                     for name, _ in sections
                 ],
+                # No memory is shown before these sections; each leaves out what those before
+                # it show.
+                shown_texts=(),
                 last_database_work=last_database_work,
             )
             if sections

@@ -26,11 +26,11 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.extraction.errors import CompactionDisabled, CompactorUnavailable
 from service.extraction.prompt import normalise_subject
-from service.extraction.resolver import normalise_text, refusal, remembered_name
+from service.extraction.resolver import refusal, remembered_name
 from service.extraction.schemas import CompactRequest, CompactResult
 from service.kit.admission import outside_the_gate
 from service.memories.embedding import embed_outside_a_transaction
-from service.memories.models import Memory
+from service.memories.models import Memory, normalise_text
 from service.memories.schemas import MemoryCreate, MemoryRead
 from service.memories.writer import DerivedMemory, DerivedMemoryWriter
 from service.providers import Embedder

@@ -68,7 +68,6 @@ from service.extraction.resolver import (
     Resolution,
     ResolverRules,
     SupersedeReason,
-    normalise_text,
     remembered_name,
     resolve,
     resolve_episode,
@@ -79,7 +78,7 @@ from service.extraction.turns import TurnStorage
 from service.kit.types import visible_text
 from service.memories.dependencies import write_path_memory_search
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
-from service.memories.models import Memory
+from service.memories.models import Memory, normalise_text
 from service.memories.repository import CategoryRelevance
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, MemoryWritten, SearchRequest
 from service.memories.search import MemorySearch

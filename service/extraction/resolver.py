@@ -72,6 +72,7 @@ from typing import Literal
 
 from service.kit.secrets import find_secret, is_credential_name
 from service.kit.types import in_unit_interval, visible_text
+from service.memories.models import normalise_text
 from service.memories.schemas import MEMORY_TEXT_MAX
 from service.profile.service import OVERLAY_KEYS
 
@@ -85,16 +86,10 @@ PROFILE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
 PROFILE_VALUE_MAX = 500
 # Keys the identity provider fills (the auth overlay): the model never overrides them.
 ACCOUNT_KEYS = frozenset(OVERLAY_KEYS)
-_WHITESPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 _FILLER_WORDS = frozenset(
     {"a", "an", "the", "is", "am", "are", "was", "be", "user", "s", "and", "also", "still", "too"}
 )
-
-
-def normalise_text(text: str) -> str:
-    """The text as exact-duplicate detection compares it (as the `content_hash` column does)."""
-    return _WHITESPACE.sub(" ", text.strip()).lower()
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime
 from typing import Any
@@ -13,6 +14,14 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+def normalise_text(text: str) -> str:
+    """The text as exact-duplicate detection compares it: trimmed, each run of whitespace one
+    space, in lower case (the `content_hash` column's expression)."""
+    return _WHITESPACE.sub(" ", text.strip()).lower()
 
 
 class Memory(Base):

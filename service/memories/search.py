@@ -19,6 +19,7 @@ from service.kit.admission import outside_the_gate
 from service.memories.dates import query_time_window
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, SearchRow
+from service.memories.models import normalise_text
 from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
 from service.memories.telemetry import (
     MEMORY_METRICS,
@@ -310,12 +311,18 @@ class MemorySearch:
         *,
         query_embedding: list[float] | None,
         not_only_of_messages: Sequence[Collection[uuid.UUID] | None] | None = None,
+        shown_texts: Collection[str] | None = None,
         last_database_work: bool = False,
     ) -> list[list[SearchHit]]:
         """Several searches with one query vector (None: lexical) in one fusion statement:
         each request's hits, as `search` would return them; request `i` leaves out the
         memories drawn from `not_only_of_messages[i]` alone; `last_database_work` as for
         `search`.
+
+        With `shown_texts` (texts as `normalise_text` compares them), each request also leaves
+        out the memories that say what one of them says or what a hit of a request before it
+        says, before MMR picks: requests in the order a block shows its sections then never
+        say one thing twice, and a later one picks the memories after the copy instead.
 
         The requests may differ only in what they select (scopes, kinds, …) and their limit,
         and must select disjoint memories."""
@@ -329,12 +336,16 @@ class MemorySearch:
             sections = await self._fusion.search_sections(params)
             statement.rows(sum(len(rows) for rows in sections))
         reranked = await self._rerank(requests[0].query, sections, mode, last_database_work)
-        hits = [
-            _hits(request, section_params, rows, section_reranked)
-            for request, section_params, rows, section_reranked in zip(
-                requests, params, sections, reranked, strict=True
-            )
-        ]
+        shown = None if shown_texts is None else set(shown_texts)
+        hits = []
+        for request, section_params, rows, section_reranked in zip(
+            requests, params, sections, reranked, strict=True
+        ):
+            if shown is not None:
+                rows = [row for row in rows if normalise_text(row.record["text"]) not in shown]
+            hits.append(_hits(request, section_params, rows, section_reranked))
+            if shown is not None:
+                shown.update(normalise_text(hit.memory.text) for hit in hits[-1])
         record_search_hits(
             trace.get_current_span(), [hit for each in hits for hit in each], mode=mode
         )

@@ -161,6 +161,44 @@ async def test_mmr_keeps_near_duplicates_from_filling_the_block(
     assert len(texts) == 2 and any("ramen" in t for t in texts)
 
 
+async def test_a_text_an_earlier_section_shows_is_not_shown_again_in_a_later_one(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """An org rule a user fact repeats, a fact an episode repeats (in another case and
+    spacing): the first section in the block's order keeps it, and the later one shows the
+    memories after the copy instead."""
+    admin = bearer(settings, tenant, "root", admin=True)
+    await remember_all(
+        client,
+        admin,
+        {"text": "Expense reports are due on the 5th of each month.", "category": "policy"},
+        org=True,
+    )
+    headers = bearer(settings, tenant, "fay")
+    await remember_all(
+        client,
+        headers,
+        {"text": "expense reports are  due on the 5th of each month."},
+        {"text": "Fay moved to Berlin in March 2026."},
+        {"text": "Fay files her expense reports from Berlin."},
+        {"text": "Fay moved  to Berlin in March 2026.", "kind": "episodic"},
+        {"text": "Fay visited Berlin for a conference in 2024.", "kind": "episodic"},
+    )
+    for query in ("when are expense reports due?", "when did Fay move to Berlin?"):
+        result = await context(client, headers, query=query, k_user=2, k_episodic=1)
+
+        shown = [
+            (s["name"], " ".join(i["text"].lower().split()))
+            for s in result["sections"]
+            for i in s["items"]
+        ]
+        assert len({text for _, text in shown}) == len(shown), shown
+        assert ("org", "expense reports are due on the 5th of each month.") in shown
+        assert ("facts", "fay moved to berlin in march 2026.") in shown
+        assert [name for name, _ in shown] == ["org", "facts", "facts", "episodes"], shown
+        assert "Fay visited Berlin for a conference in 2024." in result["text"]
+
+
 async def test_include_and_format_shape_the_response(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

@@ -17,6 +17,7 @@ from service.config import Settings
 from service.context import dependencies as context_dependencies
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, sectioned_search_statement
+from service.memories.models import normalise_text
 from service.memories.schemas import SearchHit, SearchRequest
 from service.memories.search import MemorySearch
 from service.services import Services
@@ -66,16 +67,25 @@ class SectionBySection(MemorySearch):
         *,
         query_embedding: list[float] | None,
         not_only_of_messages: Sequence[Collection[uuid.UUID] | None] | None = None,
+        shown_texts: Collection[str] | None = None,
         last_database_work: bool = False,
     ) -> list[list[SearchHit]]:
         leaving_out = not_only_of_messages or [None] * len(requests)
+        shown = None if shown_texts is None else set(shown_texts)
         each = []
         for request, messages in zip(requests, leaving_out, strict=True):
-            # Each section's own statement, the transaction kept open (no reranker here).
+            # Each section's own statement, the transaction kept open (no reranker here),
+            # leaving out what the sections before it show.
             [hits] = await super().search_sections(
-                owner, [request], query_embedding=query_embedding, not_only_of_messages=[messages]
+                owner,
+                [request],
+                query_embedding=query_embedding,
+                not_only_of_messages=[messages],
+                shown_texts=shown,
             )
             each.append(hits)
+            if shown is not None:
+                shown.update(normalise_text(hit.memory.text) for hit in hits)
         return each
 
 
