@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
@@ -37,8 +38,13 @@ from service.providers import (
 )
 from service.providers.reranker import Reranker, RerankerUnavailable
 
-# MMR re-ranks a deeper candidate list than it returns.
+# MMR re-ranks a deeper candidate list than it returns: three candidates per hit, and at least
+# 30, since a context section picks 4, and its 12 best candidates can all be one event
+# repeated (`maximal_marginal_relevance`), leaving it nothing else to pick.
 MMR_CANDIDATE_FACTOR = 3
+MMR_MIN_CANDIDATES = 30
+# Numbers, as an episode repeating another differs from it: its date, a time, an amount.
+_NUMBERS = re.compile(r"\d+")
 # The linear fusion's weight of BM25 when neither the settings nor the embedding profile set it.
 DEFAULT_LEXICAL_WEIGHT = 0.5
 
@@ -201,7 +207,8 @@ class MemorySearch:
         # MMR reads, for a larger pool would rank differently (other candidates lend their
         # evidence to their neighbours and sessions), and `mmr_lambda` 1 would not be that
         # search's order.
-        fetch = max(min(request.limit * MMR_CANDIDATE_FACTOR, 300) if with_mmr else 0, ranked)
+        depth = max(request.limit * MMR_CANDIDATE_FACTOR, MMR_MIN_CANDIDATES)
+        fetch = max(min(depth, 300) if with_mmr else 0, ranked)
         owners = searched_owners(owner, request.scopes)
         window = query_time_window(request.query, datetime.now(UTC))
         pool = max(settings.search_candidate_pool, ranked)
@@ -365,7 +372,7 @@ class MemorySearch:
         process's)."""
         if self._reranker is None:
             # Before any row's memory is read: a row's memory is validated only for the hits
-            # a search keeps (`SearchRow.memory`), and a context keeps 4 of each section's 12.
+            # a search keeps (`SearchRow.memory`), and a context keeps 4 of each section's 30.
             return [{} for _ in found]
         top_n = self._settings.rerank_top_n
         documents = [row.memory.text for rows in found for row in rows[:top_n]]
@@ -427,6 +434,15 @@ def maximal_marginal_relevance(
     Candidates without a vector have no measurable redundancy.
     With `reranked` scores, relevance is the reranker's score scaled to [0, 1] over the scored
     candidates (the lowest 0, the highest 1), and 0 for candidates it did not score.
+
+    Below `lambda_` 1, a repeat of a pick (`_repeat_key`: the same text, or for an episode
+    the same text apart from its numbers) is picked only once no other candidate is left.
+    Redundancy alone cannot keep repeats out: one event written down on many days ("On
+    2026-02-19 Ada went for a run along the coast.") has copies whose cosine to each other is
+    about 0.93, and whose relevance, when they share the query's words, is several times that
+    of a distinct memory, so at 0.7 every copy outscores it. A threshold on the cosine cannot
+    tell them apart from memories that differ in what matters: one sentence with two phone
+    numbers, or one preference reversed, lie at 0.98-0.99 with the packaged model.
     """
     if not rows:
         return [], {}
@@ -455,20 +471,37 @@ def maximal_marginal_relevance(
     redundancy = np.zeros(len(rows))
     compared = False
     available = np.ones(len(rows), dtype=bool)
+    keys = [_repeat_key(row) if lambda_ < 1 else None for row in rows]
+    repeats = np.zeros(len(rows), dtype=bool)
     chosen: list[int] = []
     scores: dict[uuid.UUID, float] = {}
     while len(chosen) < min(limit, len(rows)):
         score = np.where(available, lambda_ * relevance - (1 - lambda_) * redundancy, -np.inf)
+        fresh = available & ~repeats
         # The first of equal scores, as the fused order has them.
-        best = int(np.argmax(score))
+        best = int(np.argmax(np.where(fresh, score, -np.inf) if fresh.any() else score))
         chosen.append(best)
         available[best] = False
         scores[rows[best].id] = float(score[best])
+        if keys[best] is not None:
+            repeats |= np.array([key == keys[best] for key in keys])
         if has_vector[best]:
             similarity = np.where(has_vector, _cosines(vectors, vectors[best]), 0.0)
             redundancy = similarity if not compared else np.maximum(redundancy, similarity)
             compared = True
     return [rows[index] for index in chosen], scores
+
+
+def _repeat_key(row: SearchRow) -> str | None:
+    """What a candidate says, as MMR tells a repeat from another memory: its text as
+    `normalise_text` compares it, and for an episode with its numbers masked (the same event
+    on another day). A fact's numbers are what it says (a phone number, a price), so facts
+    that differ in them are different facts."""
+    text = row.record.get("text")
+    if not isinstance(text, str):
+        return None
+    said = normalise_text(text)
+    return _NUMBERS.sub("#", said) if row.record.get("kind") == "episodic" else said
 
 
 def _cosines(vectors: np.ndarray, other: np.ndarray) -> np.ndarray:

@@ -161,6 +161,36 @@ async def test_mmr_keeps_near_duplicates_from_filling_the_block(
     assert len(texts) == 2 and any("ramen" in t for t in texts)
 
 
+async def test_an_episode_repeated_on_many_days_does_not_fill_earlier_episodes(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """Fourteen runs share the question's word and rank above everything else: the section
+    shows one of them and the distinct episodes after them, at the default `mmr_lambda`."""
+    headers = bearer(settings, tenant, "gus")
+    runs = [
+        {
+            "text": f"On 2026-{month:02d}-{day:02d} Gus went for a run along the coast.",
+            "kind": "episodic",
+            "event_at": f"2026-{month:02d}-{day:02d}T08:00:00Z",
+        }
+        for month in range(1, 8)
+        for day in (5, 20)
+    ]
+    others = [
+        {"text": "Gus ran his first 10k race in Porto in 52 minutes.", "kind": "episodic"},
+        {"text": "Gus played chess with his neighbour.", "kind": "episodic"},
+        {"text": "Gus repainted the kitchen.", "kind": "episodic"},
+    ]
+    await remember_all(client, headers, *runs, *others)
+
+    result = await context(client, headers, query="running", include=["episodes"])
+
+    shown = [i["text"] for i in section(result, "episodes")["items"]]  # type: ignore[index]
+    assert len(shown) == 4
+    assert sum("went for a run" in text for text in shown) == 1, shown
+    assert "Gus ran his first 10k race in Porto in 52 minutes." in shown
+
+
 async def test_a_text_an_earlier_section_shows_is_not_shown_again_in_a_later_one(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

@@ -1,6 +1,7 @@
 """MMR picks by relevance (the final score, relative to the best candidate's) against redundancy,
 one candidate at a time: the greedy choice worked out by hand, relevance alone keeping the fused
-order, copies of one vector tied (kept in fused order), candidates without a vector."""
+order, copies of one vector tied (kept in fused order), candidates without a vector, and
+repeats (one episode on other days, one text twice) left until nothing else is."""
 
 from __future__ import annotations
 
@@ -110,3 +111,50 @@ def test_no_candidate_above_zero_leaves_the_fused_order_to_diversity() -> None:
     picked, _ = maximal_marginal_relevance([first, twin, other], lambda_=0.5, limit=3)
 
     assert [hit.id for hit in picked] == [first.id, other.id, twin.id]
+
+
+def said(text: str, kind: str, embedding: list[float], final_score: float) -> SearchRow:
+    return SearchRow(
+        record={"id": uuid.uuid4(), "final_score": final_score, "text": text, "kind": kind},
+        embedding=np.asarray(embedding),
+    )
+
+
+def test_an_episode_repeated_on_other_days_waits_until_nothing_else_is_left() -> None:
+    """The copies share the question's words, so each far outscores the distinct episode at
+    0.7 (0.7 * 0.95 - 0.3 * 0.93 against 0.7 * 0.25 - 0.3 * 0.4): redundancy alone keeps
+    picking them."""
+    run = unit(1.0, 0.0, 0.0)
+    copies = [
+        said(f"On 2026-{month:02d}-11 Ada went for a run along the  coast.", "episodic", run, 0.95)
+        for month in range(1, 10)
+    ]
+    copies[1] = said("on 2026-02-19 ada went for a run along the coast.", "episodic", run, 0.95)
+    race = said("Ada ran her first 10k race in Porto.", "episodic", unit(0.4, 0.9, 0.0), 0.25)
+    thanks = said("thanks", "episodic", unit(0.2, 0.0, 1.0), 0.1)
+    rows = [*copies, race, thanks]
+
+    picked, _ = maximal_marginal_relevance(rows, lambda_=0.7, limit=5)
+
+    assert [hit.id for hit in picked] == [
+        copies[0].id,
+        race.id,
+        thanks.id,
+        *(copy.id for copy in copies[1:3]),
+    ]
+    # Relevance alone keeps the fused order, repeats and all.
+    alone, _ = maximal_marginal_relevance(rows, lambda_=1.0, limit=5)
+    assert alone == rows[:5]
+
+
+def test_facts_that_differ_in_their_numbers_are_not_repeats() -> None:
+    near = unit(1.0, 0.01, 0.0)
+    first = said("Tom's phone number is 555-1234.", "semantic", unit(1.0, 0.0, 0.0), 1.0)
+    second = said("Tom's phone number is 555-9876.", "semantic", near, 0.95)
+    twin = said("tom's phone number is  555-1234.", "semantic", unit(1.0, 0.0, 0.0), 0.9)
+    other = said("Tom lives in Porto.", "semantic", unit(0.0, 1.0, 0.0), 0.2)
+
+    picked, _ = maximal_marginal_relevance([first, second, twin, other], lambda_=0.7, limit=3)
+
+    # The second number outscores `other` on relevance; only the exact copy waits.
+    assert [hit.id for hit in picked] == [first.id, second.id, other.id]

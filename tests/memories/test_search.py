@@ -693,4 +693,5 @@ async def test_mmr_reads_deeper_than_the_search_without_it_ranks_but_through_the
     )
     assert (with_mmr.pool, with_mmr.vector_candidates) == (plain.pool, plain.vector_candidates)
     assert plain.limit == limit
-    assert with_mmr.limit == min(3 * limit, 300)
+    # Three per hit, and at least 30: a context section of 4 would read only 12.
+    assert with_mmr.limit == min(max(3 * limit, 30), 300)
