@@ -1,9 +1,12 @@
 """Turn storage, the write path without an LLM: each new human message of a thread becomes an
-episodic memory of category `turn`, so search and context work with no API key."""
+episodic memory of category `turn` (a message longer than a memory's text, several), so search
+and context work with no API key."""
 
 from __future__ import annotations
 
+import re
 import uuid
+from datetime import timedelta
 
 from service.auth.owner import Owner
 from service.extraction.passes import MAX_ROUNDS, TURNS_ACTOR, PassRunner
@@ -34,9 +37,19 @@ class TurnStorage:
             first, last = state.after + 1, state.pending[-1].seq
             turns = [m for m in state.pending if m.role == HUMAN_ROLE]
             # A turn that looks like a secret, or holds nothing visible, is not stored (the
-            # same rules as API writes).
-            storable = [m for m in turns if refusal(_turn_text(m.content)) is None]
-            texts = [_turn_text(m.content) for m in storable]
+            # same rules as API writes), in none of its parts.
+            storable = [
+                (message, parts)
+                for message in turns
+                if (parts := turn_parts(message.content))
+                and all(refusal(part) is None for part in parts)
+            ]
+            stored = [
+                (message, index, parts)
+                for message, parts in storable
+                for index in range(len(parts))
+            ]
+            texts = [parts[index] for _, index, parts in stored]
             vectors = await embed_or_none(runner.state.embedding_backfill.embedder, texts)
             async with runner.unit(tenant_id, TURNS_ACTOR, org_writes=False) as unit:
                 await unit.memories.lock_derived_writes(Owner.user(state.user_id))
@@ -45,10 +58,9 @@ class TurnStorage:
                     continue
                 written = await unit.memories.record_derived(
                     [
-                        _turn(state.user_id, thread_id, message, text, vector)
-                        for message, text, vector in zip(
-                            storable,
-                            texts,
+                        _turn(state.user_id, thread_id, message, index, parts, vector)
+                        for (message, index, parts), vector in zip(
+                            stored,
                             vectors if vectors is not None else [None] * len(texts),
                             strict=True,
                         )
@@ -73,30 +85,69 @@ class TurnStorage:
         return outcomes
 
 
-def _turn_text(content: str) -> str:
-    """A turn as a memory says it: without the whitespace and invisible characters around it,
-    cut to the longest memory text."""
-    return visible_text(content)[:MEMORY_TEXT_MAX]
+def turn_parts(content: str) -> list[str]:
+    """A turn as memories say it: without the whitespace and invisible characters around it,
+    in parts of at most the longest memory text (one part for all but long messages; none for
+    a message of nothing visible).
+
+    A long message is cut at the last sentence end in the second half of each part's room,
+    else at the last space there, else (a text without either, such as one long token) at
+    the room's end: a part ends where the text itself pauses, so its words stay whole and
+    searchable, and each part is at least half the room, so a message of 100,000 characters
+    is at most 50 memories."""
+    parts: list[str] = []
+    text = visible_text(content)
+    while len(text) > MEMORY_TEXT_MAX:
+        cut = _cut(text)
+        part, text = visible_text(text[:cut]), visible_text(text[cut:])
+        if part:
+            parts.append(part)
+    if text:
+        parts.append(text)
+    return parts
+
+
+# A sentence's end: its mark and any closing quotes or brackets, then a space; an ideographic
+# full stop, exclamation or question mark needs no space after it.
+_CLOSING = "\"')\\]}\u201d\u2019\u00bb\u300d\u300f"
+_SENTENCE_END = re.compile(f"[.!?\u2026][{_CLOSING}]*(?=\\s)|[\u3002\uff01\uff1f][{_CLOSING}]*")
+
+
+def _cut(text: str) -> int:
+    """Where the first part of `text` (longer than a memory's text) ends: see `turn_parts`."""
+    room = MEMORY_TEXT_MAX
+    window = text[: room + 1]
+    ends = [m.end() for m in _SENTENCE_END.finditer(window, room // 2) if m.end() <= room]
+    if ends:
+        return ends[-1]
+    return next((end for end in range(room, room // 2, -1) if window[end].isspace()), room)
 
 
 def _turn(
     user_id: str,
     thread_id: uuid.UUID,
     message: Message,
-    text: str,
+    index: int,
+    parts: list[str],
     vector: list[float] | None,
 ) -> DerivedMemory:
+    """The memory of part `index` of a message: each part cites the message, and is dated a
+    microsecond after the one before, so a thread's turns read in time order read them in
+    order (`event_at` is otherwise the message's time)."""
+    metadata: dict[str, object] = {"origin": "turn", "seq": message.seq}
+    if len(parts) > 1:
+        metadata.update(part=index + 1, parts=len(parts))
     return DerivedMemory(
         Owner.user(user_id),
         MemoryCreate(
             kind="episodic",
-            text=text,
+            text=parts[index],
             category=TURN_CATEGORY,
-            event_at=message.created_at,
+            event_at=message.created_at + timedelta(microseconds=index),
             source_thread_id=thread_id,
             source_message_ids=[message.id],
             speaker=remembered_name(message.name),
-            metadata={"origin": "turn", "seq": message.seq},
+            metadata=metadata,
         ),
         vector,
         "turn",

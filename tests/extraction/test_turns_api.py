@@ -166,3 +166,45 @@ async def test_a_turn_said_again_in_another_thread_is_its_source_too_and_outlive
     )
     assert deleted.json()["deleted"]["memory"] == 1
     assert await memories(turns_client, headers, kind="episodic", category="turn") == []
+
+
+async def test_a_message_longer_than_a_memory_is_stored_whole_in_parts_cut_between_sentences(
+    turns_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    thread_id = await start_thread(turns_client, headers)
+    diary = "Here is my diary, please remember it. " + " ".join(
+        f"Day {day}: I watered the tomatoes and basil, then read for an hour." for day in range(400)
+    )
+    [message] = await say(turns_client, headers, thread_id, diary, None)
+    await say(
+        turns_client,
+        headers,
+        thread_id,
+        "my key is sk-abcdefghijklmnopqrstuvwxyz123 " + diary,
+        None,
+    )
+    passes = await wait_for_passes(turns_client, headers, 1)
+
+    parts = sorted(
+        await memories(turns_client, headers, kind="episodic", category="turn", limit=100),
+        key=lambda memory: memory["event_at"],
+    )
+    # Every word of the message is in a part, none cut: each part but the last ends a
+    # sentence, and together they are the message.
+    assert len(parts) == 7 and " ".join(part["text"] for part in parts) == diary
+    assert all(len(part["text"]) <= 4000 for part in parts)
+    assert all(part["text"].endswith("for an hour.") for part in parts)
+    for number, part in enumerate(parts, start=1):
+        assert part["source_message_ids"] == [message["id"]]
+        assert part["metadata"] == {"origin": "turn", "seq": 0, "part": number, "parts": 7}
+    # A secret anywhere in a long message keeps all of it out, not only the part holding it.
+    assert sum(p["dropped"].get("secret", 0) for p in passes) == 1
+
+    found = await turns_client.post(
+        "/v1/users/me/memories/search",
+        headers=headers,
+        json={"query": "Day 350", "mode": "lexical", "limit": 1},
+    )
+    [hit] = found.json()["hits"]
+    assert "Day 350: I watered the tomatoes" in hit["memory"]["text"]
