@@ -13,7 +13,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 from opentelemetry import trace
@@ -27,6 +27,7 @@ from service.context.schemas import (
     ContextSection,
     SectionName,
 )
+from service.context.shortening import shortened
 from service.context.telemetry import record_context_sections
 from service.kit.token_counting import count_tokens_memo
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
@@ -61,6 +62,9 @@ TITLES: dict[SectionName, str] = {
     "thread": "Earlier in this conversation",
     "recent": "Recent messages",
 }
+# The share of the block's budget a turn is shown in at most, shortened when longer: one pasted
+# log or diary must neither push everything else out of the block nor be passed over.
+TURN_SHARE = 0.5
 # Bullets for facts, en dashes for episodes, so the model sees the difference.
 EPISODE_DASH = "\u2013"
 MemorySectionName = Literal["org", "facts", "episodes"]
@@ -252,14 +256,17 @@ class ContextBuilder:
             return count_tokens_memo(text, request.encoding)
 
         def enough(newest_first: Sequence[ReplayedMessage]) -> bool:
-            return not showing_turns or _offered_turns(newest_first, budget, count)[1]
+            return (
+                not showing_turns
+                or _offered_turns(newest_first, budget, count, request.encoding)[1]
+            )
 
         window = await self._threads.context_window(
             user_id, thread_id, self._buffer_recent_turns, enough=enough
         )
         if not showing_turns:
             return window, []
-        return window, _offered_turns(window.messages[::-1], budget, count)[0]
+        return window, _offered_turns(window.messages[::-1], budget, count, request.encoding)[0]
 
     async def _memory_hits(
         self,
@@ -459,25 +466,60 @@ def _summary_section(
 
 
 def _offered_turns(
-    newest_first: Sequence[ReplayedMessage], budget: int, count: Callable[[str], int]
+    newest_first: Sequence[ReplayedMessage],
+    budget: int,
+    count: Callable[[str], int],
+    encoding: str,
 ) -> tuple[list[list[ReplayedMessage]], bool]:
-    """The turns the recent section offers, newest first (`_turns`): the newest whose lines
-    add up to at most the block's budget (a turn longer than the whole budget is passed over:
-    it could never be shown); and whether older turns are left out because they would not fit
-    after these. Offering only these bounds what a block of a long conversation reads."""
+    """The turns the recent section offers, newest first (`_turns`), each as it is shown
+    (`_shown_turn`): the newest whose lines add up to at most the block's budget; and whether
+    older turns are left out because they would not fit after these. Offering only these
+    bounds what a block of a long conversation reads.
+
+    The turns end at the first that does not fit: an older one shown would leave out the
+    messages between it and the newest, and the model reading the block could not know that
+    something was said there. A turn is never too long to show (it is shortened instead),
+    and a turn not read to its question yet would only be longer read whole."""
     offered: list[list[ReplayedMessage]] = []
     spent = 0
     for turn in _turns(newest_first):
-        cost = sum(count(_turn_line(message)) + 1 for message in turn)  # each its newline
-        if cost > budget:
-            continue
+        shown = _shown_turn(turn, int(budget * TURN_SHARE), count, encoding)
+        if shown is None:
+            return offered, True
+        cost = sum(count(_turn_line(message)) + 1 for message in shown)  # each its newline
         if spent + cost > budget:
-            # A turn whose question is older than what was read may yet prove longer than the
-            # whole budget, and be passed over for older turns that fit.
-            return offered, _opens_with_question(turn, newest_first)
-        offered.append(turn)
+            return offered, True
+        offered.append(shown)
         spent += cost
     return offered, False
+
+
+def _shown_turn(
+    turn: list[ReplayedMessage], most: int, count: Callable[[str], int], encoding: str
+) -> list[ReplayedMessage] | None:
+    """`turn` as the recent section shows it: whole when its lines add up to at most `most`
+    tokens; else each message longer than an equal share of what the shorter ones leave is
+    shortened to that share (`shortened`: its beginning and its end around a marker). None
+    when the share leaves too little of a message to show (a turn of very many messages)."""
+    costs = [count(_turn_line(message)) + 1 for message in turn]  # each its newline
+    if sum(costs) <= most:
+        return turn
+    left, waiting = most, len(costs)
+    share = left // waiting
+    for cost in sorted(costs):
+        if cost > share:
+            break
+        left, waiting = left - cost, waiting - 1
+        share = left // waiting
+    shown = []
+    for message, cost in zip(turn, costs, strict=True):
+        if cost > share:
+            content = shortened(f"{message.role}: ", message.content, share - 1, encoding)
+            if content is None:
+                return None
+            message = replace(message, content=content)
+        shown.append(message)
+    return shown
 
 
 def _turns(newest_first: Sequence[ReplayedMessage]) -> list[list[ReplayedMessage]]:
@@ -502,21 +544,13 @@ def _turns(newest_first: Sequence[ReplayedMessage]) -> list[list[ReplayedMessage
     return turns
 
 
-def _opens_with_question(
-    turn: list[ReplayedMessage], newest_first: Sequence[ReplayedMessage]
-) -> bool:
-    """Whether `turn` (of `_turns(newest_first)`) starts at a human message that was read."""
-    oldest = turn[-1].seq
-    return any(message.role == HUMAN_ROLE and message.seq <= oldest for message in newest_first)
-
-
 def _recent_section(
     turns: list[list[ReplayedMessage]], *, left_out: int
 ) -> SectionDraft[ContextItemSource]:
     """The raw turns after the summaries that the section offers (`_offered_turns`, newest
-    first); the budget takes them whole and newest first, and no older turn once one does not
-    fit. `left_out`: the messages read and not offered, which count as omitted (those older
-    than what was read are not counted)."""
+    first, as shown); the budget takes them whole and newest first, and no older turn once
+    one does not fit. `left_out`: the messages read and not offered, which count as omitted
+    (those older than what was read are not counted)."""
     candidates = [
         Candidate(
             _turn_line(message),

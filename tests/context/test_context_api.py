@@ -337,24 +337,52 @@ async def test_a_long_conversation_is_read_only_as_far_back_as_the_block_can_sho
     assert len(section(everything, "recent")["items"]) == 300  # type: ignore[index]
 
 
-async def test_a_turn_longer_than_the_whole_block_is_passed_over(
+async def test_a_turn_longer_than_half_the_block_is_shown_shortened_never_passed_over(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
+    """A diary pasted between short turns: at every budget the section is the newest turns
+    without a gap, and the diary, once reached, is shown by its beginning and its end around
+    a marker, in at most half the budget."""
     headers = bearer(settings, tenant, "alice")
-    thread_id = (await client.post("/v1/users/me/threads", headers=headers, json={})).json()["id"]
-    messages = [{"role": "user", "content": f"short turn {n}"} for n in range(5)]
-    messages.append({"role": "assistant", "content": "a pasted log line " * 400})
-    response = await client.post(
-        f"/v1/users/me/threads/{thread_id}/messages", headers=headers, json={"messages": messages}
+    thread_id = await start_thread(client, headers)
+    diary = (
+        "Here is my diary from the summer. "
+        + " ".join(
+            f"Day {day}: I watered the tomatoes and basil, then read for an hour."
+            for day in range(400)
+        )
+        + " Which of these days was the hottest?"
     )
-    assert response.status_code == 201, response.text
+    messages = [
+        {"role": "user", "content": "When should I plant tomatoes?"},
+        {"role": "assistant", "content": "Plant them in April."},
+        {"role": "user", "content": diary},
+        {"role": "assistant", "content": "Noted the diary."},
+        {"role": "user", "content": "What about peppers?"},
+    ]
+    url = f"/v1/users/me/threads/{thread_id}/messages"
+    assert (await client.post(url, headers=headers, json={"messages": messages})).is_success
+    stored = [m["id"] for m in (await client.get(url, headers=headers)).json()["items"]]
 
-    result = await context(client, headers, query="log", thread_id=thread_id, budget_tokens=300)
-
-    kept = [item["text"] for item in section(result, "recent")["items"]]  # type: ignore[index]
-    # The log's turn is passed over whole: its question alone would read as never answered.
-    assert kept == [f"short turn {n}" for n in range(4)]
-    assert "pasted log line" not in result["text"]
+    reached = []
+    for budget in range(80, 1300, 40):
+        result = await context(
+            client, headers, query="peppers", thread_id=thread_id, budget_tokens=budget
+        )
+        recent = section(result, "recent")
+        items = recent["items"] if recent else []
+        assert [i["id"] for i in items] == stored[len(stored) - len(items) :], budget
+        assert result["token_count"] <= budget
+        if len(items) >= 3:
+            reached.append(budget)
+            shown = items[-3]["text"]
+            assert shown.startswith("Here is my diary from the summer.")
+            assert shown.endswith("Which of these days was the hottest?")
+            assert " tokens of this message not shown …] " in shown
+            assert shown in result["text"]
+            assert items[-3]["tokens"] <= budget // 2
+    # From some budget on, the diary and the turn before it are shown, shortened.
+    assert reached and reached[-1] == 1280 and len(items) == 5
 
 
 async def test_recent_messages_are_the_newest_whole_turns_without_a_gap_at_every_budget(
