@@ -11,6 +11,8 @@ Pure functions over rendered lines, so the rules can be tested apart from retrie
   over for the smaller ones after it; a conversation's section is a run instead
   (`SectionDraft.run`): newest first, whole turns, and nothing older once one does not fit, so
   it never shows a message without the ones between it and the newest;
+- a section's leading items (`SectionDraft.leading`: the conversation's newest turn, what the
+  next model call answers) are taken before any section's ceiling, from the whole budget;
 - the final text is counted again and trimmed until it fits, because a BPE tokenizer's count of
   a joined text need not equal the sum of its parts.
 """
@@ -55,6 +57,8 @@ class SectionDraft(Generic[ItemT]):
     # A run (a conversation, newest first): what it shows ends at its first candidate and
     # leaves none out between, so once a unit does not fit nothing after it is taken.
     run: bool = False
+    # How many of its first units are taken before any section's ceiling, and dropped last.
+    leading: int = 0
 
     def render(self) -> str:
         if not self.chosen:
@@ -98,10 +102,11 @@ def fit(
         section: SectionDraft[ItemT],
         allowance: int,
         admit: Callable[[Candidate[ItemT]], bool] | None = None,
+        units: int | None = None,
     ) -> int:
         spent = 0
         taken = {id(chosen) for chosen in section.chosen}
-        for unit in _units(section.candidates):
+        for unit in _units(section.candidates)[:units]:
             if id(unit[0]) in taken:
                 continue
             if admit is None or all(admit(candidate) for candidate in unit):
@@ -124,6 +129,9 @@ def fit(
         return bool(candidate.restates - shown)
 
     live = [s for s in sections if s.candidates]
+    for section in live:
+        if section.leading:
+            remaining -= take(section, remaining, restates_nothing, section.leading)
     weight_left = sum(s.weight for s in live)
     for section in live:
         ceiling = int(remaining * section.weight / weight_left) if weight_left else remaining
@@ -152,10 +160,12 @@ def _units(candidates: list[Candidate[ItemT]]) -> list[list[Candidate[ItemT]]]:
 
 
 def _drop_least_valuable(sections: list[SectionDraft[ItemT]]) -> None:
-    """Drop the last-chosen unit of the last section that has any (the lowest priority)."""
-    for section in reversed(sections):
-        if section.chosen:
-            unit = section.chosen.pop().unit
-            while unit is not None and section.chosen and section.chosen[-1].unit == unit:
-                section.chosen.pop()
-            return
+    """Drop the last-chosen unit of the last section that has any besides its leading ones
+    (the lowest priority); the leading units last of all."""
+    for leading_too in (False, True):
+        for section in reversed(sections):
+            if len(_units(section.chosen)) > (0 if leading_too else section.leading):
+                unit = section.chosen.pop().unit
+                while unit is not None and section.chosen and section.chosen[-1].unit == unit:
+                    section.chosen.pop()
+                return

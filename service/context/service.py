@@ -2,7 +2,8 @@
 
 Sections, in priority order: organization memory, the user's profile, procedural
 instructions (the user's slot over the org's), relevant facts, episodic hints and — with a
-thread — its summaries and recent raw turns. The memory sections' candidates come from one
+thread — its summaries and recent raw turns; the thread's newest turn, what the next model call
+answers, before all of them. The memory sections' candidates come from one
 fusion statement (one query embedding, each section ranked on its own, then MMR per section),
 then `budget.fit` chooses whole items within the token budget. Nothing here writes.
 """
@@ -548,9 +549,10 @@ def _recent_section(
     turns: list[list[ReplayedMessage]], *, left_out: int
 ) -> SectionDraft[ContextItemSource]:
     """The raw turns after the summaries that the section offers (`_offered_turns`, newest
-    first, as shown); the budget takes them whole and newest first, and no older turn once
-    one does not fit. `left_out`: the messages read and not offered, which count as omitted
-    (those older than what was read are not counted)."""
+    first, as shown); the budget takes them whole and newest first, the newest before any
+    section takes its share (`SectionDraft.leading`), and no older turn once one does not
+    fit. `left_out`: the messages read and not offered, which count as omitted (those older
+    than what was read are not counted)."""
     candidates = [
         Candidate(
             _turn_line(message),
@@ -569,6 +571,7 @@ def _recent_section(
         candidates,
         left_out=left_out,
         run=True,
+        leading=1,
     )
 
 

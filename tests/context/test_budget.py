@@ -162,3 +162,31 @@ def test_a_run_of_turns_takes_whole_turns_newest_first_and_never_skips_one(seed:
             assert whole == taken, budget  # whole turns only
             if not others:
                 assert taken or smallest > budget, budget  # the newest turn, when it fits
+
+
+def test_a_sections_leading_unit_is_taken_before_any_sections_ceiling() -> None:
+    """The newest turn of a conversation, too long for its section's ceiling once the sections
+    before it took theirs, is still shown: it is placed first, and they share what is left."""
+    before = [section(f"s{i}", [f"remembered line {i}.{n}" for n in range(6)]) for i in range(4)]
+    newest = "user: " + "a long question about the trip " * 6
+    recent = SectionDraft(
+        "recent",
+        "Recent",
+        1.0,
+        [
+            Candidate(newest, "newest", render_key=2, unit=0),
+            Candidate("user: an older question", "older", render_key=1, unit=1),
+        ],
+        run=True,
+        leading=1,
+    )
+
+    text = fit(HEADER, [*before, recent], 120, count_tokens)
+
+    assert [c.item for c in recent.chosen][:1] == ["newest"]
+    assert newest in text and count_tokens(text) <= 120
+    assert any(s.chosen for s in before)
+    unled = [section(f"s{i}", [f"remembered line {i}.{n}" for n in range(6)]) for i in range(4)]
+    recent.chosen, recent.leading = [], 0
+    fit(HEADER, [*unled, recent], 120, count_tokens)
+    assert recent.chosen == []  # without the lead, the shares before it leave it no room

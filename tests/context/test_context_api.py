@@ -385,6 +385,70 @@ async def test_a_turn_longer_than_half_the_block_is_shown_shortened_never_passed
     assert reached and reached[-1] == 1280 and len(items) == 5
 
 
+async def test_the_newest_turn_is_shown_at_every_budget_that_can_hold_it(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """The newest turn is what the next model call answers: it goes into the block before the
+    organization's, the profile's and the memories' shares, whatever those hold."""
+    admin = bearer(settings, tenant, "root", admin=True)
+    headers = bearer(settings, tenant, "alice", name="Alice")
+    patch = {"Content-Type": "application/json-patch+json"}
+    for path, who, key in (
+        ("/v1/org/profile", admin, "office"),
+        ("/v1/users/me/profile", headers, "home"),
+    ):
+        for n in range(4):
+            response = await client.patch(
+                path,
+                headers={**who, **patch},
+                json=[{"op": "add", "path": f"/{key}{n}", "value": f"Lisbon, floor {n}"}],
+            )
+            assert response.status_code == 200, response.text
+    await client.put("/v1/org/procedures", headers=admin, json={"style": "Be formal and brief."})
+    await remember_all(
+        client, admin, *({"text": f"Trips to Japan need form J-{n}."} for n in range(4)), org=True
+    )
+    await remember_all(
+        client,
+        headers,
+        *({"text": f"Alice visited Japan in 20{n}0."} for n in range(1, 5)),
+        *({"text": f"Alice booked a Japan trip {n}.", "kind": "episodic"} for n in range(4)),
+    )
+    thread_id = await start_thread(client, headers)
+    newest = [
+        {
+            "role": "user",
+            "content": "Help me plan restaurants for the Japan trip: " + "sushi, " * 20,
+        },
+        {"role": "assistant", "content": "Gladly. Which cities will you visit?"},
+    ]
+    url = f"/v1/users/me/threads/{thread_id}/messages"
+    turns = [{"role": "user", "content": "Hello!"}, {"role": "assistant", "content": "Hi."}]
+    response = await client.post(url, headers=headers, json={"messages": [*turns, *newest]})
+    assert response.status_code == 201, response.text
+    alone = "\n".join(f"{m['role']}: {m['content']}" for m in newest)
+    smallest = count_tokens(f"{HEADER}\n\n## {TITLES['recent']}\n{alone}")
+
+    stored = [m["id"] for m in (await client.get(url, headers=headers)).json()["items"]]
+
+    for budget in range(smallest, smallest + 200, 10):
+        result = await context(
+            client, headers, query="Japan trip", thread_id=thread_id, budget_tokens=budget
+        )
+
+        recent = section(result, "recent")
+        assert recent is not None, (budget, result["text"])
+        assert [i["id"] for i in recent["items"]][-2:] == stored[-2:]
+        question, answer = [i["text"] for i in recent["items"]][-2:]
+        assert answer == newest[1]["content"]
+        # Whole once it fits in half the budget, until then shortened (see the test above).
+        assert question == newest[0]["content"] or "not shown …]" in question
+        assert result["token_count"] <= budget
+    assert question == newest[0]["content"]
+    # The other sections take what the turn leaves them.
+    assert section(result, "org") is not None and section(result, "facts") is not None
+
+
 async def test_recent_messages_are_the_newest_whole_turns_without_a_gap_at_every_budget(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
