@@ -222,7 +222,11 @@ class ContextBuilder:
                 embedding.cancel()
         offered = [message for turn in turns for message in turn]
         # Messages the block shows verbatim: a memory made of them alone would say it twice.
-        shown_messages = {message.id for message in offered}
+        # A shortened message is not one of them: what it leaves out (the middle of a pasted
+        # diary) is found only through the memories drawn from it.
+        said = {message.id: message.content for message in window.messages} if window else {}
+        verbatim = [message for message in offered if said.get(message.id) == message.content]
+        shown_messages = {message.id for message in verbatim}
         # The memories are read last: the block reads nothing after them.
         hits = await self._memory_hits(
             user_id, request, query_embedding, shown_messages, last_database_work
@@ -239,7 +243,7 @@ class ContextBuilder:
             drafts.append(_hits_section("episodes", hits["episodes"], EPISODE_DASH))
         if window is not None:
             if "thread" in wanted:
-                drafts.append(_summary_section(window, offered))
+                drafts.append(_summary_section(window, verbatim))
             if "recent" in wanted:
                 read = sum(1 for message in window.messages if _is_shown(message))
                 drafts.append(_recent_section(turns, left_out=read - len(offered)))
@@ -432,7 +436,7 @@ def _summary_section(
 ) -> SectionDraft[ContextItemSource]:
     """One item per summary entry; the newest are kept first when the budget is short, after
     those that say what the block does not show verbatim: an entry whose turns are all among
-    the `offered` recent turns restates them (`Candidate.restates`)."""
+    the `offered` recent messages (those shown verbatim) restates them (`Candidate.restates`)."""
     offered_ids = {str(message.id) for message in offered}
     # Messages the recent section never renders (system notes, a tool call's empty content)
     # are no part of what an entry would repeat.

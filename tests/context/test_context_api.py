@@ -384,6 +384,30 @@ async def test_a_turn_longer_than_half_the_block_is_shown_shortened_never_passed
     # From some budget on, the diary and the turn before it are shown, shortened.
     assert reached and reached[-1] == 1280 and len(items) == 5
 
+    # What the shortened diary leaves out is still found through the memories drawn from it,
+    # which a message shown whole would keep out of Earlier episodes.
+    await remember_all(
+        client,
+        headers,
+        {
+            "text": "Day 200: I watered the tomatoes and basil, then read for an hour.",
+            "kind": "episodic",
+            "source_thread_id": thread_id,
+            "source_message_ids": [stored[2]],
+        },
+        {
+            "text": "What about peppers?",
+            "kind": "episodic",
+            "source_thread_id": thread_id,
+            "source_message_ids": [stored[4]],
+        },
+    )
+    result = await context(
+        client, headers, query="what did I do on day 200?", thread_id=thread_id, budget_tokens=1200
+    )
+    episodes = [i["text"] for i in section(result, "episodes")["items"]]  # type: ignore[index]
+    assert episodes == ["Day 200: I watered the tomatoes and basil, then read for an hour."]
+
 
 async def test_the_newest_turn_is_shown_at_every_budget_that_can_hold_it(
     client: AsyncClient, settings: Settings, tenant: str
