@@ -38,9 +38,10 @@ from service.providers import (
 )
 from service.providers.reranker import Reranker, RerankerUnavailable
 
-# MMR re-ranks a deeper candidate list than it returns: three candidates per hit, and at least
-# 30, since a context section picks 4, and its 12 best candidates can all be one event
-# repeated (`maximal_marginal_relevance`), leaving it nothing else to pick.
+# MMR weighs three candidates per hit it returns, a repeat of a candidate before it taking no
+# place (`mmr_candidates`): a context section picks 4, and its 12 best candidates can all be
+# one event written down on many days, which would leave it nothing else to pick. It reads at
+# least 30 to find them.
 MMR_CANDIDATE_FACTOR = 3
 MMR_MIN_CANDIDATES = 30
 # Numbers, as an episode repeating another differs from it: its date, a time, an amount.
@@ -492,6 +493,26 @@ def maximal_marginal_relevance(
     return [rows[index] for index in chosen], scores
 
 
+def mmr_candidates(rows: list[SearchRow], depth: int, lambda_: float) -> list[SearchRow]:
+    """The candidates MMR weighs: the first `depth` of `rows`, where below `lambda_` 1 a
+    repeat of a candidate before it (`_repeat_key`) takes no place, so the candidates after
+    an event written down on many days are weighed too. Without repeats, the first `depth`."""
+    if lambda_ >= 1:
+        return rows[:depth]
+    seen: set[str] = set()
+    places = 0
+    for index, row in enumerate(rows):
+        key = _repeat_key(row)
+        if key is not None and key in seen:
+            continue
+        if places == depth:
+            return rows[:index]
+        places += 1
+        if key is not None:
+            seen.add(key)
+    return rows
+
+
 def _repeat_key(row: SearchRow) -> str | None:
     """What a candidate says, as MMR tells a repeat from another memory: its text as
     `normalise_text` compares it, and for an episode with its numbers masked (the same event
@@ -533,7 +554,10 @@ def _hits(
         assert request.mmr_lambda is not None
         with search_stage("mmr", request.mode):
             rows, mmr_scores = maximal_marginal_relevance(
-                rows, request.mmr_lambda, request.limit, reranked
+                mmr_candidates(rows, request.limit * MMR_CANDIDATE_FACTOR, request.mmr_lambda),
+                request.mmr_lambda,
+                request.limit,
+                reranked,
             )
     return [
         SearchHit(

@@ -11,7 +11,7 @@ import uuid
 import numpy as np
 
 from service.memories.fusion import SearchRow
-from service.memories.search import maximal_marginal_relevance
+from service.memories.search import maximal_marginal_relevance, mmr_candidates
 
 
 def row(embedding: list[float] | None, final_score: float) -> SearchRow:
@@ -158,3 +158,22 @@ def test_facts_that_differ_in_their_numbers_are_not_repeats() -> None:
 
     # The second number outscores `other` on relevance; only the exact copy waits.
     assert [hit.id for hit in picked] == [first.id, second.id, other.id]
+
+
+def test_a_repeat_takes_no_place_among_the_candidates_mmr_weighs() -> None:
+    run = unit(1.0, 0.0)
+    copies = [
+        said(f"On 2026-01-{day:02d} Gus went for a run.", "episodic", run, 0.9)
+        for day in range(1, 9)
+    ]
+    others = [
+        said(f"Gus {done}.", "episodic", unit(0.0, 1.0), 0.2)
+        for done in ("read", "swam", "cooked", "sang", "slept")
+    ]
+    rows = [*copies, *others]
+
+    assert mmr_candidates(rows, 3, 0.7) == [*copies, *others[:2]]
+    # Relevance alone needs no more than the depth; distinct candidates fill it as they come.
+    assert mmr_candidates(rows, 3, 1.0) == copies[:3]
+    assert mmr_candidates(others, 3, 0.7) == others[:3]
+    assert mmr_candidates(rows, 30, 0.7) == rows
