@@ -179,6 +179,18 @@ class MemorySearch:
             return self._vector_columns.read_by(self._tenant_id)
         return self._vector_columns.column_for(query_embedding, self._tenant_id)
 
+    def _ranked(self, request: SearchRequest) -> int:
+        """How many hits the search without MMR ranks for `request`: its limit, and every
+        candidate the reranker scores, since it may lift any of them into the hits."""
+        if self._reranker is None:
+            return request.limit
+        return max(request.limit, self._settings.rerank_top_n)
+
+    def mmr_depth(self, request: SearchRequest) -> int:
+        """How many candidates MMR weighs for `request`, a repeat taking no place
+        (`mmr_candidates`): three per hit (at most 300), and every one the search ranks."""
+        return max(min(request.limit * MMR_CANDIDATE_FACTOR, 300), self._ranked(request))
+
     def params(
         self,
         owner: Owner,
@@ -199,16 +211,14 @@ class MemorySearch:
         # MMR weighs each hit's final score against its cosine to the hits picked before it:
         # the hits' stored vectors, which a search without a question vector has too.
         with_mmr = request.mmr_lambda is not None
-        ranked = request.limit
-        if self._reranker is not None:
-            # The reranker may lift any of its first candidates into the hits returned.
-            ranked = max(ranked, settings.rerank_top_n)
+        ranked = self._ranked(request)
         # MMR reads deeper than the hits it returns, in the order the search without MMR
         # ranks them: the pools follow the hits that search returns (`ranked`), not the depth
         # MMR reads, for a larger pool would rank differently (other candidates lend their
         # evidence to their neighbours and sessions), and `mmr_lambda` 1 would not be that
-        # search's order.
-        depth = max(request.limit * MMR_CANDIDATE_FACTOR, MMR_MIN_CANDIDATES)
+        # search's order. It reads at least `MMR_MIN_CANDIDATES`, for the candidates it weighs
+        # past repeats (`mmr_candidates`).
+        depth = max(self.mmr_depth(request), MMR_MIN_CANDIDATES)
         fetch = max(min(depth, 300) if with_mmr else 0, ranked)
         owners = searched_owners(owner, request.scopes)
         window = query_time_window(request.query, datetime.now(UTC))
@@ -302,7 +312,7 @@ class MemorySearch:
                 rows = await planned.search(params)
                 statement.rows(len(rows))
         [reranked] = await self._rerank(request.query, [rows], request.mode, last_database_work)
-        hits = _hits(request, params, rows, reranked)
+        hits = _hits(request, params, rows, reranked, self.mmr_depth(request))
         record_search_hits(trace.get_current_span(), hits, mode=request.mode)
         return SearchResponse(
             hits=hits,
@@ -351,7 +361,9 @@ class MemorySearch:
         ):
             if shown is not None:
                 rows = [row for row in rows if normalise_text(row.record["text"]) not in shown]
-            hits.append(_hits(request, section_params, rows, section_reranked))
+            hits.append(
+                _hits(request, section_params, rows, section_reranked, self.mmr_depth(request))
+            )
             if shown is not None:
                 shown.update(normalise_text(hit.memory.text) for hit in hits[-1])
         record_search_hits(
@@ -442,8 +454,8 @@ def maximal_marginal_relevance(
     2026-02-19 Ada went for a run along the coast.") has copies whose cosine to each other is
     about 0.93, and whose relevance, when they share the query's words, is several times that
     of a distinct memory, so at 0.7 every copy outscores it. A threshold on the cosine cannot
-    tell them apart from memories that differ in what matters: one sentence with two phone
-    numbers, or one preference reversed, lie at 0.98-0.99 with the packaged model.
+    tell them apart from memories that differ in what matters: one sentence with another
+    phone number, or one preference reversed, lie at 0.98-0.99 with the packaged model.
     """
     if not rows:
         return [], {}
@@ -538,10 +550,12 @@ def _hits(
     params: SearchParams,
     rows: list[SearchRow],
     reranked: dict[uuid.UUID, float],
+    mmr_depth: int,
 ) -> list[SearchHit]:
     """The statement's rows as hits: the candidates the reranker scored first, by its score
     (a stable sort: equal scores keep the fused order), the rest after them in fused order;
-    then picked by MMR when the search asks for it; at most the request's limit."""
+    then picked by MMR, among `mmr_depth` of them (`mmr_candidates`), when the search asks for
+    it; at most the request's limit."""
     if reranked:
         scored = sorted(
             (row for row in rows if row.id in reranked),
@@ -554,7 +568,7 @@ def _hits(
         assert request.mmr_lambda is not None
         with search_stage("mmr", request.mode):
             rows, mmr_scores = maximal_marginal_relevance(
-                mmr_candidates(rows, request.limit * MMR_CANDIDATE_FACTOR, request.mmr_lambda),
+                mmr_candidates(rows, mmr_depth, request.mmr_lambda),
                 request.mmr_lambda,
                 request.limit,
                 reranked,
