@@ -41,7 +41,7 @@ class TurnStorage:
             storable = [
                 (message, parts)
                 for message in turns
-                if (parts := turn_parts(message.content))
+                if (parts := _turn_parts(message.content))
                 and all(refusal(part) is None for part in parts)
             ]
             stored = [
@@ -85,7 +85,7 @@ class TurnStorage:
         return outcomes
 
 
-def turn_parts(content: str) -> list[str]:
+def _turn_parts(content: str) -> list[str]:
     """A turn as memories say it: without the whitespace and invisible characters around it,
     in parts of at most the longest memory text (one part for all but long messages; none for
     a message of nothing visible).
@@ -114,7 +114,7 @@ _SENTENCE_END = re.compile(f"[.!?\u2026][{_CLOSING}]*(?=\\s)|[\u3002\uff01\uff1f
 
 
 def _cut(text: str) -> int:
-    """Where the first part of `text` (longer than a memory's text) ends: see `turn_parts`."""
+    """Where the first part of `text` (longer than a memory's text) ends: see `_turn_parts`."""
     room = MEMORY_TEXT_MAX
     window = text[: room + 1]
     ends = [m.end() for m in _SENTENCE_END.finditer(window, room // 2) if m.end() <= room]
