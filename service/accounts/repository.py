@@ -158,8 +158,25 @@ ENSURE_USER_SQL = text(
 """Provision a user a service writes for before the user ever signed in."""
 
 
+def user_writes_lock_key(tenant_id: str, user_id: str) -> str:
+    """The user's write lock. Every write to the user's data holds it shared, taken before its
+    first statement that locks, changes or checks-to-write a row of the user (so before any
+    other lock it holds) and kept until its commit; a purge or an import of the user holds it
+    alone. Writes go on side by side, and a purge waits for those in flight while those that
+    come meanwhile wait for it: each lands wholly before the purge or wholly after, where it
+    finds the user as the purge left it. Without it they met half-way: a deadlock, a user
+    row deleted after a write ensured it, a row gone under a write's lock."""
+    return f"user_writes:{tenant_id}:{user_id}"
+
+
 class AccountRepository(TenantRowRepository[UserAccount, str]):
     model = UserAccount
+
+    async def hold_user_writes(self, user_id: str) -> None:
+        """Hold the user's write lock as one of its writers (shared, `user_writes_lock_key`)
+        until the transaction ends. Taken again in the same transaction, it waits for
+        nothing."""
+        await self.hold_lock(user_writes_lock_key(self._tenant_id, user_id), shared=True)
 
     async def ensure_tenant(self) -> None:
         await self._session.execute(ENSURE_TENANT_SQL, {"tenant_id": self._tenant_id})
@@ -180,6 +197,8 @@ class AccountRepository(TenantRowRepository[UserAccount, str]):
         if current is None:
             current = await self._session.scalar(END_USER_CURRENT_SQL, values) is not None
         if not current:
+            # A write to the user's row: after the user's write lock, as every such write.
+            await self.hold_user_writes(user_id)
             await self._session.execute(
                 TOUCH_END_USER_SQL if values["compare_account"] else MARK_END_USER_SEEN_SQL,
                 values,

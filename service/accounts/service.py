@@ -64,6 +64,7 @@ class AccountService:
                 "An end user's name, email, avatar and linked accounts are taken from its "
                 "token's claims; only a service principal may set them here."
             )
+        await self._repository.hold_user_writes(user_id)
         await self._repository.ensure_tenant()
         current = await self._repository.get_user(user_id, for_update=True)
         require_match(
@@ -96,6 +97,11 @@ class AccountService:
     async def ensure_user(self, user_id: str) -> None:
         """Provision the tenant and user rows a service's writes for `user_id` need."""
         await self._repository.ensure_user(user_id)
+
+    async def hold_user_writes(self, user_id: str) -> None:
+        """Hold the user's write lock as one of its writers until the transaction ends: the
+        first thing every write to the user's data does (`user_writes_lock_key`)."""
+        await self._repository.hold_user_writes(user_id)
 
 
 def _claims(user: UserAccount) -> AccountClaims:

@@ -15,6 +15,7 @@ from sqlalchemy import ARRAY, Text, bindparam, text
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.accounts.repository import user_writes_lock_key
 from service.admin.plan import (
     AUDIT_TABLE,
     IDEMPOTENCY_TABLE,
@@ -26,7 +27,6 @@ from service.admin.plan import (
     build_plan,
     quote_identifier,
 )
-from service.auth.owner import Owner
 from service.jobs import (
     MEMORY_EXTRACTION_JOB,
     SEARCH_STATISTICS_JOB,
@@ -36,7 +36,6 @@ from service.jobs import (
 from service.jobs.sweep import WRITE_PATH_SWEEP_JOB
 from service.kit.repository import TenantRepository, rowcount
 from service.memories.filters import unexpired
-from service.memories.repository import writers_lock_key
 
 THREAD_TABLE = "thread"
 MEMORY_TABLE = "memory"
@@ -413,10 +412,11 @@ class AdminRepository(TenantRepository):
     # --- purge -------------------------------------------------------------------------------
 
     async def lock_user_writes(self, user_id: str) -> None:
-        """The lock the write path's derived writes take for the user's memories: a purge
-        holding it waits for a running pass to commit, and a pass that starts after the purge
-        committed finds the thread gone."""
-        await self.hold_lock(writers_lock_key(self._tenant_id, Owner.user(user_id)))
+        """Hold the user's write lock alone (`user_writes_lock_key`) until the transaction
+        ends: every write to the user's data in flight (a request's, a write-path pass's)
+        commits first, and those that come meanwhile wait, then find the user as this
+        transaction leaves it."""
+        await self.hold_lock(user_writes_lock_key(self._tenant_id, user_id))
 
     async def user_scope(self, plan: PurgePlan, user_id: str) -> UserScope:
         """The user's parent keys and message ids, as they are now."""

@@ -55,6 +55,11 @@ def one_of(
 TRANSACTION_LOCK_SQL = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 """An advisory lock on a name, held until the transaction ends."""
 
+SHARED_TRANSACTION_LOCK_SQL = text("SELECT pg_advisory_xact_lock_shared(hashtextextended(:key, 0))")
+"""The same lock taken shared: any number of transactions hold it together, and while any does,
+one that takes it alone (`TRANSACTION_LOCK_SQL`) waits; one that waits for it alone goes
+first of those that come after it."""
+
 
 CUSTOM_PLANS_SQL = text("SET LOCAL plan_cache_mode = force_custom_plan")
 DEFAULT_PLANS_SQL = text("SET LOCAL plan_cache_mode TO DEFAULT")
@@ -93,10 +98,12 @@ class TenantRepository:
         if in_index_order:
             await self._session.execute(SORTS_SQL)
 
-    async def hold_lock(self, key: str) -> None:
+    async def hold_lock(self, key: str, *, shared: bool = False) -> None:
         """Wait for, then hold until the transaction ends, the lock named `key` (writers of
-        the same thing name the same key; nothing else waits on it)."""
-        await self._session.execute(TRANSACTION_LOCK_SQL, {"key": key})
+        the same thing name the same key; nothing else waits on it). `shared`: alongside the
+        others that hold it shared, but never alongside one holding it alone."""
+        statement = SHARED_TRANSACTION_LOCK_SQL if shared else TRANSACTION_LOCK_SQL
+        await self._session.execute(statement, {"key": key})
 
 
 IdT = TypeVar("IdT", uuid.UUID, str)

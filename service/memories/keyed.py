@@ -66,6 +66,7 @@ class KeyedMemoryService:
         that state (`*`: only if the key holds a memory); `if_none_match="*"` only adds.
         `ahead` holds the text's vector made before the transaction (`put_texts`)."""
         self._recorder.authorize(owner)
+        await self._recorder.hold_writes(owner)
         await self._repository.lock_store_key(owner, address.kind, address.category, address.key)
         existing = await self._repository.find_by_store_key(
             owner, address.kind, address.category, address.key, for_update=True
@@ -109,6 +110,7 @@ class KeyedMemoryService:
         if_none_match: str | None = None,
     ) -> None:
         self._recorder.authorize(owner)
+        await self._recorder.hold_writes(owner)
         memory = await self._load(owner, address, for_update=True)
         require_memory_match(if_match, memory)
         require_memory_none_match(if_none_match, memory)

@@ -81,6 +81,13 @@ class MemoryRecorder:
         for owner in owners:
             authorize_write(self.principal, owner)
 
+    async def hold_writes(self, *owners: Owner) -> None:
+        """Hold the write lock of each user among `owners` until the transaction ends
+        (`AccountService.hold_user_writes`): every write to a user's memories takes it before
+        its first statement, so it never meets a purge of the user half-way."""
+        for user_id in sorted({o.user_id for o in owners if o.user_id is not None}):
+            await self.accounts.hold_user_writes(user_id)
+
     async def provision(self, owners: list[Owner]) -> None:
         """Create the tenant and user rows the owners' memories reference."""
         await self.accounts.ensure_tenant()

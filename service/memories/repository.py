@@ -87,8 +87,9 @@ columns a slot shows (`MemoryRepository.procedure_rows`)."""
 
 def writers_lock_key(tenant_id: str, owner: Owner) -> str:
     """The lock that serialises the derived writes (extraction passes, turn storage,
-    compaction) to one owner's memories until the transaction ends; a purge takes it too.
-    Explicit API writes do not: they never read a snapshot to reconcile against."""
+    compaction) to one owner's memories until the transaction ends, taken after the user's
+    write lock (which a purge holds alone). Explicit API writes do not take it: they never
+    read a snapshot to reconcile against."""
     return f"memory_writes:{tenant_id}:{owner.lock_key}"
 
 

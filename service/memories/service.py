@@ -106,6 +106,7 @@ class MemoryService:
             _refuse_org_items(items, locate)
         owned = [OwnedCreate(owner, item) for item in items]
         self._recorder.validate_new(owned, locate)
+        await self._recorder.hold_writes(owner)
         await self._recorder.check_sources(owned, locate)
         await self._recorder.provision([entry.owner for entry in owned])
 
@@ -184,6 +185,7 @@ class MemoryService:
         state (so of two writers holding the same tag, the second gets 412). `ahead` holds
         the new text's vector made before the transaction (`changed_texts`)."""
         self._recorder.authorize(owner)
+        await self._recorder.hold_writes(owner)
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
         values = _validated_changes(change)
@@ -275,6 +277,7 @@ class MemoryService:
         if_none_match: str | None = None,
     ) -> None:
         self._recorder.authorize(owner)
+        await self._recorder.hold_writes(owner)
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
         require_memory_none_match(if_none_match, memory)
@@ -303,6 +306,7 @@ class MemoryService:
             return MemoriesDeleted(
                 matched=count, deleted=0, dry_run=True, ids=[m.id for m in sample]
             )
+        await self._recorder.hold_writes(*memory_filter.owners)
         memories = await self._repository.lock_matching(memory_filter)
         await self._recorder.forget(memories)
         return MemoriesDeleted(
@@ -318,6 +322,7 @@ class MemoryService:
         joins its sources): such a memory keeps those sources and names the thread of the
         first of them instead. Returns how many were forgotten."""
         self._recorder.authorize(owner)
+        await self._recorder.hold_writes(owner)
         memories = await self._repository.from_thread(owner, thread_id)
         elsewhere = await self._repository.sources_in_other_threads(
             owner, thread_id, [i for m in memories for i in m.source_message_ids or []]
@@ -380,6 +385,7 @@ class MemoryService:
         requested = change.model_dump(exclude_unset=True)
         for slot, value in requested.items():
             refuse_secrets(value, ["body", slot])
+        await self._recorder.hold_writes(owner)
         await self._recorder.provision([owner])
         await self._repository.lock_procedures(owner)
         live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)

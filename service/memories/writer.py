@@ -49,7 +49,9 @@ class DerivedMemoryWriter:
         self._repository = recorder.repository
 
     async def lock_derived_writes(self, owner: Owner) -> None:
-        """Serialise derived writes to the owner's memories until the transaction ends."""
+        """Serialise derived writes to the owner's memories until the transaction ends, after
+        taking the user's write lock as every write to a user's data does first."""
+        await self._recorder.hold_writes(owner)
         await self._repository.lock_writers(owner)
 
     async def related(

@@ -204,6 +204,7 @@ class ProfileService:
         if owner.user_id is None:
             await self._accounts.ensure_tenant()
         else:
+            await self._accounts.hold_user_writes(owner.user_id)
             await self._accounts.ensure_user(owner.user_id)
         profile = await self._repository.lock_or_create(owner)
         overlay = await self._overlay(owner)
@@ -226,6 +227,8 @@ class ProfileService:
     ) -> Tagged[ProfilePatchResult]:
         """Remove one stored key (the Memory page's delete)."""
         authorize_write(self._principal, owner)
+        if owner.user_id is not None:
+            await self._accounts.hold_user_writes(owner.user_id)
         profile = await self._repository.get(owner, for_update=True)
         overlay = await self._overlay(owner)
         self._check_precondition(if_match, profile.version if profile else 0, overlay)

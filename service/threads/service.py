@@ -159,6 +159,7 @@ class ThreadService:
 
     async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
         refuse_thread_secrets({"title": request.title, "metadata": request.metadata})
+        await self._accounts.hold_user_writes(user_id)
         await self._accounts.ensure_user(user_id)
         thread = await self._repository.add(
             Thread(
@@ -200,6 +201,7 @@ class ThreadService:
         """Rename or re-tag a thread under its row lock; with `if_match`, only if it is still
         in that state."""
         refuse_thread_secrets({"title": change.title, "metadata": change.metadata})
+        await self._accounts.hold_user_writes(user_id)
         self._require_match(if_match, await self.load(user_id, thread_id, lock=True))
         values: dict[str, Any] = {}
         if "title" in change.model_fields_set:
@@ -216,6 +218,7 @@ class ThreadService:
         with_memories: bool,
         if_match: str | None = None,
     ) -> ThreadDeleted:
+        await self._accounts.hold_user_writes(user_id)
         self._require_match(if_match, await self.load(user_id, thread_id, lock=True))
         forgotten = (
             await self._memories.forget_thread(Owner.user(user_id), thread_id)
@@ -243,6 +246,7 @@ class ThreadService:
         The thread row lock serialises appends, so positions stay gap-free. A message whose
         client_message_id is already stored is not stored again: the stored one comes back.
         """
+        await self._accounts.hold_user_writes(user_id)
         await self.load(user_id, thread_id, lock=True)
         client_ids = [m.client_message_id for m in messages if m.client_message_id]
         known = await self._repository.messages_by_client_ids(thread_id, client_ids)
@@ -323,6 +327,7 @@ class ThreadService:
 
     async def delete_summaries(self, user_id: str, thread_id: uuid.UUID) -> SummariesDeleted:
         """Forget the summaries; the next pass re-writes them from the messages."""
+        await self._accounts.hold_user_writes(user_id)
         await self.load(user_id, thread_id, lock=True)
         return SummariesDeleted(deleted=await self._repository.delete_summaries(thread_id))
 

@@ -51,6 +51,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service.accounts.repository import AccountRepository
 from service.config import Settings
 from service.db import tenant_transaction
 from service.jobs import JobHandler
@@ -397,7 +398,7 @@ async def summary_pass(
 
     async with tenant_transaction(sessionmaker, tenant_id) as session:
         repository = SummaryRepository(session, tenant_id)
-        if not await repository.thread_exists(thread_id):
+        if await repository.thread_owner(thread_id) is None:
             return SummaryPassResult("thread_not_found")
         last_end = await repository.last_compressed_end(thread_id)
         start = 0 if last_end is None else last_end
@@ -446,8 +447,13 @@ async def summary_pass(
 
     async with tenant_transaction(sessionmaker, tenant_id) as session:
         repository = SummaryRepository(session, tenant_id)
+        user_id = await repository.thread_owner(thread_id)
+        if user_id is None:
+            return SummaryPassResult("thread_not_found", window=window)
+        # A write to the user's data: after the user's write lock, as every such write.
+        await AccountRepository(session, tenant_id).hold_user_writes(user_id)
         await repository.lock_writers(thread_id)
-        if not await repository.thread_exists(thread_id):
+        if await repository.thread_owner(thread_id) is None:
             return SummaryPassResult("thread_not_found", window=window)
         if await repository.last_compressed_end(thread_id) != last_end:
             return SummaryPassResult("superseded", window=window)

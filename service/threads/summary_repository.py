@@ -13,11 +13,12 @@ from service.threads.repository import ThreadRepository
 class SummaryRepository(ThreadRepository):
     """The thread queries a summary pass needs on top of the thread repository's."""
 
-    async def thread_exists(self, thread_id: uuid.UUID) -> bool:
-        statement = select(Thread.id).where(
+    async def thread_owner(self, thread_id: uuid.UUID) -> str | None:
+        """The user whose thread it is; None when there is no such thread."""
+        statement = select(Thread.user_id).where(
             Thread.tenant_id == self._tenant_id, Thread.id == thread_id
         )
-        return (await self._session.execute(statement)).first() is not None
+        return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def lock_writers(self, thread_id: uuid.UUID) -> None:
         """Serialise summary writers of one thread until the transaction ends (appends are

@@ -1,6 +1,7 @@
 """The race: a user is purged while an extraction pass for one of its threads is under way. A
 pass that read the turns and waits for the model must not bring anything of the user back, and
-a pass that is writing holds the user's write lock, which the purge waits for."""
+a pass that is writing holds the user's write lock (as every write to the user's data does),
+which the purge waits for."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.accounts.repository import AccountRepository
 from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
@@ -102,7 +104,7 @@ async def test_a_pass_waiting_for_the_model_during_a_purge_writes_nothing_back(
     assert set((await rows_by_thread(owner_engine, tenant, [thread_id])).values()) == {0}
 
 
-async def test_a_purge_waits_for_a_write_path_pass_holding_the_users_write_lock(
+async def test_a_purge_waits_for_a_write_holding_the_users_write_lock(
     client: AsyncClient,
     settings: Settings,
     owner_engine: AsyncEngine,
@@ -113,7 +115,9 @@ async def test_a_purge_waits_for_a_write_path_pass_holding_the_users_write_lock(
     sessionmaker = create_sessionmaker(runtime_engine)
     admin = bearer(settings, tenant, "root", admin=True)
     async with tenant_transaction(sessionmaker, tenant) as session:
-        # What a pass holds while it writes the user's memories.
+        # What a write-path pass holds while it writes the user's memories (and any other
+        # write to the user's data, the first of those locks).
+        await AccountRepository(session, tenant).hold_user_writes("ada")
         await MemoryRepository(session, tenant).lock_writers(Owner.user("ada"))
         purge = asyncio.create_task(client.delete("/v1/admin/users/ada", headers=admin))
         waiting = 0
