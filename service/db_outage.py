@@ -4,7 +4,9 @@ Requests that fail because Postgres cannot be reached get a 503 `DATABASE_UNAVAI
 with `Retry-After`, so clients back off and retry, instead of a 500 that reads as a server
 defect; a statement that ran past `statement_timeout` gets a 503 `DATABASE_TIMEOUT`; a request
 that found every pooled connection in use for `MNEME_DB_POOL_TIMEOUT_SECONDS` gets a 503
-`SERVICE_BUSY` (the database answers, this process has more requests than connections). The
+`SERVICE_BUSY` (the database answers, this process has more requests than connections); a
+transaction the database rolled back to end a deadlock with another gets a 503
+`DATABASE_CONFLICT` (nothing of it was applied: it can be sent again). The
 handlers are registered for the exception classes themselves: Starlette re-raises anything that
 reaches the catch-all `Exception` handler, which makes the server drop the keep-alive
 connection, and the client's next request would fail too.
@@ -15,6 +17,8 @@ Errors arrive in two forms: wrapped by SQLAlchemy (`DBAPIError`, the driver's er
 """
 
 from __future__ import annotations
+
+import logging
 
 from asyncpg.exceptions import ConnectionDoesNotExistError, PostgresError
 from fastapi import FastAPI, Request
@@ -30,6 +34,8 @@ from service.errors import (
 )
 from service.observability import count_busy_refusal
 
+logger = logging.getLogger("mneme.errors")
+
 # Seconds a client should wait: an embedded Postgres restarts in about this time, and a pool
 # reconnects on the first request after the server is back.
 RETRY_AFTER_SECONDS = 2
@@ -37,6 +43,15 @@ RETRY_AFTER_SECONDS = 2
 # query_canceled: the statement ran past `statement_timeout` (the service cancels nothing itself;
 # a request whose client went away is cancelled in the driver, which raises no SQL error).
 _STATEMENT_TIMEOUT_SQLSTATE = "57014"
+
+# deadlock_detected, serialization_failure: the database rolled the transaction back so that a
+# concurrent one could go on. Writes take their locks in one order (a user's write lock first),
+# so neither is expected; one that still happens is the database's doing, not the request's.
+_CONFLICT_SQLSTATES = frozenset({"40P01", "40001"})
+
+# Seconds a request rolled back for a conflict should wait: the transaction it lost to has then
+# long committed.
+CONFLICT_RETRY_AFTER_SECONDS = 1
 
 
 class DatabaseUnavailable(ServiceUnavailable):
@@ -61,6 +76,19 @@ class DatabaseTimeout(ServiceUnavailable):
             "shortly, or ask for less (a narrower filter, a smaller limit).",
             headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             retry_after_seconds=RETRY_AFTER_SECONDS,
+        )
+
+
+class DatabaseConflict(ServiceUnavailable):
+    title = "Conflict with a concurrent request"
+    code = "DATABASE_CONFLICT"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The database rolled this request back to let a concurrent one go on (the two "
+            "waited for each other); nothing of it was applied. Send it again.",
+            headers={"Retry-After": str(CONFLICT_RETRY_AFTER_SECONDS)},
+            retry_after_seconds=CONFLICT_RETRY_AFTER_SECONDS,
         )
 
 
@@ -98,6 +126,15 @@ def is_statement_timeout(error: BaseException) -> bool:
     return isinstance(error, PostgresError) and error.sqlstate == _STATEMENT_TIMEOUT_SQLSTATE
 
 
+def is_transaction_conflict(error: BaseException) -> bool:
+    """True when `error` is a transaction the database rolled back to resolve a deadlock or a
+    serialization failure with another: nothing of it was applied, and it may simply run
+    again."""
+    if isinstance(error, sa_exc.DBAPIError):
+        return _sqlstate(error.orig) in _CONFLICT_SQLSTATES
+    return isinstance(error, PostgresError) and error.sqlstate in _CONFLICT_SQLSTATES
+
+
 async def _handle_database_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, sa_exc.TimeoutError):
         # The pool had no connection to give within its timeout: every one is running a
@@ -110,6 +147,16 @@ async def _handle_database_error(request: Request, exc: Exception) -> JSONRespon
         return await handle_domain_error(request, DatabaseUnavailable())
     if is_statement_timeout(exc):
         return await handle_domain_error(request, DatabaseTimeout())
+    if is_transaction_conflict(exc):
+        # Logged: the locks were meant to make this impossible, and the trace says where.
+        logger.warning(
+            "%s %s rolled back by the database (%s)",
+            request.method,
+            request.url.path,
+            exc,
+            exc_info=exc,
+        )
+        return await handle_domain_error(request, DatabaseConflict())
     return await handle_unexpected(request, exc)
 
 

@@ -80,6 +80,7 @@ ProblemCode = Literal[
     "SERVICE_BUSY",
     "DATABASE_TIMEOUT",
     "DATABASE_UNAVAILABLE",
+    "DATABASE_CONFLICT",
     "LLM_UNAVAILABLE",
 ]
 """Every stable `code` a problem can carry, and the only place they are listed: a `DomainError`

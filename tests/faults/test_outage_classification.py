@@ -1,4 +1,5 @@
-"""Which database errors are an outage (503, retry) and which are a defect (500)."""
+"""Which database errors are an outage (503, retry), which are a conflict with a concurrent
+transaction (503, send again) and which are a defect (500)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ import asyncpg.exceptions as asyncpg_errors
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from service.db_outage import is_database_unavailable, is_statement_timeout
+from service.db_outage import (
+    is_database_unavailable,
+    is_statement_timeout,
+    is_transaction_conflict,
+)
 
 
 class _DriverError(Exception):
@@ -82,3 +87,21 @@ def test_a_statement_timeout_is_recognised_wrapped_or_not() -> None:
     assert is_statement_timeout(_dbapi_error("57014"))
     assert not is_database_unavailable(raw)
     assert not is_statement_timeout(_dbapi_error("40001"))
+
+
+@pytest.mark.parametrize("sqlstate", ["40P01", "40001"])
+def test_a_deadlock_or_serialization_failure_is_a_conflict_wrapped_or_not(sqlstate: str) -> None:
+    assert is_transaction_conflict(_dbapi_error(sqlstate))
+    raw = (
+        asyncpg_errors.DeadlockDetectedError("deadlock detected")
+        if sqlstate == "40P01"
+        else asyncpg_errors.SerializationError("could not serialize access")
+    )
+    assert is_transaction_conflict(raw)
+    assert not is_database_unavailable(raw)
+    assert not is_statement_timeout(raw)
+
+
+@pytest.mark.parametrize("sqlstate", ["23503", "23505", "57014", "08006"])
+def test_other_errors_are_not_a_conflict(sqlstate: str) -> None:
+    assert not is_transaction_conflict(_dbapi_error(sqlstate))
