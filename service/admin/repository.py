@@ -223,6 +223,12 @@ COUNT_ORG_PROVENANCE_SQL = text(
 
 USER_MESSAGE_IDS_SQL = text("SELECT id FROM message WHERE tenant_id = :tenant_id AND user_id = :u")
 
+LOCK_USER_THREADS_SQL = text(
+    "SELECT id FROM thread WHERE tenant_id = :tenant_id AND user_id = :u ORDER BY id FOR UPDATE"
+)
+"""Lock the user's threads as their deletion does, in id order (the order a memory's source
+check takes them in: `memories.repository.CITABLE_THREADS_SQL`)."""
+
 IDEMPOTENCY_PREDICATE = """
     tenant_id = :tenant_id
     AND (principal = :principal OR path = :user_path
@@ -417,6 +423,16 @@ class AdminRepository(TenantRepository):
         commits first, and those that come meanwhile wait, then find the user as this
         transaction leaves it."""
         await self.hold_lock(user_writes_lock_key(self._tenant_id, user_id))
+
+    async def lock_user_threads(self, user_id: str) -> None:
+        """Hold the user's threads for their deletion before anything of the user is read. An
+        organization memory citing one of them (its source check holds the thread until it
+        commits) is then committed before the purge reads what to redact, and one written
+        later waits for the purge and finds no thread: none keeps pointing at a purged
+        conversation. (The user's own writes wait on the user's write lock already.)"""
+        await self._session.execute(
+            LOCK_USER_THREADS_SQL, {"tenant_id": self._tenant_id, "u": user_id}
+        )
 
     async def user_scope(self, plan: PurgePlan, user_id: str) -> UserScope:
         """The user's parent keys and message ids, as they are now."""

@@ -310,8 +310,10 @@ class UserLifecycle:
         tell = on_progress or (lambda _table, _count: None)
         async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
             repository = AdminRepository(session, self._tenant_id)
-            # Taken first: a write-path pass holding it commits before we read anything.
+            # Taken first: every write to the user in flight (an API write, a write-path pass)
+            # commits before we read anything, and those that come later wait for the commit.
             await repository.lock_user_writes(user_id)
+            await repository.lock_user_threads(user_id)
             plan = await repository.plan()
             scope = await repository.user_scope(plan, user_id)
             deleted: dict[str, int] = {}

@@ -95,19 +95,33 @@ def writers_lock_key(tenant_id: str, owner: Owner) -> str:
 
 CITABLE_THREADS_SQL = text(
     "SELECT id FROM thread WHERE tenant_id = :tenant_id AND id = ANY(:thread_ids) "
-    "AND (CAST(:user_id AS text) IS NULL OR user_id = :user_id)"
+    "AND (CAST(:user_id AS text) IS NULL OR user_id = :user_id) "
+    "ORDER BY id FOR KEY SHARE"
 ).bindparams(bindparam("thread_ids", type_=ARRAY(UUID(as_uuid=True))))
 """Which of `thread_ids` are threads of this tenant, and of `user_id` unless it is NULL (the
-organization, whose memories may come from any user's conversation)."""
+organization, whose memories may come from any user's conversation), each locked until the
+transaction ends.
+
+The lock keeps a memory from being written from a thread that is being deleted, and a thread
+from being deleted while a memory citing it is being written. KEY SHARE conflicts with the
+deletion's lock (FOR UPDATE, which a thread's deletion and a purge take before they read what
+to forget or redact) and with nothing else: appends and changes to the thread go on. So a
+memory and its thread's deletion happen one after the other: written first, it is forgotten
+(or redacted) with the thread; written after, its thread is none and the write a 422. Taken in
+id order, as the purge takes a user's threads, so that none of them waits for another in a
+circle."""
 
 
 CITABLE_MESSAGES_SQL = text(
     "SELECT m.id FROM message m JOIN thread t ON t.tenant_id = m.tenant_id AND t.id = m.thread_id"
     " WHERE m.tenant_id = :tenant_id AND m.id = ANY(:message_ids)"
     " AND (CAST(:user_id AS text) IS NULL OR t.user_id = :user_id)"
+    " ORDER BY t.id FOR KEY SHARE OF t"
 ).bindparams(bindparam("message_ids", type_=ARRAY(UUID(as_uuid=True))))
 """Which of `message_ids` are messages of this tenant's threads, and of `user_id`'s unless it is
-NULL (the organization's memories may come from any user's conversation)."""
+NULL (the organization's memories may come from any user's conversation), the threads they
+are in locked until the transaction ends as `CITABLE_THREADS_SQL` locks them (a thread's
+messages are deleted with it)."""
 
 
 SOURCES_IN_OTHER_THREADS_SQL = text(

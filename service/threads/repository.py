@@ -123,8 +123,24 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
         await self._session.refresh(thread)
         return thread
 
-    async def get(self, user_id: str, thread_id: uuid.UUID, *, lock: bool = False) -> Thread | None:
-        return await self.get_by_id(thread_id, Thread.user_id == user_id, for_update=lock)
+    async def get(
+        self, user_id: str, thread_id: uuid.UUID, *, lock: bool = False, exclusive: bool = False
+    ) -> Thread | None:
+        """The user's thread. `lock`: locked until the transaction ends against its other
+        writers (appends, changes, deletions), as FOR NO KEY UPDATE: the writes that hold the
+        thread KEY SHARE while they write from it (a memory citing it, `CITABLE_THREADS_SQL`;
+        a write-path pass) go on alongside. `exclusive`: against those too (FOR UPDATE), as a
+        deletion of the thread, or of what passes write from it, takes it before it reads
+        what to delete: such a write commits first, or waits and then finds it deleted."""
+        if not (lock or exclusive):
+            return await self.get_by_id(thread_id, Thread.user_id == user_id)
+        statement = (
+            self.scoped(Thread.id == thread_id, Thread.user_id == user_id)
+            .with_for_update(key_share=not exclusive)
+            # As it is now, not as an earlier statement of the transaction loaded it.
+            .execution_options(populate_existing=True)
+        )
+        return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def list_page(
         self, user_id: str, *, after: tuple[datetime, uuid.UUID] | None, limit: int

@@ -171,8 +171,11 @@ class ThreadService:
         )
         return ThreadRead.model_validate(thread)
 
-    async def load(self, user_id: str, thread_id: uuid.UUID, *, lock: bool = False) -> Thread:
-        thread = await self._repository.get(user_id, thread_id, lock=lock)
+    async def load(
+        self, user_id: str, thread_id: uuid.UUID, *, lock: bool = False, exclusive: bool = False
+    ) -> Thread:
+        """The user's thread (404 otherwise); locked as `ThreadRepository.get` says."""
+        thread = await self._repository.get(user_id, thread_id, lock=lock, exclusive=exclusive)
         if thread is None:
             raise ThreadNotFound(f"No thread {thread_id} here.")
         return thread
@@ -219,7 +222,9 @@ class ThreadService:
         if_match: str | None = None,
     ) -> ThreadDeleted:
         await self._accounts.hold_user_writes(user_id)
-        self._require_match(if_match, await self.load(user_id, thread_id, lock=True))
+        # Before the memories it forgets are read: a memory citing the thread that is being
+        # written commits first, and one written later finds no thread.
+        self._require_match(if_match, await self.load(user_id, thread_id, exclusive=True))
         forgotten = (
             await self._memories.forget_thread(Owner.user(user_id), thread_id)
             if with_memories
@@ -328,7 +333,9 @@ class ThreadService:
     async def delete_summaries(self, user_id: str, thread_id: uuid.UUID) -> SummariesDeleted:
         """Forget the summaries; the next pass re-writes them from the messages."""
         await self._accounts.hold_user_writes(user_id)
-        await self.load(user_id, thread_id, lock=True)
+        # A summary pass writing meanwhile commits first (and its summary goes too), or waits
+        # and then finds the summaries it followed gone (superseded).
+        await self.load(user_id, thread_id, exclusive=True)
         return SummariesDeleted(deleted=await self._repository.delete_summaries(thread_id))
 
     async def window(
