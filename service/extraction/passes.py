@@ -68,10 +68,12 @@ class Unit:
     async def cursor_moved(self, thread_id: uuid.UUID, after: int) -> bool:
         """Whether what the pass read is stale: another pass moved the thread's cursor since
         this one read it at `after`, or the thread is gone (deleted or purged while the model
-        was answering). Called under the owner's write lock, which a purge holds too, so a
+        was answering). Called under the user's write lock, which a purge holds alone, so a
         purge that committed first is seen here and nothing of the purged user is written
-        again."""
-        if await self.repository.thread_owner(thread_id) is None:
+        again. The thread is held from here to the commit (`thread_owner(hold=True)`): a
+        deletion under way is waited for and then seen, and one that comes later waits for
+        the pass, and forgets what it wrote with the thread (`cascade=memories`)."""
+        if await self.repository.thread_owner(thread_id, hold=True) is None:
             return True
         cursor = await self.repository.cursor(thread_id)
         return (-1 if cursor is None else cursor.through_seq) != after

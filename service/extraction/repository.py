@@ -129,10 +129,15 @@ class PassCursor:
 
 
 class ExtractionRepository(TenantRepository):
-    async def thread_owner(self, thread_id: uuid.UUID) -> str | None:
+    async def thread_owner(self, thread_id: uuid.UUID, *, hold: bool = False) -> str | None:
+        """The user whose thread it is (None: no such thread). `hold`: the thread is kept from
+        being deleted until the transaction ends (KEY SHARE, which a deletion in progress is
+        waited for under, and then is no thread), as a pass holds the thread it writes from."""
         statement = select(Thread.user_id).where(
             Thread.tenant_id == self._tenant_id, Thread.id == thread_id
         )
+        if hold:
+            statement = statement.with_for_update(read=True, key_share=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def cursor(self, thread_id: uuid.UUID) -> PassCursor | None:

@@ -453,7 +453,9 @@ async def summary_pass(
         # A write to the user's data: after the user's write lock, as every such write.
         await AccountRepository(session, tenant_id).hold_user_writes(user_id)
         await repository.lock_writers(thread_id)
-        if await repository.thread_owner(thread_id) is None:
+        # Held to the commit: a deletion under way is waited for and then seen here (the summary
+        # would name a thread that is gone), and one that comes later waits for this pass.
+        if await repository.thread_owner(thread_id, hold=True) is None:
             return SummaryPassResult("thread_not_found", window=window)
         if await repository.last_compressed_end(thread_id) != last_end:
             return SummaryPassResult("superseded", window=window)

@@ -13,11 +13,15 @@ from service.threads.repository import ThreadRepository
 class SummaryRepository(ThreadRepository):
     """The thread queries a summary pass needs on top of the thread repository's."""
 
-    async def thread_owner(self, thread_id: uuid.UUID) -> str | None:
-        """The user whose thread it is; None when there is no such thread."""
+    async def thread_owner(self, thread_id: uuid.UUID, *, hold: bool = False) -> str | None:
+        """The user whose thread it is; None when there is no such thread. `hold`: the thread
+        is kept from being deleted until the transaction ends (KEY SHARE, which a deletion in
+        progress is waited for under, and then is no thread)."""
         statement = select(Thread.user_id).where(
             Thread.tenant_id == self._tenant_id, Thread.id == thread_id
         )
+        if hold:
+            statement = statement.with_for_update(read=True, key_share=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def lock_writers(self, thread_id: uuid.UUID) -> None:

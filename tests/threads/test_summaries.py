@@ -46,6 +46,7 @@ from tests.fixtures.openai_server import (
 )
 
 Sessions = async_sessionmaker[AsyncSession]
+WAITING_LOCKS_SQL = "SELECT count(*) FROM pg_locks WHERE NOT granted"
 Turn = tuple[str, str] | dict[str, Any]
 
 
@@ -419,6 +420,42 @@ async def test_empty_model_output_writes_nothing(
     again = await summarize_thread(sessions, chat_model, k3, tenant, thread_id)
     assert again.window == result.window
     assert windows(await summaries_of(sessions, tenant, thread_id)) == [(1, 0, 6)]
+
+
+async def test_a_pass_whose_thread_is_being_deleted_waits_and_writes_nothing(
+    sessions: Sessions,
+    k3: Settings,
+    tenant: str,
+    chat_model: OpenAIChatModel,
+    owner_engine: AsyncEngine,
+) -> None:
+    """The pass holds its thread from its check to its commit: a deletion under way is waited
+    for, then seen (it wrote a summary of a thread that was gone: a foreign-key violation)."""
+    thread_id = await new_thread(sessions, tenant)
+    await add_messages(sessions, tenant, thread_id, *exchange(1), *exchange(2), *exchange(3))
+    async with tenant_transaction(sessions, tenant) as session:
+        params = {"t": tenant, "id": thread_id}
+        # What the thread's deletion does, not committed yet.
+        await session.execute(
+            text("SELECT 1 FROM thread WHERE tenant_id = :t AND id = :id FOR UPDATE"), params
+        )
+        await session.execute(
+            text("DELETE FROM message WHERE tenant_id = :t AND thread_id = :id"), params
+        )
+        await session.execute(text("DELETE FROM thread WHERE tenant_id = :t AND id = :id"), params)
+        passing = asyncio.create_task(summarize_thread(sessions, chat_model, k3, tenant, thread_id))
+        waiting = 0
+        for _ in range(250):
+            async with owner_engine.connect() as connection:
+                waiting = (await connection.execute(text(WAITING_LOCKS_SQL))).scalar_one()
+            if waiting:
+                break
+            await asyncio.sleep(0.02)
+        assert not passing.done(), await passing
+        assert waiting == 1
+    result = await passing
+    assert result.status == "thread_not_found"
+    assert await summaries_of(sessions, tenant, thread_id) == []
 
 
 async def test_a_model_failure_writes_nothing_and_the_next_trigger_retries_the_window(
