@@ -35,6 +35,9 @@ async def test_a_page_of_one_user_reads_each_users_newest_memory_and_counts_one_
     [listing] = [(s, p) for s, p in sent if "WITH page AS" in s]
     nodes = await tenant_plan(runtime_engine, tenant, listing, analyze=True)
     memory_reads = [node for node in nodes if node.get("Relation Name") == "memory"]
-    # Read for the activity: the four users, one newest entry each (a LIMIT 1 over the index in
-    # time order); for the counts: the page's one user.
-    assert sorted(node["Actual Loops"] for node in memory_reads) == [1, 4], memory_reads
+    # Read for the activity: at most the four users, one newest entry each (a LIMIT 1 over the
+    # index in time order; a plan that walks the users in id order stops at the page's first,
+    # and which plan the planner takes depends on the tables' statistics, so on what the tests
+    # run before it stored); for the counts: the page's one user.
+    activity, counts = sorted((node["Actual Loops"] for node in memory_reads), reverse=True)
+    assert 1 <= activity <= 4 and counts == 1, memory_reads
