@@ -120,6 +120,14 @@ class Settings(BaseSettings):
     max_requests_in_progress: int | None = Field(default=None, ge=1, le=100_000)
     request_queue_timeout_seconds: float = Field(default=5, gt=0, le=300)
     db_statement_timeout_ms: int = Field(default=15_000, ge=0)
+    # How long opening a database connection may take before it fails as an outage (a 503
+    # `DATABASE_UNAVAILABLE` to the request that needed it): a server that does not answer
+    # (a partition, a frozen host) is given up on instead of waited for.
+    db_connect_timeout_seconds: float = Field(default=5, gt=0, le=300)
+    # How long `/readyz` (and the queue gauges of `/metrics`) wait for the database before
+    # answering 503 (the gauges: keeping their last values): below a probe's own timeout
+    # (deploy/k8s: 3 s), so that the probe sees the 503, not a timeout of its own.
+    readiness_timeout_seconds: float = Field(default=2, gt=0, le=60)
     # The statements each pooled connection keeps prepared, least recently used first out (the
     # driver's own cache; its statements are the ones run on the driver, the search's among
     # them). A kept search statement's plan holds ~2.7 MB of its database backend's memory.

@@ -658,7 +658,45 @@ async def transaction_driver(connection: AsyncConnection) -> Driver:
     return cast(Driver, driver)
 
 
-def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine:
+CLIENT_WAIT_MARGIN_SECONDS = 5.0
+"""How much longer than the server's statement limit the service waits for the answer to a
+command before it gives up on the server: room for the server's own cancellation (SQLSTATE
+57014, answered `503 DATABASE_TIMEOUT`) to arrive first from a loaded server over a slow
+network, so that the client never cuts short a statement the server would still have ended
+itself."""
+
+
+def client_command_timeout(settings: Settings) -> float | None:
+    """The client's own limit on each command a request or a background job sends (asyncpg's
+    `command_timeout`): the statement limit and `CLIENT_WAIT_MARGIN_SECONDS`; None (no limit)
+    where statements have none (`MNEME_DB_STATEMENT_TIMEOUT_MS=0`).
+
+    The statement limit is enforced by Postgres, so it never fires when Postgres does not
+    answer at all (its host frozen, a network partition that drops packets without resetting
+    connections): without a limit of the client's own, every request would wait for as long
+    as that lasts, holding its connection. Past this one the driver gives up on the command
+    (it asks the server to cancel it, and closes the connection if that fails too) and the
+    request answers `503 DATABASE_UNAVAILABLE`."""
+    if settings.db_statement_timeout_ms == 0:
+        return None
+    return settings.db_statement_timeout_ms / 1000 + CLIENT_WAIT_MARGIN_SECONDS
+
+
+def create_engine(
+    url: str,
+    settings: Settings,
+    *,
+    command_timeout: float | None = None,
+    connect_timeout: float | None = None,
+    **overrides: Any,
+) -> AsyncEngine:
+    """An engine of `url` (SQLAlchemy's `overrides` on top of the service's options).
+
+    Every connection it opens gives up after `connect_timeout` seconds
+    (`MNEME_DB_CONNECT_TIMEOUT_SECONDS` by default), and each command after `command_timeout`
+    (None: never). Engines that serve requests or jobs pass `client_command_timeout`; the
+    owner's engines, whose index builds and migrations lift the statement limit for minutes,
+    pass none."""
     options: dict[str, Any] = {
         "pool_size": settings.db_pool_size,
         "max_overflow": settings.db_max_overflow,
@@ -672,6 +710,10 @@ def create_engine(url: str, settings: Settings, **overrides: Any) -> AsyncEngine
         "connect_args": {
             # The tenant setting goes in the same query as BEGIN (`set_tenant`).
             "connection_class": ScopedBeginConnection,
+            # asyncpg's own limits on opening a connection and on each command, which hold
+            # when the server does not answer at all (its statement limit then cannot).
+            "timeout": connect_timeout or settings.db_connect_timeout_seconds,
+            "command_timeout": command_timeout,
             # asyncpg keeps a statement prepared (and so planned once) only up to 15 KiB of
             # text by default; the fusion statement run on the driver connection is ~15 KiB for
             # one search and ~21 KiB for the context's three sections, which would then be

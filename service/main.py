@@ -31,6 +31,7 @@ from service.context.router import router as context_router
 from service.db import (
     DatabaseTarget,
     assert_database_can_serve,
+    client_command_timeout,
     create_engine,
     create_sessionmaker,
     open_database_target,
@@ -223,10 +224,31 @@ async def _open_state(
     if settings.migrate_on_start:
         async with reaching(target.urls.owner, target.urls.owner_source):
             await db_migrations.upgrade_as_owner(target.urls.owner, settings)
-    engine = create_engine(target.urls.runtime, settings)
+    # Requests and jobs wait for each command a little longer than the server's own statement
+    # limit: the server ends a slow statement first, and a server that answers nothing at all
+    # is given up on (`client_command_timeout`).
+    engine = create_engine(
+        target.urls.runtime, settings, command_timeout=client_command_timeout(settings)
+    )
     stack.push_async_callback(engine.dispose)
-    ops_engine = create_engine(target.urls.runtime, settings, pool_size=1, max_overflow=0)
+    # Readiness and the queue gauges wait no longer than a probe would (and ask nothing that
+    # takes longer than that on a database that answers).
+    probe_seconds = settings.readiness_timeout_seconds
+    ops_engine = create_engine(
+        target.urls.runtime,
+        settings,
+        pool_size=1,
+        max_overflow=0,
+        pool_timeout=probe_seconds,
+        connect_timeout=probe_seconds,
+        command_timeout=probe_seconds,
+    )
     stack.push_async_callback(ops_engine.dispose)
+    # The start's own reads (the runtime role's privileges, the vector columns' state) lift
+    # the statement limit, so that a busy database delays a start instead of failing it; they
+    # lift the client's limit too, on a connection of their own closed once they are done.
+    start_engine = create_engine(target.urls.runtime, settings, pool_size=1, max_overflow=0)
+    stack.push_async_callback(start_engine.dispose)
     if SHARED_BETWEEN_WORKERS:
         watch_pool(engine.pool)
     chat_model = build_chat_model(settings)
@@ -239,7 +261,7 @@ async def _open_state(
     # Work started after a commit finishes before the providers and the engine close.
     stack.push_async_callback(background.drain)
     async with reaching(target.urls.runtime, target.urls.runtime_source, runtime_role=True):
-        await assert_database_can_serve(engine)
+        await assert_database_can_serve(start_engine)
     sessionmaker = create_sessionmaker(engine)
     await warm_up
 
@@ -256,7 +278,8 @@ async def _open_state(
         packaged,
     )
     stack.push_async_callback(vector_columns.aclose)
-    await vector_columns.refresh(engine)
+    await vector_columns.refresh(start_engine)
+    await start_engine.dispose()
     state = AppState(
         settings=settings,
         engine=engine,

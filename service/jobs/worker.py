@@ -28,7 +28,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import cast
+from typing import Any, cast
 
 import asyncpg
 from opentelemetry import trace
@@ -46,6 +46,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
+from service.db import client_command_timeout
 from service.jobs.queue import QUEUE_SETTINGS, PayloadError, decode_payload, queries_for
 from service.observability import DOMAIN_METRICS, describe_failure, job_span
 from service.providers.embedder import EmbedderUnavailable
@@ -252,6 +253,12 @@ class JobWorker:
             "application_name": "mneme-jobs",
             "statement_timeout": str(settings.db_statement_timeout_ms),
         }
+        # The client's own limits, as the requests' engine has them: a database that answers
+        # nothing stops the queue loop (restarted once it answers), not holds it forever.
+        self._client_limits: dict[str, Any] = {
+            "timeout": settings.db_connect_timeout_seconds,
+            "command_timeout": client_command_timeout(settings),
+        }
         self._pool: asyncpg.Pool | None = None
         self._manager: QueueManager | None = None
         self._task: asyncio.Task[None] | None = None
@@ -273,7 +280,8 @@ class JobWorker:
             min_size=1,
             max_size=self._max_tasks,
             server_settings=self._server_settings,
-            **self._connect_kwargs,
+            # What the URL sets itself wins, as it does for the requests' engine.
+            **{**self._client_limits, **self._connect_kwargs},
         )
         self._stopping.clear()
         self._task = asyncio.create_task(self._supervise(), name="mneme-job-worker")

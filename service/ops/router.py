@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from service import db_migrations
@@ -62,12 +62,19 @@ async def get_readiness(state: State) -> Readiness:
     all busy is serving, and still ready (it answers the excess 503 `SERVICE_BUSY`); taking it
     out of rotation would only move its load onto the other replicas.
     """
+    # A database that does not answer within MNEME_READINESS_TIMEOUT_SECONDS is unreachable: a
+    # server that stopped answering (a partition) refuses nothing, and a probe that waited for
+    # it would time out itself instead of seeing the 503. Reading the schema revision is the
+    # question: a database that answers it answers.
+    reading = asyncio.ensure_future(db_migrations.current_revision(state.ops_engine))
     try:
-        async with state.ops_engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
-        revision = await db_migrations.current_revision(state.ops_engine)
+        revision = await asyncio.wait_for(
+            asyncio.shield(reading), state.settings.readiness_timeout_seconds
+        )
     except Exception as exc:
         raise ServiceUnavailable("The database is unreachable.") from exc
+    finally:
+        _let_finish(reading)
     head = state.schema_head
     if revision != head:
         raise ServiceUnavailable(
@@ -75,6 +82,26 @@ async def get_readiness(state: State) -> Readiness:
             "run `mneme migrate`."
         )
     return Readiness(status="ready", schema_revision=revision or "")
+
+
+_unanswered: set[asyncio.Future[str | None]] = set()
+"""Readiness reads given up on, kept until they end."""
+
+
+def _let_finish(reading: asyncio.Future[str | None]) -> None:
+    """Leave a readiness read the probe stopped waiting for to end by itself (its outcome
+    dropped). Cancelled, it would still wait to close its connection (SQLAlchemy shields that
+    from cancellation; the driver's own limits end it), and the probe's answer with it."""
+    if not reading.done():
+        _unanswered.add(reading)
+        reading.add_done_callback(_forget)
+
+
+def _forget(reading: asyncio.Future[str | None]) -> None:
+    _unanswered.discard(reading)
+    # Its error, if any, was the probe's 503 already (not "never retrieved").
+    if not reading.cancelled():
+        reading.exception()
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
