@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from sqlalchemy.exc import SQLAlchemyError
 
 from service import db_migrations
+from service.db_outage import RETRY_AFTER_SECONDS
 from service.dependencies import State
 from service.errors import ServiceUnavailable, problem_responses
 from service.jobs import THREAD_SUMMARY_JOB, WRITE_PATH_JOBS
@@ -72,16 +73,26 @@ async def get_readiness(state: State) -> Readiness:
             asyncio.shield(reading), state.settings.readiness_timeout_seconds
         )
     except Exception as exc:
-        raise ServiceUnavailable("The database is unreachable.") from exc
+        raise _not_ready("The database is unreachable.") from exc
     finally:
         _let_finish(reading)
     head = state.schema_head
     if revision != head:
-        raise ServiceUnavailable(
+        raise _not_ready(
             f"The database schema is at {revision!r}, this code expects {head!r}; "
             "run `mneme migrate`."
         )
     return Readiness(status="ready", schema_revision=revision or "")
+
+
+def _not_ready(detail: str) -> ServiceUnavailable:
+    """A 503 with `Retry-After`, as every outage of the API answers: a load balancer or a
+    client waiting for the service asks again after it."""
+    return ServiceUnavailable(
+        detail,
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        retry_after_seconds=RETRY_AFTER_SECONDS,
+    )
 
 
 _unanswered: set[asyncio.Future[str | None]] = set()

@@ -56,8 +56,11 @@ async def test_readiness_fails_when_schema_is_behind_the_code(
     real_head = state.schema_head
     state.schema_head = "a-newer-revision"
     try:
-        body = assert_problem(await client.get("/readyz"), 503, "SERVICE_UNAVAILABLE")
+        response = await client.get("/readyz")
+        body = assert_problem(response, 503, "SERVICE_UNAVAILABLE")
         assert "mneme migrate" in body["detail"]
+        # Like every 503 of the API.
+        assert int(response.headers["Retry-After"]) == body["retry_after_seconds"] >= 1
     finally:
         state.schema_head = real_head
 
