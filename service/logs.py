@@ -7,13 +7,18 @@ formatter to get the same). Each line carries the request id, trace and span ids
 route of the request it belongs to, when there is one.
 
 Log messages name ids, counts, kinds and error classes, never what a user wrote (message or
-memory text, profile values, credentials); keep it so when adding lines.
+memory text, profile values, credentials); keep it so when adding lines. What the libraries
+write is not Mneme's to word: an HTTP client logs every URL it calls, with the user-info a
+configured URL holds (`MNEME_LLM_BASE_URL=https://user:password@…`), and an exception's text
+quotes it. So the formatters hide the user-info of every URL in the line they write (message,
+extra fields and traceback alike), whichever logger wrote it and at every level.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sys
 from typing import Literal, TextIO
 
@@ -42,8 +47,31 @@ _LEVELS: dict[LogLevel, int] = {
 
 _CONTEXT_FIELDS = ("request_id", "trace_id", "span_id", "tenant", "route")
 # Libraries that narrate every request (or, Alembic's plugins, every start) at INFO; their
-# failures still show at WARNING.
-_QUIET_LOGGERS = ("httpx", "httpcore", "asyncio", "pgserver", "alembic.runtime.plugins")
+# failures still show at WARNING. (`httpx2` and `httpcore2` are the OpenAI client's.)
+_QUIET_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "httpx2",
+    "httpcore2",
+    "asyncio",
+    "pgserver",
+    "alembic.runtime.plugins",
+)
+
+_URL_USER_INFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user_info>[^\s/?#]+)@")
+"""A URL's scheme and user-info (`user:password@`, `token@`), up to the last `@` before its
+host: a password holding a bare `@` is all hidden, not cut at its first one."""
+
+
+def without_url_credentials(text: str) -> str:
+    """`text` with the user-info of every URL in it hidden: `scheme://user:***@host` where it
+    has a password, `scheme://***@host` where it is one part (tokens are passed that way)."""
+
+    def hidden(url: re.Match[str]) -> str:
+        user, has_password, _ = url["user_info"].partition(":")
+        return f"{url['scheme']}{user + ':***' if has_password else '***'}@"
+
+    return _URL_USER_INFO.sub(hidden, text)
 
 
 class RequestContextFilter(logging.Filter):
@@ -85,7 +113,8 @@ class AbandonedRequestFilter(logging.Filter):
 
 
 class TextFormatter(logging.Formatter):
-    """`time level logger message key=value…` for people reading a terminal."""
+    """`time level logger message key=value…` for people reading a terminal (the user-info of
+    any URL in it hidden)."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)-7s %(name)s  %(message)s")
@@ -97,15 +126,21 @@ class TextFormatter(logging.Formatter):
             for field in (*_CONTEXT_FIELDS, "method", "status", "duration_ms")
             if getattr(record, field, None) is not None
         ]
-        if not extras:
-            return line
-        head, newline, rest = line.partition("\n")
-        return f"{head}  {' '.join(extras)}{newline}{rest}"
+        if extras:
+            head, newline, rest = line.partition("\n")
+            line = f"{head}  {' '.join(extras)}{newline}{rest}"
+        return without_url_credentials(line)
+
+
+class _JsonFormatter(JsonFormatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return without_url_credentials(super().format(record))
 
 
 def json_formatter() -> JsonFormatter:
-    """One JSON object per record: time, level, logger, message and every extra field."""
-    return JsonFormatter(
+    """One JSON object per record: time, level, logger, message and every extra field (the
+    user-info of any URL in it hidden, as the text format does)."""
+    return _JsonFormatter(
         "{asctime}{levelname}{name}{message}",
         style="{",
         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},

@@ -4,22 +4,26 @@ failed call naming the URL and the error class, and CLI start-up free of platfor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import subprocess
 import sys
 
+import httpx
 import pytest
 from httpx import AsyncClient
-from pydantic import SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr
 
 from service.config import Settings
-from service.logs import AbandonedRequestFilter, TextFormatter
+from service.logs import AbandonedRequestFilter, TextFormatter, json_formatter
 from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
+from service.providers.llm import LLMUnavailable, OpenAIChatModel
 from service.providers.openai_embedder import OpenAIEmbedder
 from service.providers.telemetry import InstrumentedEmbedder
 from tests.conftest import bearer
+from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer
 from tests.observability.conftest import CapturedLines
 
 
@@ -86,6 +90,75 @@ def test_an_application_error_keeps_its_traceback() -> None:
     line = TextFormatter().format(record)
     assert "Exception in ASGI application" in line
     assert "Traceback" in line and "RuntimeError: boom" in line
+
+
+PASSWORD = "llmpass123"
+
+
+class Reply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+
+
+class BothFormats(logging.Handler):
+    """Every record as the service would write it, in JSON and in text."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines += [json_formatter().format(record), TextFormatter().format(record)]
+
+
+def test_a_urls_user_info_is_hidden_in_every_part_of_a_line_in_both_formats() -> None:
+    url = httpx.URL(f"http://llmuser:{PASSWORD}@127.0.0.1:8299/v1/chat/completions")
+    try:
+        raise httpx.ConnectError(f"cannot reach {url}")
+    except httpx.ConnectError:
+        failed = sys.exc_info()
+    record = logging.LogRecord(
+        "httpx2", logging.INFO, __file__, 1, "HTTP Request: %s", (url,), failed
+    )
+    record.endpoint = f"https://ghp_{PASSWORD}@git.example/repo"
+    handler = BothFormats()
+    handler.handle(record)
+    for line in handler.lines:
+        assert PASSWORD not in line
+        # Where the URL went, and as whom, is still there to read.
+        assert "http://llmuser:***@127.0.0.1:8299/v1/chat/completions" in line
+        assert "Traceback" in line and "cannot reach http://llmuser:***@" in line
+    assert "https://***@git.example/repo" in handler.lines[0]
+
+
+async def test_a_password_in_the_models_url_reaches_no_log_line_at_any_level(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    handler = BothFormats()
+    logging.getLogger().addHandler(handler)
+    with FakeOpenAIServer() as server:
+        with_password = server.base_url.replace("http://", f"http://llmuser:{PASSWORD}@")
+        model = OpenAIChatModel(
+            model=MODEL, base_url=with_password, api_key=API_KEY, timeout_seconds=10, max_retries=0
+        )
+        try:
+            # The OpenAI client's own HTTP client logs every call's URL (at INFO), and the
+            # client the URL it sends to (at DEBUG).
+            with (
+                caplog.at_level(logging.DEBUG, "httpx2"),
+                caplog.at_level(logging.DEBUG, "openai"),
+                contextlib.suppress(LLMUnavailable),
+            ):
+                await model.complete_json(system="s", user="u", output=Reply, schema_name="reply")
+        finally:
+            await model.aclose()
+            logging.getLogger().removeHandler(handler)
+    assert server.requests, "the model was not called"
+    called = [line for line in handler.lines if "/v1/chat/completions" in line]
+    assert any("HTTP Request" in line for line in called)
+    assert all("llmuser:***@" in line for line in called)
+    assert not [line for line in handler.lines if PASSWORD in line]
 
 
 def unreachable_embedder() -> InstrumentedEmbedder:
