@@ -26,6 +26,13 @@ The same time bounds the other way: uvicorn waits for a client to take an answer
 the buffers between them for as long as it stays connected, and the request's task (with its
 place among the requests in progress, `service.kit.admission`) waits with it. A client that
 reads nothing of its answer for that long has its connection dropped, and the request ends.
+
+A request the service's stop cuts short before its answer began (still running when the grace
+period ends, or at a second Ctrl-C) gets no answer: its connection is closed. uvicorn would
+answer it a plain-text 500, which clients and the error-ratio alert read as a defect of the
+service, while nothing went wrong and its outcome is unknown (a write may have committed just
+before): the client's part is what it is after any lost answer, to resend the request (a write
+with its `Idempotency-Key`) to a running replica.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, ClassVar
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn._types import ASGI3Application, ASGIReceiveCallable, ASGISendCallable, Scope
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from service.config import get_settings
 from service.errors import PROBLEM_CONTENT_TYPE, ProblemCode, problem_document
@@ -78,6 +86,25 @@ def _answer(url_length: int) -> bytes:
     )
 
 
+def unanswered_when_abandoned(
+    cycle: RequestResponseCycle, app: ASGI3Application
+) -> ASGI3Application:
+    """`app` for the request of `cycle`, closing its connection without an answer when the
+    request is cancelled (the stop abandons it) before its answer began. Marked disconnected,
+    the request gets nothing more written for it: not uvicorn's 500 either."""
+
+    async def run(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        try:
+            await app(scope, receive, send)
+        finally:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling() and not cycle.response_started:
+                cycle.disconnected = True
+                cycle.transport.close()
+
+    return run
+
+
 class ProblemHttpToolsProtocol(HttpToolsProtocol):
     read_timeout_seconds: ClassVar[float | None] = None
     """The time a client has for each part of its request (None: the setting's)."""
@@ -105,6 +132,9 @@ class ProblemHttpToolsProtocol(HttpToolsProtocol):
         self._head_bytes += len(data)
         if self._head_bytes > MAX_HEAD_BYTES:
             self._refuse_head()
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
+        super()._start_asgi_task(cycle, unanswered_when_abandoned(cycle, app))
 
     def send_400_response(self, msg: str) -> None:
         self.transport.write(_answer(len(self.url)))

@@ -129,9 +129,14 @@ def _unfinished_request(port: int, headers: dict[str, str]) -> socket.socket:
     return unfinished
 
 
-def _stopped_in_order(output: str, data_dir: Path) -> None:
+def _stopped_in_order(stopped: Stopped, data_dir: Path) -> None:
+    output = stopped.output
     assert "mneme stopped" in output
     assert output.count(ABANDONED) == 1, output
+    # The abandoned request got no answer (uvicorn's would be a plain-text 500), and it is
+    # counted and logged as 444, not as a server error.
+    assert stopped.answered == b""
+    assert "POST /v1/users/{user_id}/memories 444" in output, output
     for failure in ("Traceback", "Task was destroyed", "Failed to restore"):
         assert failure not in output, output
     # The embedded database was stopped, not left running.
@@ -173,6 +178,8 @@ class Stopped:
     output: str
     port: int
     headers: dict[str, str]
+    answered: bytes
+    """What the client of the request in flight received."""
 
 
 def _stopped_with_a_request_in_flight(
@@ -193,13 +200,15 @@ def _stopped_with_a_request_in_flight(
         _remember(port, headers, REMEMBERED)
         if meanwhile is not None:
             meanwhile(port, headers, process, log)
-        with _unfinished_request(port, headers):
+        with _unfinished_request(port, headers) as unfinished:
             interrupt(process, log)
             returncode = _stop(process)
+            unfinished.settimeout(10)
+            answered = unfinished.recv(65536)
     finally:
         if process.poll() is None:
             process.kill()
-    return Stopped(returncode, log.read_text(), port, headers)
+    return Stopped(returncode, log.read_text(), port, headers, answered)
 
 
 def test_a_stop_abandons_a_request_after_its_grace_period(tmp_path: Path) -> None:
@@ -207,7 +216,7 @@ def test_a_stop_abandons_a_request_after_its_grace_period(tmp_path: Path) -> Non
     assert stopped.returncode == 0, stopped.output
     # One interrupt: an ordinary shutdown, once the grace period is over.
     assert "mneme stopping at once" not in stopped.output
-    _stopped_in_order(stopped.output, tmp_path)
+    _stopped_in_order(stopped, tmp_path)
     _kept(tmp_path, stopped.port, stopped.headers, REMEMBERED)
 
 
@@ -215,7 +224,7 @@ def test_a_second_interrupt_stops_the_service_at_once_and_cleanly(tmp_path: Path
     stopped = _stopped_with_a_request_in_flight(tmp_path, _interrupt_twice)
     assert stopped.returncode == 0, stopped.output
     assert "mneme stopping at once" in stopped.output
-    _stopped_in_order(stopped.output, tmp_path)
+    _stopped_in_order(stopped, tmp_path)
     _kept(tmp_path, stopped.port, stopped.headers, REMEMBERED)
 
 
@@ -271,6 +280,7 @@ def test_a_job_running_when_the_service_stops_at_once_runs_again(tmp_path: Path)
         assert "mneme stopping at once" in stopped.output
         # Handed back as the stop cancelled it, not left for its heartbeat to lapse.
         assert "(memory_extraction) interrupted by shutdown; re-queued" in stopped.output
+        assert stopped.answered == b""
         for failure in ("Traceback", "Task was destroyed"):
             assert failure not in stopped.output, stopped.output
         asked_before = sum(map(asked, llm.requests))

@@ -3,6 +3,7 @@ the request add about it, latency and status metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import re
@@ -59,6 +60,11 @@ def bind_tenant(tenant_id: str) -> None:
 CLIENT_CLOSED_REQUEST = 499
 """The status counted and logged for a request whose client went before it was answered (as
 nginx logs it): not a server error, and nothing was sent."""
+
+ABANDONED_AT_STOP = 444
+"""The status counted and logged for a request the service's stop cut short before its answer
+began (as nginx logs a connection it closed without an answer): no answer was sent, and
+nothing went wrong that a client or an operator must look into (`service.http_protocol`)."""
 
 ANSWERED_BY_SERVER = "mneme.answered_by_server"
 """The key, in a request's scope state, of the status the HTTP server itself answered the
@@ -120,7 +126,8 @@ class TelemetryMiddleware:
             status = (
                 context.status
                 or state.get(ANSWERED_BY_SERVER)
-                or (CLIENT_CLOSED_REQUEST if client_gone else 500)
+                or (CLIENT_CLOSED_REQUEST if client_gone else None)
+                or (ABANDONED_AT_STOP if _cancelled() else 500)
             )
             elapsed = time.perf_counter() - started
             self.metrics.http_requests.labels(context.method, context.route, str(status)).inc()
@@ -129,6 +136,13 @@ class TelemetryMiddleware:
                 self.metrics.rate_limited.inc()
             self.on_complete(context, status, elapsed)
             request_context.reset(token)
+
+
+def _cancelled() -> bool:
+    """Whether the current task is being cancelled: uvicorn cancels a request's task only when
+    its stop abandons the request."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 RequestLogger = Callable[[RequestContext, int, float], None]
