@@ -119,6 +119,19 @@ def is_database_unavailable(error: BaseException) -> bool:
     return False
 
 
+def outage_behind(error: BaseException) -> BaseException | None:
+    """The database outage `error` is, or the one it was raised from or while handling (a
+    library's clean-up that failed on the connection the outage broke), or None."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if is_database_unavailable(current):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def is_statement_timeout(error: BaseException) -> bool:
     """True when `error` is a statement cancelled by `statement_timeout`."""
     if isinstance(error, sa_exc.DBAPIError):

@@ -27,7 +27,8 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from service.config import LogLevel
-from service.observability import RequestContext, request_context
+from service.db_outage import is_database_unavailable
+from service.observability import RequestContext, describe_failure, request_context
 
 LogFormat = Literal["json", "text"]
 
@@ -112,6 +113,29 @@ class AbandonedRequestFilter(logging.Filter):
         return True
 
 
+class DatabaseOutageFilter(logging.Filter):
+    """A database that is down, restarting or not answering is an outage the service rides out
+    (its requests answered `503 DATABASE_UNAVAILABLE`, its jobs retried, its pools
+    reconnecting by themselves), not a defect: a line that reports one is one line, naming
+    the error's classes, and its traceback follows only at debug, as for an outage of a model.
+    Whichever logger wrote it: the driver's pool restoring its connections, a background
+    refresh, the job queue's loop, a job's run. Any other error keeps its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if (
+            error is None
+            or not is_database_unavailable(error)
+            or logging.getLogger().isEnabledFor(logging.DEBUG)
+        ):
+            return True
+        classes, _ = describe_failure(error)
+        record.msg = f"{record.getMessage()} (database unavailable: {classes})"
+        record.args = None
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
 class TextFormatter(logging.Formatter):
     """`time level logger message key=value…` for people reading a terminal (the user-info of
     any URL in it hidden)."""
@@ -173,6 +197,7 @@ def configure_logging(level: LogLevel, log_format: LogFormat) -> None:
     handler = _MnemeHandler()
     handler.setFormatter(json_formatter() if log_format == "json" else TextFormatter())
     handler.addFilter(RequestContextFilter())
+    handler.addFilter(DatabaseOutageFilter())
     root = logging.getLogger()
     for existing in [h for h in root.handlers if isinstance(h, _MnemeHandler)]:
         root.removeHandler(existing)

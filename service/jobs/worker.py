@@ -47,6 +47,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.db import client_command_timeout
+from service.db_outage import is_database_unavailable, outage_behind
 from service.jobs.queue import QUEUE_SETTINGS, PayloadError, decode_payload, queries_for
 from service.observability import DOMAIN_METRICS, describe_failure, job_span
 from service.providers.embedder import EmbedderUnavailable
@@ -177,11 +178,13 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
     @staticmethod
     def _log_failure(job: Job, attempt: int, exc: Exception, retry_in: timedelta | None) -> None:
         """One line per failed run: the error's classes and the URL it failed on. An outage of
-        the model or the embedder is expected weather, its traceback (an HTTP client's runs to
-        a hundred lines) shown only when debugging; any other error is a bug and keeps it."""
+        the model, the embedder or the database is expected weather, its traceback (an HTTP
+        client's runs to a hundred lines) shown only when debugging; any other error is a bug
+        and keeps it."""
         error, url = describe_failure(exc)
         where = f" calling {url}" if url else ""
-        outage = isinstance(exc, LLMUnavailable | EmbedderUnavailable)
+        model_outage = isinstance(exc, LLMUnavailable | EmbedderUnavailable)
+        outage = model_outage or is_database_unavailable(exc)
         traceback = exc if logger.isEnabledFor(logging.DEBUG) or not outage else None
         if retry_in is None:
             logger.error(
@@ -204,6 +207,22 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
                 retry_in,
                 exc_info=traceback,
             )
+
+
+def log_queue_loop_failure(exc: Exception, restart_delay: timedelta) -> None:
+    """The queue loop stopped on `exc`; it restarts after `restart_delay`. Stopped by a database
+    outage (pgqueuer's clean-up may then fail on the broken connection too, with an error of
+    its own), that is one line naming the outage, its traceback only when debugging, as the
+    service logs any database outage; anything else is a bug and keeps it."""
+    outage = outage_behind(exc)
+    if outage is None or logger.isEnabledFor(logging.DEBUG):
+        logger.error("job worker loop failed; restarting in %s", restart_delay, exc_info=exc)
+        return
+    logger.warning(
+        "job worker loop stopped; restarting in %s (database unavailable: %s)",
+        restart_delay,
+        describe_failure(outage)[0],
+    )
 
 
 class JobWorker:
@@ -337,8 +356,8 @@ class JobWorker:
                     max_concurrent_tasks=self._max_tasks,
                     heartbeat_timeout=self._heartbeat_timeout,
                 )
-            except Exception:
-                logger.exception("job worker loop failed; restarting in %s", self._restart_delay)
+            except Exception as exc:
+                log_queue_loop_failure(exc, self._restart_delay)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self._restart_delay.total_seconds())
 

@@ -11,6 +11,7 @@ from service.db_outage import (
     is_database_unavailable,
     is_statement_timeout,
     is_transaction_conflict,
+    outage_behind,
 )
 
 
@@ -105,3 +106,13 @@ def test_a_deadlock_or_serialization_failure_is_a_conflict_wrapped_or_not(sqlsta
 @pytest.mark.parametrize("sqlstate", ["23503", "23505", "57014", "08006"])
 def test_other_errors_are_not_a_conflict(sqlstate: str) -> None:
     assert not is_transaction_conflict(_dbapi_error(sqlstate))
+
+
+def test_an_error_raised_while_handling_an_outage_leads_back_to_it() -> None:
+    # A library's clean-up that fails on the connection the outage broke raises its own error.
+    closed = asyncpg_errors.ConnectionDoesNotExistError("connection was closed in the middle")
+    clean_up = asyncpg_errors.InterfaceError("connection has been released back to the pool")
+    clean_up.__context__ = closed
+    assert not is_database_unavailable(clean_up)
+    assert outage_behind(clean_up) is closed
+    assert outage_behind(RuntimeError("a defect")) is None

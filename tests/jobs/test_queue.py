@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
@@ -31,6 +32,7 @@ from service.jobs import (
     enqueue_thread_summary,
 )
 from service.jobs.queue import encode_payload, queries_for
+from service.jobs.worker import log_queue_loop_failure
 from service.providers.llm import OpenAIChatModel
 from service.threads.models import Message, Thread
 from service.threads.summaries import thread_summary_job
@@ -371,6 +373,54 @@ async def test_a_transient_failure_is_retried_and_then_succeeds(
 
     await eventually(succeeded)
     assert attempts == ["1", "1"]
+
+
+async def test_a_run_the_database_outage_failed_is_one_line_without_a_traceback(
+    jobs_sessions: Sessions,
+    jobs_engine: AsyncEngine,
+    make_worker: Callable[..., JobWorker],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    kind, attempts = entrypoint(), []
+
+    async def database_restarting(payload: Mapping[str, str]) -> None:
+        attempts.append(payload["n"])
+        if len(attempts) == 1:
+            raise asyncpg.exceptions.AdminShutdownError(
+                "terminating connection due to administrator command"
+            )
+
+    caplog.set_level(logging.INFO, logger="mneme.jobs")
+    worker = make_worker({kind: database_restarting})
+    await worker.start()
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+
+    async def succeeded() -> bool:
+        return await _has_status(jobs_engine, kind, "successful")
+
+    await eventually(succeeded)
+    (failed,) = [r for r in caplog.records if f"({kind}) attempt 1 failed" in r.getMessage()]
+    # Expected weather, like a model's outage: the traceback only when debugging.
+    assert "AdminShutdownError" in failed.getMessage()
+    assert failed.exc_info is None
+
+
+def test_a_queue_loop_stopped_by_an_outage_is_one_line_and_a_defect_keeps_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="mneme.jobs")
+    # pgqueuer's clean-up on the connection the outage broke fails with an error of its own.
+    stopped = asyncpg.exceptions.InterfaceError("released back to the pool")
+    stopped.__context__ = asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed")
+    log_queue_loop_failure(stopped, timedelta(seconds=5))
+    log_queue_loop_failure(RuntimeError("a defect"), timedelta(seconds=5))
+    outage, defect = caplog.records
+    assert outage.exc_info is None and outage.levelno == logging.WARNING
+    assert outage.getMessage() == (
+        "job worker loop stopped; restarting in 0:00:05 "
+        "(database unavailable: ConnectionDoesNotExistError)"
+    )
+    assert defect.exc_info is not None and defect.levelno == logging.ERROR
 
 
 async def test_runs_that_found_the_pool_busy_do_not_use_up_the_attempts(

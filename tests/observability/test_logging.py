@@ -11,13 +11,19 @@ import os
 import subprocess
 import sys
 
+import asyncpg
 import httpx
 import pytest
 from httpx import AsyncClient
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from service.config import Settings
-from service.logs import AbandonedRequestFilter, TextFormatter, json_formatter
+from service.logs import (
+    AbandonedRequestFilter,
+    DatabaseOutageFilter,
+    TextFormatter,
+    json_formatter,
+)
 from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
 from service.providers.llm import LLMUnavailable, OpenAIChatModel
 from service.providers.openai_embedder import OpenAIEmbedder
@@ -159,6 +165,61 @@ async def test_a_password_in_the_models_url_reaches_no_log_line_at_any_level(
     assert any("HTTP Request" in line for line in called)
     assert all("llmuser:***@" in line for line in called)
     assert not [line for line in handler.lines if PASSWORD in line]
+
+
+async def _refused_connection() -> BaseException:
+    """What asyncpg raises connecting to a database that is not there (as while it restarts)."""
+    try:
+        await asyncpg.connect(host="127.0.0.1", port=9, timeout=10)
+    except OSError as error:
+        return error
+    raise AssertionError("something answers on port 9")
+
+
+def _pool_warning(error: BaseException) -> logging.LogRecord:
+    """The line asyncpg's pool writes each time it fails to reconnect."""
+    return logging.LogRecord(
+        "asyncpg.pool",
+        logging.WARNING,
+        __file__,
+        1,
+        "Failed to restore the pool connection floor; retrying",
+        None,
+        (type(error), error, error.__traceback__),
+    )
+
+
+async def test_a_database_outage_is_one_line_naming_its_error_not_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    record = _pool_warning(await _refused_connection())
+    with caplog.at_level(logging.INFO):
+        assert DatabaseOutageFilter().filter(record)
+    line = TextFormatter().format(record)
+    assert "\n" not in line
+    assert line.endswith(
+        "Failed to restore the pool connection floor; retrying "
+        "(database unavailable: ConnectionRefusedError)"
+    )
+
+
+async def test_a_database_outage_keeps_its_traceback_at_debug_level(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    record = _pool_warning(await _refused_connection())
+    with caplog.at_level(logging.DEBUG):
+        assert DatabaseOutageFilter().filter(record)
+    assert "Traceback" in TextFormatter().format(record)
+
+
+def test_an_error_that_is_no_outage_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    try:
+        raise asyncpg.exceptions.UniqueViolationError("duplicate key value")
+    except asyncpg.PostgresError as error:
+        record = _pool_warning(error)
+    with caplog.at_level(logging.INFO):
+        assert DatabaseOutageFilter().filter(record)
+    assert "Traceback" in TextFormatter().format(record)
 
 
 def unreachable_embedder() -> InstrumentedEmbedder:
