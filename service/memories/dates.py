@@ -21,6 +21,10 @@ told from a filled-in one); dateparser's `search_dates` finds dates in text but 
 data and the `regex`, `pytz` and `tzlocal` packages for what is here a page of patterns;
 parsedatetime and ctparse are no longer maintained. Each form is tested on its own.
 
+The words that name the time are `NamedTime`'s span of the question: search leaves them out of
+its lexical side (`NamedTime.words_around`), since the time is the date prior's, not a word to
+match.
+
 Whatever the words, reading them never fails: a window that would reach past the calendar
 (the first day of year 1, the last of year 9999) ends at the calendar's edge, and a day that
 cannot be on it (year 0, 31 February, a week before the first) is no date. A question is stored
@@ -113,6 +117,24 @@ class TimeWindow:
     end: datetime
 
 
+@dataclass(frozen=True)
+class NamedTime:
+    """The time a question names: its window, and where the question names it (the words
+    `query[start:end]`)."""
+
+    window: TimeWindow
+    start: int
+    end: int
+
+    def words_around(self, query: str) -> str:
+        """`query` without the words that name the time: what the question asks about then.
+
+        The time is already the date prior's (`date_score`); matched as words too, "last",
+        "week", "two" or "2026" would rank every memory that merely says them ("on call every
+        third week", "On 2026-11-19 …") above the memories of that day."""
+        return f"{query[: self.start]} {query[self.end :]}"
+
+
 def _window(first: date, last: date) -> TimeWindow:
     start = datetime(first.year, first.month, first.day, tzinfo=UTC)
     end = datetime(last.year, last.month, last.day, tzinfo=UTC)
@@ -150,18 +172,22 @@ def _month_number(match: re.Match[str]) -> int:
     return int(match.group("month_number"))
 
 
-def _named_day(query: str, today: date) -> TimeWindow | None:
+def _named(window: TimeWindow | None, match: re.Match[str]) -> NamedTime | None:
+    return None if window is None else NamedTime(window, *match.span())
+
+
+def _named_day(query: str, today: date) -> NamedTime | None:
     for form in _DAY_FORMS:
         for match in form.finditer(query):
             try:
                 day = date(int(match.group("year")), _month_number(match), int(match.group("day")))
             except ValueError:
                 continue  # "31 February 2023": not a day
-            return _window(day, day)
+            return _named(_window(day, day), match)
     return None
 
 
-def _numeric_day(query: str, today: date) -> TimeWindow | None:
+def _numeric_day(query: str, today: date) -> NamedTime | None:
     for match in _NUMERIC_DAY.finditer(query):
         first, second = int(match["first"]), int(match["second"])
         month, day = (first, second) if match["separator"] == "/" else (second, first)
@@ -171,33 +197,35 @@ def _numeric_day(query: str, today: date) -> TimeWindow | None:
             named = date(int(match["year"]), month, day)
         except ValueError:
             continue  # "13/13/2023": not a day in either order
-        return _window(named, named)
+        return _named(_window(named, named), match)
     return None
 
 
-def _month_of_year(query: str, today: date) -> TimeWindow | None:
+def _month_of_year(query: str, today: date) -> NamedTime | None:
     for match in _MONTH_OF_YEAR.finditer(query):
         if _AFTER_DAY.search(query, 0, match.start()) is not None:
             continue
-        window = _month_window(int(match["year"]), _month_number(match))
-        if window is not None:
-            return window
+        named = _named(_month_window(int(match["year"]), _month_number(match)), match)
+        if named is not None:
+            return named
     return None
 
 
-def _relative_day(query: str, today: date) -> TimeWindow | None:
+def _relative_day(query: str, today: date) -> NamedTime | None:
     match = _RELATIVE_DAY.search(query)
     if match is None:
         return None
     words = " ".join(match["word"].lower().split())
     day = _days_before(today, _RELATIVE_DAYS[words]) or date.min
-    return _window(day, day)
+    return _named(_window(day, day), match)
 
 
-def _ago(query: str, today: date) -> TimeWindow | None:
+def _ago(query: str, today: date) -> NamedTime | None:
     match = _AGO.search(query)
-    if match is None:
-        return None
+    return None if match is None else _named(_ago_window(match, today), match)
+
+
+def _ago_window(match: re.Match[str], today: date) -> TimeWindow | None:
     count_word = match["count"].lower()
     count = int(count_word) if count_word.isdigit() else _COUNTS[count_word]
     unit = match["unit"].lower()
@@ -215,17 +243,17 @@ def _ago(query: str, today: date) -> TimeWindow | None:
     return None if day is None else _window(day, day)
 
 
-def _last_weekday(query: str, today: date) -> TimeWindow | None:
+def _last_weekday(query: str, today: date) -> NamedTime | None:
     match = _LAST_WEEKDAY.search(query)
     if match is None:
         return None
     # The latest such day before today: "last Tuesday" on a Tuesday is a week ago.
     back = (today.weekday() - _WEEKDAYS.index(match["weekday"].lower()) - 1) % 7 + 1
     day = _days_before(today, back)
-    return None if day is None else _window(day, day)
+    return None if day is None else _named(_window(day, day), match)
 
 
-def _last_week(query: str, today: date) -> TimeWindow | None:
+def _last_week(query: str, today: date) -> NamedTime | None:
     match = _LAST_WEEK.search(query)
     if match is None:
         return None
@@ -234,28 +262,30 @@ def _last_week(query: str, today: date) -> TimeWindow | None:
     if monday is None:
         return None
     if match["span"].lower() == "weekend":
-        return _window(monday + timedelta(days=5), monday + timedelta(days=6))
-    return _window(monday, monday + timedelta(days=6))
+        return _named(_window(monday + timedelta(days=5), monday + timedelta(days=6)), match)
+    return _named(_window(monday, monday + timedelta(days=6)), match)
 
 
-def _last_month(query: str, today: date) -> TimeWindow | None:
-    if _LAST_MONTH.search(query) is None:
+def _last_month(query: str, today: date) -> NamedTime | None:
+    match = _LAST_MONTH.search(query)
+    if match is None:
         return None
     months = today.year * 12 + today.month - 2
-    return _month_window(months // 12, months % 12 + 1)
+    return _named(_month_window(months // 12, months % 12 + 1), match)
 
 
-def _last_month_named(query: str, today: date) -> TimeWindow | None:
+def _last_month_named(query: str, today: date) -> NamedTime | None:
     match = _LAST_MONTH_NAMED.search(query)
     if match is None:
         return None
     # The latest such month that is over: "last June" in June means a year ago.
     month = _month_number(match)
-    return _month_window(today.year if month < today.month else today.year - 1, month)
+    year = today.year if month < today.month else today.year - 1
+    return _named(_month_window(year, month), match)
 
 
 # Absolute forms before relative ones, days before weeks before months.
-_READERS: tuple[Callable[[str, date], TimeWindow | None], ...] = (
+_READERS: tuple[Callable[[str, date], NamedTime | None], ...] = (
     _named_day,
     _numeric_day,
     _month_of_year,
@@ -268,11 +298,18 @@ _READERS: tuple[Callable[[str, date], TimeWindow | None], ...] = (
 )
 
 
-def query_time_window(query: str, now: datetime) -> TimeWindow | None:
-    """The window of the first day, week or month `query` names, None when it names none."""
+def query_named_time(query: str, now: datetime) -> NamedTime | None:
+    """The first day, week or month `query` names, and where it names it; None when it names
+    none."""
     today = now.astimezone(UTC).date()
     for read in _READERS:
-        window = read(query, today)
-        if window is not None:
-            return window
+        named = read(query, today)
+        if named is not None:
+            return named
     return None
+
+
+def query_time_window(query: str, now: datetime) -> TimeWindow | None:
+    """The window of the first day, week or month `query` names, None when it names none."""
+    named = query_named_time(query, now)
+    return None if named is None else named.window

@@ -17,7 +17,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.errors import ValidationFailed
 from service.kit.admission import outside_the_gate
-from service.memories.dates import query_time_window
+from service.memories.dates import query_named_time
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, SearchRow
 from service.memories.models import normalise_text
@@ -221,7 +221,8 @@ class MemorySearch:
         depth = max(self.mmr_depth(request), MMR_MIN_CANDIDATES)
         fetch = max(min(depth, 300) if with_mmr else 0, ranked)
         owners = searched_owners(owner, request.scopes)
-        window = query_time_window(request.query, datetime.now(UTC))
+        named_time = query_named_time(request.query, datetime.now(UTC))
+        window = None if named_time is None else named_time.window
         pool = max(settings.search_candidate_pool, ranked)
         fusion = request.fusion or settings.search_fusion
         # Linear fusion reads every lexical candidate's own cosine; RRF needs the vector side's
@@ -238,7 +239,9 @@ class MemorySearch:
                 event_after=request.event_after,
                 event_before=request.event_before,
             ),
-            query=request.query,
+            # The words naming a time are not searched as words: the time is the date prior's.
+            # The vector side embeds the question whole (`searched_question`).
+            query=request.query if named_time is None else named_time.words_around(request.query),
             query_embedding=query_embedding,
             use_lexical=use_lexical,
             use_vector=use_vector,
