@@ -1,17 +1,37 @@
-"""A question that names a time (a day, a week, a month): the words that name it are the date
-prior's, not the lexical side's."""
+"""A question that names a time (a day, a week, a month): its words are the date prior's, not the
+lexical side's, and the memories of that time are candidates whether or not a pool brought them."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from httpx import AsyncClient
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.auth.owner import Owner
 from service.config import Settings
-from service.memories.dates import query_named_time
+from service.db import tenant_transaction
+from service.memories.dates import query_named_time, query_time_window
+from service.memories.filters import MemoryFilter
+from service.memories.fusion.repository import FusionRepository
+from service.memories.owner_indexes import OwnerIndexes
 from tests.conftest import bearer
+from tests.fixtures.apps import app_client, running_app
+from tests.fixtures.factories import remember_all
+from tests.memories.large_owners import (
+    BUILD_FROM,
+    USER,
+    count_statistics,
+    explained_as_served,
+    large_owner,
+    own_indexes_found,
+)
+from tests.plans import plan_nodes
+from tests.search_params import search_params
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # a Monday
 
@@ -198,3 +218,184 @@ async def test_words_that_name_no_time_are_searched_as_words(
     assert hits[0]["memory"]["text"] == said
     assert hits[0]["scores"]["lexical_rank"] == 1
     assert all(hit["scores"]["date_score"] == 0 for hit in hits)
+
+
+@pytest.fixture
+async def small_pools_client(settings: Settings) -> AsyncIterator[AsyncClient]:
+    """Pools of 10 on both sides (at the limit of 10), and the time a query names weighed above
+    anything else a memory can score: a memory of that time ranks first if it is a candidate."""
+    async with (
+        running_app(
+            settings, search_candidate_pool=10, search_vector_pool=10, search_date_weight=10
+        ) as application,
+        app_client(application) as client,
+    ):
+        yield client
+
+
+ACTIVITIES = ["hiking", "cooking", "painting", "swimming", "shopping", "reading"]
+FRIENDS = ["Bea", "Carl", "Dora", "Emil", "Fay"]
+ERRANDS = [
+    "The boiler warranty card was filed.",
+    "The parking permit renewal form was filed.",
+    "The insurance letter about the roof was filed.",
+    "The dentist invoice was filed.",
+    "The library card was replaced.",
+    "The router's firmware was updated.",
+    "The bicycle's chain was oiled.",
+    "The smoke alarm's battery was replaced.",
+    "The winter tyres were stored.",
+    "The passport photo was printed.",
+    "The gas meter was read.",
+    "The spare key was cut.",
+    "The tax certificate was downloaded.",
+    "The gutter was cleared.",
+    "The fridge filter was changed.",
+]
+
+
+def near_the_question() -> list[dict[str, Any]]:
+    """30 episodes of 2024 that sound like an answer to "what did I do …?"."""
+    return [
+        {
+            "kind": "episodic",
+            "text": f"I went {activity} with {friend}.",
+            "event_at": f"2024-0{1 + index % 9}-1{index % 10}T10:00:00Z",
+        }
+        for index, (activity, friend) in enumerate(
+            (activity, friend) for activity in ACTIVITIES for friend in FRIENDS
+        )
+    ]
+
+
+def errands_of_may(kind: str = "episodic", first_day: int = 1) -> list[dict[str, Any]]:
+    """An errand on each day of May 2025 from `first_day` on: nothing a question about what
+    someone did sounds like, nor says May or 2025."""
+    return [
+        {"kind": kind, "text": text, "event_at": f"2025-05-{first_day + index:02d}T09:00:00Z"}
+        for index, text in enumerate(ERRANDS)
+    ]
+
+
+async def test_the_memories_of_a_named_month_are_candidates_beyond_both_pools(
+    small_pools_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    client = small_pools_client
+    headers = bearer(settings, tenant, "ada")
+    errands = errands_of_may(first_day=3)
+    response = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={"items": [*near_the_question(), *errands]},
+    )
+    assert response.status_code == 201, response.text
+    # Another user's memories of the month are never a candidate of Ada's (nor a hit).
+    response = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=bearer(settings, tenant, "bea"),
+        json={"items": errands_of_may()},
+    )
+    assert response.status_code == 201, response.text
+
+    hits = await searched(client, headers, "What did I do in May 2025?")
+    # The month's latest pool (10) of its 15 memories, though neither side's pool of 10 brought
+    # them (the 30 memories near the question fill both), each scored by its own match too.
+    latest = {errand["text"] for errand in errands[-10:]}
+    assert {hit["memory"]["text"] for hit in hits} == latest
+    assert all(hit["memory"]["user_id"] == "ada" for hit in hits)
+    assert all(hit["scores"]["date_score"] > 0 for hit in hits)
+    assert all(hit["scores"]["vector_cosine"] is not None for hit in hits)
+    assert all(hit["scores"]["vector_rank"] is None for hit in hits)
+
+
+async def test_the_memories_of_a_named_time_are_candidates_under_the_searchs_filter(
+    small_pools_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    client = small_pools_client
+    headers = bearer(settings, tenant, "ada")
+    response = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={
+            "items": [
+                *near_the_question(),
+                *errands_of_may()[:3],
+                *errands_of_may("semantic")[3:5],
+            ]
+        },
+    )
+    assert response.status_code == 201, response.text
+    response = await client.post(
+        "/v1/org/memories/batch",
+        headers=bearer(settings, tenant, "admin", admin=True),
+        json={"items": errands_of_may()[5:7]},
+    )
+    assert response.status_code == 201, response.text
+
+    facts = await searched(client, headers, "What did I do in May 2025?", kinds=["semantic"])
+    assert {hit["memory"]["text"] for hit in facts} == set(ERRANDS[3:5])
+    org = await searched(client, headers, "What did I do in May 2025?", scopes=["org"])
+    assert {hit["memory"]["text"] for hit in org[:2]} == set(ERRANDS[5:7])
+    both = await searched(client, headers, "What did I do in May 2025?")
+    assert {hit["memory"]["text"] for hit in both[:7]} == set(ERRANDS[:7])
+
+
+@pytest.mark.usefixtures("no_owner_indexes")
+async def test_a_large_owners_memories_of_a_named_time_are_read_from_the_window_alone(
+    indexed_app: FastAPI,
+    indexed_client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """An owner searched through its postings and its own vector indexes (its owners written
+    into the statement): its memories of the named month are candidates too, read from the
+    index of event times within the window, as far as the pool; a question that names no time
+    reads none."""
+    headers = await large_owner(indexed_app, indexed_client, settings, tenant)
+    errands = errands_of_may()
+    await remember_all(indexed_client, headers, *errands)
+    await count_statistics(indexed_app, tenant, Owner.user(USER), Owner.org())
+    await OwnerIndexes(owner_engine, build_from=BUILD_FROM, most=100).refresh()
+    written = await own_indexes_found(indexed_app, tenant)
+    assert written
+
+    question = "what does the user like to play in May 2025"
+    window = query_time_window(question, datetime.now(UTC))
+    assert window is not None
+    dated = search_params(
+        MemoryFilter.build([Owner.user(USER), Owner.org()]),
+        question,
+        pool=10,
+        window_start=window.start,
+        window_end=window.end,
+        date_weight=10,
+        bounded_from=BUILD_FROM,
+    )
+    async with tenant_transaction(indexed_app.state.mneme.sessionmaker, tenant) as session:
+        rows = await FusionRepository(session, tenant).search(dated)
+    assert {row.memory.text for row in rows} == set(ERRANDS[-10:])
+
+    def window_scans(explained: Any) -> list[dict[str, Any]]:
+        """The plan's scans of the memories in the window (`DATED_SCAN_SQL`)."""
+        return [
+            node
+            for node in plan_nodes(explained[0]["Plan"])
+            if "event_at >= " in f"{node.get('Index Cond')} {node.get('Filter')}"
+        ]
+
+    scans = window_scans(await explained_as_served(indexed_app, tenant, dated, written))
+    # One scan per owner and kind. The user's read its memories of the window on the index of
+    # event times, each stopping at the pool (its episodes: 10 of the month's 15); the
+    # organization has none in the window.
+    assert len(scans) == 6
+    users = [node for node in scans if "user_id = " in node.get("Index Cond", "")]
+    assert {node["Index Name"] for node in users} == {"ix_memory_event_time"}
+    assert sorted(node["Actual Rows"] for node in users) == [0, 0, 10]
+    assert sum(node["Actual Rows"] for node in scans) == 10
+    undated = search_params(
+        MemoryFilter.build([Owner.user(USER), Owner.org()]), question, bounded_from=BUILD_FROM
+    )
+    scans = window_scans(await explained_as_served(indexed_app, tenant, undated, written))
+    assert len(scans) == 6
+    assert all(node["Actual Loops"] == 0 for node in scans)

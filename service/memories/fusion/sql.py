@@ -167,14 +167,22 @@ adjacent AS (
      -- A neighbour is in its candidates' thread: the thread is the neighbour's own.
      GROUP BY n.id, c.section, c.thread_id
 ),
+dated AS (
+    -- The memories that happened in the time the query names (`:window_start` to
+    -- `:window_end`, none when it names no time), whether or not a pool brought them: the
+    -- question is about what happened then, and its words need not say anything about it
+    -- ("what did I do last May?"). Each section's latest `pool` of them, under its filter
+    -- (`DATED_SQL`).
+    ${dated}
+),
 neighbourhood AS (
-    -- Each candidate and each neighbour once, with the evidence its neighbours lend it: one
-    -- aggregate over both lists rather than a join of one with the other. Planned before the
-    -- pools are known, a join of two CTEs is estimated at a row or two a side and may be run
-    -- as a nested loop, which compares every candidate with every neighbour (a context of
-    -- three sections: ~500 by ~750). A candidate's own columns come through unchanged (it is
-    -- one row of its group, the neighbours' rows hold NULL there); the thread is the memory's
-    -- own on every row of its group.
+    -- Each candidate, each neighbour and each memory of the time the query names once, with
+    -- the evidence its neighbours lend it: one aggregate over the lists rather than a join of
+    -- one with another. Planned before the pools are known, a join of two CTEs is estimated
+    -- at a row or two a side and may be run as a nested loop, which compares every candidate
+    -- with every neighbour (a context of three sections: ~500 by ~750). A candidate's own
+    -- columns come through unchanged (it is one row of its group, the others' rows hold NULL
+    -- there); the thread is the memory's own on every row of its group.
     SELECT id, section, thread_id, bool_or(in_pool) AS in_pool,
            max(lexical_rank) AS lexical_rank, max(lexical_score) AS lexical_score,
            max(vector_rank) AS vector_rank, max(vector_cosine) AS vector_cosine,
@@ -191,7 +199,11 @@ neighbourhood AS (
             UNION ALL
             SELECT a.id, a.section, false, NULL, NULL, NULL, NULL, NULL, a.evidence, NULL, NULL,
                    a.thread_id, NULL, NULL, NULL, NULL, NULL, NULL
-              FROM adjacent a) AS both_lists
+              FROM adjacent a
+            UNION ALL
+            SELECT d.id, d.section, false, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                   d.thread_id, NULL, NULL, NULL, NULL, NULL, NULL
+              FROM dated d) AS lists
      GROUP BY id, section, thread_id
 ),
 beyond_pools AS (
@@ -327,13 +339,14 @@ Several searches that differ only in their filter run as one statement of disjoi
 top-N is taken per section, so a section's hits are exactly those its own statement returns."""
 
 BEYOND_POOLS_SQL = """
--- The memories only a candidate's neighbour brought in (neither side's pool reached them),
--- scored by their own match like any candidate, so a neighbour that matches the query itself
--- is not left with its neighbour's evidence alone. Bounded by the neighbours (two per
--- candidate): each gets one cosine and the BM25 of its own lexemes among the query's (the
--- statistics of `term_weights`, the same formula as `lexical_hits`), never a rank over all of
--- the owner's matches. Its ranks stay empty: it is beyond both pools, so under RRF, which
--- fuses ranks, it has no fused score.
+-- The memories only a candidate's neighbour or the time the query names brought in (neither
+-- side's pool reached them), scored by their own match like any candidate, so a neighbour that
+-- matches the query itself is not left with its neighbour's evidence alone, nor a memory of
+-- that day with its date alone. Bounded by the neighbours (two per candidate) and the
+-- memories of that time (a pool per section): each gets one cosine and the BM25 of its own
+-- lexemes among the query's (the statistics of `term_weights`, the same formula as
+-- `lexical_hits`), never a rank over all of the owner's matches. Its ranks stay empty: it is
+-- beyond both pools, so under RRF, which fuses ranks, it has no fused score.
 SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vector_cosine,
        b.thread_id, m.speaker, m.event_at, m.created_at, m.confidence, m.kind,
        m.last_confirmed_at,
@@ -360,8 +373,38 @@ SELECT b.id, b.section, b.neighbour_score, own.lexical_score, own.cosine AS vect
          ON best.section = b.section
  WHERE NOT b.in_pool
 """
-"""The neighbours outside both pools with their own components (`beyond_pools` of
-`HYBRID_SEARCH_SQL`)."""
+"""The neighbours and the memories of the time the query names outside both pools, with their
+own components (`beyond_pools` of `HYBRID_SEARCH_SQL`)."""
+
+DATED_SQL = """
+SELECT d.id, ${section} AS section, d.thread_id
+  FROM (${scans}) AS d
+ ORDER BY d.event_at DESC, d.id DESC
+ LIMIT ${pool}
+"""
+"""One section's memories of the time the query names (`dated` of `HYBRID_SEARCH_SQL`): the
+latest `${pool}` of its scans (`DATED_SCAN_SQL`, one per owner and kind, joined by UNION ALL),
+merged in their order. A month of a large owner may hold thousands of memories; the section's
+pool of them is what a search ranks beside its lexical and vector pools, which bring the
+memories of that month that match the question wherever they lie in it."""
+
+DATED_SCAN_SQL = """
+SELECT m.id, m.source_thread_id AS thread_id, m.event_at
+  FROM memory m
+ WHERE :window_start IS NOT NULL
+   AND m.event_at >= :window_start AND m.event_at < :window_end
+   AND m.kind = ${kind}
+   AND ${owner_filter}
+ ORDER BY m.event_at DESC, m.id DESC
+ LIMIT ${pool}
+"""
+"""One owner's memories of one kind that happened in the time the query names, under the
+section's filter for that owner (`${owner_filter}`, the organization's stated by its user
+column), latest first: a range of ix_memory_event_time (tenant, user, kind, event time, id;
+only the memories with an event time), read backwards from the window's end and only as far as
+`${pool}` of them pass the filter. No memory outside the window is read, nor one without an
+event time (a fact stored today is not what happened today), however large the owner; a
+question that names no time reads nothing (its window is NULL)."""
 
 LINEAR_FUSED_SQL = """CASE WHEN NOT :use_vector THEN ${lexical}
                 WHEN NOT :use_lexical THEN greatest(coalesce(${cosine}, 0), 0)

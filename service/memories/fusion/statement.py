@@ -32,6 +32,8 @@ from service.memories.fusion.sql import (
     BOUNDED_MATCHES_SQL,
     COLLECTION_SQL,
     COUNT_PASSING_SQL,
+    DATED_SCAN_SQL,
+    DATED_SQL,
     EXACT_ORDER_SQL,
     EXACT_WHEN_FEW_SQL,
     FEW_PASSED_SQL,
@@ -168,6 +170,15 @@ class SectionShape:
     """Whether the section's filter passes only part of a kind and it reads its owners'
     postings alone: if it is bounded, its lexical side is searched exactly when few memories
     pass the filter (`LEXICAL_EXACT_SQL`), since the top of its postings may hold none of them."""
+    dated_filters: tuple[str, ...] = ()
+    """Its filter for each of its owners alone, the organization's stated by its user column,
+    for the scans of the memories of the time a query names (`DATED_SCAN_SQL`: an index keyed
+    by user serves them); empty when it has one owner not written in (its filter is that)."""
+
+    @property
+    def each_dated_filter(self) -> tuple[str, ...]:
+        """Its filter for each of its owners alone, for `DATED_SCAN_SQL`."""
+        return self.dated_filters or (self.candidate_filter,)
 
     @property
     def each_owner_filter(self) -> tuple[str, ...]:
@@ -453,6 +464,27 @@ def _search_template(
     nearest_scans = " UNION ALL ".join(
         f"({nearest(index, shape)})" for index, shape in enumerate(shapes)
     )
+
+    def dated(index: int, shape: SectionShape) -> str:
+        """The section's memories of the time the query names: a scan per owner and kind (of
+        the kinds its text has: the filter's own bind of its kinds tests them too)."""
+        scans = [
+            render(
+                DATED_SCAN_SQL,
+                kind=owner_literal(kind),
+                owner_filter=owner_filter,
+                pool=shape.pool(index),
+            )
+            for owner_filter in shape.each_dated_filter
+            for kind in shape.kinds
+        ]
+        return render(
+            DATED_SQL,
+            section=str(index),
+            scans=" UNION ALL ".join(f"({scan})" for scan in scans),
+            pool=shape.pool(index),
+        )
+
     return render(
         HYBRID_SEARCH_SQL,
         owner_stats=each_section(OWNER_STATS_SQL),
@@ -460,6 +492,7 @@ def _search_template(
         bounded_matches=bounded_matches(),
         collection=each_section(COLLECTION_SQL),
         nearest=nearest_scans,
+        dated=" UNION ALL ".join(f"({dated(index, shape)})" for index, shape in enumerate(shapes)),
         few_passing=render(FEW_PASSING_SQL, passing="\n UNION ALL ".join(passing_counts))
         if passing_counts
         else "",
@@ -641,6 +674,9 @@ class SectionPredicates:
     graphs: tuple[Predicate, ...] = ()
     """When the owners are written in and the filter passes only part of a kind, each owner's
     filter without that part (`SectionShape.graph_filters`); its binds are the owner's."""
+    dated: tuple[Predicate, ...] = ()
+    """Each owner's filter with the organization stated by its user column
+    (`SectionShape.dated_filters`); its binds are the owner's."""
 
 
 def _section_predicates(
@@ -708,6 +744,13 @@ def _section_predicates(
                 _each_owner(tenant_id, params.filter.of_kinds_only(), f"f{index}_", literal)
                 if literal is not None and params.filter.passes_part_of_a_kind
                 else (),
+                # The same as the owners' where they state the organization by its user
+                # column (every owner not written in): not made again.
+                owners
+                if literal is None
+                else _each_owner(
+                    tenant_id, params.filter, f"f{index}_", literal, org_without_user=True
+                ),
             )
         )
     return predicates
@@ -781,6 +824,7 @@ def _shapes(
             # A read shared with other sections puts each candidate in the section it passes:
             # it cannot be left out for one of them.
             params.filter.passes_part_of_a_kind and owner_sets.count(owner_sets[index]) == 1,
+            tuple(dated.sql for dated in section.dated),
         )
         for index, (params, section) in enumerate(zip(sections, predicates, strict=True))
     )
