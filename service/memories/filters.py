@@ -153,6 +153,7 @@ class MemoryFilter:
         *,
         owner_literal: Callable[[str], str] | None = None,
         org_without_user: bool = False,
+        one_user_as_value: bool = False,
     ) -> Predicate:
         """The filter as a SQL predicate over `memory AS <alias>`, with its own bound values.
 
@@ -165,7 +166,10 @@ class MemoryFilter:
         column alone (stated by scope as well, it multiplies the two and expects a few rows of
         a large organization's thousands), and which the index of the organization's memories
         alone serves (`ix_memory_org_newest`, partial to them): a plan made for any tenant
-        reads them there, not through the tenant's every memory.
+        reads them there, not through the tenant's every memory. With `one_user_as_value`, a
+        filter of one user binds that user as a value (`user_id = :…user_id`), not as an array
+        of one: a generic plan prices a bound array at ten values, ten ranges of every index
+        keyed by the user, and may prefer an index that reads the whole tenant instead.
         """
         m, p = alias, prefix
         binds: list[BindParameter[object]] = []
@@ -179,6 +183,9 @@ class MemoryFilter:
         if user_ids and owner_literal is not None:
             written = ", ".join(owner_literal(user_id) for user_id in user_ids)
             owner_conditions.append(f"({m}.scope = 'user' AND {m}.user_id IN ({written}))")
+        elif one_user_as_value and len(user_ids) == 1:
+            owner_conditions.append(f"({m}.scope = 'user' AND {m}.user_id = :{p}user_id)")
+            binds.append(bindparam(f"{p}user_id", user_ids[0], type_=Text()))
         elif user_ids:
             owner_conditions.append(f"({m}.scope = 'user' AND {m}.user_id = ANY(:{p}user_ids))")
             binds.append(bindparam(f"{p}user_ids", user_ids, type_=ARRAY(Text())))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from service.auth.owner import Owner
 from service.db import create_sessionmaker, tenant_transaction
+from service.memories.dates import query_time_window
 from service.memories.filters import MemoryFilter
 from service.memories.index_builds import (
     create_index_concurrently,
@@ -325,3 +327,34 @@ async def test_a_large_tenants_memories_are_read_by_their_keys_on_the_plan_for_a
     for node in by_key:
         assert "AND (id = " in node["Index Cond"], json.dumps(node)[:3000]
         assert node["Actual Rows"] <= node["Actual Loops"], json.dumps(node)[:3000]
+
+
+async def test_the_memories_of_a_named_time_are_read_by_the_owners_index_on_the_plan_for_any_owner(
+    app: FastAPI, organization_in_a_large_tenant: str
+) -> None:
+    tenant = organization_in_a_large_tenant
+    window = query_time_window("what did I do last week", datetime.now(UTC))
+    assert window is not None
+    # A context's section (kinds and lifecycles bound) of the small user with the organization,
+    # on the plan made once for every owner: the scans of the memories of the time the query
+    # names read the index of event times by owner and kind, never the tenant's memories (the
+    # other user's 3,000, whose event times are not in it).
+    params = search_params(
+        MemoryFilter.build(
+            [Owner.user(SMALL_USER), Owner.org()], kinds=["episodic"], lifecycles=["confirmed"]
+        ),
+        "what did I do",
+        window_start=window.start,
+        window_end=window.end,
+    )
+    document = await explained_as_served(app, tenant, params, None)
+    [plan] = json.loads(document) if isinstance(document, str) else document
+    scans = [
+        node
+        for node in plan_nodes(plan["Plan"])
+        if "event_at >= " in f"{node.get('Index Cond')} {node.get('Filter')}"
+    ]
+    ran = [node for node in scans if node["Actual Loops"] > 0]
+    assert len(ran) == 2, json.dumps(scans)[:3000]
+    assert {node.get("Index Name") for node in ran} == {"ix_memory_event_time"}
+    assert all("event_at >= " in node["Index Cond"] for node in ran)

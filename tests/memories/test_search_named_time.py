@@ -399,3 +399,32 @@ async def test_a_large_owners_memories_of_a_named_time_are_read_from_the_window_
     scans = window_scans(await explained_as_served(indexed_app, tenant, undated, written))
     assert len(scans) == 6
     assert all(node["Actual Loops"] == 0 for node in scans)
+
+
+async def test_a_sections_memories_of_a_named_time_are_read_from_the_window_on_any_plan(
+    app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """A section filtered to kinds and lifecycles (a context's), of an owner not written into
+    the statement (its plan made once for every owner): each scan of the window's memories
+    reads the index of event times, and only for the kinds the filter asks for."""
+    headers = bearer(settings, tenant, "ada")
+    await remember_all(client, headers, *near_the_question(), *errands_of_may())
+    question = "What did I do in May 2025?"
+    window = query_time_window(question, datetime.now(UTC))
+    assert window is not None
+    episodes = search_params(
+        MemoryFilter.build([Owner.user("ada")], kinds=["episodic"], lifecycles=["confirmed"]),
+        question,
+        window_start=window.start,
+        window_end=window.end,
+    )
+    explained = await explained_as_served(app, tenant, episodes, None)
+    scans = [
+        node
+        for node in plan_nodes(explained[0]["Plan"])
+        if "event_at >= " in f"{node.get('Index Cond')} {node.get('Filter')}"
+    ]
+    ran = [node for node in scans if node["Actual Loops"] > 0]
+    assert [node.get("Index Name") for node in ran] == ["ix_memory_event_time"]
+    assert ran[0]["Actual Rows"] == len(ERRANDS)
+    assert not ran[0].get("Rows Removed by Filter")

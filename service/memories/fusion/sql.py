@@ -391,20 +391,32 @@ memories of that month that match the question wherever they lie in it."""
 DATED_SCAN_SQL = """
 SELECT m.id, m.source_thread_id AS thread_id, m.event_at
   FROM memory m
- WHERE :window_start IS NOT NULL
+ WHERE :window_start IS NOT NULL${kind_asked}
    AND m.event_at >= :window_start AND m.event_at < :window_end
    AND m.kind = ${kind}
    AND ${owner_filter}
- ORDER BY m.event_at DESC, m.id DESC
+ ORDER BY m.user_id DESC, m.event_at DESC, m.id DESC
  LIMIT ${pool}
 """
 """One owner's memories of one kind that happened in the time the query names, under the
 section's filter for that owner (`${owner_filter}`, the organization's stated by its user
-column), latest first: a range of ix_memory_event_time (tenant, user, kind, event time, id;
-only the memories with an event time), read backwards from the window's end and only as far as
-`${pool}` of them pass the filter. No memory outside the window is read, nor one without an
-event time (a fact stored today is not what happened today), however large the owner; a
-question that names no time reads nothing (its window is NULL)."""
+column, the kinds left out: `${kind_asked}` tests whether the filter asks for this kind, once,
+before the scan), latest first: a range of ix_memory_event_time (tenant, user, kind, event
+time, id; only the memories with an event time), read backwards from the window's end and only
+as far as `${pool}` of them pass the filter. No memory outside the window is read, nor one
+without an event time (a fact stored today is not what happened today), however large the
+owner; a question that names no time reads nothing (its window is NULL).
+
+The order names the user first, though a scan reads one owner: the organization is `user_id IS
+NULL`, which the planner does not take as one value, so in the order of the event time alone it
+would sort the organization's memories of the window instead of reading the pool's. A user not
+written into the text is bound as one value (`MemoryFilter.where`'s `one_user_as_value`), and
+the filter's kinds are tested once before the scan (`${kind_asked}`), not on each row: a
+generic plan prices a bound array at ten values, so `user_id = ANY(…)` and `kind = ANY(…)` made
+this index look like a hundred ranges, and it read every memory of the user newest first
+(ix_memory_user_newest) or of the tenant (a bitmap of its key) instead, testing each one's
+event time: for the scenario's 100k owner's episodes of one month, 100,164 shared buffers and
+170 ms, against 67 buffers and 0.1 ms here."""
 
 LINEAR_FUSED_SQL = """CASE WHEN NOT :use_vector THEN ${lexical}
                 WHEN NOT :use_lexical THEN greatest(coalesce(${cosine}, 0), 0)

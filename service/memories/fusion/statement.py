@@ -171,14 +171,9 @@ class SectionShape:
     postings alone: if it is bounded, its lexical side is searched exactly when few memories
     pass the filter (`LEXICAL_EXACT_SQL`), since the top of its postings may hold none of them."""
     dated_filters: tuple[str, ...] = ()
-    """Its filter for each of its owners alone, the organization's stated by its user column,
-    for the scans of the memories of the time a query names (`DATED_SCAN_SQL`: an index keyed
-    by user serves them); empty when it has one owner not written in (its filter is that)."""
-
-    @property
-    def each_dated_filter(self) -> tuple[str, ...]:
-        """Its filter for each of its owners alone, for `DATED_SCAN_SQL`."""
-        return self.dated_filters or (self.candidate_filter,)
+    """Its filter for each of its owners alone without its kinds, the organization's stated by
+    its user column, for the scans of the memories of the time a query names (`DATED_SCAN_SQL`,
+    one per owner and kind: an index keyed by user and kind serves them)."""
 
     @property
     def each_owner_filter(self) -> tuple[str, ...]:
@@ -467,15 +462,19 @@ def _search_template(
 
     def dated(index: int, shape: SectionShape) -> str:
         """The section's memories of the time the query names: a scan per owner and kind (of
-        the kinds its text has: the filter's own bind of its kinds tests them too)."""
+        the kinds its text has), each run only if the filter's own bind of its kinds holds the
+        scan's."""
         scans = [
             render(
                 DATED_SCAN_SQL,
                 kind=owner_literal(kind),
+                kind_asked=""
+                if shape.kinds_bind is None
+                else f"\n   AND {owner_literal(kind)} = ANY(:{shape.kinds_bind})",
                 owner_filter=owner_filter,
                 pool=shape.pool(index),
             )
-            for owner_filter in shape.each_dated_filter
+            for owner_filter in shape.dated_filters
             for kind in shape.kinds
         ]
         return render(
@@ -675,8 +674,8 @@ class SectionPredicates:
     """When the owners are written in and the filter passes only part of a kind, each owner's
     filter without that part (`SectionShape.graph_filters`); its binds are the owner's."""
     dated: tuple[Predicate, ...] = ()
-    """Each owner's filter with the organization stated by its user column
-    (`SectionShape.dated_filters`); its binds are the owner's."""
+    """Each owner's filter without its kinds, the organization stated by its user column
+    (`SectionShape.dated_filters`); its binds are the owner's, or the section's."""
 
 
 def _section_predicates(
@@ -744,16 +743,33 @@ def _section_predicates(
                 _each_owner(tenant_id, params.filter.of_kinds_only(), f"f{index}_", literal)
                 if literal is not None and params.filter.passes_part_of_a_kind
                 else (),
-                # The same as the owners' where they state the organization by its user
-                # column (every owner not written in): not made again.
-                owners
-                if literal is None
-                else _each_owner(
-                    tenant_id, params.filter, f"f{index}_", literal, org_without_user=True
-                ),
+                _dated_filters(tenant_id, params.filter, f"f{index}_", literal),
             )
         )
     return predicates
+
+
+def _dated_filters(
+    tenant_id: str,
+    memories: MemoryFilter,
+    prefix: str,
+    literal: Callable[[str], str] | None,
+) -> tuple[Predicate, ...]:
+    """`memories` for each of its owners alone, the organization stated by its user column, a
+    user not written in bound as a value (`MemoryFilter.where`'s `one_user_as_value`), without
+    the kinds: a scan of one kind (`DATED_SCAN_SQL`) tests them once, not on each row. Binds
+    prefixed by `prefix` and the owner's place, as the owners' own (`_each_owner`) are."""
+    without_kinds = replace(memories, kinds=None)
+    return tuple(
+        replace(without_kinds, owners=(owner,)).where(
+            tenant_id,
+            prefix=f"{prefix}{place}_",
+            owner_literal=literal,
+            org_without_user=True,
+            one_user_as_value=True,
+        )
+        for place, owner in enumerate(memories.owners)
+    )
 
 
 def _drawn_only_from(messages: tuple[uuid.UUID, ...] | None, prefix: str) -> Predicate | None:
@@ -848,12 +864,19 @@ def _postings_parts(sections: Sequence[SearchParams]) -> list[int]:
 
 
 def _binds(predicates: Sequence[SectionPredicates]) -> list[BindParameter[Any]]:
-    return [
-        bind
-        for section in predicates
-        for predicate in (section.candidate, *section.owners, *filter(None, [section.left_out]))
-        for bind in predicate.binds
-    ]
+    """Every bind of the sections' filters, each name once (the filters of one owner made for
+    different scans bind the same names to the same values)."""
+    binds: dict[str, BindParameter[Any]] = {}
+    for section in predicates:
+        for predicate in (
+            section.candidate,
+            *section.owners,
+            *section.dated,
+            *filter(None, [section.left_out]),
+        ):
+            for bind in predicate.binds:
+                binds.setdefault(bind.key, bind)
+    return list(binds.values())
 
 
 def _bound_values(
