@@ -5,7 +5,7 @@ Run from the repository root:
 
     python -m benchmarks.scripts.statement_replay --tree before=/path/to/checkout --tree after=.
         [--data DIR] [--sizes 1k,10k,100k] [--questions 40] [--passes 5]
-        [--what search|context] [--body JSON] [--first-search]
+        [--what search|context] [--body JSON] [--first-search] [--question-suffix TEXT]
         [--env NAME=DIR:VAR=VALUE[,VAR=VALUE]]
         [--database-url URL --migration-database-url URL]
 
@@ -27,7 +27,9 @@ writes in, its bound values, its planner settings (`--what search`: `POST …/me
 with the API's defaults and `--body`'s fields, such as a filter; `context`: the default context
 block's three memory sections in one statement). With `--first-search`, each statement is the
 one a process's first search of its owner sends (for a version that learnt which owners are
-large from its searches' results, before it had learnt anything). The replay runs each
+large from its searches' results, before it had learnt anything). With `--question-suffix`,
+each question's text ends in it (before its question mark, such as " last month?": a question
+about a time), its vector the question's own. The replay runs each
 version's statements on a connection of its own, on their generic plans as the service runs
 them, each version taking each place in the order in turn, one unrecorded pass and then
 `--passes`. It prints, per size, each version's p50 statement round
@@ -429,6 +431,19 @@ def run_in_child(version: Version, script: Path, arguments: Sequence[str], what:
         return out.read_bytes()
 
 
+def asked_with(
+    questions: dict[str, list[dict[str, Any]]], suffix: str
+) -> dict[str, list[dict[str, Any]]]:
+    """`questions` (by size) with `suffix` at the end of each one's text, in place of its
+    question mark if it ends in one; each keeps its vector."""
+    return {
+        size: [
+            {**question, "text": question["text"].removesuffix("?") + suffix} for question in asked
+        ]
+        for size, asked in questions.items()
+    }
+
+
 def _compile_in_child(
     version: Version,
     runtime_url: str,
@@ -437,12 +452,15 @@ def _compile_in_child(
     what: str,
     body: dict[str, Any],
     first_search: bool,
+    question_suffix: str = "",
 ) -> list[dict[str, Any]]:
     """`compile_statements` run by `version`'s code in a child process."""
     arguments = ["--runtime-url", runtime_url, "--manifest", str(manifest)]
     arguments += ["--questions", str(count), "--what", what, "--body", json.dumps(body)]
     if first_search:
         arguments.append("--first-search")
+    if question_suffix:
+        arguments.append(f"--question-suffix={question_suffix}")
     output = run_in_child(version, Path(__file__), arguments, "compiling")
     statements: list[dict[str, Any]] = pickle.loads(output)  # noqa: S301  # our own child's
     return statements
@@ -818,6 +836,12 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="each statement as a process's first search of its owner sends it",
     )
+    parser.add_argument(
+        "--question-suffix",
+        default="",
+        help="end each question's text in this, before its question mark "
+        '(" last month?": every question about a time); its vector is unchanged',
+    )
     # The child's side: compile this version's statements into a file.
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--runtime-url", help=argparse.SUPPRESS)
@@ -829,6 +853,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = _arguments(argv)
     if arguments.out is not None:
         questions = json.loads(arguments.manifest.read_text(encoding="utf-8"))["questions"]
+        if arguments.question_suffix:
+            questions = asked_with(questions, arguments.question_suffix)
         statements = asyncio.run(
             compile_statements(
                 arguments.runtime_url,
@@ -899,6 +925,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     arguments.what,
                     arguments.body,
                     arguments.first_search,
+                    arguments.question_suffix,
                 )
                 for version in versions
             }

@@ -17,6 +17,7 @@ from benchmarks.scripts.statement_replay import (
     CLUSTER_DIR,
     MANIFEST,
     _buffers_touched,
+    asked_with,
     hits_share,
     main,
     parse_version,
@@ -148,6 +149,17 @@ async def _memories_in(owner_url: str) -> int:
     finally:
         await connection.close()
     return count
+
+
+def test_a_suffix_asks_every_question_about_a_time_and_keeps_its_vector() -> None:
+    questions = {
+        "1k": [{"text": "What does the user play?", "embedding": [0.5]}],
+        "10k": [{"text": "tea", "embedding": [0.25]}],
+    }
+    assert asked_with(questions, " last month?") == {
+        "1k": [{"text": "What does the user play last month?", "embedding": [0.5]}],
+        "10k": [{"text": "tea last month?", "embedding": [0.25]}],
+    }
 
 
 def test_the_share_of_the_first_versions_hits_counts_each_section_apart() -> None:
