@@ -180,6 +180,39 @@ async def test_what_happened_then_ranks_above_what_says_the_time_in_words(
         assert [hit["scores"]["lexical_rank"] for hit in hits] == [1, 2]
 
 
+@pytest.mark.parametrize(
+    ("query", "then"),
+    [
+        (
+            "What did I do on May 16th, 2025?",
+            {"Dana celebrated her wedding anniversary at Belcanto."},
+        ),
+        (
+            "What did I do last week?",
+            {
+                "Dana watched the football derby with Joana.",
+                "Dana repaired the garden fence with her neighbour.",
+            },
+        ),
+    ],
+)
+async def test_a_question_of_what_happened_at_a_time_ranks_what_happened_then_first(
+    client: AsyncClient, settings: Settings, tenant: str, query: str, then: set[str]
+) -> None:
+    """The memories whose text says a date or a schedule ("On 2025-11-19 …", "every third
+    week") are nearer such a question's vector than what happened then; the time's prior
+    outweighs that (`MNEME_SEARCH_DATE_WEIGHT`)."""
+    headers = bearer(settings, tenant, "dana")
+    response = await client.post(
+        "/v1/users/me/memories/batch",
+        headers=headers,
+        json={"items": dana_memories(datetime.now(UTC).date())},
+    )
+    assert response.status_code == 201, response.text
+    hits = await searched(client, headers, query)
+    assert hits[0]["memory"]["text"] in then
+
+
 async def test_the_other_words_of_a_dated_question_are_still_searched(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
