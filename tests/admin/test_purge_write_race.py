@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from httpx import AsyncClient, Response
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.admin.repository import AdminRepository
@@ -23,10 +22,7 @@ from service.db import create_sessionmaker, tenant_transaction
 from tests.admin.conftest import JSON_PATCH, rows_of
 from tests.conftest import bearer
 from tests.fixtures.factories import remember, start_thread
-
-WAITING_LOCKS_SQL = "SELECT count(*) FROM pg_locks WHERE NOT granted"
-"""Lock requests waiting, of any kind (one for a row waits for its holder's transaction id,
-which names no database)."""
+from tests.fixtures.locks import waiting_locks
 
 Write = Callable[[AsyncClient, dict[str, str], str, str, int], Coroutine[Any, Any, Response]]
 
@@ -150,18 +146,6 @@ async def test_writes_racing_a_purge_of_their_user_never_answer_a_5xx(
     assert unexpected == []
 
 
-async def _waiting_locks(owner_engine: AsyncEngine, at_least: int) -> int:
-    """How many lock requests wait in the database, once at least `at_least` do (or after 5 s)."""
-    waiting = 0
-    for _ in range(250):
-        async with owner_engine.connect() as connection:
-            waiting = int((await connection.execute(text(WAITING_LOCKS_SQL))).scalar_one())
-        if waiting >= at_least:
-            break
-        await asyncio.sleep(0.02)
-    return waiting
-
-
 # What each write finds once a purge of its user committed before it, and the user's rows it
 # leaves: a write that adds re-creates the user, holding what it wrote; one about a thread finds
 # none.
@@ -199,9 +183,9 @@ async def test_a_write_during_a_purge_waits_for_it_then_finds_the_user_purged(
         # Held as a purge holds it: the purge below queues behind it, the write behind both.
         await AdminRepository(session, tenant).lock_user_writes("ada")
         purge = asyncio.create_task(client.delete("/v1/admin/users/ada", headers=admin))
-        assert await _waiting_locks(owner_engine, 1) == 1
+        assert await waiting_locks(owner_engine, 1) == 1
         writing = asyncio.create_task(write(client, service, "ada", thread_id, 0))
-        waiting = await _waiting_locks(owner_engine, 2)
+        waiting = await waiting_locks(owner_engine, 2)
         assert not writing.done(), (await writing).text
         assert waiting == 2
     purged = await purge
@@ -232,11 +216,11 @@ async def test_an_end_user_writing_new_account_details_during_a_purge_waits_for_
     async with tenant_transaction(sessionmaker, tenant) as session:
         await AdminRepository(session, tenant).lock_user_writes("ada")
         purge = asyncio.create_task(client.delete("/v1/admin/users/ada", headers=admin))
-        assert await _waiting_locks(owner_engine, 1) == 1
+        assert await waiting_locks(owner_engine, 1) == 1
         writing = asyncio.create_task(
             client.post("/v1/users/me/memories", headers=renamed, json={"text": "A new fact."})
         )
-        assert await _waiting_locks(owner_engine, 2) == 2
+        assert await waiting_locks(owner_engine, 2) == 2
     purged = await purge
     assert purged.status_code == 200, purged.text
     written = await writing

@@ -21,22 +21,7 @@ from service.extraction.pipeline import WritePath
 from tests.conftest import bearer
 from tests.extraction.conftest import say
 from tests.fixtures.factories import start_thread
-
-WAITING_LOCKS_SQL = "SELECT count(*) FROM pg_locks WHERE NOT granted"
-"""Lock requests waiting, of any kind (one for a row waits for its holder's transaction id,
-which names no database)."""
-
-
-async def waiting_locks(owner_engine: AsyncEngine, at_least: int) -> int:
-    """How many lock requests wait in the database, once at least `at_least` do (or after 5 s)."""
-    waiting = 0
-    for _ in range(250):
-        async with owner_engine.connect() as connection:
-            waiting = int((await connection.execute(text(WAITING_LOCKS_SQL))).scalar_one())
-        if waiting >= at_least:
-            break
-        await asyncio.sleep(0.02)
-    return waiting
+from tests.fixtures.locks import waiting_locks
 
 
 async def rows_of_thread(owner_engine: AsyncEngine, tenant: str, thread_id: str) -> dict[str, int]:

@@ -20,10 +20,7 @@ from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from tests.conftest import assert_problem, bearer
 from tests.fixtures.factories import remember
-
-WAITING_LOCKS_SQL = "SELECT count(*) FROM pg_locks WHERE NOT granted"
-"""Lock requests waiting, of any kind (one for a row waits for its holder's transaction id,
-which names no database)."""
+from tests.fixtures.locks import waiting_locks
 
 
 async def test_a_request_rolled_back_for_a_deadlock_is_a_503_and_runs_when_sent_again(
@@ -44,11 +41,7 @@ async def test_a_request_rolled_back_for_a_deadlock_is_a_503_and_runs_when_sent_
         change = asyncio.create_task(
             client.patch(path, headers=headers, json={"text": "Ada likes green tea."})
         )
-        for _ in range(250):
-            async with owner_engine.connect() as connection:
-                if (await connection.execute(text(WAITING_LOCKS_SQL))).scalar_one():
-                    break
-            await asyncio.sleep(0.02)
+        await waiting_locks(owner_engine)
         await AdminRepository(session, tenant).lock_user_writes("ada")
         response = await change
     body = assert_problem(response, 503, "DATABASE_CONFLICT")

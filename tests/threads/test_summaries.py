@@ -35,6 +35,7 @@ from service.threads.summaries import (
     summarize_thread,
     window_start_index,
 )
+from tests.fixtures.locks import waiting_locks
 from tests.fixtures.openai_server import (
     API_KEY,
     MODEL,
@@ -46,7 +47,6 @@ from tests.fixtures.openai_server import (
 )
 
 Sessions = async_sessionmaker[AsyncSession]
-WAITING_LOCKS_SQL = "SELECT count(*) FROM pg_locks WHERE NOT granted"
 Turn = tuple[str, str] | dict[str, Any]
 
 
@@ -444,13 +444,7 @@ async def test_a_pass_whose_thread_is_being_deleted_waits_and_writes_nothing(
         )
         await session.execute(text("DELETE FROM thread WHERE tenant_id = :t AND id = :id"), params)
         passing = asyncio.create_task(summarize_thread(sessions, chat_model, k3, tenant, thread_id))
-        waiting = 0
-        for _ in range(250):
-            async with owner_engine.connect() as connection:
-                waiting = (await connection.execute(text(WAITING_LOCKS_SQL))).scalar_one()
-            if waiting:
-                break
-            await asyncio.sleep(0.02)
+        waiting = await waiting_locks(owner_engine)
         assert not passing.done(), await passing
         assert waiting == 1
     result = await passing
