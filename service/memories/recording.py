@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic_core import to_jsonable_python
-from sqlalchemy import func
 
 from service.accounts.service import AccountService
 from service.auth.owner import Owner, authorize_write
@@ -231,10 +230,6 @@ class MemoryRecorder:
             new_text=new_text,
             changes=changes or {},
             actor=self.principal.subject,
-            # When the change is recorded, not when its transaction began: changes of one
-            # memory wait for each other's row lock, and their history lists them in the order
-            # they were made.
-            created_at=func.clock_timestamp(),
         )
 
     async def insert_all_unless_duplicate(

@@ -457,12 +457,7 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         return {row.id: row.thread_id for row in result}
 
     async def update(self, memory_id: uuid.UUID, values: dict[str, Any]) -> Memory:
-        # The time of the change is when it is made, after the row's lock is taken: the
-        # transaction's start (`now()`) can be earlier than a change another transaction made
-        # while this one waited, and `updated_at` would go back.
-        memory = await self.update_by_id(
-            memory_id, {"updated_at": func.clock_timestamp(), **values}
-        )
+        memory = await self.update_by_id(memory_id, {"updated_at": func.now(), **values})
         if "text" in values:
             await self._postings.write([memory_id], replacing=True)
         return memory
@@ -476,9 +471,7 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         statement runs in a savepoint, so the refusal leaves the transaction usable."""
         try:
             async with self._session.begin_nested():
-                memory = await self.update_by_id(
-                    memory_id, {"updated_at": func.clock_timestamp(), **values}
-                )
+                memory = await self.update_by_id(memory_id, {"updated_at": func.now(), **values})
         except IntegrityError as error:
             if _violated_constraint(error) != LIVE_CONTENT_INDEX:
                 raise
