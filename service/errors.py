@@ -198,6 +198,12 @@ def invalid_input(detail: str, errors: list[dict[str, Any]]) -> ValidationFailed
     return ValidationFailed(detail, errors=errors)
 
 
+def invalid_inputs(errors: list[dict[str, Any]]) -> ValidationFailed:
+    """`invalid_input` in the words of a request the framework refused: how many inputs, and
+    where they are listed (the service's own checks of several fields answer alike)."""
+    return invalid_input(f"{len(errors)} invalid input(s); see `errors`.", errors)
+
+
 class RateLimited(DomainError):
     status = 429
     title = "Too many requests"
@@ -432,9 +438,7 @@ async def _handle_validation_error(request: Request, exc: Exception) -> JSONResp
             continue
         seen.add((loc, msg, kind))
         errors.append({"loc": list(loc), "msg": msg, "type": kind})
-    return await handle_domain_error(
-        request, invalid_input(f"{len(errors)} invalid input(s); see `errors`.", errors)
-    )
+    return await handle_domain_error(request, invalid_inputs(errors))
 
 
 def internal_error_response(request: Request) -> JSONResponse:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response, status
 
 from service.auth.owner import Owner
 from service.dependencies import Idempotency, OrgOwner, OrgWriter, UserOwner
-from service.errors import ValidationFailed, problem_responses
+from service.errors import ValidationFailed, invalid_inputs, problem_responses
 from service.kit.idempotency import AnswerHeaders, IdempotencyKeyHeader
 from service.kit.openapi import READS_ONLY
 from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page
@@ -118,7 +118,7 @@ class FilterQuery:
                     {"loc": ["query", before_name], "msg": str(refused), "type": "value_error"}
                 )
         if errors:
-            raise ValidationFailed(f"{len(errors)} invalid input(s); see `errors`.", errors=errors)
+            raise invalid_inputs(errors)
         self.kinds = kind
         self.categories = category
         self.lifecycles = lifecycle

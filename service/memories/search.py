@@ -15,7 +15,7 @@ from opentelemetry import trace
 
 from service.auth.owner import Owner
 from service.config import Settings
-from service.errors import ValidationFailed
+from service.errors import invalid_inputs
 from service.kit.admission import outside_the_gate
 from service.memories.dates import query_named_time
 from service.memories.filters import MemoryFilter
@@ -429,7 +429,7 @@ def refuse_options_of_the_other_fusion(request: SearchRequest, default_fusion: s
         if given is not None and fusion != applies_to
     ]
     if errors:
-        raise ValidationFailed(f"{len(errors)} invalid input(s); see `errors`.", errors=errors)
+        raise invalid_inputs(errors)
 
 
 def maximal_marginal_relevance(
