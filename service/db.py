@@ -682,6 +682,17 @@ def client_command_timeout(settings: Settings) -> float | None:
     return settings.db_statement_timeout_ms / 1000 + CLIENT_WAIT_MARGIN_SECONDS
 
 
+def asyncpg_client_limits(settings: Settings) -> dict[str, float | None]:
+    """The driver's own limits for a pool the service opens with asyncpg directly (the job
+    worker's, the retention scheduler's), as every engine of requests and jobs has them: a
+    server that stops answering ends their commands too, instead of holding them (and the
+    service's stop) for as long as it lasts."""
+    return {
+        "timeout": settings.db_connect_timeout_seconds,
+        "command_timeout": client_command_timeout(settings),
+    }
+
+
 def create_engine(
     url: str,
     settings: Settings,

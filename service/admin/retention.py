@@ -30,7 +30,7 @@ from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.config import Settings
-from service.db import tenant_transaction
+from service.db import asyncpg_client_limits, tenant_transaction
 from service.jobs.queue import queries_for
 from service.kit.repository import rowcount
 from service.memories.repository import REMOVE_MEMORIES_SQL, remove_memories
@@ -176,6 +176,7 @@ class RetentionScheduler:
         self._enabled = settings.jobs_enabled
         self._sweeper = sweeper
         _, self._connect_kwargs = engine.dialect.create_connect_args(engine.url)
+        self._client_limits = asyncpg_client_limits(settings)
         self._pool: asyncpg.Pool | None = None
         self._manager: SchedulerManager | None = None
         self._task: asyncio.Task[None] | None = None
@@ -187,7 +188,8 @@ class RetentionScheduler:
             min_size=1,
             max_size=2,
             server_settings={"application_name": "mneme-retention"},
-            **self._connect_kwargs,
+            # What the URL sets itself wins, as it does for the requests' engine.
+            **{**self._client_limits, **self._connect_kwargs},
         )
         manager = SchedulerManager(queries_for(AsyncpgPoolDriver(self._pool)))
 

@@ -28,7 +28,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any, cast
+from typing import cast
 
 import asyncpg
 from opentelemetry import trace
@@ -46,7 +46,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
-from service.db import client_command_timeout
+from service.db import asyncpg_client_limits
 from service.db_outage import is_database_unavailable, outage_behind
 from service.jobs.queue import QUEUE_SETTINGS, PayloadError, decode_payload, queries_for
 from service.observability import DOMAIN_METRICS, describe_failure, job_span
@@ -274,10 +274,7 @@ class JobWorker:
         }
         # The client's own limits, as the requests' engine has them: a database that answers
         # nothing stops the queue loop (restarted once it answers), not holds it forever.
-        self._client_limits: dict[str, Any] = {
-            "timeout": settings.db_connect_timeout_seconds,
-            "command_timeout": client_command_timeout(settings),
-        }
+        self._client_limits = asyncpg_client_limits(settings)
         self._pool: asyncpg.Pool | None = None
         self._manager: QueueManager | None = None
         self._task: asyncio.Task[None] | None = None

@@ -46,7 +46,7 @@ async def get_health(request: Request) -> Health:
     """
     supervisor = getattr(request.app.state, "embedded_supervisor", None)
     if supervisor is not None and not supervisor.running:
-        raise ServiceUnavailable("The embedded database is no longer supervised.")
+        raise _not_ready("The embedded database is no longer supervised.")
     return Health(status="ok")
 
 
@@ -86,8 +86,8 @@ async def get_readiness(state: State) -> Readiness:
 
 
 def _not_ready(detail: str) -> ServiceUnavailable:
-    """A 503 with `Retry-After`, as every outage of the API answers: a load balancer or a
-    client waiting for the service asks again after it."""
+    """A 503 with `Retry-After`, as every outage of the API answers: a load balancer, a
+    supervisor or a client waiting for the service asks again after it."""
     return ServiceUnavailable(
         detail,
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},

@@ -23,6 +23,20 @@ async def test_health_and_readiness(client: AsyncClient) -> None:
     assert ready.json()["schema_revision"]
 
 
+
+async def test_liveness_fails_with_retry_after_once_the_embedded_database_is_unsupervised(
+    app: FastAPI, client: AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class StoppedSupervisor:
+        running = False
+
+    monkeypatch.setattr(app.state, "embedded_supervisor", StoppedSupervisor(), raising=False)
+    answer = await client.get("/healthz")
+    assert_problem(answer, 503, "SERVICE_UNAVAILABLE")
+    # As every 503 of the service: whoever polls it knows when to ask again.
+    assert int(answer.headers["Retry-After"]) >= 1
+    assert answer.json()["retry_after_seconds"] >= 1
+
 async def test_readiness_writes_no_migration_log_lines(
     client: AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 from httpx import AsyncClient
 from pydantic import SecretStr
+from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from service.admin.retention import RetentionScheduler, RetentionSweeper
 from service.config import Settings
-from service.db import CLIENT_WAIT_MARGIN_SECONDS, client_command_timeout
+from service.db import CLIENT_WAIT_MARGIN_SECONDS, client_command_timeout, create_engine
 from service.embedded_postgres import EmbeddedCluster
 from tests.conftest import TEST_DATABASE, assert_problem, bearer, new_tenant
 from tests.fixtures.apps import app_client, running_app
@@ -102,3 +104,24 @@ def test_the_client_waits_past_the_statement_limit_or_not_at_all(settings: Setti
     assert client_command_timeout(limited) == 15 + CLIENT_WAIT_MARGIN_SECONDS
     unlimited = settings.model_copy(update={"db_statement_timeout_ms": 0})
     assert client_command_timeout(unlimited) is None
+
+
+async def test_the_retention_schedulers_own_pool_gives_up_on_a_database_that_does_not_answer(
+    settings: Settings, partition: Partition
+) -> None:
+    # The sweep's scheduler opens a pool of its own beside the engine's: without the client's
+    # limits its connection waits for the partition (and the service's start with it).
+    limited = settings.model_copy(update={"db_connect_timeout_seconds": 1, "jobs_enabled": True})
+    engine = create_engine(partition.url(settings.db_runtime_role, TEST_DATABASE), limited)
+    scheduler = RetentionScheduler(
+        limited, engine, RetentionSweeper(async_sessionmaker(engine), None)
+    )
+    partition.hold()
+    try:
+        async with asyncio.timeout(ANSWERED_WITHIN_SECONDS):
+            with pytest.raises((TimeoutError, OSError)):
+                await scheduler.start()
+    finally:
+        partition.release()
+        await scheduler.stop()
+        await engine.dispose()
