@@ -408,16 +408,29 @@ async def _export_user(connection: OperatorConnection, args: argparse.Namespace)
     except FileRefused:
         await export.discard()
         raise
+    lines = export.lines()
     try:
-        async for line in export.lines():
-            output.write(line)
-            kind = json.loads(line)["type"]
-            written[kind] = written.get(kind, 0) + 1
-            if sum(written.values()) % 500 == 0:
-                _progress("export-user")("records", sum(written.values()) - 1)
-    finally:
-        if output is not sys.stdout.buffer:
-            output.close()
+        try:
+            async for line in lines:
+                output.write(line)
+                kind = json.loads(line)["type"]
+                written[kind] = written.get(kind, 0) + 1
+                if sum(written.values()) % 500 == 0:
+                    _progress("export-user")("records", sum(written.values()) - 1)
+        finally:
+            # The snapshot ends now, not when the abandoned reader is collected.
+            await lines.aclose()
+            if output is not sys.stdout.buffer:
+                output.close()
+    except OSError as exc:
+        # A full disk, a closed pipe: what was written is a part of the export only (its
+        # `admin.user_export` audit entry stays: those records did leave the database).
+        where = "standard output" if args.output == "-" else args.output
+        sys.stderr.write(
+            f"\nmneme admin export-user: cannot write {where}: {exc.strerror or exc}; "
+            "what it holds is not a whole export\n"
+        )
+        return 1
     written.pop("header", None)
     declared = {kind: count for kind, count in export.counts.items() if count}
     sys.stderr.write(f"\nexported {sum(written.values())} records: {json.dumps(written)}\n")

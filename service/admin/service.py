@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -483,7 +483,7 @@ class UserExport:
         exported."""
         await self._stack.__aexit__(ExportDiscarded, ExportDiscarded(), None)
 
-    async def lines(self) -> AsyncIterator[bytes]:
+    async def lines(self) -> AsyncGenerator[bytes, None]:
         try:
             yield _line(self.header())
             for rule in self.plan.export_order:

@@ -201,6 +201,31 @@ async def test_bad_options_are_refused_before_anything_runs(
     assert f"mneme admin {command}: error: argument" in capsys.readouterr().err
 
 
+async def test_an_export_the_disk_cannot_hold_is_one_line_and_exits_1(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    capsys.readouterr()
+    # Every write to /dev/full fails as a full disk does (ENOSPC).
+    exported = ("admin", "export-user", "--tenant", tenant, "--user", "ada", "-o", "/dev/full")
+    assert await mneme(*exported) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines() == [
+        "mneme admin export-user: cannot write /dev/full: No space left on device; "
+        "what it holds is not a whole export"
+    ]
+    # The user's data is untouched: an export to where it fits is whole.
+    assert await mneme("admin", "export-user", "--tenant", tenant, "--user", "ada") == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert json.loads(first)["type"] == "header"
+
+
 async def test_a_file_that_cannot_be_opened_is_one_line_and_nothing_is_exported_or_imported(
     cli_env: None,
     client: AsyncClient,
