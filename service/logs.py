@@ -100,6 +100,9 @@ class AbandonedRequestFilter(logging.Filter):
     it becomes one warning line."""
 
     MESSAGE = "request abandoned: the service stopped before it finished"
+    GRACE_ENDED = "stopping: %s request(s) still running past the grace period are cut off"
+    """uvicorn's own line when the grace period (`MNEME_SHUTDOWN_GRACE_SECONDS`) ends with
+    requests running, said as what it is: the stop the operator asked for, a warning."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if (
@@ -109,6 +112,9 @@ class AbandonedRequestFilter(logging.Filter):
         ):
             record.msg, record.args = self.MESSAGE, ()
             record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        elif str(record.msg).startswith("Cancel %s running task(s)"):
+            record.msg = self.GRACE_ENDED
             record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True
 

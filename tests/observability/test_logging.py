@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ import sys
 import asyncpg
 import httpx
 import pytest
+import uvicorn.server
 from httpx import AsyncClient
 from pydantic import BaseModel, ConfigDict, SecretStr
 
@@ -83,6 +85,30 @@ def test_a_request_cancelled_by_a_forced_stop_is_one_warning_line() -> None:
         "request abandoned: the service stopped before it finished"
     )
     assert "Traceback" not in line
+
+
+def test_the_end_of_the_stops_grace_period_is_a_warning() -> None:
+    # uvicorn's own line, as it logs it when its grace period ends with requests running (the
+    # installed uvicorn still writes it so).
+    assert '"Cancel %s running task(s), timeout graceful shutdown exceeded"' in inspect.getsource(
+        uvicorn.server
+    )
+    record = logging.LogRecord(
+        "uvicorn.error",
+        logging.ERROR,
+        __file__,
+        1,
+        "Cancel %s running task(s), timeout graceful shutdown exceeded",
+        (3,),
+        None,
+    )
+    assert AbandonedRequestFilter().filter(record)
+    assert record.levelno == logging.WARNING
+    line = TextFormatter().format(record)
+    assert line.endswith(
+        "WARNING uvicorn.error  stopping: 3 request(s) still running past the grace period "
+        "are cut off"
+    )
 
 
 def test_an_application_error_keeps_its_traceback() -> None:
