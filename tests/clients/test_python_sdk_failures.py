@@ -106,6 +106,7 @@ def test_the_synchronous_generated_functions_raise_them_too(
         (408, "REQUEST_TIMEOUT", MnemeError),
         (415, "UNSUPPORTED_MEDIA_TYPE", ValidationFailed),
         (422, "VALIDATION_FAILED", ValidationFailed),
+        (431, "REQUEST_HEADER_FIELDS_TOO_LARGE", ValidationFailed),
     ],
 )
 def test_a_status_no_class_stands_for_is_a_mneme_error_not_a_validation_failure(

@@ -65,7 +65,7 @@ class PreconditionFailed(MnemeError):
 
 
 class ValidationFailed(MnemeError):
-    """422 (and 413, 414, 415: a body or URL the service will not take): see
+    """422 (and 413, 414, 415, 431: a body, URL or headers the service will not take): see
     `problem["errors"]`."""
 
 
@@ -92,6 +92,7 @@ _BY_STATUS: dict[int, type[MnemeError]] = {
     414: ValidationFailed,
     415: ValidationFailed,
     422: ValidationFailed,
+    431: ValidationFailed,
     429: RateLimited,
     503: ServiceUnavailable,
 }

@@ -47,7 +47,8 @@ export class NotFound extends MnemeError {}
 export class Conflict extends MnemeError {}
 /** 412: someone changed the resource since the `If-Match` tag was read. */
 export class PreconditionFailed extends MnemeError {}
-/** 422 (and 413, 414, 415: a body or URL the service will not take): see `problem.errors`. */
+/** 422 (and 413, 414, 415, 431: a body, URL or headers the service will not take): see
+ * `problem.errors`. */
 export class ValidationFailed extends MnemeError {}
 /** 429: too many requests; `retryAfter` says when to try again. */
 export class RateLimited extends MnemeError {}
@@ -67,6 +68,7 @@ const BY_STATUS: Record<number, typeof MnemeError> = {
   414: ValidationFailed,
   415: ValidationFailed,
   422: ValidationFailed,
+  431: ValidationFailed,
   429: RateLimited,
   503: ServiceUnavailable,
 };
