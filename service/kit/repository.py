@@ -11,11 +11,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from sqlalchemy import (
     ColumnElement,
     CursorResult,
+    DateTime,
     Result,
     Select,
     any_,
@@ -61,6 +63,20 @@ one that takes it alone (`TRANSACTION_LOCK_SQL`) waits; one that waits for it al
 first of those that come after it."""
 
 
+CHANGE_TIME_SQL = text(
+    "SELECT greatest(clock_timestamp(), CAST(:after AS timestamptz) + interval '1 microsecond')"
+).bindparams(bindparam("after", type_=DateTime(timezone=True)))
+"""The time of a change to rows the transaction holds locked, the latest of which last changed
+at `after`: the clock's time as the change is made, and later than `after` in any case (a clock
+set back, or another Citus coordinator's behind this one's).
+
+Not `now()`, which is when the transaction began: one that began first but took the rows' lock
+after another transaction changed them would write an earlier time than that change. Nor
+`clock_timestamp()` inside the UPDATE or INSERT: Citus refuses a volatile function there (and
+a stable one over the row's columns) in a statement on a distributed table, while a statement
+on no table at all it runs on the coordinator as it is. The caller sends the time it reads as a
+value to the statements of the change."""
+
 CUSTOM_PLANS_SQL = text("SET LOCAL plan_cache_mode = force_custom_plan")
 DEFAULT_PLANS_SQL = text("SET LOCAL plan_cache_mode TO DEFAULT")
 NO_SORTS_SQL = text("SET LOCAL enable_sort = off")
@@ -73,6 +89,14 @@ class TenantRepository:
     def __init__(self, session: AsyncSession, tenant_id: str) -> None:
         self._session = session
         self._tenant_id = tenant_id
+
+    async def change_time(self, after: datetime) -> datetime:
+        """When a change to rows the transaction holds locked, the latest last changed at
+        `after`, is made (`CHANGE_TIME_SQL`): read after the lock, so the changes of a row are
+        timed in the order they are made."""
+        result = await self._session.execute(CHANGE_TIME_SQL, {"after": after})
+        time: datetime = result.scalar_one()
+        return time
 
     @asynccontextmanager
     async def planned_for_its_values(self, *, in_index_order: bool = False) -> AsyncIterator[None]:

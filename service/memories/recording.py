@@ -220,7 +220,14 @@ class MemoryRecorder:
         old_text: str | None,
         new_text: str | None,
         changes: dict[str, Any] | None = None,
+        at: datetime | None = None,
     ) -> MemoryEvent:
+        """The history event of a change to `memory`, timed as the change: at `memory`'s
+        `updated_at` as the change wrote it (its insert's for an add, `MemoryRepository.update`'s
+        for a change), or `at` for one that writes no time on the memory (a delete). A memory's
+        changes wait for each other's row lock and each is timed after the one before
+        (`MemoryRepository.update`), so the history in time order is the order they were
+        made."""
         return MemoryEvent(
             tenant_id=memory.tenant_id,
             memory_id=memory.id,
@@ -230,10 +237,15 @@ class MemoryRecorder:
             new_text=new_text,
             changes=changes or {},
             actor=self.principal.subject,
+            created_at=at or memory.updated_at,
         )
 
     async def insert_all_unless_duplicate(
-        self, entries: Sequence[tuple[Owner, dict[str, Any]]], *, postings: bool = True
+        self,
+        entries: Sequence[tuple[Owner, dict[str, Any]]],
+        *,
+        postings: bool = True,
+        lock_existing: bool = False,
     ) -> list[tuple[Memory, bool]]:
         """`insert_unless_duplicate` for each (owner, values), answered in their order but
         written in the order of the unique index of live texts (owner, kind, content hash;
@@ -242,7 +254,9 @@ class MemoryRecorder:
         same texts in opposite orders would each wait for the other."""
         if len(entries) < 2:
             return [
-                await self.insert_unless_duplicate(owner, values, postings=postings)
+                await self.insert_unless_duplicate(
+                    owner, values, postings=postings, lock_existing=lock_existing
+                )
                 for owner, values in entries
             ]
         hashes = await self.repository.content_hashes([values["text"] for _, values in entries])
@@ -257,22 +271,33 @@ class MemoryRecorder:
         stored: dict[int, tuple[Memory, bool]] = {}
         for index in order:
             owner, values = entries[index]
-            stored[index] = await self.insert_unless_duplicate(owner, values, postings=postings)
+            stored[index] = await self.insert_unless_duplicate(
+                owner, values, postings=postings, lock_existing=lock_existing
+            )
         return [stored[index] for index in range(len(entries))]
 
     async def insert_unless_duplicate(
-        self, owner: Owner, values: dict[str, Any], *, postings: bool = True
+        self,
+        owner: Owner,
+        values: dict[str, Any],
+        *,
+        postings: bool = True,
+        lock_existing: bool = False,
     ) -> tuple[Memory, bool]:
         """Insert a memory (`insert_values`) unless a live memory of `owner` of the same kind
         already says the same: the memory, and whether it was already there. `postings`: as
-        for `MemoryRepository.insert_unless_duplicate`."""
+        for `MemoryRepository.insert_unless_duplicate`. `lock_existing`: the memory that was
+        already there is locked until the transaction ends, for a caller that changes it
+        (`MemoryRepository.update` times a change after its lock)."""
         kind, text_value = values["kind"], values["text"]
         # Twice at most: again only after forgetting an expired memory that held the place.
         for attempt in range(2):
             memory = await self.repository.insert_unless_duplicate(values, postings=postings)
             if memory is not None:
                 return memory, False
-            existing = await self.repository.find_live_duplicate(owner, kind, text_value)
+            existing = await self.repository.find_live_duplicate(
+                owner, kind, text_value, for_update=lock_existing
+            )
             if existing is not None:
                 return existing, True
             if attempt or not await self.forget_expired_holder(owner, kind, text_value):
@@ -298,9 +323,13 @@ class MemoryRecorder:
         await self.repository.remove_with_history([m.id for m in memories])
 
     async def forget(self, memories: list[Memory]) -> None:
-        """Delete memories, keeping a `delete` event (with the old text) for each."""
+        """Delete memories, whose rows the transaction holds locked, keeping a `delete` event
+        (with the old text) for each, timed after each memory's last change."""
+        if not memories:
+            return
+        at = await self.repository.change_time(max(m.updated_at for m in memories))
         await self.repository.add_events(
-            [self.event(m, "delete", old_text=m.text, new_text=None) for m in memories]
+            [self.event(m, "delete", old_text=m.text, new_text=None, at=at) for m in memories]
         )
         await self.repository.delete_many([m.id for m in memories])
 

@@ -266,13 +266,20 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         """The postings of memories inserted with `postings=False` (one statement)."""
         await self._postings.write(memory_ids)
 
-    async def find_live_duplicate(self, owner: Owner, kind: str, text_value: str) -> Memory | None:
+    async def find_live_duplicate(
+        self, owner: Owner, kind: str, text_value: str, *, for_update: bool = False
+    ) -> Memory | None:
+        """The owner's live memory of `kind` that says `text_value` (no keyed one); with
+        `for_update`, locked until the transaction ends and as it is now (for a caller that
+        changes it), and None if it no longer says so once its lock is taken."""
         statement = self._owned(owner).where(
             M.kind == kind,
             M.content_hash == _content_hash(text_value),
             M.lifecycle != "superseded",
             M.store_key.is_(None),
         )
+        if for_update:
+            statement = statement.with_for_update().execution_options(populate_existing=True)
         return (await self._session.execute(statement)).scalar_one_or_none()
 
     async def lock_writers(self, owner: Owner) -> None:
@@ -426,17 +433,25 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         return int((await self._session.execute(statement)).scalar_one())
 
     async def lock_matching(self, memory_filter: MemoryFilter) -> list[Memory]:
-        """Every memory the filter selects, newest first, locked until the transaction ends."""
+        """Every memory the filter selects, newest first, locked until the transaction ends
+        and as it is now."""
         statement = (
             self._matching(memory_filter)
             .order_by(M.created_at.desc(), M.id.desc())
             .with_for_update()
+            .execution_options(populate_existing=True)
         )
         return list((await self._session.execute(statement)).scalars())
 
     async def from_thread(self, owner: Owner, thread_id: uuid.UUID) -> list[Memory]:
-        """The owner's memories whose provenance is the thread, locked for deletion."""
-        statement = self._owned(owner).where(M.source_thread_id == thread_id).with_for_update()
+        """The owner's memories whose provenance is the thread, locked for deletion and as they
+        are now."""
+        statement = (
+            self._owned(owner)
+            .where(M.source_thread_id == thread_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
         return list((await self._session.execute(statement)).scalars())
 
     async def sources_in_other_threads(
@@ -456,29 +471,39 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         )
         return {row.id: row.thread_id for row in result}
 
-    async def update(self, memory_id: uuid.UUID, values: dict[str, Any]) -> Memory:
-        memory = await self.update_by_id(memory_id, {"updated_at": func.now(), **values})
+    async def update(self, memory: Memory, values: dict[str, Any]) -> Memory:
+        """Set `values` on `memory`, whose row the transaction holds locked (`memory` as the
+        lock read it, or as this transaction last wrote it), and return it as written. The
+        change is timed (`updated_at`) when it is made (`change_time`): after the memory's
+        last change, whichever transaction began first. Its history event takes that time
+        (`MemoryRecorder.event`)."""
+        values = await self._timed(memory, values)
+        memory = await self.update_by_id(memory.id, values)
         if "text" in values:
-            await self._postings.write([memory_id], replacing=True)
+            await self._postings.write([memory.id], replacing=True)
         return memory
 
     async def update_unless_duplicate(
-        self, memory_id: uuid.UUID, values: dict[str, Any]
+        self, memory: Memory, values: dict[str, Any]
     ) -> Memory | None:
         """`update`, for a change that makes the memory a live one with its text: None, and
         nothing changed, when `LIVE_CONTENT_INDEX` refuses it because another live memory of
         the owner says the same (one another transaction wrote after the caller looked). The
         statement runs in a savepoint, so the refusal leaves the transaction usable."""
+        values = await self._timed(memory, values)
         try:
             async with self._session.begin_nested():
-                memory = await self.update_by_id(memory_id, {"updated_at": func.now(), **values})
+                written = await self.update_by_id(memory.id, values)
         except IntegrityError as error:
             if _violated_constraint(error) != LIVE_CONTENT_INDEX:
                 raise
             return None
         if "text" in values:
-            await self._postings.write([memory_id], replacing=True)
-        return memory
+            await self._postings.write([memory.id], replacing=True)
+        return written
+
+    async def _timed(self, memory: Memory, values: dict[str, Any]) -> dict[str, Any]:
+        return {"updated_at": await self.change_time(memory.updated_at), **values}
 
     async def delete_many(self, memory_ids: list[uuid.UUID]) -> None:
         if memory_ids:
@@ -522,6 +547,8 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         await self._session.flush()
 
     async def history(self, owner: Owner, memory_id: uuid.UUID) -> list[MemoryEvent]:
+        """The memory's events by their time, which is the order its changes were made in:
+        each change is timed after the one before it (`update`, `MemoryRecorder.event`)."""
         statement = (
             select(MemoryEvent)
             .where(MemoryEvent.tenant_id == self._tenant_id, MemoryEvent.memory_id == memory_id)
@@ -562,9 +589,12 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         )
         return [ProcedureRow(**row) for row in rows]
 
-    async def live_procedures(self, *owners: Owner, slots: Sequence[str]) -> list[Memory]:
+    async def live_procedures(
+        self, *owners: Owner, slots: Sequence[str], for_update: bool = False
+    ) -> list[Memory]:
         """The live procedural memories of `owners` that fill one of `slots` (their category):
-        the other procedural memories are never read as slots, so they are not loaded."""
+        the other procedural memories are never read as slots, so they are not loaded. With
+        `for_update`, locked until the transaction ends and as they are now."""
         # The kind as a literal: a plan made once for the statement (asyncpg prepares it)
         # then knows it may read `ix_memory_procedures`, partial to procedural memories,
         # instead of every memory of the organization.
@@ -573,6 +603,8 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             M.lifecycle != "superseded",
             M.category.in_(slots),
         )
+        if for_update:
+            statement = statement.with_for_update().execution_options(populate_existing=True)
         return list((await self._session.execute(statement)).scalars())
 
     # --- memories addressed by a client's key -------------------------------------------------

@@ -247,11 +247,11 @@ class MemoryService:
             if key not in VECTOR_VALUES and key not in {"text", "last_confirmed_at"}
         }
         if takes is None:
-            updated = await self._repository.update(memory.id, values)
+            updated = await self._repository.update(memory, values)
         else:
             # Looked for above, but a concurrent transaction may have written the same text
             # since: the unique index decides, and its refusal is the same 409.
-            written = await self._repository.update_unless_duplicate(memory.id, values)
+            written = await self._repository.update_unless_duplicate(memory, values)
             if written is None:
                 await self._refuse_duplicate(owner, memory, takes)
                 raise DuplicateMemory("A concurrent change collided with this write; retry.")
@@ -335,7 +335,7 @@ class MemoryService:
                 forgotten.append(memory)
                 continue
             values = {"source_thread_id": elsewhere[kept[0]], "source_message_ids": kept}
-            updated = await self._repository.update(memory.id, values)
+            updated = await self._repository.update(memory, values)
             changes = {
                 "source_thread_id": str(elsewhere[kept[0]]),
                 "source_message_ids_removed": [str(i) for i in sources if i not in elsewhere],
@@ -388,7 +388,8 @@ class MemoryService:
         await self._recorder.hold_writes(owner)
         await self._recorder.provision([owner])
         await self._repository.lock_procedures(owner)
-        live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
+        # Their rows locked too: a slot's memory may also be changed by id (a PATCH).
+        live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS, for_update=True)
         require_match(
             if_match,
             procedures_etag(_procedures([ProcedureRow.of(memory) for memory in live])),
@@ -400,24 +401,27 @@ class MemoryService:
             previous = current.get(slot)
             if previous is not None and previous.text == text_value:
                 continue
-            replacement = None
+            replacement: Memory | None = None
+            superseded: Memory | None = None
             if previous is not None:
                 # Supersede first: the unique index allows one live memory per text.
-                await self._repository.update(
-                    previous.id,
-                    {"lifecycle": "superseded", "invalid_at": datetime.now(UTC)},
+                superseded = await self._repository.update(
+                    previous, {"lifecycle": "superseded", "invalid_at": datetime.now(UTC)}
                 )
             if text_value:
                 replacement = await self._create_procedure(owner, slot, text_value, ahead)
-            if previous is not None:
+            if superseded is not None:
                 if replacement is not None:
-                    await self._repository.update(previous.id, {"superseded_by": replacement.id})
+                    # Part of the supersession above, which timed it.
+                    superseded = await self._repository.update_by_id(
+                        superseded.id, {"superseded_by": replacement.id}
+                    )
                 await self._repository.add_events(
                     [
                         self._recorder.event(
-                            previous,
+                            superseded,
                             "supersede",
-                            old_text=previous.text,
+                            old_text=superseded.text,
                             new_text=text_value or None,
                             changes={
                                 "slot": slot,
@@ -438,10 +442,11 @@ class MemoryService:
         memory, duplicate = await self._recorder.insert_unless_duplicate(
             owner,
             self._recorder.insert_values(OwnedCreate(owner, item), vectors[0] if vectors else None),
+            lock_existing=True,
         )
         if duplicate:
             # The same words already live as another procedural memory: make it this slot.
-            memory = await self._repository.update(memory.id, {"category": slot})
+            memory = await self._repository.update(memory, {"category": slot})
         else:
             await self._repository.add_events(
                 [self._recorder.event(memory, "add", old_text=None, new_text=text_value)]

@@ -118,7 +118,8 @@ class DerivedMemoryWriter:
             if entry.item.lifecycle == "confirmed":
                 values["last_confirmed_at"] = now
             rows.append((entry.owner, values))
-        stored = await self._recorder.insert_all_unless_duplicate(rows)
+        # An identical live memory is locked as it is found: it is re-confirmed below.
+        stored = await self._recorder.insert_all_unless_duplicate(rows, lock_existing=True)
         for entry, (memory, duplicate) in zip(items, stored, strict=True):
             if duplicate:
                 # The repeat's messages become sources of the memory too: it stays theirs when
@@ -170,7 +171,7 @@ class DerivedMemoryWriter:
         old_text = memory.text
         invalid_at = invalid_at or datetime.now(UTC)
         updated = await self._repository.update(
-            memory.id,
+            memory,
             {
                 "lifecycle": "superseded",
                 "superseded_by": by.id if by is not None else None,
@@ -239,7 +240,7 @@ class DerivedMemoryWriter:
                 needs_review=False,
                 confidence=max(memory.confidence, confidence),
             )
-        updated = await self._repository.update(memory.id, values)
+        updated = await self._repository.update(memory, values)
         changes = {
             key: jsonable(value) for key, value in values.items() if key != "source_message_ids"
         }
