@@ -209,13 +209,21 @@ ORG_PROVENANCE_PREDICATE = """
     AND (source_thread_id = ANY(:thread_ids) OR source_message_ids && :message_ids)
 """
 
+LOCK_ORG_PROVENANCE_SQL = text(
+    f"SELECT updated_at FROM memory WHERE {ORG_PROVENANCE_PREDICATE} FOR UPDATE"  # noqa: S608 - constant predicate
+)
+"""The last change of each organization memory `REDACT_ORG_PROVENANCE_SQL` changes, the memory
+locked until the transaction ends: the redaction is timed after them (`change_time`)."""
+
 REDACT_ORG_PROVENANCE_SQL = text(
     "UPDATE memory SET source_thread_id = NULL, source_message_ids = '{}', evidence = NULL, "  # noqa: S608 - constant predicate
-    f"speaker = NULL, updated_at = now() WHERE {ORG_PROVENANCE_PREDICATE}"
+    f"speaker = NULL, updated_at = :at WHERE {ORG_PROVENANCE_PREDICATE}"
 )
 """Organization memories written from the user's conversations stay (they belong to the
 organization) but lose the pointers to the user's messages, the quoted evidence and who said
-it."""
+it. `at`: when, as `change_time` reads it once their locks are held (`LOCK_ORG_PROVENANCE_SQL`):
+a change an administrator made to one while the purge waited for its user's writes comes
+before the redaction, and the memory's `updated_at` does not go back."""
 
 COUNT_ORG_PROVENANCE_SQL = text(
     f"SELECT count(*) FROM memory WHERE {ORG_PROVENANCE_PREDICATE}"  # noqa: S608
@@ -517,7 +525,12 @@ class AdminRepository(TenantRepository):
         return set(result.scalars())
 
     async def redact_org_provenance(self, scope: UserScope) -> int:
-        result = await self._session.execute(REDACT_ORG_PROVENANCE_SQL, _provenance_params(scope))
+        params = _provenance_params(scope)
+        changed = list((await self._session.execute(LOCK_ORG_PROVENANCE_SQL, params)).scalars())
+        if not changed:
+            return 0
+        at = await self.change_time(max(changed))
+        result = await self._session.execute(REDACT_ORG_PROVENANCE_SQL, {**params, "at": at})
         return rowcount(result)
 
     async def count_org_provenance(self, scope: UserScope) -> int:

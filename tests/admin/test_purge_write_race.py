@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -235,3 +236,43 @@ async def test_an_end_user_writing_new_account_details_during_a_purge_waits_for_
         "message": 0,
         "memory": 1,
     }
+
+
+async def test_an_org_memory_changed_while_a_purge_waited_is_redacted_after_the_change(
+    client: AsyncClient,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """The purge redacts the provenance of the organization's memories written from the
+    user's conversations once it holds their locks, and times the redaction then: a change an
+    administrator made to one while the purge waited (the organization's memories take no
+    user's write lock) comes before it, and the memory's `updated_at` does not go back."""
+    service = bearer(settings, tenant, "backend", service=True)
+    admin = bearer(settings, tenant, "root", admin=True)
+    thread_id = await _seed(client, service, "ada")
+    org = await client.post(
+        "/v1/org/memories",
+        headers=admin,
+        json={"text": "The offsite is in Porto.", "source_thread_id": thread_id},
+    )
+    assert org.status_code == 201, org.text
+    path = f"/v1/org/memories/{org.json()['id']}"
+    sessionmaker = create_sessionmaker(runtime_engine)
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        await AdminRepository(session, tenant).lock_user_writes("ada")
+        purge = asyncio.create_task(client.delete("/v1/admin/users/ada", headers=admin))
+        assert await waiting_locks(owner_engine, 1) == 1
+        changed = await client.patch(path, headers=admin, json={"text": "The offsite is in Braga."})
+        assert changed.status_code == 200, changed.text
+        assert not purge.done()
+    purged = await purge
+    assert purged.status_code == 200, purged.text
+    assert purged.json()["redacted"] == {"memory (org provenance)": 1}
+
+    redacted = (await client.get(path, headers=admin)).json()
+    assert (redacted["text"], redacted["source_thread_id"]) == ("The offsite is in Braga.", None)
+    assert datetime.fromisoformat(redacted["updated_at"]) > datetime.fromisoformat(
+        changed.json()["updated_at"]
+    )
