@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -10,10 +12,13 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.jobs import enqueue_thread_summary
+from service.memories.repository import MemoryRepository
 from tests.conftest import assert_problem, bearer, new_tenant
+from tests.fixtures.locks import waiting_locks
 
 pytestmark = pytest.mark.citus
 
@@ -187,3 +192,108 @@ async def test_a_users_pending_jobs_name_their_threads_on_citus(
                 text("DELETE FROM pgqueuer WHERE convert_from(payload, 'UTF8') LIKE :tenant"),
                 {"tenant": f"%{tenant}%"},
             )
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+async def _history(client: AsyncClient, headers: dict[str, str], path: str) -> list[Any]:
+    response = await client.get(f"{path}/history", headers=headers)
+    assert response.status_code == 200, response.text
+    events: list[dict[str, Any]] = response.json()["items"]
+    times = [_time(event["created_at"]) for event in events]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    return [(event["action"], event["old_text"], event["new_text"]) for event in events]
+
+
+async def test_a_memorys_changes_are_timed_and_listed_in_the_order_they_were_made_on_citus(
+    citus_client: AsyncClient,
+    citus_settings: Settings,
+    citus_runtime_engine: AsyncEngine,
+    citus_owner_engine: AsyncEngine,
+) -> None:
+    """Each change of a memory reads its time once it holds the memory's lock, in a statement
+    of no table, and writes it as a value: Citus takes it in the UPDATE of a distributed table
+    (where it refuses `clock_timestamp()`), and a change that waited comes after one made
+    meanwhile. Every kind of change: a keyed PUT, a PATCH of the text and of the lifecycle, a
+    DELETE, a procedure slot replaced."""
+    tenant = new_tenant()
+    alice = bearer(citus_settings, tenant, "alice")
+    keyed, key = "/v1/users/me/keyed-memories", {"kind": "semantic", "key": "home"}
+    created = await citus_client.put(
+        keyed, headers=alice, params=key, json={"text": "Alice lives in Porto."}
+    )
+    assert created.status_code == 201, created.text
+    path = f"/v1/users/me/memories/{created.json()['id']}"
+
+    async with tenant_transaction(create_sessionmaker(citus_runtime_engine), tenant) as session:
+        # The key's lock, as another put of it holds it: the put below waits for it.
+        await MemoryRepository(session, tenant).lock_store_key(
+            Owner.user("alice"), "semantic", None, "home"
+        )
+        putting = asyncio.create_task(
+            citus_client.put(
+                keyed, headers=alice, params=key, json={"text": "Alice lives in Lisbon."}
+            )
+        )
+        assert await waiting_locks(citus_owner_engine, 1) >= 1
+        patched = await citus_client.patch(
+            path, headers=alice, json={"text": "Alice lives in Braga."}
+        )
+        assert patched.status_code == 200, patched.text
+        assert not putting.done()
+    put = await putting
+    assert put.status_code == 200, put.text
+    assert _time(put.json()["updated_at"]) > _time(patched.json()["updated_at"])
+    for lifecycle in ("superseded", "confirmed"):
+        changed = await citus_client.patch(path, headers=alice, json={"lifecycle": lifecycle})
+        assert changed.status_code == 200, changed.text
+    assert (await citus_client.delete(path, headers=alice)).status_code == 204
+    assert await _history(citus_client, alice, path) == [
+        ("add", None, "Alice lives in Porto."),
+        ("update", "Alice lives in Porto.", "Alice lives in Braga."),
+        ("update", "Alice lives in Braga.", "Alice lives in Lisbon."),
+        ("supersede", "Alice lives in Lisbon.", "Alice lives in Lisbon."),
+        ("update", "Alice lives in Lisbon.", "Alice lives in Lisbon."),
+        ("delete", "Alice lives in Lisbon.", None),
+    ]
+
+    for style in ("Be kind.", "Be brief."):
+        slots = await citus_client.put(
+            "/v1/users/me/procedures", headers=alice, json={"style": style}
+        )
+        assert slots.status_code == 200, slots.text
+    listed = await citus_client.get(
+        "/v1/users/me/memories", headers=alice, params={"lifecycle": "superseded"}
+    )
+    [replaced] = listed.json()["items"]
+    assert await _history(citus_client, alice, f"/v1/users/me/memories/{replaced['id']}") == [
+        ("add", None, "Be kind."),
+        ("supersede", "Be kind.", "Be brief."),
+    ]
+
+
+async def test_a_purge_redacts_the_organizations_memories_from_the_users_threads_on_citus(
+    citus_client: AsyncClient, citus_settings: Settings
+) -> None:
+    """The redaction locks those memories, then writes the time it read after the locks as a
+    value (`updated_at`), which Citus takes in an UPDATE of a distributed table."""
+    tenant = new_tenant()
+    service = bearer(citus_settings, tenant, "backend", service=True)
+    admin = bearer(citus_settings, tenant, "root", admin=True)
+    thread = await citus_client.post("/v1/users/alice/threads", headers=service, json={})
+    assert thread.status_code == 201, thread.text
+    org = await citus_client.post(
+        "/v1/org/memories",
+        headers=admin,
+        json={"text": "The offsite is in Porto.", "source_thread_id": thread.json()["id"]},
+    )
+    assert org.status_code == 201, org.text
+
+    purged = await citus_client.delete("/v1/admin/users/alice", headers=admin)
+    assert purged.status_code == 200, purged.text
+    assert purged.json()["redacted"] == {"memory (org provenance)": 1}
+    kept = (await citus_client.get(f"/v1/org/memories/{org.json()['id']}", headers=admin)).json()
+    assert kept["source_thread_id"] is None
+    assert _time(kept["updated_at"]) > _time(org.json()["updated_at"])
