@@ -148,29 +148,39 @@ def is_transaction_conflict(error: BaseException) -> bool:
     return isinstance(error, PostgresError) and error.sqlstate in _CONFLICT_SQLSTATES
 
 
-async def _handle_database_error(request: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, sa_exc.TimeoutError):
+def database_problem(
+    error: BaseException, *, operation: str, pool_timeout_seconds: float
+) -> ServiceUnavailable | None:
+    """The problem a database failure of `operation` (`GET /v1/…`, `tool recall`) answers,
+    whichever interface ran it (the REST API, MCP), or None when `error` is no database failure
+    but a defect: a pool with no connection free in time (`SERVICE_BUSY`), the database
+    unreachable (`DATABASE_UNAVAILABLE`), a statement past its time limit
+    (`DATABASE_TIMEOUT`), a transaction rolled back to end a deadlock (`DATABASE_CONFLICT`)."""
+    if isinstance(error, sa_exc.TimeoutError):
         # The pool had no connection to give within its timeout: every one is running a
         # statement, so the database answers; this process is the bottleneck.
         count_busy_refusal("pool_timeout")
-        settings = request.app.state.mneme.settings
-        why = f"every database connection was in use for {settings.db_pool_timeout_seconds:g} s"
-        return await handle_domain_error(request, ServiceBusy(why))
-    if is_database_unavailable(exc):
-        return await handle_domain_error(request, DatabaseUnavailable())
-    if is_statement_timeout(exc):
-        return await handle_domain_error(request, DatabaseTimeout())
-    if is_transaction_conflict(exc):
+        return ServiceBusy(f"every database connection was in use for {pool_timeout_seconds:g} s")
+    if is_database_unavailable(error):
+        return DatabaseUnavailable()
+    if is_statement_timeout(error):
+        return DatabaseTimeout()
+    if is_transaction_conflict(error):
         # Logged: the locks were meant to make this impossible, and the trace says where.
-        logger.warning(
-            "%s %s rolled back by the database (%s)",
-            request.method,
-            request.url.path,
-            exc,
-            exc_info=exc,
-        )
-        return await handle_domain_error(request, DatabaseConflict())
-    return await handle_unexpected(request, exc)
+        logger.warning("%s rolled back by the database (%s)", operation, error, exc_info=error)
+        return DatabaseConflict()
+    return None
+
+
+async def _handle_database_error(request: Request, exc: Exception) -> JSONResponse:
+    problem = database_problem(
+        exc,
+        operation=f"{request.method} {request.url.path}",
+        pool_timeout_seconds=request.app.state.mneme.settings.db_pool_timeout_seconds,
+    )
+    if problem is None:
+        return await handle_unexpected(request, exc)
+    return await handle_domain_error(request, problem)
 
 
 def install_outage_handlers(app: FastAPI) -> None:
