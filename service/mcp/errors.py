@@ -11,7 +11,10 @@
   problem document as `data`; a client's mistake is never `-32603 Internal error`.
 - **A tool call** the tool refuses, including arguments that break the input rules: a tool
   result with `isError: true` whose text and structured content are the problem document
-  the REST API would answer, its `loc` naming the argument (`["arguments", "text"]`).
+  the REST API would answer, its `loc` naming the argument (`["arguments", "text"]`). A call
+  that met a database outage, a busy pool, a statement time limit or a deadlock is such a
+  tool error too, with the REST API's 503 problem and its `retry_after_seconds`
+  (`service_problem`); only a defect is left to the SDK, which answers it without its text.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
+from service.config import Settings
+from service.db_outage import database_problem
 from service.errors import (
     PROBLEM_TYPE_BASE,
     DomainError,
@@ -246,6 +251,19 @@ async def protocol_errors(
 
 
 # --- tool level -------------------------------------------------------------------------------
+
+
+def service_problem(error: Exception, *, operation: str, settings: Settings) -> DomainError | None:
+    """The problem a tool call or resource read that failed with `error` answers: the same one
+    the REST API answers the same failure with. A domain error is its own; a database failure
+    is what `database_problem` makes of it (`DATABASE_UNAVAILABLE`, `DATABASE_CONFLICT`, …,
+    each a 503 with `retry_after_seconds`), not an internal error, so a client knows to send
+    the call again. None for anything else: a defect."""
+    if isinstance(error, DomainError):
+        return error
+    return database_problem(
+        error, operation=operation, pool_timeout_seconds=settings.db_pool_timeout_seconds
+    )
 
 
 def problem_document(error: DomainError) -> dict[str, Any]:

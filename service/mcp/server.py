@@ -3,7 +3,8 @@
 Every tool runs in one tenant-scoped transaction (`mcp_call`) as the connection's caller, on
 the one user that caller addresses. A domain error becomes a tool error carrying the same
 problem document (and stable `code`) the REST API answers with, and nothing is written;
-so do arguments that fail validation.
+so do arguments that fail validation, and a database outage or conflict (the REST API's 503
+problems, `service.mcp.errors.service_problem`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from service.mcp.errors import (
     problem_result,
     protocol_error,
     protocol_errors,
+    service_problem,
 )
 from service.mcp.schemas import (
     ContextBlock,
@@ -157,13 +159,30 @@ async def _run_ahead(
     handed to `work`."""
     try:
         caller = resolve(ctx)
+    except DomainError as exc:
+        return problem_result(exc)
+    try:
         async with ahead(caller) as prepared, mcp_call(caller) as call:
             body = await work(call, prepared)
     except ValidationError as exc:
         return problem_result(invalid_arguments(exc))
-    except DomainError as exc:
-        return problem_result(exc)
+    except Exception as exc:
+        problem = _problem(ctx, caller, exc)
+        if problem is None:
+            raise
+        return problem_result(problem)
     return success_result(body, render(body) if render else None)
+
+
+def _problem(ctx: Context[Any], caller: McpCaller, error: Exception) -> DomainError | None:
+    """`service_problem` for the message `ctx` answers (named in the log as `tools/call
+    recall`, `resources/read mneme://…`)."""
+    request = ctx.request_context
+    params = request.params or {}
+    target = params.get("name") or params.get("uri") or ""
+    return service_problem(
+        error, operation=f"{request.method} {target}".strip(), settings=caller.state.settings
+    )
 
 
 @asynccontextmanager
@@ -422,8 +441,11 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
             _check_addressed(caller, user_id)
             async with mcp_call(caller) as call:
                 body = await work(call)
-        except DomainError as exc:
-            raise protocol_error(exc) from exc
+        except Exception as exc:
+            problem = _problem(ctx, caller, exc)
+            if problem is None:
+                raise
+            raise protocol_error(problem) from exc
         return body.model_dump_json(by_alias=True)
 
     @server.resource(

@@ -1,16 +1,29 @@
 """How `/mcp` answers what it refuses, at each level: an HTTP problem before any JSON-RPC
 message is read, a JSON-RPC error with the problem as `data` for a message it cannot act on,
-and a tool error for a tool call whose arguments it refuses (in process, over JSON-RPC)."""
+and a tool error for a tool call whose arguments it refuses (in process, over JSON-RPC); and
+what a call that met a database outage or conflict answers: the REST API's 503 problem."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import Awaitable
 from typing import Any
 
+import asyncpg
 import pytest
 from httpx import AsyncClient, Response
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.admin.repository import AdminRepository
 from service.config import Settings
-from tests.conftest import bearer
+from service.db import create_sessionmaker, tenant_transaction
+from service.db_outage import CONFLICT_RETRY_AFTER_SECONDS, RETRY_AFTER_SECONDS
+from service.embedded_postgres import SUPERUSER, EmbeddedCluster
+from tests.conftest import TEST_DATABASE, bearer
+from tests.fixtures.factories import memories, remember
+from tests.fixtures.locks import waiting_locks
 
 JSON_RPC_HEADERS = {
     "accept": "application/json, text/event-stream",
@@ -231,3 +244,125 @@ async def test_reading_another_users_resource_is_not_found_not_an_internal_error
     assert error["code"] == -32602
     assert error["message"] == "NOT_FOUND: No user 'bob' that this connection may address."
     assert error["data"]["code"] == "NOT_FOUND" and error["data"]["status"] == 404
+
+
+# --- database failures ----------------------------------------------------------------------
+
+BLOCKED_ON_MEMORY_SQL = """
+SELECT pid FROM pg_stat_activity
+ WHERE usename = 'mneme_app' AND datname = $1 AND wait_event_type = 'Lock'
+"""
+"""The service's backends waiting for a lock (the test's lock on `memory`). Asked as the
+superuser: other roles see neither another role's statement nor may end it."""
+
+
+def tool_result(response: Response) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()["result"]
+    return result
+
+
+async def _terminated_while_blocked(
+    call: Awaitable[Response], cluster: EmbeddedCluster, owner_engine: AsyncEngine
+) -> Response:
+    """`call`'s answer when the database drops its connection mid-statement: the statement
+    waits for the test's lock on `memory`, and its backend is then terminated."""
+    admin = await asyncpg.connect(
+        host=str(cluster.socket_dir), user=SUPERUSER, database=TEST_DATABASE
+    )
+    try:
+        async with owner_engine.connect() as owner:
+            await owner.execute(text("LOCK TABLE memory IN ACCESS EXCLUSIVE MODE"))
+            calling = asyncio.ensure_future(call)
+            await waiting_locks(owner_engine)
+            (blocked,) = [
+                row["pid"] for row in await admin.fetch(BLOCKED_ON_MEMORY_SQL, TEST_DATABASE)
+            ]
+            assert await admin.fetchval("SELECT pg_terminate_backend($1)", blocked)
+            response = await calling
+            await owner.rollback()
+    finally:
+        await admin.close()
+    return response
+
+
+async def test_a_tool_call_the_database_outage_failed_is_the_rest_apis_503_problem(
+    client: AsyncClient,
+    cluster: EmbeddedCluster,
+    settings: Settings,
+    tenant: str,
+    owner_engine: AsyncEngine,
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    recall = tool_call("recall", '{"query": "where does ada live"}')
+    assert tool_result(await post_mcp(client, headers, recall))["isError"] is False
+
+    response = await _terminated_while_blocked(
+        post_mcp(client, headers, recall), cluster, owner_engine
+    )
+
+    result = tool_result(response)
+    assert result["isError"] is True
+    outage = result["structuredContent"]
+    assert outage["code"] == "DATABASE_UNAVAILABLE" and outage["status"] == 503
+    assert outage["retry_after_seconds"] == RETRY_AFTER_SECONDS
+    assert outage["detail"] == "The database cannot be reached right now; retry shortly."
+    assert json.loads(result["content"][0]["text"]) == outage
+    # Sent again, it runs.
+    assert tool_result(await post_mcp(client, headers, recall))["isError"] is False
+
+
+async def test_a_resource_read_the_database_outage_failed_carries_the_problem(
+    client: AsyncClient,
+    cluster: EmbeddedCluster,
+    settings: Settings,
+    tenant: str,
+    owner_engine: AsyncEngine,
+) -> None:
+    body = (
+        b'{"jsonrpc": "2.0", "id": 5, "method": "resources/read", '
+        b'"params": {"uri": "mneme://users/me/procedures"}}'
+    )
+    response = await _terminated_while_blocked(
+        post_mcp(client, bearer(settings, tenant, "ada"), body), cluster, owner_engine
+    )
+
+    assert response.status_code == 200, response.text
+    error = response.json()["error"]
+    assert error["code"] == -32603
+    assert error["message"].startswith("DATABASE_UNAVAILABLE: ")
+    assert error["data"]["code"] == "DATABASE_UNAVAILABLE"
+    assert error["data"]["retry_after_seconds"] == RETRY_AFTER_SECONDS
+
+
+async def test_a_tool_call_rolled_back_for_a_deadlock_is_a_conflict_and_applies_sent_again(
+    client: AsyncClient,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    # The deadlock of tests/faults/test_database_conflict.py: the test holds the memory's row,
+    # the call takes the user's write lock and waits for the row, the test asks for the lock.
+    headers = bearer(settings, tenant, "ada")
+    memory = await remember(client, headers, text="Ada likes tea.")
+    forget = tool_call("forget", json.dumps({"memory_id": memory["id"]}))
+    async with tenant_transaction(create_sessionmaker(runtime_engine), tenant) as session:
+        await session.execute(
+            text("SELECT 1 FROM memory WHERE tenant_id = :t AND id = :id FOR UPDATE"),
+            {"t": tenant, "id": memory["id"]},
+        )
+        calling = asyncio.ensure_future(post_mcp(client, headers, forget))
+        await waiting_locks(owner_engine)
+        await AdminRepository(session, tenant).lock_user_writes("ada")
+        response = await calling
+
+    result = tool_result(response)
+    assert result["isError"] is True
+    conflict = result["structuredContent"]
+    assert conflict["code"] == "DATABASE_CONFLICT" and conflict["status"] == 503
+    assert conflict["retry_after_seconds"] == CONFLICT_RETRY_AFTER_SECONDS
+    assert [m["id"] for m in await memories(client, headers)] == [memory["id"]]
+    again = tool_result(await post_mcp(client, headers, forget))
+    assert again["isError"] is False, again
+    assert await memories(client, headers) == []
