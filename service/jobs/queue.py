@@ -9,11 +9,18 @@ security.
 pgqueuer's object names are fixed here rather than read from its `PGQUEUER_*` (and legacy bare
 `QUEUE_TABLE`, `CHANNEL`, …) environment variables, so an unrelated variable cannot point the
 service at other tables. They must match migration `20261129_1500`.
+
+A failed run is recorded as pgqueuer records it (the job queued again after its backoff, one
+more run in `attempts`), with two changes (`JobQueries.retry_job`): a run that failed for a
+cause outside the job (`UncountedRetry`) is also counted in the job's `mneme_uncounted_runs`
+header, which the worker subtracts from `attempts` before it compares them with its limit; and
+a retry the database could not record leaves the job as it is, rather than failed for good.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
@@ -25,6 +32,8 @@ from pgqueuer.adapters.persistence.qb import (
     QuerySchedulerBuilder,
 )
 from pgqueuer.adapters.persistence.queries import Queries
+from pgqueuer.domain.errors import RetryRequested
+from pgqueuer.domain.models import Job, TracebackRecord
 from pgqueuer.domain.settings import DBSettings, Durability
 from pgqueuer.domain.types import Channel
 from pgqueuer.ports.driver import Driver
@@ -33,8 +42,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.principal import TENANT_ID_MAX
 from service.db import transaction_driver
+from service.db_outage import outage_behind
 from service.kit.types import InputRefused, is_valid_identifier, loads_strict
-from service.observability import enqueue_span, trace_headers
+from service.observability import describe_failure, enqueue_span, trace_headers
+
+logger = logging.getLogger("mneme.jobs")
 
 QUEUE_SETTINGS = DBSettings(
     prefix="",
@@ -69,9 +81,81 @@ and neither is one waiting out the backoff of a failed run: new work gets its ow
 its attempts, never another job's spent ones or its wait."""
 
 
-def queries_for(driver: Driver) -> Queries:
+UNCOUNTED_RUNS_HEADER = "mneme_uncounted_runs"
+"""The job header that counts its failed runs that do not count towards its attempts."""
+
+RETRY_UNCOUNTED_SQL = f"""
+    WITH retry AS (
+        UPDATE pgqueuer
+           SET status = 'queued', execute_after = now() + $2::interval,
+               attempts = attempts + 1, updated = now(), queue_manager_id = NULL,
+               headers = coalesce(headers, '{{}}'::jsonb) || jsonb_build_object(
+                   '{UNCOUNTED_RUNS_HEADER}',
+                   CASE WHEN jsonb_typeof(headers -> '{UNCOUNTED_RUNS_HEADER}') = 'number'
+                        THEN (headers ->> '{UNCOUNTED_RUNS_HEADER}')::int ELSE 0 END + 1)
+         WHERE id = $1::bigint
+     RETURNING id, entrypoint, priority
+    )
+    INSERT INTO pgqueuer_log (job_id, status, entrypoint, priority, traceback)
+    SELECT id, 'queued', entrypoint, priority, $3::jsonb FROM retry
+"""  # noqa: S608 - interpolates only the constant header name
+"""pgqueuer's retry (the job queued again after `$2`, its failed runs in `attempts` one more,
+the retry logged with the record `$3`), which also counts the run in the job's
+`UNCOUNTED_RUNS_HEADER`: one statement, so a run is counted in both or in neither."""
+
+
+class UncountedRetry(RetryRequested):
+    """Run the job again after `delay`, this run not counting towards its attempts: it failed
+    for a cause outside the job (see `service.jobs.worker`)."""
+
+
+class JobQueries(Queries):
+    """pgqueuer's query layer, with retries recorded as the module docstring says."""
+
+    async def retry_job(
+        self, job: Job, delay: timedelta, traceback_record: TracebackRecord | None
+    ) -> None:
+        """Queue `job` again after `delay`; pgqueuer calls this for a `RetryRequested`, and
+        the record it passes is that exception's (its type names an `UncountedRetry`).
+
+        A retry the database cannot record (it went down since the run began) is logged and
+        left: the job stays `picked`, its heartbeat lapses, and a worker runs it again once
+        the database answers, with nothing of this run counted. Raised, the error would have
+        pgqueuer log the run as the job's final failure, and delete the job when the database
+        is back."""
+        try:
+            if traceback_record is not None and (
+                traceback_record.exception_type == UncountedRetry.__name__
+            ):
+                await self.driver.execute(
+                    RETRY_UNCOUNTED_SQL, job.id, delay, traceback_record.model_dump_json()
+                )
+            else:
+                await super().retry_job(job, delay, traceback_record)
+        except Exception as exc:
+            outage = outage_behind(exc)
+            if outage is None:
+                raise
+            logger.warning(
+                "job %s (%s): its retry could not be recorded (database unavailable: %s); "
+                "it runs again once its heartbeat lapses",
+                job.id,
+                job.entrypoint,
+                describe_failure(outage)[0],
+            )
+
+
+def uncounted_runs(job: Job) -> int:
+    """How many of `job`'s failed runs (`attempts`) do not count towards its attempts."""
+    recorded = (job.headers or {}).get(UNCOUNTED_RUNS_HEADER)
+    if not isinstance(recorded, int) or isinstance(recorded, bool):
+        return 0
+    return min(max(recorded, 0), job.attempts)
+
+
+def queries_for(driver: Driver) -> JobQueries:
     """pgqueuer's query layer over `driver`, bound to our object names."""
-    return Queries(
+    return JobQueries(
         driver,
         qbe=QueryBuilderEnvironment(QUEUE_SETTINGS),
         qbq=QueryQueueBuilder(QUEUE_SETTINGS),

@@ -4,15 +4,31 @@ Delivery is at least once: a job is deleted only after its handler returned, so 
 idempotent. What happens to a job:
 
 * its handler returns → done (moved to `pgqueuer_log`);
-* its handler raises → re-queued with exponential backoff (`RetryPolicy`) until
-  `max_attempts` runs have failed, then dropped and logged as an exception; a run that found
-  every pooled database connection busy (the process is overloaded, `SERVICE_BUSY` to its
-  requests) is retried the same way but never counts towards that limit: the work waits out the
-  load instead of being dropped by it;
+* its handler raises → re-queued with exponential backoff (`RetryPolicy`, at most `max_delay`
+  between runs) until `max_attempts` runs have failed, then dropped and logged as an
+  exception;
+* a run failed for a cause outside the job → retried the same way, but the run never counts
+  towards `max_attempts` (`is_outside_the_job`): the database could not be reached, or every
+  pooled connection was busy (the process is overloaded, `SERVICE_BUSY` to its requests). The
+  work waits out the outage or the load instead of being dropped by it, one run per
+  `max_delay` at most while it lasts. A job dropped during a database outage would be lost
+  for good: the failure hook that records a give-up (and has the write path's sweep queue
+  the work again) needs the database too;
+* its last attempt fails while a database outage keeps the failure hook from recording that
+  → retried instead, the run not counted: it gives up once its give-up can be recorded;
 * the process dies mid-run → the row stays `picked` and stops heart-beating; any worker picks it
-  up again once `heartbeat_timeout` has passed;
+  up again once `heartbeat_timeout` has passed. So is a job whose retry the database could
+  not record (`JobQueries.retry_job`), that run counted nowhere;
 * `stop()` runs out of patience → the handler is cancelled and the job is handed back to the
-  queue at once (pgqueuer would otherwise log a cancelled job as done and delete it).
+  queue at once, the run not counted (pgqueuer would otherwise log a cancelled job as done and
+  delete it).
+
+A model or an embedder that does not answer (`LLMUnavailable`, `EmbedderUnavailable`) is not
+outside the job in this sense: those errors also stand for replies about this job's own input
+(a refusal, a reply cut off or not matching the schema, a request the provider refuses), and
+a job that met one on every run gives up. Its give-up is then recorded (the database answers),
+and the write path's sweep queues the thread's work again with a backoff of its own, for as
+long as the outage lasts (`service.extraction.recovery`).
 
 What reaches pgqueuer's log is the exception type only: its tables are not tenant-scoped, and an
 exception's text or cause can quote tenant content (a model's reply, a database row). The full
@@ -26,6 +42,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import cast
@@ -47,8 +64,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.db import asyncpg_client_limits
-from service.db_outage import is_database_unavailable, outage_behind
-from service.jobs.queue import QUEUE_SETTINGS, PayloadError, decode_payload, queries_for
+from service.db_outage import outage_behind
+from service.jobs.queue import (
+    QUEUE_SETTINGS,
+    PayloadError,
+    UncountedRetry,
+    decode_payload,
+    queries_for,
+    uncounted_runs,
+)
 from service.observability import DOMAIN_METRICS, describe_failure, job_span
 from service.providers.embedder import EmbedderUnavailable
 from service.providers.llm import LLMUnavailable
@@ -103,8 +127,24 @@ class RetryPolicy:
     multiplier: float = 2.0
 
     def delay_after(self, attempt: int) -> timedelta:
-        """The wait after failed run number `attempt` (1-based): initial * multiplier^(n-1)."""
-        return min(self.initial_delay * self.multiplier ** (attempt - 1), self.max_delay)
+        """The wait after failed run number `attempt` (1-based): initial * multiplier^(n-1),
+        at most `max_delay`. Computed in floats and capped before it becomes a `timedelta`:
+        a job that waits out a long outage fails hundreds of runs, and the power would overflow
+        both."""
+        seconds = self.initial_delay.total_seconds()
+        try:
+            seconds *= self.multiplier ** (attempt - 1)
+        except OverflowError:
+            seconds = math.inf
+        return timedelta(seconds=min(seconds, self.max_delay.total_seconds()))
+
+
+def is_outside_the_job(exc: BaseException) -> bool:
+    """Whether a run that failed with `exc` failed for a cause outside the job, which says
+    nothing of its payload or its handler: the database could not be reached (the outage
+    itself, or an error raised while handling one), or no pooled connection came free in
+    time. Such a run does not count towards the job's attempts."""
+    return isinstance(exc, PoolTimeout) or outage_behind(exc) is not None
 
 
 def _entrypoint(handler: JobHandler) -> AsyncEntrypoint:
@@ -127,17 +167,33 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
         self._retry = retry
         self._on_failure = on_failure
 
-    async def _tell(self, job: Job, attempt: int, final: bool, exc: Exception) -> None:
+    async def _tell(self, job: Job, attempt: int, final: bool, exc: Exception) -> bool:
+        """Tell the failure hook; True when a database outage kept it from recording the
+        run."""
         if self._on_failure is None:
-            return
+            return False
         try:
             failure = JobFailure(job.entrypoint, decode_payload(job.payload), attempt, final, exc)
             await self._on_failure(failure)
-        except Exception:
-            logger.exception("job %s (%s): the failure hook failed", job.id, job.entrypoint)
+        except Exception as hook_error:
+            outage = outage_behind(hook_error)
+            if outage is None or logger.isEnabledFor(logging.DEBUG):
+                logger.exception("job %s (%s): the failure hook failed", job.id, job.entrypoint)
+            else:
+                logger.warning(
+                    "job %s (%s): the failure hook failed (database unavailable: %s)",
+                    job.id,
+                    job.entrypoint,
+                    describe_failure(outage)[0],
+                )
+            return outage is not None
+        return False
 
     async def execute(self, job: Job, context: Context) -> None:
         attempt = job.attempts + 1
+        # This run's number among those that count: runs failed for a cause outside the job
+        # are recorded in `attempts` too (they set the backoff) but not counted here.
+        counted = attempt - uncounted_runs(job)
         with job_span(job.entrypoint, job.id, attempt, job.headers) as span:
             try:
                 await self._run(job)
@@ -146,37 +202,45 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
                     "job %s (%s) interrupted by shutdown; re-queued", job.id, job.entrypoint
                 )
                 DOMAIN_METRICS.job_runs.labels(job.entrypoint, "interrupted").inc()
-                raise RetryRequested(delay=timedelta(0), reason="worker stopped") from None
+                raise UncountedRetry(delay=timedelta(0), reason="worker stopped") from None
             except PayloadError:
                 logger.error("job %s (%s) has an unreadable payload", job.id, job.entrypoint)
                 DOMAIN_METRICS.job_runs.labels(job.entrypoint, "failed").inc()
                 span.set_attribute("error.type", "PayloadError")
                 raise JobFailed(f"{job.entrypoint} job has an unreadable payload") from None
             except Exception as exc:
-                # No database connection came free in time: the database answers, the process
-                # is busy. The run is retried like any (handlers are idempotent), and a load
-                # that lasts must not use up the job's attempts.
-                busy = isinstance(exc, PoolTimeout)
-                final = attempt >= self._retry.max_attempts and not busy
+                outside = is_outside_the_job(exc)
+                final = counted >= self._retry.max_attempts and not outside
                 span.set_attribute("error.type", type(exc).__name__)
                 span.set_status(trace.StatusCode.ERROR)
+                unrecorded = await self._tell(job, attempt, final, exc)
+                if final and unrecorded:
+                    # Given up now, the job would be gone with no trace a tenant or the sweep
+                    # could see; once the database is back, its last run is run again.
+                    outside = True
+                    final = False
                 DOMAIN_METRICS.job_runs.labels(job.entrypoint, "failed" if final else "retry").inc()
-                await self._tell(job, attempt, final, exc)
-                self._log_failure(
-                    job, attempt, exc, None if final else self._retry.delay_after(attempt)
-                )
+                delay = self._retry.delay_after(attempt)
+                self._log_failure(job, attempt, counted, exc, None if final else delay, outside)
                 if final:
                     raise JobFailed(
-                        f"{job.entrypoint} failed after {attempt} attempts ({type(exc).__name__})"
+                        f"{job.entrypoint} failed after {counted} attempts ({type(exc).__name__})"
                     ) from None
-                raise RetryRequested(
-                    delay=self._retry.delay_after(attempt),
-                    reason=f"attempt {attempt} failed ({type(exc).__name__})",
+                retry = UncountedRetry if outside else RetryRequested
+                raise retry(
+                    delay=delay, reason=f"attempt {attempt} failed ({type(exc).__name__})"
                 ) from None
             DOMAIN_METRICS.job_runs.labels(job.entrypoint, "ok").inc()
 
     @staticmethod
-    def _log_failure(job: Job, attempt: int, exc: Exception, retry_in: timedelta | None) -> None:
+    def _log_failure(
+        job: Job,
+        attempt: int,
+        counted: int,
+        exc: Exception,
+        retry_in: timedelta | None,
+        outside: bool,
+    ) -> None:
         """One line per failed run: the error's classes and the URL it failed on. An outage of
         the model, the embedder or the database is expected weather, its traceback (an HTTP
         client's runs to a hundred lines) shown only when debugging; any other error is a bug
@@ -184,27 +248,28 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
         error, url = describe_failure(exc)
         where = f" calling {url}" if url else ""
         model_outage = isinstance(exc, LLMUnavailable | EmbedderUnavailable)
-        outage = model_outage or is_database_unavailable(exc)
+        outage = model_outage or outage_behind(exc) is not None
         traceback = exc if logger.isEnabledFor(logging.DEBUG) or not outage else None
         if retry_in is None:
             logger.error(
                 "job %s (%s) failed for good after %d attempts: %s%s",
                 job.id,
                 job.entrypoint,
-                attempt,
+                counted,
                 error,
                 where,
                 exc_info=traceback,
             )
         else:
             logger.warning(
-                "job %s (%s) attempt %d failed: %s%s; retrying in %s",
+                "job %s (%s) attempt %d failed: %s%s; retrying in %s%s",
                 job.id,
                 job.entrypoint,
                 attempt,
                 error,
                 where,
                 retry_in,
+                " (not counted as an attempt)" if outside else "",
                 exc_info=traceback,
             )
 

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.config import Settings
 from service.db import tenant_transaction
+from service.embedded_postgres import SUPERUSER, EmbeddedCluster
 from service.jobs import (
     THREAD_SUMMARY_JOB,
     JobHandler,
@@ -32,12 +33,13 @@ from service.jobs import (
     enqueue_thread_summary,
 )
 from service.jobs.queue import encode_payload, queries_for
-from service.jobs.worker import log_queue_loop_failure
+from service.jobs.worker import JobFailure, log_queue_loop_failure
 from service.providers.llm import OpenAIChatModel
 from service.threads.models import Message, Thread
 from service.threads.summaries import thread_summary_job
 from tests.conftest import new_tenant
 from tests.fixtures.openai_server import API_KEY, MODEL, FakeOpenAIServer
+from tests.jobs.conftest import JOBS_DATABASE
 
 Sessions = async_sessionmaker[AsyncSession]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -443,6 +445,238 @@ async def test_runs_that_found_the_pool_busy_do_not_use_up_the_attempts(
     await eventually(succeeded)
     assert attempts == ["1"] * (FAST_RETRY.max_attempts + 2)
     assert not await _has_status(jobs_engine, kind, "exception")
+
+
+# --- outages: runs that do not count, retries the database could not record ------------------
+
+
+async def lose_the_connection(sessions: Sessions, tenant: str, user: str) -> None:
+    """A run cut short by the database: it writes a user in its transaction, and then its
+    connection is terminated mid-transaction (`pg_terminate_backend` of its own backend, as an
+    administrator or a restart ends it). Nothing of the transaction is committed."""
+    async with tenant_transaction(sessions, tenant) as session:
+        await add_user(session, tenant, user)
+        await session.execute(text("SELECT pg_terminate_backend(pg_backend_pid())"))
+
+
+async def add_user(session: AsyncSession, tenant: str, user: str) -> None:
+    await session.execute(
+        text("INSERT INTO user_account (tenant_id, id) VALUES (:t, :u)"), {"t": tenant, "u": user}
+    )
+
+
+async def users_of(sessions: Sessions, tenant: str) -> list[str]:
+    async with tenant_transaction(sessions, tenant) as session:
+        rows = await session.execute(
+            text("SELECT id FROM user_account WHERE tenant_id = :t ORDER BY id"), {"t": tenant}
+        )
+        return list(rows.scalars())
+
+
+async def new_tenant_row(sessions: Sessions) -> str:
+    tenant = new_tenant()
+    async with tenant_transaction(sessions, tenant) as session:
+        await session.execute(text("INSERT INTO tenant (id) VALUES (:t)"), {"t": tenant})
+    return tenant
+
+
+async def ended(engine: AsyncEngine, kind: str) -> str:
+    """How the job of `kind` ended (`successful`, `exception`), once it has."""
+    outcomes: list[str] = []
+
+    async def finished() -> bool:
+        outcomes[:] = [
+            row.status
+            for row in await log_of(engine, kind)
+            if row.status in ("successful", "exception")
+        ]
+        return bool(outcomes)
+
+    await eventually(finished)
+    return outcomes[0]
+
+
+async def test_runs_a_database_outage_cut_short_do_not_use_up_the_attempts(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, make_worker: Callable[..., JobWorker]
+) -> None:
+    kind, runs = entrypoint(), []
+    tenant = await new_tenant_row(jobs_sessions)
+    outage_runs = FAST_RETRY.max_attempts + 1
+
+    async def outage_for_a_while(payload: Mapping[str, str]) -> None:
+        runs.append(payload["n"])
+        user = f"run-{len(runs)}"
+        if len(runs) <= outage_runs:
+            await lose_the_connection(jobs_sessions, tenant, user)
+        async with tenant_transaction(jobs_sessions, tenant) as session:
+            await add_user(session, tenant, user)
+
+    worker = make_worker({kind: outage_for_a_while})
+    await worker.start()
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+
+    assert await ended(jobs_engine, kind) == "successful"
+    assert len(runs) == outage_runs + 1
+    # Each run cut short left nothing behind; the one that finished wrote once.
+    assert await users_of(jobs_sessions, tenant) == [f"run-{outage_runs + 1}"]
+    # The backoff still grows with every failed run (and stops at `max_delay`).
+    retries = [row.traceback for row in await log_of(jobs_engine, kind) if row.traceback]
+    assert [r["additional_context"]["retry_delay"] for r in retries] == [
+        str(FAST_RETRY.delay_after(run)) for run in range(1, outage_runs + 1)
+    ]
+
+
+@pytest.mark.parametrize("cause", ["database outage", "busy pool"])
+async def test_a_job_that_waited_out_an_outage_has_all_its_attempts_left_for_a_defect(
+    jobs_sessions: Sessions,
+    jobs_engine: AsyncEngine,
+    make_worker: Callable[..., JobWorker],
+    cause: str,
+) -> None:
+    kind, runs = entrypoint(), []
+    tenant = await new_tenant_row(jobs_sessions)
+    outside_runs = FAST_RETRY.max_attempts + 1
+
+    async def outage_then_defect(payload: Mapping[str, str]) -> None:
+        runs.append(payload["n"])
+        if len(runs) > outside_runs:
+            raise RuntimeError("a defect")
+        if cause == "busy pool":
+            raise PoolTimeout("QueuePool limit of size 1 overflow 0 reached")
+        await lose_the_connection(jobs_sessions, tenant, f"run-{len(runs)}")
+
+    worker = make_worker({kind: outage_then_defect})
+    await worker.start()
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+
+    assert await ended(jobs_engine, kind) == "exception"
+    assert len(runs) == outside_runs + FAST_RETRY.max_attempts
+    (final,) = [
+        row.traceback for row in await log_of(jobs_engine, kind) if row.status == "exception"
+    ]
+    assert f"after {FAST_RETRY.max_attempts} attempts (RuntimeError)" in final["exception_message"]
+
+
+async def test_runs_handed_back_at_shutdown_do_not_use_up_the_attempts(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, make_worker: Callable[..., JobWorker]
+) -> None:
+    kind, runs = entrypoint(), []
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+    for _ in range(FAST_RETRY.max_attempts):
+        started = asyncio.Event()
+
+        async def never_ends(payload: Mapping[str, str], started: asyncio.Event = started) -> None:
+            started.set()
+            await asyncio.Event().wait()
+
+        stopped = make_worker({kind: never_ends}, stop_timeout=timedelta(seconds=0.1))
+        await stopped.start()
+        await asyncio.wait_for(started.wait(), 15)
+        await stopped.stop()
+
+    async def always_fails(payload: Mapping[str, str]) -> None:
+        runs.append(payload["n"])
+        raise RuntimeError("a defect")
+
+    worker = make_worker({kind: always_fails})
+    await worker.start()
+
+    assert await ended(jobs_engine, kind) == "exception"
+    assert runs == ["1"] * FAST_RETRY.max_attempts
+
+
+RETRY_STATEMENT_WAITING_SQL = """
+SELECT pid FROM pg_stat_activity
+ WHERE datname = $1 AND wait_event_type = 'Lock' AND query LIKE '%attempts = attempts + 1%'
+"""
+"""The worker's statement recording a retry, waiting for the test's lock on the job's row."""
+
+
+async def test_a_retry_the_database_could_not_record_runs_again_once_it_is_back(
+    jobs_sessions: Sessions,
+    jobs_engine: AsyncEngine,
+    make_worker: Callable[..., JobWorker],
+    cluster: EmbeddedCluster,
+) -> None:
+    kind, runs = entrypoint(), []
+    tenant = await new_tenant_row(jobs_sessions)
+    admin = await asyncpg.connect(
+        host=str(cluster.socket_dir), user=SUPERUSER, database=JOBS_DATABASE
+    )
+    holder = await asyncpg.connect(
+        host=str(cluster.socket_dir), user=SUPERUSER, database=JOBS_DATABASE
+    )
+    holding = holder.transaction()
+
+    async def fails_once(payload: Mapping[str, str]) -> None:
+        runs.append(payload["n"])
+        if len(runs) == 1:
+            # The job's row is held, so the retry about to be recorded waits for it.
+            await holding.start()
+            await holder.execute("SELECT 1 FROM pgqueuer WHERE entrypoint = $1 FOR UPDATE", kind)
+            await lose_the_connection(jobs_sessions, tenant, "run-1")
+
+    try:
+        # Picked again once its heartbeat is a second old.
+        worker = make_worker({kind: fails_once}, heartbeat_timeout=timedelta(seconds=1))
+        await worker.start()
+        await enqueue(jobs_sessions, kind, {"n": "1"})
+        recording: list[int] = []
+
+        async def retry_waits() -> bool:
+            recording[:] = [
+                row["pid"] for row in await admin.fetch(RETRY_STATEMENT_WAITING_SQL, JOBS_DATABASE)
+            ]
+            return bool(recording)
+
+        await eventually(retry_waits)
+        # The database goes away under the retry's statement.
+        assert await admin.fetchval("SELECT pg_terminate_backend($1)", recording[0])
+        await holding.rollback()
+
+        assert await ended(jobs_engine, kind) == "successful"
+    finally:
+        await holder.close()
+        await admin.close()
+    assert runs == ["1", "1"]
+    # The run whose retry went unrecorded counted nowhere: no retry, no failure in the log.
+    log = await log_of(jobs_engine, kind)
+    assert [row.status for row in log if row.traceback] == []
+    assert [row.status for row in log if row.status != "picked"] == ["queued", "successful"]
+
+
+async def test_a_job_gives_up_only_once_its_failure_hook_could_record_it(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, make_worker: Callable[..., JobWorker]
+) -> None:
+    kind, runs, told = entrypoint(), [], []
+    tenant = await new_tenant_row(jobs_sessions)
+
+    async def always_fails(payload: Mapping[str, str]) -> None:
+        runs.append(payload["n"])
+        raise RuntimeError("a defect")
+
+    async def records(failure: JobFailure) -> None:
+        told.append(failure.final)
+        if told.count(True) == 1 and failure.final:
+            # The database goes away as the give-up is being recorded.
+            await lose_the_connection(jobs_sessions, tenant, "hook")
+
+    worker = make_worker({kind: always_fails}, on_failure=records)
+    await worker.start()
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+
+    assert await ended(jobs_engine, kind) == "exception"
+    # The last run was run again, and its give-up recorded then.
+    assert len(runs) == FAST_RETRY.max_attempts + 1
+    assert told == [False] * (FAST_RETRY.max_attempts - 1) + [True, True]
+
+
+def test_the_backoff_stops_at_its_ceiling_however_many_runs_failed() -> None:
+    policy = RetryPolicy(initial_delay=timedelta(seconds=2), max_delay=timedelta(minutes=5))
+    assert policy.delay_after(1) == timedelta(seconds=2)
+    assert policy.delay_after(4) == timedelta(seconds=16)
+    # A job that waited out a day-long outage at one run per `max_delay`.
+    assert policy.delay_after(300) == policy.delay_after(5_000) == timedelta(minutes=5)
 
 
 async def test_the_migrated_schema_is_what_pgqueuer_expects(jobs_engine: AsyncEngine) -> None:
