@@ -23,7 +23,6 @@ async def test_health_and_readiness(client: AsyncClient) -> None:
     assert ready.json()["schema_revision"]
 
 
-
 async def test_liveness_fails_with_retry_after_once_the_embedded_database_is_unsupervised(
     app: FastAPI, client: AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -36,6 +35,7 @@ async def test_liveness_fails_with_retry_after_once_the_embedded_database_is_uns
     # As every 503 of the service: whoever polls it knows when to ask again.
     assert int(answer.headers["Retry-After"]) >= 1
     assert answer.json()["retry_after_seconds"] >= 1
+
 
 async def test_readiness_writes_no_migration_log_lines(
     client: AsyncClient, caplog: pytest.LogCaptureFixture
