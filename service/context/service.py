@@ -33,7 +33,8 @@ from service.context.telemetry import record_context_sections
 from service.kit.token_counting import count_tokens_memo
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
 from service.memories.search import MemorySearch, PendingVector
-from service.memories.service import PROCEDURE_SLOTS, MemoryService
+from service.memories.service import MemoryService
+from service.memories.slots import PROCEDURE_SLOTS
 from service.observability import traced, tracer
 from service.profile.service import ProfileService
 from service.threads.service import ContextWindow, ReplayedMessage, ThreadService

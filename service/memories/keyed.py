@@ -32,6 +32,7 @@ from service.memories.service import (
     require_memory_match,
     require_memory_none_match,
 )
+from service.memories.slots import SlotHolders, slot_of
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class KeyedMemoryService:
         self._recorder = recorder
         self._repository = recorder.repository
         self._memories = memories
+        self._slots = SlotHolders(recorder)
 
     async def get(self, owner: Owner, address: StoreKey) -> MemoryRead:
         return MemoryRead.model_validate(await self._load(owner, address))
@@ -64,9 +66,14 @@ class KeyedMemoryService:
     ) -> KeyedMemoryWritten:
         """Add or replace the key's memory, serialised per key. `if_match` writes only over
         that state (`*`: only if the key holds a memory); `if_none_match="*"` only adds.
-        `ahead` holds the text's vector made before the transaction (`put_texts`)."""
+        `ahead` holds the text's vector made before the transaction (`put_texts`). A put
+        that makes a procedural memory live in a slot (a new key, or one superseded
+        meanwhile) supersedes the slot's memory (`SlotHolders.take`)."""
         self._recorder.authorize(owner)
         await self._recorder.hold_writes(owner)
+        if slot_of(address.kind, address.category) is not None:
+            # Before the key's row lock, as every write to a slot takes them.
+            await self._slots.hold(owner)
         await self._repository.lock_store_key(owner, address.kind, address.category, address.key)
         existing = await self._repository.find_by_store_key(
             owner, address.kind, address.category, address.key, for_update=True
@@ -149,6 +156,7 @@ class KeyedMemoryService:
         await self._repository.add_events(
             [self._recorder.event(memory, "add", old_text=None, new_text=memory.text)]
         )
+        await self._slots.take(owner, memory)
         if vector is None:
             self._recorder.schedule_backfill([memory.id])
         self._recorder.count_added([memory])

@@ -44,9 +44,15 @@ from service.memories.schemas import (
     ProcedureSlotRead,
     ProceduresUpdate,
 )
+from service.memories.slots import (
+    PROCEDURE_SLOTS,
+    SlotHolders,
+    shown_in_slots,
+    slot_filled_by,
+    slot_of,
+)
 from service.memories.vector_columns import VECTOR_VALUES
 
-PROCEDURE_SLOTS = ("style", "workflow", "safety", "task_policies")
 # A dry run names this many of the memories it would delete (newest first).
 DRY_RUN_SAMPLE = 20
 
@@ -84,6 +90,7 @@ class MemoryService:
     def __init__(self, recorder: MemoryRecorder) -> None:
         self._recorder = recorder
         self._repository = recorder.repository
+        self._slots = SlotHolders(recorder)
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -100,7 +107,10 @@ class MemoryService:
         their texts' vectors made before the transaction (`created_texts`).
 
         A user's memories never include an item with `scope: org`: organization memory has
-        its own owner (and route), so such a write is refused whoever sends it.
+        its own owner (and route), so such a write is refused whoever sends it. A new
+        procedural memory of a slot supersedes the slot's memory (`SlotHolders.take`), in
+        the items' order: of two items of one slot, the later holds it. Each memory is
+        answered as the write leaves it.
         """
         if owner.user_id is not None:
             _refuse_org_items(items, locate)
@@ -108,7 +118,10 @@ class MemoryService:
         self._recorder.validate_new(owned, locate)
         await self._recorder.hold_writes(owner)
         await self._recorder.check_sources(owned, locate)
-        await self._recorder.provision([entry.owner for entry in owned])
+        if any(slot_of(item.kind, item.category) for item in items):
+            await self._slots.hold(owner)
+        else:
+            await self._recorder.provision([owner])
 
         vectors = await vectors_for(self._recorder.embedder, created_texts(items), ahead)
 
@@ -119,25 +132,31 @@ class MemoryService:
             )
             for index, entry in enumerate(owned)
         ]
-        results: list[MemoryWritten] = []
-        events = []
-        inserted: list[Memory] = []
-        for memory, duplicate in await self._recorder.insert_all_unless_duplicate(
-            rows, postings=False
-        ):
-            if duplicate:
-                results.append(written(memory, duplicate=True))
-                continue
-            events.append(self._recorder.event(memory, "add", old_text=None, new_text=memory.text))
-            inserted.append(memory)
-            results.append(written(memory, duplicate=False))
+        stored = await self._recorder.insert_all_unless_duplicate(rows, postings=False)
+        inserted = [memory for memory, duplicate in stored if not duplicate]
         # The batch's postings in one statement, in its transaction (see `MemoryRepository`).
         await self._repository.write_postings([memory.id for memory in inserted])
-        await self._repository.add_events(events)
+        await self._repository.add_events(
+            [
+                self._recorder.event(memory, "add", old_text=None, new_text=memory.text)
+                for memory in inserted
+            ]
+        )
+        # The last new memory of each slot holds it: the slot's others, the batch's earlier
+        # items among them, are superseded by it.
+        holders = {slot_filled_by(memory): memory for memory in inserted}
+        holders.pop(None, None)
+        superseded: dict[uuid.UUID, Memory] = {}
+        for holder in holders.values():
+            superseded.update((m.id, m) for m in await self._slots.take(owner, holder))
         if vectors is None:
             self._recorder.schedule_backfill([memory.id for memory in inserted])
         self._recorder.count_added(inserted)
-        return results
+        # An item a later one superseded is answered as it is now.
+        return [
+            written(superseded.get(memory.id, memory), duplicate=duplicate)
+            for memory, duplicate in stored
+        ]
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -183,9 +202,15 @@ class MemoryService:
     ) -> MemoryRead:
         """Change a memory under its row lock; with `if_match`, only if it is still in that
         state (so of two writers holding the same tag, the second gets 412). `ahead` holds
-        the new text's vector made before the transaction (`changed_texts`)."""
+        the new text's vector made before the transaction (`changed_texts`). A procedural
+        memory the change makes live in a slot (restored, or moved there) supersedes the
+        slot's memory (`SlotHolders.take`)."""
         self._recorder.authorize(owner)
         await self._recorder.hold_writes(owner)
+        if _may_fill_a_slot(change) and (await self._load(owner, memory_id)).kind == "procedural":
+            # The slot lock before the row lock, as every write to a slot takes them (a kind
+            # never changes, so the memory read without its lock tells it).
+            await self._slots.hold(owner)
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
         values = _validated_changes(change)
@@ -231,6 +256,7 @@ class MemoryService:
         """Store the change with the lifecycle's timestamps and its history event; a memory
         whose text was given and that has no vector is queued for the embedding backfill."""
         old_text = memory.text
+        filled = slot_filled_by(memory)
         takes = _live_text_taken(memory, values)
         lifecycle = values.get("lifecycle", memory.lifecycle)
         supersedes = lifecycle == "superseded" and memory.lifecycle != "superseded"
@@ -266,6 +292,9 @@ class MemoryService:
         )
         if "text" in values and self._recorder.lacks_live_vector(updated):
             self._recorder.schedule_backfill([updated.id])
+        slot = slot_filled_by(updated)
+        if slot is not None and slot != filled:
+            await self._slots.take(owner, updated)
         return MemoryRead.model_validate(updated)
 
     async def delete(
@@ -386,52 +415,29 @@ class MemoryService:
         for slot, value in requested.items():
             refuse_secrets(value, ["body", slot])
         await self._recorder.hold_writes(owner)
-        await self._recorder.provision([owner])
-        await self._repository.lock_procedures(owner)
-        # Their rows locked too: a slot's memory may also be changed by id (a PATCH).
-        live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS, for_update=True)
+        await self._slots.hold(owner)
+        live = await self._slots.live(owner)
         require_match(
             if_match,
             procedures_etag(_procedures([ProcedureRow.of(memory) for memory in live])),
             detail="The procedures changed since you read them; read them again and retry.",
         )
-        current = {m.category: m for m in live}
+        shown = shown_in_slots(live)
         for slot, value in requested.items():
             text_value = procedure_text(value)
-            previous = current.get(slot)
-            if previous is not None and previous.text == text_value:
-                continue
-            replacement: Memory | None = None
-            superseded: Memory | None = None
-            if previous is not None:
+            previous = [m for m in live if m.category == slot]
+            kept = shown.get(slot)
+            if kept is None or kept.text != text_value:
+                kept = None
                 # Supersede first: the unique index allows one live memory per text.
-                superseded = await self._repository.update(
-                    previous, {"lifecycle": "superseded", "invalid_at": datetime.now(UTC)}
-                )
-            if text_value:
-                replacement = await self._create_procedure(owner, slot, text_value, ahead)
-            if superseded is not None:
-                if replacement is not None:
-                    # Part of the supersession above, which timed it.
-                    superseded = await self._repository.update_by_id(
-                        superseded.id, {"superseded_by": replacement.id}
-                    )
-                await self._repository.add_events(
-                    [
-                        self._recorder.event(
-                            superseded,
-                            "supersede",
-                            old_text=superseded.text,
-                            new_text=text_value or None,
-                            changes={
-                                "slot": slot,
-                                "superseded_by": str(replacement.id) if replacement else None,
-                            },
-                        )
-                    ]
-                )
+                await self._slots.retire(previous)
+                if text_value:
+                    kept = await self._create_procedure(owner, slot, text_value, ahead)
+            await self._slots.supersede(
+                [m for m in previous if m is not kept], slot, by=kept, new_text=text_value or None
+            )
         # Read through the session, which writes whatever it still holds first.
-        live = await self._repository.live_procedures(owner, slots=PROCEDURE_SLOTS)
+        live = await self._slots.live(owner)
         return _procedures([ProcedureRow.of(memory) for memory in live])
 
     async def _create_procedure(
@@ -455,6 +461,13 @@ class MemoryService:
                 self._recorder.schedule_backfill([memory.id])
             self._recorder.count_added([memory])
         return memory
+
+
+def _may_fill_a_slot(change: MemoryUpdate) -> bool:
+    """Whether the change may make a procedural memory live in a slot it was not live in: it
+    restores one (a lifecycle other than superseded) or names a slot as its category."""
+    restores = change.lifecycle is not None and change.lifecycle != "superseded"
+    return restores or change.category in PROCEDURE_SLOTS
 
 
 def _refuse_org_items(items: list[MemoryCreate], locate: ItemLocator) -> None:
@@ -548,10 +561,9 @@ def _validated_changes(change: MemoryUpdate) -> dict[str, Any]:
 
 
 def _procedures(rows: Sequence[ProcedureRow]) -> Procedures:
-    slots: dict[str, ProcedureSlotRead] = {}
-    for row in rows:
-        if row.category in PROCEDURE_SLOTS:
-            slots[row.category] = ProcedureSlotRead(
-                text=row.text, memory_id=row.id, updated_at=row.updated_at
-            )
-    return Procedures.model_validate(slots)
+    return Procedures.model_validate(
+        {
+            slot: ProcedureSlotRead(text=row.text, memory_id=row.id, updated_at=row.updated_at)
+            for slot, row in shown_in_slots(rows).items()
+        }
+    )

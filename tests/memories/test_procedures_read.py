@@ -15,7 +15,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.db import tenant_transaction, transaction_driver
 from service.memories.repository import MemoryRepository, ProcedureRow
-from service.memories.service import PROCEDURE_SLOTS
+from service.memories.slots import PROCEDURE_SLOTS
 from tests.conftest import bearer
 from tests.fixtures.factories import remember_all
 from tests.plans import plan_nodes
