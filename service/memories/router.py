@@ -479,8 +479,10 @@ async def set_procedures(
     if_match: IfMatch = None,
 ) -> Procedures:
     """Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
-    if the slots still have that ETag (else 412 and nothing changes)."""
+    A replaced instruction is superseded, with history, not deleted. A slot holds one live
+    memory: any write that makes a procedural memory of its category live (a keyed put, a
+    POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
+    still have that ETag (else 412 and nothing changes)."""
     return _set_procedures_tagged(
         response, await memories.set_procedures(owner, body, if_match=if_match, ahead=ahead)
     )

@@ -286,8 +286,10 @@ export const getProcedures = <ThrowOnError extends boolean = false>(options: Opt
  * Set the user's procedural instructions
  *
  * Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
- * A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
- * if the slots still have that ETag (else 412 and nothing changes).
+ * A replaced instruction is superseded, with history, not deleted. A slot holds one live
+ * memory: any write that makes a procedural memory of its category live (a keyed put, a
+ * POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
+ * still have that ETag (else 412 and nothing changes).
  */
 export const setProcedures = <ThrowOnError extends boolean = false>(options: Options<SetProceduresData, ThrowOnError>) => (options.client ?? client).put<SetProceduresResponses, SetProceduresErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -330,7 +332,8 @@ export const getKeyedMemory = <ThrowOnError extends boolean = false>(options: Op
  * confidence, event time and expiry (200, recorded in its history, re-embedded when the text
  * changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
  * The memory a put answers with is live: one superseded since (by a procedure slot written
- * over it, say) is confirmed again. Two keys may hold the same text. Refuses
+ * over it, say) is confirmed again. A procedural memory of a slot's category that a put makes
+ * live supersedes the slot's other memory. Two keys may hold the same text. Refuses
  * secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
  * that state (`*`: only if the key holds a memory); else 412 and nothing changes.
  */

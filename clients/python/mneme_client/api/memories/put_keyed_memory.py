@@ -147,7 +147,8 @@ def sync_detailed(
     confidence, event time and expiry (200, recorded in its history, re-embedded when the text
     changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
     The memory a put answers with is live: one superseded since (by a procedure slot written
-    over it, say) is confirmed again. Two keys may hold the same text. Refuses
+    over it, say) is confirmed again. A procedural memory of a slot's category that a put makes
+    live supersedes the slot's other memory. Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
@@ -208,7 +209,8 @@ def sync(
     confidence, event time and expiry (200, recorded in its history, re-embedded when the text
     changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
     The memory a put answers with is live: one superseded since (by a procedure slot written
-    over it, say) is confirmed again. Two keys may hold the same text. Refuses
+    over it, say) is confirmed again. A procedural memory of a slot's category that a put makes
+    live supersedes the slot's other memory. Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
@@ -264,7 +266,8 @@ async def asyncio_detailed(
     confidence, event time and expiry (200, recorded in its history, re-embedded when the text
     changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
     The memory a put answers with is live: one superseded since (by a procedure slot written
-    over it, say) is confirmed again. Two keys may hold the same text. Refuses
+    over it, say) is confirmed again. A procedural memory of a slot's category that a put makes
+    live supersedes the slot's other memory. Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 
@@ -323,7 +326,8 @@ async def asyncio(
     confidence, event time and expiry (200, recorded in its history, re-embedded when the text
     changed); a put of what the key's memory already holds writes nothing and keeps its ETag.
     The memory a put answers with is live: one superseded since (by a procedure slot written
-    over it, say) is confirmed again. Two keys may hold the same text. Refuses
+    over it, say) is confirmed again. A procedural memory of a slot's category that a put makes
+    live supersedes the slot's other memory. Two keys may hold the same text. Refuses
     secrets and PII-like text (422 `SECRET_REFUSED`). `If-Match` with the ETag replaces only
     that state (`*`: only if the key holds a memory); else 412 and nothing changes.
 

@@ -120,8 +120,10 @@ def sync_detailed(
     """Set the user's procedural instructions
 
      Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
-    if the slots still have that ETag (else 412 and nothing changes).
+    A replaced instruction is superseded, with history, not deleted. A slot holds one live
+    memory: any write that makes a procedural memory of its category live (a keyed put, a
+    POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
+    still have that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -162,8 +164,10 @@ def sync(
     """Set the user's procedural instructions
 
      Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
-    if the slots still have that ETag (else 412 and nothing changes).
+    A replaced instruction is superseded, with history, not deleted. A slot holds one live
+    memory: any write that makes a procedural memory of its category live (a keyed put, a
+    POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
+    still have that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -199,8 +203,10 @@ async def asyncio_detailed(
     """Set the user's procedural instructions
 
      Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
-    if the slots still have that ETag (else 412 and nothing changes).
+    A replaced instruction is superseded, with history, not deleted. A slot holds one live
+    memory: any write that makes a procedural memory of its category live (a keyed put, a
+    POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
+    still have that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -239,8 +245,10 @@ async def asyncio(
     """Set the user's procedural instructions
 
      Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
-    A replaced instruction is superseded, with history, not deleted. With `If-Match`, only
-    if the slots still have that ETag (else 412 and nothing changes).
+    A replaced instruction is superseded, with history, not deleted. A slot holds one live
+    memory: any write that makes a procedural memory of its category live (a keyed put, a
+    POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
+    still have that ETag (else 412 and nothing changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
