@@ -158,25 +158,71 @@ ENSURE_USER_SQL = text(
 """Provision a user a service writes for before the user ever signed in."""
 
 
+def tenant_writes_lock_key(tenant_id: str) -> str:
+    """The tenant's write lock: what `user_writes_lock_key` is to a user, to the whole tenant.
+    Every write to the tenant's data holds it shared, before any other lock it takes (a write
+    to a user's data in the same statement as the user's lock, `USER_WRITES_SQL`, so it costs
+    no round trip), until its commit; a purge of the tenant holds it alone. The purge waits
+    for the writes in flight, and those that come meanwhile wait for it, then find the tenant
+    as the purge left it: gone, and made anew by a write that adds something, as by the
+    tenant's first write. Without it a write met the purge half-way: a deadlock, a row
+    inserted under a tenant or user row the purge had deleted, a job queued after the purge
+    dropped the tenant's jobs."""
+    return f"tenant_writes:{tenant_id}"
+
+
 def user_writes_lock_key(tenant_id: str, user_id: str) -> str:
     """The user's write lock. Every write to the user's data holds it shared, taken before its
     first statement that locks, changes or checks-to-write a row of the user (so before any
-    other lock it holds) and kept until its commit; a purge or an import of the user holds it
-    alone. Writes go on side by side, and a purge waits for those in flight while those that
-    come meanwhile wait for it: each lands wholly before the purge or wholly after, where it
-    finds the user as the purge left it. Without it they met half-way: a deadlock, a user
-    row deleted after a write ensured it, a row gone under a write's lock."""
+    other lock it holds but the tenant's, `tenant_writes_lock_key`, taken just before it) and
+    kept until its commit; a purge or an import of the user holds it alone. Writes go on side
+    by side, and a purge waits for those in flight while those that come meanwhile wait for
+    it: each lands wholly before the purge or wholly after, where it finds the user as the
+    purge left it. Without it they met half-way: a deadlock, a user row deleted after a write
+    ensured it, a row gone under a write's lock."""
     return f"user_writes:{tenant_id}:{user_id}"
+
+
+USER_WRITES_SQL = text(
+    "SELECT pg_advisory_xact_lock_shared(hashtextextended(:tenant_key, 0)),"
+    " pg_advisory_xact_lock_shared(hashtextextended(:user_key, 0))"
+)
+"""Hold the tenant's write lock, then the user's, each as one of their writers (shared), in
+one statement (no round trip more than the user's alone). A select list is computed left to
+right: every transaction takes the two in the same order, the tenant's first, so none waits
+for the tenant's while holding a user's that another waits for (a purge of the user, itself
+holding the tenant's that a purge of the tenant waits for: a circle)."""
+
+USER_WRITES_ALONE_SQL = text(
+    "SELECT pg_advisory_xact_lock_shared(hashtextextended(:tenant_key, 0)),"
+    " pg_advisory_xact_lock(hashtextextended(:user_key, 0))"
+)
+"""`USER_WRITES_SQL` for a purge or an import of the user: the tenant's write lock as one of
+its writers (a purge of the tenant waits for it), the user's alone."""
+
+
+def user_lock_keys(tenant_id: str, user_id: str) -> dict[str, str]:
+    """The parameters of `USER_WRITES_SQL` and `USER_WRITES_ALONE_SQL`."""
+    return {
+        "tenant_key": tenant_writes_lock_key(tenant_id),
+        "user_key": user_writes_lock_key(tenant_id, user_id),
+    }
 
 
 class AccountRepository(TenantRowRepository[UserAccount, str]):
     model = UserAccount
 
     async def hold_user_writes(self, user_id: str) -> None:
-        """Hold the user's write lock as one of its writers (shared, `user_writes_lock_key`)
-        until the transaction ends. Taken again in the same transaction, it waits for
-        nothing."""
-        await self.hold_lock(user_writes_lock_key(self._tenant_id, user_id), shared=True)
+        """Hold the tenant's and the user's write locks as one of their writers (shared,
+        `USER_WRITES_SQL`) until the transaction ends. Taken again in the same transaction,
+        they wait for nothing."""
+        await self._session.execute(USER_WRITES_SQL, user_lock_keys(self._tenant_id, user_id))
+
+    async def hold_tenant_writes(self) -> None:
+        """Hold the tenant's write lock as one of its writers (shared, `tenant_writes_lock_key`)
+        until the transaction ends: the first lock of a write to the tenant's data that is no
+        user's (the organization's memories and profile, API keys, the retention policy)."""
+        await self.hold_lock(tenant_writes_lock_key(self._tenant_id), shared=True)
 
     async def ensure_tenant(self) -> None:
         await self._session.execute(ENSURE_TENANT_SQL, {"tenant_id": self._tenant_id})

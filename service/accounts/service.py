@@ -99,9 +99,16 @@ class AccountService:
         await self._repository.ensure_user(user_id)
 
     async def hold_user_writes(self, user_id: str) -> None:
-        """Hold the user's write lock as one of its writers until the transaction ends: the
-        first thing every write to the user's data does (`user_writes_lock_key`)."""
+        """Hold the tenant's and the user's write locks as one of their writers until the
+        transaction ends: the first thing every write to the user's data does
+        (`user_writes_lock_key`)."""
         await self._repository.hold_user_writes(user_id)
+
+    async def hold_tenant_writes(self) -> None:
+        """Hold the tenant's write lock as one of its writers until the transaction ends: the
+        first thing every write to the tenant's data that is no user's does
+        (`tenant_writes_lock_key`)."""
+        await self._repository.hold_tenant_writes()
 
 
 def _claims(user: UserAccount) -> AccountClaims:

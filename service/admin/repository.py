@@ -15,7 +15,11 @@ from sqlalchemy import ARRAY, Text, bindparam, text
 from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.accounts.repository import user_writes_lock_key
+from service.accounts.repository import (
+    USER_WRITES_ALONE_SQL,
+    tenant_writes_lock_key,
+    user_lock_keys,
+)
 from service.admin.plan import (
     AUDIT_TABLE,
     IDEMPOTENCY_TABLE,
@@ -277,6 +281,14 @@ AUDIT_PAGE_SQL = text(
 action (exactly, or every action under a prefix ending in `.`), target and time."""
 
 
+RETENTION_WRITES_SQL = text(
+    "SELECT pg_advisory_xact_lock_shared(hashtextextended(:tenant_key, 0)),"
+    " pg_advisory_xact_lock(hashtextextended(:retention_key, 0))"
+)
+"""Hold the tenant's write lock as one of its writers, then the retention policy's alone, in
+one statement (left to right, the tenant's first, as every write takes it:
+`accounts.repository.USER_WRITES_SQL`)."""
+
 READ_RETENTION_SQL = text(
     "SELECT episodic_days, messages_days, summaries_days FROM retention_policy "
     "WHERE tenant_id = :tenant_id"
@@ -427,10 +439,17 @@ class AdminRepository(TenantRepository):
 
     async def lock_user_writes(self, user_id: str) -> None:
         """Hold the user's write lock alone (`user_writes_lock_key`) until the transaction
-        ends: every write to the user's data in flight (a request's, a write-path pass's)
-        commits first, and those that come meanwhile wait, then find the user as this
-        transaction leaves it."""
-        await self.hold_lock(user_writes_lock_key(self._tenant_id, user_id))
+        ends, after the tenant's as one of its writers (`USER_WRITES_ALONE_SQL`): every write
+        to the user's data in flight (a request's, a write-path pass's) commits first, and
+        those that come meanwhile wait, then find the user as this transaction leaves it."""
+        await self._session.execute(USER_WRITES_ALONE_SQL, user_lock_keys(self._tenant_id, user_id))
+
+    async def lock_tenant_writes(self) -> None:
+        """Hold the tenant's write lock alone (`tenant_writes_lock_key`) until the transaction
+        ends: every write to the tenant's data in flight (to any user's, to the
+        organization's, a purge or an import of a user) commits first, and those that come
+        meanwhile wait, then find the tenant as this transaction leaves it."""
+        await self.hold_lock(tenant_writes_lock_key(self._tenant_id))
 
     async def lock_user_threads(self, user_id: str) -> None:
         """Hold the user's threads for their deletion before anything of the user is read. An
@@ -656,8 +675,15 @@ class AdminRepository(TenantRepository):
     async def lock_retention(self) -> None:
         """Hold the tenant's retention policy until the transaction ends, so that of two
         conditional writers (`If-Match`) only the first sees the state it names, even before
-        the policy's row exists."""
-        await self.hold_lock(f"retention:{self._tenant_id}")
+        the policy's row exists; after the tenant's write lock, as one of its writers
+        (`RETENTION_WRITES_SQL`)."""
+        await self._session.execute(
+            RETENTION_WRITES_SQL,
+            {
+                "tenant_key": tenant_writes_lock_key(self._tenant_id),
+                "retention_key": f"retention:{self._tenant_id}",
+            },
+        )
 
     async def set_retention(self, values: Mapping[str, int | None]) -> None:
         await self._session.execute(SET_RETENTION_SQL, {"tenant_id": self._tenant_id, **values})

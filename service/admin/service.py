@@ -214,8 +214,8 @@ class AdminService:
     ) -> Tagged[RetentionPolicy]:
         """Replace the tenant's retention policy; the next sweep applies it. With `if_match`,
         only if the policy still has that tag (412 `PRECONDITION_FAILED` otherwise)."""
-        await AccountRepository(self._repository.session, self._tenant_id).ensure_tenant()
         await self._repository.lock_retention()
+        await AccountRepository(self._repository.session, self._tenant_id).ensure_tenant()
         before = await self._repository.retention()
         require_match(
             if_match,
@@ -238,8 +238,8 @@ class AdminService:
         and the transaction — so the whole import — rolls back.
         The user must hold nothing yet (409 `USER_NOT_EMPTY`)."""
         repository = self._repository
-        await AccountRepository(repository.session, self._tenant_id).ensure_tenant()
         await repository.lock_user_writes(user_id)
+        await AccountRepository(repository.session, self._tenant_id).ensure_tenant()
         plan = await repository.plan()
         scope = await repository.user_scope(plan, user_id)
         held = await _count_user_rows(repository, plan, scope)
@@ -373,6 +373,10 @@ class UserLifecycle:
         tell = on_progress or (lambda _table, _count: None)
         async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
             repository = AdminRepository(session, self._tenant_id)
+            # Taken first: every write to the tenant in flight commits before we read anything
+            # (its rows, its queued jobs are then deleted and counted here), and those that
+            # come later wait for the commit, then find the tenant gone.
+            await repository.lock_tenant_writes()
             tables = {t.name: t for t in await repository.catalogue()}
             deleted = {JOBS_TABLE: await repository.delete_tenant_jobs()}
             for name in children_first(tables):

@@ -52,6 +52,7 @@ class ApiKeyService:
                 "expires_at must be in the future.",
                 errors=[{"loc": ["body", "expires_at"], "msg": "in the past", "type": "value"}],
             )
+        await self._accounts.hold_tenant_writes()
         # A service admin may be the tenant's first caller: the key needs its tenant row.
         await self._accounts.ensure_tenant()
         key_id = uuid.uuid4()
@@ -92,6 +93,7 @@ class ApiKeyService:
     async def revoke(self, key_id: uuid.UUID, *, if_match: str | None = None) -> ApiKeyRead:
         """Revoke under the key's row lock; with `if_match`, only if the key is still in that
         state. Revoking twice is harmless: the revoked key comes back."""
+        await self._accounts.hold_tenant_writes()
         existing = ApiKeyRead.model_validate(await self._load(key_id, for_update=True))
         require_match(
             if_match,

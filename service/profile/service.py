@@ -202,6 +202,7 @@ class ProfileService:
         """Apply a JSON Patch, all or nothing, under the profile's row lock."""
         authorize_write(self._principal, owner)
         if owner.user_id is None:
+            await self._accounts.hold_tenant_writes()
             await self._accounts.ensure_tenant()
         else:
             await self._accounts.hold_user_writes(owner.user_id)
@@ -227,7 +228,9 @@ class ProfileService:
     ) -> Tagged[ProfilePatchResult]:
         """Remove one stored key (the Memory page's delete)."""
         authorize_write(self._principal, owner)
-        if owner.user_id is not None:
+        if owner.user_id is None:
+            await self._accounts.hold_tenant_writes()
+        else:
             await self._accounts.hold_user_writes(owner.user_id)
         profile = await self._repository.get(owner, for_update=True)
         overlay = await self._overlay(owner)

@@ -1,0 +1,262 @@
+"""A purge of the whole tenant racing writes to its data. Every write to the tenant's data holds
+the tenant's write lock (shared; a write to a user's data in the same statement as the user's
+lock) from before its first statement on the tenant's rows to its commit, and the tenant's
+purge holds it alone: the two happen one after the other. A write in flight commits before the
+purge reads anything, so what it wrote is purged (and counted); a write that comes meanwhile
+waits, then finds the tenant as the purge left it: one that adds something makes the tenant
+anew, as the tenant's first write does; one about something the purge removed is a 404.
+Neither side answers a 5xx, and the purge's report is true (what it deleted, and nothing left
+of what was there before it)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from httpx import AsyncClient, Response
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.admin.repository import AdminRepository
+from service.auth.owner import Owner
+from service.auth.principal import Principal
+from service.config import Settings
+from service.db import create_sessionmaker, tenant_transaction
+from service.extraction.hooks import WritePathScheduler
+from service.memories.dependencies import memory_service
+from service.memories.schemas import MemoryCreate, MemoryUpdate
+from service.services import Services, unit_of_work
+from service.state import AppState
+from service.threads.dependencies import thread_service
+from service.threads.schemas import MessageIn
+from tests.admin.conftest import JSON_PATCH, seed_user
+from tests.admin.test_purge import RLS_TABLES_SQL
+from tests.admin.test_purge_write_race import AFTER_A_PURGE, COUNTED, WRITES
+from tests.conftest import bearer
+from tests.fixtures.factories import remember_all
+from tests.fixtures.locks import waiting_locks
+
+TENANT_JOBS_SQL = (
+    "SELECT count(*) FROM pgqueuer WHERE convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :t"
+)
+
+
+async def tenant_rows(owner_engine: AsyncEngine, tenant_id: str) -> dict[str, int]:
+    """The tenant's rows in every table under row-level security, and its jobs in the queue
+    (queued or running), counted as the owner: what a tenant purge must leave at zero."""
+    counts: dict[str, int] = {}
+    async with owner_engine.connect() as connection:
+        for table in (await connection.execute(text(RLS_TABLES_SQL))).scalars():
+            column = "id" if table == "tenant" else "tenant_id"
+            left = await connection.execute(
+                text(f"SELECT count(*) FROM {table} WHERE {column} = :t"),
+                {"t": tenant_id},
+            )
+            counts[table] = int(left.scalar_one())
+        jobs = await connection.execute(text(TENANT_JOBS_SQL), {"t": tenant_id})
+        counts["pgqueuer"] = int(jobs.scalar_one())
+    return counts
+
+
+def purge_tenant(client: AsyncClient, settings: Settings, tenant: str) -> asyncio.Task[Response]:
+    admin = bearer(settings, tenant, "root", admin=True)
+    return asyncio.create_task(
+        client.delete("/v1/admin/tenant", headers=admin, params={"confirm": tenant})
+    )
+
+
+def message(content: str) -> MessageIn:
+    return MessageIn(role="user", content=content)
+
+
+def storing_turns(state: AppState) -> AppState:
+    """The app's state with the write path on and no model: an append queues turn storage in
+    its own transaction."""
+    settings = state.settings.model_copy(update={"extraction_enabled": True, "jobs_enabled": True})
+    scheduler = WritePathScheduler(settings, None)
+    return replace(state, threads=replace(state.threads, listeners=(scheduler,)))
+
+
+async def test_a_job_an_append_in_flight_queued_goes_with_the_tenant(
+    app: FastAPI,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """The append commits its messages and the job it queued before the purge reads the queue,
+    so the purge drops that job too: none is left naming the purged tenant."""
+    seeded = await seed_user(client, settings, owner_engine, tenant, "ada")
+    backend = Principal(tenant_id=tenant, subject="backend", kind="service", credential="jwt")
+    async with unit_of_work(storing_turns(app.state.mneme), backend) as services:
+        thread = services.get(thread_service)
+        await thread.append("ada", uuid.UUID(seeded.thread_ids[0]), [message("In flight.")])
+        purge = purge_tenant(client, settings, tenant)
+        assert await waiting_locks(owner_engine, 1) == 1
+        assert not purge.done()
+    purged = await purge
+    assert purged.status_code == 200, purged.text
+    report = purged.json()
+    assert report["verified"] is True, report["remaining"]
+    assert report["deleted"]["pgqueuer"] == 1
+    assert report["deleted"]["message"] == 5
+    assert set((await tenant_rows(owner_engine, tenant)).values()) == {0}
+
+
+InFlight = Callable[[Services], Awaitable[Any]]
+
+
+async def remember_for_ada(services: Services) -> None:
+    await services.get(memory_service).create(
+        Owner.user("ada"), [MemoryCreate(text=f"Fact {uuid.uuid4()}.")]
+    )
+
+
+async def append_for_ada(services: Services) -> None:
+    [thread_id] = (
+        await services.session.execute(
+            text("SELECT id FROM thread WHERE user_id = 'ada' ORDER BY id LIMIT 1")
+        )
+    ).scalars()
+    await services.get(thread_service).append("ada", thread_id, [message("In flight.")])
+
+
+async def remember_for_the_org(services: Services) -> None:
+    await services.get(memory_service).create(
+        Owner.org(), [MemoryCreate(text="A new org fact.", scope="org")]
+    )
+
+
+async def change_the_orgs_first_memory(services: Services) -> None:
+    [memory_id] = (
+        await services.session.execute(
+            text("SELECT id FROM memory WHERE scope = 'org' ORDER BY created_at LIMIT 1")
+        )
+    ).scalars()
+    await services.get(memory_service).update(
+        Owner.org(), memory_id, MemoryUpdate(text="The org fact, changed.")
+    )
+
+
+# A write in flight, in two steps: the first before the purge starts, the second once it waits.
+# Each second step needs a row the purge deletes if it does not wait for the first (a thread, a
+# memory, the tenant's row), while the purge waits for a row the first holds: without the
+# tenant's write lock the two waited for each other, and the database rolled one back (a 503
+# `DATABASE_CONFLICT`, or the write's failure).
+IN_FLIGHT: dict[str, tuple[InFlight, InFlight]] = {
+    "user": (remember_for_ada, append_for_ada),
+    "org": (remember_for_the_org, change_the_orgs_first_memory),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(IN_FLIGHT))
+async def test_a_tenant_purge_waits_for_a_write_in_flight_then_purges_what_it_wrote(
+    app: FastAPI,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    kind: str,
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True, service=True)
+    await remember_all(client, admin, {"text": "A seeded org fact.", "scope": "org"}, org=True)
+    first, second = IN_FLIGHT[kind]
+    root = Principal(
+        tenant_id=tenant,
+        subject="root",
+        kind="service",
+        credential="jwt",
+        roles=frozenset({"admin"}),
+        is_admin=True,
+    )
+    async with unit_of_work(app.state.mneme, root) as services:
+        await first(services)
+        purge = purge_tenant(client, settings, tenant)
+        assert await waiting_locks(owner_engine, 1) == 1
+        await second(services)
+        assert not purge.done(), (await purge).text
+    purged = await purge
+    assert purged.status_code == 200, purged.text
+    assert purged.json()["verified"] is True
+    assert set((await tenant_rows(owner_engine, tenant)).values()) == {0}
+
+
+def _api_key(
+    client: AsyncClient, h: dict[str, str], user: str, thread: str, i: int
+) -> Coroutine[Any, Any, Response]:
+    return client.post("/v1/admin/api-keys", headers=h, json={"name": f"key {i}"})
+
+
+# Writes to the tenant's data that are no user's, by an admin; and a purge of a user.
+TENANT_WRITES: dict[str, Callable[..., Coroutine[Any, Any, Response]]] = {
+    "org_memory": lambda c, h, user, thread, i: c.post(
+        "/v1/org/memories", headers=h, json={"text": f"org fact {i}.", "scope": "org"}
+    ),
+    "org_profile": lambda c, h, user, thread, i: c.patch(
+        "/v1/org/profile",
+        headers={**h, **JSON_PATCH},
+        json=[{"op": "add", "path": f"/k{i}", "value": i}],
+    ),
+    "api_key": _api_key,
+    "retention": lambda c, h, user, thread, i: c.put(
+        "/v1/admin/retention", headers=h, json={"episodic_days": 30}
+    ),
+    "user_purge": lambda c, h, user, thread, i: c.delete(f"/v1/admin/users/{user}", headers=h),
+}
+
+# What each finds once a purge of its tenant committed before it, and the rows it leaves: a
+# write that adds something makes the tenant anew (its row, and the user's for a user's write).
+AFTER_A_TENANT_PURGE: dict[str, tuple[int, dict[str, int]]] = {
+    **{
+        kind: (status, {**rows, "tenant": 1} if rows else {})
+        for kind, (status, rows) in AFTER_A_PURGE.items()
+    },
+    "org_memory": (201, {"tenant": 1, "memory": 1}),
+    "org_profile": (200, {"tenant": 1, "profile": 1}),
+    "api_key": (201, {"tenant": 1, "api_key": 1}),
+    "retention": (200, {"tenant": 1, "retention_policy": 1}),
+    "user_purge": (404, {}),
+}
+
+
+CHECKED = (*COUNTED, "tenant", "api_key", "retention_policy", "idempotency_record", "pgqueuer")
+
+
+@pytest.mark.parametrize("kind", sorted(AFTER_A_TENANT_PURGE))
+async def test_a_write_during_a_tenant_purge_waits_for_it_then_finds_the_tenant_purged(
+    client: AsyncClient,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    kind: str,
+) -> None:
+    seeded = await seed_user(client, settings, owner_engine, tenant, "ada")
+    write = WRITES[kind][0] if kind in WRITES else TENANT_WRITES[kind]
+    admin = bearer(settings, tenant, "root", admin=True, service=True)
+    expected_status, expected_rows = AFTER_A_TENANT_PURGE[kind]
+    sessionmaker = create_sessionmaker(runtime_engine)
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        # Held as a purge of the tenant holds it: the purge below queues behind it, the write
+        # behind both.
+        await AdminRepository(session, tenant).lock_tenant_writes()
+        purge = purge_tenant(client, settings, tenant)
+        assert await waiting_locks(owner_engine, 1) == 1
+        writing = asyncio.create_task(write(client, admin, "ada", seeded.thread_ids[0], 0))
+        waiting = await waiting_locks(owner_engine, 2)
+        assert not writing.done(), (await writing).text
+        assert waiting == 2
+    purged = await purge
+    assert purged.status_code == 200, purged.text
+    written = await writing
+    assert written.status_code == expected_status, written.text
+    left = await tenant_rows(owner_engine, tenant)
+    assert {table: left[table] for table in CHECKED} == {
+        table: expected_rows.get(table, 0) for table in CHECKED
+    }
