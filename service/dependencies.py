@@ -107,12 +107,17 @@ def provided(factory: Callable[[Services], T]) -> Callable[[Services], Coroutine
 
 
 async def get_idempotency_store(services: UnitOfWork) -> IdempotencyStore:
-    principal = services.principal
-    # The record references the tenant row, which a service's first request may not have made.
-    await services.state.ensure_tenant(services.session, principal.tenant_id)
+    principal, session = services.principal, services.session
+
+    async def hold_tenant_writes() -> None:
+        await services.state.hold_tenant_writes(session, principal.tenant_id)
+
     # Keys are per principal; the kind keeps a service and a user sharing a `sub` apart.
     return IdempotencyStore(
-        services.session, principal.tenant_id, f"{principal.kind}:{principal.subject}"
+        session,
+        principal.tenant_id,
+        f"{principal.kind}:{principal.subject}",
+        hold_writes=hold_tenant_writes,
     )
 
 

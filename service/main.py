@@ -16,7 +16,7 @@ from limits.aio.storage import Storage
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from service import db_migrations
-from service.accounts.dependencies import EndUserRecord, ensure_tenant
+from service.accounts.dependencies import EndUserRecord, hold_tenant_writes
 from service.accounts.router import router as accounts_router
 from service.admin.retention import RetentionScheduler, RetentionSweeper
 from service.admin.router import admin_router
@@ -297,7 +297,7 @@ async def _open_state(
         vector_columns=vector_columns,
         background=background,
         chat_model=chat_model,
-        ensure_tenant=ensure_tenant,
+        hold_tenant_writes=hold_tenant_writes,
         threads=build_thread_setup(
             sessionmaker, chat_model, settings, (WritePathScheduler(settings, chat_model),)
         ),

@@ -43,8 +43,9 @@ class TransactionHook(Protocol):
         statement, or None if that was not sent (then it asks for itself)."""
 
 
-TenantRegistrar = Callable[[AsyncSession, str], Awaitable[None]]
-"""Makes sure the tenant's row exists (records that reference it need it)."""
+TenantWriteLock = Callable[[AsyncSession, str], Awaitable[None]]
+"""Holds the tenant's write lock as one of its writers until the session's transaction ends
+(`accounts.repository.tenant_writes_lock_key`)."""
 
 
 @dataclass
@@ -66,7 +67,7 @@ class AppState:
     vector_columns: VectorColumns
     background: BackgroundRunner
     chat_model: ChatModel | None
-    ensure_tenant: TenantRegistrar
+    hold_tenant_writes: TenantWriteLock
     # The summarizer and what an append queues (summaries, the write path): built once.
     threads: ThreadSetup
     transaction_hooks: Sequence[TransactionHook] = field(default_factory=tuple)

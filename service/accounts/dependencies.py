@@ -48,5 +48,5 @@ class EndUserRecord:
         )
 
 
-async def ensure_tenant(session: AsyncSession, tenant_id: str) -> None:
-    await AccountRepository(session, tenant_id).ensure_tenant()
+async def hold_tenant_writes(session: AsyncSession, tenant_id: str) -> None:
+    await AccountRepository(session, tenant_id).hold_tenant_writes()

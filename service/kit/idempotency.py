@@ -53,6 +53,9 @@ _CLAIM_ATTEMPTS: Final = 3
 
 CLAIM_KEY_SQL = text(
     """
+    WITH tenant_row AS (
+        INSERT INTO tenant (id) VALUES (:tenant_id) ON CONFLICT (id) DO NOTHING
+    )
     INSERT INTO idempotency_record (tenant_id, principal, key, method, path, request_hash)
     VALUES (:tenant_id, :principal, :key, :method, :path, :request_hash)
     ON CONFLICT (tenant_id, principal, key) DO NOTHING
@@ -60,7 +63,11 @@ CLAIM_KEY_SQL = text(
     """
 )
 """Claim a key: one row when claimed, none when a committed record holds it. While another
-transaction holds an uncommitted claim on the same key, this waits for it to end."""
+transaction holds an uncommitted claim on the same key, this waits for it to end.
+
+The record references the tenant row, which a service's first request may not have made: it
+is provisioned in the same statement (the record's foreign key is checked once the whole
+statement has run, so it sees the row the CTE inserted)."""
 
 FIND_RECORD_SQL = text(
     """
@@ -200,7 +207,12 @@ class IdempotencyStore:
 
     Build one per request from the request's `Session` and the caller's tenant and subject.
     Never commits: the record must commit or roll back together with the request's effects.
-    The tenant row must exist before the first claim (the record references it).
+
+    A claim is the request's first write, made before the operation takes its own locks, and
+    its record's foreign key holds the tenant row until the commit. `hold_writes` takes, before
+    the claim, what every write to the tenant's data takes first (the tenant's write lock, which
+    a purge of the tenant holds alone): without it a request could hold the tenant row while
+    waiting for that lock, and the purge hold the lock while waiting to delete the row.
     """
 
     def __init__(
@@ -210,11 +222,13 @@ class IdempotencyStore:
         principal_subject: str,
         *,
         ttl: timedelta = DEFAULT_TTL,
+        hold_writes: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._session = session
         self._tenant_id = tenant_id
         self._principal = principal_subject
         self._ttl_seconds = ttl.total_seconds()
+        self._hold_writes = hold_writes
 
     async def begin(
         self, key: str, method: str, path: str, request_body: bytes | Any
@@ -233,6 +247,8 @@ class IdempotencyStore:
         )
         params = {"tenant_id": self._tenant_id, "principal": self._principal, "key": claim.key}
         ttl = {"ttl_seconds": self._ttl_seconds}
+        if self._hold_writes is not None:
+            await self._hold_writes()
         for _ in range(_CLAIM_ATTEMPTS):
             claimed = await self._session.execute(
                 CLAIM_KEY_SQL,

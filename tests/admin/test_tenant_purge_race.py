@@ -27,6 +27,7 @@ from service.auth.owner import Owner
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
+from service.dependencies import get_idempotency_store
 from service.extraction.hooks import WritePathScheduler
 from service.memories.dependencies import memory_service
 from service.memories.schemas import MemoryCreate, MemoryUpdate
@@ -143,6 +144,11 @@ async def change_the_orgs_first_memory(services: Services) -> None:
     )
 
 
+async def claim_a_key(services: Services) -> None:
+    store = await get_idempotency_store(services)
+    await store.begin("in-flight", "POST", "/v1/users/ada/memories", {"text": "Fact."})
+
+
 # A write in flight, in two steps: the first before the purge starts, the second once it waits.
 # Each second step needs a row the purge deletes if it does not wait for the first (a thread, a
 # memory, the tenant's row), while the purge waits for a row the first holds: without the
@@ -151,6 +157,7 @@ async def change_the_orgs_first_memory(services: Services) -> None:
 IN_FLIGHT: dict[str, tuple[InFlight, InFlight]] = {
     "user": (remember_for_ada, append_for_ada),
     "org": (remember_for_the_org, change_the_orgs_first_memory),
+    "keyed": (claim_a_key, remember_for_ada),
 }
 
 
@@ -193,8 +200,14 @@ def _api_key(
     return client.post("/v1/admin/api-keys", headers=h, json={"name": f"key {i}"})
 
 
-# Writes to the tenant's data that are no user's, by an admin; and a purge of a user.
+# Writes to the tenant's data that are no user's, by an admin; a purge of a user; and a user's
+# write with an `Idempotency-Key` (its claim is a write too, before the user's lock).
 TENANT_WRITES: dict[str, Callable[..., Coroutine[Any, Any, Response]]] = {
+    "keyed_memory": lambda c, h, user, thread, i: c.post(
+        f"/v1/users/{user}/memories",
+        headers={**h, "Idempotency-Key": f"k{i}"},
+        json={"text": f"fact {i}."},
+    ),
     "org_memory": lambda c, h, user, thread, i: c.post(
         "/v1/org/memories", headers=h, json={"text": f"org fact {i}.", "scope": "org"}
     ),
@@ -217,6 +230,7 @@ AFTER_A_TENANT_PURGE: dict[str, tuple[int, dict[str, int]]] = {
         kind: (status, {**rows, "tenant": 1} if rows else {})
         for kind, (status, rows) in AFTER_A_PURGE.items()
     },
+    "keyed_memory": (201, {"tenant": 1, "user_account": 1, "memory": 1, "idempotency_record": 1}),
     "org_memory": (201, {"tenant": 1, "memory": 1}),
     "org_profile": (200, {"tenant": 1, "profile": 1}),
     "api_key": (201, {"tenant": 1, "api_key": 1}),
