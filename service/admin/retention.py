@@ -29,6 +29,7 @@ from prometheus_client import Counter
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from service.accounts.repository import AccountRepository
 from service.config import Settings
 from service.db import asyncpg_client_limits, tenant_transaction
 from service.jobs.queue import queries_for
@@ -143,7 +144,8 @@ class RetentionSweeper:
 
     async def sweep_tenant(self, tenant_id: str) -> dict[str, int]:
         """One tenant's sweep: its memories in batches of `MEMORY_BATCH`, a transaction each,
-        then its old summaries and messages in one."""
+        then its old summaries and messages in one; each after the tenant's write lock, as
+        every write to its data, so a purge of the tenant never meets one half-way."""
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
             policy = (await session.execute(READ_POLICY_SQL, {"tenant_id": tenant_id})).first()
         params: dict[str, Any] = {
@@ -156,6 +158,7 @@ class RetentionSweeper:
         for doomed in DOOMED_MEMORIES_SQL:
             while True:
                 async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+                    await AccountRepository(session, tenant_id).hold_tenant_writes()
                     found = await session.execute(doomed, {**params, "batch": MEMORY_BATCH})
                     ids = list(found.scalars())
                     removed = await remove_memories(session, tenant_id, ids)
@@ -164,6 +167,7 @@ class RetentionSweeper:
                 if len(ids) < MEMORY_BATCH:
                     break
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+            await AccountRepository(session, tenant_id).hold_tenant_writes()
             for table, statement in SWEEP_OTHERS_SQL:
                 swept[table] += rowcount(await session.execute(statement, params))
         return swept

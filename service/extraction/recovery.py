@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service.accounts.repository import AccountRepository
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import tenant_transaction
@@ -153,6 +154,9 @@ class WritePathRecovery:
         queued: list[tuple[uuid.UUID, str]] = []
         next_run: datetime | None = None
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+            # A write to the tenant's data (jobs, audit entries): after the tenant's write lock,
+            # so a purge of the tenant never drops its jobs while this queues others.
+            await AccountRepository(session, tenant_id).hold_tenant_writes()
             repository = ExtractionRepository(session, tenant_id)
             for stranded in await repository.stranded(THREAD_SUMMARY_JOB):
                 kind = self._current_kind(stranded.kind)
@@ -198,6 +202,9 @@ class WritePathRecovery:
             for kind in (self._write_kind, THREAD_SUMMARY_JOB if self._summaries else None)
             if kind is not None
         ]
+        # A write to the user's data (jobs on its threads, audit entries about it): after the
+        # user's write lock, as every such write, so a purge never leaves jobs it queued.
+        await AccountRepository(session, tenant_id).hold_user_writes(user_id)
         repository = ExtractionRepository(session, tenant_id)
         threads = await repository.threads_of(user_id, thread_id, limit=RERUN_MAX_THREADS)
         for thread in threads:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service.accounts.repository import AccountRepository
 from service.db import tenant_transaction
 from service.kit.admission import outside_the_gate
 from service.kit.secrets import find_secret_in
@@ -129,6 +130,9 @@ class EmbeddingBackfill:
             return
         vectors = await self.embedder.embed([text for _, text in rows])
         async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+            # After the tenant's write lock, as every write to its data: a purge of the tenant
+            # never meets the updates half-way (rows it deleted, rows it waits for).
+            await AccountRepository(session, tenant_id).hold_tenant_writes()
             repository = MemoryRepository(session, tenant_id)
             for (memory_id, text), vector in zip(rows, vectors, strict=True):
                 values = self.vector_columns.stored_values(vector, clear_others=False)

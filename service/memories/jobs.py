@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from service.accounts.repository import AccountRepository
 from service.auth.owner import Owner
 from service.db import tenant_transaction
 from service.jobs import SEARCH_STATISTICS_JOB, JobHandler, JobRegistry
@@ -28,6 +29,13 @@ def search_statistics_job(state: AppState) -> JobHandler:
         tenant_id, user_id = payload["tenant_id"], payload.get("user_id")
         owner = Owner.org() if user_id is None else Owner.user(user_id)
         async with tenant_transaction(state.sessionmaker, tenant_id) as session:
+            # The owner's statistics are its data: written after its write locks, as every
+            # write to it, so a purge never meets a recount half-way.
+            accounts = AccountRepository(session, tenant_id)
+            if user_id is None:
+                await accounts.hold_tenant_writes()
+            else:
+                await accounts.hold_user_writes(user_id)
             documents = await PostingsRepository(session, tenant_id).refresh_statistics(owner)
         recounts.done(tenant_id, owner)
         growth.counted(tenant_id, owner, documents)

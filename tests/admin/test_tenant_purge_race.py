@@ -23,13 +23,16 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.admin.repository import AdminRepository
+from service.admin.retention import RetentionSweeper
 from service.auth.owner import Owner
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.dependencies import get_idempotency_store
 from service.extraction.hooks import WritePathScheduler
+from service.extraction.recovery import WritePathRecovery
 from service.memories.dependencies import memory_service
+from service.memories.jobs import search_statistics_job
 from service.memories.schemas import MemoryCreate, MemoryUpdate
 from service.services import Services, unit_of_work
 from service.state import AppState
@@ -200,8 +203,9 @@ def _api_key(
     return client.post("/v1/admin/api-keys", headers=h, json={"name": f"key {i}"})
 
 
-# Writes to the tenant's data that are no user's, by an admin; a purge of a user; and a user's
-# write with an `Idempotency-Key` (its claim is a write too, before the user's lock).
+# Writes to the tenant's data that are no user's, by an admin; an admin's purge of a user and
+# rerun of its jobs; and a user's write with an `Idempotency-Key` (its claim is a write too,
+# before the user's lock).
 TENANT_WRITES: dict[str, Callable[..., Coroutine[Any, Any, Response]]] = {
     "keyed_memory": lambda c, h, user, thread, i: c.post(
         f"/v1/users/{user}/memories",
@@ -221,6 +225,9 @@ TENANT_WRITES: dict[str, Callable[..., Coroutine[Any, Any, Response]]] = {
         "/v1/admin/retention", headers=h, json={"episodic_days": 30}
     ),
     "user_purge": lambda c, h, user, thread, i: c.delete(f"/v1/admin/users/{user}", headers=h),
+    "rerun": lambda c, h, user, thread, i: c.post(
+        "/v1/admin/jobs/rerun", headers=h, json={"user_id": user}
+    ),
 }
 
 # What each finds once a purge of its tenant committed before it, and the rows it leaves: a
@@ -236,6 +243,7 @@ AFTER_A_TENANT_PURGE: dict[str, tuple[int, dict[str, int]]] = {
     "api_key": (201, {"tenant": 1, "api_key": 1}),
     "retention": (200, {"tenant": 1, "retention_policy": 1}),
     "user_purge": (404, {}),
+    "rerun": (404, {}),
 }
 
 
@@ -274,3 +282,75 @@ async def test_a_write_during_a_tenant_purge_waits_for_it_then_finds_the_tenant_
     assert {table: left[table] for table in CHECKED} == {
         table: expected_rows.get(table, 0) for table in CHECKED
     }
+
+
+async def _embed_unembedded(app: FastAPI, owner_engine: AsyncEngine, tenant: str) -> None:
+    state = app.state.mneme
+    column = state.vector_columns.live().name
+    async with owner_engine.begin() as connection:
+        ids = (
+            await connection.execute(
+                text(f"UPDATE memory SET {column} = NULL WHERE tenant_id = :t RETURNING id"),
+                {"t": tenant},
+            )
+        ).scalars()
+        memory_ids = list(ids)
+    await state.embedding_backfill.embed_missing(tenant, memory_ids)
+
+
+def _sweep_retention(app: FastAPI, owner_engine: AsyncEngine, tenant: str) -> Awaitable[Any]:
+    return RetentionSweeper(app.state.mneme.sessionmaker, None).sweep_tenant(tenant)
+
+
+def _sweep_write_path(app: FastAPI, owner_engine: AsyncEngine, tenant: str) -> Awaitable[Any]:
+    state = app.state.mneme
+    settings = state.settings.model_copy(update={"jobs_enabled": True})
+    return WritePathRecovery(state.sessionmaker, settings, None).sweep(tenant)
+
+
+def _recount(user_id: str | None) -> Callable[[FastAPI, AsyncEngine, str], Awaitable[Any]]:
+    def recount(app: FastAPI, owner_engine: AsyncEngine, tenant: str) -> Awaitable[Any]:
+        payload = (
+            {"tenant_id": tenant} if user_id is None else {"tenant_id": tenant, "user_id": user_id}
+        )
+        return search_statistics_job(app.state.mneme)(payload)
+
+    return recount
+
+
+# The service's own work on the tenant's data, apart from any request.
+MAINTENANCE: dict[str, Callable[[FastAPI, AsyncEngine, str], Awaitable[Any]]] = {
+    "embedding_backfill": _embed_unembedded,
+    "retention_sweep": _sweep_retention,
+    "write_path_sweep": _sweep_write_path,
+    "user_statistics": _recount("ada"),
+    "org_statistics": _recount(None),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MAINTENANCE))
+async def test_maintenance_during_a_tenant_purge_waits_for_it_then_finds_nothing(
+    app: FastAPI,
+    client: AsyncClient,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    kind: str,
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True, service=True)
+    await remember_all(client, admin, {"text": "A seeded org fact.", "scope": "org"}, org=True)
+    sessionmaker = create_sessionmaker(runtime_engine)
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        await AdminRepository(session, tenant).lock_tenant_writes()
+        purge = purge_tenant(client, settings, tenant)
+        assert await waiting_locks(owner_engine, 1) == 1
+        working = asyncio.ensure_future(MAINTENANCE[kind](app, owner_engine, tenant))
+        waiting = await waiting_locks(owner_engine, 2)
+        assert not working.done(), await working
+        assert waiting == 2
+    purged = await purge
+    assert purged.status_code == 200, purged.text
+    await working
+    assert set((await tenant_rows(owner_engine, tenant)).values()) == {0}
