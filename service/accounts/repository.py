@@ -10,6 +10,7 @@ from sqlalchemy import Text, bindparam, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from service.accounts.models import UserAccount
+from service.auth.owner import Owner
 from service.auth.principal import AccountClaims
 from service.db import escaped_literal, fetch_on_driver
 from service.kit.repository import TenantRowRepository
@@ -223,6 +224,16 @@ class AccountRepository(TenantRowRepository[UserAccount, str]):
         until the transaction ends: the first lock of a write to the tenant's data that is no
         user's (the organization's memories and profile, API keys, the retention policy)."""
         await self.hold_lock(tenant_writes_lock_key(self._tenant_id), shared=True)
+
+    async def hold_owner_writes(self, *owners: Owner) -> None:
+        """Hold the write lock of each user among `owners` (`hold_user_writes`, in id order),
+        or the tenant's alone when none is a user (the organization's data): what a write to
+        the owners' data takes before its first statement."""
+        users = sorted({owner.user_id for owner in owners if owner.user_id is not None})
+        if not users:
+            await self.hold_tenant_writes()
+        for user_id in users:
+            await self.hold_user_writes(user_id)
 
     async def ensure_tenant(self) -> None:
         await self._session.execute(ENSURE_TENANT_SQL, {"tenant_id": self._tenant_id})

@@ -10,6 +10,7 @@ from service.accounts.overlay import AccountOverlayUpdate
 from service.accounts.repository import AccountRepository, stored_claims
 from service.accounts.schemas import UserRead
 from service.audit.service import AuditTrail
+from service.auth.owner import Owner
 from service.auth.principal import AccountClaims, Principal
 from service.errors import NotFound
 from service.kit.resource_headers import entity_tag, require_match
@@ -103,6 +104,11 @@ class AccountService:
         transaction ends: the first thing every write to the user's data does
         (`user_writes_lock_key`)."""
         await self._repository.hold_user_writes(user_id)
+
+    async def hold_owner_writes(self, *owners: Owner) -> None:
+        """Hold the write locks of `owners` until the transaction ends: each user's with the
+        tenant's, or the tenant's alone for the organization's data."""
+        await self._repository.hold_owner_writes(*owners)
 
     async def hold_tenant_writes(self) -> None:
         """Hold the tenant's write lock as one of its writers until the transaction ends: the

@@ -31,11 +31,7 @@ def search_statistics_job(state: AppState) -> JobHandler:
         async with tenant_transaction(state.sessionmaker, tenant_id) as session:
             # The owner's statistics are its data: written after its write locks, as every
             # write to it, so a purge never meets a recount half-way.
-            accounts = AccountRepository(session, tenant_id)
-            if user_id is None:
-                await accounts.hold_tenant_writes()
-            else:
-                await accounts.hold_user_writes(user_id)
+            await AccountRepository(session, tenant_id).hold_owner_writes(owner)
             documents = await PostingsRepository(session, tenant_id).refresh_statistics(owner)
         recounts.done(tenant_id, owner)
         growth.counted(tenant_id, owner, documents)

@@ -28,6 +28,7 @@ from datetime import timedelta
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service.accounts.repository import AccountRepository
 from service.auth.owner import Owner
 from service.db import tenant_transaction
 from service.jobs.kinds import enqueue_search_statistics
@@ -169,6 +170,9 @@ class StatisticsRequests:
 
         async def enqueue() -> None:
             async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+                # A job on the owners' data, dropped by their purge: queued after their write
+                # locks, so a purge never drops the queued jobs while this queues another.
+                await AccountRepository(session, self._tenant_id).hold_owner_writes(*ordered)
                 for owner in ordered:
                     await enqueue_search_statistics(session, self._tenant_id, owner)
 

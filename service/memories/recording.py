@@ -81,16 +81,11 @@ class MemoryRecorder:
             authorize_write(self.principal, owner)
 
     async def hold_writes(self, *owners: Owner) -> None:
-        """Hold the write lock of each user among `owners` until the transaction ends
-        (`AccountService.hold_user_writes`), and the tenant's with the first (or alone, for
-        the organization's memories: `AccountService.hold_tenant_writes`): every write to
-        memories takes them before its first statement, so it never meets a purge of the
-        user or of the tenant half-way."""
-        users = sorted({o.user_id for o in owners if o.user_id is not None})
-        if not users:
-            await self.accounts.hold_tenant_writes()
-        for user_id in users:
-            await self.accounts.hold_user_writes(user_id)
+        """Hold the write lock of each user among `owners` until the transaction ends, with
+        the tenant's (alone, for the organization's memories: `AccountService
+        .hold_owner_writes`): every write to memories takes them before its first statement,
+        so it never meets a purge of the user or of the tenant half-way."""
+        await self.accounts.hold_owner_writes(*owners)
 
     async def provision(self, owners: list[Owner]) -> None:
         """Create the tenant and user rows the owners' memories reference."""
