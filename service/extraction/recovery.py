@@ -203,7 +203,7 @@ class WritePathRecovery:
             if kind is not None
         ]
         # A write to the user's data (jobs on its threads, audit entries about it): after the
-        # user's write lock, as every such write, so a purge never leaves jobs it queued.
+        # user's write lock, as every such write, so no job queued here outlives a purge.
         await AccountRepository(session, tenant_id).hold_user_writes(user_id)
         repository = ExtractionRepository(session, tenant_id)
         threads = await repository.threads_of(user_id, thread_id, limit=RERUN_MAX_THREADS)
