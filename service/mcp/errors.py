@@ -2,10 +2,11 @@
 
 - **HTTP**, before any JSON-RPC message is read (`/mcp` only): an RFC 9457 problem, as every
   REST route answers. 406 when the client does not accept JSON, 415 when the body is not
-  `application/json`, 400 when it is not one JSON-RPC 2.0 message, 422 when it breaks the
-  input rules (`service.kit.input_guard`) outside a tool's arguments. The MCP SDK's own HTTP
-  refusals (plain text, or a JSON-RPC error with no id) are rewritten into the same problems,
-  so no library text, name or version reaches the client.
+  `application/json`, 422 when it breaks the input rules (`service.kit.input_guard`) outside
+  a tool's arguments (text that is not JSON included, as on every REST route), 400 when it is
+  JSON but not one JSON-RPC 2.0 message. The MCP SDK's own HTTP refusals (plain text, or a
+  JSON-RPC error with no id) are rewritten into the same problems, so no library text, name
+  or version reaches the client.
 - **JSON-RPC**, for a message the server cannot act on (malformed `params`, a resource it may
   not read): the spec's error codes, a message that starts with the problem's `code`, and the
   problem document as `data`; a client's mistake is never `-32603 Internal error`.
@@ -114,8 +115,8 @@ class RefusedToolCall:
 def check_message(body: bytes) -> RefusedToolCall | None:
     """Hold the body to the input rules every JSON body is held to (`loads_strict`): a value
     they refuse inside a tool call's arguments is that call's tool error (returned); anywhere
-    else it is the REST API's 422 problem (raised). Either way the message never reaches the
-    SDK, so nothing it holds is stored."""
+    else, text that is not JSON included, it is the REST API's 422 problem (raised). Either way
+    the message never reaches the SDK, so nothing it holds is stored."""
     if not body:
         return None
     try:

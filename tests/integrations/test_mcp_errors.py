@@ -112,6 +112,25 @@ async def test_a_body_that_is_not_one_json_rpc_message_is_a_400_problem(
     assert "pydantic" not in response.text and "http" not in refused["detail"]
 
 
+@pytest.mark.parametrize("body", [b"{not json", b'{"jsonrpc": "2.0", "id": 1', b"\xff\xfe"])
+async def test_a_body_that_is_not_json_is_the_rest_apis_422_problem(
+    client: AsyncClient, settings: Settings, tenant: str, body: bytes
+) -> None:
+    response = await post_mcp(client, bearer(settings, tenant, "ada"), body)
+    refused = problem(response, 422)
+    assert refused["code"] == "VALIDATION_FAILED"
+    assert refused["errors"][0]["type"] == "json_invalid"
+
+    # The answer a REST route gives the same body.
+    rest = await client.post(
+        "/v1/users/me/memories",
+        content=body,
+        headers={**bearer(settings, tenant, "ada"), "content-type": "application/json"},
+    )
+    assert rest.status_code == 422
+    assert rest.json()["errors"][0]["type"] == "json_invalid"
+
+
 # --- tool arguments that break the input rules --------------------------------------------
 
 
