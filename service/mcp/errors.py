@@ -9,7 +9,10 @@
   or version reaches the client.
 - **JSON-RPC**, for a message the server cannot act on (malformed `params`, a resource it may
   not read): the spec's error codes, a message that starts with the problem's `code`, and the
-  problem document as `data`; a client's mistake is never `-32603 Internal error`.
+  problem document as `data`; a client's mistake is never `-32603 Internal error`. Over stdio,
+  which has no HTTP status, what `/mcp` refuses before reading a message is such an error too
+  (`stdio_refusal`): `-32700` for a line that is not JSON, `-32600` for any other, with the
+  message's id when it has a usable one.
 - **A tool call** the tool refuses, including arguments that break the input rules: a tool
   result with `isError: true` whose text and structured content are the problem document
   the REST API would answer, its `loc` naming the argument (`["arguments", "text"]`). A call
@@ -27,7 +30,15 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.streamable_http import check_accept_headers
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    TextContent,
+    jsonrpc_message_adapter,
+)
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -104,12 +115,34 @@ class RefusedToolCall:
     request_id: str | int
     problem: ValidationFailed
 
-    def response(self) -> Response:
+    def answer(self) -> dict[str, Any]:
         """The JSON-RPC answer: the tool's error result, as the tool itself would give it."""
         result = problem_result(self.problem).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
-        return JSONResponse({"jsonrpc": "2.0", "id": self.request_id, "result": result})
+        return {"jsonrpc": "2.0", "id": self.request_id, "result": result}
+
+    def response(self) -> Response:
+        return JSONResponse(self.answer())
+
+
+@dataclass(frozen=True)
+class RefusedMessage:
+    """A message refused before it is read, for a reason that is no tool's: `/mcp` answers the
+    problem with its HTTP status; stdio, which has no status, the JSON-RPC error `answer()`."""
+
+    problem: DomainError
+    error_code: int
+    """`PARSE_ERROR` for text that is not JSON, `INVALID_REQUEST` for any other message."""
+    request_id: str | int | None
+
+    def answer(self) -> dict[str, Any]:
+        error = protocol_error(self.problem, self.error_code).error
+        return {
+            "jsonrpc": "2.0",
+            "id": self.request_id,
+            "error": error.model_dump(mode="json", exclude_none=True),
+        }
 
 
 def check_message(body: bytes) -> RefusedToolCall | None:
@@ -117,26 +150,71 @@ def check_message(body: bytes) -> RefusedToolCall | None:
     they refuse inside a tool call's arguments is that call's tool error (returned); anywhere
     else, text that is not JSON included, it is the REST API's 422 problem (raised). Either way
     the message never reaches the SDK, so nothing it holds is stored."""
+    refused = _refused(body)
+    if isinstance(refused, RefusedMessage):
+        raise refused.problem
+    return refused
+
+
+def stdio_refusal(line: bytes) -> dict[str, Any] | None:
+    """The answer to a line of `mneme mcp-stdio` that must not reach the SDK, or None to pass
+    it on. A line is held to what `/mcp` holds a body to (`check_message`), and to being one
+    JSON-RPC message: the SDK's stdio transport drops a line it cannot read unanswered, so a
+    client waiting for its id would wait forever."""
+    refused = _refused(line)
+    if refused is None:
+        try:
+            jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValidationError:
+            refused = RefusedMessage(
+                NotJsonRpc(_ONE_MESSAGE), INVALID_REQUEST, _request_id(_lenient(line))
+            )
+    return None if refused is None else refused.answer()
+
+
+def _refused(body: bytes) -> RefusedToolCall | RefusedMessage | None:
+    """Why `body` breaks the input rules, if it does (see `check_message`)."""
     if not body:
         return None
     try:
         loads_strict(body)
     except InputRefused as refused:
-        call = _refused_tool_call(body)
-        if call is None:
-            raise refused_input(refused) from None
-        return call
+        message = _lenient(body)
+        call = _refused_tool_call(message)
+        if call is not None:
+            return call
+        # Text no parser reads (not UTF-8, not JSON) is a parse error; JSON the input rules
+        # refuse is a message that cannot be served.
+        code = PARSE_ERROR if message is None else INVALID_REQUEST
+        return RefusedMessage(refused_input(refused), code, _request_id(message))
     return None
 
 
-def _refused_tool_call(body: bytes) -> RefusedToolCall | None:
-    """The tool error for a `tools/call` whose arguments alone break the input rules, if the
-    body is one (a lenient parse takes NUL, lone surrogates and non-finite numbers, for
-    `check_json` to find and locate)."""
+def _lenient(body: bytes) -> Any:
+    """`body` parsed by a lenient parse, which takes NUL, lone surrogates and non-finite
+    numbers (for `check_json` to find and locate); None if even that fails."""
     try:
-        message = json.loads(body)
+        return json.loads(body)
     except (ValueError, RecursionError):
         return None
+
+
+def _request_id(message: Any) -> str | int | None:
+    """The id of `message` if it is one an answer can carry, else None (JSON-RPC's null)."""
+    match message:
+        case {"id": str() | int() as request_id} if not isinstance(request_id, bool):
+            try:
+                check_json(request_id, ["id"])
+            except InputRefused:
+                return None
+            return request_id
+        case _:
+            return None
+
+
+def _refused_tool_call(message: Any) -> RefusedToolCall | None:
+    """The tool error for a `tools/call` whose arguments alone break the input rules, if
+    `message` (leniently parsed) is one."""
     match message:
         case {
             "jsonrpc": "2.0",
@@ -222,11 +300,12 @@ def transport_problem(request: Request, status: int) -> Response:
 # --- JSON-RPC level -------------------------------------------------------------------------
 
 
-def protocol_error(error: DomainError) -> MCPError:
-    """A JSON-RPC error for a message the server will not act on. A client's mistake (4xx) is
-    "invalid params" (as the SDK answers an unknown resource); only the service's own failure
-    is an internal error."""
-    code = INTERNAL_ERROR if error.status >= 500 else INVALID_PARAMS
+def protocol_error(error: DomainError, code: int | None = None) -> MCPError:
+    """A JSON-RPC error for a message the server will not act on. Unless `code` says otherwise,
+    a client's mistake (4xx) is "invalid params" (as the SDK answers an unknown resource); only
+    the service's own failure is an internal error."""
+    if code is None:
+        code = INTERNAL_ERROR if error.status >= 500 else INVALID_PARAMS
     return MCPError(code, f"{error.code}: {error.detail}", problem_document(error))
 
 

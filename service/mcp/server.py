@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
@@ -62,6 +62,10 @@ from service.memories.search import (
 from service.memories.service import created_texts
 from service.profile.schemas import PatchOperation
 
+if TYPE_CHECKING:
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+    from mcp.shared.message import SessionMessage
+
 T = TypeVar("T")
 
 SERVER_NAME = "mneme"
@@ -81,8 +85,8 @@ class ProblemReportingTool(Tool):
     The SDK would report them as free text; validating first (the same model the SDK uses)
     gives the model the field list and code it gets everywhere else. Nothing has run yet.
     The arguments are held to the input rules every JSON body is held to (`check_json`: no
-    NUL or lone surrogate, finite numbers) here too, whichever transport brought them: over
-    stdio nothing else reads the message before the tool.
+    NUL or lone surrogate, finite numbers) here too: both transports check each message before
+    the SDK reads it (`service.mcp.errors`), but a tool does not rely on what brought it.
     """
 
     async def run(
@@ -99,6 +103,20 @@ class ProblemReportingTool(Tool):
         except DomainError as exc:
             return problem_result(exc)
         return await super().run(arguments, context, convert_result)
+
+
+class McpServer(MCPServer[Any]):
+    """The SDK's server, which `mneme mcp-stdio` runs on streams of its own."""
+
+    async def serve(
+        self,
+        read_stream: ReadStream[SessionMessage | Exception],
+        write_stream: WriteStream[SessionMessage],
+    ) -> None:
+        """Serve one connection over these streams (`run_stdio_async` serves the SDK's own
+        stdio streams; `mneme mcp-stdio` checks each line first)."""
+        server = self._lowlevel_server
+        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
@@ -223,7 +241,7 @@ def _root_logging_kept() -> Iterator[None]:
         root.setLevel(level)
 
 
-def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
+def build_mcp_server(resolve: CallerResolver) -> McpServer:
     """The MCP server; `resolve` says who each call acts as (HTTP: from the request)."""
 
     async def remember(
@@ -425,7 +443,7 @@ def build_mcp_server(resolve: CallerResolver) -> MCPServer[Any]:
         _tool(list_memories, read_only),
     ]
     with _root_logging_kept():
-        server: MCPServer[Any] = MCPServer(
+        server = McpServer(
             SERVER_NAME,
             instructions=INSTRUCTIONS,
             tools=tools,

@@ -4,7 +4,9 @@ It acts for one user, fixed at start-up from a credential in the environment
 (`MNEME_MCP_TOKEN`: a JWT or an API key) and `--user` (default `me`), resolved exactly as the
 HTTP endpoint resolves them. It runs the application's own lifespan in-process (database,
 embedder, migrations when configured), so each tool call is the same transaction as over HTTP.
-stdout carries the protocol; logs go to stderr.
+stdout carries the protocol; logs go to stderr. Each line is checked as the HTTP endpoint
+checks a body before the SDK reads it, and what is refused is answered as over HTTP
+(`service/mcp/stdio_transport.py`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ async def _serve(token: str, user: str) -> int:
     from service.main import create_app
     from service.mcp.calls import McpCaller
     from service.mcp.server import build_mcp_server
+    from service.mcp.stdio_transport import serve_stdio
 
     app = create_app(get_settings())
     async with app.router.lifespan_context(app):
@@ -63,5 +66,5 @@ async def _serve(token: str, user: str) -> int:
             sys.stderr.write(f"mneme mcp-stdio: this credential may not act for {user!r}\n")
             return 2
         caller = McpCaller(state, principal, Owner.user(user_id))
-        await build_mcp_server(lambda _ctx: caller).run_stdio_async()
+        await serve_stdio(build_mcp_server(lambda _ctx: caller))
     return 0
