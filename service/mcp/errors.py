@@ -7,12 +7,13 @@
   JSON but not one JSON-RPC 2.0 message. The MCP SDK's own HTTP refusals (plain text, or a
   JSON-RPC error with no id) are rewritten into the same problems, so no library text, name
   or version reaches the client.
-- **JSON-RPC**, for a message the server cannot act on (malformed `params`, a resource it may
-  not read): the spec's error codes, a message that starts with the problem's `code`, and the
-  problem document as `data`; a client's mistake is never `-32603 Internal error`. Over stdio,
-  which has no HTTP status, what `/mcp` refuses before reading a message is such an error too
-  (`stdio_refusal`): `-32700` for a line that is not JSON, `-32600` for any other, with the
-  message's id when it has a usable one.
+- **JSON-RPC**, for a message the server cannot act on (malformed `params`, a tool or a
+  resource it does not have, a resource it may not read): the spec's error codes, a message
+  that starts with the problem's `code`, and the problem document as `data`; a client's
+  mistake is never `-32603 Internal error`. Over stdio, which has no HTTP status, what `/mcp`
+  refuses before reading a message is such an error too (`stdio_refusal`): `-32700` for a
+  line that is not JSON, `-32600` for any other, with the message's id when it has a usable
+  one.
 - **A tool call** the tool refuses, including arguments that break the input rules: a tool
   result with `isError: true` whose text and structured content are the problem document
   the REST API would answer, its `loc` naming the argument (`["arguments", "text"]`). A call

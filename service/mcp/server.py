@@ -12,14 +12,16 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import AnyUrl, BaseModel, Field, TypeAdapter, ValidationError
 
 from service.auth.principal import ME
 from service.context.schemas import ContextRequest
@@ -106,7 +108,32 @@ class ProblemReportingTool(Tool):
 
 
 class McpServer(MCPServer[Any]):
-    """The SDK's server, which `mneme mcp-stdio` runs on streams of its own."""
+    """The SDK's server, but a call to a tool or a read of a resource it does not have is the
+    `NOT_FOUND` problem (naming those it has) as a `-32602` JSON-RPC error, like any other
+    message it cannot act on; the SDK answers the first with a tool error of plain text, the
+    second with a JSON-RPC error of its own. The spec has a tool not found be an error of the
+    protocol, not of the tool."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if self._tool_manager.get_tool(name) is None:
+            names = ", ".join(tool.name for tool in self._tool_manager.list_tools())
+            raise protocol_error(NotFound(f"No tool {name!r}; the tools are {names}."))
+        return await super().call_tool(name, arguments, context)
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError as exc:
+            templates = ", ".join(
+                template.uri_template for template in self._resource_manager.list_templates()
+            )
+            raise protocol_error(
+                NotFound(f"No resource {str(uri)!r}; the resources are {templates}.")
+            ) from exc
 
     async def serve(
         self,

@@ -265,6 +265,45 @@ async def test_reading_another_users_resource_is_not_found_not_an_internal_error
     assert error["data"]["code"] == "NOT_FOUND" and error["data"]["status"] == 404
 
 
+async def test_calling_a_tool_there_is_not_is_invalid_params_with_the_not_found_problem(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    response = await post_mcp(
+        client, bearer(settings, tenant, "ada"), tool_call("nosuchtool", '{"text": "x"}')
+    )
+
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["id"] == 7 and "result" not in answer
+    error = answer["error"]
+    assert error["code"] == -32602
+    assert error["message"] == (
+        "NOT_FOUND: No tool 'nosuchtool'; the tools are remember, recall, get_context, "
+        "forget, update_profile, list_memories."
+    )
+    assert error["data"]["code"] == "NOT_FOUND" and error["data"]["status"] == 404
+    assert error["data"]["detail"] == error["message"].removeprefix("NOT_FOUND: ")
+
+
+async def test_reading_a_resource_there_is_not_is_invalid_params_with_the_not_found_problem(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    body = (
+        b'{"jsonrpc": "2.0", "id": 4, "method": "resources/read", '
+        b'"params": {"uri": "mneme://users/me/secrets"}}'
+    )
+    response = await post_mcp(client, bearer(settings, tenant, "ada"), body)
+
+    assert response.status_code == 200, response.text
+    error = response.json()["error"]
+    assert error["code"] == -32602
+    assert error["message"] == (
+        "NOT_FOUND: No resource 'mneme://users/me/secrets'; the resources are "
+        "mneme://users/{user_id}/profile, mneme://users/{user_id}/procedures."
+    )
+    assert error["data"]["code"] == "NOT_FOUND" and error["data"]["status"] == 404
+
+
 # --- database failures ----------------------------------------------------------------------
 
 BLOCKED_ON_MEMORY_SQL = """
