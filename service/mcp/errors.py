@@ -14,12 +14,13 @@
   refuses before reading a message is such an error too (`stdio_refusal`): `-32700` for a
   line that is not JSON, `-32600` for any other, with the message's id when it has a usable
   one.
-- **A tool call** the tool refuses, including arguments that break the input rules: a tool
-  result with `isError: true` whose text and structured content are the problem document
-  the REST API would answer, its `loc` naming the argument (`["arguments", "text"]`). A call
-  that met a database outage, a busy pool, a statement time limit or a deadlock is such a
-  tool error too, with the REST API's 503 problem and its `retry_after_seconds`
-  (`service_problem`); only a defect is left to the SDK, which answers it without its text.
+- **A tool call** the tool refuses, including arguments that break the input rules or that
+  the tool does not take: a tool result with `isError: true` whose text and structured
+  content are the problem document the REST API would answer, its `loc` naming the argument
+  (`["arguments", "text"]`). A call that met a database outage, a busy pool, a statement
+  time limit or a deadlock is such a tool error too, with the REST API's 503 problem and its
+  `retry_after_seconds` (`service_problem`); only a defect is left to the SDK, which answers
+  it without its text.
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import AnyUrl, BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import AnyUrl, BaseModel, Field, TypeAdapter, ValidationError, create_model
 
 from service.auth.principal import ME
 from service.context.schemas import ContextRequest
@@ -148,17 +149,26 @@ class McpServer(MCPServer[Any]):
 
 def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     tool = ProblemReportingTool.from_function(fn, annotations=annotations)
+    metadata = tool.fn_metadata
+    # An argument the tool does not take is refused, as the REST API refuses a body field it
+    # does not know: a misspelled `categroy` would otherwise be dropped without a word. The
+    # input schema says so (`additionalProperties: false`).
+    metadata.arg_model = _closed(metadata.arg_model)
     # The tool list is sent to the model with every conversation: no docstring indentation,
     # no schema titles (each only repeats its property's name).
     tool.description = inspect.cleandoc(tool.description or "")
-    tool.parameters = _untitled(tool.parameters)
-    metadata = tool.fn_metadata
+    tool.parameters = _untitled(metadata.arg_model.model_json_schema(by_alias=True))
     # Publish the schema of what results look like on the wire (serialization mode: a
     # field the result leaves out when empty is advertised as optional, not nullable).
     metadata.output_schema = _untitled(
         TypeAdapter(metadata.output_model).json_schema(mode="serialization")
     )
     return tool
+
+
+def _closed(model: type[ArgModelBase]) -> type[ArgModelBase]:
+    """`model`, the SDK's model of a tool's arguments, refusing any argument it does not name."""
+    return create_model(model.__name__, __base__=model, __cls_kwargs__={"extra": "forbid"})
 
 
 def _untitled(schema: dict[str, Any]) -> dict[str, Any]:

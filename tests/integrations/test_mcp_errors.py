@@ -304,6 +304,63 @@ async def test_reading_a_resource_there_is_not_is_invalid_params_with_the_not_fo
     assert error["data"]["code"] == "NOT_FOUND" and error["data"]["status"] == 404
 
 
+@pytest.mark.parametrize(
+    ("name", "arguments", "unknown"),
+    [
+        ("remember", '{"text": "Ada likes tea.", "categroy": "preference"}', "categroy"),
+        ("remember", '{"text": "ok", "unknown": 1}', "unknown"),
+        ("recall", '{"query": "tea", "user_id": "bob"}', "user_id"),
+        ("list_memories", '{"limit": 5, "scope": "org"}', "scope"),
+    ],
+    ids=["misspelled", "unknown", "recall", "list_memories"],
+)
+async def test_an_argument_a_tool_does_not_take_is_refused_by_name_and_nothing_is_stored(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    name: str,
+    arguments: str,
+    unknown: str,
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    response = await post_mcp(client, headers, tool_call(name, arguments))
+
+    result = tool_result(response)
+    assert result["isError"] is True
+    refused = result["structuredContent"]
+    # The REST API's answer to a body field it does not know, at the argument.
+    assert refused["code"] == "VALIDATION_FAILED" and refused["status"] == 422
+    assert refused["errors"] == [
+        {
+            "loc": ["arguments", unknown],
+            "msg": "Extra inputs are not permitted",
+            "type": "extra_forbidden",
+        }
+    ]
+    assert await memories(client, headers) == []
+    rest = await client.post(
+        "/v1/users/me/memories", json={"text": "ok", "categroy": "x"}, headers=headers
+    )
+    assert rest.json()["errors"] == [
+        {
+            "loc": ["body", "categroy"],
+            "msg": "Extra inputs are not permitted",
+            "type": "extra_forbidden",
+        }
+    ]
+
+
+async def test_every_tools_input_schema_says_it_takes_no_other_argument(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    response = await post_mcp(client, bearer(settings, tenant, "ada"), body)
+
+    tools = tool_result(response)["tools"]
+    assert len(tools) == 6
+    assert all(tool["inputSchema"]["additionalProperties"] is False for tool in tools)
+
+
 # --- database failures ----------------------------------------------------------------------
 
 BLOCKED_ON_MEMORY_SQL = """
