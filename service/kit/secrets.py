@@ -2,9 +2,10 @@
 
 One detector serves every durable write, whichever way it enters (API bodies, MCP tools, import
 lines, token claims, the write path): memory text, evidence, speaker, metadata and keys,
-profile values, the account overlay, thread titles and metadata, API key names, extracted
-facts and turn memories; and the masking of raw thread messages and summaries replayed into a
-prompt. A request it refuses answers 422 `SECRET_REFUSED`; what cannot be refused (the write
+profile values, the account overlay, thread titles and metadata, message authors and
+metadata, API key names, extracted facts and turn memories; and the masking of raw thread
+messages (their text, author, tool calls and metadata) and summaries replayed into a prompt.
+A request it refuses answers 422 `SECRET_REFUSED`; what cannot be refused (the write
 path's output, a token's claims) is left out. It combines:
 
 - detect-secrets' pattern detectors (JWTs, cloud, GitHub/GitLab/Slack/Stripe/OpenAI/… tokens,
@@ -457,6 +458,28 @@ def mask_secrets_memo(text: str) -> str:
     if len(_masked) > _MASKED_KEPT:
         _masked.popitem(last=False)
     return masked
+
+
+def mask_secrets_in(value: Any) -> Any:
+    """A JSON value (a message's tool calls or metadata) as a prompt replays it: every string,
+    keys included, through `mask_secrets_memo`, and a non-blank string under a
+    credential-named key (`find_secret_in`'s rule) replaced whole."""
+    return _masked_json(value, under_credential_key=False)
+
+
+def _masked_json(value: Any, *, under_credential_key: bool) -> Any:
+    if isinstance(value, str):
+        return MASK if under_credential_key and value.strip() else mask_secrets_memo(value)
+    if isinstance(value, Mapping):
+        return {
+            mask_secrets_memo(str(key)): _masked_json(
+                child, under_credential_key=is_credential_name(str(key))
+            )
+            for key, child in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_masked_json(child, under_credential_key=under_credential_key) for child in value]
+    return value
 
 
 def refuse_secrets(

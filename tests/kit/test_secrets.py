@@ -22,6 +22,7 @@ from service.kit.secrets import (
     find_secret,
     find_secret_in,
     mask_secrets,
+    mask_secrets_in,
     mask_secrets_memo,
 )
 from service.main import create_app
@@ -208,6 +209,37 @@ def test_an_aws_secret_under_a_credential_named_json_key_is_refused() -> None:
     for key in ("aws_secret_access_key", "SecretAccessKey", "awsSecret"):
         located = find_secret_in({"aws": {key: "anything-at-all"}})
         assert located is not None and located[0] == ("aws", key)
+
+
+def test_json_is_masked_as_it_is_refused_keys_included_and_other_values_kept() -> None:
+    tool_calls = [
+        {
+            "id": "call_1",
+            "function": {"name": "login", "arguments": '{"user": "ada", "pin": "my PIN is 4821"}'},
+        },
+        {"id": "call_2", "retries": 3, "ok": True, "note": None},
+    ]
+    metadata = {
+        "api_key": "anything-at-all",
+        "passwords": ["one", "two"],
+        "AKIAIOSFODNN7EXAMPLE": "a key named by its secret",
+        "nested": {"card": "4111 1111 1111 1111", "blank_token": " "},
+        "channel": "web",
+    }
+
+    masked_calls = mask_secrets_in(tool_calls)
+    masked_metadata = mask_secrets_in(metadata)
+
+    assert masked_calls[1] == tool_calls[1]
+    assert masked_calls[0]["function"]["name"] == "login"
+    assert "4821" not in str(masked_calls) and MASK in masked_calls[0]["function"]["arguments"]
+    assert masked_metadata == {
+        "api_key": MASK,
+        "passwords": [MASK, MASK],
+        MASK: "a key named by its secret",
+        "nested": {"card": MASK, "blank_token": " "},
+        "channel": "web",
+    }
 
 
 def test_masking_a_jwt_removes_all_three_segments_of_every_occurrence() -> None:
