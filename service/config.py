@@ -454,9 +454,11 @@ class Settings(BaseSettings):
     # network). The client address is then the last X-Forwarded-For entry that is not one of
     # them; from any other peer the headers are ignored. Empty: believe no peer.
     trusted_proxies: str = "127.0.0.1"
-    # What a context block or prompt window does with a secret found in a raw thread message:
-    # `mask` replaces it with a placeholder, `keep` replays messages exactly as they were sent.
-    # Messages are always stored as sent (they are the user's own record of the conversation).
+    # What every replay of a raw thread message into a prompt does with a secret found in it
+    # (the window, a context block, and the prompts of summary and extraction passes sent to
+    # the chat model): `mask` replaces it with a placeholder, `keep` replays messages exactly
+    # as they were sent. Messages are always stored as sent (the user's own record of the
+    # conversation). See `service.threads.replay`.
     message_secrets_on_replay: Literal["mask", "keep"] = "mask"
 
     # --- telemetry ----------------------------------------------------------------------------

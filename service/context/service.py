@@ -37,7 +37,8 @@ from service.memories.service import MemoryService
 from service.memories.slots import PROCEDURE_SLOTS
 from service.observability import traced, tracer
 from service.profile.service import ProfileService
-from service.threads.service import ContextWindow, ReplayedMessage, ThreadService
+from service.threads.replay import ReplayedMessage
+from service.threads.service import ContextWindow, ThreadService
 from service.threads.summaries import HUMAN_ROLE, format_summary_entries
 
 HEADER = (

@@ -7,7 +7,10 @@ schema, embed the candidates, then — in one transaction holding the owner's wr
 that no other pass moved the cursor meanwhile, gather the live facts the candidates may touch
 (and which of them are deliberate), let the deterministic resolver decide, apply its decisions
 through `DerivedMemoryWriter` (history events included) and record the pass. The model is called
-outside any transaction. A model failure (down, timeout, malformed or schema-violating reply)
+outside any transaction. The model reads the messages as every prompt replays them
+(`MessageReplay`: detected secrets masked unless configured not to), and so does the search
+for the facts shown beside them; the evidence it quotes is found in the messages as it read
+them. A model failure (down, timeout, malformed or schema-violating reply)
 raises before anything is written, so the job is retried with backoff and the cursor stays
 where it was: the next pass reads the same messages again.
 
@@ -89,6 +92,7 @@ from service.profile.schemas import PatchAdd
 from service.providers.llm import ChatModel
 from service.state import AppState
 from service.threads.models import Message
+from service.threads.replay import MessageReplay, ReplayedMessage
 
 logger = logging.getLogger("mneme.extraction")
 
@@ -232,6 +236,7 @@ class ExtractionPass:
         self._chat_model = chat_model
         self._settings = settings
         self._backfill = backfill
+        self._replay = MessageReplay.configured(settings)
 
     def resolver_rules(self, human_turns: int) -> ResolverRules:
         settings = self._settings
@@ -256,7 +261,9 @@ class ExtractionPass:
         """Show the model the window and the user's most relevant facts, and turn its answer
         into resolver candidates with their vectors."""
         settings = self._settings
-        humans = [m for m in window.messages if m.role == HUMAN_ROLE]
+        earlier = [self._replay.message(m) for m in window.earlier]
+        new = [self._replay.message(m) for m in window.messages]
+        humans = [m for m in new if m.role == HUMAN_ROLE]
         rules = self.resolver_rules(len(humans))
         query = "\n".join(m.content for m in humans).strip()[:MEMORY_TEXT_MAX] or "user"
 
@@ -276,13 +283,13 @@ class ExtractionPass:
                     org_writes=window.org_writes,
                     max_facts=rules.max_facts,
                 ),
-                user=render_user_prompt(shown, window.earlier, window.messages),
+                user=render_user_prompt(shown, earlier, new),
                 output=extraction_output_model(categories),
                 schema_name=EXTRACTION_SCHEMA_NAME,
             )
             span.set_attribute("mneme.proposed_facts", len(output.facts))
 
-        candidates, removals, unknown_ids = _candidates(output, shown, window.messages)
+        candidates, removals, unknown_ids = _candidates(output, shown, new)
         episode, episode_refusal = resolve_episode(output.episode)
         profile_changes, profile_dropped = resolve_profile(
             [ProfileProposalIn(p.key, p.value, p.confidence, p.evidence) for p in output.profile],
@@ -507,13 +514,15 @@ class ExtractionPass:
         removals (invalid from the window's last human message), each with history."""
         applied = _Applied()
         sent_at = {m.id: m.created_at for m in window}
+        # Evidence quotes the messages as the model read them.
+        said = [self._replay.message(m) for m in window]
         # Re-confirmations first: a fact repeated in one message and replaced in a later one
         # is re-confirmed while it is still live, then superseded.
         by_index = {c.index: c for c in candidates}
         for reconfirmation in resolution.reconfirmations:
             fact = known.facts[reconfirmation.fact_id]
             said_again = evidence_message_ids(
-                by_index[reconfirmation.candidate_index].evidence, window
+                by_index[reconfirmation.candidate_index].evidence, said
             )
             if await unit.memories.reconfirm(
                 _owner_of(fact),
@@ -550,7 +559,7 @@ class ExtractionPass:
                     targets.append((owner, written[earlier.candidate_index].id, earlier.reason))
                 else:
                     targets.extend(unreplaced.pop(earlier.candidate_index, []))
-            source_ids = evidence_message_ids(candidate.evidence, window)
+            source_ids = evidence_message_ids(candidate.evidence, said)
             memory = await _record_unless_refused(
                 unit,
                 partial(
@@ -691,14 +700,14 @@ async def _record_unless_refused(
     return written
 
 
-def evidence_message_ids(evidence: str, window: Sequence[Message]) -> list[uuid.UUID]:
+def evidence_message_ids(evidence: str, window: Sequence[ReplayedMessage]) -> list[uuid.UUID]:
     """The ids of the messages holding the evidence (`evidence_messages`)."""
     return [m.id for m in evidence_messages(evidence, window)]
 
 
-def evidence_messages(evidence: str, window: Sequence[Message]) -> list[Message]:
-    """The human messages of the window that contain the evidence quote (whitespace and case
-    aside); all of the window's human messages when none does."""
+def evidence_messages(evidence: str, window: Sequence[ReplayedMessage]) -> list[ReplayedMessage]:
+    """The human messages of the window (as the model read them) that contain the evidence
+    quote (whitespace and case aside); all of the window's human messages when none does."""
     humans = [m for m in window if m.role == HUMAN_ROLE]
     quote = normalise_text(evidence)
     quoted = [m for m in humans if quote and quote in normalise_text(m.content)]
@@ -723,7 +732,7 @@ def cosines_between(vectors: Mapping[int, list[float] | None]) -> dict[tuple[int
 
 
 def _candidates(
-    output: ExtractionOutput, shown: Sequence[ShownFact], window: Sequence[Message]
+    output: ExtractionOutput, shown: Sequence[ShownFact], window: Sequence[ReplayedMessage]
 ) -> tuple[list[Candidate], list[uuid.UUID], int]:
     """The proposal with pass-local ids resolved (ids the model made up are counted, not used),
     each fact placed at the newest message its evidence quotes."""

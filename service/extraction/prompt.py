@@ -23,7 +23,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from service.extraction.triggers import MessageLike
+from service.threads.replay import ReplayedMessage
 
 EXTRACTION_SCHEMA_NAME = "memory_extraction"
 # A message longer than this is cut in the prompt: facts sit in a message's first paragraphs,
@@ -183,11 +183,12 @@ def system_prompt(
 
 def render_user_prompt(
     shown: Sequence[ShownFact],
-    earlier: Sequence[MessageLike],
-    new: Sequence[MessageLike],
+    earlier: Sequence[ReplayedMessage],
+    new: Sequence[ReplayedMessage],
 ) -> str:
     """Current facts, then the messages (earlier ones for context, then the new ones), as JSON
-    lines under headings."""
+    lines under headings. It takes the messages as replayed only (`MessageReplay`): what goes
+    to the model is what a prompt may carry."""
     parts = ["## Current facts"]
     parts += [
         _line(
@@ -210,7 +211,7 @@ def render_user_prompt(
     return "\n".join(parts)
 
 
-def _message_line(message: MessageLike) -> str:
+def _message_line(message: ReplayedMessage) -> str:
     content = message.content.strip()
     if len(content) > MESSAGE_PROMPT_CHARS:
         content = content[:MESSAGE_PROMPT_CHARS] + "…"

@@ -12,7 +12,8 @@ candidates. A pass reading several turns therefore ends where passes one turn ap
 later message's value is current, the earlier one written and superseded by it.
 
 1. **Validation** (as the API does): empty text is dropped; text over 4000 characters, or text
-   or evidence that looks like a secret (`find_secret`), is refused.
+   or evidence that looks like a secret (`find_secret`), is refused; so is text holding the
+   placeholder of a secret masked in the messages the model read (`proposal_refusal`).
 2. **Scope**: an org-scoped fact needs `org_writes` (the appending principal was an admin — a
    model's say-so never authorizes it) and one of the org categories.
 3. **Confidence**: below `min_confidence` (0.7) dropped; below `quarantine_confidence` (0.82)
@@ -70,7 +71,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from service.kit.secrets import find_secret, is_credential_name
+from service.kit.secrets import MASK, find_secret, is_credential_name
 from service.kit.types import in_unit_interval, visible_text
 from service.memories.models import normalise_text
 from service.memories.schemas import MEMORY_TEXT_MAX
@@ -252,6 +253,16 @@ def refusal(text: str, evidence: str = "") -> str | None:
     if find_secret(text) is not None or (evidence and find_secret(evidence) is not None):
         return "secret"
     return None
+
+
+def proposal_refusal(text: str, evidence: str = "") -> str | None:
+    """Why a text the model proposes (a fact, an episode, a profile value) is not written: the
+    API's rules (`refusal`), and the placeholder of a secret it read masked (`secret`): "User's
+    card number is [secret removed]." remembers nothing but that a secret was there."""
+    reason = refusal(text, evidence)
+    if reason is None and MASK in text.casefold():
+        return "secret"
+    return reason
 
 
 def remembered_name(name: str | None) -> str | None:
@@ -522,7 +533,7 @@ def _singular_forms(word: str) -> tuple[str, ...]:
 
 
 def _rejection(candidate: Candidate, known: Known, rules: ResolverRules) -> str | None:
-    reason = refusal(candidate.text, candidate.evidence)
+    reason = proposal_refusal(candidate.text, candidate.evidence)
     if reason is not None:
         return reason
     if candidate.scope == "org":
@@ -595,7 +606,7 @@ def resolve_episode(episode: str | None) -> tuple[str | None, str | None]:
     """(text to store, on one line, None) or (None, why not); (None, None) without one."""
     if episode is None or not episode.strip():
         return None, None
-    reason = refusal(episode)
+    reason = proposal_refusal(episode)
     if reason is not None:
         return None, reason
     return " ".join(episode.split()), None
@@ -632,7 +643,7 @@ def resolve_profile(
             reason = "profile_key"
         elif not value or len(value) > PROFILE_VALUE_MAX:
             reason = "profile_value"
-        elif find_secret(value) is not None or find_secret(proposal.evidence) is not None:
+        elif proposal_refusal(value, proposal.evidence) == "secret":
             reason = "secret"
         elif not rules.quarantine_confidence <= _finite(proposal.confidence) <= 1.0:
             reason = "low_confidence"

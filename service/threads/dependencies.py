@@ -16,6 +16,7 @@ from service.memories.dependencies import memory_service
 from service.providers.llm import ChatModel
 from service.services import Services
 from service.threads.hooks import AppendListener, SummaryScheduler
+from service.threads.replay import MessageReplay
 from service.threads.repository import ThreadRepository
 from service.threads.service import Summarizer, ThreadService, ThreadSetup
 from service.threads.summary_now import SummaryNow
@@ -34,7 +35,7 @@ def build_thread_setup(
     return ThreadSetup(
         summarizer,
         (summaries, *listeners),
-        mask_replayed_secrets=settings.message_secrets_on_replay == "mask",
+        replay=MessageReplay.configured(settings),
     )
 
 

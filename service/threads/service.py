@@ -21,12 +21,13 @@ from service.kit.pagination import (
     newest_first_cursor,
 )
 from service.kit.resource_headers import entity_tag, require_match
-from service.kit.secrets import mask_secrets, mask_secrets_memo, refuse_secrets
+from service.kit.secrets import refuse_secrets
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel
 from service.threads.errors import ThreadNotFound
 from service.threads.hooks import Appended, AppendListener
 from service.threads.models import Message, Thread
+from service.threads.replay import MessageReplay, ReplayedMessage
 from service.threads.repository import NO_LATER_SEQ, ThreadRepository
 from service.threads.schemas import (
     MessageIn,
@@ -54,7 +55,7 @@ from service.threads.summaries import (
 
 # A thread's title and metadata are written deliberately, like a memory's metadata, and kept
 # as they are: they follow the durable-write policy (422 `SECRET_REFUSED`). Messages do not:
-# they are the user's record, stored as sent and masked when replayed into a prompt.
+# they are the user's record, stored as sent and masked when replayed (`MessageReplay`).
 THREAD_SECRET_FIELDS = ("title", "metadata")
 
 CONTEXT_PAGE = 64
@@ -97,14 +98,6 @@ def summarization_status(settings: Settings, chat_model: ChatModel | None) -> Su
 
 
 @dataclass(frozen=True)
-class ReplayedMessage:
-    id: uuid.UUID
-    role: str
-    content: str
-    seq: int
-
-
-@dataclass(frozen=True)
 class ReplayedSummary:
     sequence: int
     entries: list[dict[str, Any]]
@@ -113,7 +106,7 @@ class ReplayedSummary:
 @dataclass(frozen=True)
 class ContextWindow:
     """A thread's prompt window as a context block replays it: summaries oldest first, then
-    raw messages, secrets masked unless configured not to."""
+    raw messages, as replayed (`MessageReplay`)."""
 
     summarization_enabled: bool
     summaries: list[ReplayedSummary]
@@ -129,13 +122,13 @@ def thread_etag(thread: Thread | ThreadRead) -> str:
 @dataclass(frozen=True)
 class ThreadSetup:
     """What every thread service of a process shares, built once at start-up: the summarizer,
-    the listeners an append tells (in its transaction), and whether replays mask secrets."""
+    the listeners an append tells (in its transaction), and how messages are replayed."""
 
     summarizer: Summarizer
     listeners: tuple[AppendListener, ...]
     # Messages are stored exactly as sent (they are the user's record of the conversation);
-    # a prompt window replays them with detected secrets masked, unless configured not to.
-    mask_replayed_secrets: bool
+    # a prompt window replays them as `MessageReplay` says.
+    replay: MessageReplay
 
 
 class ThreadService:
@@ -155,7 +148,7 @@ class ThreadService:
         self._appended_by_admin = principal.is_admin
         self._summarizer = setup.summarizer
         self._listeners = setup.listeners
-        self._mask_replayed_secrets = setup.mask_replayed_secrets
+        self._replay = setup.replay
 
     async def create(self, user_id: str, request: ThreadCreate) -> ThreadRead:
         refuse_thread_secrets({"title": request.title, "metadata": request.metadata})
@@ -324,10 +317,9 @@ class ThreadService:
         summaries = await self._repository.summaries(thread_id)
         # The entries are the stored record; `text` is rendered for a prompt, so it is replayed
         # as the window's is.
-        text = format_summaries_for_prompt(summaries)
         return SummaryList(
             items=[SummaryRead.model_validate(s) for s in summaries],
-            text=mask_secrets(text) if self._mask_replayed_secrets else text,
+            text=self._replay.text(format_summaries_for_prompt(summaries)),
         )
 
     async def delete_summaries(self, user_id: str, thread_id: uuid.UUID) -> SummariesDeleted:
@@ -356,15 +348,23 @@ class ThreadService:
         # Read whole, the window starts where `window_start_index` says; cut, at the oldest
         # message kept (every message from `first_needed` on is in the window).
         start = raw[0].seq if truncated else window_start_index(summaries, raw, buffer_turns)
-        window = ThreadWindow(
+        replay = self._replay
+        return ThreadWindow(
             summarization=self._summarizer.status,
-            summaries=[SummaryRead.model_validate(s) for s in summaries],
-            summary_text=format_summaries_for_prompt(summaries),
+            summaries=[
+                SummaryRead.model_validate(s).model_copy(
+                    update={"entries": replay.summary_entries(s.entries)}
+                )
+                for s in summaries
+            ],
+            summary_text=replay.text(format_summaries_for_prompt(summaries)),
             start_index=start,
-            messages=await self._with_labels(thread_id, [m for m in raw if m.seq >= start]),
+            messages=[
+                replay.read(m)
+                for m in await self._with_labels(thread_id, [m for m in raw if m.seq >= start])
+            ],
             truncated=truncated,
         )
-        return masked_window(window) if self._mask_replayed_secrets else window
 
     async def context_window(
         self,
@@ -385,7 +385,7 @@ class ThreadService:
             raise ThreadNotFound(f"No thread {thread_id} here.")
         summaries = await self._repository.summary_rows(thread_id)
         first_needed = await self._first_needed(thread_id, summaries, buffer_turns)
-        replay = mask_secrets_memo if self._mask_replayed_secrets else _as_sent
+        replay = self._replay
         newest_first: list[ReplayedMessage] = []
         humans = 0
         before = NO_LATER_SEQ
@@ -394,8 +394,14 @@ class ThreadService:
                 thread_id, from_seq=first_needed, before_seq=before, page=CONTEXT_PAGE
             )
             for row in page:
+                # A block carries a message's role and text only.
                 newest_first.append(
-                    ReplayedMessage(row["id"], row["role"], replay(row["content"]), row["seq"])
+                    ReplayedMessage(
+                        id=row["id"],
+                        seq=row["seq"],
+                        role=row["role"],
+                        content=replay.text(row["content"]),
+                    )
                 )
                 humans += row["role"] == HUMAN_ROLE
             if len(page) < CONTEXT_PAGE:
@@ -408,7 +414,7 @@ class ThreadService:
         return ContextWindow(
             summarization_enabled=self._summarizer.status.enabled,
             summaries=[
-                ReplayedSummary(s.sequence, _replayed_entries(s.entries, replay)) for s in summaries
+                ReplayedSummary(s.sequence, replay.summary_entries(s.entries)) for s in summaries
             ],
             messages=[message for message in messages if message.seq >= start],
         )
@@ -439,34 +445,3 @@ class ThreadService:
             )
             for m in messages
         ]
-
-
-def _as_sent(text: str) -> str:
-    return text
-
-
-def _replayed_entries(
-    entries: list[dict[str, Any]], replay: Callable[[str], str]
-) -> list[dict[str, Any]]:
-    """A summary's entries with their text (question, answer) passed through `replay`."""
-    return [
-        {k: replay(v) if isinstance(v, str) else v for k, v in entry.items()} for entry in entries
-    ]
-
-
-def masked_window(window: ThreadWindow) -> ThreadWindow:
-    """The window with secrets in its raw messages and summaries (their entries and the
-    rendered text) replaced by a placeholder."""
-    return window.model_copy(
-        update={
-            "summary_text": mask_secrets(window.summary_text),
-            "summaries": [
-                s.model_copy(update={"entries": _replayed_entries(s.entries, mask_secrets_memo)})
-                for s in window.summaries
-            ],
-            "messages": [
-                m.model_copy(update={"content": mask_secrets_memo(m.content)})
-                for m in window.messages
-            ],
-        }
-    )

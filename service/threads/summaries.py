@@ -26,7 +26,8 @@ One pass (`summary_pass`; `summarize_thread` starts it again when another pass o
    the conversation too, and a summary that skipped them would lose them from the prompt.
 5. Render it as JSON Lines, one line per turn: `{"id": "#N", "messages": [...]}` with tool calls
    as a field of their message, the messages before the thread's first human turn on the first
-   turn's line; ask the model once for entries under a strict JSON schema.
+   turn's line, each message as replayed (`MessageReplay`: secrets masked unless configured
+   not to, as in every prompt); ask the model once for entries under a strict JSON schema.
 6. No entries → nothing is written. A model failure raises `LLMUnavailable` and writes nothing,
    so the same window is due again at the next trigger (or the job's retry).
 7. Otherwise write the summary with the next sequence number (latest + 1, from 1), the window,
@@ -59,6 +60,7 @@ from service.kit.admission import outside_the_gate
 from service.kit.token_counting import count_tokens
 from service.providers.llm import ChatModel
 from service.threads.models import ThreadSummary
+from service.threads.replay import MessageReplay, ReplayedMessage
 from service.threads.summary_repository import SummaryRepository
 
 logger = logging.getLogger("mneme.threads.summaries")
@@ -103,19 +105,6 @@ class TurnLike(Protocol):
 
     @property
     def role(self) -> str: ...
-
-
-class MessageLike(TurnLike, Protocol):
-    """What a summary pass needs of a message."""
-
-    @property
-    def id(self) -> uuid.UUID: ...
-
-    @property
-    def content(self) -> str: ...
-
-    @property
-    def tool_calls(self) -> Any: ...
 
 
 class SummaryLike(Protocol):
@@ -245,8 +234,9 @@ def compute_summary_window(
     )
 
 
-def render_transcript(messages: Sequence[MessageLike], labels: Sequence[int]) -> str:
-    """The excerpt as JSON Lines: one `{"id": "#N", "messages": [...]}` line per turn."""
+def render_transcript(messages: Sequence[ReplayedMessage], labels: Sequence[int]) -> str:
+    """The excerpt as JSON Lines: one `{"id": "#N", "messages": [...]}` line per turn. It takes
+    the messages as replayed only: what goes to the model is what a prompt may carry."""
     lines = []
     for label, group in groupby(zip(labels, messages, strict=True), key=lambda pair: pair[0]):
         rendered = []
@@ -419,8 +409,9 @@ async def summary_pass(
         for label, message in zip(labels, tail, strict=True)
         if window.start_index <= message.seq < window.end_index
     ]
+    replay = MessageReplay.configured(settings)
     transcript = render_transcript(
-        [message for _, message in excerpt], [label for label, _ in excerpt]
+        [replay.message(message) for _, message in excerpt], [label for label, _ in excerpt]
     )
     turn_message_ids: dict[int, list[uuid.UUID]] = {}
     for label, message in excerpt:

@@ -382,6 +382,9 @@ def test_at_most_max_facts_are_accepted_most_confident_first() -> None:
         ("User's API key is sk-abcdefghijklmnopqrstuvwx", "", "secret"),
         ("User's card is on file.", "my card is 4111 1111 1111 1111", "secret"),
         ("User's SSN is 123-45-6789.", "", "secret"),
+        # What the model read masked: the placeholder says nothing worth remembering.
+        ("User's card number is [secret removed].", "my card is [secret removed]", "secret"),
+        ("User's password is [Secret Removed].", "", "secret"),
     ],
 )
 def test_candidates_the_api_would_refuse_are_dropped(text: str, evidence: str, reason: str) -> None:
@@ -578,6 +581,7 @@ def test_episodes_follow_the_api_text_rules() -> None:
     assert resolve_episode("  ") == (None, None)
     assert resolve_episode(" Alex asked\nabout  Lisbon. ") == ("Alex asked about Lisbon.", None)
     assert resolve_episode("Shared the key AKIAABCDEFGHIJKLMNOP") == (None, "secret")
+    assert resolve_episode("Ada shared her [secret removed].") == (None, "secret")
 
 
 def test_profile_attributes_need_confidence_a_valid_key_and_no_secret() -> None:
@@ -589,6 +593,7 @@ def test_profile_attributes_need_confidence_a_valid_key_and_no_secret() -> None:
         ProfileProposalIn("access_token", "abc", 0.99, ""),
         ProfileProposalIn("bad key!", "x", 0.99, ""),
         ProfileProposalIn("api", "password: hunter2hunter2", 0.99, ""),
+        ProfileProposalIn("bank_card", "[secret removed]", 0.99, "my card is [secret removed]"),
     ]
     changes, dropped = resolve_profile(proposals, RULES)
     assert changes == [ProfileChange("home_city", "Berlin")]
@@ -599,6 +604,7 @@ def test_profile_attributes_need_confidence_a_valid_key_and_no_secret() -> None:
             "profile:profile_key",
             "profile:profile_key",
             "profile:profile_key",
+            "profile:secret",
             "profile:secret",
         ]
     )
