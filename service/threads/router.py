@@ -197,7 +197,10 @@ async def append_messages(
 ) -> MessagesAppended | Response:
     """Append up to 100 messages in order. They are committed before anything else happens
     (summaries and extraction run afterwards, in the background). A message whose
-    `client_message_id` is already stored is returned, not stored twice."""
+    `client_message_id` is already stored is returned, not stored twice. A message's text and
+    tool calls are stored as sent and masked wherever they are replayed into a prompt; an
+    author `name` or `metadata` that looks like a secret is refused (422 `SECRET_REFUSED`) and
+    nothing is appended."""
     return await idempotency.run(
         idempotency_key,
         request,
@@ -295,7 +298,9 @@ async def get_thread_window(
     messages after the last summarised window, keeping at least
     MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
     them, the newest (`truncated` says when older ones were left out). `summarization` says
-    whether summaries are being written at all."""
+    whether summaries are being written at all. Secrets in the messages (their text, author,
+    tool calls and metadata) and summaries are masked, as in every prompt
+    (`MNEME_MESSAGE_SECRETS_ON_REPLAY`)."""
     settings = state.settings
     return await threads.window(
         user_id,

@@ -80,7 +80,8 @@ class MessageIn(BaseModel):
     name: SpeakerName | None = Field(
         default=None,
         description="The author's name, when a thread has named participants: memories "
-        "derived from this message record it as their speaker.",
+        "derived from this message record it as their speaker. Like a memory's speaker, one "
+        "that looks like a secret is refused (422 SECRET_REFUSED).",
         examples=["Ada"],
     )
     content: str = Field(max_length=MESSAGE_CONTENT_MAX)
@@ -91,7 +92,11 @@ class MessageIn(BaseModel):
         max_length=200,
         description="Your id for this message; appending it again returns the stored one.",
     )
-    metadata: JsonObject = Field(default_factory=dict)
+    metadata: JsonObject = Field(
+        default_factory=dict,
+        description="Yours to set; like a thread's metadata, a secret in it (or a non-blank "
+        "value under a credential-named key) is refused (422 SECRET_REFUSED).",
+    )
 
     @field_validator("role")
     @classmethod

@@ -54,9 +54,12 @@ from service.threads.summaries import (
 )
 
 # A thread's title and metadata are written deliberately, like a memory's metadata, and kept
-# as they are: they follow the durable-write policy (422 `SECRET_REFUSED`). Messages do not:
-# they are the user's record, stored as sent and masked when replayed (`MessageReplay`).
+# as they are: they follow the durable-write policy (422 `SECRET_REFUSED`). So do a message's
+# author name (a memory's speaker is refused alike) and metadata: the application sets them,
+# as it sets a thread's. A message's text and tool calls do not: they are the conversation
+# itself, the user's record, stored as sent and masked when replayed (`MessageReplay`).
 THREAD_SECRET_FIELDS = ("title", "metadata")
+MESSAGE_SECRET_FIELDS = ("name", "metadata")
 
 CONTEXT_PAGE = 64
 """How many of a thread's messages a context block reads at a time, newest first: more than a
@@ -67,6 +70,13 @@ def refuse_thread_secrets(values: dict[str, Any]) -> None:
     """Refuse a thread's title or metadata holding a secret; `values` by field name."""
     for field in THREAD_SECRET_FIELDS:
         refuse_secrets(values.get(field), ("body", field))
+
+
+def refuse_message_secrets(messages: Sequence[MessageIn]) -> None:
+    """Refuse an append of which a message's author name or metadata holds a secret."""
+    for index, message in enumerate(messages):
+        for field in MESSAGE_SECRET_FIELDS:
+            refuse_secrets(getattr(message, field), ("body", "messages", index, field))
 
 
 class Summarizer:
@@ -244,6 +254,7 @@ class ThreadService:
         The thread row lock serialises appends, so positions stay gap-free. A message whose
         client_message_id is already stored is not stored again: the stored one comes back.
         """
+        refuse_message_secrets(messages)
         await self._accounts.hold_user_writes(user_id)
         await self.load(user_id, thread_id, lock=True)
         client_ids = [m.client_message_id for m in messages if m.client_message_id]

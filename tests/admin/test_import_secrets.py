@@ -1,6 +1,7 @@
 """Import applies the API's secret policy: what a write through the API refuses, an import line
-refuses the same way (422 `SECRET_REFUSED`, naming the line, nothing stored); messages are
-imported as the API stores them, as sent, and masked wherever they are replayed."""
+refuses the same way (422 `SECRET_REFUSED`, naming the line, nothing stored); a message's text
+and tool calls are imported as the API stores them, as sent, and masked wherever they are
+replayed."""
 
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ REFUSED_PLACES: dict[str, tuple[str, Change]] = {
     "account name": ("user_account", _set("name")),
     "thread title": ("thread", _set("title")),
     "thread metadata": ("thread", _under("metadata", "note")),
+    "message author": ("message", _set("name")),
+    "message metadata": ("message", _under("metadata", "note")),
     "audit detail": ("audit_log", _under("detail", "note")),
 }
 
@@ -186,33 +189,24 @@ async def test_a_secret_in_an_imported_message_is_kept_as_sent_and_never_replaye
     assert sample.core not in summaries["text"] and MASK in summaries["text"]
 
 
-async def test_a_secret_in_message_metadata_or_tool_calls_is_stored_as_the_api_stores_it(
+async def test_a_secret_in_message_tool_calls_is_stored_as_the_api_stores_it(
     client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
 ) -> None:
     admin, records = await exported_then_purged(client, settings, owner_engine, tenant)
     agent = bearer(settings, tenant, "agent", service=True)
-    metadata = {kind: sample.text for kind, sample in SAMPLES.items()}
     tool_calls = [{"name": "remember", "arguments": sample.text} for sample in SAMPLES.values()]
-    # Through the API, on another user: a message's metadata and tool calls are kept as sent.
+    # Through the API, on another user: a message's tool calls are kept as sent (its metadata
+    # is refused, as the import refuses it).
     thread = await client.post("/v1/users/bob/threads", headers=agent, json={})
     appended = await client.post(
         f"/v1/users/bob/threads/{thread.json()['id']}/messages",
         headers=agent,
-        json={
-            "messages": [
-                {
-                    "role": "assistant",
-                    "content": "ok",
-                    "metadata": metadata,
-                    "tool_calls": tool_calls,
-                }
-            ]
-        },
+        json={"messages": [{"role": "assistant", "content": "ok", "tool_calls": tool_calls}]},
     )
     assert appended.status_code == 201, appended.text
     through_api = appended.json()["items"][0]
     message = records[first_of(records, "message")]["data"]
-    message.update(metadata=metadata, tool_calls=tool_calls)
+    message.update(tool_calls=tool_calls)
 
     imported = await import_records(client, admin, records)
 
@@ -220,5 +214,4 @@ async def test_a_secret_in_message_metadata_or_tool_calls_is_stored_as_the_api_s
     assert imported.status_code == 200, imported.text
     page = await client.get(f"/v1/users/ada/threads/{message['thread_id']}/messages", headers=agent)
     stored = next(m for m in page.json()["items"] if m["id"] == message["id"])
-    assert stored["metadata"] == through_api["metadata"] == metadata
     assert stored["tool_calls"] == through_api["tool_calls"] == tool_calls

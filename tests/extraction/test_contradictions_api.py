@@ -14,6 +14,7 @@ from httpx import AsyncClient
 
 from service.config import Settings
 from service.extraction import pipeline
+from service.threads import service as threads_service
 from tests.conftest import bearer
 from tests.extraction.conftest import fact, say, wait_for_passes
 from tests.fixtures.factories import memories, remember, remember_texts, start_thread
@@ -346,9 +347,11 @@ async def test_a_refused_fact_leaves_what_it_would_have_replaced_to_the_next_one
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The first move's message is signed with a name the API refuses as a speaker (its check,
-    # switched off, would have left the name out): that fact is refused at the write, and the
-    # home it would have replaced falls to the move said after it.
+    # switched off, would have left the name out; so is the append's, which refuses it now):
+    # that fact is refused at the write, and the home it would have replaced falls to the move
+    # said after it.
     monkeypatch.setattr(pipeline, "remembered_name", lambda name: name)
+    monkeypatch.setattr(threads_service, "refuse_message_secrets", lambda messages: None)
     headers = bearer(settings, tenant, "alex")
     berlin = await remember(
         llm_client,

@@ -23,7 +23,8 @@ class MessageIn:
         role (MessageRole):
         content (str):
         name (None | str | Unset): The author's name, when a thread has named participants: memories derived from this
-            message record it as their speaker.
+            message record it as their speaker. Like a memory's speaker, one that looks like a secret is refused (422
+            SECRET_REFUSED).
         tool_calls (list[MessageInToolCallsType0Item] | None | Unset):
         client_message_id (None | str | Unset): Your id for this message; appending it again returns the stored one.
         metadata (Metadata | Unset): Free-form JSON object stored with the record and returned as given.

@@ -690,7 +690,10 @@ export const listMessages = <ThrowOnError extends boolean = false>(options: Opti
  *
  * Append up to 100 messages in order. They are committed before anything else happens
  * (summaries and extraction run afterwards, in the background). A message whose
- * `client_message_id` is already stored is returned, not stored twice.
+ * `client_message_id` is already stored is returned, not stored twice. A message's text and
+ * tool calls are stored as sent and masked wherever they are replayed into a prompt; an
+ * author `name` or `metadata` that looks like a secret is refused (422 `SECRET_REFUSED`) and
+ * nothing is appended.
  */
 export const appendMessages = <ThrowOnError extends boolean = false>(options: Options<AppendMessagesData, ThrowOnError>) => (options.client ?? client).post<AppendMessagesResponses, AppendMessagesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -744,7 +747,9 @@ export const summarizeThreadNow = <ThrowOnError extends boolean = false>(options
  * messages after the last summarised window, keeping at least
  * MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
  * them, the newest (`truncated` says when older ones were left out). `summarization` says
- * whether summaries are being written at all.
+ * whether summaries are being written at all. Secrets in the messages (their text, author,
+ * tool calls and metadata) and summaries are masked, as in every prompt
+ * (`MNEME_MESSAGE_SECRETS_ON_REPLAY`).
  */
 export const getThreadWindow = <ThrowOnError extends boolean = false>(options: Options<GetThreadWindowData, ThrowOnError>) => (options.client ?? client).get<GetThreadWindowResponses, GetThreadWindowErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -1192,7 +1192,7 @@ export type MessageIn = {
     /**
      * Name
      *
-     * The author's name, when a thread has named participants: memories derived from this message record it as their speaker.
+     * The author's name, when a thread has named participants: memories derived from this message record it as their speaker. Like a memory's speaker, one that looks like a secret is refused (422 SECRET_REFUSED).
      */
     name?: string | null;
     /**
@@ -1211,6 +1211,9 @@ export type MessageIn = {
      * Your id for this message; appending it again returns the stored one.
      */
     client_message_id?: string | null;
+    /**
+     * Yours to set; like a thread's metadata, a secret in it (or a non-blank value under a credential-named key) is refused (422 SECRET_REFUSED).
+     */
     metadata?: Metadata;
 };
 

@@ -115,7 +115,10 @@ def sync_detailed(
 
      Append up to 100 messages in order. They are committed before anything else happens
     (summaries and extraction run afterwards, in the background). A message whose
-    `client_message_id` is already stored is returned, not stored twice.
+    `client_message_id` is already stored is returned, not stored twice. A message's text and
+    tool calls are stored as sent and masked wherever they are replayed into a prompt; an
+    author `name` or `metadata` that looks like a secret is refused (422 `SECRET_REFUSED`) and
+    nothing is appended.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -160,7 +163,10 @@ def sync(
 
      Append up to 100 messages in order. They are committed before anything else happens
     (summaries and extraction run afterwards, in the background). A message whose
-    `client_message_id` is already stored is returned, not stored twice.
+    `client_message_id` is already stored is returned, not stored twice. A message's text and
+    tool calls are stored as sent and masked wherever they are replayed into a prompt; an
+    author `name` or `metadata` that looks like a secret is refused (422 `SECRET_REFUSED`) and
+    nothing is appended.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -200,7 +206,10 @@ async def asyncio_detailed(
 
      Append up to 100 messages in order. They are committed before anything else happens
     (summaries and extraction run afterwards, in the background). A message whose
-    `client_message_id` is already stored is returned, not stored twice.
+    `client_message_id` is already stored is returned, not stored twice. A message's text and
+    tool calls are stored as sent and masked wherever they are replayed into a prompt; an
+    author `name` or `metadata` that looks like a secret is refused (422 `SECRET_REFUSED`) and
+    nothing is appended.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -243,7 +252,10 @@ async def asyncio(
 
      Append up to 100 messages in order. They are committed before anything else happens
     (summaries and extraction run afterwards, in the background). A message whose
-    `client_message_id` is already stored is returned, not stored twice.
+    `client_message_id` is already stored is returned, not stored twice. A message's text and
+    tool calls are stored as sent and masked wherever they are replayed into a prompt; an
+    author `name` or `metadata` that looks like a secret is refused (422 `SECRET_REFUSED`) and
+    nothing is appended.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

@@ -108,7 +108,9 @@ def sync_detailed(
     messages after the last summarised window, keeping at least
     MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
     them, the newest (`truncated` says when older ones were left out). `summarization` says
-    whether summaries are being written at all.
+    whether summaries are being written at all. Secrets in the messages (their text, author,
+    tool calls and metadata) and summaries are masked, as in every prompt
+    (`MNEME_MESSAGE_SECRETS_ON_REPLAY`).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -150,7 +152,9 @@ def sync(
     messages after the last summarised window, keeping at least
     MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
     them, the newest (`truncated` says when older ones were left out). `summarization` says
-    whether summaries are being written at all.
+    whether summaries are being written at all. Secrets in the messages (their text, author,
+    tool calls and metadata) and summaries are masked, as in every prompt
+    (`MNEME_MESSAGE_SECRETS_ON_REPLAY`).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -187,7 +191,9 @@ async def asyncio_detailed(
     messages after the last summarised window, keeping at least
     MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
     them, the newest (`truncated` says when older ones were left out). `summarization` says
-    whether summaries are being written at all.
+    whether summaries are being written at all. Secrets in the messages (their text, author,
+    tool calls and metadata) and summaries are masked, as in every prompt
+    (`MNEME_MESSAGE_SECRETS_ON_REPLAY`).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -227,7 +233,9 @@ async def asyncio(
     messages after the last summarised window, keeping at least
     MNEME_THREAD_MESSAGES_BUFFER_RECENT_TURNS recent human turns raw; at most `max_messages` of
     them, the newest (`truncated` says when older ones were left out). `summarization` says
-    whether summaries are being written at all.
+    whether summaries are being written at all. Secrets in the messages (their text, author,
+    tool calls and metadata) and summaries are masked, as in every prompt
+    (`MNEME_MESSAGE_SECRETS_ON_REPLAY`).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
