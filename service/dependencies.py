@@ -16,13 +16,14 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Path, Request
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.owner import Owner, authorize_write
 from service.auth.principal import Principal
 from service.errors import AmbiguousCredentials, Forbidden, NotFound
-from service.kit.idempotency import IdempotencyStore
+from service.kit.idempotency import IdempotencyStore, spelled_path
 from service.kit.types import IDENTIFIER_MAX
 from service.rate_limits import RateLimiter
 from service.services import Services, unit_of_work
@@ -106,19 +107,47 @@ def provided(factory: Callable[[Services], T]) -> Callable[[Services], Coroutine
     return from_unit_of_work
 
 
-async def get_idempotency_store(services: UnitOfWork) -> IdempotencyStore:
+def resolved_path(request: Request, principal: Principal) -> str:
+    """The request's path with the user it addresses resolved (`me` is the caller's own id).
+
+    One request may be spelled `/v1/users/me/…` or `/v1/users/<own id>/…`; an idempotency
+    record fingerprints it by this path, so a retry through a layer that resolves `me` (or
+    does not) replays instead of being refused as another request. The path is rebuilt from
+    the route (convertors write their canonical form); a path that addresses no user, or one
+    this caller may not address (the route answers 404 anyway), is kept as spelled.
+    """
+    route = request.scope.get("route")
+    user_id = request.path_params.get("user_id")
+    if not isinstance(route, APIRoute) or not isinstance(user_id, str):
+        return request.url.path
+    resolved = principal.resolve_user(user_id)
+    if resolved is None:
+        return request.url.path
+    return route.url_path_for(route.name, **{**request.path_params, "user_id": resolved})
+
+
+def idempotency_store(
+    services: Services, request_path: Callable[[Request], str] = spelled_path
+) -> IdempotencyStore:
+    """The unit of work's idempotency store: keys per principal (the kind keeps a service and
+    a user sharing a `sub` apart), each claim made after the tenant's write lock."""
     principal, session = services.principal, services.session
 
     async def hold_tenant_writes() -> None:
         await services.state.hold_tenant_writes(session, principal.tenant_id)
 
-    # Keys are per principal; the kind keeps a service and a user sharing a `sub` apart.
     return IdempotencyStore(
         session,
         principal.tenant_id,
         f"{principal.kind}:{principal.subject}",
         hold_writes=hold_tenant_writes,
+        request_path=request_path,
     )
+
+
+async def get_idempotency_store(request: Request, services: UnitOfWork) -> IdempotencyStore:
+    principal = services.principal
+    return idempotency_store(services, lambda spelled: resolved_path(spelled, principal))
 
 
 Idempotency = Annotated[IdempotencyStore, Depends(get_idempotency_store)]

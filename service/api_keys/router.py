@@ -68,7 +68,7 @@ async def create_api_key(
     create another if its secret was lost)."""
     if idempotency_key is None:
         return _created(response, await api_keys.create(body))
-    outcome = await idempotency.begin(idempotency_key, request.method, request.url.path, body)
+    outcome = await idempotency.begin_request(idempotency_key, request, body)
     if isinstance(outcome, IdempotentReplay):
         raise ApiKeySecretNotReplayable(
             "This Idempotency-Key already created an API key; its secret was shown only in "

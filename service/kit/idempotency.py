@@ -16,7 +16,10 @@ which one exists without the other:
   primary key until the first transaction ends, then replays (commit) or claims (rollback).
 
 A key is scoped to (tenant, principal): two callers may pick the same key independently.
-Reusing a key for a different request is a client bug and answered with 409
+A request is its method, its path and its body; the path is the one the store's `request_path`
+gives, which the application makes the path *as resolved* (`/v1/users/me/…` is the caller's own
+`/v1/users/<id>/…`), so that a retry through a layer that spells the path the other way still
+replays. Reusing a key for a different request is a client bug and answered with 409
 `IDEMPOTENCY_KEY_REUSED`, never with somebody else's response. Records expire after a TTL
 (24 hours by default); an expired record is treated as absent.
 """
@@ -202,6 +205,11 @@ IdempotencyKeyHeader = Annotated[str | None, Depends(idempotency_key_header)]
 """The optional, validated `Idempotency-Key` header; declaring it documents it in OpenAPI."""
 
 
+def spelled_path(request: Request) -> str:
+    """The request's path as the client spelled it."""
+    return request.url.path
+
+
 class IdempotencyStore:
     """Claims idempotency keys and remembers responses, inside the request's transaction.
 
@@ -213,6 +221,9 @@ class IdempotencyStore:
     the claim, what every write to the tenant's data takes first (the tenant's write lock, which
     a purge of the tenant holds alone): without it a request could hold the tenant row while
     waiting for that lock, and the purge hold the lock while waiting to delete the row.
+
+    `request_path` gives the path a request is fingerprinted by: two spellings it maps to one
+    path are one request.
     """
 
     def __init__(
@@ -223,12 +234,14 @@ class IdempotencyStore:
         *,
         ttl: timedelta = DEFAULT_TTL,
         hold_writes: Callable[[], Awaitable[None]] | None = None,
+        request_path: Callable[[Request], str] = spelled_path,
     ) -> None:
         self._session = session
         self._tenant_id = tenant_id
         self._principal = principal_subject
         self._ttl_seconds = ttl.total_seconds()
         self._hold_writes = hold_writes
+        self._request_path = request_path
 
     async def begin(
         self, key: str, method: str, path: str, request_body: bytes | Any
@@ -286,6 +299,12 @@ class IdempotencyStore:
             headers={"Retry-After": "1"},
         )
 
+    async def begin_request(
+        self, key: str, request: Request, request_body: bytes | Any
+    ) -> IdempotentReplay | IdempotencyClaim:
+        """`begin` for `request`: its method and its path as `request_path` gives it."""
+        return await self.begin(key, request.method, self._request_path(request), request_body)
+
     async def complete(self, claim: IdempotencyClaim, status_code: int, body: Any) -> None:
         """Remember the response a retry of the claimed request must get.
 
@@ -326,7 +345,7 @@ class IdempotencyStore:
             result = await operation()
         else:
             with tracer.start_as_current_span("idempotency.claim") as span:
-                outcome = await self.begin(key, request.method, request.url.path, request_body)
+                outcome = await self.begin_request(key, request, request_body)
                 replay = isinstance(outcome, IdempotentReplay)
                 span.set_attribute("mneme.idempotency.replay", replay)
             if isinstance(outcome, IdempotentReplay):

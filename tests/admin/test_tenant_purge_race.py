@@ -28,7 +28,7 @@ from service.auth.owner import Owner
 from service.auth.principal import Principal
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
-from service.dependencies import get_idempotency_store
+from service.dependencies import idempotency_store
 from service.extraction.hooks import WritePathScheduler
 from service.extraction.recovery import WritePathRecovery
 from service.kit.post_commit import PostCommitTasks
@@ -150,7 +150,7 @@ async def change_the_orgs_first_memory(services: Services) -> None:
 
 
 async def claim_a_key(services: Services) -> None:
-    store = await get_idempotency_store(services)
+    store = idempotency_store(services)
     await store.begin("in-flight", "POST", "/v1/users/ada/memories", {"text": "Fact."})
 
 

@@ -228,6 +228,30 @@ async def test_appends_are_idempotent_by_client_id_and_by_key(
     assert [m["content"] for m in listed] == ["a", "b", "c", "d"]
 
 
+@pytest.mark.parametrize(("first", "retry"), [("me", "alice"), ("alice", "me")])
+async def test_a_keyed_retry_replays_whether_the_path_says_me_or_the_callers_own_id(
+    client: AsyncClient, settings: Settings, tenant: str, first: str, retry: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    keyed = {**headers, "Idempotency-Key": "append-either-way"}
+    body = {"messages": [turn("assistant", "ok A")]}
+
+    one = await client.post(
+        f"/v1/users/{first}/threads/{thread_id}/messages", headers=keyed, json=body
+    )
+    two = await client.post(
+        f"/v1/users/{retry}/threads/{thread_id}/messages", headers=keyed, json=body
+    )
+
+    assert one.status_code == two.status_code == 201, two.text
+    assert two.headers["Idempotent-Replayed"] == "true"
+    assert two.json() == one.json()
+    url = f"/v1/users/me/threads/{thread_id}/messages"
+    listed = (await client.get(url, headers=headers)).json()["items"]
+    assert [m["content"] for m in listed] == ["ok A"]
+
+
 @pytest.mark.parametrize("endpoint", ["messages", "turns"])
 async def test_an_append_answers_each_message_sent_with_its_stored_row_in_order(
     client: AsyncClient, settings: Settings, tenant: str, endpoint: str
