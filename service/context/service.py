@@ -31,6 +31,7 @@ from service.context.schemas import (
 from service.context.shortening import shortened
 from service.context.telemetry import record_context_sections
 from service.kit.token_counting import count_tokens_memo
+from service.kit.types import visible_text
 from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
 from service.memories.search import MemorySearch, PendingVector
 from service.memories.service import MemoryService
@@ -38,8 +39,9 @@ from service.memories.slots import PROCEDURE_SLOTS
 from service.observability import traced, tracer
 from service.profile.service import ProfileService
 from service.threads.replay import ReplayedMessage
+from service.threads.schemas import HUMAN_ROLE
 from service.threads.service import ContextWindow, ThreadService
-from service.threads.summaries import HUMAN_ROLE, format_summary_entries
+from service.threads.summaries import format_summary_entries
 
 HEADER = (
     "You have long-term memory about this user and earlier conversations. Use it when it is "
@@ -586,8 +588,10 @@ def _turn_line(message: ReplayedMessage) -> str:
 
 
 def _is_shown(message: ReplayedMessage) -> bool:
-    """Whether the recent section renders this message (system prompts and empty turns not)."""
-    return message.role != "system" and bool(message.content)
+    """Whether the recent section renders this message: not system prompts, nor messages with
+    nothing visible to read (a tool call's empty content, a blank reply), which would show as a
+    bare `assistant: ` line."""
+    return message.role != "system" and bool(visible_text(message.content))
 
 
 def _compact(value: Any) -> str:

@@ -52,7 +52,8 @@ def default_query(messages: list[MessageIn]) -> str:
     """The last user message with visible text (else the last message with any), cut to the
     query limit from its end."""
     # The query's own rule (`QueryText`): a message of only invisible characters asks nothing,
-    # so it is passed over, as are a tool call's empty content and a blank tool result.
+    # so it is passed over: a tool call's empty content, a blank tool result or reply (a user's
+    # message always has visible text, `MessageIn`).
     latest = ""
     for message in reversed(messages):
         text = visible_text(message.content)

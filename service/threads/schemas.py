@@ -6,9 +6,9 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from service.kit.types import JsonObject, SpeakerName
+from service.kit.types import JsonObject, SpeakerName, has_visible_character
 
 StoredRole = Literal["user", "assistant", "tool", "system"]
 MessageRole = Literal["user", "human", "assistant", "ai", "tool", "system"]
@@ -21,6 +21,8 @@ ROLE_ALIASES: dict[str, StoredRole] = {
     "tool": "tool",
     "system": "system",
 }
+HUMAN_ROLE: StoredRole = "user"
+"""The role of a human turn, the messages labelled `#N`."""
 MESSAGE_CONTENT_MAX = 100_000
 APPEND_MAX = 100
 
@@ -84,7 +86,12 @@ class MessageIn(BaseModel):
         "that looks like a secret is refused (422 SECRET_REFUSED).",
         examples=["Ada"],
     )
-    content: str = Field(max_length=MESSAGE_CONTENT_MAX)
+    content: str = Field(
+        max_length=MESSAGE_CONTENT_MAX,
+        description="Stored as sent. A user's message must hold something besides whitespace "
+        "and invisible characters; an assistant's, a tool's or a system message may be empty "
+        "(a tool call, an empty tool result, a model's empty answer).",
+    )
     tool_calls: list[JsonObject] | None = Field(default=None, max_length=128)
     client_message_id: str | None = Field(
         default=None,
@@ -102,6 +109,19 @@ class MessageIn(BaseModel):
     @classmethod
     def _normalise_role(cls, value: str) -> str:
         return ROLE_ALIASES[value]
+
+    @field_validator("content")
+    @classmethod
+    def _a_human_turn_says_something(cls, value: str, info: ValidationInfo) -> str:
+        # A user's message is a human turn: it takes a `#N` label, is replayed in the context
+        # block, summarised as a question and is a turn's default query, so one of only
+        # whitespace or invisible characters is refused as every other text people read is.
+        # Other roles legitimately say nothing: an assistant's tool call carries its content in
+        # `tool_calls`, a tool may return nothing, a model may answer nothing, and a mirrored
+        # conversation must not lose its user's turn over such a reply in the same batch.
+        if info.data.get("role") == HUMAN_ROLE:
+            return has_visible_character(value)
+        return value
 
 
 class MessagesAppend(BaseModel):

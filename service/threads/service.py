@@ -30,6 +30,7 @@ from service.threads.models import Message, Thread
 from service.threads.replay import MessageReplay, ReplayedMessage
 from service.threads.repository import NO_LATER_SEQ, ThreadRepository
 from service.threads.schemas import (
+    HUMAN_ROLE,
     MessageIn,
     MessagePage,
     MessageRead,
@@ -45,7 +46,6 @@ from service.threads.schemas import (
     ThreadWindow,
 )
 from service.threads.summaries import (
-    HUMAN_ROLE,
     SummaryLike,
     SummaryPassResult,
     format_summaries_for_prompt,

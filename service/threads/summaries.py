@@ -61,11 +61,11 @@ from service.kit.token_counting import count_tokens
 from service.providers.llm import ChatModel
 from service.threads.models import ThreadSummary
 from service.threads.replay import MessageReplay, ReplayedMessage
+from service.threads.schemas import HUMAN_ROLE
 from service.threads.summary_repository import SummaryRepository
 
 logger = logging.getLogger("mneme.threads.summaries")
 
-HUMAN_ROLE = "user"
 ANSWER_ROLES = frozenset({"assistant", "tool"})
 
 SUMMARY_SCHEMA_NAME = "thread_summary"

@@ -193,7 +193,7 @@ async def test_a_turn_whose_default_context_query_is_empty_is_refused_and_not_st
     thread = (await client.post("/v1/users/me/threads", json={}, headers=headers)).json()
     refused = await client.post(
         f"/v1/users/me/threads/{thread['id']}/turns",
-        json={"messages": [{"role": "user", "content": "   "}]},
+        json={"messages": [{"role": "assistant", "content": "   "}]},
         headers=headers,
     )
     problem = assert_problem(refused, 422, "VALIDATION_FAILED")

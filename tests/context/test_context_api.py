@@ -309,6 +309,37 @@ async def test_thread_window_is_included_newest_turns_first_when_trimmed(
     assert trimmed["token_count"] <= 150 and trimmed["omitted"]["recent"] == 16 - len(kept)
 
 
+async def test_replies_may_be_empty_and_one_with_nothing_visible_is_not_shown(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    tool_call = {"id": "c1", "type": "function", "function": {"name": "ci", "arguments": "{}"}}
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": ""},
+        {"role": "user", "content": "Is the build green?"},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call]},
+        {"role": "tool", "content": "   "},
+        {"role": "assistant", "content": " \u200b\n"},
+        {"role": "assistant", "content": "Yes, all green."},
+    ]
+    appended = await client.post(
+        f"/v1/users/me/threads/{thread_id}/messages", headers=headers, json={"messages": messages}
+    )
+    assert appended.status_code == 201, appended.text
+    # Stored as sent; only the user's message is a human turn.
+    assert [(m["content"], m["label"]) for m in appended.json()["items"]] == [
+        (message["content"], "#1" if message["role"] == "user" else None) for message in messages
+    ]
+
+    result = await context(client, headers, query="build", thread_id=thread_id)
+
+    recent = section(result, "recent")
+    assert recent is not None
+    assert [item["text"] for item in recent["items"]] == ["Is the build green?", "Yes, all green."]
+    assert "user: Is the build green?\nassistant: Yes, all green." in result["text"]
+
+
 async def test_a_long_conversation_is_read_only_as_far_back_as_the_block_can_show(
     app: FastAPI, client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
@@ -832,7 +863,7 @@ async def test_a_turn_without_user_text_asks_about_its_last_message_with_visible
     tool_round = [
         {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function"}]},
         {"role": "tool", "content": "Flight TP1351 to Lisbon leaves on Friday at 07:40."},
-        {"role": "user", "content": "\u200b"},
+        {"role": "assistant", "content": "\u200b"},
     ]
     response = await client.post(
         turns, headers=headers, json={"messages": tool_round, "context": {"k_user": 1}}

@@ -228,6 +228,25 @@ async def test_appends_are_idempotent_by_client_id_and_by_key(
     assert [m["content"] for m in listed] == ["a", "b", "c", "d"]
 
 
+@pytest.mark.parametrize("role", ["user", "human"])
+@pytest.mark.parametrize("content", ["", "   ", "\n\t", "\u200b\u2060", "\ufeff\u3000"])
+@pytest.mark.parametrize("endpoint", ["messages", "turns"])
+async def test_a_user_message_of_only_whitespace_or_invisible_characters_is_refused_with_its_batch(
+    client: AsyncClient, settings: Settings, tenant: str, role: str, content: str, endpoint: str
+) -> None:
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    url = f"/v1/users/me/threads/{thread_id}/{endpoint}"
+    body = {"messages": [turn("user", "Hello"), turn("assistant", "Hi!"), turn(role, content)]}
+
+    refused = await client.post(url, headers=headers, json=body)
+
+    problem = assert_problem(refused, 422, "VALIDATION_FAILED")
+    assert [error["loc"] for error in problem["errors"]] == [["body", "messages", 2, "content"]]
+    listed = await client.get(f"/v1/users/me/threads/{thread_id}/messages", headers=headers)
+    assert listed.json()["items"] == []
+
+
 @pytest.mark.parametrize(("first", "retry"), [("me", "alice"), ("alice", "me")])
 async def test_a_keyed_retry_replays_whether_the_path_says_me_or_the_callers_own_id(
     client: AsyncClient, settings: Settings, tenant: str, first: str, retry: str

@@ -21,7 +21,9 @@ class MessageIn:
     """
     Attributes:
         role (MessageRole):
-        content (str):
+        content (str): Stored as sent. A user's message must hold something besides whitespace and invisible characters;
+            an assistant's, a tool's or a system message may be empty (a tool call, an empty tool result, a model's empty
+            answer).
         name (None | str | Unset): The author's name, when a thread has named participants: memories derived from this
             message record it as their speaker. Like a memory's speaker, one that looks like a secret is refused (422
             SECRET_REFUSED).

@@ -1197,6 +1197,8 @@ export type MessageIn = {
     name?: string | null;
     /**
      * Content
+     *
+     * Stored as sent. A user's message must hold something besides whitespace and invisible characters; an assistant's, a tool's or a system message may be empty (a tool call, an empty tool result, a model's empty answer).
      */
     content: string;
     /**
