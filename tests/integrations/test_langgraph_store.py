@@ -3,8 +3,11 @@ langgraph's own `BaseStore` API: put/get/search/delete, namespaces, batches, a g
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
@@ -144,6 +147,35 @@ async def test_the_async_api_sees_what_the_sync_api_wrote(store: MnemeStore) -> 
     await store.adelete(("ada", "semantic"), "s")
     assert await store.aget(("ada", "semantic"), "s") is None
     await store.aclose()
+
+
+def test_one_store_serves_one_event_loop_after_another(
+    store: MnemeStore, live_server: RunningServer
+) -> None:
+    store.put(("ada", "semantic"), "tea", {"text": "Ada drinks green tea."})
+
+    async def search() -> list[str]:
+        return [item.key for item in await store.asearch(("ada",), query="green tea")]
+
+    async def refused() -> None:
+        await store.aput(("ada", "semantic"), "k", {"text": "My SSN is 123-45-6789."})
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        # Each `asyncio.run` is a new event loop, which the first one's client cannot serve.
+        first = asyncio.run(search())
+        second = asyncio.run(search())
+        with pytest.raises(MnemeStoreError) as refusal:
+            asyncio.run(refused())
+        gc.collect()
+
+    assert first == second == ["tea"]
+    assert refusal.value.code == "SECRET_REFUSED"
+    # Each loop's client was closed with its loop, not left to the garbage collector.
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    item = store.get(("ada", "semantic"), "tea")
+    assert item is not None and item.value == {"text": "Ada drinks green tea."}
+    assert rest_texts(live_server, store.token) == ['{"text": "Ada drinks green tea."}']
 
 
 def test_access_follows_the_token(

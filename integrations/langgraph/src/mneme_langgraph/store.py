@@ -27,6 +27,12 @@ Each operation is one HTTP request (one transaction on the service), plus one pe
 (every request the store makes can be repeated safely: reads, and writes that set a whole
 value). Requests are described once (`_Call`) and sent by a sync or an async client, so both
 paths share every rule.
+
+The async client's connections belong to the event loop that opened them, so each event loop
+gets a client of its own (two `asyncio.run` calls in a row, a sync graph and an async one in one
+process): created on the loop's first request, closed by `aclose()` on that loop or, at the
+latest, when the loop shuts down (`asyncio.run` and `asyncio.Runner` finish the loop's async
+generators before closing it, and the client is held by one).
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -93,6 +100,25 @@ class _Call:
 
 _Plan = Generator[_Call, httpx.Response, T]
 """An operation as the requests it makes: yields calls, receives their responses."""
+
+
+@dataclass(frozen=True)
+class _LoopClient:
+    """The async client of one event loop, and the async generator that closes it when the
+    loop shuts down (`_closed_with_loop`)."""
+
+    client: httpx.AsyncClient
+    keeper: AsyncGenerator[None, None]
+
+
+async def _closed_with_loop(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Holds `client` open from its first step until it is closed: by `MnemeStore.aclose`, or
+    by the loop's own shutdown (`loop.shutdown_asyncgens()`, which `asyncio.run` awaits before
+    it closes the loop), so the client's connections are closed while their loop still runs."""
+    try:
+        yield
+    finally:
+        await client.aclose()
 
 
 @dataclass(frozen=True)
@@ -160,7 +186,9 @@ class MnemeStore(BaseStore):
         ttl_config: LangGraph's TTL settings: `default_ttl` (minutes) for puts that name none,
             `refresh_on_read` for reads that do not say.
         retries: How often a request answered 429 or 503 is sent again.
-        transport / async_transport: httpx transports (tests, proxies).
+        transport / async_transport: httpx transports (tests, proxies). The async one is
+            shared by the clients of every event loop the store is used from, and each of
+            them closes it when it closes.
     """
 
     supports_ttl = True
@@ -174,7 +202,13 @@ class MnemeStore(BaseStore):
     transport: httpx.BaseTransport | None = None
     async_transport: httpx.AsyncBaseTransport | None = None
     _client: httpx.Client | None = field(default=None, init=False, repr=False)
-    _aclient: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
+    # One async client per event loop; those of closed loops are dropped as the next loop's
+    # client is opened (a weak mapping would not drop them: the loop's shutdown hook, which
+    # each client's keeper holds, refers back to the loop).
+    _aclients: dict[asyncio.AbstractEventLoop, _LoopClient] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _aclients_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     # --- BaseStore --------------------------------------------------------------------------
 
@@ -185,8 +219,10 @@ class MnemeStore(BaseStore):
         return [await self._asend(self._plan(op)) for op in ops]
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        """Close the sync client (a later call opens another)."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
     def __enter__(self) -> MnemeStore:
         return self
@@ -195,8 +231,12 @@ class MnemeStore(BaseStore):
         self.close()
 
     async def aclose(self) -> None:
-        if self._aclient is not None:
-            await self._aclient.aclose()
+        """Close the running event loop's async client (a later call opens another). The
+        clients of other loops close when those loops shut down."""
+        with self._aclients_lock:
+            held = self._aclients.pop(asyncio.get_running_loop(), None)
+        if held is not None:
+            await held.keeper.aclose()
 
     # --- operations as requests ---------------------------------------------------------------
 
@@ -373,15 +413,28 @@ class MnemeStore(BaseStore):
             result: T = done.value
             return result
 
-    async def _asend(self, plan: _Plan[T]) -> T:
-        if self._aclient is None:
-            self._aclient = httpx.AsyncClient(
+    async def _async_client(self) -> httpx.AsyncClient:
+        """The running event loop's client, opened on the loop's first request."""
+        loop = asyncio.get_running_loop()
+        with self._aclients_lock:
+            held = self._aclients.get(loop)
+            if held is not None:
+                return held.client
+            for closed in [other for other in self._aclients if other.is_closed()]:
+                del self._aclients[closed]
+            client = httpx.AsyncClient(
                 base_url=self.base_url,
                 headers=self._headers(),
                 timeout=self.timeout,
                 transport=self.async_transport,
             )
-        client = self._aclient
+            held = self._aclients[loop] = _LoopClient(client, _closed_with_loop(client))
+        # Its first step runs on the loop, which from then on closes it at shutdown.
+        await anext(held.keeper)
+        return client
+
+    async def _asend(self, plan: _Plan[T]) -> T:
+        client = await self._async_client()
         try:
             call = next(plan)
             while True:
