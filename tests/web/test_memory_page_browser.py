@@ -233,6 +233,74 @@ async def test_edit_confirm_and_history_timeline(
     assert stored["text"] == "Ada lives in London"
 
 
+async def test_organization_memories_offer_only_what_the_caller_may_do(
+    page: Page, api: Api, live_server: str
+) -> None:
+    def remember_for_the_org(text: str) -> str:
+        response = api.call("POST", "/v1/org/memories", "root", admin=True, json={"text": text})
+        assert response.status_code == 201, response.text
+        return str(response.json()["id"])
+
+    office = remember_for_the_org("Acme's office closes at 6pm on Fridays")
+    parking = remember_for_the_org("Acme's parking is behind the office")
+    own = api.remember("ada", "Ada leaves the office early on Fridays")
+    accept_dialogs(page)
+
+    # An end user reads the organization's memories and is offered nothing that would fail.
+    await sign_in(page, live_server, api.tenant, "ada")
+    await page.get_by_label("Search memories").fill("office Fridays")
+    await page.get_by_role("button", name="Search", exact=True).click()
+    shared = page.locator(f'[data-memory-id="{office}"]')
+    await expect(shared).to_contain_text("only an admin can change or delete it")
+    await expect(shared.get_by_role("button")).to_have_count(0)
+    await expect(shared.get_by_role("link", name="History and edit")).to_have_count(0)
+    mine = page.locator(f'[data-memory-id="{own}"]')
+    await expect(mine.get_by_role("button", name="Delete memory")).to_have_count(1)
+    await shared.get_by_role("link", name="History", exact=True).click()
+    await expect(page.get_by_role("heading", name="Organization memory")).to_be_visible()
+    await expect(page.get_by_role("list", name="History")).to_contain_text("add")
+    await expect(page.locator("#edit-memory")).to_have_count(0)
+    await expect(page.locator("#page-error")).to_have_count(0)
+    await page.get_by_role("link", name="← Memories").click()
+    await page.get_by_label("Scope").select_option("org")
+    await expect(page.get_by_role("button", name="Delete matching…")).to_be_hidden()
+    await expect(page.locator("#org-read-only")).to_be_visible()
+    await page.get_by_role("button", name="Apply filters").click()
+    await expect(page.locator("#memory-list .memory")).to_have_count(2)
+    await page.get_by_role("button", name="Sign out").click()
+
+    # An admin changes and deletes them through the organization's routes.
+    await sign_in(page, live_server, api.tenant, "root", admin=True)
+    await page.get_by_label("Search memories").fill("office Fridays")
+    await page.get_by_role("button", name="Search", exact=True).click()
+    shared = page.locator(f'[data-memory-id="{office}"]')
+    await shared.get_by_role("link", name="History and edit").click()
+    await page.get_by_label("Text").fill("Acme's office closes at 5pm on Fridays")
+    await page.get_by_role("button", name="Save text").click()
+    await expect(page.locator("#status")).to_have_text("Saved.")
+    stored = api.call("GET", f"/v1/org/memories/{office}", "ada").json()
+    assert stored["text"] == "Acme's office closes at 5pm on Fridays"
+    await page.get_by_role("link", name="← Memories").click()
+    await page.get_by_label("Scope").select_option("org")
+    await page.get_by_role("button", name="Apply filters").click()
+    listed = page.locator(f'#memory-list [data-memory-id="{office}"]')
+    await listed.get_by_role("button", name="Delete memory").click()
+    await expect(page.locator("#status")).to_have_text("Memory deleted.")
+    assert api.call("GET", f"/v1/org/memories/{office}", "ada").status_code == 404
+
+    await page.get_by_role("link", name="Memories").click()
+    await page.get_by_label("Scope").select_option("org")
+    await expect(page.locator("#org-read-only")).to_be_hidden()
+    await page.get_by_role("button", name="Delete matching…").click()
+    await expect(page.locator("#delete-count")).to_have_text(
+        "1 organization memory matches (no filter: every organization memory)."
+    )
+    await page.get_by_role("button", name="Delete 1 organization memories").click()
+    await expect(page.locator("#status")).to_have_text("Deleted 1 organization memories.")
+    assert api.call("GET", f"/v1/org/memories/{parking}", "ada").status_code == 404
+    assert api.call("GET", f"/v1/users/ada/memories/{own}", "ada").status_code == 200
+
+
 async def test_profile_shows_sources_patches_and_explains_errors(
     page: Page, api: Api, live_server: str, screenshots: Path
 ) -> None:

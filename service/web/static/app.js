@@ -7,6 +7,9 @@ const main = document.getElementById("main");
 const alertBox = document.getElementById("alert");
 const statusBox = document.getElementById("status");
 let pageConfig = { oidc: null, dev_tokens: false };
+// What the signed-in caller may do beyond its own data, learnt from the API at sign-in: only
+// admins change or delete the organization's memories.
+const caller = { admin: false };
 
 // ---- small DOM helper: text always goes in as text, never as HTML --------------------------
 function h(tag, attrs = {}, ...children) {
@@ -248,6 +251,7 @@ async function refreshIdentity() {
   } catch {
     admin = false;
   }
+  caller.admin = admin;
   document.getElementById("nav-admin").hidden = !admin;
   document.getElementById("nav").hidden = false;
   return me;
@@ -306,11 +310,29 @@ function scoreChart(scores, inThread) {
     }));
 }
 
+// Where a memory lives: the user's own routes, or for a memory the organization shares
+// (`scope: "org"`, which a search and a listing with that scope return) the organization's,
+// which every user reads and only admins change; a user's route answers 404 for it.
+function memoryHome(user, memory) {
+  const id = enc(memory.id);
+  if (memory.scope === "org") {
+    return { api: `/v1/org/memories/${id}`, page: `#/org/memory/${id}`, writable: caller.admin };
+  }
+  return { api: `/v1/users/${enc(user)}/memories/${id}`, page: `#/u/${enc(user)}/memory/${id}`,
+    writable: true };
+}
+
+const ORG_READ_ONLY = "Shared by your organization: only an admin can change or delete it.";
+
 function memoryCard(user, memory, scores) {
-  const base = `/v1/users/${enc(user)}/memories/${enc(memory.id)}`;
+  const home = memoryHome(user, memory);
+  const base = home.api;
   const actions = h("div", { class: "actions" },
-    h("a", { href: `#/u/${enc(user)}/memory/${enc(memory.id)}` }, "History and edit"));
-  if (memory.lifecycle === "proposed") {
+    h("a", { href: home.page }, home.writable ? "History and edit" : "History"));
+  if (!home.writable) {
+    actions.append(h("span", { class: "meta read-only" }, ORG_READ_ONLY));
+  }
+  if (memory.lifecycle === "proposed" && home.writable) {
     actions.append(h("button", { type: "button", onclick: async () => {
       try {
         await api("PATCH", base, { body: { lifecycle: "confirmed" } });
@@ -319,16 +341,18 @@ function memoryCard(user, memory, scores) {
       } catch (e) { fail(e.message); }
     } }, "Confirm"));
   }
-  actions.append(h("button", { type: "button", class: "danger",
-    "aria-label": `Delete memory: ${memory.text.slice(0, 60)}`, onclick: async () => {
-      if (!confirm(`Delete this memory?\n\n${memory.text}`)) return;
-      try {
-        await api("DELETE", base);
-        say("Memory deleted.");
-        await route();
-      } catch (e) { fail(e.message); }
-    } }, "Delete"));
-  return h("li", { class: "card memory", dataset: { memoryId: memory.id } },
+  if (home.writable) {
+    actions.append(h("button", { type: "button", class: "danger",
+      "aria-label": `Delete memory: ${memory.text.slice(0, 60)}`, onclick: async () => {
+        if (!confirm(`Delete this memory?\n\n${memory.text}`)) return;
+        try {
+          await api("DELETE", base);
+          say("Memory deleted.");
+          await route();
+        } catch (e) { fail(e.message); }
+      } }, "Delete"));
+  }
+  return h("li", { class: "card memory", dataset: { memoryId: memory.id, scope: memory.scope } },
     h("p", { class: "memory-text" }, memory.text),
     h("p", { class: "meta" },
       h("span", { class: "badge" }, memory.kind),
@@ -352,17 +376,25 @@ async function memoriesView(view, user) {
     h("label", {}, "Created after", h("input", { type: "date", name: "created_after" })),
     h("label", {}, "Created before", h("input", { type: "date", name: "created_before" })),
     h("button", { type: "submit", class: "primary" }, "Apply filters"),
-    h("button", { type: "button", class: "danger", id: "delete-matching" }, "Delete matching…"));
+    h("button", { type: "button", class: "danger", id: "delete-matching" }, "Delete matching…"),
+    h("p", { class: "meta", id: "org-read-only", hidden: true },
+      "Organization memories are shared: only an admin can delete them."));
   const searchForm = h("form", { class: "grid", id: "search", role: "search" },
     h("label", {}, "Search memories", h("input", { type: "search", name: "q", required: true })),
     h("button", { type: "submit", class: "primary" }, "Search"));
 
   let cursor = null;
+  // Only the newest listing or search fills the list: the answer to an earlier one (the first
+  // page, still on its way when the person searches or applies filters) is dropped, never
+  // mixed into the newer results.
+  let listing = 0;
   async function load(reset) {
-    if (reset) { list.replaceChildren(); cursor = null; }
+    const mine = reset ? ++listing : listing;
     const params = memoryFilters(new FormData(filters));
-    const page = await api("GET",
-      `/v1/users/${enc(user)}/memories${query({ ...params, cursor, limit: 50 })}`);
+    const page = await api("GET", `/v1/users/${enc(user)}/memories${
+      query({ ...params, cursor: reset ? null : cursor, limit: 50 })}`);
+    if (mine !== listing) return;
+    if (reset) list.replaceChildren();
     for (const memory of page.items) list.append(memoryCard(user, memory));
     if (!list.children.length) list.append(h("li", { class: "meta" }, "No memories match."));
     cursor = page.next_cursor;
@@ -375,10 +407,24 @@ async function memoriesView(view, user) {
     load(true).catch((e) => fail(e.message));
   });
   more.addEventListener("click", () => load(false).catch((e) => fail(e.message)));
-  filters.querySelector("#delete-matching").addEventListener("click", async () => {
-    const params = memoryFilters(new FormData(filters));
+  const deleteMatching = filters.querySelector("#delete-matching");
+  // Organization memories are deleted through the organization's route, by admins only: for
+  // anyone else "Delete matching…" is not offered while the filters choose them.
+  const offerDelete = () => {
+    const readOnly = new FormData(filters).get("scope") === "org" && !caller.admin;
+    deleteMatching.hidden = readOnly;
+    filters.querySelector("#org-read-only").hidden = !readOnly;
+    if (readOnly) deleteArea.replaceChildren();
+  };
+  filters.addEventListener("change", offerDelete);
+  deleteMatching.addEventListener("click", async () => {
+    const { scope, ...rest } = memoryFilters(new FormData(filters));
+    const org = scope === "org";
+    // The organization's route takes the same filters; its memories are all it deletes.
+    const params = org ? rest : { ...rest, scope };
     const any = Object.values(params).some((v) => v);
-    const path = `/v1/users/${enc(user)}/memories`;
+    const path = org ? "/v1/org/memories" : `/v1/users/${enc(user)}/memories`;
+    const noun = org ? "organization memories" : "memories";
     const selection = query({ ...params, all: any ? "" : "true" });
     try {
       // The dry run counts what the same filter would delete; nothing changes yet.
@@ -388,15 +434,17 @@ async function memoriesView(view, user) {
           try {
             const done = await api("DELETE", `${path}${selection}`);
             deleteArea.replaceChildren();
-            say(`Deleted ${done.deleted} memories.`);
+            say(`Deleted ${done.deleted} ${noun}.`);
             await load(true);
           } catch (e) { fail(e.message); }
-        } }, `Delete ${preview.matched} memories`);
+        } }, `Delete ${preview.matched} ${noun}`);
+      const matches = preview.matched === 1
+        ? `${org ? "organization memory" : "memory"} matches` : `${noun} match`;
       deleteArea.replaceChildren(h("div", { class: "confirm", role: "alertdialog",
         "aria-labelledby": "delete-count" },
         h("p", { id: "delete-count" },
-          `${preview.matched} ${preview.matched === 1 ? "memory matches" : "memories match"} ` +
-          (any ? "these filters." : "(no filter: every memory).")),
+          `${preview.matched} ${matches} ` +
+          (any ? "these filters." : `(no filter: every ${org ? "organization " : ""}memory).`)),
         h("div", { class: "actions" }, go,
           h("button", { type: "button", onclick: () => deleteArea.replaceChildren() }, "Cancel"))));
       go.focus();
@@ -405,9 +453,11 @@ async function memoriesView(view, user) {
   searchForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     const q = new FormData(searchForm).get("q");
+    const mine = ++listing;
     try {
       const result = await api("POST", `/v1/users/${enc(user)}/memories/search`,
         { body: { query: q, limit: 20 } });
+      if (mine !== listing) return;
       list.replaceChildren(...result.hits.map((hit) => memoryCard(user, hit.memory, hit.scores)));
       if (!result.hits.length) list.append(h("li", { class: "meta" }, "Nothing found."));
       more.hidden = true;
@@ -420,8 +470,9 @@ async function memoriesView(view, user) {
   await load(true);
 }
 
-async function memoryView(view, user, id) {
-  const base = `/v1/users/${enc(user)}/memories/${enc(id)}`;
+async function memoryView(view, user, id, scope = "user") {
+  const home = memoryHome(user, { id, scope });
+  const base = home.api;
   const [memory, history] = await Promise.all([api("GET", base), api("GET", `${base}/history`)]);
   const edit = h("form", { id: "edit-memory" },
     h("div", { class: "field" }, h("label", {}, "Text",
@@ -440,9 +491,11 @@ async function memoryView(view, user, id) {
       h("strong", {}, event.action), ` by ${event.actor} · ${when(event.created_at)}`,
       event.old_text && h("pre", { "aria-label": "before" }, `− ${event.old_text}`),
       event.new_text && h("pre", { "aria-label": "after" }, `+ ${event.new_text}`))));
-  view.show(h("p", {}, h("a", { href: `#/u/${enc(user)}/memories` }, "← Memories")),
-    h("h2", {}, "Memory"), h("ul", { class: "cards" }, memoryCard(user, memory)),
-    h("h3", {}, "Edit"), edit, h("h3", {}, "History"), timeline);
+  const back = scope === "org" ? "#/memories" : `#/u/${enc(user)}/memories`;
+  view.show(h("p", {}, h("a", { href: back }, "← Memories")),
+    h("h2", {}, scope === "org" ? "Organization memory" : "Memory"),
+    h("ul", { class: "cards" }, memoryCard(user, memory)),
+    ...(home.writable ? [h("h3", {}, "Edit"), edit] : []), h("h3", {}, "History"), timeline);
 }
 
 // ---- profile -----------------------------------------------------------------------------
@@ -631,6 +684,7 @@ const ROUTES = [
   [/^#\/(?:memories)?$/, (v) => memoriesView(v, "me")],
   [/^#\/u\/([^/]+)\/memories$/, (v, u) => memoriesView(v, u)],
   [/^#\/u\/([^/]+)\/memory\/([^/]+)$/, (v, u, id) => memoryView(v, u, id)],
+  [/^#\/org\/memory\/([^/]+)$/, (v, id) => memoryView(v, "me", id, "org")],
   [/^#\/profile$/, (v) => profileView(v, "me")],
   [/^#\/u\/([^/]+)\/profile$/, (v, u) => profileView(v, u)],
   [/^#\/threads$/, (v) => threadsView(v, "me")],
