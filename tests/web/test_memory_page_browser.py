@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,33 @@ async def test_delete_one_memory_and_the_api_no_longer_has_it(
     await expect(card).to_have_count(0)
     assert api.call("GET", f"/v1/users/ada/memories/{doomed}", "ada").status_code == 404
     assert api.call("GET", f"/v1/users/ada/memories/{kept}", "ada").status_code == 200
+
+
+async def test_a_memory_deleted_from_its_own_page_leaves_for_the_list(
+    page: Page, api: Api, live_server: str
+) -> None:
+    doomed = api.remember("ada", "Ada's spare key is under the blue pot")
+    kept = api.remember("ada", "Ada cycles to work")
+    accept_dialogs(page)
+    await sign_in(page, live_server, api.tenant, "ada")
+    await (
+        page.locator(f'[data-memory-id="{doomed}"]')
+        .get_by_role("link", name="History and edit")
+        .click()
+    )
+    await expect(page).to_have_url(re.compile(f"/memory/{doomed}$"))
+    await (
+        page.locator(f'[data-memory-id="{doomed}"]')
+        .get_by_role("button", name="Delete memory")
+        .click()
+    )
+    # Not the deleted memory's page drawn again ("Cannot show this page"): the list, without it.
+    await expect(page.locator("#status")).to_have_text("Memory deleted.")
+    await expect(page).to_have_url(re.compile("#/memories$"))
+    await expect(page.locator(f'[data-memory-id="{kept}"]')).to_have_count(1)
+    await expect(page.locator(f'[data-memory-id="{doomed}"]')).to_have_count(0)
+    await expect(page.locator("#page-error")).to_have_count(0)
+    assert api.call("GET", f"/v1/users/ada/memories/{doomed}", "ada").status_code == 404
 
 
 async def test_delete_a_filtered_set_shows_the_count_first(

@@ -347,6 +347,12 @@ function memoryCard(user, memory, scores) {
         if (!confirm(`Delete this memory?\n\n${memory.text}`)) return;
         try {
           await api("DELETE", base);
+          if (location.hash === home.page) {
+            // The memory's own page has nothing left to show: the list it belongs to instead
+            // (replaced, not pushed: going back must not land on the deleted memory).
+            history.replaceState(null, "",
+              memory.scope === "org" || user === "me" ? "#/memories" : `#/u/${enc(user)}/memories`);
+          }
           say("Memory deleted.");
           await route();
         } catch (e) { fail(e.message); }
