@@ -216,6 +216,20 @@ class ServiceUnavailable(DomainError):
     code: ClassVar[ProblemCode] = "SERVICE_UNAVAILABLE"
 
 
+class InternalError(DomainError):
+    """The service's own defect: nothing of the cause is said, only the trace id to quote (the
+    REST API's generic 500; an MCP call's tool error or JSON-RPC error)."""
+
+    status = 500
+    title = "Internal server error"
+    code: ClassVar[ProblemCode] = "INTERNAL_ERROR"
+
+    DETAIL: ClassVar[str] = "An unexpected error occurred; quote the trace id when reporting it."
+
+    def __init__(self, trace_id: str | None) -> None:
+        super().__init__(self.DETAIL, trace_id=trace_id)
+
+
 # Seconds a client refused as busy should wait: long enough for a burst to drain, short
 # enough that a client back from it finds room.
 BUSY_RETRY_AFTER_SECONDS = 2
@@ -446,9 +460,9 @@ def internal_error_response(request: Request) -> JSONResponse:
     return problem_response(
         request,
         status=500,
-        code="INTERNAL_ERROR",
-        title="Internal server error",
-        detail="An unexpected error occurred; quote the trace id when reporting it.",
+        code=InternalError.code,
+        title=InternalError.title,
+        detail=InternalError.DETAIL,
     )
 
 

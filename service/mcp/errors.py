@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,7 @@ from service.db_outage import database_problem
 from service.errors import (
     PROBLEM_TYPE_BASE,
     DomainError,
+    InternalError,
     ValidationFailed,
     domain_error_response,
     internal_error_response,
@@ -59,6 +61,7 @@ from service.errors import (
 from service.kit.input_guard import refused_input
 from service.kit.media_type import JSON_MEDIA_TYPE, UnsupportedMediaType, media_type_of
 from service.kit.types import InputRefused, check_json, loads_strict
+from service.observability import current_trace_id
 
 ARGUMENTS = "arguments"
 """Where a tool's arguments are, for a problem's `loc`: its first part, then the argument."""
@@ -67,6 +70,8 @@ _ONE_MESSAGE = (
     'The body must be one JSON-RPC 2.0 message: an object with "jsonrpc": "2.0" and a '
     '"method" (and an "id" for a request). Batches (arrays) are not accepted.'
 )
+
+logger = logging.getLogger("mneme.mcp")
 
 
 class NotAcceptable(DomainError):
@@ -335,17 +340,24 @@ async def protocol_errors(
 # --- tool level -------------------------------------------------------------------------------
 
 
-def service_problem(error: Exception, *, operation: str, settings: Settings) -> DomainError | None:
+def service_problem(error: Exception, *, operation: str, settings: Settings) -> DomainError:
     """The problem a tool call or resource read that failed with `error` answers: the same one
     the REST API answers the same failure with. A domain error is its own; a database failure
     is what `database_problem` makes of it (`DATABASE_UNAVAILABLE`, `DATABASE_CONFLICT`, …,
     each a 503 with `retry_after_seconds`), not an internal error, so a client knows to send
-    the call again. None for anything else: a defect."""
+    the call again. Anything else is a defect: logged with its traceback and answered
+    `INTERNAL_ERROR` with the trace id, as the REST API's 500."""
     if isinstance(error, DomainError):
         return error
-    return database_problem(
+    problem = database_problem(
         error, operation=operation, pool_timeout_seconds=settings.db_pool_timeout_seconds
     )
+    if problem is not None:
+        return problem
+    # A defect: logged whole, and answered as the REST API answers one (its generic 500, the
+    # trace id to quote), not as the SDK's bare "Error executing tool".
+    logger.error("unhandled error in MCP %s", operation, exc_info=error)
+    return InternalError(current_trace_id())
 
 
 def problem_document(error: DomainError) -> dict[str, Any]:

@@ -222,14 +222,11 @@ async def _run_ahead(
     except ValidationError as exc:
         return problem_result(invalid_arguments(exc))
     except Exception as exc:
-        problem = _problem(ctx, caller, exc)
-        if problem is None:
-            raise
-        return problem_result(problem)
+        return problem_result(_problem(ctx, caller, exc))
     return success_result(body, render(body) if render else None)
 
 
-def _problem(ctx: Context[Any], caller: McpCaller, error: Exception) -> DomainError | None:
+def _problem(ctx: Context[Any], caller: McpCaller, error: Exception) -> DomainError:
     """`service_problem` for the message `ctx` answers (named in the log as `tools/call
     recall`, `resources/read mneme://…`)."""
     request = ctx.request_context
@@ -497,10 +494,7 @@ def build_mcp_server(resolve: CallerResolver) -> McpServer:
             async with mcp_call(caller) as call:
                 body = await work(call)
         except Exception as exc:
-            problem = _problem(ctx, caller, exc)
-            if problem is None:
-                raise
-            raise protocol_error(problem) from exc
+            raise protocol_error(_problem(ctx, caller, exc)) from exc
         return body.model_dump_json(by_alias=True)
 
     @server.resource(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable
 from typing import Any
 
@@ -21,6 +22,7 @@ from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.db_outage import CONFLICT_RETRY_AFTER_SECONDS, RETRY_AFTER_SECONDS
 from service.embedded_postgres import SUPERUSER, EmbeddedCluster
+from service.memories.search import MemorySearch
 from tests.conftest import TEST_DATABASE, bearer
 from tests.fixtures.factories import memories, remember
 from tests.fixtures.locks import waiting_locks
@@ -481,3 +483,34 @@ async def test_a_tool_call_rolled_back_for_a_deadlock_is_a_conflict_and_applies_
     again = tool_result(await post_mcp(client, headers, forget))
     assert again["isError"] is False, again
     assert await memories(client, headers) == []
+
+
+async def test_a_defect_in_a_tool_is_the_rest_apis_internal_error_with_its_trace_id(
+    client: AsyncClient,
+    settings: Settings,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A defect stands in for any: the search raising what no handler expects.
+    async def broken(*_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError("a defect, with a detail no caller must see")
+
+    monkeypatch.setattr(MemorySearch, "search", broken)
+    headers = bearer(settings, tenant, "ada")
+    response = await post_mcp(client, headers, tool_call("recall", '{"query": "where"}'))
+
+    result = tool_result(response)
+    assert result["isError"] is True
+    failure = result["structuredContent"]
+    assert failure["code"] == "INTERNAL_ERROR" and failure["status"] == 500
+    assert (
+        failure["detail"] == "An unexpected error occurred; quote the trace id when reporting it."
+    )
+    assert "a defect" not in result["content"][0]["text"]
+    assert re.fullmatch("[0-9a-f]{32}", failure["trace_id"]), failure
+    # The operator sees the whole of it in the log.
+    logged = [
+        r for r in caplog.records if r.getMessage() == "unhandled error in MCP tools/call recall"
+    ]
+    assert logged and logged[0].exc_info is not None
