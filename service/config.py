@@ -45,6 +45,13 @@ LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
 """uvicorn's log levels (`trace`, below `debug`, is uvicorn's own)."""
 
 
+CONTEXT_BUDGET_MIN_TOKENS = 72
+"""The smallest budget a block is built in: its fixed preamble (36 tokens with `cl100k_base`)
+and a thread's newest message, however long, shortened around its marker (`shortened`), which
+need 67. Below it a block is empty (always, below about 43) or leaves out the message its next
+model call answers: a 422 says so where an empty block would not say why."""
+
+
 DATABASE_URL_SCHEMES = ("postgresql", "postgres", "postgresql+asyncpg")
 """What a database URL may start with: PostgreSQL, reached through asyncpg."""
 
@@ -344,7 +351,7 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(default=2, ge=0)
 
     # --- context ---------------------------------------------------------------------------------
-    context_budget_tokens: int = Field(default=1200, ge=32, le=32_000)
+    context_budget_tokens: int = Field(default=1200, ge=CONTEXT_BUDGET_MIN_TOKENS, le=32_000)
 
     # --- threads --------------------------------------------------------------------------------
     # K: summarise in windows of K messages; below 1 switches summaries off.

@@ -82,6 +82,19 @@ def render_block(header: str, sections: list[SectionDraft[ItemT]]) -> str:
     return f"{header}\n\n{body}" if body else ""
 
 
+def room_alone(header: str, title: str, budget: int, count: Callable[[str], int]) -> int:
+    """What the lines of a section titled `title` (without wrappers) may cost, each with its
+    newline, in a block of `budget` tokens that shows nothing else, counted as `fit` counts."""
+    separator = count("\n\n")
+    return budget - count(header) - separator - _overhead(title, [], separator, count)
+
+
+def _overhead(title: str, wrappers: list[str], separator: int, count: Callable[[str], int]) -> int:
+    """What a section costs besides its lines: its heading, its wrapper lines and the
+    separator before it."""
+    return count(f"## {title}") + sum(count(w) + 1 for w in wrappers) + separator
+
+
 def fit(
     header: str,
     sections: list[SectionDraft[ItemT]],
@@ -96,7 +109,7 @@ def fit(
 
     def overhead(section: SectionDraft[ItemT]) -> int:
         wrappers = [w for w in (section.opening, section.closing) if w]
-        return count(f"## {section.title}") + sum(count(w) + 1 for w in wrappers) + separator
+        return _overhead(section.title, wrappers, separator, count)
 
     def take(
         section: SectionDraft[ItemT],

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from service.config import CONTEXT_BUDGET_MIN_TOKENS
 from service.kit.token_counting import encoding_for
 from service.kit.types import JsonBool, JsonInt, QueryText, UnitInterval
 from service.memories.schemas import ComponentScores
@@ -41,7 +42,11 @@ class ContextOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     budget_tokens: JsonInt | None = Field(
-        default=None, ge=32, le=32_000, description="Default: MNEME_CONTEXT_BUDGET_TOKENS."
+        default=None,
+        ge=CONTEXT_BUDGET_MIN_TOKENS,
+        le=32_000,
+        description="Default: MNEME_CONTEXT_BUDGET_TOKENS. At least what the block's preamble "
+        "and its newest message, shortened, need.",
     )
     k_user: JsonInt = Field(default=4, ge=0, le=50, description="Relevant user facts to consider.")
     k_episodic: JsonInt = Field(default=4, ge=0, le=50, description="Episodic hints to consider.")

@@ -20,7 +20,7 @@ from typing import Any, Literal, cast
 from opentelemetry import trace
 
 from service.auth.owner import Owner
-from service.context.budget import Candidate, SectionDraft, fit
+from service.context.budget import Candidate, SectionDraft, fit, room_alone
 from service.context.schemas import (
     ContextItem,
     ContextRequest,
@@ -485,14 +485,21 @@ def _offered_turns(
     older turns are left out because they would not fit after these. Offering only these
     bounds what a block of a long conversation reads.
 
+    A turn is shown in at most `TURN_SHARE` of the budget, and the newest in no more than the
+    block can give it besides the preamble and the section's heading (`room_alone`): it goes
+    into the block before any section takes its share, and at a tight budget half the budget
+    is more than is left after them.
+
     The turns end at the first that does not fit: an older one shown would leave out the
     messages between it and the newest, and the model reading the block could not know that
     something was said there. A turn is never too long to show (it is shortened instead),
     and a turn not read to its question yet would only be longer read whole."""
     offered: list[list[ReplayedMessage]] = []
     spent = 0
+    most = int(budget * TURN_SHARE)
+    newest_most = min(most, room_alone(HEADER, TITLES["recent"], budget, count))
     for turn in _turns(newest_first):
-        shown = _shown_turn(turn, int(budget * TURN_SHARE), count, encoding)
+        shown = _shown_turn(turn, most if offered else newest_most, count, encoding)
         if shown is None:
             return offered, True
         cost = sum(count(_turn_line(message)) + 1 for message in shown)  # each its newline

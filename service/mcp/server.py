@@ -25,6 +25,7 @@ from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import AnyUrl, BaseModel, Field, TypeAdapter, ValidationError, create_model
 
 from service.auth.principal import ME
+from service.config import CONTEXT_BUDGET_MIN_TOKENS
 from service.context.schemas import ContextRequest
 from service.context.service import block_question
 from service.errors import DomainError, NotFound
@@ -368,7 +369,11 @@ def build_mcp_server(resolve: CallerResolver) -> McpServer:
         ],
         budget_tokens: Annotated[
             JsonInt | None,
-            Field(ge=32, le=32_000, description="Token budget of the block (default: server's)."),
+            Field(
+                ge=CONTEXT_BUDGET_MIN_TOKENS,
+                le=32_000,
+                description="Token budget of the block (default: server's).",
+            ),
         ] = None,
         thread_id: Annotated[
             uuid.UUID | None,

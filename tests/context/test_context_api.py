@@ -13,7 +13,7 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.config import Settings
+from service.config import CONTEXT_BUDGET_MIN_TOKENS, Settings
 from service.context.service import HEADER, TITLES
 from service.kit.token_counting import _load, count_tokens
 from tests.conftest import assert_problem, bearer, new_tenant
@@ -95,7 +95,7 @@ async def test_budget_is_never_exceeded_and_items_are_whole(
             for i in range(40)
         ],
     )
-    for budget in [32, 50, 80, 120, 200, 333, 500, 900]:
+    for budget in [CONTEXT_BUDGET_MIN_TOKENS, 80, 100, 120, 200, 333, 500, 900]:
         result = await context(
             client,
             headers,

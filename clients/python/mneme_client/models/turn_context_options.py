@@ -17,7 +17,8 @@ class TurnContextOptions:
     """The context block to return with an append: built for the same thread, after it.
 
     Attributes:
-        budget_tokens (int | None | Unset): Default: MNEME_CONTEXT_BUDGET_TOKENS.
+        budget_tokens (int | None | Unset): Default: MNEME_CONTEXT_BUDGET_TOKENS. At least what the block's preamble and
+            its newest message, shortened, need.
         k_user (int | Unset): Relevant user facts to consider. Default: 4.
         k_episodic (int | Unset): Episodic hints to consider. Default: 4.
         k_org (int | Unset): Organization memories to consider. Default: 4.

@@ -403,7 +403,7 @@ export type ContextRequest = {
     /**
      * Budget Tokens
      *
-     * Default: MNEME_CONTEXT_BUDGET_TOKENS.
+     * Default: MNEME_CONTEXT_BUDGET_TOKENS. At least what the block's preamble and its newest message, shortened, need.
      */
     budget_tokens?: number | null;
     /**
@@ -2347,7 +2347,7 @@ export type TurnContextOptions = {
     /**
      * Budget Tokens
      *
-     * Default: MNEME_CONTEXT_BUDGET_TOKENS.
+     * Default: MNEME_CONTEXT_BUDGET_TOKENS. At least what the block's preamble and its newest message, shortened, need.
      */
     budget_tokens?: number | null;
     /**
