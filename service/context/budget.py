@@ -3,12 +3,18 @@
 Pure functions over rendered lines, so the rules can be tested apart from retrieval:
 - every section gets a ceiling proportional to its weight among the sections that still have
   candidates, so what an empty (or modest) section leaves flows on to the ones after it;
+- a section's best item that fits what is left of the budget is taken even when its ceiling
+  is smaller, before the sections after it take their shares: a share too small for it would
+  only go to lesser items, its own or those of the sections after it, and the sections come in
+  priority order;
 - a second pass offers what is still unspent to items skipped in the first, in section order;
 - an item that may say again what other items say (a summary entry of turns also offered
   verbatim) waits for both passes: then it is offered what is left if the block does not show
   all it restates, and last of all if it does, since it would add nothing but its cost;
 - items are taken whole or not at all, best first, and an item that does not fit is passed
-  over for the smaller ones after it; a conversation's section is a run instead
+  over for the smaller ones after it, up to the section's most (`SectionDraft.most`: a
+  memory section's candidates after its first k are spares, shown only in place of items
+  passed over); a conversation's section is a run instead
   (`SectionDraft.run`): newest first, whole turns, and nothing older once one does not fit, so
   it never shows a message without the ones between it and the newest;
 - a section's leading items (`SectionDraft.leading`: the conversation's newest turn, what the
@@ -59,6 +65,9 @@ class SectionDraft(Generic[ItemT]):
     run: bool = False
     # How many of its first units are taken before any section's ceiling, and dropped last.
     leading: int = 0
+    # The most units it shows (None: as many as fit). The candidates after its first `most`
+    # units are spares: they can take only the places of units passed over for the budget.
+    most: int | None = None
 
     def render(self) -> str:
         if not self.chosen:
@@ -73,7 +82,11 @@ class SectionDraft(Generic[ItemT]):
 
     @property
     def omitted(self) -> int:
-        return len(self.candidates) - len(self.chosen) + self.left_out
+        """The candidates it would show without a budget and does not (spares are none of
+        them), and those left out before they became candidates."""
+        shown = {id(candidate) for candidate in self.chosen}
+        wanted = [c for unit in _units(self.candidates)[: self.most] for c in unit]
+        return sum(id(candidate) not in shown for candidate in wanted) + self.left_out
 
 
 def render_block(header: str, sections: list[SectionDraft[ItemT]]) -> str:
@@ -111,24 +124,43 @@ def fit(
         wrappers = [w for w in (section.opening, section.closing) if w]
         return _overhead(section.title, wrappers, separator, count)
 
+    costs: dict[int, int] = {}
+
+    def cost_of(candidate: Candidate[ItemT]) -> int:
+        if id(candidate) not in costs:
+            costs[id(candidate)] = count(candidate.line) + 1  # its newline
+        return costs[id(candidate)]
+
     def take(
         section: SectionDraft[ItemT],
         allowance: int,
         admit: Callable[[Candidate[ItemT]], bool] | None = None,
         units: int | None = None,
+        *,
+        most: int | None = None,
     ) -> int:
+        """Take `section`'s units (its first `units`) best first within `allowance`, at most
+        `most` of them now and its own most in all; return what they cost."""
         spent = 0
         taken = {id(chosen) for chosen in section.chosen}
+        shown = len(_units(section.chosen))
+        room = None if section.most is None else section.most - shown
+        if most is not None:
+            room = most if room is None else min(room, most)
         for unit in _units(section.candidates)[:units]:
+            if room is not None and room <= 0:
+                break
             if id(unit[0]) in taken:
                 continue
             if admit is None or all(admit(candidate) for candidate in unit):
-                cost = sum(count(candidate.line) + 1 for candidate in unit)  # each its newline
+                cost = sum(cost_of(candidate) for candidate in unit)
                 if not section.chosen:
                     cost += overhead(section)
                 if spent + cost <= allowance:
                     section.chosen.extend(unit)
                     spent += cost
+                    if room is not None:
+                        room -= 1
                     continue
             if section.run:
                 break
@@ -149,7 +181,12 @@ def fit(
     for section in live:
         ceiling = int(remaining * section.weight / weight_left) if weight_left else remaining
         weight_left -= section.weight
-        remaining -= take(section, ceiling, restates_nothing)
+        best = 0
+        if not section.chosen:
+            # Its best unit that fits what is left, whatever its share: see the module's rules.
+            best = take(section, remaining, restates_nothing, most=1)
+            remaining -= best
+        remaining -= take(section, ceiling - best, restates_nothing)
     for admit in (restates_nothing, adds_to_the_block, None):
         for section in live:
             remaining -= take(section, remaining, admit)

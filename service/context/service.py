@@ -32,8 +32,9 @@ from service.context.shortening import shortened
 from service.context.telemetry import record_context_sections
 from service.kit.token_counting import count_tokens_memo
 from service.kit.types import visible_text
-from service.memories.schemas import ComponentScores, SearchHit, SearchRequest
-from service.memories.search import MemorySearch, PendingVector
+from service.memories.models import normalise_text
+from service.memories.schemas import ComponentScores, SearchRequest
+from service.memories.search import MemorySearch, PendingVector, SectionHits, Spare
 from service.memories.service import MemoryService
 from service.memories.slots import PROCEDURE_SLOTS
 from service.observability import traced, tracer
@@ -92,12 +93,24 @@ class ContextItemSource:
     """What a candidate line stands for, kept for the structured response."""
 
     def __init__(
-        self, id: str | None, kind: str, text: str, scores: ComponentScores | None = None
+        self,
+        id: str | None,
+        kind: str,
+        text: str,
+        scores: ComponentScores | None = None,
+        *,
+        spare: Spare | None = None,
     ) -> None:
         self.id = id
         self.kind = kind
         self.text = text
-        self.scores = scores
+        self._scores = scores
+        self._spare = spare
+
+    @property
+    def scores(self) -> ComponentScores | None:
+        # A spare's scores are built only when it is shown.
+        return self._spare.scores if self._spare is not None else self._scores
 
 
 def needs_question_vector(request: ContextRequest) -> bool:
@@ -235,16 +248,19 @@ class ContextBuilder:
         hits = await self._memory_hits(
             user_id, request, query_embedding, shown_messages, last_database_work
         )
+        spares = _distinct_spares(hits)
         if "org" in wanted:
-            drafts.append(_org_section(profiles[Owner.org()], hits["org"]))
+            drafts.append(_org_section(profiles[Owner.org()], hits["org"], spares["org"]))
         if "profile" in wanted:
             drafts.append(_profile_section(profiles[Owner.user(user_id)]))
         if procedures is not None:
             drafts.append(procedures)
         if "facts" in wanted:
-            drafts.append(_hits_section("facts", hits["facts"], "•"))
+            drafts.append(_hits_section("facts", hits["facts"], spares["facts"], "•"))
         if "episodes" in wanted:
-            drafts.append(_hits_section("episodes", hits["episodes"], EPISODE_DASH))
+            drafts.append(
+                _hits_section("episodes", hits["episodes"], spares["episodes"], EPISODE_DASH)
+            )
         if window is not None:
             if "thread" in wanted:
                 drafts.append(_summary_section(window, verbatim))
@@ -284,8 +300,10 @@ class ContextBuilder:
         query_embedding: list[float] | None,
         shown_messages: set[uuid.UUID],
         last_database_work: bool,
-    ) -> dict[MemorySectionName, list[SearchHit]]:
-        """The best memories of each memory section the request includes, from one statement.
+    ) -> dict[MemorySectionName, SectionHits]:
+        """The best memories of each memory section the request includes, and its spares (the
+        candidates after them, for a budget that passes over a memory too long for it), from
+        one statement.
 
         Episodes leave out those drawn from `shown_messages` alone (a thread's turns stored as
         memories, when the block already carries the turns): in the statement, so the
@@ -311,7 +329,9 @@ class ContextBuilder:
             if sections
             else []
         )
-        hits: dict[MemorySectionName, list[SearchHit]] = {name: [] for name in MEMORY_SECTIONS}
+        hits: dict[MemorySectionName, SectionHits] = {
+            name: SectionHits([], []) for name in MEMORY_SECTIONS
+        }
         hits.update(
             (name, section_hits) for (name, _), section_hits in zip(sections, found, strict=True)
         )
@@ -387,14 +407,20 @@ def _assemble(request: ContextRequest, retrieved: _Retrieved, budget: int) -> Co
 
 
 def _org_section(
-    org_profile: dict[str, Any], hits: list[SearchHit]
+    org_profile: dict[str, Any], found: SectionHits, spares: list[Spare]
 ) -> SectionDraft[ContextItemSource]:
     candidates: list[Candidate[ContextItemSource]] = []
     for key, value in org_profile.items():
         text = f"{key}: {_compact(value)}"
         candidates.append(Candidate(f"• {text}", ContextItemSource(None, "profile", text)))
-    candidates.extend(_hit_candidates(hits, "•", offset=len(candidates)))
-    return SectionDraft("org", TITLES["org"], SECTION_WEIGHTS["org"], candidates)
+    candidates.extend(_hit_candidates(found, spares, "•", offset=len(candidates)))
+    return SectionDraft(
+        "org",
+        TITLES["org"],
+        SECTION_WEIGHTS["org"],
+        candidates,
+        most=len(org_profile) + len(found.hits),
+    )
 
 
 def _profile_section(profile: dict[str, Any]) -> SectionDraft[ContextItemSource]:
@@ -417,22 +443,48 @@ def _profile_section(profile: dict[str, Any]) -> SectionDraft[ContextItemSource]
 
 
 def _hits_section(
-    name: MemorySectionName, hits: list[SearchHit], bullet: str
+    name: MemorySectionName, found: SectionHits, spares: list[Spare], bullet: str
 ) -> SectionDraft[ContextItemSource]:
-    return SectionDraft(name, TITLES[name], SECTION_WEIGHTS[name], _hit_candidates(hits, bullet))
+    return SectionDraft(
+        name,
+        TITLES[name],
+        SECTION_WEIGHTS[name],
+        _hit_candidates(found, spares, bullet),
+        most=len(found.hits),
+    )
 
 
 def _hit_candidates(
-    hits: list[SearchHit], bullet: str, offset: int = 0
+    found: SectionHits, spares: list[Spare], bullet: str, offset: int = 0
 ) -> list[Candidate[ContextItemSource]]:
+    """The section's hits, best first, then its `spares` (`SectionDraft.most`)."""
+    sources = [
+        ContextItemSource(str(hit.memory.id), hit.memory.kind, hit.memory.text, hit.scores)
+        for hit in found.hits
+    ] + [ContextItemSource(str(spare.id), spare.kind, spare.text, spare=spare) for spare in spares]
     return [
-        Candidate(
-            f"{bullet} {hit.memory.text}",
-            ContextItemSource(str(hit.memory.id), hit.memory.kind, hit.memory.text, hit.scores),
-            render_key=offset + rank,
-        )
-        for rank, hit in enumerate(hits)
+        Candidate(f"{bullet} {source.text}", source, render_key=offset + rank)
+        for rank, source in enumerate(sources)
     ]
+
+
+def _distinct_spares(
+    found: dict[MemorySectionName, SectionHits],
+) -> dict[MemorySectionName, list[Spare]]:
+    """Each memory section's spares without those that say what a hit of any section says or
+    what a spare of an earlier section says (`normalise_text`): the block never shows one text
+    twice, whichever of them the budget takes. (A section's hits and spares already leave out
+    what the hits of the sections before it say: `MemorySearch.search_sections`.)"""
+    said = {normalise_text(hit.memory.text) for each in found.values() for hit in each.hits}
+    spares: dict[MemorySectionName, list[Spare]] = {}
+    for name in MEMORY_SECTIONS:
+        spares[name] = []
+        for spare in found[name].spares:
+            text = normalise_text(spare.text)
+            if text not in said:
+                said.add(text)
+                spares[name].append(spare)
+    return spares
 
 
 def _summary_section(

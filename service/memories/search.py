@@ -8,6 +8,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -21,7 +22,7 @@ from service.memories.dates import query_named_time
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, SearchRow
 from service.memories.models import normalise_text
-from service.memories.schemas import SearchHit, SearchRequest, SearchResponse
+from service.memories.schemas import ComponentScores, SearchHit, SearchRequest, SearchResponse
 from service.memories.telemetry import (
     MEMORY_METRICS,
     fusion_statement,
@@ -147,6 +148,46 @@ def searched_owners(owner: Owner, scopes: Sequence[str]) -> list[Owner]:
     """The owners a search by `owner` over `scopes` reads: the user's memories (`user`), the
     organization's (`org`)."""
     return [owner if scope == "user" else Owner.org() for scope in scopes]
+
+
+@dataclass(frozen=True, slots=True)
+class Spare:
+    """A candidate a search read but did not return, which a caller that cannot show every hit
+    may show in place of one (`SectionHits.spares`): what it says, and why it ranked built
+    only for the spares the caller shows. Its memory is never validated (`SearchRow.memory`,
+    ~20 µs a row): a caller shows its text."""
+
+    row: SearchRow
+    rerank_score: float | None = None
+
+    @property
+    def id(self) -> uuid.UUID:
+        return self.row.id
+
+    @property
+    def kind(self) -> str:
+        kind: str = self.row.record["kind"]
+        return kind
+
+    @property
+    def text(self) -> str:
+        text: str = self.row.record["text"]
+        return text
+
+    @property
+    def scores(self) -> ComponentScores:
+        return self.row.scores.model_copy(update={"rerank_score": self.rerank_score})
+
+
+@dataclass(frozen=True, slots=True)
+class SectionHits:
+    """One request's hits of `MemorySearch.search_sections`, as `search` would return them,
+    and its spares: the other candidates the statement read for it, in its ranked order,
+    without a repeat of a hit or of a spare before them when MMR leaves repeats for last
+    (`_spares`)."""
+
+    hits: list[SearchHit]
+    spares: list[Spare]
 
 
 class MemorySearch:
@@ -315,7 +356,9 @@ class MemorySearch:
                 rows = await planned.search(params)
                 statement.rows(len(rows))
         [reranked] = await self._rerank(request.query, [rows], request.mode, last_database_work)
-        hits = _hits(request, params, rows, reranked, self.mmr_depth(request))
+        hits = _hits(
+            request, params, _ranked_by_reranker(rows, reranked), reranked, self.mmr_depth(request)
+        )
         record_search_hits(trace.get_current_span(), hits, mode=request.mode)
         return SearchResponse(
             hits=hits,
@@ -334,16 +377,19 @@ class MemorySearch:
         not_only_of_messages: Sequence[Collection[uuid.UUID] | None] | None = None,
         shown_texts: Collection[str] | None = None,
         last_database_work: bool = False,
-    ) -> list[list[SearchHit]]:
+    ) -> list[SectionHits]:
         """Several searches with one query vector (None: lexical) in one fusion statement:
-        each request's hits, as `search` would return them; request `i` leaves out the
-        memories drawn from `not_only_of_messages[i]` alone; `last_database_work` as for
-        `search`.
+        each request's hits, as `search` would return them, and its spares (`SectionHits`);
+        request `i` leaves out the memories drawn from `not_only_of_messages[i]` alone;
+        `last_database_work` as for `search`.
 
         With `shown_texts` (texts as `normalise_text` compares them), each request also leaves
         out the memories that say what one of them says or what a hit of a request before it
         says, before MMR picks: requests in the order a block shows its sections then never
         say one thing twice, and a later one picks the memories after the copy instead.
+
+        The spares are read by the same statement: a caller whose budget passes over a hit
+        too long for it (a context block) shows the next candidates without another read.
 
         The requests may differ only in what they select (scopes, kinds, …) and their limit,
         and must select disjoint memories."""
@@ -364,13 +410,16 @@ class MemorySearch:
         ):
             if shown is not None:
                 rows = [row for row in rows if normalise_text(row.record["text"]) not in shown]
-            hits.append(
-                _hits(request, section_params, rows, section_reranked, self.mmr_depth(request))
+            ranked = _ranked_by_reranker(rows, section_reranked)
+            found = _hits(
+                request, section_params, ranked, section_reranked, self.mmr_depth(request)
             )
+            spares = _spares(ranked, found, request.mmr_lambda, section_reranked)
+            hits.append(SectionHits(found, spares))
             if shown is not None:
-                shown.update(normalise_text(hit.memory.text) for hit in hits[-1])
+                shown.update(normalise_text(hit.memory.text) for hit in found)
         record_search_hits(
-            trace.get_current_span(), [hit for each in hits for hit in each], mode=mode
+            trace.get_current_span(), [hit for each in hits for hit in each.hits], mode=mode
         )
         return hits
 
@@ -555,16 +604,9 @@ def _hits(
     reranked: dict[uuid.UUID, float],
     mmr_depth: int,
 ) -> list[SearchHit]:
-    """The statement's rows as hits: the candidates the reranker scored first, by its score
-    (a stable sort: equal scores keep the fused order), the rest after them in fused order;
-    then picked by MMR, among `mmr_depth` of them (`mmr_candidates`), when the search asks for
-    it; at most the request's limit."""
-    if reranked:
-        scored = sorted(
-            (row for row in rows if row.id in reranked),
-            key=lambda row: -reranked[row.id],
-        )
-        rows = [*scored, *(row for row in rows if row.id not in reranked)]
+    """The statement's rows, ranked (`_ranked_by_reranker`), as hits: picked by MMR, among
+    `mmr_depth` of them (`mmr_candidates`), when the search asks for it; at most the
+    request's limit."""
     mmr_scores: dict[uuid.UUID, float] = {}
     if params.with_embeddings:
         # Set only for MMR, and only when the question has a vector (`MemorySearch.params`).
@@ -588,6 +630,40 @@ def _hits(
         )
         for row in rows[: request.limit]
     ]
+
+
+def _ranked_by_reranker(rows: list[SearchRow], reranked: dict[uuid.UUID, float]) -> list[SearchRow]:
+    """The candidates the reranker scored first, by its score (a stable sort: equal scores keep
+    the fused order), the rest after them in fused order."""
+    if not reranked:
+        return rows
+    scored = sorted((row for row in rows if row.id in reranked), key=lambda row: -reranked[row.id])
+    return [*scored, *(row for row in rows if row.id not in reranked)]
+
+
+def _spares(
+    ranked: list[SearchRow],
+    hits: list[SearchHit],
+    mmr_lambda: float | None,
+    reranked: dict[uuid.UUID, float],
+) -> list[Spare]:
+    """The candidates of `ranked` that are not `hits`, in ranked order; below `mmr_lambda` 1
+    without a repeat (`_repeat_key`) of a hit or of a spare before it, which MMR would pick
+    last: shown in place of a hit, it would say what the block shows already, or what the
+    block had no room for, at the same cost."""
+    returned = {hit.memory.id for hit in hits}
+    repeats = mmr_lambda is not None and mmr_lambda < 1
+    said = {_repeat_key(row) for row in ranked if repeats and row.id in returned}
+    spares = []
+    for row in ranked:
+        if row.id in returned:
+            continue
+        key = _repeat_key(row) if repeats else None
+        if key is not None and key in said:
+            continue
+        said.add(key)
+        spares.append(Spare(row, reranked.get(row.id)))
+    return spares
 
 
 def _pick(value: float | None, default: float) -> float:

@@ -190,3 +190,39 @@ def test_a_sections_leading_unit_is_taken_before_any_sections_ceiling() -> None:
     recent.chosen, recent.leading = [], 0
     fit(HEADER, [*unled, recent], 120, count_tokens)
     assert recent.chosen == []  # without the lead, the shares before it leave it no room
+
+
+def test_a_sections_best_item_that_fits_is_taken_over_its_lesser_ones_and_later_sections() -> None:
+    """The facts' share is smaller than their best line: the line is still taken whenever the
+    block can hold it, never the junk line after it or the episodes in its place."""
+    best = "Ada prefers green tea to coffee: sencha in the morning, jasmine after lunch."
+    for budget in range(20, 120):
+        facts = section("facts", [best, "ok"], weight=2.0)
+        episodes = section("episodes", ["new one", "bump", "lunch at noon"], weight=1.5)
+        alone = section("facts", [best], weight=2.0)
+        fits_alone = fit(HEADER, [alone], budget, count_tokens) != ""
+
+        text = fit(HEADER, [facts, episodes], budget, count_tokens)
+
+        assert count_tokens(text) <= budget
+        assert (best in text) == fits_alone, budget
+
+
+def test_spares_take_only_the_places_of_items_passed_over() -> None:
+    """A memory section shows at most its first `most` items; the candidates after them are
+    shown only in place of those too long for the budget, and only those count as omitted."""
+    long = "a remembered episode that goes on and on " * 20
+    lines = [long, "short one", long + "again", "short two", "spare one", "spare two", "spare 3"]
+    for budget, expected in ((2000, lines[:4]), (90, ["short one", "short two", *lines[4:6]])):
+        draft = SectionDraft(
+            "episodes",
+            "Episodes",
+            1.0,
+            [Candidate(line, line, render_key=i) for i, line in enumerate(lines)],
+            most=4,
+        )
+
+        fit(HEADER, [draft], budget, count_tokens)
+
+        assert sorted(c.item for c in draft.chosen) == sorted(expected), budget
+    assert draft.omitted == 2  # the two long ones; the spares not taken are no loss

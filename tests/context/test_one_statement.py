@@ -18,8 +18,8 @@ from service.context import dependencies as context_dependencies
 from service.memories.filters import MemoryFilter
 from service.memories.fusion import FusionRepository, SearchParams, sectioned_search_statement
 from service.memories.models import normalise_text
-from service.memories.schemas import SearchHit, SearchRequest
-from service.memories.search import MemorySearch
+from service.memories.schemas import SearchRequest
+from service.memories.search import MemorySearch, SectionHits
 from service.services import Services
 from tests.conftest import bearer, new_tenant
 from tests.context.test_context_api import context
@@ -69,23 +69,23 @@ class SectionBySection(MemorySearch):
         not_only_of_messages: Sequence[Collection[uuid.UUID] | None] | None = None,
         shown_texts: Collection[str] | None = None,
         last_database_work: bool = False,
-    ) -> list[list[SearchHit]]:
+    ) -> list[SectionHits]:
         leaving_out = not_only_of_messages or [None] * len(requests)
         shown = None if shown_texts is None else set(shown_texts)
         each = []
         for request, messages in zip(requests, leaving_out, strict=True):
             # Each section's own statement, the transaction kept open (no reranker here),
             # leaving out what the sections before it show.
-            [hits] = await super().search_sections(
+            [found] = await super().search_sections(
                 owner,
                 [request],
                 query_embedding=query_embedding,
                 not_only_of_messages=[messages],
                 shown_texts=shown,
             )
-            each.append(hits)
+            each.append(found)
             if shown is not None:
-                shown.update(normalise_text(hit.memory.text) for hit in hits)
+                shown.update(normalise_text(hit.memory.text) for hit in found.hits)
         return each
 
 
