@@ -1,6 +1,6 @@
 """Turn storage, the write path without an LLM: each new human message of a thread becomes an
-episodic memory of category `turn` (a message longer than a memory's text, several), so search
-and context work with no API key."""
+episodic memory of category `turn` (a message longer than a part, several), so search and
+context work with no API key."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from service.extraction.passes import MAX_ROUNDS, TURNS_ACTOR, PassRunner
 from service.extraction.record import PassOutcome, PassRecord
 from service.extraction.resolver import refusal, remembered_name
 from service.extraction.triggers import HUMAN_ROLE
+from service.kit.token_counting import DEFAULT_ENCODING, encoding_for
 from service.kit.types import visible_text
 from service.memories.embedding import embed_or_none
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate
@@ -20,6 +21,13 @@ from service.memories.writer import DerivedMemory
 from service.threads.models import Message
 
 TURN_CATEGORY = "turn"
+# The most tokens (cl100k_base) a turn memory holds; a longer message is stored in parts. A
+# context block shows a memory whole or not at all, and Earlier episodes gets about 150 tokens
+# of the default budget (1,200) in a block with every section: a part fits that share, so a
+# long message's parts can be shown beside other episodes, where parts of a memory's 4,000
+# characters (over 1,000 tokens of a log) fit no share. The packaged embedder reads 256 word
+# pieces of a text: a part of prose or of a log is embedded whole.
+TURN_PART_TOKENS = 150
 
 
 class TurnStorage:
@@ -87,18 +95,17 @@ class TurnStorage:
 
 def _turn_parts(content: str) -> list[str]:
     """A turn as memories say it: without the whitespace and invisible characters around it,
-    in parts of at most the longest memory text (one part for all but long messages; none for
-    a message of nothing visible).
+    in parts of at most `TURN_PART_TOKENS` and the longest memory text (one part for all but
+    long messages; none for a message of nothing visible).
 
     A long message is cut at the last sentence end in the second half of each part's room,
     else at the last space there, else (a text without either, such as one long token) at
     the room's end: a part ends where the text itself pauses, so its words stay whole and
-    searchable, and each part is at least half the room, so a message of 100,000 characters
-    is at most 50 memories."""
+    searchable, and each part is at least half the room."""
     parts: list[str] = []
     text = visible_text(content)
-    while len(text) > MEMORY_TEXT_MAX:
-        cut = _cut(text)
+    while (room := _room(text)) is not None:
+        cut = _cut(text, room)
         part, text = visible_text(text[:cut]), visible_text(text[cut:])
         if part:
             parts.append(part)
@@ -107,15 +114,28 @@ def _turn_parts(content: str) -> list[str]:
     return parts
 
 
+def _room(text: str) -> int | None:
+    """How many characters of `text` its first part may hold: those of its first
+    `TURN_PART_TOKENS` tokens, at most a memory's longest text; None when all of it fits."""
+    coder = encoding_for(DEFAULT_ENCODING)
+    # The first part lies within a memory's longest text: only that much is counted.
+    tokens = coder.encode(text[: MEMORY_TEXT_MAX + 1], disallowed_special=())
+    if len(tokens) <= TURN_PART_TOKENS and len(text) <= MEMORY_TEXT_MAX:
+        return None
+    # A token may end inside a character (decoded as U+FFFD): the room ends before it.
+    head = coder.decode(tokens[:TURN_PART_TOKENS]).rstrip("\ufffd")
+    return max(min(len(head), MEMORY_TEXT_MAX), 1)
+
+
 # A sentence's end: its mark and any closing quotes or brackets, then a space; an ideographic
 # full stop, exclamation or question mark needs no space after it.
 _CLOSING = "\"')\\]}\u201d\u2019\u00bb\u300d\u300f"
 _SENTENCE_END = re.compile(f"[.!?\u2026][{_CLOSING}]*(?=\\s)|[\u3002\uff01\uff1f][{_CLOSING}]*")
 
 
-def _cut(text: str) -> int:
-    """Where the first part of `text` (longer than a memory's text) ends: see `_turn_parts`."""
-    room = MEMORY_TEXT_MAX
+def _cut(text: str, room: int) -> int:
+    """Where the first part of `text` ends, which may hold `room` characters of it: see
+    `_turn_parts`."""
     window = text[: room + 1]
     ends = [m.end() for m in _SENTENCE_END.finditer(window, room // 2) if m.end() <= room]
     if ends:

@@ -10,6 +10,8 @@ from httpx import AsyncClient
 
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
+from service.extraction.turns import TURN_PART_TOKENS
+from service.kit.token_counting import count_tokens
 from service.main import create_app
 from service.threads import service as threads_service
 from tests.conftest import bearer
@@ -74,6 +76,39 @@ async def test_secrets_in_turns_are_not_stored_and_explicit_writes_still_work(
     ]
     written = await remember(turns_client, headers, text="User prefers tea.")
     assert written["duplicate"] is False
+
+
+async def test_the_parts_of_a_pasted_log_fit_the_context_blocks_share_for_episodes(
+    turns_client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """A pasted log stored as turn memories: its parts are what the question is about, and
+    a block without the thread, at a modest budget, shows some of them as Earlier episodes."""
+    headers = bearer(settings, tenant, "ada")
+    await remember(
+        turns_client, headers, text="Ada moved to Lisbon in October 2026.", kind="episodic"
+    )
+    thread_id = await start_thread(turns_client, headers)
+    log = "Here is the log:\n" + "\n".join(
+        f"2026-12-07 10:{n % 60:02d}:00 ERROR worker-{n} failed to connect to db "
+        f"host{n}.example.internal: timeout after 30s"
+        for n in range(400)
+    )
+    [message] = await say(turns_client, headers, thread_id, log, None)
+    await wait_for_passes(turns_client, headers, 1)
+
+    response = await turns_client.post(
+        "/v1/users/me/context",
+        headers=headers,
+        json={"query": "why are the workers failing?", "budget_tokens": 500},
+    )
+
+    block = response.json()
+    [episodes] = [s for s in block["sections"] if s["name"] == "episodes"]
+    parts = [item for item in episodes["items"] if item["text"] in log]
+    assert len(parts) >= 2, block["text"]
+    assert block["token_count"] > 250  # most of the budget, where no part fitted before
+    listed = await memories(turns_client, headers, kind="episodic", category="turn", limit=200)
+    assert all(m["source_message_ids"] == [message["id"]] for m in listed)
 
 
 async def test_a_turn_keeps_its_authors_name_as_the_memorys_speaker(
@@ -171,7 +206,7 @@ async def test_a_turn_said_again_in_another_thread_is_its_source_too_and_outlive
     assert await memories(turns_client, headers, kind="episodic", category="turn") == []
 
 
-async def test_a_message_longer_than_a_memory_is_stored_whole_in_parts_cut_between_sentences(
+async def test_a_message_longer_than_a_part_is_stored_whole_in_parts_cut_between_sentences(
     turns_client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
     headers = bearer(settings, tenant, "ada")
@@ -190,17 +225,24 @@ async def test_a_message_longer_than_a_memory_is_stored_whole_in_parts_cut_betwe
     passes = await wait_for_passes(turns_client, headers, 1)
 
     parts = sorted(
-        await memories(turns_client, headers, kind="episodic", category="turn", limit=100),
+        await memories(turns_client, headers, kind="episodic", category="turn", limit=200),
         key=lambda memory: memory["event_at"],
     )
     # Every word of the message is in a part, none cut: each part but the last ends a
-    # sentence, and together they are the message.
-    assert len(parts) == 7 and " ".join(part["text"] for part in parts) == diary
-    assert all(len(part["text"]) <= 4000 for part in parts)
+    # sentence, and together they are the message. Each part fits the share Earlier episodes
+    # gets of the default budget, and is at least half of it.
+    assert " ".join(part["text"] for part in parts) == diary
+    assert all(count_tokens(part["text"]) <= TURN_PART_TOKENS for part in parts)
+    assert all(count_tokens(part["text"]) > TURN_PART_TOKENS // 2 for part in parts[:-1])
     assert all(part["text"].endswith("for an hour.") for part in parts)
     for number, part in enumerate(parts, start=1):
         assert part["source_message_ids"] == [message["id"]]
-        assert part["metadata"] == {"origin": "turn", "seq": 0, "part": number, "parts": 7}
+        assert part["metadata"] == {
+            "origin": "turn",
+            "seq": 0,
+            "part": number,
+            "parts": len(parts),
+        }
     # A secret anywhere in a long message keeps all of it out, not only the part holding it.
     assert sum(p["dropped"].get("secret", 0) for p in passes) == 1
 
