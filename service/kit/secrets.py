@@ -17,8 +17,9 @@ path's output, a token's claims) is left out. It combines:
   and phone numbers, timestamps and ids are not refused),
   bearer tokens and HTTP Basic credentials, Mneme API keys, GCP service-account keys, AWS
   secret access keys (labelled, after their key id, or bare when they look random), GitHub
-  fine-grained, npm and Hugging Face tokens, `password: …`-style assignments and "my password
-  is …" statements, and JWTs spanned through their signature;
+  fine-grained, npm and Hugging Face tokens, `password: …`-style assignments, "my password
+  is …" statements and "password <letters and digits>", and JWTs spanned through their
+  signature;
 - in JSON (metadata, profile values), any non-trivial string under a key that names a
   credential (`password`, `api_key`, `access_token`, …); the documents replayed into every
   prompt (profile values, the account overlay) refuse such a key whatever it holds.
@@ -129,10 +130,13 @@ _ASSIGNED_SECRET = re.compile(
 )
 # "My password is hunter2", "the passcode was 8812": a password stated in words. The value must
 # hold a digit, so "my password is forgotten" or "the password is on the fridge" stay readable;
-# a PIN is its four to eight digits.
+# a PIN is its four to eight digits. Without a verb ("password Hunter2Pass9") the value must
+# hold a letter and a digit both: "password 2024-05-01" (a date), "password reset" stay.
 _STATED_PASSWORD = re.compile(
     r"\b(?:password|passwd|passcode|passphrase)\s+(?:is|was)\s*[:=]?\s*[\"'\u201c]?"
     r"(?=[^\s\"'\u201d]*\d)[^\s\"'\u201d]{6,}"
+    r"|\b(?:password|passwd|passcode|passphrase)\s+[\"'\u201c]?"
+    r"(?=[^\s\"'\u201d]*\d)(?=[^\s\"'\u201d]*[a-z])[^\s\"'\u201d]{6,}"
     r"|\bpin(?:[ -]?code)?\s+(?:is|was|[:=])\s*\d{4,8}\b",
     re.IGNORECASE,
 )
