@@ -81,7 +81,7 @@ from service.memories.postings import PostingsRepository
 from service.memories.schemas import MemoryCreate, MemoryUpdate
 from service.memories.vector_columns import VectorColumns, VectorSizeMismatch
 from service.profile.models import Profile
-from service.profile.schemas import StoredDocument
+from service.profile.schemas import ProfileKey, StoredDocument
 from service.profile.service import document_bytes
 from service.threads.schemas import MessageIn, StoredRole, ThreadCreate
 
@@ -821,6 +821,7 @@ IMPORT_COLUMN_TYPES: dict[tuple[str, str], TypeAdapter[Any]] = {
     },
     ("profile", "document"): TypeAdapter(StoredDocument),
     ("profile", "version"): TypeAdapter(Position),
+    ("profile", "extracted_keys"): TypeAdapter(list[ProfileKey]),
     ("memory_event", "changes"): TypeAdapter(dict[str, Any]),
     ("thread_summary", "entries"): TypeAdapter(list[dict[str, Any]]),
     ("audit_log", "detail"): TypeAdapter(dict[str, Any]),

@@ -367,12 +367,13 @@ class ExtractionPass:
                     episode_refused = episode is None
                     if episode is not None and not episode.duplicate:
                         applied.written.append(episode.id)
-                profile_keys = await self._apply_profile(unit, user_id, proposal.profile_changes)
+                profile_keys, profile_left_out = await self._apply_profile(
+                    unit, user_id, proposal.profile_changes
+                )
             dropped = resolution.drop_counts()
             for drop in proposal.profile_dropped:
                 dropped[drop.reason] = dropped.get(drop.reason, 0) + 1
-            if len(profile_keys) < len(proposal.profile_changes):
-                dropped["profile:refused"] = len(proposal.profile_changes) - len(profile_keys)
+            dropped.update(profile_left_out)
             if proposal.episode_refusal:
                 dropped[f"episode:{proposal.episode_refusal}"] = 1
             elif episode_refused:
@@ -628,28 +629,37 @@ class ExtractionPass:
 
     async def _apply_profile(
         self, unit: Unit, user_id: str, changes: Sequence[ProfileChange]
-    ) -> list[str]:
+    ) -> tuple[list[str], dict[str, int]]:
         """Set each attribute on the user's profile through the profile service (its size
-        limit and credential rules apply; audit-logged); one refused key skips only itself."""
+        limit and credential rules apply; audit-logged); one refused key skips only itself.
+        The keys set, and the values left out by reason: `profile:refused` by the profile's
+        rules, `profile:set_by_user` because the key's value was set through the API (the
+        user's own, which extraction does not overwrite). A value the profile already holds
+        is neither."""
         applied: list[str] = []
+        dropped: dict[str, int] = {}
         for change in changes:
             try:
                 operation = PatchAdd.model_validate(
                     {"op": "add", "path": f"/{change.key}", "value": change.value}
                 )
             except ValidationError:
+                dropped["profile:refused"] = dropped.get("profile:refused", 0) + 1
                 continue
             try:
                 async with unit.services.session.begin_nested():
-                    result = await unit.services.get(profile_service).patch(
-                        Owner.user(user_id), [operation], None
+                    written = await unit.services.get(profile_service).set_extracted(
+                        Owner.user(user_id), operation
                     )
             except DomainError as exc:
                 logger.info("profile attribute %r not set: %s", change.key, exc.code)
+                dropped["profile:refused"] = dropped.get("profile:refused", 0) + 1
                 continue
-            if result.body.changed:
+            if written == "set":
                 applied.append(change.key)
-        return applied
+            elif written == "kept":
+                dropped["profile:set_by_user"] = dropped.get("profile:set_by_user", 0) + 1
+        return applied, dropped
 
 
 def _fact(

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, DateTime, Text, text
-from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base
@@ -25,6 +25,10 @@ class Profile(Base):
     scope: Mapped[str] = mapped_column(Text)
     user_id: Mapped[str | None] = mapped_column(Text)
     document: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    # The stored keys whose current value the write path set (extraction); every other stored
+    # key was set through the API, by the user, an admin or a service, and extraction does not
+    # overwrite it.
+    extracted_keys: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
     version: Mapped[int] = mapped_column(BigInteger, server_default=text("1"))
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=text("now()")

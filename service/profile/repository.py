@@ -86,9 +86,21 @@ class ProfileRepository(TenantRowRepository[Profile, uuid.UUID]):
         assert profile is not None, "the row was just ensured"
         return profile
 
-    async def save(self, profile: Profile, document: dict[str, Any]) -> Profile:
+    async def save(
+        self, profile: Profile, document: dict[str, Any], extracted_keys: list[str]
+    ) -> Profile:
         """Store a new document and bump the version."""
         return await self.update_by_id(
             profile.id,
-            {"document": document, "version": Profile.version + 1, "updated_at": func.now()},
+            {
+                "document": document,
+                "extracted_keys": extracted_keys,
+                "version": Profile.version + 1,
+                "updated_at": func.now(),
+            },
         )
+
+    async def save_extracted_keys(self, profile: Profile, extracted_keys: list[str]) -> Profile:
+        """Record who set the keys of an unchanged document: the view is the same, so the
+        version (and the entity tag) stays."""
+        return await self.update_by_id(profile.id, {"extracted_keys": extracted_keys})

@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import JsonValue
 
@@ -49,6 +49,10 @@ from service.profile.schemas import (
 
 # The auth overlay's keys, in the order the Memory tab lists account rows.
 OVERLAY_KEYS = ("name", "email", "avatar", "socials")
+
+
+ExtractedWrite = Literal["set", "unchanged", "kept"]
+"""What `ProfileService.set_extracted` did with an extracted value."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,35 @@ class ProfileService:
         self, owner: Owner, operations: Sequence[PatchOperation], if_match: str | None
     ) -> Tagged[ProfilePatchResult]:
         """Apply a JSON Patch, all or nothing, under the profile's row lock."""
+        profile, overlay = await self._lock(owner)
+        self._check_precondition(if_match, profile.version, overlay)
+        stored: Document = dict(profile.document)
+        outcome = apply_patches(stored, overlay, operations)
+        self._check_size(outcome.stored, stored)
+        return await self._write(profile, stored, outcome, overlay, action="profile.patch")
+
+    async def set_extracted(self, owner: Owner, operation: PatchAdd) -> ExtractedWrite:
+        """Set one key to a value the write path read from a conversation, unless the key's
+        current value was set through the API (by the user, an admin or a service): that value
+        is theirs, and extraction does not overwrite it, as it does not replace a fact written
+        through the API on weak evidence. The key is then `kept`; a value already stored is
+        `unchanged`, and leaves the key's writer as it was."""
+        profile, overlay = await self._lock(owner)
+        stored: Document = dict(profile.document)
+        if operation.key in stored:
+            if _same_json(stored[operation.key], operation.value):
+                return "unchanged"
+            if operation.key not in profile.extracted_keys:
+                return "kept"
+        outcome = apply_patches(stored, overlay, [operation])
+        self._check_size(outcome.stored, stored)
+        result = await self._write(
+            profile, stored, outcome, overlay, action="profile.patch", extracted=True
+        )
+        return "set" if result.body.changed else "unchanged"
+
+    async def _lock(self, owner: Owner) -> tuple[Profile, Document]:
+        """The owner's profile row, created if missing and locked, and the account's keys."""
         authorize_write(self._principal, owner)
         if owner.user_id is None:
             await self._accounts.hold_tenant_writes()
@@ -208,12 +241,11 @@ class ProfileService:
             await self._accounts.hold_user_writes(owner.user_id)
             await self._accounts.ensure_user(owner.user_id)
         profile = await self._repository.lock_or_create(owner)
-        overlay = await self._overlay(owner)
-        self._check_precondition(if_match, profile.version, overlay)
-        stored: Document = dict(profile.document)
-        outcome = apply_patches(stored, overlay, operations)
-        if not _same_json(outcome.stored, stored):
-            size = document_bytes(outcome.stored)
+        return profile, await self._overlay(owner)
+
+    def _check_size(self, document: Document, stored: Document) -> None:
+        if not _same_json(document, stored):
+            size = document_bytes(document)
             if size > self._max_bytes:
                 raise ProfileTooLarge(
                     f"The profile would take {size} bytes; the limit is {self._max_bytes}. "
@@ -221,7 +253,6 @@ class ProfileService:
                     attempted_bytes=size,
                     max_bytes=self._max_bytes,
                 )
-        return await self._write(profile, stored, outcome, overlay, action="profile.patch")
 
     async def delete_key(
         self, owner: Owner, key: str, if_match: str | None
@@ -252,10 +283,12 @@ class ProfileService:
         overlay: Document,
         *,
         action: str,
+        extracted: bool = False,
     ) -> Tagged[ProfilePatchResult]:
         changed = not _same_json(outcome.stored, stored)
+        extracted_keys = _extracted_keys(profile.extracted_keys, outcome, extracted=extracted)
         if changed:
-            profile = await self._repository.save(profile, outcome.stored)
+            profile = await self._repository.save(profile, outcome.stored, extracted_keys)
             await self._audit.record(
                 action,
                 target_type="profile",
@@ -268,6 +301,9 @@ class ProfileService:
                     **_changed_keys(stored, outcome.stored),
                 },
             )
+        elif extracted_keys != sorted(profile.extracted_keys):
+            # A key written again with its value through the API becomes the writer's own.
+            profile = await self._repository.save_extracted_keys(profile, extracted_keys)
         after = merge_profile(outcome.stored, overlay)
         body = ProfilePatchResult(
             changed=changed,
@@ -296,6 +332,19 @@ class ProfileService:
         if owner.user_id is None:
             return {}
         return overlay_values(await self._accounts.overlay(owner.user_id))
+
+
+def _extracted_keys(before: Sequence[str], outcome: PatchOutcome, *, extracted: bool) -> list[str]:
+    """The stored keys the write path set after a write: a key the write touched is the
+    writer's (the write path's for an extracted value, else the API's), the others keep theirs."""
+    keys = set(before)
+    for patch in outcome.applied:
+        key = patch.path[1:]
+        if extracted and patch.op != "remove":
+            keys.add(key)
+        else:
+            keys.discard(key)
+    return sorted(keys & outcome.stored.keys())
 
 
 def _same_json(left: JsonValue, right: JsonValue) -> bool:
