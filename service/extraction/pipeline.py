@@ -672,7 +672,11 @@ def _fact(
     vector: list[float] | None,
     metadata: dict[str, Any],
 ) -> DerivedMemory:
-    """A new fact of the resolution as the memory service writes it, with its provenance."""
+    """A new fact of the resolution as the memory service writes it, with its provenance.
+    Its `event_at` is the time of the newest message its evidence quotes (the one it was said
+    in), as an episode's is its window's last: the search's date filters and the date a
+    question names find it by when it was said, not by when the pass ran."""
+    sources = set(source_ids)
     return DerivedMemory(
         owner,
         MemoryCreate(
@@ -685,6 +689,7 @@ def _fact(
             needs_review=new_fact.needs_review,
             source_thread_id=thread_id,
             source_message_ids=source_ids,
+            event_at=max((m.created_at for m in window if m.id in sources), default=None),
             speaker=speaker_of(source_ids, window),
             evidence=candidate.evidence or None,
             metadata=metadata,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import datetime
 
 from httpx import AsyncClient
 
@@ -85,6 +86,7 @@ async def test_new_facts_on_an_empty_profile_carry_their_provenance(
     [request] = extraction_requests(fresh_llm)
     assert shown_facts(request) == []
     assert 'Always use "user"' in request.system  # no org writes for this principal
+    said_at = datetime.fromisoformat(user_message["created_at"])
     facts = await memories(llm_client, headers, kind="semantic")
     assert {m["text"] for m in facts} == {
         "User works on fraud detection.",
@@ -95,6 +97,9 @@ async def test_new_facts_on_an_empty_profile_carry_their_provenance(
         assert memory["lifecycle"] == "confirmed" and not memory["needs_review"]
         assert memory["source_thread_id"] == thread_id
         assert memory["source_message_ids"] == [user_message["id"]]
+        # Dated by the message it was said in, as the episode is by its window's last.
+        assert memory["event_at"] is not None
+        assert datetime.fromisoformat(memory["event_at"]) == said_at
         assert memory["evidence"] and memory["evidence"] in user_message["content"]
         assert memory["metadata"]["extractor_model"] == MODEL
         assert memory["metadata"]["origin"] == "extraction"
