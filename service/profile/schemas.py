@@ -136,6 +136,7 @@ class ProfileRead(BaseModel):
                     "profile": {"name": "Ada Lovelace", "city": "Lisbon", "diet": "vegetarian"},
                     "sources": {"name": "account", "city": "memory", "diet": "memory"},
                     "stored_keys": ["city", "diet"],
+                    "extracted_keys": ["city"],
                     "key_count": 2,
                     "bytes": 38,
                     "max_bytes": 8192,
@@ -156,6 +157,11 @@ class ProfileRead(BaseModel):
         "user's identity provider, read-only here)."
     )
     stored_keys: list[str] = Field(description="The keys of the stored document, sorted.")
+    extracted_keys: list[str] = Field(
+        description="The stored keys whose current value the write path's extraction set, "
+        "sorted. Every other stored key was set through the API (by the user, an admin or a "
+        "service), and extraction does not overwrite it."
+    )
     key_count: int = Field(description="How many keys the stored document has.")
     bytes: int = Field(description="Size of the stored document as compact UTF-8 JSON.")
     max_bytes: int = Field(description="The largest stored document a write may produce.")

@@ -192,6 +192,7 @@ class ProfileService:
             profile=merged.document,
             sources=merged.sources,
             stored_keys=sorted(stored),
+            extracted_keys=sorted(set(profile.extracted_keys) & stored.keys()) if profile else [],
             key_count=len(stored),
             bytes=document_bytes(stored),
             max_bytes=self._max_bytes,

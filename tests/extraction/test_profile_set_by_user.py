@@ -56,6 +56,7 @@ async def test_extraction_does_not_overwrite_a_profile_key_the_user_set(
     profile = (await llm_client.get("/v1/users/me/profile", headers=headers)).json()
     assert profile["profile"]["timezone"] == "Europe/Berlin"
     assert profile["profile"]["home_city"] == "Lisbon"
+    assert profile["extracted_keys"] == ["home_city"]
     assert first["profile_keys"] == ["home_city"]
     assert first["dropped"] == {"profile:set_by_user": 1}
 
@@ -79,4 +80,5 @@ async def test_extraction_does_not_overwrite_a_profile_key_the_user_set(
     assert third["dropped"] == {"profile:set_by_user": 1}
     profile = (await llm_client.get("/v1/users/me/profile", headers=headers)).json()
     assert profile["profile"]["home_city"] == "Faro"
+    assert profile["extracted_keys"] == []
     assert profile["profile"]["timezone"] == "Europe/Berlin"

@@ -27,6 +27,9 @@ class ProfileRead:
         sources (ProfileReadSources): Per key: `memory` (stored in the profile) or `account` (from the user's identity
             provider, read-only here).
         stored_keys (list[str]): The keys of the stored document, sorted.
+        extracted_keys (list[str]): The stored keys whose current value the write path's extraction set, sorted. Every
+            other stored key was set through the API (by the user, an admin or a service), and extraction does not overwrite
+            it.
         key_count (int): How many keys the stored document has.
         bytes_ (int): Size of the stored document as compact UTF-8 JSON.
         max_bytes (int): The largest stored document a write may produce.
@@ -37,6 +40,7 @@ class ProfileRead:
     profile: ProfileReadProfile
     sources: ProfileReadSources
     stored_keys: list[str]
+    extracted_keys: list[str]
     key_count: int
     bytes_: int
     max_bytes: int
@@ -50,6 +54,8 @@ class ProfileRead:
         sources = self.sources.to_dict()
 
         stored_keys = self.stored_keys
+
+        extracted_keys = self.extracted_keys
 
         key_count = self.key_count
 
@@ -74,6 +80,7 @@ class ProfileRead:
                 "profile": profile,
                 "sources": sources,
                 "stored_keys": stored_keys,
+                "extracted_keys": extracted_keys,
                 "key_count": key_count,
                 "bytes": bytes_,
                 "max_bytes": max_bytes,
@@ -96,6 +103,8 @@ class ProfileRead:
         sources = ProfileReadSources.from_dict(d.pop("sources"))
 
         stored_keys = cast(list[str], d.pop("stored_keys"))
+
+        extracted_keys = cast(list[str], d.pop("extracted_keys"))
 
         key_count = d.pop("key_count")
 
@@ -126,6 +135,7 @@ class ProfileRead:
             profile=profile,
             sources=sources,
             stored_keys=stored_keys,
+            extracted_keys=extracted_keys,
             key_count=key_count,
             bytes_=bytes_,
             max_bytes=max_bytes,

@@ -1771,6 +1771,12 @@ export type ProfileRead = {
      */
     stored_keys: Array<string>;
     /**
+     * Extracted Keys
+     *
+     * The stored keys whose current value the write path's extraction set, sorted. Every other stored key was set through the API (by the user, an admin or a service), and extraction does not overwrite it.
+     */
+    extracted_keys: Array<string>;
+    /**
      * Key Count
      *
      * How many keys the stored document has.
