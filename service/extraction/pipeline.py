@@ -60,6 +60,7 @@ from service.extraction.prompt import (
 )
 from service.extraction.record import PassOutcome, PassRecord
 from service.extraction.resolver import (
+    EPISODE_CATEGORY,
     EVIDENCE_MAX,
     Candidate,
     Dropped,
@@ -71,6 +72,7 @@ from service.extraction.resolver import (
     Resolution,
     ResolverRules,
     SupersedeReason,
+    candidate_refusal,
     remembered_name,
     resolve,
     resolve_episode,
@@ -95,8 +97,6 @@ from service.threads.models import Message
 from service.threads.replay import MessageReplay, ReplayedMessage
 
 logger = logging.getLogger("mneme.extraction")
-
-EPISODE_CATEGORY = "episode"
 
 
 @dataclass(slots=True)
@@ -295,7 +295,10 @@ class ExtractionPass:
             [ProfileProposalIn(p.key, p.value, p.confidence, p.evidence) for p in output.profile],
             rules,
         )
-        texts = [c.text for c in candidates] + ([episode] if episode else [])
+        # A fact the API's rules refuse is dropped by the resolver: neither embedded nor looked
+        # up (`_known`).
+        embedded = [c for c in candidates if candidate_refusal(c) is None]
+        texts = [c.text for c in embedded] + ([episode] if episode else [])
         with tracer.start_as_current_span("extraction.embed"):
             vectors = await embed_or_none(self._backfill.embedder, texts)
         return Proposal(
@@ -305,7 +308,7 @@ class ExtractionPass:
             unknown_ids=unknown_ids,
             vectors={
                 c.index: (vectors[position] if vectors is not None else None)
-                for position, c in enumerate(candidates)
+                for position, c in enumerate(embedded)
             },
             episode=episode,
             episode_vector=vectors[-1] if vectors is not None and episode else None,
@@ -458,7 +461,8 @@ class ExtractionPass:
         facts: dict[uuid.UUID, KnownFact] = {}
         cosine: dict[tuple[int, uuid.UUID], float] = {}
         for candidate in candidates:
-            if candidate.scope == "org" and not org_writes:
+            # The resolver drops these before it compares them with anything.
+            if (candidate.scope == "org" and not org_writes) or candidate_refusal(candidate):
                 continue
             owner = Owner.user(user_id) if candidate.scope == "user" else Owner.org()
             related = await memories.related(

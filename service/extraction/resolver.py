@@ -13,7 +13,9 @@ later message's value is current, the earlier one written and superseded by it.
 
 1. **Validation** (as the API does): empty text is dropped; text over 4000 characters, or text
    or evidence that looks like a secret (`find_secret`), is refused; so is text holding the
-   placeholder of a secret masked in the messages the model read (`proposal_refusal`).
+   placeholder of a secret masked in the messages the model read (`proposal_refusal`); and so
+   is a fact the API would refuse as a request body (`api_refusal`: a NUL character or a lone
+   surrogate in any of its strings, …), which no attempt to write could store.
 2. **Scope**: an org-scoped fact needs `org_writes` (the appending principal was an admin — a
    model's say-so never authorizes it) and one of the org categories.
 3. **Confidence**: below `min_confidence` (0.7) dropped; below `quarantine_confidence` (0.82)
@@ -69,12 +71,15 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
 
 from service.kit.secrets import MASK, find_secret, is_credential_name
-from service.kit.types import in_unit_interval, visible_text
+from service.kit.types import InputRefused, check_json, in_unit_interval, visible_text
 from service.memories.models import normalise_text
-from service.memories.schemas import MEMORY_TEXT_MAX
+from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate
+from service.profile.schemas import PatchAdd
 from service.profile.service import OVERLAY_KEYS
 
 Scope = Literal["user", "org"]
@@ -82,6 +87,7 @@ CombineMode = Literal["replace", "merge", "accumulate"]
 SupersedeReason = Literal["explicit", "subject", "similar"]
 
 EVIDENCE_MAX = 2000
+EPISODE_CATEGORY = "episode"
 # Matched with `fullmatch`: a `$` would also admit a trailing newline.
 PROFILE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,127}")
 PROFILE_VALUE_MAX = 500
@@ -263,6 +269,45 @@ def proposal_refusal(text: str, evidence: str = "") -> str | None:
     if reason is None and MASK in text.casefold():
         return "secret"
     return reason
+
+
+def api_refusal(model: type[BaseModel], body: dict[str, Any]) -> str | None:
+    """Why the API would refuse `body` as a request of `model`, or None: the input guard's rules
+    for every JSON body (no NUL character, no lone surrogate in any string, …), then the
+    model's own. The reason is the `type` the API's 422 names (`nul_character`,
+    `string_too_long`, …). The write path holds what the model proposes to the API's own
+    definitions, so that a rule added there holds here too: a value the API refuses is refused
+    by the database as well (or stored changed), and written with the pass's other memories
+    it would fail them all, on every attempt."""
+    try:
+        check_json(body, ["body"])
+    except InputRefused as refused:
+        return refused.kind
+    try:
+        model.model_validate(body)
+    except ValidationError as exc:
+        return str(exc.errors()[0]["type"])
+    return None
+
+
+def candidate_refusal(candidate: Candidate) -> str | None:
+    """Why the API's rules refuse the fact a candidate proposes (rule 1), or None: its text and
+    evidence (`proposal_refusal`), then every string of it as the memory it is written as
+    (`api_refusal`; its provenance aside, which the write path takes from the stored messages,
+    and its confidence, which rule 3 checks by the same rule). The pipeline asks this before it
+    embeds a candidate or looks up the facts it may touch: a text no column can hold is no
+    query parameter either. `resolve` drops the candidate with this reason."""
+    return proposal_refusal(candidate.text, candidate.evidence) or api_refusal(
+        MemoryCreate,
+        {
+            "kind": "semantic",
+            "text": candidate.text,
+            "scope": candidate.scope,
+            "category": candidate.category,
+            "evidence": candidate.evidence or None,
+            "metadata": {"subject": candidate.subject},
+        },
+    )
 
 
 def remembered_name(name: str | None) -> str | None:
@@ -533,7 +578,7 @@ def _singular_forms(word: str) -> tuple[str, ...]:
 
 
 def _rejection(candidate: Candidate, known: Known, rules: ResolverRules) -> str | None:
-    reason = proposal_refusal(candidate.text, candidate.evidence)
+    reason = candidate_refusal(candidate)
     if reason is not None:
         return reason
     if candidate.scope == "org":
@@ -606,10 +651,13 @@ def resolve_episode(episode: str | None) -> tuple[str | None, str | None]:
     """(text to store, on one line, None) or (None, why not); (None, None) without one."""
     if episode is None or not episode.strip():
         return None, None
-    reason = proposal_refusal(episode)
+    text = " ".join(episode.split())
+    reason = proposal_refusal(episode) or api_refusal(
+        MemoryCreate, {"kind": "episodic", "text": text, "category": EPISODE_CATEGORY}
+    )
     if reason is not None:
         return None, reason
-    return " ".join(episode.split()), None
+    return text, None
 
 
 @dataclass(frozen=True, slots=True)
@@ -631,7 +679,8 @@ def resolve_profile(
 ) -> tuple[list[ProfileChange], list[Dropped]]:
     """Profile attributes to set on the user's profile: only confident ones (a profile key has
     no review state), valid keys that are neither account keys nor credential names, short
-    values, no secrets; the most confident of a repeated key; at most `max_facts`."""
+    values, no secrets, values the API's profile patch takes (`api_refusal`); the most
+    confident of a repeated key; at most `max_facts`."""
     changes: list[ProfileChange] = []
     dropped: list[Dropped] = []
     keys: set[str] = set()
@@ -645,6 +694,9 @@ def resolve_profile(
             reason = "profile_value"
         elif proposal_refusal(value, proposal.evidence) == "secret":
             reason = "secret"
+        elif refused := api_refusal(PatchAdd, {"op": "add", "path": f"/{key}", "value": value}):
+            # The patch the profile service is given: the API's rules for a profile value.
+            reason = refused
         elif not rules.quarantine_confidence <= _finite(proposal.confidence) <= 1.0:
             reason = "low_confidence"
         elif key in keys:

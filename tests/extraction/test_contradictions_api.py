@@ -24,6 +24,7 @@ from tests.fixtures.openai_server import (
     Reply,
     ScriptedExtraction,
     extraction,
+    new_user_messages,
 )
 
 HOME = [
@@ -274,6 +275,49 @@ async def test_an_episode_the_api_refuses_is_left_out_and_the_pass_keeps_its_fac
     assert bank["text"] == "User banks with a credit union."
     assert finished["written"] == [bank["id"]]
     assert await memories(llm_client, headers, kind="episodic") == []
+
+
+async def test_a_proposal_holding_a_nul_is_refused_alone_and_the_thread_moves_on(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # Postgres text holds no NUL, and the API refuses one (422 `nul_character`). Written, one
+    # fact, episode or profile value holding it failed the pass's transaction on every attempt:
+    # every fact of the window was lost, and the thread's cursor never moved past it.
+    headers = bearer(settings, tenant, "alex")
+
+    def reply(request: RecordedRequest) -> Reply:
+        if any("Setubal" in message for message in new_user_messages(request)):
+            return extraction([fact("User lives in Setubal.", subject="home_city")])
+        return extraction(
+            [
+                fact("User likes tea\u0000.", category="preference", subject="drink"),
+                fact("User owns a bike.", subject="vehicle", evidence="my bike"),
+            ],
+            episode="Talked\u0000 about tea.",
+            profile=[{"key": "drink", "value": "tea\u0000", "confidence": 0.95, "evidence": ""}],
+        )
+
+    fresh_llm.reply = reply
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I like tea, and I came here on my bike.")
+    [first] = await wait_for_passes(llm_client, headers, 1)
+    assert first["dropped"] == {
+        "nul_character": 1,
+        "episode:nul_character": 1,
+        "profile:nul_character": 1,
+    }
+    [bike] = await memories(llm_client, headers, kind="semantic")
+    assert bike["text"] == "User owns a bike."
+    assert first["written"] == [bike["id"]]
+    assert await memories(llm_client, headers, kind="episodic") == []
+    # The next turn is a pass of its own: the cursor moved past the first one.
+    await say(llm_client, headers, thread_id, "Also: I live in Setubal these days.")
+    [second, _] = await wait_for_passes(llm_client, headers, 2)
+    assert (second["from_seq"], second["through_seq"]) == (2, 3)
+    assert {m["text"] for m in await memories(llm_client, headers, kind="semantic")} == {
+        "User owns a bike.",
+        "User lives in Setubal.",
+    }
 
 
 async def test_a_move_said_in_the_same_pass_supersedes_the_home_said_before_it(

@@ -608,3 +608,32 @@ def test_profile_attributes_need_confidence_a_valid_key_and_no_secret() -> None:
             "profile:secret",
         ]
     )
+
+
+@pytest.mark.parametrize("character", ["\x00", "\ud800"], ids=["nul", "lone_surrogate"])
+def test_a_proposal_holding_text_no_column_can_store_is_refused_alone(character: str) -> None:
+    # The API refuses such text in any request (422 `nul_character`, `lone_surrogate`): so does
+    # the write path, proposal by proposal, instead of failing the pass's write for all of them.
+    kind = "nul_character" if character == "\x00" else "lone_surrogate"
+    result = resolve(
+        [
+            candidate(f"User likes tea{character}."),
+            candidate("User prefers oolong.", 1, evidence=f"oolong{character}"),
+            candidate("User owns a bike.", 2, category="context"),
+        ],
+        [],
+        known(),
+        RULES,
+    )
+    assert [n.candidate.index for n in result.new_facts] == [2]
+    assert result.dropped == [Dropped(kind, 0), Dropped(kind, 1)]
+    assert resolve_episode(f"Talked{character} about tea.") == (None, kind)
+    changes, dropped = resolve_profile(
+        [
+            ProfileProposalIn("drink", f"tea{character}", 0.95, "tea"),
+            ProfileProposalIn("vehicle", "bike", 0.95, "bike"),
+        ],
+        RULES,
+    )
+    assert changes == [ProfileChange("vehicle", "bike")]
+    assert dropped == [Dropped(f"profile:{kind}", 0)]
