@@ -10,7 +10,8 @@ through `DerivedMemoryWriter` (history events included) and record the pass. The
 outside any transaction. The model reads the messages as every prompt replays them
 (`MessageReplay`: detected secrets masked unless configured not to), and so does the search
 for the facts shown beside them; the evidence it quotes is found in the messages as it read
-them. A model failure (down, timeout, malformed or schema-violating reply)
+them, and evidence no human message holds is not stored (it would read as the user's words).
+A model failure (down, timeout, malformed or schema-violating reply)
 raises before anything is written, so the job is retried with backoff and the cursor stays
 where it was: the next pass reads the same messages again.
 
@@ -565,12 +566,16 @@ class ExtractionPass:
                 else:
                     targets.extend(unreplaced.pop(earlier.candidate_index, []))
             source_ids = evidence_message_ids(candidate.evidence, said)
+            # Stored evidence reads as the user's words: a quote the model made up (found in no
+            # human message of the window) is not kept, the fact is.
+            evidence = candidate.evidence if quoting_messages(candidate.evidence, said) else None
             memory = await _record_unless_refused(
                 unit,
                 partial(
                     _fact,
                     owner,
                     candidate,
+                    evidence,
                     new_fact,
                     thread_id,
                     source_ids,
@@ -669,6 +674,7 @@ class ExtractionPass:
 def _fact(
     owner: Owner,
     candidate: Candidate,
+    evidence: str | None,
     new_fact: NewFact,
     thread_id: uuid.UUID,
     source_ids: list[uuid.UUID],
@@ -676,10 +682,11 @@ def _fact(
     vector: list[float] | None,
     metadata: dict[str, Any],
 ) -> DerivedMemory:
-    """A new fact of the resolution as the memory service writes it, with its provenance.
-    Its `event_at` is the time of the newest message its evidence quotes (the one it was said
-    in), as an episode's is its window's last: the search's date filters and the date a
-    question names find it by when it was said, not by when the pass ran."""
+    """A new fact of the resolution as the memory service writes it, with its provenance (its
+    `evidence` when a message of the window holds it). Its `event_at` is the time of the newest
+    message its sources name (the one it was said in), as an episode's is its window's last:
+    the search's date filters and the date a question names find it by when it was said, not
+    by when the pass ran."""
     sources = set(source_ids)
     return DerivedMemory(
         owner,
@@ -695,7 +702,7 @@ def _fact(
             source_message_ids=source_ids,
             event_at=max((m.created_at for m in window if m.id in sources), default=None),
             speaker=speaker_of(source_ids, window),
-            evidence=candidate.evidence or None,
+            evidence=evidence,
             metadata=metadata,
         ),
         vector,
@@ -725,12 +732,19 @@ def evidence_message_ids(evidence: str, window: Sequence[ReplayedMessage]) -> li
 
 
 def evidence_messages(evidence: str, window: Sequence[ReplayedMessage]) -> list[ReplayedMessage]:
-    """The human messages of the window (as the model read them) that contain the evidence
-    quote (whitespace and case aside); all of the window's human messages when none does."""
+    """The human messages of the window that quote the evidence (`quoting_messages`); all of
+    the window's human messages when none does."""
     humans = [m for m in window if m.role == HUMAN_ROLE]
+    return (quoting_messages(evidence, window) or humans)[:SOURCE_IDS_MAX]
+
+
+def quoting_messages(evidence: str, window: Sequence[ReplayedMessage]) -> list[ReplayedMessage]:
+    """The human messages of the window (as the model read them) that contain the evidence
+    quote (whitespace and case aside); none for evidence that is no quote of the user's."""
     quote = normalise_text(evidence)
-    quoted = [m for m in humans if quote and quote in normalise_text(m.content)]
-    return (quoted or humans)[:SOURCE_IDS_MAX]
+    if not quote:
+        return []
+    return [m for m in window if m.role == HUMAN_ROLE and quote in normalise_text(m.content)]
 
 
 def cosines_between(vectors: Mapping[int, list[float] | None]) -> dict[tuple[int, int], float]:

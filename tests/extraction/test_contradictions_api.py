@@ -320,6 +320,62 @@ async def test_a_proposal_holding_a_nul_is_refused_alone_and_the_thread_moves_on
     }
 
 
+async def test_evidence_no_message_of_the_window_holds_is_not_stored(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # Stored evidence reads as the user's words: a quote the model made up is left out, and
+    # the fact (drawn from the window) is kept, citing the window's human message.
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            (
+                "oolong",
+                [
+                    fact(
+                        "User likes oolong tea.",
+                        category="preference",
+                        subject="tea",
+                        evidence="I absolutely adore oolong since 1999",
+                    ),
+                    fact(
+                        "User drinks tea daily.",
+                        subject="tea_habit",
+                        evidence="  EVERY\nmorning  ",
+                    ),
+                    fact(
+                        "User dislikes green tea.",
+                        category="preference",
+                        subject="green_tea",
+                        evidence="Green tea is bitter",
+                    ),
+                ],
+            )
+        ]
+    )
+    thread_id = await start_thread(llm_client, headers)
+    said, _ = await say(
+        llm_client,
+        headers,
+        thread_id,
+        "I drink oolong every morning.",
+        "Green tea is bitter, oolong is not.",
+    )
+    await wait_for_passes(llm_client, headers, 1)
+    stored = {m["text"]: m for m in await memories(llm_client, headers, kind="semantic")}
+    assert set(stored) == {
+        "User likes oolong tea.",
+        "User drinks tea daily.",
+        "User dislikes green tea.",
+    }
+    # Found whitespace and case aside: kept as the model quoted it.
+    assert stored["User drinks tea daily."]["evidence"] == "EVERY\nmorning"
+    # Made up, or the assistant's words: no evidence.
+    assert stored["User likes oolong tea."]["evidence"] is None
+    assert stored["User dislikes green tea."]["evidence"] is None
+    for memory in stored.values():
+        assert memory["source_message_ids"] == [said["id"]]
+
+
 async def test_a_move_said_in_the_same_pass_supersedes_the_home_said_before_it(
     llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
 ) -> None:
