@@ -26,7 +26,7 @@ from service.auth.owner import Owner
 from service.config import Settings
 from service.extraction.errors import CompactionDisabled, CompactorUnavailable
 from service.extraction.prompt import normalise_subject
-from service.extraction.resolver import refusal, remembered_name
+from service.extraction.resolver import api_refusal, refusal, remembered_name
 from service.extraction.schemas import CompactRequest, CompactResult
 from service.kit.admission import outside_the_gate
 from service.memories.embedding import embed_outside_a_transaction
@@ -124,7 +124,11 @@ def plan_compaction(
             source = sources.get(alias)
             if source is not None and source.id not in claimed:
                 own.append(source)
-        reason = refusal(fact.text)
+        # The API's rules for the memory it is written as (a NUL in its text would fail the
+        # whole compaction at the write).
+        reason = refusal(fact.text) or api_refusal(
+            MemoryCreate, {"kind": "semantic", "text": fact.text, "category": fact.category}
+        )
         if reason is not None:
             drop(reason)
         elif not own:
