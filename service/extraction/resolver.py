@@ -276,9 +276,9 @@ def api_refusal(model: type[BaseModel], body: dict[str, Any]) -> str | None:
     for every JSON body (no NUL character, no lone surrogate in any string, …), then the
     model's own. The reason is the `type` the API's 422 names (`nul_character`,
     `string_too_long`, …). The write path holds what the model proposes to the API's own
-    definitions, so that a rule added there holds here too: a value the API refuses is refused
-    by the database as well (or stored changed), and written with the pass's other memories
-    it would fail them all, on every attempt."""
+    definitions, so that a rule added there holds here too: a value the API refuses may be one
+    the database refuses as well (a NUL), and written with the pass's other memories it would
+    fail them all, on every attempt."""
     try:
         check_json(body, ["body"])
     except InputRefused as refused:
