@@ -223,9 +223,19 @@ def _line(value: dict[str, Any]) -> str:
 
 
 _SUBJECT_JUNK = re.compile(r"[^a-z0-9]+")
+# Where camelCase and PascalCase start a word: a capital after a small letter or digit
+# ("homeCity"), and the last capital of a run that a small letter follows ("HTTPServer").
+_SUBJECT_CAMEL_WORD = re.compile(r"([a-z0-9])([A-Z])")
+_SUBJECT_CAPITALS_WORD = re.compile(r"([A-Z])([A-Z][a-z])")
 
 
 def normalise_subject(subject: str) -> str | None:
-    """A subject as stored: lower-case snake_case, at most 64 characters; None when empty."""
-    cleaned = _SUBJECT_JUNK.sub("_", subject.casefold()).strip("_")[:64].strip("_")
+    """A subject as stored: lower-case snake_case, at most 64 characters; None when empty.
+
+    The words of a subject meet however the model spells them: camelCase, kebab-case, spaces
+    and snake_case of the same words give the same key ("homeCity", "home-city", "Home City"
+    and "home_city" are all `home_city`), so two facts about one topic supersede each other.
+    `memories.repository.subject_key_sql` is the same function in SQL."""
+    words = _SUBJECT_CAPITALS_WORD.sub(r"\1_\2", _SUBJECT_CAMEL_WORD.sub(r"\1_\2", subject))
+    cleaned = _SUBJECT_JUNK.sub("_", words.casefold()).strip("_")[:64].strip("_")
     return cleaned or None

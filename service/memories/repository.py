@@ -705,14 +705,19 @@ def _fills_from_newest(memory_filter: MemoryFilter) -> bool:
 
 def subject_key_sql(subject: str) -> str:
     """The key of a subject (the SQL text `subject`) as the write path compares subjects
-    (`extraction.prompt.normalise_subject`: case-folded, each run of characters other than a-z
-    and 0-9 one underscore, none at either end, at most 64 characters), in SQL: the same key
+    (`extraction.prompt.normalise_subject`: an underscore where a camelCase word starts,
+    case-folded, each run of characters other than a-z and 0-9 one underscore, none at either
+    end, at most 64 characters), in SQL: the same key
     for a subject in ASCII, and '' for one beyond it, where case-folding may turn a character
     into ASCII letters ("ß" into "ss") and `lower` does not: a reader asking for a key asks for
     '' too, and compares those subjects' keys itself."""
+    words = (
+        f"regexp_replace(regexp_replace({subject}, '([a-z0-9])([A-Z])', '\\1_\\2', 'g'), "
+        f"'([A-Z])([A-Z][a-z])', '\\1_\\2', 'g')"
+    )
     return (
         f"CASE WHEN octet_length({subject}) <> char_length({subject}) THEN '' "
-        f"ELSE btrim(left(btrim(regexp_replace(lower({subject}), '[^a-z0-9]+', '_', 'g'), "
+        f"ELSE btrim(left(btrim(regexp_replace(lower({words}), '[^a-z0-9]+', '_', 'g'), "
         f"'_'), 64), '_') END"
     )
 

@@ -149,6 +149,31 @@ async def test_a_fact_falls_to_its_own_subject_however_many_facts_lie_nearer(
     assert finished["superseded"] == 1 and finished["flagged"] == 0
 
 
+async def test_a_subject_in_camel_case_supersedes_the_same_subject_in_snake_case(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            ("Braga", [fact("User lives in Braga.", subject="home_city")]),
+            ("Faro", [fact("User lives in Faro.", subject="homeCity")]),
+        ]
+    )
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I live in Braga.")
+    await wait_for_passes(llm_client, headers, 1)
+    await say(llm_client, headers, thread_id, "I moved to Faro.")
+    [latest, _] = await wait_for_passes(llm_client, headers, 2)
+
+    [faro] = await memories(llm_client, headers, kind="semantic")
+    assert faro["text"] == "User lives in Faro."
+    assert faro["metadata"]["subject"] == "home_city"
+    [braga] = await memories(llm_client, headers, kind="semantic", lifecycle="superseded")
+    assert braga["text"] == "User lives in Braga." and braga["superseded_by"] == faro["id"]
+    assert latest["superseded"] == 1
+
+
 async def test_a_deliberate_fact_contradicted_on_weak_evidence_is_only_flagged(
     llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
 ) -> None:

@@ -24,6 +24,12 @@ ASCII_SUBJECTS = [
     "x" * 70,
     "---",
     "C++ / Rust",
+    "homeCity",
+    "HomeCity",
+    "HTTPServer",
+    "userID",
+    "address2Line",
+    "ABcDEf",
 ]
 BEYOND_ASCII = ["Straße", "Ünïcode topic", "ﬁle_format", "café"]
 
@@ -44,3 +50,8 @@ async def test_a_subject_beyond_ascii_has_the_key_every_reader_reads(
     async with runtime_engine.connect() as connection:
         key = (await connection.execute(KEY_SQL, {"subject": subject})).scalar_one()
     assert key == ""
+
+
+@pytest.mark.parametrize("subject", ["home_city", "homeCity", "HomeCity", "home-city", "Home City"])
+def test_the_spellings_of_one_subject_meet_in_one_key(subject: str) -> None:
+    assert normalise_subject(subject) == "home_city"
