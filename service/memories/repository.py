@@ -112,6 +112,13 @@ id order, as the purge takes a user's threads, so that none of them waits for an
 circle."""
 
 
+LATEST_MESSAGE_TIME_SQL = text(
+    "SELECT max(created_at) FROM message WHERE tenant_id = :tenant_id AND id = ANY(:message_ids)"
+).bindparams(bindparam("message_ids", type_=ARRAY(UUID(as_uuid=True))))
+"""When the newest of `message_ids` (messages of this tenant) was stored; NULL for none of
+them (forgotten with their thread)."""
+
+
 CITABLE_MESSAGES_SQL = text(
     "SELECT m.id FROM message m JOIN thread t ON t.tenant_id = m.tenant_id AND t.id = m.thread_id"
     " WHERE m.tenant_id = :tenant_id AND m.id = ANY(:message_ids)"
@@ -215,6 +222,17 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             },
         )
         return set(result.scalars())
+
+    async def latest_message_time(self, message_ids: Sequence[uuid.UUID]) -> datetime | None:
+        """`LATEST_MESSAGE_TIME_SQL`: when the newest of `message_ids` was stored."""
+        if not message_ids:
+            return None
+        result = await self._session.execute(
+            LATEST_MESSAGE_TIME_SQL,
+            {"tenant_id": self._tenant_id, "message_ids": list(message_ids)},
+        )
+        latest: datetime | None = result.scalar_one()
+        return latest
 
     def _matching(self, memory_filter: MemoryFilter) -> Select[Memory]:
         """The memories `memory_filter` selects (the one place a filter becomes SQL)."""

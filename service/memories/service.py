@@ -204,9 +204,19 @@ class MemoryService:
         state (so of two writers holding the same tag, the second gets 412). `ahead` holds
         the new text's vector made before the transaction (`changed_texts`). A procedural
         memory the change makes live in a slot (restored, or moved there) supersedes the
-        slot's memory (`SlotHolders.take`)."""
+        slot's memory (`SlotHolders.take`).
+
+        Confirming a proposed fact applies what it would replace (`metadata
+        .proposed_supersedes`, `_confirmed_replacements`): a reviewer who confirms it says the
+        new fact is true, so the facts it contradicts stop being current as if the write path
+        had superseded them."""
         self._recorder.authorize(owner)
         await self._recorder.hold_writes(owner)
+        if change.lifecycle == "confirmed":
+            # The write path reconciles the owner's facts under this lock (taken after the
+            # user's write lock, before any row lock, as the write path takes it), so a
+            # confirmation that supersedes facts never interleaves with a pass reading them.
+            await self._repository.lock_writers(owner)
         if _may_fill_a_slot(change) and (await self._load(owner, memory_id)).kind == "procedural":
             # The slot lock before the row lock, as every write to a slot takes them (a kind
             # never changes, so the memory read without its lock tells it).
@@ -217,6 +227,7 @@ class MemoryService:
         confirms = values.get("lifecycle") == "confirmed"
         if confirms:
             values.setdefault("needs_review", False)
+        replaces = _confirmed_replacements(memory, values)
         values = _changed_values(memory, values)
         if not values:
             # Nothing to change: nothing is written, and the memory keeps its ETag, so a
@@ -229,7 +240,23 @@ class MemoryService:
             await self._refuse_duplicate(owner, memory, takes)
             await self._recorder.forget_expired_holder(owner, memory.kind, takes)
         await self._embed_new_text(memory, values, ahead)
-        return await self._record_update(owner, memory, values)
+        updated = await self._record_update(owner, memory, values)
+        if replaces:
+            await self._supersede_replaced(owner, updated, replaces)
+        return updated
+
+    async def _supersede_replaced(
+        self, owner: Owner, confirmed: MemoryRead, replaced: Sequence[uuid.UUID]
+    ) -> None:
+        """Supersede the owner's live facts a confirmed fact replaces, as the write path does:
+        `superseded_by` the fact, invalid from the newest message it was taken from (when it
+        was said; now when those messages are gone or it cites none), a `supersede` history
+        event with the reason `confirmed`."""
+        invalid_at = await self._repository.latest_message_time(confirmed.source_message_ids)
+        for memory_id in replaced:
+            await self._recorder.supersede(
+                owner, memory_id, by=confirmed, reason="confirmed", invalid_at=invalid_at
+            )
 
     async def _refuse_duplicate(self, owner: Owner, memory: Memory, text_value: str) -> None:
         """409 naming the owner's other live memory of the same kind that says `text_value`,
@@ -520,6 +547,35 @@ def _live_text_taken(memory: Memory, values: dict[str, Any]) -> str | None:
     if memory.lifecycle == "superseded" or text_value != memory.text:
         return text_value
     return None
+
+
+# Where the write path keeps, on a proposed fact, what it would replace and why it waits.
+PROPOSED_SUPERSEDES = "proposed_supersedes"
+REVIEW_REASON = "review_reason"
+
+
+def _confirmed_replacements(memory: Memory, values: dict[str, Any]) -> list[uuid.UUID]:
+    """The facts a change that confirms a proposed fact makes it replace: the ids in its
+    `metadata.proposed_supersedes`, as the change leaves the metadata (a change that sets
+    metadata without them confirms the fact and replaces nothing). Those keys leave the
+    metadata (into `values`): the review they waited for is done. None for any other change."""
+    if values.get("lifecycle") != "confirmed" or memory.lifecycle != "proposed":
+        return []
+    metadata: dict[str, Any] = dict(values.get("metadata_", memory.metadata_) or {})
+    named = metadata.pop(PROPOSED_SUPERSEDES, None)
+    if named is None:
+        return []
+    metadata.pop(REVIEW_REASON, None)
+    values["metadata_"] = metadata
+    replaced: list[uuid.UUID] = []
+    for value in named if isinstance(named, list) else []:
+        try:
+            memory_id = uuid.UUID(str(value))
+        except ValueError:
+            continue
+        if memory_id != memory.id and memory_id not in replaced:
+            replaced.append(memory_id)
+    return replaced
 
 
 def _changed_values(memory: Memory, values: dict[str, Any]) -> dict[str, Any]:

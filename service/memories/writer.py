@@ -160,42 +160,10 @@ class DerivedMemoryWriter:
         reason: str,
         invalid_at: datetime | None = None,
     ) -> bool:
-        """Mark a live memory superseded (by `by`, or by nothing when it was removed): it stops
-        being true at `invalid_at` (the world's time of the change; now when not given), stays
-        readable, and the history records why. False when it is not a live memory of `owner`.
-        Never deletes."""
-        self._recorder.authorize(owner)
-        memory = await self._repository.get(owner, memory_id, for_update=True)
-        if memory is None or memory.lifecycle == "superseded":
-            return False
-        old_text = memory.text
-        invalid_at = invalid_at or datetime.now(UTC)
-        updated = await self._repository.update(
-            memory,
-            {
-                "lifecycle": "superseded",
-                "superseded_by": by.id if by is not None else None,
-                "invalid_at": invalid_at,
-                "needs_review": False,
-            },
+        """Mark a live memory superseded (`MemoryRecorder.supersede`). Never deletes."""
+        return await self._recorder.supersede(
+            owner, memory_id, by=by, reason=reason, invalid_at=invalid_at
         )
-        await self._repository.add_events(
-            [
-                self._recorder.event(
-                    updated,
-                    "supersede",
-                    old_text=old_text,
-                    new_text=by.text if by is not None else None,
-                    changes={
-                        "lifecycle": "superseded",
-                        "superseded_by": str(by.id) if by is not None else None,
-                        "invalid_at": jsonable(invalid_at),
-                        "reason": reason,
-                    },
-                )
-            ]
-        )
-        return True
 
     async def reconfirm(
         self,

@@ -205,6 +205,74 @@ async def test_a_deliberate_fact_contradicted_on_weak_evidence_is_only_flagged(
     assert finished["flagged"] == 1 and finished["superseded"] == 0
 
 
+async def test_confirming_a_flagged_fact_supersedes_what_it_contradicts_and_rejecting_it_does_not(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    metric = await remember(
+        llm_client,
+        headers,
+        kind="semantic",
+        text="User prefers metric units.",
+        category="preference",
+    )
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            ("imperial", [fact("User prefers imperial units.", category="preference")]),
+            ("Fahrenheit", [fact("User prefers imperial units now.", category="preference")]),
+        ]
+    )
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+
+    async def flagged_after(words: str, passes: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        said, _ = await say(llm_client, headers, thread_id, words)
+        [finished, *_] = await wait_for_passes(llm_client, headers, passes)
+        assert finished["flagged"] == 1
+        [proposed] = await memories(llm_client, headers, kind="semantic", lifecycle="proposed")
+        assert proposed["metadata"]["proposed_supersedes"] == [metric["id"]]
+        return said, proposed
+
+    # Rejected: the flagged fact goes, the fact it contradicts stays as it was.
+    _, rejected = await flagged_after("These days I prefer imperial units.", 1)
+    response = await llm_client.delete(f"/v1/users/me/memories/{rejected['id']}", headers=headers)
+    assert response.status_code == 204, response.text
+    kept = await get(llm_client, headers, metric["id"])
+    assert (kept["lifecycle"], kept["updated_at"]) == ("confirmed", metric["updated_at"])
+
+    # Confirmed: the flagged fact replaces it, as the write path supersedes.
+    said, proposed = await flagged_after("I think in Fahrenheit and miles now.", 2)
+    response = await llm_client.patch(
+        f"/v1/users/me/memories/{proposed['id']}",
+        headers=headers,
+        json={"lifecycle": "confirmed"},
+    )
+    assert response.status_code == 200, response.text
+    confirmed = response.json()
+    assert (confirmed["lifecycle"], confirmed["needs_review"]) == ("confirmed", False)
+    assert "proposed_supersedes" not in confirmed["metadata"]
+    assert "review_reason" not in confirmed["metadata"]
+    superseded = await get(llm_client, headers, metric["id"])
+    assert (superseded["lifecycle"], superseded["superseded_by"]) == ("superseded", proposed["id"])
+    # Invalid from when the user said so, not from when the reviewer confirmed it.
+    assert datetime.fromisoformat(superseded["invalid_at"]) == datetime.fromisoformat(
+        said["created_at"]
+    )
+    [*_, supersede] = await history(llm_client, headers, metric["id"])
+    assert supersede["action"] == "supersede"
+    assert supersede["changes"]["reason"] == "confirmed"
+    assert supersede["changes"]["superseded_by"] == proposed["id"]
+    live = await memories(llm_client, headers, kind="semantic")
+    assert [m["text"] for m in live] == ["User prefers imperial units now."]
+    response = await llm_client.post(
+        "/v1/users/me/context",
+        headers=headers,
+        json={"query": "Which units does the user prefer?", "format": "text"},
+    )
+    block = response.json()["text"]
+    assert "imperial" in block and "metric" not in block
+
+
 async def test_a_repeated_fact_is_reconfirmed_visibly(
     llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
 ) -> None:
