@@ -412,7 +412,9 @@ class Settings(BaseSettings):
     extraction_contradiction_cosine: float = Field(default=0.75, gt=0, le=1)
     # Subjects that hold several current values at once: a new fact about one of them adds
     # to the older ones instead of superseding them. A subject is multi-valued when one of its
-    # snake_case words, singular or plural, is listed ("pets", "programming_languages").
+    # snake_case words is listed in the plural ("pets", "languages_spoken"), or in the singular
+    # ("language", "food_allergy") unless a word of `..._single_choice_words` picks one value
+    # ("response_language", "favorite_instrument": those replace each other).
     extraction_multi_valued_subjects: list[str] = [
         "hobby",
         "pet",
@@ -424,6 +426,23 @@ class Settings(BaseSettings):
         "friend",
         "sport",
         "instrument",
+    ]
+    # Words that make a subject about a multi-valued topic, named in the singular, one choice
+    # with one current value: the language answers are in, the favourite instrument.
+    extraction_single_choice_words: list[str] = [
+        "preferred",
+        "favorite",
+        "favourite",
+        "primary",
+        "main",
+        "native",
+        "default",
+        "response",
+        "reply",
+        "answer",
+        "ui",
+        "interface",
+        "display",
     ]
     # A write-path or summary job that gave up is run again after this long, doubling for
     # each further give-up on the same thread (at most `..._max_seconds`).
@@ -514,6 +533,7 @@ class Settings(BaseSettings):
         "extraction_farewell_phrases",
         "extraction_category_modes",
         "extraction_multi_valued_subjects",
+        "extraction_single_choice_words",
         "extraction_org_categories",
         "web_oidc_connect_origins",
         mode="before",

@@ -221,6 +221,25 @@ class WritePath:
         return outcomes
 
 
+def resolver_rules(settings: Settings, human_turns: int) -> ResolverRules:
+    """The resolver's rules from the settings, for a window of `human_turns` human turns."""
+    return ResolverRules(
+        min_confidence=settings.extraction_fact_confidence_threshold,
+        quarantine_confidence=settings.extraction_quarantine_confidence,
+        near_duplicate_cosine=settings.extraction_near_duplicate_cosine,
+        max_facts=settings.extraction_max_facts_per_turn * max(human_turns, 1),
+        category_modes=dict(settings.extraction_category_modes),
+        org_categories=frozenset(settings.extraction_org_categories),
+        contradiction_cosine=settings.extraction_contradiction_cosine,
+        multi_valued_subjects=frozenset(
+            normalise_subject(s) or s for s in settings.extraction_multi_valued_subjects
+        ),
+        single_choice_words=frozenset(
+            normalise_subject(s) or s for s in settings.extraction_single_choice_words
+        ),
+    )
+
+
 class ExtractionPass:
     """One extraction pass over one window, in two phases: `propose` asks the model and
     embeds what it proposed (no transaction open), `commit` resolves the proposal against the
@@ -239,21 +258,6 @@ class ExtractionPass:
         self._backfill = backfill
         self._replay = MessageReplay.configured(settings)
 
-    def resolver_rules(self, human_turns: int) -> ResolverRules:
-        settings = self._settings
-        return ResolverRules(
-            min_confidence=settings.extraction_fact_confidence_threshold,
-            quarantine_confidence=settings.extraction_quarantine_confidence,
-            near_duplicate_cosine=settings.extraction_near_duplicate_cosine,
-            max_facts=settings.extraction_max_facts_per_turn * max(human_turns, 1),
-            category_modes=dict(settings.extraction_category_modes),
-            org_categories=frozenset(settings.extraction_org_categories),
-            contradiction_cosine=settings.extraction_contradiction_cosine,
-            multi_valued_subjects=frozenset(
-                normalise_subject(s) or s for s in settings.extraction_multi_valued_subjects
-            ),
-        )
-
     async def run(self, window: ExtractionWindow) -> PassOutcome:
         """Propose, then commit; a model failure raises from `propose`, before any write."""
         return await self.commit(window, await self.propose(window))
@@ -265,7 +269,7 @@ class ExtractionPass:
         earlier = [self._replay.message(m) for m in window.earlier]
         new = [self._replay.message(m) for m in window.messages]
         humans = [m for m in new if m.role == HUMAN_ROLE]
-        rules = self.resolver_rules(len(humans))
+        rules = resolver_rules(self._settings, len(humans))
         query = "\n".join(m.content for m in humans).strip()[:MEMORY_TEXT_MAX] or "user"
 
         async with self._runner.unit(

@@ -40,8 +40,10 @@ later message's value is current, the earlier one written and superseded by it.
    contradicts it) — by these rules:
    - *explicit*: ids the model named;
    - *subject*: a fact of the same category with the same subject key (`home_city`), unless
-     the subject is multi-valued (`multi_valued_subjects`: hobbies, pets, languages, … hold
-     several current values; those facts add up) — in every category mode;
+     the subject is multi-valued (`multi_valued_subjects`: hobbies, pets, languages spoken, …
+     hold several current values; those facts add up, but one choice among them —
+     `response_language`, `favorite_instrument`, see `ResolverRules.multi_valued` — is
+     single-valued) — in every category mode;
    - *similar*: in a `replace` category (one current fact per topic), when the candidate or the
      fact has no subject, a fact at least `contradiction_cosine` (0.75) similar to the
      candidate. Two facts whose subjects are both known and differ are different topics and
@@ -141,6 +143,7 @@ class ResolverRules:
     org_categories: frozenset[str]
     contradiction_cosine: float = 0.75
     multi_valued_subjects: frozenset[str] = frozenset()
+    single_choice_words: frozenset[str] = frozenset()
 
     def least_cosine_acted_on(self, category: str) -> float:
         """The least cosine at which a fact of `category` can matter to a new one of it by
@@ -151,15 +154,23 @@ class ResolverRules:
         return self.near_duplicate_cosine
 
     def multi_valued(self, subject: str | None) -> bool:
-        """Whether facts about `subject` add up: one of its words, singular or plural, is a
-        multi-valued subject."""
+        """Whether facts about `subject` add up: one of its words is a multi-valued subject in
+        the plural (`languages_spoken`, `pets`), or in the singular (`language`, `food_allergy`)
+        unless another of its words names one choice (`response_language`,
+        `preferred_language`, `favorite_instrument`: one current value, replaced when it
+        changes). A plural says several are meant, whatever qualifies it
+        (`preferred_languages`)."""
         if subject is None:
             return False
-        return any(
-            form in self.multi_valued_subjects
-            for word in subject.split("_")
-            for form in _singular_forms(word)
-        )
+        words = subject.split("_")
+        one_choice = any(word in self.single_choice_words for word in words)
+        for word in words:
+            if word in self.multi_valued_subjects:
+                if not one_choice:
+                    return True
+            elif any(form in self.multi_valued_subjects for form in _singular_forms(word)[1:]):
+                return True
+        return False
 
 
 @dataclass(frozen=True, slots=True)

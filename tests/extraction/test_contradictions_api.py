@@ -174,6 +174,45 @@ async def test_a_subject_in_camel_case_supersedes_the_same_subject_in_snake_case
     assert latest["superseded"] == 1
 
 
+async def test_the_answer_language_is_replaced_while_languages_spoken_add_up(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+
+    def answers(language: str) -> dict[str, Any]:
+        return fact(
+            f"User wants answers in {language}.",
+            category="preference",
+            subject="response_language",
+        )
+
+    def speaks(language: str) -> dict[str, Any]:
+        return fact(f"User speaks {language}.", subject="languages_spoken")
+
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            ("in English", [answers("English"), speaks("Portuguese")]),
+            ("in German", [answers("German"), speaks("Spanish")]),
+        ]
+    )
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "Answer in English please; I speak Portuguese.")
+    await wait_for_passes(llm_client, headers, 1)
+    await say(llm_client, headers, thread_id, "From now on answer in German; I speak Spanish.")
+    [latest, _] = await wait_for_passes(llm_client, headers, 2)
+
+    live = {m["text"] for m in await memories(llm_client, headers, kind="semantic")}
+    assert live == {
+        "User wants answers in German.",
+        "User speaks Portuguese.",
+        "User speaks Spanish.",
+    }
+    [english] = await memories(llm_client, headers, kind="semantic", lifecycle="superseded")
+    assert english["text"] == "User wants answers in English."
+    assert latest["superseded"] == 1
+
+
 async def test_a_deliberate_fact_contradicted_on_weak_evidence_is_only_flagged(
     llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
 ) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from service.config import Settings
+from service.extraction.pipeline import resolver_rules
 from service.extraction.resolver import (
     Candidate,
     Dropped,
@@ -209,6 +211,40 @@ def test_the_same_subject_supersedes_in_every_mode_unless_the_subject_is_multi_v
     assert merged.supersedes == (Supersession(python.id, "subject"),)
     assert moved.supersedes == (Supersession(lisbon.id, "subject"),)
     assert cat.supersedes == () and painting.supersedes == ()
+
+
+DEFAULTS = Settings(_env_file=None)
+
+
+@pytest.mark.parametrize(
+    ("subject", "multi_valued"),
+    [
+        ("language", True),
+        ("languages_spoken", True),
+        ("spoken_language", True),
+        ("programming_languages", True),
+        ("preferred_languages", True),
+        ("food_allergy", True),
+        ("pet_name", True),
+        ("children", True),
+        ("response_language", False),
+        ("preferred_language", False),
+        ("ui_language", False),
+        ("favorite_instrument", False),
+        ("preferred_sport_team", False),
+        ("home_city", False),
+    ],
+)
+def test_a_subject_naming_one_choice_of_a_multi_valued_topic_is_single_valued(
+    subject: str, multi_valued: bool
+) -> None:
+    rules = resolver_rules(DEFAULTS, 1)
+    assert rules.multi_valued(subject) is multi_valued
+    old = fact("User's value is one.", subject=subject)
+    result = resolve([candidate("User's value is two.", subject=subject)], [], known(old), rules)
+    assert result.new_facts[0].supersedes == (
+        () if multi_valued else (Supersession(old.id, "subject"),)
+    )
 
 
 def test_subject_less_facts_of_merge_and_accumulate_categories_add_up() -> None:
