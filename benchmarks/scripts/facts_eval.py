@@ -270,6 +270,49 @@ CONVERSATIONS = [
             "User likes painting.": "current",
         },
     ),
+    Conversation(
+        "the answer language changes, languages spoken add up",
+        [
+            (
+                "Please answer in English; I speak Portuguese.",
+                [
+                    fact("User wants answers in English.", "preference", "response_language"),
+                    fact("User speaks Portuguese.", "context", "languages_spoken"),
+                ],
+            ),
+            (
+                "From now on answer in German. I learned Spanish too.",
+                [
+                    fact(
+                        "User wants answers in German.",
+                        "preference",
+                        "response_language",
+                        replaces=("English",),
+                    ),
+                    fact("User speaks Spanish.", "context", "languages_spoken"),
+                ],
+            ),
+        ],
+        {
+            "User wants answers in English.": "superseded",
+            "User wants answers in German.": "current",
+            "User speaks Portuguese.": "current",
+            "User speaks Spanish.": "current",
+        },
+        [("User wants answers in English.", "User wants answers in German.")],
+    ),
+    Conversation(
+        "one subject spelled two ways",
+        [
+            ("I live in Braga.", [fact("User lives in Braga.", "context", "home_city")]),
+            (
+                "I moved to Faro.",
+                [fact("User lives in Faro.", "context", "homeCity", replaces=("Braga",))],
+            ),
+        ],
+        {"User lives in Braga.": "superseded", "User lives in Faro.": "current"},
+        [("User lives in Braga.", "User lives in Faro.")],
+    ),
 ]
 
 
