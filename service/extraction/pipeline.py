@@ -99,6 +99,9 @@ from service.threads.replay import MessageReplay, ReplayedMessage
 
 logger = logging.getLogger("mneme.extraction")
 
+# `metadata.review_reason` of a fact proposed because it would replace a deliberate one.
+REVIEW_REASON_DELIBERATE = "contradicts_deliberate_fact"
+
 
 @dataclass(slots=True)
 class _Applied:
@@ -559,7 +562,7 @@ class ExtractionPass:
             if new_fact.proposed_supersedes:
                 metadata["proposed_supersedes"] = [str(i) for i in new_fact.proposed_supersedes]
             if new_fact.flagged:
-                metadata["review_reason"] = "contradicts_deliberate_fact"
+                metadata["review_reason"] = REVIEW_REASON_DELIBERATE
             targets: list[tuple[Owner, uuid.UUID, SupersedeReason]] = [
                 (_owner_of(known.facts[s.fact_id]), s.fact_id, s.reason)
                 for s in new_fact.supersedes
@@ -816,6 +819,8 @@ def _known_fact(memory: Memory) -> KnownFact:
         subject=_subject_of(memory.metadata_),
         text=memory.text,
         lifecycle=memory.lifecycle,
+        flagged=memory.lifecycle == "proposed"
+        and (memory.metadata_ or {}).get("review_reason") == REVIEW_REASON_DELIBERATE,
     )
 
 

@@ -25,9 +25,11 @@ later message's value is current, the earlier one written and superseded by it.
 5. **Duplicates**: the same normalised text as a live fact of the same owner, or a cosine of at
    least `near_duplicate_cosine` to one (facts it explicitly replaces excepted), is no new row:
    that fact is re-confirmed (`last_confirmed_at`), and a proposed one is confirmed by a
-   confident candidate. A repeat of what the pass wrote or re-confirmed already is dropped
-   (`duplicate_in_pass`); a confident repeat, in a later message, of a fact the pass wrote as
-   proposed confirms that fact, as a later pass would. Similarity is not enough when both
+   confident candidate — except a flagged one (rule 7), which waits for the user: the model
+   saying it again is no stronger evidence against the deliberate fact than saying it once.
+   A repeat of what the pass wrote or re-confirmed already is dropped (`duplicate_in_pass`);
+   a confident repeat, in a later message, of a fact the pass wrote as proposed (not flagged)
+   confirms that fact, as a later pass would. Similarity is not enough when both
    have the same subject and the candidate has a content word the fact lacks ("… full
    marathon" after "… half marathon", "35 years old" after "34"): that is a changed value and
    goes on to rule 6 — taking it for a repeat would lose it, while a restatement replacing its
@@ -114,6 +116,9 @@ class KnownFact:
     lifecycle: str
     # Written through the API or changed by the user: never replaced on weak evidence.
     deliberate: bool = False
+    # Proposed because it would replace a deliberate fact (rule 7): the user confirms it, not
+    # the model saying it again.
+    flagged: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,7 +439,7 @@ class _Reconciliation:
                 Reconfirmation(
                     fact_id=fact.id,
                     candidate_index=candidate.index,
-                    promote=confirmed and fact.lifecycle == "proposed",
+                    promote=confirmed and fact.lifecycle == "proposed" and not fact.flagged,
                     confidence=candidate.confidence,
                     cosine=cosine,
                 )
@@ -532,7 +537,12 @@ class _Reconciliation:
                 or _restated_with_news(candidate, other.subject, other.text)
             ):
                 continue
-            if confirmed and new_fact.lifecycle == "proposed" and index not in self.decided_new:
+            if (
+                confirmed
+                and new_fact.lifecycle == "proposed"
+                and not new_fact.flagged
+                and index not in self.decided_new
+            ):
                 promoted = replace(
                     new_fact,
                     lifecycle="confirmed",

@@ -312,6 +312,35 @@ async def test_confirming_a_flagged_fact_supersedes_what_it_contradicts_and_reje
     assert "imperial" in block and "metric" not in block
 
 
+async def test_a_flagged_fact_said_again_waits_for_the_user(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    metric = await remember(
+        llm_client,
+        headers,
+        kind="semantic",
+        text="User prefers metric units.",
+        category="preference",
+    )
+    fresh_llm.reply = ScriptedExtraction(
+        [("imperial", [fact("User prefers imperial units.", category="preference")])]
+    )
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "These days I prefer imperial units.")
+    await wait_for_passes(llm_client, headers, 1)
+    await say(llm_client, headers, thread_id, "Yes, imperial units for me.")
+    [latest, _] = await wait_for_passes(llm_client, headers, 2)
+
+    assert latest["reconfirmed"] == 1
+    [imperial] = await memories(llm_client, headers, kind="semantic", lifecycle="proposed")
+    assert imperial["text"] == "User prefers imperial units." and imperial["needs_review"]
+    assert imperial["metadata"]["proposed_supersedes"] == [metric["id"]]
+    [current] = await memories(llm_client, headers, kind="semantic", lifecycle="confirmed")
+    assert current["id"] == metric["id"]
+
+
 async def test_a_repeated_fact_is_reconfirmed_visibly(
     llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
 ) -> None:

@@ -281,6 +281,34 @@ def test_a_deliberate_fact_is_only_flagged_on_weak_evidence() -> None:
     assert (removed.removals, removed.flagged) == ([], [metric.id])
 
 
+def test_a_flagged_fact_said_again_is_reconfirmed_and_still_waits_for_the_user() -> None:
+    metric = replace(fact("User prefers metric units."), deliberate=True)
+    imperial = replace(fact("User prefers imperial units.", lifecycle="proposed"), flagged=True)
+    stored = resolve(
+        [candidate("User prefers imperial units.")],
+        [],
+        known(metric, imperial, cosine={(0, metric.id): 0.82, (0, imperial.id): 1.0}),
+        RULES,
+    )
+    [again] = stored.reconfirmations
+    assert (again.fact_id, again.promote) == (imperial.id, False)
+    in_one_pass = resolve(
+        [
+            candidate("User prefers imperial units.", 0, said_at=1),
+            candidate("User prefers imperial units.", 1, said_at=2),
+        ],
+        [],
+        known(metric, cosine={(0, metric.id): 0.82, (1, metric.id): 0.82}, between={(0, 1): 1.0}),
+        RULES,
+    )
+    [new] = in_one_pass.new_facts
+    assert (new.lifecycle, new.flagged, new.proposed_supersedes) == (
+        "proposed",
+        True,
+        (metric.id,),
+    )
+
+
 def test_a_deliberate_fact_falls_to_its_subject_or_to_being_named_and_similar() -> None:
     metric = replace(fact("User prefers metric units."), deliberate=True)
     named = resolve(
