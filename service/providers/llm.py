@@ -13,6 +13,7 @@ job records that are not tenant-scoped.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -198,17 +199,58 @@ class OpenAIChatModel:
         try:
             return output.model_validate_json(content, strict=True)
         except ValidationError as exc:
-            # Error types and locations only: the input values are the tenant's words.
-            problems = sorted(
-                {f"{'.'.join(map(str, e['loc'])) or '$'}:{e['type']}" for e in exc.errors()}
-            )
-            raise LLMUnavailable(
-                f"{self.model_name} reply does not match {output.__name__}: "
-                + ", ".join(problems[:5])
-            ) from None
+            refused = exc
+        repaired = lone_surrogates_replaced(content)
+        if repaired != content:
+            # A lone UTF-16 surrogate escape makes the whole reply invalid JSON to the parser,
+            # and the pass would fail on every attempt: the character is read as a decoder
+            # reads one it cannot decode (U+FFFD), and the rest of the reply is used.
+            try:
+                return output.model_validate_json(repaired, strict=True)
+            except ValidationError as exc:
+                refused = exc
+        # Error types and locations only: the input values are the tenant's words.
+        problems = sorted(
+            {f"{'.'.join(map(str, e['loc'])) or '$'}:{e['type']}" for e in refused.errors()}
+        )
+        raise LLMUnavailable(
+            f"{self.model_name} reply does not match {output.__name__}: " + ", ".join(problems[:5])
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\.", re.DOTALL)
+"""One escape of a JSON text, in order: `\\uXXXX` (its code captured) or any other (`\\\\`
+consumed whole, so the `u` after an escaped backslash is never read as an escape)."""
+
+
+def lone_surrogates_replaced(text: str) -> str:
+    """`text` (JSON) with each `\\uXXXX` escape of a UTF-16 surrogate that is not half of a pair
+    written as `\\ufffd`, the replacement character; a pair (a high escape right before a low
+    one) stays."""
+    escapes = list(_JSON_ESCAPE.finditer(text))
+
+    def surrogate(index: int, low: bool) -> bool:
+        if not 0 <= index < len(escapes) or escapes[index].group(1) is None:
+            return False
+        value = int(escapes[index].group(1), 16)
+        return (0xDC00 if low else 0xD800) <= value <= (0xDFFF if low else 0xDBFF)
+
+    lone: list[re.Match[str]] = []
+    for index, escape in enumerate(escapes):
+        if surrogate(index, low=False):
+            follows = index + 1 < len(escapes) and escapes[index + 1].start() == escape.end()
+            if not (follows and surrogate(index + 1, low=True)):
+                lone.append(escape)
+        elif surrogate(index, low=True):
+            precedes = index > 0 and escapes[index - 1].end() == escape.start()
+            if not (precedes and surrogate(index - 1, low=False)):
+                lone.append(escape)
+    for escape in reversed(lone):
+        text = text[: escape.start()] + "\\ufffd" + text[escape.end() :]
+    return text
 
 
 def build_chat_model(settings: Settings) -> ChatModel | None:

@@ -16,6 +16,7 @@ from service.providers.llm import (
     LLMUnavailable,
     OpenAIChatModel,
     build_chat_model,
+    lone_surrogates_replaced,
     strict_json_schema,
 )
 from service.threads.summaries import SummaryOutput
@@ -191,3 +192,24 @@ async def test_a_model_is_built_only_when_an_llm_is_configured(
         assert llm_server.requests[0].body["model"] == "some-model"
     finally:
         await model.aclose()
+
+
+async def test_a_lone_surrogate_in_a_reply_is_read_as_the_replacement_character(
+    make_model: MakeModel, llm_server: FakeOpenAIServer
+) -> None:
+    # The reply's JSON text as a model may write it: a lone high and a lone low surrogate
+    # escape, a pair that stays an emoji, and an escaped backslash before a `u`.
+    reply = (
+        '{"entries": [{"question": "Lisb\\ud800on \\udc00 \\ud83d\\ude00 \\\\ud800", '
+        '"answer": "a", "refs": []}]}'
+    )
+    llm_server.reply = lambda _: completion(reply)
+    summary = await ask(make_model())
+    assert summary.entries[0].question == "Lisb\ufffdon \ufffd \U0001f600 \\ud800"
+
+
+def test_only_lone_surrogate_escapes_are_replaced() -> None:
+    assert lone_surrogates_replaced('"\\ud83d\\ude00"') == '"\\ud83d\\ude00"'
+    assert lone_surrogates_replaced('"\\ud83d"') == '"\\ufffd"'
+    assert lone_surrogates_replaced('"\\ude00\\ud83d"') == '"\\ufffd\\ufffd"'
+    assert lone_surrogates_replaced('"\\\\ud83d \\u00e9"') == '"\\\\ud83d \\u00e9"'
