@@ -79,7 +79,7 @@ from service.extraction.resolver import (
     resolve_episode,
     resolve_profile,
 )
-from service.extraction.triggers import HUMAN_ROLE, TriggerRules, decide, windows
+from service.extraction.triggers import TriggerRules, decide, windows
 from service.extraction.turns import TurnStorage
 from service.kit.types import visible_text
 from service.memories.dependencies import write_path_memory_search
@@ -96,6 +96,7 @@ from service.providers.llm import ChatModel
 from service.state import AppState
 from service.threads.models import Message
 from service.threads.replay import MessageReplay, ReplayedMessage
+from service.threads.schemas import HUMAN_ROLE
 
 logger = logging.getLogger("mneme.extraction")
 

@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-HUMAN_ROLE = "user"
+from service.threads.schemas import HUMAN_ROLE
+
 ANSWER_ROLES = frozenset({"assistant", "tool"})
 CONVERSATION_ROLES = frozenset({HUMAN_ROLE, "assistant"})
 

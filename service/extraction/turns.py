@@ -12,13 +12,13 @@ from service.auth.owner import Owner
 from service.extraction.passes import MAX_ROUNDS, TURNS_ACTOR, PassRunner
 from service.extraction.record import PassOutcome, PassRecord
 from service.extraction.resolver import refusal, remembered_name
-from service.extraction.triggers import HUMAN_ROLE
 from service.kit.token_counting import DEFAULT_ENCODING, encoding_for
 from service.kit.types import visible_text
 from service.memories.embedding import embed_or_none
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate
 from service.memories.writer import DerivedMemory
 from service.threads.models import Message
+from service.threads.schemas import HUMAN_ROLE
 
 TURN_CATEGORY = "turn"
 # The most tokens (cl100k_base) a turn memory holds; a longer message is stored in parts. A

@@ -222,12 +222,13 @@ class OpenAIChatModel:
 
 
 _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\.", re.DOTALL)
-"""One escape of a JSON text, in order: `\\uXXXX` (its code captured) or any other (`\\\\`
-consumed whole, so the `u` after an escaped backslash is never read as an escape)."""
+"""One escape of a JSON text, in order: a `\\u` escape of four hex digits (its code captured)
+or any other (`\\\\` consumed whole, so the `u` after an escaped backslash is never read as an
+escape)."""
 
 
 def lone_surrogates_replaced(text: str) -> str:
-    """`text` (JSON) with each `\\uXXXX` escape of a UTF-16 surrogate that is not half of a pair
+    """`text` (JSON) with each `\\u` escape of a UTF-16 surrogate that is not half of a pair
     written as `\\ufffd`, the replacement character; a pair (a high escape right before a low
     one) stays."""
     escapes = list(_JSON_ESCAPE.finditer(text))
