@@ -17,7 +17,7 @@ import pytest
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import GetOp, InvalidNamespaceError, Item, PutOp, SearchOp
-from mneme_langgraph import MnemeStore, MnemeStoreError
+from mneme_langgraph import MnemeStore, MnemeStoreError, MnemeStoreUnreachable
 
 from benchmarks.server import RunningServer
 from service.auth.tokens import mint_dev_token
@@ -382,3 +382,90 @@ async def test_the_async_api_sends_a_refused_request_again_too(
     # Two refusals, then the put, the get and the get's TTL refresh.
     assert transport.sent == 5
     assert rest_texts(live_server, bearer_token) == ["Ada drinks no coffee."]
+
+
+class Unanswering(httpx.BaseTransport):
+    """Fails the first `failures` requests as a refused connection does, then passes them to
+    the live server."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.sent = 0
+        self._inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        if self.failures:
+            self.failures -= 1
+            raise httpx.ConnectError("connection refused", request=request)
+        return self._inner.handle_request(request)
+
+
+class AsyncUnanswering(httpx.AsyncBaseTransport):
+    """`Unanswering` for the store's asynchronous API."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.sent = 0
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        if self.failures:
+            self.failures -= 1
+            raise httpx.ReadTimeout("no answer in time", request=request)
+        return await self._inner.handle_async_request(request)
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's back-off between unanswered attempts, without the wait."""
+    monkeypatch.setattr("mneme_langgraph.store.RETRY_WAIT_FIRST_SECONDS", 0.0)
+
+
+@pytest.mark.usefixtures("no_backoff")
+def test_a_request_that_got_no_answer_is_sent_again_then_raises_the_stores_error(
+    live_server: RunningServer, settings: Settings, tenant: str
+) -> None:
+    transport = Unanswering(2)
+    bearer_token = token(settings, tenant, "ada")
+    with MnemeStore(
+        live_server.base_url, bearer_token, text_fields=["text"], transport=transport
+    ) as store:
+        store.put(("ada", "semantic"), "jam", {"text": "Ada likes fig jam."})
+    assert transport.sent == 3
+    assert rest_texts(live_server, bearer_token) == ["Ada likes fig jam."]
+
+    unreachable = Unanswering(10)
+    with (
+        MnemeStore(live_server.base_url, bearer_token, transport=unreachable, retries=2) as store,
+        pytest.raises(MnemeStoreError) as failed,
+    ):
+        store.get(("ada", "semantic"), "jam")
+    assert isinstance(failed.value, MnemeStoreUnreachable)
+    assert (failed.value.status, failed.value.code) == (None, "SERVICE_UNREACHABLE")
+    assert isinstance(failed.value.__cause__, httpx.ConnectError)
+    assert unreachable.sent == 3
+
+
+@pytest.mark.usefixtures("no_backoff")
+async def test_the_async_api_sends_an_unanswered_request_again_too(
+    live_server: RunningServer, settings: Settings, tenant: str
+) -> None:
+    bearer_token = token(settings, tenant, "ada")
+    transport = AsyncUnanswering(1)
+    store = MnemeStore(
+        live_server.base_url, bearer_token, text_fields=["text"], async_transport=transport
+    )
+    await store.aput(("ada", "semantic"), "bread", {"text": "Ada bakes rye bread."})
+    await store.aclose()
+    assert transport.sent == 2
+    assert rest_texts(live_server, bearer_token) == ["Ada bakes rye bread."]
+
+    unreachable = AsyncUnanswering(10)
+    store = MnemeStore(live_server.base_url, bearer_token, async_transport=unreachable, retries=1)
+    with pytest.raises(MnemeStoreUnreachable) as failed:
+        await store.aget(("ada", "semantic"), "bread")
+    await store.aclose()
+    assert isinstance(failed.value.__cause__, httpx.ReadTimeout)
+    assert unreachable.sent == 2

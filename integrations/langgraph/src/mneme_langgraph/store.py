@@ -23,10 +23,13 @@ returning it then, in every read, and its retention sweep removes it. Reading an
 `refresh_ttl` moves its expiry forward by its TTL again (one PATCH of `expires_at`).
 
 Each operation is one HTTP request (one transaction on the service), plus one per refreshed TTL;
-`batch` runs them in order. A 429 or 503 is retried after the `Retry-After` the service sends
-(every request the store makes can be repeated safely: reads, and writes that set a whole
-value). Requests are described once (`_Call`) and sent by a sync or an async client, so both
-paths share every rule.
+`batch` runs them in order. A 429 or 503 is retried after the `Retry-After` the service sends,
+and a request that got no answer (the connection refused or dropped, the timeout passed) after
+a back-off: every request the store makes can be repeated safely (reads, and writes that set a
+whole value). A request still unanswered after its retries raises `MnemeStoreUnreachable`, a
+`MnemeStoreError`, so a caller catches one exception for everything the store could not do.
+Requests are described once (`_Call`) and sent by a sync or an async client, so both paths
+share every rule.
 
 The async client's connections belong to the event loop that opened them, so each event loop
 gets a client of its own (two `asyncio.run` calls in a row, a sync graph and an async one in one
@@ -81,13 +84,24 @@ T = TypeVar("T")
 
 
 class MnemeStoreError(RuntimeError):
-    """The service refused an operation; carries its problem `code` and `status`."""
+    """The service refused an operation, or could not be reached; carries the problem's `code`
+    and the answer's `status` (None when no answer came)."""
 
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(f"{status} {code}: {detail}")
+    def __init__(self, status: int | None, code: str, detail: str) -> None:
+        super().__init__(f"{status or 'no answer'} {code}: {detail}")
         self.status = status
         self.code = code
         self.detail = detail
+
+
+class MnemeStoreUnreachable(MnemeStoreError):
+    """No answer came from the service, after every retry: the connection was refused or
+    dropped, or the timeout passed. The transport's own error is its `__cause__`."""
+
+    CODE = "SERVICE_UNREACHABLE"
+
+    def __init__(self, error: httpx.TransportError) -> None:
+        super().__init__(None, self.CODE, f"{type(error).__name__}: {error}")
 
 
 @dataclass(frozen=True)
@@ -185,7 +199,8 @@ class MnemeStore(BaseStore):
         timeout: Seconds per request.
         ttl_config: LangGraph's TTL settings: `default_ttl` (minutes) for puts that name none,
             `refresh_on_read` for reads that do not say.
-        retries: How often a request answered 429 or 503 is sent again.
+        retries: How often a request answered 429 or 503, or not answered at all, is sent
+            again.
         transport / async_transport: httpx transports (tests, proxies). The async one is
             shared by the clients of every event loop the store is used from, and each of
             them closes it when it closes.
@@ -402,9 +417,13 @@ class MnemeStore(BaseStore):
             call = next(plan)
             while True:
                 for attempt in range(self.retries + 1):
-                    response = client.request(
-                        call.method, call.path, params=call.params, json=call.body
-                    )
+                    try:
+                        response = client.request(
+                            call.method, call.path, params=call.params, json=call.body
+                        )
+                    except httpx.TransportError as error:
+                        time.sleep(self._unanswered_wait(error, attempt))
+                        continue
                     if response.status_code not in RETRIED_STATUSES or attempt == self.retries:
                         break
                     time.sleep(_retry_wait(response, attempt))
@@ -412,6 +431,13 @@ class MnemeStore(BaseStore):
         except StopIteration as done:
             result: T = done.value
             return result
+
+    def _unanswered_wait(self, error: httpx.TransportError, attempt: int) -> float:
+        """Seconds to wait before sending again a request that got no answer, or
+        `MnemeStoreUnreachable` when it was the last attempt."""
+        if attempt == self.retries:
+            raise MnemeStoreUnreachable(error) from error
+        return _backoff(attempt)
 
     async def _async_client(self) -> httpx.AsyncClient:
         """The running event loop's client, opened on the loop's first request."""
@@ -439,9 +465,13 @@ class MnemeStore(BaseStore):
             call = next(plan)
             while True:
                 for attempt in range(self.retries + 1):
-                    response = await client.request(
-                        call.method, call.path, params=call.params, json=call.body
-                    )
+                    try:
+                        response = await client.request(
+                            call.method, call.path, params=call.params, json=call.body
+                        )
+                    except httpx.TransportError as error:
+                        await asyncio.sleep(self._unanswered_wait(error, attempt))
+                        continue
                     if response.status_code not in RETRIED_STATUSES or attempt == self.retries:
                         break
                     await asyncio.sleep(_retry_wait(response, attempt))
@@ -463,8 +493,13 @@ def _retry_wait(response: httpx.Response, attempt: int) -> float:
     try:
         wait = float(header)
     except ValueError:
-        wait = RETRY_WAIT_FIRST_SECONDS * 2**attempt
+        return _backoff(attempt)
     return min(max(wait, 0.0), RETRY_WAIT_MAX_SECONDS)
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait before the next attempt when the service named no wait."""
+    return min(RETRY_WAIT_FIRST_SECONDS * 2**attempt, RETRY_WAIT_MAX_SECONDS)
 
 
 def _checked(response: httpx.Response) -> Any:
