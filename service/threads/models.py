@@ -56,6 +56,8 @@ class Message(Base):
     metadata_: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONB, server_default=sql("'{}'::jsonb")
     )
+    # An append writes the time it reads once it holds the thread
+    # (`ThreadRepository.append_messages`); the default dates rows written otherwise.
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=sql("now()")
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -105,6 +105,15 @@ class SummaryRow(NamedTuple):
     entries: list[dict[str, Any]]
 
 
+def last_change(thread: Thread) -> datetime:
+    """When the thread or its messages last changed, as the thread's row says: its
+    `updated_at`, which an append moves to its last message's time, or its `last_message_at`
+    where that is later (a thread an import restored as its export held it)."""
+    if thread.last_message_at is None:
+        return thread.updated_at
+    return max(thread.updated_at, thread.last_message_at)
+
+
 NO_LATER_SEQ = 2**63 - 1
 """A position after every message's (the largest bigint): the first page starts at the end."""
 
@@ -153,8 +162,13 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
         statement = statement.order_by(Thread.updated_at.desc(), Thread.id.desc()).limit(limit)
         return list((await self._session.execute(statement)).scalars())
 
-    async def update(self, thread_id: uuid.UUID, values: dict[str, Any]) -> Thread:
-        return await self.update_by_id(thread_id, {"updated_at": func.now(), **values})
+    async def update(self, thread: Thread, values: dict[str, Any]) -> Thread:
+        """Set `values` on `thread`, whose row the transaction holds locked (`thread` as the
+        lock read it), and return it as written. The change is timed (`updated_at`) when it
+        is made (`change_time`): after the thread's last change, whichever transaction began
+        first."""
+        at = await self.change_time(last_change(thread))
+        return await self.update_by_id(thread.id, {"updated_at": at, **values})
 
     async def delete(self, thread_id: uuid.UUID) -> dict[str, int]:
         """Delete the thread and what hangs off it; rows deleted per table. The children are
@@ -191,12 +205,29 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
             if m.client_message_id is not None
         }
 
-    async def insert_messages(self, rows: list[dict[str, Any]]) -> list[Message]:
-        statement = (
-            pg_insert(Message).values([{"tenant_id": self._tenant_id, **row} for row in rows])
-        ).returning(Message)
-        inserted = list((await self._session.execute(statement)).scalars())
-        return sorted(inserted, key=lambda message: message.seq)
+    async def append_messages(self, thread: Thread, rows: list[dict[str, Any]]) -> list[Message]:
+        """Insert `rows` (at least one), the thread's next messages, and return them in
+        position order; the thread's `last_message_at` and `updated_at` become the last one's
+        time. `thread`'s row is held locked (`thread` as the lock read it).
+
+        The messages are timed (`created_at`) when the append is made, the time read once
+        (`change_time`): the first after the thread's last change, each next one a microsecond
+        after the one before. So a thread's messages are timed in the order of their
+        positions, and its `updated_at` never goes back, whichever append's transaction began
+        first; and each message of an append has a time of its own, which the memories taken
+        from it are dated by."""
+        first = await self.change_time(last_change(thread))
+        timed = [
+            {"tenant_id": self._tenant_id, **row, "created_at": first + timedelta(microseconds=n)}
+            for n, row in enumerate(sorted(rows, key=lambda row: int(row["seq"])))
+        ]
+        statement = pg_insert(Message).values(timed).returning(Message)
+        inserted = sorted(
+            (await self._session.execute(statement)).scalars(), key=lambda message: message.seq
+        )
+        last = inserted[-1].created_at
+        await self.update_by_id(thread.id, {"updated_at": last, "last_message_at": last})
+        return inserted
 
     async def list_messages(
         self, thread_id: uuid.UUID, *, after_seq: int | None, limit: int

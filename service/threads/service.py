@@ -208,13 +208,14 @@ class ThreadService:
         in that state."""
         refuse_thread_secrets({"title": change.title, "metadata": change.metadata})
         await self._accounts.hold_user_writes(user_id)
-        self._require_match(if_match, await self.load(user_id, thread_id, lock=True))
+        thread = await self.load(user_id, thread_id, lock=True)
+        self._require_match(if_match, thread)
         values: dict[str, Any] = {}
         if "title" in change.model_fields_set:
             values["title"] = change.title
         if "metadata" in change.model_fields_set:
             values["metadata_"] = change.metadata or {}
-        return ThreadRead.model_validate(await self._repository.update(thread_id, values))
+        return ThreadRead.model_validate(await self._repository.update(thread, values))
 
     async def delete(
         self,
@@ -251,12 +252,13 @@ class ThreadService:
     ) -> MessagesAppended:
         """Store messages in order, in this request's transaction, before anything else.
 
-        The thread row lock serialises appends, so positions stay gap-free. A message whose
-        client_message_id is already stored is not stored again: the stored one comes back.
+        The thread row lock serialises appends, so positions stay gap-free, and times grow
+        with them (`ThreadRepository.append_messages`). A message whose client_message_id is
+        already stored is not stored again: the stored one comes back.
         """
         refuse_message_secrets(messages)
         await self._accounts.hold_user_writes(user_id)
-        await self.load(user_id, thread_id, lock=True)
+        thread = await self.load(user_id, thread_id, lock=True)
         client_ids = [m.client_message_id for m in messages if m.client_message_id]
         known = await self._repository.messages_by_client_ids(thread_id, client_ids)
         next_seq = await self._repository.next_seq(thread_id)
@@ -286,13 +288,12 @@ class ThreadService:
                     "metadata_": message.metadata,
                 }
             )
-        inserted = await self._repository.insert_messages(rows) if rows else []
+        inserted = await self._repository.append_messages(thread, rows) if rows else []
         stored = {**known, **{cid: inserted[i] for cid, i in inserted_by_client_id.items()}}
         result = [
             inserted[answer] if isinstance(answer, int) else stored[answer] for answer in answers
         ]
         if inserted:
-            await self._repository.update(thread_id, {"last_message_at": inserted[-1].created_at})
             appended = Appended(self._tenant_id, thread_id, by_admin=self._appended_by_admin)
             for listener in self._listeners:
                 await listener.messages_appended(self._repository.session, appended)
