@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ARRAY, BindParameter, Select, Text, bindparam, func, text
+from sqlalchemy import ARRAY, BindParameter, Select, Text, bindparam, text
 
 from service.auth.owner import Owner
 from service.db import fetch_on_driver
@@ -89,14 +89,17 @@ class ProfileRepository(TenantRowRepository[Profile, uuid.UUID]):
     async def save(
         self, profile: Profile, document: dict[str, Any], extracted_keys: list[str]
     ) -> Profile:
-        """Store a new document and bump the version."""
+        """Store a new document and bump the version. `profile`'s row is held locked
+        (`profile` as the lock read it, or as this transaction last wrote it); the change is
+        timed (`updated_at`) when it is made (`change_time`): after the profile's last change,
+        whichever transaction began first, so `updated_at` never goes back."""
         return await self.update_by_id(
             profile.id,
             {
                 "document": document,
                 "extracted_keys": extracted_keys,
                 "version": Profile.version + 1,
-                "updated_at": func.now(),
+                "updated_at": await self.change_time(profile.updated_at),
             },
         )
 
