@@ -8,17 +8,24 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.auth.owner import Owner
+from service.auth.principal import Principal
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.jobs import enqueue_thread_summary
 from service.memories.repository import MemoryRepository
+from service.profile.dependencies import profile_service
+from service.profile.schemas import ProfilePatch
+from service.services import unit_of_work
+from service.threads.dependencies import thread_service
+from service.threads.schemas import MessageIn, ThreadUpdate
 from tests.conftest import assert_problem, bearer, new_tenant
-from tests.fixtures.locks import waiting_locks
+from tests.fixtures.locks import transaction_start, waiting_locks
 
 pytestmark = pytest.mark.citus
 
@@ -272,6 +279,76 @@ async def test_a_memorys_changes_are_timed_and_listed_in_the_order_they_were_mad
         ("add", None, "Be kind."),
         ("supersede", "Be kind.", "Be brief."),
     ]
+
+
+async def test_a_threads_messages_and_changes_are_timed_in_the_order_they_were_made_on_citus(
+    citus_app: FastAPI, citus_client: AsyncClient, citus_settings: Settings
+) -> None:
+    """An append reads its messages' time once it holds the thread, in a statement of no table,
+    and writes it as values: Citus takes them in the INSERT of a distributed table, and the
+    thread's `updated_at` in its UPDATE; so does a change of the thread. A transaction that
+    began before another's append but took the thread after it comes after it."""
+    tenant = new_tenant()
+    alice = bearer(citus_settings, tenant, "alice")
+    created = await citus_client.post("/v1/users/me/threads", headers=alice, json={})
+    assert created.status_code == 201, created.text
+    path = f"/v1/users/me/threads/{created.json()['id']}"
+    thread = uuid.UUID(created.json()["id"])
+    principal = Principal(tenant_id=tenant, subject="alice", kind="user", credential="jwt")
+
+    async with unit_of_work(citus_app.state.mneme, principal) as first:
+        first_began = await transaction_start(first.session)
+        # Sent after the transaction above began, and holding the thread before it does.
+        second = await citus_client.post(
+            f"{path}/messages",
+            headers=alice,
+            json={"messages": [{"role": "user", "content": f"Second {n}."} for n in (1, 2)]},
+        )
+        assert second.status_code == 201, second.text
+        assert _time(second.json()["items"][0]["created_at"]) > first_began
+        threads = first.get(thread_service)
+        await threads.append(
+            "alice", thread, [MessageIn(role="user", content=f"First {n}.") for n in (1, 2)]
+        )
+        await threads.update("alice", thread, ThreadUpdate(title="Plans"))
+
+    listed = await citus_client.get(f"{path}/messages", headers=alice)
+    assert listed.status_code == 200, listed.text
+    stored = listed.json()["items"]
+    assert [m["content"] for m in stored] == ["Second 1.", "Second 2.", "First 1.", "First 2."]
+    times = [_time(m["created_at"]) for m in stored]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    read = (await citus_client.get(path, headers=alice)).json()
+    assert read["title"] == "Plans"
+    assert _time(read["last_message_at"]) == times[-1]
+    assert _time(read["updated_at"]) > times[-1]
+
+
+async def test_a_profiles_changes_are_timed_in_the_order_they_were_made_on_citus(
+    citus_app: FastAPI, citus_client: AsyncClient, citus_settings: Settings
+) -> None:
+    """A profile patch reads its time once it holds the profile, and writes it as a value,
+    which Citus takes in the UPDATE of a distributed table: a patch whose transaction began
+    before another's but took the profile after it comes after it."""
+    tenant = new_tenant()
+    alice = {**bearer(citus_settings, tenant, "alice"), "Content-Type": "application/json"}
+    principal = Principal(tenant_id=tenant, subject="alice", kind="user", credential="jwt")
+    setting = ProfilePatch.model_validate([{"op": "add", "path": "/pet", "value": "Comet"}])
+
+    async with unit_of_work(citus_app.state.mneme, principal) as first:
+        first_began = await transaction_start(first.session)
+        second = await citus_client.patch(
+            "/v1/users/me/profile",
+            headers=alice,
+            json=[{"op": "add", "path": "/city", "value": "Porto"}],
+        )
+        assert second.status_code == 200, second.text
+        held = (await citus_client.get("/v1/users/me/profile", headers=alice)).json()
+        assert _time(held["updated_at"]) > first_began
+        await first.get(profile_service).patch(Owner.user("alice"), setting.root, None)
+    patched = (await citus_client.get("/v1/users/me/profile", headers=alice)).json()
+    assert patched["profile"] == {"city": "Porto", "pet": "Comet"}
+    assert _time(patched["updated_at"]) > _time(held["updated_at"])
 
 
 async def test_a_purge_redacts_the_organizations_memories_from_the_users_threads_on_citus(
