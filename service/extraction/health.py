@@ -147,6 +147,7 @@ class WritePathHealth:
                     status=c.status,
                     jobs=c.jobs,
                     retrying=c.retrying,
+                    interrupted=c.interrupted,
                     oldest_created_at=c.oldest_created_at,
                 )
                 for c in counts
@@ -162,6 +163,7 @@ def _pending(job: PendingJob) -> PendingJobRead:
         kind=job.kind,
         status=job.status,
         attempts=job.attempts,
+        uncounted_runs=job.uncounted_runs,
         thread_id=job.thread_id,
         user_id=job.user_id,
         created_at=job.created_at,

@@ -62,7 +62,15 @@ class PendingJobRead(BaseModel):
     id: int
     kind: str = Field(examples=["memory_extraction"])
     status: QueuedJobState = Field(description="`picked`: running now.")
-    attempts: int = Field(description="Runs that failed so far (it is retried with backoff).")
+    attempts: int = Field(
+        description="Runs that failed so far and count towards the job's attempts (it is "
+        "retried with backoff, and gives up once `MNEME_JOB_MAX_ATTEMPTS` have failed)."
+    )
+    uncounted_runs: int = Field(
+        description="Runs that failed for a cause outside the job and do not count: a database "
+        "outage, every database connection busy, or the service stopping while it ran. It is "
+        "retried with backoff all the same."
+    )
     thread_id: uuid.UUID | None
     user_id: str | None
     created_at: datetime
@@ -116,7 +124,11 @@ class JobCountRead(BaseModel):
     kind: str
     status: QueuedJobState
     jobs: int
-    retrying: int = Field(description="Of them, jobs that failed at least once already.")
+    retrying: int = Field(description="Of them, jobs that used at least one attempt already.")
+    interrupted: int = Field(
+        description="Of them, the others that failed only for causes outside the job "
+        "(`uncounted_runs`), with all their attempts left."
+    )
     oldest_created_at: datetime
 
 

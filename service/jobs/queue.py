@@ -13,8 +13,9 @@ service at other tables. They must match migration `20261129_1500`.
 A failed run is recorded as pgqueuer records it (the job queued again after its backoff, one
 more run in `attempts`), with two changes (`JobQueries.retry_job`): a run that failed for a
 cause outside the job (`UncountedRetry`) is also counted in the job's `mneme_uncounted_runs`
-header, which the worker subtracts from `attempts` before it compares them with its limit; and
-a retry the database could not record leaves the job as it is, rather than failed for good.
+header, which the worker subtracts from `attempts` before it compares them with its limit (and
+the jobs views before they report them, `UNCOUNTED_RUNS_SQL`); and a retry the database could
+not record leaves the job as it is, rather than failed for good.
 """
 
 from __future__ import annotations
@@ -151,6 +152,19 @@ def uncounted_runs(job: Job) -> int:
     if not isinstance(recorded, int) or isinstance(recorded, bool):
         return 0
     return min(max(recorded, 0), job.attempts)
+
+
+UNCOUNTED_RUNS_SQL = f"""
+    CAST(least(greatest(
+        CASE WHEN jsonb_typeof(headers -> '{UNCOUNTED_RUNS_HEADER}') = 'number'
+                  AND headers ->> '{UNCOUNTED_RUNS_HEADER}' ~ '^-?[0-9]+$'
+             THEN CAST(headers ->> '{UNCOUNTED_RUNS_HEADER}' AS numeric) ELSE 0 END,
+        0), attempts) AS integer)
+"""
+"""`uncounted_runs` of a `pgqueuer` row, in SQL over its `headers` and `attempts`: an integer
+header, at least 0 and at most `attempts`; 0 for anything else. What the worker subtracts
+before it compares `attempts` with its limit, so whatever reports a job's attempts subtracts
+it too."""
 
 
 def queries_for(driver: Driver) -> JobQueries:

@@ -15,15 +15,21 @@ from datetime import datetime
 from sqlalchemy import ARRAY, Text, bindparam, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from service.jobs.queue import UNCOUNTED_RUNS_SQL
 from service.kit.repository import TenantRepository
 
-_TENANT_JOBS = """
+_TENANT_JOBS = f"""
     -- Decode only the payloads of the kinds asked for (other kinds may hold anything).
+    -- A job's attempts are its failed runs that count, as the worker counts them: pgqueuer's
+    -- `attempts` also holds the runs that failed for a cause outside the job, which the job's
+    -- header counts apart (`UNCOUNTED_RUNS_SQL`).
     WITH decoded AS MATERIALIZED (
-        SELECT id, entrypoint, status::text AS status, attempts, created, execute_after,
+        SELECT id, entrypoint, status::text AS status, attempts - uncounted.runs AS attempts,
+               uncounted.runs AS uncounted_runs, created, execute_after,
                CASE WHEN entrypoint = ANY(:kinds)
                     THEN convert_from(payload, 'UTF8')::jsonb END AS body
           FROM pgqueuer
+         CROSS JOIN LATERAL (SELECT {UNCOUNTED_RUNS_SQL} AS runs) uncounted
          WHERE entrypoint = ANY(:kinds)
     ),
     tenant_jobs AS MATERIALIZED (
@@ -32,18 +38,18 @@ _TENANT_JOBS = """
         -- conversion in the join's condition, the plan still read all of the tenant's threads
         -- (the condition calls a function PostgreSQL does not know to be leakproof, under
         -- row-level security); comparing two columns, it looks each job's thread up.
-        SELECT id, entrypoint, status, attempts, created, execute_after,
+        SELECT id, entrypoint, status, attempts, uncounted_runs, created, execute_after,
                CASE WHEN pg_input_is_valid(body ->> 'thread_id', 'uuid')
                     THEN CAST(body ->> 'thread_id' AS uuid) END AS thread_id
           FROM decoded
          WHERE body ->> 'tenant_id' = :tenant_id
     )
-"""
+"""  # noqa: S608 - interpolates only the constant expression above
 
 PENDING_JOBS_SQL = text(
     f"""{_TENANT_JOBS}
-    SELECT j.id, j.entrypoint, j.status, j.attempts, j.created, j.execute_after, j.thread_id,
-           t.user_id
+    SELECT j.id, j.entrypoint, j.status, j.attempts, j.uncounted_runs, j.created,
+           j.execute_after, j.thread_id, t.user_id
       FROM tenant_jobs j
       -- Each job's thread by its key: compared as text, the thread's id could not be looked
       -- up, and the listing read all of the tenant's threads.
@@ -53,13 +59,14 @@ PENDING_JOBS_SQL = text(
      LIMIT :limit
     """  # noqa: S608 - interpolates only the constant CTE above
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)))
-"""The tenant's queued and running jobs of the given kinds, oldest first, each with its thread
-and the thread's user (read under the tenant's row-level security); only `user_id`'s threads
-when it is given."""
+"""The tenant's queued and running jobs of the given kinds, oldest first, each with its attempts
+used and its failed runs that did not count, its thread and the thread's user (read under the
+tenant's row-level security); only `user_id`'s threads when it is given."""
 
 JOB_COUNTS_SQL = text(
     f"""{_TENANT_JOBS}
     SELECT entrypoint, status, count(*) AS jobs, count(*) FILTER (WHERE attempts > 0) AS retrying,
+           count(*) FILTER (WHERE attempts = 0 AND uncounted_runs > 0) AS interrupted,
            min(created) AS oldest
       FROM tenant_jobs
      GROUP BY entrypoint, status
@@ -67,7 +74,8 @@ JOB_COUNTS_SQL = text(
     """  # noqa: S608 - interpolates only the constant CTE above
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)))
 """Per kind and status (`queued`, `picked`): how many of the tenant's jobs, how many of them
-failed at least once already, and when the oldest was enqueued."""
+used at least one attempt already, how many others failed only for causes outside the job
+(their runs not counted), and when the oldest was enqueued."""
 
 
 QUEUE_BACKLOG_SQL = text(
@@ -106,6 +114,9 @@ class PendingJob:
     kind: str
     status: str
     attempts: int
+    """Failed runs that count towards the job's limit."""
+    uncounted_runs: int
+    """Failed runs that did not: for a cause outside the job (`service.jobs.worker`)."""
     created_at: datetime
     execute_after: datetime
     thread_id: uuid.UUID | None
@@ -118,6 +129,7 @@ class JobCount:
     status: str
     jobs: int
     retrying: int
+    interrupted: int
     oldest_created_at: datetime
 
 
@@ -140,6 +152,7 @@ class JobStatusRepository(TenantRepository):
                 kind=row.entrypoint,
                 status=row.status,
                 attempts=int(row.attempts),
+                uncounted_runs=int(row.uncounted_runs),
                 created_at=row.created,
                 execute_after=row.execute_after,
                 thread_id=row.thread_id,
@@ -158,6 +171,7 @@ class JobStatusRepository(TenantRepository):
                 status=row.status,
                 jobs=int(row.jobs),
                 retrying=int(row.retrying),
+                interrupted=int(row.interrupted),
                 oldest_created_at=row.oldest,
             )
             for row in rows

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
+import asyncpg
 import pytest
 from httpx import AsyncClient
+from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
+from pgqueuer.domain.errors import RetryRequested
+from pgqueuer.domain.models import Job, TracebackRecord
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.jobs import enqueue_memory_extraction, enqueue_thread_summary
+from service.jobs.queue import UncountedRetry, queries_for
 from service.jobs.status import JobStatusRepository
 from tests.conftest import bearer, new_tenant
 from tests.extraction.conftest import jobs
@@ -118,3 +124,79 @@ async def test_a_pending_job_reads_its_thread_by_its_key(
         node.get("Index Name") == "pk_thread" and float(node["Actual Rows"]) <= 1
         for node in thread_reads
     ), thread_reads
+
+
+CLAIM_SQL = """
+    UPDATE pgqueuer SET status = 'picked', heartbeat = now(), queue_manager_id = $2
+     WHERE id = $1 RETURNING *
+"""
+"""The job picked as a worker's dequeue picks it (only this test's job, by its id)."""
+
+
+async def fail_a_run(engine: AsyncEngine, job_id: int, retry: RetryRequested) -> None:
+    """One run of the job that failed, recorded as the worker records it: picked, then queued
+    again with pgqueuer's retry record of `retry`."""
+    _, connect = engine.dialect.create_connect_args(engine.url)
+    raw = await asyncpg.connect(**connect)
+    try:
+        row = await raw.fetchrow(CLAIM_SQL, job_id, uuid.uuid4())
+        assert row is not None
+        job = Job.model_validate(dict(row))
+        record = TracebackRecord.from_exception(
+            exc=retry, job_id=job.id, additional_context={"attempt": job.attempts}
+        )
+        await queries_for(AsyncpgDriver(raw)).retry_job(job, retry.delay, record)
+    finally:
+        await raw.close()
+
+
+async def test_runs_that_failed_for_a_cause_outside_the_job_are_not_reported_as_attempts(
+    client: AsyncClient,
+    settings: Settings,
+    sessions: async_sessionmaker[AsyncSession],
+    runtime_engine: AsyncEngine,
+) -> None:
+    """pgqueuer's `attempts` counts every failed run; the worker does not count those that failed
+    for a cause outside the job (a database outage, a busy pool, a shutdown), and neither do the
+    jobs views: in the list, for the user and the tenant, and in the tenant's counts."""
+    tenant = "t-jobsapi-" + new_tenant()
+    alice = bearer(settings, tenant, "alice")
+    extracting, summarising = [uuid.UUID(await start_thread(client, alice)) for _ in range(2)]
+    async with tenant_transaction(sessions, tenant) as session:
+        await session.execute(text("SELECT 1"))
+        await enqueue_memory_extraction(session, tenant, extracting, org_writes=False)
+        await enqueue_thread_summary(session, tenant, summarising)
+    async with runtime_engine.connect() as connection:
+        rows = await connection.execute(
+            text(
+                "SELECT entrypoint, id FROM pgqueuer "
+                "WHERE convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :t"
+            ),
+            {"t": tenant},
+        )
+        ids: dict[str, int] = {row.entrypoint: row.id for row in rows}
+    outage = UncountedRetry(delay=timedelta(0), reason="database unavailable")
+    defect = RetryRequested(delay=timedelta(0), reason="attempt failed (RuntimeError)")
+    # Extraction: two runs a database outage cut short. Summary: one such run, then a defect.
+    for job_id, retries in (
+        (ids["memory_extraction"], [outage, outage]),
+        (ids["thread_summary"], [outage, defect]),
+    ):
+        for retry in retries:
+            await fail_a_run(runtime_engine, job_id, retry)
+
+    expected = [("memory_extraction", 0, 2), ("thread_summary", 1, 1)]
+    mine = await jobs(client, alice)
+    assert sorted((j["kind"], j["attempts"], j["uncounted_runs"]) for j in mine["pending"]) == (
+        expected
+    )
+    admin = await client.get("/v1/admin/jobs", headers=bearer(settings, tenant, "root", admin=True))
+    assert admin.status_code == 200, admin.text
+    body = admin.json()
+    assert sorted((j["kind"], j["attempts"], j["uncounted_runs"]) for j in body["pending"]) == (
+        expected
+    )
+    assert {
+        (c["kind"], c["status"]): (c["jobs"], c["retrying"], c["interrupted"])
+        for c in body["counts"]
+    } == {("memory_extraction", "queued"): (1, 0, 1), ("thread_summary", "queued"): (1, 1, 0)}

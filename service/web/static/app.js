@@ -625,12 +625,13 @@ async function adminView(view) {
     h("h2", {}, "Jobs"),
     h("p", { class: "meta" }, `Write path: ${jobs.extraction} (${jobs.strategy}).`),
     h("div", { class: "table-wrap" }, h("table", { id: "jobs" },
-      h("thead", {}, h("tr", {}, ["Kind", "Status", "Jobs", "Retrying", "Oldest"]
+      h("thead", {}, h("tr", {}, ["Kind", "Status", "Jobs", "Retrying", "Interrupted", "Oldest"]
         .map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, jobs.counts.length ? jobs.counts.map((c) => h("tr", {},
         h("td", {}, c.kind), h("td", {}, c.status), h("td", {}, String(c.jobs)),
-        h("td", {}, String(c.retrying)), h("td", {}, when(c.oldest_created_at))))
-        : h("tr", {}, h("td", { colspan: 5 }, "The queue is empty."))))),
+        h("td", {}, String(c.retrying)), h("td", {}, String(c.interrupted)),
+        h("td", {}, when(c.oldest_created_at))))
+        : h("tr", {}, h("td", { colspan: 6 }, "The queue is empty."))))),
     h("h3", {}, "Recent failures"),
     jobs.failures.length ? h("ul", {}, jobs.failures.map((f) => h("li", {},
       `${f.kind} · ${f.user_id || "—"} · attempt ${f.attempt}${f.final ? " (gave up)" : ""} · `

@@ -19,7 +19,9 @@ class JobCountRead:
         kind (str):
         status (QueuedJobState):
         jobs (int):
-        retrying (int): Of them, jobs that failed at least once already.
+        retrying (int): Of them, jobs that used at least one attempt already.
+        interrupted (int): Of them, the others that failed only for causes outside the job (`uncounted_runs`), with all
+            their attempts left.
         oldest_created_at (datetime.datetime):
     """
 
@@ -27,6 +29,7 @@ class JobCountRead:
     status: QueuedJobState
     jobs: int
     retrying: int
+    interrupted: int
     oldest_created_at: datetime.datetime
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -39,6 +42,8 @@ class JobCountRead:
 
         retrying = self.retrying
 
+        interrupted = self.interrupted
+
         oldest_created_at = self.oldest_created_at.isoformat()
 
         field_dict: dict[str, Any] = {}
@@ -49,6 +54,7 @@ class JobCountRead:
                 "status": status,
                 "jobs": jobs,
                 "retrying": retrying,
+                "interrupted": interrupted,
                 "oldest_created_at": oldest_created_at,
             }
         )
@@ -66,6 +72,8 @@ class JobCountRead:
 
         retrying = d.pop("retrying")
 
+        interrupted = d.pop("interrupted")
+
         oldest_created_at = datetime.datetime.fromisoformat(d.pop("oldest_created_at"))
 
         job_count_read = cls(
@@ -73,6 +81,7 @@ class JobCountRead:
             status=status,
             jobs=jobs,
             retrying=retrying,
+            interrupted=interrupted,
             oldest_created_at=oldest_created_at,
         )
 

@@ -20,7 +20,10 @@ class PendingJobRead:
         id (int):
         kind (str):
         status (QueuedJobState):
-        attempts (int): Runs that failed so far (it is retried with backoff).
+        attempts (int): Runs that failed so far and count towards the job's attempts (it is retried with backoff, and
+            gives up once `MNEME_JOB_MAX_ATTEMPTS` have failed).
+        uncounted_runs (int): Runs that failed for a cause outside the job and do not count: a database outage, every
+            database connection busy, or the service stopping while it ran. It is retried with backoff all the same.
         thread_id (None | UUID):
         user_id (None | str):
         created_at (datetime.datetime):
@@ -31,6 +34,7 @@ class PendingJobRead:
     kind: str
     status: QueuedJobState
     attempts: int
+    uncounted_runs: int
     thread_id: None | UUID
     user_id: None | str
     created_at: datetime.datetime
@@ -45,6 +49,8 @@ class PendingJobRead:
         status = self.status.value
 
         attempts = self.attempts
+
+        uncounted_runs = self.uncounted_runs
 
         thread_id: None | str
         if isinstance(self.thread_id, UUID):
@@ -67,6 +73,7 @@ class PendingJobRead:
                 "kind": kind,
                 "status": status,
                 "attempts": attempts,
+                "uncounted_runs": uncounted_runs,
                 "thread_id": thread_id,
                 "user_id": user_id,
                 "created_at": created_at,
@@ -86,6 +93,8 @@ class PendingJobRead:
         status = QueuedJobState(d.pop("status"))
 
         attempts = d.pop("attempts")
+
+        uncounted_runs = d.pop("uncounted_runs")
 
         def _parse_thread_id(data: object) -> None | UUID:
             if data is None:
@@ -118,6 +127,7 @@ class PendingJobRead:
             kind=kind,
             status=status,
             attempts=attempts,
+            uncounted_runs=uncounted_runs,
             thread_id=thread_id,
             user_id=user_id,
             created_at=created_at,

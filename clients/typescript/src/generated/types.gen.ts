@@ -592,9 +592,15 @@ export type JobCountRead = {
     /**
      * Retrying
      *
-     * Of them, jobs that failed at least once already.
+     * Of them, jobs that used at least one attempt already.
      */
     retrying: number;
+    /**
+     * Interrupted
+     *
+     * Of them, the others that failed only for causes outside the job (`uncounted_runs`), with all their attempts left.
+     */
+    interrupted: number;
     /**
      * Oldest Created At
      */
@@ -1538,9 +1544,15 @@ export type PendingJobRead = {
     /**
      * Attempts
      *
-     * Runs that failed so far (it is retried with backoff).
+     * Runs that failed so far and count towards the job's attempts (it is retried with backoff, and gives up once `MNEME_JOB_MAX_ATTEMPTS` have failed).
      */
     attempts: number;
+    /**
+     * Uncounted Runs
+     *
+     * Runs that failed for a cause outside the job and do not count: a database outage, every database connection busy, or the service stopping while it ran. It is retried with backoff all the same.
+     */
+    uncounted_runs: number;
     /**
      * Thread Id
      */
