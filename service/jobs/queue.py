@@ -16,6 +16,10 @@ cause outside the job (`UncountedRetry`) is also counted in the job's `mneme_unc
 header, which the worker subtracts from `attempts` before it compares them with its limit (and
 the jobs views before they report them, `UNCOUNTED_RUNS_SQL`); and a retry the database could
 not record leaves the job as it is, rather than failed for good.
+
+How a run ended (done, failed for good, queued again) is recorded only while the job is still
+the worker's that ran it (`JobQueries`): a run that went on after another worker picked its
+job again, or after the job was deleted, changes nothing of that job.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from pgqueuer.adapters.persistence.queries import Queries
 from pgqueuer.domain.errors import RetryRequested
 from pgqueuer.domain.models import Job, TracebackRecord
 from pgqueuer.domain.settings import DBSettings, Durability
-from pgqueuer.domain.types import Channel
+from pgqueuer.domain.types import JOB_STATUS, Channel
 from pgqueuer.ports.driver import Driver
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -85,24 +89,56 @@ its attempts, never another job's spent ones or its wait."""
 UNCOUNTED_RUNS_HEADER = "mneme_uncounted_runs"
 """The job header that counts its failed runs that do not count towards its attempts."""
 
-RETRY_UNCOUNTED_SQL = f"""
+RETRY_SQL = f"""
     WITH retry AS (
         UPDATE pgqueuer
            SET status = 'queued', execute_after = now() + $2::interval,
                attempts = attempts + 1, updated = now(), queue_manager_id = NULL,
-               headers = coalesce(headers, '{{}}'::jsonb) || jsonb_build_object(
-                   '{UNCOUNTED_RUNS_HEADER}',
-                   CASE WHEN jsonb_typeof(headers -> '{UNCOUNTED_RUNS_HEADER}') = 'number'
-                        THEN (headers ->> '{UNCOUNTED_RUNS_HEADER}')::int ELSE 0 END + 1)
-         WHERE id = $1::bigint
+               headers = CASE WHEN $5::boolean
+                   THEN coalesce(headers, '{{}}'::jsonb) || jsonb_build_object(
+                       '{UNCOUNTED_RUNS_HEADER}',
+                       CASE WHEN jsonb_typeof(headers -> '{UNCOUNTED_RUNS_HEADER}') = 'number'
+                            THEN (headers ->> '{UNCOUNTED_RUNS_HEADER}')::int ELSE 0 END + 1)
+                   ELSE headers END
+         WHERE id = $1::bigint AND queue_manager_id = $4::uuid
      RETURNING id, entrypoint, priority
     )
     INSERT INTO pgqueuer_log (job_id, status, entrypoint, priority, traceback)
     SELECT id, 'queued', entrypoint, priority, $3::jsonb FROM retry
+    RETURNING job_id
 """  # noqa: S608 - interpolates only the constant header name
 """pgqueuer's retry (the job queued again after `$2`, its failed runs in `attempts` one more,
-the retry logged with the record `$3`), which also counts the run in the job's
-`UNCOUNTED_RUNS_HEADER`: one statement, so a run is counted in both or in neither."""
+the retry logged with the record `$3`), of the job only while the worker `$4` that picked it
+still holds it; with `$5`, the run is also counted in the job's `UNCOUNTED_RUNS_HEADER` (one
+statement, so a run is counted in both or in neither). Returns the job's id when it was
+queued again, nothing when the job is no longer that worker's."""
+
+LOG_JOBS_SQL = """
+    WITH job_status AS (
+        SELECT unnest($1::bigint[]) AS id, unnest($2::pgqueuer_status[]) AS status,
+               unnest($3::jsonb[]) AS traceback, unnest($4::uuid[]) AS worker
+    ), deleted AS (
+        DELETE FROM pgqueuer q USING job_status js
+         WHERE q.id = js.id AND q.queue_manager_id = js.worker AND js.status <> 'failed'
+     RETURNING q.id, q.entrypoint, q.priority
+    ), held AS (
+        UPDATE pgqueuer q SET status = 'failed', updated = now(), queue_manager_id = NULL
+          FROM job_status js
+         WHERE q.id = js.id AND q.queue_manager_id = js.worker AND js.status = 'failed'
+     RETURNING q.id, q.entrypoint, q.priority
+    ), resolved AS (
+        SELECT id, entrypoint, priority FROM deleted
+        UNION ALL
+        SELECT id, entrypoint, priority FROM held
+    )
+    INSERT INTO pgqueuer_log (job_id, status, entrypoint, priority, traceback)
+    SELECT js.id, js.status, r.entrypoint, r.priority, js.traceback
+      FROM job_status js JOIN resolved r ON r.id = js.id
+    RETURNING job_id
+"""
+"""pgqueuer's record of finished runs (each job `$1` deleted, or kept as `failed`, and its
+outcome `$2` logged with the record `$3`), of each job only while the worker `$4` that picked
+it still holds it. Returns the ids of the jobs whose outcome was recorded."""
 
 
 class UncountedRetry(RetryRequested):
@@ -111,28 +147,57 @@ class UncountedRetry(RetryRequested):
 
 
 class JobQueries(Queries):
-    """pgqueuer's query layer, with retries recorded as the module docstring says."""
+    """pgqueuer's query layer, with the end of a run recorded as the module docstring says.
+
+    pgqueuer records how a run ended (`log_jobs`, `retry_job`) by the job's id alone. A run
+    can go on after its job is no longer its worker's: its heartbeat lapsed (the process
+    stalled, or could not reach the database for a while) and another worker picked the job
+    again, or the job was deleted. Recorded by id, its end would delete the job another run
+    is working on, or queue it again (a third run at once) and spend one of its attempts. So
+    every such record names the worker that picked the job (`Job.queue_manager_id`, set by
+    the dequeue that returned it), and changes nothing once the job is no longer that
+    worker's: the run that holds it now records its own end."""
+
+    async def log_jobs(
+        self, job_status: list[tuple[Job, JOB_STATUS, TracebackRecord | None]]
+    ) -> None:
+        """Record how each run ended, of the jobs still their worker's (`LOG_JOBS_SQL`)."""
+        rows = await self.driver.fetch(
+            LOG_JOBS_SQL,
+            [job.id for job, _, _ in job_status],
+            [status for _, status, _ in job_status],
+            [record.model_dump_json() if record else None for _, _, record in job_status],
+            [job.queue_manager_id for job, _, _ in job_status],
+        )
+        recorded = {row["job_id"] for row in rows}
+        for job, status, _ in job_status:
+            if job.id not in recorded:
+                _log_lost_job(job, f"its outcome ({status})")
 
     async def retry_job(
         self, job: Job, delay: timedelta, traceback_record: TracebackRecord | None
     ) -> None:
-        """Queue `job` again after `delay`; pgqueuer calls this for a `RetryRequested`, and
-        the record it passes is that exception's (its type names an `UncountedRetry`).
+        """Queue `job` again after `delay` while it is still its worker's (`RETRY_SQL`);
+        pgqueuer calls this for a `RetryRequested`, and the record it passes is that
+        exception's (its type names an `UncountedRetry`).
 
         A retry the database cannot record (it went down since the run began) is logged and
         left: the job stays `picked`, its heartbeat lapses, and a worker runs it again once
         the database answers, with nothing of this run counted. Raised, the error would have
         pgqueuer log the run as the job's final failure, and delete the job when the database
         is back."""
+        uncounted = traceback_record is not None and (
+            traceback_record.exception_type == UncountedRetry.__name__
+        )
         try:
-            if traceback_record is not None and (
-                traceback_record.exception_type == UncountedRetry.__name__
-            ):
-                await self.driver.execute(
-                    RETRY_UNCOUNTED_SQL, job.id, delay, traceback_record.model_dump_json()
-                )
-            else:
-                await super().retry_job(job, delay, traceback_record)
+            rows = await self.driver.fetch(
+                RETRY_SQL,
+                job.id,
+                delay,
+                traceback_record.model_dump_json() if traceback_record else None,
+                job.queue_manager_id,
+                uncounted,
+            )
         except Exception as exc:
             outage = outage_behind(exc)
             if outage is None:
@@ -144,6 +209,19 @@ class JobQueries(Queries):
                 job.entrypoint,
                 describe_failure(outage)[0],
             )
+            return
+        if not rows:
+            _log_lost_job(job, "its retry")
+
+
+def _log_lost_job(job: Job, what: str) -> None:
+    logger.warning(
+        "job %s (%s): %s is not recorded: the job is no longer this worker's (another worker "
+        "picked it again once its heartbeat lapsed, or it was deleted)",
+        job.id,
+        job.entrypoint,
+        what,
+    )
 
 
 def uncounted_runs(job: Job) -> int:

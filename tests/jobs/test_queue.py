@@ -15,6 +15,8 @@ from typing import Any
 import asyncpg
 import pytest
 from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
+from pgqueuer.domain.errors import RetryRequested
+from pgqueuer.domain.models import Job, TracebackRecord
 from pgqueuer.domain.types import QueueEntrypoint, QueueManagerId
 from pgqueuer.ports.repository import EntrypointExecutionParameter
 from sqlalchemy import text
@@ -32,7 +34,7 @@ from service.jobs import (
     enqueue_job,
     enqueue_thread_summary,
 )
-from service.jobs.queue import encode_payload, queries_for
+from service.jobs.queue import UncountedRetry, encode_payload, queries_for
 from service.jobs.worker import JobFailure, log_queue_loop_failure
 from service.providers.llm import OpenAIChatModel
 from service.threads.models import Message, Thread
@@ -669,6 +671,86 @@ async def test_a_job_gives_up_only_once_its_failure_hook_could_record_it(
     # The last run was run again, and its give-up recorded then.
     assert len(runs) == FAST_RETRY.max_attempts + 1
     assert told == [False] * (FAST_RETRY.max_attempts - 1) + [True, True]
+
+
+# --- a job taken over by another worker -------------------------------------------------------
+
+
+async def picked_by(raw: asyncpg.Connection, kind: str, worker: QueueManagerId) -> Job:
+    """The job of `kind`, picked by `worker`'s dequeue (a job whose heartbeat lapsed is picked
+    again, as a worker picks it)."""
+    (job,) = await queries_for(AsyncpgDriver(raw)).dequeue(
+        batch_size=1,
+        entrypoints={QueueEntrypoint(kind): EntrypointExecutionParameter(concurrency_limit=0)},
+        queue_manager_id=worker,
+        global_concurrency_limit=None,
+        heartbeat_timeout=timedelta(seconds=30),
+    )
+    return job
+
+
+def retry_record(job: Job, retry: RetryRequested) -> TracebackRecord:
+    """What pgqueuer passes `retry_job` for a run that raised `retry`."""
+    return TracebackRecord.from_exception(
+        exc=retry, job_id=job.id, additional_context={"attempt": job.attempts}
+    )
+
+
+async def test_a_worker_whose_job_was_taken_over_records_neither_its_outcome_nor_its_retry(
+    jobs_sessions: Sessions, jobs_engine: AsyncEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker's run goes on after its heartbeat lapsed (the process stalled, or lost the
+    database for a while) and another worker picked the job again. What the first run's end
+    records must not touch the second's job: done, it would delete the job under the run in
+    progress; retried, it would queue it again (a third run at once) and spend an attempt."""
+    kind = entrypoint()
+    await enqueue(jobs_sessions, kind, {"n": "1"})
+    _, connect = jobs_engine.dialect.create_connect_args(jobs_engine.url)
+    raw = await asyncpg.connect(**connect)
+    queries = queries_for(AsyncpgDriver(raw))
+    stale, current = QueueManagerId(uuid.uuid4()), QueueManagerId(uuid.uuid4())
+    try:
+        first = await picked_by(raw, kind, stale)
+        await raw.execute(
+            "UPDATE pgqueuer SET heartbeat = now() - interval '1 hour' WHERE id = $1", first.id
+        )
+        second = await picked_by(raw, kind, current)
+        assert second.id == first.id
+
+        # The first run ends, in each way a run ends, after the job was taken over.
+        await queries.log_jobs([(first, "successful", None)])
+        failed = RetryRequested(delay=timedelta(0), reason="attempt 1 failed (RuntimeError)")
+        await queries.retry_job(first, failed.delay, retry_record(first, failed))
+        outage = UncountedRetry(delay=timedelta(0), reason="attempt 1 failed (OSError)")
+        await queries.retry_job(first, outage.delay, retry_record(first, outage))
+
+        (job,) = await jobs_of(jobs_engine, kind)
+        assert (job.status, job.attempts) == ("picked", 0)
+        assert await raw.fetchval(
+            "SELECT queue_manager_id FROM pgqueuer WHERE id = $1", job.id
+        ) == uuid.UUID(str(current))
+        assert [row.status for row in await log_of(jobs_engine, kind)] == [
+            "queued",
+            "picked",
+            "picked",
+        ]
+        refused = [r.getMessage() for r in caplog.records if "no longer this worker's" in r.message]
+        assert len(refused) == 3, refused
+
+        # The run that owns the job records its end.
+        await queries.log_jobs([(second, "successful", None)])
+        assert await jobs_of(jobs_engine, kind) == []
+        # A retry of a job deleted meanwhile (done, or purged) brings nothing back.
+        await queries.retry_job(first, failed.delay, retry_record(first, failed))
+        assert await jobs_of(jobs_engine, kind) == []
+        assert [row.status for row in await log_of(jobs_engine, kind)] == [
+            "queued",
+            "picked",
+            "picked",
+            "successful",
+        ]
+    finally:
+        await raw.close()
 
 
 def test_the_backoff_stops_at_its_ceiling_however_many_runs_failed() -> None:
