@@ -159,6 +159,10 @@ ENSURE_USER_SQL = text(
 """Provision a user a service writes for before the user ever signed in."""
 
 
+TENANT_EXISTS_SQL = text("SELECT 1 FROM tenant WHERE id = :tenant_id")
+USER_EXISTS_SQL = text("SELECT 1 FROM user_account WHERE tenant_id = :tenant_id AND id = :user_id")
+
+
 def tenant_writes_lock_key(tenant_id: str) -> str:
     """The tenant's write lock: what `user_writes_lock_key` is to a user, to the whole tenant.
     Every write to the tenant's data holds it shared, before any other lock it takes (a write
@@ -234,6 +238,13 @@ class AccountRepository(TenantRowRepository[UserAccount, str]):
             await self.hold_tenant_writes()
         for user_id in users:
             await self.hold_user_writes(user_id)
+
+    async def owner_exists(self, owner: Owner) -> bool:
+        """Whether the owner is there: the user's account, or for the organization the tenant.
+        Every memory needs it (a foreign key); a purge deletes it, and a first write makes it."""
+        values = {"tenant_id": self._tenant_id, "user_id": owner.user_id}
+        statement = TENANT_EXISTS_SQL if owner.user_id is None else USER_EXISTS_SQL
+        return await self._session.scalar(statement, values) is not None
 
     async def ensure_tenant(self) -> None:
         await self._session.execute(ENSURE_TENANT_SQL, {"tenant_id": self._tenant_id})

@@ -21,6 +21,7 @@ would find the count old.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
@@ -36,6 +37,8 @@ from service.kit.expiring import ExpiringKeys, ExpiringValues
 from service.kit.post_commit import PostCommitTasks
 from service.kit.repository import TenantRepository
 from service.memories.bm25 import number, term_weight
+
+logger = logging.getLogger("mneme.memories.postings")
 
 IMPACT_MEAN_LENGTH = 10.0
 """The document length (distinct lexemes) an impact is computed at: about the mean of the
@@ -172,8 +175,19 @@ class StatisticsRequests:
             async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
                 # A job on the owners' data, dropped by their purge: queued after their write
                 # locks, so a purge never drops the queued jobs while this queues another.
-                await AccountRepository(session, self._tenant_id).hold_owner_writes(*ordered)
+                accounts = AccountRepository(session, self._tenant_id)
+                await accounts.hold_owner_writes(*ordered)
                 for owner in ordered:
+                    # Asked for before a purge of the owner (or of its tenant) that committed
+                    # while this waited for the locks: nothing is left to count, and a job
+                    # queued now would name what the purge removed, after it.
+                    if not await accounts.owner_exists(owner):
+                        logger.info(
+                            "recount of %s in tenant %s not queued: the owner was purged",
+                            owner.key,
+                            self._tenant_id,
+                        )
+                        continue
                     await enqueue_search_statistics(session, self._tenant_id, owner)
 
         self._post_commit.add(enqueue)

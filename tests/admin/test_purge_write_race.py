@@ -14,12 +14,17 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from httpx import AsyncClient, Response
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.admin.repository import AdminRepository
+from service.auth.owner import Owner
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
+from service.kit.post_commit import PostCommitTasks
+from service.memories.postings import StatisticsRequests
 from tests.admin.conftest import JSON_PATCH, rows_of
 from tests.conftest import bearer
 from tests.fixtures.factories import remember, start_thread
@@ -197,6 +202,49 @@ async def test_a_write_during_a_purge_waits_for_it_then_finds_the_user_purged(
     assert {table: left[table] for table in COUNTED} == {
         table: expected_rows.get(table, 0) for table in COUNTED
     }
+
+
+USER_JOBS_SQL = """
+    SELECT count(*) FROM pgqueuer
+     WHERE convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :t
+       AND convert_from(payload, 'UTF8')::jsonb ->> 'user_id' = :u
+"""
+
+
+async def test_a_recount_asked_for_before_a_purge_is_not_queued_after_it(
+    app: FastAPI,
+    client: AsyncClient,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    owner_engine: AsyncEngine,
+    tenant: str,
+) -> None:
+    """A search (or a write) asks for the user's statistics to be recounted after its commit,
+    in a transaction of its own that holds the user's write lock; a purge of the user that
+    came first commits while it waits. The request then finds the user gone and queues no
+    job: one queued after the purge would name the purged user (and fail its proof)."""
+    service = bearer(settings, tenant, "backend", service=True)
+    admin = bearer(settings, tenant, "root", admin=True)
+    await _seed(client, service, "ada")
+    post_commit = PostCommitTasks()
+    StatisticsRequests(app.state.mneme.sessionmaker, post_commit, tenant).ask({Owner.user("ada")})
+    [enqueue] = post_commit.take()
+    sessionmaker = create_sessionmaker(runtime_engine)
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        # Held as a purge holds it: the purge below queues behind it, the request behind both.
+        await AdminRepository(session, tenant).lock_user_writes("ada")
+        purge = asyncio.create_task(client.delete("/v1/admin/users/ada", headers=admin))
+        assert await waiting_locks(owner_engine, 1) == 1
+        asking = asyncio.ensure_future(enqueue())
+        assert await waiting_locks(owner_engine, 2) == 2
+        assert not asking.done()
+    purged = await purge
+    assert purged.status_code == 200, purged.text
+    await asking
+    async with owner_engine.connect() as connection:
+        jobs = await connection.execute(text(USER_JOBS_SQL), {"t": tenant, "u": "ada"})
+        assert jobs.scalar_one() == 0
+    assert (await rows_of(owner_engine, tenant, "ada"))["user_account"] == 0
 
 
 async def test_an_end_user_writing_new_account_details_during_a_purge_waits_for_it(

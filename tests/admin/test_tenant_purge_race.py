@@ -328,8 +328,8 @@ async def _ask_for_a_recount(app: FastAPI, owner_engine: AsyncEngine, tenant: st
 
 
 # The service's own work on the tenant's data, apart from any request, and what of the tenant
-# it leaves once it waited for the purge: a recount asked for (after a write's commit) is
-# queued after the purge, and finds nothing to count when it runs.
+# it leaves once it waited for the purge: nothing. A recount asked for before the purge (after
+# a search's or a write's commit) and queued after it finds its owner gone, and is dropped.
 MAINTENANCE: dict[
     str, tuple[Callable[[FastAPI, AsyncEngine, str], Awaitable[Any]], dict[str, int]]
 ] = {
@@ -338,7 +338,7 @@ MAINTENANCE: dict[
     "write_path_sweep": (_sweep_write_path, {}),
     "user_statistics": (_recount("ada"), {}),
     "org_statistics": (_recount(None), {}),
-    "statistics_request": (_ask_for_a_recount, {"pgqueuer": 1}),
+    "statistics_request": (_ask_for_a_recount, {}),
 }
 
 
