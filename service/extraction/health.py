@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from service.accounts.repository import AccountRepository
 from service.config import Settings
 from service.db import tenant_transaction
 from service.extraction.record import FailureRecord, PassRecord
@@ -63,6 +64,21 @@ class JobFailureRecorder:
             repository = ExtractionRepository(session, tenant_id)
             user_id = await repository.thread_owner(thread_id)
             if user_id is None:  # the thread is gone: nothing left to fail for
+                return
+            # A write to the user's data (an audit entry about its thread, the tenant's
+            # sweep): after the user's write lock, as every such write, the thread then held
+            # to the commit. A purge of the user or the tenant (or the thread's deletion) that
+            # came first is seen here, and one that comes later waits for this record and
+            # removes it: written under no lock, it landed after such a purge.
+            await AccountRepository(session, tenant_id).hold_user_writes(user_id)
+            if await repository.thread_owner(thread_id, hold=True) is None:
+                logger.info(
+                    "failed %s run on thread %s of tenant %s not recorded: the thread was "
+                    "deleted or purged meanwhile",
+                    failure.entrypoint,
+                    thread_id,
+                    tenant_id,
+                )
                 return
             await repository.record_failure(
                 JOBS_ACTOR,

@@ -14,13 +14,14 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient, Response
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from service.admin.repository import AdminRepository
 from service.admin.retention import RetentionSweeper
@@ -29,8 +30,13 @@ from service.auth.principal import Principal
 from service.config import Settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.dependencies import idempotency_store
+from service.extraction import health
+from service.extraction.health import JobFailureRecorder
 from service.extraction.hooks import WritePathScheduler
 from service.extraction.recovery import WritePathRecovery
+from service.jobs import MEMORY_EXTRACTION_JOB
+from service.jobs.sweep import enqueue_write_path_sweep
+from service.jobs.worker import JobFailure
 from service.kit.post_commit import PostCommitTasks
 from service.memories.dependencies import memory_service
 from service.memories.jobs import search_statistics_job
@@ -40,7 +46,7 @@ from service.services import Services, unit_of_work
 from service.state import AppState
 from service.threads.dependencies import thread_service
 from service.threads.schemas import MessageIn
-from tests.admin.conftest import JSON_PATCH, seed_user
+from tests.admin.conftest import JSON_PATCH, rows_of, seed_user
 from tests.admin.test_purge import RLS_TABLES_SQL
 from tests.admin.test_purge_write_race import AFTER_A_PURGE, COUNTED, WRITES
 from tests.conftest import bearer
@@ -370,3 +376,64 @@ async def test_maintenance_during_a_tenant_purge_waits_for_it_then_finds_the_ten
     await working
     left = await tenant_rows(owner_engine, tenant)
     assert left == {table: expected_rows.get(table, 0) for table in left}
+
+
+@pytest.mark.parametrize("purged", ["tenant", "user"])
+async def test_a_failed_run_recorded_during_a_purge_leaves_nothing_of_what_was_purged(
+    app: FastAPI,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+    purged: str,
+) -> None:
+    """A job on one of the user's threads was running when the purge started (a purge drops
+    the jobs that wait) and gives up meanwhile. Its failure hook, which found the thread, is
+    recording the failure (an audit entry about the thread, then a run of the tenant's sweep)
+    when the purge comes: holding the user's write lock, it is waited for, and what it records
+    is purged with the rest; none of it outlives the purge."""
+    seeded = await seed_user(client, settings, owner_engine, tenant, "ada")
+    recording, go_on = asyncio.Event(), asyncio.Event()
+
+    async def waits_then_queues(session: AsyncSession, tenant_id: str, *, delay: timedelta) -> None:
+        # The audit entry is written; the sweep is queued next, in the same transaction.
+        recording.set()
+        await go_on.wait()
+        await enqueue_write_path_sweep(session, tenant_id, delay=delay)
+
+    monkeypatch.setattr(health, "enqueue_write_path_sweep", waits_then_queues)
+    recorder = JobFailureRecorder(app.state.mneme.sessionmaker, timedelta(minutes=5))
+    failure = JobFailure(
+        MEMORY_EXTRACTION_JOB,
+        {"tenant_id": tenant, "thread_id": seeded.thread_ids[0], "org_writes": "false"},
+        attempt=5,
+        final=True,
+        error=RuntimeError("a defect"),
+    )
+    recorded = asyncio.ensure_future(recorder(failure))
+    await recording.wait()
+    admin = bearer(settings, tenant, "root", admin=True)
+    purge: asyncio.Future[Response] = asyncio.ensure_future(
+        purge_tenant(client, settings, tenant)
+        if purged == "tenant"
+        else client.delete("/v1/admin/users/ada", headers=admin)
+    )
+    # The purge waits for the record under way, or (were the record made under no lock) ends
+    # before it.
+    waiting = asyncio.ensure_future(waiting_locks(owner_engine, 1))
+    either: list[asyncio.Future[Any]] = [purge, waiting]
+    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    go_on.set()
+    await recorded
+    done = await purge
+    assert done.status_code == 200, done.text
+
+    if purged == "tenant":
+        assert done.json()["verified"] is True, done.json()["remaining"]
+        left = await tenant_rows(owner_engine, tenant)
+        assert left == dict.fromkeys(left, 0)
+    else:
+        # The tenant's sweep belongs to no user, and stays: it finds no thread to queue again.
+        assert (await rows_of(owner_engine, tenant, "ada"))["audit_log"] == 0
