@@ -175,35 +175,38 @@ IDS_AMONG_SQL = "SELECT id FROM {table} WHERE tenant_id = :tenant_id AND id = AN
 """Which of `ids` are rows of the tenant in `{table}` (a table whose key is `(tenant_id, id)`)."""
 
 THREAD_JOBS_PREDICATE = """
-    entrypoint = ANY(:kinds) AND status = 'queued'
+    entrypoint = ANY(:kinds)
     AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id
     AND (convert_from(payload, 'UTF8')::jsonb ->> 'thread_id' = ANY(:thread_ids)
          OR convert_from(payload, 'UTF8')::jsonb ->> 'user_id' = :user_id)
 """
 
-DELETE_QUEUED_JOBS_SQL = text(
+DELETE_USER_JOBS_SQL = text(
     f"DELETE FROM pgqueuer WHERE {THREAD_JOBS_PREDICATE}"  # noqa: S608 - a constant predicate
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)), bindparam("thread_ids", type_=ARRAY(Text)))
-"""Drop the jobs queued for the user's threads (or the user) that have not started. pgqueuer's
-table is shared by all tenants, so the tenant is matched in the payload. A job already running
-is left to finish: it finds the thread gone and writes nothing."""
+"""Drop the jobs for the user's threads (or the user), waiting or running. pgqueuer's table is
+shared by all tenants, so the tenant is matched in the payload. A job's run in progress goes
+on, finds the thread gone and writes nothing; dropped, the job cannot be queued again by that
+run's retry, after the purge (its end changes nothing of a job that is gone, see
+`service.jobs.queue.JobQueries`)."""
 
-COUNT_QUEUED_JOBS_SQL = text(
+COUNT_USER_JOBS_SQL = text(
     f"SELECT count(*) FROM pgqueuer WHERE {THREAD_JOBS_PREDICATE}"  # noqa: S608
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)), bindparam("thread_ids", type_=ARRAY(Text)))
 
 DELETE_TENANT_JOBS_SQL = text(
     """
     DELETE FROM pgqueuer
-     WHERE entrypoint = ANY(:kinds) AND status = 'queued'
+     WHERE entrypoint = ANY(:kinds)
        AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id
     """
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)))
+"""Drop the tenant's jobs, waiting or running (as `DELETE_USER_JOBS_SQL` does the user's)."""
 
 COUNT_TENANT_JOBS_SQL = text(
     """
     SELECT count(*) FROM pgqueuer
-     WHERE entrypoint = ANY(:kinds) AND status = 'queued'
+     WHERE entrypoint = ANY(:kinds)
        AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id
     """
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)))
@@ -518,12 +521,12 @@ class AdminRepository(TenantRepository):
         )
         return int((await self._session.execute(statement, _special_params(scope))).scalar_one())
 
-    async def delete_queued_jobs(self, scope: UserScope) -> int:
-        result = await self._session.execute(DELETE_QUEUED_JOBS_SQL, self._jobs_params(scope))
+    async def delete_user_jobs(self, scope: UserScope) -> int:
+        result = await self._session.execute(DELETE_USER_JOBS_SQL, self._jobs_params(scope))
         return rowcount(result)
 
-    async def count_queued_jobs(self, scope: UserScope) -> int:
-        result = await self._session.execute(COUNT_QUEUED_JOBS_SQL, self._jobs_params(scope))
+    async def count_user_jobs(self, scope: UserScope) -> int:
+        result = await self._session.execute(COUNT_USER_JOBS_SQL, self._jobs_params(scope))
         return int(result.scalar_one())
 
     def _jobs_params(self, scope: UserScope) -> dict[str, Any]:

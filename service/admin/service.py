@@ -317,7 +317,7 @@ class UserLifecycle:
             plan = await repository.plan()
             scope = await repository.user_scope(plan, user_id)
             deleted: dict[str, int] = {}
-            deleted[JOBS_TABLE] = await repository.delete_queued_jobs(scope)
+            deleted[JOBS_TABLE] = await repository.delete_user_jobs(scope)
             tell(JOBS_TABLE, deleted[JOBS_TABLE])
             redacted = {ORG_PROVENANCE: await repository.redact_org_provenance(scope)}
             for rule in plan.rules:
@@ -364,8 +364,8 @@ class UserLifecycle:
 
     async def purge_tenant(self, confirm: str, on_progress: Progress | None = None) -> PurgeReport:
         """Delete every row of the tenant in every table under row-level security (and its
-        queued jobs), then count what is left. The tenant's audit trail goes with it, so the
-        record of this purge is the response and the service log."""
+        jobs, waiting or running), then count what is left. The tenant's audit trail goes
+        with it, so the record of this purge is the response and the service log."""
         if confirm != self._tenant_id:
             raise ConfirmationMismatch(
                 "Pass `confirm` set to the id of the tenant being purged (your token's tenant)."
@@ -374,7 +374,7 @@ class UserLifecycle:
         async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
             repository = AdminRepository(session, self._tenant_id)
             # Taken first: every write to the tenant in flight commits before we read anything
-            # (its rows, its queued jobs are then deleted and counted here), and those that
+            # (its rows, the jobs it queued are then deleted and counted here), and those that
             # come later wait for the commit, then find the tenant gone.
             await repository.lock_tenant_writes()
             tables = {t.name: t for t in await repository.catalogue()}
@@ -403,7 +403,7 @@ class UserLifecycle:
         )
 
     async def purge_tenant_preview(self) -> dict[str, int]:
-        """What a purge of the whole tenant would delete now, per table and in queued jobs,
+        """What a purge of the whole tenant would delete now, per table and in jobs,
         counted without changing anything."""
         async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
             tables = {
@@ -412,7 +412,7 @@ class UserLifecycle:
         return await self._tenant_rows(tables)
 
     async def _tenant_rows(self, tables: dict[str, CatalogueTable]) -> dict[str, int]:
-        """The tenant's rows in each of `tables` and its queued jobs, counted in a transaction
+        """The tenant's rows in each of `tables` and its jobs, counted in a transaction
         of their own."""
         async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
             repository = AdminRepository(session, self._tenant_id)
@@ -517,7 +517,7 @@ async def _count_purgeable(
     repository: AdminRepository, plan: PurgePlan, scope: UserScope
 ) -> dict[str, int]:
     counts = await _count_user_rows(repository, plan, scope)
-    counts[JOBS_TABLE] = await repository.count_queued_jobs(scope)
+    counts[JOBS_TABLE] = await repository.count_user_jobs(scope)
     counts[ORG_PROVENANCE] = await repository.count_org_provenance(scope)
     return counts
 

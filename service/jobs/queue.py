@@ -19,7 +19,8 @@ not record leaves the job as it is, rather than failed for good.
 
 How a run ended (done, failed for good, queued again) is recorded only while the job is still
 the worker's that ran it (`JobQueries`): a run that went on after another worker picked its
-job again, or after the job was deleted, changes nothing of that job.
+job again, or after the job was deleted (a purge drops its tenant's or user's jobs, running
+ones too), changes nothing of that job.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ idempotent. What happens to a job:
   up again once `heartbeat_timeout` has passed. So is a job whose retry the database could
   not record (`JobQueries.retry_job`), that run counted nowhere;
 * a run goes on after its heartbeat lapsed and another worker picked the job again (or after
-  the job was deleted) → how it ends is not recorded: the job is the other run's, which
+  a purge deleted the job) → how it ends is not recorded: the job is the other run's, which
   records its own end (`JobQueries`);
 * `stop()` runs out of patience → the handler is cancelled and the job is handed back to the
   queue at once, the run not counted (pgqueuer would otherwise log a cancelled job as done and

@@ -17,9 +17,12 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import asyncpg
 import pytest
 from fastapi import FastAPI
 from httpx import AsyncClient, Response
+from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
+from pgqueuer.domain.models import Job, TracebackRecord
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -34,7 +37,8 @@ from service.extraction import health
 from service.extraction.health import JobFailureRecorder
 from service.extraction.hooks import WritePathScheduler
 from service.extraction.recovery import WritePathRecovery
-from service.jobs import MEMORY_EXTRACTION_JOB
+from service.jobs import MEMORY_EXTRACTION_JOB, enqueue_memory_extraction
+from service.jobs.queue import UncountedRetry, queries_for
 from service.jobs.sweep import enqueue_write_path_sweep
 from service.jobs.worker import JobFailure
 from service.kit.post_commit import PostCommitTasks
@@ -437,3 +441,54 @@ async def test_a_failed_run_recorded_during_a_purge_leaves_nothing_of_what_was_p
     else:
         # The tenant's sweep belongs to no user, and stays: it finds no thread to queue again.
         assert (await rows_of(owner_engine, tenant, "ada"))["audit_log"] == 0
+
+
+CLAIM_SQL = """
+    UPDATE pgqueuer SET status = 'picked', heartbeat = now(), queue_manager_id = $2
+     WHERE convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = $1 RETURNING *
+"""
+"""The tenant's job picked as a worker's dequeue picks it (this test's own, by its tenant)."""
+
+
+@pytest.mark.parametrize("purged", ["tenant", "user"])
+async def test_a_job_running_during_a_purge_is_not_queued_again_after_it(
+    client: AsyncClient,
+    settings: Settings,
+    runtime_engine: AsyncEngine,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    purged: str,
+) -> None:
+    """A job on the user's thread is running when the purge commits, and its run then fails
+    (the model did not answer, the database went away): its retry would queue the job of what
+    was purged again, after the purge. The purge drops the job whether it waits or runs, and
+    counts it; the run's end then changes nothing."""
+    seeded = await seed_user(client, settings, owner_engine, tenant, "ada")
+    sessionmaker = create_sessionmaker(runtime_engine)
+    async with tenant_transaction(sessionmaker, tenant) as session:
+        await session.execute(text("SELECT 1"))
+        thread_id = uuid.UUID(seeded.thread_ids[0])
+        await enqueue_memory_extraction(session, tenant, thread_id, org_writes=False)
+    _, connect = runtime_engine.dialect.create_connect_args(runtime_engine.url)
+    raw = await asyncpg.connect(**connect)
+    try:
+        row = await raw.fetchrow(CLAIM_SQL, tenant, uuid.uuid4())
+        assert row is not None
+        running = Job.model_validate(dict(row))
+
+        admin = bearer(settings, tenant, "root", admin=True)
+        done = await (
+            purge_tenant(client, settings, tenant)
+            if purged == "tenant"
+            else client.delete("/v1/admin/users/ada", headers=admin)
+        )
+        assert done.status_code == 200, done.text
+        assert done.json()["deleted"]["pgqueuer"] == 1
+
+        # The run fails after the purge, and asks to run again.
+        retry = UncountedRetry(delay=timedelta(0), reason="attempt 1 failed (OSError)")
+        record = TracebackRecord.from_exception(exc=retry, job_id=running.id)
+        await queries_for(AsyncpgDriver(raw)).retry_job(running, retry.delay, record)
+    finally:
+        await raw.close()
+    assert (await tenant_rows(owner_engine, tenant))["pgqueuer"] == 0
