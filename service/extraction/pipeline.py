@@ -85,6 +85,7 @@ from service.kit.types import visible_text
 from service.memories.dependencies import write_path_memory_search
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
 from service.memories.models import Memory, normalise_text
+from service.memories.proposals import PROPOSED_SUPERSEDES, REVIEW_REASON, named_replacements
 from service.memories.repository import CategoryRelevance
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, MemoryWritten, SearchRequest
 from service.memories.search import MemorySearch
@@ -491,7 +492,13 @@ class ExtractionPass:
                 facts[item.memory.id] = _known_fact(item.memory)
                 if item.cosine is not None:
                     cosine[(candidate.index, item.memory.id)] = item.cosine
-        referenced = {fid for c in candidates for fid in c.supersedes} | set(removals)
+        # And what the proposed ones among them would replace: a confident repeat confirms such
+        # a fact, and replaces those that are still live.
+        referenced = (
+            {fid for c in candidates for fid in c.supersedes}
+            | set(removals)
+            | {fid for fact in facts.values() for fid in fact.proposed_supersedes}
+        )
         now = datetime.now(UTC)
         for memory in (await memories.by_ids(sorted(referenced - facts.keys()))).values():
             live = memory.lifecycle != "superseded" and (
@@ -523,7 +530,8 @@ class ExtractionPass:
         trigger: str,
     ) -> _Applied:
         """Write the resolution through the memory service: re-confirmations (the repeating
-        messages added to the fact's sources), new facts (with provenance), each followed by
+        messages added to the fact's sources; a proposed fact a repeat confirms followed by
+        what it replaces), new facts (with provenance), each followed by
         the facts it supersedes — invalid from the newest message the new fact quotes —, and
         removals (invalid from the window's last human message), each with history."""
         applied = _Applied()
@@ -538,14 +546,21 @@ class ExtractionPass:
             said_again = evidence_message_ids(
                 by_index[reconfirmation.candidate_index].evidence, said
             )
-            if await unit.memories.reconfirm(
+            reconfirmed = await unit.memories.reconfirm(
                 _owner_of(fact),
                 fact.id,
                 promote=reconfirmation.promote,
                 confidence=reconfirmation.confidence,
                 source_message_ids=said_again,
-            ):
-                applied.reconfirmed += 1
+            )
+            if reconfirmed is None:
+                continue
+            applied.reconfirmed += 1
+            # Confirmed by the repeat: what it would replace is replaced as a reviewer's
+            # confirmation replaces it.
+            applied.superseded += await unit.memories.supersede_confirmed(
+                _owner_of(fact), reconfirmed, reconfirmation.supersedes
+            )
         # New facts in the resolver's order, so that one written for an earlier message exists
         # before a later one supersedes it.
         written: dict[int, MemoryWritten] = {}
@@ -561,9 +576,9 @@ class ExtractionPass:
                 "trigger": trigger,
             }
             if new_fact.proposed_supersedes:
-                metadata["proposed_supersedes"] = [str(i) for i in new_fact.proposed_supersedes]
+                metadata[PROPOSED_SUPERSEDES] = [str(i) for i in new_fact.proposed_supersedes]
             if new_fact.flagged:
-                metadata["review_reason"] = REVIEW_REASON_DELIBERATE
+                metadata[REVIEW_REASON] = REVIEW_REASON_DELIBERATE
             targets: list[tuple[Owner, uuid.UUID, SupersedeReason]] = [
                 (_owner_of(known.facts[s.fact_id]), s.fact_id, s.reason)
                 for s in new_fact.supersedes
@@ -821,7 +836,10 @@ def _known_fact(memory: Memory) -> KnownFact:
         text=memory.text,
         lifecycle=memory.lifecycle,
         flagged=memory.lifecycle == "proposed"
-        and (memory.metadata_ or {}).get("review_reason") == REVIEW_REASON_DELIBERATE,
+        and (memory.metadata_ or {}).get(REVIEW_REASON) == REVIEW_REASON_DELIBERATE,
+        proposed_supersedes=tuple(named_replacements(memory.metadata_, memory.id))
+        if memory.lifecycle == "proposed"
+        else (),
     )
 
 

@@ -27,13 +27,16 @@ later message's value is current, the earlier one written and superseded by it.
    that fact is re-confirmed (`last_confirmed_at`), and a proposed one is confirmed by a
    confident candidate — except a flagged one (rule 7), which waits for the user: the model
    saying it again is no stronger evidence against the deliberate fact than saying it once.
+   Confirmed so, a fact replaces the live facts its `proposed_supersedes` names, as a
+   reviewer's confirmation would (reason `confirmed`); one that would replace a deliberate
+   fact on weak evidence (rule 7) stays proposed instead, the deliberate fact `flagged`.
    A repeat of what the pass wrote or re-confirmed already is dropped (`duplicate_in_pass`);
    a confident repeat, in a later message, of a fact the pass wrote as proposed (not flagged)
-   confirms that fact, as a later pass would. Similarity is not enough when both
-   have the same subject and the candidate has a content word the fact lacks ("… full
-   marathon" after "… half marathon", "35 years old" after "34"): that is a changed value and
-   goes on to rule 6 — taking it for a repeat would lose it, while a restatement replacing its
-   older wording loses nothing.
+   confirms that fact, as a later pass would, with what it names. Similarity is not enough
+   when both have the same subject and the candidate has a content word the fact lacks
+   ("… full marathon" after "… half marathon", "35 years old" after "34"): that is a changed
+   value and goes on to rule 6 — taking it for a repeat would lose it, while a restatement
+   replacing its older wording loses nothing.
 6. **Supersession**, by confirmed candidates only (a proposed one keeps its targets for the
    reviewer). The model's `supersedes` is a hint, not the source of truth: the resolver finds
    the live facts a candidate contradicts itself, among the facts its owner owns (the user's
@@ -88,7 +91,7 @@ from service.profile.service import OVERLAY_KEYS
 
 Scope = Literal["user", "org"]
 CombineMode = Literal["replace", "merge", "accumulate"]
-SupersedeReason = Literal["explicit", "subject", "similar"]
+SupersedeReason = Literal["explicit", "subject", "similar", "confirmed"]
 
 EVIDENCE_MAX = 2000
 EPISODE_CATEGORY = "episode"
@@ -119,6 +122,9 @@ class KnownFact:
     # Proposed because it would replace a deliberate fact (rule 7): the user confirms it, not
     # the model saying it again.
     flagged: bool = False
+    # A proposed fact's targets (`metadata.proposed_supersedes`): what it replaces once it is
+    # confirmed.
+    proposed_supersedes: tuple[uuid.UUID, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +239,9 @@ class Reconfirmation:
     promote: bool
     confidence: float
     cosine: float | None
+    # What the fact, confirmed by this repeat, replaces: the live facts its
+    # `proposed_supersedes` names (superseded as a reviewer's confirmation supersedes them).
+    supersedes: tuple[uuid.UUID, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,8 +414,9 @@ class _Reconciliation:
         if candidate.said_at != self.said_at:
             self.said_at, self.decided, self.decided_new = candidate.said_at, set(), set()
         confirmed = candidate.confidence >= rules.quarantine_confidence
-        if self._repeats_earlier(candidate, confirmed):
-            result.dropped.append(Dropped("duplicate_in_pass", candidate.index))
+        repeated = self._repeats_earlier(candidate, confirmed)
+        if repeated is not None:
+            result.dropped.append(Dropped(repeated, candidate.index))
             return
         # Facts superseded for an earlier message are no longer live; those superseded for
         # this one are still seen, as conflicts.
@@ -433,15 +443,28 @@ class _Reconciliation:
                 reason = "conflict" if fact.id in self.claimed else "duplicate_in_pass"
                 result.dropped.append(Dropped(reason, candidate.index, fact.id))
                 return
+            promote = confirmed and fact.lifecycle == "proposed" and not fact.flagged
+            replaces: tuple[uuid.UUID, ...] = ()
+            if promote:
+                replaces, held = self._confirmed_targets(
+                    candidate, fact.proposed_supersedes, fact.scope
+                )
+                if held == "conflict":
+                    result.dropped.append(Dropped("conflict", candidate.index, fact.id))
+                    return
+                promote = held is None
             self.reconfirmed.add(fact.id)
             self.decided.add(fact.id)
+            self.claimed.update(replaces)
+            self.decided.update(replaces)
             result.reconfirmations.append(
                 Reconfirmation(
                     fact_id=fact.id,
                     candidate_index=candidate.index,
-                    promote=confirmed and fact.lifecycle == "proposed" and not fact.flagged,
+                    promote=promote,
                     confidence=candidate.confidence,
                     cosine=cosine,
+                    supersedes=replaces,
                 )
             )
             return
@@ -495,18 +518,7 @@ class _Reconciliation:
             s.fact_id
             for s in supersedes
             if known.facts[s.fact_id].deliberate
-            and s.reason != "subject"
-            and not (
-                s.reason == "explicit"
-                and _contradiction(
-                    candidate,
-                    known.facts[s.fact_id].category,
-                    known.facts[s.fact_id].subject,
-                    known.cosine.get((candidate.index, s.fact_id)),
-                    rules,
-                )
-                is not None
-            )
+            and not self._strong(candidate, s.fact_id, named=s.reason == "explicit")
         ]
         if weak:
             result.flagged.extend(weak)
@@ -521,10 +533,12 @@ class _Reconciliation:
             NewFact(candidate, "confirmed", tuple(supersedes), supersedes_earlier=tuple(earlier))
         )
 
-    def _repeats_earlier(self, candidate: Candidate, confirmed: bool) -> bool:
-        """Whether the candidate repeats a live fact the pass wrote for an earlier candidate:
-        the same normalised text, or a near duplicate that brings no new value. A confident
-        repeat from a later message confirms a proposed one, as a later pass would."""
+    def _repeats_earlier(self, candidate: Candidate, confirmed: bool) -> str | None:
+        """Why the candidate is dropped as a repeat of a live fact the pass wrote for an earlier
+        candidate (the same normalised text, or a near duplicate that brings no new value), or
+        None when it repeats none. A confident repeat from a later message confirms a proposed
+        one, as a later pass would, and it then replaces what it would have replaced
+        (`_confirmed_targets`)."""
         normalised = normalise_text(candidate.text)
         for index, new_fact in self.written.items():
             other = new_fact.candidate
@@ -543,17 +557,73 @@ class _Reconciliation:
                 and not new_fact.flagged
                 and index not in self.decided_new
             ):
-                promoted = replace(
-                    new_fact,
-                    lifecycle="confirmed",
-                    candidate=replace(
-                        other, confidence=max(other.confidence, candidate.confidence)
-                    ),
+                replaces, held = self._confirmed_targets(
+                    candidate, new_fact.proposed_supersedes, other.scope
                 )
-                self.result.new_facts[self.result.new_facts.index(new_fact)] = promoted
-                self.written[index] = promoted
-            return True
-        return False
+                if held == "conflict":
+                    return "conflict"
+                if held is None:
+                    self.claimed.update(replaces)
+                    self.decided.update(replaces)
+                    promoted = replace(
+                        new_fact,
+                        lifecycle="confirmed",
+                        candidate=replace(
+                            other, confidence=max(other.confidence, candidate.confidence)
+                        ),
+                        supersedes=new_fact.supersedes
+                        + tuple(Supersession(fact_id, "confirmed") for fact_id in replaces),
+                        proposed_supersedes=(),
+                    )
+                    self.result.new_facts[self.result.new_facts.index(new_fact)] = promoted
+                    self.written[index] = promoted
+            return "duplicate_in_pass"
+        return None
+
+    def _confirmed_targets(
+        self, candidate: Candidate, named: Sequence[uuid.UUID], scope: str
+    ) -> tuple[tuple[uuid.UUID, ...], Literal["conflict", "flagged"] | None]:
+        """What a fact proposed for its low confidence (of `scope`, naming `named` in
+        `proposed_supersedes`) replaces once `candidate`, a confident repeat, confirms it: the
+        live facts it names that its owner owns and no earlier statement replaced, as a
+        reviewer's confirmation would replace them. Or why the repeat does not confirm it:
+        `conflict` when a more confident candidate of the same message decided one of them
+        otherwise; `flagged` when one is deliberate and the repeat is weak evidence against it
+        (rule 7: only the same subject key, or the model's naming with a match by similarity,
+        replaces a deliberate fact) — the fact then waits for the user."""
+        known = self.known
+        targets: list[uuid.UUID] = []
+        for fact_id in named:
+            fact = known.facts.get(fact_id)
+            if fact is None or not owns(fact, scope, known.user_id) or fact_id in self.claimed:
+                continue
+            if fact_id in self.decided:
+                return (), "conflict"
+            targets.append(fact_id)
+        # The model named each of them when it proposed the fact.
+        weak = [
+            fact_id
+            for fact_id in targets
+            if known.facts[fact_id].deliberate and not self._strong(candidate, fact_id, named=True)
+        ]
+        if weak:
+            self.result.flagged.extend(f for f in weak if f not in self.result.flagged)
+            return (), "flagged"
+        return tuple(targets), None
+
+    def _strong(self, candidate: Candidate, fact_id: uuid.UUID, *, named: bool) -> bool:
+        """Whether the candidate is strong enough evidence to replace the deliberate fact
+        `fact_id` (rule 7): the same subject key, or the model naming it (`named`) and a match
+        by similarity."""
+        fact = self.known.facts[fact_id]
+        why = _contradiction(
+            candidate,
+            fact.category,
+            fact.subject,
+            self.known.cosine.get((candidate.index, fact_id)),
+            self.rules,
+        )
+        return why == "subject" or (named and why is not None)
 
     def _write(self, new_fact: NewFact) -> None:
         self.result.new_facts.append(new_fact)

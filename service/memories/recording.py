@@ -258,6 +258,24 @@ class MemoryRecorder:
         )
         return True
 
+    async def supersede_confirmed(
+        self, owner: Owner, confirmed: Memory | MemoryRead, replaced: Sequence[uuid.UUID]
+    ) -> int:
+        """Supersede the owner's live facts a proposed fact that was just confirmed replaces
+        (`proposals`), as the write path supersedes: `superseded_by` the fact, invalid from the
+        newest message it was taken from (when it was said; now when those messages are gone
+        or it cites none), a `supersede` history event with the reason `confirmed`. A
+        reviewer's confirmation and a confident repeat's both end here. How many it
+        superseded."""
+        invalid_at = await self.repository.latest_message_time(confirmed.source_message_ids)
+        superseded = 0
+        for memory_id in replaced:
+            if await self.supersede(
+                owner, memory_id, by=confirmed, reason="confirmed", invalid_at=invalid_at
+            ):
+                superseded += 1
+        return superseded
+
     def event(
         self,
         memory: Memory,

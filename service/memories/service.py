@@ -22,6 +22,7 @@ from service.memories.embedding import TextVectors, vectors_for
 from service.memories.errors import DuplicateMemory, MemoryNotFound
 from service.memories.filters import MemoryFilter
 from service.memories.models import Memory
+from service.memories.proposals import PROPOSED_SUPERSEDES, named_replacements, reviewed
 from service.memories.recording import (
     ItemLocator,
     MemoryRecorder,
@@ -207,9 +208,9 @@ class MemoryService:
         slot's memory (`SlotHolders.take`).
 
         Confirming a proposed fact applies what it would replace (`metadata
-        .proposed_supersedes`, `_confirmed_replacements`): a reviewer who confirms it says the
-        new fact is true, so the facts it contradicts stop being current as if the write path
-        had superseded them."""
+        .proposed_supersedes`, `_confirmed_replacements`, `MemoryRecorder
+        .supersede_confirmed`): a reviewer who confirms it says the new fact is true, so the
+        facts it contradicts stop being current as if the write path had superseded them."""
         self._recorder.authorize(owner)
         await self._recorder.hold_writes(owner)
         if change.lifecycle == "confirmed":
@@ -242,21 +243,8 @@ class MemoryService:
         await self._embed_new_text(memory, values, ahead)
         updated = await self._record_update(owner, memory, values)
         if replaces:
-            await self._supersede_replaced(owner, updated, replaces)
+            await self._recorder.supersede_confirmed(owner, updated, replaces)
         return updated
-
-    async def _supersede_replaced(
-        self, owner: Owner, confirmed: MemoryRead, replaced: Sequence[uuid.UUID]
-    ) -> None:
-        """Supersede the owner's live facts a confirmed fact replaces, as the write path does:
-        `superseded_by` the fact, invalid from the newest message it was taken from (when it
-        was said; now when those messages are gone or it cites none), a `supersede` history
-        event with the reason `confirmed`."""
-        invalid_at = await self._repository.latest_message_time(confirmed.source_message_ids)
-        for memory_id in replaced:
-            await self._recorder.supersede(
-                owner, memory_id, by=confirmed, reason="confirmed", invalid_at=invalid_at
-            )
 
     async def _refuse_duplicate(self, owner: Owner, memory: Memory, text_value: str) -> None:
         """409 naming the owner's other live memory of the same kind that says `text_value`,
@@ -549,33 +537,18 @@ def _live_text_taken(memory: Memory, values: dict[str, Any]) -> str | None:
     return None
 
 
-# Where the write path keeps, on a proposed fact, what it would replace and why it waits.
-PROPOSED_SUPERSEDES = "proposed_supersedes"
-REVIEW_REASON = "review_reason"
-
-
 def _confirmed_replacements(memory: Memory, values: dict[str, Any]) -> list[uuid.UUID]:
     """The facts a change that confirms a proposed fact makes it replace: the ids in its
     `metadata.proposed_supersedes`, as the change leaves the metadata (a change that sets
-    metadata without them confirms the fact and replaces nothing). Those keys leave the
-    metadata (into `values`): the review they waited for is done. None for any other change."""
+    metadata without them confirms the fact and replaces nothing). What the fact waited for
+    leaves the metadata (into `values`): the review is done. None for any other change."""
     if values.get("lifecycle") != "confirmed" or memory.lifecycle != "proposed":
         return []
-    metadata: dict[str, Any] = dict(values.get("metadata_", memory.metadata_) or {})
-    named = metadata.pop(PROPOSED_SUPERSEDES, None)
-    if named is None:
+    metadata: dict[str, Any] = values.get("metadata_", memory.metadata_) or {}
+    if metadata.get(PROPOSED_SUPERSEDES) is None:
         return []
-    metadata.pop(REVIEW_REASON, None)
-    values["metadata_"] = metadata
-    replaced: list[uuid.UUID] = []
-    for value in named if isinstance(named, list) else []:
-        try:
-            memory_id = uuid.UUID(str(value))
-        except ValueError:
-            continue
-        if memory_id != memory.id and memory_id not in replaced:
-            replaced.append(memory_id)
-    return replaced
+    values["metadata_"] = reviewed(metadata)
+    return named_replacements(metadata, memory.id)
 
 
 def _changed_values(memory: Memory, values: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from service.auth.owner import Owner
 from service.memories.models import Memory
+from service.memories.proposals import reviewed
 from service.memories.recording import MemoryRecorder, OwnedCreate, jsonable, written
 from service.memories.repository import CategoryRelevance
 from service.memories.schemas import MemoryCreate, MemoryRead, MemoryWritten
@@ -173,20 +174,28 @@ class DerivedMemoryWriter:
         promote: bool,
         confidence: float,
         source_message_ids: Sequence[uuid.UUID] = (),
-    ) -> bool:
+    ) -> Memory | None:
         """The memory was said again: refresh `last_confirmed_at`, add the messages that
         repeated it to `source_message_ids` (up to `SOURCE_MESSAGES_MAX`) and record an
         `update` event (reason `reconfirmed`); with `promote`, a proposed memory becomes
-        confirmed (its confidence raised to `confidence` if that is higher). False when it is
-        not a live memory of `owner`."""
+        confirmed (its confidence raised to `confidence` if that is higher, what it waited for
+        out of its metadata: `proposals.reviewed`; the caller supersedes what it replaces,
+        `supersede_confirmed`). The memory as updated, or None when it is not a live memory of
+        `owner`."""
         self._recorder.authorize(owner)
         memory = await self._repository.get(owner, memory_id, for_update=True)
         if memory is None or memory.lifecycle == "superseded":
-            return False
-        await self._reconfirmed(
+            return None
+        return await self._reconfirmed(
             memory, promote=promote, confidence=confidence, source_message_ids=source_message_ids
         )
-        return True
+
+    async def supersede_confirmed(
+        self, owner: Owner, confirmed: Memory, replaced: Sequence[uuid.UUID]
+    ) -> int:
+        """Supersede what a fact `reconfirm` confirmed replaces, as a reviewer's confirmation
+        does (`MemoryRecorder.supersede_confirmed`); how many it superseded."""
+        return await self._recorder.supersede_confirmed(owner, confirmed, replaced)
 
     async def _reconfirmed(
         self,
@@ -208,9 +217,15 @@ class DerivedMemoryWriter:
                 needs_review=False,
                 confidence=max(memory.confidence, confidence),
             )
+            metadata = reviewed(memory.metadata_)
+            if metadata != (memory.metadata_ or {}):
+                values["metadata_"] = metadata
         updated = await self._repository.update(memory, values)
+        # By the API's field names: the attribute `metadata_` is the field `metadata`.
         changes = {
-            key: jsonable(value) for key, value in values.items() if key != "source_message_ids"
+            "metadata" if key == "metadata_" else key: jsonable(value)
+            for key, value in values.items()
+            if key != "source_message_ids"
         }
         changes["reason"] = "reconfirmed"
         if added:

@@ -341,6 +341,56 @@ async def test_a_flagged_fact_said_again_waits_for_the_user(
     assert current["id"] == metric["id"]
 
 
+async def test_a_proposed_fact_confirmed_by_a_confident_repeat_replaces_what_it_names(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # Proposed for its low confidence alone, naming the home it would replace: said again
+    # with confidence, it is confirmed and replaces that home, as a reviewer's confirmation
+    # would.
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            ("live in Lisbon", [fact("User lives in Lisbon.", subject="home_city")]),
+            (
+                "moving to Porto",
+                [
+                    fact(
+                        "User lives in Porto.",
+                        subject="home_city",
+                        confidence=0.75,
+                        supersedes=["Lisbon"],
+                    )
+                ],
+            ),
+            ("live in Porto", [fact("User lives in Porto.", subject="home_city")]),
+        ]
+    )
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I live in Lisbon.")
+    await wait_for_passes(llm_client, headers, 1)
+    await say(llm_client, headers, thread_id, "We might be moving to Porto soon.")
+    await wait_for_passes(llm_client, headers, 2)
+    [lisbon] = await memories(llm_client, headers, kind="semantic", lifecycle="confirmed")
+    [proposed] = await memories(llm_client, headers, kind="semantic", lifecycle="proposed")
+    assert proposed["metadata"]["proposed_supersedes"] == [lisbon["id"]]
+    said, _ = await say(llm_client, headers, thread_id, "Done: I live in Porto now.")
+    [latest, *_] = await wait_for_passes(llm_client, headers, 3)
+
+    porto = await get(llm_client, headers, proposed["id"])
+    assert (porto["lifecycle"], porto["needs_review"]) == ("confirmed", False)
+    assert "proposed_supersedes" not in porto["metadata"]
+    replaced = await get(llm_client, headers, lisbon["id"])
+    assert (replaced["lifecycle"], replaced["superseded_by"]) == ("superseded", porto["id"])
+    # As a reviewer's confirmation: invalid from the newest message the fact was taken from.
+    assert datetime.fromisoformat(replaced["invalid_at"]) == datetime.fromisoformat(
+        said["created_at"]
+    )
+    [*_, supersede] = await history(llm_client, headers, lisbon["id"])
+    assert (supersede["action"], supersede["changes"]["reason"]) == ("supersede", "confirmed")
+    assert (latest["reconfirmed"], latest["superseded"]) == (1, 1)
+    assert [m["id"] for m in await memories(llm_client, headers, kind="semantic")] == [porto["id"]]
+
+
 async def test_a_repeated_fact_is_reconfirmed_visibly(
     llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
 ) -> None:

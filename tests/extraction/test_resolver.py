@@ -640,6 +640,80 @@ def test_a_confident_repeat_in_a_later_message_confirms_a_fact_the_pass_proposed
     assert result.dropped == [Dropped("duplicate_in_pass", 1), Dropped("duplicate_in_pass", 2)]
 
 
+def test_a_confident_repeat_confirming_a_proposed_fact_replaces_what_it_names() -> None:
+    lisbon = fact("User lives in Lisbon.", "context", subject="home_city")
+    porto = replace(
+        fact("User lives in Porto.", "context", subject="home_city", lifecycle="proposed"),
+        proposed_supersedes=(lisbon.id,),
+    )
+    repeat = candidate("User lives in Porto.", category="context", subject="home_city")
+    stored = resolve([repeat], [], known(lisbon, porto), RULES)
+    assert stored.reconfirmations == [
+        Reconfirmation(
+            porto.id, 0, promote=True, confidence=0.95, cosine=None, supersedes=(lisbon.id,)
+        )
+    ]
+    assert stored.new_facts == []
+    # Within one pass: proposed for its low confidence, confirmed by a later message.
+    in_one_pass = resolve(
+        [
+            replace(repeat, confidence=0.75, supersedes=(lisbon.id,), said_at=1),
+            replace(repeat, index=1, said_at=3),
+        ],
+        [],
+        known(lisbon),
+        RULES,
+    )
+    [new] = in_one_pass.new_facts
+    assert (new.lifecycle, new.proposed_supersedes) == ("confirmed", ())
+    assert new.supersedes == (Supersession(lisbon.id, "confirmed"),)
+
+
+def test_a_confident_repeat_leaves_a_deliberate_fact_to_the_user_on_weak_evidence() -> None:
+    # The proposal named the deliberate fact: the model's word alone, said again with
+    # confidence, is still no strong evidence against it.
+    metric = replace(fact("User prefers metric units."), deliberate=True)
+    dark = replace(
+        fact("User prefers dark mode.", lifecycle="proposed"), proposed_supersedes=(metric.id,)
+    )
+    repeat = candidate("User prefers dark mode.")
+    stored = resolve([repeat], [], known(metric, dark, cosine={(0, metric.id): 0.3}), RULES)
+    [again] = stored.reconfirmations
+    assert (again.fact_id, again.promote, again.supersedes) == (dark.id, False, ())
+    assert stored.flagged == [metric.id]
+    in_one_pass = resolve(
+        [
+            replace(repeat, confidence=0.75, supersedes=(metric.id,), said_at=1),
+            replace(repeat, index=1, said_at=3),
+        ],
+        [],
+        known(metric, cosine={(0, metric.id): 0.3, (1, metric.id): 0.3}),
+        RULES,
+    )
+    [new] = in_one_pass.new_facts
+    assert (new.lifecycle, new.supersedes, new.proposed_supersedes) == (
+        "proposed",
+        (),
+        (metric.id,),
+    )
+    assert in_one_pass.flagged == [metric.id]
+    # Its own subject key is strong evidence: confirmed, and the deliberate fact replaced.
+    labelled = replace(metric, subject="units")
+    light = replace(
+        fact("User prefers imperial units.", subject="units", lifecycle="proposed"),
+        proposed_supersedes=(metric.id,),
+    )
+    same_subject = resolve(
+        [candidate("User prefers imperial units.", subject="units")],
+        [],
+        known(labelled, light),
+        RULES,
+    )
+    [confirmed] = same_subject.reconfirmations
+    assert (confirmed.promote, confirmed.supersedes) == (True, (metric.id,))
+    assert same_subject.flagged == []
+
+
 def test_episodes_follow_the_api_text_rules() -> None:
     assert resolve_episode(None) == (None, None)
     assert resolve_episode("  ") == (None, None)
