@@ -10,7 +10,9 @@ through `DerivedMemoryWriter` (history events included) and record the pass. The
 outside any transaction. The model reads the messages as every prompt replays them
 (`MessageReplay`: detected secrets masked unless configured not to), and so does the search
 for the facts shown beside them; the evidence it quotes is found in the messages as it read
-them, and evidence no human message holds is not stored (it would read as the user's words).
+them (typography, case and whitespace aside: `QuotedMessages`) and stored in the user's own
+characters, and evidence no human message holds is not stored (it would read as the user's
+words).
 A model failure (down, timeout, malformed or schema-violating reply)
 raises before anything is written, so the job is retried with backoff and the cursor stays
 where it was: the next pass reads the same messages again.
@@ -81,10 +83,11 @@ from service.extraction.resolver import (
 )
 from service.extraction.triggers import TriggerRules, decide, windows
 from service.extraction.turns import TurnStorage
+from service.kit.quoting import fold, quoted_span
 from service.kit.types import visible_text
 from service.memories.dependencies import write_path_memory_search
 from service.memories.embedding import EmbeddingBackfill, embed_or_none
-from service.memories.models import Memory, normalise_text
+from service.memories.models import Memory
 from service.memories.proposals import PROPOSED_SUPERSEDES, REVIEW_REASON, named_replacements
 from service.memories.repository import CategoryRelevance
 from service.memories.schemas import MEMORY_TEXT_MAX, MemoryCreate, MemoryWritten, SearchRequest
@@ -537,15 +540,13 @@ class ExtractionPass:
         applied = _Applied()
         sent_at = {m.id: m.created_at for m in window}
         # Evidence quotes the messages as the model read them.
-        said = [self._replay.message(m) for m in window]
+        said = QuotedMessages([self._replay.message(m) for m in window])
         # Re-confirmations first: a fact repeated in one message and replaced in a later one
         # is re-confirmed while it is still live, then superseded.
         by_index = {c.index: c for c in candidates}
         for reconfirmation in resolution.reconfirmations:
             fact = known.facts[reconfirmation.fact_id]
-            said_again = evidence_message_ids(
-                by_index[reconfirmation.candidate_index].evidence, said
-            )
+            said_again = said.source_ids(by_index[reconfirmation.candidate_index].evidence)
             reconfirmed = await unit.memories.reconfirm(
                 _owner_of(fact),
                 fact.id,
@@ -588,10 +589,10 @@ class ExtractionPass:
                     targets.append((owner, written[earlier.candidate_index].id, earlier.reason))
                 else:
                     targets.extend(unreplaced.pop(earlier.candidate_index, []))
-            source_ids = evidence_message_ids(candidate.evidence, said)
+            source_ids = said.source_ids(candidate.evidence)
             # Stored evidence reads as the user's words: a quote the model made up (found in no
             # human message of the window) is not kept, the fact is.
-            evidence = candidate.evidence if quoting_messages(candidate.evidence, said) else None
+            evidence = said.stored_evidence(candidate.evidence)
             memory = await _record_unless_refused(
                 unit,
                 partial(
@@ -749,25 +750,39 @@ async def _record_unless_refused(
     return written
 
 
-def evidence_message_ids(evidence: str, window: Sequence[ReplayedMessage]) -> list[uuid.UUID]:
-    """The ids of the messages holding the evidence (`evidence_messages`)."""
-    return [m.id for m in evidence_messages(evidence, window)]
+class QuotedMessages:
+    """The human messages of a window as the model read them, each folded once
+    (`service.kit.quoting`), to find the ones a fact's evidence quotes."""
 
+    def __init__(self, window: Sequence[ReplayedMessage]) -> None:
+        self._humans = [m for m in window if m.role == HUMAN_ROLE]
+        self._folded = [fold(m.content) for m in self._humans]
 
-def evidence_messages(evidence: str, window: Sequence[ReplayedMessage]) -> list[ReplayedMessage]:
-    """The human messages of the window that quote the evidence (`quoting_messages`); all of
-    the window's human messages when none does."""
-    humans = [m for m in window if m.role == HUMAN_ROLE]
-    return (quoting_messages(evidence, window) or humans)[:SOURCE_IDS_MAX]
+    def quoting(self, evidence: str) -> list[ReplayedMessage]:
+        """The human messages that contain the evidence quote, typography, case and whitespace
+        aside (`fold`); none for evidence that is no quote of the user's."""
+        quote = fold(evidence)
+        if not quote:
+            return []
+        return [m for m, folded in zip(self._humans, self._folded, strict=True) if quote in folded]
 
+    def sources(self, evidence: str) -> list[ReplayedMessage]:
+        """The messages a fact with this evidence is taken from: the human messages quoting it,
+        all of the window's human messages when none does."""
+        return (self.quoting(evidence) or self._humans)[:SOURCE_IDS_MAX]
 
-def quoting_messages(evidence: str, window: Sequence[ReplayedMessage]) -> list[ReplayedMessage]:
-    """The human messages of the window (as the model read them) that contain the evidence
-    quote (whitespace and case aside); none for evidence that is no quote of the user's."""
-    quote = normalise_text(evidence)
-    if not quote:
-        return []
-    return [m for m in window if m.role == HUMAN_ROLE and quote in normalise_text(m.content)]
+    def source_ids(self, evidence: str) -> list[uuid.UUID]:
+        return [m.id for m in self.sources(evidence)]
+
+    def stored_evidence(self, evidence: str) -> str | None:
+        """The evidence a fact keeps: the words of the newest human message quoting it, as the
+        user typed them (`quoted_span`: a model that writes a straight apostrophe for the
+        user's curly one quotes the user, and the user's own characters are kept); None when
+        no human message quotes it (a quote the model made up, or took from the assistant's
+        reply, would read as the user's words)."""
+        quoting = self.quoting(evidence)
+        span = quoted_span(fold(evidence), quoting[-1].content) if quoting else None
+        return (visible_text(span[:EVIDENCE_MAX]) or None) if span else None
 
 
 def cosines_between(vectors: Mapping[int, list[float] | None]) -> dict[tuple[int, int], float]:
@@ -806,6 +821,7 @@ def _candidates(
                 ids.append(memory_id)
         return ids
 
+    quoted = QuotedMessages(window)
     candidates: list[Candidate] = []
     for index, fact in enumerate(output.facts):
         # As a memory stores evidence (nothing visible is none at all).
@@ -820,7 +836,7 @@ def _candidates(
                 confidence=fact.confidence,
                 evidence=evidence,
                 supersedes=tuple(resolved(fact.supersedes)),
-                said_at=max((m.seq for m in evidence_messages(evidence, window)), default=0),
+                said_at=max((m.seq for m in quoted.sources(evidence)), default=0),
             )
         )
     return candidates, resolved(output.remove), unknown

@@ -578,13 +578,81 @@ async def test_evidence_no_message_of_the_window_holds_is_not_stored(
         "User drinks tea daily.",
         "User dislikes green tea.",
     }
-    # Found whitespace and case aside: kept as the model quoted it.
-    assert stored["User drinks tea daily."]["evidence"] == "EVERY\nmorning"
+    # Found whitespace and case aside: kept as the user typed it.
+    assert stored["User drinks tea daily."]["evidence"] == "every morning"
     # Made up, or the assistant's words: no evidence.
     assert stored["User likes oolong tea."]["evidence"] is None
     assert stored["User dislikes green tea."]["evidence"] is None
     for memory in stored.values():
         assert memory["source_message_ids"] == [said["id"]]
+
+
+async def test_evidence_is_found_whatever_its_typography_and_stored_as_the_user_typed_it(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # The model quotes in plain ASCII what the user typed with typographic quotes, dashes and
+    # compatibility characters: the quote is found, and the evidence kept is the user's text.
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            (
+                "Berlin",
+                [
+                    fact("User is based in Berlin.", subject="home_city", evidence="I'm based in"),
+                    fact(
+                        "User calls Berlin the best city.",
+                        subject="favourite_city",
+                        evidence='"the best city"',
+                    ),
+                ],
+            ),
+            (
+                "office",
+                [
+                    fact("User works nine to five.", subject="work_hours", evidence="work 9-5"),
+                    fact(
+                        "User works at the finance office.",
+                        subject="workplace",
+                        evidence="at the finance office",
+                    ),
+                ],
+            ),
+        ]
+    )
+    thread_id = await start_thread(llm_client, headers)
+    response = await llm_client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={
+            "messages": [
+                {
+                    "role": "user",
+                    "content": "I\u2019m based in Berlin \u2014 \u201cthe best city\u201d.",
+                },
+                {"role": "assistant", "content": "Noted."},
+                {"role": "user", "content": "I work \uff19\u2013\uff15 at the \ufb01nance office."},
+                {"role": "assistant", "content": "Noted."},
+            ]
+        },
+    )
+    assert response.status_code == 201, response.text
+    berlin, _, office, _ = response.json()["items"]
+    await wait_for_passes(llm_client, headers, 1)
+
+    stored = {m["text"]: m for m in await memories(llm_client, headers, kind="semantic")}
+    assert {text: m["evidence"] for text, m in stored.items()} == {
+        "User is based in Berlin.": "I\u2019m based in",
+        "User calls Berlin the best city.": "\u201cthe best city\u201d",
+        "User works nine to five.": "work \uff19\u2013\uff15",
+        "User works at the finance office.": "at the \ufb01nance office",
+    }
+    for text, said in [
+        ("User is based in Berlin.", berlin),
+        ("User calls Berlin the best city.", berlin),
+        ("User works nine to five.", office),
+        ("User works at the finance office.", office),
+    ]:
+        assert stored[text]["source_message_ids"] == [said["id"]]
 
 
 async def test_a_move_said_in_the_same_pass_supersedes_the_home_said_before_it(
