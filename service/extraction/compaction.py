@@ -5,9 +5,10 @@ The model sees the user's live facts oldest first under pass-local ids (`m1`, â€
 with consolidated facts, each naming the facts it replaces (`sources`). Deterministic rules
 decide what is written: a consolidated fact needs at least one source it may claim (each
 original is folded into one fact at most), passes the API's text rules, and is not its single
-source restated; it is `confirmed` only when all its sources are, and takes their lowest
-confidence. Facts the model leaves out stay as they are. The write re-reads the sources under
-the user's write lock and skips any consolidation whose sources changed during the model call.
+source restated; it is `confirmed` only when all its sources are, takes their lowest
+confidence, and happened when the latest of them did (their latest `event_at`). Facts the
+model leaves out stay as they are. The write re-reads the sources under the user's write lock
+and skips any consolidation whose sources changed during the model call.
 """
 
 from __future__ import annotations
@@ -248,6 +249,12 @@ class CompactionService:
         )
 
     def _item(self, consolidation: Consolidation, originals: Sequence[Memory]) -> MemoryCreate:
+        """The consolidated fact as it is written: its provenance is its originals' (their
+        thread when they share one, their messages), and it happened when the latest of them
+        did (the latest `event_at` among those that carry one; none when none does), as an
+        extracted fact happened when the newest message it quotes was said. Without it, a
+        search's date filters would count it as happening when the compaction ran, and the
+        date a question names would not find it."""
         assert self._chat_model is not None
         threads = {m.source_thread_id for m in originals}
         message_ids = list(dict.fromkeys(mid for m in originals for mid in m.source_message_ids))
@@ -260,6 +267,7 @@ class CompactionService:
             needs_review=not consolidation.confirmed,
             source_thread_id=threads.pop() if len(threads) == 1 else None,
             source_message_ids=message_ids[:SOURCE_IDS_MAX],
+            event_at=max((m.event_at for m in originals if m.event_at is not None), default=None),
             metadata={
                 "origin": "compaction",
                 "extractor_model": self._chat_model.model_name,

@@ -467,6 +467,53 @@ async def test_compaction_consolidates_facts_and_supersedes_the_originals(
         assert history.json()["items"][-1]["changes"]["reason"] == "compacted"
 
 
+async def test_a_consolidated_fact_happened_when_the_latest_of_its_facts_did(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    dated = {
+        "User likes tea.": "2026-03-01T09:00:00Z",
+        "User drinks green tea.": "2026-05-01T18:30:00Z",
+        "User runs.": "2026-02-01T07:00:00Z",
+        "User runs daily.": None,
+        "User has a cat.": None,
+        "User's cat is named Tom.": None,
+    }
+    for text, event_at in dated.items():
+        await remember(llm_client, headers, text=text, category="context", event_at=event_at)
+    consolidations = {
+        "User likes tea, green tea most.": ["User likes tea.", "User drinks green tea."],
+        "User runs every day.": ["User runs.", "User runs daily."],
+        "User has a cat named Tom.": ["User has a cat.", "User's cat is named Tom."],
+    }
+
+    def reply(request: RecordedRequest) -> Reply:
+        ids = {line["text"]: line["id"] for line in map(json.loads, request.user.splitlines())}
+        facts = [
+            {
+                "text": text,
+                "category": "context",
+                "subject": "",
+                "sources": [ids[source] for source in sources],
+            }
+            for text, sources in consolidations.items()
+        ]
+        return completion(json.dumps({"facts": facts}))
+
+    fresh_llm.reply = reply
+    response = await llm_client.post("/v1/users/me/memories/compact", headers=headers)
+    assert response.status_code == 200, response.text
+    written = {m["text"]: m["event_at"] for m in response.json()["written"]}
+    assert written == {
+        "User likes tea, green tea most.": "2026-05-01T18:30:00Z",
+        # Of the facts that carry a time: when the other happened is not known.
+        "User runs every day.": "2026-02-01T07:00:00Z",
+        "User has a cat named Tom.": None,
+    }
+    listed = {m["text"]: m["event_at"] for m in await memories(llm_client, headers)}
+    assert listed == written
+
+
 async def test_compaction_of_some_categories_reads_the_facts_of_those_categories(
     llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
 ) -> None:
