@@ -222,15 +222,15 @@ class MemoryRecorder:
         invalid_at: datetime | None = None,
     ) -> bool:
         """Mark a live memory superseded (by `by`, or by nothing when it was removed): it stops
-        being true at `invalid_at` (the world's time of the change; now when not given), stays
-        readable, and the history records why. False when it is not a live memory of `owner`.
-        Never deletes."""
+        being true at `invalid_at` (the world's time of the change; now when not given), never
+        before it began (`invalid_from`), stays readable, and the history records why. False
+        when it is not a live memory of `owner`. Never deletes."""
         self.authorize(owner)
         memory = await self.repository.get(owner, memory_id, for_update=True)
         if memory is None or memory.lifecycle == "superseded":
             return False
         old_text = memory.text
-        invalid_at = invalid_at or datetime.now(UTC)
+        invalid_at = invalid_from(memory, invalid_at or datetime.now(UTC))
         updated = await self.repository.update(
             memory,
             {
@@ -396,6 +396,16 @@ class MemoryRecorder:
             [self.event(m, "delete", old_text=m.text, new_text=None, at=at) for m in memories]
         )
         await self.repository.delete_many([m.id for m in memories])
+
+
+def invalid_from(memory: Memory, changed_at: datetime) -> datetime:
+    """When `memory` stops being true, for a change at `changed_at`: then, but never before
+    the memory itself began — its `event_at` (when it happened or became true), else when it
+    was recorded (`created_at`; the `happened_at` a search's date filters read). A change
+    said before the fact was recorded or began (a conversation the write path reads late,
+    replacing a fact the user set through the API since) ends it where it starts, not
+    before: an interval that ends before it starts holds no time at all."""
+    return max(changed_at, memory.event_at or memory.created_at)
 
 
 def refuse_secrets(value: Any, location: list[str | int]) -> None:

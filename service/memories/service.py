@@ -28,6 +28,7 @@ from service.memories.recording import (
     MemoryRecorder,
     OwnedCreate,
     in_batch,
+    invalid_from,
     jsonable,
     refuse_secrets,
     written,
@@ -276,7 +277,7 @@ class MemoryService:
         lifecycle = values.get("lifecycle", memory.lifecycle)
         supersedes = lifecycle == "superseded" and memory.lifecycle != "superseded"
         if supersedes:
-            values["invalid_at"] = datetime.now(UTC)
+            values["invalid_at"] = invalid_from(memory, datetime.now(UTC))
         elif lifecycle != "superseded" and memory.lifecycle == "superseded":
             # Restored: true again, and replaced by nothing.
             values.update(invalid_at=None, superseded_by=None)

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from service.auth.owner import Owner
 from service.memories.models import Memory
-from service.memories.recording import MemoryRecorder
+from service.memories.recording import MemoryRecorder, invalid_from
 
 PROCEDURE_SLOTS = ("style", "workflow", "safety", "task_policies")
 
@@ -101,11 +101,14 @@ class SlotHolders:
         return await self.supersede(others, slot, by=holder, new_text=holder.text)
 
     async def retire(self, memories: list[Memory]) -> None:
-        """Mark these live memories superseded, true no longer from now: before a memory of
-        the same words takes their place (one live memory says each text)."""
+        """Mark these live memories superseded, true no longer from now (never before they
+        began, `invalid_from`): before a memory of the same words takes their place (one live
+        memory says each text)."""
         now = datetime.now(UTC)
         for memory in memories:
-            await self._repository.update(memory, {"lifecycle": "superseded", "invalid_at": now})
+            await self._repository.update(
+                memory, {"lifecycle": "superseded", "invalid_at": invalid_from(memory, now)}
+            )
 
     async def supersede(
         self, memories: list[Memory], slot: str, *, by: Memory | None, new_text: str | None
@@ -119,7 +122,10 @@ class SlotHolders:
         written: list[Memory] = []
         for memory in memories:
             if memory.lifecycle != "superseded":
-                values: dict[str, Any] = {"lifecycle": "superseded", "invalid_at": now}
+                values: dict[str, Any] = {
+                    "lifecycle": "superseded",
+                    "invalid_at": invalid_from(memory, now),
+                }
                 if by is not None:
                     values["superseded_by"] = by.id
                 memory = await self._repository.update(memory, values)

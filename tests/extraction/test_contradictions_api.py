@@ -6,7 +6,7 @@ re-confirmation visible."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -389,6 +389,71 @@ async def test_a_proposed_fact_confirmed_by_a_confident_repeat_replaces_what_it_
     assert (supersede["action"], supersede["changes"]["reason"]) == ("supersede", "confirmed")
     assert (latest["reconfirmed"], latest["superseded"]) == (1, 1)
     assert [m["id"] for m in await memories(llm_client, headers, kind="semantic")] == [porto["id"]]
+
+
+async def test_a_fact_set_after_the_message_that_replaces_it_is_not_invalid_before_it_was_set(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # The pass over "I moved to Porto." waits for the model while the user sets their home
+    # through the API. The new home replaces it by its subject, but a fact without an event
+    # time began when it was recorded: it stops being true then at the earliest, not at the
+    # older message (an interval that would end before it starts).
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [("Porto", [fact("User lives in Porto.", subject="home_city")])]
+    )
+    fresh_llm.omit_supersedes = True
+    fresh_llm.hold_back()
+    thread_id = await start_thread(llm_client, headers)
+    moved, _ = await say(llm_client, headers, thread_id, "I moved to Porto.")
+    lisbon = await remember(
+        llm_client,
+        headers,
+        kind="semantic",
+        text="User lives in Lisbon.",
+        category="context",
+        metadata={"subject": "home_city"},
+    )
+    fresh_llm.release()
+    [finished] = await wait_for_passes(llm_client, headers, 1)
+
+    [porto] = await memories(llm_client, headers, kind="semantic")
+    replaced = await get(llm_client, headers, lisbon["id"])
+    assert (replaced["lifecycle"], replaced["superseded_by"]) == ("superseded", porto["id"])
+    set_at = datetime.fromisoformat(lisbon["created_at"])
+    assert datetime.fromisoformat(moved["created_at"]) < set_at
+    assert datetime.fromisoformat(replaced["invalid_at"]) == set_at
+    [*_, supersede] = await history(llm_client, headers, lisbon["id"])
+    assert datetime.fromisoformat(supersede["changes"]["invalid_at"]) == set_at
+    assert finished["superseded"] == 1
+
+
+async def test_a_fact_that_became_true_after_the_message_replacing_it_ends_when_it_began(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # A fact's own start is its event time when it has one (when it became true).
+    headers = bearer(settings, tenant, "alex")
+    starts = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    acme = await remember(
+        llm_client,
+        headers,
+        kind="semantic",
+        text="User works at Acme.",
+        category="context",
+        event_at=starts.isoformat(),
+        metadata={"subject": "employer"},
+    )
+    fresh_llm.reply = ScriptedExtraction(
+        [("Initech", [fact("User works at Initech.", subject="employer")])]
+    )
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    await say(llm_client, headers, thread_id, "I work at Initech.")
+    await wait_for_passes(llm_client, headers, 1)
+
+    replaced = await get(llm_client, headers, acme["id"])
+    assert replaced["lifecycle"] == "superseded"
+    assert datetime.fromisoformat(replaced["invalid_at"]) == starts
 
 
 async def test_a_repeated_fact_is_reconfirmed_visibly(

@@ -5,6 +5,7 @@ history event)."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from httpx import AsyncClient, Response
@@ -55,6 +56,19 @@ async def test_invalid_at_is_set_when_a_memory_is_superseded_and_cleared_when_re
         ("supersede", {"lifecycle": "superseded", "invalid_at": first["invalid_at"]}),
         ("update", {"lifecycle": "confirmed", "invalid_at": None, "superseded_by": None}),
     ]
+
+
+async def test_a_memory_retired_before_it_began_ends_where_it_begins(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    # It became true tomorrow (its `event_at`): retired now, it stops being true no earlier.
+    headers = bearer(settings, tenant, "ada")
+    starts = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    memory = await remember(
+        client, headers, text="Ada starts at Acme.", event_at=starts.isoformat()
+    )
+    retired = (await patch(client, headers, memory["id"], lifecycle="superseded")).json()
+    assert datetime.fromisoformat(retired["invalid_at"]) == starts
 
 
 async def test_a_change_to_the_stored_values_writes_nothing(

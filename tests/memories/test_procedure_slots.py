@@ -120,6 +120,26 @@ async def test_a_posted_procedural_memory_takes_its_slot(
     assert (await shown(client, headers, "style") or {})["memory_id"] == posted["id"]
 
 
+async def test_a_slots_memory_superseded_before_it_began_ends_where_it_begins(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "kim")
+    starts = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    planned = await remember(
+        client,
+        headers,
+        kind="procedural",
+        category="style",
+        text="Be brief from tomorrow.",
+        event_at=starts.isoformat(),
+    )
+    holder = (await set_slot(client, headers, style="Answer in detail."))["style"]
+
+    await superseded_by(client, headers, planned["id"], holder["memory_id"], "style")
+    memory = (await client.get(f"/v1/users/me/memories/{planned['id']}", headers=headers)).json()
+    assert datetime.fromisoformat(memory["invalid_at"]) == starts
+
+
 async def test_batch_items_take_their_slots_in_order(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
