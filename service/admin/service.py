@@ -65,7 +65,7 @@ from service.extraction.repository import (
 )
 from service.kit.pagination import (
     Page,
-    decode_cursor,
+    decode_identifier_cursor,
     decode_newest_first_cursor,
     encode_cursor,
     newest_first_cursor,
@@ -161,9 +161,8 @@ class AdminService:
         active_after: datetime | None,
         active_before: datetime | None,
     ) -> Page[UserOverview]:
-        after_id = None if cursor is None else decode_cursor(cursor, shape=(str,))[0]
         rows = await self._repository.users(
-            after_id=after_id,
+            after_id=decode_identifier_cursor(cursor),
             active_after=active_after,
             active_before=active_before,
             limit=limit + 1,

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, Field
 
 from service.errors import ValidationFailed
-from service.kit.types import INT64_MAX, parse_timestamp
+from service.kit.types import INT64_MAX, is_storable_text, is_valid_identifier, parse_timestamp
 
 ItemT = TypeVar("ItemT")
 
@@ -35,7 +35,8 @@ def encode_cursor(values: list[Any]) -> str:
 
 def decode_cursor(cursor: str, *, shape: tuple[type, ...]) -> list[Any]:
     """The values of a cursor this API issued: a JSON list whose values have exactly the
-    types of `shape` (a client may send any bytes: anything else is 422, never a crash)."""
+    types of `shape`, its text free of NUL and lone surrogates (a client may send any bytes:
+    anything else is 422, never a crash)."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         values = json.loads(base64.urlsafe_b64decode(padded.encode()))
@@ -46,6 +47,10 @@ def decode_cursor(cursor: str, *, shape: tuple[type, ...]) -> list[Any]:
         or len(values) != len(shape)
         # `type(...) is`: a JSON `true` is no position (bool is an int in Python).
         or any(type(value) is not kind for value, kind in zip(values, shape, strict=True))
+        # Every text an issued cursor holds was read from a Postgres column, which holds
+        # neither; one that does was forged, and would reach the database as a query
+        # argument it cannot encode (or, in a time, be cut short by the parser at the NUL).
+        or any(isinstance(value, str) and not is_storable_text(value) for value in values)
     ):
         raise _bad_cursor()
     return values
@@ -61,6 +66,17 @@ def decode_newest_first_cursor(cursor: str | None) -> tuple[datetime, uuid.UUID]
         return parse_timestamp(created_at), uuid.UUID(row_id)
     except (TypeError, ValueError) as exc:
         raise _bad_cursor() from exc
+
+
+def decode_identifier_cursor(cursor: str | None) -> str | None:
+    """The id an id-ordered listing's cursor (`[id]`, a tenant's or user's id) points after,
+    or None."""
+    if cursor is None:
+        return None
+    identifier: str = decode_cursor(cursor, shape=(str,))[0]
+    if not is_valid_identifier(identifier):
+        raise _bad_cursor()
+    return identifier
 
 
 def decode_position_cursor(cursor: str | None) -> int | None:

@@ -90,6 +90,9 @@ def parse_timestamp(value: object) -> datetime:
     seconds since the Unix epoch)."""
     if not isinstance(value, str):
         raise ValueError("a time is ISO 8601 text with a UTC offset")
+    if "\x00" in value:
+        # fromisoformat reads `…+00:00\x00` as `…+00:00`: the text is not the time it reads as.
+        raise ValueError("a time holds no NUL (\\u0000) characters")
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:

@@ -27,7 +27,7 @@ from service.config import Settings, get_settings
 from service.db import create_sessionmaker, tenant_transaction
 from service.jobs import JobRegistry, enqueue_thread_summary
 from service.jobs.sweep import enqueue_write_path_sweep
-from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from service.kit.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, encode_cursor
 from service.main import JOB_REGISTRARS
 from tests.admin.conftest import rows_of, seed_user, tenant_rows
 from tests.conftest import bearer, new_tenant
@@ -165,6 +165,35 @@ async def test_list_users_pages_through_the_tenants_users_with_the_apis_counts(
     assert await mneme("admin", "list-users", "--tenant", tenant) == 0
     rows = capsys.readouterr().out.splitlines()
     assert rows[0].startswith("ada\tmemories 1 semantic, 1 episodic, 0 procedural\tthreads 2")
+
+
+@pytest.mark.parametrize(
+    ("command", "cursor"),
+    [
+        ("list-users", encode_cursor(["a\x00"])),
+        ("list-users", encode_cursor(["\ud800"])),
+        ("audit", encode_cursor(["2026-12-07T23:10:29+00:00\x00", str(uuid.UUID(int=1))])),
+        ("audit", "not a cursor"),
+    ],
+)
+async def test_a_forged_cursor_is_one_line_naming_the_problem_and_exits_1(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    cursor: str,
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    capsys.readouterr()
+    assert await mneme("admin", command, "--tenant", tenant, "--cursor", cursor) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines() == [
+        f"mneme admin {command}: VALIDATION_FAILED: The cursor is not one this API issued."
+    ]
 
 
 def test_the_commands_page_as_the_api_does() -> None:

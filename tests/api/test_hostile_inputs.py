@@ -12,11 +12,16 @@ import base64
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
 from httpx import AsyncClient
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from service.kit.pagination import encode_cursor
+from tests.admin.conftest import tenant_rows
 from tests.conftest import assert_problem, bearer
+from tests.fixtures.apps import api_routes
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -243,6 +248,27 @@ async def test_a_json_number_is_not_a_time(
     assert await _memory_count(client, headers) == 0
 
 
+def _query_parameters(dependant: Dependant) -> set[str]:
+    """The names of the query parameters a route reads, through its dependencies."""
+    names = {param.alias for param in dependant.query_params}
+    for child in dependant.dependencies:
+        names |= _query_parameters(child)
+    return names
+
+
+def cursor_listings(app: FastAPI) -> list[str]:
+    """The path of every route that reads a `cursor`: each one pages a listing."""
+    return sorted(
+        route.path
+        for route in api_routes(app.routes)
+        if "GET" in (route.methods or ()) and "cursor" in _query_parameters(route.dependant)
+    )
+
+
+_TIME = "2026-12-07T23:10:29.096785+00:00"
+_ID = "b694d553-9a8d-4fe0-a35e-6d94d2125dd0"
+
+
 @pytest.mark.parametrize(
     "cursor",
     [
@@ -252,37 +278,57 @@ async def test_a_json_number_is_not_a_time(
         # A time, and an id of another type than a string: each was a 500.
         encode_cursor(["2026-01-01T00:00:00Z", 123]),
         encode_cursor(["2026-01-01T00:00:00Z", []]),
+        # Text Postgres cannot hold, in an id or a time: a 500 (the driver or the database
+        # refused the query argument), or a time read as the text before its NUL.
+        encode_cursor(["ada\x00"]),
+        encode_cursor(["\ud800"]),
+        encode_cursor([_TIME + "\x00", _ID]),
+        encode_cursor(["\ud800", _ID]),
+        encode_cursor([_TIME, _ID + "\x00"]),
+        encode_cursor([_TIME, "\ud800"]),
+        # Not what a cursor holds: a time that is none, an id no user or tenant can have.
+        encode_cursor(["2026-13-01T00:00:00Z", _ID]),
+        encode_cursor(["last week", _ID]),
+        encode_cursor(["a/b"]),
+        encode_cursor([""]),
+        # Positions beyond bigint, before the first, or of another type.
+        encode_cursor([2**63]),
+        encode_cursor([-1]),
+        encode_cursor(["the seventh"]),
+        encode_cursor([None]),
         # Nested past the JSON parser's recursion limit.
         base64.urlsafe_b64encode(b"[" * 1500 + b"]" * 1500).decode().rstrip("="),
     ],
 )
-async def test_forged_listing_cursors_are_refused(
-    client: AsyncClient, settings: Settings, tenant: str, cursor: str
+async def test_forged_cursors_are_refused_on_every_listing_and_change_nothing(
+    app: FastAPI,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    cursor: str,
 ) -> None:
     headers = bearer(settings, tenant, "root", admin=True)
-    for url in (
-        "/v1/users/me/memories",
-        "/v1/users/me/threads",
+    thread = await client.post("/v1/users/me/threads", json={}, headers=headers)
+    assert thread.status_code == 201, thread.text
+    listings = cursor_listings(app)
+    # The walk finds the listings it is known to have (and any added since).
+    assert {
         "/v1/admin/api-keys",
-        "/v1/org/memories",
+        "/v1/admin/audit",
         "/v1/admin/users",
-    ):
+        "/v1/org/memories",
+        "/v1/users/{user_id}/memories",
+        "/v1/users/{user_id}/threads",
+        "/v1/users/{user_id}/threads/{thread_id}/messages",
+    } <= set(listings)
+    before = await tenant_rows(owner_engine, tenant)
+    for path in listings:
+        url = path.format(user_id="me", thread_id=thread.json()["id"])
         response = await client.get(url, params={"cursor": cursor}, headers=headers)
-        assert_problem(response, 422, "VALIDATION_FAILED")
-
-
-@pytest.mark.parametrize("position", [2**63, -1, "seven", None])
-async def test_forged_message_cursors_are_refused(
-    client: AsyncClient, settings: Settings, tenant: str, position: Any
-) -> None:
-    headers = bearer(settings, tenant, "ada")
-    thread = (await client.post("/v1/users/me/threads", json={}, headers=headers)).json()
-    response = await client.get(
-        f"/v1/users/me/threads/{thread['id']}/messages",
-        params={"cursor": encode_cursor([position])},
-        headers=headers,
-    )
-    assert_problem(response, 422, "VALIDATION_FAILED")
+        problem = assert_problem(response, 422, "VALIDATION_FAILED")
+        assert [error["loc"] for error in problem["errors"]] == [["query", "cursor"]], url
+    assert await tenant_rows(owner_engine, tenant) == before
 
 
 async def test_api_key_with_nul_in_its_tenant_is_a_401(client: AsyncClient) -> None:

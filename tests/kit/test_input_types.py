@@ -120,6 +120,13 @@ def test_a_timestamp_on_an_import_line_is_text(raw: Any) -> None:
         parse_timestamp(raw)
 
 
+@pytest.mark.parametrize("raw", ["2026-12-07T23:10:29.096785+00:00\x00", "2026-01-01T00:00Z\x00"])
+def test_a_time_followed_by_nul_is_not_that_time(raw: str) -> None:
+    # Python's parser stops at the NUL and would read the text before it.
+    with pytest.raises(ValueError, match="NUL"):
+        parse_timestamp(raw)
+
+
 @DB_EXAMPLES
 @given(moments.filter(_in_range))
 async def test_every_accepted_timestamp_reads_back_from_postgres_as_the_same_instant(
