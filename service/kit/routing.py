@@ -8,11 +8,26 @@ was a 405. And a 405 carries an `Allow` header listing the methods the target re
 (§ 15.5.6): the router answers it from the first route whose path matched, and a path served by
 several routes (GET, POST and DELETE of `…/memories`, each its own route) named only one of
 them.
+
+A query parameter the route reads one value of is given at most once: of `?confirm=a&confirm=b`
+FastAPI keeps the last value and drops the other, so which one the client meant is unknown,
+and the order of the two would settle what a destructive call does (a tenant purge's
+`confirm`, a bulk delete's `dry_run`). Such a request is a 422 naming the parameter, before
+anything else of the route runs. A parameter annotated as a sequence (`list[...]`, such as a
+listing's `kind`) is read whole by FastAPI and may be repeated; the route's own dependencies
+tell which is which, by the rule FastAPI reads them with.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
+from fastapi._compat import field_annotation_is_sequence
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from starlette.datastructures import QueryParams
 from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
@@ -25,10 +40,51 @@ def _head_as_get(scope: Scope) -> Scope:
     return {**scope, "method": "GET"}
 
 
+def single_valued_query_parameters(dependant: Dependant) -> frozenset[str]:
+    """The query parameters of which a route (its dependencies included) reads one value:
+    FastAPI reads every value of a parameter annotated as a sequence, and the last value of
+    any other."""
+    names: set[str] = set()
+    pending = [dependant]
+    while pending:
+        current = pending.pop()
+        pending.extend(current.dependencies)
+        names.update(
+            param.alias
+            for param in current.query_params
+            if not field_annotation_is_sequence(param.field_info.annotation)
+        )
+    return frozenset(names)
+
+
+def _refuse_repeated(scope: Scope, single_valued: frozenset[str]) -> None:
+    """Raise the framework's validation error for each single-valued parameter given twice."""
+    query = scope.get("query_string", b"")
+    if not query:
+        return
+    given = Counter(name for name, _ in QueryParams(query).multi_items())
+    errors: list[dict[str, Any]] = [
+        {
+            "loc": ("query", name),
+            "msg": f"The parameter takes one value; it is given {count} times.",
+            "type": "repeated_parameter",
+        }
+        for name, count in given.items()
+        if count > 1 and name in single_valued
+    ]
+    if errors:
+        raise RequestValidationError(errors)
+
+
 class ApiRoute(APIRoute):
-    """A FastAPI route that also answers HEAD where it answers GET, by running its GET. HEAD is
-    not added to its `methods`: the OpenAPI document lists one operation per declared method,
-    and a HEAD twin of every GET would repeat each operation id."""
+    """A FastAPI route that also answers HEAD where it answers GET, by running its GET, and
+    refuses a single-valued query parameter given more than once. HEAD is not added to its
+    `methods`: the OpenAPI document lists one operation per declared method, and a HEAD twin
+    of every GET would repeat each operation id."""
+
+    def __init__(self, path: str, endpoint: Any, **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        self.single_valued_query = single_valued_query_parameters(self.dependant)
 
     def _serves_head(self, scope: Scope) -> bool:
         return (
@@ -39,6 +95,8 @@ class ApiRoute(APIRoute):
         return super().matches(_head_as_get(scope) if self._serves_head(scope) else scope)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.single_valued_query:
+            _refuse_repeated(scope, self.single_valued_query)
         await super().handle(
             _head_as_get(scope) if self._serves_head(scope) else scope, receive, send
         )
