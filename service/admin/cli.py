@@ -169,11 +169,11 @@ def _identifier(max_length: int, what: str) -> Callable[[str], str]:
     """An argument type: an id the API could address (else a usage error)."""
 
     def check(value: str) -> str:
-        from service.kit.types import is_valid_identifier
+        from service.kit.types import identifier_rule, is_valid_identifier
 
         if not is_valid_identifier(value, max_length):
             raise argparse.ArgumentTypeError(
-                f"{value!r} is not {what} (1-{max_length} printable characters without '/')"
+                f"{value!r} is not {what} ({identifier_rule(max_length)})"
             )
         return value
 
@@ -183,12 +183,10 @@ def _identifier(max_length: int, what: str) -> Callable[[str], str]:
 def _user_id(value: str) -> str:
     """An argument type: an id a user may have (else a usage error). Not `me`, which the API
     reads as the caller: a user of that id could not be addressed by any credential."""
-    from service.kit.types import is_valid_user_id
+    from service.kit.types import is_valid_user_id, user_id_rule
 
     if not is_valid_user_id(value):
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a user id (1-256 printable characters without '/', not 'me')"
-        )
+        raise argparse.ArgumentTypeError(f"{value!r} is not a user id ({user_id_rule()})")
     return value
 
 

@@ -170,11 +170,22 @@ Position = Annotated[JsonInt, Field(ge=0, le=INT64_MAX)]
 # separators that would break a path, bounded. Matched with `fullmatch`: `$` would also
 # accept a trailing newline.
 IDENTIFIER_MAX = 256
-IDENTIFIER_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:@|+=-]{{0,{IDENTIFIER_MAX - 1}}}")
+IDENTIFIER_PUNCTUATION = "._:@|+=-"
+IDENTIFIER_PATTERN = re.compile(
+    rf"[A-Za-z0-9][A-Za-z0-9{re.escape(IDENTIFIER_PUNCTUATION)}]{{0,{IDENTIFIER_MAX - 1}}}"
+)
 
 
 def is_valid_identifier(value: str, max_length: int = IDENTIFIER_MAX) -> bool:
     return len(value) <= max_length and IDENTIFIER_PATTERN.fullmatch(value) is not None
+
+
+def identifier_rule(max_length: int = IDENTIFIER_MAX) -> str:
+    """`is_valid_identifier`'s rule in words, for a message that refuses an id."""
+    return (
+        f"1 to {max_length} ASCII letters, digits and {IDENTIFIER_PUNCTUATION}, "
+        "starting with a letter or digit"
+    )
 
 
 CALLER_ALIAS = "me"
@@ -187,9 +198,14 @@ def is_valid_user_id(value: str) -> bool:
     return value != CALLER_ALIAS and is_valid_identifier(value)
 
 
+def user_id_rule() -> str:
+    """`is_valid_user_id`'s rule in words, for a message that refuses a user id."""
+    return f"{identifier_rule()}, not {CALLER_ALIAS!r}"
+
+
 def _user_id(value: str) -> str:
     if not is_valid_user_id(value):
-        raise ValueError("must be a user id: printable, without '/', and not 'me'")
+        raise ValueError(f"must be a user id: {user_id_rule()}")
     return value
 
 

@@ -230,6 +230,23 @@ async def test_bad_options_are_refused_before_anything_runs(
     assert f"mneme admin {command}: error: argument" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "what"),
+    [("--user", "a#b", "a user id"), ("--tenant", "a#b", "a tenant id")],
+)
+async def test_a_refused_id_is_told_the_rule_the_api_holds_ids_to(
+    cli_env: None, capsys: pytest.CaptureFixture[str], option: str, value: str, what: str
+) -> None:
+    # `#` is printable and no `/`: the words must not describe a looser rule than the check.
+    given = {"--tenant": "acme", "--user": "ada", option: value}
+    with pytest.raises(SystemExit) as exited:
+        await mneme("admin", "show-user", *(part for pair in given.items() for part in pair))
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{value!r} is not {what} (1 to " in err
+    assert "ASCII letters, digits and ._:@|+=-, starting with a letter or digit" in err
+
+
 async def test_an_export_the_disk_cannot_hold_is_one_line_and_exits_1(
     cli_env: None,
     client: AsyncClient,
