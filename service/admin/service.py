@@ -326,7 +326,7 @@ class UserLifecycle:
                 deleted[table.name] = await repository.delete_special(table.name, scope)
                 tell(table.name, deleted[table.name])
             if not any(deleted.values()) and not any(redacted.values()):
-                raise NotFound(f"User {user_id!r} has nothing stored in this tenant.")
+                raise _user_has_nothing(user_id)
             entry = await AuditTrail(session, self._actor).record(
                 "admin.user_purge",
                 target_type="user",
@@ -354,12 +354,16 @@ class UserLifecycle:
 
     async def purge_preview(self, user_id: str) -> dict[str, int]:
         """What a purge of the user would delete (per table) or redact (org provenance) now,
-        counted without changing anything."""
+        counted without changing anything; 404, as the purge would answer, when that is
+        nothing."""
         async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
             repository = AdminRepository(session, self._tenant_id)
             plan = await repository.plan()
             scope = await repository.user_scope(plan, user_id)
-            return await _count_purgeable(repository, plan, scope)
+            counts = await _count_purgeable(repository, plan, scope)
+        if not any(counts.values()):
+            raise _user_has_nothing(user_id)
+        return counts
 
     async def purge_tenant(self, confirm: str, on_progress: Progress | None = None) -> PurgeReport:
         """Delete every row of the tenant in every table under row-level security (and its
@@ -382,7 +386,7 @@ class UserLifecycle:
                 deleted[name] = await repository.delete_tenant_rows(tables[name])
                 tell(name, deleted[name])
             if not any(deleted.values()):
-                raise NotFound(f"Tenant {self._tenant_id!r} has nothing stored.")
+                raise self._tenant_has_nothing()
         purged_at = datetime.now(UTC)
         self._on_purged()
         logger.warning(
@@ -403,12 +407,19 @@ class UserLifecycle:
 
     async def purge_tenant_preview(self) -> dict[str, int]:
         """What a purge of the whole tenant would delete now, per table and in jobs,
-        counted without changing anything."""
+        counted without changing anything; 404, as the purge would answer, when that is
+        nothing."""
         async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
             tables = {
                 t.name: t for t in await AdminRepository(session, self._tenant_id).catalogue()
             }
-        return await self._tenant_rows(tables)
+        counts = await self._tenant_rows(tables)
+        if not any(counts.values()):
+            raise self._tenant_has_nothing()
+        return counts
+
+    def _tenant_has_nothing(self) -> NotFound:
+        return NotFound(f"Tenant {self._tenant_id!r} has nothing stored.")
 
     async def _tenant_rows(self, tables: dict[str, CatalogueTable]) -> dict[str, int]:
         """The tenant's rows in each of `tables` and its jobs, counted in a transaction
@@ -510,6 +521,10 @@ async def _count_user_rows(
     for table in plan.special:
         counts[table.name] = await repository.count_special(table.name, scope)
     return counts
+
+
+def _user_has_nothing(user_id: str) -> NotFound:
+    return NotFound(f"User {user_id!r} has nothing stored in this tenant.")
 
 
 async def _count_purgeable(

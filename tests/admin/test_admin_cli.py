@@ -247,6 +247,33 @@ async def test_a_refused_id_is_told_the_rule_the_api_holds_ids_to(
     assert "ASCII letters, digits and ._:@|+=-, starting with a letter or digit" in err
 
 
+async def test_a_dry_run_of_a_purge_of_nothing_answers_as_the_purge_does(
+    cli_env: None,
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    empty_tenant = new_tenant()
+    before = await tenant_rows(owner_engine, tenant)
+    capsys.readouterr()
+    for purge in (
+        ("purge-user", "--tenant", tenant, "--user", "ghost"),
+        ("purge-tenant", "--tenant", empty_tenant),
+    ):
+        assert await mneme("admin", *purge, "--dry-run") == 1
+        dry_run = capsys.readouterr()
+        assert await mneme("admin", *purge, "--yes") == 1
+        purged = capsys.readouterr()
+        assert dry_run.out == purged.out == ""
+        # The purge's last line (after its progress lines) is the problem; the dry run's only.
+        assert dry_run.err.strip().splitlines() == purged.err.splitlines()[-1:]
+        assert dry_run.err.strip().startswith(f"mneme admin {purge[0]}: NOT_FOUND: ")
+    assert await tenant_rows(owner_engine, tenant) == before
+
+
 async def test_an_export_the_disk_cannot_hold_is_one_line_and_exits_1(
     cli_env: None,
     client: AsyncClient,
