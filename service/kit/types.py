@@ -161,8 +161,14 @@ PriorWeightText = Annotated[PriorWeight, Strict(False)]
 PositiveInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]
 """A count or label from 1 that fits Postgres `bigint`, read from a query string's text."""
 
-Position = Annotated[JsonInt, Field(ge=0, le=INT64_MAX)]
-"""A 0-based position or a version from 0 that fits Postgres `bigint`."""
+POSITION_MAX = 2**53 - 1
+"""The largest position an append gives a message (`seq`), and the largest position or profile
+version an import takes. Both travel as JSON numbers, which a JavaScript client reads as a
+double, exact only up to 2^53 - 1; and the position after a thread's last one always fits
+Postgres `bigint`."""
+
+Position = Annotated[JsonInt, Field(ge=0, le=POSITION_MAX)]
+"""A 0-based position or a version from 0, up to `POSITION_MAX`."""
 
 # --- identifiers --------------------------------------------------------------------------
 

@@ -19,3 +19,10 @@ class SummarizationDisabled(Conflict):
 
 class SummarizerUnavailable(ModelUnavailable):
     title = "The summarization model is unavailable"
+
+
+class ThreadFull(Conflict):
+    """An append would give a message a position past `POSITION_MAX`: the thread takes no more
+    messages (no thread the API filled gets there; an imported one can)."""
+
+    title = "The thread is full"

@@ -183,11 +183,14 @@ class ThreadRepository(TenantRowRepository[Thread, uuid.UUID]):
         return deleted
 
     async def next_seq(self, thread_id: uuid.UUID) -> int:
-        """The next free position; call with the thread row locked."""
-        statement = select(func.coalesce(func.max(Message.seq), -1) + 1).where(
+        """The next free position; call with the thread row locked. Added here, not in SQL: a
+        thread whose last position is the largest `bigint` has a next one all the same, which
+        the caller refuses."""
+        statement = select(func.max(Message.seq)).where(
             Message.tenant_id == self._tenant_id, Message.thread_id == thread_id
         )
-        return int((await self._session.execute(statement)).scalar_one())
+        last = (await self._session.execute(statement)).scalar_one()
+        return 0 if last is None else int(last) + 1
 
     async def messages_by_client_ids(
         self, thread_id: uuid.UUID, client_ids: list[str]

@@ -22,9 +22,10 @@ from service.kit.pagination import (
 )
 from service.kit.resource_headers import entity_tag, require_match
 from service.kit.secrets import refuse_secrets
+from service.kit.types import POSITION_MAX
 from service.memories.service import MemoryService
 from service.providers.llm import ChatModel
-from service.threads.errors import ThreadNotFound
+from service.threads.errors import ThreadFull, ThreadNotFound
 from service.threads.hooks import Appended, AppendListener
 from service.threads.models import Message, Thread
 from service.threads.replay import MessageReplay, ReplayedMessage
@@ -287,6 +288,11 @@ class ThreadService:
                     "client_message_id": client_id,
                     "metadata_": message.metadata,
                 }
+            )
+        if rows and rows[-1]["seq"] > POSITION_MAX:
+            raise ThreadFull(
+                f"The thread holds positions up to {POSITION_MAX} and its last message is at "
+                f"{next_seq - 1}: it takes no more messages. Continue in a new thread."
             )
         inserted = await self._repository.append_messages(thread, rows) if rows else []
         stored = {**known, **{cid: inserted[i] for cid, i in inserted_by_client_id.items()}}

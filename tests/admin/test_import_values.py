@@ -62,6 +62,9 @@ REFUSED: list[tuple[str, str, Any, str | None]] = [
     ("message", "seq", -5, None),
     ("message", "seq", True, None),
     ("message", "seq", 0.0, None),
+    # Past the last position an append gives (2^53 - 1): its thread could take no message.
+    ("message", "seq", 2**53, None),
+    ("message", "seq", 2**63 - 1, None),
     ("user_account", "name", "n" * 257, "AccountOverlayUpdate"),
     ("user_account", "email", "e" * 321, "AccountOverlayUpdate"),
     ("user_account", "avatar", "a" * 2049, "AccountOverlayUpdate"),
@@ -69,6 +72,7 @@ REFUSED: list[tuple[str, str, Any, str | None]] = [
     ("user_account", "socials", [f"p{i}" for i in range(33)], "AccountOverlayUpdate"),
     ("profile", "version", -3, None),
     ("profile", "version", 1.0, None),
+    ("profile", "version", 2**53, None),
 ]
 
 
@@ -162,3 +166,34 @@ async def test_a_tokens_account_claims_beyond_the_overlays_rules_are_left_out_so
     )
 
     assert imported.status_code == 200, imported.text
+
+
+async def test_a_thread_whose_oldest_messages_retention_removed_imports_and_appends_after_its_last(
+    client: AsyncClient, settings: Settings, owner_engine: AsyncEngine, tenant: str
+) -> None:
+    """Positions are kept as exported: a gap before them (the retention sweep removes a
+    thread's oldest messages, never its newest) is one the API leaves too."""
+    seeded = await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    exported = await client.get("/v1/users/ada/export", headers=admin)
+    records = [json.loads(line) for line in exported.text.splitlines()]
+    assert (await client.delete("/v1/admin/users/ada", headers=admin)).status_code == 200
+    thread_id = seeded.thread_ids[0]
+    for record in records:
+        if record["type"] == "message" and record["data"]["thread_id"] == thread_id:
+            record["data"]["seq"] += 40
+
+    imported = await client.post(
+        "/v1/admin/users/ada/import",
+        headers={**admin, **NDJSON},
+        content="".join(json.dumps(record) + "\n" for record in records),
+    )
+
+    assert imported.status_code == 200, imported.text
+    appended = await client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=seeded.headers,
+        json={"messages": [{"role": "user", "content": "after the import"}]},
+    )
+    assert appended.status_code == 201, appended.text
+    assert [m["seq"] for m in appended.json()["items"]] == [42]

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 from httpx import AsyncClient
+from sqlalchemy import text as sql
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from tests.conftest import assert_problem, bearer, new_tenant
@@ -406,3 +408,36 @@ async def test_other_users_and_tenants_get_404(
     service = bearer(settings, tenant, "agent", service=True)
     messages = (await client.get(f"{base}/messages", headers=service)).json()["items"]
     assert [m["content"] for m in messages] == ["secret plans"]
+
+
+@pytest.mark.parametrize("last_seq", [2**53 - 1, 2**63 - 1])
+@pytest.mark.parametrize("route", ["messages", "turns"])
+async def test_an_append_past_the_last_position_a_thread_holds_is_a_conflict_storing_nothing(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    last_seq: int,
+    route: str,
+) -> None:
+    # No thread the API fills gets there; one imported (or written) so can, and its next
+    # position then overflowed `bigint` into a 500.
+    headers = bearer(settings, tenant, "alice")
+    thread_id = await start_thread(client, headers)
+    await append(client, headers, thread_id, turn("user", "first"))
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            sql("UPDATE message SET seq = :seq WHERE tenant_id = :t AND thread_id = :th"),
+            {"seq": last_seq, "t": tenant, "th": thread_id},
+        )
+
+    response = await client.post(
+        f"/v1/users/me/threads/{thread_id}/{route}",
+        headers=headers,
+        json={"messages": [turn("user", "after the end")]},
+    )
+
+    problem = assert_problem(response, 409, "CONFLICT")
+    assert "new thread" in problem["detail"]
+    listed = await client.get(f"/v1/users/me/threads/{thread_id}/messages", headers=headers)
+    assert [m["content"] for m in listed.json()["items"]] == ["first"]
