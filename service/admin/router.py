@@ -29,7 +29,7 @@ from service.kit.resource_headers import (
     tagged_response,
     with_etag,
 )
-from service.kit.routing import ApiRoute
+from service.kit.routing import ApiRoute, is_head
 from service.kit.types import IDENTIFIER_MAX, Timestamp, is_valid_identifier, is_valid_user_id
 
 admin_router = APIRouter(route_class=ApiRoute, prefix="/v1/admin", tags=["admin"])
@@ -253,7 +253,7 @@ async def list_audit_entries(
     },
 )
 async def export_user(
-    user_id: str, principal: CurrentPrincipal, lifecycle: Lifecycle
+    user_id: str, principal: CurrentPrincipal, lifecycle: Lifecycle, request: Request
 ) -> StreamingResponse:
     """Everything Mneme stores about the user, streamed as NDJSON: a header line (format,
     version, counts), then one typed record per line (account, profile, threads, messages,
@@ -268,9 +268,18 @@ async def export_user(
     is_self = not principal.is_service and resolved == principal.subject
     if not (is_self or principal.is_admin):
         raise Forbidden("An export is for the user itself or an admin.")
+    headers = {"Content-Disposition": f'attachment; filename="{resolved}.ndjson"'}
+    if is_head(request):
+        # The GET's status and headers, and no record leaves: no snapshot is read and no
+        # `admin.user_export` recorded. Streamed (of nothing), so that, as the GET's, the
+        # answer has no `Content-Length`.
+        await lifecycle.require_exportable(resolved)
+        return StreamingResponse(_nothing(), media_type=NDJSON, headers=headers)
     export = await lifecycle.open_export(resolved)
-    return StreamingResponse(
-        export.lines(),
-        media_type=NDJSON,
-        headers={"Content-Disposition": f'attachment; filename="{resolved}.ndjson"'},
-    )
+    return StreamingResponse(export.lines(), media_type=NDJSON, headers=headers)
+
+
+async def _nothing() -> AsyncIterator[bytes]:
+    """An empty body, streamed."""
+    return
+    yield b""

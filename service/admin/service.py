@@ -430,6 +430,14 @@ class UserLifecycle:
             counts[JOBS_TABLE] = await repository.count_tenant_jobs()
         return counts
 
+    async def require_exportable(self, user_id: str) -> None:
+        """What `open_export` checks before it reads anything (404 when the user is unknown),
+        without opening the export or recording it: the answer to a HEAD of the export."""
+        async with tenant_transaction(self._sessionmaker, self._tenant_id) as session:
+            account = await AccountRepository(session, self._tenant_id).get_user(user_id)
+        if account is None:
+            raise NotFound(f"User {user_id!r} is not known in this tenant.")
+
     async def open_export(self, user_id: str) -> UserExport:
         """Start an export: opens its snapshot (one REPEATABLE READ transaction, so the header's
         counts and the records agree) and counts the records (404 when the user is unknown).

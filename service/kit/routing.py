@@ -28,8 +28,12 @@ from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.datastructures import QueryParams
+from starlette.requests import Request
 from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
+
+HEAD_SCOPE_KEY = "mneme.head"
+"""Set in the scope a HEAD request is handled with (see `is_head`)."""
 
 
 def _head_as_get(scope: Scope) -> Scope:
@@ -37,7 +41,14 @@ def _head_as_get(scope: Scope) -> Scope:
     copy; the server and the middlewares keep the request's own scope, so the server sends no
     body (uvicorn leaves it out of the answer to a HEAD) and the request is logged and counted
     as the HEAD it is. The request's state dict is the same object in both."""
-    return {**scope, "method": "GET"}
+    return {**scope, "method": "GET", HEAD_SCOPE_KEY: True}
+
+
+def is_head(request: Request) -> bool:
+    """Whether a GET handler is answering a HEAD. The server drops the body of a HEAD's answer
+    but still runs whatever produces it, so a GET whose body has effects of its own (an
+    export's snapshot and audit entry) answers a HEAD without producing it."""
+    return bool(request.scope.get(HEAD_SCOPE_KEY))
 
 
 def single_valued_query_parameters(dependant: Dependant) -> frozenset[str]:

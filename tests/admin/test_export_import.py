@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.admin.plan import DERIVED_TABLES
+from service.admin.service import UserLifecycle
 from service.config import Settings
 from tests.admin.conftest import rows_of, seed_user
 from tests.conftest import assert_problem, bearer
@@ -73,6 +75,41 @@ async def test_only_the_user_or_an_admin_may_export(
     assert (await client.get("/v1/users/ada/export", headers=admin)).status_code == 200
     missing = await client.get("/v1/users/nobody/export", headers=admin)
     assert_problem(missing, 404, "NOT_FOUND")
+
+
+async def test_a_head_of_the_export_answers_the_gets_headers_and_exports_nothing(
+    client: AsyncClient,
+    settings: Settings,
+    owner_engine: AsyncEngine,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    await seed_user(client, settings, owner_engine, tenant, "ada")
+    admin = bearer(settings, tenant, "root", admin=True)
+    got = await client.get("/v1/users/ada/export", headers=admin)
+    assert got.status_code == 200, got.text
+    audited = "/v1/admin/audit?action=admin.user_export"
+    before = (await client.get(audited, headers=admin)).json()["items"]
+    assert len(before) == 1
+
+    async def no_export(*_args: object) -> None:
+        raise AssertionError("a HEAD opened the export")
+
+    monkeypatch.setattr(UserLifecycle, "open_export", no_export)
+    head = await client.head("/v1/users/ada/export", headers=admin)
+
+    assert head.status_code == 200 and head.content == b""
+    for header in ("content-type", "content-disposition"):
+        assert head.headers[header] == got.headers[header], header
+    assert "content-length" not in head.headers
+    assert (await client.get(audited, headers=admin)).json()["items"] == before
+    # Refused where the GET is, for the same reasons.
+    missing = await client.head("/v1/users/nobody/export", headers=admin)
+    assert missing.status_code == 404
+    other = await client.head("/v1/users/ada/export", headers=bearer(settings, tenant, "bob"))
+    assert other.status_code == 404
+    service = bearer(settings, tenant, "agent", service=True)
+    assert (await client.head("/v1/users/ada/export", headers=service)).status_code == 403
 
 
 async def test_export_purge_import_export_gives_the_same_records(
