@@ -69,6 +69,17 @@ class CatalogueTable:
     generated: frozenset[str]
     primary_key: tuple[str, ...]
     foreign_keys: tuple[ForeignKey, ...] = ()
+    not_null: frozenset[str] = frozenset()
+    defaulted: frozenset[str] = frozenset()
+    """Columns with a default (generated columns are not among them)."""
+    rules: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each constraint and unique index of the table, by name, with the columns it reads: what
+    a refusal by the database names, said in columns."""
+
+    @property
+    def required(self) -> frozenset[str]:
+        """The columns a new row must be given: never null, with no default."""
+        return self.not_null - self.defaulted - self.generated
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,10 @@ CATALOGUE_TABLES_SQL = text(
            array_agg(format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum) AS types,
            coalesce(array_agg(a.attname::text ORDER BY a.attnum)
                     FILTER (WHERE a.attgenerated <> ''), '{}') AS generated,
+           coalesce(array_agg(a.attname::text ORDER BY a.attnum)
+                    FILTER (WHERE a.attnotnull), '{}') AS not_null,
+           coalesce(array_agg(a.attname::text ORDER BY a.attnum)
+                    FILTER (WHERE a.atthasdef AND a.attgenerated = ''), '{}') AS defaulted,
            (SELECT array_agg(k.attname::text ORDER BY x.i)
               FROM pg_constraint p,
                    unnest(p.conkey) WITH ORDINALITY AS x(attnum, i)
@@ -80,7 +84,35 @@ CATALOGUE_TABLES_SQL = text(
     """
 )
 """Every table of the schema under row-level security: its columns in order with their types,
-which of them are generated, and its primary key."""
+which of them are generated, never null or have a default, and its primary key."""
+
+CATALOGUE_RULES_SQL = text(
+    """
+    SELECT t.relname AS table_name, r.name,
+           array_agg(a.attname::text ORDER BY a.attnum) AS columns
+      FROM (SELECT DISTINCT o.relid, o.name, d.refobjsubid AS attnum
+              FROM (SELECT p.conrelid AS relid, p.conname AS name,
+                           'pg_constraint'::regclass AS classid, p.oid AS objid
+                      FROM pg_constraint p
+                     WHERE p.contype IN ('c', 'f', 'u', 'p', 'x')
+                    UNION ALL
+                    SELECT i.indrelid, x.relname, 'pg_class'::regclass, i.indexrelid
+                      FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
+                     WHERE i.indisunique) o
+              JOIN pg_depend d
+                ON d.classid = o.classid AND d.objid = o.objid
+               AND d.refclassid = 'pg_class'::regclass AND d.refobjid = o.relid
+               AND d.refobjsubid > 0) r
+      JOIN pg_class t ON t.oid = r.relid
+      JOIN pg_namespace n ON n.oid = t.relnamespace
+      JOIN pg_attribute a ON a.attrelid = r.relid AND a.attnum = r.attnum
+     WHERE n.nspname = current_schema() AND t.relrowsecurity
+     GROUP BY t.relname, r.name
+    """
+)
+"""Every constraint (check, foreign key, unique, primary key, exclusion) and every unique index
+of the tables under row-level security, with the table's columns each reads (its keys, and
+those its expressions and condition name)."""
 
 CATALOGUE_FOREIGN_KEYS_SQL = text(
     """
@@ -399,6 +431,9 @@ class AdminRepository(TenantRepository):
             keys.setdefault(row.child, []).append(
                 ForeignKey(tuple(row.columns), row.parent, tuple(row.parent_columns))
             )
+        rules: dict[str, dict[str, tuple[str, ...]]] = {}
+        for row in await self._session.execute(CATALOGUE_RULES_SQL):
+            rules.setdefault(row.table_name, {})[row.name] = tuple(row.columns)
         return [
             CatalogueTable(
                 name=row.name,
@@ -407,6 +442,9 @@ class AdminRepository(TenantRepository):
                 generated=frozenset(row.generated),
                 primary_key=tuple(row.primary_key or ()),
                 foreign_keys=tuple(keys.get(row.name, ())),
+                not_null=frozenset(row.not_null),
+                defaulted=frozenset(row.defaulted),
+                rules=rules.get(row.name, {}),
             )
             for row in await self._session.execute(CATALOGUE_TABLES_SQL)
         ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -53,6 +53,7 @@ from service.admin.schemas import (
     UserOverview,
 )
 from service.audit.service import AuditTrail
+from service.auth.owner import OwnerScope
 from service.auth.principal import Principal
 from service.db import set_tenant, tenant_transaction
 from service.errors import NotFound
@@ -72,17 +73,23 @@ from service.kit.pagination import (
 )
 from service.kit.resource_headers import Tagged, entity_tag, require_match
 from service.kit.types import (
+    INT64_MAX,
     InputRefused,
+    JsonBool,
+    JsonInt,
+    JsonNumber,
+    JsonText,
     Position,
     loads_strict,
     parse_timestamp,
 )
 from service.memories.postings import PostingsRepository
-from service.memories.schemas import MemoryCreate, MemoryUpdate
+from service.memories.schemas import MemoryCreate, MemoryEventRead, MemoryUpdate, StoreKeyText
 from service.memories.vector_columns import VectorColumns, VectorSizeMismatch
 from service.profile.models import Profile
 from service.profile.schemas import ProfileKey, StoredDocument
 from service.profile.service import document_bytes
+from service.threads.models import Message
 from service.threads.schemas import MessageIn, StoredRole, ThreadCreate
 
 logger = logging.getLogger("mneme.admin")
@@ -565,8 +572,17 @@ IMPORTED_AUDIT_ACTIONS: Mapping[str, str] = {
     REQUEUE_ACTION: THREAD_TARGET,
 }
 SYSTEM_ACTOR_PREFIX = "mneme:"
-# Clocks of the exporting and the importing deployment may differ by this much.
-AUDIT_CLOCK_ALLOWANCE = timedelta(minutes=5)
+# The times a client gives through the API (a memory's event time and expiry: any time the API
+# takes). Every other time in an export is the service's own clock reading when it wrote the
+# row (`now()`: created, updated, last seen, last message, …), so it has come: an import
+# refuses one later than its own clock, by more than the clocks of the exporting and the
+# importing deployment may differ (`CLOCK_ALLOWANCE`). Such a row would sort first for ever,
+# or make its user look active until then.
+CLIENT_TIMES = frozenset({("memory", "event_at"), ("memory", "expires_at")})
+CLOCK_ALLOWANCE = timedelta(minutes=5)
+# The column that says whose a row is, user or organization: a user's export holds the user's.
+SCOPE_COLUMN = "scope"
+USER_SCOPE: OwnerScope = "user"
 
 
 def _names(prefix: str, action: object) -> bool:
@@ -620,6 +636,11 @@ class _Importer:
         # Rows named without a foreign key that this import did not hold when named, per table,
         # each with the first line and column naming it.
         self._cited: dict[str, dict[uuid.UUID, tuple[int, str]]] = {}
+        # Each thread's last message position, and the write path's cursors (line, thread,
+        # position): checked against each other once every line is read.
+        self._last_seq: dict[str, int] = {}
+        self._cursors: list[tuple[int, str, int]] = []
+        self._latest_clock_time = datetime.now(UTC) + CLOCK_ALLOWANCE
         self.counts: dict[str, int] = {}
 
     def check(self, number: int, raw: bytes) -> tuple[str | None, dict[str, Any]]:
@@ -640,7 +661,7 @@ class _Importer:
             raise _line_error(number, "a record's `data` is a JSON object")
         if kind != AUDIT_TABLE and kind not in self._rules:
             raise _line_error(number, f"unknown record type {kind!r}")
-        _check_columns(number, self._tables[kind], data)
+        _check_columns(number, self._tables[kind], data, latest=self._latest_clock_time)
         if kind == AUDIT_TABLE:
             self._check_audit(number, data)
         else:
@@ -651,6 +672,7 @@ class _Importer:
         _check_values(number, kind, data)
         if kind == PROFILE_TABLE:
             self._check_profile_size(number, data.get("document"))
+        self._note_positions(number, kind, data)
         data["tenant_id"] = self._tenant_id
         self.counts[kind] = self.counts.get(kind, 0) + 1
         return kind, data
@@ -674,11 +696,42 @@ class _Importer:
         return record
 
     def _check_owned(self, number: int, rule: TableRule, data: dict[str, Any]) -> None:
-        """A row of the user: its `user_id` (`id` for the account) is the user. A row that
-        hangs off a parent row instead is the user's through that parent, which
-        `_check_references` requires to be of this import."""
+        """A row of the user: its `user_id` (`id` for the account) is the user, and its
+        `scope`, where it has one, is the user's, not the organization's (whose memories and
+        profile are no user's to export). A row that hangs off a parent row instead is the
+        user's through that parent, which `_check_references` requires to be of this import."""
         if rule.kind != "parent" and data.get(rule.column) != self._user_id:
             raise _line_error(number, f"{rule.name}.{rule.column} is not {self._user_id!r}")
+        if SCOPE_COLUMN in rule.table.columns and data.get(SCOPE_COLUMN) != USER_SCOPE:
+            raise _line_error(
+                number,
+                f"{rule.name}.{SCOPE_COLUMN} is not {USER_SCOPE!r}: a user's export holds the "
+                "user's own rows, never the organization's",
+            )
+
+    def _note_positions(self, number: int, kind: str, data: dict[str, Any]) -> None:
+        """Keep a message's position, or a write-path cursor's, for `_check_cursors`."""
+        if kind == MESSAGE_TABLE:
+            thread, seq = data["thread_id"], data["seq"]
+            self._last_seq[thread] = max(seq, self._last_seq.get(thread, seq))
+        elif kind == CURSOR_TABLE:
+            self._cursors.append((number, data["thread_id"], data["through_seq"]))
+
+    def _check_cursors(self) -> None:
+        """A write-path cursor names a position of its thread: at most its last message's (the
+        retention sweep keeps each thread's newest message, so an export holds it)."""
+        for number, thread, through_seq in self._cursors:
+            last = self._last_seq.get(thread)
+            if last is None:
+                raise _line_error(
+                    number, f"{CURSOR_TABLE}.through_seq: its thread has no message in this import"
+                )
+            if through_seq > last:
+                raise _line_error(
+                    number,
+                    f"{CURSOR_TABLE}.through_seq {through_seq} is past its thread's last "
+                    f"message's position ({last})",
+                )
 
     def _check_references(self, number: int, kind: str, data: dict[str, Any]) -> None:
         for column, parent, parent_column in self._foreign_keys.get(kind, ()):
@@ -738,9 +791,10 @@ class _Importer:
 
     def _check_audit(self, number: int, data: dict[str, Any]) -> None:
         """An audit record an export of the user could hold (`IMPORTED_AUDIT_ACTIONS`), by an
-        actor that could have written it, at a time that has come: an import never adds to
-        the trail an admin action, a credential change, another end user's act or a record
-        that would sort first for ever."""
+        actor that could have written it (at a time that has come, as every time the service
+        takes from its clock: `CLIENT_TIMES`): an import never adds to the trail an admin
+        action, a credential change, another end user's act or a record that would sort first
+        for ever."""
         action, target_type = data.get("action"), data.get("target_type")
         expected = next(
             (target for prefix, target in IMPORTED_AUDIT_ACTIONS.items() if _names(prefix, action)),
@@ -779,11 +833,6 @@ class _Importer:
                 "audit_log.actor_id: an end user acts only on itself, and the service's own "
                 f"actors are named {SYSTEM_ACTOR_PREFIX}…",
             )
-        created_at = data.get("created_at")
-        if isinstance(created_at, str) and (
-            datetime.fromisoformat(created_at) > datetime.now(UTC) + AUDIT_CLOCK_ALLOWANCE
-        ):
-            raise _line_error(number, "audit_log.created_at is in the future")
 
     def finish(self, lines: int) -> None:
         if self._header is None:
@@ -794,6 +843,7 @@ class _Importer:
                 lines,
                 f"the header announced {declared} records but the file holds {self.counts}",
             )
+        self._check_cursors()
         # Every export holds its user's account: a file without one would record an import
         # (in the audit trail) of a user that does not exist.
         if ACCOUNT_TABLE not in self.counts:
@@ -837,6 +887,11 @@ IMPORT_COLUMN_TYPES: dict[tuple[str, str], TypeAdapter[Any]] = {
     },
     ("message", "role"): TypeAdapter(StoredRole),
     ("message", "seq"): TypeAdapter(Position),
+    ("memory", "store_key"): TypeAdapter(StoreKeyText),
+    ("memory_event", "action"): api_rule(MemoryEventRead, "action"),
+    ("extraction_cursor", "through_seq"): TypeAdapter(Position),
+    ("thread_summary", "start_index"): TypeAdapter(Position),
+    ("thread_summary", "end_index"): TypeAdapter(Position),
     **{
         ("user_account", field): api_rule(AccountOverlayUpdate, field)
         for field in ("name", "email", "avatar", "socials")
@@ -850,14 +905,35 @@ IMPORT_COLUMN_TYPES: dict[tuple[str, str], TypeAdapter[Any]] = {
 }
 _TIMESTAMP_TYPE = "timestamp with time zone"
 PROFILE_TABLE = Profile.__tablename__
+MESSAGE_TABLE = Message.__tablename__
+CURSOR_TABLE = "extraction_cursor"
+
+_INT16, _INT32 = 2**15, 2**31
+# The JSON a column of each type takes, for every column (an API rule of its own, above, may be
+# stricter): Postgres would read text as a number (`"4"` as 4) or a number as text, and refuse
+# the rest in its own words, naming its types.
+COLUMN_TYPE_RULES: dict[str, TypeAdapter[Any]] = {
+    "smallint": TypeAdapter(Annotated[JsonInt, Field(ge=-_INT16, lt=_INT16)]),
+    "integer": TypeAdapter(Annotated[JsonInt, Field(ge=-_INT32, lt=_INT32)]),
+    "bigint": TypeAdapter(Annotated[JsonInt, Field(ge=-INT64_MAX - 1, le=INT64_MAX)]),
+    "boolean": TypeAdapter(JsonBool),
+    "double precision": TypeAdapter(Annotated[JsonNumber, Field(allow_inf_nan=False)]),
+    "real": TypeAdapter(Annotated[JsonNumber, Field(allow_inf_nan=False)]),
+    "text": TypeAdapter(JsonText),
+    "text[]": TypeAdapter(list[JsonText]),
+}
 
 
-def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> None:
-    """Refuse a record naming a column its table does not have, lacking its key, or holding a
-    time the service could not read back (see `Timestamp`) or an id that is not a UUID. Times
-    are rewritten as the UTC instant they were read as, so that Postgres stores exactly that
-    instant whatever forms of offset it would parse differently (seconds, fractions of a
-    second); ids as their canonical text."""
+def _check_columns(
+    number: int, table: CatalogueTable, data: dict[str, Any], *, latest: datetime
+) -> None:
+    """Refuse a record naming a column its table does not have, lacking its key or a column its
+    table requires (null where the table takes none), holding a value of another JSON type
+    than its column's (`COLUMN_TYPE_RULES`), a time the service could not read back (see
+    `Timestamp`), a time of the service's clock later than `latest` (`CLIENT_TIMES`) or an id
+    that is not a UUID. Times are rewritten as the UTC instant they were read as, so that
+    Postgres stores exactly that instant whatever forms of offset it would parse differently
+    (seconds, fractions of a second); ids as their canonical text."""
     unknown = sorted(set(data) - set(table.columns))
     if unknown:
         raise _line_error(number, f"{table.name} has no column {unknown[0]!r}")
@@ -865,15 +941,31 @@ def _check_columns(number: int, table: CatalogueTable, data: dict[str, Any]) -> 
         # An import keeps ids: a row without its own would be given a new one.
         if column != TENANT_COLUMN and data.get(column) is None:
             raise _line_error(number, f"{table.name}.{column} is missing")
+    missing = sorted(table.required - {TENANT_COLUMN} - set(data))
+    if missing:
+        raise _line_error(number, f"{table.name}.{missing[0]} is missing")
     for column, value in data.items():
         if value is None:
+            if column in table.not_null:
+                raise _line_error(number, f"{table.name}.{column} is null; it takes a value")
             continue
         column_type = table.column_types[column]
-        if column_type == _TIMESTAMP_TYPE:
+        type_rule = COLUMN_TYPE_RULES.get(column_type)
+        if type_rule is not None:
+            _validated(number, f"{table.name}.{column}", type_rule, value)
+        elif column_type == _TIMESTAMP_TYPE:
             try:
-                data[column] = parse_timestamp(value).astimezone(UTC).isoformat()
+                moment = parse_timestamp(value).astimezone(UTC)
             except ValueError as exc:
                 raise _line_error(number, f"{table.name}.{column}: {exc}") from None
+            if (table.name, column) not in CLIENT_TIMES and moment > latest:
+                raise _line_error(
+                    number,
+                    f"{table.name}.{column} is in the future (later than this server's clock "
+                    f"by more than {CLOCK_ALLOWANCE // timedelta(minutes=1)} minutes); the service "
+                    "takes it from its clock",
+                )
+            data[column] = moment.isoformat()
         elif column_type in (_UUID_TYPE, _UUID_LIST_TYPE):
             # Stored as read (canonical text), so the rows compared are the rows written.
             try:
@@ -895,19 +987,23 @@ def _check_values(number: int, table: str, data: dict[str, Any]) -> None:
         adapter = IMPORT_COLUMN_TYPES.get((table, column))
         if adapter is None or value is None:
             continue
-        try:
-            validated = adapter.validate_python(value)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = _at([part for part in error["loc"] if part != "[key]"])
-            reason = f"{where}{error['msg'].rstrip('.')}"
-            raise _line_error(number, f"{table}.{column}: {reason}") from None
+        validated = _validated(number, f"{table}.{column}", adapter, value)
         if adapter.dump_python(validated, mode="json") != value:
             raise _line_error(
                 number,
                 f"{table}.{column}: the API would store this value changed (text without "
                 "the whitespace and invisible characters around it, a value as its own type)",
             )
+
+
+def _validated(number: int, field: str, rule: TypeAdapter[Any], value: object) -> Any:
+    """`value` as `rule` reads it, or the line refused naming `field` and what `rule` says."""
+    try:
+        return rule.validate_python(value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = _at([part for part in error["loc"] if part != "[key]"])
+        raise _line_error(number, f"{field}: {where}{error['msg'].rstrip('.')}") from None
 
 
 def _uuid_text(value: object) -> str:
@@ -958,9 +1054,7 @@ class _Batch:
                     async with session.begin_nested():
                         await self._repository.insert_rows(table, [row])
                 except DBAPIError as exc:
-                    raise _line_error(
-                        number, f"the database refused the record: {_reason(exc)}"
-                    ) from None
+                    raise _line_error(number, _refusal(table, exc)) from None
             raise
         self._rows = []
 
@@ -969,6 +1063,32 @@ def _line_error(number: int, reason: str) -> ImportLineInvalid:
     return ImportLineInvalid(f"Line {number}: {reason}. Nothing was imported.", line=number)
 
 
-def _reason(exc: DBAPIError) -> str:
-    message = str(getattr(exc.orig, "args", [""])[0] or exc.orig)
-    return message.splitlines()[0][:300] if message else type(exc.orig).__name__
+_UNIQUE_VIOLATION = "23505"
+_NOT_NULL_VIOLATION = "23502"
+_FOREIGN_KEY_VIOLATION = "23503"
+
+
+def _refusal(table: CatalogueTable, exc: DBAPIError) -> str:
+    """Why the database refused a row, in the import's words: the columns of the rule it broke
+    (its constraints and unique indexes are in the catalogue), not the rule's name. Checks run
+    before the insert stand for the database's rules, so this is said of a rule they miss (a
+    value another record of the import or of the tenant holds already, mostly)."""
+    cause = exc.orig.__cause__ if exc.orig is not None else None
+    state = getattr(exc.orig, "sqlstate", None)
+    if state == _NOT_NULL_VIOLATION:
+        return f"{table.name}.{getattr(cause, 'column_name', None) or '?'} is missing"
+    columns = table.rules.get(str(getattr(cause, "constraint_name", None)))
+    if columns is None:
+        message = str(getattr(exc.orig, "args", [""])[0] or exc.orig)
+        reason = message.splitlines()[0][:300] if message else type(exc.orig).__name__
+        return f"the database refused the record: {reason}"
+    named = [c for c in columns if c != TENANT_COLUMN]
+    fields = ", ".join(
+        f"{table.name}.{c}" + (" (computed)" if c in table.generated else "") for c in named
+    )
+    if state == _UNIQUE_VIOLATION:
+        return f"{fields}: another {table.name}, of this import or of the tenant, has the same"
+    if state == _FOREIGN_KEY_VIOLATION:
+        return f"{fields}: names no row the tenant holds"
+    these = "this value" if len(named) == 1 else "these values together"
+    return f"{fields}: the {table.name} table refuses {these}"

@@ -141,6 +141,9 @@ JsonBool = Annotated[bool, Strict()]
 """A boolean in a JSON document: `true` or `false`, never `1`, `"yes"` or `"true"` (pydantic would
 read each as true)."""
 
+JsonText = Annotated[str, Strict()]
+"""Text in a JSON document: a JSON string, never a number or a boolean."""
+
 UnitInterval = Annotated[
     JsonNumber, Field(ge=0, le=1, allow_inf_nan=False), AfterValidator(_resolvable)
 ]

@@ -6,7 +6,6 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Header, Query, Response, status
-from pydantic import AfterValidator
 
 from service.dependencies import AddressedUserId, UserOwner
 from service.errors import problem_responses
@@ -23,16 +22,15 @@ from service.kit.resource_headers import (
     with_etag,
 )
 from service.kit.routing import ApiRoute
-from service.kit.types import has_visible_character
 from service.memories.dependencies import KeyedMemorySvc, PutTextAhead
 from service.memories.keyed import StoreKey
 from service.memories.schemas import (
     CATEGORY_PATTERN,
-    STORE_KEY_MAX,
     KeyedMemoryPut,
     KeyedMemoryWritten,
     MemoryKind,
     MemoryRead,
+    StoreKeyText,
 )
 from service.memories.service import memory_etag
 
@@ -44,14 +42,11 @@ router = APIRouter(
 async def store_key(
     kind: Annotated[MemoryKind, Query(description="The memory's kind.")],
     key: Annotated[
-        str,
+        StoreKeyText,
         Query(
-            min_length=1,
-            max_length=STORE_KEY_MAX,
             description="The client's key: something visible, not only whitespace or "
             "invisible characters (kept as given).",
         ),
-        AfterValidator(has_visible_character),
     ],
     category: Annotated[
         str | None, Query(pattern=CATEGORY_PATTERN, description="The memory's category, if any.")

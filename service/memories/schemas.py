@@ -25,6 +25,7 @@ from service.kit.types import (
     SpeakerName,
     Timestamp,
     UnitInterval,
+    has_visible_character,
     stripped_visible,
 )
 
@@ -478,6 +479,13 @@ class ProceduresUpdate(BaseModel):
 
 
 STORE_KEY_MAX = 512
+StoreKeyText = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=STORE_KEY_MAX),
+    AfterValidator(has_visible_character),
+]
+"""A client's key for a memory: something visible, not only whitespace or invisible
+characters, kept as given (the keyed routes' `key`, and an imported memory's `store_key`)."""
 
 
 class KeyedMemoryPut(BaseModel):
