@@ -576,8 +576,9 @@ class ExtractionPass:
                 "subject": candidate.subject,
                 "trigger": trigger,
             }
-            if new_fact.proposed_supersedes:
-                metadata[PROPOSED_SUPERSEDES] = [str(i) for i in new_fact.proposed_supersedes]
+            proposed_supersedes = _proposed_targets(new_fact, written, unreplaced)
+            if proposed_supersedes:
+                metadata[PROPOSED_SUPERSEDES] = [str(i) for i in proposed_supersedes]
             if new_fact.flagged:
                 metadata[REVIEW_REASON] = REVIEW_REASON_DELIBERATE
             targets: list[tuple[Owner, uuid.UUID, SupersedeReason]] = [
@@ -840,6 +841,23 @@ def _candidates(
             )
         )
     return candidates, resolved(output.remove), unknown
+
+
+def _proposed_targets(
+    new_fact: NewFact,
+    written: Mapping[int, MemoryWritten],
+    unreplaced: Mapping[int, Sequence[tuple[Owner, uuid.UUID, SupersedeReason]]],
+) -> list[uuid.UUID]:
+    """The facts a proposed new fact would replace, as its `metadata.proposed_supersedes`
+    names them: the stored ones the resolver found, then those written for earlier
+    candidates of the pass (for one the API refused, what that one would have replaced)."""
+    targets = list(new_fact.proposed_supersedes)
+    for index in new_fact.proposed_supersedes_earlier:
+        if index in written:
+            targets.append(written[index].id)
+        else:
+            targets.extend(target_id for _, target_id, _ in unreplaced.get(index, []))
+    return list(dict.fromkeys(targets))
 
 
 def _known_fact(memory: Memory) -> KnownFact:

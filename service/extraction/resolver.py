@@ -37,12 +37,11 @@ later message's value is current, the earlier one written and superseded by it.
    ("… full marathon" after "… half marathon", "35 years old" after "34"): that is a changed
    value and goes on to rule 6 — taking it for a repeat would lose it, while a restatement
    replacing its older wording loses nothing.
-6. **Supersession**, by confirmed candidates only (a proposed one keeps its targets for the
-   reviewer). The model's `supersedes` is a hint, not the source of truth: the resolver finds
-   the live facts a candidate contradicts itself, among the facts its owner owns (the user's
-   own facts; org facts only for an org fact) — stored ones, and those the pass wrote for
-   candidates of earlier messages (each superseded once, by the first later candidate that
-   contradicts it) — by these rules:
+6. **Supersession**, by confirmed candidates only. The model's `supersedes` is a hint, not
+   the source of truth: the resolver finds the live facts a candidate contradicts itself,
+   among the facts its owner owns (the user's own facts; org facts only for an org fact) —
+   stored ones, and those the pass wrote for candidates of earlier messages (each superseded
+   once, by the first later candidate that contradicts it) — by these rules:
    - *explicit*: ids the model named;
    - *subject*: a fact of the same category with the same subject key (`home_city`), unless
      the subject is multi-valued (`multi_valued_subjects`: hobbies, pets, languages spoken, …
@@ -58,12 +57,19 @@ later message's value is current, the earlier one written and superseded by it.
    Within one message a fact is decided once, by its most confident candidate: a less
    confident one that repeats or contradicts a fact that candidate superseded, re-confirmed or
    wrote is dropped (`conflict`, or `duplicate_in_pass` for a repeat).
+   A proposed candidate (rule 3) finds what it contradicts by the same rules but supersedes
+   nothing: it keeps those facts as its `proposed_supersedes`, what it replaces once a
+   reviewer or a confident repeat (rule 5) confirms it — a proposal naming nothing would,
+   once confirmed, stand current beside the fact it contradicts. It changes nothing now, so a
+   more confident candidate of its message deciding the topic is no conflict for it: what
+   that one re-confirmed or wrote is among its targets.
 7. **Deliberate facts**: a fact written through the API or changed by the user (any history
    event by an actor other than the write path) is superseded only on strong evidence: the
    same subject key (the user's own label of the topic), or the model naming it *and* a match
    by similarity. On weaker evidence (similarity alone, or the model's word alone) the
    candidate is written as `proposed` with `needs_review`, naming the fact for the reviewer
-   (`flagged`), and the deliberate fact stays current.
+   (`flagged`), and the deliberate fact stays current; so is a proposed candidate that would
+   replace a deliberate fact on weak evidence, which then waits for the user too.
 8. **Removal**: `remove` ids of live facts the user owns (org facts only with `org_writes`) are
    superseded without a replacement; a deliberate fact is not removed by the model (flagged).
 
@@ -226,6 +232,9 @@ class NewFact:
     flagged: bool = False
     # Facts this pass writes for candidates of earlier messages that this one replaces.
     supersedes_earlier: tuple[EarlierSupersession, ...] = ()
+    # A proposed fact's targets among the facts this pass writes for earlier candidates (by
+    # candidate index): once written, their ids join `proposed_supersedes`.
+    proposed_supersedes_earlier: tuple[int, ...] = ()
 
     @property
     def needs_review(self) -> bool:
@@ -468,9 +477,12 @@ class _Reconciliation:
                 )
             )
             return
-        if not confirmed:
-            self._write(NewFact(candidate, "proposed", (), tuple(explicit)))
-            return
+        # A proposed candidate finds what it would replace as a confident one finds what it
+        # replaces, and keeps it for whoever confirms it (a reviewer, or a confident repeat):
+        # models often name nothing, and a proposal naming nothing would, once confirmed,
+        # stand current beside the very fact it contradicts. It changes nothing now, so what
+        # a more confident candidate of its message decided is no conflict for it but one of
+        # its targets.
         supersedes = [Supersession(fact_id, "explicit") for fact_id in explicit]
         conflicts: list[uuid.UUID | None] = []
         for fact in mine:
@@ -485,7 +497,7 @@ class _Reconciliation:
             )
             if why is None:
                 continue
-            if fact.id in self.decided:
+            if confirmed and fact.id in self.decided:
                 conflicts.append(fact.id)
             else:
                 supersedes.append(Supersession(fact.id, why))
@@ -503,7 +515,7 @@ class _Reconciliation:
             )
             if why is None:
                 continue
-            if index in self.decided_new:
+            if confirmed and index in self.decided_new:
                 conflicts.append(None)
             else:
                 earlier.append(EarlierSupersession(index, why))
@@ -513,17 +525,25 @@ class _Reconciliation:
             return
         # A deliberate fact falls only to its own subject key, or to the model naming it when
         # it is also similar: one weak signal alone (similarity, or the model's word) is not
-        # enough.
+        # enough. A proposal that would replace one on weak evidence waits for the user.
         weak = [
             s.fact_id
             for s in supersedes
             if known.facts[s.fact_id].deliberate
             and not self._strong(candidate, s.fact_id, named=s.reason == "explicit")
         ]
-        if weak:
+        if weak or not confirmed:
             result.flagged.extend(weak)
-            targets = tuple(s.fact_id for s in supersedes)
-            self._write(NewFact(candidate, "proposed", (), targets, flagged=True))
+            self._write(
+                NewFact(
+                    candidate,
+                    "proposed",
+                    (),
+                    tuple(s.fact_id for s in supersedes),
+                    flagged=bool(weak),
+                    proposed_supersedes_earlier=tuple(e.candidate_index for e in earlier),
+                )
+            )
             return
         self.claimed.update(s.fact_id for s in supersedes)
         self.decided.update(s.fact_id for s in supersedes)
@@ -557,6 +577,13 @@ class _Reconciliation:
                 and not new_fact.flagged
                 and index not in self.decided_new
             ):
+                # Of the facts it would replace that the pass writes, those no later statement
+                # replaced already.
+                replaces_earlier = [
+                    i for i in new_fact.proposed_supersedes_earlier if i in self.written
+                ]
+                if any(i in self.decided_new for i in replaces_earlier):
+                    return "conflict"
                 replaces, held = self._confirmed_targets(
                     candidate, new_fact.proposed_supersedes, other.scope
                 )
@@ -574,9 +601,14 @@ class _Reconciliation:
                         supersedes=new_fact.supersedes
                         + tuple(Supersession(fact_id, "confirmed") for fact_id in replaces),
                         proposed_supersedes=(),
+                        supersedes_earlier=new_fact.supersedes_earlier
+                        + tuple(EarlierSupersession(i, "confirmed") for i in replaces_earlier),
+                        proposed_supersedes_earlier=(),
                     )
                     self.result.new_facts[self.result.new_facts.index(new_fact)] = promoted
                     self.written[index] = promoted
+                    for replaced in replaces_earlier:
+                        del self.written[replaced]
             return "duplicate_in_pass"
         return None
 
@@ -600,7 +632,8 @@ class _Reconciliation:
             if fact_id in self.decided:
                 return (), "conflict"
             targets.append(fact_id)
-        # The model named each of them when it proposed the fact.
+        # Each of them was named when the fact was proposed: by the model, or by the
+        # contradiction rules (a deliberate one they found on weak evidence flagged it then).
         weak = [
             fact_id
             for fact_id in targets

@@ -391,6 +391,192 @@ async def test_a_proposed_fact_confirmed_by_a_confident_repeat_replaces_what_it_
     assert [m["id"] for m in await memories(llm_client, headers, kind="semantic")] == [porto["id"]]
 
 
+# A tentative move the model gives with low confidence and, as real models often do, without
+# naming the home it would replace (`omit_supersedes`).
+TENTATIVE_MOVE = [
+    ("I live in Lisbon", [fact("User lives in Lisbon.", subject="home_city")]),
+    ("be in Porto", [fact("User lives in Porto.", subject="home_city", confidence=0.75)]),
+    ("live in Porto", [fact("User lives in Porto.", subject="home_city")]),
+]
+
+
+async def propose_a_tentative_move(
+    client: AsyncClient, server: FakeOpenAIServer, headers: dict[str, str]
+) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Lisbon said, then Porto proposed for its low confidence: the thread, the message that
+    proposed Porto, and the Lisbon and Porto facts as listed then."""
+    server.reply = ScriptedExtraction(TENTATIVE_MOVE)
+    server.omit_supersedes = True
+    thread_id = await start_thread(client, headers)
+    await say(client, headers, thread_id, "I live in Lisbon.")
+    await wait_for_passes(client, headers, 1)
+    said, _ = await say(client, headers, thread_id, "Maybe I'll be in Porto now, not sure.")
+    [finished, _] = await wait_for_passes(client, headers, 2)
+    assert (finished["superseded"], finished["flagged"]) == (0, 0)
+    [lisbon] = await memories(client, headers, kind="semantic", lifecycle="confirmed")
+    [porto] = await memories(client, headers, kind="semantic", lifecycle="proposed")
+    assert lisbon["text"] == "User lives in Lisbon."
+    assert (porto["text"], porto["needs_review"]) == ("User lives in Porto.", True)
+    # The home it would replace, found by its subject though the model named none.
+    assert porto["metadata"]["proposed_supersedes"] == [lisbon["id"]]
+    assert "review_reason" not in porto["metadata"]
+    return thread_id, said, lisbon, porto
+
+
+async def assert_only_porto_is_current(client: AsyncClient, headers: dict[str, str]) -> None:
+    live = await memories(client, headers, kind="semantic")
+    assert [m["text"] for m in live] == ["User lives in Porto."]
+    response = await client.post(
+        "/v1/users/me/context",
+        headers=headers,
+        json={"query": "Where does the user live?", "format": "text"},
+    )
+    block = response.json()["text"]
+    assert "Porto" in block and "Lisbon" not in block
+
+
+async def test_a_tentative_move_naming_no_fact_replaces_the_old_home_once_the_user_confirms_it(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    _, said, lisbon, porto = await propose_a_tentative_move(llm_client, fresh_llm, headers)
+
+    response = await llm_client.patch(
+        f"/v1/users/me/memories/{porto['id']}", headers=headers, json={"lifecycle": "confirmed"}
+    )
+    assert response.status_code == 200, response.text
+    confirmed = response.json()
+    assert (confirmed["lifecycle"], confirmed["needs_review"]) == ("confirmed", False)
+    assert "proposed_supersedes" not in confirmed["metadata"]
+    replaced = await get(llm_client, headers, lisbon["id"])
+    assert (replaced["lifecycle"], replaced["superseded_by"]) == ("superseded", porto["id"])
+    # Invalid from when the user said so, not from when the user confirmed it.
+    assert datetime.fromisoformat(replaced["invalid_at"]) == datetime.fromisoformat(
+        said["created_at"]
+    )
+    events = await history(llm_client, headers, lisbon["id"])
+    assert [e["action"] for e in events] == ["add", "supersede"]
+    assert events[1]["changes"]["reason"] == "confirmed"
+    assert events[1]["changes"]["superseded_by"] == porto["id"]
+    await assert_only_porto_is_current(llm_client, headers)
+
+
+async def test_a_tentative_move_naming_no_fact_replaces_the_old_home_once_said_with_confidence(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "alex")
+    thread_id, _, lisbon, porto = await propose_a_tentative_move(llm_client, fresh_llm, headers)
+
+    said, _ = await say(llm_client, headers, thread_id, "Yes, I live in Porto now.")
+    [latest, *_] = await wait_for_passes(llm_client, headers, 3)
+
+    assert (latest["reconfirmed"], latest["superseded"]) == (1, 1)
+    confirmed = await get(llm_client, headers, porto["id"])
+    assert (confirmed["lifecycle"], confirmed["needs_review"]) == ("confirmed", False)
+    assert "proposed_supersedes" not in confirmed["metadata"]
+    replaced = await get(llm_client, headers, lisbon["id"])
+    assert (replaced["lifecycle"], replaced["superseded_by"]) == ("superseded", porto["id"])
+    assert datetime.fromisoformat(replaced["invalid_at"]) == datetime.fromisoformat(
+        said["created_at"]
+    )
+    events = await history(llm_client, headers, lisbon["id"])
+    assert [e["action"] for e in events] == ["add", "supersede"]
+    assert events[1]["changes"]["reason"] == "confirmed"
+    await assert_only_porto_is_current(llm_client, headers)
+
+
+async def test_confirming_a_tentative_move_leaves_a_home_no_longer_current_as_it_is(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # The user retires the old home themselves before the move is confirmed, by a PATCH for
+    # one user and by a confident repeat for the other: neither confirmation changes it again.
+    for user, by_repeat in (("alex", False), ("sam", True)):
+        headers = bearer(settings, tenant, user)
+        thread_id, _, lisbon, porto = await propose_a_tentative_move(llm_client, fresh_llm, headers)
+        response = await llm_client.patch(
+            f"/v1/users/me/memories/{lisbon['id']}",
+            headers=headers,
+            json={"lifecycle": "superseded"},
+        )
+        assert response.status_code == 200, response.text
+        retired = response.json()
+        before = await history(llm_client, headers, lisbon["id"])
+
+        if by_repeat:
+            await say(llm_client, headers, thread_id, "Yes, I live in Porto now.")
+            [latest, *_] = await wait_for_passes(llm_client, headers, 3)
+            assert (latest["reconfirmed"], latest["superseded"]) == (1, 0)
+        else:
+            response = await llm_client.patch(
+                f"/v1/users/me/memories/{porto['id']}",
+                headers=headers,
+                json={"lifecycle": "confirmed"},
+            )
+            assert response.status_code == 200, response.text
+        assert (await get(llm_client, headers, porto["id"]))["lifecycle"] == "confirmed"
+        assert await get(llm_client, headers, lisbon["id"]) == retired
+        assert await history(llm_client, headers, lisbon["id"]) == before
+
+
+async def test_a_tentative_move_said_after_the_home_in_one_pass_would_replace_it(
+    llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
+) -> None:
+    # Both turns arrive in one append, so one pass reads them: the proposal names the home the
+    # same pass wrote for the turn before it, as a pass of its own would have.
+    headers = bearer(settings, tenant, "alex")
+    fresh_llm.reply = ScriptedExtraction(
+        [
+            (
+                "in Lisbon",
+                [fact("User lives in Lisbon.", subject="home_city", evidence="in Lisbon")],
+            ),
+            (
+                "be in Porto",
+                [
+                    fact(
+                        "User lives in Porto.",
+                        subject="home_city",
+                        confidence=0.75,
+                        evidence="be in Porto",
+                    )
+                ],
+            ),
+        ]
+    )
+    fresh_llm.omit_supersedes = True
+    thread_id = await start_thread(llm_client, headers)
+    response = await llm_client.post(
+        f"/v1/users/me/threads/{thread_id}/messages",
+        headers=headers,
+        json={
+            "messages": [
+                {"role": "user", "content": "Hello, I live in Lisbon at the moment."},
+                {"role": "assistant", "content": "Nice city."},
+                {"role": "user", "content": "Maybe I'll be in Porto soon, not sure."},
+                {"role": "assistant", "content": "Keep me posted."},
+            ]
+        },
+    )
+    assert response.status_code == 201, response.text
+    said = response.json()["items"][2]
+    await wait_for_passes(llm_client, headers, 1)
+    [lisbon] = await memories(llm_client, headers, kind="semantic", lifecycle="confirmed")
+    [porto] = await memories(llm_client, headers, kind="semantic", lifecycle="proposed")
+    assert lisbon["text"] == "User lives in Lisbon."
+    assert porto["metadata"]["proposed_supersedes"] == [lisbon["id"]]
+
+    response = await llm_client.patch(
+        f"/v1/users/me/memories/{porto['id']}", headers=headers, json={"lifecycle": "confirmed"}
+    )
+    assert response.status_code == 200, response.text
+    replaced = await get(llm_client, headers, lisbon["id"])
+    assert (replaced["lifecycle"], replaced["superseded_by"]) == ("superseded", porto["id"])
+    assert datetime.fromisoformat(replaced["invalid_at"]) == datetime.fromisoformat(
+        said["created_at"]
+    )
+    await assert_only_porto_is_current(llm_client, headers)
+
+
 async def test_a_fact_set_after_the_message_that_replaces_it_is_not_invalid_before_it_was_set(
     llm_client: AsyncClient, fresh_llm: FakeOpenAIServer, settings: Settings, tenant: str
 ) -> None:

@@ -714,6 +714,119 @@ def test_a_confident_repeat_leaves_a_deliberate_fact_to_the_user_on_weak_evidenc
     assert same_subject.flagged == []
 
 
+def test_a_proposal_naming_nothing_keeps_what_it_contradicts_for_whoever_confirms_it() -> None:
+    lisbon = fact("User lives in Lisbon.", "context", subject="home_city")
+    dark = fact("User prefers dark mode.")
+    metric = fact("User prefers metric units.")
+    result = resolve(
+        [
+            home("Porto", 0, said_at=0, confidence=0.75),
+            candidate("User prefers light mode.", 1, confidence=0.75),
+        ],
+        [],
+        known(lisbon, dark, metric, cosine={(1, dark.id): 0.8, (1, metric.id): 0.3}),
+        RULES,
+    )
+    porto, light = result.new_facts
+    assert (porto.lifecycle, porto.supersedes, porto.proposed_supersedes) == (
+        "proposed",
+        (),
+        (lisbon.id,),
+    )
+    assert (light.lifecycle, light.supersedes, light.proposed_supersedes) == (
+        "proposed",
+        (),
+        (dark.id,),
+    )
+    assert not porto.flagged and not light.flagged
+    assert result.flagged == [] and result.reconfirmations == []
+
+
+def test_a_proposal_against_a_deliberate_fact_waits_for_the_user_on_weak_evidence() -> None:
+    metric = replace(fact("User prefers metric units."), deliberate=True)
+    weak = resolve(
+        [candidate("User prefers imperial units.", confidence=0.75)],
+        [],
+        known(metric, cosine={(0, metric.id): 0.82}),
+        RULES,
+    )
+    [imperial] = weak.new_facts
+    assert (imperial.lifecycle, imperial.flagged, imperial.proposed_supersedes) == (
+        "proposed",
+        True,
+        (metric.id,),
+    )
+    assert weak.flagged == [metric.id]
+    # Its own subject key is strong evidence: proposed for its low confidence alone.
+    labelled = replace(metric, subject="units")
+    strong = resolve(
+        [candidate("User prefers imperial units.", subject="units", confidence=0.75)],
+        [],
+        known(labelled),
+        RULES,
+    )
+    [imperial] = strong.new_facts
+    assert (imperial.flagged, imperial.proposed_supersedes) == (False, (metric.id,))
+    assert strong.flagged == []
+
+
+def test_a_proposal_keeps_what_the_pass_wrote_before_it_and_a_later_repeat_replaces_it() -> None:
+    proposed = resolve(
+        [home("Lisbon", 0, said_at=0), home("Porto", 1, said_at=2, confidence=0.75)],
+        [],
+        known(),
+        RULES,
+    )
+    lisbon, porto = proposed.new_facts
+    assert lisbon.lifecycle == "confirmed"
+    assert (porto.lifecycle, porto.supersedes_earlier, porto.proposed_supersedes_earlier) == (
+        "proposed",
+        (),
+        (0,),
+    )
+    confirmed = resolve(
+        [
+            home("Lisbon", 0, said_at=0),
+            home("Porto", 1, said_at=2, confidence=0.75),
+            home("Porto", 2, said_at=4),
+        ],
+        [],
+        known(),
+        RULES,
+    )
+    lisbon, porto = confirmed.new_facts
+    assert (porto.lifecycle, porto.proposed_supersedes_earlier) == ("confirmed", ())
+    assert porto.supersedes_earlier == (EarlierSupersession(0, "confirmed"),)
+    assert confirmed.dropped == [Dropped("duplicate_in_pass", 2)]
+
+
+def test_a_proposal_keeps_what_a_more_confident_candidate_of_its_message_decided() -> None:
+    lisbon = fact("User lives in Lisbon.", "context", subject="home_city")
+    result = resolve(
+        [home("Lisbon", 0, said_at=2), home("Porto", 1, said_at=2, confidence=0.75)],
+        [],
+        known(lisbon),
+        RULES,
+    )
+    assert [r.fact_id for r in result.reconfirmations] == [lisbon.id]
+    [porto] = result.new_facts
+    assert (porto.lifecycle, porto.proposed_supersedes) == ("proposed", (lisbon.id,))
+    written = resolve(
+        [home("Faro", 0, said_at=2), home("Porto", 1, said_at=2, confidence=0.75)],
+        [],
+        known(lisbon),
+        RULES,
+    )
+    faro, porto = written.new_facts
+    assert faro.supersedes == (Supersession(lisbon.id, "subject"),)
+    assert (porto.lifecycle, porto.proposed_supersedes, porto.proposed_supersedes_earlier) == (
+        "proposed",
+        (),
+        (0,),
+    )
+    assert written.dropped == []
+
+
 def test_episodes_follow_the_api_text_rules() -> None:
     assert resolve_episode(None) == (None, None)
     assert resolve_episode("  ") == (None, None)
