@@ -50,7 +50,12 @@ Expected = Literal["current", "superseded", "review"]
 
 
 def fact(
-    text: str, category: str, subject: str = "", *, replaces: tuple[str, ...] = ()
+    text: str,
+    category: str,
+    subject: str = "",
+    *,
+    replaces: tuple[str, ...] = (),
+    confidence: float = 0.95,
 ) -> dict[str, Any]:
     """A fact as the scripted model proposes it; `replaces` are fragments of the facts the
     oracle model names in `supersedes`."""
@@ -59,7 +64,7 @@ def fact(
         "category": category,
         "subject": subject,
         "scope": "user",
-        "confidence": 0.95,
+        "confidence": confidence,
         "evidence": "",
         "supersedes": list(replaces),
     }
@@ -300,6 +305,30 @@ CONVERSATIONS = [
             "User speaks Spanish.": "current",
         },
         [("User wants answers in English.", "User wants answers in German.")],
+    ),
+    Conversation(
+        "a tentative move, proposed, then said with confidence",
+        [
+            ("I live in Lisbon.", [fact("User lives in Lisbon.", "context", "home_city")]),
+            (
+                "Maybe I'll be in Porto now, not sure.",
+                [
+                    fact(
+                        "User lives in Porto.",
+                        "context",
+                        "home_city",
+                        replaces=("Lisbon",),
+                        confidence=0.75,
+                    )
+                ],
+            ),
+            (
+                "Yes, I live in Porto now.",
+                [fact("User lives in Porto.", "context", "home_city", replaces=("Lisbon",))],
+            ),
+        ],
+        {"User lives in Lisbon.": "superseded", "User lives in Porto.": "current"},
+        [("User lives in Lisbon.", "User lives in Porto.")],
     ),
     Conversation(
         "one subject spelled two ways",
