@@ -12,3 +12,10 @@ class MemoryNotFound(NotFound):
 class DuplicateMemory(Conflict):
     title = "An identical memory exists"
     code = "DUPLICATE_MEMORY"
+
+
+class StoreKeyTaken(Conflict):
+    """A keyed memory's move (a new category) onto the address another memory of its owner
+    holds: the kind, category and key that find one memory."""
+
+    title = "Another memory holds that key"

@@ -8,8 +8,6 @@ history), so a keyed memory is an ordinary memory to search, context and the RES
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from service.auth.owner import Owner
 from service.kit.resource_headers import require_none_match
 from service.kit.secrets import refuse_secrets
@@ -21,7 +19,6 @@ from service.memories.schemas import (
     KeyedMemoryPut,
     KeyedMemoryWritten,
     MemoryCreate,
-    MemoryKind,
     MemoryRead,
     MemoryUpdate,
 )
@@ -33,15 +30,7 @@ from service.memories.service import (
     require_memory_none_match,
 )
 from service.memories.slots import SlotHolders, slot_of
-
-
-@dataclass(frozen=True)
-class StoreKey:
-    """Where a keyed memory lives within its owner's memories."""
-
-    kind: MemoryKind
-    category: str | None
-    key: str
+from service.memories.store_key import StoreKey
 
 
 class KeyedMemoryService:
@@ -86,11 +75,7 @@ class KeyedMemoryService:
         )
         if existing is None:
             # An expired memory is gone for every reader, but its row still holds the key.
-            expired = await self._repository.expired_store_key_holder(
-                owner, address.kind, address.category, address.key
-            )
-            if expired is not None:
-                await self._recorder.remove_expired([expired])
+            await self._recorder.forget_expired_key_holder(owner, address)
             created = await self._create(owner, address, body, ahead)
             return KeyedMemoryWritten.model_validate({**_fields(created), "created": True})
         # A put replaces every field it carries; one that changes nothing writes nothing.

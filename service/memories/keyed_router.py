@@ -23,7 +23,6 @@ from service.kit.resource_headers import (
 )
 from service.kit.routing import ApiRoute
 from service.memories.dependencies import KeyedMemorySvc, PutTextAhead
-from service.memories.keyed import StoreKey
 from service.memories.schemas import (
     CATEGORY_PATTERN,
     KeyedMemoryPut,
@@ -33,6 +32,7 @@ from service.memories.schemas import (
     StoreKeyText,
 )
 from service.memories.service import memory_etag
+from service.memories.store_key import StoreKey
 
 router = APIRouter(
     route_class=ApiRoute, prefix="/v1/users/{user_id}/keyed-memories", tags=["memories"]

@@ -28,6 +28,7 @@ from service.memories.models import Memory, MemoryEvent
 from service.memories.postings import StatisticsRequests
 from service.memories.repository import MemoryRepository
 from service.memories.schemas import MemoryCreate, MemoryRead, MemoryWritten
+from service.memories.store_key import StoreKey
 from service.providers import Embedder
 
 # The fields of a memory the durable-write policy reads, by their field (and column) names.
@@ -379,6 +380,15 @@ class MemoryRecorder:
             return False
         await self.remove_expired([expired])
         return True
+
+    async def forget_expired_key_holder(self, owner: Owner, address: StoreKey) -> None:
+        """Remove (`remove_expired`) the expired memory that still holds this key's address:
+        it is gone for every reader, and must not keep another memory from taking the key."""
+        expired = await self.repository.expired_store_key_holder(
+            owner, address.kind, address.category, address.key
+        )
+        if expired is not None:
+            await self.remove_expired([expired])
 
     async def remove_expired(self, memories: list[Memory]) -> None:
         """Remove memories whose `expires_at` has passed exactly as the retention sweep does,

@@ -44,6 +44,11 @@ LIVE_CONTENT_INDEX = "uq_memory_live_content"
 """The unique index that holds one memory without a key per owner, kind and normalised text
 among those not superseded (expired ones included, until they are deleted)."""
 
+STORE_KEY_INDEX = "uq_memory_store_key"
+"""The unique index that holds one memory per owner, kind, category and store key (a keyed
+memory's address, `StoreKey`), whatever its lifecycle (expired ones included, until they are
+deleted)."""
+
 
 @dataclass(frozen=True)
 class CategoryRelevance:
@@ -501,19 +506,19 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
             await self._postings.write([memory.id], replacing=True)
         return memory
 
-    async def update_unless_duplicate(
-        self, memory: Memory, values: dict[str, Any]
-    ) -> Memory | None:
-        """`update`, for a change that makes the memory a live one with its text: None, and
-        nothing changed, when `LIVE_CONTENT_INDEX` refuses it because another live memory of
-        the owner says the same (one another transaction wrote after the caller looked). The
-        statement runs in a savepoint, so the refusal leaves the transaction usable."""
+    async def update_unless_taken(self, memory: Memory, values: dict[str, Any]) -> Memory | None:
+        """`update`, for a change that gives the memory a place a unique index holds for one
+        memory: its text as a live memory (`LIVE_CONTENT_INDEX`), or its key's new address
+        (`STORE_KEY_INDEX`). None, and nothing changed, when the index refuses it because
+        another memory of the owner holds that place (perhaps one another transaction wrote
+        after the caller looked). The statement runs in a savepoint, so the refusal leaves the
+        transaction usable."""
         values = await self._timed(memory, values)
         try:
             async with self._session.begin_nested():
                 written = await self.update_by_id(memory.id, values)
         except IntegrityError as error:
-            if _violated_constraint(error) != LIVE_CONTENT_INDEX:
+            if _violated_constraint(error) not in {LIVE_CONTENT_INDEX, STORE_KEY_INDEX}:
                 raise
             return None
         if "text" in values:

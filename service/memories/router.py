@@ -407,8 +407,10 @@ async def update_memory(
     if_match: IfMatch = None,
 ) -> MemoryRead:
     """Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. With
-    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes)."""
+    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
+    key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
+    changes)."""
     updated = await memories.update(owner, memory_id, body, if_match=if_match, ahead=ahead)
     return with_etag(response, tagged(updated))
 

@@ -11,7 +11,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from service.auth.owner import Owner
 from service.errors import ValidationFailed
@@ -19,7 +19,7 @@ from service.kit.pagination import Page, decode_newest_first_cursor, newest_firs
 from service.kit.resource_headers import entity_tag, require_match, require_none_match
 from service.kit.types import visible_text
 from service.memories.embedding import TextVectors, vectors_for
-from service.memories.errors import DuplicateMemory, MemoryNotFound
+from service.memories.errors import DuplicateMemory, MemoryNotFound, StoreKeyTaken
 from service.memories.filters import MemoryFilter
 from service.memories.models import Memory
 from service.memories.proposals import PROPOSED_SUPERSEDES, named_replacements, reviewed
@@ -39,6 +39,7 @@ from service.memories.schemas import (
     MemoryCreate,
     MemoryEventRead,
     MemoryHistory,
+    MemoryKind,
     MemoryRead,
     MemoryUpdate,
     MemoryWritten,
@@ -53,6 +54,7 @@ from service.memories.slots import (
     slot_filled_by,
     slot_of,
 )
+from service.memories.store_key import StoreKey
 from service.memories.vector_columns import VECTOR_VALUES
 
 # A dry run names this many of the memories it would delete (newest first).
@@ -206,7 +208,8 @@ class MemoryService:
         state (so of two writers holding the same tag, the second gets 412). `ahead` holds
         the new text's vector made before the transaction (`changed_texts`). A procedural
         memory the change makes live in a slot (restored, or moved there) supersedes the
-        slot's memory (`SlotHolders.take`).
+        slot's memory (`SlotHolders.take`). A keyed memory's new category moves its key there
+        (`StoreKey`), unless another memory holds that address (409 `StoreKeyTaken`).
 
         Confirming a proposed fact applies what it would replace (`metadata
         .proposed_supersedes`, `_confirmed_replacements`, `MemoryRecorder
@@ -214,15 +217,25 @@ class MemoryService:
         facts it contradicts stop being current as if the write path had superseded them."""
         self._recorder.authorize(owner)
         await self._recorder.hold_writes(owner)
+        if _may_fill_a_slot(change) or "category" in change.model_fields_set:
+            # A kind and a key never change, so the memory read without its lock tells them.
+            seen = await self._load(owner, memory_id)
+            if _may_fill_a_slot(change) and seen.kind == "procedural":
+                # The slot lock before the row lock, as every write to a slot takes them.
+                await self._slots.hold(owner)
+            if seen.store_key is not None and "category" in change.model_fields_set:
+                # The address a keyed memory moves to is locked as a keyed put locks it (after
+                # the slot lock, before the row lock), so a put there waits for the move and
+                # then finds the memory it moved.
+                await self._repository.lock_store_key(
+                    owner, seen.kind, change.category, seen.store_key
+                )
         if change.lifecycle == "confirmed":
             # The write path reconciles the owner's facts under this lock (taken after the
             # user's write lock, before any row lock, as the write path takes it), so a
             # confirmation that supersedes facts never interleaves with a pass reading them.
+            # After the slot and key locks, as a keyed put that restores a memory takes it.
             await self._repository.lock_writers(owner)
-        if _may_fill_a_slot(change) and (await self._load(owner, memory_id)).kind == "procedural":
-            # The slot lock before the row lock, as every write to a slot takes them (a kind
-            # never changes, so the memory read without its lock tells it).
-            await self._slots.hold(owner)
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
         values = _validated_changes(change)
@@ -241,6 +254,9 @@ class MemoryService:
         if takes is not None:
             await self._refuse_duplicate(owner, memory, takes)
             await self._recorder.forget_expired_holder(owner, memory.kind, takes)
+        moved_to = _key_moved_to(memory, values)
+        if moved_to is not None:
+            await self._recorder.forget_expired_key_holder(owner, moved_to)
         await self._embed_new_text(memory, values, ahead)
         updated = await self._record_update(owner, memory, values)
         if replaces:
@@ -254,6 +270,23 @@ class MemoryService:
         if duplicate is not None and duplicate.id != memory.id:
             raise DuplicateMemory(
                 "Another memory already says exactly this.", existing_id=str(duplicate.id)
+            )
+
+    async def _refuse_taken_key(self, owner: Owner, memory: Memory, address: StoreKey) -> None:
+        """409 naming the owner's other memory at `address`, if there is one."""
+        holder = await self._repository.find_by_store_key(
+            owner, address.kind, address.category, address.key
+        )
+        if holder is not None and holder.id != memory.id:
+            category = address.category
+            where = "no category" if category is None else f"the category {category!r}"
+            raise StoreKeyTaken(
+                f"The key {address.key!r} already holds another {address.kind} memory in "
+                f"{where}; move or delete that memory first.",
+                key=address.key,
+                kind=address.kind,
+                category=address.category,
+                existing_id=str(holder.id),
             )
 
     async def _embed_new_text(
@@ -288,14 +321,21 @@ class MemoryService:
             for key, value in values.items()
             if key not in VECTOR_VALUES and key not in {"text", "last_confirmed_at"}
         }
-        if takes is None:
+        moved_to = _key_moved_to(memory, values)
+        if takes is None and moved_to is None:
             updated = await self._repository.update(memory, values)
         else:
-            # Looked for above, but a concurrent transaction may have written the same text
-            # since: the unique index decides, and its refusal is the same 409.
-            written = await self._repository.update_unless_duplicate(memory, values)
+            # The memory's new place (its live text, or its key's new address) is held by a
+            # unique index, which decides: its refusal names the memory that holds the place.
+            # (A text was looked for above, but a concurrent transaction may have written it
+            # since.)
+            written = await self._repository.update_unless_taken(memory, values)
             if written is None:
-                await self._refuse_duplicate(owner, memory, takes)
+                if moved_to is not None:
+                    await self._refuse_taken_key(owner, memory, moved_to)
+                    raise StoreKeyTaken("A concurrent change collided with this write; retry.")
+                if takes is not None:
+                    await self._refuse_duplicate(owner, memory, takes)
                 raise DuplicateMemory("A concurrent change collided with this write; retry.")
             updated = written
         action = "supersede" if supersedes else "update"
@@ -536,6 +576,16 @@ def _live_text_taken(memory: Memory, values: dict[str, Any]) -> str | None:
     if memory.lifecycle == "superseded" or text_value != memory.text:
         return text_value
     return None
+
+
+def _key_moved_to(memory: Memory, values: dict[str, Any]) -> StoreKey | None:
+    """The address the change moves a keyed memory to, or None: a new category moves its key
+    with it (the keyed routes find it there), as the key is read by kind, category and key."""
+    if memory.store_key is None or "category" not in values:
+        return None
+    # The column holds one of the kinds the API writes (a check constraint keeps it so).
+    kind = cast("MemoryKind", memory.kind)
+    return StoreKey(kind=kind, category=values["category"], key=memory.store_key)
 
 
 def _confirmed_replacements(memory: Memory, values: dict[str, Any]) -> list[uuid.UUID]:

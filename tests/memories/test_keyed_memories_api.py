@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.config import Settings
 from tests.conftest import as_tenant, assert_problem, bearer
+from tests.fixtures.locks import waiting_locks
 
 PATH = "/v1/users/me/keyed-memories"
 
@@ -348,3 +349,132 @@ async def test_a_key_that_is_not_utf8_is_refused_and_reads_no_other_key(
     assert_problem(
         await client.get(f"{PATH}?kind=semantic&key=%FE", headers=headers), 422, "VALIDATION_FAILED"
     )
+
+
+# --- moving a keyed memory ----------------------------------------------------------------------
+
+
+async def test_a_patch_of_the_category_moves_the_key_with_its_memory(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """A keyed memory's address is its kind, category and key: a PATCH of its category moves
+    it there, so the keyed routes find it at the new address and the old one holds nothing."""
+    headers = bearer(settings, tenant, "ada")
+    added = await client.put(
+        PATH, params=at("diet", category=None), json={"text": "Ada is vegetarian."}, headers=headers
+    )
+    assert added.status_code == 201, added.text
+    memory_id = added.json()["id"]
+    moved = await client.patch(
+        f"/v1/users/me/memories/{memory_id}", json={"category": "food"}, headers=headers
+    )
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["category"] == "food" and moved.json()["store_key"] == "diet"
+
+    found = await client.get(PATH, params=at("diet", category="food"), headers=headers)
+    assert found.status_code == 200 and found.json()["id"] == memory_id
+    assert found.headers["etag"] == moved.headers["etag"]
+    old = at("diet", category=None)
+    assert_problem(await client.get(PATH, params=old, headers=headers), 404, "NOT_FOUND")
+    # The key went with its memory: a put at the old address adds a memory of its own.
+    again = await client.put(PATH, params=old, json={"text": "Ada eats fish."}, headers=headers)
+    assert again.status_code == 201 and again.json()["id"] != memory_id
+    replaced = await client.put(
+        PATH, params=at("diet", category="food"), json={"text": "Ada is vegan."}, headers=headers
+    )
+    assert replaced.status_code == 200 and replaced.json()["id"] == memory_id
+    assert sorted((m["category"] or "", m["text"]) for m in await memories(client, headers)) == [
+        ("", "Ada eats fish."),
+        ("food", "Ada is vegan."),
+    ]
+
+
+async def test_a_patch_that_moves_a_key_onto_another_memorys_address_is_409(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    seat = await client.put(
+        PATH, params=at("seat", category=None), json={"text": "Aisle seats."}, headers=headers
+    )
+    travel = await client.put(
+        PATH, params=at("seat", category="travel"), json={"text": "Window seats."}, headers=headers
+    )
+    assert seat.status_code == travel.status_code == 201
+    path = f"/v1/users/me/memories/{seat.json()['id']}"
+    for change in ({"category": "travel"}, {"category": "travel", "text": "Middle seats."}):
+        refused = await client.patch(path, json=change, headers=headers)
+        body = assert_problem(refused, 409, "CONFLICT")
+        assert body["key"] == "seat" and body["category"] == "travel"
+        assert body["existing_id"] == travel.json()["id"]
+        assert "seat" in body["detail"] and "travel" in body["detail"]
+    # Nothing changed: each memory is where it was, as it was, with no history of the attempt.
+    unchanged = await client.get(path, headers=headers)
+    assert unchanged.headers["etag"] == seat.headers["etag"]
+    history = await client.get(f"{path}/history", headers=headers)
+    assert [event["action"] for event in history.json()["items"]] == ["add"]
+    held = await client.get(PATH, params=at("seat", category="travel"), headers=headers)
+    assert held.headers["etag"] == travel.headers["etag"]
+    # Out of the category, and back into a free one.
+    back = await client.patch(path, json={"category": "flights"}, headers=headers)
+    assert back.status_code == 200 and back.json()["category"] == "flights"
+
+
+async def test_a_key_moves_onto_an_address_whose_memory_expired(
+    client: AsyncClient, settings: Settings, tenant: str, owner_engine: AsyncEngine
+) -> None:
+    headers = bearer(settings, tenant, "ada")
+    expired = await client.put(
+        PATH, params=at("k", category="a"), json={"text": "Old."}, headers=headers
+    )
+    kept = await client.put(
+        PATH, params=at("k", category="b"), json={"text": "New."}, headers=headers
+    )
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE memory SET expires_at = now() - interval '1 minute' WHERE id = :id"),
+            {"id": expired.json()["id"]},
+        )
+    moved = await client.patch(
+        f"/v1/users/me/memories/{kept.json()['id']}", json={"category": "a"}, headers=headers
+    )
+    assert moved.status_code == 200, moved.text
+    found = await client.get(PATH, params=at("k", category="a"), headers=headers)
+    assert found.json()["id"] == kept.json()["id"]
+    # The expired memory went as the retention sweep removes it: with its history.
+    history = await client.get(
+        f"/v1/users/me/memories/{expired.json()['id']}/history", headers=headers
+    )
+    assert_problem(history, 404, "NOT_FOUND")
+
+
+async def test_a_put_at_the_address_a_move_is_waiting_for_finds_the_moved_memory(
+    client: AsyncClient, settings: Settings, tenant: str, owner_engine: AsyncEngine
+) -> None:
+    """A move holds its new address as a put holds its key: a put there that comes while the
+    move waits writes after it, over the memory it moved (not a second memory of the key)."""
+    headers = bearer(settings, tenant, "ada")
+    added = await client.put(
+        PATH, params=at("k", category="a"), json={"text": "One."}, headers=headers
+    )
+    memory_id = added.json()["id"]
+    async with owner_engine.connect() as holder:
+        transaction = await holder.begin()
+        await holder.execute(
+            text("SELECT 1 FROM memory WHERE id = :id FOR UPDATE"), {"id": memory_id}
+        )
+        move = asyncio.ensure_future(
+            client.patch(
+                f"/v1/users/me/memories/{memory_id}", json={"category": "b"}, headers=headers
+            )
+        )
+        assert await waiting_locks(owner_engine) >= 1
+        put = asyncio.ensure_future(
+            client.put(PATH, params=at("k", category="b"), json={"text": "Two."}, headers=headers)
+        )
+        await waiting_locks(owner_engine, at_least=2)
+        await transaction.rollback()
+        moved, written = await move, await put
+    assert moved.status_code == 200, moved.text
+    assert written.status_code == 200, written.text
+    assert written.json()["id"] == memory_id and written.json()["text"] == "Two."
+    assert [m["id"] for m in await memories(client, headers)] == [memory_id]

@@ -245,8 +245,10 @@ export const getMemory = <ThrowOnError extends boolean = false>(options: Options
  * Change a memory
  *
  * Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
- * memory), review flag, event time, metadata or expiry. Recorded in the history. With
- * `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
+ * memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+ * memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
+ * key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
+ * changes).
  */
 export const updateMemory = <ThrowOnError extends boolean = false>(options: Options<UpdateMemoryData, ThrowOnError>) => (options.client ?? client).patch<UpdateMemoryResponses, UpdateMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -124,8 +124,10 @@ def sync_detailed(
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. With
-    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
+    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
+    key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
+    changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -168,8 +170,10 @@ def sync(
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. With
-    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
+    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
+    key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
+    changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -207,8 +211,10 @@ async def asyncio_detailed(
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. With
-    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
+    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
+    key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
+    changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -249,8 +255,10 @@ async def asyncio(
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. With
-    `If-Match`, only if the memory still has that ETag (else 412 and nothing changes).
+    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
+    key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
+    changes).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
