@@ -510,7 +510,9 @@ async def create_org_memory(
     idempotency_key: IdempotencyKeyHeader,
     idempotency: Idempotency,
 ) -> MemoryWritten | Response:
-    """Organization-shared memory, readable by every user of the tenant; admins only."""
+    """Organization-shared memory, readable by every user of the tenant; admins only. An item
+    with `scope: user` is refused here (422): a user's memory is written through the user's
+    route."""
     return await idempotency.run(
         idempotency_key,
         request,
@@ -539,7 +541,7 @@ async def create_org_memories(
     idempotency: Idempotency,
 ) -> MemoryBatchWritten | Response:
     """Store up to 100 organization memories at once, all or nothing, in input order; admins
-    only."""
+    only. Like a single memory, none may have `scope: user` here (422)."""
     return await idempotency.run(
         idempotency_key,
         request,

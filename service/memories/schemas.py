@@ -95,9 +95,9 @@ class MemoryCreate(BaseModel):
     text: MemoryText
     scope: MemoryScope = Field(
         default="user",
-        description="`user` on a user's route (`org` is refused there with 422); the "
-        "organization's route, /v1/org/memories, stores every memory as the organization's "
-        "(admins only).",
+        description="Whose memory it is; left out, the route's own. `user` on a user's route, "
+        "`org` on the organization's (/v1/org/memories, admins only): the other is refused "
+        "with 422.",
     )
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN, examples=["preference"])
     confidence: UnitInterval = 1.0

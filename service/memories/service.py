@@ -110,14 +110,14 @@ class MemoryService:
         memory. `locate` places an item in the request for problems about it; `ahead` holds
         their texts' vectors made before the transaction (`created_texts`).
 
-        A user's memories never include an item with `scope: org`: organization memory has
-        its own owner (and route), so such a write is refused whoever sends it. A new
+        An item's `scope`, when given, names the owner's own: organization memory has its own
+        owner (and route), so an item with `scope: org` for a user, or `scope: user` for the
+        organization, is refused whoever sends it (`_refuse_other_scopes`). A new
         procedural memory of a slot supersedes the slot's memory (`SlotHolders.take`), in
         the items' order: of two items of one slot, the later holds it. Each memory is
         answered as the write leaves it.
         """
-        if owner.user_id is not None:
-            _refuse_org_items(items, locate)
+        _refuse_other_scopes(owner, items, locate)
         owned = [OwnedCreate(owner, item) for item in items]
         self._recorder.validate_new(owned, locate)
         await self._recorder.hold_writes(owner)
@@ -526,14 +526,31 @@ def _may_fill_a_slot(change: MemoryUpdate) -> bool:
     return restores or change.category in PROCEDURE_SLOTS
 
 
-def _refuse_org_items(items: list[MemoryCreate], locate: ItemLocator) -> None:
-    org_items = [index for index, item in enumerate(items) if item.scope == "org"]
-    if org_items:
+def _refuse_other_scopes(owner: Owner, items: list[MemoryCreate], locate: ItemLocator) -> None:
+    """422 naming each item whose `scope` is not the owner's: a user's route writes only the
+    user's memories, and the organization's route only the organization's. An item that
+    leaves `scope` out is the route's (its default, `user`, is not a choice made on the
+    organization's route, where an explicit `user` would be stored tenant-wide)."""
+    if owner.user_id is None:
+        refused = [
+            index
+            for index, item in enumerate(items)
+            if "scope" in item.model_fields_set and item.scope != "org"
+        ]
+        detail = "User memories are written through /v1/users/{user_id}/memories, not the org's."
+    else:
+        refused = [index for index, item in enumerate(items) if item.scope != "user"]
+        detail = "Org memories are written through /v1/org/memories, not a user's route."
+    if refused:
         raise ValidationFailed(
-            "Org memories are written through /v1/org/memories, not a user's route.",
+            detail,
             errors=[
-                {"loc": [*locate(index), "scope"], "msg": "only `user` here", "type": "value"}
-                for index in org_items
+                {
+                    "loc": [*locate(index), "scope"],
+                    "msg": f"only `{owner.scope}` here",
+                    "type": "value",
+                }
+                for index in refused
             ],
         )
 

@@ -240,6 +240,37 @@ async def test_a_user_route_refuses_org_scope_even_from_an_admin_and_stores_noth
     assert await listing(client, admin, "/v1/users/alice/memories") == []
 
 
+async def test_the_org_route_refuses_user_scope_and_stores_nothing(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """A memory meant for one user is never stored tenant-wide: the organization's route
+    refuses an item that names `scope: user`, as a user's route refuses `scope: org`."""
+    admin = bearer(settings, tenant, "root", admin=True)
+    one = await client.post(
+        "/v1/org/memories", headers=admin, json={"text": "Ada's private note.", "scope": "user"}
+    )
+    body = assert_problem(one, 422, "VALIDATION_FAILED")
+    assert "/v1/users/" in body["detail"]
+    assert [e["loc"] for e in body["errors"]] == [["body", "scope"]]
+    batch = await client.post(
+        "/v1/org/memories/batch",
+        headers=admin,
+        json={
+            "items": [
+                {"text": "Office closes at six", "scope": "org"},
+                {"text": "Ada's private note.", "scope": "user"},
+            ]
+        },
+    )
+    body = assert_problem(batch, 422, "VALIDATION_FAILED")
+    assert [e["loc"] for e in body["errors"]] == [["body", "items", 1, "scope"]]
+    assert await listing(client, admin, "/v1/org/memories") == []
+    # Left out, or named as the route's own, the scope is the organization's.
+    for item in ({"text": "Office closes at six"}, {"text": "Lunch at noon", "scope": "org"}):
+        written = await client.post("/v1/org/memories", headers=admin, json=item)
+        assert written.status_code == 201 and written.json()["scope"] == "org", written.text
+
+
 async def test_org_memory_reaches_every_user_of_the_tenant_only(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

@@ -409,7 +409,9 @@ export const listOrgMemories = <ThrowOnError extends boolean = false>(options?: 
 /**
  * Remember an organization memory
  *
- * Organization-shared memory, readable by every user of the tenant; admins only.
+ * Organization-shared memory, readable by every user of the tenant; admins only. An item
+ * with `scope: user` is refused here (422): a user's memory is written through the user's
+ * route.
  */
 export const createOrgMemory = <ThrowOnError extends boolean = false>(options: Options<CreateOrgMemoryData, ThrowOnError>) => (options.client ?? client).post<CreateOrgMemoryResponses, CreateOrgMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -425,7 +427,7 @@ export const createOrgMemory = <ThrowOnError extends boolean = false>(options: O
  * Remember a batch of organization memories
  *
  * Store up to 100 organization memories at once, all or nothing, in input order; admins
- * only.
+ * only. Like a single memory, none may have `scope: user` here (422).
  */
 export const createOrgMemories = <ThrowOnError extends boolean = false>(options: Options<CreateOrgMemoriesData, ThrowOnError>) => (options.client ?? client).post<CreateOrgMemoriesResponses, CreateOrgMemoriesErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

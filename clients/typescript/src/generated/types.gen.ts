@@ -853,7 +853,7 @@ export type MemoryCreate = {
      */
     text: string;
     /**
-     * `user` on a user's route (`org` is refused there with 422); the organization's route, /v1/org/memories, stores every memory as the organization's (admins only).
+     * Whose memory it is; left out, the route's own. `user` on a user's route, `org` on the organization's (/v1/org/memories, admins only): the other is refused with 422.
      */
     scope?: MemoryScope;
     /**

@@ -110,7 +110,7 @@ def sync_detailed(
     """Remember a batch of organization memories
 
      Store up to 100 organization memories at once, all or nothing, in input order; admins
-    only.
+    only. Like a single memory, none may have `scope: user` here (422).
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
@@ -148,7 +148,7 @@ def sync(
     """Remember a batch of organization memories
 
      Store up to 100 organization memories at once, all or nothing, in input order; admins
-    only.
+    only. Like a single memory, none may have `scope: user` here (422).
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
@@ -181,7 +181,7 @@ async def asyncio_detailed(
     """Remember a batch of organization memories
 
      Store up to 100 organization memories at once, all or nothing, in input order; admins
-    only.
+    only. Like a single memory, none may have `scope: user` here (422).
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
@@ -217,7 +217,7 @@ async def asyncio(
     """Remember a batch of organization memories
 
      Store up to 100 organization memories at once, all or nothing, in input order; admins
-    only.
+    only. Like a single memory, none may have `scope: user` here (422).
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same

@@ -109,7 +109,9 @@ def sync_detailed(
 ) -> Response[MemoryWritten | Problem]:
     """Remember an organization memory
 
-     Organization-shared memory, readable by every user of the tenant; admins only.
+     Organization-shared memory, readable by every user of the tenant; admins only. An item
+    with `scope: user` is refused here (422): a user's memory is written through the user's
+    route.
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
@@ -147,7 +149,9 @@ def sync(
 ) -> MemoryWritten | Problem | None:
     """Remember an organization memory
 
-     Organization-shared memory, readable by every user of the tenant; admins only.
+     Organization-shared memory, readable by every user of the tenant; admins only. An item
+    with `scope: user` is refused here (422): a user's memory is written through the user's
+    route.
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
@@ -180,7 +184,9 @@ async def asyncio_detailed(
 ) -> Response[MemoryWritten | Problem]:
     """Remember an organization memory
 
-     Organization-shared memory, readable by every user of the tenant; admins only.
+     Organization-shared memory, readable by every user of the tenant; admins only. An item
+    with `scope: user` is refused here (422): a user's memory is written through the user's
+    route.
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
@@ -216,7 +222,9 @@ async def asyncio(
 ) -> MemoryWritten | Problem | None:
     """Remember an organization memory
 
-     Organization-shared memory, readable by every user of the tenant; admins only.
+     Organization-shared memory, readable by every user of the tenant; admins only. An item
+    with `scope: user` is refused here (422): a user's memory is written through the user's
+    route.
 
     Args:
         idempotency_key (None | str | Unset): Makes this POST safe to retry: a retry with the same
