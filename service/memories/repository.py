@@ -400,7 +400,13 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
     async def get(
         self, owner: Owner, memory_id: uuid.UUID, *, for_update: bool = False
     ) -> Memory | None:
-        statement = self._owned(owner).where(M.id == memory_id)
+        return await self.get_of([owner], memory_id, for_update=for_update)
+
+    async def get_of(
+        self, owners: Sequence[Owner], memory_id: uuid.UUID, *, for_update: bool = False
+    ) -> Memory | None:
+        """The memory, if it is one of `owners`' (and live: not expired)."""
+        statement = self._owned(*owners).where(M.id == memory_id)
         if for_update:
             # The locked row is the truth: refresh a copy the session may hold from earlier.
             statement = statement.with_for_update().execution_options(populate_existing=True)
@@ -569,18 +575,24 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
         self._session.add_all(events)
         await self._session.flush()
 
-    async def history(self, owner: Owner, memory_id: uuid.UUID) -> list[MemoryEvent]:
-        """The memory's events by their time, which is the order its changes were made in:
-        each change is timed after the one before it (`update`, `MemoryRecorder.event`)."""
+    async def history(self, owners: Sequence[Owner], memory_id: uuid.UUID) -> list[MemoryEvent]:
+        """The events of the memory, if it is (or was) one of `owners`', by their time, which
+        is the order its changes were made in: each change is timed after the one before it
+        (`update`, `MemoryRecorder.event`)."""
         statement = (
             select(MemoryEvent)
             .where(MemoryEvent.tenant_id == self._tenant_id, MemoryEvent.memory_id == memory_id)
             .order_by(MemoryEvent.created_at, MemoryEvent.id)
         )
         statement = statement.where(
-            MemoryEvent.user_id.is_(None)
-            if owner.user_id is None
-            else MemoryEvent.user_id == owner.user_id
+            or_(
+                *(
+                    MemoryEvent.user_id.is_(None)
+                    if owner.user_id is None
+                    else MemoryEvent.user_id == owner.user_id
+                    for owner in owners
+                )
+            )
         )
         return list((await self._session.execute(statement)).scalars())
 

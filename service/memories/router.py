@@ -386,9 +386,11 @@ async def get_memory(
     response: Response,
     if_none_match: IfNoneMatch = None,
 ) -> MemoryRead | Response:
-    """One of the user's memories, with its ETag. With `If-None-Match` naming the current
-    ETag, 304 and no body."""
-    return conditional_read(response, tagged(await memories.get(owner, memory_id)), if_none_match)
+    """One of the user's memories, or one of the organization's (which the listing shows with
+    `scope=org`; read-only here), with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body."""
+    memory = await memories.get(owner, memory_id, with_org=True)
+    return conditional_read(response, tagged(memory), if_none_match)
 
 
 @user_router.patch(
@@ -407,7 +409,8 @@ async def update_memory(
     if_match: IfMatch = None,
 ) -> MemoryRead:
     """Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory), review flag, event time, metadata or expiry, of one of the user's own memories (an
+    organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
     changes)."""
@@ -429,7 +432,8 @@ async def delete_memory(
     if_match: IfMatch = None,
     if_none_match: IfNoneMatchOnWrite = None,
 ) -> None:
-    """Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+    """Delete one of the user's own memories (an organization memory is deleted on its own
+    route: 422 here); its history keeps the deletion. With `If-Match`, only if the memory
     still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
     412 since it exists (in that state)."""
     await memories.delete(owner, memory_id, if_match=if_match, if_none_match=if_none_match)
@@ -444,9 +448,10 @@ async def delete_memory(
 async def get_memory_history(
     owner: UserOwner, memory_id: uuid.UUID, memories: MemorySvc
 ) -> MemoryHistory:
-    """Every add / update / supersede / delete of the memory, oldest first, with old and new
-    text. Still available after the memory was deleted."""
-    return await memories.history(owner, memory_id)
+    """Every add / update / supersede / delete of the memory (the user's, or an organization
+    memory's), oldest first, with old and new text. Still available after the memory was
+    deleted."""
+    return await memories.history(owner, memory_id, with_org=True)
 
 
 @user_router.get(

@@ -164,16 +164,36 @@ class MemoryService:
 
     # --- reading ----------------------------------------------------------------------------
 
-    async def get(self, owner: Owner, memory_id: uuid.UUID) -> MemoryRead:
-        return MemoryRead.model_validate(await self._load(owner, memory_id))
+    async def get(
+        self, owner: Owner, memory_id: uuid.UUID, *, with_org: bool = False
+    ) -> MemoryRead:
+        """The owner's memory; `with_org`: or, for a user, the organization's (`_readers`)."""
+        memory = await self._repository.get_of(_readers(owner, with_org=with_org), memory_id)
+        if memory is None:
+            raise MemoryNotFound(f"No memory {memory_id} here.")
+        return MemoryRead.model_validate(memory)
 
     async def _load(
         self, owner: Owner, memory_id: uuid.UUID, *, for_update: bool = False
     ) -> Memory:
+        """The owner's memory, for a change. A user's route that names an organization memory
+        (which it reads) is told where that memory is changed, rather than that there is none."""
         memory = await self._repository.get(owner, memory_id, for_update=for_update)
-        if memory is None:
-            raise MemoryNotFound(f"No memory {memory_id} here.")
-        return memory
+        if memory is not None:
+            return memory
+        if owner.user_id is not None and await self._repository.get(Owner.org(), memory_id):
+            raise ValidationFailed(
+                f"Memory {memory_id} is the organization's: it is changed and deleted through "
+                f"/v1/org/memories/{memory_id}, not a user's route.",
+                errors=[
+                    {
+                        "loc": ["path", "memory_id"],
+                        "msg": "an organization memory; only the user's own here",
+                        "type": "value",
+                    }
+                ],
+            )
+        raise MemoryNotFound(f"No memory {memory_id} here.")
 
     async def list_page(
         self, memory_filter: MemoryFilter, *, cursor: str | None, limit: int
@@ -187,8 +207,11 @@ class MemoryService:
             next_cursor=newest_first_cursor(rows, limit),
         )
 
-    async def history(self, owner: Owner, memory_id: uuid.UUID) -> MemoryHistory:
-        events = await self._repository.history(owner, memory_id)
+    async def history(
+        self, owner: Owner, memory_id: uuid.UUID, *, with_org: bool = False
+    ) -> MemoryHistory:
+        """The memory's history, as `get` finds the memory (and after it was deleted)."""
+        events = await self._repository.history(_readers(owner, with_org=with_org), memory_id)
         if not events:
             raise MemoryNotFound(f"No memory {memory_id} here.")
         return MemoryHistory(items=[MemoryEventRead.model_validate(event) for event in events])
@@ -517,6 +540,15 @@ class MemoryService:
                 self._recorder.schedule_backfill([memory.id])
             self._recorder.count_added([memory])
         return memory
+
+
+def _readers(owner: Owner, *, with_org: bool) -> list[Owner]:
+    """Whose memories a read by id finds: the owner's, and with `with_org` the organization's
+    too when the owner is a user (every user of the tenant reads them, and a user's route lists
+    them with `scope=org`)."""
+    if with_org and owner.user_id is not None:
+        return [owner, Owner.org()]
+    return [owner]
 
 
 def _may_fill_a_slot(change: MemoryUpdate) -> bool:

@@ -584,6 +584,43 @@ async def test_user_listing_can_include_org_memories(
     assert [m["text"] for m in org_only] == ["Office closes at six"]
 
 
+async def test_a_user_route_reads_the_org_memories_it_lists_and_changes_none(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """A client that follows the ids of a listing with `scope=org` reads each memory on the
+    same route (as the org route shows it), and is told where such a memory is changed."""
+    admin = bearer(settings, tenant, "root", admin=True)
+    created = await client.post(
+        "/v1/org/memories", headers=admin, json={"text": "Office closes at six"}
+    )
+    assert created.status_code == 201, created.text
+    headers = user(settings, tenant)
+    [listed] = await listing(client, headers, "/v1/users/me/memories?scope=org")
+    path = f"/v1/users/me/memories/{listed['id']}"
+    read = await client.get(path, headers=headers)
+    assert read.status_code == 200, read.text
+    assert read.json() == listed and read.headers["etag"] == created.headers["etag"]
+    cached = await client.get(path, headers={**headers, "If-None-Match": read.headers["etag"]})
+    assert cached.status_code == 304
+    history = await client.get(f"{path}/history", headers=headers)
+    assert [event["action"] for event in history.json()["items"]] == ["add"]
+
+    for writer in (headers, admin):
+        for response in (
+            await client.patch(path, headers=writer, json={"text": "Office closes at five"}),
+            await client.delete(path, headers=writer),
+        ):
+            body = assert_problem(response, 422, "VALIDATION_FAILED")
+            assert f"/v1/org/memories/{listed['id']}" in body["detail"]
+            assert [e["loc"] for e in body["errors"]] == [["path", "memory_id"]]
+    unchanged = await client.get(f"/v1/org/memories/{listed['id']}", headers=admin)
+    assert unchanged.headers["etag"] == created.headers["etag"]
+    stranger = user(settings, new_tenant(), "alice")
+    assert_problem(await client.get(path, headers=stranger), 404, "NOT_FOUND")
+    assert_problem(await client.get(f"{path}/history", headers=stranger), 404, "NOT_FOUND")
+    assert_problem(await client.delete(path, headers=stranger), 404, "NOT_FOUND")
+
+
 async def test_user_route_never_deletes_org_memories(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:

@@ -219,7 +219,8 @@ export const searchMemories = <ThrowOnError extends boolean = false>(options: Op
 /**
  * Forget a memory
  *
- * Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+ * Delete one of the user's own memories (an organization memory is deleted on its own
+ * route: 422 here); its history keeps the deletion. With `If-Match`, only if the memory
  * still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
  * 412 since it exists (in that state).
  */
@@ -232,8 +233,9 @@ export const deleteMemory = <ThrowOnError extends boolean = false>(options: Opti
 /**
  * Get a memory
  *
- * One of the user's memories, with its ETag. With `If-None-Match` naming the current
- * ETag, 304 and no body.
+ * One of the user's memories, or one of the organization's (which the listing shows with
+ * `scope=org`; read-only here), with its ETag. With `If-None-Match` naming the current ETag,
+ * 304 and no body.
  */
 export const getMemory = <ThrowOnError extends boolean = false>(options: Options<GetMemoryData, ThrowOnError>) => (options.client ?? client).get<GetMemoryResponses, GetMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -245,7 +247,8 @@ export const getMemory = <ThrowOnError extends boolean = false>(options: Options
  * Change a memory
  *
  * Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
- * memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+ * memory), review flag, event time, metadata or expiry, of one of the user's own memories (an
+ * organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
  * memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
  * key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
  * changes).
@@ -263,8 +266,9 @@ export const updateMemory = <ThrowOnError extends boolean = false>(options: Opti
 /**
  * A memory's change history
  *
- * Every add / update / supersede / delete of the memory, oldest first, with old and new
- * text. Still available after the memory was deleted.
+ * Every add / update / supersede / delete of the memory (the user's, or an organization
+ * memory's), oldest first, with old and new text. Still available after the memory was
+ * deleted.
  */
 export const getMemoryHistory = <ThrowOnError extends boolean = false>(options: Options<GetMemoryHistoryData, ThrowOnError>) => (options.client ?? client).get<GetMemoryHistoryResponses, GetMemoryHistoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -119,7 +119,8 @@ def sync_detailed(
 ) -> Response[Any | Problem]:
     """Forget a memory
 
-     Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+     Delete one of the user's own memories (an organization memory is deleted on its own
+    route: 422 here); its history keeps the deletion. With `If-Match`, only if the memory
     still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
     412 since it exists (in that state).
 
@@ -164,7 +165,8 @@ def sync(
 ) -> Any | Problem | None:
     """Forget a memory
 
-     Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+     Delete one of the user's own memories (an organization memory is deleted on its own
+    route: 422 here); its history keeps the deletion. With `If-Match`, only if the memory
     still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
     412 since it exists (in that state).
 
@@ -204,7 +206,8 @@ async def asyncio_detailed(
 ) -> Response[Any | Problem]:
     """Forget a memory
 
-     Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+     Delete one of the user's own memories (an organization memory is deleted on its own
+    route: 422 here); its history keeps the deletion. With `If-Match`, only if the memory
     still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
     412 since it exists (in that state).
 
@@ -247,7 +250,8 @@ async def asyncio(
 ) -> Any | Problem | None:
     """Forget a memory
 
-     Delete the memory; its history keeps the deletion. With `If-Match`, only if the memory
+     Delete one of the user's own memories (an organization memory is deleted on its own
+    route: 422 here); its history keeps the deletion. With `If-Match`, only if the memory
     still has that ETag (else 412 and nothing changes); with `If-None-Match: *` (or its ETag),
     412 since it exists (in that state).
 

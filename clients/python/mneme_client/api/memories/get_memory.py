@@ -100,8 +100,9 @@ def sync_detailed(
 ) -> Response[Any | MemoryRead | Problem]:
     """Get a memory
 
-     One of the user's memories, with its ETag. With `If-None-Match` naming the current
-    ETag, 304 and no body.
+     One of the user's memories, or one of the organization's (which the listing shows with
+    `scope=org`; read-only here), with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -139,8 +140,9 @@ def sync(
 ) -> Any | MemoryRead | Problem | None:
     """Get a memory
 
-     One of the user's memories, with its ETag. With `If-None-Match` naming the current
-    ETag, 304 and no body.
+     One of the user's memories, or one of the organization's (which the listing shows with
+    `scope=org`; read-only here), with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -173,8 +175,9 @@ async def asyncio_detailed(
 ) -> Response[Any | MemoryRead | Problem]:
     """Get a memory
 
-     One of the user's memories, with its ETag. With `If-None-Match` naming the current
-    ETag, 304 and no body.
+     One of the user's memories, or one of the organization's (which the listing shows with
+    `scope=org`; read-only here), with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -210,8 +213,9 @@ async def asyncio(
 ) -> Any | MemoryRead | Problem | None:
     """Get a memory
 
-     One of the user's memories, with its ETag. With `If-None-Match` naming the current
-    ETag, 304 and no body.
+     One of the user's memories, or one of the organization's (which the listing shows with
+    `scope=org`; read-only here), with its ETag. With `If-None-Match` naming the current ETag,
+    304 and no body.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

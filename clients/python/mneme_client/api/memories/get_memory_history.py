@@ -89,8 +89,9 @@ def sync_detailed(
 ) -> Response[MemoryHistory | Problem]:
     """A memory's change history
 
-     Every add / update / supersede / delete of the memory, oldest first, with old and new
-    text. Still available after the memory was deleted.
+     Every add / update / supersede / delete of the memory (the user's, or an organization
+    memory's), oldest first, with old and new text. Still available after the memory was
+    deleted.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -124,8 +125,9 @@ def sync(
 ) -> MemoryHistory | Problem | None:
     """A memory's change history
 
-     Every add / update / supersede / delete of the memory, oldest first, with old and new
-    text. Still available after the memory was deleted.
+     Every add / update / supersede / delete of the memory (the user's, or an organization
+    memory's), oldest first, with old and new text. Still available after the memory was
+    deleted.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -154,8 +156,9 @@ async def asyncio_detailed(
 ) -> Response[MemoryHistory | Problem]:
     """A memory's change history
 
-     Every add / update / supersede / delete of the memory, oldest first, with old and new
-    text. Still available after the memory was deleted.
+     Every add / update / supersede / delete of the memory (the user's, or an organization
+    memory's), oldest first, with old and new text. Still available after the memory was
+    deleted.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -187,8 +190,9 @@ async def asyncio(
 ) -> MemoryHistory | Problem | None:
     """A memory's change history
 
-     Every add / update / supersede / delete of the memory, oldest first, with old and new
-    text. Still available after the memory was deleted.
+     Every add / update / supersede / delete of the memory (the user's, or an organization
+    memory's), oldest first, with old and new text. Still available after the memory was
+    deleted.
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.

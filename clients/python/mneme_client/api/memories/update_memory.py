@@ -124,7 +124,8 @@ def sync_detailed(
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory), review flag, event time, metadata or expiry, of one of the user's own memories (an
+    organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
     changes).
@@ -170,7 +171,8 @@ def sync(
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory), review flag, event time, metadata or expiry, of one of the user's own memories (an
+    organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
     changes).
@@ -211,7 +213,8 @@ async def asyncio_detailed(
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory), review flag, event time, metadata or expiry, of one of the user's own memories (an
+    organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
     changes).
@@ -255,7 +258,8 @@ async def asyncio(
     """Change a memory
 
      Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
-    memory), review flag, event time, metadata or expiry. Recorded in the history. A keyed
+    memory), review flag, event time, metadata or expiry, of one of the user's own memories (an
+    organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
     changes).
