@@ -14,6 +14,7 @@ from service.kit.resource_headers import (
     NOT_MODIFIED_RESPONSE,
     IfMatch,
     IfNoneMatch,
+    IfNoneMatchOnWrite,
     Tagged,
     conditional_read,
     tagged_response,
@@ -61,6 +62,7 @@ async def set_user_account(
     accounts: AccountSvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> UserRead:
     """Set the auth overlay (name, email, avatar, linked providers) of a user of the tenant,
     creating the user if Mneme has not seen it. For service principals (an agent backend that
@@ -72,6 +74,7 @@ async def set_user_account(
     `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
     type is `credential_refused`; nothing is stored. The password `credential` provider is
     dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
-    the account is still in that state (else 412 and nothing changes)."""
-    user = await accounts.set_overlay(user_id, body, if_match=if_match)
+    the account is still in that state (else 412 and nothing changes); with `If-None-Match:
+    *`, only if Mneme does not know the user yet (with its ETag: unless it is in that state)."""
+    user = await accounts.set_overlay(user_id, body, if_match=if_match, if_none_match=if_none_match)
     return with_etag(response, Tagged(user, user_etag(user)))

@@ -13,7 +13,7 @@ from service.audit.service import AuditTrail
 from service.auth.owner import Owner
 from service.auth.principal import AccountClaims, Principal
 from service.errors import NotFound
-from service.kit.resource_headers import entity_tag, require_match
+from service.kit.resource_headers import entity_tag, require_match, require_none_match
 
 
 def user_etag(user: UserRead) -> str:
@@ -52,11 +52,17 @@ class AccountService:
         return await self._repository.stored_overlay(user_id) or AccountClaims()
 
     async def set_overlay(
-        self, user_id: str, update: AccountOverlayUpdate, *, if_match: str | None = None
+        self,
+        user_id: str,
+        update: AccountOverlayUpdate,
+        *,
+        if_match: str | None = None,
+        if_none_match: str | None = None,
     ) -> UserRead:
         """Replace a user's overlay (creating the user if needed). Only service principals may:
         an end user's overlay is recorded from its own token on every request. With
-        `if_match`, only if the user exists and is still in that state."""
+        `if_match`, only if the user exists and is still in that state; with `if_none_match`,
+        only if it is not (`*`: only if the user does not exist yet)."""
         principal, audit = self._principal, self._audit
         if principal is None or audit is None:
             raise RuntimeError("setting an overlay needs the caller and the audit trail")
@@ -68,10 +74,16 @@ class AccountService:
         await self._repository.hold_user_writes(user_id)
         await self._repository.ensure_tenant()
         current = await self._repository.get_user(user_id, for_update=True)
+        tag = None if current is None else user_etag(UserRead.model_validate(current))
         require_match(
             if_match,
-            None if current is None else user_etag(UserRead.model_validate(current)),
+            tag,
             detail="The user's account changed since you read it; read it again and retry.",
+        )
+        require_none_match(
+            if_none_match,
+            tag,
+            detail="The user's account exists in the state If-None-Match names; nothing changed.",
         )
         wanted = AccountClaims(
             name=update.name,

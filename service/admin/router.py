@@ -25,6 +25,7 @@ from service.kit.resource_headers import (
     NOT_MODIFIED_RESPONSE,
     IfMatch,
     IfNoneMatch,
+    IfNoneMatchOnWrite,
     conditional_read,
     tagged_response,
     with_etag,
@@ -201,12 +202,18 @@ async def get_retention(
     },
 )
 async def set_retention(
-    body: RetentionPolicy, admin: AdminSvc, response: Response, if_match: IfMatch = None
+    body: RetentionPolicy,
+    admin: AdminSvc,
+    response: Response,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> RetentionPolicy:
     """Replace the retention policy (an omitted field keeps that data forever). The hourly
     sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
-    if the policy still has that ETag (else 412 and nothing changes). Admins only."""
-    return with_etag(response, await admin.set_retention(body, if_match=if_match))
+    if the policy still has that ETag (else 412 and nothing changes); with `If-None-Match: *`
+    (or its ETag), 412, since the tenant always has a policy (in that state). Admins only."""
+    policy = await admin.set_retention(body, if_match=if_match, if_none_match=if_none_match)
+    return with_etag(response, policy)
 
 
 @admin_router.get(

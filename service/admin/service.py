@@ -71,7 +71,7 @@ from service.kit.pagination import (
     encode_cursor,
     newest_first_cursor,
 )
-from service.kit.resource_headers import Tagged, entity_tag, require_match
+from service.kit.resource_headers import Tagged, entity_tag, require_match, require_none_match
 from service.kit.types import (
     INT64_MAX,
     InputRefused,
@@ -216,17 +216,29 @@ class AdminService:
         return Tagged(policy, entity_tag(policy))
 
     async def set_retention(
-        self, policy: RetentionPolicy, *, if_match: str | None = None
+        self,
+        policy: RetentionPolicy,
+        *,
+        if_match: str | None = None,
+        if_none_match: str | None = None,
     ) -> Tagged[RetentionPolicy]:
         """Replace the tenant's retention policy; the next sweep applies it. With `if_match`,
-        only if the policy still has that tag (412 `PRECONDITION_FAILED` otherwise)."""
+        only if the policy still has that tag, and with `if_none_match`, only if it has not
+        (`*`: never, since a tenant always has a policy, if only "keep everything"): 412
+        `PRECONDITION_FAILED` otherwise."""
         await self._repository.lock_retention()
         await AccountRepository(self._repository.session, self._tenant_id).ensure_tenant()
         before = await self._repository.retention()
+        current = entity_tag(RetentionPolicy.model_validate(before))
         require_match(
             if_match,
-            entity_tag(RetentionPolicy.model_validate(before)),
+            current,
             detail="The retention policy changed since you read it; read it again and retry.",
+        )
+        require_none_match(
+            if_none_match,
+            current,
+            detail="The retention policy is in the state If-None-Match names; nothing changed.",
         )
         await self._repository.set_retention(policy.model_dump())
         await self._audit.record(

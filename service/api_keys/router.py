@@ -19,6 +19,7 @@ from service.kit.resource_headers import (
     NOT_MODIFIED_RESPONSE,
     IfMatch,
     IfNoneMatch,
+    IfNoneMatchOnWrite,
     Tagged,
     conditional_read,
     created_response,
@@ -127,8 +128,14 @@ async def get_api_key(
     },
 )
 async def revoke_api_key(
-    key_id: uuid.UUID, api_keys: ApiKeySvc, response: Response, if_match: IfMatch = None
+    key_id: uuid.UUID,
+    api_keys: ApiKeySvc,
+    response: Response,
+    if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> ApiKeyRead:
     """Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
-    With `If-Match`, only if the key is still in that state (else 412)."""
-    return with_etag(response, tagged(await api_keys.revoke(key_id, if_match=if_match)))
+    With `If-Match`, only if the key is still in that state (else 412); with `If-None-Match:
+    *` (or its ETag), 412 since it exists (in that state)."""
+    revoked = await api_keys.revoke(key_id, if_match=if_match, if_none_match=if_none_match)
+    return with_etag(response, tagged(revoked))

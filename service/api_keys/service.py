@@ -19,7 +19,7 @@ from service.audit.service import AuditTrail
 from service.auth.principal import Principal
 from service.errors import NotFound, ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
-from service.kit.resource_headers import entity_tag, require_match
+from service.kit.resource_headers import entity_tag, require_match, require_none_match
 from service.kit.secrets import refuse_secrets
 
 SERVICE_SUBJECT_PREFIX = "api-key:"
@@ -90,15 +90,28 @@ class ApiKeyService:
     async def get(self, key_id: uuid.UUID) -> ApiKeyRead:
         return ApiKeyRead.model_validate(await self._load(key_id))
 
-    async def revoke(self, key_id: uuid.UUID, *, if_match: str | None = None) -> ApiKeyRead:
+    async def revoke(
+        self,
+        key_id: uuid.UUID,
+        *,
+        if_match: str | None = None,
+        if_none_match: str | None = None,
+    ) -> ApiKeyRead:
         """Revoke under the key's row lock; with `if_match`, only if the key is still in that
-        state. Revoking twice is harmless: the revoked key comes back."""
+        state, and with `if_none_match`, only if it is not (`*`: never, since it exists).
+        Revoking twice is harmless: the revoked key comes back."""
         await self._accounts.hold_tenant_writes()
         existing = ApiKeyRead.model_validate(await self._load(key_id, for_update=True))
+        current = api_key_etag(existing)
         require_match(
             if_match,
-            api_key_etag(existing),
+            current,
             detail="The API key changed since you read it; read it again and retry.",
+        )
+        require_none_match(
+            if_none_match,
+            current,
+            detail="The API key exists in the state If-None-Match names; nothing changed.",
         )
         key = await self._repository.revoke(key_id)
         if key is None:

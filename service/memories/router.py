@@ -407,14 +407,17 @@ async def update_memory(
     memories: MemorySvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> MemoryRead:
     """Change text (re-embedded), category, confidence, lifecycle (e.g. confirm a proposed
     memory), review flag, event time, metadata or expiry, of one of the user's own memories (an
     organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
-    changes)."""
-    updated = await memories.update(owner, memory_id, body, if_match=if_match, ahead=ahead)
+    changes); with `If-None-Match: *` (or its ETag), 412 since it exists (in that state)."""
+    updated = await memories.update(
+        owner, memory_id, body, if_match=if_match, if_none_match=if_none_match, ahead=ahead
+    )
     return with_etag(response, tagged(updated))
 
 
@@ -484,15 +487,18 @@ async def set_procedures(
     memories: MemorySvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> Procedures:
     """Set slots (style, workflow, safety, task_policies); an empty string clears a slot.
     A replaced instruction is superseded, with history, not deleted. A slot holds one live
     memory: any write that makes a procedural memory of its category live (a keyed put, a
     POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
-    still have that ETag (else 412 and nothing changes)."""
-    return _set_procedures_tagged(
-        response, await memories.set_procedures(owner, body, if_match=if_match, ahead=ahead)
+    still have that ETag (else 412 and nothing changes); with `If-None-Match: *` (or their
+    ETag), 412, since the slots always exist (in that state)."""
+    procedures = await memories.set_procedures(
+        owner, body, if_match=if_match, if_none_match=if_none_match, ahead=ahead
     )
+    return _set_procedures_tagged(response, procedures)
 
 
 # --- the organization's shared memories --------------------------------------------------------
@@ -623,11 +629,14 @@ async def update_org_memory(
     memories: MemorySvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> MemoryRead:
     """Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
     admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
-    changes)."""
-    updated = await memories.update(owner, memory_id, body, if_match=if_match, ahead=ahead)
+    changes); `If-None-Match` as on a user's memory."""
+    updated = await memories.update(
+        owner, memory_id, body, if_match=if_match, if_none_match=if_none_match, ahead=ahead
+    )
     return with_etag(response, tagged(updated))
 
 
@@ -695,9 +704,12 @@ async def set_org_procedures(
     memories: MemorySvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> Procedures:
     """Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
-    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes)."""
-    return _set_procedures_tagged(
-        response, await memories.set_procedures(owner, body, if_match=if_match, ahead=ahead)
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes);
+    `If-None-Match` as on a user's slots."""
+    procedures = await memories.set_procedures(
+        owner, body, if_match=if_match, if_none_match=if_none_match, ahead=ahead
     )
+    return _set_procedures_tagged(response, procedures)

@@ -225,10 +225,12 @@ class MemoryService:
         change: MemoryUpdate,
         *,
         if_match: str | None = None,
+        if_none_match: str | None = None,
         ahead: TextVectors | None = None,
     ) -> MemoryRead:
         """Change a memory under its row lock; with `if_match`, only if it is still in that
-        state (so of two writers holding the same tag, the second gets 412). `ahead` holds
+        state (so of two writers holding the same tag, the second gets 412), and with
+        `if_none_match`, only if it is not (`*`: never, since it exists). `ahead` holds
         the new text's vector made before the transaction (`changed_texts`). A procedural
         memory the change makes live in a slot (restored, or moved there) supersedes the
         slot's memory (`SlotHolders.take`). A keyed memory's new category moves its key there
@@ -261,6 +263,7 @@ class MemoryService:
             await self._repository.lock_writers(owner)
         memory = await self._load(owner, memory_id, for_update=True)
         require_memory_match(if_match, memory)
+        require_memory_none_match(if_none_match, memory)
         values = _validated_changes(change)
         confirms = values.get("lifecycle") == "confirmed"
         if confirms:
@@ -483,12 +486,14 @@ class MemoryService:
         change: ProceduresUpdate,
         *,
         if_match: str | None = None,
+        if_none_match: str | None = None,
         ahead: TextVectors | None = None,
     ) -> Procedures:
         """Replace the given slots: the old instruction is superseded, never silently lost.
         Writes to one owner's slots run one after another; with `if_match`, only if the slots
-        are still in that state. `ahead` holds the new instructions' vectors made before the
-        transaction (`procedure_texts`)."""
+        are still in that state, and with `if_none_match`, only if they are not (`*`: never,
+        since an owner's slots always exist, if only empty). `ahead` holds the new
+        instructions' vectors made before the transaction (`procedure_texts`)."""
         self._recorder.authorize(owner)
         requested = change.model_dump(exclude_unset=True)
         for slot, value in requested.items():
@@ -496,10 +501,16 @@ class MemoryService:
         await self._recorder.hold_writes(owner)
         await self._slots.hold(owner)
         live = await self._slots.live(owner)
+        current = procedures_etag(_procedures([ProcedureRow.of(memory) for memory in live]))
         require_match(
             if_match,
-            procedures_etag(_procedures([ProcedureRow.of(memory) for memory in live])),
+            current,
             detail="The procedures changed since you read them; read them again and retry.",
+        )
+        require_none_match(
+            if_none_match,
+            current,
+            detail="The procedures are in the state If-None-Match names; nothing changed.",
         )
         shown = shown_in_slots(live)
         for slot, value in requested.items():

@@ -13,6 +13,7 @@ from service.kit.resource_headers import (
     NOT_MODIFIED_RESPONSE,
     IfMatch,
     IfNoneMatch,
+    IfNoneMatchOnWrite,
     conditional_read,
     tagged_response,
     with_etag,
@@ -86,14 +87,20 @@ async def _patch(
     body: ProfilePatch,
     response: Response,
     if_match: str | None,
+    if_none_match: str | None,
 ) -> ProfilePatchResult:
-    return with_etag(response, await profiles.patch(owner, body.root, if_match))
+    return with_etag(response, await profiles.patch(owner, body.root, if_match, if_none_match))
 
 
 async def _delete_key(
-    profiles: ProfileService, owner: Owner, key: str, response: Response, if_match: str | None
+    profiles: ProfileService,
+    owner: Owner,
+    key: str,
+    response: Response,
+    if_match: str | None,
+    if_none_match: str | None,
 ) -> ProfilePatchResult:
-    return with_etag(response, await profiles.delete_key(owner, key, if_match))
+    return with_etag(response, await profiles.delete_key(owner, key, if_match, if_none_match))
 
 
 # --- a user's profile -----------------------------------------------------------------------
@@ -126,6 +133,7 @@ async def patch_profile(
     profiles: ProfileSvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> ProfilePatchResult:
     """Apply a JSON Patch (`add`, `replace`, `remove` of top-level keys) to the merged view,
     all or nothing. Send it as `application/json-patch+json`; `application/json` is accepted
@@ -135,10 +143,11 @@ async def patch_profile(
     Errors: `replace`/`remove` of a key the view lacks → 409 `PATCH_FAILED`; `remove` of a
     key that only the account provides → 409 `KEY_FROM_ACCOUNT`; a stored document over
     `max_bytes` → 413 `PROFILE_TOO_LARGE` (with `attempted_bytes`, `max_bytes`); a stale
-    `If-Match` → 412; other ops (`move`, `copy`, `test`), nested or array paths, and values
+    `If-Match`, or `If-None-Match` of `*` or the current ETag (a profile always exists) → 412;
+    other ops (`move`, `copy`, `test`), nested or array paths, and values
     naming tokens or account ids → 422. Each applied operation echoes `old_value`, the value
     just before it ran. Concurrent patches are applied one after another, never lost."""
-    return await _patch(profiles, owner, body, response, if_match)
+    return await _patch(profiles, owner, body, response, if_match, if_none_match)
 
 
 @user_router.delete(
@@ -153,10 +162,11 @@ async def delete_profile_key(
     profiles: ProfileSvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> ProfilePatchResult:
     """Remove one stored key (404 if the profile does not store it). A key that only comes
     from the user's account cannot be deleted here: 409 `KEY_FROM_ACCOUNT`."""
-    return await _delete_key(profiles, owner, key, response, if_match)
+    return await _delete_key(profiles, owner, key, response, if_match, if_none_match)
 
 
 # --- the organization's profile ---------------------------------------------------------------
@@ -188,10 +198,11 @@ async def patch_org_profile(
     profiles: ProfileSvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> ProfilePatchResult:
     """Same rules as a user's profile, without account details; admins only (403
     `ORG_WRITE_FORBIDDEN`)."""
-    return await _patch(profiles, owner, body, response, if_match)
+    return await _patch(profiles, owner, body, response, if_match, if_none_match)
 
 
 @org_router.delete(
@@ -206,6 +217,7 @@ async def delete_org_profile_key(
     profiles: ProfileSvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> ProfilePatchResult:
     """Remove one stored key of the organization profile; admins only."""
-    return await _delete_key(profiles, owner, key, response, if_match)
+    return await _delete_key(profiles, owner, key, response, if_match, if_none_match)

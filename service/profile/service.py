@@ -23,7 +23,7 @@ from service.audit.service import AuditTrail
 from service.auth.owner import Owner, authorize_write
 from service.auth.principal import AccountClaims, Principal
 from service.config import Settings
-from service.kit.resource_headers import Tagged, if_match_allows
+from service.kit.resource_headers import Tagged, if_match_allows, require_none_match
 from service.profile.errors import (
     KeyFromAccount,
     PatchFailed,
@@ -202,11 +202,15 @@ class ProfileService:
         return Tagged(body, profile_etag(version, overlay))
 
     async def patch(
-        self, owner: Owner, operations: Sequence[PatchOperation], if_match: str | None
+        self,
+        owner: Owner,
+        operations: Sequence[PatchOperation],
+        if_match: str | None,
+        if_none_match: str | None = None,
     ) -> Tagged[ProfilePatchResult]:
         """Apply a JSON Patch, all or nothing, under the profile's row lock."""
         profile, overlay = await self._lock(owner)
-        self._check_precondition(if_match, profile.version, overlay)
+        self._check_precondition(if_match, if_none_match, profile.version, overlay)
         stored: Document = dict(profile.document)
         outcome = apply_patches(stored, overlay, operations)
         self._check_size(outcome.stored, stored)
@@ -256,7 +260,7 @@ class ProfileService:
                 )
 
     async def delete_key(
-        self, owner: Owner, key: str, if_match: str | None
+        self, owner: Owner, key: str, if_match: str | None, if_none_match: str | None = None
     ) -> Tagged[ProfilePatchResult]:
         """Remove one stored key (the Memory page's delete)."""
         authorize_write(self._principal, owner)
@@ -266,7 +270,8 @@ class ProfileService:
             await self._accounts.hold_user_writes(owner.user_id)
         profile = await self._repository.get(owner, for_update=True)
         overlay = await self._overlay(owner)
-        self._check_precondition(if_match, profile.version if profile else 0, overlay)
+        version = profile.version if profile else 0
+        self._check_precondition(if_match, if_none_match, version, overlay)
         stored: Document = dict(profile.document) if profile else {}
         if profile is None or key not in stored:
             if key in overlay:
@@ -319,7 +324,11 @@ class ProfileService:
         return Tagged(body, profile_etag(profile.version, overlay))
 
     @staticmethod
-    def _check_precondition(if_match: str | None, version: int, overlay: Document) -> None:
+    def _check_precondition(
+        if_match: str | None, if_none_match: str | None, version: int, overlay: Document
+    ) -> None:
+        """`If-Match` and `If-None-Match` against the profile as it is now: a profile always
+        exists (if only empty), so `If-None-Match: *` never passes."""
         current = profile_etag(version, overlay)
         if not if_match_allows(if_match, current):
             raise ProfileChanged(
@@ -327,6 +336,11 @@ class ProfileService:
                 headers={"ETag": current},
                 current_etag=current,
             )
+        require_none_match(
+            if_none_match,
+            current,
+            detail="The profile is in the state If-None-Match names; nothing changed.",
+        )
 
     async def _overlay(self, owner: Owner) -> Document:
         """The account's keys: a user's, from its identity provider; none for the org."""

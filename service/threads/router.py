@@ -15,6 +15,7 @@ from service.kit.resource_headers import (
     NOT_MODIFIED_RESPONSE,
     IfMatch,
     IfNoneMatch,
+    IfNoneMatchOnWrite,
     Tagged,
     conditional_read,
     created_response,
@@ -141,14 +142,17 @@ async def update_thread(
     threads: ThreadSvc,
     response: Response,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> ThreadRead:
     """Change the title or the metadata (replaced whole). A title or metadata holding what
     looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
     `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
-    messages changes a thread's ETag."""
-    return with_etag(
-        response, tagged(await threads.update(user_id, thread_id, body, if_match=if_match))
+    messages changes a thread's ETag. With `If-None-Match: *` (or its ETag), 412 since it
+    exists (in that state)."""
+    updated = await threads.update(
+        user_id, thread_id, body, if_match=if_match, if_none_match=if_none_match
     )
+    return with_etag(response, tagged(updated))
 
 
 @router.delete(
@@ -166,12 +170,17 @@ async def delete_thread(
         Query(description="`memories` also forgets the memories taken from this thread."),
     ] = None,
     if_match: IfMatch = None,
+    if_none_match: IfNoneMatchOnWrite = None,
 ) -> ThreadDeleted:
     """Delete the thread with its messages, summaries and extraction cursor; the answer
     counts the rows deleted per table. With `If-Match`, only if the thread still has that
-    ETag."""
+    ETag; with `If-None-Match: *` (or its ETag), 412 since it exists (in that state)."""
     return await threads.delete(
-        user_id, thread_id, with_memories="memories" in (cascade or []), if_match=if_match
+        user_id,
+        thread_id,
+        with_memories="memories" in (cascade or []),
+        if_match=if_match,
+        if_none_match=if_none_match,
     )
 
 

@@ -20,7 +20,7 @@ from service.kit.pagination import (
     encode_cursor,
     newest_first_cursor,
 )
-from service.kit.resource_headers import entity_tag, require_match
+from service.kit.resource_headers import entity_tag, require_match, require_none_match
 from service.kit.secrets import refuse_secrets
 from service.kit.types import POSITION_MAX
 from service.memories.service import MemoryService
@@ -204,13 +204,14 @@ class ThreadService:
         change: ThreadUpdate,
         *,
         if_match: str | None = None,
+        if_none_match: str | None = None,
     ) -> ThreadRead:
         """Rename or re-tag a thread under its row lock; with `if_match`, only if it is still
-        in that state."""
+        in that state, and with `if_none_match`, only if it is not (`*`: never)."""
         refuse_thread_secrets({"title": change.title, "metadata": change.metadata})
         await self._accounts.hold_user_writes(user_id)
         thread = await self.load(user_id, thread_id, lock=True)
-        self._require_match(if_match, thread)
+        self._require_preconditions(if_match, if_none_match, thread)
         values: dict[str, Any] = {}
         if "title" in change.model_fields_set:
             values["title"] = change.title
@@ -225,11 +226,13 @@ class ThreadService:
         *,
         with_memories: bool,
         if_match: str | None = None,
+        if_none_match: str | None = None,
     ) -> ThreadDeleted:
         await self._accounts.hold_user_writes(user_id)
         # Before the memories it forgets are read: a memory citing the thread that is being
         # written commits first, and one written later finds no thread.
-        self._require_match(if_match, await self.load(user_id, thread_id, exclusive=True))
+        thread = await self.load(user_id, thread_id, exclusive=True)
+        self._require_preconditions(if_match, if_none_match, thread)
         forgotten = (
             await self._memories.forget_thread(Owner.user(user_id), thread_id)
             if with_memories
@@ -241,11 +244,19 @@ class ThreadService:
         return ThreadDeleted(deleted=deleted)
 
     @staticmethod
-    def _require_match(if_match: str | None, thread: Thread) -> None:
+    def _require_preconditions(
+        if_match: str | None, if_none_match: str | None, thread: Thread
+    ) -> None:
+        current = thread_etag(thread)
         require_match(
             if_match,
-            thread_etag(thread),
+            current,
             detail="The thread changed since you read it; read it again and retry.",
+        )
+        require_none_match(
+            if_none_match,
+            current,
+            detail="The thread exists in the state If-None-Match names; nothing changed.",
         )
 
     async def append(

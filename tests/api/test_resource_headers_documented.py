@@ -21,7 +21,7 @@ async def test_every_created_answer_declares_its_location(client: AsyncClient) -
 
 async def test_conditional_headers_come_with_their_answers(client: AsyncClient) -> None:
     """A read that sends an ETag honours If-None-Match (304); a write that takes If-Match
-    declares the 412 it answers when the tag is stale."""
+    takes If-None-Match too, and declares the 412 either answers."""
     document = (await client.get("/openapi.json")).json()
     guarded = 0
     for path, operations in document["paths"].items():
@@ -34,6 +34,7 @@ async def test_conditional_headers_come_with_their_answers(client: AsyncClient) 
                 assert "ETag" in operation["responses"]["304"]["headers"], where
             if "if-match" in parameters:
                 assert "412" in operation["responses"], where
+                assert "if-none-match" in parameters, where
                 guarded += 1
     # Memory and org memory PATCH/DELETE, keyed PUT/DELETE, thread PATCH/DELETE, API key
     # revoke, profile and org profile PATCH/DELETE.

@@ -71,7 +71,8 @@ export const getUser = <ThrowOnError extends boolean = false>(options: Options<G
  * `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
  * type is `credential_refused`; nothing is stored. The password `credential` provider is
  * dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
- * the account is still in that state (else 412 and nothing changes).
+ * the account is still in that state (else 412 and nothing changes); with `If-None-Match:
+ * *`, only if Mneme does not know the user yet (with its ETag: unless it is in that state).
  */
 export const setUserAccount = <ThrowOnError extends boolean = false>(options: Options<SetUserAccountData, ThrowOnError>) => (options.client ?? client).put<SetUserAccountResponses, SetUserAccountErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -120,7 +121,8 @@ export const createApiKey = <ThrowOnError extends boolean = false>(options: Opti
  * Revoke an API key
  *
  * Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
- * With `If-Match`, only if the key is still in that state (else 412).
+ * With `If-Match`, only if the key is still in that state (else 412); with `If-None-Match:
+ * *` (or its ETag), 412 since it exists (in that state).
  */
 export const revokeApiKey = <ThrowOnError extends boolean = false>(options: Options<RevokeApiKeyData, ThrowOnError>) => (options.client ?? client).delete<RevokeApiKeyResponses, RevokeApiKeyErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -251,7 +253,7 @@ export const getMemory = <ThrowOnError extends boolean = false>(options: Options
  * organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
  * memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
  * key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
- * changes).
+ * changes); with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
  */
 export const updateMemory = <ThrowOnError extends boolean = false>(options: Options<UpdateMemoryData, ThrowOnError>) => (options.client ?? client).patch<UpdateMemoryResponses, UpdateMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -295,7 +297,8 @@ export const getProcedures = <ThrowOnError extends boolean = false>(options: Opt
  * A replaced instruction is superseded, with history, not deleted. A slot holds one live
  * memory: any write that makes a procedural memory of its category live (a keyed put, a
  * POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
- * still have that ETag (else 412 and nothing changes).
+ * still have that ETag (else 412 and nothing changes); with `If-None-Match: *` (or their
+ * ETag), 412, since the slots always exist (in that state).
  */
 export const setProcedures = <ThrowOnError extends boolean = false>(options: Options<SetProceduresData, ThrowOnError>) => (options.client ?? client).put<SetProceduresResponses, SetProceduresErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -473,7 +476,7 @@ export const getOrgMemory = <ThrowOnError extends boolean = false>(options: Opti
  *
  * Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
  * admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
- * changes).
+ * changes); `If-None-Match` as on a user's memory.
  */
 export const updateOrgMemory = <ThrowOnError extends boolean = false>(options: Options<UpdateOrgMemoryData, ThrowOnError>) => (options.client ?? client).patch<UpdateOrgMemoryResponses, UpdateOrgMemoryErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -513,7 +516,8 @@ export const getOrgProcedures = <ThrowOnError extends boolean = false>(options?:
  * Set the organization's procedural instructions
  *
  * Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
- * `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
+ * `If-Match`, only if the slots still have that ETag (else 412 and nothing changes);
+ * `If-None-Match` as on a user's slots.
  */
 export const setOrgProcedures = <ThrowOnError extends boolean = false>(options: Options<SetOrgProceduresData, ThrowOnError>) => (options.client ?? client).put<SetOrgProceduresResponses, SetOrgProceduresErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -548,7 +552,8 @@ export const getProfile = <ThrowOnError extends boolean = false>(options: Option
  * Errors: `replace`/`remove` of a key the view lacks → 409 `PATCH_FAILED`; `remove` of a
  * key that only the account provides → 409 `KEY_FROM_ACCOUNT`; a stored document over
  * `max_bytes` → 413 `PROFILE_TOO_LARGE` (with `attempted_bytes`, `max_bytes`); a stale
- * `If-Match` → 412; other ops (`move`, `copy`, `test`), nested or array paths, and values
+ * `If-Match`, or `If-None-Match` of `*` or the current ETag (a profile always exists) → 412;
+ * other ops (`move`, `copy`, `test`), nested or array paths, and values
  * naming tokens or account ids → 422. Each applied operation echoes `old_value`, the value
  * just before it ran. Concurrent patches are applied one after another, never lost.
  */
@@ -644,7 +649,7 @@ export const createThread = <ThrowOnError extends boolean = false>(options: Opti
  *
  * Delete the thread with its messages, summaries and extraction cursor; the answer
  * counts the rows deleted per table. With `If-Match`, only if the thread still has that
- * ETag.
+ * ETag; with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
  */
 export const deleteThread = <ThrowOnError extends boolean = false>(options: Options<DeleteThreadData, ThrowOnError>) => (options.client ?? client).delete<DeleteThreadResponses, DeleteThreadErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -670,7 +675,8 @@ export const getThread = <ThrowOnError extends boolean = false>(options: Options
  * Change the title or the metadata (replaced whole). A title or metadata holding what
  * looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
  * `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
- * messages changes a thread's ETag.
+ * messages changes a thread's ETag. With `If-None-Match: *` (or its ETag), 412 since it
+ * exists (in that state).
  */
 export const updateThread = <ThrowOnError extends boolean = false>(options: Options<UpdateThreadData, ThrowOnError>) => (options.client ?? client).patch<UpdateThreadResponses, UpdateThreadErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
@@ -920,7 +926,8 @@ export const getRetention = <ThrowOnError extends boolean = false>(options?: Opt
  *
  * Replace the retention policy (an omitted field keeps that data forever). The hourly
  * sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
- * if the policy still has that ETag (else 412 and nothing changes). Admins only.
+ * if the policy still has that ETag (else 412 and nothing changes); with `If-None-Match: *`
+ * (or its ETag), 412, since the tenant always has a policy (in that state). Admins only.
  */
 export const setRetention = <ThrowOnError extends boolean = false>(options: Options<SetRetentionData, ThrowOnError>) => (options.client ?? client).put<SetRetentionResponses, SetRetentionErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -2795,6 +2795,12 @@ export type SetUserAccountData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -3000,6 +3006,12 @@ export type RevokeApiKeyData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -3726,6 +3738,12 @@ export type UpdateMemoryData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -3934,6 +3952,12 @@ export type SetProceduresData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -4886,6 +4910,12 @@ export type UpdateOrgMemoryData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -5075,6 +5105,12 @@ export type SetOrgProceduresData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path?: never;
     query?: never;
@@ -5212,6 +5248,12 @@ export type PatchProfileData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -5292,6 +5334,12 @@ export type DeleteProfileKeyData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -5423,6 +5471,12 @@ export type PatchOrgProfileData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path?: never;
     query?: never;
@@ -5496,6 +5550,12 @@ export type DeleteOrgProfileKeyData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -5707,6 +5767,12 @@ export type DeleteThreadData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -5862,6 +5928,12 @@ export type UpdateThreadData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path: {
         /**
@@ -6979,6 +7051,12 @@ export type SetRetentionData = {
          * An ETag from a previous read or write: the change happens only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the current ETag, and nothing changed).
          */
         'if-match'?: string | null;
+        /**
+         * If-None-Match
+         *
+         * `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the current ETag, and nothing changed) when the resource exists, or is in that state.
+         */
+        'if-none-match'?: string | null;
     };
     path?: never;
     query?: never;

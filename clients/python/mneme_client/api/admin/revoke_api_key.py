@@ -15,10 +15,14 @@ def _get_kwargs(
     key_id: UUID,
     *,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "delete",
@@ -100,17 +104,21 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[ApiKeyRead | Problem]:
     """Revoke an API key
 
      Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
-    With `If-Match`, only if the key is still in that state (else 412).
+    With `If-Match`, only if the key is still in that state (else 412); with `If-None-Match:
+    *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         key_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -123,6 +131,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         key_id=key_id,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -137,17 +146,21 @@ def sync(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> ApiKeyRead | Problem | None:
     """Revoke an API key
 
      Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
-    With `If-Match`, only if the key is still in that state (else 412).
+    With `If-Match`, only if the key is still in that state (else 412); with `If-None-Match:
+    *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         key_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -161,6 +174,7 @@ def sync(
         key_id=key_id,
         client=client,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -169,17 +183,21 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[ApiKeyRead | Problem]:
     """Revoke an API key
 
      Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
-    With `If-Match`, only if the key is still in that state (else 412).
+    With `If-Match`, only if the key is still in that state (else 412); with `If-None-Match:
+    *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         key_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -192,6 +210,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         key_id=key_id,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -204,17 +223,21 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> ApiKeyRead | Problem | None:
     """Revoke an API key
 
      Revoke a key: requests carrying it are refused from now on. Revoking twice is harmless.
-    With `If-Match`, only if the key is still in that state (else 412).
+    With `If-Match`, only if the key is still in that state (else 412); with `If-None-Match:
+    *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         key_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -229,5 +252,6 @@ async def asyncio(
             key_id=key_id,
             client=client,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

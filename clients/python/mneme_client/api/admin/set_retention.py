@@ -13,10 +13,14 @@ def _get_kwargs(
     *,
     body: RetentionPolicy,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "put",
@@ -100,17 +104,21 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: RetentionPolicy,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | RetentionPolicy]:
     """Set the tenant's retention policy
 
      Replace the retention policy (an omitted field keeps that data forever). The hourly
     sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
-    if the policy still has that ETag (else 412 and nothing changes). Admins only.
+    if the policy still has that ETag (else 412 and nothing changes); with `If-None-Match: *`
+    (or its ETag), 412, since the tenant always has a policy (in that state). Admins only.
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
             forever. Memories
             with their own `expires_at` go at that time whatever the policy says.
@@ -126,6 +134,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -140,17 +149,21 @@ def sync(
     client: AuthenticatedClient,
     body: RetentionPolicy,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | RetentionPolicy | None:
     """Set the tenant's retention policy
 
      Replace the retention policy (an omitted field keeps that data forever). The hourly
     sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
-    if the policy still has that ETag (else 412 and nothing changes). Admins only.
+    if the policy still has that ETag (else 412 and nothing changes); with `If-None-Match: *`
+    (or its ETag), 412, since the tenant always has a policy (in that state). Admins only.
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
             forever. Memories
             with their own `expires_at` go at that time whatever the policy says.
@@ -167,6 +180,7 @@ def sync(
         client=client,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -175,17 +189,21 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: RetentionPolicy,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | RetentionPolicy]:
     """Set the tenant's retention policy
 
      Replace the retention policy (an omitted field keeps that data forever). The hourly
     sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
-    if the policy still has that ETag (else 412 and nothing changes). Admins only.
+    if the policy still has that ETag (else 412 and nothing changes); with `If-None-Match: *`
+    (or its ETag), 412, since the tenant always has a policy (in that state). Admins only.
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
             forever. Memories
             with their own `expires_at` go at that time whatever the policy says.
@@ -201,6 +219,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -213,17 +232,21 @@ async def asyncio(
     client: AuthenticatedClient,
     body: RetentionPolicy,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | RetentionPolicy | None:
     """Set the tenant's retention policy
 
      Replace the retention policy (an omitted field keeps that data forever). The hourly
     sweep removes what is older, and memories whose `expires_at` passed. With `If-Match`, only
-    if the policy still has that ETag (else 412 and nothing changes). Admins only.
+    if the policy still has that ETag (else 412 and nothing changes); with `If-None-Match: *`
+    (or its ETag), 412, since the tenant always has a policy (in that state). Admins only.
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (RetentionPolicy): How long the tenant keeps what it stores, in days; null keeps it
             forever. Memories
             with their own `expires_at` go at that time whatever the policy says.
@@ -241,5 +264,6 @@ async def asyncio(
             client=client,
             body=body,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

@@ -16,10 +16,14 @@ def _get_kwargs(
     *,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "put",
@@ -116,6 +120,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | Procedures]:
     """Set the user's procedural instructions
 
@@ -123,13 +128,16 @@ def sync_detailed(
     A replaced instruction is superseded, with history, not deleted. A slot holds one live
     memory: any write that makes a procedural memory of its category live (a keyed put, a
     POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
-    still have that ETag (else 412 and nothing changes).
+    still have that ETag (else 412 and nothing changes); with `If-None-Match: *` (or their
+    ETag), 412, since the slots always exist (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -145,6 +153,7 @@ def sync_detailed(
         user_id=user_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -160,6 +169,7 @@ def sync(
     client: AuthenticatedClient,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | Procedures | None:
     """Set the user's procedural instructions
 
@@ -167,13 +177,16 @@ def sync(
     A replaced instruction is superseded, with history, not deleted. A slot holds one live
     memory: any write that makes a procedural memory of its category live (a keyed put, a
     POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
-    still have that ETag (else 412 and nothing changes).
+    still have that ETag (else 412 and nothing changes); with `If-None-Match: *` (or their
+    ETag), 412, since the slots always exist (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -190,6 +203,7 @@ def sync(
         client=client,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -199,6 +213,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | Procedures]:
     """Set the user's procedural instructions
 
@@ -206,13 +221,16 @@ async def asyncio_detailed(
     A replaced instruction is superseded, with history, not deleted. A slot holds one live
     memory: any write that makes a procedural memory of its category live (a keyed put, a
     POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
-    still have that ETag (else 412 and nothing changes).
+    still have that ETag (else 412 and nothing changes); with `If-None-Match: *` (or their
+    ETag), 412, since the slots always exist (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -228,6 +246,7 @@ async def asyncio_detailed(
         user_id=user_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -241,6 +260,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | Procedures | None:
     """Set the user's procedural instructions
 
@@ -248,13 +268,16 @@ async def asyncio(
     A replaced instruction is superseded, with history, not deleted. A slot holds one live
     memory: any write that makes a procedural memory of its category live (a keyed put, a
     POST, a PATCH) supersedes the other the same way. With `If-Match`, only if the slots
-    still have that ETag (else 412 and nothing changes).
+    still have that ETag (else 412 and nothing changes); with `If-None-Match: *` (or their
+    ETag), 412, since the slots always exist (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -272,5 +295,6 @@ async def asyncio(
             client=client,
             body=body,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

@@ -18,10 +18,14 @@ def _get_kwargs(
     *,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "patch",
@@ -120,6 +124,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[MemoryRead | Problem]:
     """Change a memory
 
@@ -128,7 +133,7 @@ def sync_detailed(
     organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
-    changes).
+    changes); with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -136,6 +141,8 @@ def sync_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -151,6 +158,7 @@ def sync_detailed(
         memory_id=memory_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -167,6 +175,7 @@ def sync(
     client: AuthenticatedClient,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> MemoryRead | Problem | None:
     """Change a memory
 
@@ -175,7 +184,7 @@ def sync(
     organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
-    changes).
+    changes); with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -183,6 +192,8 @@ def sync(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -199,6 +210,7 @@ def sync(
         client=client,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -209,6 +221,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[MemoryRead | Problem]:
     """Change a memory
 
@@ -217,7 +230,7 @@ async def asyncio_detailed(
     organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
-    changes).
+    changes); with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -225,6 +238,8 @@ async def asyncio_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -240,6 +255,7 @@ async def asyncio_detailed(
         memory_id=memory_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -254,6 +270,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> MemoryRead | Problem | None:
     """Change a memory
 
@@ -262,7 +279,7 @@ async def asyncio(
     organization memory is changed on its own route: 422 here). Recorded in the history. A keyed
     memory's new category moves its key with it (409 `CONFLICT` when another memory holds the
     key there). With `If-Match`, only if the memory still has that ETag (else 412 and nothing
-    changes).
+    changes); with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -270,6 +287,8 @@ async def asyncio(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -287,5 +306,6 @@ async def asyncio(
             client=client,
             body=body,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

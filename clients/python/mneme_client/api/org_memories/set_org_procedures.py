@@ -14,10 +14,14 @@ def _get_kwargs(
     *,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "put",
@@ -111,16 +115,20 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | Procedures]:
     """Set the organization's procedural instructions
 
      Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
-    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes);
+    `If-None-Match` as on a user's slots.
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -135,6 +143,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -149,16 +158,20 @@ def sync(
     client: AuthenticatedClient,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | Procedures | None:
     """Set the organization's procedural instructions
 
      Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
-    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes);
+    `If-None-Match` as on a user's slots.
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -174,6 +187,7 @@ def sync(
         client=client,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -182,16 +196,20 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | Procedures]:
     """Set the organization's procedural instructions
 
      Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
-    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes);
+    `If-None-Match` as on a user's slots.
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -206,6 +224,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -218,16 +237,20 @@ async def asyncio(
     client: AuthenticatedClient,
     body: ProceduresUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | Procedures | None:
     """Set the organization's procedural instructions
 
      Set the organization's slots as `PUT …/procedures` sets a user's; admins only. With
-    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes).
+    `If-Match`, only if the slots still have that ETag (else 412 and nothing changes);
+    `If-None-Match` as on a user's slots.
 
     Args:
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ProceduresUpdate): Slots to set; an empty string clears a slot, an absent slot is
             left alone.
 
@@ -244,5 +267,6 @@ async def asyncio(
             client=client,
             body=body,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

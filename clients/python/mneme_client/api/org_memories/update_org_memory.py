@@ -17,10 +17,14 @@ def _get_kwargs(
     *,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "patch",
@@ -117,18 +121,21 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[MemoryRead | Problem]:
     """Change an organization memory
 
      Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
     admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
-    changes).
+    changes); `If-None-Match` as on a user's memory.
 
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -143,6 +150,7 @@ def sync_detailed(
         memory_id=memory_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -158,18 +166,21 @@ def sync(
     client: AuthenticatedClient,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> MemoryRead | Problem | None:
     """Change an organization memory
 
      Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
     admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
-    changes).
+    changes); `If-None-Match` as on a user's memory.
 
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -185,6 +196,7 @@ def sync(
         client=client,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -194,18 +206,21 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[MemoryRead | Problem]:
     """Change an organization memory
 
      Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
     admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
-    changes).
+    changes); `If-None-Match` as on a user's memory.
 
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -220,6 +235,7 @@ async def asyncio_detailed(
         memory_id=memory_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -233,18 +249,21 @@ async def asyncio(
     client: AuthenticatedClient,
     body: MemoryUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> MemoryRead | Problem | None:
     """Change an organization memory
 
      Change an organization memory as `PATCH …/memories/{memory_id}` changes a user's;
     admins only. With `If-Match`, only if it still has that ETag (else 412 and nothing
-    changes).
+    changes); `If-None-Match` as on a user's memory.
 
     Args:
         memory_id (UUID):
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (MemoryUpdate): Fields to change; absent fields stay as they are.
 
     Raises:
@@ -261,5 +280,6 @@ async def asyncio(
             client=client,
             body=body,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

@@ -16,10 +16,14 @@ def _get_kwargs(
     *,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "patch",
@@ -129,6 +133,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ProfilePatchResult]:
     """Change the organization profile
 
@@ -139,6 +144,8 @@ def sync_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -154,6 +161,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -168,6 +176,7 @@ def sync(
     client: AuthenticatedClient,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | ProfilePatchResult | None:
     """Change the organization profile
 
@@ -178,6 +187,8 @@ def sync(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -194,6 +205,7 @@ def sync(
         client=client,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -202,6 +214,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ProfilePatchResult]:
     """Change the organization profile
 
@@ -212,6 +225,8 @@ async def asyncio_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -227,6 +242,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -239,6 +255,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | ProfilePatchResult | None:
     """Change the organization profile
 
@@ -249,6 +266,8 @@ async def asyncio(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -266,5 +285,6 @@ async def asyncio(
             client=client,
             body=body,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

@@ -18,10 +18,14 @@ def _get_kwargs(
     *,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "patch",
@@ -134,6 +138,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ProfilePatchResult]:
     """Change a user's profile
 
@@ -145,7 +150,8 @@ def sync_detailed(
     Errors: `replace`/`remove` of a key the view lacks → 409 `PATCH_FAILED`; `remove` of a
     key that only the account provides → 409 `KEY_FROM_ACCOUNT`; a stored document over
     `max_bytes` → 413 `PROFILE_TOO_LARGE` (with `attempted_bytes`, `max_bytes`); a stale
-    `If-Match` → 412; other ops (`move`, `copy`, `test`), nested or array paths, and values
+    `If-Match`, or `If-None-Match` of `*` or the current ETag (a profile always exists) → 412;
+    other ops (`move`, `copy`, `test`), nested or array paths, and values
     naming tokens or account ids → 422. Each applied operation echoes `old_value`, the value
     just before it ran. Concurrent patches are applied one after another, never lost.
 
@@ -154,6 +160,8 @@ def sync_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -170,6 +178,7 @@ def sync_detailed(
         user_id=user_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -185,6 +194,7 @@ def sync(
     client: AuthenticatedClient,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | ProfilePatchResult | None:
     """Change a user's profile
 
@@ -196,7 +206,8 @@ def sync(
     Errors: `replace`/`remove` of a key the view lacks → 409 `PATCH_FAILED`; `remove` of a
     key that only the account provides → 409 `KEY_FROM_ACCOUNT`; a stored document over
     `max_bytes` → 413 `PROFILE_TOO_LARGE` (with `attempted_bytes`, `max_bytes`); a stale
-    `If-Match` → 412; other ops (`move`, `copy`, `test`), nested or array paths, and values
+    `If-Match`, or `If-None-Match` of `*` or the current ETag (a profile always exists) → 412;
+    other ops (`move`, `copy`, `test`), nested or array paths, and values
     naming tokens or account ids → 422. Each applied operation echoes `old_value`, the value
     just before it ran. Concurrent patches are applied one after another, never lost.
 
@@ -205,6 +216,8 @@ def sync(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -222,6 +235,7 @@ def sync(
         client=client,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -231,6 +245,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ProfilePatchResult]:
     """Change a user's profile
 
@@ -242,7 +257,8 @@ async def asyncio_detailed(
     Errors: `replace`/`remove` of a key the view lacks → 409 `PATCH_FAILED`; `remove` of a
     key that only the account provides → 409 `KEY_FROM_ACCOUNT`; a stored document over
     `max_bytes` → 413 `PROFILE_TOO_LARGE` (with `attempted_bytes`, `max_bytes`); a stale
-    `If-Match` → 412; other ops (`move`, `copy`, `test`), nested or array paths, and values
+    `If-Match`, or `If-None-Match` of `*` or the current ETag (a profile always exists) → 412;
+    other ops (`move`, `copy`, `test`), nested or array paths, and values
     naming tokens or account ids → 422. Each applied operation echoes `old_value`, the value
     just before it ran. Concurrent patches are applied one after another, never lost.
 
@@ -251,6 +267,8 @@ async def asyncio_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -267,6 +285,7 @@ async def asyncio_detailed(
         user_id=user_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -280,6 +299,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: list[PatchAdd | PatchRemove | PatchReplace],
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | ProfilePatchResult | None:
     """Change a user's profile
 
@@ -291,7 +311,8 @@ async def asyncio(
     Errors: `replace`/`remove` of a key the view lacks → 409 `PATCH_FAILED`; `remove` of a
     key that only the account provides → 409 `KEY_FROM_ACCOUNT`; a stored document over
     `max_bytes` → 413 `PROFILE_TOO_LARGE` (with `attempted_bytes`, `max_bytes`); a stale
-    `If-Match` → 412; other ops (`move`, `copy`, `test`), nested or array paths, and values
+    `If-Match`, or `If-None-Match` of `*` or the current ETag (a profile always exists) → 412;
+    other ops (`move`, `copy`, `test`), nested or array paths, and values
     naming tokens or account ids → 422. Each applied operation echoes `old_value`, the value
     just before it ran. Concurrent patches are applied one after another, never lost.
 
@@ -300,6 +321,8 @@ async def asyncio(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (list[PatchAdd | PatchRemove | PatchReplace]): An RFC 6902 JSON Patch limited to
             `add`, `replace` and `remove` of top-level keys,
             applied in order, all or nothing.
@@ -318,5 +341,6 @@ async def asyncio(
             client=client,
             body=body,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

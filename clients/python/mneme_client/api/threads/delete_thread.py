@@ -17,10 +17,14 @@ def _get_kwargs(
     *,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     params: dict[str, Any] = {}
 
@@ -125,12 +129,13 @@ def sync_detailed(
     client: AuthenticatedClient,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ThreadDeleted]:
     """Delete a thread
 
      Delete the thread with its messages, summaries and extraction cursor; the answer
     counts the rows deleted per table. With `If-Match`, only if the thread still has that
-    ETag.
+    ETag; with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -140,6 +145,8 @@ def sync_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -154,6 +161,7 @@ def sync_detailed(
         thread_id=thread_id,
         cascade=cascade,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -170,12 +178,13 @@ def sync(
     client: AuthenticatedClient,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | ThreadDeleted | None:
     """Delete a thread
 
      Delete the thread with its messages, summaries and extraction cursor; the answer
     counts the rows deleted per table. With `If-Match`, only if the thread still has that
-    ETag.
+    ETag; with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -185,6 +194,8 @@ def sync(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -200,6 +211,7 @@ def sync(
         client=client,
         cascade=cascade,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -210,12 +222,13 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ThreadDeleted]:
     """Delete a thread
 
      Delete the thread with its messages, summaries and extraction cursor; the answer
     counts the rows deleted per table. With `If-Match`, only if the thread still has that
-    ETag.
+    ETag; with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -225,6 +238,8 @@ async def asyncio_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -239,6 +254,7 @@ async def asyncio_detailed(
         thread_id=thread_id,
         cascade=cascade,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -253,12 +269,13 @@ async def asyncio(
     client: AuthenticatedClient,
     cascade: list[Literal["memories"]] | None | Unset = UNSET,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | ThreadDeleted | None:
     """Delete a thread
 
      Delete the thread with its messages, summaries and extraction cursor; the answer
     counts the rows deleted per table. With `If-Match`, only if the thread still has that
-    ETag.
+    ETag; with `If-None-Match: *` (or its ETag), 412 since it exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -268,6 +285,8 @@ async def asyncio(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -284,5 +303,6 @@ async def asyncio(
             client=client,
             cascade=cascade,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

@@ -18,10 +18,14 @@ def _get_kwargs(
     *,
     body: ThreadUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "patch",
@@ -115,13 +119,15 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: ThreadUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ThreadRead]:
     """Rename a thread or change its metadata
 
      Change the title or the metadata (replaced whole). A title or metadata holding what
     looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
     `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
-    messages changes a thread's ETag.
+    messages changes a thread's ETag. With `If-None-Match: *` (or its ETag), 412 since it
+    exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -129,6 +135,8 @@ def sync_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ThreadUpdate):
 
     Raises:
@@ -144,6 +152,7 @@ def sync_detailed(
         thread_id=thread_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -160,13 +169,15 @@ def sync(
     client: AuthenticatedClient,
     body: ThreadUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | ThreadRead | None:
     """Rename a thread or change its metadata
 
      Change the title or the metadata (replaced whole). A title or metadata holding what
     looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
     `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
-    messages changes a thread's ETag.
+    messages changes a thread's ETag. With `If-None-Match: *` (or its ETag), 412 since it
+    exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -174,6 +185,8 @@ def sync(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ThreadUpdate):
 
     Raises:
@@ -190,6 +203,7 @@ def sync(
         client=client,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -200,13 +214,15 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: ThreadUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | ThreadRead]:
     """Rename a thread or change its metadata
 
      Change the title or the metadata (replaced whole). A title or metadata holding what
     looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
     `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
-    messages changes a thread's ETag.
+    messages changes a thread's ETag. With `If-None-Match: *` (or its ETag), 412 since it
+    exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -214,6 +230,8 @@ async def asyncio_detailed(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ThreadUpdate):
 
     Raises:
@@ -229,6 +247,7 @@ async def asyncio_detailed(
         thread_id=thread_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -243,13 +262,15 @@ async def asyncio(
     client: AuthenticatedClient,
     body: ThreadUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | ThreadRead | None:
     """Rename a thread or change its metadata
 
      Change the title or the metadata (replaced whole). A title or metadata holding what
     looks like a secret or PII is refused (422 `SECRET_REFUSED`) and nothing changes. With
     `If-Match`, only if the thread still has that ETag (else 412 and nothing changes); appending
-    messages changes a thread's ETag.
+    messages changes a thread's ETag. With `If-None-Match: *` (or its ETag), 412 since it
+    exists (in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
@@ -257,6 +278,8 @@ async def asyncio(
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (ThreadUpdate):
 
     Raises:
@@ -274,5 +297,6 @@ async def asyncio(
             client=client,
             body=body,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed

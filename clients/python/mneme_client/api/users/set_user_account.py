@@ -16,10 +16,14 @@ def _get_kwargs(
     *,
     body: AccountOverlayUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
         headers["if-match"] = if_match
+
+    if not isinstance(if_none_match, Unset):
+        headers["if-none-match"] = if_none_match
 
     _kwargs: dict[str, Any] = {
         "method": "put",
@@ -111,6 +115,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: AccountOverlayUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | UserRead]:
     """Set a user's account details
 
@@ -124,13 +129,16 @@ def sync_detailed(
     `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
     type is `credential_refused`; nothing is stored. The password `credential` provider is
     dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
-    the account is still in that state (else 412 and nothing changes).
+    the account is still in that state (else 412 and nothing changes); with `If-None-Match:
+    *`, only if Mneme does not know the user yet (with its ETag: unless it is in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
             the whole overlay: an
             omitted field is cleared.
@@ -147,6 +155,7 @@ def sync_detailed(
         user_id=user_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = client.get_httpx_client().request(
@@ -162,6 +171,7 @@ def sync(
     client: AuthenticatedClient,
     body: AccountOverlayUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | UserRead | None:
     """Set a user's account details
 
@@ -175,13 +185,16 @@ def sync(
     `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
     type is `credential_refused`; nothing is stored. The password `credential` provider is
     dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
-    the account is still in that state (else 412 and nothing changes).
+    the account is still in that state (else 412 and nothing changes); with `If-None-Match:
+    *`, only if Mneme does not know the user yet (with its ETag: unless it is in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
             the whole overlay: an
             omitted field is cleared.
@@ -199,6 +212,7 @@ def sync(
         client=client,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     ).parsed
 
 
@@ -208,6 +222,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: AccountOverlayUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Response[Problem | UserRead]:
     """Set a user's account details
 
@@ -221,13 +236,16 @@ async def asyncio_detailed(
     `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
     type is `credential_refused`; nothing is stored. The password `credential` provider is
     dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
-    the account is still in that state (else 412 and nothing changes).
+    the account is still in that state (else 412 and nothing changes); with `If-None-Match:
+    *`, only if Mneme does not know the user yet (with its ETag: unless it is in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
             the whole overlay: an
             omitted field is cleared.
@@ -244,6 +262,7 @@ async def asyncio_detailed(
         user_id=user_id,
         body=body,
         if_match=if_match,
+        if_none_match=if_none_match,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -257,6 +276,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: AccountOverlayUpdate,
     if_match: None | str | Unset = UNSET,
+    if_none_match: None | str | Unset = UNSET,
 ) -> Problem | UserRead | None:
     """Set a user's account details
 
@@ -270,13 +290,16 @@ async def asyncio(
     `id_token`, `accountId`, …) and token-shaped values are refused with a 422 whose error
     type is `credential_refused`; nothing is stored. The password `credential` provider is
     dropped from `socials`. With `If-Match` (the ETag of `GET /v1/users/{user_id}`), only if
-    the account is still in that state (else 412 and nothing changes).
+    the account is still in that state (else 412 and nothing changes); with `If-None-Match:
+    *`, only if Mneme does not know the user yet (with its ETag: unless it is in that state).
 
     Args:
         user_id (str): A user id of the caller's tenant, or `me` for the caller itself.
         if_match (None | str | Unset): An ETag from a previous read or write: the change happens
             only if the resource is still in that state (412 `PRECONDITION_FAILED` otherwise, with the
             current ETag, and nothing changed).
+        if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
+            current ETag, and nothing changed) when the resource exists, or is in that state.
         body (AccountOverlayUpdate): The account details a service sets for a user. It replaces
             the whole overlay: an
             omitted field is cleared.
@@ -295,5 +318,6 @@ async def asyncio(
             client=client,
             body=body,
             if_match=if_match,
+            if_none_match=if_none_match,
         )
     ).parsed
