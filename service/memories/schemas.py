@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
     AfterValidator,
@@ -16,6 +16,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from pydantic.config import JsonDict
 
 from service.kit.types import (
     JsonBool,
@@ -142,8 +143,19 @@ class MemoryBatchCreate(BaseModel):
     items: list[MemoryCreate] = Field(min_length=1, max_length=BATCH_MAX)
 
 
+def _never_null(schema: JsonDict) -> None:
+    """The JSON schema of a field a change may leave out but never set to `null`: its
+    value's schema, without the `null` alternative."""
+    for option in cast("list[JsonDict]", schema.pop("anyOf")):
+        if option != {"type": "null"}:
+            schema.update(option)
+
+
 class MemoryUpdate(BaseModel):
-    """Fields to change; absent fields stay as they are."""
+    """Fields to change; absent fields stay as they are. `null` clears a field that may be
+    empty (category, event time, speaker, metadata, expiry); a memory always has a text,
+    confidence, lifecycle and review flag, so `null` for one of them is refused as any other
+    invalid value is (leave the field out to keep it)."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -152,11 +164,12 @@ class MemoryUpdate(BaseModel):
         },
     )
 
-    text: MemoryText | None = None
+    # None is "absent" (the default), never a value a client sends (`_not_null`).
+    text: MemoryText | None = Field(default=None, json_schema_extra=_never_null)
     category: str | None = Field(default=None, pattern=CATEGORY_PATTERN)
-    confidence: UnitInterval | None = None
-    lifecycle: Lifecycle | None = None
-    needs_review: JsonBool | None = None
+    confidence: UnitInterval | None = Field(default=None, json_schema_extra=_never_null)
+    lifecycle: Lifecycle | None = Field(default=None, json_schema_extra=_never_null)
+    needs_review: JsonBool | None = Field(default=None, json_schema_extra=_never_null)
     event_at: Timestamp | None = None
     speaker: SpeakerName | None = Field(
         default=None,
@@ -165,6 +178,13 @@ class MemoryUpdate(BaseModel):
     )
     metadata: JsonObject | None = None
     expires_at: Timestamp | None = None
+
+    @field_validator("text", "confidence", "lifecycle", "needs_review", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("cannot be null; leave the field out to keep its value")
+        return value
 
 
 _MEMORY_EXAMPLE: dict[str, Any] = {

@@ -681,17 +681,17 @@ def _changed_values(memory: Memory, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _validated_changes(change: MemoryUpdate) -> dict[str, Any]:
-    """The columns a change sets, once it is known to be acceptable: a future expiry, no null
-    where a memory needs a value, no secret in the text, speaker or metadata (the text
-    stripped)."""
+    """The columns a change sets, once it is known to be acceptable: a future expiry, no
+    secret in the text, speaker or metadata (the text stripped). `MemoryUpdate` refuses a null
+    where a memory needs a value."""
     values: dict[str, Any] = change.model_dump(exclude_unset=True, exclude={"metadata"})
     if "metadata" in change.model_fields_set:
         values["metadata_"] = change.metadata or {}
     if change.expires_at is not None and change.expires_at <= datetime.now(UTC):
-        raise ValidationFailed("expires_at must be in the future.")
-    for field in ("text", "lifecycle", "confidence", "needs_review"):
-        if field in values and values[field] is None:
-            raise ValidationFailed(f"{field} cannot be null.")
+        raise ValidationFailed(
+            "expires_at must be in the future.",
+            errors=[{"loc": ["body", "expires_at"], "msg": "in the past", "type": "value_error"}],
+        )
     refuse_secrets(values.get("metadata_"), ["body", "metadata"])
     refuse_secrets(values.get("speaker"), ["body", "speaker"])
     if "text" in values:

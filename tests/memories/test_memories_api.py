@@ -557,16 +557,31 @@ async def test_idempotent_retry_replays_instead_of_writing_twice(
     assert sorted(m["text"] for m in items) == ["Dana adopted a dog", "Dana moved to Porto"]
 
 
-async def test_patch_with_null_for_a_required_field_is_a_422(
+async def test_a_patch_refusing_a_null_or_a_past_expiry_names_the_field(
     client: AsyncClient, settings: Settings, tenant: str
 ) -> None:
+    """As every other refused input, each null is named in `errors`, and nothing changes."""
     headers = user(settings, tenant)
     memory = await remember(client, headers, text="Plays chess")
-    for field in ("text", "lifecycle", "confidence", "needs_review"):
-        response = await client.patch(
-            f"/v1/users/me/memories/{memory['id']}", headers=headers, json={field: None}
-        )
-        assert_problem(response, 422, "VALIDATION_FAILED")
+    path = f"/v1/users/me/memories/{memory['id']}"
+    required = ("text", "lifecycle", "confidence", "needs_review")
+    for field in required:
+        response = await client.patch(path, headers=headers, json={field: None})
+        body = assert_problem(response, 422, "VALIDATION_FAILED")
+        assert [e["loc"] for e in body["errors"]] == [["body", field]]
+    every = await client.patch(
+        path, headers=headers, json={**dict.fromkeys(required), "category": "games"}
+    )
+    body = assert_problem(every, 422, "VALIDATION_FAILED")
+    assert sorted(e["loc"][1] for e in body["errors"]) == sorted(required)
+    unchanged = (await client.get(path, headers=headers)).json()
+    assert unchanged["category"] is None and unchanged["text"] == "Plays chess"
+    # The fields a null clears still take one.
+    cleared = await client.patch(path, headers=headers, json={"category": None, "event_at": None})
+    assert cleared.status_code == 200, cleared.text
+    past = await client.patch(path, headers=headers, json={"expires_at": "2020-01-01T00:00:00Z"})
+    body = assert_problem(past, 422, "VALIDATION_FAILED")
+    assert [e["loc"] for e in body["errors"]] == [["body", "expires_at"]]
 
 
 async def test_user_listing_can_include_org_memories(

@@ -18,25 +18,28 @@ T = TypeVar("T", bound="MemoryUpdate")
 
 @_attrs_define
 class MemoryUpdate:
-    """Fields to change; absent fields stay as they are.
+    """Fields to change; absent fields stay as they are. `null` clears a field that may be
+    empty (category, event time, speaker, metadata, expiry); a memory always has a text,
+    confidence, lifecycle and review flag, so `null` for one of them is refused as any other
+    invalid value is (leave the field out to keep it).
 
-    Attributes:
-        text (None | str | Unset):
-        category (None | str | Unset):
-        confidence (float | None | Unset):
-        lifecycle (Lifecycle | None | Unset):
-        needs_review (bool | None | Unset):
-        event_at (datetime.datetime | None | Unset):
-        speaker (None | str | Unset): Who said it; `null` removes a speaker that was wrong.
-        metadata (Metadata | None | Unset):
-        expires_at (datetime.datetime | None | Unset):
+        Attributes:
+            text (str | Unset):
+            category (None | str | Unset):
+            confidence (float | Unset):
+            lifecycle (Lifecycle | Unset):
+            needs_review (bool | Unset):
+            event_at (datetime.datetime | None | Unset):
+            speaker (None | str | Unset): Who said it; `null` removes a speaker that was wrong.
+            metadata (Metadata | None | Unset):
+            expires_at (datetime.datetime | None | Unset):
     """
 
-    text: None | str | Unset = UNSET
+    text: str | Unset = UNSET
     category: None | str | Unset = UNSET
-    confidence: float | None | Unset = UNSET
-    lifecycle: Lifecycle | None | Unset = UNSET
-    needs_review: bool | None | Unset = UNSET
+    confidence: float | Unset = UNSET
+    lifecycle: Lifecycle | Unset = UNSET
+    needs_review: bool | Unset = UNSET
     event_at: datetime.datetime | None | Unset = UNSET
     speaker: None | str | Unset = UNSET
     metadata: Metadata | None | Unset = UNSET
@@ -45,11 +48,7 @@ class MemoryUpdate:
     def to_dict(self) -> dict[str, Any]:
         from ..models.metadata import Metadata  # noqa: PLC0415
 
-        text: None | str | Unset
-        if isinstance(self.text, Unset):
-            text = UNSET
-        else:
-            text = self.text
+        text = self.text
 
         category: None | str | Unset
         if isinstance(self.category, Unset):
@@ -57,25 +56,13 @@ class MemoryUpdate:
         else:
             category = self.category
 
-        confidence: float | None | Unset
-        if isinstance(self.confidence, Unset):
-            confidence = UNSET
-        else:
-            confidence = self.confidence
+        confidence = self.confidence
 
-        lifecycle: None | str | Unset
-        if isinstance(self.lifecycle, Unset):
-            lifecycle = UNSET
-        elif isinstance(self.lifecycle, Lifecycle):
+        lifecycle: str | Unset = UNSET
+        if not isinstance(self.lifecycle, Unset):
             lifecycle = self.lifecycle.value
-        else:
-            lifecycle = self.lifecycle
 
-        needs_review: bool | None | Unset
-        if isinstance(self.needs_review, Unset):
-            needs_review = UNSET
-        else:
-            needs_review = self.needs_review
+        needs_review = self.needs_review
 
         event_at: None | str | Unset
         if isinstance(self.event_at, Unset):
@@ -136,15 +123,7 @@ class MemoryUpdate:
         from ..models.metadata import Metadata  # noqa: PLC0415
 
         d = dict(src_dict)
-
-        def _parse_text(data: object) -> None | str | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(None | str | Unset, data)
-
-        text = _parse_text(d.pop("text", UNSET))
+        text = d.pop("text", UNSET)
 
         def _parse_category(data: object) -> None | str | Unset:
             if data is None:
@@ -155,40 +134,16 @@ class MemoryUpdate:
 
         category = _parse_category(d.pop("category", UNSET))
 
-        def _parse_confidence(data: object) -> float | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(float | None | Unset, data)
+        confidence = d.pop("confidence", UNSET)
 
-        confidence = _parse_confidence(d.pop("confidence", UNSET))
+        _lifecycle = d.pop("lifecycle", UNSET)
+        lifecycle: Lifecycle | Unset
+        if isinstance(_lifecycle, Unset):
+            lifecycle = UNSET
+        else:
+            lifecycle = Lifecycle(_lifecycle)
 
-        def _parse_lifecycle(data: object) -> Lifecycle | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                lifecycle_type_0 = Lifecycle(data)
-
-                return lifecycle_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(Lifecycle | None | Unset, data)
-
-        lifecycle = _parse_lifecycle(d.pop("lifecycle", UNSET))
-
-        def _parse_needs_review(data: object) -> bool | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(bool | None | Unset, data)
-
-        needs_review = _parse_needs_review(d.pop("needs_review", UNSET))
+        needs_review = d.pop("needs_review", UNSET)
 
         def _parse_event_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:

@@ -1047,13 +1047,16 @@ export type MemoryRead = {
 /**
  * MemoryUpdate
  *
- * Fields to change; absent fields stay as they are.
+ * Fields to change; absent fields stay as they are. `null` clears a field that may be
+ * empty (category, event time, speaker, metadata, expiry); a memory always has a text,
+ * confidence, lifecycle and review flag, so `null` for one of them is refused as any other
+ * invalid value is (leave the field out to keep it).
  */
 export type MemoryUpdate = {
     /**
      * Text
      */
-    text?: string | null;
+    text?: string;
     /**
      * Category
      */
@@ -1061,15 +1064,12 @@ export type MemoryUpdate = {
     /**
      * Confidence
      */
-    confidence?: number | null;
-    /**
-     * Lifecycle
-     */
-    lifecycle?: Lifecycle | null;
+    confidence?: number;
+    lifecycle?: Lifecycle;
     /**
      * Needs Review
      */
-    needs_review?: boolean | null;
+    needs_review?: boolean;
     /**
      * Event At
      */

@@ -143,7 +143,11 @@ def sync_detailed(
             current ETag, and nothing changed).
         if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
             current ETag, and nothing changed) when the resource exists, or is in that state.
-        body (MemoryUpdate): Fields to change; absent fields stay as they are.
+        body (MemoryUpdate): Fields to change; absent fields stay as they are. `null` clears a
+            field that may be
+            empty (category, event time, speaker, metadata, expiry); a memory always has a text,
+            confidence, lifecycle and review flag, so `null` for one of them is refused as any other
+            invalid value is (leave the field out to keep it).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -194,7 +198,11 @@ def sync(
             current ETag, and nothing changed).
         if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
             current ETag, and nothing changed) when the resource exists, or is in that state.
-        body (MemoryUpdate): Fields to change; absent fields stay as they are.
+        body (MemoryUpdate): Fields to change; absent fields stay as they are. `null` clears a
+            field that may be
+            empty (category, event time, speaker, metadata, expiry); a memory always has a text,
+            confidence, lifecycle and review flag, so `null` for one of them is refused as any other
+            invalid value is (leave the field out to keep it).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -240,7 +248,11 @@ async def asyncio_detailed(
             current ETag, and nothing changed).
         if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
             current ETag, and nothing changed) when the resource exists, or is in that state.
-        body (MemoryUpdate): Fields to change; absent fields stay as they are.
+        body (MemoryUpdate): Fields to change; absent fields stay as they are. `null` clears a
+            field that may be
+            empty (category, event time, speaker, metadata, expiry); a memory always has a text,
+            confidence, lifecycle and review flag, so `null` for one of them is refused as any other
+            invalid value is (leave the field out to keep it).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -289,7 +301,11 @@ async def asyncio(
             current ETag, and nothing changed).
         if_none_match (None | str | Unset): `*`, or an ETag: 412 `PRECONDITION_FAILED` (with the
             current ETag, and nothing changed) when the resource exists, or is in that state.
-        body (MemoryUpdate): Fields to change; absent fields stay as they are.
+        body (MemoryUpdate): Fields to change; absent fields stay as they are. `null` clears a
+            field that may be
+            empty (category, event time, speaker, metadata, expiry); a memory always has a text,
+            confidence, lifecycle and review flag, so `null` for one of them is refused as any other
+            invalid value is (leave the field out to keep it).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
