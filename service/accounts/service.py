@@ -79,6 +79,8 @@ class AccountService:
             if_match,
             tag,
             detail="The user's account changed since you read it; read it again and retry.",
+            absent=f"There is no user {user_id!r} yet, and If-Match (`*` too) sets only an "
+            "account that exists; nothing changed. Without If-Match, the put adds the user.",
         )
         require_none_match(
             if_none_match,

@@ -86,12 +86,20 @@ def if_none_match_hits(if_none_match: str | None, current: str) -> bool:
     return current.strip('"') in _listed(if_none_match)
 
 
-def require_match(if_match: str | None, current: str | None, *, detail: str) -> None:
-    """Raise 412 `PRECONDITION_FAILED`, carrying the current tag, unless `If-Match` allows."""
+NOTHING_TO_MATCH = "There is nothing here for If-Match to name, so nothing changed."
+
+
+def require_match(
+    if_match: str | None, current: str | None, *, detail: str, absent: str = NOTHING_TO_MATCH
+) -> None:
+    """Raise 412 `PRECONDITION_FAILED` unless `If-Match` allows: with `detail` and the current
+    tag, or with `absent` when there is no resource (`current` is None). Nothing was there to
+    change since the client read it, so the detail says what is missing, not that it
+    changed."""
     if if_match_allows(if_match, current):
         return
     if current is None:
-        raise PreconditionFailed(detail)
+        raise PreconditionFailed(absent)
     raise PreconditionFailed(detail, headers={"ETag": current}, current_etag=current)
 
 

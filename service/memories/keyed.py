@@ -67,7 +67,12 @@ class KeyedMemoryService:
         existing = await self._repository.find_by_store_key(
             owner, address.kind, address.category, address.key, for_update=True
         )
-        require_memory_match(if_match, existing)
+        require_memory_match(
+            if_match,
+            existing,
+            absent=f"The key {address.key!r} holds no memory, and If-Match (`*` too) writes "
+            "only over one it holds; nothing changed. Without If-Match, the put adds it.",
+        )
         require_none_match(
             if_none_match,
             None if existing is None else memory_etag(existing),

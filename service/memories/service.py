@@ -16,7 +16,12 @@ from typing import Any, cast
 from service.auth.owner import Owner
 from service.errors import ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
-from service.kit.resource_headers import entity_tag, require_match, require_none_match
+from service.kit.resource_headers import (
+    NOTHING_TO_MATCH,
+    entity_tag,
+    require_match,
+    require_none_match,
+)
 from service.kit.types import visible_text
 from service.memories.embedding import TextVectors, vectors_for
 from service.memories.errors import DuplicateMemory, MemoryNotFound, StoreKeyTaken
@@ -72,12 +77,16 @@ def procedures_etag(procedures: Procedures) -> str:
     return entity_tag(procedures)
 
 
-def require_memory_match(if_match: str | None, memory: Memory | None) -> None:
-    """412 unless `If-Match` allows changing this memory (None: there is none)."""
+def require_memory_match(
+    if_match: str | None, memory: Memory | None, *, absent: str = NOTHING_TO_MATCH
+) -> None:
+    """412 unless `If-Match` allows changing this memory (None: there is none, and `absent`
+    says where)."""
     require_match(
         if_match,
         None if memory is None else memory_etag(memory),
         detail="The memory changed since you read it; read it again and retry.",
+        absent=absent,
     )
 
 

@@ -235,10 +235,17 @@ async def test_star_preconditions_choose_between_adding_and_replacing(
     client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
 ) -> None:
     headers = bearer(settings, tenant, "kim")
-    only_replace = await client.put(
-        PATH, params=at("k3"), json={"text": "Nothing yet."}, headers={**headers, "If-Match": "*"}
-    )
-    assert_problem(only_replace, 412, "PRECONDITION_FAILED")
+    for tag in ("*", '"bogus"'):
+        only_replace = await client.put(
+            PATH,
+            params=at("k3"),
+            json={"text": "Nothing yet."},
+            headers={**headers, "If-Match": tag},
+        )
+        # Nothing was read, so nothing changed since: the detail says the key holds nothing.
+        body = assert_problem(only_replace, 412, "PRECONDITION_FAILED")
+        assert "'k3' holds no memory" in body["detail"] and "since you read" not in body["detail"]
+        assert "etag" not in only_replace.headers and "current_etag" not in body
     assert await stored_texts(runtime_engine, tenant, "k3") == []
 
     only_add = {**headers, "If-None-Match": "*"}

@@ -92,10 +92,14 @@ async def test_if_match_guards_a_users_account_and_reads_answer_304(
     client: AsyncClient, settings: Settings, tenant: str, runtime_engine: AsyncEngine
 ) -> None:
     service = bearer(settings, tenant, "agent", service=True)
-    unknown = await client.put(
-        "/v1/users/erin/account", json={"name": "Erin"}, headers={**service, "If-Match": "*"}
-    )
-    assert_problem(unknown, 412, "PRECONDITION_FAILED")
+    for tag in ("*", '"bogus"'):
+        unknown = await client.put(
+            "/v1/users/erin/account", json={"name": "Erin"}, headers={**service, "If-Match": tag}
+        )
+        # Nothing was read, so nothing changed since: the detail says there is no such user.
+        body = assert_problem(unknown, 412, "PRECONDITION_FAILED")
+        assert "no user 'erin'" in body["detail"] and "since you read" not in body["detail"]
+        assert "etag" not in unknown.headers and "current_etag" not in body
     assert (await client.get("/v1/users/erin", headers=service)).status_code == 404
 
     created = await client.put("/v1/users/erin/account", json={"name": "Erin"}, headers=service)
