@@ -485,3 +485,41 @@ async def test_a_put_at_the_address_a_move_is_waiting_for_finds_the_moved_memory
     assert written.status_code == 200, written.text
     assert written.json()["id"] == memory_id and written.json()["text"] == "Two."
     assert [m["id"] for m in await memories(client, headers)] == [memory_id]
+
+
+async def test_a_keyed_instruction_moves_into_a_slot_unless_its_key_is_taken_there(
+    client: AsyncClient, settings: Settings, tenant: str
+) -> None:
+    """A move into a slot's category is a move like any other (409 onto a taken address),
+    and one that lands fills the slot, superseding the slot's other memory."""
+    headers = bearer(settings, tenant, "ada")
+    draft = await client.put(
+        PATH, params=at("tone", kind="procedural"), json={"text": "Be terse."}, headers=headers
+    )
+    style = await client.put(
+        PATH,
+        params=at("tone", kind="procedural", category="style"),
+        json={"text": "Be warm."},
+        headers=headers,
+    )
+    workflow = await client.put(
+        PATH,
+        params=at("steps", kind="procedural", category="workflow"),
+        json={"text": "Plan first."},
+        headers=headers,
+    )
+    assert draft.status_code == style.status_code == workflow.status_code == 201
+    path = f"/v1/users/me/memories/{draft.json()['id']}"
+    taken = await client.patch(path, json={"category": "style"}, headers=headers)
+    body = assert_problem(taken, 409, "CONFLICT")
+    assert body["existing_id"] == style.json()["id"]
+
+    moved = await client.patch(path, json={"category": "workflow"}, headers=headers)
+    assert moved.status_code == 200, moved.text
+    procedures = (await client.get("/v1/users/me/procedures", headers=headers)).json()
+    assert procedures["workflow"]["memory_id"] == draft.json()["id"]
+    assert procedures["style"]["memory_id"] == style.json()["id"]
+    replaced = await client.get(
+        PATH, params=at("steps", kind="procedural", category="workflow"), headers=headers
+    )
+    assert replaced.json()["lifecycle"] == "superseded"
