@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import re
 import time
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -16,9 +17,12 @@ import limits
 import platformdirs
 from pydantic import (
     AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -547,6 +551,26 @@ class Settings(BaseSettings):
         except json.JSONDecodeError as exc:
             raise SettingRefused(f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
 
+    @field_validator("embedding_second")
+    @classmethod
+    def _second_model_fields(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        # Each field is held to the rule of its MNEME_EMBEDDING_* setting: the same model is
+        # described either way, and a field the settings do not have is a typo.
+        if value is None:
+            return None
+        try:
+            given = _second_model_settings().model_validate(value)
+        except ValidationError as invalid:
+            raise SettingRefused(
+                "; ".join(
+                    _second_field_problem(problem, list(value)) for problem in invalid.errors()
+                )
+            ) from None
+        # The fields given, as their settings read them (a number given as text is a number,
+        # an API key a secret that no repr of the settings shows).
+        checked: dict[str, Any] = given.model_dump(exclude_unset=True)
+        return checked
+
     @field_validator("database_url", "migration_database_url")
     @classmethod
     def _database_url_shape(cls, value: SecretStr | None) -> SecretStr | None:
@@ -713,6 +737,29 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _embedding_models_can_run(self) -> Settings:
+        # A model no embedder can run stops every command here, naming its setting, rather
+        # than the service once its database has started.
+        from service.providers.embedder import (
+            embedder_config_from_settings,
+            second_embedder_config,
+        )
+        from service.providers.profiles import EmbeddingSettingsRefused
+
+        for second in (False, True):
+            try:
+                config = (
+                    second_embedder_config(self) if second else embedder_config_from_settings(self)
+                )
+                if config is not None:
+                    config.check()
+            except EmbeddingSettingsRefused as refused:
+                raise SettingRefused(
+                    f"{embedding_setting_name(refused.field, second=second)}: {refused}"
+                ) from None
+        return self
+
+    @model_validator(mode="after")
     def _refuse_default_secrets_outside_dev(self) -> Settings:
         # The embedded database is refused outside dev by what would start it (the commands
         # that use a database), not here: `mneme token` then says that dev tokens are for dev.
@@ -729,6 +776,51 @@ class Settings(BaseSettings):
                 "outside dev mode set MNEME_JWKS_URL or a strong MNEME_JWT_HS256_SECRET"
             )
         return self
+
+
+SECOND_MODEL_SETTING = "MNEME_EMBEDDING_SECOND"
+
+
+def embedding_setting_name(field: str | None, *, second: bool) -> str:
+    """The variable that sets an embedder's `field` (an `EmbedderConfig` field): the
+    configured model's own MNEME_EMBEDDING_<FIELD>, or the field of MNEME_EMBEDDING_SECOND."""
+    if second:
+        return SECOND_MODEL_SETTING if field is None else f"{SECOND_MODEL_SETTING}: {field}"
+    return "MNEME_EMBEDDING_*" if field is None else f"MNEME_EMBEDDING_{field.upper()}"
+
+
+@cache
+def _second_model_settings() -> type[BaseModel]:
+    """The fields `embedding_second` may hold, each with its MNEME_EMBEDDING_* setting's own
+    type and bounds, and no other."""
+    from service.providers.embedder import EmbedderConfig
+
+    prefix = "embedding_"
+    fields = {
+        config_field.name: (
+            Settings.model_fields[prefix + config_field.name].annotation,
+            Settings.model_fields[prefix + config_field.name],
+        )
+        for config_field in dataclasses.fields(EmbedderConfig)
+    }
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        "SecondEmbeddingModel", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+def _second_field_problem(problem: ErrorDetails, given: list[str]) -> str:
+    """One problem of `embedding_second`'s object (whose keys are `given`), naming its field:
+    a known one by its name, another by its place (a key typed in the wrong place may be a
+    secret, as a value may)."""
+    field = str(problem["loc"][0]) if problem["loc"] else ""
+    if problem["type"] == "extra_forbidden":
+        place = given.index(field) + 1 if field in given else 0
+        return (
+            f"field {place} of {len(given)} is not an embedding setting (the fields are the "
+            "MNEME_EMBEDDING_* settings' names, lower case, without the prefix)"
+        )
+    return f"{field}: {_problem_text(problem)}"
 
 
 @lru_cache

@@ -31,6 +31,7 @@ from service.cli import build_parser, main, reembed_progress
 from service.config import Settings, get_settings
 from service.embedded_postgres import OWNER_ROLE, EmbeddedCluster, bootstrap
 from service.kit.types import IDENTIFIER_MAX, LATEST_NUMERIC_DATE
+from service.providers.profiles import PROFILES
 from service.refused_start import StartRefused
 from tests.conftest import TEST_SECRET
 from tests.service_process import free_port
@@ -323,6 +324,87 @@ def test_an_option_that_stands_for_a_setting_is_held_to_the_settings_rule(
     monkeypatch.setenv("MNEME_DATA_DIR", str(tmp_path))
     assert main(command) == 2
     assert capsys.readouterr() == ("", f"mneme {command[0]}: {said}\n")
+    assert started == []
+    assert list(tmp_path.iterdir()) == []
+
+
+UNKNOWN_PROFILE = (
+    f"is not a known embedding profile; known: {', '.join(sorted(PROFILES))} (or leave it "
+    "unset and give the prompts and pooling in the settings)"
+)
+NEEDS_SHA256 = (
+    "a local model file needs its sha256, so the vectors stored are always the same model's"
+)
+SHA256_PATTERN = "String should match pattern '^[0-9a-fA-F]{64}$'"
+NO_768 = (
+    "all-MiniLM-L6-v2-onnx-int8-dynamic makes 384-dimensional vectors and cannot be shortened "
+    "to the column's 768; set the embedding dims to 384 or pick another model"
+)
+
+
+@pytest.mark.parametrize(
+    ("variables", "said"),
+    [
+        (
+            {"MNEME_EMBEDDING_PROFILE": "no-such-model"},
+            f"MNEME_EMBEDDING_PROFILE: {UNKNOWN_PROFILE}",
+        ),
+        (
+            {"MNEME_EMBEDDING_SECOND": '{"profile": "no-such-model"}'},
+            f"MNEME_EMBEDDING_SECOND: profile: {UNKNOWN_PROFILE}",
+        ),
+        (
+            {"MNEME_EMBEDDING_SECOND": '{"provider": "local", "colour": "blue"}'},
+            "MNEME_EMBEDDING_SECOND: field 2 of 2 is not an embedding setting (the fields are "
+            "the MNEME_EMBEDDING_* settings' names, lower case, without the prefix)",
+        ),
+        (
+            {"MNEME_EMBEDDING_LOCAL_MODEL_PATH": "/models/model.onnx"},
+            f"MNEME_EMBEDDING_LOCAL_MODEL_SHA256: {NEEDS_SHA256}",
+        ),
+        (
+            {"MNEME_EMBEDDING_SECOND": '{"local_model_path": "/models/model.onnx"}'},
+            f"MNEME_EMBEDDING_SECOND: local_model_sha256: {NEEDS_SHA256}",
+        ),
+        (
+            {"MNEME_EMBEDDING_LOCAL_MODEL_SHA256": "00"},
+            f"MNEME_EMBEDDING_LOCAL_MODEL_SHA256: {SHA256_PATTERN}",
+        ),
+        (
+            {
+                "MNEME_EMBEDDING_SECOND": (
+                    '{"local_model_path": "/models/model.onnx", "local_model_sha256": "00"}'
+                )
+            },
+            f"MNEME_EMBEDDING_SECOND: local_model_sha256: {SHA256_PATTERN}",
+        ),
+        ({"MNEME_EMBEDDING_DIMS": "768"}, f"MNEME_EMBEDDING_DIMS: {NO_768}"),
+        ({"MNEME_EMBEDDING_SECOND": '{"dims": 768}'}, f"MNEME_EMBEDDING_SECOND: dims: {NO_768}"),
+        (
+            {"MNEME_EMBEDDING_PROVIDER": "openai"},
+            "MNEME_EMBEDDING_OPENAI_API_KEY: the openai embedder needs an API key (any "
+            "placeholder for a server that checks none)",
+        ),
+    ],
+)
+def test_an_embedding_model_no_embedder_can_run_is_refused_as_its_setting_before_anything_starts(
+    variables: dict[str, str],
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The configured model and the second one (MNEME_EMBEDDING_SECOND, its fields the
+    MNEME_EMBEDDING_* settings') are held to the same rules, each problem named by the
+    variable (and field) that set it, before the database or the server starts."""
+    started: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
+    monkeypatch.setenv("MNEME_DATA_DIR", str(tmp_path))
+    for variable, value in variables.items():
+        monkeypatch.setenv(variable, value)
+    assert main(["serve"]) == 2
+    assert capsys.readouterr() == ("", f"mneme serve: {said}\n")
     assert started == []
     assert list(tmp_path.iterdir()) == []
 

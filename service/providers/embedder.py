@@ -104,20 +104,39 @@ class EmbedderConfig:
 
     def __post_init__(self) -> None:
         if self.provider not in get_args(EmbeddingProvider):
-            raise EmbeddingSettingsRefused(f"unknown embedding provider {self.provider!r}")
-        if min(self.dims, self.local_threads, self.local_query_batch, self.openai_batch_size) < 1:
-            raise EmbeddingSettingsRefused(
-                "dims, local_threads, local_query_batch and openai_batch_size must be at least 1"
-            )
-        if self.openai_timeout_seconds <= 0 or self.openai_max_retries < 0:
-            raise EmbeddingSettingsRefused(
-                "openai_timeout_seconds must be > 0 and openai_max_retries >= 0"
-            )
+            raise EmbeddingSettingsRefused("is not an embedding provider", "provider")
+        for name in ("dims", "local_threads", "local_query_batch", "openai_batch_size"):
+            if getattr(self, name) < 1:
+                raise EmbeddingSettingsRefused("must be at least 1", name)
+        if self.openai_timeout_seconds <= 0:
+            raise EmbeddingSettingsRefused("must be greater than 0", "openai_timeout_seconds")
+        if self.openai_max_retries < 0:
+            raise EmbeddingSettingsRefused("must not be negative", "openai_max_retries")
         if self.local_model_path is not None and not self.local_model_sha256:
             raise EmbeddingSettingsRefused(
-                "a local model file needs its sha256 (embedding_local_model_sha256), so the "
-                "vectors stored are always the same model's"
+                "a local model file needs its sha256, so the vectors stored are always the "
+                "same model's",
+                "local_model_sha256",
             )
+
+    def check(self) -> None:
+        """Raise `EmbeddingSettingsRefused`, naming the field at fault, unless an embedder can
+        be built from this config and run: a known profile, a model that fills the column's
+        size, an API key for a server. The one check of both the configured model and the
+        second one."""
+        self.resolved_profile().stored_dims(self.dims)
+        if self.provider == "openai":
+            self.require_api_key()
+
+    def require_api_key(self) -> SecretStr:
+        """The API key of the OpenAI-compatible server; refused when there is none."""
+        if self.openai_api_key is None:
+            raise EmbeddingSettingsRefused(
+                "the openai embedder needs an API key (any placeholder for a server that "
+                "checks none)",
+                "openai_api_key",
+            )
+        return self.openai_api_key
 
     def resolved_profile(self) -> EmbeddingProfile:
         """The profile the embedder follows: the one named, else the model's own."""

@@ -21,11 +21,14 @@ from urllib.parse import urlsplit
 from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
-from service.config import Settings
 from service.observability import DOMAIN_METRICS, tracer
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
+
+    # For the type checker only: the settings import the providers (they check the
+    # embedding models with them).
+    from service.config import Settings
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 

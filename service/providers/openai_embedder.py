@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from openai import AsyncOpenAI, OpenAIError, omit
 
 from service.providers.embedder import EmbedderConfig, EmbedderUnavailable, shortened
-from service.providers.profiles import EmbeddingSettingsRefused
 
 
 class OpenAIEmbedder:
@@ -24,11 +23,7 @@ class OpenAIEmbedder:
     `dimensions` (or is not asked to send it)."""
 
     def __init__(self, config: EmbedderConfig) -> None:
-        if config.openai_api_key is None:
-            raise EmbeddingSettingsRefused(
-                "the openai embedder needs an API key (any placeholder for a server that "
-                "checks none)"
-            )
+        api_key = config.require_api_key()
         self._model = config.openai_model
         self._profile = config.resolved_profile()
         self.dims = self._profile.stored_dims(config.dims)
@@ -37,7 +32,7 @@ class OpenAIEmbedder:
         self._send_input_type = config.openai_send_input_type
         self._batch_size = config.openai_batch_size
         self._client = AsyncOpenAI(
-            api_key=config.openai_api_key.get_secret_value(),
+            api_key=api_key.get_secret_value(),
             base_url=config.openai_base_url,
             timeout=config.openai_timeout_seconds,
             max_retries=config.openai_max_retries,

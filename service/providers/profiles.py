@@ -24,7 +24,12 @@ Pooling = Literal["mean", "cls"]
 
 class EmbeddingSettingsRefused(StartRefused, ValueError):
     """The embedding settings describe no model the service can run, or one that cannot fill
-    the vector column: the start is refused with the reason, in one line."""
+    the vector column: the start is refused with the reason, in one line. `field` names the
+    setting at fault (an `EmbedderConfig` field, e.g. "profile"), when one is."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +65,13 @@ class EmbeddingProfile:
         if self.matryoshka:
             raise EmbeddingSettingsRefused(
                 f"{self.name} makes {self.dims}-dimensional vectors, fewer than the column's "
-                f"{column_dims}"
+                f"{column_dims}",
+                "dims",
             )
         raise EmbeddingSettingsRefused(
             f"{self.name} makes {self.dims}-dimensional vectors and cannot be shortened to the "
-            f"column's {column_dims}; set the embedding dims to {self.dims} or pick another model"
+            f"column's {column_dims}; set the embedding dims to {self.dims} or pick another model",
+            "dims",
         )
 
     def space_name(self, column_dims: int) -> str:
@@ -170,9 +177,11 @@ def resolve_profile(
     of the column's size), with the overrides applied."""
     chosen = name or model
     if name is not None and name not in PROFILES:
+        # The name given is not repeated: a value in the wrong variable may be a secret.
         raise EmbeddingSettingsRefused(
-            f"unknown embedding profile {name!r}; known: {', '.join(sorted(PROFILES))} "
-            "(or leave it unset and give the prompts and pooling in the settings)"
+            f"is not a known embedding profile; known: {', '.join(sorted(PROFILES))} "
+            "(or leave it unset and give the prompts and pooling in the settings)",
+            "profile",
         )
     profile = PROFILES.get(chosen) or EmbeddingProfile(name=chosen, dims=column_dims)
     changes: dict[str, Any] = {

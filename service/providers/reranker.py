@@ -21,11 +21,14 @@ import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import httpx
 
-from service.config import Settings
+if TYPE_CHECKING:
+    # For the type checker only: the settings import the providers (they check the
+    # embedding models with them).
+    from service.config import Settings
 
 RerankApi = Literal["cohere", "voyage", "tei"]
 RerankFailure = Literal["timeout", "unreachable", "error_status", "bad_answer"]

@@ -34,6 +34,7 @@ from tests.memories.model_change import (
     owner_engine_for,
     running_app,
     search_memories,
+    second_model,
 )
 from tests.memories.test_bounded_search import owners_found
 
@@ -196,7 +197,9 @@ def test_the_command_walks_a_change_through_start_status_and_finish(
     monkeypatch.setenv(
         "MNEME_MIGRATION_DATABASE_URL", settings.migration_database_url.get_secret_value()
     )
-    monkeypatch.setenv("MNEME_EMBEDDING_SECOND", json.dumps(settings.embedding_second))
+    monkeypatch.setenv(
+        "MNEME_EMBEDDING_SECOND", json.dumps(second_model(embeddings_server.base_url))
+    )
     monkeypatch.setenv("MNEME_EMBEDDING_COLUMNS_REFRESH_SECONDS", "0.1")
     get_settings.cache_clear()
     try:

@@ -159,6 +159,7 @@ def test_the_fusion_weight_follows_the_profile_unless_the_settings_set_one() -> 
     gemma = Settings(
         _env_file=None,
         embedding_provider="openai",
+        embedding_openai_api_key=API_KEY,
         embedding_openai_model="embeddinggemma-300m",
         embedding_dims=768,
     )
@@ -166,6 +167,7 @@ def test_the_fusion_weight_follows_the_profile_unless_the_settings_set_one() -> 
     unknown = Settings(
         _env_file=None,
         embedding_provider="openai",
+        embedding_openai_api_key=API_KEY,
         embedding_dims=1024,
         embedding_openai_model="someone-elses-model",
     )
