@@ -77,7 +77,8 @@ def build_parser(
             "vector column for the model that is not the live one's (MNEME_EMBEDDING_* or "
             "MNEME_EMBEDDING_SECOND), `run` fills it, builds its index and switches each "
             "complete tenant (resumable), `status` tells where it stands, `finish` makes it "
-            "the live column and drops the old one."
+            "the live column and drops the old one. No step abandons a change once started "
+            "(docs/embedding-models.md, A change started by mistake)."
         ),
     )
     reembed.add_argument(
@@ -484,9 +485,11 @@ async def _reembed(batch_size: int) -> int:
     from service.db import open_command_engine
     from service.memories.reembed import ReembedRefused, live_model, reembed
     from service.providers import (
+        EmbeddingSettingsRefused,
         build_embedder,
         build_packaged_embedder,
         embedder_config_from_settings,
+        load_configured_model,
     )
 
     settings = get_settings()
@@ -500,11 +503,12 @@ async def _reembed(batch_size: int) -> int:
         await embedder.aclose()
         embedder = packaged
     try:
+        await load_configured_model(embedder, second=False)
         with reembed_progress(sys.stderr) as progress:
             report = await reembed(
                 engine, embedder, batch_size=batch_size, on_progress=progress.update
             )
-    except ReembedRefused as exc:
+    except (ReembedRefused, EmbeddingSettingsRefused) as exc:
         sys.stderr.write(f"mneme reembed: {exc}\n")
         return 2
     finally:
@@ -546,8 +550,10 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
     from service.memories.vector_columns import load_state
     from service.providers import (
         Embedder,
+        EmbeddingSettingsRefused,
         build_embedder,
         embedder_config_from_settings,
+        load_configured_model,
         second_embedder_config,
     )
 
@@ -561,17 +567,38 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
 
     async def new_model() -> Embedder | None:
         """The embedder of the model the change goes to: the one that is not the live
-        column's, or the column being filled's."""
+        column's, or the column being filled's, loaded (a model file of the operator's that
+        cannot be used is refused here, before the step does anything)."""
         filling = (await load_state(engine)).column("filling")
         live_model = await reembed.live_model(engine, configured)
         for embedder in (configured, second):
             if embedder is None:
                 continue
-            if filling is not None and embedder.model_name == filling.model:
-                return embedder
-            if filling is None and embedder.model_name != live_model:
+            if (filling is not None and embedder.model_name == filling.model) or (
+                filling is None and embedder.model_name != live_model
+            ):
+                await load_configured_model(embedder, second=embedder is second)
                 return embedder
         return None
+
+    async def no_new_model() -> reembed.ReembedRefused:
+        """Why the settings name no model to change to: the change under way is to another
+        model, or there is nothing to change."""
+        filling = (await load_state(engine)).column("filling")
+        if filling is None:
+            if step == "start":
+                return reembed.ReembedRefused(
+                    "no new model to change to: set MNEME_EMBEDDING_SECOND (or "
+                    "MNEME_EMBEDDING_*) to a model other than the live column's"
+                )
+            return reembed.ReembedRefused("no change of model is under way (`mneme reembed start`)")
+        return reembed.ReembedRefused(
+            f"a change of model to {filling.model} is under way (memory.{filling.name} is being "
+            f"filled), and the settings name no embedder of {filling.model}: configure it as "
+            "MNEME_EMBEDDING_SECOND (or MNEME_EMBEDDING_*) and complete the change with "
+            "`mneme reembed run` and `mneme reembed finish`; no step abandons a change "
+            "(docs/embedding-models.md, A change started by mistake)"
+        )
 
     try:
         if step == "status":
@@ -581,17 +608,12 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
         new = await new_model()
         if step == "start":
             if new is None:
-                raise reembed.ReembedRefused(
-                    "no new model to change to: set MNEME_EMBEDDING_SECOND (or MNEME_EMBEDDING_*) "
-                    "to a model other than the live column's"
-                )
+                raise await no_new_model()
             column = await reembed.start(engine, configured, new)
             sys.stdout.write(f"memory.{column} is being filled for {new.model_name}\n")
         elif step == "run":
             if new is None:
-                raise reembed.ReembedRefused(
-                    "the service's settings name no embedder of the model being filled in"
-                )
+                raise await no_new_model()
             with reembed_progress(sys.stderr) as progress:
                 current = await reembed.run(
                     engine,
@@ -607,7 +629,7 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
         else:
             column = await reembed.finish(engine, new, batch_size=batch_size, settle_seconds=settle)
             sys.stdout.write(f"memory.{column} is the live vector column\n")
-    except reembed.ReembedRefused as exc:
+    except (reembed.ReembedRefused, EmbeddingSettingsRefused) as exc:
         sys.stderr.write(f"mneme reembed {step}: {exc}\n")
         return 2
     finally:

@@ -742,6 +742,7 @@ class Settings(BaseSettings):
         # than the service once its database has started.
         from service.providers.embedder import (
             embedder_config_from_settings,
+            embedding_setting_name,
             second_embedder_config,
         )
         from service.providers.profiles import EmbeddingSettingsRefused
@@ -776,17 +777,6 @@ class Settings(BaseSettings):
                 "outside dev mode set MNEME_JWKS_URL or a strong MNEME_JWT_HS256_SECRET"
             )
         return self
-
-
-SECOND_MODEL_SETTING = "MNEME_EMBEDDING_SECOND"
-
-
-def embedding_setting_name(field: str | None, *, second: bool) -> str:
-    """The variable that sets an embedder's `field` (an `EmbedderConfig` field): the
-    configured model's own MNEME_EMBEDDING_<FIELD>, or the field of MNEME_EMBEDDING_SECOND."""
-    if second:
-        return SECOND_MODEL_SETTING if field is None else f"{SECOND_MODEL_SETTING}: {field}"
-    return "MNEME_EMBEDDING_*" if field is None else f"MNEME_EMBEDDING_{field.upper()}"
 
 
 @cache

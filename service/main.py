@@ -86,7 +86,7 @@ from service.providers import (
     build_embedder,
     build_packaged_embedder,
     embedder_config_from_settings,
-    load_model,
+    load_configured_model,
     second_embedder_config,
 )
 from service.providers.embedding_cache import cache_embeddings
@@ -329,11 +329,14 @@ async def _owner_indexes(
     return OwnerIndexes.configured(owner_engine, settings)
 
 
-async def _load_models(*embedders: Embedder | None) -> None:
+async def _load_models(embedder: Embedder, second: Embedder | None) -> None:
     """Load the local models and the context blocks' tokenizer now rather than on the first
     request: reading them takes tenths of a second each. API embedders have nothing to load
-    and are not called at start-up."""
-    loading = [load_model(embedder) for embedder in embedders if embedder is not None]
+    and are not called at start-up. A model file of the operator's that cannot be used (not
+    the file its sha256 pins) refuses the start in one line naming its setting."""
+    loading = [load_configured_model(embedder, second=False)]
+    if second is not None:
+        loading.append(load_configured_model(second, second=True))
     await asyncio.gather(asyncio.to_thread(encoding_for), *loading)
 
 

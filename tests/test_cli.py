@@ -409,6 +409,50 @@ def test_an_embedding_model_no_embedder_can_run_is_refused_as_its_setting_before
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("second", [False, True])
+@pytest.mark.parametrize(
+    ("beside", "said"),
+    [
+        (None, "is not a model file this user can read"),
+        (
+            "model.onnx",
+            "has no tokenizer.json beside it (the model's tokenizer, in the same directory)",
+        ),
+    ],
+)
+def test_a_model_file_that_is_not_there_is_refused_as_its_setting_before_anything_starts(
+    second: bool,
+    beside: str | None,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    if beside is not None:
+        (models / beside).write_bytes(b"a model without its tokenizer")
+    model, sha256 = str(models / "model.onnx"), "0" * 64
+    if second:
+        pinned = {"local_model_path": model, "local_model_sha256": sha256}
+        monkeypatch.setenv("MNEME_EMBEDDING_SECOND", json.dumps(pinned))
+    else:
+        monkeypatch.setenv("MNEME_EMBEDDING_LOCAL_MODEL_PATH", model)
+        monkeypatch.setenv("MNEME_EMBEDDING_LOCAL_MODEL_SHA256", sha256)
+    started: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
+    data = tmp_path / "data"
+    monkeypatch.setenv("MNEME_DATA_DIR", str(data))
+    assert main(["serve"]) == 2
+    setting = (
+        "MNEME_EMBEDDING_SECOND: local_model_path" if second else "MNEME_EMBEDDING_LOCAL_MODEL_PATH"
+    )
+    assert capsys.readouterr() == ("", f"mneme serve: {setting}: {said}\n")
+    assert started == []
+    assert not data.exists()
+
+
 @pytest.mark.parametrize(
     ("port", "said"),
     [

@@ -4,21 +4,27 @@ from service.providers.embedder import (
     Embedder,
     EmbedderConfig,
     EmbedderUnavailable,
+    ModelFileUnusable,
     computes_in_process,
     embedder_config_from_settings,
+    load_configured_model,
     load_model,
     second_embedder_config,
 )
 from service.providers.factory import build_embedder, build_packaged_embedder
+from service.providers.profiles import EmbeddingSettingsRefused
 
 __all__ = [
     "Embedder",
     "EmbedderConfig",
     "EmbedderUnavailable",
+    "EmbeddingSettingsRefused",
+    "ModelFileUnusable",
     "build_embedder",
     "build_packaged_embedder",
     "computes_in_process",
     "embedder_config_from_settings",
+    "load_configured_model",
     "load_model",
     "second_embedder_config",
 ]

@@ -7,6 +7,7 @@ surfaces as the single `EmbedderUnavailable` type, never as a provider's own exc
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -28,6 +29,27 @@ EmbeddingProvider = Literal["local", "openai"]
 
 class EmbedderUnavailable(Exception):
     """The embedder could not produce vectors (model missing, provider down, bad response)."""
+
+
+class ModelFileUnusable(EmbedderUnavailable):
+    """The operator's model file cannot be used as configured: it cannot be read, it is not
+    the file its sha256 pins, or it is no model onnxruntime runs. `field` names the setting at
+    fault (`local_model_path` or `local_model_sha256`)."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+SECOND_MODEL_SETTING = "MNEME_EMBEDDING_SECOND"
+
+
+def embedding_setting_name(field: str | None, *, second: bool) -> str:
+    """The variable that sets an embedder's `field` (an `EmbedderConfig` field): the
+    configured model's own MNEME_EMBEDDING_<FIELD>, or the field of MNEME_EMBEDDING_SECOND."""
+    if second:
+        return SECOND_MODEL_SETTING if field is None else f"{SECOND_MODEL_SETTING}: {field}"
+    return "MNEME_EMBEDDING_*" if field is None else f"MNEME_EMBEDDING_{field.upper()}"
 
 
 class Embedder(Protocol):
@@ -63,6 +85,18 @@ async def load_model(embedder: Embedder) -> None:
     load = getattr(embedder, "load", None)
     if load is not None:
         await load()
+
+
+async def load_configured_model(embedder: Embedder, *, second: bool) -> None:
+    """`load_model`, for the configured model or (`second`) MNEME_EMBEDDING_SECOND's: a model
+    file of the operator's that cannot be used is `EmbeddingSettingsRefused`, in one line
+    naming its setting, for a start or a command to refuse before it does anything."""
+    try:
+        await load_model(embedder)
+    except ModelFileUnusable as unusable:
+        raise EmbeddingSettingsRefused(
+            f"{embedding_setting_name(unusable.field, second=second)}: {unusable}", unusable.field
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +156,24 @@ class EmbedderConfig:
     def check(self) -> None:
         """Raise `EmbeddingSettingsRefused`, naming the field at fault, unless an embedder can
         be built from this config and run: a known profile, a model that fills the column's
-        size, an API key for a server. The one check of both the configured model and the
-        second one."""
+        size, an API key for a server, a model file of the operator's where it says (its
+        sha256 is checked when it loads: reading a model of gigabytes is no check for every
+        command). The one check of both the configured model and the second one."""
         self.resolved_profile().stored_dims(self.dims)
         if self.provider == "openai":
             self.require_api_key()
+        if self.provider == "local" and self.local_model_path is not None:
+            path = self.local_model_path
+            if not path.is_file() or not os.access(path, os.R_OK):
+                raise EmbeddingSettingsRefused(
+                    "is not a model file this user can read", "local_model_path"
+                )
+            if not (path.parent / "tokenizer.json").is_file():
+                raise EmbeddingSettingsRefused(
+                    "has no tokenizer.json beside it (the model's tokenizer, in the same "
+                    "directory)",
+                    "local_model_path",
+                )
 
     def require_api_key(self) -> SecretStr:
         """The API key of the OpenAI-compatible server; refused when there is none."""

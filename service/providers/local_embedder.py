@@ -45,7 +45,7 @@ from tokenizers import Encoding, Tokenizer
 
 from service.providers.batching import QueryBatcher
 from service.providers.derived_models import int8_products_model
-from service.providers.embedder import EmbedderConfig, EmbedderUnavailable
+from service.providers.embedder import EmbedderConfig, EmbedderUnavailable, ModelFileUnusable
 from service.providers.profiles import MINILM_INT8_PRODUCTS, PACKAGED_PROFILES, EmbeddingProfile
 
 # The packaged default's profile, which names its vector space.
@@ -163,14 +163,16 @@ def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
             facts = _scan_model_file(model_path)
         except OSError as exc:
             if source.sha256 is not None:
-                raise EmbedderUnavailable(
-                    f"cannot read the embedding model {model_path}: {exc}"
+                raise ModelFileUnusable(
+                    f"cannot read the embedding model {model_path}: {exc.strerror or exc}",
+                    "local_model_path",
                 ) from exc
             # An unpinned file that cannot be read: its load below says why.
     if source.sha256 is not None and facts is not None and facts.sha256 != source.sha256.lower():
-        raise EmbedderUnavailable(
+        raise ModelFileUnusable(
             f"the embedding model {model_path} has sha256 {facts.sha256}, not the configured "
-            f"{source.sha256}; vectors of another model would not compare with those stored"
+            f"{source.sha256}; vectors of another model would not compare with those stored",
+            "local_model_sha256",
         )
     # A model that quantizes each run's activations with one scale for the whole run (int8
     # products) would make a text's vector depend on the texts run with it and on their
@@ -202,6 +204,11 @@ def _read_model(source: ModelFile, intra_op_threads: int) -> _LoadedModel:
             tokenizer = Tokenizer.from_file(str(source.tokenizer))
     # onnxruntime and tokenizers raise their own native exception types with no common base.
     except Exception as exc:
+        if source.sha256 is not None:
+            # The operator's file (or its tokenizer) is no model this runs.
+            raise ModelFileUnusable(
+                f"cannot load the embedding model {model_path}: {exc}", "local_model_path"
+            ) from exc
         raise EmbedderUnavailable(f"cannot load the local embedding model: {exc}") from exc
     # An exported tokenizer may carry truncation and fixed padding from its export (the shipped
     # one pads to 128); we truncate at the model's real limit and pad each run ourselves.

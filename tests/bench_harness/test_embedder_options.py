@@ -19,6 +19,8 @@ def parse(*arguments: str) -> argparse.Namespace:
 def test_the_embedding_options_reach_the_settings(tmp_path: Path) -> None:
     model = tmp_path / "model.onnx"
     model.write_bytes(b"not really a model")
+    # The settings look for the model's tokenizer beside it.
+    (tmp_path / "tokenizer.json").write_text("{}")
     settings = _settings(
         parse(
             "--embedding-profile",

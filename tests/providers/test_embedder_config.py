@@ -3,6 +3,7 @@ in one line)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -13,6 +14,7 @@ from service.embedded_postgres import EmbeddedCluster
 from service.main import create_app
 from service.providers import EmbedderConfig, embedder_config_from_settings
 from tests.conftest import make_settings
+from tests.fixtures.model_files import operator_model_file
 from tests.test_refused_start import start_messages
 
 
@@ -81,5 +83,39 @@ async def test_embedding_settings_no_model_can_serve_stop_the_start_with_one_lin
             "message": "mneme cannot start: all-MiniLM-L6-v2-onnx-int8-dynamic makes "
             "384-dimensional vectors and cannot be shortened to the column's 768; set the "
             "embedding dims to 384 or pick another model",
+        }
+    ]
+
+
+# The tests' database (`settings`), already migrated.
+@pytest.mark.usefixtures("settings")
+@pytest.mark.parametrize("second", [False, True])
+async def test_a_model_file_that_is_not_the_one_its_sha256_pins_stops_the_start_with_one_line(
+    cluster: EmbeddedCluster, tmp_path: Path, second: bool
+) -> None:
+    """Checked as the model loads (not by the settings: a model of gigabytes is not read for
+    every command), and said as the setting at fault, not as a traceback."""
+    model, sha256 = operator_model_file(tmp_path)
+    pinned = {"local_model_path": model, "local_model_sha256": "0" * 64}
+    configured = (
+        make_settings(cluster, migrate_on_start=False, embedding_second=pinned)
+        if second
+        else make_settings(
+            cluster,
+            migrate_on_start=False,
+            **{f"embedding_{field}": value for field, value in pinned.items()},
+        )
+    )
+    setting = (
+        "MNEME_EMBEDDING_SECOND: local_model_sha256"
+        if second
+        else "MNEME_EMBEDDING_LOCAL_MODEL_SHA256"
+    )
+    assert await start_messages(create_app(configured)) == [
+        {
+            "type": "lifespan.startup.failed",
+            "message": f"mneme cannot start: {setting}: the embedding model {model} has sha256 "
+            f"{sha256}, not the configured {'0' * 64}; vectors of another model would not "
+            "compare with those stored",
         }
     ]

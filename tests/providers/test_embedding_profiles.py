@@ -3,9 +3,7 @@ vectors and the search, for the packaged model, an operator's model file and an 
 
 from __future__ import annotations
 
-import hashlib
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +13,9 @@ from pydantic import SecretStr
 from service.config import Settings
 from service.memories.search import linear_lexical_weight
 from service.providers import EmbedderConfig, EmbedderUnavailable, build_embedder
-from service.providers.local_embedder import LocalEmbedder, _bundled_model_path, pool
+from service.providers.local_embedder import LocalEmbedder, pool
 from service.providers.profiles import MINILM, PROFILES, EmbeddingProfile
+from tests.fixtures.model_files import operator_model_file
 from tests.fixtures.openai_server import API_KEY, EMBEDDING_MODEL, FakeOpenAIServer, fake_vector
 
 
@@ -28,12 +27,7 @@ def unit(vector: list[float]) -> list[float]:
 @pytest.fixture(scope="module")
 def operator_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A model file of the operator's: the packaged one copied, its tokenizer beside it."""
-    directory = tmp_path_factory.mktemp("model")
-    model = directory / "model.onnx"
-    shutil.copyfile(_bundled_model_path(), model)
-    tokenizer = Path(__file__).resolve().parents[2] / "service/providers/data/tokenizer.json"
-    shutil.copyfile(tokenizer, directory / "tokenizer.json")
-    return model, hashlib.sha256(model.read_bytes()).hexdigest()
+    return operator_model_file(tmp_path_factory.mktemp("model"))
 
 
 async def test_an_operator_model_embeds_with_its_profile_prompts(
