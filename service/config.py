@@ -56,6 +56,17 @@ need 67. Below it a block is empty (always, below about 43) or leaves out the me
 model call answers: a 422 says so where an empty block would not say why."""
 
 
+SECRET_ALGORITHMS = ("HS256",)
+"""The token signing algorithms MNEME_JWT_HS256_SECRET verifies."""
+
+JWKS_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384", "PS256")
+"""The token signing algorithms verified with a key of MNEME_JWKS_URL's key set."""
+
+DEFAULT_JWKS_ALGORITHMS = ("RS256", "ES256")
+"""The ones of them accepted when MNEME_JWT_ALGORITHMS is unset: what identity providers sign
+with."""
+
+
 DATABASE_URL_SCHEMES = ("postgresql", "postgres", "postgresql+asyncpg")
 """What a database URL may start with: PostgreSQL, reached through asyncpg."""
 
@@ -174,7 +185,10 @@ class Settings(BaseSettings):
     # Minimum gap between forced JWKS refetches for unknown key ids (a flood of random kids
     # must not become a flood of requests to the identity provider).
     jwks_refresh_cooldown_seconds: float = Field(default=30, ge=0)
-    jwt_algorithms: list[str] = ["HS256", "RS256", "ES256"]
+    # The signing algorithms a token may use, each of them one the keys configured verify
+    # (`SECRET_ALGORITHMS` need the secret, `JWKS_ALGORITHMS` the key set); unset: those of
+    # the keys configured (`accepted_jwt_algorithms`).
+    jwt_algorithms: list[str] | None = None
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_leeway_seconds: int = Field(default=30, ge=0)
@@ -592,6 +606,31 @@ class Settings(BaseSettings):
             )
         return value
 
+    @field_validator("jwt_algorithms")
+    @classmethod
+    def _algorithms_are_verified(cls, value: list[str] | None) -> list[str] | None:
+        # A name the verifier does not know would accept no token, silently; `none` would
+        # accept any, and is never taken. Entries are told by their place: a value in the
+        # wrong variable may be a secret.
+        if value is None:
+            return None
+        if not value:
+            raise SettingRefused(
+                "names no algorithm; leave it unset to accept those of the keys configured"
+            )
+        for position, name in enumerate(value, start=1):
+            if name.lower() == "none":
+                raise SettingRefused(
+                    f"entry {position} of {len(value)} is none: unsigned tokens are never accepted"
+                )
+            if name not in SECRET_ALGORITHMS + JWKS_ALGORITHMS:
+                raise SettingRefused(
+                    f"entry {position} of {len(value)} is not an algorithm the service "
+                    f"verifies: {', '.join(SECRET_ALGORITHMS)} (with MNEME_JWT_HS256_SECRET), "
+                    f"{', '.join(JWKS_ALGORITHMS)} (with MNEME_JWKS_URL)"
+                )
+        return value
+
     @field_validator("dev_token_ttl_seconds")
     @classmethod
     def _dev_tokens_expire_when_the_service_can_read_it(cls, value: int) -> int:
@@ -654,6 +693,16 @@ class Settings(BaseSettings):
                     f"entry {position} of {len(entries)} is not an address or CIDR network"
                 ) from None
         return value
+
+    @property
+    def accepted_jwt_algorithms(self) -> list[str]:
+        """The algorithms a token may be signed with: `jwt_algorithms`, else those of the
+        keys configured (HS256 with the secret; RS256 and ES256 with a JWKS URL)."""
+        if self.jwt_algorithms is not None:
+            return self.jwt_algorithms
+        secret = list(SECRET_ALGORITHMS) if self.jwt_hs256_secret is not None else []
+        jwks = list(DEFAULT_JWKS_ALGORITHMS) if self.jwks_url is not None else []
+        return secret + jwks
 
     @property
     def trusted_proxy_networks(self) -> list[str]:
@@ -758,6 +807,23 @@ class Settings(BaseSettings):
                 raise SettingRefused(
                     f"{embedding_setting_name(refused.field, second=second)}: {refused}"
                 ) from None
+        return self
+
+    @model_validator(mode="after")
+    def _algorithms_have_their_keys(self) -> Settings:
+        # An algorithm listed without its key verifies no token: in prod that is a service
+        # that accepts none of the tokens it was told to, in dev a setting that does nothing.
+        for name in self.jwt_algorithms or []:
+            if name in SECRET_ALGORITHMS and self.jwt_hs256_secret is None:
+                raise SettingRefused(
+                    f"MNEME_JWT_ALGORITHMS lists {name}, which needs MNEME_JWT_HS256_SECRET "
+                    "(unset): set the secret or leave the algorithm out"
+                )
+            if name in JWKS_ALGORITHMS and self.jwks_url is None:
+                raise SettingRefused(
+                    f"MNEME_JWT_ALGORITHMS lists {name}, which needs MNEME_JWKS_URL (unset): "
+                    "set the identity provider's key set or leave the algorithm out"
+                )
         return self
 
     @model_validator(mode="after")

@@ -409,6 +409,75 @@ def test_an_embedding_model_no_embedder_can_run_is_refused_as_its_setting_before
     assert list(tmp_path.iterdir()) == []
 
 
+JWKS = "https://idp.example/.well-known/jwks.json"
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+@pytest.mark.parametrize(
+    ("algorithms", "keys", "said"),
+    [
+        (
+            '["none"]',
+            {},
+            "MNEME_JWT_ALGORITHMS: entry 1 of 1 is none: unsigned tokens are never accepted",
+        ),
+        (
+            '["HS256", "NONE"]',
+            {},
+            "MNEME_JWT_ALGORITHMS: entry 2 of 2 is none: unsigned tokens are never accepted",
+        ),
+        (
+            '["HS256", "HS257"]',
+            {},
+            "MNEME_JWT_ALGORITHMS: entry 2 of 2 is not an algorithm the service verifies: HS256 "
+            "(with MNEME_JWT_HS256_SECRET), RS256, RS384, RS512, ES256, ES384, PS256 (with "
+            "MNEME_JWKS_URL)",
+        ),
+        (
+            '["RS256"]',
+            {},
+            "MNEME_JWT_ALGORITHMS lists RS256, which needs MNEME_JWKS_URL (unset): set the "
+            "identity provider's key set or leave the algorithm out",
+        ),
+        (
+            '["RS256", "HS256"]',
+            {"MNEME_JWT_HS256_SECRET": "", "MNEME_JWKS_URL": JWKS},
+            "MNEME_JWT_ALGORITHMS lists HS256, which needs MNEME_JWT_HS256_SECRET (unset): set "
+            "the secret or leave the algorithm out",
+        ),
+        (
+            "[]",
+            {},
+            "MNEME_JWT_ALGORITHMS: names no algorithm; leave it unset to accept those of the "
+            "keys configured",
+        ),
+    ],
+)
+def test_a_token_algorithm_nothing_verifies_is_refused_before_anything_starts(
+    env: str,
+    algorithms: str,
+    keys: dict[str, str],
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`none`, a name the service does not verify, or an algorithm whose key is not
+    configured would leave a service that accepts none of the tokens it was told to."""
+    started: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setenv("MNEME_ENV", env)
+    monkeypatch.setenv("MNEME_DATABASE_URL", "postgresql://mneme_app@db/mneme")
+    monkeypatch.setenv("MNEME_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("MNEME_JWT_HS256_SECRET", TEST_SECRET)
+    monkeypatch.setenv("MNEME_JWT_ALGORITHMS", algorithms)
+    for variable, value in keys.items():
+        monkeypatch.setenv(variable, value)
+    assert main(["serve"]) == 2
+    assert capsys.readouterr() == ("", f"mneme serve: {said}\n")
+    assert started == []
+
+
 @pytest.mark.parametrize("second", [False, True])
 @pytest.mark.parametrize(
     ("beside", "said"),

@@ -140,6 +140,7 @@ def test_no_setting_repeats_the_value_it_refuses(
 
 
 EMPTY_BY_DEFAULT: dict[str, Any] = {
+    "jwt_algorithms": ["HS256"],
     "embedding_second": {"provider": "local"},
     "web_oidc_connect_origins": ["https://idp.example/"],
 }
@@ -164,3 +165,19 @@ def test_a_list_or_object_setting_is_read_from_json_and_bad_json_is_its_own_prob
     assert settings_problems(refused.value) == [
         f"MNEME_{setting.upper()}: is not valid JSON (Expecting value at character 3)"
     ]
+
+
+def test_the_accepted_algorithms_are_those_of_the_keys_configured_unless_listed() -> None:
+    """Unset, MNEME_JWT_ALGORITHMS follows the keys: no algorithm is accepted that nothing
+    could verify."""
+    assert Settings(_env_file=None).accepted_jwt_algorithms == ["HS256"]
+    jwks = "https://idp.example/jwks"
+    assert Settings(_env_file=None, jwks_url=jwks).accepted_jwt_algorithms == [
+        "HS256",
+        "RS256",
+        "ES256",
+    ]
+    jwks_only = Settings(_env_file=None, **PROD, jwt_hs256_secret="", jwks_url=jwks)
+    assert jwks_only.accepted_jwt_algorithms == ["RS256", "ES256"]
+    listed = Settings(_env_file=None, jwks_url=jwks, jwt_algorithms=["PS256"])
+    assert listed.accepted_jwt_algorithms == ["PS256"]

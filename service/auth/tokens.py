@@ -23,7 +23,7 @@ from service.auth.principal import (
     AccountClaims,
     Principal,
 )
-from service.config import Settings
+from service.config import JWKS_ALGORITHMS, Settings
 from service.errors import ServiceUnavailable, Unauthenticated
 from service.kit.expiring import ExpiringValues
 from service.kit.secrets import find_secret
@@ -40,7 +40,7 @@ from service.kit.types import (
     is_valid_user_id,
 )
 
-ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "ES256", "ES384", "PS256"})
+ASYMMETRIC_ALGORITHMS = frozenset(JWKS_ALGORITHMS)
 # Linked-account providers that are not OAuth identities: email+password is not a "linked
 # account" and must not be shown as one.
 PASSWORD_PROVIDERS = frozenset({"credential", "password", "pwd", "email"})
@@ -111,7 +111,7 @@ class TokenVerifier:
         except jwt.PyJWTError as exc:
             raise Unauthenticated("The bearer token is not a well-formed JWT.") from exc
         algorithm = header.get("alg")
-        if algorithm not in self._settings.jwt_algorithms:
+        if algorithm not in self._settings.accepted_jwt_algorithms:
             raise Unauthenticated(f"Tokens signed with {algorithm!r} are not accepted.")
 
         key: Any
