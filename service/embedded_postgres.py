@@ -246,14 +246,34 @@ SHARED_BUFFERS_MB_SQL = (
 
 def size_shared_buffers(cluster: EmbeddedCluster, megabytes: int) -> None:
     """Give the cluster a buffer cache of `megabytes`, restarting it when that changes it (on
-    a new data directory, or when the size asked for changed). Blocking.
+    a new data directory, or when the size asked for changed) and no other process uses it.
+    Blocking.
 
     The size is a server start setting: it goes into the cluster's own configuration
-    (`ALTER SYSTEM`), which the restart and every later start read."""
+    (`ALTER SYSTEM`), which the restart and every later start read. A cluster another process
+    uses (a running service, under a command run beside it) is never restarted: its
+    connections would fail, and its handle would name a postmaster that is gone, so the
+    postmaster started in its place would outlive it. The process attaches to the cluster
+    as it runs, says so, and the size is taken at the next start with no one else on it."""
     # Under pgserver's lock across processes: of two processes starting on a new data
-    # directory, the second finds the size set and does not restart the cluster again.
+    # directory, the second finds the size set and does not restart the cluster again; and a
+    # process that takes a handle meanwhile waits for the restart to finish.
     with cluster.handle._lock:
-        if _superuser_query(cluster, SHARED_BUFFERS_MB_SQL) == str(megabytes):
+        running = _superuser_query(cluster, SHARED_BUFFERS_MB_SQL)
+        if running == str(megabytes):
+            return
+        others = _other_holders(Path(cluster.handle.pgdata))
+        if others:
+            logger.warning(
+                "embedded Postgres in %s is in use by another process (pid %s): attached to it "
+                "as it runs, with shared_buffers = %s MB; the %d MB asked for here "
+                "(MNEME_EMBEDDED_SHARED_BUFFERS_MB, or its default) is taken at the next start "
+                "of the cluster by a process alone on it",
+                cluster.handle.pgdata,
+                ", ".join(map(str, others)),
+                running,
+                megabytes,
+            )
             return
         _superuser_query(cluster, f"ALTER SYSTEM SET shared_buffers = '{int(megabytes)}MB'")
         logger.info("embedded Postgres: restarting with shared_buffers = %d MB", megabytes)
@@ -347,6 +367,14 @@ def forget_dead_handles(pgdata: Path) -> None:
                 sorted(set(listed) - set(alive)),
             )
             holders.put(alive)
+
+
+def _other_holders(pgdata: Path) -> list[int]:
+    """The other live processes that hold a handle on the cluster (under pgserver's lock)."""
+    from pgserver.utils import DiskList
+
+    listed = DiskList(pgdata / HANDLES_FILE).get()
+    return sorted(pid for pid in listed if pid != os.getpid() and _process_alive(pid))
 
 
 def _process_alive(pid: int) -> bool:
