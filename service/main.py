@@ -278,7 +278,9 @@ async def _open_state(
         packaged,
     )
     stack.push_async_callback(vector_columns.aclose)
-    await vector_columns.refresh(start_engine)
+    # Before the first write: the columns' models are the database's, recorded by the first
+    # process to serve it, never each process's own settings.
+    await vector_columns.record_live_model(start_engine)
     await start_engine.dispose()
     state = AppState(
         settings=settings,

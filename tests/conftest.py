@@ -77,6 +77,27 @@ def make_settings(cluster: EmbeddedCluster, **overrides: Any) -> _TestSettings:
     return _TestSettings(_env_file=None, **values)
 
 
+async def database_of_its_own(cluster: EmbeddedCluster, **overrides: Any) -> _TestSettings:
+    """Settings (`make_settings`' with `overrides`) for a new database, migrated: for an app that
+    runs another embedding model than the shared database's. A database's vector column holds
+    one model's vectors, the first app to serve it records which, and every later app serves the
+    column with that model whatever it is configured with."""
+    name = "mneme_own_" + uuid.uuid4().hex[:8]
+    await bootstrap(cluster, name)
+    settings = make_settings(
+        cluster,
+        database_url=SecretStr(cluster.url("mneme_app", name)),
+        migration_database_url=SecretStr(cluster.url(OWNER_ROLE, name)),
+        **overrides,
+    )
+    engine = create_engine(settings.migration_url_for_tests, settings, pool_size=1, max_overflow=0)
+    try:
+        await db_migrations.upgrade(engine, settings)
+    finally:
+        await engine.dispose()
+    return settings
+
+
 @pytest.fixture(scope="session")
 def settings(base_settings: Settings) -> Settings:
     return base_settings

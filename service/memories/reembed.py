@@ -103,6 +103,8 @@ class ChangeStatus:
 
     live_column: str
     live_model: str | None
+    """The model the database records for the live column; else, before any service process
+    has served it, the model most of its vectors came from (None: it holds none)."""
     filling_column: str | None
     filling_model: str | None
     memories_total: int
@@ -113,10 +115,17 @@ class ChangeStatus:
     tenants: int
     tenants_switched: int
     retiring_column: str | None
+    live_model_recorded: bool = True
 
     def lines(self) -> list[str]:
         """The status as the command prints it."""
-        live = f"live column: {self.live_column} ({self.live_model or 'the configured model'})"
+        if self.live_model is None:
+            model = "no model yet: the first service process to start records its own"
+        elif not self.live_model_recorded:
+            model = f"{self.live_model}, as its vectors say: the first service process records it"
+        else:
+            model = self.live_model
+        live = f"live column: {self.live_column} ({model})"
         if self.filling_column is None:
             lines = [live, "no change of model under way"]
         else:
@@ -406,9 +415,13 @@ async def status(owner_engine: AsyncEngine) -> ChangeStatus:
                 )
             ).scalar_one()
             tenants = list((await connection.execute(TENANTS_SQL)).scalars())
+        live_model = None if live is None else live.model
+        if live_model is None:
+            live_model = (await connection.execute(MOST_STORED_MODEL_SQL)).scalar_one_or_none()
     return ChangeStatus(
         live_column="embedding" if live is None else live.name,
-        live_model=None if live is None else live.model,
+        live_model=live_model,
+        live_model_recorded=live is not None and live.model is not None,
         filling_column=None if filling is None else filling.name,
         filling_model=None if filling is None else filling.model,
         memories_total=0 if filling is None else filling.memories_total,

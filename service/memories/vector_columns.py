@@ -13,6 +13,12 @@ waits for it. The command that changes the state waits for longer than that refr
 relies on a change (a switch, the drop of the old column), so a process that has not seen the
 change yet still reads a complete column of one model.
 
+The database, never a process's settings, says which model each column holds: the first
+process to serve a database records its configured model for the live column
+(`VectorColumns.record_live_model`), and a change records the new column's model when it
+starts. A process configured with another model serves the column with the recorded one, or
+not at all: it never stores its own vectors there, nor compares its questions with them.
+
 Every vector the service makes is a `ModelVector`, which carries the name of its model: it is
 stored in the column of that model and compared with that column only. A column that holds a
 packaged model's vectors (`service.providers.profiles.PACKAGED_PROFILES`) is served by that
@@ -32,11 +38,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.db import NO_STATEMENT_LIMIT_SQL
+from service.db import MIGRATE_FIRST, NO_STATEMENT_LIMIT_SQL
 from service.memories.telemetry import MEMORY_METRICS
 from service.providers import Embedder, EmbedderUnavailable, computes_in_process, load_model
+from service.refused_start import StartRefused
 
 logger = logging.getLogger("mneme.vector_columns")
 
@@ -118,6 +126,17 @@ LOAD_COLUMNS_SQL = text(
     "FROM embedding_column ORDER BY name"
 )
 LOAD_SWITCHED_SQL = text("SELECT tenant_id, column_name FROM embedding_column_tenant")
+RECORD_LIVE_MODEL_SQL = text("SELECT mneme_record_live_embedding_model(:model)")
+"""Record `:model` for the live column if it records none yet (the model of a vector it holds
+first, if it holds any), as the owner role (a SECURITY DEFINER function: the runtime role
+may read the columns' state, not write it); the model the live column holds."""
+
+UNDEFINED_FUNCTION = "42883"
+
+
+class LiveModelUnknown(StartRefused):
+    """The database cannot say which model its live vector column holds (a schema older than
+    the service's): serving it could compare and store another model's vectors there."""
 
 
 async def load_state(engine: AsyncEngine) -> ColumnsState:
@@ -176,7 +195,9 @@ class VectorColumns:
         self._embedders[embedder.model_name] = embedder
 
     def _model(self, column: ColumnState) -> str:
-        # A column as first migrated holds the model the service is configured with.
+        # Only a live column no service process has served yet records no model (the service
+        # records one before it reads the state, `record_live_model`): a command reading it
+        # takes it for its configured model's, as the first process to serve it will record.
         return column.model or self.configured.model_name
 
     def _vector_column(self, column: ColumnState) -> VectorColumn:
@@ -331,6 +352,40 @@ class VectorColumns:
                 placed[column.name] = vector
                 placed[column.model_column] = model
         return placed
+
+    async def record_live_model(self, engine: AsyncEngine) -> None:
+        """Read the columns' state (`refresh`) once the database records the live column's
+        model: the configured one, if no process has served the database yet (nor stored a
+        vector in it). Said in the log when the configured model is none of the columns'.
+        Raises `LiveModelUnknown` on a schema that cannot record it."""
+        try:
+            async with engine.begin() as connection:
+                await connection.exec_driver_sql(NO_STATEMENT_LIMIT_SQL)
+                await connection.execute(
+                    RECORD_LIVE_MODEL_SQL, {"model": self.configured.model_name}
+                )
+        except DBAPIError as error:
+            if getattr(error.orig, "sqlstate", None) != UNDEFINED_FUNCTION:
+                raise
+            raise LiveModelUnknown(
+                "the database's schema cannot say which embedding model its vectors are of "
+                f"(it is older than this release's): {MIGRATE_FIRST}"
+            ) from None
+        await self.refresh(engine)
+        if self.holding(self.configured.model_name) is None:
+            live = self.live()
+            serves = self.embedder_for(live) is not None
+            logger.warning(
+                "memory.%s holds the vectors of %s, as the database records, not those of the "
+                "configured model %s: %s",
+                live.name,
+                live.model,
+                self.configured.model_name,
+                f"the service embeds for that column with {live.model}"
+                if serves
+                else "its tenants' searches go lexical and new memories get no vector until "
+                f"{live.model} is configured",
+            )
 
     async def refresh(self, engine: AsyncEngine) -> None:
         """Read the columns' state again (and publish a fill's progress as metrics); a

@@ -17,7 +17,7 @@ from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from service.kit.secrets import MASK
 from service.main import create_app
-from tests.conftest import bearer
+from tests.conftest import bearer, database_of_its_own
 from tests.extraction.conftest import (
     Headers,
     extraction_requests,
@@ -55,10 +55,14 @@ async def hosted_models(
     cluster: EmbeddedCluster, llm: FakeOpenAIServer, **overrides: Any
 ) -> AsyncIterator[AsyncClient]:
     """An app whose chat and embedding models are the fake hosted ones (so every text sent to
-    a model is recorded), extracting after every turn and summarising every turn."""
+    a model is recorded), extracting after every turn and summarising every turn, on a
+    database of its own (its vectors are the hosted model's)."""
+    own = await database_of_its_own(cluster)
     settings = llm_settings(
         cluster,
         llm,
+        database_url=own.database_url,
+        migration_database_url=own.migration_database_url,
         extraction_strategy="every_turn",
         thread_summary_keep_recent=1,
         thread_messages_buffer_recent_turns=1,

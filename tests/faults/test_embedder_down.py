@@ -19,7 +19,7 @@ from httpx import ASGITransport, AsyncClient
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
 from service.main import create_app
-from tests.conftest import bearer, make_settings
+from tests.conftest import bearer, database_of_its_own
 from tests.fixtures.openai_server import API_KEY, FakeOpenAIServer
 
 
@@ -34,7 +34,7 @@ async def remote_embedder_app(
     cluster: EmbeddedCluster, settings: Settings, embeddings: FakeOpenAIServer
 ) -> AsyncIterator[FastAPI]:
     application = create_app(
-        make_settings(
+        await database_of_its_own(
             cluster,
             migrate_on_start=False,
             embedding_provider="openai",

@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from benchmarks.server import RunningServer, loopback_server
 from service.config import Settings
 from service.embedded_postgres import EmbeddedCluster
-from tests.conftest import bearer, make_settings
+from tests.conftest import bearer, database_of_its_own
 from tests.fixtures.openai_server import (
     API_KEY,
     CHAT_PATH,
@@ -112,7 +112,7 @@ async def one_connection_server(
     """A live server on a hosted embedding model, a hosted chat model and a hosted reranker,
     with one database connection and one place in its admission gate, which a request waits
     for at most `POOL_TIMEOUT_SECONDS`."""
-    settings = make_settings(
+    settings = await database_of_its_own(
         cluster,
         migrate_on_start=False,
         embedding_provider="openai",

@@ -489,8 +489,12 @@ async def test_a_procedure_slot_of_nothing_visible_clears_it_like_an_empty_strin
 
 
 class FailingEmbedder:
-    model_name = "failing"
+    """The live column's model, down: a write stores no vector, a search goes lexical."""
+
     dims = 384
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         raise EmbedderUnavailable("down for the test")
@@ -508,7 +512,8 @@ async def test_embedder_failure_still_stores_and_a_later_pass_embeds(
     backfill = app.state.mneme.embedding_backfill
     real_embedder, real_delays = backfill.embedder, backfill.retry_delays
     # Generous retry gaps: the embedder is back long before the second attempt.
-    backfill.embedder, backfill.retry_delays = FailingEmbedder(), (0.5, 1.0, 2.0)
+    backfill.embedder = FailingEmbedder(real_embedder.model_name)
+    backfill.retry_delays = (0.5, 1.0, 2.0)
     headers = user(settings, tenant)
     try:
         created = await remember(client, headers, text="Speaks Portuguese fluently")

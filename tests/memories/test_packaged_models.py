@@ -19,11 +19,12 @@ from service.config import Settings, get_settings
 from service.db import create_engine
 from service.embedded_postgres import OWNER_ROLE, SUPERUSER, EmbeddedCluster, bootstrap
 from service.memories import reembed
-from service.memories.vector_columns import VectorColumns
-from service.providers import Embedder, EmbedderConfig, build_embedder
+from service.memories.vector_columns import RECORD_LIVE_MODEL_SQL, VectorColumns
+from service.providers import Embedder, EmbedderConfig, build_embedder, build_packaged_embedder
 from service.providers.profiles import MINILM, MINILM_INT8_PRODUCTS
 from tests.conftest import bearer, make_settings, new_tenant
 from tests.fixtures.factories import remember_all
+from tests.fixtures.locks import waiting_locks
 from tests.memories.model_change import (
     REFRESH_SECONDS,
     assert_one_model,
@@ -173,17 +174,76 @@ async def test_the_upgrade_records_the_model_even_for_an_owner_held_to_row_level
         assert forced is True
 
 
-async def test_a_database_without_vectors_records_no_model_and_takes_the_configured_one(
+async def test_the_first_process_records_its_model_and_one_configured_otherwise_serves_it(
     cluster: EmbeddedCluster,
 ) -> None:
     settings = await _database(cluster)
     await _migrate(settings)
     async with owner_engine_for(settings) as owner:
         assert await _live_column(owner) == ("embedding", None)
-    headers = bearer(settings, new_tenant(), "lena")
+    tenant = new_tenant()
+    headers = bearer(settings, tenant, "lena")
     async with running_app(settings) as (_, client):
-        (memory,) = await remember_all(client, headers, {"text": TEXTS[0]})
-    assert memory["embedding_model"] == MINILM_INT8_PRODUCTS.name
+        (first,) = await remember_all(client, headers, {"text": TEXTS[0]})
+    assert first["embedding_model"] == MINILM_INT8_PRODUCTS.name
+    async with owner_engine_for(settings) as owner:
+        assert await _live_column(owner) == ("embedding", MINILM_INT8_PRODUCTS.name)
+        assert (await reembed.status(owner)).lines()[0] == (
+            f"live column: embedding ({MINILM_INT8_PRODUCTS.name})"
+        )
+
+    # A process configured with the other packaged model (as the first step of a change has
+    # it) writes and searches the column with the model the database records for it.
+    float32 = settings.model_copy(update={"embedding_profile": MINILM.name})
+    async with running_app(float32) as (_, client):
+        (second,) = await remember_all(client, headers, {"text": TEXTS[1]})
+        assert second["embedding_model"] == MINILM_INT8_PRODUCTS.name
+        for said in TEXTS[:2]:
+            [hit] = (await search_memories(client, headers, said, limit=1))["hits"]
+            assert hit["memory"]["text"] == said
+            assert hit["memory"]["embedding_model"] == MINILM_INT8_PRODUCTS.name
+            # The question and the stored text are one text embedded by one model.
+            assert hit["scores"]["vector_cosine"] == pytest.approx(1.0, abs=1e-4)
+    async with owner_engine_for(settings) as owner, owner.connect() as connection:
+        models = await connection.execute(
+            text("SELECT DISTINCT embedding_model FROM memory WHERE tenant_id = :t"), {"t": tenant}
+        )
+        assert models.scalars().all() == [MINILM_INT8_PRODUCTS.name]
+
+
+async def test_processes_starting_together_on_a_new_database_serve_one_model(
+    cluster: EmbeddedCluster,
+) -> None:
+    settings = await _database(cluster)
+    await _migrate(settings)
+    assert settings.database_url is not None
+    runtime = create_engine(settings.database_url.get_secret_value(), settings, pool_size=2)
+
+    def packaged(model: str) -> Embedder | None:
+        return build_packaged_embedder(model, EmbedderConfig())
+
+    default = VectorColumns(build_embedder(EmbedderConfig()), (), packaged)
+    float32 = VectorColumns(build_embedder(EmbedderConfig(profile=MINILM.name)), (), packaged)
+    try:
+        async with owner_engine_for(settings) as owner, runtime.connect() as first:
+            # The first start's recording, its transaction still open ...
+            await first.execute(RECORD_LIVE_MODEL_SQL, {"model": MINILM_INT8_PRODUCTS.name})
+            # ... holds the other start's back until it ends; that one then takes its model.
+            other = asyncio.ensure_future(float32.record_live_model(runtime))
+            assert await waiting_locks(owner) >= 1
+            await first.commit()
+            await other
+        await default.record_live_model(runtime)
+        for columns in (default, float32):
+            assert columns.live().model == MINILM_INT8_PRODUCTS.name
+            storage = columns.storage_embedder()
+            assert storage.model_name == MINILM_INT8_PRODUCTS.name
+            assert columns.holding(MINILM.name) is None
+    finally:
+        await runtime.dispose()
+        for columns in (default, float32):
+            await columns.configured.aclose()
+            await columns.aclose()
 
 
 def test_the_commands_move_an_upgraded_database_with_no_second_model(
