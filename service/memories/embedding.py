@@ -23,7 +23,7 @@ from service.db import tenant_transaction
 from service.kit.admission import outside_the_gate
 from service.kit.secrets import find_secret_in
 from service.memories.repository import MemoryRepository
-from service.memories.vector_columns import StorageEmbedder, VectorColumns
+from service.memories.vector_columns import ModelVector, StorageEmbedder, VectorColumns
 from service.observability import tracer
 from service.providers import Embedder, EmbedderUnavailable, computes_in_process
 
@@ -105,7 +105,8 @@ class EmbeddingBackfill:
         self.vector_columns.configure(embedder)
 
     async def retry(self, tenant_id: str, memory_ids: list[uuid.UUID]) -> None:
-        """Embed these memories, retrying with backoff while the embedder stays down."""
+        """Embed these memories (`embed_missing`), retrying with backoff while an embedder
+        stays down."""
         for delay in (0.0, *self.retry_delays):
             if delay:
                 await asyncio.sleep(delay)
@@ -119,22 +120,35 @@ class EmbeddingBackfill:
         )
 
     async def embed_missing(self, tenant_id: str, memory_ids: list[uuid.UUID]) -> None:
-        """Embed those of `memory_ids` that still lack a vector in the live column (raises
-        EmbedderUnavailable)."""
-        live = self.vector_columns.live()
-        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
-            rows = await MemoryRepository(session, tenant_id).unembedded_among(
-                memory_ids, live.name
-            )
-        if not rows:
-            return
-        vectors = await self.embedder.embed([text for _, text in rows])
-        async with tenant_transaction(self._sessionmaker, tenant_id) as session:
-            # After the tenant's write lock, as every write to its data: a purge of the tenant
-            # never meets the updates half-way (rows it deleted, rows it waits for).
-            await AccountRepository(session, tenant_id).hold_tenant_writes()
-            repository = MemoryRepository(session, tenant_id)
-            for (memory_id, text), vector in zip(rows, vectors, strict=True):
-                values = self.vector_columns.stored_values(vector, clear_others=False)
-                if values:
-                    await repository.set_vectors(memory_id, values, text)
+        """Embed those of `memory_ids` that still lack a vector in a column this process keeps
+        vectors in (`VectorColumns.kept`: the live one, and one being filled), each with its
+        column's model; raises EmbedderUnavailable when one of those models is down, once what
+        the others made is stored."""
+        down: EmbedderUnavailable | None = None
+        for column, embedder in self.vector_columns.kept():
+            async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+                rows = await MemoryRepository(session, tenant_id).unembedded_among(
+                    memory_ids, column.name
+                )
+            if not rows:
+                continue
+            try:
+                vectors = await embedder.embed([text for _, text in rows])
+            except EmbedderUnavailable as error:
+                down = error
+                continue
+            async with tenant_transaction(self._sessionmaker, tenant_id) as session:
+                # After the tenant's write lock, as every write to its data: a purge of the
+                # tenant never meets the updates half-way (rows it deleted, rows it waits for).
+                await AccountRepository(session, tenant_id).hold_tenant_writes()
+                repository = MemoryRepository(session, tenant_id)
+                for (memory_id, text), vector in zip(rows, vectors, strict=True):
+                    # Placed by its model as the columns stand now, which may have changed
+                    # since they were read.
+                    values = self.vector_columns.stored_values(
+                        ModelVector(vector, embedder.model_name), clear_others=False
+                    )
+                    if values:
+                        await repository.set_vectors(memory_id, values, text)
+        if down is not None:
+            raise down

@@ -147,8 +147,7 @@ class KeyedMemoryService:
             [self._recorder.event(memory, "add", old_text=None, new_text=memory.text)]
         )
         await self._slots.take(owner, memory)
-        if vector is None:
-            self._recorder.schedule_backfill([memory.id])
+        self._recorder.schedule_backfill([memory])
         self._recorder.count_added([memory])
         return memory
 

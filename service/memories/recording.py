@@ -185,13 +185,20 @@ class MemoryRecorder:
         """The vector columns' values for a new or changed text (`VectorColumns.stored_values`)."""
         return self.backfill.vector_columns.stored_values(vector)
 
-    def lacks_live_vector(self, memory: Memory) -> bool:
-        """Whether `memory` has no vector in the live column (the backfill's to embed)."""
-        live = self.backfill.vector_columns.live()
-        return getattr(memory, live.model_column) is None
+    def lacks_vectors(self, memory: Memory) -> bool:
+        """Whether `memory`, as written, lacks a vector this process makes for a column it
+        keeps vectors in (`VectorColumns.kept`): the model was down, or the columns changed
+        between the embedding and the write (a change of model started meanwhile). The
+        backfill makes it after the commit (`schedule_backfill`)."""
+        return any(
+            getattr(memory, column.model_column) is None
+            for column, _ in self.backfill.vector_columns.kept()
+        )
 
-    def schedule_backfill(self, memory_ids: list[uuid.UUID]) -> None:
-        """Embed these memories after the commit (their vectors could not be computed now)."""
+    def schedule_backfill(self, memories: Iterable[Memory]) -> None:
+        """Embed, after the commit, those of `memories` that lack a vector this process makes
+        (`lacks_vectors`)."""
+        memory_ids = [memory.id for memory in memories if self.lacks_vectors(memory)]
         if not memory_ids:
             return
         tenant_id = self.principal.tenant_id

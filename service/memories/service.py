@@ -162,8 +162,7 @@ class MemoryService:
         superseded: dict[uuid.UUID, Memory] = {}
         for holder in holders.values():
             superseded.update((m.id, m) for m in await self._slots.take(owner, holder))
-        if vectors is None:
-            self._recorder.schedule_backfill([memory.id for memory in inserted])
+        self._recorder.schedule_backfill(inserted)
         self._recorder.count_added(inserted)
         # An item a later one superseded is answered as it is now.
         return [
@@ -381,8 +380,8 @@ class MemoryService:
                 )
             ]
         )
-        if "text" in values and self._recorder.lacks_live_vector(updated):
-            self._recorder.schedule_backfill([updated.id])
+        if "text" in values:
+            self._recorder.schedule_backfill([updated])
         slot = slot_filled_by(updated)
         if slot is not None and slot != filled:
             await self._slots.take(owner, updated)
@@ -556,8 +555,7 @@ class MemoryService:
             await self._repository.add_events(
                 [self._recorder.event(memory, "add", old_text=None, new_text=text_value)]
             )
-            if not vectors:
-                self._recorder.schedule_backfill([memory.id])
+            self._recorder.schedule_backfill([memory])
             self._recorder.count_added([memory])
         return memory
 

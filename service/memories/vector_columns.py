@@ -256,6 +256,19 @@ class VectorColumns:
             )
         return None
 
+    def kept(self) -> list[tuple[VectorColumn, Embedder]]:
+        """The columns this process stores vectors in, each with its model's embedder: the
+        live one and one being filled, when the process runs their models at their sizes."""
+        kept: list[tuple[VectorColumn, Embedder]] = []
+        for column in self.state.columns:
+            if column.status == "retiring":
+                continue
+            vector_column = self._vector_column(column)
+            embedder = self.embedder_for(vector_column)
+            if embedder is not None:
+                kept.append((vector_column, embedder))
+        return kept
+
     def _build_packaged(self, model: str) -> Embedder | None:
         """The packaged model named `model`, built the first time a column needs it (None: no
         packaged model is named so)."""

@@ -111,7 +111,6 @@ class DerivedMemoryWriter:
         await self._recorder.provision([entry.owner for entry in owned])
         now = datetime.now(UTC)
         results: list[MemoryWritten] = []
-        unembedded: list[uuid.UUID] = []
         added: list[Memory] = []
         rows = []
         for entry, owned_entry in zip(items, owned, strict=True):
@@ -144,11 +143,9 @@ class DerivedMemoryWriter:
                     )
                 ]
             )
-            if entry.vector is None:
-                unembedded.append(memory.id)
             added.append(memory)
             results.append(written(memory, duplicate=False))
-        self._recorder.schedule_backfill(unembedded)
+        self._recorder.schedule_backfill(added)
         self._recorder.count_added(added)
         return results
 

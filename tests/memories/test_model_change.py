@@ -88,12 +88,17 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         await remember_all(client, early_user, {"text": "Lena runs a marathon in May"})
         assert (old.model_name, new.model_name) in await _column_models(owner, early)
 
-        # With the new model's server down, a write still succeeds, without the new vector.
+        # With the new model's server down, a write still succeeds, without the new vector;
+        # the process's backfill tries once (no retries here) and leaves it to `run`.
+        backfill = app.state.mneme.embedding_backfill
+        delays, backfill.retry_delays = backfill.retry_delays, ()
         embeddings_server.mode = "fail"
         try:
             await remember_all(client, late_user, {"text": "Lena sings in a choir"})
+            await app.state.mneme.background.drain()
         finally:
             embeddings_server.mode = "summarize"
+            backfill.retry_delays = delays
         assert (old.model_name, None) in await _column_models(owner, late)
 
         current = await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -18,7 +19,9 @@ from service.cli import main
 from service.config import Settings, get_settings
 from service.db import create_engine
 from service.embedded_postgres import OWNER_ROLE, SUPERUSER, EmbeddedCluster, bootstrap
+from service.memories import dependencies as memory_dependencies
 from service.memories import reembed
+from service.memories.embedding import TextVectors, embed_ahead
 from service.memories.vector_columns import RECORD_LIVE_MODEL_SQL, VectorColumns
 from service.providers import Embedder, EmbedderConfig, build_embedder, build_packaged_embedder
 from service.providers.profiles import MINILM, MINILM_INT8_PRODUCTS
@@ -244,6 +247,68 @@ async def test_processes_starting_together_on_a_new_database_serve_one_model(
         for columns in (default, float32):
             await columns.configured.aclose()
             await columns.aclose()
+
+
+async def _first_served_by_default(cluster: EmbeddedCluster) -> tuple[Settings, str]:
+    """A new database first served by the packaged default, which recorded its model there and
+    wrote `TEXTS[0]` for the user "lena" of a new tenant (returned)."""
+    settings = await _database(cluster)
+    await _migrate(settings)
+    tenant = new_tenant()
+    async with running_app(settings) as (_, client):
+        await remember_all(client, bearer(settings, tenant, "lena"), {"text": TEXTS[0]})
+    return settings, tenant
+
+
+async def _vector_models(owner: AsyncEngine, memory_id: str) -> tuple[str | None, str | None]:
+    async with owner.connect() as connection:
+        row = (
+            await connection.execute(
+                text("SELECT embedding_model, embedding_alt_model FROM memory WHERE id = :id"),
+                {"id": memory_id},
+            )
+        ).one()
+    return row[0], row[1]
+
+
+async def test_a_memory_embedded_before_a_change_starts_and_written_after_gets_both_vectors(
+    cluster: EmbeddedCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, tenant = await _first_served_by_default(cluster)
+    headers = bearer(settings, tenant, "lena")
+    # The first step of a change to the float32 run: the processes run it as configured.
+    float32 = settings.model_copy(update={"embedding_profile": MINILM.name})
+    embedded, release = asyncio.Event(), asyncio.Event()
+
+    async def embedded_then_held(embedder: Embedder, texts: Iterable[str]) -> TextVectors:
+        vectors = await embed_ahead(embedder, texts)
+        embedded.set()
+        await release.wait()
+        return vectors
+
+    monkeypatch.setattr(memory_dependencies, "embed_ahead", embedded_then_held)
+    async with running_app(float32) as (app, client), owner_engine_for(settings) as owner:
+        columns: VectorColumns = app.state.mneme.vector_columns
+        writing = asyncio.ensure_future(remember_all(client, headers, {"text": TEXTS[1]}))
+        # Its vectors are made as the columns stood before the change ...
+        await embedded.wait()
+        assert await reembed.start(owner, columns.configured, columns.configured) == (
+            "embedding_alt"
+        )
+        await columns.refresh(app.state.mneme.engine)
+        # ... and written once the process knows of it.
+        release.set()
+        (memory,) = await writing
+        await app.state.mneme.background.drain()
+        # The live column keeps its model's vector, and the process that wrote the memory
+        # made the new column's too: nothing is left for `run`, nor lost to the search.
+        assert await _vector_models(owner, memory["id"]) == (
+            MINILM_INT8_PRODUCTS.name,
+            MINILM.name,
+        )
+        [hit] = (await search_memories(client, headers, TEXTS[1], limit=1))["hits"]
+        assert hit["memory"]["id"] == memory["id"]
+        assert hit["scores"]["vector_cosine"] == pytest.approx(1.0, abs=1e-4)
 
 
 def test_the_commands_move_an_upgraded_database_with_no_second_model(
