@@ -51,17 +51,28 @@ _NUMBERS = re.compile(r"\d+")
 DEFAULT_LEXICAL_WEIGHT = 0.5
 
 
-def linear_lexical_weight(settings: Settings) -> float:
-    """The linear fusion's weight of BM25 when a request names none: the settings', else the
-    embedding profile's (a stronger model earns a larger share), else `DEFAULT_LEXICAL_WEIGHT`.
+def lexical_weight_for(settings: Settings, model_weight: float | None) -> float:
+    """The linear fusion's weight of BM25 when a request names none, in a search that compares
+    the vectors of a model whose profile carries `model_weight` (a stronger model earns a
+    larger share): the settings', else the model's, else `DEFAULT_LEXICAL_WEIGHT`."""
+    if settings.search_linear_lexical_weight is not None:
+        return settings.search_linear_lexical_weight
+    return DEFAULT_LEXICAL_WEIGHT if model_weight is None else model_weight
 
-    Every search asks; the profile is resolved once per settings object, not per search."""
+
+def linear_lexical_weight(settings: Settings) -> float:
+    """`lexical_weight_for` the configured model (`MNEME_EMBEDDING_*`): the weight of a search
+    of a column that holds its vectors, as a report of the settings names it. A search takes
+    the weight of the model of the column it reads (`MemorySearch.params`), which during a
+    change of model, or in a process configured with another model, may be another's.
+
+    The profile is resolved once per settings object."""
     if settings.search_linear_lexical_weight is not None:
         return settings.search_linear_lexical_weight
     known = _profile_weights.get(id(settings))
     if known is None or known[0]() is not settings:
         weight = embedder_config_from_settings(settings).resolved_profile().lexical_weight
-        known = (weakref.ref(settings), DEFAULT_LEXICAL_WEIGHT if weight is None else weight)
+        known = (weakref.ref(settings), lexical_weight_for(settings, weight))
         _profile_weights[id(settings)] = known
     return known[1]
 
@@ -247,6 +258,7 @@ class MemorySearch:
         column = self.vector_column(query_embedding)
         if column is None:
             query_embedding = None
+        searched = column or self._vector_columns.live()
         use_vector = request.mode != "lexical" and query_embedding is not None
         use_lexical = request.mode != "vector" or query_embedding is None
         # MMR weighs each hit's final score against its cosine to the hits picked before it:
@@ -291,7 +303,12 @@ class MemorySearch:
             vector_pool=vector_pool,
             fusion=fusion,
             rrf_k=request.rrf_k or settings.search_rrf_k,
-            lexical_weight=_pick(request.linear_lexical_weight, linear_lexical_weight(settings)),
+            # The weight of the model whose vectors the search compares, whatever model the
+            # process is configured with: replicas rank a search alike during a change.
+            lexical_weight=_pick(
+                request.linear_lexical_weight,
+                lexical_weight_for(settings, self._vector_columns.lexical_weight(searched)),
+            ),
             neighbour_weight=settings.search_neighbour_weight,
             thread_weight=settings.search_thread_weight,
             speaker_weight=settings.search_speaker_weight,
@@ -312,7 +329,7 @@ class MemorySearch:
             not_only_of_messages=tuple(sorted(not_only_of_messages))
             if not_only_of_messages
             else None,
-            vector_column=column or self._vector_columns.live(),
+            vector_column=searched,
         )
 
     @traced("memories.search")

@@ -43,7 +43,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from service.db import MIGRATE_FIRST, NO_STATEMENT_LIMIT_SQL
 from service.memories.telemetry import MEMORY_METRICS
-from service.providers import Embedder, EmbedderUnavailable, computes_in_process, load_model
+from service.providers import (
+    Embedder,
+    EmbedderUnavailable,
+    computes_in_process,
+    lexical_weight_of,
+    load_model,
+)
 from service.refused_start import StartRefused
 
 logger = logging.getLogger("mneme.vector_columns")
@@ -255,6 +261,12 @@ class VectorColumns:
                 column.dims,
             )
         return None
+
+    def lexical_weight(self, column: VectorColumn) -> float | None:
+        """The fusion weight of BM25 the profile of `column`'s model carries, as this process
+        runs that model (None: the profile carries none, or the process does not run it)."""
+        embedder = self._embedders.get(column.model)
+        return None if embedder is None else lexical_weight_of(embedder)
 
     def kept(self) -> list[tuple[VectorColumn, Embedder]]:
         """The columns this process stores vectors in, each with its model's embedder: the

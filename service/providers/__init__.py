@@ -8,6 +8,7 @@ from service.providers.embedder import (
     computes_in_process,
     embedder_config_from_settings,
     load_configured_model,
+    lexical_weight_of,
     load_model,
     second_embedder_config,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "computes_in_process",
     "embedder_config_from_settings",
     "load_configured_model",
+    "lexical_weight_of",
     "load_model",
     "second_embedder_config",
 ]

@@ -79,6 +79,14 @@ def computes_in_process(embedder: Embedder) -> bool:
     return bool(getattr(embedder, "computes_in_process", False))
 
 
+def lexical_weight_of(embedder: Embedder) -> float | None:
+    """The linear fusion's weight of BM25 against `embedder`'s cosine, as its model's profile
+    carries it (`lexical_weight`, an attribute an embedder may set; None: the profile carries
+    none, and the settings' weight applies)."""
+    weight = getattr(embedder, "lexical_weight", None)
+    return None if weight is None else float(weight)
+
+
 async def load_model(embedder: Embedder) -> None:
     """Load `embedder`'s model now rather than on its first text, if it has one to load (a
     local model takes tenths of a second; an API embedder has nothing to load)."""

@@ -20,7 +20,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from service.providers.embedder import Embedder, computes_in_process, load_model
+from service.providers.embedder import (
+    Embedder,
+    computes_in_process,
+    lexical_weight_of,
+    load_model,
+)
 
 
 class _Vectors:
@@ -81,6 +86,10 @@ class EmbeddingCache:
     @property
     def computes_in_process(self) -> bool:
         return computes_in_process(self.inner)
+
+    @property
+    def lexical_weight(self) -> float | None:
+        return lexical_weight_of(self.inner)
 
     def __len__(self) -> int:
         return len(self._questions) + len(self._texts)

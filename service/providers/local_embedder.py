@@ -330,6 +330,7 @@ class LocalEmbedder:
         self._profile = config.resolved_profile()
         self.dims = self._profile.stored_dims(config.dims)
         self.model_name = self._profile.space_name(config.dims)
+        self.lexical_weight = self._profile.lexical_weight
         self._threads = config.local_threads
         self._model_path = model_path
         self._custom: ModelFile | None = None

@@ -28,6 +28,7 @@ class OpenAIEmbedder:
         self._profile = config.resolved_profile()
         self.dims = self._profile.stored_dims(config.dims)
         self.model_name = self._profile.space_name(config.dims)
+        self.lexical_weight = self._profile.lexical_weight
         self._send_dimensions = config.openai_send_dimensions
         self._send_input_type = config.openai_send_input_type
         self._batch_size = config.openai_batch_size

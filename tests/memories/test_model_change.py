@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -24,9 +26,10 @@ from service.observability import DOMAIN_METRICS
 from service.providers import build_embedder, second_embedder_config
 from tests.conftest import bearer, new_tenant
 from tests.fixtures.factories import remember_all
-from tests.fixtures.openai_server import EMBEDDING_MODEL, FakeOpenAIServer
+from tests.fixtures.openai_server import API_KEY, EMBEDDING_MODEL, FakeOpenAIServer
 from tests.memories.large_owners import BUILD_FROM, TABLE_GRAPHS_SQL, USER, large_owner
 from tests.memories.model_change import (
+    NEW_DIMS,
     ServerVectors,
     assert_cosines_of,
     assert_one_model,
@@ -175,6 +178,74 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         assert found["hits"][0]["memory"]["text"] == "Lena moved to Madrid last spring"
         listed = await client.get("/v1/users/me/memories", headers=late_user)
         assert {item["embedding_model"] for item in listed.json()["items"]} == {new.model_name}
+
+
+def _fused(response: dict[str, Any]) -> list[tuple[str, float]]:
+    """The hits in their order, each with its fused score (to six places)."""
+    return [
+        (hit["memory"]["id"], round(hit["scores"]["fused_score"], 6)) for hit in response["hits"]
+    ]
+
+
+async def test_a_search_fuses_with_the_weight_of_the_model_it_compares_on_every_replica(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings = await own_database(cluster, embeddings_server.base_url)
+    # The new model's profile weighs BM25 otherwise than the packaged MiniLM's (0.5).
+    weight = 0.8
+    during = settings.model_copy(
+        update={
+            "embedding_second": {
+                **second_model(embeddings_server.base_url),
+                "lexical_weight": weight,
+            }
+        }
+    )
+    # A replica restarted for the last step: the new model configured, no second one.
+    after = settings.model_copy(
+        update={
+            "embedding_second": None,
+            "embedding_provider": "openai",
+            "embedding_openai_base_url": embeddings_server.base_url,
+            "embedding_openai_api_key": SecretStr(API_KEY),
+            "embedding_openai_model": EMBEDDING_MODEL,
+            "embedding_openai_max_retries": 0,
+            "embedding_dims": NEW_DIMS,
+            "embedding_lexical_weight": weight,
+        }
+    )
+    tenant = new_tenant()
+    headers = bearer(settings, tenant, "lena")
+    query = "Where does Lena live?"
+    second = second_embedder_config(during)
+    assert second is not None
+    new = build_embedder(second)
+    async with running_app(during) as (app, client), owner_engine_for(settings) as owner:
+        columns: VectorColumns = app.state.mneme.vector_columns
+        await remember_all(client, headers, *({"text": t} for t in TEXTS))
+        await reembed.start(owner, columns.configured, new)
+        await columns.refresh(app.state.mneme.engine)
+        await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
+        await columns.refresh(app.state.mneme.engine)
+        assert columns.read_by(tenant).model == new.model_name
+
+        def asking(lexical_weight: float) -> dict[str, Any]:
+            return {"query": query, "limit": 4, "linear_lexical_weight": lexical_weight}
+
+        path = "/v1/users/me/memories/search"
+        named = (await client.post(path, headers=headers, json=asking(weight))).json()
+        minilms = (await client.post(path, headers=headers, json=asking(0.5))).json()
+        # The tenant's searches compare the new model's vectors, and take its weight, though
+        # the process is configured with MiniLM ...
+        unnamed = await search_memories(client, headers, query, limit=4)
+        assert all(hit["scores"]["vector_cosine"] is not None for hit in unnamed["hits"])
+        assert _fused(unnamed) == _fused(named)
+        assert _fused(unnamed) != _fused(minilms)
+        # ... as a replica configured with the new model does: both rank the search alike.
+        async with running_app(after) as (_, replica):
+            answered = await search_memories(replica, headers, query, limit=4)
+        assert _fused(answered) == _fused(unnamed)
+    await new.aclose()
 
 
 async def test_starting_a_change_to_the_live_model_is_refused(
