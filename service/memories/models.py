@@ -11,11 +11,15 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy import Boolean, Computed, DateTime, Float, Integer, Text
 from sqlalchemy import text as sql
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, object_session
 
 from service.db import Base
 
 _WHITESPACE = re.compile(r"\s+")
+
+SHOWN_VECTOR_MODEL = "mneme.memories.shown_vector_model"
+"""`Session.info` key: the field (`embedding_model`, `embedding_alt_model`) that names the model
+of the vector the session's tenant's searches compare, which `Memory.vector_model` shows."""
 
 
 def normalise_text(text: str) -> str:
@@ -57,9 +61,14 @@ class Memory(Base):
 
     @property
     def vector_model(self) -> str | None:
-        """The model of the memory's vector as a reader sees it: the second column's while it
-        holds one (a change into it is under way or done), else the first column's."""
-        return self.embedding_alt_model or self.embedding_model
+        """The model of the memory's vector in the vector column its tenant's searches read,
+        as its transaction was told (`MemoryRepository.show_vector_models_of`; the first
+        column's when it was not): the model a search hit of it names, None when it has no
+        vector there (a search finds it by its words alone)."""
+        session = object_session(self)
+        field = None if session is None else session.info.get(SHOWN_VECTOR_MODEL)
+        model: str | None = getattr(self, field or "embedding_model")
+        return model
 
     confidence: Mapped[float] = mapped_column(Float, server_default=sql("1.0"))
     lifecycle: Mapped[str] = mapped_column(Text, server_default=sql("'confirmed'"))

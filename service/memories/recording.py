@@ -71,6 +71,11 @@ class MemoryRecorder:
         self.principal = principal
         self.statistics = statistics
         self.bounded_from = bounded_from
+        # A memory's `embedding_model` names the vector its tenant's searches compare, during
+        # a change of model too (the live column's until the tenant switches, the new one's
+        # after), whichever columns its writer filled.
+        read = backfill.vector_columns.read_by(principal.tenant_id)
+        repository.show_vector_models_of(read.model_column)
 
     @property
     def embedder(self) -> Embedder:

@@ -35,7 +35,7 @@ from service.auth.owner import Owner
 from service.db import fetch_on_driver
 from service.kit.repository import TenantRowRepository, one_of, rowcount
 from service.memories.filters import MemoryFilter
-from service.memories.models import Memory, MemoryEvent
+from service.memories.models import SHOWN_VECTOR_MODEL, Memory, MemoryEvent
 from service.memories.postings import PostingsRepository
 
 M = aliased(Memory, name="m")
@@ -541,6 +541,13 @@ class MemoryRepository(TenantRowRepository[Memory, uuid.UUID]):
                 .where(Memory.tenant_id == self._tenant_id, one_of(Memory.id, memory_ids))
                 .execution_options(synchronize_session=False)
             )
+
+    def show_vector_models_of(self, model_field: str) -> None:
+        """Have the memories this transaction reads name the model of their vector whose
+        model `model_field` holds (`Memory.vector_model`): the column the tenant's searches
+        read, so that a memory as written, read or listed names the model its search hits
+        name."""
+        self._session.info[SHOWN_VECTOR_MODEL] = model_field
 
     async def unembedded_among(
         self, memory_ids: Sequence[uuid.UUID], column: str

@@ -245,7 +245,10 @@ class MemoryRead(BaseModel):
     invalid_at: datetime | None
     expires_at: datetime | None
     embedding_model: str | None = Field(
-        description="Model of the stored embedding; null while it awaits embedding.",
+        description="The model of the memory's vector that its owner's searches compare (of the "
+        "vector column its tenant reads; during a change of embedding model, the old model's "
+        "until the tenant switches to the new one): what its search hits name. Null while it "
+        "has no vector there (it awaits embedding): searches find it by its words alone.",
         validation_alias=AliasChoices("vector_model", "embedding_model"),
     )
     metadata: dict[str, Any] = Field(validation_alias=AliasChoices("metadata_", "metadata"))

@@ -180,6 +180,54 @@ async def test_a_change_of_model_switches_each_tenant_whole_and_drops_the_old_co
         assert {item["embedding_model"] for item in listed.json()["items"]} == {new.model_name}
 
 
+async def test_a_memory_names_the_model_its_searches_compare_before_and_after_the_switch(
+    cluster: EmbeddedCluster, embeddings_server: FakeOpenAIServer
+) -> None:
+    settings = await own_database(cluster, embeddings_server.base_url)
+    second = second_embedder_config(settings)
+    assert second is not None
+    new = build_embedder(second)
+    tenant = new_tenant()
+    headers = bearer(settings, tenant, "lena")
+    said = "Lena runs a marathon in May"
+    async with running_app(settings) as (app, client), owner_engine_for(settings) as owner:
+        columns: VectorColumns = app.state.mneme.vector_columns
+        old = columns.configured
+        await remember_all(client, headers, *({"text": t} for t in TEXTS))
+        await reembed.start(owner, old, new)
+        await columns.refresh(app.state.mneme.engine)
+
+        async def shown(model: str) -> None:
+            """The memory names `model` wherever it is shown, as its search hit does."""
+            fetched = await client.get(f"/v1/users/me/memories/{created['id']}", headers=headers)
+            assert fetched.json()["embedding_model"] == model
+            listed = await client.get("/v1/users/me/memories", headers=headers)
+            assert {item["embedding_model"] for item in listed.json()["items"]} == {model}
+            [hit] = (await search_memories(client, headers, said, limit=1))["hits"]
+            assert (hit["memory"]["id"], hit["memory"]["embedding_model"]) == (created["id"], model)
+            assert hit["scores"]["vector_cosine"] is not None
+
+        # Written with both models' vectors while the tenant still reads the old column: it
+        # names the old model, which its searches compare, wherever it is shown.
+        answered = await client.post("/v1/users/me/memories", headers=headers, json={"text": said})
+        assert answered.status_code == 201, answered.text
+        created = answered.json()
+        stored = await _column_models(owner, tenant)
+        assert sorted(stored, key=str) == sorted(
+            [(old.model_name, new.model_name), *[(old.model_name, None)] * len(TEXTS)], key=str
+        )
+        assert created["embedding_model"] == old.model_name
+        await shown(old.model_name)
+        # One state, one tag: the answer's, a read's and the one a write is checked against.
+        fetched = await client.get(f"/v1/users/me/memories/{created['id']}", headers=headers)
+        assert fetched.headers["etag"] == answered.headers["etag"]
+
+        await reembed.run(owner, new, batch_size=4, settle_seconds=SETTLE)
+        await columns.refresh(app.state.mneme.engine)
+        await shown(new.model_name)
+    await new.aclose()
+
+
 def _fused(response: dict[str, Any]) -> list[tuple[str, float]]:
     """The hits in their order, each with its fused score (to six places)."""
     return [

@@ -44,7 +44,10 @@ class MemoryWritten:
             wrote it confirmed); null if never.
         invalid_at (datetime.datetime | None):
         expires_at (datetime.datetime | None):
-        embedding_model (None | str): Model of the stored embedding; null while it awaits embedding.
+        embedding_model (None | str): The model of the memory's vector that its owner's searches compare (of the vector
+            column its tenant reads; during a change of embedding model, the old model's until the tenant switches to the
+            new one): what its search hits name. Null while it has no vector there (it awaits embedding): searches find it
+            by its words alone.
         metadata (Metadata): Free-form JSON object stored with the record and returned as given.
         duplicate (bool): True when an identical memory already existed and was returned instead.
         speaker (None | str | Unset): Who said it (a conversation participant's name), if known.

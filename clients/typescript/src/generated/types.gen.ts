@@ -755,7 +755,7 @@ export type KeyedMemoryWritten = {
     /**
      * Embedding Model
      *
-     * Model of the stored embedding; null while it awaits embedding.
+     * The model of the memory's vector that its owner's searches compare (of the vector column its tenant reads; during a change of embedding model, the old model's until the tenant switches to the new one): what its search hits name. Null while it has no vector there (it awaits embedding): searches find it by its words alone.
      */
     embedding_model: string | null;
     metadata: Metadata;
@@ -1032,7 +1032,7 @@ export type MemoryRead = {
     /**
      * Embedding Model
      *
-     * Model of the stored embedding; null while it awaits embedding.
+     * The model of the memory's vector that its owner's searches compare (of the vector column its tenant reads; during a change of embedding model, the old model's until the tenant switches to the new one): what its search hits name. Null while it has no vector there (it awaits embedding): searches find it by its words alone.
      */
     embedding_model: string | null;
     metadata: Metadata;
@@ -1172,7 +1172,7 @@ export type MemoryWritten = {
     /**
      * Embedding Model
      *
-     * Model of the stored embedding; null while it awaits embedding.
+     * The model of the memory's vector that its owner's searches compare (of the vector column its tenant reads; during a change of embedding model, the old model's until the tenant switches to the new one): what its search hits name. Null while it has no vector there (it awaits embedding): searches find it by its words alone.
      */
     embedding_model: string | null;
     metadata: Metadata;
