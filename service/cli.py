@@ -490,18 +490,23 @@ async def _reembed(batch_size: int) -> int:
         build_packaged_embedder,
         embedder_config_from_settings,
         load_configured_model,
+        named,
     )
 
     settings = get_settings()
     target, engine = await open_command_engine(settings)
     config = embedder_config_from_settings(settings)
-    embedder = build_embedder(config)
-    # A live column of a packaged model is filled with that model, as the service serves it.
-    live = await live_model(engine, embedder)
-    packaged = None if live == embedder.model_name else build_packaged_embedder(live, config)
-    if packaged is not None:
-        await embedder.aclose()
-        embedder = packaged
+    owned = build_embedder(config)
+    # The live column is filled with its model, as the service serves it: the configured
+    # one (under the name the column records for its vectors), else a packaged one.
+    live = await live_model(engine, owned)
+    embedder = named(owned, live)
+    if embedder is None:
+        packaged = build_packaged_embedder(live, config)
+        if packaged is not None:
+            await owned.aclose()
+            owned = packaged
+        embedder = owned
     try:
         await load_configured_model(embedder, second=False)
         with reembed_progress(sys.stderr) as progress:
@@ -512,7 +517,7 @@ async def _reembed(batch_size: int) -> int:
         sys.stderr.write(f"mneme reembed: {exc}\n")
         return 2
     finally:
-        await embedder.aclose()
+        await owned.aclose()
         await engine.dispose()
         target.close()
     sys.stdout.write(f"re-embedded {report.embedded} memories with {embedder.model_name}\n")
@@ -554,6 +559,7 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
         build_embedder,
         embedder_config_from_settings,
         load_configured_model,
+        named,
         second_embedder_config,
     )
 
@@ -567,16 +573,20 @@ async def _change_model(step: str, batch_size: int, follow: bool) -> int:
 
     async def new_model() -> Embedder | None:
         """The embedder of the model the change goes to: the one that is not the live
-        column's, or the column being filled's, loaded (a model file of the operator's that
-        cannot be used is refused here, before the step does anything)."""
+        column's, or the column being filled's (under the name that column records), loaded
+        (a model file of the operator's that cannot be used is refused here, before the step
+        does anything)."""
         filling = (await load_state(engine)).column("filling")
         live_model = await reembed.live_model(engine, configured)
         for embedder in (configured, second):
             if embedder is None:
                 continue
-            if (filling is not None and embedder.model_name == filling.model) or (
-                filling is None and embedder.model_name != live_model
-            ):
+            if filling is not None:
+                filler = named(embedder, str(filling.model))
+                if filler is not None:
+                    await load_configured_model(embedder, second=embedder is second)
+                    return filler
+            elif named(embedder, live_model) is None:
                 await load_configured_model(embedder, second=embedder is second)
                 return embedder
         return None

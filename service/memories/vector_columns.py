@@ -46,7 +46,9 @@ from service.memories.telemetry import MEMORY_METRICS
 from service.providers import (
     Embedder,
     EmbedderUnavailable,
+    FormerlyNamed,
     computes_in_process,
+    former_model_names,
     lexical_weight_of,
     load_model,
 )
@@ -186,7 +188,9 @@ class VectorColumns:
     ) -> None:
         """`packaged` builds the embedder of a packaged model by its vectors' name (None for
         another name), for a column that holds a model the settings do not name."""
-        self._embedders = {embedder.model_name: embedder for embedder in others}
+        self._embedders: dict[str, Embedder] = {}
+        for embedder in others:
+            self._add(embedder)
         self.configured = configured
         self.configure(configured)
         self.state = ColumnsState()
@@ -198,7 +202,19 @@ class VectorColumns:
     def configure(self, embedder: Embedder) -> None:
         """Make `embedder` the configured model's (`MNEME_EMBEDDING_*`)."""
         self.configured = embedder
+        self._add(embedder)
+
+    def _add(self, embedder: Embedder) -> None:
+        """Run `embedder` for the columns that hold its vectors: under its name, and under a
+        name earlier releases gave them (`FormerlyNamed`), which a column may still record."""
         self._embedders[embedder.model_name] = embedder
+        for former in former_model_names(embedder):
+            self._embedders[former] = FormerlyNamed(embedder, former)
+
+    def runs(self, embedder: Embedder) -> bool:
+        """Whether a column holds `embedder`'s vectors, under its name or a former one."""
+        names = (embedder.model_name, *former_model_names(embedder))
+        return any(self.holding(name) is not None for name in names)
 
     def _model(self, column: ColumnState) -> str:
         # Only a live column no service process has served yet records no model (the service
@@ -397,7 +413,7 @@ class VectorColumns:
                 f"(it is older than this release's): {MIGRATE_FIRST}"
             ) from None
         await self.refresh(engine)
-        if self.holding(self.configured.model_name) is None:
+        if not self.runs(self.configured):
             live = self.live()
             serves = self.embedder_for(live) is not None
             logger.warning(

@@ -87,6 +87,47 @@ def lexical_weight_of(embedder: Embedder) -> float | None:
     return None if weight is None else float(weight)
 
 
+def former_model_names(embedder: Embedder) -> tuple[str, ...]:
+    """The names earlier releases gave `embedder`'s vectors (`former_model_names`, an attribute
+    an embedder may set): a vector column that records one of them holds its vectors."""
+    return tuple(getattr(embedder, "former_model_names", ()))
+
+
+class FormerlyNamed:
+    """An embedder whose vectors carry a name an earlier release gave them
+    (`former_model_names`): it serves a column that records that name, until the column
+    changes models. It closes nothing: the embedder is its owner's."""
+
+    def __init__(self, embedder: Embedder, model_name: str) -> None:
+        self.embedder = embedder
+        self.model_name = model_name
+        self.dims = embedder.dims
+        self.computes_in_process = computes_in_process(embedder)
+        self.lexical_weight = lexical_weight_of(embedder)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.embedder.embed(texts)
+
+    async def embed_query(self, text: str) -> list[float]:
+        return await self.embedder.embed_query(text)
+
+    async def load(self) -> None:
+        await load_model(self.embedder)
+
+    async def aclose(self) -> None:
+        """Nothing of its own to close."""
+
+
+def named(embedder: Embedder, model: str) -> Embedder | None:
+    """`embedder` as the embedder of the vectors named `model`: itself, under a name earlier
+    releases gave its vectors (`FormerlyNamed`), or None when `model` names another's."""
+    if embedder.model_name == model:
+        return embedder
+    if model in former_model_names(embedder):
+        return FormerlyNamed(embedder, model)
+    return None
+
+
 async def load_model(embedder: Embedder) -> None:
     """Load `embedder`'s model now rather than on its first text, if it has one to load (a
     local model takes tenths of a second; an API embedder has nothing to load)."""

@@ -23,6 +23,7 @@ import numpy as np
 from service.providers.embedder import (
     Embedder,
     computes_in_process,
+    former_model_names,
     lexical_weight_of,
     load_model,
 )
@@ -90,6 +91,10 @@ class EmbeddingCache:
     @property
     def lexical_weight(self) -> float | None:
         return lexical_weight_of(self.inner)
+
+    @property
+    def former_model_names(self) -> tuple[str, ...]:
+        return former_model_names(self.inner)
 
     def __len__(self) -> int:
         return len(self._questions) + len(self._texts)

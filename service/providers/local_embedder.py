@@ -329,7 +329,16 @@ class LocalEmbedder:
         """`model_path` replaces the bundled model file (tests and hand-placed copies)."""
         self._profile = config.resolved_profile()
         self.dims = self._profile.stored_dims(config.dims)
-        self.model_name = self._profile.space_name(config.dims)
+        space = self._profile.space_name(config.dims)
+        self.model_name = space
+        self.former_model_names: tuple[str, ...] = ()
+        if config.local_model_path is not None and config.local_model_sha256:
+            # An operator's file is named by its profile and by its content: an ONNX file does
+            # not say which model it holds (the profile says whose conventions it follows),
+            # and two files under one profile make two vector spaces, as the packaged file run
+            # two ways does. Earlier releases named it by its profile alone.
+            self.model_name = f"{space}+file-{config.local_model_sha256.lower()[:12]}"
+            self.former_model_names = (space,)
         self.lexical_weight = self._profile.lexical_weight
         self._threads = config.local_threads
         self._model_path = model_path

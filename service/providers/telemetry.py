@@ -15,6 +15,7 @@ from service.providers.embedder import (
     Embedder,
     EmbedderUnavailable,
     computes_in_process,
+    former_model_names,
     lexical_weight_of,
     load_model,
 )
@@ -33,6 +34,7 @@ class InstrumentedEmbedder:
         self.dims = inner.dims
         self.computes_in_process = computes_in_process(inner)
         self.lexical_weight = lexical_weight_of(inner)
+        self.former_model_names = former_model_names(inner)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await self._observe("document", len(texts), lambda: self._inner.embed(texts))

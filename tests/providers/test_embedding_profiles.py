@@ -3,7 +3,9 @@ vectors and the search, for the packaged model, an operator's model file and an 
 
 from __future__ import annotations
 
+import hashlib
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +30,36 @@ def unit(vector: list[float]) -> list[float]:
 def operator_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A model file of the operator's: the packaged one copied, its tokenizer beside it."""
     return operator_model_file(tmp_path_factory.mktemp("model"))
+
+
+def test_an_operator_model_file_is_named_by_its_profile_and_its_content(
+    operator_model: tuple[Path, str], tmp_path: Path
+) -> None:
+    path, sha256 = operator_model
+    e5 = build_embedder(
+        EmbedderConfig(
+            local_model_path=path, local_model_sha256=sha256, profile="multilingual-e5-small"
+        )
+    )
+    # An ONNX file does not say which model it holds: the profile names the model whose
+    # conventions it follows, and the file's digest which file it is.
+    assert e5.model_name == f"multilingual-e5-small+file-{sha256[:12]}"
+    # Another file under the same profile is another vector space.
+    other = tmp_path / "model.onnx"
+    other.write_bytes(path.read_bytes() + b"\0")
+    shutil.copyfile(path.parent / "tokenizer.json", tmp_path / "tokenizer.json")
+    other_sha256 = hashlib.sha256(other.read_bytes()).hexdigest()
+    also_e5 = build_embedder(
+        EmbedderConfig(
+            local_model_path=other, local_model_sha256=other_sha256, profile="multilingual-e5-small"
+        )
+    )
+    assert also_e5.model_name == f"multilingual-e5-small+file-{other_sha256[:12]}"
+    # Without a profile, the file's name stands for the model.
+    plain = build_embedder(EmbedderConfig(local_model_path=path, local_model_sha256=sha256))
+    assert plain.model_name == f"model+file-{sha256[:12]}"
+    # The packaged models, which ship with Mneme, keep their names.
+    assert build_embedder(EmbedderConfig()).model_name == "all-MiniLM-L6-v2-onnx-int8-dynamic"
 
 
 async def test_an_operator_model_embeds_with_its_profile_prompts(
@@ -98,7 +130,7 @@ async def test_a_matryoshka_model_is_cut_to_the_column_and_renormalised(
         await full.aclose()
     assert len(vector) == 128 == short.dims
     assert vector == pytest.approx(unit(whole[:128]), abs=1e-5)
-    assert short.model_name.endswith("@128")
+    assert short.model_name == f"model@128+file-{sha256[:12]}"
 
 
 def test_a_model_that_cannot_be_shortened_is_refused_at_start_up() -> None:
