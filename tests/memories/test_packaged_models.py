@@ -22,7 +22,11 @@ from service.embedded_postgres import OWNER_ROLE, SUPERUSER, EmbeddedCluster, bo
 from service.memories import dependencies as memory_dependencies
 from service.memories import reembed
 from service.memories.embedding import TextVectors, embed_ahead
-from service.memories.vector_columns import RECORD_LIVE_MODEL_SQL, VectorColumns
+from service.memories.vector_columns import (
+    RECORD_LIVE_MODEL_SQL,
+    LiveModelUnknown,
+    VectorColumns,
+)
 from service.providers import Embedder, EmbedderConfig, build_embedder, build_packaged_embedder
 from service.providers.profiles import MINILM, MINILM_INT8_PRODUCTS
 from tests.conftest import bearer, make_settings, new_tenant
@@ -212,6 +216,19 @@ async def test_the_first_process_records_its_model_and_one_configured_otherwise_
             text("SELECT DISTINCT embedding_model FROM memory WHERE tenant_id = :t"), {"t": tenant}
         )
         assert models.scalars().all() == [MINILM_INT8_PRODUCTS.name]
+
+
+async def test_a_schema_that_cannot_record_the_model_refuses_the_start(
+    cluster: EmbeddedCluster,
+) -> None:
+    settings = await _database(cluster, migrate_on_start=False)
+    await _migrate(settings)
+    async with owner_engine_for(settings) as owner, owner.begin() as connection:
+        await connection.execute(text("DROP FUNCTION mneme_record_live_embedding_model(text)"))
+    # Served regardless, it could write and compare another model's vectors in the column.
+    with pytest.raises(LiveModelUnknown, match="mneme migrate"):
+        async with running_app(settings):
+            pass
 
 
 async def test_processes_starting_together_on_a_new_database_serve_one_model(
