@@ -277,11 +277,25 @@ class _HandlerExecutor(AbstractEntrypointExecutor):
             )
 
 
-def log_queue_loop_failure(exc: Exception, restart_delay: timedelta) -> None:
+def log_queue_loop_failure(
+    exc: Exception, restart_delay: timedelta, *, stopping: bool = False
+) -> None:
     """The queue loop stopped on `exc`; it restarts after `restart_delay`. Stopped by a database
     outage (pgqueuer's clean-up may then fail on the broken connection too, with an error of
     its own), that is one line naming the outage, its traceback only when debugging, as the
-    service logs any database outage; anything else is a bug and keeps it."""
+    service logs any database outage; anything else is a bug and keeps it.
+
+    `stopping`: the worker was being stopped when the loop ended, so it does not restart, and
+    an error then (the database going away with the process, the pool closing under pgqueuer's
+    clean-up) is the stop's, not a failure to alert on: one warning line that says so, the
+    traceback only when debugging."""
+    if stopping:
+        logger.warning(
+            "job worker loop ended with an error while stopping: %s",
+            describe_failure(exc)[0],
+            exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None,
+        )
+        return
     outage = outage_behind(exc)
     if outage is None or logger.isEnabledFor(logging.DEBUG):
         logger.error("job worker loop failed; restarting in %s", restart_delay, exc_info=exc)
@@ -422,7 +436,7 @@ class JobWorker:
                     heartbeat_timeout=self._heartbeat_timeout,
                 )
             except Exception as exc:
-                log_queue_loop_failure(exc, self._restart_delay)
+                log_queue_loop_failure(exc, self._restart_delay, stopping=self._stopping.is_set())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), self._restart_delay.total_seconds())
 

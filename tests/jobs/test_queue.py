@@ -15,6 +15,7 @@ from typing import Any
 import asyncpg
 import pytest
 from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
+from pgqueuer.core.qm import QueueManager
 from pgqueuer.domain.errors import RetryRequested
 from pgqueuer.domain.models import Job, TracebackRecord
 from pgqueuer.domain.types import QueueEntrypoint, QueueManagerId
@@ -425,6 +426,34 @@ def test_a_queue_loop_stopped_by_an_outage_is_one_line_and_a_defect_keeps_its_tr
         "(database unavailable: ConnectionDoesNotExistError)"
     )
     assert defect.exc_info is not None and defect.levelno == logging.ERROR
+
+
+async def test_a_queue_loop_that_fails_as_the_worker_stops_is_no_error_and_no_restart(
+    make_worker: Callable[..., JobWorker],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # pgqueuer's loop, ended by the stop with an error of the pool it ran on (what a database
+    # that goes away with the process, or the pool closing under its clean-up, raise).
+    loop_running = asyncio.Event()
+
+    async def fails_when_stopped(manager: QueueManager, **_: Any) -> None:
+        loop_running.set()
+        await manager.shutdown.wait()
+        raise asyncpg.exceptions.InterfaceError("pool is closing")
+
+    monkeypatch.setattr(QueueManager, "run", fails_when_stopped)
+    caplog.set_level(logging.INFO, logger="mneme.jobs")
+    worker = make_worker({})
+    await worker.start()
+    await asyncio.wait_for(loop_running.wait(), 10)
+    await worker.stop()
+
+    ended = [r for r in caplog.records if r.name == "mneme.jobs" and "loop" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in ended] == [
+        (logging.WARNING, "job worker loop ended with an error while stopping: InterfaceError")
+    ]
+    assert ended[0].exc_info is None
 
 
 async def test_runs_that_found_the_pool_busy_do_not_use_up_the_attempts(
