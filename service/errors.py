@@ -164,7 +164,7 @@ class PreconditionFailed(DomainError):
     resource as it is now: nothing was changed."""
 
     status = 412
-    title = "The resource changed since it was read"
+    title = "Precondition failed"
     code: ClassVar[ProblemCode] = "PRECONDITION_FAILED"
 
 
