@@ -64,6 +64,16 @@ class KeyedMemoryService:
             # Before the key's row lock, as every write to a slot takes them.
             await self._slots.hold(owner)
         await self._repository.lock_store_key(owner, address.kind, address.category, address.key)
+        seen = await self._repository.find_by_store_key(
+            owner, address.kind, address.category, address.key
+        )
+        if seen is not None and seen.lifecycle == "superseded":
+            # A put that brings the key's memory back confirms it, which takes the derived
+            # writers' lock (`MemoryService.update`): before the memory's row lock, in the order
+            # a confirming PATCH takes them, or the two, each holding what the other waits for,
+            # deadlock. (A memory superseded between this read and the row lock still does;
+            # PostgreSQL then ends one of them, a 503 the client retries.)
+            await self._repository.lock_writers(owner)
         existing = await self._repository.find_by_store_key(
             owner, address.kind, address.category, address.key, for_update=True
         )

@@ -10,7 +10,9 @@ from httpx import AsyncClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.auth.owner import Owner
 from service.config import Settings
+from service.memories.repository import writers_lock_key
 from tests.conftest import as_tenant, assert_problem, bearer
 from tests.fixtures.locks import waiting_locks
 
@@ -324,6 +326,43 @@ async def test_a_put_brings_a_superseded_keyed_memory_back(
         headers=headers,
     )
     assert [hit["memory"]["id"] for hit in search.json()["hits"]] == [back["id"]]
+
+
+async def test_a_put_that_brings_a_memory_back_takes_the_writers_lock_before_its_row(
+    client: AsyncClient, settings: Settings, tenant: str, owner_engine: AsyncEngine
+) -> None:
+    """A put that makes a superseded memory live again confirms it, as a confirming PATCH
+    does, and takes their locks in the PATCH's order (the derived writers' lock, then the
+    memory's row): taken the other way, a put and a PATCH of the same memory each held what the
+    other waited for."""
+    headers = bearer(settings, tenant, "ada")
+    added = await client.put(PATH, params=at("tea"), json={"text": "Green tea."}, headers=headers)
+    memory_id = added.json()["id"]
+    retired = await client.patch(
+        f"/v1/users/me/memories/{memory_id}", json={"lifecycle": "superseded"}, headers=headers
+    )
+    assert retired.status_code == 200, retired.text
+    async with owner_engine.connect() as holder:
+        transaction = await holder.begin()
+        await holder.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": writers_lock_key(tenant, Owner.user("ada"))},
+        )
+        put = asyncio.ensure_future(
+            client.put(PATH, params=at("tea"), json={"text": "Black tea."}, headers=headers)
+        )
+        assert await waiting_locks(owner_engine) >= 1
+        # The put waits for the writers' lock holding no lock on the memory's row.
+        async with owner_engine.connect() as prober, prober.begin():
+            row = await prober.execute(
+                text("SELECT id FROM memory WHERE id = :id FOR UPDATE NOWAIT"),
+                {"id": memory_id},
+            )
+            assert [str(r.id) for r in row] == [memory_id]
+        await transaction.rollback()
+        written = await put
+    assert written.status_code == 200, written.text
+    assert (written.json()["lifecycle"], written.json()["text"]) == ("confirmed", "Black tea.")
 
 
 @pytest.mark.parametrize("key", ["%20", "%E2%80%8B", "%20%C2%A0%E2%81%A0"])
