@@ -25,15 +25,15 @@ from fastapi.openapi.docs import (
 )
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel
 from starlette.responses import Response
 from starlette.types import Scope
 
+from service.auth.principal import TENANT_ID_MAX
 from service.auth.tokens import mint_dev_token
 from service.config import Settings
-from service.errors import ValidationFailed
 from service.kit.routing import ApiRoute
-from service.kit.types import JsonBool
+from service.kit.types import JsonBool, UserId, identifier_rule, is_valid_identifier
 
 STATIC_DIR = Path(__file__).parent / "static"
 # Only the package's files are used, not its FastAPI subclass.
@@ -59,9 +59,18 @@ class PageConfig(BaseModel):
     dev_tokens: bool
 
 
+def _tenant_id(value: str) -> str:
+    if not is_valid_identifier(value, TENANT_ID_MAX):
+        raise ValueError(f"must be a tenant id: {identifier_rule(TENANT_ID_MAX)}")
+    return value
+
+
 class DevTokenRequest(BaseModel):
-    tenant: str = Field(min_length=1, max_length=128)
-    user: str = Field(min_length=1, max_length=256)
+    """Whom the page's development token names: ids as tokens carry them (a refused one is a
+    422 whose `errors` name the field, as for any body)."""
+
+    tenant: Annotated[str, AfterValidator(_tenant_id)]
+    user: UserId
     admin: JsonBool = False
 
 
@@ -145,12 +154,9 @@ def install_web(app: FastAPI, settings: Settings) -> None:
         # request can reach a token minter there.
         @router.post(f"{PAGE_PATH}/dev-token")
         async def mint_page_dev_token(request: Annotated[DevTokenRequest, Body()]) -> DevToken:
-            try:
-                token = mint_dev_token(
-                    settings, tenant_id=request.tenant, user_id=request.user, admin=request.admin
-                )
-            except ValueError as exc:
-                raise ValidationFailed(str(exc)) from exc
+            token = mint_dev_token(
+                settings, tenant_id=request.tenant, user_id=request.user, admin=request.admin
+            )
             return DevToken(token=token)
 
     openapi_url = app.openapi_url or "/openapi.json"

@@ -118,7 +118,12 @@ async def test_dev_token_admin_flag_grants_the_admin_role(client: AsyncClient) -
 
 async def test_dev_token_refuses_an_invalid_user_id(client: AsyncClient) -> None:
     response = await client.post("/memory/dev-token", json={"tenant": "t-page", "user": "a/b"})
-    assert_problem(response, 422, "VALIDATION_FAILED")
+    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    # As for any body, the refusal names the field it refuses.
+    assert [error["loc"] for error in body["errors"]] == [["body", "user"]]
+    response = await client.post("/memory/dev-token", json={"tenant": "t page", "user": "me"})
+    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert [error["loc"] for error in body["errors"]] == [["body", "tenant"], ["body", "user"]]
 
 
 async def test_prod_has_no_dev_token_minter(prod_client: AsyncClient) -> None:
