@@ -85,11 +85,13 @@ def test_start_while_a_change_to_another_model_is_under_way_says_how_to_complete
         settings,
         {"local_model_path": str(model), "local_model_sha256": sha256, "profile": E5},
     )
+    # An operator's model file is named by its profile and its content.
+    e5_file = f"{E5}+file-{sha256[:12]}"
     assert main(["reembed", "start"]) == 0
-    assert f"memory.embedding_alt is being filled for {E5}" in capsys.readouterr().out
+    assert f"memory.embedding_alt is being filled for {e5_file}" in capsys.readouterr().out
     under_way = (
-        f"a change of model to {E5} is under way (memory.embedding_alt is being filled), and "
-        f"the settings name no embedder of {E5}: configure it as MNEME_EMBEDDING_SECOND (or "
+        f"a change of model to {e5_file} is under way (memory.embedding_alt is being filled), and "
+        f"the settings name no embedder of {e5_file}: configure it as MNEME_EMBEDDING_SECOND (or "
         "MNEME_EMBEDDING_*) and complete the change with `mneme reembed run` and `mneme "
         "reembed finish`; no step abandons a change (docs/embedding-models.md, A change "
         "started by mistake)"
@@ -101,4 +103,4 @@ def test_start_while_a_change_to_another_model_is_under_way_says_how_to_complete
             assert main(["reembed", step]) == 2
             assert capsys.readouterr() == ("", f"mneme reembed {step}: {under_way}\n")
     assert main(["reembed", "status"]) == 0
-    assert f"filling: embedding_alt with {E5}" in capsys.readouterr().out
+    assert f"filling: embedding_alt with {e5_file}" in capsys.readouterr().out
