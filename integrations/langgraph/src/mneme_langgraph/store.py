@@ -499,7 +499,7 @@ def _retry_wait(response: httpx.Response, attempt: int) -> float:
 
 def _backoff(attempt: int) -> float:
     """Seconds to wait before the next attempt when the service named no wait."""
-    return min(RETRY_WAIT_FIRST_SECONDS * 2**attempt, RETRY_WAIT_MAX_SECONDS)
+    return min(RETRY_WAIT_FIRST_SECONDS * 2.0**attempt, RETRY_WAIT_MAX_SECONDS)
 
 
 def _checked(response: httpx.Response) -> Any:
