@@ -673,13 +673,10 @@ class ExtractionPass:
         applied: list[str] = []
         dropped: dict[str, int] = {}
         for change in changes:
-            try:
-                operation = PatchAdd.model_validate(
-                    {"op": "add", "path": f"/{change.key}", "value": change.value}
-                )
-            except ValidationError:
-                dropped["profile:refused"] = dropped.get("profile:refused", 0) + 1
-                continue
+            # `resolve_profile` let through only values this patch takes (`api_refusal`).
+            operation = PatchAdd.model_validate(
+                {"op": "add", "path": f"/{change.key}", "value": change.value}
+            )
             try:
                 async with unit.services.session.begin_nested():
                     written = await unit.services.get(profile_service).set_extracted(

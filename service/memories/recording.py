@@ -190,20 +190,17 @@ class MemoryRecorder:
         """The vector columns' values for a new or changed text (`VectorColumns.stored_values`)."""
         return self.backfill.vector_columns.stored_values(vector)
 
-    def lacks_vectors(self, memory: Memory) -> bool:
-        """Whether `memory`, as written, lacks a vector this process makes for a column it
-        keeps vectors in (`VectorColumns.kept`): the model was down, or the columns changed
-        between the embedding and the write (a change of model started meanwhile). The
-        backfill makes it after the commit (`schedule_backfill`)."""
-        return any(
-            getattr(memory, column.model_column) is None
-            for column, _ in self.backfill.vector_columns.kept()
-        )
-
     def schedule_backfill(self, memories: Iterable[Memory]) -> None:
-        """Embed, after the commit, those of `memories` that lack a vector this process makes
-        (`lacks_vectors`)."""
-        memory_ids = [memory.id for memory in memories if self.lacks_vectors(memory)]
+        """Embed, after the commit, those of `memories` that lack, as written, a vector this
+        process makes for a column it keeps vectors in (`VectorColumns.kept`): the model was
+        down, or the columns changed between the embedding and the write (a change of model
+        started meanwhile)."""
+        model_columns = [column.model_column for column, _ in self.backfill.vector_columns.kept()]
+        memory_ids = [
+            memory.id
+            for memory in memories
+            if any(getattr(memory, model_column) is None for model_column in model_columns)
+        ]
         if not memory_ids:
             return
         tenant_id = self.principal.tenant_id
