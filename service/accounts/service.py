@@ -13,7 +13,10 @@ from service.audit.service import AuditTrail
 from service.auth.owner import Owner
 from service.auth.principal import AccountClaims, Principal
 from service.errors import NotFound
-from service.kit.resource_headers import entity_tag, require_match, require_none_match
+from service.kit.resource_headers import (
+    entity_tag,
+    require_preconditions,
+)
 
 
 def user_etag(user: UserRead) -> str:
@@ -75,17 +78,15 @@ class AccountService:
         await self._repository.ensure_tenant()
         current = await self._repository.get_user(user_id, for_update=True)
         tag = None if current is None else user_etag(UserRead.model_validate(current))
-        require_match(
+        require_preconditions(
             if_match,
-            tag,
-            detail="The user's account changed since you read it; read it again and retry.",
-            absent=f"There is no user {user_id!r} yet, and If-Match (`*` too) sets only an "
-            "account that exists; nothing changed. Without If-Match, the put adds the user.",
-        )
-        require_none_match(
             if_none_match,
             tag,
-            detail="The user's account exists in the state If-None-Match names; nothing changed.",
+            changed="The user's account changed since you read it; read it again and retry.",
+            unchanged="The user's account exists in the state If-None-Match names; nothing "
+            "changed.",
+            absent=f"There is no user {user_id!r} yet, and If-Match (`*` too) sets only an "
+            "account that exists; nothing changed. Without If-Match, the put adds the user.",
         )
         wanted = AccountClaims(
             name=update.name,

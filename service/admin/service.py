@@ -71,7 +71,11 @@ from service.kit.pagination import (
     encode_cursor,
     newest_first_cursor,
 )
-from service.kit.resource_headers import Tagged, entity_tag, require_match, require_none_match
+from service.kit.resource_headers import (
+    Tagged,
+    entity_tag,
+    require_preconditions,
+)
 from service.kit.types import (
     INT64_MAX,
     InputRefused,
@@ -230,15 +234,12 @@ class AdminService:
         await AccountRepository(self._repository.session, self._tenant_id).ensure_tenant()
         before = await self._repository.retention()
         current = entity_tag(RetentionPolicy.model_validate(before))
-        require_match(
+        require_preconditions(
             if_match,
-            current,
-            detail="The retention policy changed since you read it; read it again and retry.",
-        )
-        require_none_match(
             if_none_match,
             current,
-            detail="The retention policy is in the state If-None-Match names; nothing changed.",
+            changed="The retention policy changed since you read it; read it again and retry.",
+            unchanged="The retention policy is in the state If-None-Match names; nothing changed.",
         )
         await self._repository.set_retention(policy.model_dump())
         await self._audit.record(

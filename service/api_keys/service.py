@@ -19,7 +19,10 @@ from service.audit.service import AuditTrail
 from service.auth.principal import Principal
 from service.errors import NotFound, ValidationFailed
 from service.kit.pagination import Page, decode_newest_first_cursor, newest_first_cursor
-from service.kit.resource_headers import entity_tag, require_match, require_none_match
+from service.kit.resource_headers import (
+    entity_tag,
+    require_preconditions,
+)
 from service.kit.secrets import refuse_secrets
 
 SERVICE_SUBJECT_PREFIX = "api-key:"
@@ -103,15 +106,12 @@ class ApiKeyService:
         await self._accounts.hold_tenant_writes()
         existing = ApiKeyRead.model_validate(await self._load(key_id, for_update=True))
         current = api_key_etag(existing)
-        require_match(
+        require_preconditions(
             if_match,
-            current,
-            detail="The API key changed since you read it; read it again and retry.",
-        )
-        require_none_match(
             if_none_match,
             current,
-            detail="The API key exists in the state If-None-Match names; nothing changed.",
+            changed="The API key changed since you read it; read it again and retry.",
+            unchanged="The API key exists in the state If-None-Match names; nothing changed.",
         )
         key = await self._repository.revoke(key_id)
         if key is None:

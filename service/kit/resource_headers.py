@@ -110,6 +110,22 @@ def require_none_match(if_none_match: str | None, current: str | None, *, detail
         raise PreconditionFailed(detail, headers={"ETag": current}, current_etag=current)
 
 
+def require_preconditions(
+    if_match: str | None,
+    if_none_match: str | None,
+    current: str | None,
+    *,
+    changed: str,
+    unchanged: str,
+    absent: str = NOTHING_TO_MATCH,
+) -> None:
+    """A conditional write's two preconditions on the resource's `current` tag (None: there
+    is none): `If-Match` (`require_match`: `changed`, or `absent`), then `If-None-Match`
+    (`require_none_match`: `unchanged`)."""
+    require_match(if_match, current, detail=changed, absent=absent)
+    require_none_match(if_none_match, current, detail=unchanged)
+
+
 # --- HTTP: request headers, response shaping, OpenAPI ------------------------------------------
 
 IfMatch = Annotated[

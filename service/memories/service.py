@@ -21,6 +21,7 @@ from service.kit.resource_headers import (
     entity_tag,
     require_match,
     require_none_match,
+    require_preconditions,
 )
 from service.kit.types import visible_text
 from service.memories.embedding import TextVectors, vectors_for
@@ -510,15 +511,12 @@ class MemoryService:
         await self._slots.hold(owner)
         live = await self._slots.live(owner)
         current = procedures_etag(_procedures([ProcedureRow.of(memory) for memory in live]))
-        require_match(
+        require_preconditions(
             if_match,
-            current,
-            detail="The procedures changed since you read them; read them again and retry.",
-        )
-        require_none_match(
             if_none_match,
             current,
-            detail="The procedures are in the state If-None-Match names; nothing changed.",
+            changed="The procedures changed since you read them; read them again and retry.",
+            unchanged="The procedures are in the state If-None-Match names; nothing changed.",
         )
         shown = shown_in_slots(live)
         for slot, value in requested.items():

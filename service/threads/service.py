@@ -20,7 +20,10 @@ from service.kit.pagination import (
     encode_cursor,
     newest_first_cursor,
 )
-from service.kit.resource_headers import entity_tag, require_match, require_none_match
+from service.kit.resource_headers import (
+    entity_tag,
+    require_preconditions,
+)
 from service.kit.secrets import refuse_secrets
 from service.kit.types import POSITION_MAX
 from service.memories.service import MemoryService
@@ -247,16 +250,12 @@ class ThreadService:
     def _require_preconditions(
         if_match: str | None, if_none_match: str | None, thread: Thread
     ) -> None:
-        current = thread_etag(thread)
-        require_match(
+        require_preconditions(
             if_match,
-            current,
-            detail="The thread changed since you read it; read it again and retry.",
-        )
-        require_none_match(
             if_none_match,
-            current,
-            detail="The thread exists in the state If-None-Match names; nothing changed.",
+            thread_etag(thread),
+            changed="The thread changed since you read it; read it again and retry.",
+            unchanged="The thread exists in the state If-None-Match names; nothing changed.",
         )
 
     async def append(
