@@ -226,21 +226,20 @@ COUNT_USER_JOBS_SQL = text(
     f"SELECT count(*) FROM pgqueuer WHERE {THREAD_JOBS_PREDICATE}"  # noqa: S608
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)), bindparam("thread_ids", type_=ARRAY(Text)))
 
+TENANT_JOBS_PREDICATE = """
+    entrypoint = ANY(:kinds)
+    AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id
+"""
+"""The tenant's jobs of `kinds`, waiting or running; pgqueuer's table is shared by all tenants,
+so the tenant is matched in the payload."""
+
 DELETE_TENANT_JOBS_SQL = text(
-    """
-    DELETE FROM pgqueuer
-     WHERE entrypoint = ANY(:kinds)
-       AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id
-    """
+    f"DELETE FROM pgqueuer WHERE {TENANT_JOBS_PREDICATE}"  # noqa: S608 - a constant predicate
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)))
 """Drop the tenant's jobs, waiting or running (as `DELETE_USER_JOBS_SQL` does the user's)."""
 
 COUNT_TENANT_JOBS_SQL = text(
-    """
-    SELECT count(*) FROM pgqueuer
-     WHERE entrypoint = ANY(:kinds)
-       AND convert_from(payload, 'UTF8')::jsonb ->> 'tenant_id' = :tenant_id
-    """
+    f"SELECT count(*) FROM pgqueuer WHERE {TENANT_JOBS_PREDICATE}"  # noqa: S608
 ).bindparams(bindparam("kinds", type_=ARRAY(Text)))
 
 ORG_PROVENANCE_PREDICATE = """
